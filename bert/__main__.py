@@ -1,0 +1,58 @@
+"""Command line: `python -m bert predict "The [MASK] barked." --model minilm` and `python -m bert pretrain ...`."""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from dataclasses import asdict
+
+from .errors import BertError
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bert", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    predict = commands.add_parser("predict", help="top predictions for every [MASK] in a sentence")
+    predict.add_argument("text", help='a sentence with [MASK] in it, e.g. "The [MASK] barked at the mailman."')
+    predict.add_argument("--pair", help="an optional second sentence (segment B)")
+    predict.add_argument("--model", default="minilm", help="minilm, a Hugging Face folder, or a cached hub id")
+    predict.add_argument("--top-k", type=int, default=5)
+    predict.add_argument("--json", action="store_true", help="machine-readable output")
+    from .pretraining.cli import add_arguments
+
+    add_arguments(commands.add_parser("pretrain", help="pre-train or fine-tune with MLM (and NSP)"))
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    try:
+        if args.command == "predict":
+            return _predict(args)
+        from .pretraining.cli import run
+
+        return run(args)
+    except BertError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+def _predict(args) -> int:
+    from .predict import predict_masks
+    from .pretrained import load_pretrained
+
+    model, tokenizer = load_pretrained(args.model)
+    encoding = tokenizer.encode(args.text, args.pair, max_length=model.config.max_position_embeddings)
+    predictions = predict_masks(model, tokenizer, encoding, args.top_k)
+    if args.json:
+        print(json.dumps([asdict(p) for p in predictions], indent=2))
+        return 0
+    if not predictions:
+        print("no [MASK] in the text: type [MASK] where a word should be predicted")
+    for number, prediction in enumerate(predictions, 1):
+        print(f"[MASK] #{number} (token {prediction.position}):")
+        for c in prediction.candidates:
+            print(f"  {c.token:<15} {c.probability:7.2%}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,174 @@
+"""Reading and writing Hugging Face BERT checkpoints through one explicit key table.
+
+Strict: a missing, unexpected or mis-shaped tensor is a CheckpointError that names the key and the file.
+"""
+from __future__ import annotations
+
+import json
+import pickle
+import zipfile
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+
+from .config import BertConfig
+from .errors import CheckpointError
+from .model import Bert
+
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
+# Keys a checkpoint may carry that hold nothing of their own: a position-index buffer, and the decoder,
+# which BERT ties to the token embedding (its weight) and to cls.predictions.bias (its bias).
+_DERIVED_KEYS = {
+    "embeddings.position_ids": None,
+    "embeddings.token_type_ids": None,
+    "cls.predictions.decoder.weight": "embeddings.word_embeddings.weight",
+    "cls.predictions.decoder.bias": "cls.predictions.bias",
+}
+
+
+def key_table(config: BertConfig, mlm_head: bool, pooler: bool, nsp_head: bool) -> dict[str, str]:
+    """ours -> Hugging Face, one line per tensor (without the `bert.` prefix that task models add)."""
+    table = {
+        "embedding.token_embedding.weight": "embeddings.word_embeddings.weight",
+        "embedding.position_embedding.weight": "embeddings.position_embeddings.weight",
+        "embedding.token_type_embedding.weight": "embeddings.token_type_embeddings.weight",
+        "embedding.layer_norm.weight": "embeddings.LayerNorm.weight",
+        "embedding.layer_norm.bias": "embeddings.LayerNorm.bias",
+    }
+    for i in range(config.num_layers):
+        ours, theirs = f"transformer.{i}", f"encoder.layer.{i}"
+        for param in ("weight", "bias"):
+            table |= {
+                f"{ours}.attention.attention.project_query.{param}": f"{theirs}.attention.self.query.{param}",
+                f"{ours}.attention.attention.project_key.{param}": f"{theirs}.attention.self.key.{param}",
+                f"{ours}.attention.attention.project_value.{param}": f"{theirs}.attention.self.value.{param}",
+                f"{ours}.attention.mlp.{param}": f"{theirs}.attention.output.dense.{param}",
+                f"{ours}.attention.layer_norm.{param}": f"{theirs}.attention.output.LayerNorm.{param}",
+                f"{ours}.residual.mlp1.{param}": f"{theirs}.intermediate.dense.{param}",
+                f"{ours}.residual.mlp2.{param}": f"{theirs}.output.dense.{param}",
+                f"{ours}.residual.layer_norm.{param}": f"{theirs}.output.LayerNorm.{param}",
+            }
+    if mlm_head:
+        table |= {
+            "lm_head.mlp.weight": "cls.predictions.transform.dense.weight",
+            "lm_head.mlp.bias": "cls.predictions.transform.dense.bias",
+            "lm_head.layer_norm.weight": "cls.predictions.transform.LayerNorm.weight",
+            "lm_head.layer_norm.bias": "cls.predictions.transform.LayerNorm.bias",
+            "lm_head.unembedding.bias": "cls.predictions.bias",
+        }
+    if pooler:
+        table |= {"pooler.dense.weight": "pooler.dense.weight", "pooler.dense.bias": "pooler.dense.bias"}
+    if nsp_head:
+        table |= {"nsp_head.weight": "cls.seq_relationship.weight", "nsp_head.bias": "cls.seq_relationship.bias"}
+    return table
+
+
+def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
+    """Tensors of a .safetensors, sharded .index.json or .bin file, with Hugging Face's names normalised:
+    no `bert.` prefix, LayerNorm gamma/beta as weight/bias (old TensorFlow conversions)."""
+    path = Path(path)
+    if path.name.endswith(".index.json"):
+        shards = sorted(set(_read_json(path)["weight_map"].values()))
+        raw = {k: v for shard in shards for k, v in _read_tensors(path.parent / shard).items()}
+    else:
+        raw = _read_tensors(path)
+    return {_normalise(key): tensor for key, tensor in raw.items()}
+
+
+def find_weights(folder: Path) -> Path:
+    for name in WEIGHT_FILES:
+        if (folder / name).is_file():
+            return folder / name
+    raise CheckpointError(f"{folder} has no weights file; expected one of {', '.join(WEIGHT_FILES)}")
+
+
+def model_from_state_dict(config: BertConfig, state: dict[str, torch.Tensor], source: str) -> Bert:
+    """Build a Bert with the heads the checkpoint has and fill it, strictly, through the key table."""
+    heads = dict(
+        mlm_head="cls.predictions.transform.dense.weight" in state,
+        pooler="pooler.dense.weight" in state,
+        nsp_head="cls.seq_relationship.weight" in state,
+    )
+    table = key_table(config, **heads)
+    _check_derived_keys(state, source)
+    missing = [theirs for theirs in table.values() if theirs not in state]
+    unexpected = sorted(set(state) - set(table.values()) - set(_DERIVED_KEYS))
+    if missing:
+        raise CheckpointError(f"{source}: missing tensor {missing[0]!r} ({len(missing)} missing in all)")
+    if unexpected:
+        raise CheckpointError(f"{source}: unexpected tensor {unexpected[0]!r} ({len(unexpected)} unexpected in all); is this a BERT checkpoint?")
+    model = Bert(config, **heads)
+    ours = model.state_dict()
+    for our_key, their_key in table.items():
+        tensor = state[their_key]
+        if tensor.shape != ours[our_key].shape:
+            raise CheckpointError(
+                f"{source}: tensor {their_key!r} has shape {tuple(tensor.shape)}, but config.json implies {tuple(ours[our_key].shape)}"
+            )
+        ours[our_key] = tensor.float()
+    if heads["mlm_head"]:
+        ours["lm_head.unembedding.weight"] = ours["embedding.token_embedding.weight"]  # tied
+    model.load_state_dict(ours, strict=True)
+    return model.eval()
+
+
+def to_hf_state_dict(model: Bert) -> dict[str, torch.Tensor]:
+    """Our weights under Hugging Face's names (BertForPreTraining layout, `bert.` prefix on the encoder)."""
+    table = key_table(model.config, model.has_mlm_head, model.pooler is not None, model.nsp_head is not None)
+    ours = model.state_dict()
+    return {("" if theirs.startswith("cls.") else "bert.") + theirs: ours[k].contiguous() for k, theirs in table.items()}
+
+
+def save_hf_folder(model: Bert, folder: str | Path, vocab_file: str | Path | None = None) -> Path:
+    """Write config.json and model.safetensors (and vocab.txt if given) in Hugging Face layout."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    architecture = "BertForPreTraining" if model.nsp_head is not None else "BertForMaskedLM" if model.has_mlm_head else "BertModel"
+    (folder / "config.json").write_text(json.dumps({**model.config.to_hf_dict(), "architectures": [architecture]}, indent=2))
+    save_file(to_hf_state_dict(model), str(folder / "model.safetensors"), metadata={"format": "pt"})
+    if vocab_file is not None:
+        (folder / "vocab.txt").write_bytes(Path(vocab_file).read_bytes())
+    return folder
+
+
+def _normalise(key: str) -> str:
+    key = key.removeprefix("bert.")
+    return key.replace("LayerNorm.gamma", "LayerNorm.weight").replace("LayerNorm.beta", "LayerNorm.bias")
+
+
+def _check_derived_keys(state: dict[str, torch.Tensor], source: str) -> None:
+    """A decoder stored beside what it is tied to must equal it; then it carries nothing new."""
+    for derived, original in _DERIVED_KEYS.items():
+        if derived in state and original is not None:
+            if original not in state:
+                state[original] = state[derived]  # e.g. only decoder.bias stored, as newer versions do
+            elif not torch.equal(state[derived].float(), state[original].float()):
+                raise CheckpointError(f"{source}: {derived!r} differs from {original!r}; untied decoders are not supported")
+
+
+def _read_tensors(path: Path) -> dict[str, torch.Tensor]:
+    if not path.is_file():
+        raise CheckpointError(f"weights file {path} does not exist")
+    try:
+        if path.suffix == ".safetensors":
+            return load_file(str(path))
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except (SafetensorError, OSError, RuntimeError, EOFError, zipfile.BadZipFile, ValueError) as error:
+        raise CheckpointError(f"{path} is corrupt or truncated and cannot be read ({error}); download it again") from error
+    except pickle.UnpicklingError as error:
+        raise CheckpointError(
+            f"{path} was refused: it holds objects other than tensors, and loading it could run code. "
+            f"Convert it to safetensors from a source you trust ({error})"
+        ) from error
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise CheckpointError(f"{path} is not a state dict of tensors")
+    return state
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as error:
+        raise CheckpointError(f"{path} is not readable JSON ({error})") from error

@@ -1,0 +1,35 @@
+"""Typed errors. Each message says what went wrong and what to do next."""
+
+
+class BertError(Exception):
+    """Base class for every error this package raises on purpose."""
+
+
+class InvalidInputError(BertError, ValueError):
+    """Token ids, segment ids or a mask that the model cannot take (wrong shape, dtype or range)."""
+
+
+class InputTooLongError(InvalidInputError):
+    """More tokens than the model has positions for."""
+
+    def __init__(self, num_tokens: int, max_tokens: int):
+        self.num_tokens, self.max_tokens = num_tokens, max_tokens
+        super().__init__(
+            f"the input is {num_tokens} tokens long but the model has only {max_tokens} positions; "
+            f"shorten the text or pass truncate=True to cut it explicitly"
+        )
+
+
+class UnknownHookError(BertError, KeyError):
+    """A hook name that the model does not have."""
+
+    def __str__(self):  # KeyError would repr() the message
+        return self.args[0]
+
+
+class CheckpointError(BertError):
+    """A checkpoint that cannot be loaded: missing, unexpected, mis-shaped, corrupt or unsafe."""
+
+
+class ModelNotFoundError(BertError, FileNotFoundError):
+    """A model source that names nothing we can find offline."""

@@ -1,0 +1,276 @@
+"""BERT, module by module, in the order of the outline in seeds/000: embedding, layers, LM head.
+
+Every `hook_*` attribute is a HookPoint whose name is its module path; the comment beside it gives its shape.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterable, Mapping
+
+import torch
+import torch.nn.functional as F
+from einops import repeat
+from torch import nn
+
+from . import attention as attn
+from .config import BertConfig
+from .errors import InputTooLongError, InvalidInputError
+from .hooks import HookPoint, HookRun, Intervention, NameFilter, active_run, group_interventions, make_filter, name_hook_points
+
+
+def gelu(x: torch.Tensor, config: BertConfig) -> torch.Tensor:
+    return F.gelu(x, approximate="tanh" if config.activation == "gelu_tanh" else "none")
+
+
+class BertEmbedding(nn.Module):
+    """token + position + segment embeddings, summed, then LayerNorm and dropout."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.token_embedding = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.position_embedding = nn.Embedding(config.max_position_embeddings, config.hidden_size)
+        self.token_type_embedding = nn.Embedding(config.type_vocab_size, config.hidden_size)
+        self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout)
+        self.hook_token = HookPoint()  # [batch, seq, hidden]
+        self.hook_position = HookPoint()  # [batch, seq, hidden]
+        self.hook_token_type = HookPoint()  # [batch, seq, hidden]
+        self.hook_sum = HookPoint()  # [batch, seq, hidden] before LayerNorm
+        self.hook_out = HookPoint()  # [batch, seq, hidden] after LayerNorm
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
+        batch, seq = input_ids.shape
+        # Positions count from 0 for this input's length (seed 002's draft always spanned 512 and broke here).
+        positions = torch.arange(seq, device=input_ids.device)
+        token = self.hook_token(self.token_embedding(input_ids))
+        position = self.hook_position(repeat(self.position_embedding(positions), "seq hidden -> batch seq hidden", batch=batch))
+        token_type = self.hook_token_type(self.token_type_embedding(token_type_ids))
+        summed = self.hook_sum(token + position + token_type)
+        return self.dropout(self.hook_out(self.layer_norm(summed)))
+
+
+class PureSelfAttentionLayer(nn.Module):
+    """Multi-head scaled dot-product attention, before the output projection."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.num_heads = config.num_heads
+        self.project_query = nn.Linear(config.hidden_size, config.hidden_size)
+        self.project_key = nn.Linear(config.hidden_size, config.hidden_size)
+        self.project_value = nn.Linear(config.hidden_size, config.hidden_size)
+        self.dropout = nn.Dropout(config.attention_dropout)
+        self.hook_q = HookPoint()  # [batch, head, query, head_dim]
+        self.hook_k = HookPoint()  # [batch, head, key, head_dim]
+        self.hook_v = HookPoint()  # [batch, head, key, head_dim]
+        self.hook_scores = HookPoint()  # [batch, head, query, key] scaled, padded keys at the dtype's minimum
+        self.hook_pattern = HookPoint()  # [batch, head, query, key] softmax of the scores; rows sum to 1
+        self.hook_z = HookPoint()  # [batch, head, query, head_dim] each head's output (weighted values)
+
+    def forward(self, x: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
+        q = self.hook_q(attn.split_heads(self.project_query(x), self.num_heads))
+        k = self.hook_k(attn.split_heads(self.project_key(x), self.num_heads))
+        v = self.hook_v(attn.split_heads(self.project_value(x), self.num_heads))
+        scores = self.hook_scores(attn.mask_padding(attn.attention_scores(q, k), attention_mask))
+        pattern = self.hook_pattern(scores.softmax(dim=-1))
+        z = self.hook_z(attn.weighted_values(self.dropout(pattern), v))
+        return attn.merge_heads(z)  # [batch, seq, hidden]
+
+
+class SelfAttentionLayer(nn.Module):
+    """Attention, output projection, dropout, then residual + LayerNorm (post-LN, as in BERT)."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.attention = PureSelfAttentionLayer(config)
+        self.mlp = nn.Linear(config.hidden_size, config.hidden_size)  # the output projection (the seed names it mlp)
+        self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout)
+        self.hook_result = HookPoint()  # [batch, seq, hidden] what attention adds to the residual stream
+        self.hook_out = HookPoint()  # [batch, seq, hidden] after residual + LayerNorm
+
+    def forward(self, x: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
+        result = self.hook_result(self.mlp(self.attention(x, attention_mask)))
+        return self.hook_out(self.layer_norm(x + self.dropout(result)))
+
+
+class NormedResidualLayer(nn.Module):
+    """The MLP block: hidden -> intermediate, GELU, -> hidden, dropout, residual + LayerNorm."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        self.mlp1 = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.mlp2 = nn.Linear(config.intermediate_size, config.hidden_size)
+        self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout)
+        self.hook_pre = HookPoint()  # [batch, seq, intermediate] before GELU
+        self.hook_post = HookPoint()  # [batch, seq, intermediate] after GELU: the neuron activations
+        self.hook_result = HookPoint()  # [batch, seq, hidden] what the MLP adds to the residual stream
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        pre = self.hook_pre(self.mlp1(x))
+        post = self.hook_post(gelu(pre, self.config))
+        result = self.hook_result(self.mlp2(post))
+        return self.layer_norm(x + self.dropout(result))
+
+
+class BertLayer(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.attention = SelfAttentionLayer(config)
+        self.residual = NormedResidualLayer(config)
+        self.hook_out = HookPoint()  # [batch, seq, hidden] the layer's output, input of the next layer
+
+    def forward(self, x: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
+        return self.hook_out(self.residual(self.attention(x, attention_mask)))
+
+
+class BertLMHead(nn.Module):
+    """dense, GELU, LayerNorm, then the unembedding, whose weight is the token embedding (tied)."""
+
+    def __init__(self, config: BertConfig, token_embedding: nn.Embedding):
+        super().__init__()
+        self.config = config
+        self.mlp = nn.Linear(config.hidden_size, config.hidden_size)
+        self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.unembedding = nn.Linear(config.hidden_size, config.vocab_size)
+        self.unembedding.weight = token_embedding.weight  # tied: one tensor, two uses
+        self.hook_transform = HookPoint()  # [*positions, hidden] after dense, GELU, LayerNorm
+        self.hook_logits = HookPoint()  # [*positions, vocab]
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        transformed = self.hook_transform(self.layer_norm(gelu(self.mlp(hidden), self.config)))
+        return self.hook_logits(self.unembedding(transformed))
+
+
+class BertPooler(nn.Module):
+    """[CLS]'s final vector through dense + tanh: the sentence-level summary the NSP head reads (seed 003)."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.dense(hidden[:, 0]))  # [batch, hidden]
+
+
+class Bert(nn.Module):
+    """(LongTensor[batch, seq], LongTensor[batch, seq]) -> FloatTensor[batch, seq, vocab].
+
+    Heads are optional so that any checkpoint loads as it is: an encoder-only checkpoint has no `lm_head`
+    (forward then returns None); `pooler` and `nsp_head` exist when a checkpoint has them or for pre-training.
+    """
+
+    def __init__(self, config: BertConfig, mlm_head: bool = True, pooler: bool = False, nsp_head: bool = False):
+        super().__init__()
+        self.config = config
+        self.embedding = BertEmbedding(config)
+        self.transformer = nn.ModuleList(BertLayer(config) for _ in range(config.num_layers))
+        self.lm_head = BertLMHead(config, self.embedding.token_embedding) if mlm_head else None
+        self.pooler = BertPooler(config) if pooler or nsp_head else None
+        self.nsp_head = nn.Linear(config.hidden_size, 2) if nsp_head else None  # [is next, is random]
+        self._hook_names = name_hook_points(self)
+        self.apply(self._init_weights)
+
+    def add_heads(self, mlm_head: bool = False, nsp_head: bool = False) -> "Bert":
+        """Give a loaded encoder fresh, randomly initialised heads, to pre-train them (the pooler comes with NSP)."""
+        if mlm_head and self.lm_head is None:
+            self.lm_head = BertLMHead(self.config, self.embedding.token_embedding)
+            self.lm_head.apply(self._init_weights)
+            self.lm_head.unembedding.weight = self.embedding.token_embedding.weight  # re-tie after init
+        if nsp_head and self.nsp_head is None:
+            self.pooler = self.pooler or BertPooler(self.config).apply(self._init_weights)
+            self.nsp_head = nn.Linear(self.config.hidden_size, 2).apply(self._init_weights)
+        self._hook_names = name_hook_points(self)
+        return self
+
+    @staticmethod
+    def _init_weights(module: nn.Module) -> None:
+        """BERT's initialisation: normal(0, 0.02) weights, zero biases, LayerNorm at identity."""
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, std=0.02)
+        if isinstance(module, nn.Linear):
+            nn.init.zeros_(module.bias)
+        if isinstance(module, nn.LayerNorm):
+            nn.init.ones_(module.weight)
+            nn.init.zeros_(module.bias)
+
+    @property
+    def has_mlm_head(self) -> bool:
+        return self.lm_head is not None
+
+    def hook_names(self) -> list[str]:
+        """Every hook point, in the order the forward pass reaches them."""
+        return list(self._hook_names)
+
+    def encode(self, input_ids, token_type_ids, attention_mask=None) -> torch.Tensor:
+        """The final hidden states: [batch, seq, hidden]."""
+        self._check_inputs(input_ids, token_type_ids, attention_mask)
+        x = self.embedding(input_ids, token_type_ids)
+        for layer in self.transformer:
+            x = layer(x, attention_mask)
+        return x
+
+    def forward(self, input_ids, token_type_ids, attention_mask=None, logit_mask=None) -> torch.Tensor | None:
+        """Logits [batch, seq, vocab]; with `logit_mask` (bool [batch, seq]) only there: [selected, vocab]."""
+        return self.mlm_logits(self.encode(input_ids, token_type_ids, attention_mask), logit_mask)
+
+    def mlm_logits(self, hidden: torch.Tensor, logit_mask: torch.Tensor | None = None) -> torch.Tensor | None:
+        if self.lm_head is None:
+            return None
+        if logit_mask is not None:
+            if logit_mask.shape != hidden.shape[:2] or logit_mask.dtype != torch.bool:
+                raise InvalidInputError(f"logit_mask must be a bool tensor of shape {tuple(hidden.shape[:2])}")
+            hidden = hidden[logit_mask]  # [selected, hidden]: the LM head runs only where asked
+        return self.lm_head(hidden)
+
+    def nsp_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """[batch, 2]: is sentence B the true next sentence (index 0) or a random one (index 1)?"""
+        if self.nsp_head is None:
+            raise InvalidInputError("this model has no next-sentence head")
+        return self.nsp_head(self.pooler(hidden))
+
+    def run_with_cache(
+        self,
+        input_ids: torch.Tensor,
+        token_type_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        names: NameFilter = None,
+        interventions: Mapping[str, Intervention] | Iterable[tuple[str, Intervention]] | None = None,
+        logit_mask: torch.Tensor | None = None,
+        detach: bool = True,
+    ) -> tuple[torch.Tensor | None, dict[str, torch.Tensor]]:
+        """One forward pass that records activations and applies interventions, for this call only.
+
+        names: hook names to keep (a list, or a predicate on the name); None keeps all, [] keeps none.
+        interventions: {hook name: fn(activation, name) -> activation of the same shape}, or (name, fn) pairs.
+        Returns (logits or None without an MLM head, {hook name: tensor}).
+        """
+        run = HookRun(
+            keep=make_filter(names, self._hook_names),
+            interventions=group_interventions(interventions, self._hook_names),
+            detach=detach,
+        )
+        with active_run(run):
+            logits = self(input_ids, token_type_ids, attention_mask, logit_mask)
+        return logits, run.cache
+
+    def _check_inputs(self, input_ids, token_type_ids, attention_mask) -> None:
+        cfg = self.config
+        if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2 or input_ids.dtype != torch.long:
+            raise InvalidInputError("input_ids must be a LongTensor of shape [batch, seq]")
+        if input_ids.shape[1] == 0:
+            raise InvalidInputError("input_ids is empty: the model needs at least one token")
+        if input_ids.shape[1] > cfg.max_position_embeddings:
+            raise InputTooLongError(input_ids.shape[1], cfg.max_position_embeddings)
+        _check_ids("input_ids", input_ids, cfg.vocab_size)
+        if not isinstance(token_type_ids, torch.Tensor) or token_type_ids.shape != input_ids.shape:
+            raise InvalidInputError(f"token_type_ids must be a tensor shaped like input_ids {tuple(input_ids.shape)}")
+        _check_ids("token_type_ids", token_type_ids, cfg.type_vocab_size)
+        if attention_mask is not None and attention_mask.shape != input_ids.shape:
+            raise InvalidInputError(f"attention_mask must be shaped like input_ids {tuple(input_ids.shape)}")
+
+
+def _check_ids(name: str, ids: torch.Tensor, limit: int) -> None:
+    low, high = int(ids.min()), int(ids.max())
+    if low < 0 or high >= limit:
+        raise InvalidInputError(f"{name} must lie in [0, {limit}); got values from {low} to {high}")

@@ -1,0 +1,49 @@
+"""Top-k predictions for every [MASK] in a text: what the CLI prints and the app's first page shows."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .errors import InvalidInputError
+from .model import Bert
+from .tokenizer import BertTokenizer, Encoding
+
+
+@dataclass(frozen=True)
+class Candidate:
+    token: str
+    token_id: int
+    probability: float
+    is_continuation: bool  # a "##" piece that only continues a word, not a word on its own
+
+
+@dataclass(frozen=True)
+class MaskPrediction:
+    position: int  # index of the [MASK] in the encoded tokens
+    candidates: list[Candidate]  # best first
+
+
+@torch.no_grad()
+def predict_masks(model: Bert, tokenizer: BertTokenizer, encoding: Encoding, top_k: int = 5) -> list[MaskPrediction]:
+    """Run the model once, with the LM head only at the [MASK] positions."""
+    if not model.has_mlm_head:
+        raise InvalidInputError("this model has no masked-LM head, so it cannot predict masked words")
+    if top_k < 1:
+        raise InvalidInputError("top_k must be at least 1")
+    input_ids, token_type_ids = encoding.tensors()
+    at_masks = input_ids == tokenizer.mask_id
+    if not at_masks.any():
+        return []
+    probabilities = model(input_ids, token_type_ids, logit_mask=at_masks).softmax(-1)  # [masks, vocab]
+    best = probabilities.topk(min(top_k, probabilities.shape[-1]), dim=-1)
+    positions = at_masks[0].nonzero().flatten().tolist()
+    return [
+        MaskPrediction(position, [_candidate(tokenizer, int(i), float(p)) for p, i in zip(probs, ids)])
+        for position, probs, ids in zip(positions, best.values, best.indices)
+    ]
+
+
+def _candidate(tokenizer: BertTokenizer, token_id: int, probability: float) -> Candidate:
+    token = tokenizer.id_to_token(token_id)
+    return Candidate(token, token_id, probability, token.startswith("##"))

@@ -1,0 +1,55 @@
+"""`python -m bert pretrain`: from scratch (any config, laptop-sized) or on top of an existing encoder."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..config import BertConfig
+from ..model import Bert
+from ..pretrained import load_pretrained, minilm_folder
+from ..tokenizer import BertTokenizer
+from .data import DataConfig
+from .trainer import TrainConfig, train
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--train-file", required=True, help="plain text, one sentence or document per line")
+    parser.add_argument("--heldout-file", help="plain text for held-out top-1/top-5 accuracy and perplexity")
+    parser.add_argument("--out", required=True, help="folder for the checkpoint and log.jsonl; a rerun resumes from it")
+    parser.add_argument("--init", default="scratch", help="'scratch', or a model to start from (minilm-encoder, a folder, a hub id)")
+    parser.add_argument("--layers", type=int, default=2, help="from scratch: number of layers")
+    parser.add_argument("--hidden", type=int, default=128, help="from scratch: hidden size")
+    parser.add_argument("--heads", type=int, default=2, help="from scratch: attention heads")
+    parser.add_argument("--vocab", help="from scratch: vocab.txt (default: the built-in model's uncased vocabulary)")
+    parser.add_argument("--max-length", type=int, default=128)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--no-mlm", action="store_true", help="switch the masked-LM loss off (NSP only)")
+    parser.add_argument("--nsp", action="store_true", help="add next-sentence prediction (blank lines separate documents)")
+    for field in ("steps", "learning_rate", "warmup_steps", "weight_decay", "seed", "eval_every", "checkpoint_every", "mask_probability"):
+        default = getattr(TrainConfig, field)
+        parser.add_argument("--" + field.replace("_", "-"), type=type(default), default=default)
+    parser.add_argument("--train", default="all", help="what learns: all, head, or top:N")
+    parser.add_argument("--freeze-token-embedding", action="store_true")
+    parser.add_argument("--whole-word", action="store_true", help="mask whole words instead of word pieces")
+    parser.add_argument("--bf16", action="store_true", help="bfloat16 autocast (fast on CPUs with AVX512-BF16)")
+
+
+def run(args) -> int:
+    if args.init == "scratch":
+        tokenizer = BertTokenizer.from_vocab(args.vocab or minilm_folder() / "vocab.txt")
+        config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=args.hidden, num_layers=args.layers,
+                            num_heads=args.heads, intermediate_size=4 * args.hidden, max_position_embeddings=max(args.max_length, 512))
+        model = Bert(config, mlm_head=not args.no_mlm, nsp_head=args.nsp)
+    else:
+        model, tokenizer = load_pretrained(args.init)
+        model.add_heads(mlm_head=not args.no_mlm, nsp_head=args.nsp)
+    train_config = TrainConfig(
+        steps=args.steps, learning_rate=args.learning_rate, warmup_steps=args.warmup_steps, weight_decay=args.weight_decay,
+        seed=args.seed, train=args.train, freeze_token_embedding=args.freeze_token_embedding,
+        mask_probability=args.mask_probability, whole_word=args.whole_word, mlm=not args.no_mlm, bf16=args.bf16,
+        eval_every=args.eval_every, checkpoint_every=args.checkpoint_every,
+    )
+    data = DataConfig(max_length=args.max_length, batch_size=args.batch_size, next_sentence=args.nsp)
+    metrics = train(model, tokenizer, args.train_file, args.heldout_file, Path(args.out), train_config, data)
+    print(metrics)
+    return 0

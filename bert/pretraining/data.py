@@ -1,0 +1,118 @@
+"""Streaming training batches from plain text: one sentence or document per line, any corpus size.
+
+Lines are read a chunk at a time, shuffled within the chunk, tokenized, grouped by length (little padding)
+and cut into batches. The order depends only on (seed, epoch), so a resumed run skips to the same batch.
+With next-sentence prediction, a blank line ends a document and each line is one segment.
+"""
+from __future__ import annotations
+
+import itertools
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import torch
+
+from ..tokenizer import BertTokenizer
+from .nsp import make_pairs
+
+
+@dataclass
+class Batch:
+    input_ids: torch.Tensor  # [batch, seq], before masking
+    token_type_ids: torch.Tensor  # [batch, seq]
+    attention_mask: torch.Tensor  # [batch, seq], 1 for real tokens, 0 for padding
+    maskable: torch.Tensor  # [batch, seq] bool, False for [CLS], [SEP] and padding
+    nsp_labels: torch.Tensor | None  # [batch], with next-sentence prediction only
+
+    @property
+    def num_tokens(self) -> int:
+        return int(self.attention_mask.sum())
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    max_length: int = 128  # tokens per example, [CLS] and [SEP] included; longer lines are cut at the end
+    batch_size: int = 32  # examples per batch
+    chunk_lines: int = 20000  # lines read, shuffled and tokenized together (bounds memory)
+    next_sentence: bool = False  # build [CLS] A [SEP] B [SEP] pairs with NSP labels
+
+
+def batches(path: str | Path, tokenizer: BertTokenizer, config: DataConfig, seed: int, epoch: int) -> Iterator[Batch]:
+    """One epoch of batches over the file, in an order fixed by (seed, epoch)."""
+    rng = random.Random(f"{seed}-{epoch}")
+    with open(path, encoding="utf-8") as lines:
+        while chunk := list(itertools.islice(lines, config.chunk_lines)):
+            examples = _pair_examples(chunk, tokenizer, config, rng) if config.next_sentence else _single_examples(chunk, tokenizer, config)
+            rng.shuffle(examples)
+            examples.sort(key=lambda e: len(e[0]))  # similar lengths together: little padding
+            groups = [examples[i : i + config.batch_size] for i in range(0, len(examples), config.batch_size)]
+            rng.shuffle(groups)
+            for group in groups:
+                yield collate(group, tokenizer)
+
+
+def infinite_batches(path, tokenizer, config: DataConfig, seed: int, skip: int = 0) -> Iterator[Batch]:
+    """Epoch after epoch; `skip` batches are passed over (cheaply) to resume where a run stopped."""
+    produced = 0
+    for epoch in itertools.count():
+        any_batch = False
+        for batch in batches(path, tokenizer, config, seed, epoch):
+            any_batch = True
+            produced += 1
+            if produced > skip:
+                yield batch
+        if not any_batch:
+            raise ValueError(f"{path} holds no text to train on")
+
+
+def collate(examples: list[tuple[list[int], list[int], int]], tokenizer: BertTokenizer) -> Batch:
+    """Right-pad (seed 003: positions are absolute, so pad on the right) and stack."""
+    length = max(len(ids) for ids, _, _ in examples)
+    ids = torch.full((len(examples), length), tokenizer.pad_id)
+    types = torch.zeros((len(examples), length), dtype=torch.long)
+    for row, (example_ids, example_types, _) in enumerate(examples):
+        ids[row, : len(example_ids)] = torch.tensor(example_ids)
+        types[row, : len(example_types)] = torch.tensor(example_types)
+    attention_mask = (ids != tokenizer.pad_id).long()
+    maskable = (ids != tokenizer.pad_id) & (ids != tokenizer.cls_id) & (ids != tokenizer.sep_id)
+    labels = [label for _, _, label in examples]
+    nsp = torch.tensor(labels) if labels[0] >= 0 else None
+    return Batch(ids, types, attention_mask, maskable, nsp)
+
+
+def _single_examples(chunk: list[str], tokenizer: BertTokenizer, config: DataConfig):
+    texts = [line.strip() for line in chunk if line.strip()]
+    room = config.max_length - 2
+    return [
+        ([tokenizer.cls_id] + ids[:room] + [tokenizer.sep_id], [0] * (min(len(ids), room) + 2), -1)
+        for ids in tokenizer.encode_plain(texts)
+        if ids
+    ]
+
+
+def _pair_examples(chunk: list[str], tokenizer: BertTokenizer, config: DataConfig, rng: random.Random):
+    documents, current = [], []
+    for line in chunk + [""]:
+        if line.strip():
+            current.append(line.strip())
+        elif current:
+            documents.append(current)
+            current = []
+    encoded = [[ids for ids in tokenizer.encode_plain(doc) if ids] for doc in documents]
+    examples = []
+    for pair in make_pairs([doc for doc in encoded if doc], rng):
+        room = config.max_length - 3
+        first = pair.first[: max(room // 2, room - len(pair.second))]
+        second = pair.second[: room - len(first)]
+        ids = [tokenizer.cls_id] + first + [tokenizer.sep_id] + second + [tokenizer.sep_id]
+        examples.append((ids, [0] * (len(first) + 2) + [1] * (len(second) + 1), pair.label))
+    return examples
+
+
+def word_numbers(input_ids: torch.Tensor, maskable: torch.Tensor, tokenizer: BertTokenizer) -> torch.Tensor:
+    """Number the words of a batch for whole-word masking: a "##" piece shares its word's number; -1 elsewhere."""
+    starts = maskable & ~tokenizer.continuation_mask[input_ids]
+    numbers = starts.flatten().cumsum(0).reshape(input_ids.shape) - 1
+    return torch.where(maskable, numbers, -1)

@@ -1,0 +1,141 @@
+"""WordPiece tokenization (on the `tokenizers` library) that keeps what a display needs: tokens, offsets, segments."""
+from __future__ import annotations
+
+import functools
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from tokenizers import Tokenizer
+from tokenizers.implementations import BertWordPieceTokenizer
+
+from .errors import InputTooLongError, InvalidInputError, ModelNotFoundError
+
+_TYPED_MASK = re.compile(r"\[mask\]", re.IGNORECASE)  # "[mask]" typed in any case means the mask token
+
+
+@dataclass(frozen=True)
+class Encoding:
+    """One input, as the model sees it: [CLS] A [SEP] (B [SEP])."""
+
+    input_ids: list[int]
+    token_type_ids: list[int]  # 0 for [CLS], sentence A and its [SEP]; 1 for sentence B and its [SEP]
+    tokens: list[str]
+    offsets: list[tuple[int, int]]  # character span in its own sentence; (0, 0) for special tokens
+    special: list[bool]  # True for [CLS] and [SEP]
+    word_ids: list[int | None]  # which word of its sentence a token belongs to; None for special tokens
+    truncated: int = 0  # how many tokens were cut to fit (only when truncate=True was asked for)
+
+    def __len__(self) -> int:
+        return len(self.input_ids)
+
+    def tensors(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(input_ids [1, seq], token_type_ids [1, seq]) ready for the model."""
+        return torch.tensor([self.input_ids]), torch.tensor([self.token_type_ids])
+
+    def is_continuation(self, index: int) -> bool:
+        """True for a subword piece that continues the previous token's word ("##ing")."""
+        return self.tokens[index].startswith("##")
+
+
+class BertTokenizer:
+    def __init__(self, tokenizer: Tokenizer):
+        tokenizer.no_truncation()  # we cut explicitly, never silently
+        tokenizer.no_padding()
+        self._tokenizer = tokenizer
+        self.cls_id, self.sep_id = self._special_id("[CLS]"), self._special_id("[SEP]")
+        self.mask_id, self.pad_id = self._special_id("[MASK]"), self._special_id("[PAD]")
+        self.unk_id = self._special_id("[UNK]")
+
+    @classmethod
+    def from_folder(cls, folder: str | Path) -> "BertTokenizer":
+        """tokenizer.json if the folder has one, else vocab.txt (lower-casing as tokenizer_config.json says)."""
+        folder = Path(folder)
+        if (folder / "tokenizer.json").is_file():
+            return cls(Tokenizer.from_file(str(folder / "tokenizer.json")))
+        if (folder / "vocab.txt").is_file():
+            return cls.from_vocab(folder / "vocab.txt", lowercase=_reads_lowercase(folder))
+        raise ModelNotFoundError(f"{folder} has neither tokenizer.json nor vocab.txt")
+
+    @classmethod
+    def from_vocab(cls, vocab_file: str | Path, lowercase: bool = True) -> "BertTokenizer":
+        wordpiece = BertWordPieceTokenizer(str(vocab_file), lowercase=lowercase, strip_accents=None if lowercase else False)
+        return cls(wordpiece._tokenizer)
+
+    @property
+    def vocab_size(self) -> int:
+        return self._tokenizer.get_vocab_size()
+
+    @property
+    def special_ids(self) -> set[int]:
+        return {self.cls_id, self.sep_id, self.mask_id, self.pad_id, self.unk_id}
+
+    @functools.cached_property
+    def continuation_mask(self) -> torch.Tensor:
+        """bool [vocab]: True for word pieces that continue a word ("##ing")."""
+        return torch.tensor([self.id_to_token(i).startswith("##") for i in range(self.vocab_size)])
+
+    def id_to_token(self, token_id: int) -> str:
+        return self._tokenizer.id_to_token(token_id)
+
+    def token_to_id(self, token: str) -> int | None:
+        return self._tokenizer.token_to_id(token)
+
+    def subwords(self, word: str) -> list[str]:
+        """How WordPiece splits one word: "kroxldyphivc" -> ['k', '##ro', '##x', '##ld', '##yp', '##hi', '##vc']."""
+        return self._tokenizer.encode(word, add_special_tokens=False).tokens
+
+    def encode(self, text: str, pair: str | None = None, max_length: int = 512, truncate: bool = False) -> Encoding:
+        """[CLS] text [SEP] (pair [SEP]). Too long for max_length: InputTooLongError, or with truncate=True the
+        longer sentence loses tokens from its end and `Encoding.truncated` says how many."""
+        if not isinstance(text, str) or (pair is not None and not isinstance(pair, str)):
+            raise InvalidInputError("text (and pair, if given) must be strings")
+        sentences = [self._pieces(text)] + ([self._pieces(pair)] if pair is not None else [])
+        budget = max_length - 1 - len(sentences)  # room left after [CLS] and one [SEP] per sentence
+        needed = sum(len(s.ids) for s in sentences)
+        if needed > budget and not truncate:
+            raise InputTooLongError(needed + 1 + len(sentences), max_length)
+        keep = _fit(sentences, budget)
+        return self._assemble(sentences, keep, truncated=needed - sum(keep))
+
+    def encode_plain(self, texts: list[str]) -> list[list[int]]:
+        """Word-piece ids of many texts, without special tokens (for building training data fast)."""
+        return [e.ids for e in self._tokenizer.encode_batch([_TYPED_MASK.sub("[MASK]", t) for t in texts], add_special_tokens=False)]
+
+    def _pieces(self, text: str):
+        return self._tokenizer.encode(_TYPED_MASK.sub("[MASK]", text), add_special_tokens=False)
+
+    def _assemble(self, sentences, keep: list[int], truncated: int) -> Encoding:
+        ids, types, tokens, offsets, special, words = [self.cls_id], [0], ["[CLS]"], [(0, 0)], [True], [None]
+        for segment, (pieces, n) in enumerate(zip(sentences, keep)):
+            ids += pieces.ids[:n] + [self.sep_id]
+            tokens += pieces.tokens[:n] + ["[SEP]"]
+            offsets += [tuple(o) for o in pieces.offsets[:n]] + [(0, 0)]
+            words += pieces.word_ids[:n] + [None]
+            special += [False] * n + [True]
+            types += [segment] * (n + 1)
+        return Encoding(ids, types, tokens, offsets, special, words, truncated)
+
+    def _special_id(self, token: str) -> int:
+        token_id = self._tokenizer.token_to_id(token)
+        if token_id is None:
+            raise ModelNotFoundError(f"the vocabulary has no {token} token; is this a BERT vocabulary?")
+        return token_id
+
+
+def _fit(sentences, budget: int) -> list[int]:
+    """How many pieces of each sentence to keep: cut the longest one first, one token at a time."""
+    keep = [len(s.ids) for s in sentences]
+    while sum(keep) > max(budget, 0):
+        longest = max(range(len(keep)), key=lambda i: keep[i])
+        keep[longest] -= 1
+    return keep
+
+
+def _reads_lowercase(folder: Path) -> bool:
+    config_file = folder / "tokenizer_config.json"
+    if config_file.is_file():
+        return bool(json.loads(config_file.read_text()).get("do_lower_case", True))
+    return "cased" not in folder.name or "uncased" in folder.name
