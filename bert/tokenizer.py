@@ -1,11 +1,13 @@
 """WordPiece tokenization (on the `tokenizers` library) that keeps what a display needs: tokens, offsets, segments."""
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 import torch
 from tokenizers import Tokenizer
@@ -34,6 +36,16 @@ class Encoding:
     def tensors(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(input_ids [1, seq], token_type_ids [1, seq]) ready for the model."""
         return torch.tensor([self.input_ids]), torch.tensor([self.token_type_ids])
+
+    def with_masks(self, positions: Iterable[int], mask_id: int) -> "Encoding":
+        """The same input with the tokens at `positions` replaced by [MASK] (special tokens cannot be masked)."""
+        ids = list(self.input_ids)
+        tokens = list(self.tokens)
+        for position in positions:
+            if not 0 <= position < len(ids) or self.special[position]:
+                raise InvalidInputError(f"position {position} is not a maskable token of this {len(ids)}-token input")
+            ids[position], tokens[position] = mask_id, "[MASK]"
+        return dataclasses.replace(self, input_ids=ids, tokens=tokens)
 
     def is_continuation(self, index: int) -> bool:
         """True for a subword piece that continues the previous token's word ("##ing")."""

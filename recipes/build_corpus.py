@@ -250,6 +250,8 @@ def acceptable(line: str) -> bool:
         return False
     if max(len(w) for w in words) > 30:
         return False
+    if line[-1] not in ".!?\"')":
+        return False  # truncated or a heading/list item
     return True
 
 
