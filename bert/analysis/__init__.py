@@ -1,0 +1,9 @@
+"""Analyses built on the model's recorded activations and weights: plain numpy in, plain numpy out.
+
+Each module is one concern, testable without the app (the Streamlit pages only draw what these compute):
+
+- attention_stats: per-head statistics of one input's attention patterns (entropy, where each head looks),
+  written so that a corpus-level version averages them over inputs with `combine`.
+- embedding_subspaces: do the token, position and segment embeddings split the hidden space like a
+  concatenation, or overlap? Per-token decomposition, PCA, principal angles, projections.
+"""
