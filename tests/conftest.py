@@ -60,8 +60,9 @@ TINY_VOCAB = (
     + list(LETTERS)
     + ["##" + c for c in LETTERS]
     + list(".,!?'$") + list("0123456789")
-    + ["the", "dog", "cat", "barked", "at", "mail", "##man", "park", "and", "her", "went", "to", "a", "is", "of"]
+    + ["the", "dog", "cat", "barked", "at", "mail", "##man", "park", "and", "her", "went", "to", "is", "of"]
 )
+assert len(set(TINY_VOCAB)) == len(TINY_VOCAB), "a repeated token would make the vocabulary shorter than its file"
 
 # Hugging Face config fields for tiny random models: 1-4 layers, hidden 32-128, 2-4 heads.
 TINY_CONFIGS = {
