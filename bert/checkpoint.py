@@ -86,10 +86,11 @@ def find_weights(folder: Path) -> Path:
 
 def model_from_state_dict(config: BertConfig, state: dict[str, torch.Tensor], source: str) -> Bert:
     """Build a Bert with the heads the checkpoint has and fill it, strictly, through the key table."""
+    nsp_head = "cls.seq_relationship.weight" in state
     heads = dict(
         mlm_head="cls.predictions.transform.dense.weight" in state,
-        pooler="pooler.dense.weight" in state,
-        nsp_head="cls.seq_relationship.weight" in state,
+        pooler="pooler.dense.weight" in state or nsp_head,  # the NSP head reads the pooler: it must be there too
+        nsp_head=nsp_head,
     )
     table = key_table(config, **heads)
     _check_derived_keys(state, source)

@@ -1,0 +1,222 @@
+"""Bad checkpoints fail loudly, with an error that names what is wrong; good ones load from folders and the hub cache."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+import bert
+from bert import CheckpointError, ModelNotFoundError
+from conftest import hf_config, randomize_
+
+
+@pytest.fixture
+def folder(tmp_path, tiny_mlm_folder):
+    """A private copy of the tiny BertForMaskedLM folder, free to damage."""
+    return shutil.copytree(tiny_mlm_folder, tmp_path / "model")
+
+
+def rewrite(folder, change) -> None:
+    """Apply change(state) to the folder's model.safetensors (Hugging Face names, `bert.` prefix)."""
+    path = folder / "model.safetensors"
+    state = load_file(path)
+    change(state)
+    save_file(state, path)
+
+
+def test_the_undamaged_copy_loads(folder):
+    model, tokenizer = bert.load_pretrained(str(folder))
+    assert model.has_mlm_head and tokenizer.vocab_size == model.config.vocab_size
+
+
+def test_missing_tensor_names_the_key_and_the_file(folder):
+    rewrite(folder, lambda state: state.pop("bert.encoder.layer.1.attention.self.key.bias"))
+    with pytest.raises(CheckpointError, match="missing") as error:
+        bert.load_pretrained(str(folder))
+    assert "encoder.layer.1.attention.self.key.bias" in str(error.value)
+    assert str(folder / "model.safetensors") in str(error.value)
+
+
+def test_unexpected_tensor_names_the_key(folder):
+    rewrite(folder, lambda state: state.update({"bert.encoder.layer.0.attention.self.rotary.weight": torch.zeros(3)}))
+    with pytest.raises(CheckpointError, match="unexpected") as error:
+        bert.load_pretrained(str(folder))
+    assert "encoder.layer.0.attention.self.rotary.weight" in str(error.value)
+
+
+def test_misshaped_tensor_names_the_key_and_both_shapes(folder):
+    rewrite(folder, lambda state: state.update({"bert.encoder.layer.0.intermediate.dense.weight": torch.zeros(127, 64)}))
+    with pytest.raises(CheckpointError, match="encoder.layer.0.intermediate.dense.weight") as error:
+        bert.load_pretrained(str(folder))
+    assert "(127, 64)" in str(error.value) and "(128, 64)" in str(error.value)
+
+
+def test_nsp_head_without_pooler_is_a_missing_tensor_not_a_random_pooler(tmp_path, save_hf_model):
+    """The NSP head reads the pooler: a checkpoint with one but not the other must not load a random pooler."""
+    from transformers import BertForPreTraining
+
+    folder = save_hf_model(randomize_(BertForPreTraining(hf_config(num_hidden_layers=1, hidden_size=32, num_attention_heads=2)), seed=7))
+    rewrite(folder, lambda state: [state.pop(k) for k in ("bert.pooler.dense.weight", "bert.pooler.dense.bias")])
+    with pytest.raises(CheckpointError, match="pooler.dense"):
+        bert.load_pretrained(str(folder))
+
+
+def test_truncated_safetensors(folder):
+    path = folder / "model.safetensors"
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    with pytest.raises(CheckpointError, match="corrupt or truncated"):
+        bert.load_pretrained(str(folder))
+
+
+def test_corrupt_bin(folder):
+    (folder / "model.safetensors").unlink()
+    (folder / "pytorch_model.bin").write_bytes(b"PK\x03\x04" + os.urandom(4096))
+    with pytest.raises(CheckpointError, match="pytorch_model.bin"):
+        bert.load_pretrained(str(folder))
+
+
+class RunsCode:
+    """Unpickling this calls os.system: what a malicious .bin does."""
+
+    def __init__(self, command: str):
+        self.command = command
+
+    def __reduce__(self):
+        return os.system, (self.command,)
+
+
+def test_bin_that_carries_code_is_refused_and_the_code_does_not_run(folder, tmp_path):
+    marker = tmp_path / "the_code_ran"
+    state = {k.removeprefix(""): v for k, v in load_file(folder / "model.safetensors").items()}
+    state["bert.embeddings.LayerNorm.weight"] = RunsCode(f"touch {marker}")
+    (folder / "model.safetensors").unlink()
+    torch.save(state, folder / "pytorch_model.bin")
+    with pytest.raises(CheckpointError, match="refused"):
+        bert.load_pretrained(str(folder))
+    assert not marker.exists(), "loading the checkpoint ran the code in it"
+
+
+def test_bin_with_non_tensor_values_is_refused(folder):
+    (folder / "model.safetensors").unlink()
+    torch.save({"bert.embeddings.word_embeddings.weight": [1, 2, 3]}, folder / "pytorch_model.bin")
+    with pytest.raises(CheckpointError, match="not a state dict of tensors"):
+        bert.load_pretrained(str(folder))
+
+
+def test_folder_without_weights(folder):
+    (folder / "model.safetensors").unlink()
+    with pytest.raises(CheckpointError, match="no weights file"):
+        bert.load_pretrained(str(folder))
+
+
+def test_folder_without_config_json(folder):
+    (folder / "config.json").unlink()
+    with pytest.raises(ModelNotFoundError, match="config.json"):
+        bert.load_pretrained(str(folder))
+
+
+def test_config_json_that_is_not_json(folder):
+    (folder / "config.json").write_text("{not json")
+    with pytest.raises(CheckpointError, match="config.json"):
+        bert.load_pretrained(str(folder))
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (dict(model_type="roberta"), "only 'bert'"),
+        (dict(position_embedding_type="relative_key"), "position_embedding_type"),
+        (dict(hidden_act="relu"), "hidden_act"),
+        (dict(num_attention_heads=5), "not divisible"),
+    ],
+    ids=["roberta", "relative-positions", "relu", "heads-do-not-divide"],
+)
+def test_config_we_cannot_run(folder, change, message):
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps(config | change))
+    with pytest.raises(CheckpointError, match=message):
+        bert.load_pretrained(str(folder))
+
+
+def test_untied_decoder_is_refused(tmp_path, save_hf_model):
+    """transformers with tie_word_embeddings=False stores a decoder of its own: we only run tied ones."""
+    from transformers import BertForMaskedLM
+
+    config = hf_config(num_hidden_layers=1, hidden_size=32, num_attention_heads=2, tie_word_embeddings=False)
+    theirs = randomize_(BertForMaskedLM(config), seed=8)
+    assert theirs.cls.predictions.decoder.weight.data_ptr() != theirs.bert.embeddings.word_embeddings.weight.data_ptr()
+    folder = save_hf_model(theirs)
+    assert "cls.predictions.decoder.weight" in load_file(folder / "model.safetensors")
+    with pytest.raises(CheckpointError, match="untied"):
+        bert.load_pretrained(str(folder))
+
+
+def test_sharded_safetensors(tmp_path, tiny_mlm_folder, tiny_vocab_file):
+    """A checkpoint split into shards with an index, as large models are saved."""
+    from transformers import BertForMaskedLM
+
+    theirs = BertForMaskedLM.from_pretrained(tiny_mlm_folder)
+    folder = tmp_path / "sharded"
+    theirs.save_pretrained(folder, max_shard_size="50KB")
+    (folder / "vocab.txt").write_bytes(tiny_vocab_file.read_bytes())
+    assert (folder / "model.safetensors.index.json").is_file() and len(list(folder.glob("*.safetensors"))) > 1
+    ours, _ = bert.load_pretrained(str(folder))
+    reference, _ = bert.load_pretrained(str(tiny_mlm_folder))
+    for (name, mine), (_, expected) in zip(ours.state_dict().items(), reference.state_dict().items()):
+        assert torch.equal(mine, expected), name
+
+
+def make_hub_cache(cache, repo_id: str, source_folder, commit: str = "0123456789abcdef0123456789abcdef01234567"):
+    """The layout huggingface_hub keeps: models--org--name/{refs/main, snapshots/<commit>/...}."""
+    repo = cache / ("models--" + repo_id.replace("/", "--"))
+    snapshot = repo / "snapshots" / commit
+    shutil.copytree(source_folder, snapshot)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    return snapshot
+
+
+@pytest.fixture
+def hub_cache(tmp_path, monkeypatch):
+    """An empty, offline Hugging Face cache. huggingface_hub reads HF_HUB_CACHE when imported, so its
+    constant is pointed at the folder too."""
+    huggingface_hub = pytest.importorskip("huggingface_hub")
+    cache = tmp_path / "hf_cache"
+    cache.mkdir()
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(cache))
+    return cache
+
+
+def test_hub_id_from_the_local_cache(hub_cache, tiny_mlm_folder):
+    make_hub_cache(hub_cache, "someone/tiny-bert", tiny_mlm_folder)
+    model, _ = bert.load_pretrained("someone/tiny-bert")
+    reference, _ = bert.load_pretrained(str(tiny_mlm_folder))
+    input_ids = torch.tensor([[2, 10, 11, 3]])
+    with torch.no_grad():
+        assert torch.equal(model(input_ids, torch.zeros_like(input_ids)), reference(input_ids, torch.zeros_like(input_ids)))
+
+
+def test_hub_id_not_in_the_cache_offline(hub_cache):
+    with pytest.raises(ModelNotFoundError, match="no-such-org/no-such-bert"):
+        bert.load_pretrained("no-such-org/no-such-bert")
+
+
+def test_hub_id_cached_without_safetensors(hub_cache, tiny_mlm_folder, tmp_path):
+    bin_only = tmp_path / "bin_only"
+    shutil.copytree(tiny_mlm_folder, bin_only)
+    torch.save(load_file(bin_only / "model.safetensors"), bin_only / "pytorch_model.bin")
+    (bin_only / "model.safetensors").unlink()
+    make_hub_cache(hub_cache, "someone/old-bert", bin_only)
+    with pytest.raises(ModelNotFoundError, match="without safetensors"):
+        bert.load_pretrained("someone/old-bert")
+
+
+def test_path_that_does_not_exist(tmp_path, hub_cache):
+    with pytest.raises(ModelNotFoundError, match="neither a folder nor in the local"):
+        bert.load_pretrained(str(tmp_path / "nowhere"))
