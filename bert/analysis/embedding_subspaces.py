@@ -8,9 +8,10 @@ are not a privileged basis). These functions measure it, on one sentence and on 
   Under a concatenation every cosine between parts would be 0.
 - `pca`, `cosine_similarity_matrix`: the shape of one table (how many directions it uses; how similar
   neighbouring positions are).
-- `top_subspace`, `principal_angles`, `surviving_fraction`, `subspace_report`: compare the subspaces the
-  tables span. Principal angles near 90 degrees and little norm surviving projection onto another table's
-  subspace mean "separate subspaces" (concatenation-like); small angles mean shared directions.
+- `singular_directions`, `top_subspace`, `principal_angles`, `surviving_fraction`, `subspace_report`:
+  compare the subspaces the tables span. Principal angles near 90 degrees and little norm surviving
+  projection onto another table's subspace mean "separate subspaces" (concatenation-like); small angles
+  mean shared directions.
 
 Axes: rows (vocabulary entries, positions or segments of a table; tokens of a sentence), hidden.
 Everything is numpy; tables are the models' weight matrices [rows, hidden].
@@ -90,16 +91,22 @@ def pca(table: np.ndarray, k: int) -> PCA:
     return PCA(mean, _fix_signs(vt[:k]), ratio[:k])
 
 
-def top_subspace(table: np.ndarray, k: int, center: bool = False) -> np.ndarray:
-    """An orthonormal basis [hidden, k'] of the k-dimensional subspace that best holds the rows of `table`:
-    its top-k right singular vectors. k' = min(k, rank), so a 2-row segment table gives at most 2 directions.
+def singular_directions(table: np.ndarray, center: bool = False) -> np.ndarray:
+    """Every direction the rows of `table` [rows, hidden] span, as an orthonormal basis [hidden, rank]: the
+    right singular vectors with a non-zero singular value, largest first. Its first k columns are `top_subspace`.
     center=False keeps the rows' common mean direction, which is part of what gets added to the sum."""
     table = _as_2d(table)
     if center:
         table = table - table.mean(axis=0)
     _, singular, vt = np.linalg.svd(table, full_matrices=False)
     rank = int((singular > singular.max(initial=0) * max(table.shape) * np.finfo(table.dtype).eps).sum())
-    return vt[: min(k, rank)].T
+    return vt[:rank].T
+
+
+def top_subspace(table: np.ndarray, k: int, center: bool = False) -> np.ndarray:
+    """An orthonormal basis [hidden, k'] of the k-dimensional subspace that best holds the rows of `table`:
+    its top-k right singular vectors. k' = min(k, rank), so a 2-row segment table gives at most 2 directions."""
+    return singular_directions(table, center)[:, :k]
 
 
 def principal_angles(basis_a: np.ndarray, basis_b: np.ndarray) -> np.ndarray:
@@ -153,13 +160,22 @@ class SubspaceReport:
     random_surviving: dict[str, float]
 
 
-def subspace_report(tables: dict[str, np.ndarray], k: int, center: bool = False, seed: int = 0) -> SubspaceReport:
-    """tables: "token", "position", "segment" -> [rows, hidden] (the embedding weight matrices)."""
+def subspace_report(
+    tables: dict[str, np.ndarray],
+    k: int,
+    center: bool = False,
+    seed: int = 0,
+    directions: dict[str, np.ndarray] | None = None,
+) -> SubspaceReport:
+    """tables: "token", "position", "segment" -> [rows, hidden] (the embedding weight matrices).
+    directions: each table's `singular_directions(table, center)` if already computed (the SVD of a
+    30k-row token table takes a while; then trying several k is cheap)."""
     missing = set(PARTS) - set(tables)
     if missing:
         raise ValueError(f"tables needs {sorted(missing)} as well")
     hidden = _as_2d(tables["token"]).shape[1]
-    bases = {name: top_subspace(tables[name], k, center) for name in PARTS}
+    directions = directions or {name: singular_directions(tables[name], center) for name in PARTS}
+    bases = {name: np.asarray(directions[name], dtype=np.float64)[:, :k] for name in PARTS}
     dims = {name: bases[name].shape[1] for name in PARTS}
     angles = {(a, b): np.degrees(principal_angles(bases[a], bases[b])) for a, b in PAIRS}
     random_angles = {(a, b): np.degrees(random_subspace_angles(hidden, dims[a], dims[b], seed)) for a, b in PAIRS}

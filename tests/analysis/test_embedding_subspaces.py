@@ -105,6 +105,17 @@ def test_report_on_a_concatenation_and_on_shared_directions():
     assert overlap.surviving[("segment", "token")] == pytest.approx(1.0)
 
 
+def test_report_from_precomputed_directions_is_the_same():
+    rng = np.random.default_rng(6)
+    tables = {"token": rng.standard_normal((30, 8)), "position": rng.standard_normal((10, 8)), "segment": rng.standard_normal((2, 8))}
+    directions = {name: es.singular_directions(table) for name, table in tables.items()}
+    assert directions["segment"].shape == (8, 2) and directions["token"].shape == (8, 8)
+    fresh, reused = es.subspace_report(tables, k=3), es.subspace_report(tables, k=3, directions=directions)
+    for pair in es.PAIRS:
+        np.testing.assert_allclose(fresh.angles[pair], reused.angles[pair])
+    assert fresh.surviving == reused.surviving
+
+
 def test_random_baseline_is_far_from_zero():
     angles = es.random_subspace_angles(384, 16, 16, seed=0)
     assert angles.shape == (16,)
