@@ -175,8 +175,9 @@ class Bert(nn.Module):
         """Give a loaded encoder fresh, randomly initialised heads, to pre-train them (the pooler comes with NSP)."""
         if mlm_head and self.lm_head is None:
             self.lm_head = BertLMHead(self.config, self.embedding.token_embedding)
-            self.lm_head.apply(self._init_weights)
-            self.lm_head.unembedding.weight = self.embedding.token_embedding.weight  # re-tie after init
+            for module in (self.lm_head.mlp, self.lm_head.layer_norm):  # not the unembedding: it is the token embedding
+                module.apply(self._init_weights)
+            nn.init.zeros_(self.lm_head.unembedding.bias)
         if nsp_head and self.nsp_head is None:
             self.pooler = self.pooler or BertPooler(self.config).apply(self._init_weights)
             self.nsp_head = nn.Linear(self.config.hidden_size, 2).apply(self._init_weights)

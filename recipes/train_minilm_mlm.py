@@ -50,20 +50,19 @@ def run_training() -> dict:
 
 def export() -> dict:
     model, tokenizer = start_model()
-    torch.manual_seed(TRAIN.seed)
-    optimizer_free_step = load_checkpoint_weights_only(model)
+    step = load_checkpoint_weights(model)
     model.eval()
     base = read_state_dict(next(minilm_folder().glob("model.safetensors")))
-    changed = save_changed(model, base, MINILM_HEAD_FILE, {"step": str(optimizer_free_step), "recipe": "recipes/train_minilm_mlm.py"})
+    changed = save_changed(model, base, MINILM_HEAD_FILE, {"step": str(step), "recipe": "recipes/train_minilm_mlm.py"})
     shipped, _ = load_pretrained("minilm")  # what users get: fp16 weights, read back
     heldout = list(batches(CORPUS / "heldout.txt", tokenizer, DATA, TRAIN.seed, 0))
-    metrics = {"step": optimizer_free_step, **evaluate(shipped, tokenizer, heldout, TRAIN), "tensors": len(changed),
+    metrics = {"step": step, **evaluate(shipped, tokenizer, heldout, TRAIN), "tensors": len(changed),
                "megabytes": round(MINILM_HEAD_FILE.stat().st_size / 2**20, 1)}
     (RUN / "export.json").write_text(json.dumps(metrics, indent=2))
     return metrics
 
 
-def load_checkpoint_weights_only(model) -> int:
+def load_checkpoint_weights(model) -> int:
     from safetensors.torch import load_file
 
     state = load_file(str(RUN / "checkpoint" / "model.safetensors"))
