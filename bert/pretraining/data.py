@@ -7,6 +7,7 @@ With next-sentence prediction, a blank line ends a document and each line is one
 from __future__ import annotations
 
 import itertools
+import logging
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,8 @@ import torch
 
 from ..tokenizer import BertTokenizer
 from .nsp import make_pairs
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -64,7 +67,8 @@ def infinite_batches(path, tokenizer, config: DataConfig, seed: int, skip: int =
             if produced > skip:
                 yield batch
         if not any_batch:
-            raise ValueError(f"{path} holds no text to train on")
+            need = " in at least two documents (blank lines between them) for next-sentence pairs" if config.next_sentence else ""
+            raise ValueError(f"{path} holds no text to train on{need}")
 
 
 def collate(examples: list[tuple[list[int], list[int], int]], tokenizer: BertTokenizer) -> Batch:
@@ -101,8 +105,12 @@ def _pair_examples(chunk: list[str], tokenizer: BertTokenizer, config: DataConfi
             documents.append(current)
             current = []
     encoded = [[ids for ids in tokenizer.encode_plain(doc) if ids] for doc in documents]
+    encoded = [doc for doc in encoded if doc]
+    if len(encoded) < 2:  # e.g. the file's last chunk holds the tail of one document: no other to draw B from
+        log.warning("a chunk of %d lines holds %d document(s); its next-sentence pairs are skipped", len(chunk), len(encoded))
+        return []
     examples = []
-    for pair in make_pairs([doc for doc in encoded if doc], rng):
+    for pair in make_pairs(encoded, rng):
         room = config.max_length - 3
         first = pair.first[: max(room // 2, room - len(pair.second))]
         second = pair.second[: room - len(first)]

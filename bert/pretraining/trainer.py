@@ -32,7 +32,7 @@ class TrainConfig:
     clip_norm: float = 1.0  # gradient-norm clipping
     seed: int = 0  # fixes initialisation, data order, masking and dropout
     train: str = "all"  # what learns: "all", "head" (heads only) or "top:N" (heads and the top N layers)
-    freeze_token_embedding: bool = False  # keep the (tied) token embedding as it is
+    freeze_token_embedding: bool = False  # keep the (tied) token embedding as it is (always kept unless train="all")
     mask_probability: float = 0.15  # share of non-special tokens chosen for the MLM loss
     whole_word: bool = False  # choose whole words, not word pieces (ALBERT-style)
     mlm: bool = True  # masked-LM loss on
@@ -50,20 +50,25 @@ def lr_factor(step: int, warmup: int, total: int) -> float:
 
 
 def select_trainable(model: Bert, what: str, freeze_token_embedding: bool) -> list[torch.nn.Parameter]:
-    """Freeze all but what should learn; return the parameters that learn."""
+    """Freeze all but what should learn; return the parameters that learn.
+
+    The LM head's output matrix is the token embedding (tied), the encoder's input. It learns only with
+    train="all": "head" and "top:N" leave the layers below them exactly as they were.
+    """
     heads = [m for m in (model.lm_head, model.pooler, model.nsp_head) if m is not None]
+    num_layers = len(model.transformer)
     if what == "all":
         learning = [model]
     elif what == "head":
         learning = heads
-    elif what.startswith("top:") and what[4:].isdigit():
-        learning = heads + list(model.transformer[len(model.transformer) - int(what[4:]) :])
+    elif what.startswith("top:") and what[4:].isdigit() and int(what[4:]) <= num_layers:
+        learning = heads + list(model.transformer[num_layers - int(what[4:]) :])
     else:
-        raise ValueError(f"train must be 'all', 'head' or 'top:N', not {what!r}")
+        raise ValueError(f"train must be 'all', 'head' or 'top:N' with N from 0 to {num_layers}, not {what!r}")
     model.requires_grad_(False)
     for module in learning:
         module.requires_grad_(True)
-    if freeze_token_embedding:
+    if freeze_token_embedding or what != "all":
         model.embedding.token_embedding.weight.requires_grad_(False)
     return [p for p in model.parameters() if p.requires_grad]
 
@@ -90,7 +95,8 @@ def pretraining_loss(model: Bert, batch: Batch, corrupted: torch.Tensor, labels:
     if mlm:
         chosen = labels != IGNORE
         logits = model.mlm_logits(hidden, chosen)  # [chosen, vocab]: the LM head runs only where it is scored
-        losses["mlm"] = F.cross_entropy(logits.float(), labels[chosen])
+        # Nothing chosen (short lines, small batches: 0.85**tokens) would be a mean over nothing, NaN: count 0.
+        losses["mlm"] = F.cross_entropy(logits.float(), labels[chosen]) if chosen.any() else logits.sum() * 0.0
     if batch.nsp_labels is not None:
         losses["nsp"] = F.cross_entropy(model.nsp_logits(hidden).float(), batch.nsp_labels)
     losses["loss"] = sum(losses.values())
@@ -153,8 +159,8 @@ def train(
         tokens += batch.num_tokens
         progress.update(1)
         progress.set_postfix(loss=f"{loss:.3f}", tok_s=f"{tokens / (time.perf_counter() - started):.0f}", lr=f"{scheduler.get_last_lr()[0]:.2e}")
-        if heldout and (step % config.eval_every == 0 or step == config.steps):
-            metrics = {"step": step, "train_loss": loss, **evaluate(model, tokenizer, heldout, config)}
+        if step % config.eval_every == 0 or step == config.steps:  # without held-out text, the training loss only
+            metrics = {"step": step, "train_loss": loss, **(evaluate(model, tokenizer, heldout, config) if heldout else {})}
             log.info("step %d: %s", step, metrics)
             with open(out_dir / "log.jsonl", "a") as f:
                 f.write(json.dumps(metrics) + "\n")
@@ -181,21 +187,27 @@ def train_step(model, tokenizer, batch: Batch, optimizer, scheduler, config: Tra
 
 
 def save_checkpoint(folder: Path, model, optimizer, scheduler, step: int, config: TrainConfig) -> None:
-    """Written to a temporary folder and renamed, so a run killed mid-write keeps its previous checkpoint."""
-    tmp = folder.with_name(folder.name + ".tmp")
+    """Written to `checkpoint.tmp` (state.json last), then swapped in by renames: a run killed at any moment
+    leaves a complete checkpoint in `checkpoint` or, inside the swap, in `checkpoint.tmp` (load_checkpoint looks there)."""
+    tmp, old = folder.with_name(folder.name + ".tmp"), folder.with_name(folder.name + ".old")
     shutil.rmtree(tmp, ignore_errors=True)
+    shutil.rmtree(old, ignore_errors=True)
     tmp.mkdir(parents=True)
     state = {k: v.contiguous() for k, v in model.state_dict().items() if k != "lm_head.unembedding.weight"}
     save_file(state, str(tmp / "model.safetensors"))
     torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}, tmp / "optimizer.pt")
     (tmp / "state.json").write_text(json.dumps({"step": step, "config": asdict(config)}, indent=2))
-    shutil.rmtree(folder, ignore_errors=True)
+    if folder.exists():
+        folder.rename(old)
     tmp.rename(folder)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def load_checkpoint(folder: Path, model, optimizer, scheduler) -> int:
     if not (folder / "state.json").is_file():
-        return 0
+        folder = folder.with_name(folder.name + ".tmp")  # killed between save_checkpoint's two renames
+        if not (folder / "state.json").is_file():
+            return 0
     state = load_file(str(folder / "model.safetensors"))
     if model.lm_head is not None:
         state["lm_head.unembedding.weight"] = state["embedding.token_embedding.weight"]  # tied, saved once
