@@ -109,6 +109,8 @@ class BertTokenizer:
         needed = sum(len(s.ids) for s in sentences)
         if needed > budget and not truncate:
             raise InputTooLongError(needed + 1 + len(sentences), max_length)
+        if budget < 0:
+            raise InvalidInputError(f"max_length {max_length} leaves no room for [CLS] and {len(sentences)} [SEP]")
         keep = _fit(sentences, budget)
         return self._assemble(sentences, keep, truncated=needed - sum(keep))
 
@@ -138,12 +140,19 @@ class BertTokenizer:
 
 
 def _fit(sentences, budget: int) -> list[int]:
-    """How many pieces of each sentence to keep: cut the longest one first, one token at a time."""
-    keep = [len(s.ids) for s in sentences]
-    while sum(keep) > max(budget, 0):
-        longest = max(range(len(keep)), key=lambda i: keep[i])
-        keep[longest] -= 1
-    return keep
+    """How many pieces of each sentence to keep, cut as Hugging Face's tokenizers cut "longest_first":
+    the shorter sentence (sentence A on a tie) keeps up to half the budget, the longer one the rest."""
+    lengths = [len(s.ids) for s in sentences]
+    if sum(lengths) <= budget:
+        return lengths
+    if len(lengths) == 1:
+        return [budget]
+    a, b = lengths
+    if a <= b:
+        keep_a = min(a, budget // 2)
+        return [keep_a, budget - keep_a]
+    keep_b = min(b, budget // 2)
+    return [budget - keep_b, keep_b]
 
 
 def _reads_lowercase(folder: Path) -> bool:
