@@ -70,7 +70,10 @@ def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
     no `bert.` prefix, LayerNorm gamma/beta as weight/bias (old TensorFlow conversions)."""
     path = Path(path)
     if path.name.endswith(".index.json"):
-        shards = sorted(set(_read_json(path)["weight_map"].values()))
+        weight_map = _read_json(path).get("weight_map")
+        if not isinstance(weight_map, dict):
+            raise CheckpointError(f"{path} has no weight_map naming the shard of each tensor")
+        shards = sorted(set(weight_map.values()))
         raw = {k: v for shard in shards for k, v in _read_tensors(path.parent / shard).items()}
     else:
         raw = _read_tensors(path)
@@ -160,8 +163,8 @@ def _read_tensors(path: Path) -> dict[str, torch.Tensor]:
         raise CheckpointError(f"{path} is corrupt or truncated and cannot be read ({error}); download it again") from error
     except pickle.UnpicklingError as error:
         raise CheckpointError(
-            f"{path} was refused: it holds objects other than tensors, and loading it could run code. "
-            f"Convert it to safetensors from a source you trust ({error})"
+            f"{path} was refused: it is not a plain file of tensors (it is corrupt, or it holds other objects, "
+            f"and loading those could run code). Convert it to safetensors from a source you trust ({error})"
         ) from error
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
         raise CheckpointError(f"{path} is not a state dict of tensors")

@@ -91,7 +91,7 @@ class RunsCode:
 
 def test_bin_that_carries_code_is_refused_and_the_code_does_not_run(folder, tmp_path):
     marker = tmp_path / "the_code_ran"
-    state = {k.removeprefix(""): v for k, v in load_file(folder / "model.safetensors").items()}
+    state = load_file(folder / "model.safetensors")
     state["bert.embeddings.LayerNorm.weight"] = RunsCode(f"touch {marker}")
     (folder / "model.safetensors").unlink()
     torch.save(state, folder / "pytorch_model.bin")
@@ -168,6 +168,14 @@ def test_sharded_safetensors(tmp_path, tiny_mlm_folder, tiny_vocab_file):
     reference, _ = bert.load_pretrained(str(tiny_mlm_folder))
     for (name, mine), (_, expected) in zip(ours.state_dict().items(), reference.state_dict().items()):
         assert torch.equal(mine, expected), name
+
+
+def test_shard_index_without_weight_map(tmp_path, tiny_mlm_folder):
+    folder = shutil.copytree(tiny_mlm_folder, tmp_path / "sharded")
+    (folder / "model.safetensors").unlink()
+    (folder / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}}))
+    with pytest.raises(CheckpointError, match="weight_map"):
+        bert.load_pretrained(str(folder))
 
 
 def make_hub_cache(cache, repo_id: str, source_folder, commit: str = "0123456789abcdef0123456789abcdef01234567"):
