@@ -1,0 +1,70 @@
+"""The masked-LM logit lens: read every layer's residual stream at a [MASK] through the LM head.
+
+The LM head (dense, GELU, LayerNorm, tied unembedding) is trained on the last layer's output only; applying it to
+earlier layers asks "if the model stopped here, what would it predict?". For each [MASK] we report, layer by
+layer, the top-k tokens, and the rank (1 = best) and probability of the final layer's prediction.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..errors import InvalidInputError
+from ..model import Bert
+from ..predict import Candidate, _candidate
+from ..tokenizer import BertTokenizer, Encoding
+from .corpus import layer_names, residual_hooks
+
+
+@dataclass(frozen=True)
+class LensLayer:
+    name: str  # "embeddings", "layer 1", ...
+    top: list[Candidate]  # this layer's top-k, best first
+    final_rank: int  # rank of the final prediction here (1 = this layer already predicts it)
+    final_probability: float  # its probability here
+
+
+@dataclass(frozen=True)
+class MaskLens:
+    position: int  # index of the [MASK] in the encoding
+    final: Candidate  # what the full model predicts
+    layers: list[LensLayer]  # embeddings first, last layer last
+
+
+@torch.no_grad()
+def logit_lens(model: Bert, tokenizer: BertTokenizer, encoding: Encoding, top_k: int = 5) -> list[MaskLens]:
+    """The lens at every [MASK] of `encoding` (an empty list if it has none)."""
+    if not model.has_mlm_head:
+        raise InvalidInputError("the logit lens needs a model with a masked-LM head (this one is an encoder only)")
+    if top_k < 1:
+        raise InvalidInputError("top_k must be at least 1")
+    input_ids, token_type_ids = encoding.tensors()
+    positions = (input_ids[0] == tokenizer.mask_id).nonzero().flatten().tolist()
+    if not positions:
+        return []
+    hooks = residual_hooks(model)
+    _, cache = model.run_with_cache(input_ids, token_type_ids, names=hooks)
+    hidden = torch.stack([cache[h][0, positions] for h in hooks])  # [layer, mask, hidden]
+    probabilities = model.mlm_logits(hidden).softmax(-1)  # [layer, mask, vocab]
+    final_ids = probabilities[-1].argmax(-1)  # [mask]
+    final_probs = probabilities.gather(-1, final_ids.expand(len(hooks), -1)[..., None])[..., 0]  # [layer, mask]
+    # rank = 1 + how many tokens are strictly more probable than the final prediction
+    ranks = 1 + (probabilities > final_probs[..., None]).sum(-1)  # [layer, mask]
+    best = probabilities.topk(min(top_k, probabilities.shape[-1]), dim=-1)
+    names = layer_names(model)
+    lenses = []
+    for m, position in enumerate(positions):
+        layers = [
+            LensLayer(
+                name=names[layer],
+                top=[_candidate(tokenizer, int(i), float(p)) for p, i in zip(best.values[layer, m], best.indices[layer, m])],
+                final_rank=int(ranks[layer, m]),
+                final_probability=float(final_probs[layer, m]),
+            )
+            for layer in range(len(hooks))
+        ]
+        final_id = int(final_ids[m])
+        lenses.append(MaskLens(position, _candidate(tokenizer, final_id, float(final_probs[-1, m])), layers))
+    return lenses
+
