@@ -1,0 +1,100 @@
+"""Head statistics over a corpus (Clark et al. 2019, "What Does BERT Look At?", section 3).
+
+For every layer and head: the average share of attention to [CLS], to [SEP], to punctuation (periods and commas
+among it), to the previous and the next token, to itself, and the attention entropy, averaged over every query
+token of a sentence set. The per-input statistics are `attention_stats.head_statistics`; this module runs the
+model over many inputs and merges them with `attention_stats.combine` (a mean over all queries of the corpus).
+
+Clark et al. fed BERT-base pairs of Wikipedia segments ([CLS] A [SEP] B [SEP]); by default we pair consecutive
+sentences of the set the same way. `CLARK_2019` lists their published findings, for drawing beside ours when the
+loaded model is BERT-base.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+
+from ..data import LabelledSentence
+from ..errors import InvalidInputError
+from ..interventions import pattern_hook
+from ..model import Bert
+from ..tokenizer import BertTokenizer
+from .attention_stats import HeadStatistics, KeyRoles, combine, head_statistics
+from .corpus import batches, pad
+
+
+@dataclass(frozen=True)
+class PublishedFinding:
+    statistic: str  # a key of attention_stats.STATISTICS
+    layers: tuple[int, ...]  # 1-based, as in the paper
+    claim: str
+
+
+# Clark, Khandelwal, Levy & Manning (2019), BlackboxNLP, section 3 and figure 2, for BERT-base (uncased).
+CLARK_2019 = (
+    PublishedFinding("sep", (6, 7, 8, 9, 10), "more than half of the attention in layers 6-10 goes to [SEP]"),
+    PublishedFinding("cls", (1, 2, 3), "early layers' heads attend to [CLS] more than later ones"),
+    PublishedFinding("punctuation", (10, 11, 12), "heads in the last layers attend much to periods and commas"),
+    PublishedFinding("previous", (1, 2, 3, 4), "previous-token heads (over half their attention on the previous token) are found mainly in early layers"),
+    PublishedFinding("next", (1, 2, 3, 4), "next-token heads (over half their attention on the next token) are found mainly in early layers"),
+)
+CLARK_2019_SOURCE = 'Clark et al. 2019, "What Does BERT Look At? An Analysis of BERT\'s Attention", BlackboxNLP'
+
+
+def is_bert_base(model: Bert) -> bool:
+    """True for the shape of BERT-base (12 layers, 12 heads, hidden 768), where the published numbers apply."""
+    config = model.config
+    return (config.num_layers, config.num_heads, config.hidden_size) == (12, 12, 768)
+
+
+@torch.no_grad()
+def corpus_head_statistics(
+    model: Bert,
+    tokenizer: BertTokenizer,
+    sentences: Sequence[LabelledSentence],
+    pairs: bool = True,
+    max_tokens: int = 128,
+    batch_size: int = 32,
+    progress: Callable[[float, str], None] | None = None,
+) -> HeadStatistics:
+    """Statistics of every head, [layer, head] each, averaged over all query tokens of the sentences.
+
+    pairs: feed consecutive sentences as A and B (as Clark et al. did); else each sentence alone.
+    Special tokens are queries too, as in the paper; padding is never a query nor a key.
+    """
+    if not sentences:
+        raise InvalidInputError("head statistics need at least one sentence")
+    if pairs and len(sentences) >= 2:
+        encodings = [
+            tokenizer.encode(a.text, b.text, max_length=max_tokens, truncate=True)
+            for a, b in zip(sentences[0::2], sentences[1::2])
+        ]
+    else:
+        encodings = [tokenizer.encode(s.text, max_length=max_tokens, truncate=True) for s in sentences]
+    hooks = [pattern_hook(layer) for layer in range(model.config.num_layers)]
+    results = []
+    for done, batch in enumerate(batches(encodings, batch_size)):
+        if progress:
+            progress(done * batch_size / len(encodings), "running the model")
+        chosen = [encodings[i] for i in batch]
+        input_ids, token_type_ids, attention_mask = pad(chosen, tokenizer.pad_id)
+        _, cache = model.run_with_cache(input_ids, token_type_ids, attention_mask, names=hooks)
+        patterns = torch.stack([cache[h] for h in hooks], dim=1).numpy()  # [batch, layer, head, query, key]
+        for row, encoding in enumerate(chosen):
+            n = len(encoding)
+            roles = KeyRoles.from_tokens(encoding.tokens)
+            results.append(head_statistics(patterns[row, :, :, :n, :n], roles))
+    if progress:
+        progress(1.0, "done")
+    return combine(results)
+
+
+def top_heads(statistics: HeadStatistics, name: str, count: int = 5) -> list[tuple[int, int, float]]:
+    """(layer, head, value) of the `count` heads with the highest mean of statistic `name`, layers from 0."""
+    values = np.nan_to_num(statistics[name], nan=-np.inf)
+    order = np.argsort(-values, axis=None, kind="stable")[:count]
+    heads = values.shape[1]
+    return [(int(i) // heads, int(i) % heads, float(values.flat[i])) for i in order]
