@@ -1,0 +1,149 @@
+"""Saliency for a masked prediction, split by embedding part: token, position and segment.
+
+BERT's input vector is a sum, token + position + segment, before the embedding LayerNorm. We make each part of
+each token a separate input (replacing its hook's activation by a tensor we differentiate) and attribute the
+score f = log p(target at the [MASK]) to each (part, token):
+
+- gradient x input: ∂f/∂x · x, summed over hidden dimensions. Note: the LayerNorm right after the sum ignores the
+  sum's scale, so for every token the three parts' gradient x input add up to (almost exactly) zero; the split
+  says which part pushes which way, not how much a token matters.
+- integrated gradients (Sundararajan et al. 2017): (x - b) · mean over α of ∂f/∂x at b + α(x - b), midpoint rule
+  with `steps` points, all parts moved together. Completeness: the attributions add up to f(x) - f(b), up to the
+  integration error, which the result reports.
+
+Baseline b (the convention of Captum's BERT tutorial): token part = the [PAD] embedding for every word token
+([CLS], [SEP] and [MASK] keep their own), position part = position 0's embedding everywhere, segment part =
+segment A's embedding everywhere. So with a single sentence every segment attribution is 0 (it equals the
+baseline); a sentence pair shows what segment B carries.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ..errors import InvalidInputError
+from ..model import Bert
+from ..predict import Candidate, _candidate
+from ..tokenizer import BertTokenizer, Encoding
+
+PARTS = ("token", "position", "segment")
+HOOKS = {"token": "embedding.hook_token", "position": "embedding.hook_position", "segment": "embedding.hook_token_type"}
+METHODS = ("gradient_x_input", "integrated_gradients")
+
+
+@dataclass(frozen=True)
+class Saliency:
+    method: str
+    tokens: list[str]
+    position: int  # the [MASK] whose prediction is explained
+    target: Candidate  # the explained token and its probability
+    attributions: np.ndarray  # [part, token], parts in PARTS order
+    score: float  # f(x) = log p(target)
+    baseline_score: float | None = None  # f(b), integrated gradients only
+
+    @property
+    def total(self) -> float:
+        return float(self.attributions.sum())
+
+    @property
+    def completeness_gap(self) -> float | None:
+        """sum of attributions - (f(x) - f(b)): 0 for exact integrated gradients."""
+        return None if self.baseline_score is None else self.total - (self.score - self.baseline_score)
+
+
+def saliency(
+    model: Bert, tokenizer: BertTokenizer, encoding: Encoding, method: str = "integrated_gradients",
+    position: int | None = None, target_id: int | None = None, steps: int = 32, batch_size: int = 32,
+) -> Saliency:
+    """Attributions of log p(target) at `position` (default: the first [MASK]; target default: the model's top
+    prediction there) to each token's token, position and segment embeddings."""
+    if method not in METHODS:
+        raise InvalidInputError(f"method must be one of {METHODS}, not {method!r}")
+    if not model.has_mlm_head:
+        raise InvalidInputError("saliency of a masked prediction needs a model with a masked-LM head")
+    input_ids, token_type_ids = encoding.tensors()
+    if position is None:
+        masks = (input_ids[0] == tokenizer.mask_id).nonzero().flatten().tolist()
+        if not masks:
+            raise InvalidInputError("the text has no [MASK]: add one to explain its prediction")
+        position = masks[0]
+    if not 0 <= position < input_ids.shape[1]:
+        raise InvalidInputError(f"position {position} is outside this {input_ids.shape[1]}-token input")
+    parts = embedding_parts(model, input_ids, token_type_ids)
+    score_fn = _Score(model, input_ids, token_type_ids, position)
+    if target_id is None:
+        with torch.no_grad():
+            target_id = int(score_fn.log_probs(parts)[0].argmax())
+    score, gradients = score_fn.gradients(parts, target_id)
+    target = _candidate(tokenizer, target_id, float(np.exp(score[0])))
+    if method == "gradient_x_input":
+        attributions = torch.stack([(gradients[p] * parts[p]).sum(-1)[0] for p in PARTS])
+        return Saliency(method, encoding.tokens, position, target, attributions.numpy(), float(score[0]))
+    base = baseline_parts(model, tokenizer, encoding, parts)
+    attributions, baseline_score = _integrated(score_fn, parts, base, target_id, steps, batch_size)
+    return Saliency(method, encoding.tokens, position, target, attributions.numpy(), float(score[0]), baseline_score)
+
+
+@torch.no_grad()
+def embedding_parts(model: Bert, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> dict[str, torch.Tensor]:
+    """{part: [1, seq, hidden]} the three embeddings that the model sums."""
+    _, cache = model.run_with_cache(input_ids, token_type_ids, names=list(HOOKS.values()), logit_mask=torch.zeros_like(input_ids, dtype=torch.bool))
+    return {part: cache[HOOKS[part]] for part in PARTS}
+
+
+@torch.no_grad()
+def baseline_parts(model: Bert, tokenizer: BertTokenizer, encoding: Encoding, parts: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The baseline b of each part, [1, seq, hidden] (see the module docstring)."""
+    embedding = model.embedding
+    keep = torch.tensor([s or i == tokenizer.mask_id for s, i in zip(encoding.special, encoding.input_ids)])  # [seq]
+    pad = embedding.token_embedding.weight[tokenizer.pad_id].detach()
+    token = torch.where(keep[:, None], parts["token"][0], pad)
+    position = embedding.position_embedding.weight[0].detach().expand_as(parts["position"][0])
+    segment = embedding.token_type_embedding.weight[0].detach().expand_as(parts["segment"][0])
+    return {"token": token[None], "position": position[None], "segment": segment[None]}
+
+
+class _Score:
+    """f = log p(target) at one position, as a function of the three embedding parts (a batch of them)."""
+
+    def __init__(self, model: Bert, input_ids: torch.Tensor, token_type_ids: torch.Tensor, position: int):
+        self.model, self.input_ids, self.token_type_ids = model, input_ids, token_type_ids
+        self.at_position = torch.zeros_like(input_ids, dtype=torch.bool)
+        self.at_position[0, position] = True
+
+    def log_probs(self, parts: dict[str, torch.Tensor], detach: bool = True) -> torch.Tensor:
+        """[batch, vocab] for parts of shape [batch, seq, hidden]."""
+        rows = parts["token"].shape[0]
+        interventions = [(HOOKS[p], lambda activation, name, value=parts[p]: value) for p in PARTS]
+        logits, _ = self.model.run_with_cache(
+            self.input_ids.expand(rows, -1), self.token_type_ids.expand(rows, -1), names=[],
+            interventions=interventions, logit_mask=self.at_position.expand(rows, -1), detach=detach,
+        )
+        return logits.log_softmax(-1)
+
+    def gradients(self, parts: dict[str, torch.Tensor], target_id: int) -> tuple[np.ndarray, dict[str, torch.Tensor]]:
+        """(f per row [batch], {part: ∂f/∂part [batch, seq, hidden]})."""
+        with torch.enable_grad():
+            leaves = {p: parts[p].detach().clone().requires_grad_(True) for p in PARTS}
+            score = self.log_probs(leaves, detach=False)[:, target_id]
+            grads = torch.autograd.grad(score.sum(), [leaves[p] for p in PARTS])  # rows are independent
+        return score.detach().numpy(), dict(zip(PARTS, grads))
+
+
+def _integrated(score_fn: _Score, parts, base, target_id: int, steps: int, batch_size: int) -> tuple[torch.Tensor, float]:
+    if steps < 1:
+        raise InvalidInputError("integrated gradients need at least 1 step")
+    alphas = (torch.arange(steps, dtype=torch.float32) + 0.5) / steps  # midpoints of [0, 1]
+    summed = {p: torch.zeros_like(parts[p][0]) for p in PARTS}  # [seq, hidden]
+    for start in range(0, steps, batch_size):
+        alpha = alphas[start : start + batch_size, None, None]  # [row, 1, 1]
+        path = {p: base[p] + alpha * (parts[p] - base[p]) for p in PARTS}  # [row, seq, hidden]
+        _, grads = score_fn.gradients(path, target_id)
+        for p in PARTS:
+            summed[p] += grads[p].sum(0)
+    attributions = torch.stack([((parts[p][0] - base[p][0]) * summed[p] / steps).sum(-1) for p in PARTS])
+    with torch.no_grad():
+        baseline_score = float(score_fn.log_probs(base)[0, target_id])
+    return attributions, baseline_score
