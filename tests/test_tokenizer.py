@@ -82,8 +82,12 @@ def test_offsets_map_back_to_the_text(tokenizer, text, pair):
 
 
 @pytest.mark.parametrize("typed", ["[mask]", "[MASK]", "[Mask]", "[mAsK]"])
-def test_typed_mask_in_any_case_is_the_mask_token(tokenizer, typed):
+@pytest.mark.parametrize("source", ["tokenizer.json", "vocab.txt"])
+def test_typed_mask_in_any_case_is_the_mask_token(tokenizer, minilm_path, typed, source):
+    if source == "vocab.txt":
+        tokenizer = BertTokenizer.from_vocab(minilm_path / "vocab.txt")
     encoding = tokenizer.encode(f"The {typed} barked at the {typed}.")
+    assert tokenizer.mask_id == 103  # BERT's uncased vocabulary
     assert encoding.input_ids.count(tokenizer.mask_id) == 2
     assert encoding.tokens == ["[CLS]", "the", "[MASK]", "barked", "at", "the", "[MASK]", ".", "[SEP]"]
     start, end = encoding.offsets[2]
