@@ -42,6 +42,18 @@ def test_top_subspace_finds_the_plane_the_rows_live_in():
     np.testing.assert_allclose(found.T @ found, np.eye(2), atol=1e-12)
 
 
+def test_tall_and_wide_tables_agree_with_numpy_svd():
+    """Tall tables go through the Gram matrix, wide ones through an SVD: both must match numpy's SVD."""
+    rng = np.random.default_rng(7)
+    for shape in [(300, 10), (4, 10)]:
+        table = rng.standard_normal(shape) * np.linspace(3, 0.5, shape[1])
+        _, singular, vt = np.linalg.svd(table, full_matrices=False)
+        found = es.singular_directions(table)
+        assert found.shape == (10, min(shape))
+        for k in (1, 3):
+            np.testing.assert_allclose(es.principal_angles(found[:, :k], vt[:k].T), 0, atol=1e-6)
+
+
 def test_surviving_fraction_by_hand():
     e = np.eye(3)
     x = np.array([[3.0, 4.0, 0.0], [0.0, 0.0, 2.0], [0.0, 0.0, 0.0]])
