@@ -1,0 +1,101 @@
+"""Masked prediction: hide tokens, see what the model guesses for each [MASK]."""
+import pandas as pd
+import streamlit as st
+
+from viz_app import widgets
+from viz_app.charts.prediction import prediction_bars
+from viz_app.text import filled_in_sentence
+
+widgets.page_header(
+    "Masked prediction",
+    "BERT was trained to fill in hidden words. Click tokens to hide them behind [MASK] (or type [MASK] in the "
+    "sentence); the model reads the whole sentence, left and right, and guesses every [MASK] at once.",
+)
+context = widgets.require()
+prepared = context.prepared
+tokens = prepared.base.tokens
+maskable = prepared.maskable
+labels = widgets.chip_labels(tokens, maskable)
+typed = set(prepared.typed_masks)
+
+
+def masks_changed() -> None:
+    chosen = set(st.session_state["mask_chips"])
+    st.session_state["masks"] = sorted(chosen - typed)
+    if typed - chosen:
+        st.session_state["_typed_mask_note"] = True
+
+
+st.session_state["mask_chips"] = list(prepared.all_masks)
+st.pills(
+    "Click tokens to mask them ([CLS] and [SEP] cannot be masked; ## marks a piece that continues a word)",
+    maskable,
+    selection_mode="multi",
+    format_func=lambda position: labels[position],
+    key="mask_chips",
+    on_change=masks_changed,
+)
+if st.session_state.pop("_typed_mask_note", False):
+    st.caption("A [MASK] typed in the sentence stays masked: edit the sentence to remove it.")
+
+if not context.loaded.summary.has_mlm_head:
+    st.warning(
+        "This model has no masked-LM head, so it cannot guess masked words: it was released as an encoder only "
+        "(its final vectors are meant for other tasks). Pick “MiniLM-L6 + masked-LM head” or bert-base-uncased "
+        "in the sidebar. Every other page works with this model."
+    )
+    st.stop()
+
+if not prepared.all_masks:
+    st.info("No [MASK] yet: click a token above, or type [MASK] in the sentence.")
+    st.stop()
+
+result = context.forward()
+if len(prepared.all_masks) == len(maskable):
+    st.caption("Every token is masked: with no context left, the model can only guess frequent words.")
+
+st.markdown("**The model's best guesses, filled in:** " + filled_in_sentence(result, escape=widgets.escape_markdown))
+top_k = st.slider("Candidates per [MASK]", 1, 30, key="top_k", persist_state="session")
+
+summary = pd.DataFrame(
+    {
+        "mask": [f"#{n}" for n in range(1, len(result.masks) + 1)],
+        "position": [m.position for m in result.masks],
+        "masked token": [m.original or "(typed [MASK])" for m in result.masks],
+        "best guess": [m.tokens[0] for m in result.masks],
+        "probability": [float(m.probabilities[0]) for m in result.masks],
+        "rank of the masked token": [m.original_rank for m in result.masks],
+        "its probability": [m.original_probability for m in result.masks],
+    }
+)
+many = len(result.masks) > 4
+if many:
+    st.dataframe(
+        summary,
+        hide_index=True,
+        column_config={
+            "probability": st.column_config.ProgressColumn(format="percent", min_value=0, max_value=1),
+            "its probability": st.column_config.NumberColumn(format="percent"),
+        },
+    )
+    shown = st.multiselect(
+        "Show the chart for",
+        list(range(len(result.masks))),
+        default=list(range(2)),
+        format_func=lambda i: f"#{i + 1}: {result.masks[i].original or '[MASK]'} (position {result.masks[i].position})",
+    )
+else:
+    shown = list(range(len(result.masks)))
+
+columns = st.columns(2) if len(shown) > 1 else [st.container()]
+for slot, index in enumerate(shown):
+    mask = result.masks[index]
+    with columns[slot % len(columns)]:
+        widgets.show_chart(prediction_bars(mask, top_k, index + 1), key=f"mask_{index}")
+        if mask.original is not None:
+            st.markdown(
+                f"The masked token **{widgets.escape_markdown(mask.original)}** is the model's "
+                f"**#{mask.original_rank}** guess, with probability **{mask.original_probability:.1%}**."
+            )
+        else:
+            st.caption("You typed this [MASK], so there is no original token to compare with.")

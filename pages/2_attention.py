@@ -1,0 +1,84 @@
+"""Attention: where each token looks, head by head."""
+import pandas as pd
+import streamlit as st
+
+from bert.analysis.attention_stats import STATISTICS, KeyRoles, head_statistics
+from viz_app import widgets
+from viz_app.charts.attention import attention_bars, heads_overview, pattern_heatmap, statistic_heatmap
+
+widgets.page_header(
+    "Attention",
+    "Every layer has several heads; each head lets every token (a query, one row) take a weighted average of "
+    "all tokens (the keys). A row of a pattern sums to 1. Pick a head to see its pattern, or scan all heads below.",
+)
+context = widgets.require()
+result = context.forward()
+summary = context.loaded.summary
+tokens = result.tokens
+
+controls = st.columns([1, 1, 2, 1.4])
+with controls[0]:
+    layer = widgets.select_int("Layer", "layer", list(range(summary.layers)))
+with controls[1]:
+    head = widgets.select_int("Head", "head", list(range(summary.heads)))
+with controls[3]:
+    hide_special = st.toggle(
+        "Hide [CLS] and [SEP]",
+        key="hide_special",
+        persist_state="session",
+        help="Many heads park most of their attention on [CLS] or [SEP]; hiding them shows the rest. "
+        "Rows then no longer sum to 1.",
+    )
+positions = [i for i, special in enumerate(result.special) if not (hide_special and special)]
+with controls[2]:
+    focus = widgets.select_int(
+        "Attention from token",
+        "focus",
+        positions,
+        format_func=lambda i: f"{i}: {tokens[i]}",
+        default=1 if 1 in positions else None,
+    )
+
+pattern = result.attention[layer, head]
+left, right = st.columns([3, 2])
+with left:
+    widgets.show_chart(pattern_heatmap(pattern, tokens, positions, layer, head), key="pattern")
+with right:
+    widgets.show_chart(attention_bars(pattern[focus], tokens, positions, focus, layer, head), key="bars")
+
+st.subheader("All heads at a glance")
+st.caption(
+    "Each small square is one head's pattern (rows: the tokens looking, columns: the tokens looked at), layers "
+    "top to bottom. Stripes are heads that attend to one token (often [CLS], [SEP] or '.'), diagonals are heads "
+    "that look at a neighbour. The selected head is outlined in red."
+)
+widgets.show_chart(heads_overview(result.attention, positions, (layer, head)), key="overview")
+
+st.subheader("Head statistics")
+stats = head_statistics(result.attention, KeyRoles.from_tokens(tokens))
+names = list(STATISTICS)
+widgets.clamp_choice("statistic", names)
+statistic = st.segmented_control(
+    "Statistic", names, key="statistic", persist_state="session", required=True, help=STATISTICS.get(st.session_state.get("statistic"), "")
+)
+widgets.show_chart(statistic_heatmap(stats[statistic], statistic, STATISTICS[statistic], (layer, head)), key="statistic")
+table = pd.DataFrame(stats.rows())
+st.dataframe(
+    table,
+    hide_index=True,
+    height=320,
+    column_config={
+        "layer": st.column_config.NumberColumn(width="small"),
+        "head": st.column_config.NumberColumn(width="small"),
+        "entropy": st.column_config.NumberColumn(format="%.2f bits", help=STATISTICS["entropy"]),
+        **{
+            name: st.column_config.ProgressColumn(name, help=STATISTICS[name], format="percent", min_value=0, max_value=1)
+            for name in names
+            if name != "entropy"
+        },
+    },
+)
+st.caption(
+    f"One row per head; click a column to sort. Averages over the {len(tokens)} tokens of this input "
+    "(previous/next over the tokens that have one). The table's toolbar downloads it as CSV."
+)

@@ -1,0 +1,55 @@
+"""MLP activations: which neurons fire on which tokens."""
+import streamlit as st
+
+from viz_app import widgets
+from viz_app.charts.neurons import activation_heatmap, neuron_by_token, strongest_neurons, top_neurons_for_token
+
+widgets.page_header(
+    "MLP activations",
+    "After attention, every layer sends each token on its own through a two-layer MLP: hidden → intermediate "
+    "neurons → GELU → hidden. These are the neuron activations after GELU (mostly ≥ 0; GELU dips to −0.17).",
+)
+context = widgets.require()
+result = context.forward()
+summary = context.loaded.summary
+tokens = result.tokens
+
+controls = st.columns([1, 2, 2])
+with controls[0]:
+    layer = widgets.select_int("Layer", "mlp_layer", list(range(summary.layers)))
+activations = result.neurons[layer]  # [seq, intermediate]
+with controls[1]:
+    shown = st.slider(
+        "Neurons in the heatmap",
+        8,
+        min(256, summary.intermediate),
+        key="neurons_shown",
+        persist_state="session",
+        help=f"The layer has {summary.intermediate} neurons; the heatmap shows those that fire hardest on this input.",
+    )
+with controls[2]:
+    position = widgets.select_int(
+        "Token", "mlp_token", list(range(len(tokens))), format_func=lambda i: f"{i}: {tokens[i]}", default=1
+    )
+
+neurons = strongest_neurons(activations, shown)
+widgets.show_chart(activation_heatmap(activations, tokens, neurons, layer, summary.intermediate), key="heatmap")
+
+left, right = st.columns(2)
+with left:
+    top = top_neurons_for_token(activations, tokens, position, layer)
+    widgets.show_chart(top, key="top_neurons")
+with right:
+    chosen = st.session_state.get("neuron")
+    if chosen is None or not 0 <= chosen < summary.intermediate:
+        st.session_state["neuron"] = int(top.data["neuron"].iloc[0])  # start with the token's strongest neuron
+    neuron = st.number_input(
+        "Neuron",
+        min_value=0,
+        max_value=summary.intermediate - 1,
+        step=1,
+        key="neuron",
+        persist_state="session",
+        help="Type a neuron number from the heatmap or the bars (n123 → 123).",
+    )
+    widgets.show_chart(neuron_by_token(activations, tokens, int(neuron), layer, highlight=position), key="neuron")

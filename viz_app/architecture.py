@@ -1,0 +1,134 @@
+"""The module tree of a Bert as seed 000 draws it, with parameter counts and this input's tensor shapes."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from torch import nn
+
+from bert.hooks import HookPoint
+from bert.model import Bert
+
+_LAYER = re.compile(r"^transformer\.(\d+)(\.|$)")
+
+
+@dataclass(frozen=True)
+class ModuleRow:
+    path: str  # "" for the model itself, else the module path ("transformer.0.attention.mlp")
+    depth: int
+    label: str  # "token_embedding: Embedding(30522, 384)"
+    kind: str  # class name, "HookPoint" for hook points
+    parameters: int  # every parameter below this module, a tied tensor counted once where it is first owned
+    weights: str  # own tensors and their shapes: "weight [1536, 384], bias [1536]"
+    activation: str  # for a hook point: the recorded shape for this input, "[1, 12, 384]"
+    note: str = ""
+
+
+def module_rows(model: Bert, hook_shapes: dict[str, tuple[int, ...]], first_layer_only: bool = True) -> list[ModuleRow]:
+    """One row per module, in the order of model.named_modules(). With first_layer_only, layers after the
+    first are summarised in one row (they are identical in structure), like the seed's "... more layers"."""
+    owner = {}  # id(parameter) -> path of the first module that owns it
+    for name, parameter in model.named_parameters():
+        owner.setdefault(id(parameter), name)
+    counted = {name: parameter.numel() for name, parameter in model.named_parameters()}  # deduplicated
+    num_layers = len(model.transformer)
+    rows = []
+    for path, module in model.named_modules():
+        layer = _LAYER.match(path)
+        if first_layer_only and layer and int(layer.group(1)) > 0:
+            if path == "transformer.1":
+                rest = sum(_count(counted, f"transformer.{i}") for i in range(1, num_layers))
+                label = f"(1–{num_layers - 1}): {num_layers - 1} more BertLayer, the same as (0)" if num_layers > 2 else "(1): BertLayer, the same as (0)"
+                rows.append(ModuleRow(path, 2, label, "BertLayer", rest, "", ""))
+            continue
+        depth = 0 if not path else path.count(".") + 1
+        rows.append(
+            ModuleRow(
+                path=path,
+                depth=depth,
+                label=_label(path, module),
+                kind=type(module).__name__,
+                parameters=_count(counted, path),
+                weights=_own_weights(module, path, owner),
+                activation=_shape(hook_shapes.get(path)) if isinstance(module, HookPoint) else "",
+                note=_tied_note(module, path, owner),
+            )
+        )
+    return rows
+
+
+def tree_text(rows: list[ModuleRow]) -> str:
+    """The rows as an indented outline with box-drawing branches, parameters and shapes in aligned columns."""
+    lines = []
+    for index, row in enumerate(rows):
+        prefix = "" if row.depth == 0 else "".join(_branch(rows, index, d) for d in range(1, row.depth + 1))
+        lines.append((prefix + row.label, row))
+    width = max(len(text) for text, _ in lines) + 2
+    out = []
+    for text, row in lines:
+        detail = f"→ {row.activation}" if row.kind == "HookPoint" else (f"{row.parameters:>12,} params" if row.parameters else "")
+        extra = "   " + row.weights if row.weights else ""
+        extra += f"   ({row.note})" if row.note else ""
+        out.append(f"{text:<{width}}{detail}{extra}".rstrip())
+    return "\n".join(out)
+
+
+def _branch(rows: list[ModuleRow], index: int, depth: int) -> str:
+    """The two characters drawn at `depth` for row `index`: a branch for its own depth, a bar or a gap above."""
+    row = rows[index]
+    later_sibling = False
+    for following in rows[index + 1 :]:
+        if following.depth < depth:
+            break
+        if following.depth == depth:
+            later_sibling = True
+            break
+    if depth == row.depth:
+        return "├─ " if later_sibling else "└─ "
+    return "│  " if later_sibling else "   "
+
+
+def _label(path: str, module: nn.Module) -> str:
+    name = path.rsplit(".", 1)[-1] if path else ""
+    kind = type(module).__name__
+    if isinstance(module, nn.Embedding):
+        kind = f"Embedding({module.num_embeddings}, {module.embedding_dim})"
+    elif isinstance(module, nn.Linear):
+        kind = f"Linear({module.in_features} → {module.out_features})"
+    elif isinstance(module, nn.LayerNorm):
+        kind = f"LayerNorm({module.normalized_shape[0]})"
+    elif isinstance(module, nn.Dropout):
+        kind = f"Dropout({module.p})"
+    elif isinstance(module, nn.ModuleList):
+        kind = f"ModuleList of {len(module)}"
+    if not path:
+        return kind
+    return f"({name}): {kind}" if name.isdigit() else f"{name}: {kind}"
+
+
+def _count(counted: dict[str, int], path: str) -> int:
+    if not path:
+        return sum(counted.values())
+    return sum(n for name, n in counted.items() if name.startswith(path + "."))
+
+
+def _own_weights(module: nn.Module, path: str, owner: dict[int, str]) -> str:
+    parts = []
+    for name, parameter in module.named_parameters(recurse=False):
+        full = f"{path}.{name}" if path else name
+        if owner[id(parameter)] == full:
+            parts.append(f"{name} {_shape(tuple(parameter.shape))}")
+    return ", ".join(parts)
+
+
+def _tied_note(module: nn.Module, path: str, owner: dict[int, str]) -> str:
+    notes = []
+    for name, parameter in module.named_parameters(recurse=False):
+        full = f"{path}.{name}" if path else name
+        if owner[id(parameter)] != full:
+            notes.append(f"{name} {_shape(tuple(parameter.shape))} is tied to {owner[id(parameter)]}, counted there")
+    return "; ".join(notes)
+
+
+def _shape(shape: tuple[int, ...] | None) -> str:
+    return "not reached" if shape is None else "[" + ", ".join(str(s) for s in shape) + "]"

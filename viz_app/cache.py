@@ -1,0 +1,50 @@
+"""Everything the app caches, in one place.
+
+- the model: `st.cache_resource`, one object shared by every session and thread. It is in eval mode and
+  nothing ever changes it: recording and interventions are per call (bert.hooks uses a context variable).
+- one forward pass per (model, text, pair, masks): `st.cache_data`, numpy arrays only; every page reads it.
+- the embedding tables' analysis per model (PCA, cosines, subspaces): `st.cache_data`.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from bert.analysis import embedding_subspaces as es
+from viz_app import forward as fw
+from viz_app import models
+from viz_app.tables import EmbeddingTables, embedding_tables, weight_tables
+
+
+@st.cache_resource(show_spinner="Loading the model (once, shared by every session)…", max_entries=4)
+def load_model(source: str, folder: str | None, revision: str) -> models.LoadedModel:
+    """`revision` is part of the key only: a changed weight file loads afresh."""
+    return models.load(source, folder)
+
+
+@st.cache_data(show_spinner=False, ttl=60)
+def model_choices(cache_dir: str, minilm_head_present: bool) -> list[models.ModelChoice]:
+    """The picker's list; the arguments are the key (scanning the hub cache takes a moment)."""
+    return models.model_choices(Path(cache_dir))
+
+
+@st.cache_data(show_spinner="Running the model…", max_entries=8, ttl=3600)
+def forward(source: str, folder: str | None, revision: str, text: str, pair: str, masks: tuple[int, ...], truncate: bool) -> fw.ForwardResult:
+    loaded = load_model(source, folder, revision)
+    prepared = fw.prepare_input(loaded.tokenizer, text, pair, masks, truncate, loaded.summary.max_positions)
+    return fw.record(loaded.model, loaded.tokenizer, prepared)
+
+
+@st.cache_data(show_spinner="Analysing the embedding tables (once per model)…", max_entries=4)
+def tables(source: str, folder: str | None, revision: str) -> EmbeddingTables:
+    loaded = load_model(source, folder, revision)
+    tokenizer = loaded.tokenizer
+    vocabulary = [tokenizer.id_to_token(i) or "" for i in range(min(tokenizer.vocab_size, loaded.summary.vocab))]
+    return embedding_tables(loaded.model, vocabulary)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def subspaces(source: str, folder: str | None, revision: str, k: int) -> es.SubspaceReport:
+    directions = tables(source, folder, revision).directions
+    return es.subspace_report(weight_tables(load_model(source, folder, revision).model), k, directions=directions)

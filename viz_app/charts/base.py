@@ -1,0 +1,60 @@
+"""What every chart shares: the Chart record, token labels safe for plotly, and the common layout."""
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+
+import pandas as pd
+import plotly.graph_objects as go
+
+WORD_COLOUR = "#3b6fb6"  # whole words
+PIECE_COLOUR = "#e08a2e"  # "##" pieces that continue a word
+HIGHLIGHT_COLOUR = "#d62728"
+PART_COLOURS = {"token": "#3b6fb6", "position": "#e08a2e", "segment": "#2ca02c", "sum": "#7f7f7f"}
+ATTENTION_SCALE = [[0.0, "#f7fbff"], [0.05, "#deebf7"], [0.2, "#9ecae1"], [0.45, "#4292c6"], [0.75, "#1361a9"], [1.0, "#08306b"]]
+FONT = dict(family="Source Sans Pro, sans-serif", size=13)
+
+
+@dataclass(frozen=True)
+class Chart:
+    figure: go.Figure
+    data: pd.DataFrame  # the numbers behind the figure, for the CSV download
+    name: str  # file name for downloads, without extension
+    caption: str = ""  # one line under the chart: how to read it
+    keep_index: bool = False  # write the DataFrame's index into the CSV (wide matrices with row labels)
+
+
+def token_labels(tokens: list[str]) -> list[str]:
+    """Axis labels for plotly: HTML-escaped (plotly reads a few tags in text) and unique, since a categorical
+    axis merges equal labels: a repeated token gets invisible zero-width suffixes."""
+    labels, seen = [], {}
+    for token in tokens:
+        seen[token] = seen.get(token, 0) + 1
+        labels.append(html.escape(token, quote=False) + "\u200b" * (seen[token] - 1))
+    return labels
+
+
+def row_labels(tokens: list[str]) -> list[str]:
+    """Plain-text labels for CSV rows and columns: "3 dog"."""
+    return [f"{i} {token}" for i, token in enumerate(tokens)]
+
+
+def layout(figure: go.Figure, title: str, height: int | None = None, **more) -> go.Figure:
+    """Title (escaped: it may hold user tokens), font, tight margins, height; `more` goes to update_layout."""
+    figure.update_layout(
+        title=dict(text=html.escape(title, quote=False), x=0, xanchor="left", font=dict(size=15)),
+        font=FONT,
+        margin=more.pop("margin", dict(l=10, r=10, t=48, b=10)),
+        height=height,
+        **more,
+    )
+    return figure
+
+
+def legend_on_top(**extra) -> dict:
+    """layout() arguments that put a horizontal legend between the title and the plot, without overlap."""
+    return dict(legend=dict(orientation="h", yanchor="bottom", y=1.01, x=0, **extra), margin=dict(l=10, r=10, t=78, b=10))
+
+
+def heatmap_height(rows: int, per_row: int = 22, least: int = 260, most: int = 820) -> int:
+    return int(min(most, max(least, 90 + per_row * rows)))

@@ -1,0 +1,137 @@
+"""Which models the picker offers, how to load one, and a short summary of its size (no Streamlit here)."""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import bert
+from bert.pretrained import MINILM_HEAD_FILE
+
+FOLDER = "folder"  # the picker's "a local Hugging Face folder" choice
+PREFERRED_HUB_IDS = ("bert-base-uncased", "bert-base-cased", "bert-large-uncased")  # offered first when cached
+_WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    source: str  # what load_pretrained takes and the URL carries: "minilm", a hub id, or FOLDER
+    label: str  # what the picker shows
+    folder: str | None = None  # a cached hub model's snapshot folder, loaded directly
+
+
+@dataclass(frozen=True)
+class ModelSummary:
+    layers: int
+    heads: int
+    hidden: int
+    intermediate: int
+    max_positions: int
+    vocab: int
+    parameters: int  # every parameter once (the tied decoder weight is the token embedding)
+    has_mlm_head: bool
+
+    def one_line(self) -> str:
+        return (
+            f"{self.layers} layers · {self.heads} heads · hidden {self.hidden} · "
+            f"{self.parameters / 1e6:.1f} M parameters"
+        )
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    """What the app shares between every session: never mutate `model` (eval mode, no per-request state)."""
+
+    source: str
+    model: bert.Bert
+    tokenizer: bert.BertTokenizer
+    summary: ModelSummary
+
+
+def hub_cache_dir() -> Path:
+    """The Hugging Face hub cache, as huggingface_hub finds it (read now, so tests can point it elsewhere)."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    home = os.environ.get("HF_HOME") or os.path.join(os.environ.get("XDG_CACHE_HOME", "~/.cache"), "huggingface")
+    return Path(home).expanduser() / "hub"
+
+
+def cached_bert_models(cache_dir: Path | None = None) -> list[ModelChoice]:
+    """BERT checkpoints in the local hub cache (config.json says model_type bert, with weights), preferred first."""
+    try:
+        from huggingface_hub import scan_cache_dir
+        from huggingface_hub.errors import CacheNotFound
+    except ImportError:
+        return []
+    try:
+        info = scan_cache_dir(cache_dir or hub_cache_dir())
+    except (CacheNotFound, OSError, ValueError):
+        return []
+    found = {}
+    for repo in info.repos:
+        if repo.repo_type != "model":
+            continue
+        for revision in sorted(repo.revisions, key=lambda r: r.last_modified, reverse=True):
+            if _is_bert_folder(Path(revision.snapshot_path)):
+                found[repo.repo_id] = str(revision.snapshot_path)
+                break
+    order = sorted(found, key=lambda repo_id: (repo_id not in PREFERRED_HUB_IDS, _preference(repo_id), repo_id))
+    return [ModelChoice(repo_id, f"{repo_id} (local Hugging Face cache)", found[repo_id]) for repo_id in order]
+
+
+def model_choices(cache_dir: Path | None = None) -> list[ModelChoice]:
+    """Cached bert-base-uncased (and other cached BERTs) first, then the built-in MiniLM, then any folder."""
+    builtin = [ModelChoice("minilm-encoder", "MiniLM-L6, encoder only (built in, no MLM head)")]
+    if MINILM_HEAD_FILE.is_file():
+        builtin.insert(0, ModelChoice("minilm", "MiniLM-L6 + masked-LM head (built in)"))
+    return cached_bert_models(cache_dir) + builtin + [ModelChoice(FOLDER, "A local Hugging Face folder…")]
+
+
+def default_source() -> str:
+    return "minilm" if MINILM_HEAD_FILE.is_file() else "minilm-encoder"
+
+
+def revision(source: str, folder: str | None = None) -> str:
+    """A cheap fingerprint of the files behind `source`, so a retrained or replaced model is loaded afresh."""
+    paths = []
+    if source == "minilm":
+        paths = [MINILM_HEAD_FILE]
+    elif folder or Path(source).expanduser().is_dir():
+        base = Path(folder or source).expanduser()
+        paths = [base / "config.json"] + [base / name for name in _WEIGHT_FILES]
+    stamps = [f"{p.name}:{p.stat().st_mtime_ns}:{p.stat().st_size}" for p in paths if p.is_file()]
+    return "|".join([folder or ""] + stamps)
+
+
+def load(source: str, folder: str | None = None) -> LoadedModel:
+    """Load for the app. Raises bert.errors.* (and OSError for unreadable files) with a message for the user."""
+    model, tokenizer = bert.load_pretrained(folder or source)
+    model.eval()
+    return LoadedModel(source, model, tokenizer, summarize(model))
+
+
+def summarize(model: bert.Bert) -> ModelSummary:
+    config = model.config
+    return ModelSummary(
+        layers=config.num_layers,
+        heads=config.num_heads,
+        hidden=config.hidden_size,
+        intermediate=config.intermediate_size,
+        max_positions=config.max_position_embeddings,
+        vocab=config.vocab_size,
+        parameters=sum(p.numel() for p in model.parameters()),  # parameters() yields a tied tensor once
+        has_mlm_head=model.has_mlm_head,
+    )
+
+
+def _is_bert_folder(folder: Path) -> bool:
+    try:
+        config = json.loads((folder / "config.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return config.get("model_type") == "bert" and any((folder / name).is_file() for name in _WEIGHT_FILES)
+
+
+def _preference(repo_id: str) -> int:
+    return PREFERRED_HUB_IDS.index(repo_id) if repo_id in PREFERRED_HUB_IDS else len(PREFERRED_HUB_IDS)

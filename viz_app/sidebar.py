@@ -1,0 +1,148 @@
+"""The shared sidebar: model picker and model size, the sentence (and optional second sentence), input status.
+
+`render()` runs on every page (Home.py calls it) and returns the Context every page reads.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+from bert.errors import BertError
+from viz_app import cache, models, state
+from viz_app import forward as fw
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the pages need: the loaded model and the prepared input, or why they are missing."""
+
+    source: str | None  # what the URL carries: "minilm", a hub id or a folder path
+    folder: str | None  # the folder actually loaded, for a cached hub model or a local folder
+    revision: str
+    loaded: models.LoadedModel | None
+    model_error: str | None
+    prepared: fw.PreparedInput | None
+    problem: fw.InputProblem | None
+    text: str
+    pair: str
+    truncate: bool
+
+    def forward(self) -> fw.ForwardResult:
+        """The one cached forward pass for this (model, text, pair, masks)."""
+        return cache.forward(
+            self.source, self.folder, self.revision, self.text, self.pair, self.prepared.masks, self.truncate
+        )
+
+
+def render() -> Context:
+    with st.sidebar:
+        st.markdown("### :material/search: Inside BERT")
+        source, folder, revision, loaded, model_error = _model_picker()
+        st.divider()
+        text, pair, truncate, prepared, problem = _sentence(loaded, source)
+        st.divider()
+        st.radio(
+            "Download charts as",
+            ["png", "svg"],
+            format_func=str.upper,
+            key="image_format",
+            horizontal=True,
+            help="Every chart's toolbar (top right, on hover) has a camera button that downloads it; "
+            "the CSV button under a chart downloads the numbers behind it.",
+        )
+        st.caption("The address bar holds this view (page, model, sentence, masks, selections): copy it to share.")
+    return Context(source, folder, revision, loaded, model_error, prepared, problem, text, pair, truncate)
+
+
+def _model_picker():
+    choices = cache.model_choices(str(models.hub_cache_dir()), models.MINILM_HEAD_FILE.is_file())
+    state.init_model_widgets(choices)
+    by_source = {c.source: c for c in choices}
+    state.clamp("model_choice", list(by_source), models.default_source())
+    choice = by_source[
+        st.selectbox(
+            "Model",
+            list(by_source),
+            format_func=lambda s: by_source[s].label,
+            key="model_choice",
+            persist_state="session",
+            help="minilm is built in and works offline. bert-base-uncased appears here once it is in your local "
+            "Hugging Face cache. Any folder with config.json, weights and vocab.txt works too.",
+        )
+    ]
+    if choice.source == models.FOLDER:
+        path = st.text_input(
+            "Folder", key="model_folder", persist_state="session", placeholder="/path/to/a/bert/folder"
+        ).strip()
+        if not path:
+            return None, None, "", None, "Type the path of a Hugging Face BERT folder (config.json, weights, vocab.txt)."
+        source, folder = path, path
+    else:
+        source, folder = choice.source, choice.folder
+    revision = models.revision(source, folder)
+    try:
+        loaded = cache.load_model(source, folder, revision)
+    except (BertError, OSError, ValueError, RuntimeError) as error:
+        message = f"Could not load {source!r}: {error}. Pick another model, or check the folder."
+        st.error(message)
+        return source, folder, revision, None, message
+    summary = loaded.summary
+    st.caption(summary.one_line())
+    if summary.has_mlm_head:
+        st.caption(":material/check_circle: Masked-LM head: it can fill in [MASK].")
+    else:
+        st.caption(":material/block: No masked-LM head: every page works except prediction.")
+    return source, folder, revision, loaded, None
+
+
+def _sentence(loaded: models.LoadedModel | None, source: str | None):
+    text = st.text_area(
+        "Sentence",
+        key="text",
+        persist_state="session",
+        height=90,
+        help="Type [MASK] where a word should be guessed, or click words on the prediction page to mask them.",
+    )
+    pair = st.text_input(
+        "Second sentence (optional)",
+        key="pair",
+        persist_state="session",
+        placeholder="Segment B, e.g. It ran away.",
+        help="BERT reads two sentences as [CLS] A [SEP] B [SEP]; B's tokens get segment embedding 1.",
+    )
+    signature = (source, text, pair)
+    if st.session_state.get("_mask_signature") not in (None, signature):
+        st.session_state["masks"] = []  # the clicked masks belonged to another sentence
+    st.session_state["_mask_signature"] = signature
+    if loaded is None:
+        return text, pair, False, None, None
+
+    max_positions = loaded.summary.max_positions
+    truncate = bool(st.session_state.get("truncate", False))
+    try:
+        prepared = fw.prepare_input(loaded.tokenizer, text, pair, st.session_state.get("masks", []), truncate, max_positions)
+        problem = None
+    except fw.InputProblem as error:
+        prepared, problem = None, error
+    if truncate or (problem and problem.kind == "too_long"):
+        truncate = st.checkbox(
+            f"Cut to {max_positions} tokens",
+            key="truncate",
+            persist_state="session",
+            help="Drop tokens from the end of the longer sentence until the input fits the model's positions.",
+        )
+    if problem and problem.kind == "too_long" and truncate:  # ticked in this run
+        prepared = fw.prepare_input(loaded.tokenizer, text, pair, st.session_state.get("masks", []), True, max_positions)
+        problem = None
+    if prepared is not None:
+        st.session_state["masks"] = list(prepared.masks)
+        count = f"{len(prepared.base)} tokens of {max_positions}"
+        if prepared.base.truncated:
+            count += f" · {prepared.base.truncated} cut from the end"
+        st.caption(count)
+        if prepared.pair_dropped:
+            st.caption("The second sentence has no tokens left after tokenization, so it is left out.")
+    elif problem is not None:
+        st.warning(problem.message)
+    return text, pair, truncate, prepared, problem

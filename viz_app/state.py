@@ -1,0 +1,112 @@
+"""What the user chose, kept in `st.session_state` and mirrored in the URL's query parameters.
+
+Every widget whose value should survive a page switch and travel in a shared link has a key listed in
+PARAMS. The first run of a session reads the URL into session state; every run writes session state back to
+the URL, so the address bar always reopens the same view (page, model, sentence, masks and selections).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import streamlit as st
+
+from viz_app import models
+
+DEFAULT_TEXT = "The [MASK] barked at the mailman."
+MAX_URL_TEXT = 4000  # longer sentences stay out of the link (browsers and servers cap URL lengths)
+
+
+def _ints(value: str) -> list[int]:
+    return sorted({int(part) for part in value.split(",") if part.strip()})
+
+
+def _bool(value: str) -> bool:
+    if value.lower() in ("1", "true", "yes", "on"):
+        return True
+    if value.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(value)
+
+
+@dataclass(frozen=True)
+class Param:
+    parse: Callable[[str], Any]  # URL text -> value; raises ValueError for nonsense, which is then ignored
+    dump: Callable[[Any], str]
+    default: Any
+
+
+PARAMS: dict[str, Param] = {
+    "text": Param(str, str, DEFAULT_TEXT),
+    "pair": Param(str, str, ""),
+    "masks": Param(_ints, lambda v: ",".join(map(str, v)), []),
+    "truncate": Param(_bool, lambda v: "1" if v else "0", False),
+    "top_k": Param(int, str, 10),
+    "layer": Param(int, str, 0),
+    "head": Param(int, str, 0),
+    "focus": Param(int, str, 1),
+    "hide_special": Param(_bool, lambda v: "1" if v else "0", False),
+    "statistic": Param(str, str, "entropy"),
+    "mlp_layer": Param(int, str, 0),
+    "mlp_token": Param(int, str, 1),
+    "neuron": Param(int, str, None),  # None: the strongest neuron of the chosen token
+    "neurons_shown": Param(int, str, 48),
+    "k": Param(int, str, 16),
+    "image_format": Param(str, str, "png"),
+}
+MODEL_PARAM = "model"  # the model's source; kept apart because the picker is two widgets (choice, folder)
+
+
+def load_from_url() -> None:
+    """On a session's first run: query parameters -> session state (bad values are ignored)."""
+    if st.session_state.get("_loaded_url"):
+        return
+    st.session_state["_loaded_url"] = True
+    query = st.query_params
+    for key, param in PARAMS.items():
+        value = param.default
+        if key in query:
+            try:
+                value = param.parse(query[key])
+            except ValueError:
+                pass
+        st.session_state.setdefault(key, value)
+    source = query.get(MODEL_PARAM) or models.default_source()
+    st.session_state.setdefault("model_source_requested", source)
+
+
+def init_model_widgets(choices: list[models.ModelChoice]) -> None:
+    """Point the picker at the requested model once its choices are known (a folder path goes to the folder box)."""
+    requested = st.session_state.pop("model_source_requested", None)
+    if requested is None:
+        return
+    sources = [c.source for c in choices]
+    if requested in sources and requested != models.FOLDER:
+        st.session_state.setdefault("model_choice", requested)
+    elif requested in ("minilm", "minilm-encoder"):  # e.g. minilm asked for before its head file exists
+        st.session_state.setdefault("model_choice", models.default_source())
+    else:
+        st.session_state.setdefault("model_choice", models.FOLDER)
+        st.session_state.setdefault("model_folder", requested)
+
+
+def clamp(key: str, options: list, default=None) -> None:
+    """Keep a selection valid when its options change (another model, a shorter sentence)."""
+    if st.session_state.get(key) not in options:
+        st.session_state[key] = default if default in options else options[0]
+
+
+def write_url(model_source: str | None) -> None:
+    """Session state -> query parameters: only values that differ from the defaults, to keep links short."""
+    wanted = {}
+    if model_source and model_source != models.default_source():
+        wanted[MODEL_PARAM] = model_source
+    for key, param in PARAMS.items():
+        value = st.session_state.get(key, param.default)
+        if value is None or value == param.default:
+            continue
+        if key in ("text", "pair") and len(value) > MAX_URL_TEXT:
+            continue
+        wanted[key] = param.dump(value)
+    if dict(st.query_params) != wanted:
+        st.query_params.from_dict(wanted)

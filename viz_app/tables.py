@@ -1,0 +1,71 @@
+"""What the embeddings page shows about a model's embedding tables, computed once per model (no Streamlit here)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from bert.analysis import embedding_subspaces as es
+from bert.model import Bert
+
+SAMPLE_TOKENS = 1500  # vocabulary entries drawn in the token PCA scatter
+SAMPLE_SEED = 0
+
+
+@dataclass(frozen=True)
+class EmbeddingTables:
+    hidden: int
+    token_variance: np.ndarray  # [components] share of the token table's variance per principal component
+    position_variance: np.ndarray  # [components] the same for the position table
+    token_pca_mean: np.ndarray  # [hidden], to project a sentence's token vectors
+    token_pca_components: np.ndarray  # [2, hidden]
+    sample_tokens: list[str]  # a fixed random sample of whole-word vocabulary entries
+    sample_coords: np.ndarray  # [sample, 2] their coordinates along the first two components
+    position_coords: np.ndarray  # [positions, 3] every position embedding along its table's first 3 components
+    position_cosines: np.ndarray  # [positions, positions] cosine similarity between position embeddings
+    segment_cosine: float  # cosine between the two segment embeddings (nan with a single segment)
+    directions: dict[str, np.ndarray]  # part -> es.singular_directions of its table [hidden, rank]
+
+
+def weight_tables(model: Bert) -> dict[str, np.ndarray]:
+    """"token", "position", "segment" -> the embedding weight matrices [rows, hidden], as float32 numpy."""
+    embedding = model.embedding
+    return {
+        "token": embedding.token_embedding.weight.detach().float().numpy(),
+        "position": embedding.position_embedding.weight.detach().float().numpy(),
+        "segment": embedding.token_type_embedding.weight.detach().float().numpy(),
+    }
+
+
+def embedding_tables(model: Bert, vocabulary: list[str]) -> EmbeddingTables:
+    tables = weight_tables(model)
+    hidden = tables["token"].shape[1]
+    token_pca = es.pca(tables["token"], k=hidden)
+    position_pca = es.pca(tables["position"], k=hidden)
+    sample = _whole_word_sample(vocabulary)
+    segment = tables["segment"]
+    segment_cosine = float(es.cosine_similarity_matrix(segment[:2])[0, 1]) if len(segment) >= 2 else float("nan")
+    return EmbeddingTables(
+        hidden=hidden,
+        token_variance=token_pca.explained_variance_ratio.astype(np.float32),
+        position_variance=position_pca.explained_variance_ratio.astype(np.float32),
+        token_pca_mean=token_pca.mean.astype(np.float32),
+        token_pca_components=token_pca.components[:2].astype(np.float32),
+        sample_tokens=[vocabulary[i] for i in sample],
+        sample_coords=token_pca.project(tables["token"][sample])[:, :2].astype(np.float32),
+        position_coords=position_pca.project(tables["position"])[:, :3].astype(np.float32),
+        position_cosines=es.cosine_similarity_matrix(tables["position"]).astype(np.float32),
+        segment_cosine=segment_cosine,
+        directions={part: es.singular_directions(table).astype(np.float32) for part, table in tables.items()},
+    )
+
+
+def project_tokens(tables: EmbeddingTables, vectors: np.ndarray) -> np.ndarray:
+    """[n, hidden] token embeddings -> [n, 2] in the token table's PCA plane."""
+    return (np.asarray(vectors, dtype=np.float32) - tables.token_pca_mean) @ tables.token_pca_components.T
+
+
+def _whole_word_sample(vocabulary: list[str]) -> np.ndarray:
+    words = [i for i, token in enumerate(vocabulary) if token.isalpha() and token.isascii() and len(token) > 1]
+    generator = np.random.default_rng(SAMPLE_SEED)
+    return np.sort(generator.choice(words, size=min(SAMPLE_TOKENS, len(words)), replace=False))
