@@ -1,4 +1,5 @@
-"""Shared fixtures: the test sentences, tiny random BERTs built by `transformers` (the reference), the real MiniLM.
+"""Shared fixtures: tiny random BERTs built by `transformers` (the reference), the real MiniLM, batches of the
+test sentences (which, with the other plain data, live in bert_test_support.py).
 
 `transformers` is imported inside fixtures only: it is a test-time reference, never a dependency of `bert`.
 """
@@ -13,122 +14,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from bert_test_support import PAIRS, SENTENCES, TINY_CONFIGS, TINY_LAYOUT, TINY_VOCAB, hf_config, pad_rows, random_rows, randomize_
+
 torch.set_num_threads(1)
-
-# Real English, varied lengths: punctuation, numbers, contractions, hyphens, accents, capitals, an emoji.
-SENTENCES = [
-    "Hi.",
-    "The dog barked at the mailman.",
-    "Jane and her dog Ralph went to the dog park.",
-    "Paris is the capital and most populous city of France.",
-    "I can't believe it's already 5 o'clock!",
-    "BERT reads the whole sentence at once, left and right.",
-    "She bought three apples, two pears and a melon for $4.50.",
-    "The quick brown fox jumps over the lazy dog.",
-    "Water boils at 100 degrees Celsius at sea level.",
-    "My grandmother's recipe uses a pinch of nutmeg.",
-    "A naïve café owner served crème brûlée.",
-    "Tokenization splits rare words like kroxldyphivc into pieces.",
-    "Do you know the way to the train station?",
-    "The committee postponed its decision until next Thursday.",
-    "He plays the violin beautifully 🎻 every evening.",
-    "Self-attention lets every token look at every other token.",
-    "In 1969, Neil Armstrong became the first person to walk on the Moon.",
-    "Rain.",
-    "Although the museum was crowded, we spent four happy hours looking at paintings, "
-    "sculptures and old maps of the city, and we still did not see everything.",
-    "The mitochondria is the powerhouse of the cell.",
-]
-
-# (sentence A, sentence B): segments 0 and 1, as in next-sentence prediction.
-PAIRS = [
-    ("The man went to the store.", "He bought a gallon of milk."),
-    ("The man went to the store.", "Penguins are flightless birds."),
-    ("Where is the library?", "It is next to the old town hall."),
-    ("I love reading.", "My favourite book is a long novel about the sea, the wind and a lighthouse keeper."),
-    ("The cat sat on the mat.", "It purred."),
-    ("How old are you?", "I'm 27 years old."),
-    ("The experiment failed twice.", "On the third attempt, the results finally matched the theory."),
-    ("Good morning!", "Good morning to you too."),
-]
-
-# A tiny uncased WordPiece vocabulary: every lower-case word can be spelled with it.
-SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-LETTERS = "abcdefghijklmnopqrstuvwxyz"
-TINY_VOCAB = (
-    SPECIAL_TOKENS
-    + list(LETTERS)
-    + ["##" + c for c in LETTERS]
-    + list(".,!?'$") + list("0123456789")
-    + ["the", "dog", "cat", "barked", "at", "mail", "##man", "park", "and", "her", "went", "to", "is", "of"]
-)
-assert len(set(TINY_VOCAB)) == len(TINY_VOCAB), "a repeated token would make the vocabulary shorter than its file"
-
-# Hugging Face config fields for tiny random models: 1-4 layers, hidden 32-128, 2-4 heads.
-TINY_CONFIGS = {
-    "1layer-h32-2heads": dict(num_hidden_layers=1, hidden_size=32, num_attention_heads=2, intermediate_size=64),
-    "2layers-h64-4heads-gelu_new": dict(
-        num_hidden_layers=2, hidden_size=64, num_attention_heads=4, intermediate_size=128, hidden_act="gelu_new"
-    ),
-    "3layers-h48-3heads-eps1e-5": dict(
-        num_hidden_layers=3, hidden_size=48, num_attention_heads=3, intermediate_size=80, layer_norm_eps=1e-5
-    ),
-    "4layers-h128-4heads": dict(
-        num_hidden_layers=4, hidden_size=128, num_attention_heads=4, intermediate_size=96, max_position_embeddings=40
-    ),
-}
-
-
-def hf_config(**fields):
-    """A transformers BertConfig for the tiny vocabulary, eager attention (so attentions can be returned)."""
-    from transformers import BertConfig as HFBertConfig
-
-    defaults = dict(vocab_size=len(TINY_VOCAB), max_position_embeddings=64, attn_implementation="eager")
-    return HFBertConfig(**{**defaults, **fields})
-
-
-def randomize_(model: torch.nn.Module, seed: int) -> torch.nn.Module:
-    """Random values in every parameter, LayerNorms and biases included, so that no part can hide behind
-    an identity or zero initialisation. Tied parameters are one tensor and stay tied."""
-    generator = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, parameter in model.named_parameters():
-            noise = torch.randn(parameter.shape, generator=generator)
-            if "LayerNorm" in name or "layer_norm" in name:
-                parameter.copy_(1 + 0.1 * noise if name.endswith("weight") else 0.1 * noise)
-            else:
-                parameter.copy_(0.1 * noise)
-    return model.eval()
-
-
-def random_rows(vocab_size: int, layout: list[tuple[int, int]], seed: int) -> list[tuple[list[int], list[int]]]:
-    """Rows of (input_ids, token_type_ids) shaped like real inputs: [CLS] A [SEP] (B [SEP]).
-    layout: (tokens in A, tokens in B) per row, B = 0 for a single sentence."""
-    cls, sep, first_word = TINY_VOCAB.index("[CLS]"), TINY_VOCAB.index("[SEP]"), len(SPECIAL_TOKENS)
-    generator = torch.Generator().manual_seed(seed)
-    rows = []
-    for a, b in layout:
-        words = torch.randint(first_word, vocab_size, (a + b,), generator=generator).tolist()
-        ids = [cls] + words[:a] + [sep] + (words[a:] + [sep] if b else [])
-        rows.append((ids, [0] * (a + 2) + [1] * (b + 1 if b else 0)))
-    return rows
-
-
-def pad_rows(rows, pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(input_ids, token_type_ids, attention_mask), each [batch, longest], padded on the right."""
-    longest = max(len(ids) for ids, _ in rows)
-    input_ids = torch.full((len(rows), longest), pad_id)
-    token_type_ids = torch.zeros((len(rows), longest), dtype=torch.long)
-    attention_mask = torch.zeros((len(rows), longest), dtype=torch.long)
-    for row, (ids, types) in enumerate(rows):
-        input_ids[row, : len(ids)] = torch.tensor(ids)
-        token_type_ids[row, : len(ids)] = torch.tensor(types)
-        attention_mask[row, : len(ids)] = 1
-    return input_ids, token_type_ids, attention_mask
-
-
-# A batch with padding and sentence pairs: (tokens in A, tokens in B) per row.
-TINY_LAYOUT = [(9, 0), (3, 0), (5, 6), (14, 0), (2, 3)]
 
 
 @pytest.fixture(scope="session")

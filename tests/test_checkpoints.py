@@ -11,7 +11,7 @@ from safetensors.torch import load_file, save_file
 
 import bert
 from bert import CheckpointError, ModelNotFoundError
-from conftest import hf_config, randomize_
+from bert_test_support import hf_config, randomize_
 
 
 @pytest.fixture

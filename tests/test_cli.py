@@ -14,7 +14,7 @@ import bert
 from bert.errors import InvalidInputError
 from bert.predict import predict_masks
 from bert.pretrained import MINILM_HEAD_FILE
-from conftest import TINY_VOCAB
+from bert_test_support import TINY_VOCAB
 
 TEXT = "the dog [MASK] at the mailman."
 

@@ -6,7 +6,7 @@ import torch
 
 from bert import interventions as iv
 from bert.errors import InvalidInputError
-from conftest import TINY_VOCAB, pad_rows, random_rows
+from bert_test_support import TINY_VOCAB, pad_rows, random_rows
 
 
 def layer_of(name: str) -> int | None:

@@ -10,7 +10,7 @@ import torch
 
 import bert
 from bert.checkpoint import save_hf_folder
-from conftest import PAIRS, SENTENCES, TINY_VOCAB, hf_config, pad_rows, randomize_, random_rows
+from bert_test_support import PAIRS, SENTENCES, TINY_VOCAB, hf_config, pad_rows, randomize_, random_rows
 
 TOLERANCE = dict(atol=1e-5, rtol=1e-5)
 

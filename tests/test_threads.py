@@ -10,7 +10,7 @@ import threading
 import torch
 
 from bert import interventions as iv
-from conftest import TINY_VOCAB, pad_rows, random_rows
+from bert_test_support import TINY_VOCAB, pad_rows, random_rows
 
 THREADS = 8
 TIMEOUT = 60  # seconds; a barrier that times out fails the test instead of hanging it

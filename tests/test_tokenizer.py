@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from bert import BertTokenizer, InputTooLongError, InvalidInputError
-from conftest import PAIRS, SENTENCES, TINY_VOCAB
+from bert_test_support import PAIRS, SENTENCES, TINY_VOCAB
 
 CASED_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "Hello", "hello", "World", "world", "Paris", "paris",
                "is", "in", "France", "the", "The", "city", ".", ",", "!", "P", "p", "##aris", "##ARIS", "H", "##ELLO"]
