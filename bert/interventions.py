@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import torch
 
+from .errors import InvalidInputError
 from .hooks import Intervention
 
 
@@ -54,7 +55,7 @@ def patch(source: torch.Tensor, positions: list[int] | None = None) -> Intervent
 
     def patched(activation: torch.Tensor, name: str) -> torch.Tensor:
         if source.shape != activation.shape:
-            raise ValueError(f"patch for {name}: source has shape {tuple(source.shape)}, activation {tuple(activation.shape)}")
+            raise InvalidInputError(f"patch for {name}: source has shape {tuple(source.shape)}, activation {tuple(activation.shape)}")
         if positions is None:
             return source.to(activation.dtype)
         axis = 2 if name.rsplit(".", 1)[-1] in {"hook_q", "hook_k", "hook_v", "hook_z", "hook_scores", "hook_pattern"} else 1

@@ -259,13 +259,13 @@ class Bert(nn.Module):
         cfg = self.config
         if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2 or input_ids.dtype != torch.long:
             raise InvalidInputError("input_ids must be a LongTensor of shape [batch, seq]")
-        if input_ids.shape[1] == 0:
-            raise InvalidInputError("input_ids is empty: the model needs at least one token")
+        if input_ids.numel() == 0:
+            raise InvalidInputError(f"input_ids {tuple(input_ids.shape)} is empty: the model needs at least one token")
         if input_ids.shape[1] > cfg.max_position_embeddings:
             raise InputTooLongError(input_ids.shape[1], cfg.max_position_embeddings)
         _check_ids("input_ids", input_ids, cfg.vocab_size)
-        if not isinstance(token_type_ids, torch.Tensor) or token_type_ids.shape != input_ids.shape:
-            raise InvalidInputError(f"token_type_ids must be a tensor shaped like input_ids {tuple(input_ids.shape)}")
+        if not isinstance(token_type_ids, torch.Tensor) or token_type_ids.shape != input_ids.shape or token_type_ids.dtype != torch.long:
+            raise InvalidInputError(f"token_type_ids must be a LongTensor shaped like input_ids {tuple(input_ids.shape)}")
         _check_ids("token_type_ids", token_type_ids, cfg.type_vocab_size)
         if attention_mask is not None and attention_mask.shape != input_ids.shape:
             raise InvalidInputError(f"attention_mask must be shaped like input_ids {tuple(input_ids.shape)}")

@@ -255,15 +255,11 @@ def test_attention_mask_of_the_wrong_shape(tiny_model):
         tiny_model(_ids(2, 4), _ids(2, 4, value=0), attention_mask=torch.ones(2, 5))
 
 
-@pytest.mark.xfail(strict=True, reason="bert/model.py _check_inputs: token_type_ids dtype is not checked; float ids "
-                   "reach nn.Embedding and raise a bare RuntimeError instead of InvalidInputError")
 def test_float_token_type_ids_are_invalid_input(tiny_model):
     with pytest.raises(InvalidInputError):
         tiny_model(_ids(1, 4), _ids(1, 4, dtype=torch.float32, value=0))
 
 
-@pytest.mark.xfail(strict=True, reason="bert/model.py _check_ids: an empty batch [0, seq] calls ids.min() on an empty "
-                   "tensor, a bare RuntimeError instead of InvalidInputError")
 def test_empty_batch_is_invalid_input(tiny_model):
     with pytest.raises(InvalidInputError):
         tiny_model(_ids(0, 4), _ids(0, 4, value=0))
