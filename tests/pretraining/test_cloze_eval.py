@@ -8,7 +8,7 @@ import torch
 from bert import Bert
 from bert.pretraining.cloze_eval import EVERYDAY_CLOZE, everyday_cloze_accuracy, format_report, main, read_cloze
 
-from .conftest import tiny_config
+from .helpers import tiny_config
 
 # The rigged model's five best tokens, best first, the same for every input.
 RIGGED = ["teeth", "france", "dog", "red", "milk"]

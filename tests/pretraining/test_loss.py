@@ -10,7 +10,7 @@ from bert.pretraining.data import Batch
 from bert.pretraining.masking import IGNORE
 from bert.pretraining.trainer import pretraining_loss
 
-from .conftest import small_bert
+from .helpers import small_bert
 
 VOCAB, MASK = 40, 4
 

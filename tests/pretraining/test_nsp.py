@@ -9,7 +9,7 @@ import pytest
 from bert.pretraining.data import DataConfig, batches
 from bert.pretraining.nsp import IS_NEXT, IS_RANDOM, make_pairs
 
-from .conftest import write_corpus
+from .helpers import write_corpus
 
 
 def numbered_documents(num_documents: int, segments: int) -> list[list[list[int]]]:

@@ -9,7 +9,7 @@ from bert.pretraining.data import Batch
 from bert.pretraining.masking import IGNORE
 from bert.pretraining.trainer import TrainConfig, lr_factor, make_optimizer, pretraining_loss, select_trainable
 
-from .conftest import small_bert
+from .helpers import small_bert
 
 
 def test_lr_warms_up_linearly_then_decays_linearly_to_zero():

@@ -17,7 +17,7 @@ from bert import Bert, BertTokenizer
 from bert.pretraining.data import DataConfig, batches
 from bert.pretraining.trainer import TrainConfig, evaluate, train
 
-from .conftest import tiny_config, write_corpus
+from .helpers import tiny_config, write_corpus
 
 REPO = Path(__file__).resolve().parents[2]
 SENTENCES = [
