@@ -1,0 +1,127 @@
+"""The app's logic that needs no Streamlit: input preparation, recording, labels, text, the module tree."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bert import count_parameters
+from viz_app import architecture, forward, models, text
+from viz_app.charts.attention import _pool
+from viz_app.charts.base import token_labels
+from viz_app.widgets import chip_labels, escape_markdown
+
+
+@pytest.fixture(scope="module")
+def encoder():
+    return models.load("minilm-encoder")
+
+
+def test_prepare_input_masks_and_typed_masks(encoder):
+    prepared = forward.prepare_input(encoder.tokenizer, "The [MASK] barked at the mailman.", None, [3, 0, 2, 99, -1], False, 512)
+    assert prepared.base.tokens[:4] == ["[CLS]", "the", "[MASK]", "barked"]
+    assert prepared.typed_masks == (2,)
+    assert prepared.masks == (3,)  # [CLS] (0), the typed mask (2) and out-of-range positions are dropped
+    assert prepared.masked.tokens[3] == "[MASK]" and prepared.base.tokens[3] == "barked"
+    assert prepared.all_masks == (2, 3)
+    assert 0 not in prepared.maskable and prepared.maskable[-1] == len(prepared.base) - 2
+
+
+@pytest.mark.parametrize(
+    "text_in, kind",
+    [("", "empty"), (" \n ", "empty"), ("\x00\x07", "no_tokens"), ("word " * 600, "too_long"), ("x" * 100_001, "too_many_characters")],
+)
+def test_prepare_input_problems_say_what_to_do(encoder, text_in, kind):
+    with pytest.raises(forward.InputProblem) as problem:
+        forward.prepare_input(encoder.tokenizer, text_in, None, [], False, 512)
+    assert problem.value.kind == kind
+    assert problem.value.message.rstrip("”").endswith(".") and len(problem.value.message) < 300
+
+
+def test_truncation_is_explicit(encoder):
+    prepared = forward.prepare_input(encoder.tokenizer, "word " * 600, None, [], True, 512)
+    assert len(prepared.base) == 512 and prepared.base.truncated == 602 - 512
+
+
+def test_record_keeps_what_the_pages_need(encoder):
+    prepared = forward.prepare_input(encoder.tokenizer, "The dog barked.", "It ran.", [2], False, 512)
+    result = forward.record(encoder.model, encoder.tokenizer, prepared)
+    seq, config = len(prepared.base), encoder.model.config
+    assert result.attention.shape == (config.num_layers, config.num_heads, seq, seq)
+    assert result.neurons.shape == (config.num_layers, seq, config.intermediate_size)
+    assert set(result.embeddings) == {"token", "position", "segment"}
+    assert result.hook_shapes["transformer.0.attention.attention.hook_pattern"] == (1, config.num_heads, seq, seq)
+    assert len(result.hook_shapes) == len(encoder.model.hook_names())
+    assert result.masks == []  # no MLM head: no predictions, but everything else
+    assert result.tokens[2] == "[MASK]" and result.original_tokens[2] == "dog"
+    np.testing.assert_allclose(result.embeddings["segment"][-1], encoder.model.embedding.token_type_embedding.weight[1].detach().numpy())
+
+
+def test_predictions_rank_the_original_token(tiny_mlm_folder):
+    loaded = models.load("folder", str(tiny_mlm_folder))
+    prepared = forward.prepare_input(loaded.tokenizer, "the dog barked at the cat", None, [2], False, 64)
+    result = forward.record(loaded.model, loaded.tokenizer, prepared)
+    [mask] = result.masks
+    assert mask.position == 2 and mask.original == "dog"
+    assert np.all(np.diff(mask.probabilities) <= 0) and len(mask.tokens) == forward.TOP_K_STORED
+    # rank and probability of the original, against a direct forward pass
+    import torch
+
+    with torch.inference_mode():
+        ids, types = prepared.masked.tensors()
+        probabilities = loaded.model(ids, types)[0, 2].softmax(-1)
+    dog = loaded.tokenizer.token_to_id("dog")
+    assert mask.original_probability == pytest.approx(float(probabilities[dog]), rel=1e-5)
+    assert mask.original_rank == int((probabilities > probabilities[dog]).sum()) + 1
+
+
+def test_labels_are_unique_and_escaped():
+    labels = token_labels(["the", "<", "the", "b>", "the"])
+    assert labels == ["the", "&lt;", "the\u200b", "b&gt;", "the\u200b\u200b"]
+    chips = chip_labels(["[CLS]", "*", "the", "the", "$x$", "[SEP]"], [1, 2, 3, 4])
+    assert chips == {1: "\\*", 2: "the", 3: "the\u200b", 4: "\\$x\\$"}
+    assert escape_markdown("<b>[a](b)</b>") == "\\<b\\>\\[a\\]\\(b\\)\\</b\\>"
+
+
+def test_detokenize_and_filled_in_sentence():
+    pieces = [("the", "the", False), ("mail", "mail", False), ("man", "man", True), (".", ".", False), ("(", "(", False), ("x", "x", False), (")", ")", False)]
+    assert text.detokenize(pieces) == "the mailman. (x)"
+    result = forward.ForwardResult(
+        tokens=["[CLS]", "the", "[MASK]", "barked", "[SEP]", "it", "[MASK]", "[SEP]"],
+        original_tokens=[], token_type_ids=[], special=[],
+        masks=[forward.MaskResult(2, ["dog"], np.ones(1), [False]), forward.MaskResult(6, ["##s"], np.ones(1), [True])],
+        attention=np.zeros(0), neurons=np.zeros(0),
+    )
+    assert text.filled_in_sentence(result) == "the **dog** barked / it**s**"
+
+
+def test_pooling_keeps_rows_summing_to_one():
+    rng = np.random.default_rng(0)
+    pattern = rng.random((2, 3, 100, 100))
+    pattern /= pattern.sum(-1, keepdims=True)
+    pooled = _pool(pattern, 32)
+    assert pooled.shape == (2, 3, 32, 32)
+    np.testing.assert_allclose(pooled.sum(-1), 1, atol=1e-12)
+
+
+def test_module_tree_counts_every_parameter_once(encoder):
+    model = encoder.model
+    prepared = forward.prepare_input(encoder.tokenizer, "Hello there.", None, [], False, 512)
+    shapes = forward.record(model, encoder.tokenizer, prepared).hook_shapes
+    rows = architecture.module_rows(model, shapes)
+    assert rows[0].parameters == sum(p.numel() for p in model.parameters())
+    assert rows[0].parameters == count_parameters(model.config, mlm_head=False, pooler=model.pooler is not None)["total"]
+    by_path = {row.path: row for row in rows}
+    layer = by_path["transformer.0"].parameters
+    assert by_path["transformer.1"].parameters == layer * (model.config.num_layers - 1)  # the summary row
+    assert by_path["transformer"].parameters == layer * model.config.num_layers
+    assert by_path["transformer.0.residual.hook_post"].activation == f"[1, {len(prepared.base)}, {model.config.intermediate_size}]"
+    tree = architecture.tree_text(rows)
+    assert tree.splitlines()[0].startswith("Bert") and "├─ embedding: BertEmbedding" in tree
+
+
+def test_tied_unembedding_is_counted_once(tiny_mlm_folder):
+    loaded = models.load("folder", str(tiny_mlm_folder))
+    rows = {r.path: r for r in architecture.module_rows(loaded.model, {})}
+    assert "tied to embedding.token_embedding.weight" in rows["lm_head.unembedding"].note
+    assert rows["lm_head.unembedding"].parameters == loaded.model.config.vocab_size  # its bias only
+    assert rows[""].parameters == sum(p.numel() for p in loaded.model.parameters())

@@ -1,0 +1,125 @@
+"""Shared links, the model picker's hub-cache listing, and several sessions at once on one shared model."""
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+from app_helpers import figures, go, no_exception, texts
+from viz_app import cache, forward, models
+
+
+def test_a_shared_link_reopens_the_same_view(open_app):
+    at = open_app("attention", text="Paris is the capital of France.", pair="It is big.", layer=4, head=11, hide_special=1, focus=3)
+    no_exception(at)
+    assert at.sidebar.text_area(key="text").value == "Paris is the capital of France."
+    assert at.sidebar.text_input(key="pair").value == "It is big."
+    assert (at.selectbox(key="layer").value, at.selectbox(key="head").value) == (4, 11)
+    assert at.toggle(key="hide_special").value is True
+    assert at.selectbox(key="focus").value == 3
+    assert "Layer 4, head 11" in figures(at)[0]["layout"]["title"]["text"]
+    assert at.query_params == {"text": "Paris is the capital of France.", "pair": "It is big.", "layer": "4", "head": "11", "hide_special": "1", "focus": "3"}
+
+
+def test_nonsense_in_the_url_is_ignored(open_app):
+    at = open_app("attention", layer="many", head=99, masks="x,2", truncate="perhaps", top_k=-4)
+    no_exception(at)
+    assert at.selectbox(key="layer").value == 0 and at.selectbox(key="head").value == 0
+    assert figures(at)
+
+
+def test_new_sentence_resets_masks_and_updates_url(open_app):
+    at = open_app(text="dogs bark loudly", masks="2")
+    assert at.session_state["masks"] == [2]
+    at.sidebar.text_area(key="text").input("cats purr softly").run()
+    no_exception(at)
+    assert at.session_state["masks"] == []
+    assert at.query_params["text"] == "cats purr softly" and "masks" not in at.query_params
+
+
+def _fake_snapshot(cache_dir, repo_id: str, model_type: str = "bert", weights: bool = True):
+    repo = cache_dir / f"models--{repo_id.replace('/', '--')}"
+    snapshot = repo / "snapshots" / "0123456789abcdef0123456789abcdef01234567"
+    snapshot.mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("0123456789abcdef0123456789abcdef01234567")
+    (snapshot / "config.json").write_text(json.dumps({"model_type": model_type}))
+    if weights:
+        (snapshot / "model.safetensors").write_bytes(b"not really weights")
+    return snapshot
+
+
+def test_cached_hub_models_bert_base_first(tmp_path):
+    _fake_snapshot(tmp_path, "prajjwal1/bert-tiny")
+    _fake_snapshot(tmp_path, "bert-base-uncased")
+    _fake_snapshot(tmp_path, "gpt2", model_type="gpt2")
+    _fake_snapshot(tmp_path, "bert-no-weights", weights=False)
+    found = models.cached_bert_models(tmp_path)
+    assert [c.source for c in found] == ["bert-base-uncased", "prajjwal1/bert-tiny"]
+    assert found[0].folder.endswith("snapshots/0123456789abcdef0123456789abcdef01234567")
+    choices = [c.source for c in models.model_choices(tmp_path)]
+    assert choices[0] == "bert-base-uncased" and "minilm-encoder" in choices and choices[-1] == models.FOLDER
+    assert models.cached_bert_models(tmp_path / "nowhere") == []
+
+
+def test_picker_offers_bert_base_first_and_a_broken_cache_entry_gets_a_message(open_app, tmp_path, monkeypatch):
+    _fake_snapshot(tmp_path, "bert-base-uncased")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    at = open_app()
+    picker = at.selectbox(key="model_choice")
+    assert picker.options[0].startswith("bert-base-uncased")
+    assert picker.value == models.default_source()  # the built-in model stays the default
+    picker.select("bert-base-uncased").run()
+    no_exception(at)
+    assert any("Could not load 'bert-base-uncased'" in e.value for e in at.sidebar.error)
+    assert "Pick another model" in texts(at)
+
+
+def _parameters_digest(model) -> str:
+    digest = hashlib.sha256()
+    for name, tensor in model.state_dict().items():
+        digest.update(name.encode())
+        digest.update(tensor.detach().contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
+def test_two_sessions_get_their_own_results_and_the_shared_model_is_never_changed(open_app):
+    first = open_app("attention", text="The cat sat on the mat.", layer=2)
+    loaded = cache.load_model(models.default_source(), None, models.revision(models.default_source()))
+    before = _parameters_digest(loaded.model)
+    second = open_app("attention", text="Colourless green ideas sleep furiously.", layer=5)
+    first.run()
+    second.run()
+    tokens_first = [t.replace("\u200b", "") for t in figures(first)[0]["data"][0]["x"]]
+    tokens_second = [t.replace("\u200b", "") for t in figures(second)[0]["data"][0]["x"]]
+    assert tokens_first[1:4] == ["the", "cat", "sat"] and tokens_second[1:3] == ["colour", "##less"]
+    assert first.selectbox(key="layer").value == 2 and second.selectbox(key="layer").value == 5
+    assert _parameters_digest(loaded.model) == before and not loaded.model.training
+
+
+def test_concurrent_forward_passes_match_sequential_ones():
+    """The shared model in many threads at once (as Streamlit serves sessions): each gets its own recording."""
+    loaded = models.load("minilm-encoder")
+    sentences = ["The cat sat on the mat.", "Dogs bark.", "A much longer sentence about the weather in spring.", "Hi!"]
+    prepared = [forward.prepare_input(loaded.tokenizer, s, None, [], False, 512) for s in sentences]
+    expected = [forward.record(loaded.model, loaded.tokenizer, p) for p in prepared]
+    results = [None] * len(prepared) * 3
+    torch.set_num_threads(1)
+
+    def work(i):
+        results[i] = forward.record(loaded.model, loaded.tokenizer, prepared[i % len(prepared)])
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(results))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for i, result in enumerate(results):
+        reference = expected[i % len(prepared)]
+        assert result.tokens == reference.tokens
+        np.testing.assert_allclose(result.attention, reference.attention, atol=1e-6)
+        np.testing.assert_allclose(result.neurons, reference.neurons, atol=1e-5)
