@@ -1,0 +1,75 @@
+"""Corpus head statistics: a hand-set previous-token head must be found."""
+import numpy as np
+import pytest
+import torch
+
+from bert import Bert, BertConfig, BertTokenizer
+from bert.analysis.head_stats import CLARK_2019, corpus_head_statistics, is_bert_base, top_heads
+from bert.data import LabelledSentence, builtin_sentences
+
+WORDS = ["the", "dog", "cat", "barked", "at", "mail", "park", "and", "her", "went", "to", "a", "is", "of"]
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tiny_vocab_file):
+    return BertTokenizer.from_vocab(tiny_vocab_file)
+
+
+def tiny_sentences(count: int, seed: int) -> list[LabelledSentence]:
+    rng = np.random.default_rng(seed)
+    return [LabelledSentence(" ".join(rng.choice(WORDS, rng.integers(3, 9))) + ".") for _ in range(count)]
+
+
+def previous_token_model(vocab_size: int) -> Bert:
+    """Layer 0, head 0 attends to the previous token by construction; everything else is random.
+
+    The input vector is position-only (token and segment embeddings are zero, position p's embedding is the one-hot
+    e_p), so after the embedding LayerNorm x_p ≈ 8·e_p - 0.13. Head 0's keys read dimensions 0..31 (k_p ≈ 8·e_p)
+    and its queries read dimensions 1..32 (q_p ≈ 8·e_{p-1}), times 4: q_p·k_j is largest, by far, for j = p - 1.
+    """
+    config = BertConfig(vocab_size=vocab_size, hidden_size=64, num_layers=2, num_heads=2, intermediate_size=64,
+                        max_position_embeddings=32)
+    torch.manual_seed(0)
+    model = Bert(config).eval()
+    attention = model.transformer[0].attention.attention
+    with torch.no_grad():
+        model.embedding.token_embedding.weight.zero_()
+        model.embedding.token_type_embedding.weight.zero_()
+        model.embedding.position_embedding.weight.copy_(torch.eye(32, 64))
+        attention.project_key.weight[:32].copy_(torch.eye(32, 64))
+        attention.project_query.weight[:32].copy_(4 * torch.roll(torch.eye(32, 64), 1, dims=1))  # row d reads dim d + 1
+    return model
+
+
+def test_hand_set_previous_token_head_is_found(tokenizer):
+    model = previous_token_model(tokenizer.vocab_size)
+    statistics = corpus_head_statistics(model, tokenizer, tiny_sentences(12, seed=0))
+    layer, head, share = top_heads(statistics, "previous", count=1)[0]
+    assert (layer, head) == (0, 0)
+    assert share > 0.9
+    assert statistics["previous"][0, 1] < 0.5  # the random head is no previous-token head
+    assert statistics["next"][0, 0] < 0.05
+
+
+def test_statistics_are_shares_and_cover_every_head(tokenizer):
+    model = previous_token_model(tokenizer.vocab_size)
+    statistics = corpus_head_statistics(model, tokenizer, tiny_sentences(6, seed=1), pairs=False)
+    assert statistics.shape == (2, 2)
+    for name in ("cls", "sep", "punctuation", "previous", "next", "self"):
+        assert np.all((statistics[name] >= 0) & (statistics[name] <= 1 + 1e-9)), name
+    # every query of every sentence: tokens of each sentence alone, [CLS] and [SEP] included
+    assert statistics.counts["entropy"] == sum(len(tokenizer.encode(s.text)) for s in tiny_sentences(6, seed=1))
+
+
+def test_published_findings_apply_to_bert_base_only(tokenizer):
+    assert not is_bert_base(previous_token_model(tokenizer.vocab_size))
+    assert {finding.statistic for finding in CLARK_2019} >= {"sep", "previous", "next"}
+    sep = next(f for f in CLARK_2019 if f.statistic == "sep")
+    assert sep.layers == (6, 7, 8, 9, 10)
+
+
+def test_builtin_sentences_run_through(tokenizer):
+    """The shipped sentence set tokenizes and runs (tiny model, the first 20 sentences)."""
+    model = previous_token_model(tokenizer.vocab_size)
+    statistics = corpus_head_statistics(model, tokenizer, builtin_sentences(20), max_tokens=32)
+    assert np.isfinite(statistics["entropy"]).all()

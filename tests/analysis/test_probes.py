@@ -1,0 +1,98 @@
+"""Layer-wise probes: known-by-construction cases on tiny models; seeded, reproducible, split by sentence."""
+import numpy as np
+import pytest
+import torch
+
+from bert import Bert, BertConfig, BertTokenizer
+from bert.analysis.probes import TASKS, control_labels, run_probes, split_groups, train_probes
+from bert.data import LabelledSentence, builtin_sentences
+from bert.errors import InvalidInputError
+
+WORDS = ["the", "dog", "cat", "barked", "at", "mail", "park", "and", "her", "went", "to", "a", "is", "of"]
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tiny_vocab_file):
+    return BertTokenizer.from_vocab(tiny_vocab_file)
+
+
+@pytest.fixture(scope="module")
+def position_model(tokenizer):
+    """Position embeddings far larger than token embeddings: the embedding output encodes position."""
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=64, num_layers=2, num_heads=2,
+                        intermediate_size=64, max_position_embeddings=40)
+    torch.manual_seed(0)
+    model = Bert(config, mlm_head=False).eval()
+    with torch.no_grad():
+        model.embedding.position_embedding.weight.normal_(0, 1.0)  # token embeddings stay at std 0.02
+    return model
+
+
+def tiny_sentences(count: int, seed: int) -> list[LabelledSentence]:
+    rng = np.random.default_rng(seed)
+    return [LabelledSentence(" ".join(rng.choice(WORDS, rng.integers(4, 10))) + rng.choice([".", "!", "?"]))
+            for _ in range(count)]
+
+
+def test_position_probe_is_near_perfect_at_the_embedding_layer(position_model, tokenizer):
+    report = run_probes(position_model, tokenizer, tiny_sentences(80, seed=0), tasks=["position"])
+    result = report.results["position"]
+    assert result.layer_names[0] == "embeddings" and len(result.accuracy) == 3
+    assert result.accuracy[0] > 0.97
+    assert result.accuracy[0] > result.majority_accuracy + 0.5
+
+
+def test_probes_are_reproducible_for_a_seed(position_model, tokenizer):
+    sentences = tiny_sentences(30, seed=1)
+    first = run_probes(position_model, tokenizer, sentences, tasks=["punctuation", "segment"], seed=3, max_iter=10)
+    second = run_probes(position_model, tokenizer, sentences, tasks=["punctuation", "segment"], seed=3, max_iter=10)
+    assert first.results == second.results
+
+
+def test_every_task_runs_on_the_builtin_set(position_model, tokenizer):
+    progress = []
+    report = run_probes(position_model, tokenizer, builtin_sentences(40), max_tokens=32, max_iter=5,
+                        progress=lambda done, what: progress.append(done))
+    assert set(report.results) | set(report.skipped) == set(TASKS)
+    assert "pos" in report.results  # the built-in set carries WordNet parts of speech
+    assert progress[-1] == 1.0
+    for result in report.results.values():
+        assert all(0 <= a <= 1 for a in result.accuracy + result.control_accuracy)
+
+
+def test_pos_is_skipped_for_unlabelled_text(position_model, tokenizer):
+    report = run_probes(position_model, tokenizer, tiny_sentences(12, seed=2), tasks=["pos"], max_iter=5)
+    assert "part-of-speech" in report.skipped["pos"]
+
+
+def test_split_keeps_each_sentence_on_one_side():
+    groups = torch.tensor([0, 0, 1, 1, 1, 2, 3, 3, 4, 5, 6, 7, 8, 9])
+    test = split_groups(groups, 0.3, seed=0)
+    for group in groups.unique():
+        assert test[groups == group].all() or not test[groups == group].any()
+    assert torch.equal(test, split_groups(groups, 0.3, seed=0))
+
+
+def test_control_labels_are_fixed_per_word_type():
+    labels = torch.tensor([0, 1, 2, 0, 1, 2, 0, 1])
+    types = torch.tensor([5, 5, 9, 9, 7, 7, 5, 9])
+    control = control_labels(labels, types, num_classes=3, seed=0)
+    for word_type in types.unique():
+        assert len(control[types == word_type].unique()) == 1
+
+
+def test_logistic_regression_separates_separable_data():
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 300, 8, generator=generator)  # [layer, example, hidden]
+    y = (x[0, :, 0] > 0).long()  # layer 0 carries the label in dimension 0; layer 1 is noise
+    x[1] = torch.randn(300, 8, generator=generator)
+    accuracy = train_probes(x[:, :200], y[:200], x[:, 200:], y[200:], num_classes=2)
+    assert accuracy[0] > 0.9
+    assert accuracy[1] < 0.75
+
+
+def test_bad_requests_get_clear_errors(position_model, tokenizer):
+    with pytest.raises(InvalidInputError, match="at least 10"):
+        run_probes(position_model, tokenizer, tiny_sentences(3, seed=0))
+    with pytest.raises(InvalidInputError, match="unknown probe task"):
+        run_probes(position_model, tokenizer, tiny_sentences(20, seed=0), tasks=["colour"])
