@@ -1,0 +1,38 @@
+"""Head statistics over a corpus (Clark et al. 2019), with the paper's findings beside ours for BERT-base."""
+import pandas as pd
+import streamlit as st
+
+from bert.analysis.attention_stats import STATISTICS
+from bert.analysis.head_stats import CLARK_2019, CLARK_2019_SOURCE, is_bert_base, top_heads
+from viz_app import analysis_widgets as aw
+from viz_app import widgets
+
+widgets.page_header(
+    "Head statistics over a corpus",
+    "For every head, the average share of attention to [CLS], [SEP], punctuation (mostly periods and commas), the "
+    "previous and next token and itself, and the attention entropy, averaged over all tokens of a sentence set, as "
+    "in Clark et al. (2019), who fed BERT pairs of segments: consecutive sentences are paired here the same way.",
+)
+context = widgets.require(needs_input=False)
+picked = aw.sentence_source("stats", default_count=200)
+pairs = st.toggle("Pair consecutive sentences as A and B", value=True, key="stats_pairs")
+if picked is None:
+    st.stop()
+sentences, description = picked
+statistics = aw.corpus_statistics(*aw.model_key(context), sentences, pairs)
+names = list(STATISTICS)
+statistic = st.segmented_control("Statistic", names, default="sep", key="stats_statistic", required=True)
+bert_base = is_bert_base(context.loaded.model)
+findings = [f for f in CLARK_2019 if f.statistic == statistic] if bert_base else []
+widgets.show_chart(aw.statistic_by_layer_chart(statistics[statistic], statistic, findings), key="stats_by_layer")
+st.caption(STATISTICS[statistic] + f". Over {description}.")
+if bert_base:
+    st.info("This model has BERT-base's shape, so the published findings are drawn beside ours (shaded). "
+            f"Source: {CLARK_2019_SOURCE}.\n\n" + "\n".join(f"- {f.claim}" for f in CLARK_2019))
+else:
+    st.caption(f"Load bert-base-uncased to see {CLARK_2019_SOURCE}'s findings drawn beside these numbers.")
+left, right = st.columns(2)
+for column, name in ((left, "previous"), (right, "next")):
+    column.markdown(f"**Strongest {name}-token heads**")
+    column.dataframe(pd.DataFrame(top_heads(statistics, name, 5), columns=["layer (from 0)", "head", f"share to {name}"]),
+                     hide_index=True, column_config={f"share to {name}": st.column_config.NumberColumn(format="percent")})

@@ -1,0 +1,29 @@
+"""Logit lens: what each layer would predict at a [MASK] if the model stopped there."""
+import pandas as pd
+import streamlit as st
+
+from viz_app import analysis_widgets as aw
+from viz_app import widgets
+
+widgets.page_header(
+    "Logit lens",
+    "The LM head is trained on the last layer only. Reading it at every layer's residual stream (after the "
+    "embeddings, then after each layer) shows when the final prediction emerges: its rank and probability by "
+    "layer, and each layer's own top 5.",
+)
+context = widgets.require()
+position = aw.mask_picker(context, "lens")
+if position is None:
+    st.stop()
+lenses = aw.lens(*aw.model_key(context), context.prepared.masked, 5)
+lens = next(l for l in lenses if l.position == position)
+widgets.show_chart(aw.lens_chart(lens, context.prepared.masked.tokens), key="lens")
+table = pd.DataFrame(
+    [
+        {"layer": layer.name, "rank of final": layer.final_rank, "p(final)": layer.final_probability,
+         **{f"#{i + 1}": f"{c.token} ({c.probability:.1%})" for i, c in enumerate(layer.top)}}
+        for layer in lens.layers
+    ]
+)
+st.dataframe(table, hide_index=True, column_config={"p(final)": st.column_config.NumberColumn(format="percent")})
+st.caption(f"Final prediction: **{widgets.escape_markdown(lens.final.token)}** ({lens.final.probability:.1%}).")

@@ -1,0 +1,50 @@
+"""Head ablation: remove heads or whole layers and watch the predictions change; rank every head."""
+import pandas as pd
+import streamlit as st
+import torch
+
+from bert.analysis import ablation
+from viz_app import analysis_widgets as aw
+from viz_app import widgets
+
+widgets.page_header(
+    "Head ablation",
+    "Remove attention heads and see the masked-word predictions change. Zero ablation replaces a head's output "
+    "by zeros; mean ablation by its average output over 200 built-in sentences (it keeps the head's usual offset "
+    "and removes only what depends on this input). Ablating a layer removes all its heads.",
+)
+context = widgets.require()
+position = aw.mask_picker(context, "ablation")
+if position is None:
+    st.stop()
+summary = context.loaded.summary
+mode = st.radio("Ablation", list(ablation.MODES), horizontal=True, key="ablation_mode",
+                format_func=lambda m: {"zero": "zero", "mean": "mean (corpus average)"}[m])
+all_heads = [(layer, head) for layer in range(summary.layers) for head in range(summary.heads)]
+columns = st.columns(2)
+chosen_heads = columns[0].multiselect("Heads to ablate", all_heads, key="ablation_heads",
+                                      format_func=lambda lh: f"layer {lh[0]} head {lh[1]}")
+chosen_layers = columns[1].multiselect("Whole layers to ablate", list(range(summary.layers)), key="ablation_layers",
+                                       format_func=lambda l: f"layer {l}")
+heads = sorted(set(chosen_heads) | set(ablation.layer_heads(context.loaded.model, chosen_layers)))
+mean_z = torch.from_numpy(aw.mean_head_outputs(*aw.model_key(context))) if mode == "mean" else None
+loaded, encoding = context.loaded, context.prepared.masked
+intact = {p.position: p for p in ablation.predict_ablated(loaded.model, loaded.tokenizer, encoding, top_k=10)}
+after = {p.position: p for p in ablation.predict_ablated(loaded.model, loaded.tokenizer, encoding, heads, mode, mean_z, top_k=10)}
+table = pd.DataFrame(
+    [
+        {"rank": i + 1, "intact": f"{a.token} ({a.probability:.1%})", "ablated": f"{b.token} ({b.probability:.1%})"}
+        for i, (a, b) in enumerate(zip(intact[position].candidates, after[position].candidates))
+    ]
+)
+st.subheader(f"Top 10 at position {position}, {len(heads)} head(s) ablated")
+st.dataframe(table, hide_index=True)
+
+st.subheader("Rank every head")
+st.caption(
+    f"Each of the {len(all_heads)} heads is ablated alone ({mode}), all in batched forward passes (one row per "
+    "head), and the change in log-probability of the intact model's top prediction is measured."
+)
+if st.toggle("Rank all heads", key="ablation_rank"):
+    ranking = aw.head_ranking(*aw.model_key(context), encoding, position, mode)
+    widgets.show_chart(aw.head_effect_heatmap(ranking), key="ranking")

