@@ -58,10 +58,8 @@ st.subheader("Head statistics")
 stats = head_statistics(result.attention, KeyRoles.from_tokens(tokens))
 names = list(STATISTICS)
 widgets.clamp_choice("statistic", names)
-statistic = st.segmented_control(
-    "Statistic", names, key="statistic", persist_state="session", required=True, help=STATISTICS.get(st.session_state.get("statistic"), "")
-)
-widgets.show_chart(statistic_heatmap(stats[statistic], statistic, STATISTICS[statistic], (layer, head)), key="statistic")
+statistic = st.segmented_control("Statistic", names, key="statistic", persist_state="session", required=True)
+widgets.show_chart(statistic_heatmap(stats[statistic], statistic, STATISTICS[statistic], (layer, head)), key="stat")
 table = pd.DataFrame(stats.rows())
 st.dataframe(
     table,
@@ -72,7 +70,7 @@ st.dataframe(
         "head": st.column_config.NumberColumn(width="small"),
         "entropy": st.column_config.NumberColumn(format="%.2f bits", help=STATISTICS["entropy"]),
         **{
-            name: st.column_config.ProgressColumn(name, help=STATISTICS[name], format="percent", min_value=0, max_value=1)
+            name: st.column_config.ProgressColumn(help=STATISTICS[name], format="percent", min_value=0, max_value=1)
             for name in names
             if name != "entropy"
         },

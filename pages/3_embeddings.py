@@ -32,10 +32,11 @@ with left:
 with right:
     widgets.show_chart(charts.part_cosines(parts, tokens), key="cosines")
 mean_cosines = {pair: float(np.abs(parts.cosines[pair]).mean()) for pair in PAIRS}
+random_cosine = np.sqrt(2 / np.pi / summary.hidden)  # mean |cosine| of two random directions
 st.markdown(
     "Mean |cosine| over this sentence: "
     + ", ".join(f"{a}–{b} **{value:.2f}**" for (a, b), value in mean_cosines.items())
-    + f". Random directions in {summary.hidden} dimensions would give about **{np.sqrt(2 / np.pi / summary.hidden):.2f}**."
+    + f". Random directions in {summary.hidden} dimensions would give about **{random_cosine:.2f}**."
 )
 
 st.subheader("2 · The embedding tables")
@@ -47,16 +48,18 @@ st.caption(
 )
 left, right = st.columns(2)
 with left:
-    widgets.show_chart(charts.explained_variance(tables.token_variance, tables.position_variance, tables.hidden), key="variance")
+    variance = charts.explained_variance(tables.token_variance, tables.position_variance, tables.hidden)
+    widgets.show_chart(variance, key="variance")
 with right:
     widgets.show_chart(charts.position_curve(tables.position_coords, len(tokens)), key="position_curve")
 left, right = st.columns(2)
 with left:
     widgets.show_chart(charts.position_cosines(tables.position_cosines), key="position_cosines")
-    st.caption("Nearby positions have similar embeddings (the bright band along the diagonal): position is encoded smoothly.")
+    st.caption("Nearby positions have similar embeddings (the band along the diagonal): position varies smoothly.")
 with right:
     coords = project_tokens(tables, result.embeddings["token"])
-    widgets.show_chart(charts.token_scatter(tables.sample_tokens, tables.sample_coords, tokens, coords), key="token_scatter")
+    scatter = charts.token_scatter(tables.sample_tokens, tables.sample_coords, tokens, coords)
+    widgets.show_chart(scatter, key="token_scatter")
     st.caption("Grey: a fixed random sample of vocabulary words; red: this sentence's tokens.")
 
 st.subheader("3 · Separate subspaces or shared ones?")
@@ -66,7 +69,7 @@ k = st.slider(
     min(64, summary.hidden),
     key="k",
     persist_state="session",
-    help="Each table's subspace is spanned by its top-k singular vectors (the segment table has only 2 rows, so at most 2).",
+    help="Each table's subspace is spanned by its top-k singular vectors (the segment table has 2 rows: at most 2).",
 )
 report = cache.subspaces(context.source, context.folder, context.revision, k)
 st.caption(

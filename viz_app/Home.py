@@ -10,13 +10,16 @@ from viz_app import sidebar, state
 st.set_page_config(page_title="Inside BERT", page_icon="🔍", layout="wide")
 state.load_from_url()
 
-pages = [
-    st.Page("../pages/1_prediction.py", title="Masked prediction", icon=":material/edit_note:", url_path="prediction", default=True),
-    st.Page("../pages/2_attention.py", title="Attention", icon=":material/grid_on:", url_path="attention"),
-    st.Page("../pages/3_embeddings.py", title="Embeddings", icon=":material/scatter_plot:", url_path="embeddings"),
-    st.Page("../pages/4_mlp.py", title="MLP activations", icon=":material/bolt:", url_path="mlp"),
-    st.Page("../pages/5_architecture.py", title="Architecture", icon=":material/account_tree:", url_path="architecture"),
-]
+pages = {
+    "See inside": [
+        st.Page("../pages/1_prediction.py", title="Masked prediction", icon=":material/edit_note:", default=True),
+        st.Page("../pages/2_attention.py", title="Attention", icon=":material/grid_on:", url_path="attention"),
+        st.Page("../pages/3_embeddings.py", title="Embeddings", icon=":material/scatter_plot:", url_path="embeddings"),
+        st.Page("../pages/4_mlp.py", title="MLP activations", icon=":material/bolt:", url_path="mlp"),
+        st.Page("../pages/5_architecture.py", title="Architecture", icon=":material/account_tree:",
+                url_path="architecture"),
+    ],
+}
 page = st.navigation(pages)
 context = sidebar.render()
 st.session_state["_context"] = context

@@ -1,11 +1,14 @@
-"""The module tree of a Bert as seed 000 draws it, with parameter counts and this input's tensor shapes."""
+"""The module tree of a Bert as seed 000 draws it, with parameter counts and this input's tensor shapes, and
+seed 004's parameter arithmetic."""
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
+import pandas as pd
 from torch import nn
 
+from bert import BertConfig, count_parameters
 from bert.hooks import HookPoint
 from bert.model import Bert
 
@@ -38,7 +41,8 @@ def module_rows(model: Bert, hook_shapes: dict[str, tuple[int, ...]], first_laye
         if first_layer_only and layer and int(layer.group(1)) > 0:
             if path == "transformer.1":
                 rest = sum(_count(counted, f"transformer.{i}") for i in range(1, num_layers))
-                label = f"(1–{num_layers - 1}): {num_layers - 1} more BertLayer, the same as (0)" if num_layers > 2 else "(1): BertLayer, the same as (0)"
+                span = f"1–{num_layers - 1}" if num_layers > 2 else "1"
+                label = f"({span}): {num_layers - 1} more BertLayer, the same as (0)"
                 rows.append(ModuleRow(path, 2, label, "BertLayer", rest, "", ""))
             continue
         depth = 0 if not path else path.count(".") + 1
@@ -66,7 +70,10 @@ def tree_text(rows: list[ModuleRow]) -> str:
     width = max(len(text) for text, _ in lines) + 2
     out = []
     for text, row in lines:
-        detail = f"→ {row.activation}" if row.kind == "HookPoint" else (f"{row.parameters:>12,} params" if row.parameters else "")
+        if row.kind == "HookPoint":
+            detail = f"→ {row.activation}"
+        else:
+            detail = f"{row.parameters:>12,} params" if row.parameters else ""
         extra = "   " + row.weights if row.weights else ""
         extra += f"   ({row.note})" if row.note else ""
         out.append(f"{text:<{width}}{detail}{extra}".rstrip())
@@ -132,3 +139,36 @@ def _tied_note(module: nn.Module, path: str, owner: dict[int, str]) -> str:
 
 def _shape(shape: tuple[int, ...] | None) -> str:
     return "not reached" if shape is None else "[" + ", ".join(str(s) for s in shape) + "]"
+
+
+def seed_004_arithmetic(model: Bert) -> pd.DataFrame:
+    """Seed 004's parameter arithmetic for this model beside BERT-base, from bert.count_parameters."""
+    config = model.config
+    heads = dict(mlm_head=model.has_mlm_head, pooler=model.pooler is not None, nsp_head=model.nsp_head is not None)
+    ours = count_parameters(config, **heads)
+    base_config = BertConfig.base()
+    base = count_parameters(base_config, mlm_head=True, pooler=True)
+
+    def big_weights(counts: dict[str, int]) -> int:
+        return counts["attention_qkv_weights_per_layer"] + counts["mlp_weights_per_layer"]
+
+    rows = [
+        ("Q, K, V weights per layer", "3 × H × H", "attention_qkv_weights_per_layer"),
+        ("MLP weights per layer", "2 × H × I", "mlp_weights_per_layer"),
+        ("both, per layer (seed: ~6.5M)", "3H² + 2HI", None),
+        ("both, all layers (seed: ~78M)", "L × (3H² + 2HI)", "all"),
+        ("one whole layer (with biases, output projection, LayerNorms)", "", "layer"),
+        ("embedding tables", "(V + P + 2) × H + 2H", "embedding"),
+        ("whole model (seed: 110M for BERT-base)", "", "total"),
+    ]
+    values = []
+    for what, formula, key in rows:
+        if key is None:
+            pair = big_weights(ours), big_weights(base)
+        elif key == "all":
+            pair = config.num_layers * big_weights(ours), base_config.num_layers * big_weights(base)
+        else:
+            pair = ours[key], base[key]
+        values.append((what, formula, *pair))
+    size = f"H={config.hidden_size}, I={config.intermediate_size}, L={config.num_layers}"
+    return pd.DataFrame(values, columns=["what", "formula", f"this model ({size})", "BERT-base (H=768, I=3072, L=12)"])

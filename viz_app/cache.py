@@ -30,7 +30,9 @@ def model_choices(cache_dir: str, minilm_head_present: bool) -> list[models.Mode
 
 
 @st.cache_data(show_spinner="Running the model…", max_entries=8, ttl=3600)
-def forward(source: str, folder: str | None, revision: str, text: str, pair: str, masks: tuple[int, ...], truncate: bool) -> fw.ForwardResult:
+def forward(
+    source: str, folder: str | None, revision: str, text: str, pair: str, masks: tuple[int, ...], truncate: bool
+) -> fw.ForwardResult:
     loaded = load_model(source, folder, revision)
     prepared = fw.prepare_input(loaded.tokenizer, text, pair, masks, truncate, loaded.summary.max_positions)
     return fw.record(loaded.model, loaded.tokenizer, prepared)

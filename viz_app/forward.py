@@ -50,7 +50,9 @@ def prepare_input(
     text = text or ""
     pair = pair if pair and pair.strip() else None
     if not text.strip():
-        raise InputProblem("empty", "Type a sentence in the sidebar to begin, for example “The [MASK] barked at the mailman.”")
+        raise InputProblem(
+            "empty", "Type a sentence in the sidebar to begin, for example “The [MASK] barked at the mailman.”"
+        )
     if len(text) + len(pair or "") > MAX_CHARACTERS:
         raise InputProblem(
             "too_many_characters",
@@ -73,7 +75,8 @@ def prepare_input(
     if all(base.special):
         raise InputProblem(
             "no_tokens",
-            "Nothing is left of this text after tokenization (control characters and spaces are dropped). Type some words.",
+            "Nothing is left of this text after tokenization (control characters and spaces are dropped). "
+            "Type some words.",
         )
     typed = tuple(i for i, token_id in enumerate(base.input_ids) if token_id == tokenizer.mask_id)
     maskable = {i for i, special in enumerate(base.special) if not special} - set(typed)
@@ -119,7 +122,11 @@ def record(model: Bert, tokenizer: BertTokenizer, prepared: PreparedInput, top_k
     at_masks = input_ids == tokenizer.mask_id  # [1, seq]
     patterns = [f"transformer.{i}.attention.attention.hook_pattern" for i in range(config.num_layers)]
     posts = [f"transformer.{i}.residual.hook_post" for i in range(config.num_layers)]
-    embedding_hooks = {"token": "embedding.hook_token", "position": "embedding.hook_position", "segment": "embedding.hook_token_type"}
+    embedding_hooks = {
+        "token": "embedding.hook_token",
+        "position": "embedding.hook_position",
+        "segment": "embedding.hook_token_type",
+    }
     shapes: dict[str, tuple[int, ...]] = {}
 
     def note_shape(activation: torch.Tensor, name: str) -> torch.Tensor:

@@ -76,7 +76,8 @@ def _model_picker():
             "Folder", key="model_folder", persist_state="session", placeholder="/path/to/a/bert/folder"
         ).strip()
         if not path:
-            return None, None, "", None, "Type the path of a Hugging Face BERT folder (config.json, weights, vocab.txt)."
+            message = "Type the path of a Hugging Face BERT folder (config.json, weights, vocab.txt)."
+            return None, None, "", None, message
         source, folder = path, path
     else:
         source, folder = choice.source, choice.folder
@@ -120,8 +121,9 @@ def _sentence(loaded: models.LoadedModel | None, source: str | None):
 
     max_positions = loaded.summary.max_positions
     truncate = bool(st.session_state.get("truncate", False))
+    masks = st.session_state.get("masks", [])
     try:
-        prepared = fw.prepare_input(loaded.tokenizer, text, pair, st.session_state.get("masks", []), truncate, max_positions)
+        prepared = fw.prepare_input(loaded.tokenizer, text, pair, masks, truncate, max_positions)
         problem = None
     except fw.InputProblem as error:
         prepared, problem = None, error
@@ -133,7 +135,7 @@ def _sentence(loaded: models.LoadedModel | None, source: str | None):
             help="Drop tokens from the end of the longer sentence until the input fits the model's positions.",
         )
     if problem and problem.kind == "too_long" and truncate:  # ticked in this run
-        prepared = fw.prepare_input(loaded.tokenizer, text, pair, st.session_state.get("masks", []), True, max_positions)
+        prepared = fw.prepare_input(loaded.tokenizer, text, pair, masks, True, max_positions)
         problem = None
     if prepared is not None:
         st.session_state["masks"] = list(prepared.masks)

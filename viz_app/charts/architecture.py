@@ -8,7 +8,7 @@ from viz_app.architecture import ModuleRow
 from viz_app.charts.base import Chart, layout
 
 
-def parameter_icicle(rows: list[ModuleRow]) -> Chart:
+def parameter_treemap(rows: list[ModuleRow]) -> Chart:
     """Modules with parameters as nested blocks, each block's area its parameter count."""
     kept = [r for r in rows if r.parameters and r.kind != "HookPoint"]
     paths = {r.path for r in kept}
@@ -23,9 +23,10 @@ def parameter_icicle(rows: list[ModuleRow]) -> Chart:
             labels=labels,
             values=values,
             branchvalues="total",
-            maxdepth=3,
+            maxdepth=4,
             customdata=[r.path or "Bert" for r in kept],
-            hovertemplate="<b>%{customdata}</b><br>%{value:,} parameters<br>%{percentRoot:.1%} of the model<extra></extra>",
+            hovertemplate="<b>%{customdata}</b><br>%{value:,} parameters<br>"
+            "%{percentRoot:.1%} of the model<extra></extra>",
             texttemplate="<b>%{label}</b><br>%{value:,}<br>%{percentRoot:.1%}",
             marker=dict(colorscale="Blues", cmin=0, line=dict(width=1, color="white")),
             root=dict(color="#dfe7f1"),

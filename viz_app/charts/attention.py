@@ -5,14 +5,23 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from viz_app.charts.base import ATTENTION_SCALE, HIGHLIGHT_COLOUR, WORD_COLOUR, Chart, heatmap_height, layout, row_labels, token_labels
+from viz_app.charts.base import (
+    ATTENTION_SCALE,
+    HIGHLIGHT_COLOUR,
+    WORD_COLOUR,
+    Chart,
+    heatmap_height,
+    layout,
+    row_labels,
+    token_labels,
+)
 
 OVERVIEW_TILE = 32  # a head's pattern is average-pooled to at most this many rows and columns in the overview
 
 
 def pattern_heatmap(pattern: np.ndarray, tokens: list[str], positions: list[int], layer: int, head: int) -> Chart:
     """pattern [query, key] of one head, restricted to `positions` (e.g. without [CLS]/[SEP])."""
-    shown = pattern[np.ix_(positions, positions)]
+    shown = _restrict(pattern, positions)
     names = [tokens[p] for p in positions]
     labels = token_labels(names)
     figure = go.Figure(
@@ -34,7 +43,8 @@ def pattern_heatmap(pattern: np.ndarray, tokens: list[str], positions: list[int]
         xaxis=dict(title="key: the token looked at", type="category", tickangle=-60, side="bottom"),
         yaxis=dict(title="query: the token looking", type="category", autorange="reversed"),
     )
-    rows = [row_labels(tokens)[p] for p in positions]
+    every_row = row_labels(tokens)
+    rows = [every_row[p] for p in positions]
     return Chart(
         figure,
         pd.DataFrame(shown, index=pd.Index(rows, name="query \\ key"), columns=rows),
@@ -43,7 +53,9 @@ def pattern_heatmap(pattern: np.ndarray, tokens: list[str], positions: list[int]
     )
 
 
-def attention_bars(row: np.ndarray, tokens: list[str], positions: list[int], focus: int, layer: int, head: int) -> Chart:
+def attention_bars(
+    row: np.ndarray, tokens: list[str], positions: list[int], focus: int, layer: int, head: int
+) -> Chart:
     """How much token `focus` attends to each token (one row of the pattern)."""
     labels = token_labels([tokens[p] for p in positions])
     values = row[positions]
@@ -65,7 +77,9 @@ def attention_bars(row: np.ndarray, tokens: list[str], positions: list[int], foc
         yaxis=dict(type="category", autorange="reversed"),
         showlegend=False,
     )
-    data = pd.DataFrame({"position": positions, "token": [tokens[p] for p in positions], "attention": values.astype(float)})
+    data = pd.DataFrame(
+        {"position": positions, "token": [tokens[p] for p in positions], "attention": values.astype(float)}
+    )
     return Chart(figure, data, f"attention_from_{focus}_L{layer}_H{head}")
 
 
@@ -73,7 +87,7 @@ def heads_overview(attention: np.ndarray, positions: list[int], selected: tuple[
     """Every head's pattern as a small tile, layers down, heads across: one heatmap with gaps between tiles.
     Long inputs are coarsened to OVERVIEW_TILE x OVERVIEW_TILE per tile (see _pool)."""
     layers, heads = attention.shape[:2]
-    patterns = attention[:, :, positions][:, :, :, positions]  # [layer, head, query, key]
+    patterns = _restrict(attention, positions)  # [layer, head, query, key]
     tile = min(len(positions), OVERVIEW_TILE)
     pooled = _pool(patterns, tile)  # [layer, head, tile, tile]
     step = tile + max(1, tile // 8)  # tile plus a gap
@@ -108,13 +122,29 @@ def heads_overview(attention: np.ndarray, positions: list[int], selected: tuple[
         figure,
         f"All {layers * heads} heads at a glance{pooled_note}",
         height=int(min(900, max(300, 60 + layers * 64))),
-        xaxis=dict(tickvals=[h * step + centre for h in range(heads)], ticktext=[f"H{h}" for h in range(heads)], showgrid=False, zeroline=False, side="top"),
-        yaxis=dict(tickvals=[l * step + centre for l in range(layers)], ticktext=[f"L{l}" for l in range(layers)], autorange="reversed", showgrid=False, zeroline=False, scaleanchor="x"),
+        xaxis=dict(
+            tickvals=[h * step + centre for h in range(heads)],
+            ticktext=[f"H{h}" for h in range(heads)],
+            showgrid=False,
+            zeroline=False,
+            side="top",
+        ),
+        yaxis=dict(
+            tickvals=[layer_ * step + centre for layer_ in range(layers)],
+            ticktext=[f"L{layer_}" for layer_ in range(layers)],
+            autorange="reversed",
+            showgrid=False,
+            zeroline=False,
+            scaleanchor="x",
+        ),
         plot_bgcolor="white",
         margin=dict(l=10, r=10, t=80, b=10),
     )
     index = np.indices(pooled.shape).reshape(4, -1)
-    data = pd.DataFrame({"layer": index[0], "head": index[1], "query_block": index[2], "key_block": index[3], "attention": pooled.reshape(-1)})
+    data = pd.DataFrame(
+        {"layer": index[0], "head": index[1], "query_block": index[2], "key_block": index[3],
+         "attention": pooled.ravel()}
+    )
     return Chart(figure, data, "attention_all_heads")
 
 
@@ -137,7 +167,10 @@ def statistic_heatmap(values: np.ndarray, name: str, description: str, selected:
         )
     )
     layer, head = selected
-    figure.add_shape(type="rect", x0=head - 0.5, x1=head + 0.5, y0=layer - 0.5, y1=layer + 0.5, line=dict(color=HIGHLIGHT_COLOUR, width=2))
+    figure.add_shape(
+        type="rect", x0=head - 0.5, x1=head + 0.5, y0=layer - 0.5, y1=layer + 0.5,
+        line=dict(color=HIGHLIGHT_COLOUR, width=2),
+    )
     layout(
         figure,
         f"{name.capitalize()} of every head" + (" (bits)" if name == "entropy" else " (share of attention)"),
@@ -146,8 +179,19 @@ def statistic_heatmap(values: np.ndarray, name: str, description: str, selected:
         yaxis=dict(autorange="reversed", type="category"),
         margin=dict(l=10, r=10, t=80, b=10),
     )
-    data = pd.DataFrame(values, index=pd.Index([f"layer {l}" for l in range(layers)], name="layer \\ head"), columns=[f"head {h}" for h in range(heads)])
+    data = pd.DataFrame(
+        values,
+        index=pd.Index([f"layer {n}" for n in range(layers)], name="layer \\ head"),
+        columns=[f"head {h}" for h in range(heads)],
+    )
     return Chart(figure, data, f"head_{name}", caption=f"{name}: {description}.", keep_index=True)
+
+
+def _restrict(pattern: np.ndarray, positions: list[int]) -> np.ndarray:
+    """pattern [..., query, key] at these query and key positions; no copy when that is all of them."""
+    if len(positions) == pattern.shape[-1]:
+        return pattern
+    return pattern.take(positions, axis=-2).take(positions, axis=-1)
 
 
 def _pool(patterns: np.ndarray, tile: int) -> np.ndarray:

@@ -11,7 +11,10 @@ WORD_COLOUR = "#3b6fb6"  # whole words
 PIECE_COLOUR = "#e08a2e"  # "##" pieces that continue a word
 HIGHLIGHT_COLOUR = "#d62728"
 PART_COLOURS = {"token": "#3b6fb6", "position": "#e08a2e", "segment": "#2ca02c", "sum": "#7f7f7f"}
-ATTENTION_SCALE = [[0.0, "#f7fbff"], [0.05, "#deebf7"], [0.2, "#9ecae1"], [0.45, "#4292c6"], [0.75, "#1361a9"], [1.0, "#08306b"]]
+# Blues that rise early, so that diffuse heads (1/tokens per cell) still show
+ATTENTION_SCALE = [
+    [0.0, "#f7fbff"], [0.05, "#deebf7"], [0.2, "#9ecae1"], [0.45, "#4292c6"], [0.75, "#1361a9"], [1.0, "#08306b"]
+]
 FONT = dict(family="Source Sans Pro, sans-serif", size=13)
 
 
@@ -42,7 +45,10 @@ def row_labels(tokens: list[str]) -> list[str]:
 def layout(figure: go.Figure, title: str, height: int | None = None, **more) -> go.Figure:
     """Title (escaped: it may hold user tokens), font, tight margins, height; `more` goes to update_layout."""
     figure.update_layout(
-        title=dict(text=html.escape(title, quote=False), x=0, xanchor="left", font=dict(size=15)),
+        title=dict(
+            text=html.escape(title, quote=False), x=0, xanchor="left", y=0.985, yref="container", yanchor="top",
+            font=dict(size=15),
+        ),
         font=FONT,
         margin=more.pop("margin", dict(l=10, r=10, t=48, b=10)),
         height=height,
@@ -53,7 +59,9 @@ def layout(figure: go.Figure, title: str, height: int | None = None, **more) -> 
 
 def legend_on_top(**extra) -> dict:
     """layout() arguments that put a horizontal legend between the title and the plot, without overlap."""
-    return dict(legend=dict(orientation="h", yanchor="bottom", y=1.01, x=0, **extra), margin=dict(l=10, r=10, t=78, b=10))
+    return dict(
+        legend=dict(orientation="h", yanchor="bottom", y=1.01, x=0, **extra), margin=dict(l=10, r=10, t=96, b=10)
+    )
 
 
 def heatmap_height(rows: int, per_row: int = 22, least: int = 260, most: int = 820) -> int:

@@ -16,7 +16,9 @@ def strongest_neurons(activations: np.ndarray, count: int) -> np.ndarray:
     return best[np.argsort(-peak[best])]
 
 
-def activation_heatmap(activations: np.ndarray, tokens: list[str], neurons: np.ndarray, layer: int, total: int) -> Chart:
+def activation_heatmap(
+    activations: np.ndarray, tokens: list[str], neurons: np.ndarray, layer: int, total: int
+) -> Chart:
     """activations [seq, neuron] of one layer, for the given neurons (columns, in that order)."""
     shown = activations[:, neurons]
     labels = token_labels(tokens)
@@ -36,7 +38,10 @@ def activation_heatmap(activations: np.ndarray, tokens: list[str], neurons: np.n
             hovertemplate="<b>%{y}</b>, neuron %{x}<br>activation %{z:.3f}<extra></extra>",
         )
     )
-    shown_note = f"the {len(neurons)} of {total} neurons that fire hardest on this input" if len(neurons) < total else f"all {total} neurons"
+    if len(neurons) < total:
+        shown_note = f"the {len(neurons)} of {total} neurons that fire hardest on this input"
+    else:
+        shown_note = f"all {total} neurons"
     layout(
         figure,
         f"Layer {layer} MLP: {shown_note}",
@@ -45,16 +50,28 @@ def activation_heatmap(activations: np.ndarray, tokens: list[str], neurons: np.n
         yaxis=dict(type="category", autorange="reversed"),
     )
     data = pd.DataFrame(shown, index=pd.Index(row_labels(tokens), name="token \\ neuron"), columns=names)
-    caption = f"Colours saturate at ±{limit:.2f} (the largest value is {peak:.2f}); hover for exact values." if peak > limit * 1.01 else ""
+    caption = ""
+    if peak > limit * 1.01:
+        caption = f"Colours saturate at {limit:.2f} (the largest value is {peak:.2f}); hover for exact values."
     return Chart(figure, data, f"mlp_L{layer}_neurons", caption=caption, keep_index=True)
 
 
-def top_neurons_for_token(activations: np.ndarray, tokens: list[str], position: int, layer: int, count: int = 20) -> Chart:
+def top_neurons_for_token(
+    activations: np.ndarray, tokens: list[str], position: int, layer: int, count: int = 20
+) -> Chart:
     """The neurons that fire hardest on one token, as bars."""
     values = activations[position]
     best = strongest_neurons(values[None, :], count)
     names = [f"n{n}" for n in best]
-    figure = go.Figure(go.Bar(x=values[best], y=names, orientation="h", marker_color=WORD_COLOUR, hovertemplate="neuron %{y}: %{x:.3f}<extra></extra>"))
+    figure = go.Figure(
+        go.Bar(
+            x=values[best],
+            y=names,
+            orientation="h",
+            marker_color=WORD_COLOUR,
+            hovertemplate="neuron %{y}: %{x:.3f}<extra></extra>",
+        )
+    )
     layout(
         figure,
         f"Top {len(best)} neurons for “{tokens[position]}” (layer {layer})",
@@ -66,7 +83,9 @@ def top_neurons_for_token(activations: np.ndarray, tokens: list[str], position: 
     return Chart(figure, data, f"mlp_L{layer}_top_neurons_token{position}")
 
 
-def neuron_by_token(activations: np.ndarray, tokens: list[str], neuron: int, layer: int, highlight: int | None = None) -> Chart:
+def neuron_by_token(
+    activations: np.ndarray, tokens: list[str], neuron: int, layer: int, highlight: int | None = None
+) -> Chart:
     """One neuron's activation on every token of the input."""
     values = activations[:, neuron]
     labels = token_labels(tokens)

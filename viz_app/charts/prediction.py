@@ -54,9 +54,14 @@ def prediction_bars(mask: MaskResult, top_k: int, number: int) -> Chart:
         figure,
         title,
         height=max(220, 60 + 26 * k),
-        xaxis=dict(title="probability", tickformat=".0%" if top > 0.05 else ".1%", range=[0, min(1.0, top * 1.3 + 0.005)]),
+        xaxis=dict(
+            title="probability", tickformat=".0%" if top > 0.05 else ".1%", range=[0, min(1.0, top * 1.3 + 0.005)]
+        ),
         yaxis=dict(categoryorder="array", categoryarray=labels, autorange="reversed", type="category"),
         legend=dict(orientation="h", y=-0.18 if k > 3 else -0.4, x=0),
         bargap=0.25,
     )
-    return Chart(figure, data, f"predictions_mask{number}_pos{mask.position}")
+    caption = "Blue: whole words. Orange: ## pieces that only continue a word."
+    if mask.original is not None:
+        caption += " Red outline: the token you masked, if it is among these."
+    return Chart(figure, data, f"predictions_mask{number}_pos{mask.position}", caption=caption)
