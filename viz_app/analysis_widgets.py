@@ -138,7 +138,8 @@ def lens_chart(lens, tokens: list[str]) -> Chart:
     final = html.escape(lens.final.token, quote=False)
     layout(figure, f"Where '{lens.final.token}' (the final prediction at position {lens.position}) ranks, layer by layer",
            height=380, yaxis=dict(title="rank (1 = top)", type="log", autorange="reversed"),
-           yaxis2=dict(title="probability", overlaying="y", side="right", range=[0, 1], tickformat=".0%"),
+           yaxis2=dict(title="probability", overlaying="y", side="right", range=[0, 1], tickformat=".0%",
+                       tickvals=[0, 0.25, 0.5, 0.75, 1], showgrid=False),
            **legend_on_top())
     data = pd.DataFrame({"layer": names, "rank": [l.final_rank for l in lens.layers],
                          "probability": [l.final_probability for l in lens.layers], "final_prediction": final})
@@ -242,4 +243,7 @@ def mask_picker(context: Context, key: str) -> int | None:
         st.info("Put a [MASK] in the sentence (type it, or click a word on the Masked prediction page) to analyse its prediction.")
         return None
     tokens = context.prepared.base.tokens
-    return widgets.select_int("[MASK] to analyse", f"{key}_mask", masks, format_func=lambda i: f"position {i} (was '{tokens[i]}')")
+    def describe(i: int) -> str:
+        return f"position {i} (typed [MASK])" if tokens[i] == "[MASK]" else f"position {i} (was '{tokens[i]}')"
+
+    return widgets.select_int("[MASK] to analyse", f"{key}_mask", masks, format_func=describe)

@@ -11,10 +11,11 @@ score f = log p(target at the [MASK]) to each (part, token):
   with `steps` points, all parts moved together. Completeness: the attributions add up to f(x) - f(b), up to the
   integration error, which the result reports.
 
-Baseline b (the convention of Captum's BERT tutorial): token part = the [PAD] embedding for every word token
-([CLS], [SEP] and [MASK] keep their own), position part = position 0's embedding everywhere, segment part =
-segment A's embedding everywhere. So with a single sentence every segment attribution is 0 (it equals the
-baseline); a sentence pair shows what segment B carries.
+Baseline b: token part = the [PAD] embedding for every word token ([CLS], [SEP] and [MASK] keep their own, as in
+Captum's BERT tutorial); position part = the mean of this input's position embeddings, at every position (order
+removed, typical size kept; position 0's embedding everywhere, Captum's choice, makes the path cross so sharp a
+change in MiniLM that 32 steps miss most of the integral); segment part = segment A's embedding everywhere. So
+with a single sentence every segment attribution is 0 (it equals the baseline); a pair shows what B carries.
 """
 from __future__ import annotations
 
@@ -100,7 +101,7 @@ def baseline_parts(model: Bert, tokenizer: BertTokenizer, encoding: Encoding, pa
     keep = torch.tensor([s or i == tokenizer.mask_id for s, i in zip(encoding.special, encoding.input_ids)])  # [seq]
     pad = embedding.token_embedding.weight[tokenizer.pad_id].detach()
     token = torch.where(keep[:, None], parts["token"][0], pad)
-    position = embedding.position_embedding.weight[0].detach().expand_as(parts["position"][0])
+    position = parts["position"][0].mean(dim=0).expand_as(parts["position"][0])
     segment = embedding.token_type_embedding.weight[0].detach().expand_as(parts["segment"][0])
     return {"token": token[None], "position": position[None], "segment": segment[None]}
 
