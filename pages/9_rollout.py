@@ -29,8 +29,9 @@ limit = rollout.FLOW_TOKEN_LIMIT[method]
 st.subheader("Attention flow")
 st.caption(
     f"A max-flow problem per (position, input token) on the layered graph whose edge capacities are the mixed "
-    f"attention weights; each row normalised to sum to 1. Solver: {method}"
-    f"{' (scipy Dinic)' if method == 'scipy' else ' (ours, plain Python)'}; limited to inputs of {limit} tokens."
+    f"attention weights; each row normalised to sum to 1. Solver: "
+    f"{'scipy (Dinic)' if method == 'scipy' else 'our Edmonds-Karp in plain Python (install scipy for a faster one)'}; "
+    f"limited to inputs of {limit} tokens."
 )
 if len(tokens) > limit:
     st.info(f"This input has {len(tokens)} tokens; attention flow is offered up to {limit}. Shorten the sentence to see it.")
