@@ -1,0 +1,74 @@
+"""Timing of the analyses on MiniLM (issue 5): probes over 1,000 sentences, the all-heads ablation ranking,
+integrated gradients with 32 steps; also the logit lens, rollout, attention flow and corpus head statistics.
+
+    OMP_NUM_THREADS=1 python bench/analyses.py [--sentences 1000] [--json out/analyses.json]
+
+Each analysis runs once after a warm-up of the model (the probes are minutes long; one run is the figure). Wall
+time depends on what else the machine runs, so the process's CPU time and the load average are printed beside it.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import torch  # noqa: E402
+
+import bert  # noqa: E402
+from bert.analysis import ablation, head_stats, logit_lens, probes, rollout, saliency  # noqa: E402
+from bert.data import builtin_sentences  # noqa: E402
+
+SENTENCE = "The [MASK] barked at the mailman because he came to the door every morning."
+
+
+def timed(name: str, fn, results: dict) -> object:
+    wall, cpu = time.perf_counter(), time.process_time()
+    value = fn()
+    results[name] = {"wall_s": round(time.perf_counter() - wall, 2), "cpu_s": round(time.process_time() - cpu, 2),
+                     "load_average_1min": round(os.getloadavg()[0], 2)}
+    print(f"{name:<40} wall {results[name]['wall_s']:>8.2f} s   cpu {results[name]['cpu_s']:>8.2f} s   "
+          f"load {results[name]['load_average_1min']:.1f}", flush=True)
+    return value
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sentences", type=int, default=1000, help="built-in sentences for the probes (at most 992)")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
+    torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+    model, tokenizer = bert.load_pretrained("minilm")
+    encoding = tokenizer.encode(SENTENCE)
+    model(*encoding.tensors())  # warm-up
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), {os.cpu_count()} cores, {platform.machine()}; "
+          f"MiniLM ({model.config.num_layers} layers x {model.config.num_heads} heads); {len(encoding)}-token sentence")
+    results: dict = {}
+    sentences = builtin_sentences(args.sentences)
+    report = timed(f"probes, 7 tasks, {len(sentences)} sentences", lambda: probes.run_probes(model, tokenizer, sentences), results)
+    timed("ablation ranking, all 72 heads (zero)", lambda: ablation.rank_heads(model, tokenizer, encoding), results)
+    mean_z = timed("mean head outputs, 200 sentences", lambda: ablation.mean_head_outputs(model, tokenizer, builtin_sentences(200)), results)
+    timed("ablation ranking, all 72 heads (mean)", lambda: ablation.rank_heads(model, tokenizer, encoding, mode="mean", mean_z=mean_z), results)
+    timed("integrated gradients, 32 steps", lambda: saliency.saliency(model, tokenizer, encoding, steps=32), results)
+    timed("gradient x input", lambda: saliency.saliency(model, tokenizer, encoding, "gradient_x_input"), results)
+    timed("logit lens", lambda: logit_lens.logit_lens(model, tokenizer, encoding), results)
+    _, cache = model.run_with_cache(*encoding.tensors(), names=lambda n: n.endswith("hook_pattern"))
+    attention = rollout.head_average(torch.stack([cache[f"transformer.{i}.attention.attention.hook_pattern"][0] for i in range(6)]).numpy())
+    timed("attention rollout", lambda: rollout.attention_rollout(attention), results)
+    timed(f"attention flow ({rollout.flow_method()}, {len(encoding)} tokens)", lambda: rollout.attention_flow(attention), results)
+    timed("corpus head statistics, 992 sentences", lambda: head_stats.corpus_head_statistics(model, tokenizer, builtin_sentences()), results)
+    for task, result in report.results.items():
+        best = max(range(len(result.accuracy)), key=result.accuracy.__getitem__)
+        print(f"  probe {task:<16} best {result.layer_names[best]:<10} accuracy {result.accuracy[best]:.3f} "
+              f"(control {result.control_accuracy[best]:.3f}); embeddings {result.accuracy[0]:.3f}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
