@@ -2,7 +2,7 @@
 import pandas as pd
 import streamlit as st
 
-from bert.analysis.attention_stats import STATISTICS, KeyRoles, head_statistics
+from bert.analysis.attention_stats import STATISTICS
 from viz_app import widgets
 from viz_app.charts.attention import attention_bars, heads_overview, pattern_heatmap, statistic_heatmap
 
@@ -55,7 +55,7 @@ st.caption(
 widgets.show_chart(heads_overview(result.attention, positions, (layer, head)), key="overview")
 
 st.subheader("Head statistics")
-stats = head_statistics(result.attention, KeyRoles.from_tokens(tokens))
+stats = result.head_stats
 names = list(STATISTICS)
 widgets.clamp_choice("statistic", names)
 statistic = st.segmented_control("Statistic", names, key="statistic", persist_state="session", required=True)

@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from bert import BertTokenizer, Encoding, InputTooLongError
+from bert.analysis.attention_stats import HeadStatistics, KeyRoles, head_statistics
 from bert.model import Bert
 
 TOP_K_STORED = 50  # candidates kept per [MASK]; the page shows up to this many
@@ -108,6 +109,7 @@ class ForwardResult:
     neurons: np.ndarray  # [layer, seq, intermediate], every layer's residual.hook_post (after GELU)
     embeddings: dict[str, np.ndarray] = field(default_factory=dict)  # token/position/segment: [seq, hidden]
     hook_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # every hook point, this input
+    head_stats: HeadStatistics | None = None  # per-head statistics [layer, head], computed once per input
 
     @property
     def seq(self) -> int:
@@ -116,7 +118,8 @@ class ForwardResult:
 
 def record(model: Bert, tokenizer: BertTokenizer, prepared: PreparedInput, top_k: int = TOP_K_STORED) -> ForwardResult:
     """Run the model once on `prepared.masked`; keep attention, neuron activations, the embedding parts,
-    every hook's shape (by an identity intervention that only looks) and the predictions at each [MASK]."""
+    every hook's shape (by an identity intervention that only looks), the predictions at each [MASK] and the
+    per-head attention statistics."""
     config = model.config
     input_ids, token_type_ids = prepared.masked.tensors()
     at_masks = input_ids == tokenizer.mask_id  # [1, seq]
@@ -142,16 +145,18 @@ def record(model: Bert, tokenizer: BertTokenizer, prepared: PreparedInput, top_k
             logit_mask=at_masks,  # the LM head runs only at the masks (none: it runs on nothing)
         )
         masks = _mask_results(logits, at_masks, prepared, tokenizer, top_k) if logits is not None else []
+    attention = np.stack([cache[name][0].float().numpy() for name in patterns])
     return ForwardResult(
         tokens=list(prepared.masked.tokens),
         original_tokens=list(prepared.base.tokens),
         token_type_ids=list(prepared.masked.token_type_ids),
         special=list(prepared.masked.special),
         masks=masks,
-        attention=np.stack([cache[name][0].float().numpy() for name in patterns]),
+        attention=attention,
         neurons=np.stack([cache[name][0].float().numpy() for name in posts]),
         embeddings={part: cache[name][0].float().numpy() for part, name in embedding_hooks.items()},
         hook_shapes=shapes,
+        head_stats=head_statistics(attention, KeyRoles.from_tokens(prepared.masked.tokens)),
     )
 
 

@@ -52,6 +52,8 @@ def test_record_keeps_what_the_pages_need(encoder):
     assert result.hook_shapes["transformer.0.attention.attention.hook_pattern"] == (1, config.num_heads, seq, seq)
     assert len(result.hook_shapes) == len(encoder.model.hook_names())
     assert result.masks == []  # no MLM head: no predictions, but everything else
+    assert result.head_stats.shape == (config.num_layers, config.num_heads)
+    np.testing.assert_allclose(result.head_stats["cls"], result.attention[..., 0].mean(-1), rtol=1e-5)
     assert result.tokens[2] == "[MASK]" and result.original_tokens[2] == "dog"
     np.testing.assert_allclose(result.embeddings["segment"][-1], encoder.model.embedding.token_type_embedding.weight[1].detach().numpy())
 
