@@ -19,6 +19,15 @@ pages = {
         st.Page("../pages/5_architecture.py", title="Architecture", icon=":material/account_tree:",
                 url_path="architecture"),
     ],
+    "Experiments": [
+        st.Page("../pages/6_probes.py", title="Layer probes", icon=":material/science:", url_path="probes"),
+        st.Page("../pages/7_logit_lens.py", title="Logit lens", icon=":material/layers:", url_path="logit_lens"),
+        st.Page("../pages/8_head_ablation.py", title="Head ablation", icon=":material/content_cut:", url_path="head_ablation"),
+        st.Page("../pages/9_rollout.py", title="Rollout and flow", icon=":material/water:", url_path="rollout"),
+        st.Page("../pages/10_head_statistics.py", title="Head statistics", icon=":material/bar_chart:",
+                url_path="head_statistics"),
+        st.Page("../pages/11_saliency.py", title="Saliency", icon=":material/highlight:", url_path="saliency"),
+    ],
 }
 page = st.navigation(pages)
 context = sidebar.render()
