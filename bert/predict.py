@@ -39,11 +39,11 @@ def predict_masks(model: Bert, tokenizer: BertTokenizer, encoding: Encoding, top
     best = probabilities.topk(min(top_k, probabilities.shape[-1]), dim=-1)
     positions = at_masks[0].nonzero().flatten().tolist()
     return [
-        MaskPrediction(position, [_candidate(tokenizer, int(i), float(p)) for p, i in zip(probs, ids)])
+        MaskPrediction(position, [make_candidate(tokenizer, int(i), float(p)) for p, i in zip(probs, ids)])
         for position, probs, ids in zip(positions, best.values, best.indices)
     ]
 
 
-def _candidate(tokenizer: BertTokenizer, token_id: int, probability: float) -> Candidate:
+def make_candidate(tokenizer: BertTokenizer, token_id: int, probability: float) -> Candidate:
     token = tokenizer.id_to_token(token_id)
     return Candidate(token, token_id, probability, token.startswith("##"))

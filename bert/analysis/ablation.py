@@ -20,7 +20,7 @@ from ..data import LabelledSentence
 from ..errors import InvalidInputError
 from ..interventions import mean_heads, z_hook, zero_heads
 from ..model import Bert
-from ..predict import Candidate, MaskPrediction, _candidate
+from ..predict import Candidate, MaskPrediction, make_candidate
 from ..tokenizer import BertTokenizer, Encoding
 from .corpus import batches, pad
 
@@ -85,7 +85,7 @@ def predict_ablated(
     best = logits.softmax(-1).topk(min(top_k, logits.shape[-1]), dim=-1)
     positions = at_masks[0].nonzero().flatten().tolist()
     return [
-        MaskPrediction(position, [_candidate(tokenizer, int(i), float(p)) for p, i in zip(probs, ids)])
+        MaskPrediction(position, [make_candidate(tokenizer, int(i), float(p)) for p, i in zip(probs, ids)])
         for position, probs, ids in zip(positions, best.values, best.indices)
     ]
 
@@ -143,7 +143,7 @@ def rank_heads(
         )
         ablated[start : start + rows] = logits.log_softmax(-1)[:, target_id]
     ablated = ablated.view(layers, heads)
-    target = _candidate(tokenizer, target_id, float(clean[target_id].exp()))
+    target = make_candidate(tokenizer, target_id, float(clean[target_id].exp()))
     return HeadRanking(position, target, clean[target_id] - ablated, ablated.exp(), mode)
 
 

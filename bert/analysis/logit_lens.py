@@ -12,7 +12,7 @@ import torch
 
 from ..errors import InvalidInputError
 from ..model import Bert
-from ..predict import Candidate, _candidate
+from ..predict import Candidate, make_candidate
 from ..tokenizer import BertTokenizer, Encoding
 from .corpus import layer_names, residual_hooks
 
@@ -58,13 +58,13 @@ def logit_lens(model: Bert, tokenizer: BertTokenizer, encoding: Encoding, top_k:
         layers = [
             LensLayer(
                 name=names[layer],
-                top=[_candidate(tokenizer, int(i), float(p)) for p, i in zip(best.values[layer, m], best.indices[layer, m])],
+                top=[make_candidate(tokenizer, int(i), float(p)) for p, i in zip(best.values[layer, m], best.indices[layer, m])],
                 final_rank=int(ranks[layer, m]),
                 final_probability=float(final_probs[layer, m]),
             )
             for layer in range(len(hooks))
         ]
         final_id = int(final_ids[m])
-        lenses.append(MaskLens(position, _candidate(tokenizer, final_id, float(final_probs[-1, m])), layers))
+        lenses.append(MaskLens(position, make_candidate(tokenizer, final_id, float(final_probs[-1, m])), layers))
     return lenses
 
