@@ -26,7 +26,7 @@ import torch
 
 from ..errors import InvalidInputError
 from ..model import Bert
-from ..predict import Candidate, _candidate
+from ..predict import Candidate, make_candidate
 from ..tokenizer import BertTokenizer, Encoding
 
 PARTS = ("token", "position", "segment")
@@ -78,7 +78,7 @@ def saliency(
         with torch.no_grad():
             target_id = int(score_fn.log_probs(parts)[0].argmax())
     score, gradients = score_fn.gradients(parts, target_id)
-    target = _candidate(tokenizer, target_id, float(np.exp(score[0])))
+    target = make_candidate(tokenizer, target_id, float(np.exp(score[0])))
     if method == "gradient_x_input":
         attributions = torch.stack([(gradients[p] * parts[p]).sum(-1)[0] for p in PARTS])
         return Saliency(method, encoding.tokens, position, target, attributions.numpy(), float(score[0]))
