@@ -40,6 +40,8 @@ with controls[2]:
     )
 
 pattern = result.attention[layer, head]
+if len(positions) > 64:
+    st.caption("A long input: drag a box on the heatmap to zoom into some tokens (double-click to zoom out).")
 left, right = st.columns([3, 2])
 with left:
     widgets.show_chart(pattern_heatmap(pattern, tokens, positions, layer, head), key="pattern")

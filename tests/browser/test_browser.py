@@ -1,0 +1,192 @@
+"""The app in a real browser: Chromium (Debian's package) driven by Playwright against `streamlit run` on localhost.
+
+Opens every page, types a sentence with [MASK], waits for predictions, clicks a token to mask it, checks that
+two browser sessions keep their own sentences, and saves a screenshot of each page to $SCREENSHOT_DIR
+(default: out/screenshots). Skips when Chromium or Playwright is missing, except under CI=true, where
+missing tools are a failure.
+
+    apt-get install -y chromium && pip install playwright
+    OMP_NUM_THREADS=1 python -m pytest tests/browser -q
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+]
+PAGES = {"prediction": "", "attention": "attention", "embeddings": "embeddings", "mlp": "mlp", "architecture": "architecture"}
+TITLES = {"prediction": "Masked prediction", "attention": "Attention", "embeddings": "Embeddings", "mlp": "MLP activations", "architecture": "Architecture"}
+SLOW = 600_000  # ms: the CPUs may be shared with training runs
+
+
+def _missing() -> str | None:
+    if not (Path(CHROMIUM).is_file() or shutil.which(CHROMIUM)):
+        return f"Chromium is not at {CHROMIUM} (apt-get install -y chromium, or set CHROMIUM=/path/to/chromium)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "playwright is not installed (pip install playwright)"
+    return None
+
+
+@pytest.fixture(scope="module")
+def app_url():
+    reason = _missing()
+    if reason:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"browser test cannot run under CI=true: {reason}")
+        pytest.skip(reason)
+    port = _free_port()
+    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+    log = open(_screenshot_dir() / "streamlit.log", "w")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "viz_app" / "Home.py"), "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+         "--server.fileWatcherType", "none"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_for_health(url, server)
+        yield url
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser(app_url):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+def test_every_page_and_a_typed_mask(browser, app_url):
+    page = _new_page(browser)
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(app_url + "/")
+    _settle(page, charts=1)
+
+    # type a sentence with a [MASK] into the sidebar, as a student would
+    box = page.get_by_label("Sentence", exact=True)
+    box.fill("Paris is the [MASK] of France.")
+    box.press("Control+Enter")
+    page.get_by_text("[MASK] #1 (position 4)").wait_for(timeout=SLOW)
+    _settle(page, charts=1)
+    assert page.locator(".js-plotly-plot").count() == 1
+    bars = page.locator(".js-plotly-plot .bars .point")
+    assert bars.count() == 10, "ten candidates, as bars"
+    assert "text=Paris" in page.url, "the sentence goes into the URL"
+
+    # click a token chip to mask it too: a second chart with the original token's rank
+    page.get_by_role("button", name="france", exact=True).click()
+    page.get_by_text("was “france”").wait_for(timeout=SLOW)
+    _settle(page, charts=2)
+    assert page.locator(".js-plotly-plot").count() == 2
+    assert page.get_by_text("The masked token").count() >= 1
+    assert "masks=" in page.url
+    _screenshot(page, "prediction")
+
+    for name in ("attention", "embeddings", "mlp", "architecture"):
+        page.get_by_role("link", name=TITLES[name]).click()  # the navigation keeps the session and its sentence
+        page.get_by_role("heading", name=TITLES[name], exact=True).wait_for(timeout=SLOW)
+        _settle(page, charts=0 if name == "architecture" else 1)
+        assert page.get_by_text("Paris").count() >= 1 or name == "architecture"
+        assert "text=" in page.url, f"{name}: the URL keeps the sentence for sharing"
+        _screenshot(page, name)
+    assert not errors, errors
+    page.context.close()
+
+
+def test_a_shared_link_opens_the_same_view_and_sessions_stay_apart(browser, app_url):
+    first, second = _new_page(browser), _new_page(browser)
+    first.goto(app_url + "/attention?text=The+cat+sat+on+the+mat.&layer=2&head=5")
+    second.goto(app_url + "/attention?text=Colourless+green+ideas+sleep.&layer=4&head=1")
+    for page, title, word in ((first, "Layer 2, head 5", "cat"), (second, "Layer 4, head 1", "colour")):
+        page.get_by_text(title).first.wait_for(timeout=SLOW)
+        _settle(page, charts=1)
+        assert page.locator(".js-plotly-plot").first.get_by_text(word, exact=True).count() >= 1
+    assert first.locator(".js-plotly-plot").first.get_by_text("colour", exact=True).count() == 0
+    first.context.close()
+    second.context.close()
+
+
+def _new_page(browser):
+    """A page in its own browser context (its own Streamlit session), patient with a busy machine."""
+    page = browser.new_context(viewport={"width": 1440, "height": 1000}).new_page()
+    page.set_default_timeout(SLOW)
+    page.set_default_navigation_timeout(SLOW)
+    return page
+
+
+def _settle(page, charts: int, timeout_s: float = SLOW / 1000) -> None:
+    """Wait until the script has finished and the plotly charts have drawn (no loading skeletons left)."""
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        state = page.evaluate(
+            "() => { const app = document.querySelector('[data-testid=stApp]');"
+            " return [app ? app.getAttribute('data-test-script-state') : null,"
+            " document.querySelectorAll('.js-plotly-plot').length,"
+            " document.querySelectorAll('[data-testid=stSkeleton]').length]; }"
+        )
+        if state[0] == "notRunning" and state[1] >= charts and state[2] == 0:
+            time.sleep(1)  # let plotly finish drawing
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"the page did not settle within {timeout_s:.0f} s: {state}")
+
+
+def _screenshot(page, name: str) -> None:
+    """The whole page: Streamlit scrolls inside its main block, so grow the viewport to fit it first."""
+    height = page.evaluate("() => document.querySelector('[data-testid=stMainBlockContainer]').scrollHeight")
+    page.set_viewport_size({"width": 1440, "height": min(max(int(height) + 150, 900), 12000)})
+    time.sleep(1.5)
+    page.screenshot(path=str(_screenshot_dir() / f"{name}.png"))
+    page.set_viewport_size({"width": 1440, "height": 1000})
+
+
+def _screenshot_dir() -> Path:
+    folder = Path(os.environ.get("SCREENSHOT_DIR", ROOT / "out" / "screenshots"))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_for_health(url: str, server: subprocess.Popen, timeout_s: float = 180) -> None:
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"streamlit exited with code {server.returncode}; see {_screenshot_dir() / 'streamlit.log'}")
+        try:
+            with urllib.request.urlopen(url + "/_stcore/health", timeout=5) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(1)
+    raise RuntimeError(f"streamlit did not answer at {url} within {timeout_s:.0f} s")
