@@ -105,4 +105,4 @@ def neuron_by_token(
 def _activation_scale(low: float, high: float) -> list:
     """White at 0, reds up to `high`, a light blue for GELU's small negative values (not stretched to look big)."""
     zero = -low / (high - low) if high > low else 0.0
-    return [[0.0, "#9ecae1"], [zero, "#ffffff"], [zero + (1 - zero) * 0.45, "#fb6a4a"], [1.0, "#67000d"]]
+    return [[0.0, "#d6e6f4"], [zero, "#ffffff"], [zero + (1 - zero) * 0.45, "#fb6a4a"], [1.0, "#67000d"]]
