@@ -119,6 +119,33 @@ def test_every_page_and_a_typed_mask(browser, app_url):
     page.context.close()
 
 
+EXPERIMENTS = {  # navigation title -> (page heading, charts drawn with the default sentence)
+    "Logit lens": ("Logit lens", 1),
+    "Head ablation": ("Head ablation", 0),
+    "Rollout and flow": ("Rollout and flow", 2),
+    "Saliency": ("Saliency by embedding part", 1),
+    "Head statistics": ("Head statistics over a corpus", 0),
+    "Layer probes": ("Layer probes", 0),
+}
+
+
+def test_every_experiment_page_draws(browser, app_url):
+    page = _new_page(browser)
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(app_url + "/")
+    _settle(page, charts=1)
+    for link, (heading, charts) in EXPERIMENTS.items():
+        page.get_by_role("link", name=link, exact=True).click()
+        page.get_by_role("heading", name=heading, exact=True).wait_for(timeout=SLOW)
+        _settle(page, charts=charts)
+        assert page.locator(".js-plotly-plot").count() >= charts, f"{link}: expected {charts} chart(s)"
+        assert not page.get_by_text("Traceback").count(), f"{link}: an exception is shown"
+        _screenshot(page, link.lower().replace(" ", "_"))
+    assert not errors, errors
+    page.context.close()
+
+
 def test_a_shared_link_opens_the_same_view_and_sessions_stay_apart(browser, app_url):
     first, second = _new_page(browser), _new_page(browser)
     first.goto(app_url + "/attention?text=The+cat+sat+on+the+mat.&layer=2&head=5")
