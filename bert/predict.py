@@ -25,8 +25,11 @@ class MaskPrediction:
 
 
 @torch.no_grad()
-def predict_masks(model: Bert, tokenizer: BertTokenizer, encoding: Encoding, top_k: int = 5) -> list[MaskPrediction]:
-    """Run the model once, with the LM head only at the [MASK] positions."""
+def predict_masks(
+    model: Bert, tokenizer: BertTokenizer, encoding: Encoding, top_k: int = 5, interventions=None
+) -> list[MaskPrediction]:
+    """Run the model once, with the LM head only at the [MASK] positions (and `interventions`, as in
+    `Bert.run_with_cache`, applied on the way)."""
     if not model.has_mlm_head:
         raise InvalidInputError("this model has no masked-LM head, so it cannot predict masked words")
     if top_k < 1:
@@ -35,7 +38,8 @@ def predict_masks(model: Bert, tokenizer: BertTokenizer, encoding: Encoding, top
     at_masks = input_ids == tokenizer.mask_id
     if not at_masks.any():
         return []
-    probabilities = model(input_ids, token_type_ids, logit_mask=at_masks).softmax(-1)  # [masks, vocab]
+    logits, _ = model.run_with_cache(input_ids, token_type_ids, names=[], interventions=interventions, logit_mask=at_masks)
+    probabilities = logits.softmax(-1)  # [masks, vocab]
     best = probabilities.topk(min(top_k, probabilities.shape[-1]), dim=-1)
     positions = at_masks[0].nonzero().flatten().tolist()
     return [

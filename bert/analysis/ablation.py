@@ -20,7 +20,7 @@ from ..data import LabelledSentence
 from ..errors import InvalidInputError
 from ..interventions import mean_heads, z_hook, zero_heads
 from ..model import Bert
-from ..predict import Candidate, MaskPrediction, make_candidate
+from ..predict import Candidate, MaskPrediction, make_candidate, predict_masks
 from ..tokenizer import BertTokenizer, Encoding
 from .corpus import batches, pad
 
@@ -76,18 +76,8 @@ def predict_ablated(
     _check_model(model)
     heads = list(heads)
     _check_heads(model, heads)
-    input_ids, token_type_ids = encoding.tensors()
-    at_masks = input_ids == tokenizer.mask_id
-    if not at_masks.any():
-        return []
     interventions = ablation_interventions(heads, mode, mean_z) if heads else None
-    logits, _ = model.run_with_cache(input_ids, token_type_ids, names=[], interventions=interventions, logit_mask=at_masks)
-    best = logits.softmax(-1).topk(min(top_k, logits.shape[-1]), dim=-1)
-    positions = at_masks[0].nonzero().flatten().tolist()
-    return [
-        MaskPrediction(position, [make_candidate(tokenizer, int(i), float(p)) for p, i in zip(probs, ids)])
-        for position, probs, ids in zip(positions, best.values, best.indices)
-    ]
+    return predict_masks(model, tokenizer, encoding, top_k, interventions)
 
 
 @dataclass(frozen=True)
