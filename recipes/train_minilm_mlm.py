@@ -14,14 +14,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import torch
-
 from bert.checkpoint import read_state_dict
 from bert.pretrained import MINILM_HEAD_FILE, load_pretrained, minilm_folder
-from bert.pretraining.data import DataConfig
+from bert.pretraining.data import DataConfig, batches
 from bert.pretraining.export import save_changed
-from bert.pretraining.data import batches
-from bert.pretraining.trainer import TrainConfig, evaluate, train
+from bert.pretraining.trainer import TrainConfig, complete_checkpoint, evaluate, load_checkpoint_weights, train
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "data" / "corpus"
@@ -50,9 +47,12 @@ def run_training() -> dict:
 
 def export() -> dict:
     model, tokenizer = start_model()
-    step = load_checkpoint_weights(model)
+    checkpoint = complete_checkpoint(RUN / "checkpoint")
+    if checkpoint is None:
+        raise SystemExit(f"no checkpoint in {RUN}: run the train phase first")
+    step = load_checkpoint_weights(checkpoint, model)
     model.eval()
-    base = read_state_dict(next(minilm_folder().glob("model.safetensors")))
+    base = read_state_dict(minilm_folder() / "model.safetensors")
     changed = save_changed(model, base, MINILM_HEAD_FILE, {"step": str(step), "recipe": "recipes/train_minilm_mlm.py"})
     shipped, _ = load_pretrained("minilm")  # what users get: fp16 weights, read back
     heldout = list(batches(CORPUS / "heldout.txt", tokenizer, DATA, TRAIN.seed, 0))
@@ -60,15 +60,6 @@ def export() -> dict:
                "megabytes": round(MINILM_HEAD_FILE.stat().st_size / 2**20, 1)}
     (RUN / "export.json").write_text(json.dumps(metrics, indent=2))
     return metrics
-
-
-def load_checkpoint_weights(model) -> int:
-    from safetensors.torch import load_file
-
-    state = load_file(str(RUN / "checkpoint" / "model.safetensors"))
-    state["lm_head.unembedding.weight"] = state["embedding.token_embedding.weight"]
-    model.load_state_dict(state, strict=True)
-    return json.loads((RUN / "checkpoint" / "state.json").read_text())["step"]
 
 
 if __name__ == "__main__":

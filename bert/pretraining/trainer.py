@@ -2,6 +2,7 @@
 seeded and resumable, with periodic held-out masked-token accuracy and perplexity (seed 003)."""
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import math
@@ -146,7 +147,7 @@ def train(
     optimizer = make_optimizer(model, config)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, config.warmup_steps, config.steps))
     step = load_checkpoint(out_dir / "checkpoint", model, optimizer, scheduler) if resume else 0
-    heldout = list(_take(batches(heldout_file, tokenizer, data, config.seed, 0), config.eval_batches)) if heldout_file else []
+    heldout = list(itertools.islice(batches(heldout_file, tokenizer, data, config.seed, 0), config.eval_batches)) if heldout_file else []
     stream = infinite_batches(train_file, tokenizer, data, config.seed, skip=step)
     model.train()
     metrics: dict = {}
@@ -204,22 +205,30 @@ def save_checkpoint(folder: Path, model, optimizer, scheduler, step: int, config
 
 
 def load_checkpoint(folder: Path, model, optimizer, scheduler) -> int:
-    if not (folder / "state.json").is_file():
-        folder = folder.with_name(folder.name + ".tmp")  # killed between save_checkpoint's two renames
-        if not (folder / "state.json").is_file():
-            return 0
+    """Restore model, optimizer and scheduler; return the step to go on from (0 without a checkpoint)."""
+    found = complete_checkpoint(folder)
+    if found is None:
+        return 0
+    step = load_checkpoint_weights(found, model)
+    saved = torch.load(found / "optimizer.pt", weights_only=True)
+    optimizer.load_state_dict(saved["optimizer"])
+    scheduler.load_state_dict(saved["scheduler"])
+    log.info("resumed from %s at step %d", found, step)
+    return step
+
+
+def complete_checkpoint(folder: Path) -> Path | None:
+    """`folder`, or `folder.tmp` if a run was killed between save_checkpoint's two renames; None if neither."""
+    for candidate in (folder, folder.with_name(folder.name + ".tmp")):
+        if (candidate / "state.json").is_file():
+            return candidate
+    return None
+
+
+def load_checkpoint_weights(folder: Path, model) -> int:
+    """Fill `model` (strictly) from a complete checkpoint folder; return its step."""
     state = load_file(str(folder / "model.safetensors"))
     if model.lm_head is not None:
         state["lm_head.unembedding.weight"] = state["embedding.token_embedding.weight"]  # tied, saved once
     model.load_state_dict(state, strict=True)
-    saved = torch.load(folder / "optimizer.pt", weights_only=True)
-    optimizer.load_state_dict(saved["optimizer"])
-    scheduler.load_state_dict(saved["scheduler"])
-    step = json.loads((folder / "state.json").read_text())["step"]
-    log.info("resumed from %s at step %d", folder, step)
-    return step
-
-
-def _take(iterator, count):
-    for _, item in zip(range(count), iterator):
-        yield item
+    return json.loads((folder / "state.json").read_text())["step"]
