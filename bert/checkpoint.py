@@ -70,7 +70,7 @@ def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
     no `bert.` prefix, LayerNorm gamma/beta as weight/bias (old TensorFlow conversions)."""
     path = Path(path)
     if path.name.endswith(".index.json"):
-        weight_map = _read_json(path).get("weight_map")
+        weight_map = read_json(path).get("weight_map")
         if not isinstance(weight_map, dict):
             raise CheckpointError(f"{path} has no weight_map naming the shard of each tensor")
         shards = sorted(set(weight_map.values()))
@@ -171,7 +171,7 @@ def _read_tensors(path: Path) -> dict[str, torch.Tensor]:
     return state
 
 
-def _read_json(path: Path) -> dict:
+def read_json(path: Path) -> dict:
     try:
         return json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as error:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import torch
 
-from .checkpoint import _read_json, find_weights, model_from_state_dict, read_state_dict
+from .checkpoint import read_json, find_weights, model_from_state_dict, read_state_dict
 from .config import BertConfig
 from .errors import CheckpointError, ModelNotFoundError
 from .model import Bert
@@ -43,7 +43,7 @@ def load_folder(folder: str | Path, overlay: dict[str, torch.Tensor] | None = No
     if not (folder / "config.json").is_file():
         raise ModelNotFoundError(f"{folder} has no config.json; is it a Hugging Face BERT folder?")
     try:
-        config = BertConfig.from_hf_dict(_read_json(folder / "config.json"))
+        config = BertConfig.from_hf_dict(read_json(folder / "config.json"))
     except (ValueError, TypeError) as error:
         raise CheckpointError(f"{folder / 'config.json'}: {error}") from error
     weights = find_weights(folder)
