@@ -1,4 +1,5 @@
-"""Command line: `python -m bert predict "The [MASK] barked." --model minilm` and `python -m bert pretrain ...`."""
+"""Command line: `python -m bert predict "The [MASK] barked." --model minilm`, `python -m bert pretrain ...`,
+and `python -m bert download bert-base-uncased` (once, while online: the app then offers it first)."""
 from __future__ import annotations
 
 import argparse
@@ -19,6 +20,8 @@ def main(argv: list[str] | None = None) -> int:
     predict.add_argument("--model", default="minilm", help="minilm, a Hugging Face folder, or a cached hub id")
     predict.add_argument("--top-k", type=int, default=5)
     predict.add_argument("--json", action="store_true", help="machine-readable output")
+    download = commands.add_parser("download", help="fetch a BERT from the Hugging Face hub into the local cache")
+    download.add_argument("repo_id", help="e.g. bert-base-uncased")
     from .pretraining.cli import add_arguments
 
     add_arguments(commands.add_parser("pretrain", help="pre-train or fine-tune with MLM (and NSP)"))
@@ -27,12 +30,23 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "predict":
             return _predict(args)
+        if args.command == "download":
+            return _download(args)
         from .pretraining.cli import run
 
         return run(args)
     except BertError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+
+
+def _download(args) -> int:
+    from .pretrained import load_pretrained
+
+    model, _ = load_pretrained(args.repo_id, allow_download=True)  # loading it checks the files are whole
+    head = "with" if model.lm_head is not None else "without"
+    print(f"{args.repo_id}: {model.config.num_layers} layers, {head} a masked-LM head, in the local Hugging Face cache")
+    return 0
 
 
 def _predict(args) -> int:

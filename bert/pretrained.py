@@ -93,4 +93,7 @@ def _hub_folder(repo_id: str, allow_download: bool) -> Path:
             ) from error
     if not allow_download:
         raise ModelNotFoundError(f"{repo_id!r} is in the local cache without safetensors weights")
-    return Path(snapshot_download(repo_id, allow_patterns=patterns))
+    try:
+        return Path(snapshot_download(repo_id, allow_patterns=patterns))
+    except Exception as error:  # offline, unknown id, gated repository...
+        raise ModelNotFoundError(f"could not download {repo_id!r} from the Hugging Face hub: {error}") from error

@@ -11,6 +11,12 @@ from bert.pretrained import MINILM_HEAD_FILE
 
 FOLDER = "folder"  # the picker's "a local Hugging Face folder" choice
 PREFERRED_HUB_IDS = ("bert-base-uncased", "bert-base-cased", "bert-large-uncased")  # offered first when cached
+BUILTIN_NOTE = (
+    "The built-in model is small and was trained by this project: MiniLM-L6's encoder plus a masked-LM head "
+    "trained here on about 7M words, so its guesses are rougher than BERT-base's (bert/weights/MODEL_CARD.md). "
+    "For the real bert-base-uncased, run `python -m bert download bert-base-uncased` once while online: "
+    "it then comes first in the model picker."
+)
 _WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
 
 
@@ -89,7 +95,14 @@ def model_choices(cache_dir: Path | None = None) -> list[ModelChoice]:
 
 
 def default_source() -> str:
+    """The built-in model: what a link without a model names, and the fallback when a choice disappears."""
     return "minilm" if MINILM_HEAD_FILE.is_file() else "minilm-encoder"
+
+
+def first_choice(choices: list[ModelChoice]) -> str:
+    """What a new session starts on: a cached bert-base-uncased (or another preferred BERT), else the built-in."""
+    preferred = [c.source for c in choices if c.source in PREFERRED_HUB_IDS]
+    return preferred[0] if preferred else default_source()
 
 
 def revision(source: str, folder: str | None = None) -> str:

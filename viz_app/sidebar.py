@@ -67,8 +67,8 @@ def _model_picker():
             format_func=lambda s: by_source[s].label,
             key="model_choice",
             persist_state="session",
-            help="minilm is built in and works offline. bert-base-uncased appears here once it is in your local "
-            "Hugging Face cache. Any folder with config.json, weights and vocab.txt works too.",
+            help="minilm is built in and works offline. bert-base-uncased appears here, first and chosen, once it is "
+            "in your local Hugging Face cache. Any folder with config.json, weights and vocab.txt works too.",
         )
     ]
     if choice.source == models.FOLDER:
@@ -92,6 +92,8 @@ def _model_picker():
     st.caption(summary.one_line())
     if summary.has_mlm_head:
         st.caption(":material/check_circle: Masked-LM head: it can fill in [MASK].")
+        if source == "minilm":
+            st.caption(":material/info: " + models.BUILTIN_NOTE)
     else:
         st.caption(":material/block: No masked-LM head: every page works except prediction.")
     return source, folder, revision, loaded, None

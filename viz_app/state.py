@@ -71,8 +71,7 @@ def load_from_url() -> None:
             except ValueError:
                 pass
         st.session_state.setdefault(key, value)
-    source = query.get(MODEL_PARAM) or models.default_source()
-    st.session_state.setdefault("model_source_requested", source)
+    st.session_state.setdefault("model_source_requested", query.get(MODEL_PARAM, ""))  # "": the first choice
 
 
 def init_model_widgets(choices: list[models.ModelChoice]) -> None:
@@ -81,7 +80,9 @@ def init_model_widgets(choices: list[models.ModelChoice]) -> None:
     if requested is None:
         return
     sources = [c.source for c in choices]
-    if requested in sources and requested != models.FOLDER:
+    if not requested:
+        st.session_state.setdefault("model_choice", models.first_choice(choices))
+    elif requested in sources and requested != models.FOLDER:
         st.session_state.setdefault("model_choice", requested)
     elif requested in ("minilm", "minilm-encoder"):  # e.g. minilm asked for before its head file exists
         st.session_state.setdefault("model_choice", models.default_source())
@@ -97,9 +98,10 @@ def clamp(key: str, options: list, default=None) -> None:
 
 
 def write_url(model_source: str | None) -> None:
-    """Session state -> query parameters: only values that differ from the defaults, to keep links short."""
+    """Session state -> query parameters: the model always (a new session's first choice depends on the local
+    cache), other values only where they differ from the defaults, to keep links short."""
     wanted = {}
-    if model_source and model_source != models.default_source():
+    if model_source:
         wanted[MODEL_PARAM] = model_source
     for key, param in PARAMS.items():
         value = st.session_state.get(key, param.default)

@@ -22,7 +22,7 @@ def test_a_shared_link_reopens_the_same_view(open_app):
     assert at.toggle(key="hide_special").value is True
     assert at.selectbox(key="focus").value == 3
     assert "Layer 4, head 11" in figures(at)[0]["layout"]["title"]["text"]
-    assert at.query_params == {"text": "Paris is the capital of France.", "pair": "It is big.", "layer": "4", "head": "11", "hide_special": "1", "focus": "3"}
+    assert at.query_params == {"model": "minilm", "text": "Paris is the capital of France.", "pair": "It is big.", "layer": "4", "head": "11", "hide_special": "1", "focus": "3"}
 
 
 def test_nonsense_in_the_url_is_ignored(open_app):
@@ -72,11 +72,14 @@ def test_picker_offers_bert_base_first_and_a_broken_cache_entry_gets_a_message(o
     at = open_app()
     picker = at.selectbox(key="model_choice")
     assert picker.options[0].startswith("bert-base-uncased")
-    assert picker.value == models.default_source()  # the built-in model stays the default
-    picker.select("bert-base-uncased").run()
+    assert picker.value == "bert-base-uncased"  # offered first and chosen for a new session
     no_exception(at)
-    assert any("Could not load 'bert-base-uncased'" in e.value for e in at.sidebar.error)
+    assert any("Could not load 'bert-base-uncased'" in e.value for e in at.sidebar.error)  # the fake has no real weights
     assert "Pick another model" in texts(at)
+    picker.select(models.default_source()).run()
+    no_exception(at)
+    assert not at.sidebar.error and at.query_params["model"] == models.default_source()
+    assert "small and was trained by this project" in texts(at) and "python -m bert download bert-base-uncased" in texts(at)
 
 
 def _parameters_digest(model) -> str:
