@@ -1054,7 +1054,7 @@ SOURCES: list[Source] = [
 # evaluation sentences kept out of the corpus
 # --------------------------------------------------------------------------
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_EXCLUDE = [os.path.join(REPO_ROOT, "bert", "data", "sentences.tsv")]
+DEFAULT_EXCLUDE = [os.path.join(REPO_ROOT, "bert", "data", name) for name in ("sentences.tsv", "everyday_cloze.tsv")]
 
 
 class Excluder:
@@ -1225,7 +1225,7 @@ def main() -> None:
     ap.add_argument("--exclude", nargs="*", default=DEFAULT_EXCLUDE,
                     help="files of sentences (one a line, or a .tsv whose first column is the sentence; "
                          "[MASK] matches any word) whose copies are left out of the corpus "
-                         "(default: bert/data/sentences.tsv)")
+                         "(default: bert/data/sentences.tsv and everyday_cloze.tsv)")
     args = ap.parse_args()
 
     if args.list:

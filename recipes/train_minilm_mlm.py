@@ -21,6 +21,7 @@ from pathlib import Path
 from dataclasses import replace
 
 from bert.checkpoint import read_state_dict
+from bert.pretraining.cloze_eval import EVERYDAY_CLOZE
 from bert.pretrained import MINILM_HEAD_FILE, load_pretrained, minilm_folder
 from bert.pretraining.data import DataConfig, batches
 from bert.pretraining.export import save_changed
@@ -51,30 +52,32 @@ def build_corpus() -> None:
     subprocess.run([sys.executable, str(ROOT / "recipes" / "build_corpus.py"), "--out", str(CORPUS)], check=True)
 
 
-def build_everyday_mix() -> dict[str, int]:
+def build_everyday_mix(corpus: Path = CORPUS, out: Path = EVERYDAY_MIX, cloze: Path = EVERYDAY_CLOZE) -> dict[str, int]:
     """Phase 2's training text, from train.txt only (held-out lines stay out), without copies of the everyday
-    cloze sentences. A line's source is the first source file holding it, as in build_corpus's de-duplication."""
+    cloze sentences. A line's source is the first source holding it, as in build_corpus's de-duplication."""
     sys.path.insert(0, str(ROOT / "recipes"))
     from build_corpus import SOURCES, Excluder, dedup_key
 
-    cloze = Excluder([str(ROOT / "bert" / "data" / "everyday_cloze.tsv")])
+    copies_of_cloze = Excluder([str(cloze)])
     source_of: dict[str, str] = {}
     for source in SOURCES:
-        cached = CORPUS / ".cache" / "sources" / f"{source.name}.txt"
+        cached = corpus / ".cache" / "sources" / f"{source.name}.txt"
         for line in cached.open(encoding="utf-8") if cached.is_file() else ():
             source_of.setdefault(dedup_key(line), source.name)
-    rng, mix, counts = random.Random(TRAIN_EVERYDAY.seed), [], {}
-    for line in (CORPUS / "train.txt").open(encoding="utf-8"):
+    rng, mix, counts = random.Random(TRAIN_EVERYDAY.seed), [], {"cloze copies left out": 0}
+    for line in (corpus / "train.txt").open(encoding="utf-8"):
         key = dedup_key(line)
-        if cloze.hit(key):
-            counts["left out as cloze copies"] = counts.get("left out as cloze copies", 0) + 1
+        if copies_of_cloze.hit(key):
+            counts["cloze copies left out"] += 1
             continue
-        source = source_of.get(key, "?")
+        source = source_of.get(key, "unknown")
         copies = EVERYDAY_REPEATS.get(source, int(rng.random() < OTHERS_KEPT))
         mix += [line] * copies
-        counts[source] = counts.get(source, 0) + copies
+        counts[source] = counts.get(source, 0) + copies  # lines written to the mix
     rng.shuffle(mix)
-    EVERYDAY_MIX.write_text("".join(mix), encoding="utf-8")
+    partial = out.with_name(out.name + ".tmp")
+    partial.write_text("".join(mix), encoding="utf-8")
+    partial.replace(out)  # a run reading the old file keeps reading it
     return counts
 
 
