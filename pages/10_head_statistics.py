@@ -5,7 +5,7 @@ import streamlit as st
 from bert.analysis.attention_stats import STATISTICS
 from bert.analysis.head_stats import CLARK_2019, CLARK_2019_SOURCE, is_bert_base, top_heads
 from viz_app import analysis_widgets as aw
-from viz_app import widgets
+from viz_app import state, widgets
 
 widgets.page_header(
     "Head statistics over a corpus",
@@ -15,13 +15,14 @@ widgets.page_header(
 )
 context = widgets.require(needs_input=False)
 picked = aw.sentence_source("stats", default_count=200)
-pairs = st.toggle("Pair consecutive sentences as A and B", value=True, key="stats_pairs")
+pairs = st.toggle("Pair consecutive sentences as A and B", key="stats_pairs", persist_state="session")
 if picked is None:
     st.stop()
 sentences, description = picked
 statistics = aw.corpus_statistics(*aw.model_key(context), sentences, pairs)
 names = list(STATISTICS)
-statistic = st.segmented_control("Statistic", names, default="sep", key="stats_statistic", required=True)
+state.clamp("stats_statistic", names, "sep")
+statistic = st.segmented_control("Statistic", names, key="stats_statistic", required=True, persist_state="session")
 bert_base = is_bert_base(context.loaded.model)
 findings = [f for f in CLARK_2019 if f.statistic == statistic] if bert_base else []
 widgets.show_chart(aw.statistic_by_layer_chart(statistics[statistic], statistic, findings), key="stats_by_layer")

@@ -4,7 +4,7 @@ import streamlit as st
 
 from bert.analysis.saliency import METHODS, PARTS
 from viz_app import analysis_widgets as aw
-from viz_app import widgets
+from viz_app import state, widgets
 
 widgets.page_header(
     "Saliency by embedding part",
@@ -22,8 +22,10 @@ candidates = lens.layers[-1].top
 target = st.selectbox("Explain the probability of", candidates, key="saliency_target",
                       format_func=lambda c: f"{c.token} ({c.probability:.1%})")
 columns = st.columns(2)
-method = columns[0].radio("Method", METHODS, index=1, horizontal=True, key="saliency_method", format_func=lambda m: m.replace("_", " "))
-steps = columns[1].slider("Integration steps", 8, 128, 32, step=8, key="saliency_steps", disabled=method != "integrated_gradients")
+state.clamp("saliency_method", list(METHODS), "integrated_gradients")
+state.clamp_range("saliency_steps", 8, 128, 32, step=8)
+method = columns[0].radio("Method", METHODS, horizontal=True, key="saliency_method", persist_state="session", format_func=lambda m: m.replace("_", " "))
+steps = columns[1].slider("Integration steps", 8, 128, step=8, key="saliency_steps", persist_state="session", disabled=method != "integrated_gradients")
 result = aw.saliency(*key, encoding, method, position, target.token_id, steps)
 widgets.show_chart(aw.saliency_chart(result, PARTS), key="saliency")
 if method == "gradient_x_input":

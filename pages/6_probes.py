@@ -4,7 +4,7 @@ import streamlit as st
 
 from bert.analysis.probes import TASKS
 from viz_app import analysis_widgets as aw
-from viz_app import widgets
+from viz_app import state, widgets
 
 widgets.page_header(
     "Layer probes",
@@ -15,11 +15,12 @@ widgets.page_header(
 )
 context = widgets.require(needs_input=False)
 picked = aw.sentence_source("probes", default_count=300)
-tasks = st.multiselect("Tasks", list(TASKS), default=["position", "continuation", "pos"], key="probe_tasks",
-                       format_func=lambda t: t.replace("_", " "))
+state.clamp_subset("probe_tasks", list(TASKS), state.PARAMS["probe_tasks"].default)
+tasks = st.multiselect("Tasks", list(TASKS), key="probe_tasks", persist_state="session", format_func=lambda t: t.replace("_", " "))
 with st.expander("What each task asks"):
     st.markdown("\n".join(f"- **{name.replace('_', ' ')}**: {task.description}" for name, task in TASKS.items()))
-seed = int(st.number_input("Seed", min_value=0, max_value=10_000, value=0, step=1, key="probe_seed"))
+state.clamp_range("probe_seed", 0, 10_000, 0)
+seed = int(st.number_input("Seed", min_value=0, max_value=10_000, step=1, key="probe_seed", persist_state="session"))
 if picked is None:
     st.stop()
 if not tasks:

@@ -5,7 +5,7 @@ import torch
 
 from bert.analysis import ablation
 from viz_app import analysis_widgets as aw
-from viz_app import widgets
+from viz_app import state, widgets
 
 widgets.page_header(
     "Head ablation",
@@ -18,13 +18,16 @@ position = aw.mask_picker(context, "ablation")
 if position is None:
     st.stop()
 summary = context.loaded.summary
-mode = st.radio("Ablation", list(ablation.MODES), horizontal=True, key="ablation_mode",
+state.clamp("ablation_mode", list(ablation.MODES), "zero")
+mode = st.radio("Ablation", list(ablation.MODES), horizontal=True, key="ablation_mode", persist_state="session",
                 format_func=lambda m: {"zero": "zero", "mean": "mean (corpus average)"}[m])
 all_heads = [(layer, head) for layer in range(summary.layers) for head in range(summary.heads)]
+state.clamp_subset("ablation_heads", all_heads, [])
+state.clamp_subset("ablation_layers", list(range(summary.layers)), [])
 columns = st.columns(2)
-chosen_heads = columns[0].multiselect("Heads to ablate", all_heads, key="ablation_heads",
+chosen_heads = columns[0].multiselect("Heads to ablate", all_heads, key="ablation_heads", persist_state="session",
                                       format_func=lambda lh: f"layer {lh[0]} head {lh[1]}")
-chosen_layers = columns[1].multiselect("Whole layers to ablate", list(range(summary.layers)), key="ablation_layers",
+chosen_layers = columns[1].multiselect("Whole layers to ablate", list(range(summary.layers)), key="ablation_layers", persist_state="session",
                                        format_func=lambda l: f"layer {l}")
 heads = sorted(set(chosen_heads) | set(ablation.layer_heads(context.loaded.model, chosen_layers)))
 mean_z = torch.from_numpy(aw.mean_head_outputs(*aw.model_key(context))) if mode == "mean" else None

@@ -15,7 +15,7 @@ import streamlit as st
 
 from bert.analysis import ablation, head_stats, probes, rollout
 from bert.data import LabelledSentence, builtin_sentences, split_sentences
-from viz_app import cache
+from viz_app import cache, state
 from viz_app.charts.base import ATTENTION_SCALE, HIGHLIGHT_COLOUR, PART_COLOURS, Chart, heatmap_height, layout, legend_on_top, token_labels
 from viz_app.sidebar import Context
 
@@ -36,7 +36,9 @@ def sentence_source(key: str, default_count: int, most: int = 1000) -> tuple[lis
     Returns (sentences, a one-line description) or None after showing what is missing."""
     choice = st.radio("Sentences", [BUILTIN, UPLOAD], key=f"{key}_source", horizontal=True)
     if choice == BUILTIN:
-        count = st.slider("How many", 20, min(most, len(builtin_sentences())), default_count, step=10, key=f"{key}_count")
+        high = min(most, len(builtin_sentences()))
+        state.clamp_range(f"{key}_count", 20, high, default_count, step=10)
+        count = st.slider("How many", 20, high, step=10, key=f"{key}_count", persist_state="session")
         return builtin_sentences(count), f"the first {count} built-in sentences"
     upload = st.file_uploader("A plain-text file: one sentence per line, or running text", type=["txt"], key=f"{key}_file")
     if upload is None:

@@ -6,6 +6,7 @@ the URL, so the address bar always reopens the same view (page, model, sentence,
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -19,6 +20,20 @@ MAX_URL_TEXT = 4000  # longer sentences stay out of the link (browsers and serve
 
 def _ints(value: str) -> list[int]:
     return sorted({int(part) for part in value.split(",") if part.strip()})
+
+
+def _words(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def _heads(value: str) -> list[tuple[int, int]]:
+    """"3.7,0.1" -> [(0, 1), (3, 7)]: layer.head pairs."""
+    pairs = [part.split(".") for part in value.split(",") if part.strip()]
+    return sorted({(int(layer), int(head)) for layer, head in pairs})
+
+
+def _join(values) -> str:
+    return ",".join(map(str, values))
 
 
 def _bool(value: str) -> bool:
@@ -39,7 +54,7 @@ class Param:
 PARAMS: dict[str, Param] = {
     "text": Param(str, str, DEFAULT_TEXT),
     "pair": Param(str, str, ""),
-    "masks": Param(_ints, lambda v: ",".join(map(str, v)), []),
+    "masks": Param(_ints, _join, []),
     "truncate": Param(_bool, lambda v: "1" if v else "0", False),
     "top_k": Param(int, str, 10),
     "layer": Param(int, str, 0),
@@ -53,6 +68,22 @@ PARAMS: dict[str, Param] = {
     "neurons_shown": Param(int, str, 48),
     "k": Param(int, str, 16),
     "image_format": Param(str, str, "png"),
+    # Experiment pages. A None default: the page picks (its first [MASK], the last layer).
+    "probes_count": Param(int, str, 300),
+    "probe_tasks": Param(_words, _join, ["position", "continuation", "pos"]),
+    "probe_seed": Param(int, str, 0),
+    "lens_mask": Param(int, str, None),
+    "ablation_mask": Param(int, str, None),
+    "ablation_mode": Param(str, str, "zero"),
+    "ablation_heads": Param(_heads, lambda v: _join(f"{layer}.{head}" for layer, head in v), []),
+    "ablation_layers": Param(_ints, _join, []),
+    "rollout_layer": Param(int, str, None),
+    "stats_count": Param(int, str, 200),
+    "stats_pairs": Param(_bool, lambda v: "1" if v else "0", True),
+    "stats_statistic": Param(str, str, "sep"),
+    "saliency_mask": Param(int, str, None),
+    "saliency_method": Param(str, str, "integrated_gradients"),
+    "saliency_steps": Param(int, str, 32),
 }
 MODEL_PARAM = "model"  # the model's source; kept apart because the picker is two widgets (choice, folder)
 
@@ -64,7 +95,7 @@ def load_from_url() -> None:
     st.session_state["_loaded_url"] = True
     query = st.query_params
     for key, param in PARAMS.items():
-        value = param.default
+        value = copy.copy(param.default)  # a list default is never shared between sessions
         if key in query:
             try:
                 value = param.parse(query[key])
@@ -95,6 +126,19 @@ def clamp(key: str, options: list, default=None) -> None:
     """Keep a selection valid when its options change (another model, a shorter sentence)."""
     if st.session_state.get(key) not in options:
         st.session_state[key] = default if default in options else options[0]
+
+
+def clamp_subset(key: str, options: list, default: list) -> None:
+    """Keep a multi-selection to the options there are (a link may name layers this model lacks)."""
+    chosen = st.session_state.get(key, default)
+    st.session_state[key] = [value for value in chosen if value in options] if isinstance(chosen, list) else default
+
+
+def clamp_range(key: str, low: int, high: int, default: int, step: int = 1) -> None:
+    """Keep a slider's value inside its range and on its steps."""
+    value = st.session_state.get(key)
+    if not isinstance(value, int) or not low <= value <= high or (value - low) % step:
+        st.session_state[key] = min(max(default, low), high)
 
 
 def write_url(model_source: str | None) -> None:

@@ -135,3 +135,34 @@ def test_head_statistics_on_a_few_sentences(open_page):
     (chart,) = figures(at)
     assert len(chart["data"]) == 2  # heads as dots and the layer mean (no published findings for MiniLM)
     assert "bert-base-uncased" in texts(at)
+
+
+def test_a_shared_link_reopens_an_experiment(open_page):
+    at = open_page("head_ablation", text="The [MASK] barked at the [MASK].", ablation_mask=6, ablation_mode="mean",
+                   ablation_heads="5.11,0.1", ablation_layers="2")
+    assert at.selectbox(key="ablation_mask").value == 6
+    assert at.radio(key="ablation_mode").value == "mean"
+    assert at.multiselect(key="ablation_heads").value == [(0, 1), (5, 11)]
+    assert at.multiselect(key="ablation_layers").value == [2]
+    assert "14 head(s) ablated" in " ".join(s.value for s in at.subheader)  # layer 2's 12 heads and the two others
+    assert (at.query_params["ablation_heads"], at.query_params["ablation_mode"]) == ("0.1,5.11", "mean")
+    at.multiselect(key="ablation_layers").set_value([]).run()
+    assert "ablation_layers" not in at.query_params and at.query_params["ablation_mask"] == "6"
+
+    at = open_page("saliency", text="The [MASK] barked.", saliency_method="gradient_x_input", saliency_steps=64)
+    assert (at.radio(key="saliency_method").value, at.slider(key="saliency_steps").value) == ("gradient_x_input", 64)
+    at = open_page("head_statistics", stats_count=20, stats_statistic="cls", stats_pairs=0)
+    assert at.segmented_control(key="stats_statistic").value == "cls" and at.toggle(key="stats_pairs").value is False
+
+
+def test_nonsense_in_an_experiment_link_is_replaced_by_defaults(open_page):
+    at = open_page("head_ablation", ablation_mask=99, ablation_mode="half", ablation_heads="0.1,9.9,7", ablation_layers="1,40")
+    assert at.selectbox(key="ablation_mask").value == 2  # the sentence's only [MASK]
+    assert at.radio(key="ablation_mode").value == "zero"
+    assert at.multiselect(key="ablation_heads").value == []  # "7" is not layer.head: the whole value is ignored
+    assert at.multiselect(key="ablation_layers").value == [1]  # MiniLM has no layer 40
+    at = open_page("saliency", saliency_method="guess", saliency_steps=7)
+    assert (at.radio(key="saliency_method").value, at.slider(key="saliency_steps").value) == ("integrated_gradients", 32)
+    at = open_page("probes", probe_tasks="nope,pos", probes_count=5, probe_seed=-3)
+    assert at.multiselect(key="probe_tasks").value == ["pos"]
+    assert (at.slider(key="probes_count").value, at.number_input(key="probe_seed").value) == (300, 0)
