@@ -16,9 +16,8 @@ import logging
 import random
 import subprocess
 import sys
-from pathlib import Path
-
 from dataclasses import replace
+from pathlib import Path
 
 from bert.checkpoint import read_state_dict
 from bert.pretraining.cloze_eval import EVERYDAY_CLOZE

@@ -95,7 +95,7 @@ def model_choices(cache_dir: Path | None = None) -> list[ModelChoice]:
 
 
 def default_source() -> str:
-    """The built-in model: what a link without a model names, and the fallback when a choice disappears."""
+    """The built-in model: the fallback when a requested or chosen model is not there."""
     return "minilm" if MINILM_HEAD_FILE.is_file() else "minilm-encoder"
 
 
