@@ -14,7 +14,7 @@ def test_add_heads_keeps_the_tied_token_embedding_and_initialises_the_rest():
     assert encoder.lm_head.unembedding.weight is encoder.embedding.token_embedding.weight
     assert torch.all(encoder.lm_head.unembedding.bias == 0)
     assert torch.all(encoder.lm_head.layer_norm.weight == 1)
-    assert 0.01 < float(encoder.lm_head.mlp.weight.std()) < 0.03  # normal(0, 0.02)
+    assert 0.01 < float(encoder.lm_head.mlp.weight.detach().std()) < 0.03  # normal(0, 0.02)
     assert "lm_head.hook_logits" in encoder.hook_names()
     ids = torch.tensor([[1, 2, 3]])
     assert encoder(ids, torch.zeros_like(ids)).shape == (1, 3, 50)

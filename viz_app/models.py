@@ -12,10 +12,9 @@ from bert.pretrained import MINILM_HEAD_FILE
 FOLDER = "folder"  # the picker's "a local Hugging Face folder" choice
 PREFERRED_HUB_IDS = ("bert-base-uncased", "bert-base-cased", "bert-large-uncased")  # offered first when cached
 BUILTIN_NOTE = (
-    "The built-in model is small and was trained by this project: MiniLM-L6's encoder plus a masked-LM head "
-    "trained here on about 7M words, so its guesses are rougher than BERT-base's (bert/weights/MODEL_CARD.md). "
-    "For the real bert-base-uncased, run `python -m bert download bert-base-uncased` once while online: "
-    "it then comes first in the model picker."
+    "Built in: a small model trained by this project (MiniLM-L6 + a masked-LM head, see "
+    "bert/weights/MODEL_CARD.md), rougher than BERT-base. For the real bert-base-uncased, run "
+    "`python -m bert download bert-base-uncased` once online: it then comes first here."
 )
 _WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
 

@@ -79,7 +79,7 @@ def test_picker_offers_bert_base_first_and_a_broken_cache_entry_gets_a_message(o
     picker.select(models.default_source()).run()
     no_exception(at)
     assert not at.sidebar.error and at.query_params["model"] == models.default_source()
-    assert "small and was trained by this project" in texts(at) and "python -m bert download bert-base-uncased" in texts(at)
+    assert "a small model trained by this project" in texts(at) and "python -m bert download bert-base-uncased" in texts(at)
 
 
 def _parameters_digest(model) -> str:
