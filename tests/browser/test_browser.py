@@ -159,6 +159,21 @@ def test_a_shared_link_opens_the_same_view_and_sessions_stay_apart(browser, app_
     second.context.close()
 
 
+def test_an_experiment_link_reopens_its_selections_and_nonsense_falls_back(browser, app_url):
+    page = _new_page(browser)
+    page.goto(app_url + "/head_ablation?text=The+%5BMASK%5D+barked.&ablation_mode=mean&ablation_heads=0.1,5.11&ablation_layers=2,40")
+    page.get_by_text("14 head(s) ablated").wait_for(timeout=SLOW)  # layer 2's 12 heads and the two named
+    for chip in ("layer 0 head 1", "layer 5 head 11", "layer 2"):
+        assert page.get_by_text(chip, exact=True).count() >= 1, chip
+    assert page.get_by_role("radio", name="mean (corpus average)").is_checked()
+    _screenshot(page, "head_ablation_shared_link")
+    page.goto(app_url + "/saliency?text=The+%5BMASK%5D+barked.&saliency_method=guess&saliency_steps=7")
+    _settle(page, charts=1)
+    assert page.get_by_role("radio", name="integrated gradients").is_checked()
+    assert not page.get_by_text("Traceback").count()
+    page.context.close()
+
+
 def _new_page(browser):
     """A page in its own browser context (its own Streamlit session), patient with a busy machine."""
     page = browser.new_context(viewport={"width": 1440, "height": 1000}).new_page()
