@@ -14,14 +14,14 @@ widgets.page_header(
     "in Clark et al. (2019), who fed BERT pairs of segments: consecutive sentences are paired here the same way.",
 )
 context = widgets.require(needs_input=False)
-picked = aw.sentence_source("stats", default_count=200)
+picked = aw.sentence_source("stats")
 pairs = st.toggle("Pair consecutive sentences as A and B", key="stats_pairs", persist_state="session")
 if picked is None:
     st.stop()
 sentences, description = picked
 statistics = aw.corpus_statistics(*aw.model_key(context), sentences, pairs)
 names = list(STATISTICS)
-state.clamp("stats_statistic", names, "sep")
+state.clamp("stats_statistic", names)
 statistic = st.segmented_control("Statistic", names, key="stats_statistic", required=True, persist_state="session")
 bert_base = is_bert_base(context.loaded.model)
 findings = [f for f in CLARK_2019 if f.statistic == statistic] if bert_base else []

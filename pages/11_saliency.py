@@ -22,8 +22,8 @@ candidates = lens.layers[-1].top
 target = st.selectbox("Explain the probability of", candidates, key="saliency_target",
                       format_func=lambda c: f"{c.token} ({c.probability:.1%})")
 columns = st.columns(2)
-state.clamp("saliency_method", list(METHODS), "integrated_gradients")
-state.clamp_range("saliency_steps", 8, 128, 32, step=8)
+state.clamp("saliency_method", list(METHODS))
+state.clamp_range("saliency_steps", 8, 128, step=8)
 method = columns[0].radio("Method", METHODS, horizontal=True, key="saliency_method", persist_state="session", format_func=lambda m: m.replace("_", " "))
 steps = columns[1].slider("Integration steps", 8, 128, step=8, key="saliency_steps", persist_state="session", disabled=method != "integrated_gradients")
 result = aw.saliency(*key, encoding, method, position, target.token_id, steps)

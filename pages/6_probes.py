@@ -14,12 +14,12 @@ widgets.page_header(
     "control accuracy.",
 )
 context = widgets.require(needs_input=False)
-picked = aw.sentence_source("probes", default_count=300)
-state.clamp_subset("probe_tasks", list(TASKS), state.PARAMS["probe_tasks"].default)
+picked = aw.sentence_source("probes")
+state.clamp_subset("probe_tasks", list(TASKS))
 tasks = st.multiselect("Tasks", list(TASKS), key="probe_tasks", persist_state="session", format_func=lambda t: t.replace("_", " "))
 with st.expander("What each task asks"):
     st.markdown("\n".join(f"- **{name.replace('_', ' ')}**: {task.description}" for name, task in TASKS.items()))
-state.clamp_range("probe_seed", 0, 10_000, 0)
+state.clamp_range("probe_seed", 0, 10_000)
 seed = int(st.number_input("Seed", min_value=0, max_value=10_000, step=1, key="probe_seed", persist_state="session"))
 if picked is None:
     st.stop()

@@ -18,12 +18,12 @@ position = aw.mask_picker(context, "ablation")
 if position is None:
     st.stop()
 summary = context.loaded.summary
-state.clamp("ablation_mode", list(ablation.MODES), "zero")
+state.clamp("ablation_mode", list(ablation.MODES))
 mode = st.radio("Ablation", list(ablation.MODES), horizontal=True, key="ablation_mode", persist_state="session",
                 format_func=lambda m: {"zero": "zero", "mean": "mean (corpus average)"}[m])
 all_heads = [(layer, head) for layer in range(summary.layers) for head in range(summary.heads)]
-state.clamp_subset("ablation_heads", all_heads, [])
-state.clamp_subset("ablation_layers", list(range(summary.layers)), [])
+state.clamp_subset("ablation_heads", all_heads)
+state.clamp_subset("ablation_layers", list(range(summary.layers)))
 columns = st.columns(2)
 chosen_heads = columns[0].multiselect("Heads to ablate", all_heads, key="ablation_heads", persist_state="session",
                                       format_func=lambda lh: f"layer {lh[0]} head {lh[1]}")

@@ -31,13 +31,14 @@ def model_key(context: Context) -> tuple:
 # ---- sentence sets --------------------------------------------------------------------------------------------
 
 
-def sentence_source(key: str, default_count: int, most: int = 1000) -> tuple[list[LabelledSentence], str] | None:
-    """The sentence-set picker: built-in (first N) or an uploaded text file split into sentences.
+def sentence_source(key: str, most: int = 1000) -> tuple[list[LabelledSentence], str] | None:
+    """The sentence-set picker: built-in (first N, N's default in state.PARAMS[f"{key}_count"]) or an uploaded
+    text file split into sentences.
     Returns (sentences, a one-line description) or None after showing what is missing."""
     choice = st.radio("Sentences", [BUILTIN, UPLOAD], key=f"{key}_source", horizontal=True)
     if choice == BUILTIN:
         high = min(most, len(builtin_sentences()))
-        state.clamp_range(f"{key}_count", 20, high, default_count, step=10)
+        state.clamp_range(f"{key}_count", 20, high, step=10)
         count = st.slider("How many", 20, high, step=10, key=f"{key}_count", persist_state="session")
         return builtin_sentences(count), f"the first {count} built-in sentences"
     upload = st.file_uploader("A plain-text file: one sentence per line, or running text", type=["txt"], key=f"{key}_file")

@@ -122,23 +122,30 @@ def init_model_widgets(choices: list[models.ModelChoice]) -> None:
         st.session_state.setdefault("model_folder", requested)
 
 
+def _default(key: str, default):
+    """An explicit default, else the key's default in PARAMS (one place for each default)."""
+    return PARAMS[key].default if default is None and key in PARAMS else default
+
+
 def clamp(key: str, options: list, default=None) -> None:
     """Keep a selection valid when its options change (another model, a shorter sentence)."""
+    default = _default(key, default)
     if st.session_state.get(key) not in options:
         st.session_state[key] = default if default in options else options[0]
 
 
-def clamp_subset(key: str, options: list, default: list) -> None:
+def clamp_subset(key: str, options: list) -> None:
     """Keep a multi-selection to the options there are (a link may name layers this model lacks)."""
+    default = _default(key, None)
     chosen = st.session_state.get(key, default)
-    st.session_state[key] = [value for value in chosen if value in options] if isinstance(chosen, list) else default
+    st.session_state[key] = [value for value in chosen if value in options] if isinstance(chosen, list) else copy.copy(default)
 
 
-def clamp_range(key: str, low: int, high: int, default: int, step: int = 1) -> None:
+def clamp_range(key: str, low: int, high: int, step: int = 1) -> None:
     """Keep a slider's value inside its range and on its steps."""
     value = st.session_state.get(key)
     if not isinstance(value, int) or not low <= value <= high or (value - low) % step:
-        st.session_state[key] = min(max(default, low), high)
+        st.session_state[key] = min(max(_default(key, None), low), high)
 
 
 def write_url(model_source: str | None) -> None:
