@@ -1,8 +1,10 @@
-"""Saliency for a masked prediction, split by embedding part: token, position and segment.
+"""Saliency for a prediction, split by embedding part: token, position and segment.
 
 BERT's input vector is a sum, token + position + segment, before the embedding LayerNorm. We make each part of
 each token a separate input (replacing its hook's activation by a tensor we differentiate) and attribute the
-score f = log p(target at the [MASK]) to each (part, token):
+score f = log p(target) to each (part, token). The target is a word at a [MASK] (head "mlm"), or a class of a
+sentence-level head read from [CLS]: "next_sentence" (B follows A, or not) or "classify" (a fine-tuned
+classifier's labels); for a class, f = log p(class) = the class logit minus the log-sum-exp of all class logits.
 
 - gradient x input: ∂f/∂x · x, summed over hidden dimensions. Note: the LayerNorm right after the sum ignores the
   sum's scale, so for every token the three parts' gradient x input add up to (almost exactly) zero; the split
@@ -32,14 +34,16 @@ from ..tokenizer import BertTokenizer, Encoding
 PARTS = ("token", "position", "segment")
 HOOKS = {"token": "embedding.hook_token", "position": "embedding.hook_position", "segment": "embedding.hook_token_type"}
 METHODS = ("gradient_x_input", "integrated_gradients")
+HEADS = ("mlm", "next_sentence", "classify")  # what is explained: a masked word, or a class read from [CLS]
+NEXT_SENTENCE_LABELS = ("B follows A", "B does not follow A")  # the NSP head's two classes, in index order
 
 
 @dataclass(frozen=True)
 class Saliency:
     method: str
     tokens: list[str]
-    position: int  # the [MASK] whose prediction is explained
-    target: Candidate  # the explained token and its probability
+    position: int  # the [MASK] whose prediction is explained; 0 ([CLS]) for a class
+    target: Candidate  # the explained token (or class: its label and index) and its probability
     attributions: np.ndarray  # [part, token], parts in PARTS order
     score: float  # f(x) = log p(target)
     baseline_score: float | None = None  # f(b), integrated gradients only
@@ -56,16 +60,22 @@ class Saliency:
 
 def saliency(
     model: Bert, tokenizer: BertTokenizer, encoding: Encoding, method: str = "integrated_gradients",
-    position: int | None = None, target_id: int | None = None, steps: int = 32, batch_size: int = 32,
+    position: int | None = None, target_id: int | None = None, steps: int = 32, batch_size: int = 32, head: str = "mlm",
 ) -> Saliency:
-    """Attributions of log p(target) at `position` (default: the first [MASK]; target default: the model's top
-    prediction there) to each token's token, position and segment embeddings."""
+    """Attributions of log p(target) to each token's token, position and segment embeddings.
+
+    head "mlm": the word `target_id` at `position` (default: the first [MASK]; target default: the model's top
+    prediction there). head "next_sentence" or "classify": the class `target_id` (default: the top class).
+    """
     if method not in METHODS:
         raise InvalidInputError(f"method must be one of {METHODS}, not {method!r}")
-    if not model.has_mlm_head:
-        raise InvalidInputError("saliency of a masked prediction needs a model with a masked-LM head")
+    if head not in HEADS:
+        raise InvalidInputError(f"head must be one of {HEADS}, not {head!r}")
+    _check_head(model, head)
     input_ids, token_type_ids = encoding.tensors()
-    if position is None:
+    if head != "mlm":
+        position = 0  # sentence-level heads read [CLS]
+    elif position is None:
         masks = (input_ids[0] == tokenizer.mask_id).nonzero().flatten().tolist()
         if not masks:
             raise InvalidInputError("the text has no [MASK]: add one to explain its prediction")
@@ -73,12 +83,15 @@ def saliency(
     if not 0 <= position < input_ids.shape[1]:
         raise InvalidInputError(f"position {position} is outside this {input_ids.shape[1]}-token input")
     parts = embedding_parts(model, input_ids, token_type_ids)
-    score_fn = _Score(model, input_ids, token_type_ids, position)
+    score_fn = _Score(model, input_ids, token_type_ids, position, head)
+    with torch.no_grad():
+        choices = score_fn.log_probs(parts)[0]
     if target_id is None:
-        with torch.no_grad():
-            target_id = int(score_fn.log_probs(parts)[0].argmax())
+        target_id = int(choices.argmax())
+    if not 0 <= target_id < len(choices):
+        raise InvalidInputError(f"target {target_id} is not one of the {len(choices)} outputs of the {head} head")
     score, gradients = score_fn.gradients(parts, target_id)
-    target = make_candidate(tokenizer, target_id, float(np.exp(score[0])))
+    target = _target(model, tokenizer, head, target_id, float(np.exp(score[0])))
     if method == "gradient_x_input":
         attributions = torch.stack([(gradients[p] * parts[p]).sum(-1)[0] for p in PARTS])
         return Saliency(method, encoding.tokens, position, target, attributions.numpy(), float(score[0]))
@@ -106,22 +119,42 @@ def baseline_parts(model: Bert, tokenizer: BertTokenizer, encoding: Encoding, pa
     return {"token": token[None], "position": position[None], "segment": segment[None]}
 
 
-class _Score:
-    """f = log p(target) at one position, as a function of the three embedding parts (a batch of them)."""
+def _check_head(model: Bert, head: str) -> None:
+    if head == "mlm" and not model.has_mlm_head:
+        raise InvalidInputError("saliency of a masked prediction needs a model with a masked-LM head")
+    if head == "next_sentence" and model.nsp_head is None:
+        raise InvalidInputError("this model has no next-sentence head; the built-in minilm and bert-base-uncased have one")
+    if head == "classify" and not getattr(model, "has_classifier", False):
+        raise InvalidInputError("this model has no classifier head: load a fine-tuned sequence classifier")
 
-    def __init__(self, model: Bert, input_ids: torch.Tensor, token_type_ids: torch.Tensor, position: int):
-        self.model, self.input_ids, self.token_type_ids = model, input_ids, token_type_ids
+
+def _target(model: Bert, tokenizer: BertTokenizer, head: str, target_id: int, probability: float) -> Candidate:
+    if head == "mlm":
+        return make_candidate(tokenizer, target_id, probability)
+    labels = NEXT_SENTENCE_LABELS if head == "next_sentence" else (getattr(model, "labels", None) or [])
+    label = labels[target_id] if target_id < len(labels) else f"class {target_id}"
+    return Candidate(label, target_id, probability, is_continuation=False)
+
+
+class _Score:
+    """f = log p(target) at one position, or of a class, as a function of the three embedding parts (a batch of them)."""
+
+    def __init__(self, model: Bert, input_ids: torch.Tensor, token_type_ids: torch.Tensor, position: int, head: str = "mlm"):
+        self.model, self.input_ids, self.token_type_ids, self.head = model, input_ids, token_type_ids, head
         self.at_position = torch.zeros_like(input_ids, dtype=torch.bool)
         self.at_position[0, position] = True
 
     def log_probs(self, parts: dict[str, torch.Tensor], detach: bool = True) -> torch.Tensor:
-        """[batch, vocab] for parts of shape [batch, seq, hidden]."""
+        """[batch, vocab or classes] for parts of shape [batch, seq, hidden]."""
         rows = parts["token"].shape[0]
         interventions = [(HOOKS[p], lambda activation, name, value=parts[p]: value) for p in PARTS]
-        logits, _ = self.model.run_with_cache(
-            self.input_ids.expand(rows, -1), self.token_type_ids.expand(rows, -1), names=[],
-            interventions=interventions, logit_mask=self.at_position.expand(rows, -1), detach=detach,
-        )
+        ids, types = self.input_ids.expand(rows, -1), self.token_type_ids.expand(rows, -1)
+        if self.head == "mlm":
+            logits, _ = self.model.run_with_cache(
+                ids, types, names=[], interventions=interventions, logit_mask=self.at_position.expand(rows, -1), detach=detach,
+            )
+        else:
+            logits = _class_logits(self.model, ids, types, interventions, self.head, detach)
         return logits.log_softmax(-1)
 
     def gradients(self, parts: dict[str, torch.Tensor], target_id: int) -> tuple[np.ndarray, dict[str, torch.Tensor]]:
@@ -131,6 +164,15 @@ class _Score:
             score = self.log_probs(leaves, detach=False)[:, target_id]
             grads = torch.autograd.grad(score.sum(), [leaves[p] for p in PARTS])  # rows are independent
         return score.detach().numpy(), dict(zip(PARTS, grads))
+
+
+def _class_logits(model: Bert, ids, types, interventions, head: str, detach: bool) -> torch.Tensor:
+    """[batch, classes] of a sentence-level head, with the embedding parts replaced on the way."""
+    last = f"transformer.{model.config.num_layers - 1}.hook_out"
+    _, cache = model.run_with_cache(ids, types, names=[last], interventions=interventions,
+                                    logit_mask=torch.zeros_like(ids, dtype=torch.bool), detach=detach)
+    hidden = cache[last]  # [batch, seq, hidden]
+    return model.nsp_logits(hidden) if head == "next_sentence" else model.classifier(hidden)
 
 
 def _integrated(score_fn: _Score, parts, base, target_id: int, steps: int, batch_size: int) -> tuple[torch.Tensor, float]:

@@ -76,3 +76,66 @@ def test_bad_requests_get_clear_errors(smooth_model, tokenizer):
         saliency(smooth_model, tokenizer, tokenizer.encode("the dog"))
     with pytest.raises(InvalidInputError, match="method"):
         saliency(smooth_model, tokenizer, tokenizer.encode("the [MASK]"), method="lime")
+
+
+# --- a class read from [CLS] (here the next-sentence head), instead of a word at a [MASK] -------------------
+
+
+@pytest.fixture(scope="module")
+def nsp_model(tokenizer):
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_layers=2, num_heads=4, intermediate_size=48,
+                        max_position_embeddings=64)
+    torch.manual_seed(1)
+    model = Bert(config, mlm_head=False, nsp_head=True).eval()
+    with torch.no_grad():
+        for layer in model.transformer:
+            layer.attention.attention.project_query.weight.mul_(20)
+        model.nsp_head.weight.mul_(50)  # classes far enough apart that the attributions are not all tiny
+    return model
+
+
+def test_class_attributions_add_up_to_the_log_probability_difference(nsp_model, tokenizer):
+    encoding = tokenizer.encode("the dog went to the park", "her dog sat at the cat")
+    for target in (0, 1):
+        result = saliency(nsp_model, tokenizer, encoding, "integrated_gradients", steps=64, head="next_sentence", target_id=target)
+        difference = result.score - result.baseline_score
+        assert abs(difference) > 1e-3
+        assert result.total == pytest.approx(difference, rel=0.01, abs=1e-4)
+        assert result.position == 0 and result.target.token_id == target
+        assert result.target.token == ("B follows A", "B does not follow A")[target]
+        input_ids, token_type_ids = encoding.tensors()
+        with torch.no_grad():
+            logits = nsp_model.nsp_logits(nsp_model.encode(input_ids, token_type_ids))[0].double()
+        assert result.score == pytest.approx(float(logits.log_softmax(-1)[target]), abs=1e-5)  # f = log p(class)
+        assert result.target.probability == pytest.approx(float(logits.softmax(-1)[target]), abs=1e-5)
+
+
+def test_class_gradient_matches_a_finite_difference(nsp_model, tokenizer):
+    encoding = tokenizer.encode("the dog went to the park", "her dog sat at the cat")
+    result = saliency(nsp_model, tokenizer, encoding, "gradient_x_input", head="next_sentence")
+    k, eps = 3, 1e-3
+    input_ids, token_type_ids = encoding.tensors()
+
+    def score(scale: float) -> float:
+        def scaled(activation, name):
+            activation = activation.clone()
+            activation[:, k] *= scale
+            return activation
+        with torch.no_grad():
+            _, cache = nsp_model.run_with_cache(input_ids, token_type_ids, names=["transformer.1.hook_out"],
+                                                interventions={"embedding.hook_token_type": scaled})
+            logits = nsp_model.nsp_logits(cache["transformer.1.hook_out"])
+        return float(logits[0].double().log_softmax(-1)[result.target.token_id])
+
+    numeric = (score(1 + eps) - score(1 - eps)) / (2 * eps)
+    assert abs(numeric) > 1e-4
+    assert result.attributions[PARTS.index("segment"), k] == pytest.approx(numeric, rel=0.05, abs=1e-4)
+
+
+def test_a_head_the_model_lacks_is_named(smooth_model, nsp_model, tokenizer):
+    with pytest.raises(InvalidInputError, match="no next-sentence head"):
+        saliency(smooth_model, tokenizer, tokenizer.encode("the dog", "a cat"), head="next_sentence")
+    with pytest.raises(InvalidInputError, match="masked-LM head"):
+        saliency(nsp_model, tokenizer, tokenizer.encode("the [MASK]"))
+    with pytest.raises(InvalidInputError, match="not one of the 2 outputs"):
+        saliency(nsp_model, tokenizer, tokenizer.encode("the dog", "a cat"), head="next_sentence", target_id=2)

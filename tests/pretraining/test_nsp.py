@@ -7,7 +7,7 @@ import random
 import pytest
 
 from bert.pretraining.data import DataConfig, batches
-from bert.pretraining.nsp import IS_NEXT, IS_RANDOM, make_pairs
+from bert.pretraining.nsp import IN_ORDER, IS_NEXT, IS_RANDOM, SWAPPED, make_pairs
 
 from .helpers import write_corpus
 
@@ -110,3 +110,56 @@ def test_a_chunk_holding_a_single_document_does_not_stop_the_epoch(tmp_path, tok
     config = DataConfig(batch_size=2, next_sentence=True, chunk_lines=8)
     rows = sum(len(batch.input_ids) for batch in batches(corpus, tokenizer, config, seed=0, epoch=0))
     assert rows == 4  # the pairs of the first two documents; the lone one has nothing to draw random B from
+
+
+# --- sentence-order prediction (ALBERT, seed 004): the same two sentences, in order or swapped ----------------
+
+
+def test_order_pairs_are_half_in_order_half_swapped():
+    pairs = make_pairs(numbered_documents(200, 21), random.Random(0), task="sop")
+    assert len(pairs) == 200 * 20
+    share_in_order = sum(p.label == IN_ORDER for p in pairs) / len(pairs)
+    assert abs(share_in_order - 0.5) < 0.03  # 4000 fair coin flips: sd 0.008
+
+
+def test_swapped_pairs_are_the_same_two_sentences_in_reverse_order():
+    for pair in make_pairs(numbered_documents(30, 10), random.Random(1), task="sop"):
+        (doc_a, seg_a), (doc_b, seg_b) = pair.first, pair.second
+        assert doc_a == doc_b  # never another document: topic cannot give the answer away
+        if pair.label == IN_ORDER:
+            assert seg_b == seg_a + 1
+        else:
+            assert pair.label == SWAPPED and seg_a == seg_b + 1
+
+
+def test_order_pairs_are_seeded_and_need_only_one_document():
+    documents = numbered_documents(1, 40)
+    assert make_pairs(documents, random.Random(7), task="sop") == make_pairs(documents, random.Random(7), task="sop")
+    assert make_pairs(documents, random.Random(7), task="sop") != make_pairs(documents, random.Random(8), task="sop")
+
+
+def test_unknown_pair_task_is_an_error():
+    with pytest.raises(ValueError, match="task must be one of"):
+        make_pairs(numbered_documents(2, 2), random.Random(0), task="xyz")
+
+
+def test_collated_order_pairs_swap_the_segments(tmp_path, tokenizer):
+    documents = [[f"{animal} {number}" for number in NUMBERS] for animal in ANIMALS[:4]]
+    corpus = write_corpus(tmp_path / "docs.txt", documents)
+    number_of = {tokenizer.token_to_id(n): i for i, n in enumerate(NUMBERS)}
+    labels = []
+    for epoch in range(10):
+        for batch in batches(corpus, tokenizer, DataConfig(batch_size=8, sentence_order=True), seed=0, epoch=epoch):
+            for ids, types, label in zip(batch.input_ids.tolist(), batch.token_type_ids.tolist(), batch.nsp_labels.tolist()):
+                _, a_animal, a_number, _, b_animal, b_number, _ = ids[:7]
+                assert a_animal == b_animal and types[:7] == [0, 0, 0, 0, 1, 1, 1]
+                step = number_of[b_number] - number_of[a_number]
+                assert step == (1 if label == IN_ORDER else -1)
+                labels.append(label)
+    assert len(labels) == 10 * 4 * (len(NUMBERS) - 1)
+    assert abs(labels.count(SWAPPED) / len(labels) - 0.5) < 0.08  # 360 pairs: sd 0.026
+
+
+def test_next_sentence_and_sentence_order_together_are_refused():
+    with pytest.raises(ValueError, match="not both"):
+        DataConfig(next_sentence=True, sentence_order=True)

@@ -189,3 +189,15 @@ def test_cli_refuses_to_train_nothing(tmp_path, capsys):
     corpus = write_corpus(tmp_path / "corpus.txt", [SENTENCES])
     code = main(["pretrain", "--train-file", corpus, "--out", str(tmp_path / "run"), "--no-mlm", "--steps", "1", "--hidden", "16"])
     assert code == 2 and "--nsp" in capsys.readouterr().err
+
+
+def test_cli_pretrain_with_sentence_order_only(tmp_path, tokenizer):
+    from bert.__main__ import main
+
+    corpus = write_corpus(tmp_path / "corpus.txt", [SENTENCES])  # one document is enough for sentence order
+    out = tmp_path / "run"
+    code = main(["pretrain", "--train-file", corpus, "--out", str(out), "--steps", "2", "--layers", "1", "--hidden", "16",
+                 "--heads", "2", "--batch-size", "4", "--sop", "--no-mlm", "--eval-every", "1"])
+    assert code == 0
+    weights = load_file(str(out / "checkpoint" / "model.safetensors"))
+    assert "nsp_head.weight" in weights and not any(key.startswith("lm_head.") for key in weights)
