@@ -20,6 +20,10 @@ class InputTooLongError(InvalidInputError):
         )
 
 
+class MissingHeadError(InvalidInputError):
+    """A head the model does not have: classify() without a classifier, next_sentence() without an NSP head..."""
+
+
 class UnknownHookError(BertError, KeyError):
     """A hook name that the model does not have."""
 

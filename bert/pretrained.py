@@ -44,13 +44,14 @@ def load_folder(folder: str | Path, overlay: dict[str, torch.Tensor] | None = No
     folder = Path(folder)
     if not (folder / "config.json").is_file():
         raise ModelNotFoundError(f"{folder} has no config.json; is it a Hugging Face BERT folder?")
+    hf_config = read_json(folder / "config.json")
     try:
-        config = BertConfig.from_hf_dict(read_json(folder / "config.json"))
+        config = BertConfig.from_hf_dict(hf_config)
     except (ValueError, TypeError) as error:
         raise CheckpointError(f"{folder / 'config.json'}: {error}") from error
     weights = find_weights(folder)
     state = read_state_dict(weights) | (overlay or {})
-    model = model_from_state_dict(config, state, source=str(weights))
+    model = model_from_state_dict(config, state, source=str(weights), hf_config=hf_config)
     if not model.has_mlm_head:
         log.info("%s has no masked-LM head: it loads as an encoder and its logits are None", folder)
     return model, BertTokenizer.from_folder(folder)

@@ -36,7 +36,8 @@ def test_every_hook_is_present_with_its_shape(tiny_model, tiny_batch, full_run):
     batch, seq = tiny_batch[0].shape
     expected = expected_hooks(batch, seq, config.hidden_size, config.num_heads, config.intermediate_size, config.vocab_size, config.num_layers)
     logits, cache = full_run
-    assert set(tiny_model.hook_names()) == set(expected)
+    sentence_heads = {"pooler.hook_out", "nsp_head.hook_logits"}  # on the model, not on the masked-LM path
+    assert set(tiny_model.hook_names()) == set(expected) | sentence_heads
     assert set(cache) == set(expected)
     assert {name: tuple(cache[name].shape) for name in expected} == expected
     assert logits.shape == (batch, seq, config.vocab_size)
@@ -44,7 +45,7 @@ def test_every_hook_is_present_with_its_shape(tiny_model, tiny_batch, full_run):
 
 def test_hook_names_come_in_forward_order(tiny_model):
     names = tiny_model.hook_names()
-    assert names[0] == "embedding.hook_token" and names[-1] == "lm_head.hook_logits"
+    assert names[0] == "embedding.hook_token" and names[-3:] == ["lm_head.hook_logits", "pooler.hook_out", "nsp_head.hook_logits"]
     order = [names.index(f"transformer.{i}.hook_out") for i in range(tiny_model.config.num_layers)]
     assert order == sorted(order)
     assert names.index("transformer.0.attention.attention.hook_q") < names.index("transformer.0.attention.attention.hook_pattern")
