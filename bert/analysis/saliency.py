@@ -122,16 +122,16 @@ def baseline_parts(model: Bert, tokenizer: BertTokenizer, encoding: Encoding, pa
 def _check_head(model: Bert, head: str) -> None:
     if head == "mlm" and not model.has_mlm_head:
         raise InvalidInputError("saliency of a masked prediction needs a model with a masked-LM head")
-    if head == "next_sentence" and model.nsp_head is None:
+    if head == "next_sentence" and not model.has_nsp_head:
         raise InvalidInputError("this model has no next-sentence head; the built-in minilm and bert-base-uncased have one")
-    if head == "classify" and not getattr(model, "has_classifier", False):
+    if head == "classify" and not model.has_classifier:
         raise InvalidInputError("this model has no classifier head: load a fine-tuned sequence classifier")
 
 
 def _target(model: Bert, tokenizer: BertTokenizer, head: str, target_id: int, probability: float) -> Candidate:
     if head == "mlm":
         return make_candidate(tokenizer, target_id, probability)
-    labels = NEXT_SENTENCE_LABELS if head == "next_sentence" else (getattr(model, "labels", None) or [])
+    labels = NEXT_SENTENCE_LABELS if head == "next_sentence" else (model.labels or [])
     label = labels[target_id] if target_id < len(labels) else f"class {target_id}"
     return Candidate(label, target_id, probability, is_continuation=False)
 
@@ -154,7 +154,7 @@ class _Score:
                 ids, types, names=[], interventions=interventions, logit_mask=self.at_position.expand(rows, -1), detach=detach,
             )
         else:
-            logits = _class_logits(self.model, ids, types, interventions, self.head, detach)
+            logits, _ = self.model.run_with_cache(ids, types, names=[], interventions=interventions, detach=detach, head=self.head)
         return logits.log_softmax(-1)
 
     def gradients(self, parts: dict[str, torch.Tensor], target_id: int) -> tuple[np.ndarray, dict[str, torch.Tensor]]:
@@ -164,15 +164,6 @@ class _Score:
             score = self.log_probs(leaves, detach=False)[:, target_id]
             grads = torch.autograd.grad(score.sum(), [leaves[p] for p in PARTS])  # rows are independent
         return score.detach().numpy(), dict(zip(PARTS, grads))
-
-
-def _class_logits(model: Bert, ids, types, interventions, head: str, detach: bool) -> torch.Tensor:
-    """[batch, classes] of a sentence-level head, with the embedding parts replaced on the way."""
-    last = f"transformer.{model.config.num_layers - 1}.hook_out"
-    _, cache = model.run_with_cache(ids, types, names=[last], interventions=interventions,
-                                    logit_mask=torch.zeros_like(ids, dtype=torch.bool), detach=detach)
-    hidden = cache[last]  # [batch, seq, hidden]
-    return model.nsp_logits(hidden) if head == "next_sentence" else model.classifier(hidden)
 
 
 def _integrated(score_fn: _Score, parts, base, target_id: int, steps: int, batch_size: int) -> tuple[torch.Tensor, float]:

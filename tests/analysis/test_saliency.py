@@ -133,9 +133,30 @@ def test_class_gradient_matches_a_finite_difference(nsp_model, tokenizer):
 
 
 def test_a_head_the_model_lacks_is_named(smooth_model, nsp_model, tokenizer):
+    with pytest.raises(InvalidInputError, match="no classifier head"):
+        saliency(nsp_model, tokenizer, tokenizer.encode("the dog", "a cat"), head="classify")
     with pytest.raises(InvalidInputError, match="no next-sentence head"):
         saliency(smooth_model, tokenizer, tokenizer.encode("the dog", "a cat"), head="next_sentence")
     with pytest.raises(InvalidInputError, match="masked-LM head"):
         saliency(nsp_model, tokenizer, tokenizer.encode("the [MASK]"))
     with pytest.raises(InvalidInputError, match="not one of the 2 outputs"):
         saliency(nsp_model, tokenizer, tokenizer.encode("the dog", "a cat"), head="next_sentence", target_id=2)
+
+
+def test_classifier_attributions_add_up_and_carry_the_label_name(tokenizer):
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_layers=2, num_heads=4, intermediate_size=48,
+                        max_position_embeddings=64)
+    torch.manual_seed(2)
+    model = Bert(config, mlm_head=False, classifier_labels=["sad", "calm", "happy"]).eval()
+    with torch.no_grad():
+        model.classifier.weight.mul_(50)
+    encoding = tokenizer.encode("her dog went to the park")
+    result = saliency(model, tokenizer, encoding, "integrated_gradients", steps=64, head="classify", target_id=2)
+    difference = result.score - result.baseline_score
+    assert abs(difference) > 1e-3 and result.total == pytest.approx(difference, rel=0.01, abs=1e-4)
+    input_ids, token_type_ids = encoding.tensors()
+    with torch.no_grad():
+        expected = model.classify(input_ids, token_type_ids)[0].double().log_softmax(-1)[2]
+    assert result.score == pytest.approx(float(expected), abs=1e-5) and result.target.token == "happy"
+    with pytest.raises(InvalidInputError, match="no next-sentence head"):
+        saliency(model, tokenizer, encoding, head="next_sentence")
