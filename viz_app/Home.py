@@ -28,6 +28,11 @@ pages = {
                 url_path="head_statistics"),
         st.Page("../pages/11_saliency.py", title="Saliency", icon=":material/highlight:", url_path="saliency"),
     ],
+    "Fine-tuning": [
+        st.Page("../pages/12_sentence_tasks.py", title="Sentence tasks", icon=":material/rule:", url_path="sentence_tasks"),
+        st.Page("../pages/13_compare_models.py", title="Compare two models", icon=":material/compare:",
+                url_path="compare_models"),
+    ],
 }
 page = st.navigation(pages)
 context = sidebar.render()

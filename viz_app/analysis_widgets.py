@@ -200,7 +200,8 @@ def saliency_chart(result, parts: tuple[str, ...]) -> Chart:
     for part, row in zip(parts, result.attributions):
         figure.add_bar(x=labels, y=row, name=part, marker_color=PART_COLOURS[part])
     method = result.method.replace("_", " ")
-    layout(figure, f"{method}: log p('{result.target.token}') at position {result.position}, by embedding part",
+    where = "" if result.position == 0 else f" at position {result.position}"
+    layout(figure, f"{method}: log p('{result.target.token}'){where}, by embedding part",
            height=420, barmode="relative", xaxis=dict(tickangle=-45), yaxis=dict(title="attribution"), **legend_on_top())
     data = pd.DataFrame(result.attributions.T, columns=list(parts))
     data.insert(0, "input token", result.tokens)
@@ -227,11 +228,11 @@ def head_ranking(source, folder, revision, encoding, position: int, mode: str) -
 
 
 @st.cache_data(show_spinner="Computing attributions…", max_entries=32)
-def saliency(source, folder, revision, encoding, method: str, position: int, target_id: int, steps: int):
+def saliency(source, folder, revision, encoding, method: str, position: int, target_id: int, steps: int, head: str = "mlm"):
     from bert.analysis.saliency import saliency as explain
 
     loaded = cache.load_model(source, folder, revision)
-    return explain(loaded.model, loaded.tokenizer, encoding, method, position, target_id, steps=steps)
+    return explain(loaded.model, loaded.tokenizer, encoding, method, position, target_id, steps=steps, head=head)
 
 
 def mask_picker(context: Context, key: str) -> int | None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import bert
-from bert.pretrained import MINILM_HEAD_FILE
+from bert.pretrained import MINILM_HEAD_FILE, MINILM_NSP_FILE
 
 FOLDER = "folder"  # the picker's "a local Hugging Face folder" choice
 PREFERRED_HUB_IDS = ("bert-base-uncased", "bert-base-cased", "bert-large-uncased")  # offered first when cached
@@ -108,7 +108,7 @@ def revision(source: str, folder: str | None = None) -> str:
     """A cheap fingerprint of the files behind `source`, so a retrained or replaced model is loaded afresh."""
     paths = []
     if source == "minilm":
-        paths = [MINILM_HEAD_FILE]
+        paths = [MINILM_HEAD_FILE, MINILM_NSP_FILE]
     elif folder or Path(source).expanduser().is_dir():
         base = Path(folder or source).expanduser()
         paths = [base / "config.json"] + [base / name for name in _WEIGHT_FILES]

@@ -84,6 +84,11 @@ PARAMS: dict[str, Param] = {
     "saliency_mask": Param(int, str, None),
     "saliency_method": Param(str, str, "integrated_gradients"),
     "saliency_steps": Param(int, str, 32),
+    # Sentence tasks and model comparison.
+    "tasks_class": Param(str, str, None),  # None: the top class
+    "tasks_method": Param(str, str, "integrated_gradients"),
+    "compare_with": Param(str, str, None),  # model B's source; None: the page picks a partner for model A
+    "compare_count": Param(int, str, 100),
 }
 MODEL_PARAM = "model"  # the model's source; kept apart because the picker is two widgets (choice, folder)
 

@@ -1,0 +1,76 @@
+"""Compare two models: layer-by-layer similarity (CKA), how much each head's attention moved, predictions side by side."""
+import streamlit as st
+
+from bert.errors import BertError
+from viz_app import analysis_widgets as aw
+from viz_app import cache, models, state, widgets
+from viz_app import model_comparison as mc
+from viz_app.charts import compare as charts
+
+widgets.page_header(
+    "Compare two models",
+    "The same sentences through two models that share a vocabulary, for example a pre-trained model and one "
+    "fine-tuned from it. CKA (centred kernel alignment) scores how alike two layers' token vectors are: 1 when they "
+    "differ only by a rotation and a uniform scale. The Jensen-Shannon distance scores how far each attention head's "
+    "pattern moved: 0 for the same pattern.",
+)
+context = widgets.require()
+choices = {c.source: c for c in cache.model_choices(str(models.hub_cache_dir()), models.MINILM_HEAD_FILE.is_file())}
+state.clamp("compare_with", list(choices), mc.partner(context.source, list(choices)))
+source_b = st.selectbox("Model B (model A is the one chosen in the sidebar)", list(choices), key="compare_with",
+                        persist_state="session", format_func=lambda s: choices[s].label)
+folder_b = choices[source_b].folder
+if source_b == models.FOLDER:
+    folder_b = st.text_input("Folder of model B", key="compare_folder", placeholder="/path/to/a/fine-tuned/bert").strip()
+    if not folder_b:
+        st.info("Type the path of a Hugging Face BERT folder (config.json, weights, vocab.txt) to compare with.")
+        st.stop()
+    source_b = folder_b
+key_a, key_b = aw.model_key(context), (source_b, folder_b, models.revision(source_b, folder_b))
+if key_a == key_b:
+    st.info("Model B is the same as model A: pick another model to compare with.")
+    st.stop()
+try:
+    loaded_b = cache.load_model(*key_b)
+except (BertError, OSError, ValueError, RuntimeError) as error:
+    st.error(f"Could not load model B ({source_b!r}): {error}. Pick another model, or check the folder.")
+    st.stop()
+name_a, name_b = context.source, source_b
+
+st.subheader("Predictions side by side")
+table = mc.side_by_side(context.loaded, loaded_b, context.prepared, context.text, context.pair, context.truncate)
+if table.empty:
+    st.info("Nothing both models can predict for this input: put a [MASK] in the sentence (both need a masked-LM "
+            "head), or compare two classifiers, or two models with a next-sentence head and a second sentence.")
+else:
+    st.dataframe(table.rename(columns={"model A": f"A: {name_a}", "model B": f"B: {name_b}"}), hide_index=True)
+
+st.subheader("What changed inside, over many sentences")
+picked = aw.sentence_source("compare", most=500)
+if picked is None:
+    st.stop()
+sentences, description = picked
+try:
+    result = mc.comparison(key_a, key_b, tuple(s.text for s in sentences))
+except BertError as error:
+    st.error(f"These two models cannot be compared: {error}.")
+    st.stop()
+st.caption(f"Over {description}: {result.num_tokens:,} tokens, every token of every sentence.")
+if result.same_depth:
+    widgets.show_chart(charts.cka_by_layer(result, name_a, name_b), key="cka_by_layer")
+    halves = result.lower_and_upper()
+    if halves is not None:
+        lower, upper = halves
+        verdict = ("agrees: the upper layers changed more" if upper < lower - 0.02 else
+                   "does not show it: the upper layers changed no more than the lower ones")
+        st.markdown(
+            "**What fine-tuning usually does.** Merchant et al. (2020, *What happens to BERT embeddings during "
+            "fine-tuning?*) found that fine-tuning changes the top layers most and the lower layers little: CKA "
+            f"against the base model stays near 1 low down and falls near the top. Here the lower half of the layers "
+            f"has a mean CKA of {lower:.2f} and the upper half {upper:.2f}, so this pair {verdict}."
+        )
+widgets.show_chart(charts.cka_matrix(result, name_a, name_b), key="cka_matrix")
+if result.attention_js is not None:
+    widgets.show_chart(charts.attention_change(result), key="attention_change")
+else:
+    st.info("The two models have different numbers of layers or heads, so their heads cannot be paired up.")

@@ -1,0 +1,48 @@
+"""The model-comparison page's logic: which models to offer as B, the cached comparison, predictions side by side."""
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from bert.analysis.compare import Comparison, compare_models
+from bert.predict import predict_masks
+from viz_app import cache, models
+from viz_app.forward import PreparedInput
+from viz_app.models import LoadedModel
+from viz_app.sentence_tasks import class_probabilities, next_sentence
+
+# A model's usual partner: its base, or the model fine-tuned from it.
+PARTNERS = {"minilm": "minilm-encoder", "minilm-encoder": "minilm"}
+
+
+def partner(source_a: str, sources: list[str]) -> str:
+    """Model B's default for model A: its known partner if offered, else the first other model."""
+    wanted = PARTNERS.get(source_a)
+    if wanted in sources:
+        return wanted
+    others = [s for s in sources if s != source_a and s != models.FOLDER]
+    return others[0] if others else models.FOLDER
+
+
+@st.cache_data(show_spinner="Running both models over the sentences…", max_entries=16)
+def comparison(key_a: tuple, key_b: tuple, sentences: tuple[str, ...]) -> Comparison:
+    """key_a, key_b: (source, folder, revision). Raises bert.errors.InvalidInputError for different vocabularies."""
+    a, b = cache.load_model(*key_a), cache.load_model(*key_b)
+    return compare_models(a.model, b.model, a.tokenizer, list(sentences), tokenizer_b=b.tokenizer)
+
+
+def side_by_side(a: LoadedModel, b: LoadedModel, prepared: PreparedInput, text: str, pair: str, truncate: bool) -> pd.DataFrame:
+    """What both models say about the sidebar's input, row by row: each [MASK]'s top 5, the class, B-follows-A."""
+    rows = []
+    if a.model.has_mlm_head and b.model.has_mlm_head:
+        guesses = [{p.position: p for p in predict_masks(m.model, m.tokenizer, prepared.masked, top_k=5)} for m in (a, b)]
+        for position in sorted(guesses[0]):
+            rows.append([f"[MASK] at position {position}"] + [
+                ", ".join(f"{c.token} {c.probability:.0%}" for c in g[position].candidates) for g in guesses])
+    if a.model.has_classifier and b.model.has_classifier:
+        tops = [class_probabilities(m.model, prepared.base).sort_values("probability").iloc[-1] for m in (a, b)]
+        rows.append(["class"] + [f"{top['label']} {top['probability']:.0%}" for top in tops])
+    if pair.strip() and a.model.has_nsp_head and b.model.has_nsp_head:
+        follows = [next_sentence(m.model, m.tokenizer, text, pair, m.summary.max_positions, truncate).follows for m in (a, b)]
+        rows.append(["P(B follows A)"] + [f"{p:.1%}" for p in follows])
+    return pd.DataFrame(rows, columns=["what", "model A", "model B"])

@@ -1,0 +1,116 @@
+"""The sentence-level heads in the app: next-sentence probability (typed and swapped pair), class probabilities,
+token labels. Plain functions on a loaded model (tested without Streamlit) and their charts; cached calls by key.
+"""
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+import torch
+
+from bert import Bert, BertTokenizer
+from bert.tokenizer import Encoding
+from viz_app import cache
+from viz_app.charts.base import Chart, layout
+
+# Which model to pick for a head this model lacks (shown when the page cannot draw a section).
+WHICH_MODEL = {
+    "next_sentence": "the built-in minilm (its next-sentence head was trained here) or bert-base-uncased, once cached",
+    "classify": "a fine-tuned classifier, such as a folder written by `python -m bert finetune`",
+    "tag": "a fine-tuned token classifier (a BertForTokenClassification folder, e.g. from `python -m bert finetune --task tokens`)",
+}
+LABEL_COLOURS = ["#3b6fb6", "#e08a2e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
+
+
+def heads_of(model: Bert) -> list[str]:
+    """The sentence-level heads this model has, in the page's order."""
+    return [head for head, present in (("next_sentence", model.has_nsp_head), ("classify", model.has_classifier),
+                                       ("tag", model.has_tagger)) if present]
+
+
+@dataclass(frozen=True)
+class NextSentence:
+    follows: float  # P(B follows A) for the typed order
+    swapped: float  # P(A follows B): the same two sentences the other way round
+
+
+@torch.no_grad()
+def next_sentence(model: Bert, tokenizer: BertTokenizer, text: str, pair: str, max_length: int, truncate: bool) -> NextSentence:
+    """P(index 0, "B follows A") for (text, pair) and for (pair, text)."""
+    probabilities = []
+    for first, second in ((text, pair), (pair, text)):
+        ids, types = tokenizer.encode(first, second, max_length=max_length, truncate=truncate).tensors()
+        probabilities.append(float(model.next_sentence(ids, types).softmax(-1)[0, 0]))
+    return NextSentence(*probabilities)
+
+
+@torch.no_grad()
+def class_probabilities(model: Bert, encoding: Encoding) -> pd.DataFrame:
+    """One row per label: label, probability (softmax of the classifier's logits), in the head's order."""
+    ids, types = encoding.tensors()
+    probabilities = model.classify(ids, types).softmax(-1)[0].numpy()
+    return pd.DataFrame({"label": model.labels, "probability": probabilities})
+
+
+@torch.no_grad()
+def token_labels(model: Bert, encoding: Encoding) -> pd.DataFrame:
+    """One row per token: position, token, its most likely label and that label's probability."""
+    ids, types = encoding.tensors()
+    probabilities = model.tag(ids, types).softmax(-1)[0]  # [seq, labels]
+    best = probabilities.max(-1)
+    return pd.DataFrame({
+        "position": np.arange(len(encoding)), "token": encoding.tokens,
+        "label": [model.labels[i] for i in best.indices.tolist()], "probability": best.values.numpy(),
+        "special": encoding.special,
+    })
+
+
+def label_chips(table: pd.DataFrame) -> str:
+    """HTML: each token with its label as a coloured chip (user text escaped). Special tokens are left out."""
+    labels = sorted(set(table["label"]))
+    colour = {label: LABEL_COLOURS[i % len(LABEL_COLOURS)] for i, label in enumerate(labels)}
+    chips = []
+    for row in table.itertuples():
+        if row.special:
+            continue
+        chips.append(
+            f'<span style="display:inline-block;margin:3px;padding:2px 8px;border-radius:10px;'
+            f'border:2px solid {colour[row.label]};background:{colour[row.label]}22">'
+            f"{html.escape(row.token)} <b style=\"color:{colour[row.label]}\">{html.escape(row.label)}</b> "
+            f"<small>{row.probability:.0%}</small></span>"
+        )
+    return "".join(chips)
+
+
+def probability_chart(table: pd.DataFrame, chosen: str) -> Chart:
+    figure = go.Figure(go.Bar(
+        x=table["probability"], y=[html.escape(str(label)) for label in table["label"]], orientation="h",
+        marker_color=["#d62728" if label == chosen else "#3b6fb6" for label in table["label"]],
+        text=[f"{p:.1%}" for p in table["probability"]], textposition="outside",
+    ))
+    layout(figure, "Class probabilities", height=max(220, 60 + 28 * len(table)),
+           xaxis=dict(title="probability", range=[0, 1.12]), yaxis=dict(autorange="reversed"))
+    return Chart(figure, table, "class_probabilities")
+
+
+# ---- cached by model key ---------------------------------------------------------------------------------------
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def cached_next_sentence(source, folder, revision, text: str, pair: str, truncate: bool) -> NextSentence:
+    loaded = cache.load_model(source, folder, revision)
+    return next_sentence(loaded.model, loaded.tokenizer, text, pair, loaded.summary.max_positions, truncate)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def cached_classes(source, folder, revision, encoding: Encoding) -> pd.DataFrame:
+    return class_probabilities(cache.load_model(source, folder, revision).model, encoding)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def cached_token_labels(source, folder, revision, encoding: Encoding) -> pd.DataFrame:
+    return token_labels(cache.load_model(source, folder, revision).model, encoding)
