@@ -174,6 +174,38 @@ def test_an_experiment_link_reopens_its_selections_and_nonsense_falls_back(brows
     page.context.close()
 
 
+def test_sentence_tasks_and_model_comparison(browser, app_url):
+    from bert.pretrained import MINILM_NSP_FILE
+
+    page = _new_page(browser)
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    if MINILM_NSP_FILE.is_file():
+        page.goto(app_url + "/sentence_tasks?model=minilm&text=The+man+went+to+the+store.&pair=He+bought+a+gallon+of+milk.")
+        page.get_by_text("P(B follows A), as typed").wait_for(timeout=SLOW)
+        assert page.get_by_text("P(A follows B), swapped").count() == 1
+        _settle(page, charts=0)
+        _screenshot(page, "sentence_tasks")
+        page.goto(app_url + "/sentence_tasks?model=minilm&text=The+man+went+to+the+store.")  # no pair
+        page.get_by_text("Type a second sentence").wait_for(timeout=SLOW)
+    page.goto(app_url + "/sentence_tasks?model=minilm-encoder&text=Hello+there.&pair=Hi.")  # no head for it
+    page.get_by_text("no sentence-level head", exact=False).wait_for(timeout=SLOW)
+    assert page.get_by_text("built-in minilm", exact=False).count() >= 1
+
+    page.goto(app_url + "/compare_models?model=minilm&compare_count=20")
+    page.get_by_role("heading", name="Compare two models", exact=True).wait_for(timeout=SLOW)
+    _settle(page, charts=3)
+    assert page.locator(".js-plotly-plot").count() == 3  # CKA by layer, CKA matrix, attention change
+    assert page.get_by_text("Merchant et al.", exact=False).count() >= 1
+    assert "compare_count=20" in page.url
+    _screenshot(page, "compare_models")
+    page.goto(app_url + "/compare_models?model=minilm&compare_with=minilm")
+    page.get_by_text("same as model A", exact=False).wait_for(timeout=SLOW)
+    assert not page.get_by_text("Traceback").count()
+    assert not errors, errors
+    page.context.close()
+
+
 def _new_page(browser):
     """A page in its own browser context (its own Streamlit session), patient with a busy machine."""
     page = browser.new_context(viewport={"width": 1440, "height": 1000}).new_page()
