@@ -113,6 +113,7 @@ def head_logits(model, cls: torch.Tensor) -> torch.Tensor:
 
 
 def train_head() -> dict:
+    torch.manual_seed(TRAIN.seed)  # the new NSP head's initialisation
     model, _ = start_model()
     model.eval()  # no dropout anywhere: the head has none, and the encoder's output is fixed
     train, heldout = (load_file(str(RUN / f"{split}_cls.safetensors")) for split in ("train", "heldout"))
@@ -134,7 +135,8 @@ def train_head() -> dict:
                         for split, d in (("train", train), ("heldout", heldout))}
         log.append({"epoch": epoch + 1, **accuracy})
     (RUN / "head_log.json").write_text(json.dumps(log, indent=1))
-    heads = {k: v.to(torch.float16).contiguous() for k, v in to_hf_state_dict(model).items() if k.startswith(HEAD_KEYS)}
+    named = {key.removeprefix("bert."): tensor for key, tensor in to_hf_state_dict(model).items()}  # as minilm's overlay
+    heads = {k: v.to(torch.float16).contiguous() for k, v in named.items() if k.startswith(HEAD_KEYS)}
     save_file(heads, str(MINILM_NSP_FILE), metadata={"format": "pt", "epochs": str(EPOCHS), "recipe": "recipes/train_minilm_nsp.py"})
     return log[-1] | {"tensors": sorted(heads), "kilobytes": round(MINILM_NSP_FILE.stat().st_size / 1024)}
 
