@@ -144,3 +144,58 @@ def test_reads_csv_tsv_and_jsonl(tmp_path):
     assert read_examples(tmp_path / "a.csv", "classify") == [Example("the dog, at home", "her cat", "pet", f"{tmp_path / 'a.csv'}:2")]
     assert read_examples(tmp_path / "a.tsv", "regression")[0].label == 0.5
     assert read_examples(tmp_path / "a.jsonl", "tokens")[0].label == ["O", "B-PET"]
+
+
+# ---- bad input: typed errors that name the file and the line ----------------------------------------------------
+
+
+def test_missing_label_column_names_the_file_and_line(tmp_path):
+    path = tmp_path / "train.csv"
+    path.write_text("text,category\nthe dog,pet\n")
+    with pytest.raises(bert.DataFileError, match=r"train.csv:2: no `label` \(the file's fields are \['category', 'text'\]\)"):
+        read_examples(path, "classify")
+
+
+def test_unknown_label_in_dev_names_the_dev_file_and_line(tmp_path, tokenizer):
+    path = tmp_path / "dev.jsonl"
+    path.write_text(json.dumps({"text": "the dog", "label": "pet"}) + "\n\n" + json.dumps({"text": "the park", "label": "plaice"}) + "\n")
+    dev = read_examples(path, "classify")
+    with pytest.raises(bert.DataFileError, match=r"dev.jsonl:3: label 'plaice' is not among the training labels \['pet', 'place'\]"):
+        encode(dev, tokenizer, ["pet", "place"], max_length=16)
+
+
+@pytest.mark.parametrize("content, suffix, message", [
+    ("", ".csv", "has no examples"),
+    ("\n\n", ".jsonl", "has no examples"),
+    ("text,label\n", ".csv", "has no examples"),
+    ('{"text": "the dog", "label": \n', ".jsonl", r":1: not valid JSON"),
+    ('["the dog", "pet"]\n', ".jsonl", r":1: each line must be a JSON object"),
+    ("text\tlabel\nthe dog\tfour\n", ".tsv", r":2: label 'four' is not a number"),
+    ('{"tokens": ["the", "dog"], "labels": ["O"]}\n', ".jsonl", r":1: `tokens` and `labels` must be non-empty lists of the same length"),
+    ("the dog\tpet\n", ".txt", "expected a .csv, .tsv or .jsonl file"),
+])
+def test_bad_files_give_typed_errors(tmp_path, content, suffix, message):
+    path = tmp_path / f"data{suffix}"
+    path.write_text(content)
+    task = "regression" if suffix == ".tsv" else "tokens" if "tokens" in content else "classify"
+    with pytest.raises(bert.DataFileError, match=message) as error:
+        read_examples(path, task)
+    assert str(path) in str(error.value)
+
+
+def test_cli_fine_tunes_a_folder_and_reports_bad_input(tmp_path, tiny_vocab_file, capsys):
+    from bert.__main__ import main
+    from bert.checkpoint import save_hf_folder
+
+    base = save_hf_folder(tiny_bert(pooler=True), tmp_path / "base", tiny_vocab_file)
+    train = tmp_path / "train.csv"
+    train.write_text("text,label\n" + "".join(f"{e.text},{e.label}\n" for e in toy_examples(40, seed=7)))
+    args = ["finetune", "--train-file", str(train), "--init", str(base), "--out", str(tmp_path / "out"),
+            "--epochs", "1", "--batch-size", "8", "--max-length", "16", "--device", "cpu"]
+    assert main(args) == 0
+    printed = json.loads(capsys.readouterr().out)
+    model, _ = bert.load_pretrained(printed["model"])
+    assert model.labels == ["pet", "place"] and model.has_classifier and printed["best_dev"]["step"] == 5  # 36 train / 8
+    train.write_text("text\nthe dog\n")
+    assert main([*args, "--out", str(tmp_path / "out2")]) == 2  # the last --out wins
+    assert "train.csv:2: no `label`" in capsys.readouterr().err
