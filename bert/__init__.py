@@ -1,7 +1,7 @@
 """A from-scratch, hookable BERT that loads real Hugging Face checkpoints."""
 from .checkpoint import save_hf_folder
 from .config import BertConfig
-from .errors import BertError, CheckpointError, InputTooLongError, InvalidInputError, MissingHeadError, ModelNotFoundError, UnknownHookError
+from .errors import BertError, CheckpointError, DataFileError, InputTooLongError, InvalidInputError, MissingHeadError, ModelNotFoundError, UnknownHookError
 from .model import Bert
 from .params import count_parameters
 from .pretrained import load_pretrained
@@ -9,6 +9,6 @@ from .tokenizer import BertTokenizer, Encoding
 
 __all__ = [
     "Bert", "BertConfig", "BertTokenizer", "Encoding", "load_pretrained", "save_hf_folder", "count_parameters",
-    "BertError", "CheckpointError", "InputTooLongError", "InvalidInputError", "MissingHeadError", "ModelNotFoundError",
+    "BertError", "CheckpointError", "DataFileError", "InputTooLongError", "InvalidInputError", "MissingHeadError", "ModelNotFoundError",
     "UnknownHookError",
 ]

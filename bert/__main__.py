@@ -1,4 +1,5 @@
 """Command line: `python -m bert predict "The [MASK] barked." --model minilm`, `python -m bert pretrain ...`,
+`python -m bert finetune --train-file questions.csv --out out/trec`,
 and `python -m bert download bert-base-uncased` (once, while online: the app then offers it first)."""
 from __future__ import annotations
 
@@ -25,6 +26,9 @@ def main(argv: list[str] | None = None) -> int:
     from .pretraining.cli import add_arguments
 
     add_arguments(commands.add_parser("pretrain", help="pre-train or fine-tune with MLM (and NSP)"))
+    from .finetuning.cli import add_arguments as add_finetune_arguments
+
+    add_finetune_arguments(commands.add_parser("finetune", help="train a classifier, regressor or token tagger on labelled data"))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
@@ -32,6 +36,10 @@ def main(argv: list[str] | None = None) -> int:
             return _predict(args)
         if args.command == "download":
             return _download(args)
+        if args.command == "finetune":
+            from .finetuning.cli import run as finetune
+
+            return finetune(args)
         from .pretraining.cli import run
 
         return run(args)

@@ -31,6 +31,10 @@ class UnknownHookError(BertError, KeyError):
         return self.args[0]
 
 
+class DataFileError(BertError, ValueError):
+    """A training or evaluation file that cannot be used: missing, empty, a bad row (named by file and line)."""
+
+
 class CheckpointError(BertError):
     """A checkpoint that cannot be loaded: missing, unexpected, mis-shaped, corrupt or unsafe."""
 

@@ -76,6 +76,14 @@ class BertTokenizer:
         wordpiece = BertWordPieceTokenizer(str(vocab_file), lowercase=lowercase, strip_accents=None if lowercase else False)
         return cls(wordpiece._tokenizer)
 
+    def save(self, folder: str | Path) -> None:
+        """vocab.txt (one token per line, in id order) and tokenizer_config.json (lower-casing), as BERT folders have."""
+        folder = Path(folder)
+        vocab = sorted(self._tokenizer.get_vocab().items(), key=lambda item: item[1])
+        (folder / "vocab.txt").write_text("".join(token + "\n" for token, _ in vocab), encoding="utf-8")
+        lowercase = bool(getattr(self._tokenizer.normalizer, "lowercase", True))
+        (folder / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": lowercase, "tokenizer_class": "BertTokenizer"}, indent=2))
+
     @property
     def vocab_size(self) -> int:
         return self._tokenizer.get_vocab_size()

@@ -56,7 +56,7 @@ def select_trainable(model: Bert, what: str, freeze_token_embedding: bool) -> li
     The LM head's output matrix is the token embedding (tied), the encoder's input. It learns only with
     train="all": "head" and "top:N" leave the layers below them exactly as they were.
     """
-    heads = [m for m in (model.lm_head, model.pooler, model.nsp_head) if m is not None]
+    heads = [m for m in (model.lm_head, model.pooler, model.nsp_head, model.classifier, model.tagger) if m is not None]
     num_layers = len(model.transformer)
     if what == "all":
         learning = [model]
@@ -75,6 +75,8 @@ def select_trainable(model: Bert, what: str, freeze_token_embedding: bool) -> li
 
 
 def make_optimizer(model: Bert, config: TrainConfig) -> torch.optim.AdamW:
+    """AdamW over what `config.train` lets learn (any config with train, freeze_token_embedding, weight_decay
+    and learning_rate: fine-tuning's FinetuneConfig too)."""
     trainable = {id(p) for p in select_trainable(model, config.train, config.freeze_token_embedding)}
     decay, no_decay = [], []
     for name, param in model.named_parameters():  # a tied tensor appears once
@@ -82,6 +84,19 @@ def make_optimizer(model: Bert, config: TrainConfig) -> torch.optim.AdamW:
             (no_decay if name.endswith("bias") or "layer_norm" in name else decay).append(param)
     groups = [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
     return torch.optim.AdamW(groups, lr=config.learning_rate)
+
+
+def make_scheduler(optimizer: torch.optim.Optimizer, warmup_steps: int, steps: int) -> torch.optim.lr_scheduler.LambdaLR:
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, warmup_steps, steps))
+
+
+def apply_gradients(model: Bert, loss: torch.Tensor, optimizer, scheduler, clip_norm: float) -> None:
+    """Backward, clip the gradient norm, one optimizer and one schedule step."""
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], clip_norm)
+    optimizer.step()
+    scheduler.step()
 
 
 def mask_batch(batch: Batch, tokenizer: BertTokenizer, config: TrainConfig, generator: torch.Generator):
@@ -145,7 +160,7 @@ def train(
     out_dir.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(config.seed)
     optimizer = make_optimizer(model, config)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, config.warmup_steps, config.steps))
+    scheduler = make_scheduler(optimizer, config.warmup_steps, config.steps)
     step = load_checkpoint(out_dir / "checkpoint", model, optimizer, scheduler) if resume else 0
     heldout = list(itertools.islice(batches(heldout_file, tokenizer, data, config.seed, 0), config.eval_batches)) if heldout_file else []
     stream = infinite_batches(train_file, tokenizer, data, config.seed, skip=step)
@@ -179,11 +194,7 @@ def train_step(model, tokenizer, batch: Batch, optimizer, scheduler, config: Tra
     corrupted, labels = mask_batch(batch, tokenizer, config, generator)
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=config.bf16):
         losses = pretraining_loss(model, batch, corrupted, labels, config.mlm)
-    optimizer.zero_grad(set_to_none=True)
-    losses["loss"].backward()
-    torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], config.clip_norm)
-    optimizer.step()
-    scheduler.step()
+    apply_gradients(model, losses["loss"], optimizer, scheduler, config.clip_norm)
     return {name: float(value.detach()) for name, value in losses.items()}
 
 
