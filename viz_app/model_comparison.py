@@ -11,15 +11,15 @@ from viz_app.forward import PreparedInput
 from viz_app.models import LoadedModel
 from viz_app.sentence_tasks import class_probabilities, next_sentence
 
-# A model's usual partner: its base, or the model fine-tuned from it.
-PARTNERS = {"minilm": "minilm-encoder", "minilm-encoder": "minilm"}
+# A model's usual partners, best first: its base, or the models trained from it.
+PARTNERS = {"minilm": ["minilm-encoder"], "minilm-trec": ["minilm-encoder"], "minilm-encoder": ["minilm-trec", "minilm"]}
 
 
 def partner(source_a: str, sources: list[str]) -> str:
-    """Model B's default for model A: its known partner if offered, else the first other model."""
-    wanted = PARTNERS.get(source_a)
-    if wanted in sources:
-        return wanted
+    """Model B's default for model A: its first known partner on offer, else the first other model."""
+    for wanted in PARTNERS.get(source_a, []):
+        if wanted in sources:
+            return wanted
     others = [s for s in sources if s != source_a and s != models.FOLDER]
     return others[0] if others else models.FOLDER
 

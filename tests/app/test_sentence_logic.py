@@ -1,0 +1,72 @@
+"""The logic behind the fine-tuning pages, without Streamlit: next-sentence probabilities for both orders, class
+probabilities with label names, token-label chips (escaped), the default model B, predictions side by side."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from bert import Bert, BertConfig, BertTokenizer
+from bert_test_support import TINY_VOCAB
+from viz_app import model_comparison as mc
+from viz_app import sentence_tasks as tasks
+from viz_app.forward import prepare_input
+from viz_app.models import LoadedModel, summarize
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tmp_path_factory):
+    path = tmp_path_factory.mktemp("vocab") / "vocab.txt"
+    path.write_text("\n".join(TINY_VOCAB) + "\n")
+    return BertTokenizer.from_vocab(path)
+
+
+def tiny(tokenizer, seed=0, **heads) -> Bert:
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_layers=2, num_heads=4, intermediate_size=48,
+                        max_position_embeddings=64)
+    torch.manual_seed(seed)
+    return Bert(config, **heads).eval()
+
+
+def test_next_sentence_reads_both_orders(tokenizer):
+    model = tiny(tokenizer, mlm_head=False, nsp_head=True)
+    result = tasks.next_sentence(model, tokenizer, "the dog went to the park", "her cat sat", 64, False)
+    for first, second, shown in (("the dog went to the park", "her cat sat", result.follows),
+                                 ("her cat sat", "the dog went to the park", result.swapped)):
+        ids, types = tokenizer.encode(first, second).tensors()
+        with torch.no_grad():
+            assert shown == pytest.approx(float(model.next_sentence(ids, types).softmax(-1)[0, 0]))
+    assert result.follows != pytest.approx(result.swapped)  # segments and positions differ: so do the answers
+
+
+def test_class_probabilities_carry_the_label_names(tokenizer):
+    model = tiny(tokenizer, mlm_head=False, classifier_labels=["sad", "calm", "happy"])
+    table = tasks.class_probabilities(model, tokenizer.encode("the dog"))
+    assert list(table["label"]) == ["sad", "calm", "happy"] and table["probability"].sum() == pytest.approx(1.0)
+    assert tasks.heads_of(model) == ["classify"]
+
+
+def test_token_label_chips_escape_what_the_user_typed(tokenizer):
+    model = tiny(tokenizer, mlm_head=False, tagger_labels=["O", "<b>B-PER</b>"])
+    table = tasks.token_labels(model, tokenizer.encode("the <script> dog"))
+    assert len(table) == len(tokenizer.encode("the <script> dog")) and table["probability"].between(0.5, 1).all()
+    chips = tasks.label_chips(table)
+    assert "<script>" not in chips and "&lt;" in chips and "<b>B-PER</b>" not in chips
+    assert "[CLS]" not in chips  # special tokens are left out
+
+
+def test_model_b_defaults_to_a_partner(tokenizer):
+    assert mc.partner("minilm", ["minilm", "minilm-encoder", "folder"]) == "minilm-encoder"
+    assert mc.partner("minilm-encoder", ["minilm", "minilm-trec", "minilm-encoder"]) == "minilm-trec"
+    assert mc.partner("/some/folder", ["bert-base-uncased", "minilm"]) == "bert-base-uncased"
+    assert mc.partner("minilm", ["minilm", "folder"]) == "folder"
+
+
+def test_predictions_side_by_side(tokenizer):
+    a = LoadedModel("a", tiny(tokenizer, 0, nsp_head=True), tokenizer, None)
+    b = LoadedModel("b", tiny(tokenizer, 1, nsp_head=True), tokenizer, None)
+    a, b = (LoadedModel(m.source, m.model, tokenizer, summarize(m.model)) for m in (a, b))
+    prepared = prepare_input(tokenizer, "the [MASK] went to the park", "her cat sat", [], False, 64)
+    table = mc.side_by_side(a, b, prepared, "the [MASK] went to the park", "her cat sat", False)
+    assert list(table["what"]) == ["[MASK] at position 2", "P(B follows A)"]
+    assert table.iloc[0, 1] != table.iloc[0, 2]  # two different random models
+    assert mc.side_by_side(a, b, prepared, "the [MASK] went to the park", "", False)["what"].tolist() == ["[MASK] at position 2"]
