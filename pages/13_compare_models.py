@@ -35,6 +35,10 @@ try:
 except (BertError, OSError, ValueError, RuntimeError) as error:
     st.error(f"Could not load model B ({source_b!r}): {error}. Pick another model, or check the folder.")
     st.stop()
+problem = mc.vocabulary_problem(key_a, key_b)
+if problem:
+    st.error(f"These two models cannot be compared: {problem}.")
+    st.stop()
 name_a, name_b = context.source, source_b
 
 st.subheader("Predictions side by side")

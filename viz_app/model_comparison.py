@@ -4,7 +4,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from bert.analysis.compare import Comparison, compare_models
+from bert.analysis.compare import Comparison, check_comparable, compare_models
+from bert.errors import InvalidInputError
 from bert.predict import predict_masks
 from viz_app import cache, models
 from viz_app.forward import PreparedInput
@@ -22,6 +23,17 @@ def partner(source_a: str, sources: list[str]) -> str:
             return wanted
     others = [s for s in sources if s != source_a and s != models.FOLDER]
     return others[0] if others else models.FOLDER
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def vocabulary_problem(key_a: tuple, key_b: tuple) -> str | None:
+    """Why the two models cannot read the same input, or None when they share a vocabulary."""
+    a, b = cache.load_model(*key_a), cache.load_model(*key_b)
+    try:
+        check_comparable(a.model, b.model, a.tokenizer, b.tokenizer)
+    except InvalidInputError as error:
+        return str(error)
+    return None
 
 
 @st.cache_data(show_spinner="Running both models over the sentences…", max_entries=16)

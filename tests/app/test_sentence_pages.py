@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import torch
 
 from app_helpers import array, figures, no_exception, open_entry_page, texts, write_entry
 
@@ -92,3 +93,60 @@ def test_a_model_b_that_does_not_load_is_named(open_page, tmp_path):
     at.text_input(key="compare_folder").set_value(str(tmp_path)).run()
     no_exception(at)
     assert "Could not load model B" in texts(at) and "config.json" in texts(at)
+
+
+# --- fine-tuned heads, from tiny model folders (the sidebar's "local folder" choice) ------------------------
+
+
+def tiny_folder(path, vocab_file, seed=0, **heads):
+    from bert import Bert, BertConfig
+    from bert.checkpoint import save_hf_folder
+
+    vocab = vocab_file.read_text().split()
+    config = BertConfig(vocab_size=len(vocab), hidden_size=32, num_layers=2, num_heads=4, intermediate_size=48, max_position_embeddings=64)
+    torch.manual_seed(seed)
+    return str(save_hf_folder(Bert(config, mlm_head=False, **heads).eval(), path, vocab_file))
+
+
+@pytest.fixture
+def vocab_file(tmp_path):
+    from bert_test_support import TINY_VOCAB
+
+    path = tmp_path / "vocab.txt"
+    path.write_text("\n".join(TINY_VOCAB) + "\n")
+    return path
+
+
+def test_a_classifier_shows_its_classes_and_what_drove_the_chosen_one(open_page, tmp_path, vocab_file):
+    folder = tiny_folder(tmp_path / "classifier", vocab_file, classifier_labels=["sad", "calm", "happy"])
+    at = open_page("sentence_tasks", model=folder, text="the dog went to the park")
+    probabilities, saliency_bars = figures(at)
+    assert [label for label in probabilities["data"][0]["y"]] == ["sad", "calm", "happy"]
+    assert array(probabilities["data"][0]["x"]).sum() == pytest.approx(1.0, abs=1e-6)
+    chosen = at.selectbox(key="tasks_class").value
+    assert chosen in probabilities["layout"]["title"]["text"] or chosen in saliency_bars["layout"]["title"]["text"]
+    at.selectbox(key="tasks_class").set_value("calm").run()
+    no_exception(at)
+    assert "calm" in figures(at)[1]["layout"]["title"]["text"] and at.query_params["tasks_class"] == "calm"
+    assert "For next-sentence prediction, pick" in texts(at)  # says which model would do what this one cannot
+
+
+def test_a_token_classifier_shows_coloured_label_chips(open_page, tmp_path, vocab_file):
+    folder = tiny_folder(tmp_path / "tagger", vocab_file, tagger_labels=["O", "B-ANIMAL"])
+    at = open_page("sentence_tasks", model=folder, text="the dog went to the park")
+    chips = next(m.value for m in at.markdown if "border-radius" in m.value)
+    assert chips.count("<span") == len("the dog went to the park".split())  # [CLS] and [SEP] left out
+    assert "dog" in chips and ("B-ANIMAL" in chips or ">O<" in chips)
+
+
+def test_models_with_different_vocabularies_are_refused_with_a_message(open_page, tmp_path, vocab_file):
+    from bert_test_support import TINY_VOCAB
+
+    other_vocab = tmp_path / "other_vocab.txt"
+    other_vocab.write_text("\n".join(TINY_VOCAB[:5] + list(reversed(TINY_VOCAB[5:]))) + "\n")
+    first = tiny_folder(tmp_path / "first", vocab_file, nsp_head=True)
+    second = tiny_folder(tmp_path / "second", other_vocab, nsp_head=True)
+    at = open_page("compare_models", model=first, compare_with="folder", compare_count=20)
+    at.text_input(key="compare_folder").set_value(second).run()
+    no_exception(at)
+    assert "cannot be compared" in texts(at) and "different vocabularies" in texts(at) and not figures(at)
