@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import bert
+from bert.hub import hub_cache_dir
 from bert.pretrained import MINILM_HEAD_FILE
 
 FOLDER = "folder"  # the picker's "a local Hugging Face folder" choice
@@ -52,14 +52,6 @@ class LoadedModel:
     model: bert.Bert
     tokenizer: bert.BertTokenizer
     summary: ModelSummary
-
-
-def hub_cache_dir() -> Path:
-    """The Hugging Face hub cache, as huggingface_hub finds it (read now, so tests can point it elsewhere)."""
-    if os.environ.get("HF_HUB_CACHE"):
-        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
-    home = os.environ.get("HF_HOME") or os.path.join(os.environ.get("XDG_CACHE_HOME", "~/.cache"), "huggingface")
-    return Path(home).expanduser() / "hub"
 
 
 def cached_bert_models(cache_dir: Path | None = None) -> list[ModelChoice]:
