@@ -45,15 +45,30 @@ def _snapshot_download():
     return snapshot_download
 
 
-def cached_folder(repo_id: str) -> Path | None:
-    """The cached snapshot of a hub id with safetensors weights, or None. Never touches the network."""
+def cached_snapshot(repo_id: str) -> Path | None:
+    """The cached snapshot folder of a hub id (whatever files it holds), or None. Never touches the network."""
     snapshot_download = _snapshot_download()
     try:
-        folder = Path(snapshot_download(repo_id, allow_patterns=NEEDED_FILES, local_files_only=True,
-                                        cache_dir=hub_cache_dir()))
+        return Path(snapshot_download(repo_id, allow_patterns=NEEDED_FILES, local_files_only=True,
+                                      cache_dir=hub_cache_dir()))
     except Exception:  # huggingface_hub raises several types for "not in the cache" (and for a malformed id)
         return None
-    return folder if any((folder / name).is_file() for name in WEIGHT_FILES) else None
+
+
+def has_weights(folder: Path) -> bool:
+    return any((folder / name).is_file() for name in WEIGHT_FILES)
+
+
+def cached_folder(repo_id: str) -> Path | None:
+    """The cached snapshot of a hub id with safetensors weights, or None. Never touches the network."""
+    folder = cached_snapshot(repo_id)
+    return folder if folder is not None and has_weights(folder) else None
+
+
+def offline_mode() -> bool:
+    """HF_HUB_OFFLINE (or TRANSFORMERS_OFFLINE) set: huggingface_hub's switch for "never ask the network"."""
+    value = os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE") or ""
+    return value.strip().lower() in ("1", "on", "yes", "true")
 
 
 def reachable(timeout: float = REACHABLE_TIMEOUT_S) -> bool:
@@ -81,6 +96,8 @@ def download(repo_id: str, tqdm_class=None) -> Path:
     folder = cached_folder(repo_id)
     if folder is not None:
         return folder
+    if offline_mode():
+        raise DownloadError("offline", f"HF_HUB_OFFLINE is set, so nothing is downloaded; unset it to fetch {repo_id!r}")
     if not reachable():
         raise DownloadError("offline", offline_message())
     from huggingface_hub import hf_hub_download
@@ -105,6 +122,6 @@ def download(repo_id: str, tqdm_class=None) -> Path:
         raise DownloadError("not_bert", f"{repo_id!r} is not a BERT (its config.json is not readable: {error})") from error
     except Exception as error:  # connection dropped, disk full, hub error...
         raise DownloadError("failed", f"downloading {repo_id!r} failed: {type(error).__name__}: {error}".splitlines()[0]) from error
-    if not any((folder / name).is_file() for name in WEIGHT_FILES):
+    if not has_weights(folder):
         raise DownloadError("not_bert", f"{repo_id!r} has no safetensors weights (model.safetensors), which this project loads")
     return folder

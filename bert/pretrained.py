@@ -77,10 +77,12 @@ def _hub_folder(repo_id: str, allow_download: bool) -> Path:
     """The snapshot folder of a hub id: from the local Hugging Face cache, or downloaded when allowed."""
     if allow_download:
         return hub.download(repo_id)
-    folder = hub.cached_folder(repo_id)
+    folder = hub.cached_snapshot(repo_id)
     if folder is None:
         raise ModelNotFoundError(
             f"{repo_id!r} is neither a folder nor in the local Hugging Face cache ({hub.hub_cache_dir()}); "
             f"download it once while online (python -m bert download {repo_id}), or pass a local folder"
         )
+    if not hub.has_weights(folder):
+        raise ModelNotFoundError(f"{repo_id!r} is in the local Hugging Face cache without safetensors weights")
     return folder
