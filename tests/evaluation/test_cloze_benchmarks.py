@@ -157,6 +157,24 @@ def test_a_model_without_a_masked_lm_head_is_refused(tiny_mlm_folder):
         ettinger.top_k_tokens(encoder, tokenizer, "the dog [MASK]")
 
 
+@needs_external
+def test_every_benchmark_input_is_tokenized_as_transformers_does_with_the_bert_base_vocabulary(minilm_path, minilm_tokenizer):
+    """The published runs tokenized with bert-base-uncased's tokenizer (Goldberg word by word around the [MASK],
+    Ettinger the whole string): our token ids for all 410 pairs and every context line must be the same as
+    transformers' BertTokenizer on the same vocabulary (minilm's, which is bert-base-uncased's)."""
+    from transformers import BertTokenizer as HFTokenizer
+
+    reference = HFTokenizer(str(minilm_path / "vocab.txt"), do_lower_case=True)
+    for pair in agreement.read_pairs(GOLDBERG):
+        tokens = (["[CLS]"] + reference.tokenize(" ".join(pair.words[:pair.mask_index])) + ["[MASK]"]
+                  + reference.tokenize(" ".join(pair.words[pair.mask_index + 1:])) + ["[SEP]"])
+        assert agreement.input_ids(pair, minilm_tokenizer) == reference.convert_tokens_to_ids(tokens), pair.sentence
+    for test in ettinger.TESTS:
+        for context in (ETTINGER / "inputs" / f"{test.key}-contextlist").read_text(encoding="utf-8").splitlines():
+            ours = minilm_tokenizer.encode(context + ".").input_ids
+            assert ours == reference(context + ".")["input_ids"], context
+
+
 # --- every benchmark sentence, for keeping them out of training text ---
 
 @needs_external
