@@ -13,8 +13,9 @@ FOLDER = "folder"  # the picker's "a local Hugging Face folder" choice
 PREFERRED_HUB_IDS = ("bert-base-uncased", "bert-base-cased", "bert-large-uncased")  # offered first when cached
 BUILTIN_NOTE = (
     "Built in: a small model trained by this project (MiniLM-L6 + a masked-LM head, see "
-    "bert/weights/MODEL_CARD.md), rougher than BERT-base. For the real bert-base-uncased, run "
-    "`python -m bert download bert-base-uncased` once online: it then comes first here."
+    "bert/weights/MODEL_CARD.md), rougher than BERT-base. For the real bert-base-uncased, use "
+    "Download a model below while online (or run `python -m bert download bert-base-uncased`): it then comes "
+    "first here."
 )
 _WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
 
