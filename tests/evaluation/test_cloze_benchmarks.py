@@ -106,6 +106,9 @@ def test_agreement_logits_match_transformers_on_a_tiny_model(tmp_path, tiny):
 @needs_external
 def test_goldberg_pairs_scored_with_the_bert_base_vocabulary(minilm_tokenizer):
     """410 pairs; minilm's vocabulary (bert-base-uncased's) scores 383, and skips exactly the pairs Goldberg skipped."""
+    # bert-base-uncased's vocabulary: 30,522 pieces, [CLS] [SEP] [MASK] at 101-103, "the" at 1996
+    assert minilm_tokenizer.vocab_size == 30522
+    assert [minilm_tokenizer.token_to_id(t) for t in ("[CLS]", "[SEP]", "[MASK]", "the")] == [101, 102, 103, 1996]
     pairs = agreement.read_pairs(GOLDBERG)
     published = agreement.read_published(GOLDBERG, BERT_BASE)
     reasons = [agreement.skip_reason(p, minilm_tokenizer) for p in pairs]
