@@ -55,6 +55,12 @@ if "next_sentence" in heads:
             "Pre-training showed BERT pairs where B was the true next sentence half of the time and a random sentence "
             "otherwise; the swapped pair (B first) is the question sentence-order prediction (ALBERT) asks instead."
         )
+        if context.source == "minilm":
+            st.caption(
+                "The built-in model's head was trained here on top of a frozen encoder and is weak: it is right on about "
+                "60% of held-out pairs (chance is 50%) and cannot tell the order of two related sentences "
+                "(bert/weights/MODEL_CARD.md). bert-base-uncased's own head is far better."
+            )
         if st.toggle("Which tokens drove it?", key="tasks_explain_nsp"):
             explain("next_sentence", 0 if result.follows >= 0.5 else 1, NEXT_SENTENCE_LABELS)
 

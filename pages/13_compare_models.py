@@ -21,7 +21,8 @@ source_b = st.selectbox("Model B (model A is the one chosen in the sidebar)", li
                         persist_state="session", format_func=lambda s: choices[s].label)
 folder_b = choices[source_b].folder
 if source_b == models.FOLDER:
-    folder_b = st.text_input("Folder of model B", key="compare_folder", placeholder="/path/to/a/fine-tuned/bert").strip()
+    folder_b = st.text_input("Folder of model B", key="compare_folder", persist_state="session",
+                             placeholder="/path/to/a/fine-tuned/bert").strip()
     if not folder_b:
         st.info("Type the path of a Hugging Face BERT folder (config.json, weights, vocab.txt) to compare with.")
         st.stop()

@@ -88,6 +88,7 @@ PARAMS: dict[str, Param] = {
     "tasks_class": Param(str, str, None),  # None: the top class
     "tasks_method": Param(str, str, "integrated_gradients"),
     "compare_with": Param(str, str, None),  # model B's source; None: the page picks a partner for model A
+    "compare_folder": Param(str, str, ""),  # model B's folder when compare_with is "folder"
     "compare_count": Param(int, str, 100),
 }
 MODEL_PARAM = "model"  # the model's source; kept apart because the picker is two widgets (choice, folder)
