@@ -7,7 +7,7 @@ from pathlib import Path
 
 import bert
 from bert.hub import hub_cache_dir
-from bert.pretrained import MINILM_HEAD_FILE, MINILM_NSP_FILE
+from bert.pretrained import FINETUNED_FILES, MINILM_HEAD_FILE, MINILM_NSP_FILE
 
 FOLDER = "folder"  # the picker's "a local Hugging Face folder" choice
 PREFERRED_HUB_IDS = ("bert-base-uncased", "bert-base-cased", "bert-large-uncased")  # offered first when cached
@@ -83,6 +83,7 @@ def model_choices(cache_dir: Path | None = None) -> list[ModelChoice]:
     builtin = [ModelChoice("minilm-encoder", "MiniLM-L6, encoder only (built in, no MLM head)")]
     if MINILM_HEAD_FILE.is_file():
         builtin.insert(0, ModelChoice("minilm", "MiniLM-L6 + masked-LM head (built in)"))
+    builtin += [ModelChoice(name, f"{name}: MiniLM-L6 fine-tuned here (built in)") for name, path in FINETUNED_FILES.items() if path.is_file()]
     return cached_bert_models(cache_dir) + builtin + [ModelChoice(FOLDER, "A local Hugging Face folder…")]
 
 
@@ -102,6 +103,8 @@ def revision(source: str, folder: str | None = None) -> str:
     paths = []
     if source == "minilm":
         paths = [MINILM_HEAD_FILE, MINILM_NSP_FILE]
+    elif source in FINETUNED_FILES:
+        paths = [FINETUNED_FILES[source]]
     elif folder or Path(source).expanduser().is_dir():
         base = Path(folder or source).expanduser()
         paths = [base / "config.json"] + [base / name for name in _WEIGHT_FILES]

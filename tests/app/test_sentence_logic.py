@@ -70,3 +70,15 @@ def test_predictions_side_by_side(tokenizer):
     assert list(table["what"]) == ["[MASK] at position 2", "P(B follows A)"]
     assert table.iloc[0, 1] != table.iloc[0, 2]  # two different random models
     assert mc.side_by_side(a, b, prepared, "the [MASK] went to the park", "", False)["what"].tolist() == ["[MASK] at position 2"]
+
+
+def test_built_in_fine_tuned_models_are_offered_once_their_file_exists(tmp_path, monkeypatch):
+    from viz_app import models
+
+    shipped = tmp_path / "minilm_task.safetensors"
+    monkeypatch.setattr(models, "FINETUNED_FILES", {"minilm-task": shipped})
+    assert "minilm-task" not in [c.source for c in models.model_choices(tmp_path)]
+    shipped.write_bytes(b"x")
+    sources = [c.source for c in models.model_choices(tmp_path)]
+    assert "minilm-task" in sources and sources[-1] == models.FOLDER
+    assert "minilm_task.safetensors" in models.revision("minilm-task")
