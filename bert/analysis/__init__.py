@@ -6,4 +6,6 @@ Each module is one concern, testable without the app (the Streamlit pages only d
   written so that a corpus-level version averages them over inputs with `combine`.
 - embedding_subspaces: do the token, position and segment embeddings split the hidden space like a
   concatenation, or overlap? Per-token decomposition, PCA, principal angles, projections.
+- compare: what changed between two models with one vocabulary (linear CKA per layer, Jensen-Shannon
+  distance per attention head), e.g. a pre-trained model and one fine-tuned from it.
 """
