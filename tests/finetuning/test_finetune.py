@@ -199,3 +199,38 @@ def test_cli_fine_tunes_a_folder_and_reports_bad_input(tmp_path, tiny_vocab_file
     train.write_text("text\nthe dog\n")
     assert main([*args, "--out", str(tmp_path / "out2")]) == 2  # the last --out wins
     assert "train.csv:2: no `label`" in capsys.readouterr().err
+
+
+def test_regression_learns_a_number_per_sentence(tmp_path, tokenizer):
+    def numbered(examples):  # pet sentences score +1, place sentences -1
+        return [Example(e.text, None, 1.0 if e.label == "pet" else -1.0, e.where) for e in examples]
+
+    model = tiny_bert(classifier_labels=1, problem_type="regression")
+    config = FinetuneConfig(task="regression", **FAST)
+    best = finetune(model, tokenizer, numbered(toy_examples(96, seed=8)), numbered(toy_examples(24, seed=9)), tmp_path, config)
+    assert best["pearson"] > 0.95 and best["mse"] < 0.1
+    assert json.loads((tmp_path / "model" / "config.json").read_text())["problem_type"] == "regression"
+
+
+@pytest.mark.parametrize("scores, patience, stop", [
+    ([0.5, 0.6, 0.6, 0.55], 2, True),   # the last two fell short of 0.6
+    ([0.5, 0.6, 0.6, 0.65], 2, False),  # the last one beat it
+    ([0.5, 0.4], 2, False),             # not enough evaluations yet
+    ([0.5, 0.4, 0.3], 0, False),        # patience 0: never stop
+])
+def test_early_stopping_after_patience_evaluations_without_improvement(scores, patience, stop):
+    from bert.finetuning.train import _should_stop
+
+    assert _should_stop([{"score": s} for s in scores], patience) == stop
+
+
+def test_device_auto_prefers_cuda_then_mps_then_cpu(monkeypatch):
+    from bert.finetuning.cli import pick_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    assert pick_device("auto") == "cpu" and pick_device("cuda:1") == "cuda:1"
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: True)
+    assert pick_device("auto") == "mps"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert pick_device("auto") == "cuda"
