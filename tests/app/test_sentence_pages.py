@@ -150,3 +150,32 @@ def test_models_with_different_vocabularies_are_refused_with_a_message(open_page
     at.text_input(key="compare_folder").set_value(second).run()
     no_exception(at)
     assert "cannot be compared" in texts(at) and "different vocabularies" in texts(at) and not figures(at)
+
+
+def shipped_classifier() -> bool:
+    from bert.pretrained import FINETUNED_FILES
+
+    return FINETUNED_FILES["minilm-trec"].is_file()
+
+
+@pytest.mark.skipif(not shipped_classifier(), reason="the shipped minilm-trec (bert/weights/minilm_trec.safetensors) is missing")
+def test_the_shipped_question_classifier_and_its_base(open_page):
+    from bert import load_pretrained
+
+    at = open_page("sentence_tasks", model="minilm-trec", text="Who wrote Hamlet?")
+    assert at.selectbox(key="model_choice").value == "minilm-trec"
+    probabilities, _ = figures(at)
+    model, tokenizer = load_pretrained("minilm-trec")
+    ids, types = tokenizer.encode("Who wrote Hamlet?").tensors()
+    with torch.no_grad():
+        expected = model.classify(ids, types).softmax(-1)[0].numpy()
+    assert list(probabilities["data"][0]["y"]) == model.labels
+    assert array(probabilities["data"][0]["x"]) == pytest.approx(expected, abs=1e-6)
+    assert at.selectbox(key="tasks_class").value == model.labels[expected.argmax()]
+    assert "Type a second sentence" not in texts(at)  # no next-sentence head: that section is not drawn
+
+    at = open_page("compare_models", model="minilm-trec", compare_count=20)
+    assert at.selectbox(key="compare_with").value == "minilm-encoder"  # its base
+    line = figures(at)[0]
+    cka = array(line["data"][0]["y"])
+    assert cka[:5] == pytest.approx(1.0, abs=1e-6) and cka[6] < 0.95  # trained with --train top:2

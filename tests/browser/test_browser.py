@@ -188,6 +188,15 @@ def test_sentence_tasks_and_model_comparison(browser, app_url):
         _screenshot(page, "sentence_tasks")
         page.goto(app_url + "/sentence_tasks?model=minilm&text=The+man+went+to+the+store.")  # no pair
         page.get_by_text("Type a second sentence").wait_for(timeout=SLOW)
+    from bert.pretrained import FINETUNED_FILES
+
+    if FINETUNED_FILES["minilm-trec"].is_file():  # the shipped classifier: classes and what drove the top one
+        page.goto(app_url + "/sentence_tasks?model=minilm-trec&text=Who+wrote+Hamlet%3F")
+        page.get_by_role("heading", name="Classes", exact=True).wait_for(timeout=SLOW)
+        _settle(page, charts=2)
+        assert page.locator(".js-plotly-plot").count() == 2  # class probabilities, saliency of the chosen class
+        assert page.locator(".js-plotly-plot").first.get_by_text("HUM", exact=True).count() >= 1
+        _screenshot(page, "sentence_tasks_classifier")
     page.goto(app_url + "/sentence_tasks?model=minilm-encoder&text=Hello+there.&pair=Hi.")  # no head for it
     page.get_by_text("no sentence-level head", exact=False).wait_for(timeout=SLOW)
     assert page.get_by_text("built-in minilm", exact=False).count() >= 1
