@@ -62,7 +62,7 @@ class Entries:
         return range(start, _bisect(self.sentence_index, sentence_index + 1))
 
 
-@dataclass
+@dataclass(eq=False)  # compare indexes by their parts (entries, vectors), not as a whole
 class CorpusIndex:
     """Token vectors of a corpus at chosen layers. Read-only once built: safe to share between threads."""
 
