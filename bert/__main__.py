@@ -29,6 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     from .finetuning.cli import add_arguments as add_finetune_arguments
 
     add_finetune_arguments(commands.add_parser("finetune", help="train a classifier, regressor or token tagger on labelled data"))
+    from .analysis import index_cli
+
+    index_cli.add_arguments(commands.add_parser("index", help="index every token of a corpus for corpus search"))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
@@ -40,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
             from .finetuning.cli import run as finetune
 
             return finetune(args)
+        if args.command == "index":
+            return index_cli.run(args)
         from .pretraining.cli import run
 
         return run(args)
