@@ -104,16 +104,19 @@ def test_predict_without_mask_and_bad_top_k(tiny_mlm):
 
 @pytest.mark.skipif(not MINILM_HEAD_FILE.is_file(), reason="bert/weights/minilm_mlm.safetensors is not trained yet")
 def test_builtin_minilm_carries_the_trained_head_file(minilm_path):
-    """"minilm" = the package's MiniLM with every tensor of the head file put over it. (How good its guesses are
-    depends on how far training got; that is the training recipe's evaluation, not a unit test.)"""
+    """"minilm" = the package's MiniLM with every tensor of the head files (masked-LM, then next-sentence) put
+    over it. (How good its guesses are depends on how far training got; that is the training recipe's
+    evaluation, not a unit test.)"""
     from safetensors.torch import load_file
 
     from bert.checkpoint import read_state_dict, to_hf_state_dict
+    from bert.pretrained import MINILM_NSP_FILE
 
     model, tokenizer = bert.load_pretrained("minilm")
     assert model.has_mlm_head
     loaded = {k.removeprefix("bert."): v for k, v in to_hf_state_dict(model).items()}
     shipped, package = load_file(MINILM_HEAD_FILE), read_state_dict(minilm_path / "model.safetensors")
+    shipped |= load_file(MINILM_NSP_FILE) if MINILM_NSP_FILE.is_file() else {}
     for key, tensor in shipped.items():
         assert torch.equal(loaded[key], tensor.float()), key
     for key in set(loaded) - set(shipped):
