@@ -34,7 +34,7 @@ pages = {
                 url_path="compare_models"),
     ],
 }
-page = st.navigation(pages)
+page = st.navigation(pages, expanded=True)  # every page listed: collapsed, the later groups hide behind "View N more"
 context = sidebar.render()
 st.session_state["_context"] = context
 state.write_url(context.source)
