@@ -60,7 +60,8 @@ def gather_residuals(
     for batch in batches([encodings[i] for i in wanted], batch_size):
         indices = [wanted[b] for b in batch]
         input_ids, token_type_ids, attention_mask = pad([encodings[i] for i in indices], pad_id)
-        _, cache = model.run_with_cache(input_ids, token_type_ids, attention_mask, names=hooks)
+        no_logits = torch.zeros_like(attention_mask, dtype=torch.bool)  # the masked-LM head is not needed here
+        _, cache = model.run_with_cache(input_ids, token_type_ids, attention_mask, names=hooks, logit_mask=no_logits)
         stacked = torch.stack([cache[h] for h in hooks])  # [layer, batch, seq, hidden]
         triples = [(row, batch_row, position) for batch_row, index in enumerate(indices) for row, position in by_encoding[index]]
         rows, batch_rows, positions = (list(column) for column in zip(*triples))
