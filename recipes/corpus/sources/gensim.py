@@ -5,11 +5,10 @@ from __future__ import annotations
 import bz2
 import html
 import re
-import zipfile
 from typing import Iterable, Iterator
 
 from ..clean import detokenise, pack, prose_lines
-from ..fetch import Fetcher
+from ..fetch import Fetcher, wheel_file
 from ..source import Source
 
 VERSION = "4.4.0"
@@ -17,29 +16,19 @@ GENSIM_DATA = "gensim/test/test_data/"
 
 
 def _gensim_file(fetch: Fetcher, name: str) -> tuple[str, bytes]:
-    path, ver = fetch.wheel("gensim", VERSION, any_platform=True), VERSION
-    with zipfile.ZipFile(path) as z:
-        return ver, z.read(GENSIM_DATA + name)
+    return VERSION, wheel_file(fetch, "gensim", VERSION, GENSIM_DATA + name, any_platform=True)
 
 
-def _gensim_lee(fetch: Fetcher) -> tuple[str, Iterable[str]]:
-    lines: list[str] = []
-    ver = ""
-    for name in ("lee_background.cor", "lee.cor"):
-        ver, data = _gensim_file(fetch, name)
-        for para in data.decode("utf-8", "replace").splitlines():
-            lines.extend(prose_lines(para))
-    return ver, lines
-
-
-def _gensim_para2para(fetch: Fetcher) -> tuple[str, Iterable[str]]:
-    lines: list[str] = []
-    ver = ""
-    for name in ("para2para_text1.txt", "para2para_text2.txt"):
-        ver, data = _gensim_file(fetch, name)
-        for para in data.decode("utf-8", "replace").splitlines():
-            lines.extend(prose_lines(para))
-    return ver, lines
+def _gensim_paragraphs(*names: str):
+    """An extractor of files with one paragraph a line, sentence-split and packed."""
+    def extract(fetch: Fetcher) -> tuple[str, Iterable[str]]:
+        lines: list[str] = []
+        for name in names:
+            _, data = _gensim_file(fetch, name)
+            for para in data.decode("utf-8", "replace").splitlines():
+                lines.extend(prose_lines(para))
+        return VERSION, lines
+    return extract
 
 
 def _gensim_polarity(fetch: Fetcher) -> tuple[str, Iterable[str]]:
@@ -117,14 +106,15 @@ def _gensim_enwiki(fetch: Fetcher) -> tuple[str, Iterable[str]]:
 SOURCES = [
     Source("gensim-lee", "PyPI gensim (test data)", "LGPL-2.1 (gensim); Lee et al. 2005 news corpus (ABC)",
            "lee_background.cor + lee.cor: Australian news articles, sentence-split and packed.",
-           _gensim_lee),
+           _gensim_paragraphs("lee_background.cor", "lee.cor")),
     Source("gensim-polarity", "PyPI gensim (test data)",
            "LGPL-2.1 (gensim); Pang & Lee sentence polarity data (movie-review snippets)",
            "pang_lee_polarity.cor: lowercased review sentences, detokenised.", _gensim_polarity),
     Source("gensim-imdb", "PyPI gensim (test data)", "LGPL-2.1 (gensim); IMDB reviews (Maas et al. 2011)",
            "alldata-id-10.txt: 10 lowercased movie reviews, detokenised.", _gensim_imdb),
     Source("gensim-para2para", "PyPI gensim (test data)", "LGPL-2.1 (gensim); Wikipedia text (CC BY-SA)",
-           "para2para_text1/2.txt: encyclopedic paragraphs.", _gensim_para2para),
+           "para2para_text1/2.txt: encyclopedic paragraphs.",
+           _gensim_paragraphs("para2para_text1.txt", "para2para_text2.txt")),
     Source("gensim-enwiki", "PyPI gensim (test data)", "LGPL-2.1 (gensim); Wikipedia 2017 dump excerpt (CC BY-SA 3.0)",
            "enwiki-latest-pages-articles1...-shortened.bz2: wiki markup stripped, paragraphs "
            "sentence-split and packed.", _gensim_enwiki),

