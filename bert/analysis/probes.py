@@ -343,8 +343,11 @@ def train_probes(
     Returns the held-out accuracy by layer: [layer].
 
     Each layer's fit starts from the previous layer's weights (neighbouring layers' probes are alike), which
-    saves iterations. max_iter and tolerance (on the gradient) bound the time: on the built-in sentences the
-    defaults give accuracies within about 0.015 of fits run to convergence, in a third of the time.
+    saves iterations. max_iter and tolerance (on the gradient) bound the time: on the 992 built-in sentences
+    the defaults take a third of the time of max_iter 100 and tolerance 1e-4, and their accuracies differ from
+    those by at most 0.05 (a control task on 183 test tokens; the real tasks at most 0.022). With two classes
+    scikit-learn fits one weight vector (binary logistic regression); its penalty is twice that of the
+    equivalent two-way softmax.
     """
     if len(train_y.unique()) < 2:  # nothing to learn: the probe can only say the one label it saw
         return (test_y == train_y[0]).float().mean().expand(len(train_x)).clone()
