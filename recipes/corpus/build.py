@@ -132,7 +132,8 @@ def make_excluder(files: list[str], external: str | None) -> Excluder:
         for sentences in found.values():
             for sentence in sentences:
                 excluder.add(sentence)
-        log(f"excluding copies of {excluder.count - before} sentences from {len(found)} file(s) under {external}")
+        log(f"excluding copies of {excluder.count - before} more sentences from {external} "
+            f"({', '.join(f'{what} {len(sentences)}' for what, sentences in found.items())})")
     return excluder
 
 
@@ -151,8 +152,8 @@ def main(argv: list[str] | None = None) -> None:
                          "(default: bert/data/sentences.tsv and everyday_cloze.tsv)")
     ap.add_argument("--exclude-external", metavar="DIR",
                     default=str(DEFAULT_EXTERNAL) if DEFAULT_EXTERNAL.is_dir() else None,
-                    help="a folder of published evaluation data whose sentences are left out too: Ettinger's "
-                         "*-contextlist files, .tab/.tsv files with a `sent` column, LAMA .jsonl files "
+                    help="the folder of published evaluation data whose sentences are left out too: those the "
+                         "cloze benchmarks score (bert.evaluation) and LAMA's "
                          "(default: ../shared/external beside the repository, when present)")
     args = ap.parse_args(argv)
 

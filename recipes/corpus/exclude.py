@@ -3,13 +3,12 @@ published evaluation sets beside the checkout (../shared/external: Goldberg's ag
 diagnostics, LAMA), so that a model trained on the corpus is not scored on text it has seen."""
 from __future__ import annotations
 
-import csv
 import json
 import os
 import re
 from pathlib import Path
 
-from .clean import dedup_key, detokenise, split_sentences
+from .clean import dedup_key, split_sentences
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_EXCLUDE = [str(REPO_ROOT / "bert" / "data" / name) for name in ("sentences.tsv", "everyday_cloze.tsv")]
@@ -67,29 +66,19 @@ class Excluder:
 
 
 def external_sentences(folder: str | os.PathLike) -> dict[str, list[str]]:
-    """{file: its sentences} for the evaluation data under `folder`, one sentence per entry:
+    """{what: its sentences} for the evaluation data under `folder`, split into single sentences (so that a corpus
+    line holding any one of them is caught), "[MASK]" where the answer goes:
 
-    - `*-contextlist` (Ettinger's inputs): one item a line, context sentences then a sentence ending in [MASK];
-    - `*.tab` or `*.tsv` with a `sent` column (Gulordava et al.'s agreement set): its `<eos>` dropped, detokenised;
-    - `*.jsonl` whose records have `masked_sentences` (LAMA).
-    Other files are not read. Items are split into sentences, so a corpus line holding any one of them is caught.
+    - "benchmarks": every sentence the project's cloze benchmarks score (`bert.evaluation.benchmark_sentences`:
+      Goldberg's 410 agreement pairs, Ettinger's CPRAG, ROLE and NEG-136-SIMP contexts, the everyday cloze set);
+    - "LAMA": the masked sentences of lama_squad/test.jsonl, when present.
     """
-    found: dict[str, list[str]] = {}
-    for path in sorted(Path(folder).rglob("*")):
-        if path.name.endswith("-contextlist"):
-            items = path.read_text(encoding="utf-8").splitlines()
-        elif path.suffix in (".tab", ".tsv"):
-            with path.open(encoding="utf-8", newline="") as f:
-                rows = list(csv.DictReader(f, delimiter="\t"))
-            if not rows or "sent" not in rows[0]:
-                continue
-            items = [detokenise(re.sub(r"\s*<eos>\s*$", "", row["sent"])) for row in rows]
-        elif path.suffix == ".jsonl":
-            records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-            items = [sentence for record in records for sentence in record.get("masked_sentences", [])]
-        else:
-            continue
-        sentences = list(dict.fromkeys(s for item in items for s in split_sentences(" ".join(item.split()))))
-        if sentences:
-            found[str(path.relative_to(folder))] = sentences
-    return found
+    from bert.evaluation import benchmark_sentences  # imports torch: only when the option is used
+
+    found = {"benchmarks": benchmark_sentences(folder)}
+    lama = Path(folder) / "lama_squad" / "test.jsonl"
+    if lama.is_file():
+        records = [json.loads(line) for line in lama.read_text(encoding="utf-8").splitlines() if line.strip()]
+        found["LAMA"] = [sentence for record in records for sentence in record.get("masked_sentences", [])]
+    return {what: list(dict.fromkeys(part for item in items for part in split_sentences(" ".join(item.split()))))
+            for what, items in found.items()}

@@ -1,5 +1,6 @@
 """The corpus recipe (recipes/corpus/): evaluation sentences kept out, chatterbot's YAML read by PyYAML, the build's
 merge step end to end on hand-made cached sources (no download)."""
+import os
 import sys
 from pathlib import Path
 
@@ -12,39 +13,43 @@ from corpus.build import main  # noqa: E402
 from corpus.exclude import external_sentences  # noqa: E402
 from corpus.sources.chatterbot import conversations  # noqa: E402
 
-EXTERNAL = Path(__file__).resolve().parents[2] / "../shared/external"
+EXTERNAL = Path(os.environ.get("BERT_INSIDE_EXTERNAL") or Path(__file__).resolve().parents[2] / "../shared/external")
+
+
+HEADER = "pattern\tconstr_id\tsent_id\tcorrect_number\tform\tclass\ttype\tprefix\tn_attr\tpunct\tfreq\tlen_context\tlen_prefix\tsent\n"
+SENTENCE = "The keys to the old cabinet are on the table . <eos>"
 
 
 @pytest.fixture
 def external(tmp_path):
-    """A tiny folder laid out like ../shared/external: one file of each kind the option reads, and one it ignores."""
+    """A tiny folder laid out like ../shared/external: one agreement pair, two Ettinger items, one LAMA record, and
+    a file the option does not read."""
     folder = tmp_path / "external"
-    (folder / "ettinger" / "inputs").mkdir(parents=True)
-    (folder / "ettinger" / "inputs" / "role-contextlist").write_text(
-        "The teacher graded which essays the students had [MASK]\n"
+    (folder / "goldberg2019_gulordava_agreement").mkdir(parents=True)
+    (folder / "goldberg2019_gulordava_agreement" / "generated.tab").write_text(
+        HEADER + f"p\t1\t1\tplur\tare\tcorrect\toriginal\tThe keys\t1\tFalse\t9\t5\t6\t{SENTENCE}\n"
+        f"p\t1\t1\tplur\tis\twrong\toriginal\tThe keys\t1\tFalse\t9\t5\t6\t{SENTENCE}\n")
+    inputs = folder / "ettinger2020_psycholinguistic_cloze" / "inputs"
+    inputs.mkdir(parents=True)
+    (inputs / "role-contextlist").write_text("The teacher graded which essays the students had [MASK]\n")
+    (inputs / "cprag-contextlist").write_text(
         "\"Checkmate,\" Rosaline announced with glee. She was getting to be really good at [MASK]\n")
-    (folder / "goldberg").mkdir()
-    (folder / "goldberg" / "generated.tab").write_text(
-        "pattern\tsent\tform\n"
-        "X\tThe keys to the old cabinet are on the table . <eos>\tare\n")
-    (folder / "lama").mkdir()
-    (folder / "lama" / "test.jsonl").write_text(
+    (folder / "lama_squad").mkdir()
+    (folder / "lama_squad" / "test.jsonl").write_text(
         '{"masked_sentences": ["Von Miller plays in [MASK] position for the Denver Broncos."], "obj_label": "x"}\n')
-    (folder / "notes.md").write_text("The keys to the garden shed are lost somewhere here.\n")  # not an evaluation file
+    (folder / "notes.md").write_text("The keys to the garden shed are lost somewhere here.\n")  # not read
     return folder
 
 
-def test_external_sentences_reads_each_format_and_splits_items_into_sentences(external):
+def test_external_sentences_reads_the_benchmarks_and_lama_split_into_sentences(external):
     found = external_sentences(external)
-    assert found == {
-        "ettinger/inputs/role-contextlist": [
-            "The teacher graded which essays the students had [MASK]",
-            "\"Checkmate,\" Rosaline announced with glee.",
-            "She was getting to be really good at [MASK]",
-        ],
-        "goldberg/generated.tab": ["The keys to the old cabinet are on the table."],
-        "lama/test.jsonl": ["Von Miller plays in [MASK] position for the Denver Broncos."],
-    }
+    assert found["LAMA"] == ["Von Miller plays in [MASK] position for the Denver Broncos."]
+    benchmarks = found["benchmarks"]
+    for sentence in ["the keys to the old cabinet [MASK] on the table .",  # Goldberg: lower-cased, the verb masked
+                     "The teacher graded which essays the students had [MASK].",
+                     "\"Checkmate,\" Rosaline announced with glee.", "She was getting to be really good at [MASK]."]:
+        assert sentence in benchmarks
+    assert not any("garden shed" in sentence for sentence in benchmarks)
 
 
 def test_the_build_leaves_out_copies_of_external_sentences(tmp_path, external):
@@ -75,7 +80,7 @@ def test_the_build_leaves_out_copies_of_external_sentences(tmp_path, external):
         "The birch canoe slid on the smooth planks.",
         "The keys to the garden shed are lost somewhere here.",
     ]
-    assert "4 lines" in (out / "SOURCES.md").read_text().split("Left out")[1].split("(per source")[0]
+    assert ": 4 lines" in (out / "SOURCES.md").read_text()
 
 
 def test_without_the_option_nothing_external_is_left_out(tmp_path, external):
@@ -91,11 +96,9 @@ def test_without_the_option_nothing_external_is_left_out(tmp_path, external):
 
 def test_the_real_external_folder_is_read_when_present():
     if not EXTERNAL.is_dir():
-        pytest.skip("../shared/external is not beside this checkout")
+        pytest.skip(f"the published data is not at {EXTERNAL} (set BERT_INSIDE_EXTERNAL to its folder)")
     found = external_sentences(EXTERNAL)
-    names = "\n".join(found)
-    assert "goldberg2019_gulordava_agreement/generated.tab" in names and "cprag-contextlist" in names
-    assert len(found["goldberg2019_gulordava_agreement/generated.tab"]) > 100
+    assert len(found["benchmarks"]) > 500 and len(found["LAMA"]) > 100
 
 
 def test_chatterbot_conversations_come_from_pyyaml():
