@@ -42,3 +42,11 @@ class DownloadError(ModelNotFoundError):
     def __init__(self, reason: str, message: str):
         self.reason = reason
         super().__init__(message)
+
+
+class CorpusIndexError(BertError):
+    """A saved corpus index that cannot be read: missing files, mismatched parts, an unknown format."""
+
+
+class StaleIndexError(CorpusIndexError):
+    """A saved corpus index built with another model (other config or weights) than the one given."""
