@@ -29,7 +29,7 @@ st.subheader("Attention flow")
 st.caption(
     f"A max-flow problem per (position, input token) on the layered graph whose edge capacities are the mixed "
     f"attention weights; each row normalised to sum to 1. Limited to inputs of {limit} tokens; at that length "
-    f"it takes about half a minute."
+    f"it can take half a minute."
 )
 if len(tokens) > limit:
     st.info(f"This input has {len(tokens)} tokens; attention flow is offered up to {limit}. Shorten the sentence to see it.")
