@@ -2,7 +2,6 @@
 excerpt of a Wikipedia dump (wiki markup stripped)."""
 from __future__ import annotations
 
-import bz2
 import html
 import re
 from typing import Iterable, Iterator
@@ -96,7 +95,7 @@ def _wiki_paragraphs(xml: str) -> Iterator[str]:
 
 def _gensim_enwiki(fetch: Fetcher) -> tuple[str, Iterable[str]]:
     ver, data = _gensim_file(fetch, "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2")
-    xml = bz2.decompress(data).decode("utf-8", "replace")
+    xml = data.decode("utf-8", "replace")  # wheel_file has undone the .bz2
     out = []
     for para in _wiki_paragraphs(xml):
         out.extend(prose_lines(para))
