@@ -8,6 +8,7 @@ from typing import Iterator, Sequence
 
 import torch
 
+from ..devices import model_device
 from ..model import Bert
 from ..tokenizer import Encoding
 
@@ -22,18 +23,18 @@ def layer_names(model: Bert) -> list[str]:
     return ["embeddings"] + [f"layer {i + 1}" for i in range(model.config.num_layers)]
 
 
-def pad(encodings: Sequence[Encoding], pad_id: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(input_ids, token_type_ids, attention_mask), each [batch, longest], padded on the right."""
+def pad(encodings: Sequence[Encoding], pad_id: int, device: torch.device | str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(input_ids, token_type_ids, attention_mask), each [batch, longest], padded on the right, on `device`."""
     longest = max(len(e) for e in encodings)
-    input_ids = torch.full((len(encodings), longest), pad_id, dtype=torch.long)
-    token_type_ids = torch.zeros((len(encodings), longest), dtype=torch.long)
-    attention_mask = torch.zeros((len(encodings), longest), dtype=torch.long)
+    input_ids = torch.full((len(encodings), longest), pad_id, dtype=torch.long, device="cpu")
+    token_type_ids = torch.zeros((len(encodings), longest), dtype=torch.long, device="cpu")
+    attention_mask = torch.zeros((len(encodings), longest), dtype=torch.long, device="cpu")
     for row, encoding in enumerate(encodings):
         n = len(encoding)
-        input_ids[row, :n] = torch.tensor(encoding.input_ids)
-        token_type_ids[row, :n] = torch.tensor(encoding.token_type_ids)
+        input_ids[row, :n] = torch.tensor(encoding.input_ids, device="cpu")
+        token_type_ids[row, :n] = torch.tensor(encoding.token_type_ids, device="cpu")
         attention_mask[row, :n] = 1
-    return input_ids, token_type_ids, attention_mask
+    return input_ids.to(device), token_type_ids.to(device), attention_mask.to(device)  # filled on the CPU, moved once
 
 
 def batches(encodings: Sequence[Encoding], batch_size: int) -> Iterator[list[int]]:
@@ -47,7 +48,8 @@ def batches(encodings: Sequence[Encoding], batch_size: int) -> Iterator[list[int
 def gather_residuals(
     model: Bert, encodings: Sequence[Encoding], picks: Sequence[tuple[int, int]], pad_id: int, batch_size: int = 32
 ) -> torch.Tensor:
-    """The residual stream at chosen tokens, at every layer: [layer, pick, hidden] (layer 0 = embeddings).
+    """The residual stream at chosen tokens, at every layer: [layer, pick, hidden] (layer 0 = embeddings),
+    float32 on the CPU whatever the model's device and dtype (a corpus's worth of vectors, for the probes).
 
     picks: (encoding index, token position) pairs; the result's rows follow their order.
     """
@@ -55,14 +57,14 @@ def gather_residuals(
     by_encoding: dict[int, list[tuple[int, int]]] = {}
     for row, (index, position) in enumerate(picks):
         by_encoding.setdefault(index, []).append((row, position))
-    out = torch.empty(len(hooks), len(picks), model.config.hidden_size)
+    out = torch.empty(len(hooks), len(picks), model.config.hidden_size, device="cpu")
     wanted = [i for i in range(len(encodings)) if i in by_encoding]
     for batch in batches([encodings[i] for i in wanted], batch_size):
         indices = [wanted[b] for b in batch]
-        input_ids, token_type_ids, attention_mask = pad([encodings[i] for i in indices], pad_id)
+        input_ids, token_type_ids, attention_mask = pad([encodings[i] for i in indices], pad_id, model_device(model))
         _, cache = model.run_with_cache(input_ids, token_type_ids, attention_mask, names=hooks)
         stacked = torch.stack([cache[h] for h in hooks])  # [layer, batch, seq, hidden]
         triples = [(row, batch_row, position) for batch_row, index in enumerate(indices) for row, position in by_encoding[index]]
         rows, batch_rows, positions = (list(column) for column in zip(*triples))
-        out[:, rows] = stacked[:, batch_rows, positions]
+        out[:, rows] = stacked[:, batch_rows, positions].float().cpu()
     return out
