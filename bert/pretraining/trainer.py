@@ -267,7 +267,7 @@ def save_checkpoint(folder: Path, model, optimizer, scheduler, step: int, config
     shutil.rmtree(tmp, ignore_errors=True)
     shutil.rmtree(old, ignore_errors=True)
     tmp.mkdir(parents=True)
-    state = {k: v.contiguous() for k, v in model.state_dict().items() if k != "lm_head.unembedding.weight"}
+    state = {k: v.cpu().contiguous() for k, v in model.state_dict().items() if k != "lm_head.unembedding.weight"}
     save_file(state, str(tmp / "model.safetensors"))
     torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}, tmp / "optimizer.pt")
     (tmp / "state.json").write_text(json.dumps({"step": step, "global_batch": global_batch, "config": asdict(config)}, indent=2))
