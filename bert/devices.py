@@ -37,11 +37,11 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
     except (RuntimeError, TypeError) as error:
         raise InvalidInputError(f"{device!r} is not a device: use cpu, cuda, cuda:N or mps") from error
     if device.type == "cuda" and not torch.cuda.is_available():
-        raise InvalidInputError("device cuda was asked for, but PyTorch sees no CUDA GPU here: use --device cpu")
+        raise InvalidInputError("device cuda was asked for, but PyTorch sees no CUDA GPU here: use \"cpu\" instead")
     if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
         raise InvalidInputError(f"there is no {device}: this machine has {torch.cuda.device_count()} CUDA device(s)")
     if device.type == "mps" and not _mps_available():
-        raise InvalidInputError("device mps was asked for, but PyTorch sees no Apple GPU here: use --device cpu")
+        raise InvalidInputError("device mps was asked for, but PyTorch sees no Apple GPU here: use \"cpu\" instead")
     return device
 
 

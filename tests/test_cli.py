@@ -135,4 +135,4 @@ def test_cli_says_which_device_and_dtype_it_uses(tiny_mlm_folder):
 def test_cli_asking_for_a_missing_gpu_exits_2_with_one_line(tiny_mlm_folder):
     result = run_cli("predict", TEXT, "--model", str(tiny_mlm_folder), "--device", "cuda")
     assert result.returncode == 2
-    assert result.stderr.strip().splitlines() == ["error: device cuda was asked for, but PyTorch sees no CUDA GPU here: use --device cpu"]
+    assert result.stderr.strip().splitlines() == ["error: device cuda was asked for, but PyTorch sees no CUDA GPU here: use \"cpu\" instead"]

@@ -206,7 +206,8 @@ def train(
     if ranks.main:
         log.info("effective batch: %d sequences per step (%d per rank x %d rank(s)); device %s, %s precision", global_data.batch_size,
                  data.batch_size, ranks.world, device, "bfloat16" if config.bf16 and autocast_dtype(device) else "float32")
-    heldout = list(itertools.islice(batches(heldout_file, tokenizer, global_data, config.seed, 0), config.eval_batches)) if heldout_file else []
+    evaluating = heldout_file and ranks.main  # rank 0 evaluates
+    heldout = list(itertools.islice(batches(heldout_file, tokenizer, global_data, config.seed, 0), config.eval_batches)) if evaluating else []
     stream = infinite_batches(train_file, tokenizer, global_data, config.seed, skip=step)
     objective = PretrainingObjective(model, config.mlm)
     if ranks.world > 1:

@@ -29,7 +29,7 @@ from bert.pretraining.trainer import TrainConfig, train
 from .helpers import tiny_config, write_corpus
 
 REPO = Path(__file__).resolve().parents[2]
-TOLERANCE = dict(atol=2e-5, rtol=1e-4)  # float32 summation order over 6 AdamW steps at learning rate 1e-2
+TOLERANCE = dict(atol=5e-6, rtol=1e-5)  # float32 summation order over 6 AdamW steps; measured: losses equal, weights within 3e-7
 PER_RANK = 2  # examples per rank and step; the one-process runs take 2 x PER_RANK
 CONFIG = TrainConfig(steps=6, learning_rate=1e-2, warmup_steps=1, eval_every=1, checkpoint_every=3, seed=7, whole_word=True)
 DOCUMENTS = [  # with NSP, 9 pairs an epoch: global batches of 4, 4 and 1 (one rank then has no row)
