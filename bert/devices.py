@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 
 import numpy as np
 import torch
@@ -43,6 +44,16 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
     if device.type == "mps" and not _mps_available():
         raise InvalidInputError("device mps was asked for, but PyTorch sees no Apple GPU here: use \"cpu\" instead")
     return device
+
+
+def process_device(device: str | torch.device | None) -> torch.device:
+    """`resolve_device`, and under torchrun, where every process of a machine sees the same GPUs, a bare "cuda"
+    becomes this process's own GPU: cuda:LOCAL_RANK."""
+    chosen = resolve_device(device)
+    if chosen.type == "cuda" and chosen.index is None and "LOCAL_RANK" in os.environ:
+        chosen = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+        torch.cuda.set_device(chosen)
+    return chosen
 
 
 def resolve_dtype(dtype: str | torch.dtype | None) -> torch.dtype | None:

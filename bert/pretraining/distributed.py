@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
-from ..devices import resolve_device
+from ..devices import process_device
 from .data import Batch
 from .masking import IGNORE
 
@@ -42,13 +42,9 @@ class Ranks:
 def start(device: str | None) -> tuple[Ranks, torch.device]:
     """Under torchrun (WORLD_SIZE > 1 in the environment), join the process group: NCCL on CUDA GPUs, gloo on
     CPUs; rank r's GPU is cuda:LOCAL_RANK. Alone, just resolve the device (None or "auto": a GPU when present)."""
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    chosen = resolve_device(device)
-    if world == 1:
+    chosen = process_device(device)
+    if int(os.environ.get("WORLD_SIZE", "1")) == 1:
         return Ranks(), chosen
-    if chosen.type == "cuda" and chosen.index is None:
-        chosen = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
-        torch.cuda.set_device(chosen)
     if not dist.is_initialized():
         dist.init_process_group("nccl" if chosen.type == "cuda" else "gloo")
     ranks = Ranks.current()
