@@ -7,6 +7,8 @@ function below passes only if each tensor it makes follows the model's device (o
 """
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -177,3 +179,24 @@ def test_minilm_on_a_gpu_matches_transformers_on_the_cpu(device, minilm_path, mi
         reference = theirs(input_ids=input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask).last_hidden_state
     keep = attention_mask.bool()
     torch.testing.assert_close(hidden[keep], reference[keep], atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("device", GPUS)
+def test_training_on_a_gpu_follows_the_cpu(device, tmp_path, tokenizer):
+    """What the decoy cannot see: batches built on the CPU must reach the GPU (masking stays on the CPU, so
+    both runs mask the same tokens; dropout 0)."""
+    from bert.pretraining.data import DataConfig
+    from bert.pretraining.trainer import TrainConfig, train
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the dog barked at the mailman.\nher cat went to the park.\nthe mailman is at the park.\n")
+    config = TrainConfig(steps=4, learning_rate=1e-2, warmup_steps=1, eval_every=1, checkpoint_every=4, whole_word=True)
+    losses = {}
+    for where in ("cpu", device):
+        torch.manual_seed(0)
+        model = bert.Bert(bert.BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=16, num_layers=1, num_heads=2,
+                                          intermediate_size=32, max_position_embeddings=32, hidden_dropout=0.0,
+                                          attention_dropout=0.0)).to(where)
+        train(model, tokenizer, corpus, corpus, tmp_path / where, config, DataConfig(max_length=16, batch_size=2))
+        losses[where] = [json.loads(line)["train_loss"] for line in (tmp_path / where / "log.jsonl").read_text().splitlines()]
+    torch.testing.assert_close(torch.tensor(losses[device]), torch.tensor(losses["cpu"]), atol=1e-4, rtol=1e-4)
