@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .devices import model_device
 from .errors import InvalidInputError
 from .model import Bert
 from .tokenizer import BertTokenizer, Encoding
@@ -34,12 +35,12 @@ def predict_masks(
         raise InvalidInputError("this model has no masked-LM head, so it cannot predict masked words")
     if top_k < 1:
         raise InvalidInputError("top_k must be at least 1")
-    input_ids, token_type_ids = encoding.tensors()
+    input_ids, token_type_ids = encoding.tensors(model_device(model))
     at_masks = input_ids == tokenizer.mask_id
     if not at_masks.any():
         return []
     logits, _ = model.run_with_cache(input_ids, token_type_ids, names=[], interventions=interventions, logit_mask=at_masks)
-    probabilities = logits.softmax(-1)  # [masks, vocab]
+    probabilities = logits.float().softmax(-1).cpu()  # [masks, vocab], float32 whatever the model's dtype
     best = probabilities.topk(min(top_k, probabilities.shape[-1]), dim=-1)
     positions = at_masks[0].nonzero().flatten().tolist()
     return [

@@ -13,6 +13,7 @@ import torch
 
 from bert import BertTokenizer, Encoding, InputTooLongError
 from bert.analysis.attention_stats import HeadStatistics, KeyRoles, head_statistics
+from bert.devices import as_numpy, model_device
 from bert.model import Bert
 
 TOP_K_STORED = 50  # candidates kept per [MASK]; the page shows up to this many
@@ -121,7 +122,7 @@ def record(model: Bert, tokenizer: BertTokenizer, prepared: PreparedInput, top_k
     every hook's shape (by an identity intervention that only looks), the predictions at each [MASK] and the
     per-head attention statistics."""
     config = model.config
-    input_ids, token_type_ids = prepared.masked.tensors()
+    input_ids, token_type_ids = prepared.masked.tensors(model_device(model))
     at_masks = input_ids == tokenizer.mask_id  # [1, seq]
     patterns = [f"transformer.{i}.attention.attention.hook_pattern" for i in range(config.num_layers)]
     posts = [f"transformer.{i}.residual.hook_post" for i in range(config.num_layers)]
@@ -145,7 +146,7 @@ def record(model: Bert, tokenizer: BertTokenizer, prepared: PreparedInput, top_k
             logit_mask=at_masks,  # the LM head runs only at the masks (none: it runs on nothing)
         )
         masks = _mask_results(logits, at_masks, prepared, tokenizer, top_k) if logits is not None else []
-    attention = np.stack([cache[name][0].float().numpy() for name in patterns])
+    attention = np.stack([as_numpy(cache[name][0]) for name in patterns])
     return ForwardResult(
         tokens=list(prepared.masked.tokens),
         original_tokens=list(prepared.base.tokens),
@@ -153,8 +154,8 @@ def record(model: Bert, tokenizer: BertTokenizer, prepared: PreparedInput, top_k
         special=list(prepared.masked.special),
         masks=masks,
         attention=attention,
-        neurons=np.stack([cache[name][0].float().numpy() for name in posts]),
-        embeddings={part: cache[name][0].float().numpy() for part, name in embedding_hooks.items()},
+        neurons=np.stack([as_numpy(cache[name][0]) for name in posts]),
+        embeddings={part: as_numpy(cache[name][0]) for part, name in embedding_hooks.items()},
         hook_shapes=shapes,
         head_stats=head_statistics(attention, KeyRoles.from_tokens(prepared.masked.tokens)),
     )
@@ -163,7 +164,7 @@ def record(model: Bert, tokenizer: BertTokenizer, prepared: PreparedInput, top_k
 def _mask_results(logits, at_masks, prepared: PreparedInput, tokenizer: BertTokenizer, top_k: int) -> list[MaskResult]:
     if logits.shape[0] == 0:
         return []
-    probabilities = logits.float().softmax(dim=-1)  # [masks, vocab]
+    probabilities = logits.float().softmax(dim=-1).cpu()  # [masks, vocab]
     best = probabilities.topk(min(top_k, probabilities.shape[-1]), dim=-1)
     results = []
     for row, position in enumerate(at_masks[0].nonzero().flatten().tolist()):
