@@ -20,6 +20,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import torch  # noqa: E402
 
 import bert  # noqa: E402
+from bert.hooks import every_layer, stack_layers  # noqa: E402
 from bert.analysis import ablation, head_stats, logit_lens, probes, rollout, saliency  # noqa: E402
 from bert.data import builtin_sentences  # noqa: E402
 
@@ -56,8 +57,8 @@ def main() -> None:
     timed("integrated gradients, 32 steps", lambda: saliency.saliency(model, tokenizer, encoding, steps=32), results)
     timed("gradient x input", lambda: saliency.saliency(model, tokenizer, encoding, "gradient_x_input"), results)
     timed("logit lens", lambda: logit_lens.logit_lens(model, tokenizer, encoding), results)
-    _, cache = model.run_with_cache(*encoding.tensors(), names=lambda n: n.endswith("hook_pattern"))
-    attention = rollout.head_average(torch.stack([cache[f"transformer.{i}.attention.attention.hook_pattern"][0] for i in range(6)]).numpy())
+    _, cache = model.run_with_cache(*encoding.tensors(), names=every_layer("pattern", model.config.num_layers))
+    attention = rollout.head_average(stack_layers(cache, "pattern")[:, 0].numpy())
     timed("attention rollout", lambda: rollout.attention_rollout(attention), results)
     timed(f"attention flow ({rollout.flow_method()}, {len(encoding)} tokens)", lambda: rollout.attention_flow(attention), results)
     timed("corpus head statistics, 992 sentences", lambda: head_stats.corpus_head_statistics(model, tokenizer, builtin_sentences()), results)
