@@ -28,6 +28,15 @@ def make_random_bert(folder: Path, seed: int = 0):
     return reference
 
 
+def reference_for(config):
+    """transformers' BertForMaskedLM (eager attention, random weights) shaped like our `config`: the
+    speed reference the benchmarks time beside ours."""
+    import transformers
+
+    settings = {key: value for key, value in config.to_hf_dict().items() if key != "model_type"}
+    return transformers.BertForMaskedLM(transformers.BertConfig(**settings, attn_implementation="eager")).eval()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("folder", type=Path)

@@ -123,14 +123,13 @@ class ForwardResult:
 def record(model: Bert, tokenizer: BertTokenizer, prepared: PreparedInput, top_k: int = TOP_K_STORED) -> ForwardResult:
     """Run the model once on `prepared.masked`; keep attention, neuron activations, the embedding parts, every
     hook's shape and the predictions at each [MASK] (the LM head runs only there)."""
-    layers = model.config.num_layers
     input_ids, token_type_ids = prepared.masked.tensors()
     positions = tokenizer.mask_positions(prepared.masked)
-    names = every_layer("pattern", layers) + every_layer("mlp_post", layers) + list(EMBEDDING_PARTS.values())
     shapes: dict[str, tuple[int, ...]] = {}
     with torch.inference_mode():
         logits, cache = model.run_with_cache(
-            input_ids, token_type_ids, names=names, logit_mask=at_positions(positions, len(prepared.masked)), shapes=shapes
+            input_ids, token_type_ids, names=recorded_hooks(model.config.num_layers),
+            logit_mask=at_positions(positions, len(prepared.masked)), shapes=shapes,
         )
         originals = {position: prepared.base.input_ids[position] for position in prepared.masks}
         predictions = [] if logits is None else mask_predictions(logits, positions, tokenizer, top_k, originals)
@@ -147,6 +146,11 @@ def record(model: Bert, tokenizer: BertTokenizer, prepared: PreparedInput, top_k
         embeddings=MappingProxyType({part: read_only(cache[name][0]) for part, name in EMBEDDING_PARTS.items()}),
         hook_shapes=MappingProxyType(shapes),
     )
+
+
+def recorded_hooks(num_layers: int) -> list[str]:
+    """What the app keeps of a forward pass: attention patterns, MLP activations, the three embeddings."""
+    return every_layer("pattern", num_layers) + every_layer("mlp_post", num_layers) + list(EMBEDDING_PARTS.values())
 
 
 def attention_statistics(result: ForwardResult) -> HeadStatistics:
