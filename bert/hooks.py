@@ -57,17 +57,15 @@ PER_HEAD_KINDS = frozenset({"q", "k", "v", "scores", "pattern", "z"})  # [batch,
 def hook_name(kind: str, layer: int | None = None) -> str:
     """The name of a hook: `hook_name("pattern", 3)`, `hook_name("token")`, `hook_name("logits")`.
     Per-layer kinds need a layer, the others take none (the kinds are the keys of the three tables above)."""
+    if kind not in EMBEDDING_HOOKS | LAYER_HOOKS | LM_HEAD_HOOKS:
+        raise UnknownHookError(f"unknown hook kind {kind!r}; kinds: {sorted(EMBEDDING_HOOKS | LAYER_HOOKS | LM_HEAD_HOOKS)}")
     if kind in LAYER_HOOKS:
         if layer is None:
             raise InvalidInputError(f"hook kind {kind!r} is per layer: give a layer")
         return f"transformer.{int(layer)}.{LAYER_HOOKS[kind]}"
     if layer is not None:
         raise InvalidInputError(f"hook kind {kind!r} is not per layer; per-layer kinds are {sorted(LAYER_HOOKS)}")
-    if kind in EMBEDDING_HOOKS:
-        return EMBEDDING_HOOKS[kind]
-    if kind in LM_HEAD_HOOKS:
-        return LM_HEAD_HOOKS[kind]
-    raise UnknownHookError(f"unknown hook kind {kind!r}; kinds: {sorted(EMBEDDING_HOOKS | LAYER_HOOKS | LM_HEAD_HOOKS)}")
+    return EMBEDDING_HOOKS.get(kind) or LM_HEAD_HOOKS[kind]
 
 
 def every_layer(kind: str, num_layers: int) -> list[str]:
