@@ -7,26 +7,17 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import os
-import sys
 from pathlib import Path
 
-import pytest
+from bench import classroom  # tests/browser/conftest.py puts the repository root on sys.path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-from bench import classroom  # noqa: E402
 
 STUDENTS = 4
 TIMEOUT_S = 600  # per student: the CPUs may be shared with other work
 
 
-def test_four_students_each_get_their_own_predictions():
-    reason = classroom.browser_missing()
-    if reason:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"classroom test cannot run under CI=true: {reason}")
-        pytest.skip(reason)
+def test_four_students_each_get_their_own_predictions(browser_ready):
     with classroom.serve(ROOT / "out" / "screenshots" / "classroom_streamlit.log") as (url, _server):
         students = asyncio.run(classroom.run_class(url, "minilm", classroom.sentences(STUDENTS), TIMEOUT_S))
     classroom.check(students, "minilm")
