@@ -105,6 +105,12 @@ def serve(log_path: Path, timeout_s: float = 180):
                 server.wait(timeout=30)
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time the process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def peak_memory_mb(pid: int) -> float:
     """The process's peak resident memory so far (VmHWM), in MB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -226,9 +232,9 @@ def main() -> int:
         return 2
     model = str(Path(args.model).resolve()) if Path(args.model).is_dir() else args.model
     with serve(ROOT / "out" / "classroom_streamlit.log") as (url, server):
-        started = time.monotonic()
+        started, server_cpu = time.monotonic(), cpu_seconds(server.pid)
         students = asyncio.run(run_class(url, model, sentences(args.students), args.timeout))
-        wall = time.monotonic() - started
+        wall, server_cpu = time.monotonic() - started, cpu_seconds(server.pid) - server_cpu
         peak = peak_memory_mb(server.pid)
     check(students, model)
     for student in students:
@@ -238,7 +244,8 @@ def main() -> int:
     times = [s.seconds for s in students if s.problem is None]
     load = os.getloadavg()
     print(f"\nmodel {args.model}; {os.cpu_count()} CPUs, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '1')}; "
-          f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}; whole class {wall:.0f} s\n")
+          f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}; whole class {wall:.0f} s, of which the server "
+          f"used {server_cpu:.0f} s of CPU (the browsers run on the same machine)\n")
     print("| model | students | correct | median to predictions (s) | 95th percentile (s) | slowest (s) | server peak memory (MB) |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     if times:
@@ -247,6 +254,7 @@ def main() -> int:
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"model": args.model, "load_average": load, "peak_mb": peak, "wall_s": wall,
+                                         "server_cpu_s": server_cpu,
                                          "students": [asdict(s) for s in students]}, indent=2))
     return 0 if len(times) == len(students) else 1
 

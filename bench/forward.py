@@ -8,9 +8,10 @@ Three configurations, timed in turn (so that drift in the machine's load hits al
   viz_app.forward.recorded_hooks), the LM head only at the [MASK]s (15% of positions);
 - transformers' BertForMaskedLM, eager attention, output_attentions and output_hidden_states.
 Per length it prints the median time of each, the spread (min–max), and the ratios of the medians (below 1.0:
-ours is faster). Peak memory: each (configuration, length) runs once more in a fresh subprocess, which resets
-the kernel's resident-set high-water mark (/proc/self/clear_refs) just before the forward and reads VmHWM after
-it: the peak extra resident memory of that forward pass, outputs included (torch's own allocations and
+ours is faster). Peak memory: each (configuration, length) runs once more in a fresh subprocess (glibc's mmap
+threshold fixed, so freed blocks go back to the kernel), which resets the kernel's resident-set high-water
+mark (/proc/self/clear_refs) just before the forward and reads VmHWM after it: the peak extra resident memory
+of that forward pass, outputs included (torch's own allocations and
 everything else; tracemalloc would not see torch). The weights are a random BERT-base (bench/make_random_bert.py;
 speed does not depend on the values). transformers is a benchmark-only reference here. Ends with a table
 ready to paste and the load average.
@@ -93,8 +94,8 @@ def resident_kb(field: str) -> int:
 def peak_memory(folder: Path, name: str, length: int) -> float:
     """MB: the peak extra resident memory of one forward pass (run in a fresh process by main)."""
     ours, reference = load_models(folder)
+    runner(name, ours, reference, 8)()  # initialise the libraries on a tiny input
     run = runner(name, ours, reference, length)
-    run()  # warm-up, then drop its outputs
     gc.collect()
     before = resident_kb("VmRSS")
     Path("/proc/self/clear_refs").write_text("5")  # reset the high-water mark to the current resident set
@@ -106,7 +107,10 @@ def peak_memory(folder: Path, name: str, length: int) -> float:
 
 def measure_memory(folder: Path, name: str, length: int) -> float:
     command = [sys.executable, __file__, "--memory-of", name, str(length), "--folder", str(folder)]
-    done = subprocess.run(command, capture_output=True, text=True, check=True, env={**os.environ})
+    # a fixed mmap threshold: big blocks come from the kernel and go back to it when freed, so the resident set
+    # before the forward pass holds nothing freed that the pass could reuse unseen
+    env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536"}
+    done = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
     return float(done.stdout.strip().splitlines()[-1])
 
 
@@ -115,6 +119,7 @@ def main() -> None:
     parser.add_argument("--lengths", type=int, nargs="+", default=[16, 128, 512])
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory subprocesses")
+    parser.add_argument("--no-timing", action="store_true", help="only the peak memory")
     parser.add_argument("--json", type=Path, help="also write the measurements here")
     parser.add_argument("--memory-of", nargs=2, metavar=("CONFIG", "LENGTH"), help=argparse.SUPPRESS)
     parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
@@ -129,7 +134,7 @@ def main() -> None:
         ours, reference = load_models(folder)
         results = {}
         for length in args.lengths:
-            times = compare(ours, reference, length, args.repeats)
+            times = {name: [float("nan")] for name in CONFIGS} if args.no_timing else compare(ours, reference, length, args.repeats)
             memory = {} if args.no_memory else {name: measure_memory(folder, name, length) for name in CONFIGS}
             results[length] = {"times": times, "peak_mb": memory}
             median = {name: statistics.median(values) for name, values in times.items()}
