@@ -7,8 +7,9 @@
   write and copied it on every read: for BERT-base at 512 tokens, 220 MB of attention and MLP activations on
   each rerun of each session.) Sharing is safe because the result cannot change: tuples, and numpy arrays
   marked read-only (`flags.writeable = False`), so a page that tried to write would fail loudly instead of
-  disturbing another session. Memory stays bounded: at most FORWARD_ENTRIES inputs, each dropped an hour after
-  its last use (a 512-token BERT-base input holds about 220 MB, a classroom sentence of 20 tokens under 4 MB).
+  disturbing another session. Memory stays bounded: at most FORWARD_ENTRIES inputs (the least recently used
+  goes first), each kept at most an hour. A 512-token BERT-base input holds about 220 MB (so 3.5 GB at worst),
+  a classroom sentence of 20 tokens under 4 MB; an evicted input is simply run again when asked for.
 - what a view derives from that pass, computed once per input and shared the same way: the per-head
   attention statistics (only the attention page pays for them).
 - the embedding tables' analysis per model (PCA, cosines, subspaces): `st.cache_data`.
