@@ -119,10 +119,10 @@ def model_from_state_dict(config: BertConfig, state: dict[str, torch.Tensor], so
 
 
 def to_hf_state_dict(model: Bert) -> dict[str, torch.Tensor]:
-    """Our weights under Hugging Face's names (BertForPreTraining layout, `bert.` prefix on the encoder)."""
+    """Our weights under Hugging Face's names (BertForPreTraining layout, `bert.` prefix on the encoder), on the CPU."""
     table = key_table(model.config, model.has_mlm_head, model.pooler is not None, model.nsp_head is not None)
     ours = model.state_dict()
-    return {("" if theirs.startswith("cls.") else "bert.") + theirs: ours[k].contiguous() for k, theirs in table.items()}
+    return {("" if theirs.startswith("cls.") else "bert.") + theirs: ours[k].cpu().contiguous() for k, theirs in table.items()}
 
 
 def save_hf_folder(model: Bert, folder: str | Path, vocab_file: str | Path | None = None) -> Path:

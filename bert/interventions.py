@@ -29,7 +29,7 @@ def mean_heads(mean_z: torch.Tensor, *heads: int) -> Intervention:
     def ablate(z: torch.Tensor, name: str) -> torch.Tensor:
         z = z.clone()
         mean = mean_z if mean_z.dim() == 3 else mean_z[:, None, :]
-        z[:, list(heads)] = mean[list(heads)].to(z.dtype).expand_as(z[:, list(heads)])
+        z[:, list(heads)] = mean[list(heads)].to(z.device, z.dtype).expand_as(z[:, list(heads)])
         return z
 
     return ablate
@@ -49,12 +49,12 @@ def patch(source: torch.Tensor, positions: list[int] | None = None) -> Intervent
         if source.shape != activation.shape:
             raise InvalidInputError(f"patch for {name}: source has shape {tuple(source.shape)}, activation {tuple(activation.shape)}")
         if positions is None:
-            return source.to(activation.dtype)
+            return source.to(activation.device, activation.dtype)
         axis = 2 if is_per_head(name) else 1
         out = activation.clone()
         index = [slice(None)] * activation.dim()
         index[axis] = positions
-        out[tuple(index)] = source[tuple(index)].to(activation.dtype)
+        out[tuple(index)] = source[tuple(index)].to(activation.device, activation.dtype)
         return out
 
     return patched

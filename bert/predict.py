@@ -6,6 +6,7 @@ from typing import Mapping
 
 import torch
 
+from .devices import model_device
 from .errors import InvalidInputError
 from .model import Bert
 from .tokenizer import BertTokenizer, Encoding
@@ -46,10 +47,10 @@ def predict_masks(
     positions = tokenizer.mask_positions(encoding)
     if not positions:
         return []
-    input_ids, token_type_ids = encoding.tensors()
-    logits, _ = model.run_with_cache(
-        input_ids, token_type_ids, names=[], interventions=interventions, logit_mask=at_positions(positions, len(encoding))
-    )
+    device = model_device(model)
+    input_ids, token_type_ids = encoding.tensors(device)
+    at_masks = at_positions(positions, len(encoding), device)
+    logits, _ = model.run_with_cache(input_ids, token_type_ids, names=[], interventions=interventions, logit_mask=at_masks)
     return mask_predictions(logits, positions, tokenizer, top_k, originals)
 
 
@@ -59,7 +60,7 @@ def mask_predictions(
     """Predictions from the LM head's logits at the masks ([mask, vocab], one row per entry of `positions`)."""
     check_top_k(top_k)
     originals = originals or {}
-    probabilities = logits.float().softmax(-1)  # [masks, vocab]
+    probabilities = logits.float().softmax(-1).cpu()  # [masks, vocab], float32 whatever the model's dtype
     best = probabilities.topk(min(top_k, probabilities.shape[-1]), dim=-1)
     predictions = []
     for row, position in enumerate(positions):
@@ -74,9 +75,9 @@ def mask_predictions(
     return predictions
 
 
-def at_positions(positions: list[int], seq: int) -> torch.Tensor:
-    """bool [1, seq]: True at `positions` (a `logit_mask` for one input)."""
-    chosen = torch.zeros(1, seq, dtype=torch.bool)
+def at_positions(positions: list[int], seq: int, device: torch.device | str | None = None) -> torch.Tensor:
+    """bool [1, seq]: True at `positions` (a `logit_mask` for one input), on `device`."""
+    chosen = torch.zeros(1, seq, dtype=torch.bool, device=device)
     chosen[0, positions] = True
     return chosen
 

@@ -15,6 +15,7 @@ import torch
 
 from bert import BertTokenizer, Encoding, InputTooLongError
 from bert.analysis.attention_stats import HeadStatistics, KeyRoles, head_statistics
+from bert.devices import as_numpy, model_device
 from bert.hooks import EMBEDDING_PARTS, every_layer, stack_layers
 from bert.model import Bert
 from bert.predict import MaskPrediction, at_positions, mask_predictions
@@ -123,13 +124,14 @@ class ForwardResult:
 def record(model: Bert, tokenizer: BertTokenizer, prepared: PreparedInput, top_k: int = TOP_K_STORED) -> ForwardResult:
     """Run the model once on `prepared.masked`; keep attention, neuron activations, the embedding parts, every
     hook's shape and the predictions at each [MASK] (the LM head runs only there)."""
-    input_ids, token_type_ids = prepared.masked.tensors()
+    device = model_device(model)
+    input_ids, token_type_ids = prepared.masked.tensors(device)
     positions = tokenizer.mask_positions(prepared.masked)
     shapes: dict[str, tuple[int, ...]] = {}
     with torch.inference_mode():
         logits, cache = model.run_with_cache(
             input_ids, token_type_ids, names=recorded_hooks(model.config.num_layers),
-            logit_mask=at_positions(positions, len(prepared.masked)), shapes=shapes,
+            logit_mask=at_positions(positions, len(prepared.masked), device), shapes=shapes,
         )
         originals = {position: prepared.base.input_ids[position] for position in prepared.masks}
         predictions = [] if logits is None else mask_predictions(logits, positions, tokenizer, top_k, originals)
@@ -162,8 +164,8 @@ def attention_statistics(result: ForwardResult) -> HeadStatistics:
 
 
 def read_only(values: torch.Tensor | np.ndarray) -> np.ndarray:
-    """A float32 numpy array (sharing the tensor's memory: no copy) that nobody can write to."""
-    array = values.float().numpy() if isinstance(values, torch.Tensor) else np.asarray(values, dtype=np.float32)
+    """A float32 numpy array that nobody can write to (a CPU float32 tensor's memory is shared, not copied)."""
+    array = as_numpy(values.float()) if isinstance(values, torch.Tensor) else np.asarray(values, dtype=np.float32)
     array.flags.writeable = False
     return array
 

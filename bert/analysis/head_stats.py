@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from ..data import LabelledSentence
+from ..devices import as_numpy, model_device
 from ..errors import InvalidInputError
 from ..hooks import every_layer
 from ..model import Bert
@@ -80,9 +81,9 @@ def corpus_head_statistics(
         if progress:
             progress(done * batch_size / len(encodings), "running the model")
         chosen = [encodings[i] for i in batch]
-        input_ids, token_type_ids, attention_mask = pad(chosen, tokenizer.pad_id)
+        input_ids, token_type_ids, attention_mask = pad(chosen, tokenizer.pad_id, model_device(model))
         _, cache = model.run_with_cache(input_ids, token_type_ids, attention_mask, names=hooks)
-        patterns = torch.stack([cache[h] for h in hooks], dim=1).numpy()  # [batch, layer, head, query, key]
+        patterns = as_numpy(torch.stack([cache[h] for h in hooks], dim=1))  # [batch, layer, head, query, key]
         for row, encoding in enumerate(chosen):
             n = len(encoding)
             roles = KeyRoles.from_tokens(encoding.tokens)

@@ -128,3 +128,12 @@ def test_tied_unembedding_is_counted_once(tiny_mlm_folder):
     assert "tied to embedding.token_embedding.weight" in rows["lm_head.unembedding"].note
     assert rows["lm_head.unembedding"].parameters == loaded.model.config.vocab_size  # its bias only
     assert rows[""].parameters == sum(p.numel() for p in loaded.model.parameters())
+
+
+def test_the_sidebar_says_where_the_model_runs_in_plain_words(monkeypatch, tiny_model):
+    import torch
+
+    assert models.summarize(tiny_model).one_line().endswith("runs on the CPU")
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA H100 80GB HBM3")
+    assert models.device_in_words(torch.device("cuda", 0)) == "the GPU (NVIDIA H100 80GB HBM3)"
+    assert models.device_in_words(torch.device("mps")) == "the Apple GPU"
