@@ -20,6 +20,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import torch  # noqa: E402
 
 import bert  # noqa: E402
+from bert.hooks import every_layer, stack_layers  # noqa: E402
 from bert.analysis import ablation, head_stats, logit_lens, probes, rollout, saliency  # noqa: E402
 from bert.data import builtin_sentences  # noqa: E402
 
@@ -37,9 +38,8 @@ def timed(name: str, fn, results: dict) -> object:
 
 
 def head_averaged_attention(model, encoding):
-    _, cache = model.run_with_cache(*encoding.tensors(), names=lambda n: n.endswith("hook_pattern"))
-    layers = range(model.config.num_layers)
-    return rollout.head_average(torch.stack([cache[f"transformer.{i}.attention.attention.hook_pattern"][0] for i in layers]).numpy())
+    _, cache = model.run_with_cache(*encoding.tensors(), names=every_layer("pattern", model.config.num_layers))
+    return rollout.head_average(stack_layers(cache, "pattern")[:, 0].numpy())
 
 
 def main() -> None:

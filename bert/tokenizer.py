@@ -90,6 +90,10 @@ class BertTokenizer:
         """bool [vocab]: True for word pieces that continue a word ("##ing")."""
         return torch.tensor([self.id_to_token(i).startswith("##") for i in range(self.vocab_size)], device="cpu")
 
+    def mask_positions(self, encoding: Encoding) -> list[int]:
+        """Where this input has [MASK] (typed, or put there by `Encoding.with_masks`), in order."""
+        return [i for i, token_id in enumerate(encoding.input_ids) if token_id == self.mask_id]
+
     def id_to_token(self, token_id: int) -> str:
         return self._tokenizer.id_to_token(token_id)
 

@@ -19,7 +19,8 @@ import torch
 from ..data import LabelledSentence
 from ..devices import model_device
 from ..errors import InvalidInputError
-from ..interventions import mean_heads, z_hook, zero_heads
+from ..hooks import every_layer, hook_name
+from ..interventions import mean_heads, zero_heads
 from ..model import Bert
 from ..predict import Candidate, MaskPrediction, make_candidate, predict_masks
 from ..tokenizer import BertTokenizer, Encoding
@@ -39,7 +40,7 @@ def mean_head_outputs(
         raise InvalidInputError("mean ablation needs at least one sentence to average over")
     config = model.config
     encodings = [tokenizer.encode(s.text, max_length=128, truncate=True) for s in sentences]
-    hooks = [z_hook(layer) for layer in range(config.num_layers)]
+    hooks = every_layer("z", config.num_layers)
     device = model_device(model)
     total = torch.zeros(config.num_layers, config.num_heads, config.head_size, device=device)  # float32 sums
     count = 0
@@ -61,8 +62,8 @@ def ablation_interventions(heads: Iterable[Head], mode: str = "zero", mean_z: to
     for layer, head in heads:
         by_layer.setdefault(layer, []).append(head)
     if mode == "zero":
-        return [(z_hook(layer), zero_heads(*hs)) for layer, hs in sorted(by_layer.items())]
-    return [(z_hook(layer), mean_heads(mean_z[layer], *hs)) for layer, hs in sorted(by_layer.items())]
+        return [(hook_name("z", layer), zero_heads(*hs)) for layer, hs in sorted(by_layer.items())]
+    return [(hook_name("z", layer), mean_heads(mean_z[layer], *hs)) for layer, hs in sorted(by_layer.items())]
 
 
 def layer_heads(model: Bert, layers: Iterable[int]) -> list[Head]:
@@ -111,7 +112,7 @@ def rank_heads(
     _check_model(model)
     _check_mode(mode, mean_z)
     input_ids, token_type_ids = encoding.tensors(model_device(model))
-    masks = (input_ids[0] == tokenizer.mask_id).nonzero().flatten().tolist()
+    masks = tokenizer.mask_positions(encoding)
     if position is None:
         if not masks:
             raise InvalidInputError("the text has no [MASK]: add one to rank heads by their effect on its prediction")
@@ -155,7 +156,7 @@ def _one_head_per_row(chunk: list[Head], mode: str, mean_z: torch.Tensor | None,
                 z[rows, heads] = mean_z.to(z.device)[layer, heads][:, None, :].to(z.dtype)  # [row, 1, head_dim] over queries
             return z
 
-        interventions.append((z_hook(layer), ablate))
+        interventions.append((hook_name("z", layer), ablate))
     return interventions
 
 

@@ -9,13 +9,14 @@ from typing import Callable, Iterator, Sequence
 import torch
 
 from ..devices import model_device
+from ..hooks import every_layer, hook_name
 from ..model import Bert
 from ..tokenizer import Encoding
 
 
 def residual_hooks(model: Bert) -> list[str]:
     """The residual stream after the embedding and after each layer: L + 1 hook names."""
-    return ["embedding.hook_out"] + [f"transformer.{i}.hook_out" for i in range(model.config.num_layers)]
+    return [hook_name("embedding_out")] + every_layer("layer_out", model.config.num_layers)
 
 
 def layer_names(model: Bert) -> list[str]:

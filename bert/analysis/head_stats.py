@@ -20,7 +20,7 @@ import torch
 from ..data import LabelledSentence
 from ..devices import as_numpy, model_device
 from ..errors import InvalidInputError
-from ..interventions import pattern_hook
+from ..hooks import every_layer
 from ..model import Bert
 from ..tokenizer import BertTokenizer
 from .attention_stats import HeadStatistics, KeyRoles, combine, head_statistics
@@ -75,7 +75,7 @@ def corpus_head_statistics(
         ]
     else:
         encodings = [tokenizer.encode(s.text, max_length=max_tokens, truncate=True) for s in sentences]
-    hooks = [pattern_hook(layer) for layer in range(model.config.num_layers)]
+    hooks = every_layer("pattern", model.config.num_layers)
     results = []
     for done, batch in enumerate(batches(encodings, batch_size)):
         if progress:

@@ -41,7 +41,7 @@ def logit_lens(model: Bert, tokenizer: BertTokenizer, encoding: Encoding, top_k:
     if top_k < 1:
         raise InvalidInputError("top_k must be at least 1")
     input_ids, token_type_ids = encoding.tensors(model_device(model))
-    positions = (input_ids[0] == tokenizer.mask_id).nonzero().flatten().tolist()
+    positions = tokenizer.mask_positions(encoding)
     if not positions:
         return []
     hooks = residual_hooks(model)

@@ -26,12 +26,13 @@ import torch
 
 from ..devices import as_numpy, model_device
 from ..errors import InvalidInputError
+from ..hooks import EMBEDDING_PARTS
 from ..model import Bert
 from ..predict import Candidate, make_candidate
 from ..tokenizer import BertTokenizer, Encoding
 
 PARTS = ("token", "position", "segment")
-HOOKS = {"token": "embedding.hook_token", "position": "embedding.hook_position", "segment": "embedding.hook_token_type"}
+HOOKS = EMBEDDING_PARTS
 METHODS = ("gradient_x_input", "integrated_gradients")
 
 
@@ -67,7 +68,7 @@ def saliency(
         raise InvalidInputError("saliency of a masked prediction needs a model with a masked-LM head")
     input_ids, token_type_ids = encoding.tensors(model_device(model))
     if position is None:
-        masks = (input_ids[0] == tokenizer.mask_id).nonzero().flatten().tolist()
+        masks = tokenizer.mask_positions(encoding)
         if not masks:
             raise InvalidInputError("the text has no [MASK]: add one to explain its prediction")
         position = masks[0]

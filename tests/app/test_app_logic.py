@@ -51,9 +51,10 @@ def test_record_keeps_what_the_pages_need(encoder):
     assert set(result.embeddings) == {"token", "position", "segment"}
     assert result.hook_shapes["transformer.0.attention.attention.hook_pattern"] == (1, config.num_heads, seq, seq)
     assert len(result.hook_shapes) == len(encoder.model.hook_names())
-    assert result.masks == []  # no MLM head: no predictions, but everything else
-    assert result.head_stats.shape == (config.num_layers, config.num_heads)
-    np.testing.assert_allclose(result.head_stats["cls"], result.attention[..., 0].mean(-1), rtol=1e-5)
+    assert result.masks == ()  # no MLM head: no predictions, but everything else
+    stats = forward.attention_statistics(result)
+    assert stats.shape == (config.num_layers, config.num_heads)
+    np.testing.assert_allclose(stats["cls"], result.attention[..., 0].mean(-1), rtol=1e-5)
     assert result.tokens[2] == "[MASK]" and result.original_tokens[2] == "dog"
     np.testing.assert_allclose(result.embeddings["segment"][-1], encoder.model.embedding.token_type_embedding.weight[1].detach().numpy())
 
@@ -90,7 +91,7 @@ def test_detokenize_and_filled_in_sentence():
     result = forward.ForwardResult(
         tokens=["[CLS]", "the", "[MASK]", "barked", "[SEP]", "it", "[MASK]", "[SEP]"],
         original_tokens=[], token_type_ids=[], special=[],
-        masks=[forward.MaskResult(2, ["dog"], np.ones(1), [False]), forward.MaskResult(6, ["##s"], np.ones(1), [True])],
+        masks=(forward.MaskResult(2, ("dog",), np.ones(1), (False,)), forward.MaskResult(6, ("##s",), np.ones(1), (True,))),
         attention=np.zeros(0), neurons=np.zeros(0),
     )
     assert text.filled_in_sentence(result) == "the **dog** barked / it**s**"
