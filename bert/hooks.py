@@ -49,6 +49,13 @@ LAYER_HOOKS = {  # kind -> path below transformer.{layer}
     "layer_out": "hook_out",
 }
 LM_HEAD_HOOKS = {"lm_transform": "lm_head.hook_transform", "logits": "lm_head.hook_logits"}
+# the sentence-level and task heads, present when the model has them (reached by run_with_cache's head=...)
+HEAD_HOOKS = {
+    "pooled": "pooler.hook_out",
+    "nsp_logits": "nsp_head.hook_logits",
+    "class_logits": "classifier.hook_logits",
+    "tag_logits": "tagger.hook_logits",
+}
 # the three embeddings that are summed, by the names the app and saliency give them (segment = token type)
 EMBEDDING_PARTS = {"token": EMBEDDING_HOOKS["token"], "position": EMBEDDING_HOOKS["position"], "segment": EMBEDDING_HOOKS["token_type"]}
 PER_HEAD_KINDS = frozenset({"q", "k", "v", "scores", "pattern", "z"})  # [batch, head, seq, ...]: positions on axis 2
@@ -57,15 +64,16 @@ PER_HEAD_KINDS = frozenset({"q", "k", "v", "scores", "pattern", "z"})  # [batch,
 def hook_name(kind: str, layer: int | None = None) -> str:
     """The name of a hook: `hook_name("pattern", 3)`, `hook_name("token")`, `hook_name("logits")`.
     Per-layer kinds need a layer, the others take none (the kinds are the keys of the three tables above)."""
-    if kind not in EMBEDDING_HOOKS | LAYER_HOOKS | LM_HEAD_HOOKS:
-        raise UnknownHookError(f"unknown hook kind {kind!r}; kinds: {sorted(EMBEDDING_HOOKS | LAYER_HOOKS | LM_HEAD_HOOKS)}")
+    kinds = EMBEDDING_HOOKS | LAYER_HOOKS | LM_HEAD_HOOKS | HEAD_HOOKS
+    if kind not in kinds:
+        raise UnknownHookError(f"unknown hook kind {kind!r}; kinds: {sorted(kinds)}")
     if kind in LAYER_HOOKS:
         if layer is None:
             raise InvalidInputError(f"hook kind {kind!r} is per layer: give a layer")
         return f"transformer.{int(layer)}.{LAYER_HOOKS[kind]}"
     if layer is not None:
         raise InvalidInputError(f"hook kind {kind!r} is not per layer; per-layer kinds are {sorted(LAYER_HOOKS)}")
-    return EMBEDDING_HOOKS.get(kind) or LM_HEAD_HOOKS[kind]
+    return EMBEDDING_HOOKS.get(kind) or LM_HEAD_HOOKS.get(kind) or HEAD_HOOKS[kind]
 
 
 def every_layer(kind: str, num_layers: int) -> list[str]:
@@ -73,11 +81,12 @@ def every_layer(kind: str, num_layers: int) -> list[str]:
     return [hook_name(kind, layer) for layer in range(num_layers)]
 
 
-def every_hook_name(num_layers: int, lm_head: bool = True) -> list[str]:
-    """Every name `hook_name` builds for a model of `num_layers` layers (with or without the LM head)."""
+def every_hook_name(num_layers: int, lm_head: bool = True, heads: Iterable[str] = ()) -> list[str]:
+    """Every name `hook_name` builds for a model of `num_layers` layers (with or without the LM head, with the
+    HEAD_HOOKS kinds in `heads`, e.g. ("pooled", "nsp_logits"))."""
     names = list(EMBEDDING_HOOKS.values())
     names += [name for layer in range(num_layers) for name in (hook_name(kind, layer) for kind in LAYER_HOOKS)]
-    return names + (list(LM_HEAD_HOOKS.values()) if lm_head else [])
+    return names + (list(LM_HEAD_HOOKS.values()) if lm_head else []) + [hook_name(kind) for kind in heads]
 
 
 def is_per_head(name: str) -> bool:

@@ -179,9 +179,10 @@ def test_hook_name_builds_every_hook_of_the_model(mlm_head):
     from bert.hooks import EMBEDDING_HOOKS, LAYER_HOOKS, LM_HEAD_HOOKS, every_hook_name
 
     model = _hook_name_tests_model(mlm_head)
-    built = every_hook_name(model.config.num_layers, lm_head=mlm_head)
+    heads = ("pooled", "nsp_logits") if mlm_head else ()
+    built = every_hook_name(model.config.num_layers, lm_head=mlm_head, heads=heads)
     assert set(model.hook_names()) == set(built) and len(built) == len(set(built))
-    assert len(built) == len(EMBEDDING_HOOKS) + 3 * len(LAYER_HOOKS) + (len(LM_HEAD_HOOKS) if mlm_head else 0)
+    assert len(built) == len(EMBEDDING_HOOKS) + 3 * len(LAYER_HOOKS) + (len(LM_HEAD_HOOKS) + 2 if mlm_head else 0)
 
 
 def test_hook_name_spells_the_module_paths_and_refuses_nonsense(tiny_model):
