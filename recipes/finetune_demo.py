@@ -94,7 +94,7 @@ def finetune(name: str, out: Path, extra: list[str]) -> None:
 
     args = ["finetune", "--train-file", str(DATA / f"{name}_train.jsonl"), "--dev-file", str(DATA / f"{name}_dev.jsonl"),
             "--init", "minilm-encoder", "--out", str(out), "--train", "top:2", "--max-length", "64",
-            "--epochs", "1", "--batch-size", "32", "--learning-rate", "1e-4", "--seed", str(SEED), *extra]
+            "--epochs", "2", "--batch-size", "32", "--learning-rate", "2e-4", "--seed", str(SEED), *extra]
     if main(args) != 0:
         raise SystemExit(f"fine-tuning {name} failed")
 

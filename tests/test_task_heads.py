@@ -156,6 +156,8 @@ def test_run_with_cache_records_only_the_chosen_heads_path(tiny_model, tiny_batc
     assert nsp.shape == (tiny_batch[0].shape[0], 2)
     assert cache["pooler.hook_out"].shape == (tiny_batch[0].shape[0], tiny_model.config.hidden_size)
     assert "nsp_head.hook_logits" in cache and "lm_head.hook_logits" not in cache
+    assert [bert.hook_name(kind) for kind in ("pooled", "nsp_logits", "class_logits", "tag_logits")] == [
+        "pooler.hook_out", "nsp_head.hook_logits", "classifier.hook_logits", "tagger.hook_logits"]
     _, cache = tiny_model.run_with_cache(*tiny_batch)
     assert "lm_head.hook_logits" in cache and "nsp_head.hook_logits" not in cache
 

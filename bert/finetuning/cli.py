@@ -7,6 +7,7 @@ from pathlib import Path
 
 import torch
 
+from ..devices import resolve_device
 from ..errors import InvalidInputError
 from ..pretrained import load_pretrained
 from .data import TASKS, label_names, read_examples, split
@@ -28,14 +29,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default="auto", help="auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:1, mps")
 
 
-def pick_device(name: str) -> str:
-    if name != "auto":
-        return name
-    if torch.cuda.is_available():
-        return "cuda"
-    return "mps" if torch.backends.mps.is_available() else "cpu"
-
-
 def run(args) -> int:
     train_examples = read_examples(args.train_file, args.task)
     if args.dev_file:
@@ -53,7 +46,7 @@ def run(args) -> int:
         task=args.task, epochs=args.epochs, batch_size=args.batch_size, max_length=args.max_length,
         learning_rate=args.learning_rate, warmup_fraction=args.warmup_fraction, weight_decay=args.weight_decay,
         seed=args.seed, train=args.train, bf16=args.bf16, eval_every=args.eval_every, patience=args.patience,
-        device=pick_device(args.device),
+        device=str(resolve_device(args.device)),
     )
     best = finetune(model, tokenizer, train_examples, dev_examples, Path(args.out), config)
     print(json.dumps({"best_dev": best, "model": str(Path(args.out) / "model")}, indent=2))

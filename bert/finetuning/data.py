@@ -55,7 +55,7 @@ def read_examples(path: str | Path, task: str) -> list[Example]:
 
 def _rows(path: Path) -> Iterator[tuple[str, dict]]:
     suffix = path.suffix.lower()
-    with open(path, newline="", encoding="utf-8") as f:
+    with open(path, newline="", encoding="utf-8-sig") as f:  # -sig: a byte-order mark is not part of the first name
         if suffix == ".jsonl":
             for number, line in enumerate(f, 1):
                 if not line.strip():

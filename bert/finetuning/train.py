@@ -20,7 +20,7 @@ from tqdm import tqdm
 from ..checkpoint import save_hf_folder
 from ..model import Bert
 from ..tokenizer import BertTokenizer
-from ..pretraining.trainer import apply_gradients, load_checkpoint, make_optimizer, make_scheduler, save_checkpoint
+from ..pretraining.trainer import autocast, load_checkpoint, make_optimizer, make_scheduler, save_checkpoint
 from .data import IGNORE, Batch, Example, encode, epoch_batches, in_order_batches
 from .metrics import classification_scores, main_metric, regression_scores, token_scores
 
@@ -40,7 +40,7 @@ class FinetuneConfig:
     seed: int = 0  # fixes the head's initialisation (by the caller), data order and dropout
     train: str = "all"  # what learns: "all", "head" (task head and pooler) or "top:N" (heads and the top N layers)
     freeze_token_embedding: bool = False
-    bf16: bool = False  # autocast to bfloat16 on the training device
+    bf16: bool = False  # autocast to bfloat16 where the device computes it natively (else float32)
     eval_every: int = 0  # steps between dev evaluations; 0: at the end of every epoch
     patience: int = 2  # dev evaluations without improvement before stopping; 0: never stop early
     device: str = "cpu"
@@ -80,7 +80,7 @@ def finetune(
         epoch, offset = divmod(step, steps_per_epoch)
         for batch in epoch_batches(train_features, config.batch_size, config.seed, epoch, tokenizer.pad_id)[offset:]:
             torch.manual_seed(config.seed * 1_000_003 + step)  # dropout: a resumed run repeats it
-            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=config.bf16):
+            with autocast(device, config.bf16):
                 loss = task_loss(model, batch.to(device), config.task)
             apply_gradients(model, loss, optimizer, scheduler, config.clip_norm)
             step += 1
@@ -106,6 +106,15 @@ def finetune(
     return best or {}
 
 
+def apply_gradients(model: Bert, loss: torch.Tensor, optimizer, scheduler, clip_norm: float) -> None:
+    """Backward, clip the gradient norm, one optimizer and one schedule step (one process, one device)."""
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], clip_norm)
+    optimizer.step()
+    scheduler.step()
+
+
 def task_loss(model: Bert, batch: Batch, task: str) -> torch.Tensor:
     """Cross-entropy over the classes (token tasks: over labelled word pieces only), or squared error for regression."""
     if task == "tokens":
@@ -125,7 +134,7 @@ def evaluate(model: Bert, batches: list[Batch], config: FinetuneConfig, labels: 
     predicted, gold = [], []
     for batch in batches:
         inputs = (batch.input_ids.to(device), batch.token_type_ids.to(device), batch.attention_mask.to(device))
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=config.bf16):
+        with autocast(device, config.bf16):
             logits = (model.tag if config.task == "tokens" else model.classify)(*inputs).float().cpu()
         if config.task == "tokens":
             for row_logits, row_labels in zip(logits, batch.labels):

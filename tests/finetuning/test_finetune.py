@@ -222,15 +222,3 @@ def test_early_stopping_after_patience_evaluations_without_improvement(scores, p
     from bert.finetuning.train import _should_stop
 
     assert _should_stop([{"score": s} for s in scores], patience) == stop
-
-
-def test_device_auto_prefers_cuda_then_mps_then_cpu(monkeypatch):
-    from bert.finetuning.cli import pick_device
-
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
-    assert pick_device("auto") == "cpu" and pick_device("cuda:1") == "cuda:1"
-    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: True)
-    assert pick_device("auto") == "mps"
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    assert pick_device("auto") == "cuda"

@@ -13,12 +13,12 @@ SHIPPED = FINETUNED_FILES["minilm-trec"]
 pytestmark = pytest.mark.skipif(not SHIPPED.is_file(), reason=f"{SHIPPED} is not trained yet (recipes/finetune_demo.py trec --ship)")
 
 # Written for this test, not from the TREC files: one plain question per class the model should not miss.
-# No ABBR question: the shipped model never predicts ABBR (75 of 4,843 training questions; dev F1 0, see its card).
 QUESTIONS = {
     "Who wrote the novel Moby Dick?": "HUM",
     "Where is the Eiffel Tower?": "LOC",
     "How many legs does a spider have?": "NUM",
     "Why do leaves change colour in autumn?": "DESC",
+    "What does NASA stand for?": "ABBR",
     "What kind of animal is a dolphin?": "ENTY",
 }
 
