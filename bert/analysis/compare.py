@@ -17,6 +17,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from ..devices import model_device
 from ..errors import InvalidInputError
 from ..model import Bert
 from ..tokenizer import BertTokenizer
@@ -119,7 +120,7 @@ def compare_models(
     same_shape = (model_a.config.num_layers, model_a.config.num_heads) == (model_b.config.num_layers, model_b.config.num_heads)
     states_a, states_b, js_sum = [], [], None
     for batch in batches(encodings, batch_size):
-        ids, types, mask = pad([encodings[i] for i in batch], tokenizer.pad_id)
+        ids, types, mask = pad([encodings[i] for i in batch], tokenizer.pad_id, "cpu")
         real = mask.bool()  # [batch, seq]
         (residual_a, pattern_a), (residual_b, pattern_b) = (_record(m, ids, types, mask) for m in (model_a, model_b))
         states_a.append(residual_a[:, real])  # [layer, token, hidden]
@@ -138,9 +139,13 @@ def compare_models(
 
 
 def _record(model: Bert, ids, types, mask) -> tuple[torch.Tensor, torch.Tensor]:
-    """([layer + 1, batch, seq, hidden] residual stream, [layer, batch, head, query, key] attention)."""
+    """([layer + 1, batch, seq, hidden] residual stream, [layer, batch, head, query, key] attention), float32 on
+    the CPU, from a model on any device (the two models may live on different ones)."""
+    device = model_device(model)
+    ids, types, mask = ids.to(device), types.to(device), mask.to(device)
     pattern_hooks = [f"transformer.{i}.attention.attention.hook_pattern" for i in range(model.config.num_layers)]
     residual = residual_hooks(model)
     _, cache = model.run_with_cache(ids, types, mask, names=residual + pattern_hooks, logit_mask=torch.zeros_like(ids, dtype=torch.bool))
-    return torch.stack([cache[h].float() for h in residual]), torch.stack([cache[h].float() for h in pattern_hooks])
+    return (torch.stack([cache[h].detach().float().cpu() for h in residual]),
+            torch.stack([cache[h].detach().float().cpu() for h in pattern_hooks]))
 
