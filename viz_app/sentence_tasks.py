@@ -13,6 +13,7 @@ import streamlit as st
 import torch
 
 from bert import Bert, BertTokenizer
+from bert.devices import as_numpy, model_device
 from bert.tokenizer import Encoding
 from viz_app import cache
 from viz_app.charts.base import Chart, layout
@@ -43,28 +44,28 @@ def next_sentence(model: Bert, tokenizer: BertTokenizer, text: str, pair: str, m
     """P(index 0, "B follows A") for (text, pair) and for (pair, text)."""
     probabilities = []
     for first, second in ((text, pair), (pair, text)):
-        ids, types = tokenizer.encode(first, second, max_length=max_length, truncate=truncate).tensors()
-        probabilities.append(float(model.next_sentence(ids, types).softmax(-1)[0, 0]))
+        ids, types = tokenizer.encode(first, second, max_length=max_length, truncate=truncate).tensors(model_device(model))
+        probabilities.append(float(model.next_sentence(ids, types).float().softmax(-1)[0, 0]))
     return NextSentence(*probabilities)
 
 
 @torch.no_grad()
 def class_probabilities(model: Bert, encoding: Encoding) -> pd.DataFrame:
     """One row per label: label, probability (softmax of the classifier's logits), in the head's order."""
-    ids, types = encoding.tensors()
-    probabilities = model.classify(ids, types).softmax(-1)[0].numpy()
+    ids, types = encoding.tensors(model_device(model))
+    probabilities = as_numpy(model.classify(ids, types).float().softmax(-1)[0])
     return pd.DataFrame({"label": model.labels, "probability": probabilities})
 
 
 @torch.no_grad()
 def token_labels(model: Bert, encoding: Encoding) -> pd.DataFrame:
     """One row per token: position, token, its most likely label and that label's probability."""
-    ids, types = encoding.tensors()
-    probabilities = model.tag(ids, types).softmax(-1)[0]  # [seq, labels]
+    ids, types = encoding.tensors(model_device(model))
+    probabilities = model.tag(ids, types).float().softmax(-1)[0]  # [seq, labels]
     best = probabilities.max(-1)
     return pd.DataFrame({
         "position": np.arange(len(encoding)), "token": encoding.tokens,
-        "label": [model.labels[i] for i in best.indices.tolist()], "probability": best.values.numpy(),
+        "label": [model.labels[i] for i in best.indices.tolist()], "probability": as_numpy(best.values),
         "special": encoding.special,
     })
 
