@@ -90,14 +90,23 @@ class WordContexts:
         """[layer] mean cosine similarity over all pairs of sentences."""
         return mean_pairwise_cosine(self.vectors)
 
+    def cosines(self) -> torch.Tensor:
+        """[layer, sentence, sentence] the cosine similarity of the word's vectors in every pair of sentences."""
+        return pairwise_cosines(self.vectors)
+
+
+def pairwise_cosines(vectors: torch.Tensor) -> torch.Tensor:
+    """[..., n, hidden] -> [..., n, n]: the cosine similarity of every pair of rows."""
+    unit = F.normalize(vectors.double(), dim=-1)
+    return (unit @ unit.transpose(-1, -2)).float()
+
 
 def mean_pairwise_cosine(vectors: torch.Tensor) -> torch.Tensor:
     """[..., n, hidden] -> [...]: the mean cosine similarity over the n(n-1)/2 pairs of distinct rows."""
     n = vectors.shape[-2]
     if n < 2:
         raise InvalidInputError(f"a mean pairwise cosine needs at least 2 vectors; got {n}")
-    unit = F.normalize(vectors.double(), dim=-1)
-    cosines = unit @ unit.transpose(-1, -2)  # [..., n, n]
+    cosines = pairwise_cosines(vectors).double()  # [..., n, n]
     off_diagonal = cosines.sum(dim=(-1, -2)) - cosines.diagonal(dim1=-2, dim2=-1).sum(dim=-1)
     return (off_diagonal / (n * (n - 1))).float()
 

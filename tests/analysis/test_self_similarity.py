@@ -59,7 +59,8 @@ def test_word_vectors_match_transformers_hidden_states(tiny):
     expected = torch.stack(expected, dim=1)  # [layer, sentence, hidden]
     torch.testing.assert_close(contexts.vectors, expected, atol=1e-5, rtol=1e-5)
     cosine = torch.nn.functional.cosine_similarity(expected[:, 0], expected[:, 1], dim=-1)
-    torch.testing.assert_close(contexts.self_similarity(), cosine, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(contexts.self_similarity(), cosine, atol=1e-5, rtol=1e-5)  # one pair: its cosine
+    torch.testing.assert_close(contexts.cosines()[:, 0, 1], cosine, atol=1e-5, rtol=1e-5)
 
 
 def test_a_word_missing_from_a_sentence_names_that_sentence(tiny):
