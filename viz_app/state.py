@@ -89,6 +89,10 @@ PARAMS: dict[str, Param] = {
     "contexts_word": Param(str, str, "bank"),
     "contexts_sentences": Param(str, str, "\n".join(EXAMPLES["bank"])),
     "contexts_layer": Param(int, str, None),
+    # Corpus search. None: the sentence's first token, the last layer.
+    "search_position": Param(int, str, None),
+    "search_layer": Param(int, str, None),
+    "search_k": Param(int, str, 10),
 }
 MODEL_PARAM = "model"  # the model's source; kept apart because the picker is two widgets (choice, folder)
 
