@@ -25,6 +25,9 @@ def main(argv: list[str] | None = None) -> int:
     from .pretraining.cli import add_arguments
 
     add_arguments(commands.add_parser("pretrain", help="pre-train or fine-tune with MLM (and NSP)"))
+    from .analysis import index_cli
+
+    index_cli.add_arguments(commands.add_parser("index", help="index every token of a corpus for corpus search"))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
@@ -32,6 +35,8 @@ def main(argv: list[str] | None = None) -> int:
             return _predict(args)
         if args.command == "download":
             return _download(args)
+        if args.command == "index":
+            return index_cli.run(args)
         from .pretraining.cli import run
 
         return run(args)

@@ -33,3 +33,11 @@ class CheckpointError(BertError):
 
 class ModelNotFoundError(BertError, FileNotFoundError):
     """A model source that names nothing we can find offline."""
+
+
+class CorpusIndexError(BertError):
+    """A saved corpus index that cannot be read: missing files, mismatched parts, an unknown format."""
+
+
+class StaleIndexError(CorpusIndexError):
+    """A saved corpus index built with another model (other config or weights) than the one given."""

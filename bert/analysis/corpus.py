@@ -4,7 +4,7 @@ Shared by the corpus-level analyses (probes, head statistics, mean head outputs 
 """
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import torch
 
@@ -43,26 +43,49 @@ def batches(encodings: Sequence[Encoding], batch_size: int) -> Iterator[list[int
         yield order[start : start + batch_size]
 
 
+ProgressCallback = Callable[[int, int], None]  # (encodings done, total), e.g. for a progress bar
+
+
 @torch.no_grad()
+def residual_batches(
+    model: Bert,
+    encodings: Sequence[Encoding],
+    pad_id: int,
+    batch_size: int = 32,
+    layers: Sequence[int] | None = None,
+    progress: ProgressCallback | None = None,
+) -> Iterator[tuple[list[int], torch.Tensor]]:
+    """Length-sorted batches through the model, on its device: (encoding indices, residual stream
+    [layer, batch, seq, hidden]); `layers` picks entries of `residual_hooks` (0 = embeddings), None = all.
+    Rows past an encoding's length are padding."""
+    hooks = residual_hooks(model)
+    hooks = hooks if layers is None else [hooks[layer] for layer in layers]
+    device = next(model.parameters()).device
+    done = 0
+    for batch in batches(encodings, batch_size):
+        tensors = (t.to(device) for t in pad([encodings[i] for i in batch], pad_id))
+        _, cache = model.run_with_cache(*tensors, names=hooks)
+        yield batch, torch.stack([cache[h] for h in hooks])  # [layer, batch, seq, hidden]
+        done += len(batch)
+        if progress is not None:
+            progress(done, len(encodings))
+
+
 def gather_residuals(
     model: Bert, encodings: Sequence[Encoding], picks: Sequence[tuple[int, int]], pad_id: int, batch_size: int = 32
 ) -> torch.Tensor:
-    """The residual stream at chosen tokens, at every layer: [layer, pick, hidden] (layer 0 = embeddings).
+    """The residual stream at chosen tokens, at every layer: [layer, pick, hidden] (layer 0 = embeddings), on the CPU.
 
     picks: (encoding index, token position) pairs; the result's rows follow their order.
     """
-    hooks = residual_hooks(model)
     by_encoding: dict[int, list[tuple[int, int]]] = {}
     for row, (index, position) in enumerate(picks):
         by_encoding.setdefault(index, []).append((row, position))
-    out = torch.empty(len(hooks), len(picks), model.config.hidden_size)
+    out = torch.empty(model.config.num_layers + 1, len(picks), model.config.hidden_size)
     wanted = [i for i in range(len(encodings)) if i in by_encoding]
-    for batch in batches([encodings[i] for i in wanted], batch_size):
+    for batch, stacked in residual_batches(model, [encodings[i] for i in wanted], pad_id, batch_size):
         indices = [wanted[b] for b in batch]
-        input_ids, token_type_ids, attention_mask = pad([encodings[i] for i in indices], pad_id)
-        _, cache = model.run_with_cache(input_ids, token_type_ids, attention_mask, names=hooks)
-        stacked = torch.stack([cache[h] for h in hooks])  # [layer, batch, seq, hidden]
         triples = [(row, batch_row, position) for batch_row, index in enumerate(indices) for row, position in by_encoding[index]]
         rows, batch_rows, positions = (list(column) for column in zip(*triples))
-        out[:, rows] = stacked[:, batch_rows, positions]
+        out[:, rows] = stacked[:, batch_rows, positions].float().cpu()
     return out

@@ -1,0 +1,110 @@
+"""A corpus index on disk: a folder of vectors.safetensors, entries.parquet, sentences.parquet and index.json
+(nothing in it can run code); shards from a `torchrun` job are such folders, joined in rank order."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import torch
+from safetensors.torch import load_file, save_file
+
+from ..errors import CorpusIndexError, StaleIndexError
+from .corpus_search import CorpusIndex, Entries
+
+FORMAT = "bert-inside corpus index"
+VERSION = 1
+PARTS = ("index.json", "vectors.safetensors", "entries.parquet", "sentences.parquet")
+ENTRY_TYPES = {"sentence_index": pa.int32(), "position": pa.int32(), "token": pa.string(), "word": pa.string(),
+               "part_of_speech": pa.string()}
+
+
+def save_index(index: CorpusIndex, folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    save_file({f"layer_{layer}": index.vectors[layer].contiguous() for layer in index.layers}, folder / "vectors.safetensors")
+    entries = pa.table({name: pa.array(getattr(index.entries, name), type=kind) for name, kind in ENTRY_TYPES.items()})
+    pq.write_table(entries, folder / "entries.parquet")
+    pq.write_table(pa.table({"text": pa.array(index.sentences, type=pa.string())}), folder / "sentences.parquet")
+    meta = dict(format=FORMAT, version=VERSION, fingerprint=index.fingerprint, layers=list(index.layers),
+                rows=len(index), hidden_size=index.hidden_size, shard=list(index.shard) if index.shard else None)
+    (folder / "index.json").write_text(json.dumps(meta, indent=1) + "\n")  # written last: its presence means complete
+    return folder
+
+
+def load_index(path: Path) -> CorpusIndex:
+    """One saved index, or a folder whose subfolders are the shards of one job."""
+    if not path.is_dir():
+        raise CorpusIndexError(f"{path} is not a folder; give the folder that `save` or `python -m bert index` wrote")
+    if (path / "index.json").is_file():
+        return _load_one(path)
+    shards = sorted(p for p in path.iterdir() if (p / "index.json").is_file())
+    if not shards:
+        raise CorpusIndexError(f"{path} holds no corpus index (no index.json in it or in its subfolders)")
+    return join_shards([_load_one(p) for p in shards])
+
+
+def join_shards(shards: list[CorpusIndex]) -> CorpusIndex:
+    """One index from the shards of one job: same model and layers, ranks 0 .. world - 1 each once."""
+    if not shards:
+        raise CorpusIndexError("no shards given")
+    first = shards[0]
+    for shard in shards:
+        if (shard.fingerprint, shard.layers, shard.hidden_size) != (first.fingerprint, first.layers, first.hidden_size):
+            raise CorpusIndexError("the shards were built with different models or layers; rebuild them in one job")
+    if len(shards) == 1 and first.shard is None:
+        return first
+    ranks = sorted((s.shard or (None, None)) for s in shards)
+    world = ranks[0][1]
+    if world is None or ranks != [(rank, world) for rank in range(world)]:
+        raise CorpusIndexError(f"the shards are ranks {[r for r, _ in ranks]} but a whole job has ranks 0 .. {world}-1")
+    shards = sorted(shards, key=lambda s: s.shard[0])
+    offsets = [0]
+    for shard in shards:
+        offsets.append(offsets[-1] + len(shard.sentences))
+    columns = {name: [] for name in ENTRY_TYPES}
+    for shard, offset in zip(shards, offsets):
+        columns["sentence_index"] += [i + offset for i in shard.entries.sentence_index]
+        for name in ("position", "token", "word", "part_of_speech"):
+            columns[name] += getattr(shard.entries, name)
+    return CorpusIndex(
+        sentences=[text for shard in shards for text in shard.sentences],
+        layers=first.layers,
+        entries=Entries(**columns),
+        vectors={layer: torch.cat([s.vectors[layer] for s in shards]) for layer in first.layers},
+        fingerprint=first.fingerprint,
+    )
+
+
+def check_fingerprint(saved: str, current: str) -> None:
+    if saved != current:
+        raise StaleIndexError(
+            f"this corpus index was built with another model (fingerprint {saved}, this model's is {current}): "
+            "its vectors would not match; rebuild it for this model (python -m bert index --model ... --out ...)"
+        )
+
+
+def _load_one(folder: Path) -> CorpusIndex:
+    missing = [part for part in PARTS if not (folder / part).is_file()]
+    if missing:
+        raise CorpusIndexError(f"{folder} lacks {', '.join(missing)}: it is not a complete corpus index")
+    try:
+        meta = json.loads((folder / "index.json").read_text())
+        if meta.get("format") != FORMAT or meta.get("version") != VERSION:
+            raise CorpusIndexError(f"{folder}/index.json is not a version-{VERSION} {FORMAT}")
+        tensors = load_file(folder / "vectors.safetensors")
+        columns = pq.read_table(folder / "entries.parquet").to_pydict()
+        sentences = pq.read_table(folder / "sentences.parquet").column("text").to_pylist()
+        layers = tuple(int(layer) for layer in meta["layers"])
+        return CorpusIndex(
+            sentences=sentences,
+            layers=layers,
+            entries=Entries(**{name: columns[name] for name in ENTRY_TYPES}),
+            vectors={layer: tensors[f"layer_{layer}"] for layer in layers},
+            fingerprint=meta["fingerprint"],
+            shard=tuple(meta["shard"]) if meta.get("shard") else None,
+        )
+    except CorpusIndexError:
+        raise
+    except Exception as error:  # a truncated or foreign file: say which folder, keep the cause
+        raise CorpusIndexError(f"{folder} could not be read as a corpus index: {error}") from error

@@ -1,0 +1,62 @@
+"""`python -m bert index --model minilm --sentences FILE --out DIR`: a corpus index on disk, for corpus search.
+
+Under `torchrun --nproc_per_node=N` (or across machines) each rank indexes its contiguous share of the
+sentences into DIR/shard-RANK-of-WORLD; `CorpusIndex.load(DIR)` joins them into one index.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import torch
+from tqdm import tqdm
+
+from ..errors import InvalidInputError
+
+log = logging.getLogger(__name__)
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--model", default="minilm", help="minilm, a Hugging Face folder, or a cached hub id")
+    parser.add_argument("--sentences", required=True,
+                        help='a UTF-8 text file, one sentence per line; or "builtin" for the 992 WordNet sentences')
+    parser.add_argument("--out", required=True, type=Path, help="folder to write the index into")
+    parser.add_argument("--layers", type=int, nargs="+", help="0 = embeddings, n = layer n (default: all)")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--float16", action="store_true", help="store half-precision vectors (half the size)")
+
+
+def run(args) -> int:
+    from ..data import builtin_sentences
+    from ..pretrained import load_pretrained
+    from .corpus_search import build_index
+
+    rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
+    sentences = builtin_sentences() if args.sentences == "builtin" else read_lines(Path(args.sentences))
+    first, last = rank * len(sentences) // world, (rank + 1) * len(sentences) // world
+    model, tokenizer = load_pretrained(args.model)
+    if torch.cuda.is_available():
+        model = model.to(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}")
+    with tqdm(total=last - first, unit="sentence", disable=None, desc=f"rank {rank}/{world}") as bar:
+        index = build_index(model, tokenizer, sentences[first:last], args.layers, args.batch_size,
+                            progress=lambda done, _: bar.update(done - bar.n),
+                            dtype=torch.float16 if args.float16 else torch.float32)
+    if world > 1:
+        index.shard = (rank, world)
+    folder = index.save(args.out / f"shard-{rank:05d}-of-{world:05d}" if world > 1 else args.out)
+    size = sum(v.numel() * v.element_size() for v in index.vectors.values())
+    log.info("%s: %d sentences, %d tokens, layers %s, %.1f MB of vectors", folder, len(index.sentences), len(index),
+             list(index.layers), size / 1e6)
+    return 0
+
+
+def read_lines(path: Path) -> list[str]:
+    """Non-blank lines of a text file, stripped."""
+    if not path.is_file():
+        raise InvalidInputError(f"{path} is not a file; give a text file with one sentence per line")
+    try:
+        lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
+    except UnicodeDecodeError as error:
+        raise InvalidInputError(f"{path} is not UTF-8 text: {error}") from error
+    return [line for line in lines if line]
