@@ -56,6 +56,7 @@ state.clamp("search_position", list(tokens), default=cs.default_position(query_t
 position = st.pills("Click a token of your sentence (## marks a piece that continues a word)", list(tokens),
                     format_func=labels.get, key="search_position", required=True, persist_state="session")
 query = tokens[position]
+st.html(f"<p>Your token in its sentence: {cs.highlighted(context.text, loaded.tokenizer, position)}</p>")
 names = dict(enumerate(layer_names(loaded.model)))
 layers = list(index.layers)
 state.clamp("search_layer", layers, default=layers[-1])
