@@ -105,3 +105,16 @@ def test_random_pairs_are_distinct_seeded_and_cover_the_range():
     assert torch.equal(pairs, random_pairs(5, 2000, seed=1)) and not torch.equal(pairs, random_pairs(5, 2000, seed=2))
     with pytest.raises(InvalidInputError):
         random_pairs(1, 10, seed=0)
+
+
+def test_the_finding_stated_on_the_page_holds_for_the_built_in_model(minilm_path):
+    """The page and the README say, for the built-in minilm over EXAMPLES: self-similarity is lowest at layer 3
+    and rises again above it; the baseline peaks at layer 4 and is lower at layer 6 than at layer 1."""
+    from bert.analysis.self_similarity import EXAMPLES
+    from bert.data import builtin_sentences
+
+    model, tokenizer = bert.load_pretrained("minilm")
+    mean = torch.stack([word_self_similarity(model, tokenizer, w, s) for w, s in EXAMPLES.items()]).mean(dim=0)
+    assert int(mean[1:].argmin()) + 1 == 3 and mean[6] > mean[3] + 0.02
+    baseline = anisotropy_baseline(model, tokenizer, [s.text for s in builtin_sentences(200)], samples=2000, seed=0)
+    assert int(baseline.argmax()) == 4 and baseline[6] < baseline[1]
