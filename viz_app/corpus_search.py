@@ -13,6 +13,7 @@ import torch
 
 from bert.analysis.corpus import gather_residuals
 from bert.analysis.corpus_search import CorpusIndex, Hit, build_index
+from bert.analysis.corpus_search import _word_spans as word_spans  # word id -> its characters
 from bert.data import builtin_sentences
 from bert.tokenizer import BertTokenizer, Encoding
 from viz_app import cache
@@ -89,13 +90,9 @@ def corpus_index(source, folder, revision, corpus: Corpus) -> CorpusIndex:
 
 def query_tokens(encoding: Encoding, text: str) -> list[QueryToken]:
     """Every token but [CLS] and [SEP], with the whole word it belongs to."""
-    spans: dict[int, tuple[int, int]] = {}
-    for word_id, (start, end) in zip(encoding.word_ids, encoding.offsets):
-        if word_id is not None:
-            first, last = spans.get(word_id, (start, end))
-            spans[word_id] = (min(first, start), max(last, end))
+    words = word_spans(encoding)
     return [
-        QueryToken(p, encoding.tokens[p], text[slice(*spans[encoding.word_ids[p]])])
+        QueryToken(p, encoding.tokens[p], text[slice(*words[encoding.word_ids[p]])])
         for p in range(len(encoding)) if not encoding.special[p]
     ]
 
@@ -120,9 +117,7 @@ def highlighted(sentence: str, tokenizer: BertTokenizer, position: int) -> str:
     if encoding.special[position]:
         return html.escape(sentence) + f" <mark>{html.escape(encoding.tokens[position])}</mark>"
     start, end = encoding.offsets[position]
-    word = encoding.word_ids[position]
-    pieces = [p for p, w in enumerate(encoding.word_ids) if w == word]
-    word_start, word_end = encoding.offsets[pieces[0]][0], encoding.offsets[pieces[-1]][1]
+    word_start, word_end = word_spans(encoding)[encoding.word_ids[position]]
     return (html.escape(sentence[:word_start]) + "<b>" + html.escape(sentence[word_start:start])
             + "<mark>" + html.escape(sentence[start:end]) + "</mark>" + html.escape(sentence[end:word_end]) + "</b>"
             + html.escape(sentence[word_end:]))
