@@ -46,11 +46,20 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _download(args) -> int:
-    from .pretrained import load_pretrained
+    """Fetch (with huggingface_hub's progress bars), then load once to check the files are whole.
+    Exit status 3 when the hub cannot be reached, so scripts can go on offline."""
+    from . import hub
+    from .errors import DownloadError
+    from .pretrained import load_folder
 
-    model, _ = load_pretrained(args.repo_id, allow_download=True)  # loading it checks the files are whole
+    try:
+        folder = hub.download(args.repo_id)
+    except DownloadError as error:
+        print(f"{'offline' if error.reason == 'offline' else 'error'}: {error}", file=sys.stderr)
+        return 3 if error.reason == "offline" else 2
+    model, _ = load_folder(folder)
     head = "with" if model.lm_head is not None else "without"
-    print(f"{args.repo_id}: {model.config.num_layers} layers, {head} a masked-LM head, in the local Hugging Face cache")
+    print(f"{args.repo_id}: {model.config.num_layers} layers, {head} a masked-LM head, in the local Hugging Face cache ({folder})")
     return 0
 
 

@@ -35,6 +35,15 @@ class ModelNotFoundError(BertError, FileNotFoundError):
     """A model source that names nothing we can find offline."""
 
 
+class DownloadError(ModelNotFoundError):
+    """A hub model that could not be downloaded. `reason`: "offline", "unknown" (no such model on the hub),
+    "not_bert" (the repository is not a BERT this project can load) or "failed" (anything else)."""
+
+    def __init__(self, reason: str, message: str):
+        self.reason = reason
+        super().__init__(message)
+
+
 class CorpusIndexError(BertError):
     """A saved corpus index that cannot be read: missing files, mismatched parts, an unknown format."""
 

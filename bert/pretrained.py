@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 
 import torch
 
+from . import hub
 from .checkpoint import read_json, find_weights, model_from_state_dict, read_state_dict
 from .config import BertConfig
 from .errors import CheckpointError, ModelNotFoundError
@@ -75,25 +75,14 @@ def _load_minilm(with_head: bool) -> tuple[Bert, BertTokenizer]:
 
 def _hub_folder(repo_id: str, allow_download: bool) -> Path:
     """The snapshot folder of a hub id: from the local Hugging Face cache, or downloaded when allowed."""
-    try:
-        from huggingface_hub import snapshot_download
-    except ImportError as error:
-        raise ModelNotFoundError(f"{repo_id!r} is not a folder, and huggingface_hub is not installed to look it up") from error
-    patterns = ["config.json", "*.safetensors", "*.safetensors.index.json", "vocab.txt", "tokenizer.json", "tokenizer_config.json"]
-    try:
-        folder = Path(snapshot_download(repo_id, allow_patterns=patterns, local_files_only=True))
-        if any((folder / name).is_file() for name in ("model.safetensors", "model.safetensors.index.json")):
-            return folder
-    except Exception as error:  # huggingface_hub raises several types for "not in the cache"
-        if not allow_download:
-            raise ModelNotFoundError(
-                f"{repo_id!r} is neither a folder nor in the local Hugging Face cache "
-                f"({os.environ.get('HF_HUB_CACHE') or '~/.cache/huggingface/hub'}); "
-                f"download it once while online, or pass a local folder"
-            ) from error
-    if not allow_download:
-        raise ModelNotFoundError(f"{repo_id!r} is in the local cache without safetensors weights")
-    try:
-        return Path(snapshot_download(repo_id, allow_patterns=patterns))
-    except Exception as error:  # offline, unknown id, gated repository...
-        raise ModelNotFoundError(f"could not download {repo_id!r} from the Hugging Face hub: {error}") from error
+    if allow_download:
+        return hub.download(repo_id)
+    folder = hub.cached_snapshot(repo_id)
+    if folder is None:
+        raise ModelNotFoundError(
+            f"{repo_id!r} is neither a folder nor in the local Hugging Face cache ({hub.hub_cache_dir()}); "
+            f"download it once while online (python -m bert download {repo_id}), or pass a local folder"
+        )
+    if not hub.has_weights(folder):
+        raise ModelNotFoundError(f"{repo_id!r} is in the local Hugging Face cache without safetensors weights")
+    return folder

@@ -6,6 +6,7 @@ test sentences (which, with the other plain data, live in bert_test_support.py).
 from __future__ import annotations
 
 import os
+import socket
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # CPU cores are shared with training runs
 
@@ -15,6 +16,7 @@ import pytest
 import torch
 
 from bert_test_support import PAIRS, SENTENCES, TINY_CONFIGS, TINY_LAYOUT, TINY_VOCAB, hf_config, pad_rows, random_rows, randomize_
+from hub_server import HubServer, repo_from_folder
 
 torch.set_num_threads(1)
 
@@ -96,3 +98,38 @@ def minilm_batch(minilm):
     _, tokenizer = minilm
     encodings = [tokenizer.encode(s) for s in SENTENCES] + [tokenizer.encode(a, b) for a, b in PAIRS]
     return pad_rows([(e.input_ids, e.token_type_ids) for e in encodings], pad_id=tokenizer.pad_id)
+
+
+# --- a local stand-in for the Hugging Face hub (tests/hub_server.py): downloads run the real huggingface_hub code ---
+
+@pytest.fixture
+def hub_repos(tiny_mlm_folder):
+    """What the local hub serves: repository id -> {file name: bytes}."""
+    tiny = repo_from_folder(tiny_mlm_folder)
+    return {
+        # a real repository also holds copies of the weights in other formats: they must not be fetched
+        "org/bert-tiny": tiny | {"pytorch_model.bin": b"not needed", "flax_model.msgpack": b"not needed", "README.md": b"hi"},
+        "gpt-like": {"config.json": b'{"model_type": "gpt2"}', "model.safetensors": tiny["model.safetensors"]},
+        "no-config": {"README.md": b"just a readme"},
+        "bert-without-safetensors": {"config.json": tiny["config.json"], "pytorch_model.bin": b"pickled",
+                                     "vocab.txt": tiny["vocab.txt"]},
+    }
+
+
+@pytest.fixture
+def local_hub(hub_repos, tmp_path, monkeypatch):
+    """The local hub, running; HF_ENDPOINT points at it and HF_HUB_CACHE at an empty temporary folder."""
+    with HubServer(hub_repos) as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub-cache"))
+        yield server
+
+
+@pytest.fixture
+def unreachable_hub(tmp_path, monkeypatch):
+    """HF_ENDPOINT at a 127.0.0.1 port where nothing answers (as offline), HF_HUB_CACHE at an empty folder."""
+    with socket.socket() as sock:  # a port nothing listens on once this socket is closed
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub-cache"))

@@ -2,19 +2,20 @@
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import bert
+from bert.hub import hub_cache_dir
 from bert.pretrained import MINILM_HEAD_FILE
 
 FOLDER = "folder"  # the picker's "a local Hugging Face folder" choice
 PREFERRED_HUB_IDS = ("bert-base-uncased", "bert-base-cased", "bert-large-uncased")  # offered first when cached
 BUILTIN_NOTE = (
     "Built in: a small model trained by this project (MiniLM-L6 + a masked-LM head, see "
-    "bert/weights/MODEL_CARD.md), rougher than BERT-base. For the real bert-base-uncased, run "
-    "`python -m bert download bert-base-uncased` once online: it then comes first here."
+    "bert/weights/MODEL_CARD.md), rougher than BERT-base. For the real bert-base-uncased, use "
+    "Download a model below while online (or run `python -m bert download bert-base-uncased`): it then comes "
+    "first here."
 )
 _WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
 
@@ -52,14 +53,6 @@ class LoadedModel:
     model: bert.Bert
     tokenizer: bert.BertTokenizer
     summary: ModelSummary
-
-
-def hub_cache_dir() -> Path:
-    """The Hugging Face hub cache, as huggingface_hub finds it (read now, so tests can point it elsewhere)."""
-    if os.environ.get("HF_HUB_CACHE"):
-        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
-    home = os.environ.get("HF_HOME") or os.path.join(os.environ.get("XDG_CACHE_HOME", "~/.cache"), "huggingface")
-    return Path(home).expanduser() / "hub"
 
 
 def cached_bert_models(cache_dir: Path | None = None) -> list[ModelChoice]:

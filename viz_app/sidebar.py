@@ -9,8 +9,11 @@ from dataclasses import dataclass
 import streamlit as st
 
 from bert.errors import BertError
-from viz_app import cache, models, state
+from viz_app import cache, download, models, state
 from viz_app import forward as fw
+
+
+DOWNLOAD_SUGGESTION = "bert-base-uncased"
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,39 @@ def render() -> Context:
 
 
 def _model_picker():
+    picker = st.container()  # drawn first; the download box below runs first, so a new model can be chosen
+    if downloaded := _download_box():
+        cache.model_choices.clear()  # the new model is in the cache now: list it
+        st.session_state["model_choice"] = downloaded
+    with picker:
+        return _pick_model()
+
+
+def _download_box() -> str | None:
+    """A hub id to download, with a progress bar; the id once it is in the local cache, else None."""
+    with st.expander("Download a model", icon=":material/download:"):
+        repo_id = st.text_input(
+            "Hugging Face model name",
+            value=DOWNLOAD_SUGGESTION,
+            key="download_repo_id",
+            help="The name of a BERT on huggingface.co, e.g. bert-base-uncased (about 440 MB, the original BERT) "
+            "or google-bert/bert-base-cased. It is saved in your Hugging Face cache and works offline afterwards.",
+        ).strip()
+        if not st.button("Download", key="download_button", disabled=not repo_id):
+            return None
+        bar = st.progress(0.0, text=f"Downloading {repo_id}…")
+        try:
+            download.download_with_progress(repo_id, lambda done, text: bar.progress(done, text=f"{repo_id}: {text}"))
+        except BertError as error:
+            bar.empty()
+            st.error(f"Could not download: {error}", icon=":material/cloud_off:")
+            return None
+        bar.empty()
+        st.success(f"{repo_id} is downloaded and chosen above.")
+        return repo_id
+
+
+def _pick_model():
     choices = cache.model_choices(str(models.hub_cache_dir()), models.MINILM_HEAD_FILE.is_file())
     state.init_model_widgets(choices)
     by_source = {c.source: c for c in choices}

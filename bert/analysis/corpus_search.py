@@ -28,7 +28,6 @@ from .model_fingerprint import model_fingerprint
 
 Method = Literal["exact", "approximate"]
 APPROXIMATE_FROM = 500_000  # rows per layer from which method=None searches approximately
-CHUNK_ROWS = 1 << 16  # float16 matrices are scored in float32 chunks of this many rows
 PartOfSpeechSpans = Sequence[tuple[int, int, str]]  # (start, end, part of speech) character spans of a sentence
 
 
@@ -63,7 +62,7 @@ class Entries:
         return range(start, _bisect(self.sentence_index, sentence_index + 1))
 
 
-@dataclass
+@dataclass(eq=False)  # compare indexes by their parts (entries, vectors), not as a whole
 class CorpusIndex:
     """Token vectors of a corpus at chosen layers. Read-only once built: safe to share between threads."""
 
@@ -265,23 +264,20 @@ def _word_spans(encoding: Encoding) -> dict[int, tuple[int, int]]:
 
 
 def _exact_top_k(matrix: torch.Tensor, query: torch.Tensor, k: int):
-    if matrix.dtype == torch.float32:
-        scores = matrix @ query
-    else:  # half precision: score in float32, a chunk at a time
-        scores = torch.cat([chunk.float() @ query for chunk in matrix.split(CHUNK_ROWS)])
-    cosines, rows = scores.topk(k)
+    cosines, rows = (matrix @ query.to(matrix.dtype)).float().topk(k)  # float16 rows: a float16 product, 3x faster
     return cosines.tolist(), rows.tolist()
 
 
 def _inverted_file_index(matrix: torch.Tensor):
-    """faiss inverted-file index on inner products (= cosines of unit rows): about 4 sqrt(n) clusters."""
+    """faiss inverted-file index on inner products (= cosines of unit rows): about 2 sqrt(n) clusters, trained
+    on 50 rows per cluster (k-means), each row stored in full in its nearest cluster's list."""
     import faiss
 
     rows = matrix.float().numpy()
-    lists = max(1, min(int(4 * math.sqrt(len(rows))), len(rows) // 39))  # faiss wants >= 39 training rows a list
+    lists = max(1, min(int(2 * math.sqrt(len(rows))), len(rows) // 39))  # faiss wants >= 39 training rows a list
     quantizer = faiss.IndexFlatIP(rows.shape[1])
     searcher = faiss.IndexIVFFlat(quantizer, rows.shape[1], lists, faiss.METRIC_INNER_PRODUCT)
-    sample = rows[torch.randperm(len(rows), generator=torch.Generator().manual_seed(0))[: lists * 64].numpy()]
+    sample = rows[torch.randperm(len(rows), generator=torch.Generator().manual_seed(0))[: lists * 50].numpy()]
     searcher.train(sample)
     searcher.add(rows)
     return searcher

@@ -1,0 +1,59 @@
+"""Published cloze benchmarks for any model, beside bert-base-uncased's published figures (issue 9).
+
+    OMP_NUM_THREADS=1 python bench/cloze_benchmarks.py --model minilm [--external ../shared/external] [--json out/b.json]
+
+--model: minilm, a Hugging Face folder, or a hub id in the local cache. --external: the folder with the published
+data (goldberg2019_gulordava_agreement/, ettinger2020_psycholinguistic_cloze/; default ../shared/external beside
+the checkout). The scoring lives in bert/evaluation/ (each module's docstring says how it follows its SOURCE.md);
+bert-base-uncased's figures are read from the published per-item and result files in the same folder.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import bert  # noqa: E402
+from bert.evaluation import run_benchmarks  # noqa: E402
+
+DEFAULT_EXTERNAL = Path(__file__).resolve().parents[1] / ".." / "shared" / "external"
+
+
+def table(results, model_name: str) -> str:
+    lines = [f"| benchmark | metric | {model_name} | bert-base-uncased (published) |", "| --- | --- | ---: | ---: |"]
+    for r in results:
+        published = f"{r.published[0] / r.published[1]:.1%} ({r.published[0]}/{r.published[1]})" if r.published else "not published"
+        lines.append(f"| {r.name} | {r.metric} | {r.score:.1%} ({r.hits}/{r.items}) | {published} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default="minilm", help="minilm, a Hugging Face folder, or a cached hub id")
+    parser.add_argument("--external", default=str(DEFAULT_EXTERNAL), help="folder of the published data sets")
+    parser.add_argument("--json", help="also write every per-item result to this file")
+    args = parser.parse_args(argv)
+    if not Path(args.external).is_dir():
+        print(f"error: {args.external} is not a folder; pass --external with the published data sets", file=sys.stderr)
+        return 2
+    try:
+        model, tokenizer = bert.load_pretrained(args.model)
+        results = run_benchmarks(model, tokenizer, args.external)
+    except (bert.BertError, OSError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(table(results, args.model))
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(
+            [{"name": r.name, "metric": r.metric, "hits": r.hits, "items": r.items, "published": r.published,
+              "per_item": r.per_item} for r in results], indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
