@@ -70,7 +70,7 @@ def upload_corpus(text: str, name: str, tokenizer: BertTokenizer, max_positions:
     return Corpus(tuple(lines), name, hashlib.sha1("\n".join(lines).encode()).hexdigest())
 
 
-@st.cache_resource(show_spinner=False, max_entries=6, ttl=3 * 3600, hash_funcs={Corpus: lambda c: c.digest})
+@st.cache_resource(show_spinner=False, max_entries=4, ttl=3600, hash_funcs={Corpus: lambda c: c.digest})
 def corpus_index(source, folder, revision, corpus: Corpus) -> CorpusIndex:
     """Every token of a corpus at every layer: built once per (model, text), with a progress bar, then shared by
     every session and never changed. Keyed like cache.load_model by the model's source and revision."""

@@ -6,19 +6,32 @@ answered, and a word missing from a sentence gets a message. Screenshots go to $
 """
 from __future__ import annotations
 
+import time
+
 from test_browser import SLOW, _new_page, _screenshot, _settle, app_url, browser  # noqa: F401 (fixtures)
 
 
-def test_corpus_search_builds_with_progress_searches_and_answers_uploads(browser, app_url, tmp_path):
+def _tall_page(browser):
+    """A page tall enough that every chart is on screen (Streamlit draws a chart only once it is visible)."""
     page = _new_page(browser)
+    page.set_viewport_size({"width": 1440, "height": 2600})
+    return page
+
+
+def test_corpus_search_builds_with_progress_searches_and_answers_uploads(browser, app_url, tmp_path):
+    page = _tall_page(browser)
     errors = []
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.goto(app_url + "/corpus_search?text=The+dog+barked+at+the+mailman.")
-    page.get_by_text("Indexing every token of the built-in sentences").wait_for(timeout=SLOW)  # the progress bar
+    seen_progress, deadline = False, time.time() + SLOW / 1000
+    while page.locator(".js-plotly-plot").count() < 2 and time.time() < deadline:  # the index builds (seconds)
+        seen_progress = seen_progress or page.get_by_text("Indexing every token of the built-in sentences").count() > 0
+        time.sleep(0.2)
+    assert seen_progress, "a progress bar while the built-in sentences are indexed"
     _settle(page, charts=2)
     assert page.locator("mark").first.inner_text() == "barked"  # the default token, in its sentence
     assert page.get_by_text("Searching 12,610 tokens").count() == 1
-    page.get_by_role("button", name="dog", exact=True).click()
+    page.get_by_role("radio", name="dog", exact=True).click()  # a single-choice pill is a radio
     page.get_by_text("matches at layer 6 are “dog” itself").wait_for(timeout=SLOW)
     _settle(page, charts=2)
     assert "search_position=2" in page.url
@@ -46,7 +59,7 @@ def test_corpus_search_builds_with_progress_searches_and_answers_uploads(browser
 
 
 def test_word_contexts_draws_and_names_a_sentence_without_the_word(browser, app_url):
-    page = _new_page(browser)
+    page = _tall_page(browser)
     page.goto(app_url + "/word_contexts")
     page.get_by_role("heading", name="One word, many contexts", exact=True).wait_for(timeout=SLOW)
     _settle(page, charts=2)
