@@ -33,7 +33,7 @@ pages = {
                 url_path="word_contexts"),
     ],
 }
-page = st.navigation(pages)
+page = st.navigation(pages, expanded=True)  # every page listed, none behind "View more"
 context = sidebar.render()
 st.session_state["_context"] = context
 state.write_url(context.source)
