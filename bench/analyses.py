@@ -20,6 +20,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import torch  # noqa: E402
 
 import bert  # noqa: E402
+from bert.hooks import every_layer, stack_layers  # noqa: E402
 from bert.analysis import ablation, head_stats, logit_lens, probes, rollout, saliency  # noqa: E402
 from bert.data import builtin_sentences  # noqa: E402
 
@@ -34,6 +35,11 @@ def timed(name: str, fn, results: dict) -> object:
     print(f"{name:<40} wall {results[name]['wall_s']:>8.2f} s   cpu {results[name]['cpu_s']:>8.2f} s   "
           f"load {results[name]['load_average_1min']:.1f}", flush=True)
     return value
+
+
+def head_averaged_attention(model, encoding):
+    _, cache = model.run_with_cache(*encoding.tensors(), names=every_layer("pattern", model.config.num_layers))
+    return rollout.head_average(stack_layers(cache, "pattern")[:, 0].numpy())
 
 
 def main() -> None:
@@ -56,10 +62,12 @@ def main() -> None:
     timed("integrated gradients, 32 steps", lambda: saliency.saliency(model, tokenizer, encoding, steps=32), results)
     timed("gradient x input", lambda: saliency.saliency(model, tokenizer, encoding, "gradient_x_input"), results)
     timed("logit lens", lambda: logit_lens.logit_lens(model, tokenizer, encoding), results)
-    _, cache = model.run_with_cache(*encoding.tensors(), names=lambda n: n.endswith("hook_pattern"))
-    attention = rollout.head_average(torch.stack([cache[f"transformer.{i}.attention.attention.hook_pattern"][0] for i in range(6)]).numpy())
+    attention = head_averaged_attention(model, encoding)
     timed("attention rollout", lambda: rollout.attention_rollout(attention), results)
-    timed(f"attention flow ({rollout.flow_method()}, {len(encoding)} tokens)", lambda: rollout.attention_flow(attention), results)
+    timed(f"attention flow, {len(encoding)} tokens", lambda: rollout.attention_flow(attention), results)
+    long_encoding = tokenizer.encode(" ".join([SENTENCE.replace("[MASK]", "dog")] * 5), max_length=rollout.FLOW_TOKEN_LIMIT, truncate=True)
+    long_attention = head_averaged_attention(model, long_encoding)
+    timed(f"attention flow, {len(long_encoding)} tokens", lambda: rollout.attention_flow(long_attention), results)
     timed("corpus head statistics, 992 sentences", lambda: head_stats.corpus_head_statistics(model, tokenizer, builtin_sentences()), results)
     for task, result in report.results.items():
         best = max(range(len(result.accuracy)), key=result.accuracy.__getitem__)

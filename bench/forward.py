@@ -1,36 +1,60 @@
-"""Our full-recording forward vs transformers' eager forward, same BERT-base weights, alternating in one process.
+"""Our forward pass against transformers' eager forward, same BERT-base weights, alternating in one process.
 
-    python bench/forward.py [--lengths 16 128 512] [--repeats 5]
+    python bench/forward.py [--lengths 16 128 512] [--repeats 9] [--no-memory]
 
-Prints, per length, the median time of: ours with every hook recorded (run_with_cache, names=None); ours with
-logits only at the [MASK]s (15% of positions); transformers' BertForMaskedLM (eager attention,
-output_attentions and output_hidden_states). Ratios below 1.0 mean ours is faster. Then the peak memory of a
-full 512-token cache. The weights are a randomly initialised BERT-base (no real one is offline; speed does
-not depend on the values). transformers is a benchmark-only reference here.
+Three configurations, timed in turn (so that drift in the machine's load hits all alike) after a warm-up:
+- ours, full recording: `run_with_cache` keeping every hook (names=None), logits at every position;
+- ours, the app's path: what the app records (attention patterns, MLP activations, the embeddings; see
+  viz_app.forward.recorded_hooks), the LM head only at the [MASK]s (15% of positions);
+- transformers' BertForMaskedLM, eager attention, output_attentions and output_hidden_states.
+Per length it prints the median time of each, the spread (min–max), and the ratios of the medians (below 1.0:
+ours is faster). Peak memory: each (configuration, length) runs once more in a fresh subprocess (glibc's mmap
+threshold fixed, so freed blocks go back to the kernel), which resets the kernel's resident-set high-water
+mark (/proc/self/clear_refs) just before the forward and reads VmHWM after it: the peak extra resident memory
+of that forward pass, outputs included (torch's own allocations and
+everything else; tracemalloc would not see torch). The weights are a random BERT-base (bench/make_random_bert.py;
+speed does not depend on the values). transformers is a benchmark-only reference here. Ends with a table
+ready to paste and the load average.
 """
 from __future__ import annotations
 
 import argparse
+import gc
+import json
+import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
-import shutil
+from pathlib import Path
 
 import torch
 
-from bert import load_pretrained
-from bert.pretrained import minilm_folder
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from bench.make_random_bert import make_random_bert  # noqa: E402
+from bert import load_pretrained  # noqa: E402
+from viz_app.forward import recorded_hooks  # noqa: E402
+
+CONFIGS = ("ours_full", "ours_app", "transformers")
 
 
-def build_models(folder: str):
-    import transformers
+def inputs(length: int):
+    generator = torch.Generator().manual_seed(length)
+    ids = torch.randint(1000, 30000, (1, length), generator=generator)
+    masks = torch.rand(ids.shape, generator=generator) < 0.15
+    masks[0, length // 2] = True
+    return ids, torch.zeros_like(ids), masks
 
-    config = transformers.BertConfig(attn_implementation="eager")
-    reference = transformers.BertForMaskedLM(config).eval()
-    reference.save_pretrained(folder)
-    shutil.copy(minilm_folder() / "vocab.txt", folder)  # bert-base-uncased's vocabulary
-    ours, _ = load_pretrained(folder)
-    return ours, reference
+
+def runner(name: str, ours, reference, length: int):
+    ids, types, masks = inputs(length)
+    if name == "ours_full":
+        return lambda: ours.run_with_cache(ids, types)
+    if name == "ours_app":
+        return lambda: ours.run_with_cache(ids, types, names=recorded_hooks(ours.config.num_layers), logit_mask=masks)
+    return lambda: reference(input_ids=ids, token_type_ids=types, output_attentions=True, output_hidden_states=True)
 
 
 def timed(fn) -> float:
@@ -39,49 +63,99 @@ def timed(fn) -> float:
     return time.perf_counter() - started
 
 
+def load_models(folder: Path):
+    import transformers
+
+    ours, _ = load_pretrained(str(folder))
+    reference = transformers.BertForMaskedLM.from_pretrained(folder, attn_implementation="eager").eval()
+    return ours, reference
+
+
 @torch.inference_mode()
-def compare(ours, reference, length: int, repeats: int) -> dict[str, float]:
-    generator = torch.Generator().manual_seed(length)
-    ids = torch.randint(1000, 30000, (1, length), generator=generator)
-    types = torch.zeros_like(ids)
-    masks = torch.rand(ids.shape, generator=generator) < 0.15
-    masks[0, length // 2] = True
-    runs = {
-        "ours_full_cache": lambda: ours.run_with_cache(ids, types),
-        "ours_mask_logits": lambda: ours.run_with_cache(ids, types, logit_mask=masks),
-        "transformers": lambda: reference(input_ids=ids, token_type_ids=types, output_attentions=True, output_hidden_states=True),
-    }
+def compare(ours, reference, length: int, repeats: int) -> dict[str, list[float]]:
+    runs = {name: runner(name, ours, reference, length) for name in CONFIGS}
     for run in runs.values():  # warm-up
         run()
     times = {name: [] for name in runs}
-    for _ in range(repeats):  # alternate, so drift in machine load hits all three alike
+    for _ in range(repeats):  # alternate
         for name, run in runs.items():
             times[name].append(timed(run))
-    return {name: statistics.median(values) for name, values in times.items()}
+    return times
 
 
-def cache_megabytes(ours, length: int = 512) -> float:
-    """Bytes held by the cache of one full-recording run (every hook, one input)."""
-    ids = torch.randint(1000, 30000, (1, length))
-    with torch.inference_mode():
-        _, cache = ours.run_with_cache(ids, torch.zeros_like(ids))
-    return sum(t.numel() * t.element_size() for t in cache.values()) / 2**20
+def resident_kb(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+@torch.inference_mode()
+def peak_memory(folder: Path, name: str, length: int) -> float:
+    """MB: the peak extra resident memory of one forward pass (run in a fresh process by main)."""
+    ours, reference = load_models(folder)
+    runner(name, ours, reference, 8)()  # initialise the libraries on a tiny input
+    run = runner(name, ours, reference, length)
+    gc.collect()
+    before = resident_kb("VmRSS")
+    Path("/proc/self/clear_refs").write_text("5")  # reset the high-water mark to the current resident set
+    outputs = run()  # kept alive until VmHWM is read
+    peak = resident_kb("VmHWM")
+    del outputs
+    return (peak - before) / 1024
+
+
+def measure_memory(folder: Path, name: str, length: int) -> float:
+    command = [sys.executable, __file__, "--memory-of", name, str(length), "--folder", str(folder)]
+    # a fixed mmap threshold: big blocks come from the kernel and go back to it when freed, so the resident set
+    # before the forward pass holds nothing freed that the pass could reuse unseen
+    env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536"}
+    done = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
+    return float(done.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--lengths", type=int, nargs="+", default=[16, 128, 512])
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=9)
+    parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory subprocesses")
+    parser.add_argument("--no-timing", action="store_true", help="only the peak memory")
+    parser.add_argument("--json", type=Path, help="also write the measurements here")
+    parser.add_argument("--memory-of", nargs=2, metavar=("CONFIG", "LENGTH"), help=argparse.SUPPRESS)
+    parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as folder:
-        ours, reference = build_models(folder)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
-    print(f"{'tokens':>6} {'ours full (s)':>14} {'ours masks (s)':>15} {'transformers (s)':>17} {'ratio full':>11} {'ratio masks':>12}")
-    for length in args.lengths:
-        t = compare(ours, reference, length, args.repeats)
-        print(f"{length:>6} {t['ours_full_cache']:>14.4f} {t['ours_mask_logits']:>15.4f} {t['transformers']:>17.4f} "
-              f"{t['ours_full_cache'] / t['transformers']:>11.2f} {t['ours_mask_logits'] / t['transformers']:>12.2f}")
-    print(f"full cache of one 512-token input: {cache_megabytes(ours):.0f} MB")
+    if args.memory_of:
+        print(peak_memory(args.folder, args.memory_of[0], int(args.memory_of[1])))
+        return
+
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch) / "random-bert-base"
+        make_random_bert(folder)
+        ours, reference = load_models(folder)
+        results = {}
+        for length in args.lengths:
+            times = {name: [float("nan")] for name in CONFIGS} if args.no_timing else compare(ours, reference, length, args.repeats)
+            memory = {} if args.no_memory else {name: measure_memory(folder, name, length) for name in CONFIGS}
+            results[length] = {"times": times, "peak_mb": memory}
+            median = {name: statistics.median(values) for name, values in times.items()}
+            print(f"{length} tokens: " + ", ".join(f"{name} {median[name]:.3f} s" for name in CONFIGS), flush=True)
+
+    load = os.getloadavg()
+    print(f"\ntorch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs; load average "
+          f"{load[0]:.1f} {load[1]:.1f} {load[2]:.1f}; median of {args.repeats} alternating runs, spread min–max; "
+          "peak = extra resident memory during one forward pass (VmHWM)\n")
+    print("| tokens | ours, full recording (s) | ours, app's path (s) | transformers eager (s) | ratio full | ratio app "
+          "| peak MB: full / app / transformers |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for length, result in results.items():
+        times, memory = result["times"], result["peak_mb"]
+        cells = [f"{statistics.median(times[n]):.3f} ({min(times[n]):.3f}–{max(times[n]):.3f})" for n in CONFIGS]
+        ratio = [statistics.median(times[n]) / statistics.median(times["transformers"]) for n in CONFIGS[:2]]
+        peaks = " / ".join(f"{memory[n]:.0f}" for n in CONFIGS) if memory else "-"
+        print(f"| {length} | {' | '.join(cells)} | {ratio[0]:.2f} | {ratio[1]:.2f} | {peaks} |")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"load_average": load, "results": results}, indent=2))
 
 
 if __name__ == "__main__":

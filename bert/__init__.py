@@ -1,7 +1,8 @@
 """A from-scratch, hookable BERT that loads real Hugging Face checkpoints."""
 from .checkpoint import save_hf_folder
 from .config import BertConfig
-from .errors import BertError, CheckpointError, InputTooLongError, InvalidInputError, ModelNotFoundError, UnknownHookError
+from .errors import BertError, CheckpointError, DataFileError, InputTooLongError, InvalidInputError, MissingHeadError, ModelNotFoundError, UnknownHookError
+from .hooks import hook_name, stack_layers
 from .model import Bert
 from .params import count_parameters
 from .pretrained import load_pretrained
@@ -9,5 +10,7 @@ from .tokenizer import BertTokenizer, Encoding
 
 __all__ = [
     "Bert", "BertConfig", "BertTokenizer", "Encoding", "load_pretrained", "save_hf_folder", "count_parameters",
-    "BertError", "CheckpointError", "InputTooLongError", "InvalidInputError", "ModelNotFoundError", "UnknownHookError",
+    "hook_name", "stack_layers",
+    "BertError", "CheckpointError", "DataFileError", "InputTooLongError", "InvalidInputError", "MissingHeadError",
+    "ModelNotFoundError", "UnknownHookError",
 ]

@@ -1,4 +1,5 @@
 """Command line: `python -m bert predict "The [MASK] barked." --model minilm`, `python -m bert pretrain ...`,
+`python -m bert finetune --train-file questions.csv --out out/trec`,
 and `python -m bert download bert-base-uncased` (once, while online: the app then offers it first)."""
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import logging
 import sys
 from dataclasses import asdict
 
+from .devices import DTYPES, add_device_argument, log_device, resolve_device
 from .errors import BertError
 
 
@@ -20,11 +22,17 @@ def main(argv: list[str] | None = None) -> int:
     predict.add_argument("--model", default="minilm", help="minilm, a Hugging Face folder, or a cached hub id")
     predict.add_argument("--top-k", type=int, default=5)
     predict.add_argument("--json", action="store_true", help="machine-readable output")
+    predict.add_argument("--dtype", choices=DTYPES, help="bfloat16 or float16: reduced-precision inference (default float32)")
     download = commands.add_parser("download", help="fetch a BERT from the Hugging Face hub into the local cache")
     download.add_argument("repo_id", help="e.g. bert-base-uncased")
+    for command in (predict, download):
+        add_device_argument(command)
     from .pretraining.cli import add_arguments
 
     add_arguments(commands.add_parser("pretrain", help="pre-train or fine-tune with MLM (and NSP)"))
+    from .finetuning.cli import add_arguments as add_finetune_arguments
+
+    add_finetune_arguments(commands.add_parser("finetune", help="train a classifier, regressor or token tagger on labelled data"))
     from .analysis import index_cli
 
     index_cli.add_arguments(commands.add_parser("index", help="index every token of a corpus for corpus search"))
@@ -35,6 +43,10 @@ def main(argv: list[str] | None = None) -> int:
             return _predict(args)
         if args.command == "download":
             return _download(args)
+        if args.command == "finetune":
+            from .finetuning.cli import run as finetune
+
+            return finetune(args)
         if args.command == "index":
             return index_cli.run(args)
         from .pretraining.cli import run
@@ -58,6 +70,7 @@ def _download(args) -> int:
         print(f"{'offline' if error.reason == 'offline' else 'error'}: {error}", file=sys.stderr)
         return 3 if error.reason == "offline" else 2
     model, _ = load_folder(folder)
+    log_device(model.to(resolve_device(args.device)))
     head = "with" if model.lm_head is not None else "without"
     print(f"{args.repo_id}: {model.config.num_layers} layers, {head} a masked-LM head, in the local Hugging Face cache ({folder})")
     return 0
@@ -67,7 +80,8 @@ def _predict(args) -> int:
     from .predict import predict_masks
     from .pretrained import load_pretrained
 
-    model, tokenizer = load_pretrained(args.model)
+    model, tokenizer = load_pretrained(args.model, device=args.device, dtype=args.dtype)
+    log_device(model)
     encoding = tokenizer.encode(args.text, args.pair, max_length=model.config.max_position_embeddings)
     predictions = predict_masks(model, tokenizer, encoding, args.top_k)
     if args.json:

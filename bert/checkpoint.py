@@ -28,7 +28,14 @@ _DERIVED_KEYS = {
 }
 
 
-def key_table(config: BertConfig, mlm_head: bool, pooler: bool, nsp_head: bool) -> dict[str, str]:
+# Task heads Hugging Face stores as `classifier.weight/bias`: which of ours it is, by config.json's architectures.
+_TASK_HEADS = {"BertForSequenceClassification": "classifier", "BertForTokenClassification": "tagger"}
+_NO_PREFIX = ("cls.", "classifier.")  # head tensors that sit beside the `bert.` encoder, not inside it
+
+
+def key_table(
+    config: BertConfig, mlm_head: bool, pooler: bool, nsp_head: bool, classifier: bool = False, tagger: bool = False
+) -> dict[str, str]:
     """ours -> Hugging Face, one line per tensor (without the `bert.` prefix that task models add)."""
     table = {
         "embedding.token_embedding.weight": "embeddings.word_embeddings.weight",
@@ -62,7 +69,34 @@ def key_table(config: BertConfig, mlm_head: bool, pooler: bool, nsp_head: bool) 
         table |= {"pooler.dense.weight": "pooler.dense.weight", "pooler.dense.bias": "pooler.dense.bias"}
     if nsp_head:
         table |= {"nsp_head.weight": "cls.seq_relationship.weight", "nsp_head.bias": "cls.seq_relationship.bias"}
+    if classifier:
+        table |= {"classifier.weight": "classifier.weight", "classifier.bias": "classifier.bias"}
+    if tagger:
+        table |= {"tagger.weight": "classifier.weight", "tagger.bias": "classifier.bias"}
     return table
+
+
+def task_head(hf_config: dict, state: dict[str, torch.Tensor], source: str) -> dict:
+    """Bert's task-head arguments (classifier_labels or tagger_labels, problem_type) for a checkpoint:
+    none without `classifier.weight`; otherwise config.json's `architectures` says which, `id2label` names the labels."""
+    if "classifier.weight" not in state:
+        return {}
+    architectures = hf_config.get("architectures") or []
+    kinds = {_TASK_HEADS[a] for a in architectures if a in _TASK_HEADS}
+    if len(kinds) != 1:
+        raise CheckpointError(
+            f"{source} has a `classifier` head, but config.json's architectures {architectures} do not say whether it "
+            f"classifies sequences or tokens: set \"architectures\" to [\"BertForSequenceClassification\"] or "
+            f"[\"BertForTokenClassification\"]"
+        )
+    num_labels = state["classifier.weight"].shape[0]
+    id2label = hf_config.get("id2label") or {}
+    labels = [str(id2label.get(str(i), id2label.get(i, f"LABEL_{i}"))) for i in range(num_labels)]
+    if id2label and len(id2label) != num_labels:
+        raise CheckpointError(
+            f"{source}: config.json's id2label has {len(id2label)} labels, but classifier.weight has {num_labels} rows"
+        )
+    return {f"{kinds.pop()}_labels": labels, "problem_type": hf_config.get("problem_type")}
 
 
 def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
@@ -87,15 +121,18 @@ def find_weights(folder: Path) -> Path:
     raise CheckpointError(f"{folder} has no weights file; expected one of {', '.join(WEIGHT_FILES)}")
 
 
-def model_from_state_dict(config: BertConfig, state: dict[str, torch.Tensor], source: str) -> Bert:
-    """Build a Bert with the heads the checkpoint has and fill it, strictly, through the key table."""
+def model_from_state_dict(config: BertConfig, state: dict[str, torch.Tensor], source: str, hf_config: dict | None = None) -> Bert:
+    """Build a Bert with the heads the checkpoint has and fill it, strictly, through the key table.
+    `hf_config` (config.json as a dict) says what a `classifier` head is and names its labels."""
     nsp_head = "cls.seq_relationship.weight" in state
+    task = task_head(hf_config or {}, state, source)
     heads = dict(
         mlm_head="cls.predictions.transform.dense.weight" in state,
-        pooler="pooler.dense.weight" in state or nsp_head,  # the NSP head reads the pooler: it must be there too
+        # the NSP head and the sequence classifier read the pooler: it must be there too
+        pooler="pooler.dense.weight" in state or nsp_head or "classifier_labels" in task,
         nsp_head=nsp_head,
     )
-    table = key_table(config, **heads)
+    table = key_table(config, **heads, classifier="classifier_labels" in task, tagger="tagger_labels" in task)
     _check_derived_keys(state, source)
     missing = [theirs for theirs in table.values() if theirs not in state]
     unexpected = sorted(set(state) - set(table.values()) - set(_DERIVED_KEYS))
@@ -103,7 +140,7 @@ def model_from_state_dict(config: BertConfig, state: dict[str, torch.Tensor], so
         raise CheckpointError(f"{source}: missing tensor {missing[0]!r} ({len(missing)} missing in all)")
     if unexpected:
         raise CheckpointError(f"{source}: unexpected tensor {unexpected[0]!r} ({len(unexpected)} unexpected in all); is this a BERT checkpoint?")
-    model = Bert(config, **heads)
+    model = Bert(config, **heads, **task)
     ours = model.state_dict()
     for our_key, their_key in table.items():
         tensor = state[their_key]
@@ -119,18 +156,37 @@ def model_from_state_dict(config: BertConfig, state: dict[str, torch.Tensor], so
 
 
 def to_hf_state_dict(model: Bert) -> dict[str, torch.Tensor]:
-    """Our weights under Hugging Face's names (BertForPreTraining layout, `bert.` prefix on the encoder)."""
-    table = key_table(model.config, model.has_mlm_head, model.pooler is not None, model.nsp_head is not None)
+    """Our weights under Hugging Face's names (task-model layout, `bert.` prefix on the encoder), on the CPU."""
+    table = key_table(model.config, model.has_mlm_head, model.pooler is not None, model.has_nsp_head, model.has_classifier, model.has_tagger)
     ours = model.state_dict()
-    return {("" if theirs.startswith("cls.") else "bert.") + theirs: ours[k].contiguous() for k, theirs in table.items()}
+    return {("" if theirs.startswith(_NO_PREFIX) else "bert.") + theirs: ours[k].cpu().contiguous() for k, theirs in table.items()}
+
+
+def hf_architecture(model: Bert) -> str:
+    """The transformers class that loads all of this model's heads."""
+    if model.has_classifier:
+        return "BertForSequenceClassification"
+    if model.has_tagger:
+        return "BertForTokenClassification"
+    if model.has_nsp_head:
+        return "BertForPreTraining" if model.has_mlm_head else "BertForNextSentencePrediction"
+    return "BertForMaskedLM" if model.has_mlm_head else "BertModel"
+
+
+def hf_config_dict(model: Bert) -> dict:
+    """config.json: the architecture, and the task head's labels (id2label, label2id, problem_type) if it has one."""
+    hf = {**model.config.to_hf_dict(), "architectures": [hf_architecture(model)]}
+    if model.labels is not None:
+        hf |= {"id2label": dict(enumerate(model.labels)), "label2id": {name: i for i, name in enumerate(model.labels)}}
+        hf |= {"problem_type": model.problem_type} if model.problem_type else {}
+    return hf
 
 
 def save_hf_folder(model: Bert, folder: str | Path, vocab_file: str | Path | None = None) -> Path:
     """Write config.json and model.safetensors (and vocab.txt if given) in Hugging Face layout."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    architecture = "BertForPreTraining" if model.nsp_head is not None else "BertForMaskedLM" if model.has_mlm_head else "BertModel"
-    (folder / "config.json").write_text(json.dumps({**model.config.to_hf_dict(), "architectures": [architecture]}, indent=2))
+    (folder / "config.json").write_text(json.dumps(hf_config_dict(model), indent=2))
     save_file(to_hf_state_dict(model), str(folder / "model.safetensors"), metadata={"format": "pt"})
     if vocab_file is not None:
         (folder / "vocab.txt").write_bytes(Path(vocab_file).read_bytes())

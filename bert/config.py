@@ -19,6 +19,7 @@ class BertConfig:
     attention_dropout: float = 0.1  # dropout on attention patterns (training only)
     activation: str = "gelu"  # "gelu" (exact, erf) or "gelu_tanh" (the tanh approximation, HF's "gelu_new")
     pad_token_id: int = 0  # id of [PAD]
+    classifier_dropout: float | None = None  # dropout before a classifier or tagger; None: hidden_dropout (as Hugging Face)
 
     def __post_init__(self):
         if self.hidden_size % self.num_heads:
@@ -60,6 +61,7 @@ class BertConfig:
         "hidden_dropout_prob": "hidden_dropout",
         "attention_probs_dropout_prob": "attention_dropout",
         "pad_token_id": "pad_token_id",
+        "classifier_dropout": "classifier_dropout",
     }
     _HF_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh"}
 

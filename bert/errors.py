@@ -20,11 +20,19 @@ class InputTooLongError(InvalidInputError):
         )
 
 
+class MissingHeadError(InvalidInputError):
+    """A head the model does not have: classify() without a classifier, next_sentence() without an NSP head..."""
+
+
 class UnknownHookError(BertError, KeyError):
     """A hook name that the model does not have."""
 
     def __str__(self):  # KeyError would repr() the message
         return self.args[0]
+
+
+class DataFileError(BertError, ValueError):
+    """A training or evaluation file that cannot be used: missing, empty, a bad row (named by file and line)."""
 
 
 class CheckpointError(BertError):

@@ -4,7 +4,11 @@ A HookPoint is an identity module. The root model names each one by its module p
 `transformer.0.attention.attention.hook_pattern` is at once the path, the cache key and what a user types.
 
 Recording and intervening are per call, never state on the (shared) model: `Bert.run_with_cache` opens a
-`HookRun` in a context variable, which every thread (and so every Streamlit session) sees on its own.
+`HookRun` in a context variable, which every thread (and so every Streamlit session) sees on its own. A hook
+that the run neither keeps nor intervenes on returns its input at once.
+
+`hook_name(kind, layer)` is the one place that spells a hook's name: code says `hook_name("pattern", 3)`, never
+the path by hand; `stack_layers(cache, "pattern")` stacks a per-layer hook into [layer, ...].
 """
 from __future__ import annotations
 
@@ -22,6 +26,82 @@ Intervention = Callable[[torch.Tensor, str], torch.Tensor]  # (activation, hook 
 NameFilter = Union[None, Iterable[str], Callable[[str], bool]]
 
 _ACTIVE_RUN: ContextVar["HookRun | None"] = ContextVar("bert_active_hook_run", default=None)
+
+EMBEDDING_HOOKS = {  # kind -> name
+    "token": "embedding.hook_token",
+    "position": "embedding.hook_position",
+    "token_type": "embedding.hook_token_type",
+    "embedding_sum": "embedding.hook_sum",
+    "embedding_out": "embedding.hook_out",
+}
+LAYER_HOOKS = {  # kind -> path below transformer.{layer}
+    "q": "attention.attention.hook_q",
+    "k": "attention.attention.hook_k",
+    "v": "attention.attention.hook_v",
+    "scores": "attention.attention.hook_scores",
+    "pattern": "attention.attention.hook_pattern",
+    "z": "attention.attention.hook_z",
+    "attention_result": "attention.hook_result",
+    "attention_out": "attention.hook_out",
+    "mlp_pre": "residual.hook_pre",
+    "mlp_post": "residual.hook_post",
+    "mlp_result": "residual.hook_result",
+    "layer_out": "hook_out",
+}
+LM_HEAD_HOOKS = {"lm_transform": "lm_head.hook_transform", "logits": "lm_head.hook_logits"}
+# the sentence-level and task heads, present when the model has them (reached by run_with_cache's head=...)
+HEAD_HOOKS = {
+    "pooled": "pooler.hook_out",
+    "nsp_logits": "nsp_head.hook_logits",
+    "class_logits": "classifier.hook_logits",
+    "tag_logits": "tagger.hook_logits",
+}
+# the three embeddings that are summed, by the names the app and saliency give them (segment = token type)
+EMBEDDING_PARTS = {"token": EMBEDDING_HOOKS["token"], "position": EMBEDDING_HOOKS["position"], "segment": EMBEDDING_HOOKS["token_type"]}
+PER_HEAD_KINDS = frozenset({"q", "k", "v", "scores", "pattern", "z"})  # [batch, head, seq, ...]: positions on axis 2
+
+
+def hook_name(kind: str, layer: int | None = None) -> str:
+    """The name of a hook: `hook_name("pattern", 3)`, `hook_name("token")`, `hook_name("logits")`.
+    Per-layer kinds need a layer, the others take none (the kinds are the keys of the three tables above)."""
+    kinds = EMBEDDING_HOOKS | LAYER_HOOKS | LM_HEAD_HOOKS | HEAD_HOOKS
+    if kind not in kinds:
+        raise UnknownHookError(f"unknown hook kind {kind!r}; kinds: {sorted(kinds)}")
+    if kind in LAYER_HOOKS:
+        if layer is None:
+            raise InvalidInputError(f"hook kind {kind!r} is per layer: give a layer")
+        return f"transformer.{int(layer)}.{LAYER_HOOKS[kind]}"
+    if layer is not None:
+        raise InvalidInputError(f"hook kind {kind!r} is not per layer; per-layer kinds are {sorted(LAYER_HOOKS)}")
+    return EMBEDDING_HOOKS.get(kind) or LM_HEAD_HOOKS.get(kind) or HEAD_HOOKS[kind]
+
+
+def every_layer(kind: str, num_layers: int) -> list[str]:
+    """`hook_name(kind, layer)` for every layer, in order."""
+    return [hook_name(kind, layer) for layer in range(num_layers)]
+
+
+def every_hook_name(num_layers: int, lm_head: bool = True, heads: Iterable[str] = ()) -> list[str]:
+    """Every name `hook_name` builds for a model of `num_layers` layers (with or without the LM head, with the
+    HEAD_HOOKS kinds in `heads`, e.g. ("pooled", "nsp_logits"))."""
+    names = list(EMBEDDING_HOOKS.values())
+    names += [name for layer in range(num_layers) for name in (hook_name(kind, layer) for kind in LAYER_HOOKS)]
+    return names + (list(LM_HEAD_HOOKS.values()) if lm_head else []) + [hook_name(kind) for kind in heads]
+
+
+def is_per_head(name: str) -> bool:
+    """Whether the hook holds [batch, head, seq, ...] (q, k, v, scores, pattern, z)."""
+    return any(name.endswith("." + LAYER_HOOKS[kind]) for kind in PER_HEAD_KINDS)
+
+
+def stack_layers(cache: Mapping[str, torch.Tensor], kind: str) -> torch.Tensor:
+    """A per-layer hook from every layer of a cache, stacked: [layer, *the hook's shape]."""
+    tensors = []
+    while hook_name(kind, len(tensors)) in cache:
+        tensors.append(cache[hook_name(kind, len(tensors))])
+    if not tensors:
+        raise UnknownHookError(f"the cache holds no {kind!r} hook (keep {hook_name(kind, 0)!r} and the others)")
+    return torch.stack(tensors)
 
 
 class HookPoint(nn.Module):
@@ -41,14 +121,27 @@ class HookPoint(nn.Module):
 
 @dataclass
 class HookRun:
-    """What one forward pass records (`cache`) and which activations it replaces (`interventions`)."""
+    """What one forward pass records (`cache`) and which activations it replaces (`interventions`).
+
+    `known` is every hook name of the model; the run works out once which of them it touches, so that the
+    others pass straight through. With `shapes` (a dict), it also notes every hook's shape there."""
 
     keep: Callable[[str], bool]
     interventions: dict[str, list[Intervention]]
+    known: Iterable[str]
     detach: bool = True
+    shapes: dict[str, tuple[int, ...]] | None = None
     cache: dict[str, torch.Tensor] = field(default_factory=dict)
 
+    def __post_init__(self):
+        self.kept = frozenset(name for name in self.known if self.keep(name))
+        self.touched = self.kept | frozenset(self.interventions)
+
     def visit(self, name: str, activation: torch.Tensor) -> torch.Tensor:
+        if self.shapes is not None:
+            self.shapes[name] = tuple(activation.shape)
+        if name not in self.touched:
+            return activation
         for intervene in self.interventions.get(name, ()):
             replaced = intervene(activation, name)
             if not isinstance(replaced, torch.Tensor) or replaced.shape != activation.shape:
@@ -57,7 +150,7 @@ class HookRun:
                     f"intervention on {name} must return a tensor of shape {tuple(activation.shape)}, got {got}"
                 )
             activation = replaced
-        if self.keep(name):
+        if name in self.kept:
             self.cache[name] = activation.detach() if self.detach else activation
         return activation
 

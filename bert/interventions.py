@@ -1,22 +1,14 @@
 """Ready-made interventions for `Bert.run_with_cache(..., interventions={hook name: fn})`.
 
 Each returns fn(activation, hook_name) -> activation of the same shape. Head-wise ones act on a layer's
-`hook_z` ([batch, head, query, head_dim]), the heads' outputs before the output projection mixes them.
+`hook_name("z", layer)` ([batch, head, query, head_dim]), the heads' outputs before the output projection mixes them.
 """
 from __future__ import annotations
 
 import torch
 
 from .errors import InvalidInputError
-from .hooks import Intervention
-
-
-def z_hook(layer: int) -> str:
-    return f"transformer.{layer}.attention.attention.hook_z"
-
-
-def pattern_hook(layer: int) -> str:
-    return f"transformer.{layer}.attention.attention.hook_pattern"
+from .hooks import Intervention, is_per_head
 
 
 def zero_heads(*heads: int) -> Intervention:
@@ -37,7 +29,7 @@ def mean_heads(mean_z: torch.Tensor, *heads: int) -> Intervention:
     def ablate(z: torch.Tensor, name: str) -> torch.Tensor:
         z = z.clone()
         mean = mean_z if mean_z.dim() == 3 else mean_z[:, None, :]
-        z[:, list(heads)] = mean[list(heads)].to(z.dtype).expand_as(z[:, list(heads)])
+        z[:, list(heads)] = mean[list(heads)].to(z.device, z.dtype).expand_as(z[:, list(heads)])
         return z
 
     return ablate
@@ -57,12 +49,12 @@ def patch(source: torch.Tensor, positions: list[int] | None = None) -> Intervent
         if source.shape != activation.shape:
             raise InvalidInputError(f"patch for {name}: source has shape {tuple(source.shape)}, activation {tuple(activation.shape)}")
         if positions is None:
-            return source.to(activation.dtype)
-        axis = 2 if name.rsplit(".", 1)[-1] in {"hook_q", "hook_k", "hook_v", "hook_z", "hook_scores", "hook_pattern"} else 1
+            return source.to(activation.device, activation.dtype)
+        axis = 2 if is_per_head(name) else 1
         out = activation.clone()
         index = [slice(None)] * activation.dim()
         index[axis] = positions
-        out[tuple(index)] = source[tuple(index)].to(activation.dtype)
+        out[tuple(index)] = source[tuple(index)].to(activation.device, activation.dtype)
         return out
 
     return patched

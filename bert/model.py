@@ -4,7 +4,7 @@ Every `hook_*` attribute is a HookPoint whose name is its module path; the comme
 """
 from __future__ import annotations
 
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Iterable, Mapping, Sequence, Union
 
 import torch
 import torch.nn.functional as F
@@ -13,7 +13,7 @@ from torch import nn
 
 from . import attention as attn
 from .config import BertConfig
-from .errors import InputTooLongError, InvalidInputError
+from .errors import InputTooLongError, InvalidInputError, MissingHeadError
 from .hooks import HookPoint, HookRun, Intervention, NameFilter, active_run, group_interventions, make_filter, name_hook_points
 
 
@@ -143,14 +143,40 @@ class BertLMHead(nn.Module):
 
 
 class BertPooler(nn.Module):
-    """[CLS]'s final vector through dense + tanh: the sentence-level summary the NSP head reads (seed 003)."""
+    """[CLS]'s final vector through dense + tanh: the sentence-level summary the NSP head and the classifier read
+    (seeds 003, 004)."""
 
     def __init__(self, config: BertConfig):
         super().__init__()
         self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.hook_out = HookPoint()  # [batch, hidden]
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        return torch.tanh(self.dense(hidden[:, 0]))  # [batch, hidden]
+        return self.hook_out(torch.tanh(self.dense(hidden[:, 0])))
+
+
+class LinearHead(nn.Linear):
+    """Dropout, then one linear map to `out_features` logits: the NSP head (over the pooler), the sequence
+    classifier (over the pooler) and the token classifier (over every token). A subclass of nn.Linear, so its
+    tensors are `weight` and `bias` right under the head's name, as in Hugging Face checkpoints."""
+
+    def __init__(self, in_features: int, out_features: int, dropout: float = 0.0):
+        super().__init__(in_features, out_features)
+        self.dropout = nn.Dropout(dropout)
+        self.hook_logits = HookPoint()  # [*positions, out_features]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.hook_logits(super().forward(self.dropout(x)))
+
+
+Labels = Union[int, Sequence[str], None]  # a number of labels (named LABEL_0, LABEL_1, ...) or their names
+HEADS = ("mlm", "classify", "tag", "next_sentence")  # what run_with_cache can return
+_HEAD_MODULES = {"classify": "classifier", "tag": "tagger", "next_sentence": "nsp_head"}
+_MISSING_HEAD = {
+    "classify": "this model has no sequence classifier: load a BertForSequenceClassification checkpoint, or fine-tune one (python -m bert finetune)",
+    "tag": "this model has no token classifier: load a BertForTokenClassification checkpoint, or fine-tune one (python -m bert finetune --task tokens)",
+    "next_sentence": "this model has no next-sentence head: load one that has (a BertForPreTraining or BertForNextSentencePrediction checkpoint)",
+}
 
 
 class Bert(nn.Module):
@@ -158,31 +184,74 @@ class Bert(nn.Module):
 
     Heads are optional so that any checkpoint loads as it is: an encoder-only checkpoint has no `lm_head`
     (forward then returns None); `pooler` and `nsp_head` exist when a checkpoint has them or for pre-training.
+    One task head at most, for fine-tuning (seed 004's three application families): `classifier` (sequence or
+    sequence-pair classification, or regression with one label, over the pooler) or `tagger` (token classification).
     """
 
-    def __init__(self, config: BertConfig, mlm_head: bool = True, pooler: bool = False, nsp_head: bool = False):
+    def __init__(
+        self,
+        config: BertConfig,
+        mlm_head: bool = True,
+        pooler: bool = False,
+        nsp_head: bool = False,
+        classifier_labels: Labels = None,
+        tagger_labels: Labels = None,
+        problem_type: str | None = None,
+    ):
         super().__init__()
+        if classifier_labels is not None and tagger_labels is not None:
+            raise InvalidInputError("a model has one task head: give classifier_labels or tagger_labels, not both")
         self.config = config
         self.embedding = BertEmbedding(config)
         self.transformer = nn.ModuleList(BertLayer(config) for _ in range(config.num_layers))
         self.lm_head = BertLMHead(config, self.embedding.token_embedding) if mlm_head else None
-        self.pooler = BertPooler(config) if pooler or nsp_head else None
-        self.nsp_head = nn.Linear(config.hidden_size, 2) if nsp_head else None  # [is next, is random]
+        self.pooler = BertPooler(config) if pooler or nsp_head or classifier_labels is not None else None
+        self.nsp_head = LinearHead(config.hidden_size, 2) if nsp_head else None  # [is next, is random]
+        self.classifier = self.tagger = None
+        self.labels: list[str] | None = None  # the task head's label names, in logit order (id2label)
+        self.problem_type: str | None = None  # as Hugging Face's config.json: "single_label_classification", "regression", ...
+        self._add_task_head(classifier_labels, tagger_labels, problem_type)
         self._hook_names = name_hook_points(self)
         self.apply(self._init_weights)
 
-    def add_heads(self, mlm_head: bool = False, nsp_head: bool = False) -> "Bert":
-        """Give a loaded encoder fresh, randomly initialised heads, to pre-train them (the pooler comes with NSP)."""
+    def add_heads(
+        self, mlm_head: bool = False, nsp_head: bool = False, classifier_labels: Labels = None,
+        tagger_labels: Labels = None, problem_type: str | None = None,
+    ) -> "Bert":
+        """Give a loaded encoder fresh, randomly initialised heads, to pre-train or fine-tune them
+        (the pooler comes with NSP and with the classifier, kept if the checkpoint had one)."""
         if mlm_head and self.lm_head is None:
             self.lm_head = BertLMHead(self.config, self.embedding.token_embedding)
             for module in (self.lm_head.mlp, self.lm_head.layer_norm):  # not the unembedding: it is the token embedding
                 module.apply(self._init_weights)
             nn.init.zeros_(self.lm_head.unembedding.bias)
+        if (nsp_head or classifier_labels is not None) and self.pooler is None:
+            self.pooler = BertPooler(self.config).apply(self._init_weights)
         if nsp_head and self.nsp_head is None:
-            self.pooler = self.pooler or BertPooler(self.config).apply(self._init_weights)
-            self.nsp_head = nn.Linear(self.config.hidden_size, 2).apply(self._init_weights)
+            self.nsp_head = LinearHead(self.config.hidden_size, 2).apply(self._init_weights)
+        if classifier_labels is not None or tagger_labels is not None:
+            if self.classifier is not None or self.tagger is not None:
+                raise InvalidInputError("this model already has a task head (classifier or tagger)")
+            self._add_task_head(classifier_labels, tagger_labels, problem_type)
+            (self.classifier or self.tagger).apply(self._init_weights)
         self._hook_names = name_hook_points(self)
         return self
+
+    def _add_task_head(self, classifier_labels: Labels, tagger_labels: Labels, problem_type: str | None) -> None:
+        labels = classifier_labels if classifier_labels is not None else tagger_labels
+        if labels is None:
+            return
+        names = [f"LABEL_{i}" for i in range(labels)] if isinstance(labels, int) else [str(name) for name in labels]
+        if not names:
+            raise InvalidInputError("a task head needs at least one label")
+        dropout = self.config.hidden_dropout if self.config.classifier_dropout is None else self.config.classifier_dropout
+        head = LinearHead(self.config.hidden_size, len(names), dropout)
+        if classifier_labels is not None:
+            self.classifier = head
+            problem_type = problem_type or ("regression" if len(names) == 1 else "single_label_classification")
+        else:
+            self.tagger = head
+        self.labels, self.problem_type = names, problem_type
 
     @staticmethod
     def _init_weights(module: nn.Module) -> None:
@@ -198,6 +267,18 @@ class Bert(nn.Module):
     @property
     def has_mlm_head(self) -> bool:
         return self.lm_head is not None
+
+    @property
+    def has_nsp_head(self) -> bool:
+        return self.nsp_head is not None
+
+    @property
+    def has_classifier(self) -> bool:
+        return self.classifier is not None
+
+    @property
+    def has_tagger(self) -> bool:
+        return self.tagger is not None
 
     def hook_names(self) -> list[str]:
         """Every hook point, in the order the forward pass reaches them."""
@@ -226,9 +307,38 @@ class Bert(nn.Module):
 
     def nsp_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """[batch, 2]: is sentence B the true next sentence (index 0) or a random one (index 1)?"""
-        if self.nsp_head is None:
-            raise InvalidInputError("this model has no next-sentence head")
+        self._require("next_sentence")
         return self.nsp_head(self.pooler(hidden))
+
+    def classifier_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """[batch, labels] from [CLS]'s pooled vector."""
+        self._require("classify")
+        return self.classifier(self.pooler(hidden))
+
+    def tagger_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """[batch, seq, labels]: one prediction per token."""
+        self._require("tag")
+        return self.tagger(hidden)
+
+    def classify(self, input_ids, token_type_ids, attention_mask=None) -> torch.Tensor:
+        """Sequence (or pair: [CLS] A [SEP] B [SEP]) classification logits, [batch, labels]; names in `labels`."""
+        self._require("classify")
+        return self.classifier_logits(self.encode(input_ids, token_type_ids, attention_mask))
+
+    def tag(self, input_ids, token_type_ids, attention_mask=None) -> torch.Tensor:
+        """Token classification logits, [batch, seq, labels]; names in `labels`."""
+        self._require("tag")
+        return self.tagger_logits(self.encode(input_ids, token_type_ids, attention_mask))
+
+    def next_sentence(self, input_ids, token_type_ids, attention_mask=None) -> torch.Tensor:
+        """[batch, 2]: index 0 "B follows A", index 1 "B is a random sentence" (BERT's NSP head)."""
+        self._require("next_sentence")
+        return self.nsp_logits(self.encode(input_ids, token_type_ids, attention_mask))
+
+    def _require(self, head: str) -> None:
+        """Fail before any forward pass when the head is missing (the masked-LM head may be: forward returns None)."""
+        if head != "mlm" and getattr(self, _HEAD_MODULES[head]) is None:
+            raise MissingHeadError(_MISSING_HEAD[head])
 
     def run_with_cache(
         self,
@@ -239,21 +349,36 @@ class Bert(nn.Module):
         interventions: Mapping[str, Intervention] | Iterable[tuple[str, Intervention]] | None = None,
         logit_mask: torch.Tensor | None = None,
         detach: bool = True,
+        shapes: dict[str, tuple[int, ...]] | None = None,
+        head: str = "mlm",
     ) -> tuple[torch.Tensor | None, dict[str, torch.Tensor]]:
         """One forward pass that records activations and applies interventions, for this call only.
 
         names: hook names to keep (a list, or a predicate on the name); None keeps all, [] keeps none.
         interventions: {hook name: fn(activation, name) -> activation of the same shape}, or (name, fn) pairs.
-        Returns (logits or None without an MLM head, {hook name: tensor}).
+        shapes: a dict to note every hook's shape in, for this input (costs next to nothing).
+        head: which output to compute: "mlm" (logits, or None without an MLM head), "classify", "tag" or
+        "next_sentence" (the methods of the same names). Only the hooks this head's pass reaches are recorded.
+        Returns (that head's output, {hook name: tensor}).
         """
+        if head not in HEADS:
+            raise InvalidInputError(f"head must be one of {HEADS}, not {head!r}")
+        if logit_mask is not None and head != "mlm":
+            raise InvalidInputError("logit_mask selects masked-LM positions: it only goes with head='mlm'")
+        self._require(head)
         run = HookRun(
             keep=make_filter(names, self._hook_names),
             interventions=group_interventions(interventions, self._hook_names),
+            known=self._hook_names,
             detach=detach,
+            shapes=shapes,
         )
         with active_run(run):
-            logits = self(input_ids, token_type_ids, attention_mask, logit_mask)
-        return logits, run.cache
+            if head == "mlm":
+                output = self(input_ids, token_type_ids, attention_mask, logit_mask)
+            else:
+                output = getattr(self, head)(input_ids, token_type_ids, attention_mask)
+        return output, run.cache
 
     def _check_inputs(self, input_ids, token_type_ids, attention_mask) -> None:
         cfg = self.config

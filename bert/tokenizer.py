@@ -33,9 +33,10 @@ class Encoding:
     def __len__(self) -> int:
         return len(self.input_ids)
 
-    def tensors(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """(input_ids [1, seq], token_type_ids [1, seq]) ready for the model."""
-        return torch.tensor([self.input_ids]), torch.tensor([self.token_type_ids])
+    def tensors(self, device: torch.device | str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """(input_ids [1, seq], token_type_ids [1, seq]) ready for the model: pass its device
+        (`bert.devices.model_device(model)`); None means PyTorch's default device."""
+        return torch.tensor([self.input_ids], device=device), torch.tensor([self.token_type_ids], device=device)
 
     def with_masks(self, positions: Iterable[int], mask_id: int) -> "Encoding":
         """The same input with the tokens at `positions` replaced by [MASK] (special tokens cannot be masked)."""
@@ -76,6 +77,14 @@ class BertTokenizer:
         wordpiece = BertWordPieceTokenizer(str(vocab_file), lowercase=lowercase, strip_accents=None if lowercase else False)
         return cls(wordpiece._tokenizer)
 
+    def save(self, folder: str | Path) -> None:
+        """vocab.txt (one token per line, in id order) and tokenizer_config.json (lower-casing), as BERT folders have."""
+        folder = Path(folder)
+        vocab = sorted(self._tokenizer.get_vocab().items(), key=lambda item: item[1])
+        (folder / "vocab.txt").write_text("".join(token + "\n" for token, _ in vocab), encoding="utf-8")
+        lowercase = bool(getattr(self._tokenizer.normalizer, "lowercase", True))
+        (folder / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": lowercase, "tokenizer_class": "BertTokenizer"}, indent=2))
+
     @property
     def vocab_size(self) -> int:
         return self._tokenizer.get_vocab_size()
@@ -87,7 +96,11 @@ class BertTokenizer:
     @functools.cached_property
     def continuation_mask(self) -> torch.Tensor:
         """bool [vocab]: True for word pieces that continue a word ("##ing")."""
-        return torch.tensor([self.id_to_token(i).startswith("##") for i in range(self.vocab_size)])
+        return torch.tensor([self.id_to_token(i).startswith("##") for i in range(self.vocab_size)], device="cpu")
+
+    def mask_positions(self, encoding: Encoding) -> list[int]:
+        """Where this input has [MASK] (typed, or put there by `Encoding.with_masks`), in order."""
+        return [i for i, token_id in enumerate(encoding.input_ids) if token_id == self.mask_id]
 
     def id_to_token(self, token_id: int) -> str:
         return self._tokenizer.id_to_token(token_id)

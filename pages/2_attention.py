@@ -57,7 +57,7 @@ st.caption(
 widgets.show_chart(heads_overview(result.attention, positions, (layer, head)), key="overview")
 
 st.subheader("Head statistics")
-stats = result.head_stats
+stats = context.head_statistics()
 names = list(STATISTICS)
 widgets.clamp_choice("statistic", names)
 statistic = st.segmented_control("Statistic", names, key="statistic", persist_state="session", required=True)

@@ -11,7 +11,7 @@ from viz_app.text import subspace_reading
 widgets.page_header(
     "Embeddings",
     "BERT's input vector for a token is token embedding + position embedding + segment embedding, summed (then "
-    "LayerNorm). Seed 000 asks: does the model keep the three in separate directions, as if they were "
+    "LayerNorm). Does the model keep the three in separate directions, as if they were "
     "concatenated, or do they overlap? The hidden dimensions are not a privileged basis, so we look for "
     "separate subspaces in any rotation.",
 )

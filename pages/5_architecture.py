@@ -3,14 +3,15 @@ import pandas as pd
 import streamlit as st
 
 from viz_app import widgets
-from viz_app.architecture import module_rows, seed_004_arithmetic, tree_text
+from viz_app.architecture import module_rows, parameter_arithmetic, tree_text
 from viz_app.charts.architecture import parameter_treemap
 
 widgets.page_header(
     "Architecture",
-    "The model as seed 000 outlines it: embedding, a stack of identical layers (attention, then the MLP the seed "
-    "calls the residual layer), and the LM head. Lines with → are hook points: the shape of the tensor that "
-    "flows there for your input ([batch, seq, hidden], heads split as [batch, head, seq, head_dim]).",
+    "The model module by module: embedding, a stack of identical layers (attention, then the MLP, called the "
+    "residual layer here), and the LM head that turns vectors back into word guesses. Lines with → are hook "
+    "points (places where the app can read or change what flows through the model): the shape of the tensor "
+    "that flows there for your input ([batch, seq, hidden], heads split as [batch, head, seq, head_dim]).",
 )
 context = widgets.require()
 result = context.forward()
@@ -23,12 +24,12 @@ if len(model.transformer) > 1:
 
 widgets.show_chart(parameter_treemap(rows), key="treemap")
 
-st.subheader("Seed 004's parameter arithmetic")
-arithmetic = seed_004_arithmetic(model)
+st.subheader("Where the parameters are: the arithmetic by hand")
+arithmetic = parameter_arithmetic(model)
 numbers = {column: st.column_config.NumberColumn(format="localized") for column in arithmetic.columns[2:]}
 st.dataframe(arithmetic, hide_index=True, column_config=numbers)
 st.caption(
-    "Seed 004 counts only the big weight matrices: 3·768·768 = 1,769,472 for Q, K, V and 2·768·3072 = 4,718,592 "
+    "Counting only the big weight matrices, as explanations of BERT usually do: 3·768·768 = 1,769,472 for Q, K, V and 2·768·3072 = 4,718,592 "
     "for the MLP, about 6.5M per layer. The full layer adds the attention output projection, biases and LayerNorms."
 )
 

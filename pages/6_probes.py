@@ -20,7 +20,11 @@ tasks = st.multiselect("Tasks", list(TASKS), key="probe_tasks", persist_state="s
 with st.expander("What each task asks"):
     st.markdown("\n".join(f"- **{name.replace('_', ' ')}**: {task.description}" for name, task in TASKS.items()))
 state.clamp_range("probe_seed", 0, 10_000)
-seed = int(st.number_input("Seed", min_value=0, max_value=10_000, step=1, key="probe_seed", persist_state="session"))
+seed = int(st.number_input(
+    "Random seed", min_value=0, max_value=10_000, step=1, key="probe_seed", persist_state="session",
+    help="Picks which sentences are held out for scoring and the control task's random labels: change it to see "
+    "how much the scores move by chance.",
+))
 if picked is None:
     st.stop()
 if not tasks:

@@ -24,14 +24,12 @@ with raw:
 with rolled:
     widgets.show_chart(aw.token_heatmap(rollout.attention_rollout(average)[layer], tokens, f"Rollout up to layer {layer}",
                                         "attention_rollout", "Rows: positions after this layer; columns: input tokens."), key="rollout")
-method = rollout.flow_method()
-limit = rollout.FLOW_TOKEN_LIMIT[method]
+limit = rollout.FLOW_TOKEN_LIMIT
 st.subheader("Attention flow")
 st.caption(
     f"A max-flow problem per (position, input token) on the layered graph whose edge capacities are the mixed "
-    f"attention weights; each row normalised to sum to 1. Solver: "
-    f"{'scipy (Dinic)' if method == 'scipy' else 'our Edmonds-Karp in plain Python (install scipy for a faster one)'}; "
-    f"limited to inputs of {limit} tokens."
+    f"attention weights; each row normalised to sum to 1. Limited to inputs of {limit} tokens; at that length "
+    f"it can take half a minute."
 )
 if len(tokens) > limit:
     st.info(f"This input has {len(tokens)} tokens; attention flow is offered up to {limit}. Shorten the sentence to see it.")

@@ -55,7 +55,7 @@ def build_everyday_mix(corpus: Path = CORPUS, out: Path = EVERYDAY_MIX, cloze: P
     """Phase 2's training text, from train.txt only (held-out lines stay out), without copies of the everyday
     cloze sentences. A line's source is the first source holding it, as in build_corpus's de-duplication."""
     sys.path.insert(0, str(ROOT / "recipes"))
-    from build_corpus import SOURCES, Excluder, dedup_key
+    from corpus import SOURCES, Excluder, dedup_key
 
     copies_of_cloze = Excluder([str(cloze)])
     source_of: dict[str, str] = {}

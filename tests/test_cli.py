@@ -120,3 +120,38 @@ def test_builtin_minilm_carries_the_trained_head_file(minilm_path):
         assert torch.equal(loaded[key], package[key].float()), key
     predictions = predict_masks(model, tokenizer, tokenizer.encode("The capital of France is [MASK]."), top_k=5)
     assert len(predictions) == 1 and len(predictions[0].candidates) == 5
+
+
+def test_predict_reports_the_masked_tokens_rank_and_probability(tiny_mlm):
+    model, tokenizer = tiny_mlm
+    plain = tokenizer.encode("the dog barked at the cat.")
+    masked = plain.with_masks([2, 6], tokenizer.mask_id)
+    originals = {2: plain.input_ids[2]}  # the caller says what was at position 2 only
+    predictions = predict_masks(model, tokenizer, masked, top_k=3, originals=originals)
+    with torch.no_grad():
+        logits = model(*masked.tensors())[0]  # [seq, vocab], every position
+    probabilities = logits[2].softmax(-1)
+    order = probabilities.argsort(descending=True).tolist()  # by hand: the position in the sorted vocabulary
+    first, second = predictions
+    assert first.original_id == plain.input_ids[2]
+    assert first.original_rank == order.index(plain.input_ids[2]) + 1
+    assert first.original_probability == pytest.approx(float(probabilities[plain.input_ids[2]]), rel=1e-5)
+    assert second.original_id is None and second.original_rank is None and second.original_probability is None
+    top = predict_masks(model, tokenizer, masked, top_k=1, originals={2: order[0]})[0]
+    assert top.original_rank == 1 and top.original_probability == pytest.approx(top.candidates[0].probability)
+
+
+def test_cli_says_which_device_and_dtype_it_uses(tiny_mlm_folder):
+    plain = run_cli("predict", TEXT, "--model", str(tiny_mlm_folder), "--json", "--device", "cpu")
+    half = run_cli("predict", TEXT, "--model", str(tiny_mlm_folder), "--json", "--device", "cpu", "--dtype", "bfloat16")
+    assert plain.returncode == half.returncode == 0, plain.stderr + half.stderr
+    assert "device: cpu, float32" in plain.stderr and "device: cpu, bfloat16" in half.stderr
+    full, reduced = (json.loads(r.stdout)[0]["candidates"] for r in (plain, half))
+    assert abs(full[0]["probability"] - reduced[0]["probability"]) < 0.02  # bfloat16 keeps ~3 significant digits
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA GPU: asking for one is not an error")
+def test_cli_asking_for_a_missing_gpu_exits_2_with_one_line(tiny_mlm_folder):
+    result = run_cli("predict", TEXT, "--model", str(tiny_mlm_folder), "--device", "cuda")
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == ["error: device cuda was asked for, but PyTorch sees no CUDA GPU here: use \"cpu\" instead"]

@@ -36,7 +36,8 @@ def test_every_hook_is_present_with_its_shape(tiny_model, tiny_batch, full_run):
     batch, seq = tiny_batch[0].shape
     expected = expected_hooks(batch, seq, config.hidden_size, config.num_heads, config.intermediate_size, config.vocab_size, config.num_layers)
     logits, cache = full_run
-    assert set(tiny_model.hook_names()) == set(expected)
+    sentence_heads = {"pooler.hook_out", "nsp_head.hook_logits"}  # on the model, not on the masked-LM path
+    assert set(tiny_model.hook_names()) == set(expected) | sentence_heads
     assert set(cache) == set(expected)
     assert {name: tuple(cache[name].shape) for name in expected} == expected
     assert logits.shape == (batch, seq, config.vocab_size)
@@ -44,7 +45,7 @@ def test_every_hook_is_present_with_its_shape(tiny_model, tiny_batch, full_run):
 
 def test_hook_names_come_in_forward_order(tiny_model):
     names = tiny_model.hook_names()
-    assert names[0] == "embedding.hook_token" and names[-1] == "lm_head.hook_logits"
+    assert names[0] == "embedding.hook_token" and names[-3:] == ["lm_head.hook_logits", "pooler.hook_out", "nsp_head.hook_logits"]
     order = [names.index(f"transformer.{i}.hook_out") for i in range(tiny_model.config.num_layers)]
     assert order == sorted(order)
     assert names.index("transformer.0.attention.attention.hook_q") < names.index("transformer.0.attention.attention.hook_pattern")
@@ -164,3 +165,63 @@ def test_no_recording_outside_run_with_cache(tiny_model, tiny_batch, full_run):
     with torch.no_grad():
         tiny_model(*tiny_batch)
     assert len(cache) == size_before
+
+
+def _hook_name_tests_model(mlm_head: bool):
+    from bert import Bert, BertConfig
+
+    config = BertConfig(vocab_size=50, hidden_size=16, num_layers=3, num_heads=2, intermediate_size=24, max_position_embeddings=32)
+    return Bert(config, mlm_head=mlm_head, pooler=mlm_head, nsp_head=mlm_head)
+
+
+@pytest.mark.parametrize("mlm_head", [True, False], ids=["every head", "encoder only"])
+def test_hook_name_builds_every_hook_of_the_model(mlm_head):
+    from bert.hooks import EMBEDDING_HOOKS, LAYER_HOOKS, LM_HEAD_HOOKS, every_hook_name
+
+    model = _hook_name_tests_model(mlm_head)
+    heads = ("pooled", "nsp_logits") if mlm_head else ()
+    built = every_hook_name(model.config.num_layers, lm_head=mlm_head, heads=heads)
+    assert set(model.hook_names()) == set(built) and len(built) == len(set(built))
+    assert len(built) == len(EMBEDDING_HOOKS) + 3 * len(LAYER_HOOKS) + (len(LM_HEAD_HOOKS) + 2 if mlm_head else 0)
+
+
+def test_hook_name_spells_the_module_paths_and_refuses_nonsense(tiny_model):
+    from bert import hook_name
+
+    assert hook_name("pattern", 2) == "transformer.2.attention.attention.hook_pattern"
+    assert hook_name("mlp_post", 0) == "transformer.0.residual.hook_post"
+    assert hook_name("layer_out", 1) == "transformer.1.hook_out"
+    assert hook_name("token_type") == "embedding.hook_token_type" and hook_name("logits") == "lm_head.hook_logits"
+    for name in (hook_name("z", 1), hook_name("attention_result", 2), hook_name("embedding_out")):
+        assert name in tiny_model.hook_names()
+    with pytest.raises(InvalidInputError, match="per layer"):
+        hook_name("pattern")
+    with pytest.raises(InvalidInputError, match="not per layer"):
+        hook_name("logits", 1)
+    with pytest.raises(UnknownHookError, match="unknown hook kind"):
+        hook_name("attention", 0)
+
+
+def test_stack_layers_and_per_head_hooks(tiny_model, tiny_batch, full_run):
+    from bert.hooks import hook_name, is_per_head, stack_layers
+
+    _, cache = full_run
+    layers = tiny_model.config.num_layers
+    stacked = stack_layers(cache, "pattern")
+    assert stacked.shape == (layers, *cache["transformer.0.attention.attention.hook_pattern"].shape)
+    for layer in range(layers):
+        assert torch.equal(stacked[layer], cache[f"transformer.{layer}.attention.attention.hook_pattern"])
+    with pytest.raises(UnknownHookError):
+        stack_layers({}, "pattern")
+    per_head = {name for name in tiny_model.hook_names() if is_per_head(name)}
+    assert per_head == {hook_name(kind, layer) for kind in ("q", "k", "v", "scores", "pattern", "z") for layer in range(layers)}
+    assert all(cache[name].shape[1] == tiny_model.config.num_heads for name in per_head)
+
+
+def test_untouched_hooks_pass_through_and_shapes_are_noted(tiny_model, tiny_batch, full_run):
+    _, full = full_run
+    shapes = {}
+    with torch.no_grad():
+        logits, cache = tiny_model.run_with_cache(*tiny_batch, names=["embedding.hook_sum"], shapes=shapes)
+    assert set(cache) == {"embedding.hook_sum"} and torch.equal(cache["embedding.hook_sum"], full["embedding.hook_sum"])
+    assert shapes == {name: tuple(tensor.shape) for name, tensor in full.items()}

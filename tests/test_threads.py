@@ -10,6 +10,7 @@ import threading
 import torch
 
 from bert import interventions as iv
+from bert.hooks import hook_name
 from bert_test_support import TINY_VOCAB, pad_rows, random_rows
 
 THREADS = 8
@@ -22,9 +23,9 @@ def job(i: int, num_heads: int, num_layers: int):
     batch = pad_rows(random_rows(len(TINY_VOCAB), layouts[i % len(layouts)], seed=100 + i))
     choices = [
         {},
-        {iv.z_hook(i % num_layers): iv.zero_heads(i % num_heads)},
+        {hook_name("z", i % num_layers): iv.zero_heads(i % num_heads)},
         {"transformer.0.residual.hook_result": iv.zero},
-        {iv.pattern_hook(num_layers - 1): lambda p, name: torch.full_like(p, 1.0 / p.shape[-1])},
+        {hook_name("pattern", num_layers - 1): lambda p, name: torch.full_like(p, 1.0 / p.shape[-1])},
     ]
     return batch, choices[i % len(choices)]
 
@@ -60,7 +61,7 @@ def test_concurrent_runs_each_equal_the_same_run_alone(tiny_model):
     config = tiny_model.config
     jobs = [job(i, config.num_heads, config.num_layers) for i in range(THREADS)]
     alone = [run(tiny_model, batch, interventions) for batch, interventions in jobs]
-    assert not torch.allclose(alone[0][0], run(tiny_model, jobs[0][0], {iv.z_hook(0): iv.zero_heads(0)})[0])
+    assert not torch.allclose(alone[0][0], run(tiny_model, jobs[0][0], {hook_name("z", 0): iv.zero_heads(0)})[0])
 
     start_together, inside_forward = threading.Barrier(THREADS), threading.Barrier(THREADS)
     results, errors = [None] * THREADS, []
@@ -88,7 +89,7 @@ def test_plain_forward_is_unaffected_while_another_thread_intervenes(tiny_model,
     with torch.no_grad():
         clean_logits = tiny_model(*tiny_batch)
     clean_run = run(tiny_model, tiny_batch, {})
-    ablated_run = run(tiny_model, tiny_batch, {iv.z_hook(0): all_heads})
+    ablated_run = run(tiny_model, tiny_batch, {hook_name("z", 0): all_heads})
     a_is_inside, b_is_done = threading.Event(), threading.Event()
     results, errors = {}, []
 
@@ -101,7 +102,7 @@ def test_plain_forward_is_unaffected_while_another_thread_intervenes(tiny_model,
         try:
             results["a"] = tiny_model.run_with_cache(
                 *tiny_batch, names=lambda name: name.endswith(("hook_z", "hook_pattern", "hook_out")),
-                interventions=[(iv.z_hook(0), all_heads), ("transformer.1.hook_out", pause)],
+                interventions=[(hook_name("z", 0), all_heads), ("transformer.1.hook_out", pause)],
             )
         except Exception as error:
             errors.append(error)

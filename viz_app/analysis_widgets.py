@@ -15,6 +15,7 @@ import streamlit as st
 
 from bert.analysis import ablation, head_stats, probes, rollout
 from bert.data import LabelledSentence, builtin_sentences, split_sentences
+from bert.devices import as_numpy
 from viz_app import cache, state
 from viz_app.charts.base import ATTENTION_SCALE, HIGHLIGHT_COLOUR, PART_COLOURS, Chart, heatmap_height, layout, legend_on_top, token_labels
 from viz_app.sidebar import Context
@@ -92,7 +93,7 @@ def probe_report(source, folder, revision, sentences: list, tasks: tuple[str, ..
 @st.cache_data(show_spinner="Averaging every head's output over 200 built-in sentences (once per model)…", max_entries=4)
 def mean_head_outputs(source, folder, revision) -> np.ndarray:
     loaded = cache.load_model(source, folder, revision)
-    return ablation.mean_head_outputs(loaded.model, loaded.tokenizer, builtin_sentences(200)).numpy()
+    return as_numpy(ablation.mean_head_outputs(loaded.model, loaded.tokenizer, builtin_sentences(200)))
 
 
 @st.cache_data(show_spinner=False, max_entries=16, hash_funcs={list: lambda s: _digest(s)})
@@ -162,7 +163,7 @@ def lens_chart(lens, tokens: list[str]) -> Chart:
 
 
 def head_effect_heatmap(ranking: ablation.HeadRanking) -> Chart:
-    effect = ranking.effect.numpy()
+    effect = as_numpy(ranking.effect)
     layers, heads = effect.shape
     bound = float(np.abs(effect).max()) or 1.0
     figure = go.Figure(go.Heatmap(

@@ -1,5 +1,5 @@
-"""The module tree of a Bert as seed 000 draws it, with parameter counts and this input's tensor shapes, and
-seed 004's parameter arithmetic."""
+"""The module tree of a Bert (the outline of the "Making Bert" notes the project started from), with parameter
+counts and this input's tensor shapes, and the hand arithmetic of its parameter count ("Inner workings" notes)."""
 from __future__ import annotations
 
 import re
@@ -29,7 +29,7 @@ class ModuleRow:
 
 def module_rows(model: Bert, hook_shapes: dict[str, tuple[int, ...]], first_layer_only: bool = True) -> list[ModuleRow]:
     """One row per module, in the order of model.named_modules(). With first_layer_only, layers after the
-    first are summarised in one row (they are identical in structure), like the seed's "... more layers"."""
+    first are summarised in one row (they are identical in structure), like the outline's "... more layers"."""
     owner = {}  # id(parameter) -> path of the first module that owns it
     for name, parameter in model.named_parameters():
         owner.setdefault(id(parameter), name)
@@ -141,8 +141,8 @@ def _shape(shape: tuple[int, ...] | None) -> str:
     return "not reached" if shape is None else "[" + ", ".join(str(s) for s in shape) + "]"
 
 
-def seed_004_arithmetic(model: Bert) -> pd.DataFrame:
-    """Seed 004's parameter arithmetic for this model beside BERT-base, from bert.count_parameters."""
+def parameter_arithmetic(model: Bert) -> pd.DataFrame:
+    """The hand arithmetic of the parameter count (the "Inner workings" notes) for this model beside BERT-base, from bert.count_parameters."""
     config = model.config
     heads = dict(mlm_head=model.has_mlm_head, pooler=model.pooler is not None, nsp_head=model.nsp_head is not None)
     ours = count_parameters(config, **heads)
@@ -155,11 +155,11 @@ def seed_004_arithmetic(model: Bert) -> pd.DataFrame:
     rows = [
         ("Q, K, V weights per layer", "3 × H × H", "attention_qkv_weights_per_layer"),
         ("MLP weights per layer", "2 × H × I", "mlp_weights_per_layer"),
-        ("both, per layer (seed: ~6.5M)", "3H² + 2HI", None),
-        ("both, all layers (seed: ~78M)", "L × (3H² + 2HI)", "all"),
+        ("both, per layer (by hand: ~6.5M)", "3H² + 2HI", None),
+        ("both, all layers (by hand: ~78M)", "L × (3H² + 2HI)", "all"),
         ("one whole layer (with biases, output projection, LayerNorms)", "", "layer"),
         ("embedding tables", "(V + P + 2) × H + 2H", "embedding"),
-        ("whole model (seed: 110M for BERT-base)", "", "total"),
+        ("whole model (110M for BERT-base, as usually quoted)", "", "total"),
     ]
     values = []
     for what, formula, key in rows:

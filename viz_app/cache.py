@@ -2,7 +2,16 @@
 
 - the model: `st.cache_resource`, one object shared by every session and thread. It is in eval mode and
   nothing ever changes it: recording and interventions are per call (bert.hooks uses a context variable).
-- one forward pass per (model, text, pair, masks): `st.cache_data`, numpy arrays only; every page reads it.
+- one forward pass per (model, text, pair, masks): `st.cache_resource`, so every page and every session that
+  asks for the same input gets the same object, neither pickled nor copied. (`st.cache_data` pickled it on
+  write and copied it on every read: for BERT-base at 512 tokens, 220 MB of attention and MLP activations on
+  each rerun of each session.) Sharing is safe because the result cannot change: tuples, and numpy arrays
+  marked read-only (`flags.writeable = False`), so a page that tried to write would fail loudly instead of
+  disturbing another session. Memory stays bounded: at most FORWARD_ENTRIES inputs (the least recently used
+  goes first), each kept at most an hour. A 512-token BERT-base input holds about 220 MB (so 3.5 GB at worst),
+  a classroom sentence of 20 tokens under 4 MB; an evicted input is simply run again when asked for.
+- what a view derives from that pass, computed once per input and shared the same way: the per-head
+  attention statistics (only the attention page pays for them).
 - the embedding tables' analysis per model (PCA, cosines, subspaces): `st.cache_data`.
 """
 from __future__ import annotations
@@ -12,6 +21,7 @@ from pathlib import Path
 import streamlit as st
 
 from bert.analysis import embedding_subspaces as es
+from bert.analysis.attention_stats import HeadStatistics
 from viz_app import forward as fw
 from viz_app import models
 from viz_app.tables import EmbeddingTables, embedding_tables, weight_tables
@@ -29,13 +39,25 @@ def model_choices(cache_dir: str, minilm_head_present: bool) -> list[models.Mode
     return models.model_choices(Path(cache_dir))
 
 
-@st.cache_data(show_spinner="Running the model…", max_entries=8, ttl=3600)
+FORWARD_ENTRIES = 16
+HOUR = 3600
+
+
+@st.cache_resource(show_spinner="Running the model…", max_entries=FORWARD_ENTRIES, ttl=HOUR)
 def forward(
     source: str, folder: str | None, revision: str, text: str, pair: str, masks: tuple[int, ...], truncate: bool
 ) -> fw.ForwardResult:
     loaded = load_model(source, folder, revision)
     prepared = fw.prepare_input(loaded.tokenizer, text, pair, masks, truncate, loaded.summary.max_positions)
     return fw.record(loaded.model, loaded.tokenizer, prepared)
+
+
+@st.cache_resource(show_spinner=False, max_entries=4 * FORWARD_ENTRIES, ttl=HOUR)
+def head_statistics(
+    source: str, folder: str | None, revision: str, text: str, pair: str, masks: tuple[int, ...], truncate: bool
+) -> HeadStatistics:
+    """The attention page's per-head statistics of one input (a few kB, read-only)."""
+    return fw.attention_statistics(forward(source, folder, revision, text, pair, masks, truncate))
 
 
 @st.cache_data(show_spinner="Analysing the embedding tables (once per model)…", max_entries=4)

@@ -2,18 +2,23 @@
 
 `prepare_input` turns text, an optional second sentence and the chosen mask positions into encodings, or
 raises `InputProblem` with a message that says what to do. `record` runs the model once and keeps only what
-the pages need, as numpy arrays, so the result is small enough to cache per input.
+the pages need, as read-only numpy arrays, which viz_app/cache.py shares between sessions without copying.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
 
 import numpy as np
 import torch
 
 from bert import BertTokenizer, Encoding, InputTooLongError
 from bert.analysis.attention_stats import HeadStatistics, KeyRoles, head_statistics
+from bert.devices import as_numpy, model_device
+from bert.hooks import EMBEDDING_PARTS, every_layer, stack_layers
 from bert.model import Bert
+from bert.predict import MaskPrediction, at_positions, mask_predictions
 
 TOP_K_STORED = 50  # candidates kept per [MASK]; the page shows up to this many
 MAX_CHARACTERS = 100_000  # refuse to tokenize more than this (the model reads at most 512 tokens anyway)
@@ -79,7 +84,7 @@ def prepare_input(
             "Nothing is left of this text after tokenization (control characters and spaces are dropped). "
             "Type some words.",
         )
-    typed = tuple(i for i, token_id in enumerate(base.input_ids) if token_id == tokenizer.mask_id)
+    typed = tuple(tokenizer.mask_positions(base))
     maskable = {i for i, special in enumerate(base.special) if not special} - set(typed)
     chosen = tuple(sorted({int(m) for m in masks if int(m) in maskable}))
     return PreparedInput(base, base.with_masks(chosen, tokenizer.mask_id), chosen, typed, pair_dropped)
@@ -88,9 +93,9 @@ def prepare_input(
 @dataclass(frozen=True)
 class MaskResult:
     position: int  # index of this [MASK] among the input's tokens
-    tokens: list[str]  # candidates, best first
-    probabilities: np.ndarray  # [candidate]
-    is_continuation: list[bool]  # "##" pieces, which only continue a word
+    tokens: tuple[str, ...]  # candidates, best first
+    probabilities: np.ndarray  # [candidate], read-only
+    is_continuation: tuple[bool, ...]  # "##" pieces, which only continue a word
     original: str | None = None  # the token that was masked; None for a [MASK] typed in the text
     original_probability: float | None = None
     original_rank: int | None = None  # 1 = the model's first guess
@@ -98,18 +103,18 @@ class MaskResult:
 
 @dataclass(frozen=True)
 class ForwardResult:
-    """One input's forward pass: what every page reads. Arrays are float32 numpy."""
+    """One input's forward pass: what every page reads. Shared by every session that asks for the same input
+    (see viz_app/cache.py), so nothing in it can be changed: tuples, and float32 numpy arrays marked read-only."""
 
-    tokens: list[str]  # as the model read them (masked positions say [MASK])
-    original_tokens: list[str]  # before clicked masks were applied
-    token_type_ids: list[int]
-    special: list[bool]
-    masks: list[MaskResult]  # one per [MASK]; empty for a model without an MLM head
-    attention: np.ndarray  # [layer, head, query, key], every layer's hook_pattern
-    neurons: np.ndarray  # [layer, seq, intermediate], every layer's residual.hook_post (after GELU)
-    embeddings: dict[str, np.ndarray] = field(default_factory=dict)  # token/position/segment: [seq, hidden]
-    hook_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # every hook point, this input
-    head_stats: HeadStatistics | None = None  # per-head statistics [layer, head], computed once per input
+    tokens: tuple[str, ...]  # as the model read them (masked positions say [MASK])
+    original_tokens: tuple[str, ...]  # before clicked masks were applied
+    token_type_ids: tuple[int, ...]
+    special: tuple[bool, ...]
+    masks: tuple[MaskResult, ...]  # one per [MASK]; empty for a model without an MLM head
+    attention: np.ndarray  # [layer, head, query, key], every layer's attention pattern
+    neurons: np.ndarray  # [layer, seq, intermediate], every layer's MLP activations (after GELU)
+    embeddings: Mapping[str, np.ndarray] = field(default_factory=dict)  # token/position/segment: [seq, hidden]
+    hook_shapes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # every hook point, this input
 
     @property
     def seq(self) -> int:
@@ -117,73 +122,62 @@ class ForwardResult:
 
 
 def record(model: Bert, tokenizer: BertTokenizer, prepared: PreparedInput, top_k: int = TOP_K_STORED) -> ForwardResult:
-    """Run the model once on `prepared.masked`; keep attention, neuron activations, the embedding parts,
-    every hook's shape (by an identity intervention that only looks), the predictions at each [MASK] and the
-    per-head attention statistics."""
-    config = model.config
-    input_ids, token_type_ids = prepared.masked.tensors()
-    at_masks = input_ids == tokenizer.mask_id  # [1, seq]
-    patterns = [f"transformer.{i}.attention.attention.hook_pattern" for i in range(config.num_layers)]
-    posts = [f"transformer.{i}.residual.hook_post" for i in range(config.num_layers)]
-    embedding_hooks = {
-        "token": "embedding.hook_token",
-        "position": "embedding.hook_position",
-        "segment": "embedding.hook_token_type",
-    }
+    """Run the model once on `prepared.masked`; keep attention, neuron activations, the embedding parts, every
+    hook's shape and the predictions at each [MASK] (the LM head runs only there)."""
+    device = model_device(model)
+    input_ids, token_type_ids = prepared.masked.tensors(device)
+    positions = tokenizer.mask_positions(prepared.masked)
     shapes: dict[str, tuple[int, ...]] = {}
-
-    def note_shape(activation: torch.Tensor, name: str) -> torch.Tensor:
-        shapes[name] = tuple(activation.shape)
-        return activation
-
     with torch.inference_mode():
         logits, cache = model.run_with_cache(
-            input_ids,
-            token_type_ids,
-            names=patterns + posts + list(embedding_hooks.values()),
-            interventions=[(name, note_shape) for name in model.hook_names()],
-            logit_mask=at_masks,  # the LM head runs only at the masks (none: it runs on nothing)
+            input_ids, token_type_ids, names=recorded_hooks(model.config.num_layers),
+            logit_mask=at_positions(positions, len(prepared.masked), device), shapes=shapes,
         )
-        masks = _mask_results(logits, at_masks, prepared, tokenizer, top_k) if logits is not None else []
-    attention = np.stack([cache[name][0].float().numpy() for name in patterns])
+        originals = {position: prepared.base.input_ids[position] for position in prepared.masks}
+        predictions = [] if logits is None else mask_predictions(logits, positions, tokenizer, top_k, originals)
+        attention = stack_layers(cache, "pattern")[:, 0]  # [layer, head, query, key]
+        neurons = stack_layers(cache, "mlp_post")[:, 0]  # [layer, seq, intermediate]
     return ForwardResult(
-        tokens=list(prepared.masked.tokens),
-        original_tokens=list(prepared.base.tokens),
-        token_type_ids=list(prepared.masked.token_type_ids),
-        special=list(prepared.masked.special),
-        masks=masks,
-        attention=attention,
-        neurons=np.stack([cache[name][0].float().numpy() for name in posts]),
-        embeddings={part: cache[name][0].float().numpy() for part, name in embedding_hooks.items()},
-        hook_shapes=shapes,
-        head_stats=head_statistics(attention, KeyRoles.from_tokens(prepared.masked.tokens)),
+        tokens=tuple(prepared.masked.tokens),
+        original_tokens=tuple(prepared.base.tokens),
+        token_type_ids=tuple(prepared.masked.token_type_ids),
+        special=tuple(prepared.masked.special),
+        masks=tuple(_mask_result(p, prepared) for p in predictions),
+        attention=read_only(attention),
+        neurons=read_only(neurons),
+        embeddings=MappingProxyType({part: read_only(cache[name][0]) for part, name in EMBEDDING_PARTS.items()}),
+        hook_shapes=MappingProxyType(shapes),
     )
 
 
-def _mask_results(logits, at_masks, prepared: PreparedInput, tokenizer: BertTokenizer, top_k: int) -> list[MaskResult]:
-    if logits.shape[0] == 0:
-        return []
-    probabilities = logits.float().softmax(dim=-1)  # [masks, vocab]
-    best = probabilities.topk(min(top_k, probabilities.shape[-1]), dim=-1)
-    results = []
-    for row, position in enumerate(at_masks[0].nonzero().flatten().tolist()):
-        ids = best.indices[row].tolist()
-        tokens = [tokenizer.id_to_token(i) for i in ids]
-        original = original_probability = original_rank = None
-        if position in prepared.masks:  # a clicked mask: we know which token was there
-            original_id = prepared.base.input_ids[position]
-            original = prepared.base.tokens[position]
-            original_probability = float(probabilities[row, original_id])
-            original_rank = int((probabilities[row] > probabilities[row, original_id]).sum()) + 1
-        results.append(
-            MaskResult(
-                position=position,
-                tokens=tokens,
-                probabilities=best.values[row].numpy().astype(np.float32),
-                is_continuation=[t.startswith("##") for t in tokens],
-                original=original,
-                original_probability=original_probability,
-                original_rank=original_rank,
-            )
-        )
-    return results
+def recorded_hooks(num_layers: int) -> list[str]:
+    """What the app keeps of a forward pass: attention patterns, MLP activations, the three embeddings."""
+    return every_layer("pattern", num_layers) + every_layer("mlp_post", num_layers) + list(EMBEDDING_PARTS.values())
+
+
+def attention_statistics(result: ForwardResult) -> HeadStatistics:
+    """Per-head statistics [layer, head] of this input's attention (read-only arrays)."""
+    stats = head_statistics(result.attention, KeyRoles.from_tokens(result.tokens))
+    for values in stats.means.values():
+        values.flags.writeable = False
+    return stats
+
+
+def read_only(values: torch.Tensor | np.ndarray) -> np.ndarray:
+    """A float32 numpy array that nobody can write to (a CPU float32 tensor's memory is shared, not copied)."""
+    array = as_numpy(values.float()) if isinstance(values, torch.Tensor) else np.asarray(values, dtype=np.float32)
+    array.flags.writeable = False
+    return array
+
+
+def _mask_result(prediction: MaskPrediction, prepared: PreparedInput) -> MaskResult:
+    candidates = prediction.candidates
+    return MaskResult(
+        position=prediction.position,
+        tokens=tuple(c.token for c in candidates),
+        probabilities=read_only(np.array([c.probability for c in candidates], dtype=np.float32)),
+        is_continuation=tuple(c.is_continuation for c in candidates),
+        original=None if prediction.original_id is None else prepared.base.tokens[prediction.position],
+        original_probability=prediction.original_probability,
+        original_rank=prediction.original_rank,
+    )

@@ -2,10 +2,14 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch
+
 import bert
+from bert.devices import model_device
 from bert.hub import hub_cache_dir
 from bert.pretrained import MINILM_HEAD_FILE
 
@@ -17,6 +21,7 @@ BUILTIN_NOTE = (
     "Download a model below while online (or run `python -m bert download bert-base-uncased`): it then comes "
     "first here."
 )
+DEVICE_VARIABLE = "BERT_DEVICE"  # environment variable: where the app runs models (default: a GPU when present)
 _WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
 
 
@@ -37,11 +42,12 @@ class ModelSummary:
     vocab: int
     parameters: int  # every parameter once (the tied decoder weight is the token embedding)
     has_mlm_head: bool
+    device: str = "the CPU"  # where it runs, in words: "the CPU", "the GPU (NVIDIA H100 80GB HBM3)"
 
     def one_line(self) -> str:
         return (
             f"{self.layers} layers · {self.heads} heads · hidden {self.hidden} · "
-            f"{self.parameters / 1e6:.1f} M parameters"
+            f"{self.parameters / 1e6:.1f} M parameters · runs on {self.device}"
         )
 
 
@@ -110,8 +116,9 @@ def revision(source: str, folder: str | None = None) -> str:
 
 
 def load(source: str, folder: str | None = None) -> LoadedModel:
-    """Load for the app. Raises bert.errors.* (and OSError for unreadable files) with a message for the user."""
-    model, tokenizer = bert.load_pretrained(folder or source)
+    """Load for the app, on a GPU when there is one (BERT_DEVICE=cpu, cuda:1, ... chooses).
+    Raises bert.errors.* (and OSError for unreadable files) with a message for the user."""
+    model, tokenizer = bert.load_pretrained(folder or source, device=os.environ.get(DEVICE_VARIABLE, "auto"))
     model.eval()
     return LoadedModel(source, model, tokenizer, summarize(model))
 
@@ -127,7 +134,14 @@ def summarize(model: bert.Bert) -> ModelSummary:
         vocab=config.vocab_size,
         parameters=sum(p.numel() for p in model.parameters()),  # parameters() yields a tied tensor once
         has_mlm_head=model.has_mlm_head,
+        device=device_in_words(model_device(model)),
     )
+
+
+def device_in_words(device: torch.device) -> str:
+    if device.type == "cuda":
+        return f"the GPU ({torch.cuda.get_device_name(device)})"
+    return {"cpu": "the CPU", "mps": "the Apple GPU"}.get(device.type, str(device))
 
 
 def _is_bert_folder(folder: Path) -> bool:

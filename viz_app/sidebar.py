@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from bert.analysis.attention_stats import HeadStatistics
 from bert.errors import BertError
 from viz_app import cache, download, models, state
 from viz_app import forward as fw
@@ -32,10 +33,15 @@ class Context:
     truncate: bool
 
     def forward(self) -> fw.ForwardResult:
-        """The one cached forward pass for this (model, text, pair, masks)."""
-        return cache.forward(
-            self.source, self.folder, self.revision, self.text, self.pair, self.prepared.masks, self.truncate
-        )
+        """The one cached forward pass for this (model, text, pair, masks), shared and read-only."""
+        return cache.forward(*self._input_key())
+
+    def head_statistics(self) -> HeadStatistics:
+        """Per-head attention statistics of this input, computed once and shared."""
+        return cache.head_statistics(*self._input_key())
+
+    def _input_key(self) -> tuple:
+        return self.source, self.folder, self.revision, self.text, self.pair, self.prepared.masks, self.truncate
 
 
 def render() -> Context:

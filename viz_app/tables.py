@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bert.analysis import embedding_subspaces as es
+from bert.devices import as_numpy
 from bert.model import Bert
 
 SAMPLE_TOKENS = 1500  # vocabulary entries drawn in the token PCA scatter
@@ -31,9 +32,9 @@ def weight_tables(model: Bert) -> dict[str, np.ndarray]:
     """"token", "position", "segment" -> the embedding weight matrices [rows, hidden], as float32 numpy."""
     embedding = model.embedding
     return {
-        "token": embedding.token_embedding.weight.detach().float().numpy(),
-        "position": embedding.position_embedding.weight.detach().float().numpy(),
-        "segment": embedding.token_type_embedding.weight.detach().float().numpy(),
+        "token": as_numpy(embedding.token_embedding.weight),
+        "position": as_numpy(embedding.position_embedding.weight),
+        "segment": as_numpy(embedding.token_type_embedding.weight),
     }
 
 

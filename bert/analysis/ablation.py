@@ -17,8 +17,10 @@ from typing import Iterable, Sequence
 import torch
 
 from ..data import LabelledSentence
+from ..devices import model_device
 from ..errors import InvalidInputError
-from ..interventions import mean_heads, z_hook, zero_heads
+from ..hooks import every_layer, hook_name
+from ..interventions import mean_heads, zero_heads
 from ..model import Bert
 from ..predict import Candidate, MaskPrediction, make_candidate, predict_masks
 from ..tokenizer import BertTokenizer, Encoding
@@ -32,21 +34,23 @@ MODES = ("zero", "mean")
 def mean_head_outputs(
     model: Bert, tokenizer: BertTokenizer, sentences: Sequence[LabelledSentence], batch_size: int = 32
 ) -> torch.Tensor:
-    """Every head's output averaged over all real tokens of the sentences: [layer, head, head_dim]."""
+    """Every head's output averaged over all real tokens of the sentences: [layer, head, head_dim], float32 on
+    the model's device."""
     if not sentences:
         raise InvalidInputError("mean ablation needs at least one sentence to average over")
     config = model.config
     encodings = [tokenizer.encode(s.text, max_length=128, truncate=True) for s in sentences]
-    hooks = [z_hook(layer) for layer in range(config.num_layers)]
-    total = torch.zeros(config.num_layers, config.num_heads, config.head_size)
+    hooks = every_layer("z", config.num_layers)
+    device = model_device(model)
+    total = torch.zeros(config.num_layers, config.num_heads, config.head_size, device=device)  # float32 sums
     count = 0
     for batch in batches(encodings, batch_size):
-        input_ids, token_type_ids, attention_mask = pad([encodings[i] for i in batch], tokenizer.pad_id)
+        input_ids, token_type_ids, attention_mask = pad([encodings[i] for i in batch], tokenizer.pad_id, device)
         _, cache = model.run_with_cache(input_ids, token_type_ids, attention_mask, names=hooks)
         real = attention_mask.bool()  # [batch, query]
         for layer, hook in enumerate(hooks):
             z = cache[hook].transpose(1, 2)[real]  # [token, head, head_dim]
-            total[layer] += z.sum(0)
+            total[layer] += z.float().sum(0)
         count += int(real.sum())
     return total / count
 
@@ -58,8 +62,8 @@ def ablation_interventions(heads: Iterable[Head], mode: str = "zero", mean_z: to
     for layer, head in heads:
         by_layer.setdefault(layer, []).append(head)
     if mode == "zero":
-        return [(z_hook(layer), zero_heads(*hs)) for layer, hs in sorted(by_layer.items())]
-    return [(z_hook(layer), mean_heads(mean_z[layer], *hs)) for layer, hs in sorted(by_layer.items())]
+        return [(hook_name("z", layer), zero_heads(*hs)) for layer, hs in sorted(by_layer.items())]
+    return [(hook_name("z", layer), mean_heads(mean_z[layer], *hs)) for layer, hs in sorted(by_layer.items())]
 
 
 def layer_heads(model: Bert, layers: Iterable[int]) -> list[Head]:
@@ -107,8 +111,8 @@ def rank_heads(
     """
     _check_model(model)
     _check_mode(mode, mean_z)
-    input_ids, token_type_ids = encoding.tensors()
-    masks = (input_ids[0] == tokenizer.mask_id).nonzero().flatten().tolist()
+    input_ids, token_type_ids = encoding.tensors(model_device(model))
+    masks = tokenizer.mask_positions(encoding)
     if position is None:
         if not masks:
             raise InvalidInputError("the text has no [MASK]: add one to rank heads by their effect on its prediction")
@@ -117,42 +121,42 @@ def rank_heads(
         raise InvalidInputError(f"position {position} is outside this {input_ids.shape[1]}-token input")
     at_position = torch.zeros_like(input_ids, dtype=torch.bool)
     at_position[0, position] = True
-    clean = model(input_ids, token_type_ids, logit_mask=at_position).log_softmax(-1)[0]  # [vocab]
+    clean = model(input_ids, token_type_ids, logit_mask=at_position).float().log_softmax(-1)[0].cpu()  # [vocab]
     if target_id is None:
         target_id = int(clean.argmax())
     layers, heads = model.config.num_layers, model.config.num_heads
     all_heads = [(layer, head) for layer in range(layers) for head in range(heads)]
-    ablated = torch.empty(len(all_heads))
+    ablated = torch.empty(len(all_heads), device="cpu")
     for start in range(0, len(all_heads), batch_size):
         chunk = all_heads[start : start + batch_size]
         rows = len(chunk)
-        interventions = _one_head_per_row(chunk, mode, mean_z)
+        interventions = _one_head_per_row(chunk, mode, mean_z, input_ids.device)
         logits, _ = model.run_with_cache(
             input_ids.expand(rows, -1), token_type_ids.expand(rows, -1), names=[],
             interventions=interventions, logit_mask=at_position.expand(rows, -1),
         )
-        ablated[start : start + rows] = logits.log_softmax(-1)[:, target_id]
+        ablated[start : start + rows] = logits.float().log_softmax(-1)[:, target_id].cpu()
     ablated = ablated.view(layers, heads)
     target = make_candidate(tokenizer, target_id, float(clean[target_id].exp()))
     return HeadRanking(position, target, clean[target_id] - ablated, ablated.exp(), mode)
 
 
-def _one_head_per_row(chunk: list[Head], mode: str, mean_z: torch.Tensor | None):
+def _one_head_per_row(chunk: list[Head], mode: str, mean_z: torch.Tensor | None, device: torch.device):
     """Interventions for a batch whose row r ablates head chunk[r] (and nothing else)."""
     interventions = []
     for layer in sorted({layer for layer, _ in chunk}):
-        rows = torch.tensor([r for r, (l, _) in enumerate(chunk) if l == layer])
-        heads = torch.tensor([h for l, h in chunk if l == layer])
+        rows = torch.tensor([r for r, (l, _) in enumerate(chunk) if l == layer], device=device)
+        heads = torch.tensor([h for l, h in chunk if l == layer], device=device)
 
         def ablate(z: torch.Tensor, name: str, rows=rows, heads=heads, layer=layer) -> torch.Tensor:
             z = z.clone()  # [batch, head, query, head_dim]
             if mode == "zero":
                 z[rows, heads] = 0
             else:
-                z[rows, heads] = mean_z[layer, heads][:, None, :].to(z.dtype)  # [row, 1, head_dim] over queries
+                z[rows, heads] = mean_z.to(z.device)[layer, heads][:, None, :].to(z.dtype)  # [row, 1, head_dim] over queries
             return z
 
-        interventions.append((z_hook(layer), ablate))
+        interventions.append((hook_name("z", layer), ablate))
     return interventions
 
 

@@ -8,13 +8,15 @@ from typing import Callable, Iterator, Sequence
 
 import torch
 
+from ..devices import model_device
+from ..hooks import every_layer, hook_name
 from ..model import Bert
 from ..tokenizer import Encoding
 
 
 def residual_hooks(model: Bert) -> list[str]:
     """The residual stream after the embedding and after each layer: L + 1 hook names."""
-    return ["embedding.hook_out"] + [f"transformer.{i}.hook_out" for i in range(model.config.num_layers)]
+    return [hook_name("embedding_out")] + every_layer("layer_out", model.config.num_layers)
 
 
 def layer_names(model: Bert) -> list[str]:
@@ -22,18 +24,18 @@ def layer_names(model: Bert) -> list[str]:
     return ["embeddings"] + [f"layer {i + 1}" for i in range(model.config.num_layers)]
 
 
-def pad(encodings: Sequence[Encoding], pad_id: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(input_ids, token_type_ids, attention_mask), each [batch, longest], padded on the right."""
+def pad(encodings: Sequence[Encoding], pad_id: int, device: torch.device | str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(input_ids, token_type_ids, attention_mask), each [batch, longest], padded on the right, on `device`."""
     longest = max(len(e) for e in encodings)
-    input_ids = torch.full((len(encodings), longest), pad_id, dtype=torch.long)
-    token_type_ids = torch.zeros((len(encodings), longest), dtype=torch.long)
-    attention_mask = torch.zeros((len(encodings), longest), dtype=torch.long)
+    input_ids = torch.full((len(encodings), longest), pad_id, dtype=torch.long, device="cpu")
+    token_type_ids = torch.zeros((len(encodings), longest), dtype=torch.long, device="cpu")
+    attention_mask = torch.zeros((len(encodings), longest), dtype=torch.long, device="cpu")
     for row, encoding in enumerate(encodings):
         n = len(encoding)
-        input_ids[row, :n] = torch.tensor(encoding.input_ids)
-        token_type_ids[row, :n] = torch.tensor(encoding.token_type_ids)
+        input_ids[row, :n] = torch.tensor(encoding.input_ids, device="cpu")
+        token_type_ids[row, :n] = torch.tensor(encoding.token_type_ids, device="cpu")
         attention_mask[row, :n] = 1
-    return input_ids, token_type_ids, attention_mask
+    return input_ids.to(device), token_type_ids.to(device), attention_mask.to(device)  # filled on the CPU, moved once
 
 
 def batches(encodings: Sequence[Encoding], batch_size: int) -> Iterator[list[int]]:
@@ -60,11 +62,12 @@ def residual_batches(
     Rows past an encoding's length are padding."""
     hooks = residual_hooks(model)
     hooks = hooks if layers is None else [hooks[layer] for layer in layers]
-    device = next(model.parameters()).device
+    device = model_device(model)
     done = 0
     for batch in batches(encodings, batch_size):
-        tensors = (t.to(device) for t in pad([encodings[i] for i in batch], pad_id))
-        _, cache = model.run_with_cache(*tensors, names=hooks)
+        input_ids, token_type_ids, attention_mask = pad([encodings[i] for i in batch], pad_id, device)
+        no_logits = torch.zeros_like(attention_mask, dtype=torch.bool)  # the masked-LM head is not needed here
+        _, cache = model.run_with_cache(input_ids, token_type_ids, attention_mask, names=hooks, logit_mask=no_logits)
         yield batch, torch.stack([cache[h] for h in hooks])  # [layer, batch, seq, hidden]
         done += len(batch)
         if progress is not None:
@@ -74,14 +77,15 @@ def residual_batches(
 def gather_residuals(
     model: Bert, encodings: Sequence[Encoding], picks: Sequence[tuple[int, int]], pad_id: int, batch_size: int = 32
 ) -> torch.Tensor:
-    """The residual stream at chosen tokens, at every layer: [layer, pick, hidden] (layer 0 = embeddings), on the CPU.
+    """The residual stream at chosen tokens, at every layer: [layer, pick, hidden] (layer 0 = embeddings),
+    float32 on the CPU whatever the model's device and dtype (a corpus's worth of vectors, for the probes).
 
     picks: (encoding index, token position) pairs; the result's rows follow their order.
     """
     by_encoding: dict[int, list[tuple[int, int]]] = {}
     for row, (index, position) in enumerate(picks):
         by_encoding.setdefault(index, []).append((row, position))
-    out = torch.empty(model.config.num_layers + 1, len(picks), model.config.hidden_size)
+    out = torch.empty(model.config.num_layers + 1, len(picks), model.config.hidden_size, device="cpu")
     wanted = [i for i in range(len(encodings)) if i in by_encoding]
     for batch, stacked in residual_batches(model, [encodings[i] for i in wanted], pad_id, batch_size):
         indices = [wanted[b] for b in batch]

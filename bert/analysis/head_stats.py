@@ -18,8 +18,9 @@ import numpy as np
 import torch
 
 from ..data import LabelledSentence
+from ..devices import as_numpy, model_device
 from ..errors import InvalidInputError
-from ..interventions import pattern_hook
+from ..hooks import every_layer
 from ..model import Bert
 from ..tokenizer import BertTokenizer
 from .attention_stats import HeadStatistics, KeyRoles, combine, head_statistics
@@ -74,15 +75,15 @@ def corpus_head_statistics(
         ]
     else:
         encodings = [tokenizer.encode(s.text, max_length=max_tokens, truncate=True) for s in sentences]
-    hooks = [pattern_hook(layer) for layer in range(model.config.num_layers)]
+    hooks = every_layer("pattern", model.config.num_layers)
     results = []
     for done, batch in enumerate(batches(encodings, batch_size)):
         if progress:
             progress(done * batch_size / len(encodings), "running the model")
         chosen = [encodings[i] for i in batch]
-        input_ids, token_type_ids, attention_mask = pad(chosen, tokenizer.pad_id)
+        input_ids, token_type_ids, attention_mask = pad(chosen, tokenizer.pad_id, model_device(model))
         _, cache = model.run_with_cache(input_ids, token_type_ids, attention_mask, names=hooks)
-        patterns = torch.stack([cache[h] for h in hooks], dim=1).numpy()  # [batch, layer, head, query, key]
+        patterns = as_numpy(torch.stack([cache[h] for h in hooks], dim=1))  # [batch, layer, head, query, key]
         for row, encoding in enumerate(chosen):
             n = len(encoding)
             roles = KeyRoles.from_tokens(encoding.tokens)

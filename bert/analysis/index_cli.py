@@ -12,6 +12,7 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
+from ..devices import add_device_argument, log_device, process_device
 from ..errors import InvalidInputError
 
 log = logging.getLogger(__name__)
@@ -25,6 +26,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--layers", type=int, nargs="+", help="0 = embeddings, n = layer n (default: all)")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--float16", action="store_true", help="store half-precision vectors (half the size)")
+    add_device_argument(parser)
 
 
 def run(args) -> int:
@@ -35,9 +37,9 @@ def run(args) -> int:
     rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
     sentences = builtin_sentences() if args.sentences == "builtin" else read_lines(Path(args.sentences))
     first, last = rank * len(sentences) // world, (rank + 1) * len(sentences) // world
-    model, tokenizer = load_pretrained(args.model)
-    if torch.cuda.is_available():
-        model = model.to(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}")
+    model, tokenizer = load_pretrained(args.model, device=process_device(args.device))
+    if rank == 0:
+        log_device(model)
     with tqdm(total=last - first, unit="sentence", disable=None, desc=f"rank {rank}/{world}") as bar:
         index = build_index(model, tokenizer, sentences[first:last], args.layers, args.batch_size,
                             progress=lambda done, _: bar.update(done - bar.n),

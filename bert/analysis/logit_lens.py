@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..devices import model_device
 from ..errors import InvalidInputError
 from ..model import Bert
 from ..predict import Candidate, make_candidate
@@ -39,14 +40,14 @@ def logit_lens(model: Bert, tokenizer: BertTokenizer, encoding: Encoding, top_k:
         raise InvalidInputError("the logit lens needs a model with a masked-LM head (this one is an encoder only)")
     if top_k < 1:
         raise InvalidInputError("top_k must be at least 1")
-    input_ids, token_type_ids = encoding.tensors()
-    positions = (input_ids[0] == tokenizer.mask_id).nonzero().flatten().tolist()
+    input_ids, token_type_ids = encoding.tensors(model_device(model))
+    positions = tokenizer.mask_positions(encoding)
     if not positions:
         return []
     hooks = residual_hooks(model)
     _, cache = model.run_with_cache(input_ids, token_type_ids, names=hooks)
     hidden = torch.stack([cache[h][0, positions] for h in hooks])  # [layer, mask, hidden]
-    probabilities = model.mlm_logits(hidden).softmax(-1)  # [layer, mask, vocab]
+    probabilities = model.mlm_logits(hidden).float().softmax(-1).cpu()  # [layer, mask, vocab], float32
     final_ids = probabilities[-1].argmax(-1)  # [mask]
     final_probs = probabilities.gather(-1, final_ids.expand(len(hooks), -1)[..., None])[..., 0]  # [layer, mask]
     # rank = 1 + how many tokens are strictly more probable than the final prediction

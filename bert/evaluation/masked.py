@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import torch
 
+from ..devices import model_device
 from ..errors import InvalidInputError
 from ..model import Bert
 
@@ -16,7 +17,6 @@ def logits_at_mask(model: Bert, input_ids: list[int], mask_id: int) -> torch.Ten
         raise InvalidInputError(f"a cloze input needs exactly one [MASK], this one has {input_ids.count(mask_id)}")
     if len(input_ids) > model.config.max_position_embeddings:
         raise InvalidInputError(f"{len(input_ids)} tokens, more than the model's {model.config.max_position_embeddings} positions")
-    device = next(model.parameters()).device
-    ids = torch.tensor([input_ids], device=device)
+    ids = torch.tensor([input_ids], device=model_device(model))
     logits = model(ids, torch.zeros_like(ids), logit_mask=ids == mask_id)  # [1, vocab]
     return logits[0].float().cpu()

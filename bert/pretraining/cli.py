@@ -1,15 +1,20 @@
-"""`python -m bert pretrain`: from scratch (any config, laptop-sized) or on top of an existing encoder."""
+"""`python -m bert pretrain`: from scratch (any config, laptop-sized) or on top of an existing encoder, on one
+device, or data-parallel on several under `torchrun --nproc_per_node N -m bert pretrain ...` (distributed.py)."""
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
+import torch
+
 from ..config import BertConfig
+from ..devices import add_device_argument, log_device
 from ..errors import InvalidInputError
 from ..model import Bert
 from ..pretrained import load_pretrained, minilm_folder
 from ..tokenizer import BertTokenizer
 from .data import DataConfig
+from .distributed import Ranks, start, stop
 from .trainer import TrainConfig, train
 
 
@@ -23,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--heads", type=int, default=2, help="from scratch: attention heads")
     parser.add_argument("--vocab", help="from scratch: vocab.txt (default: the built-in model's uncased vocabulary)")
     parser.add_argument("--max-length", type=int, default=128)
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--batch-size", type=int, default=32, help="examples per step and rank: torchrun's N ranks train on N times as many")
     parser.add_argument("--no-mlm", action="store_true", help="switch the masked-LM loss off (NSP only)")
     parser.add_argument("--nsp", action="store_true", help="add next-sentence prediction (blank lines separate documents)")
     for field in ("steps", "learning_rate", "warmup_steps", "weight_decay", "seed", "eval_every", "checkpoint_every", "mask_probability"):
@@ -32,12 +37,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--train", default="all", help="what learns: all, head, or top:N")
     parser.add_argument("--freeze-token-embedding", action="store_true")
     parser.add_argument("--whole-word", action="store_true", help="mask whole words instead of word pieces")
-    parser.add_argument("--bf16", action="store_true", help="bfloat16 autocast (fast on CPUs with AVX512-BF16)")
+    parser.add_argument("--bf16", action="store_true", help="bfloat16 autocast where the device has it (CUDA GPUs, CPUs with AVX512-BF16 or AMX)")
+    add_device_argument(parser)
 
 
 def run(args) -> int:
     if args.no_mlm and not args.nsp:
         raise InvalidInputError("--no-mlm leaves nothing to learn: add --nsp, or drop --no-mlm")
+    ranks, device = start(args.device)
+    try:
+        return _pretrain(args, device, ranks)
+    finally:
+        stop()
+
+
+def _pretrain(args, device, ranks: Ranks) -> int:
+    torch.manual_seed(args.seed)  # the initial weights (with several ranks, rank 0's reach every rank)
     if args.init == "scratch":
         tokenizer = BertTokenizer.from_vocab(args.vocab or minilm_folder() / "vocab.txt")
         config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=args.hidden, num_layers=args.layers,
@@ -53,6 +68,10 @@ def run(args) -> int:
         eval_every=args.eval_every, checkpoint_every=args.checkpoint_every,
     )
     data = DataConfig(max_length=args.max_length, batch_size=args.batch_size, next_sentence=args.nsp)
+    model.to(device)
+    if ranks.main:
+        log_device(model)
     metrics = train(model, tokenizer, args.train_file, args.heldout_file, Path(args.out), train_config, data)
-    print(metrics)
+    if ranks.main:
+        print(metrics)
     return 0

@@ -6,6 +6,7 @@ With next-sentence prediction, a blank line ends a document and each line is one
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import random
@@ -32,6 +33,16 @@ class Batch:
     @property
     def num_tokens(self) -> int:
         return int(self.attention_mask.sum())
+
+    def to(self, device: torch.device | str) -> "Batch":
+        return Batch(*(None if t is None else t.to(device) for t in self._tensors()))
+
+    def rows(self, index: torch.Tensor) -> "Batch":
+        """The examples at `index` (a LongTensor of row numbers)."""
+        return Batch(*(None if t is None else t[index] for t in self._tensors()))
+
+    def _tensors(self) -> list[torch.Tensor | None]:
+        return [getattr(self, field.name) for field in dataclasses.fields(self)]
 
 
 @dataclass(frozen=True)
@@ -72,17 +83,18 @@ def infinite_batches(path, tokenizer, config: DataConfig, seed: int, skip: int =
 
 
 def collate(examples: list[tuple[list[int], list[int], int]], tokenizer: BertTokenizer) -> Batch:
-    """Right-pad (seed 003: positions are absolute, so pad on the right) and stack."""
+    """Right-pad (seed 003: positions are absolute, so pad on the right) and stack, on the CPU (the trainer
+    moves each batch to the model's device)."""
     length = max(len(ids) for ids, _, _ in examples)
-    ids = torch.full((len(examples), length), tokenizer.pad_id)
-    types = torch.zeros((len(examples), length), dtype=torch.long)
+    ids = torch.full((len(examples), length), tokenizer.pad_id, device="cpu")
+    types = torch.zeros((len(examples), length), dtype=torch.long, device="cpu")
     for row, (example_ids, example_types, _) in enumerate(examples):
-        ids[row, : len(example_ids)] = torch.tensor(example_ids)
-        types[row, : len(example_types)] = torch.tensor(example_types)
+        ids[row, : len(example_ids)] = torch.tensor(example_ids, device="cpu")
+        types[row, : len(example_types)] = torch.tensor(example_types, device="cpu")
     attention_mask = (ids != tokenizer.pad_id).long()
     maskable = (ids != tokenizer.pad_id) & (ids != tokenizer.cls_id) & (ids != tokenizer.sep_id)
     labels = [label for _, _, label in examples]
-    nsp = torch.tensor(labels) if labels[0] >= 0 else None
+    nsp = torch.tensor(labels, device="cpu") if labels[0] >= 0 else None
     return Batch(ids, types, attention_mask, maskable, nsp)
 
 

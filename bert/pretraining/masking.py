@@ -23,17 +23,17 @@ def mask_tokens(
     """
     chosen = _choose(maskable, generator, mask_probability, word_ids)
     labels = torch.where(chosen, input_ids, IGNORE)
-    roll = torch.rand(input_ids.shape, generator=generator)
+    roll = torch.rand(input_ids.shape, generator=generator, device=generator.device)
     to_mask = chosen & (roll < 0.8)
     to_random = chosen & (roll >= 0.8) & (roll < 0.9)  # the last 10% stay as they are
-    random_ids = torch.randint(vocab_size, input_ids.shape, generator=generator)
+    random_ids = torch.randint(vocab_size, input_ids.shape, generator=generator, device=generator.device)
     corrupted = torch.where(to_mask, mask_id, torch.where(to_random, random_ids, input_ids))
     return corrupted, labels
 
 
 def _choose(maskable, generator, probability, word_ids) -> torch.Tensor:
     if word_ids is None:
-        return maskable & (torch.rand(maskable.shape, generator=generator) < probability)
+        return maskable & (torch.rand(maskable.shape, generator=generator, device=generator.device) < probability)
     num_words = int(word_ids.max()) + 1
-    word_chosen = torch.rand(num_words, generator=generator) < probability
+    word_chosen = torch.rand(num_words, generator=generator, device=generator.device) < probability
     return maskable & word_chosen[word_ids.clamp(min=0)]

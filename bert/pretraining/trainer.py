@@ -8,17 +8,21 @@ import logging
 import math
 import shutil
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
+from ..devices import autocast_dtype, model_device
 from ..model import Bert
 from ..tokenizer import BertTokenizer
 from .data import Batch, DataConfig, batches, infinite_batches, word_numbers
+from .distributed import Ranks, barrier, share, sum_over_ranks
 from .masking import IGNORE, mask_tokens
 
 log = logging.getLogger(__name__)
@@ -37,7 +41,7 @@ class TrainConfig:
     mask_probability: float = 0.15  # share of non-special tokens chosen for the MLM loss
     whole_word: bool = False  # choose whole words, not word pieces (ALBERT-style)
     mlm: bool = True  # masked-LM loss on
-    bf16: bool = False  # CPU/GPU autocast to bfloat16 (2.6x faster on CPUs with AVX512-BF16)
+    bf16: bool = False  # autocast to bfloat16 on the model's device, where it is native (CUDA; CPUs with AVX512-BF16 or AMX)
     eval_every: int = 200  # steps between held-out evaluations
     eval_batches: int = 50  # held-out batches per evaluation
     checkpoint_every: int = 200  # steps between checkpoints
@@ -56,7 +60,7 @@ def select_trainable(model: Bert, what: str, freeze_token_embedding: bool) -> li
     The LM head's output matrix is the token embedding (tied), the encoder's input. It learns only with
     train="all": "head" and "top:N" leave the layers below them exactly as they were.
     """
-    heads = [m for m in (model.lm_head, model.pooler, model.nsp_head) if m is not None]
+    heads = [m for m in (model.lm_head, model.pooler, model.nsp_head, model.classifier, model.tagger) if m is not None]
     num_layers = len(model.transformer)
     if what == "all":
         learning = [model]
@@ -75,6 +79,8 @@ def select_trainable(model: Bert, what: str, freeze_token_embedding: bool) -> li
 
 
 def make_optimizer(model: Bert, config: TrainConfig) -> torch.optim.AdamW:
+    """AdamW over what `config.train` lets learn (any config with train, freeze_token_embedding, weight_decay
+    and learning_rate: fine-tuning's FinetuneConfig too)."""
     trainable = {id(p) for p in select_trainable(model, config.train, config.freeze_token_embedding)}
     decay, no_decay = [], []
     for name, param in model.named_parameters():  # a tied tensor appears once
@@ -84,24 +90,69 @@ def make_optimizer(model: Bert, config: TrainConfig) -> torch.optim.AdamW:
     return torch.optim.AdamW(groups, lr=config.learning_rate)
 
 
+def make_scheduler(optimizer: torch.optim.Optimizer, warmup_steps: int, steps: int) -> torch.optim.lr_scheduler.LambdaLR:
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, warmup_steps, steps))
+
+
 def mask_batch(batch: Batch, tokenizer: BertTokenizer, config: TrainConfig, generator: torch.Generator):
     words = word_numbers(batch.input_ids, batch.maskable, tokenizer) if config.whole_word else None
     return mask_tokens(batch.input_ids, batch.maskable, tokenizer.mask_id, tokenizer.vocab_size, generator, config.mask_probability, words)
 
 
-def pretraining_loss(model: Bert, batch: Batch, corrupted: torch.Tensor, labels: torch.Tensor, mlm: bool = True) -> dict[str, torch.Tensor]:
-    """MLM cross-entropy over the chosen positions only, plus NSP cross-entropy when the batch has pairs."""
+def pretraining_loss(
+    model: Bert, batch: Batch, corrupted: torch.Tensor, labels: torch.Tensor, mlm: bool = True, totals: tuple[int, int] | None = None
+) -> dict[str, torch.Tensor]:
+    """MLM cross-entropy over the chosen positions only, plus NSP cross-entropy when the batch has pairs.
+
+    Each is a mean over the batch's chosen tokens (MLM) and pairs (NSP). With `totals` = (chosen tokens, pairs)
+    of a global batch of which this batch is one rank's share, each is this share's sum divided by the global
+    count: the ranks' losses add up to the global batch's means (distributed.py).
+    """
+    chosen = labels != IGNORE
+    pairs = batch.nsp_labels != IGNORE if batch.nsp_labels is not None else None
+    total_chosen, total_pairs = totals or (int(chosen.sum()), int(pairs.sum()) if pairs is not None else 0)
     hidden = model.encode(corrupted, batch.token_type_ids, batch.attention_mask)
     losses = {}
     if mlm:
-        chosen = labels != IGNORE
         logits = model.mlm_logits(hidden, chosen)  # [chosen, vocab]: the LM head runs only where it is scored
         # Nothing chosen (short lines, small batches: 0.85**tokens) would be a mean over nothing, NaN: count 0.
-        losses["mlm"] = F.cross_entropy(logits.float(), labels[chosen]) if chosen.any() else logits.sum() * 0.0
+        summed = F.cross_entropy(logits.float(), labels[chosen], reduction="sum") if chosen.any() else logits.sum() * 0.0
+        losses["mlm"] = summed / max(total_chosen, 1)
     if batch.nsp_labels is not None:
-        losses["nsp"] = F.cross_entropy(model.nsp_logits(hidden).float(), batch.nsp_labels)
+        summed = F.cross_entropy(model.nsp_logits(hidden).float(), batch.nsp_labels, reduction="sum", ignore_index=IGNORE)
+        losses["nsp"] = summed / max(total_pairs, 1)
     losses["loss"] = sum(losses.values())
     return losses
+
+
+class PretrainingObjective(nn.Module):
+    """The model and its losses as one module: DistributedDataParallel wraps the whole forward pass."""
+
+    def __init__(self, model: Bert, mlm: bool):
+        super().__init__()
+        self.model, self.mlm = model, mlm
+
+    def forward(self, batch: Batch, corrupted: torch.Tensor, labels: torch.Tensor, totals: tuple[int, int]) -> dict[str, torch.Tensor]:
+        return pretraining_loss(self.model, batch, corrupted, labels, self.mlm, totals)
+
+
+def autocast(device: torch.device, bf16: bool):
+    """bfloat16 autocast on `device` when asked for and native there (devices.autocast_dtype); else float32."""
+    dtype = autocast_dtype(device) if bf16 else None
+    return torch.autocast(device.type, dtype=dtype or torch.bfloat16, enabled=dtype is not None)
+
+
+def freeze_unused_heads(model: Bert, config: TrainConfig, data: DataConfig) -> None:
+    """Heads no loss reads get no gradient; frozen, DistributedDataParallel does not wait for one. (A single
+    process is unchanged: AdamW skips parameters without a gradient.)"""
+    if not data.next_sentence:
+        for head in (model.pooler, model.nsp_head):
+            if head is not None:
+                head.requires_grad_(False)
+    if not config.mlm and model.lm_head is not None:  # not its unembedding weight: that is the token embedding
+        model.lm_head.mlp.requires_grad_(False)
+        model.lm_head.layer_norm.requires_grad_(False)
+        model.lm_head.unembedding.bias.requires_grad_(False)
 
 
 @torch.no_grad()
@@ -109,14 +160,16 @@ def evaluate(model: Bert, tokenizer: BertTokenizer, heldout: list[Batch], config
     """Masked-token top-1 / top-5 accuracy and perplexity on held-out text, masked the same way every time."""
     was_training = model.training
     model.eval()
-    generator = torch.Generator().manual_seed(config.seed + 1)
+    device = model_device(model)
+    generator = torch.Generator().manual_seed(config.seed + 1)  # masking on the CPU: the same on every device
     nll = top1 = top5 = count = 0.0
     for batch in heldout:
         corrupted, labels = mask_batch(batch, tokenizer, config, generator)
+        batch, corrupted, labels = batch.to(device), corrupted.to(device), labels.to(device)
         chosen = labels != IGNORE
         if not chosen.any():
             continue
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=config.bf16):
+        with autocast(device, config.bf16):
             logits = model(corrupted, batch.token_type_ids, batch.attention_mask, logit_mask=chosen).float()
         targets = labels[chosen]
         nll += float(F.cross_entropy(logits, targets, reduction="sum"))
@@ -139,78 +192,109 @@ def train(
     data: DataConfig = DataConfig(),
     resume: bool = True,
 ) -> dict:
-    """Train, writing `out_dir/checkpoint` every `checkpoint_every` steps and `out_dir/log.jsonl` evaluations.
-    With resume=True and a checkpoint present, continue exactly where it stopped."""
-    out_dir = Path(out_dir)
+    """Train on the model's device, writing `out_dir/checkpoint` every `checkpoint_every` steps and
+    `out_dir/log.jsonl` evaluations. With resume=True and a checkpoint present, continue exactly where it stopped.
+
+    In an initialised process group (torchrun), train data-parallel: `data.batch_size` examples per rank, a global
+    batch of batch_size x world (distributed.py); rank 0 evaluates, logs and writes the checkpoint, every rank
+    reads it to resume (on several machines, `out_dir` must be a shared folder).
+    """
+    ranks, device, out_dir = Ranks.current(), model_device(model), Path(out_dir)
+    global_data = replace(data, batch_size=data.batch_size * ranks.world)
     out_dir.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(config.seed)
     optimizer = make_optimizer(model, config)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, config.warmup_steps, config.steps))
-    step = load_checkpoint(out_dir / "checkpoint", model, optimizer, scheduler) if resume else 0
-    heldout = list(itertools.islice(batches(heldout_file, tokenizer, data, config.seed, 0), config.eval_batches)) if heldout_file else []
-    stream = infinite_batches(train_file, tokenizer, data, config.seed, skip=step)
+    freeze_unused_heads(model, config, data)
+    scheduler = make_scheduler(optimizer, config.warmup_steps, config.steps)
+    step = load_checkpoint(out_dir / "checkpoint", model, optimizer, scheduler, global_data.batch_size) if resume else 0
+    if config.bf16 and autocast_dtype(device) is None:
+        log.warning("bf16 asked for, but %s has no native bfloat16: training in float32", device)
+    if ranks.main:
+        log.info("effective batch: %d sequences per step (%d per rank x %d rank(s)); device %s, %s precision", global_data.batch_size,
+                 data.batch_size, ranks.world, device, "bfloat16" if config.bf16 and autocast_dtype(device) else "float32")
+    evaluating = heldout_file and ranks.main  # rank 0 evaluates
+    heldout = list(itertools.islice(batches(heldout_file, tokenizer, global_data, config.seed, 0), config.eval_batches)) if evaluating else []
+    stream = infinite_batches(train_file, tokenizer, global_data, config.seed, skip=step)
+    objective = PretrainingObjective(model, config.mlm)
+    if ranks.world > 1:
+        objective = DistributedDataParallel(objective, device_ids=[device.index] if device.type == "cuda" else None)
     model.train()
     metrics: dict = {}
-    progress = tqdm(total=config.steps, initial=step, desc="pretrain", unit="step", dynamic_ncols=True)
+    progress = tqdm(total=config.steps, initial=step, desc="pretrain", unit="step", dynamic_ncols=True, disable=not ranks.main)
     tokens, started = 0, time.perf_counter()
     while step < config.steps:
         batch = next(stream)
-        loss = train_step(model, tokenizer, batch, optimizer, scheduler, config, step)["loss"]
+        loss = train_step(objective, tokenizer, batch, optimizer, scheduler, config, step)["loss"]
         step += 1
         tokens += batch.num_tokens
         progress.update(1)
         progress.set_postfix(loss=f"{loss:.3f}", tok_s=f"{tokens / (time.perf_counter() - started):.0f}", lr=f"{scheduler.get_last_lr()[0]:.2e}")
-        if step % config.eval_every == 0 or step == config.steps:  # without held-out text, the training loss only
-            metrics = {"step": step, "train_loss": loss, **(evaluate(model, tokenizer, heldout, config) if heldout else {})}
+        if ranks.main and (step % config.eval_every == 0 or step == config.steps):  # without held-out text, the training loss only
+            metrics = {"step": step, "train_loss": loss, **(evaluate(model, tokenizer, heldout, config) if heldout else {}),
+                       "global_batch": global_data.batch_size, "ranks": ranks.world, "tokens_per_s": round(tokens / (time.perf_counter() - started))}
             log.info("step %d: %s", step, metrics)
             with open(out_dir / "log.jsonl", "a") as f:
                 f.write(json.dumps(metrics) + "\n")
-        if step % config.checkpoint_every == 0 or step == config.steps:
-            save_checkpoint(out_dir / "checkpoint", model, optimizer, scheduler, step, config)
+        if ranks.main and (step % config.checkpoint_every == 0 or step == config.steps):
+            save_checkpoint(out_dir / "checkpoint", model, optimizer, scheduler, step, config, global_data.batch_size)
     progress.close()
+    barrier(ranks)  # every rank returns once the last checkpoint is written
     model.eval()
     return metrics
 
 
-def train_step(model, tokenizer, batch: Batch, optimizer, scheduler, config: TrainConfig, step: int) -> dict[str, float]:
-    """One update. Masking and dropout draw from generators seeded by (seed, step): a resumed run repeats it."""
+def train_step(objective, tokenizer, batch: Batch, optimizer, scheduler, config: TrainConfig, step: int) -> dict[str, float]:
+    """One update on one global batch; `objective` is a PretrainingObjective, wrapped in DDP with several ranks.
+
+    Masking draws from a generator seeded by (seed, step), on the CPU, over the whole global batch, on every
+    rank: a resumed run and any number of ranks mask alike. Dropout draws from (seed, step, rank).
+    Returns the global batch's losses.
+    """
+    ranks, device = Ranks.current(), model_device(objective)
     generator = torch.Generator().manual_seed(config.seed * 1_000_003 + step)
-    torch.manual_seed(config.seed * 1_000_003 + step)
+    torch.manual_seed((config.seed * 1_000_003 + step) * ranks.world + ranks.rank)
     corrupted, labels = mask_batch(batch, tokenizer, config, generator)
-    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=config.bf16):
-        losses = pretraining_loss(model, batch, corrupted, labels, config.mlm)
+    totals = (int((labels != IGNORE).sum()), len(batch.input_ids) if batch.nsp_labels is not None else 0)
+    mine, corrupted, labels = share(batch, corrupted, labels, ranks)
+    with autocast(device, config.bf16):
+        losses = objective(mine.to(device), corrupted.to(device), labels.to(device), totals)
     optimizer.zero_grad(set_to_none=True)
-    losses["loss"].backward()
-    torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], config.clip_norm)
+    (losses["loss"] * ranks.world).backward()  # DDP averages the ranks' gradients: their sum is the global one
+    torch.nn.utils.clip_grad_norm_([p for p in objective.parameters() if p.requires_grad], config.clip_norm)
     optimizer.step()
     scheduler.step()
-    return {name: float(value.detach()) for name, value in losses.items()}
+    summed = sum_over_ranks(torch.stack([value.detach().float() for value in losses.values()]), ranks)
+    return dict(zip(losses, summed.tolist()))
 
 
-def save_checkpoint(folder: Path, model, optimizer, scheduler, step: int, config: TrainConfig) -> None:
+def save_checkpoint(folder: Path, model, optimizer, scheduler, step: int, config: TrainConfig, global_batch: int | None = None) -> None:
     """Written to `checkpoint.tmp` (state.json last), then swapped in by renames: a run killed at any moment
     leaves a complete checkpoint in `checkpoint` or, inside the swap, in `checkpoint.tmp` (load_checkpoint looks there)."""
     tmp, old = folder.with_name(folder.name + ".tmp"), folder.with_name(folder.name + ".old")
     shutil.rmtree(tmp, ignore_errors=True)
     shutil.rmtree(old, ignore_errors=True)
     tmp.mkdir(parents=True)
-    state = {k: v.contiguous() for k, v in model.state_dict().items() if k != "lm_head.unembedding.weight"}
+    state = {k: v.cpu().contiguous() for k, v in model.state_dict().items() if k != "lm_head.unembedding.weight"}
     save_file(state, str(tmp / "model.safetensors"))
     torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}, tmp / "optimizer.pt")
-    (tmp / "state.json").write_text(json.dumps({"step": step, "config": asdict(config)}, indent=2))
+    (tmp / "state.json").write_text(json.dumps({"step": step, "global_batch": global_batch, "config": asdict(config)}, indent=2))
     if folder.exists():
         folder.rename(old)
     tmp.rename(folder)
     shutil.rmtree(old, ignore_errors=True)
 
 
-def load_checkpoint(folder: Path, model, optimizer, scheduler) -> int:
-    """Restore model, optimizer and scheduler; return the step to go on from (0 without a checkpoint)."""
+def load_checkpoint(folder: Path, model, optimizer, scheduler, global_batch: int | None = None) -> int:
+    """Restore model, optimizer and scheduler; return the step to go on from (0 without a checkpoint).
+    The run goes on exactly when the global batch (batch size x ranks) is the one it was saved with."""
     found = complete_checkpoint(folder)
     if found is None:
         return 0
     step = load_checkpoint_weights(found, model)
-    saved = torch.load(found / "optimizer.pt", weights_only=True)
+    saved_batch = json.loads((found / "state.json").read_text()).get("global_batch")
+    if global_batch and saved_batch and saved_batch != global_batch:
+        log.warning("resuming with a global batch of %d, saved with %d: the data order differs from the first run's", global_batch, saved_batch)
+    saved = torch.load(found / "optimizer.pt", weights_only=True, map_location=model_device(model))
     optimizer.load_state_dict(saved["optimizer"])
     scheduler.load_state_dict(saved["scheduler"])
     log.info("resumed from %s at step %d", found, step)

@@ -6,7 +6,8 @@ from bert import BertTokenizer
 from bert.analysis.ablation import layer_heads, mean_head_outputs, predict_ablated, rank_heads
 from bert.data import LabelledSentence
 from bert.errors import InvalidInputError
-from bert.interventions import mean_heads, z_hook, zero_heads
+from bert.hooks import hook_name
+from bert.interventions import mean_heads, zero_heads
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +58,7 @@ def test_batched_ranking_equals_one_head_at_a_time(tiny_model, tokenizer):
         for layer in range(3):
             for head in range(4):
                 fn = zero_heads(head) if mode == "zero" else mean_heads(mean_z[layer], head)
-                alone = log_prob(tiny_model, encoding, position, target, {z_hook(layer): fn})
+                alone = log_prob(tiny_model, encoding, position, target, {hook_name("z", layer): fn})
                 assert ranking.effect[layer, head] == pytest.approx(clean - alone, abs=1e-5)
         ranked = ranking.ranked()
         assert len(ranked) == 12 and abs(ranked[0][2]) == pytest.approx(float(ranking.effect.abs().max()))
@@ -69,7 +70,7 @@ def test_ablating_a_whole_layer_is_all_its_heads(tiny_model, tokenizer):
     assert heads == [(0, 0), (0, 1), (0, 2), (0, 3)]
     ablated = predict_ablated(tiny_model, tokenizer, encoding, heads)
     position = ablated[0].position
-    expected = log_prob(tiny_model, encoding, position, ablated[0].candidates[0].token_id, {z_hook(0): zero_heads(0, 1, 2, 3)})
+    expected = log_prob(tiny_model, encoding, position, ablated[0].candidates[0].token_id, {hook_name("z", 0): zero_heads(0, 1, 2, 3)})
     assert torch.tensor(expected).exp().item() == pytest.approx(ablated[0].candidates[0].probability, abs=1e-6)
 
 
@@ -79,8 +80,8 @@ def test_mean_head_outputs_average_over_real_tokens(tiny_model, tokenizer):
     assert mean_z.shape == (3, 4, 8)
     zs = []
     for sentence in sentences:  # one at a time: no padding involved
-        _, cache = tiny_model.run_with_cache(*tokenizer.encode(sentence.text).tensors(), names=[z_hook(2)])
-        zs.append(cache[z_hook(2)][0].transpose(0, 1))  # [query, head, head_dim]
+        _, cache = tiny_model.run_with_cache(*tokenizer.encode(sentence.text).tensors(), names=[hook_name("z", 2)])
+        zs.append(cache[hook_name("z", 2)][0].transpose(0, 1))  # [query, head, head_dim]
     assert torch.allclose(mean_z[2], torch.cat(zs).mean(0), atol=1e-5)
 
 

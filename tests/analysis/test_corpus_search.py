@@ -93,16 +93,16 @@ def test_approximate_top_10_agrees_with_exact_search_above_95_percent_recall():
     """Clustered unit vectors (like a corpus: many tokens of few kinds); queries are fresh points near them."""
     generator = torch.Generator().manual_seed(0)
     centres = torch.randn(300, 64, generator=generator)
-    points = F.normalize(centres[torch.randint(0, 300, (30_000,), generator=generator)] + 0.6 * torch.randn(30_000, 64, generator=generator), dim=1)
+    points = F.normalize(centres[torch.randint(0, 300, (30_000,), generator=generator)] + 1.2 * torch.randn(30_000, 64, generator=generator), dim=1)
     rows = len(points)
     entries = Entries([0] * rows, list(range(rows)), ["t"] * rows, ["w"] * rows, [None] * rows)
     index = CorpusIndex(["s"], (0,), entries, {0: points}, fingerprint="synthetic")
-    queries = centres[torch.randint(0, 300, (200,), generator=generator)] + 0.6 * torch.randn(200, 64, generator=generator)
+    queries = centres[torch.randint(0, 300, (200,), generator=generator)] + 1.2 * torch.randn(200, 64, generator=generator)
     found = 0
     for query in queries:
         exact = {h.position for h in index.search(0, query, 10, method="exact")}
         found += len(exact & {h.position for h in index.search(0, query, 10, method="approximate")})
-    assert found / (10 * len(queries)) >= 0.95
+    assert found / (10 * len(queries)) >= 0.95  # 99.75% when written
 
 
 def test_an_index_of_another_model_is_refused(tiny_model, tiny_tokenizer, tmp_path):

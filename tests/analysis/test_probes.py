@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from bert import Bert, BertConfig, BertTokenizer
-from bert.analysis.probes import TASKS, control_labels, run_probes, split_groups, train_probes
+from bert.analysis.probes import TASKS, collect, control_labels, run_probes, split_groups, train_probes
 from bert.data import LabelledSentence, builtin_sentences
 from bert.errors import InvalidInputError
 
@@ -86,9 +86,59 @@ def test_logistic_regression_separates_separable_data():
     x = torch.randn(2, 300, 8, generator=generator)  # [layer, example, hidden]
     y = (x[0, :, 0] > 0).long()  # layer 0 carries the label in dimension 0; layer 1 is noise
     x[1] = torch.randn(300, 8, generator=generator)
-    accuracy = train_probes(x[:, :200], y[:200], x[:, 200:], y[200:], num_classes=2)
+    accuracy = train_probes(x[:, :200], y[:200], x[:, 200:], y[200:])
     assert accuracy[0] > 0.9
     assert accuracy[1] < 0.75
+
+
+def torch_lbfgs_probes(train_x, train_y, test_x, test_y, weight_decay=1e-3) -> torch.Tensor:
+    """The reference: the same objective (mean cross-entropy + weight_decay·|W|², bias not penalised, standardised
+    features, multinomial even for two classes) minimised by torch.optim.LBFGS with a strong-Wolfe line search."""
+    accuracy = []
+    num_classes = int(train_y.max()) + 1
+    for layer_train, layer_test in zip(train_x.double(), test_x.double()):
+        mean, std = layer_train.mean(0), layer_train.std(0, unbiased=False).clamp_min(1e-12)
+        features, held_out = (layer_train - mean) / std, (layer_test - mean) / std
+        weight = torch.zeros(features.shape[1], num_classes, dtype=torch.float64, requires_grad=True)
+        bias = torch.zeros(num_classes, dtype=torch.float64, requires_grad=True)
+        optimizer = torch.optim.LBFGS([weight, bias], max_iter=500, tolerance_grad=1e-9, tolerance_change=1e-12,
+                                      line_search_fn="strong_wolfe")
+
+        def closure():
+            optimizer.zero_grad()
+            loss = torch.nn.functional.cross_entropy(features @ weight + bias, train_y) + weight_decay * weight.square().sum()
+            loss.backward()
+            return loss
+
+        optimizer.step(closure)
+        with torch.no_grad():
+            accuracy.append(float(((held_out @ weight + bias).argmax(-1) == test_y).double().mean()))
+    return torch.tensor(accuracy)
+
+
+def test_probe_accuracies_match_torch_lbfgs_on_a_seeded_synthetic_set():
+    """Four classes read off a noisy linear map, at three noise levels (one per 'layer'), so the accuracies differ."""
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(3, 1500, 16, generator=generator)
+    y = (x[0, :, :4] + 0.3 * torch.randn(1500, 4, generator=generator)).argmax(-1)
+    x[1] = 0.5 * x[0] + torch.randn(1500, 16, generator=generator)
+    x[2] = torch.randn(1500, 16, generator=generator)
+    ours = train_probes(x[:, :1000], y[:1000], x[:, 1000:], y[1000:], max_iter=500, tolerance=1e-8)
+    reference = torch_lbfgs_probes(x[:, :1000], y[:1000], x[:, 1000:], y[1000:])
+    assert ours[0] > 0.8 and ours[2] < 0.4  # the set does tell layers apart
+    torch.testing.assert_close(ours, reference.float(), atol=0.01, rtol=0)  # at most 5 of the 500 test points differ
+
+
+def test_probe_accuracies_match_torch_lbfgs_on_minilm_features(minilm):
+    """Real probe features: MiniLM's residual stream at the headwords of 120 built-in sentences (part of speech)."""
+    model, tokenizer = minilm
+    data = collect(model, tokenizer, builtin_sentences(120), ["pos"])["pos"]
+    test = split_groups(data.groups, 0.25, seed=0)
+    train_x, test_x = data.features[:, ~test], data.features[:, test]
+    ours = train_probes(train_x, data.labels[~test], test_x, data.labels[test], max_iter=1000, tolerance=1e-8)
+    reference = torch_lbfgs_probes(train_x, data.labels[~test], test_x, data.labels[test])
+    assert len(ours) == model.config.num_layers + 1
+    torch.testing.assert_close(ours, reference.float(), atol=1 / int(test.sum()) + 1e-6, rtol=0)  # one test token
 
 
 def test_bad_requests_get_clear_errors(position_model, tokenizer):

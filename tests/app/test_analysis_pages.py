@@ -97,7 +97,7 @@ def test_rollout_and_flow(open_page):
 
 
 def test_rollout_refuses_flow_for_long_inputs(open_page):
-    at = open_page("rollout", text=" ".join(["word"] * 40))
+    at = open_page("rollout", text=" ".join(["word"] * 80))
     assert "attention flow is offered up to" in texts(at)
 
 

@@ -50,10 +50,12 @@ def test_record_keeps_what_the_pages_need(encoder):
     assert result.neurons.shape == (config.num_layers, seq, config.intermediate_size)
     assert set(result.embeddings) == {"token", "position", "segment"}
     assert result.hook_shapes["transformer.0.attention.attention.hook_pattern"] == (1, config.num_heads, seq, seq)
-    assert len(result.hook_shapes) == len(encoder.model.hook_names())
-    assert result.masks == []  # no MLM head: no predictions, but everything else
-    assert result.head_stats.shape == (config.num_layers, config.num_heads)
-    np.testing.assert_allclose(result.head_stats["cls"], result.attention[..., 0].mean(-1), rtol=1e-5)
+    sentence_heads = ("pooler.", "nsp_head.", "classifier.", "tagger.")  # hooks off the masked-LM path
+    assert len(result.hook_shapes) == len([name for name in encoder.model.hook_names() if not name.startswith(sentence_heads)])
+    assert result.masks == ()  # no MLM head: no predictions, but everything else
+    stats = forward.attention_statistics(result)
+    assert stats.shape == (config.num_layers, config.num_heads)
+    np.testing.assert_allclose(stats["cls"], result.attention[..., 0].mean(-1), rtol=1e-5)
     assert result.tokens[2] == "[MASK]" and result.original_tokens[2] == "dog"
     np.testing.assert_allclose(result.embeddings["segment"][-1], encoder.model.embedding.token_type_embedding.weight[1].detach().numpy())
 
@@ -90,7 +92,7 @@ def test_detokenize_and_filled_in_sentence():
     result = forward.ForwardResult(
         tokens=["[CLS]", "the", "[MASK]", "barked", "[SEP]", "it", "[MASK]", "[SEP]"],
         original_tokens=[], token_type_ids=[], special=[],
-        masks=[forward.MaskResult(2, ["dog"], np.ones(1), [False]), forward.MaskResult(6, ["##s"], np.ones(1), [True])],
+        masks=(forward.MaskResult(2, ("dog",), np.ones(1), (False,)), forward.MaskResult(6, ("##s",), np.ones(1), (True,))),
         attention=np.zeros(0), neurons=np.zeros(0),
     )
     assert text.filled_in_sentence(result) == "the **dog** barked / it**s**"
@@ -127,3 +129,12 @@ def test_tied_unembedding_is_counted_once(tiny_mlm_folder):
     assert "tied to embedding.token_embedding.weight" in rows["lm_head.unembedding"].note
     assert rows["lm_head.unembedding"].parameters == loaded.model.config.vocab_size  # its bias only
     assert rows[""].parameters == sum(p.numel() for p in loaded.model.parameters())
+
+
+def test_the_sidebar_says_where_the_model_runs_in_plain_words(monkeypatch, tiny_model):
+    import torch
+
+    assert models.summarize(tiny_model).one_line().endswith("runs on the CPU")
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA H100 80GB HBM3")
+    assert models.device_in_words(torch.device("cuda", 0)) == "the GPU (NVIDIA H100 80GB HBM3)"
+    assert models.device_in_words(torch.device("mps")) == "the Apple GPU"

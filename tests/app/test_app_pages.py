@@ -150,3 +150,4 @@ def test_sentence_pair_on_every_page(open_app):
         go(at, page)
         no_exception(at)
     assert "15 tokens of 512" in "\n".join(c.value for c in at.sidebar.caption)
+    assert "runs on the CPU" in "\n".join(c.value for c in at.sidebar.caption)  # where the model runs (no GPU here)

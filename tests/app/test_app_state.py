@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from app_helpers import figures, go, no_exception, texts
+from app_helpers import array, figures, go, no_exception, texts
 from viz_app import cache, forward, models
 
 
@@ -126,3 +126,37 @@ def test_concurrent_forward_passes_match_sequential_ones():
         assert result.tokens == reference.tokens
         np.testing.assert_allclose(result.attention, reference.attention, atol=1e-6)
         np.testing.assert_allclose(result.neurons, reference.neurons, atol=1e-5)
+
+
+def test_the_forward_pass_is_shared_read_only_and_each_input_gets_its_own(open_app):
+    from bert.pretrained import MINILM_HEAD_FILE
+
+    if not MINILM_HEAD_FILE.is_file():
+        pytest.skip(f"{MINILM_HEAD_FILE} (MiniLM's MLM head) is not there yet")
+    cat, ideas = "The cat sat on the [MASK].", "Colourless green [MASK] sleep furiously."
+    first, second, third = open_app("attention", text=cat), open_app("attention", text=ideas), open_app("attention", text=cat)
+    for at in (first, second, third):
+        no_exception(at)
+    contexts = [at.session_state["_context"] for at in (first, second, third)]
+    a, b, again = (context.forward() for context in contexts)
+    assert again is a, "the same input in another session is served the same record, not a copy"
+    assert b is not a and a.tokens[1:4] == ("the", "cat", "sat") and b.tokens[1:3] == ("colour", "##less")
+
+    arrays = [a.attention, a.neurons, *a.embeddings.values(), *(m.probabilities for m in a.masks)]
+    stats = contexts[0].head_statistics()
+    arrays += list(stats.means.values())
+    for values in arrays:
+        assert not values.flags.writeable
+        with pytest.raises(ValueError, match="read-only"):
+            values[...] = 0
+    with pytest.raises(TypeError):
+        a.embeddings["token"] = None
+
+    # what each session's page draws is its own sentence's forward pass, as recorded directly
+    loaded = contexts[0].loaded
+    for at, result, text in ((first, a, cat), (second, b, ideas)):
+        direct = forward.record(loaded.model, loaded.tokenizer, forward.prepare_input(loaded.tokenizer, text, None, [], False, 512))
+        np.testing.assert_allclose(result.attention, direct.attention, atol=1e-6)
+        pattern = next(trace for trace in figures(at)[0]["data"] if trace["type"] == "heatmap")
+        np.testing.assert_allclose(array(pattern["z"]), direct.attention[0, 0], atol=1e-6)
+        assert [m.tokens for m in result.masks] == [m.tokens for m in direct.masks]

@@ -11,64 +11,24 @@ missing tools are a failure.
 from __future__ import annotations
 
 import os
-import shutil
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
+from bench import classroom  # tests/browser/conftest.py puts the repository root on sys.path
+
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
-]
+
 PAGES = {"prediction": "", "attention": "attention", "embeddings": "embeddings", "mlp": "mlp", "architecture": "architecture"}
 TITLES = {"prediction": "Masked prediction", "attention": "Attention", "embeddings": "Embeddings", "mlp": "MLP activations", "architecture": "Architecture"}
 SLOW = 600_000  # ms: the CPUs may be shared with training runs
 
 
-def _missing() -> str | None:
-    if not (Path(CHROMIUM).is_file() or shutil.which(CHROMIUM)):
-        return f"Chromium is not at {CHROMIUM} (apt-get install -y chromium, or set CHROMIUM=/path/to/chromium)"
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "playwright is not installed (pip install playwright)"
-    return None
-
-
 @pytest.fixture(scope="module")
-def app_url():
-    reason = _missing()
-    if reason:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"browser test cannot run under CI=true: {reason}")
-        pytest.skip(reason)
-    port = _free_port()
-    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
-    log = open(_screenshot_dir() / "streamlit.log", "w")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "viz_app" / "Home.py"), "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-         "--server.fileWatcherType", "none"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_for_health(url, server)
+def app_url(browser_ready):
+    with classroom.serve(_screenshot_dir() / "streamlit.log") as (url, _server):
         yield url
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        log.close()
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +36,7 @@ def browser(app_url):
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        chromium = playwright.chromium.launch(executable_path=classroom.CHROMIUM, args=classroom.CHROMIUM_ARGS)
         yield chromium
         chromium.close()
 
@@ -212,23 +172,3 @@ def _screenshot_dir() -> Path:
     folder = Path(os.environ.get("SCREENSHOT_DIR", ROOT / "out" / "screenshots"))
     folder.mkdir(parents=True, exist_ok=True)
     return folder
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _wait_for_health(url: str, server: subprocess.Popen, timeout_s: float = 180) -> None:
-    deadline = time.time() + timeout_s
-    while time.time() < deadline:
-        if server.poll() is not None:
-            raise RuntimeError(f"streamlit exited with code {server.returncode}; see {_screenshot_dir() / 'streamlit.log'}")
-        try:
-            with urllib.request.urlopen(url + "/_stcore/health", timeout=5) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(1)
-    raise RuntimeError(f"streamlit did not answer at {url} within {timeout_s:.0f} s")
