@@ -27,6 +27,10 @@ pages = {
         st.Page("../pages/10_head_statistics.py", title="Head statistics", icon=":material/bar_chart:",
                 url_path="head_statistics"),
         st.Page("../pages/11_saliency.py", title="Saliency", icon=":material/highlight:", url_path="saliency"),
+        st.Page("../pages/14_corpus_search.py", title="Corpus search", icon=":material/manage_search:",
+                url_path="corpus_search"),
+        st.Page("../pages/15_word_contexts.py", title="One word, many contexts", icon=":material/compare_arrows:",
+                url_path="word_contexts"),
     ],
     "Fine-tuning": [
         st.Page("../pages/12_sentence_tasks.py", title="Sentence tasks", icon=":material/rule:", url_path="sentence_tasks"),

@@ -46,20 +46,31 @@ def sentence_source(key: str, most: int = 1000) -> tuple[list[LabelledSentence],
     if upload is None:
         st.info("Choose a .txt file to probe your own text.")
         return None
-    data = upload.getvalue()
-    if len(data) > MAX_UPLOAD_BYTES:
-        st.warning(f"That file is {len(data):,} bytes; the limit is {MAX_UPLOAD_BYTES:,}. Upload a shorter text.")
-        return None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        st.warning("That file is not UTF-8 text. Save it as plain UTF-8 text and upload it again.")
+    text = read_upload(upload)
+    if text is None:
         return None
     sentences = split_sentences(text, max_sentences=most)
     if len(sentences) < 10:
         st.warning(f"Found {len(sentences)} sentence(s) in that file; the analyses need at least 10.")
         return None
     return sentences, f"{len(sentences)} sentences from {html.escape(upload.name)}"
+
+
+def read_upload(upload, most_bytes: int = MAX_UPLOAD_BYTES) -> str | None:
+    """An uploaded file's text, or None after a message: too large (checked before decoding), not UTF-8, empty."""
+    size = upload.size
+    if size > most_bytes:
+        st.warning(f"That file is {size:,} bytes; the limit is {most_bytes:,} bytes. Upload a shorter text.")
+        return None
+    try:
+        text = upload.getvalue().decode("utf-8")
+    except UnicodeDecodeError:
+        st.warning("That file is not UTF-8 text. Save it as plain UTF-8 text and upload it again.")
+        return None
+    if not text.strip():
+        st.warning("That file is empty. Upload a .txt file with some sentences in it.")
+        return None
+    return text
 
 
 def _digest(sentences: list[LabelledSentence]) -> str:

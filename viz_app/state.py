@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 import streamlit as st
 
+from bert.analysis.self_similarity import EXAMPLES
 from viz_app import models
 
 DEFAULT_TEXT = "The [MASK] barked at the mailman."
@@ -90,6 +91,14 @@ PARAMS: dict[str, Param] = {
     "compare_with": Param(str, str, None),  # model B's source; None: the page picks a partner for model A
     "compare_folder": Param(str, str, ""),  # model B's folder when compare_with is "folder"
     "compare_count": Param(int, str, 100),
+    # One word, many contexts: the word, its sentences (one per line), the layer of the sentence-by-sentence heatmap
+    "contexts_word": Param(str, str, "bank"),
+    "contexts_sentences": Param(str, str, "\n".join(EXAMPLES["bank"])),
+    "contexts_layer": Param(int, str, None),
+    # Corpus search. None: the sentence's first token, the last layer.
+    "search_position": Param(int, str, None),
+    "search_layer": Param(int, str, None),
+    "search_k": Param(int, str, 10),
 }
 MODEL_PARAM = "model"  # the model's source; kept apart because the picker is two widgets (choice, folder)
 
@@ -164,7 +173,7 @@ def write_url(model_source: str | None) -> None:
         value = st.session_state.get(key, param.default)
         if value is None or value == param.default:
             continue
-        if key in ("text", "pair") and len(value) > MAX_URL_TEXT:
+        if key in ("text", "pair", "contexts_sentences") and len(value) > MAX_URL_TEXT:
             continue
         wanted[key] = param.dump(value)
     if dict(st.query_params) != wanted:

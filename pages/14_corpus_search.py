@@ -1,0 +1,90 @@
+"""Corpus search: the tokens of a corpus whose vectors are nearest to a token of your sentence, layer by layer."""
+import pandas as pd
+import streamlit as st
+
+from bert.analysis.corpus import layer_names
+from bert.errors import BertError
+from viz_app import analysis_widgets as aw
+from viz_app import corpus_search as cs
+from viz_app import state, widgets
+from viz_app.charts.corpus_search import by_layer_chart, match_words_chart
+
+widgets.page_header(
+    "Corpus search",
+    "Where else does the model see a word the way it sees it here? Click a token of your sentence: the page finds "
+    "the tokens of a set of sentences whose vectors are closest to it (cosine similarity) at the layer you pick, "
+    "and shows each in its sentence. At the embeddings a word mostly finds itself; higher up, context counts.",
+)
+context = widgets.require()
+loaded = context.loaded
+key = aw.model_key(context)
+
+choice = st.radio("Search in", [aw.BUILTIN, aw.UPLOAD], key="search_corpus", horizontal=True)
+if choice == aw.UPLOAD:
+    upload = st.file_uploader(f"A .txt file, one sentence per line: at most {cs.MAX_LINES:,} lines and "
+                              f"{cs.MAX_TOKENS:,} tokens", type=["txt"], key="search_file")
+    if upload is None:
+        st.info(f"Choose a .txt file with one sentence per line (at most {cs.MAX_LINES:,} lines and "
+                f"{cs.MAX_TOKENS:,} tokens) to search your own text.")
+        st.stop()
+    text = aw.read_upload(upload)
+    corpus = None if text is None else cs.upload_corpus(text, upload.name, loaded.tokenizer, loaded.summary.max_positions)
+    if isinstance(corpus, str):
+        st.warning(corpus)
+    if not isinstance(corpus, cs.Corpus):
+        st.stop()
+else:
+    corpus = cs.builtin_corpus()
+try:
+    index = cs.corpus_index(*key, corpus)
+except BertError as error:
+    st.warning(f"That text cannot be indexed: {widgets.escape_markdown(str(error))}.")
+    st.stop()
+st.caption(f"Searching {len(index):,} tokens of {widgets.escape_markdown(corpus.name)}.")
+
+try:
+    encoding = loaded.tokenizer.encode(context.text, max_length=loaded.summary.max_positions)
+except BertError:
+    st.warning(f"The sentence is longer than the model's {loaded.summary.max_positions} positions. Shorten it.")
+    st.stop()
+if context.pair.strip():
+    st.caption("The search reads the first sentence only; the second sentence is left out.")
+query_tokens = cs.query_tokens(encoding, context.text)
+tokens = {t.position: t for t in query_tokens}
+labels = widgets.chip_labels(encoding.tokens, list(tokens))
+state.clamp("search_position", list(tokens), default=cs.default_position(query_tokens))
+position = st.pills("Click a token of your sentence (## marks a piece that continues a word)", list(tokens),
+                    format_func=labels.get, key="search_position", required=True, persist_state="session")
+query = tokens[position]
+st.html(f"<p>Your token in its sentence: {cs.highlighted(context.text, loaded.tokenizer, position)}</p>")
+names = dict(enumerate(layer_names(loaded.model)))
+layers = list(index.layers)
+state.clamp("search_layer", layers, default=layers[-1])
+columns = st.columns([3, 1])
+layer = columns[0].select_slider("Layer", layers, key="search_layer", format_func=names.get, persist_state="session")
+state.clamp_range("search_k", 5, 50)
+k = columns[1].slider("Matches", 5, 50, key="search_k", persist_state="session")
+
+by_layer = cs.neighbours(*key, corpus, context.text, position, k)
+hits = by_layer[layer]
+summary = cs.summarize(hits, query.word)
+shown = widgets.escape_markdown(query.word)
+st.markdown(f"**{summary.same_word} of {len(hits)}** matches at {names[layer]} are “{shown}” itself; "
+            f"{len(summary.words)} different word(s).")
+left, right = st.columns([3, 2])
+with left:
+    st.html("<ol>" + "".join(
+        f"<li><code>{hit.cosine:.3f}</code> {cs.highlighted(index.sentences[hit.sentence_index], loaded.tokenizer, hit.position)}</li>"
+        for hit in hits) + "</ol>")
+with right:
+    widgets.show_chart(match_words_chart(summary.words, query.word), key="search_words")
+    st.dataframe(pd.DataFrame({"part of speech": list(summary.parts_of_speech),
+                               "matches": list(summary.parts_of_speech.values())}), hide_index=True)
+    st.caption("Parts of speech are known for the headword of each built-in sentence (from WordNet); other tokens "
+               "are “unknown”. Positions of the matches in their sentences ([CLS] = 0): "
+               + ", ".join(f"{p} ({n})" for p, n in sorted(summary.positions.items())) + ".")
+table = pd.DataFrame([{"rank": rank, "cosine": hit.cosine, "token": hit.token, "word": hit.word,
+                       "part of speech": hit.part_of_speech or "", "position": hit.position,
+                       "sentence": index.sentences[hit.sentence_index]} for rank, hit in enumerate(hits, 1)])
+st.dataframe(table, hide_index=True)
+widgets.show_chart(by_layer_chart(by_layer, names, query.word), key="search_by_layer")

@@ -1,0 +1,76 @@
+"""One word, many contexts: how alike are a word's vectors in different sentences, layer by layer (Ethayarajh 2019)."""
+import streamlit as st
+
+from bert.analysis.self_similarity import ETHAYARAJH_2019, ETHAYARAJH_2019_SOURCE, EXAMPLES, WordNotFoundError
+from bert.errors import BertError
+from viz_app import analysis_widgets as aw
+from viz_app import state, widgets
+from viz_app import word_contexts as wc
+from viz_app.charts.word_contexts import self_similarity_chart
+
+widgets.page_header(
+    "One word, many contexts",
+    "A word gets a new vector in every sentence. How alike are a word's vectors in different sentences, layer by "
+    "layer? Type a word and a few sentences that use it; the chart compares them at every layer, beside how alike "
+    "any two random words are at that layer.",
+)
+context = widgets.require(needs_input=False)
+
+
+def use_example() -> None:
+    word = st.session_state.get("contexts_example")
+    if word in EXAMPLES:
+        st.session_state["contexts_word"] = word
+        st.session_state["contexts_sentences"] = "\n".join(EXAMPLES[word])
+
+
+st.selectbox("Start from an example", list(EXAMPLES), index=None, key="contexts_example", on_change=use_example,
+             placeholder="Pick one to fill in the word and the sentences")
+left, right = st.columns([1, 3])
+word = left.text_input("Word", key="contexts_word", persist_state="session", max_chars=50).strip()
+text = right.text_area(f"Sentences that use it, one per line (2 to {wc.MAX_SENTENCES})", key="contexts_sentences",
+                       persist_state="session", height=170, max_chars=state.MAX_URL_TEXT)
+sentences = wc.sentence_lines(text)
+if not word:
+    st.info("Type the word to follow, for example “bank”.")
+    st.stop()
+if len(sentences) < 2:
+    st.info("Type at least two sentences that use the word, one per line.")
+    st.stop()
+if len(sentences) > wc.MAX_SENTENCES:
+    st.warning(f"That is {len(sentences)} sentences; this page compares at most {wc.MAX_SENTENCES}. Remove some.")
+    st.stop()
+key = aw.model_key(context)
+try:
+    result = wc.analyse(*key, word, tuple(sentences))
+except WordNotFoundError as error:
+    st.warning(f"“{widgets.escape_markdown(word)}” is not a word of sentence {error.sentence_index + 1}: "
+               f"“{widgets.escape_markdown(error.sentence)}”. Use the word as it is written in every sentence (capital "
+               "letters do not matter; “banks” is not “bank”), or remove that sentence.")
+    st.stop()
+except BertError as error:  # e.g. a sentence longer than the model's positions
+    st.warning(f"The model cannot read these sentences: {widgets.escape_markdown(str(error))}.")
+    st.stop()
+base = wc.baseline(*key)
+shown = widgets.escape_markdown(word)
+widgets.show_chart(self_similarity_chart(word, result.layers, result.self_similarity, base), key="self_similarity")
+st.markdown(wc.reading(shown, result, base))
+split = {" ".join(pieces) for pieces in result.pieces if len(pieces) > 1}
+if split:
+    st.caption(f"The model reads “{shown}” as several word pieces ({widgets.escape_markdown(', '.join(sorted(split)))}): "
+               "its vector in a sentence is the average of its pieces' vectors.")
+st.caption(f"Baseline: {wc.BASELINE_SAMPLES:,} random pairs of tokens from the first {wc.BASELINE_SENTENCES} built-in "
+           "sentences ([CLS] and [SEP] left out). In a sentence that uses the word twice, its first use counts.")
+
+st.subheader("Which sentences are alike?")
+options = list(range(len(result.layers)))
+state.clamp("contexts_layer", options, default=options[-1])
+layer = st.select_slider("Layer", options, key="contexts_layer", format_func=lambda i: result.layers[i],
+                         persist_state="session")
+labels = [f"{i + 1}. {s[:28]}…" if len(s) > 28 else f"{i + 1}. {s}" for i, s in enumerate(sentences)]
+widgets.show_chart(aw.token_heatmap(
+    result.cosines[layer], labels, f"Cosine similarity of '{word}' between sentences, {result.layers[layer]}",
+    "word_contexts_cosines", "Each cell: how alike the word's vectors in two sentences are at this layer. Sentences "
+    "that use the word in the same sense should be more alike in the upper layers."), key="contexts_cosines")
+
+st.info(f"**What Ethayarajh found.** {ETHAYARAJH_2019} ({ETHAYARAJH_2019_SOURCE}.)\n\n**What we find.** {wc.OUR_FINDING}")
