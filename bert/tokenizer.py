@@ -48,6 +48,16 @@ class Encoding:
             ids[position], tokens[position] = mask_id, "[MASK]"
         return dataclasses.replace(self, input_ids=ids, tokens=tokens)
 
+    def word_spans(self) -> dict[int, tuple[int, int]]:
+        """word id -> (start, end) character span of the whole word its pieces make, in sentence A (word ids
+        start again in sentence B, so a pair's B words are left out)."""
+        spans: dict[int, tuple[int, int]] = {}
+        for word_id, segment, (start, end) in zip(self.word_ids, self.token_type_ids, self.offsets):
+            if word_id is not None and segment == 0:
+                first, last = spans.get(word_id, (start, end))
+                spans[word_id] = (min(first, start), max(last, end))
+        return spans
+
     def is_continuation(self, index: int) -> bool:
         """True for a subword piece that continues the previous token's word ("##ing")."""
         return self.tokens[index].startswith("##")

@@ -107,6 +107,14 @@ def test_seed_004_subword_example(tokenizer):
     assert [encoding.is_continuation(i) for i in range(1, 8)] == [False] + [True] * 6
 
 
+def test_word_spans_cover_whole_words(tokenizer):
+    text = "A kroxldyphivc sat, quietly."
+    spans = tokenizer.encode(text).word_spans()
+    assert [text[start:end] for start, end in spans.values()] == ["A", "kroxldyphivc", "sat", ",", "quietly", "."]
+    pair = tokenizer.encode("Hi there.", "Goodbye.")
+    assert [pair.word_spans()[w] for w in range(3)] == [(0, 2), (3, 8), (8, 9)]  # sentence A only
+
+
 def test_cased_vocabulary_keeps_case(cased_folder):
     from transformers import BertTokenizerLegacy
 

@@ -13,7 +13,6 @@ import torch
 
 from bert.analysis.corpus import gather_residuals
 from bert.analysis.corpus_search import CorpusIndex, Hit, build_index
-from bert.analysis.corpus_search import _word_spans as word_spans  # word id -> its characters
 from bert.data import builtin_sentences
 from bert.tokenizer import BertTokenizer, Encoding
 from viz_app import cache
@@ -90,7 +89,7 @@ def corpus_index(source, folder, revision, corpus: Corpus) -> CorpusIndex:
 
 def query_tokens(encoding: Encoding, text: str) -> list[QueryToken]:
     """Every token but [CLS] and [SEP], with the whole word it belongs to."""
-    words = word_spans(encoding)
+    words = encoding.word_spans()
     return [
         QueryToken(p, encoding.tokens[p], text[slice(*words[encoding.word_ids[p]])])
         for p in range(len(encoding)) if not encoding.special[p]
@@ -117,7 +116,7 @@ def highlighted(sentence: str, tokenizer: BertTokenizer, position: int) -> str:
     if encoding.special[position]:
         return html.escape(sentence) + f" <mark>{html.escape(encoding.tokens[position])}</mark>"
     start, end = encoding.offsets[position]
-    word_start, word_end = word_spans(encoding)[encoding.word_ids[position]]
+    word_start, word_end = encoding.word_spans()[encoding.word_ids[position]]
     return (html.escape(sentence[:word_start]) + "<b>" + html.escape(sentence[word_start:start])
             + "<mark>" + html.escape(sentence[start:end]) + "</mark>" + html.escape(sentence[end:word_end]) + "</b>"
             + html.escape(sentence[word_end:]))

@@ -23,7 +23,7 @@ from ..data import PARTS_OF_SPEECH, LabelledSentence
 from ..errors import InputTooLongError, InvalidInputError
 from ..model import Bert
 from ..tokenizer import BertTokenizer, Encoding
-from .corpus import ProgressCallback, residual_batches, residual_hooks
+from .corpus import ProgressCallback, residual_batches
 from .model_fingerprint import model_fingerprint
 
 Method = Literal["exact", "approximate"]
@@ -243,7 +243,7 @@ def _check_layers(model: Bert, layers) -> list[int]:
 def _entries(texts: list[str], encodings: list[Encoding], spans) -> Entries:
     columns: tuple[list, ...] = ([], [], [], [], [])
     for number, (text, encoding, tagged) in enumerate(zip(texts, encodings, spans)):
-        words = _word_spans(encoding)
+        words = encoding.word_spans()
         for position, token in enumerate(encoding.tokens):
             word_id = encoding.word_ids[position]
             start, end = words.get(word_id, (0, 0))
@@ -251,16 +251,6 @@ def _entries(texts: list[str], encodings: list[Encoding], spans) -> Entries:
             for column, value in zip(columns, (number, position, token, text[start:end], pos)):
                 column.append(value)
     return Entries(*columns)
-
-
-def _word_spans(encoding: Encoding) -> dict[int, tuple[int, int]]:
-    """word id -> (start, end) character span of the whole word its pieces make."""
-    spans: dict[int, tuple[int, int]] = {}
-    for word_id, (start, end) in zip(encoding.word_ids, encoding.offsets):
-        if word_id is not None:
-            first, last = spans.get(word_id, (start, end))
-            spans[word_id] = (min(first, start), max(last, end))
-    return spans
 
 
 def _exact_top_k(matrix: torch.Tensor, query: torch.Tensor, k: int):

@@ -64,14 +64,14 @@ def run_benchmarks(model: Bert, tokenizer: BertTokenizer, external: str | Path) 
 
 def benchmark_sentences(external: str | Path, everyday: str | Path = EVERYDAY_CLOZE) -> list[str]:
     """Every sentence the benchmarks score, with "[MASK]" where the answer goes (the form build_corpus.py's
-    Excluder takes): the everyday set, all 410 agreement pairs, and every context line of the three Ettinger tests
-    (affirmative and negated). Sets missing under `external` are left out. No duplicates, in a stable order."""
+    Excluder takes): the everyday set, all 410 agreement pairs, and every context line of Ettinger's tests
+    (affirmative and negated; NEG-136-NAT too, which is not scored). Sets missing under `external` are left out.
+    No duplicates, in a stable order."""
     sentences = [item.sentence for item in read_cloze(everyday)]
     external = Path(external)
     if (external / agreement.FOLDER / agreement.STIMULI).is_file():
         sentences += [pair.sentence for pair in agreement.read_pairs(external / agreement.FOLDER)]
     inputs = external / ettinger.FOLDER / "inputs"
-    for test in ettinger.TESTS:
-        if (inputs / f"{test.key}-contextlist").is_file():
-            sentences += [line + "." for line in (inputs / f"{test.key}-contextlist").read_text(encoding="utf-8").splitlines()]
+    for contexts in sorted(inputs.glob("*-contextlist")):
+        sentences += [line + "." for line in contexts.read_text(encoding="utf-8").splitlines()]
     return list(dict.fromkeys(sentences))

@@ -70,7 +70,7 @@ def external_sentences(folder: str | os.PathLike) -> dict[str, list[str]]:
     line holding any one of them is caught), "[MASK]" where the answer goes:
 
     - "benchmarks": every sentence the project's cloze benchmarks score (`bert.evaluation.benchmark_sentences`:
-      Goldberg's 410 agreement pairs, Ettinger's CPRAG, ROLE and NEG-136-SIMP contexts, the everyday cloze set);
+      Goldberg's 410 agreement pairs, Ettinger's CPRAG, ROLE and NEG-136 (SIMP and NAT) contexts, the everyday cloze set);
     - "LAMA": the masked sentences of lama_squad/test.jsonl, when present.
     """
     from bert.evaluation import benchmark_sentences  # imports torch: only when the option is used

@@ -189,6 +189,7 @@ def test_benchmark_sentences_hold_every_scored_sentence_once():
     assert {p.sentence for p in agreement.read_pairs(GOLDBERG)} <= set(sentences)
     negated = "A trout is not a [MASK]."
     assert negated in sentences and "A trout is a [MASK]." in sentences
+    assert "With proper equipment, scuba-diving isn't very [MASK]." in sentences  # NEG-136-NAT, not scored
     assert len(benchmark_sentences(EXTERNAL / "absent")) == len(read_cloze())  # only the everyday set
 
 
