@@ -24,7 +24,7 @@ from ..interventions import mean_heads, zero_heads
 from ..model import Bert
 from ..predict import Candidate, MaskPrediction, make_candidate, predict_masks
 from ..tokenizer import BertTokenizer, Encoding
-from .corpus import batches, pad
+from .corpus import batches, pad, record_encoder
 
 Head = tuple[int, int]  # (layer, head), both counted from 0
 MODES = ("zero", "mean")
@@ -46,7 +46,7 @@ def mean_head_outputs(
     count = 0
     for batch in batches(encodings, batch_size):
         input_ids, token_type_ids, attention_mask = pad([encodings[i] for i in batch], tokenizer.pad_id, device)
-        _, cache = model.run_with_cache(input_ids, token_type_ids, attention_mask, names=hooks)
+        cache = record_encoder(model, input_ids, token_type_ids, attention_mask, hooks)
         real = attention_mask.bool()  # [batch, query]
         for layer, hook in enumerate(hooks):
             z = cache[hook].transpose(1, 2)[real]  # [token, head, head_dim]

@@ -14,6 +14,13 @@ from ..model import Bert
 from ..tokenizer import Encoding
 
 
+def record_encoder(model: Bert, input_ids, token_type_ids, attention_mask, hooks: list[str]) -> dict[str, torch.Tensor]:
+    """The encoder's activations at `hooks` for one batch; the masked-LM head is skipped (no logits asked for)."""
+    no_logits = torch.zeros_like(input_ids, dtype=torch.bool)
+    _, cache = model.run_with_cache(input_ids, token_type_ids, attention_mask, names=hooks, logit_mask=no_logits)
+    return cache
+
+
 def residual_hooks(model: Bert) -> list[str]:
     """The residual stream after the embedding and after each layer: L + 1 hook names."""
     return [hook_name("embedding_out")] + every_layer("layer_out", model.config.num_layers)
@@ -66,8 +73,7 @@ def residual_batches(
     done = 0
     for batch in batches(encodings, batch_size):
         input_ids, token_type_ids, attention_mask = pad([encodings[i] for i in batch], pad_id, device)
-        no_logits = torch.zeros_like(attention_mask, dtype=torch.bool)  # the masked-LM head is not needed here
-        _, cache = model.run_with_cache(input_ids, token_type_ids, attention_mask, names=hooks, logit_mask=no_logits)
+        cache = record_encoder(model, input_ids, token_type_ids, attention_mask, hooks)
         yield batch, torch.stack([cache[h] for h in hooks])  # [layer, batch, seq, hidden]
         done += len(batch)
         if progress is not None:

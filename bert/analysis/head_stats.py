@@ -24,7 +24,7 @@ from ..hooks import every_layer
 from ..model import Bert
 from ..tokenizer import BertTokenizer
 from .attention_stats import HeadStatistics, KeyRoles, combine, head_statistics
-from .corpus import batches, pad
+from .corpus import batches, pad, record_encoder
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def corpus_head_statistics(
             progress(done * batch_size / len(encodings), "running the model")
         chosen = [encodings[i] for i in batch]
         input_ids, token_type_ids, attention_mask = pad(chosen, tokenizer.pad_id, model_device(model))
-        _, cache = model.run_with_cache(input_ids, token_type_ids, attention_mask, names=hooks)
+        cache = record_encoder(model, input_ids, token_type_ids, attention_mask, hooks)
         patterns = as_numpy(torch.stack([cache[h] for h in hooks], dim=1))  # [batch, layer, head, query, key]
         for row, encoding in enumerate(chosen):
             n = len(encoding)
