@@ -15,7 +15,7 @@ widgets.page_header(
     "pattern moved: 0 for the same pattern.",
 )
 context = widgets.require()
-choices = {c.source: c for c in cache.model_choices(str(models.hub_cache_dir()), models.MINILM_HEAD_FILE.is_file())}
+choices = {c.source: c for c in cache.model_choices()}
 state.clamp("compare_with", list(choices), mc.partner(context.source, list(choices)))
 source_b = st.selectbox("Model B (model A is the one chosen in the sidebar)", list(choices), key="compare_with",
                         persist_state="session", format_func=lambda s: choices[s].label)

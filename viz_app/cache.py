@@ -33,9 +33,19 @@ def load_model(source: str, folder: str | None, revision: str) -> models.LoadedM
     return models.load(source, folder)
 
 
+def model_choices() -> list[models.ModelChoice]:
+    """The models this machine has, as the pickers list them (cached for a minute)."""
+    return _model_choices(str(models.hub_cache_dir()), models.MINILM_HEAD_FILE.is_file())
+
+
+def forget_model_choices() -> None:
+    """After a download: the next call scans the hub cache again."""
+    _model_choices.clear()
+
+
 @st.cache_data(show_spinner=False, ttl=60)
-def model_choices(cache_dir: str, minilm_head_present: bool) -> list[models.ModelChoice]:
-    """The picker's list; the arguments are the key (scanning the hub cache takes a moment)."""
+def _model_choices(cache_dir: str, minilm_head_present: bool) -> list[models.ModelChoice]:
+    """The arguments are the key (scanning the hub cache takes a moment)."""
     return models.model_choices(Path(cache_dir))
 
 

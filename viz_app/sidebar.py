@@ -67,7 +67,7 @@ def render() -> Context:
 def _model_picker():
     picker = st.container()  # drawn first; the download box below runs first, so a new model can be chosen
     if downloaded := _download_box():
-        cache.model_choices.clear()  # the new model is in the cache now: list it
+        cache.forget_model_choices()  # the new model is in the cache now: list it
         st.session_state["model_choice"] = downloaded
     with picker:
         return _pick_model()
@@ -98,7 +98,7 @@ def _download_box() -> str | None:
 
 
 def _pick_model():
-    choices = cache.model_choices(str(models.hub_cache_dir()), models.MINILM_HEAD_FILE.is_file())
+    choices = cache.model_choices()
     state.init_model_widgets(choices)
     by_source = {c.source: c for c in choices}
     state.clamp("model_choice", list(by_source), models.default_source())
