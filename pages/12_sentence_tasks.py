@@ -5,6 +5,7 @@ from bert.analysis.saliency import METHODS, NEXT_SENTENCE_LABELS, PARTS
 from viz_app import analysis_widgets as aw
 from viz_app import sentence_tasks as tasks
 from viz_app import state, widgets
+from viz_app.label_names import label_legend
 
 widgets.page_header(
     "Sentence tasks",
@@ -72,6 +73,8 @@ if "classify" in heads:
     state.clamp("tasks_class", labels, top)
     chosen = st.selectbox("Explain the class", labels, key="tasks_class", persist_state="session")
     widgets.show_chart(tasks.probability_chart(table, chosen), key="classes")
+    if legend := label_legend(labels):
+        st.caption(f"What the labels mean: {legend}")  # only our own words and codes
     explain("classify", labels.index(chosen), labels)
 
 if "tag" in heads:
@@ -79,6 +82,8 @@ if "tag" in heads:
     table = tasks.cached_token_labels(*key, encoding)
     st.markdown(tasks.label_chips(table), unsafe_allow_html=True)  # tokens and labels escaped in label_chips
     st.caption("Each token's most likely label and its probability; [CLS] and [SEP] are left out.")
+    if legend := label_legend(model.labels):
+        st.caption(f"What the labels mean: {legend}")  # only our own words and codes
     st.download_button("CSV of the token labels", table.drop(columns="special").to_csv(index=False), "token_labels.csv",
                        "text/csv", key="csv_token_labels", icon=":material/download:", type="tertiary")
 

@@ -82,3 +82,13 @@ def test_built_in_fine_tuned_models_are_offered_once_their_file_exists(tmp_path,
     sources = [c.source for c in models.model_choices(tmp_path)]
     assert "minilm-task" in sources and sources[-1] == models.FOLDER
     assert "minilm_task.safetensors" in models.revision("minilm-task")
+
+
+def test_label_legend_explains_known_codes_once_and_ignores_others():
+    from viz_app.label_names import label_legend
+
+    assert label_legend(["ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM"]).startswith("ABBR: an abbreviation · DESC:")
+    legend = label_legend(["O", "B-PER", "I-PER", "B-ORG", "I-ORG"])
+    assert legend == ("O: not part of a name · PER: a person · ORG: an organisation"
+                      " · B- marks the first word of a name, I- the words after it")
+    assert label_legend(["sad", "happy"]) is None and label_legend([]) is None

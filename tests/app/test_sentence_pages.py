@@ -137,6 +137,7 @@ def test_a_token_classifier_shows_coloured_label_chips(open_page, tmp_path, voca
     chips = next(m.value for m in at.markdown if "border-radius" in m.value)
     assert chips.count("<span") == len("the dog went to the park".split())  # [CLS] and [SEP] left out
     assert "dog" in chips and ("B-ANIMAL" in chips or ">O<" in chips)
+    assert "O: not part of a name" in texts(at) and "B- marks the first word" in texts(at)  # ANIMAL is not known
 
 
 def test_models_with_different_vocabularies_are_refused_with_a_message(open_page, tmp_path, vocab_file):
@@ -173,6 +174,7 @@ def test_the_shipped_question_classifier_and_its_base(open_page):
     assert array(probabilities["data"][0]["x"]) == pytest.approx(expected, abs=1e-6)
     assert at.selectbox(key="tasks_class").value == model.labels[expected.argmax()]
     assert "Type a second sentence" not in texts(at)  # no next-sentence head: that section is not drawn
+    assert "HUM: a person or group" in texts(at)  # the label codes explained
 
     at = open_page("compare_models", model="minilm-trec", compare_count=20)
     assert at.selectbox(key="compare_with").value == "minilm-encoder"  # its base
