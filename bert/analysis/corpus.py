@@ -56,6 +56,26 @@ ProgressCallback = Callable[[int, int], None]  # (encodings done, total), e.g. f
 
 
 @torch.no_grad()
+def hook_batches(
+    model: Bert,
+    encodings: Sequence[Encoding],
+    pad_id: int,
+    hooks: list[str],
+    batch_size: int = 32,
+    progress: ProgressCallback | None = None,
+) -> Iterator[tuple[list[int], dict[str, torch.Tensor]]]:
+    """Length-sorted batches through the model, on its device: (encoding indices, {hook: activation}).
+    Rows past an encoding's length are padding."""
+    device = model_device(model)
+    done = 0
+    for batch in batches(encodings, batch_size):
+        input_ids, token_type_ids, attention_mask = pad([encodings[i] for i in batch], pad_id, device)
+        yield batch, record_encoder(model, input_ids, token_type_ids, attention_mask, hooks)
+        done += len(batch)
+        if progress is not None:
+            progress(done, len(encodings))
+
+
 def residual_batches(
     model: Bert,
     encodings: Sequence[Encoding],
@@ -64,20 +84,12 @@ def residual_batches(
     layers: Sequence[int] | None = None,
     progress: ProgressCallback | None = None,
 ) -> Iterator[tuple[list[int], torch.Tensor]]:
-    """Length-sorted batches through the model, on its device: (encoding indices, residual stream
-    [layer, batch, seq, hidden]); `layers` picks entries of `residual_hooks` (0 = embeddings), None = all.
-    Rows past an encoding's length are padding."""
+    """`hook_batches` of the residual stream, stacked: (encoding indices, [layer, batch, seq, hidden]);
+    `layers` picks entries of `residual_hooks` (0 = embeddings), None = all."""
     hooks = residual_hooks(model)
     hooks = hooks if layers is None else [hooks[layer] for layer in layers]
-    device = model_device(model)
-    done = 0
-    for batch in batches(encodings, batch_size):
-        input_ids, token_type_ids, attention_mask = pad([encodings[i] for i in batch], pad_id, device)
-        cache = record_encoder(model, input_ids, token_type_ids, attention_mask, hooks)
+    for batch, cache in hook_batches(model, encodings, pad_id, hooks, batch_size, progress):
         yield batch, torch.stack([cache[h] for h in hooks])  # [layer, batch, seq, hidden]
-        done += len(batch)
-        if progress is not None:
-            progress(done, len(encodings))
 
 
 def gather_residuals(

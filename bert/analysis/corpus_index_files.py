@@ -22,12 +22,13 @@ ENTRY_TYPES = {"sentence_index": pa.int32(), "position": pa.int32(), "token": pa
 
 def save_index(index: CorpusIndex, folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    save_file({f"layer_{layer}": index.vectors[layer].contiguous() for layer in index.layers}, folder / "vectors.safetensors")
+    save_file({_tensor_name(key): index.vectors[key].contiguous() for key in index.keys}, folder / "vectors.safetensors")
     entries = pa.table({name: pa.array(getattr(index.entries, name), type=kind) for name, kind in ENTRY_TYPES.items()})
     pq.write_table(entries, folder / "entries.parquet")
     pq.write_table(pa.table({"text": pa.array(index.sentences, type=pa.string())}), folder / "sentences.parquet")
     meta = dict(format=FORMAT, version=VERSION, fingerprint=index.fingerprint, layers=list(index.layers),
-                rows=len(index), hidden_size=index.hidden_size, shard=list(index.shard) if index.shard else None)
+                heads=[list(pair) for pair in index.heads], rows=len(index), hidden_size=index.hidden_size,
+                shard=list(index.shard) if index.shard else None)
     (folder / "index.json").write_text(json.dumps(meta, indent=1) + "\n")  # written last: its presence means complete
     return folder
 
@@ -50,8 +51,8 @@ def join_shards(shards: list[CorpusIndex]) -> CorpusIndex:
         raise CorpusIndexError("no shards given")
     first = shards[0]
     for shard in shards:
-        if (shard.fingerprint, shard.layers, shard.hidden_size) != (first.fingerprint, first.layers, first.hidden_size):
-            raise CorpusIndexError("the shards were built with different models or layers; rebuild them in one job")
+        if (shard.fingerprint, shard.keys) != (first.fingerprint, first.keys):
+            raise CorpusIndexError("the shards were built with different models, layers or heads; rebuild them in one job")
     if len(shards) == 1 and first.shard is None:
         return first
     ranks = sorted((s.shard or (None, None)) for s in shards)
@@ -71,8 +72,9 @@ def join_shards(shards: list[CorpusIndex]) -> CorpusIndex:
         sentences=[text for shard in shards for text in shard.sentences],
         layers=first.layers,
         entries=Entries(**columns),
-        vectors={layer: torch.cat([s.vectors[layer] for s in shards]) for layer in first.layers},
+        vectors={key: torch.cat([s.vectors[key] for s in shards]) for key in first.keys},
         fingerprint=first.fingerprint,
+        heads=first.heads,
     )
 
 
@@ -96,15 +98,22 @@ def _load_one(folder: Path) -> CorpusIndex:
         columns = pq.read_table(folder / "entries.parquet").to_pydict()
         sentences = pq.read_table(folder / "sentences.parquet").column("text").to_pylist()
         layers = tuple(int(layer) for layer in meta["layers"])
+        heads = tuple((int(layer), int(head)) for layer, head in meta.get("heads", []))
         return CorpusIndex(
             sentences=sentences,
             layers=layers,
             entries=Entries(**{name: columns[name] for name in ENTRY_TYPES}),
-            vectors={layer: tensors[f"layer_{layer}"] for layer in layers},
+            vectors={key: tensors[_tensor_name(key)] for key in layers + heads},
             fingerprint=meta["fingerprint"],
             shard=tuple(meta["shard"]) if meta.get("shard") else None,
+            heads=heads,
         )
     except CorpusIndexError:
         raise
     except Exception as error:  # a truncated or foreign file: say which folder, keep the cause
         raise CorpusIndexError(f"{folder} could not be read as a corpus index: {error}") from error
+
+
+def _tensor_name(key) -> str:
+    """layer_3, or layer_3_head_5 for head 5's output in layer 3."""
+    return f"layer_{key[0]}_head_{key[1]}" if isinstance(key, tuple) else f"layer_{key}"

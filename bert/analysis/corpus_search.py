@@ -2,9 +2,13 @@
 
     index = build_index(model, tokenizer, builtin_sentences())      # all layers: 0 = embeddings, n = layer n
     index.search_token(model, tokenizer, "He sat on the bank of the river.", position=5, layer=6, k=10)
+    heads = build_index(model, tokenizer, builtin_sentences(), layers=[], heads=[(3, 5)])  # one head's output
+    heads.search_token(model, tokenizer, "He sat on the bank of the river.", position=5, layer=3, k=10, head=5)
 
-An index holds one matrix of unit-length rows per layer ([token, hidden], float32 or float16) and, per row, the
-token's sentence, position, token, whole word and (where known) part of speech. Search is a matrix product
+An index holds one matrix of unit-length rows per layer ([token, hidden], float32 or float16), and optionally
+per attention head ([token, head_size]: what head h of layer n adds up from the values it attends to, before
+the layer's output projection mixes the heads), and, per row, the token's sentence, position, token, whole word
+and (where known) part of speech. Search is a matrix product
 (exact) or, for large indexes, an inverted-file index from faiss (approximate). `save` / `CorpusIndex.load`
 write safetensors and Parquet (nothing that can run code), keyed by a fingerprint of the model.
 """
@@ -23,12 +27,14 @@ from ..data import PARTS_OF_SPEECH, LabelledSentence
 from ..errors import InputTooLongError, InvalidInputError
 from ..model import Bert
 from ..tokenizer import BertTokenizer, Encoding
-from .corpus import ProgressCallback, residual_batches
+from ..hooks import hook_name
+from .corpus import ProgressCallback, hook_batches, residual_hooks
 from .model_fingerprint import model_fingerprint
 
 Method = Literal["exact", "approximate"]
 APPROXIMATE_FROM = 500_000  # rows per layer from which method=None searches approximately
 PartOfSpeechSpans = Sequence[tuple[int, int, str]]  # (start, end, part of speech) character spans of a sentence
+Key = int | tuple[int, int]  # what a matrix holds: a layer's output (0 = embeddings), or (layer, head): that head's output
 
 
 @dataclass(frozen=True)
@@ -69,17 +75,23 @@ class CorpusIndex:
     sentences: list[str]
     layers: tuple[int, ...]  # 0 = embedding output, n = output of layer n
     entries: Entries
-    vectors: dict[int, torch.Tensor]  # layer -> [row, hidden], unit rows, on the CPU
+    vectors: dict[Key, torch.Tensor]  # layer or (layer, head) -> [row, hidden or head_size], unit rows, on the CPU
     fingerprint: str  # of the model that made it (model_fingerprint)
     shard: tuple[int, int] | None = None  # (rank, world size) when one rank of a torchrun job made it
-    _approximate: dict[int, object] = field(default_factory=dict, repr=False)  # layer -> faiss index, built on demand
+    heads: tuple[tuple[int, int], ...] = ()  # (layer n >= 1, head h >= 0): head h's output in layer n
+    _approximate: dict[Key, object] = field(default_factory=dict, repr=False)  # -> faiss index, built on demand
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     probes: int = 64  # inverted lists the approximate search visits (more: slower, better recall)
 
     def __post_init__(self):
-        for layer in self.layers:
-            if self.vectors[layer].shape[0] != len(self.entries):
-                raise InvalidInputError(f"layer {layer} has {self.vectors[layer].shape[0]} rows for {len(self.entries)} entries")
+        for key in self.keys:
+            if self.vectors[key].shape[0] != len(self.entries):
+                raise InvalidInputError(f"{_describe(key)} has {self.vectors[key].shape[0]} rows for {len(self.entries)} entries")
+
+    @property
+    def keys(self) -> tuple[Key, ...]:
+        """Every matrix of the index: the layers, then the heads."""
+        return self.layers + self.heads
 
     def __len__(self) -> int:
         """Tokens indexed (rows per layer)."""
@@ -87,44 +99,49 @@ class CorpusIndex:
 
     @property
     def hidden_size(self) -> int:
-        return self.vectors[self.layers[0]].shape[1]
+        """The width of the layers' vectors (a head's vectors are narrower: the head size)."""
+        return self.vectors[self.keys[0]].shape[1] if self.layers else 0
 
     def hit(self, row: int, cosine: float) -> Hit:
         e = self.entries
         return Hit(e.sentence_index[row], e.position[row], e.token[row], e.word[row], cosine, e.part_of_speech[row])
 
-    def search(self, layer: int, query_vector: torch.Tensor, k: int = 10, method: Method | None = None) -> list[Hit]:
-        """The k rows nearest to `query_vector` ([hidden]) by cosine at `layer`, nearest first (fewer if the
-        index is smaller). method: "exact" (matrix product), "approximate" (faiss), None = exact below
-        APPROXIMATE_FROM rows."""
-        self._check_layer(layer)
+    def search(
+        self, layer: int, query_vector: torch.Tensor, k: int = 10, method: Method | None = None, head: int | None = None
+    ) -> list[Hit]:
+        """The k rows nearest to `query_vector` ([hidden], or [head_size] with `head`) by cosine at `layer` (or
+        at that layer's `head`), nearest first (fewer if the index is smaller). method: "exact" (matrix
+        product), "approximate" (faiss), None = exact below APPROXIMATE_FROM rows."""
+        key = self._key(layer, head)
         if not isinstance(k, int) or k < 1:
             raise InvalidInputError(f"k must be a positive whole number, not {k!r}")
         query = torch.as_tensor(query_vector).detach().float().cpu().reshape(-1)
-        if query.shape[0] != self.hidden_size:
-            raise InvalidInputError(f"the query vector has {query.shape[0]} values; this index has {self.hidden_size}")
+        width = self.vectors[key].shape[1]
+        if query.shape[0] != width:
+            raise InvalidInputError(f"the query vector has {query.shape[0]} values; {_describe(key)}'s have {width}")
         query = F.normalize(query, dim=0)
         method = method or ("approximate" if len(self) >= APPROXIMATE_FROM else "exact")
         if method == "exact":
-            cosines, rows = _exact_top_k(self.vectors[layer], query, min(k, len(self)))
+            cosines, rows = _exact_top_k(self.vectors[key], query, min(k, len(self)))
         elif method == "approximate":
-            cosines, rows = self._approximate_top_k(layer, query, min(k, len(self)))
+            cosines, rows = self._approximate_top_k(key, query, min(k, len(self)))
         else:
             raise InvalidInputError(f"method must be 'exact' or 'approximate', not {method!r}")
         return [self.hit(int(r), float(c)) for c, r in zip(cosines, rows) if r >= 0]
 
     def search_token(
         self, model: Bert, tokenizer: BertTokenizer, text: str, position: int, layer: int, k: int = 10,
-        method: Method | None = None,
+        method: Method | None = None, head: int | None = None,
     ) -> list[Hit]:
-        """Neighbours of the token at `position` of `text` ([CLS] = 0), as the model sees it at `layer`."""
-        self._check_layer(layer)
+        """Neighbours of the token at `position` of `text` ([CLS] = 0), as the model sees it at `layer` (or as
+        that layer's `head` sees it)."""
+        key = self._key(layer, head)
         self.check_model(model)
         encoding = tokenizer.encode(text, max_length=model.config.max_position_embeddings)
         if not isinstance(position, int) or not 0 <= position < len(encoding):
             raise InvalidInputError(f"position {position!r} is outside this {len(encoding)}-token input (0 .. {len(encoding) - 1})")
-        _, stacked = next(residual_batches(model, [encoding], tokenizer.pad_id, layers=[layer]))
-        return self.search(layer, stacked[0, 0, position], k, method)
+        _, vectors = next(_vector_batches(model, [encoding], tokenizer.pad_id, [key]))
+        return self.search(layer, vectors[key][0, position], k, method, head)
 
     def check_model(self, model: Bert) -> None:
         """StaleIndexError unless `model` is the one this index was built with."""
@@ -158,15 +175,18 @@ class CorpusIndex:
             index.check_model(model)
         return index
 
-    def _check_layer(self, layer: int) -> None:
-        if layer not in self.layers:
-            raise InvalidInputError(f"layer {layer!r} is not in this index; it has layers {list(self.layers)}")
+    def _key(self, layer: int, head: int | None) -> Key:
+        key = layer if head is None else (layer, head)
+        if key not in self.keys:
+            heads = f" and heads (layer, head) {list(self.heads)}" if self.heads else ""
+            raise InvalidInputError(f"{_describe(key)} is not in this index; it has layers {list(self.layers)}{heads}")
+        return key
 
-    def _approximate_top_k(self, layer: int, query: torch.Tensor, k: int):
-        with self._lock:  # built once per layer, even when many sessions ask at the same time
-            if layer not in self._approximate:
-                self._approximate[layer] = _inverted_file_index(self.vectors[layer])
-        searcher = self._approximate[layer]
+    def _approximate_top_k(self, key: Key, query: torch.Tensor, k: int):
+        with self._lock:  # built once per matrix, even when many sessions ask at the same time
+            if key not in self._approximate:
+                self._approximate[key] = _inverted_file_index(self.vectors[key])
+        searcher = self._approximate[key]
         searcher.nprobe = self.probes
         cosines, rows = searcher.search(query[None].numpy(), k)
         return cosines[0], rows[0]
@@ -181,34 +201,48 @@ def build_index(
     parts_of_speech: Sequence[PartOfSpeechSpans | None] | None = None,
     progress: ProgressCallback | None = None,
     dtype: torch.dtype = torch.float32,
+    heads: Sequence[tuple[int, int]] = (),
 ) -> CorpusIndex:
     """Index every token of `sentences` (strings, or LabelledSentence: its headword carries its part of speech).
 
-    layers: None = all (0 = embedding output, n = output of layer n, 1 .. N); one int or a list.
+    layers: None = all (0 = embedding output, n = output of layer n, 1 .. N); one int or a list ([] with heads).
+    heads: (layer n, head h) pairs, n from 1, h from 0: also index head h's output in layer n.
     parts_of_speech: optional, one per sentence: (start, end, part of speech) character spans, or None.
     progress: optional callable(sentences done, total). Runs on the model's device, batched by length.
     """
     texts, spans = _texts_and_spans(sentences, parts_of_speech)
-    layers = _check_layers(model, layers)
+    heads = _check_heads(model, heads)
+    layers = _check_layers(model, layers, allow_none=bool(heads))
+    keys = layers + heads
     encodings = []
     for number, text in enumerate(texts):
         try:
             encodings.append(tokenizer.encode(text, max_length=model.config.max_position_embeddings))
         except InputTooLongError as error:
             raise InvalidInputError(f"sentence {number} is too long: {error}") from error
-    per_sentence: list[torch.Tensor | None] = [None] * len(encodings)
-    for batch, stacked in residual_batches(model, encodings, tokenizer.pad_id, batch_size, layers, progress):
-        unit = F.normalize(stacked.float(), dim=-1).to(dtype).cpu()  # [layer, batch, seq, hidden]
-        for batch_row, number in enumerate(batch):
-            per_sentence[number] = unit[:, batch_row, : len(encodings[number])]
-    matrix = torch.cat(per_sentence, dim=1)  # [layer, row, hidden]
+    per_sentence: dict[Key, list] = {key: [None] * len(encodings) for key in keys}
+    for batch, vectors in _vector_batches(model, encodings, tokenizer.pad_id, keys, batch_size, progress):
+        for key, batch_vectors in vectors.items():
+            unit = F.normalize(batch_vectors.float(), dim=-1).to(dtype).cpu()  # [batch, seq, width]
+            for batch_row, number in enumerate(batch):
+                per_sentence[key][number] = unit[batch_row, : len(encodings[number])]
     return CorpusIndex(
         sentences=texts,
         layers=tuple(layers),
         entries=_entries(texts, encodings, spans),
-        vectors={layer: matrix[i].contiguous() for i, layer in enumerate(layers)},
+        vectors={key: torch.cat(per_sentence[key]) for key in keys},
         fingerprint=model_fingerprint(model),
+        heads=tuple(heads),
     )
+
+
+def _vector_batches(model: Bert, encodings, pad_id: int, keys: list[Key], batch_size: int = 32, progress=None):
+    """hook_batches, as (encoding indices, {key: [batch, seq, width]}): a layer's output, or one head's."""
+    layer_hooks = residual_hooks(model)
+    hooks = {key: hook_name("z", key[0] - 1) if isinstance(key, tuple) else layer_hooks[key] for key in keys}
+    for batch, cache in hook_batches(model, encodings, pad_id, list(dict.fromkeys(hooks.values())), batch_size, progress):
+        # z: [batch, head, seq, head_size]
+        yield batch, {key: cache[hooks[key]][:, key[1]] if isinstance(key, tuple) else cache[hooks[key]] for key in keys}
 
 
 def _texts_and_spans(sentences, parts_of_speech) -> tuple[list[str], list[list[tuple[int, int, str]]]]:
@@ -231,13 +265,31 @@ def _texts_and_spans(sentences, parts_of_speech) -> tuple[list[str], list[list[t
     return texts, spans
 
 
-def _check_layers(model: Bert, layers) -> list[int]:
+def _check_layers(model: Bert, layers, allow_none: bool = False) -> list[int]:
     last = model.config.num_layers
     layers = list(range(last + 1)) if layers is None else [layers] if isinstance(layers, int) else list(layers)
     bad = [layer for layer in layers if not isinstance(layer, int) or not 0 <= layer <= last]
-    if not layers or bad or len(set(layers)) != len(layers):
+    if (not layers and not allow_none) or bad or len(set(layers)) != len(layers):
         raise InvalidInputError(f"layers must be distinct whole numbers from 0 (embeddings) to {last}; got {layers}")
     return layers
+
+
+def _check_heads(model: Bert, heads) -> list[tuple[int, int]]:
+    config = model.config
+    try:
+        pairs = [(layer, head) for layer, head in heads]
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"heads must be (layer, head) pairs, e.g. [(3, 5)]; got {heads!r}") from None
+    bad = [p for p in pairs if not all(isinstance(v, int) for v in p)
+           or not (1 <= p[0] <= config.num_layers and 0 <= p[1] < config.num_heads)]
+    if bad or len(set(pairs)) != len(pairs):
+        raise InvalidInputError(f"heads must be distinct (layer, head) pairs, layer 1 .. {config.num_layers}, head "
+                                f"0 .. {config.num_heads - 1}; got {list(heads)}")
+    return pairs
+
+
+def _describe(key: Key) -> str:
+    return f"head {key[1]} of layer {key[0]}" if isinstance(key, tuple) else f"layer {key}"
 
 
 def _entries(texts: list[str], encodings: list[Encoding], spans) -> Entries:

@@ -5,6 +5,7 @@ sentences into DIR/shard-RANK-of-WORLD; `CorpusIndex.load(DIR)` joins them into 
 """
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 from pathlib import Path
@@ -23,7 +24,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--sentences", required=True,
                         help='a UTF-8 text file, one sentence per line; or "builtin" for the 992 WordNet sentences')
     parser.add_argument("--out", required=True, type=Path, help="folder to write the index into")
-    parser.add_argument("--layers", type=int, nargs="+", help="0 = embeddings, n = layer n (default: all)")
+    parser.add_argument("--layers", type=int, nargs="*", help="0 = embeddings, n = layer n (default: all; none with --heads)")
+    parser.add_argument("--heads", type=head_pair, nargs="+", default=[], metavar="LAYER.HEAD",
+                        help="also index these heads' outputs: 3.5 = head 5 of layer 3 (layers from 1, heads from 0)")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--float16", action="store_true", help="store half-precision vectors (half the size)")
     add_device_argument(parser)
@@ -43,13 +46,13 @@ def run(args) -> int:
     with tqdm(total=last - first, unit="sentence", disable=None, desc=f"rank {rank}/{world}") as bar:
         index = build_index(model, tokenizer, sentences[first:last], args.layers, args.batch_size,
                             progress=lambda done, _: bar.update(done - bar.n),
-                            dtype=torch.float16 if args.float16 else torch.float32)
+                            dtype=torch.float16 if args.float16 else torch.float32, heads=args.heads)
     if world > 1:
         index.shard = (rank, world)
     folder = index.save(args.out / f"shard-{rank:05d}-of-{world:05d}" if world > 1 else args.out)
     size = sum(v.numel() * v.element_size() for v in index.vectors.values())
-    log.info("%s: %d sentences, %d tokens, layers %s, %.1f MB of vectors", folder, len(index.sentences), len(index),
-             list(index.layers), size / 1e6)
+    log.info("%s: %d sentences, %d tokens, layers %s, heads %s, %.1f MB of vectors", folder, len(index.sentences),
+             len(index), list(index.layers), list(index.heads), size / 1e6)
     return 0
 
 
@@ -62,3 +65,11 @@ def read_lines(path: Path) -> list[str]:
     except UnicodeDecodeError as error:
         raise InvalidInputError(f"{path} is not UTF-8 text: {error}") from error
     return [line for line in lines if line]
+
+
+def head_pair(text: str) -> tuple[int, int]:
+    """"3.5" -> (3, 5): head 5 of layer 3."""
+    layer, dot, head = text.partition(".")
+    if not (dot and layer.isdigit() and head.isdigit()):
+        raise argparse.ArgumentTypeError(f"{text!r} is not LAYER.HEAD, e.g. 3.5 for head 5 of layer 3")
+    return int(layer), int(head)

@@ -44,6 +44,46 @@ def test_vectors_are_transformers_hidden_states_normalised(minilm, minilm_path, 
         torch.testing.assert_close(minilm_index.vectors[layer][rows], expected, atol=2e-5, rtol=0)
 
 
+def test_head_vectors_are_transformers_self_attention_outputs_normalised(minilm, minilm_path):
+    """Head h of layer n: columns h*64 .. (h+1)*64 of BertSelfAttention's output (before the output projection)."""
+    from transformers import BertModel
+
+    model, tokenizer = minilm
+    heads = [(1, 0), (4, 7), (6, 11)]
+    index = build_index(model, tokenizer, SENTENCES[:6], layers=[], heads=heads, batch_size=4)
+    assert index.layers == () and index.heads == tuple(heads) and index.keys == tuple(heads)
+    reference = BertModel.from_pretrained(minilm_path).eval()
+    size = model.config.hidden_size // model.config.num_heads
+    for number in (0, 5):
+        outputs = {}
+        hooks = [reference.encoder.layer[layer - 1].attention.self.register_forward_hook(
+                 lambda module, args, output, layer=layer: outputs.__setitem__(layer, output[0][0])) for layer, _ in heads]
+        input_ids, token_type_ids = tokenizer.encode(SENTENCES[number]).tensors()
+        with torch.no_grad():
+            reference(input_ids=input_ids, token_type_ids=token_type_ids)
+        for hook in hooks:
+            hook.remove()
+        rows = list(index.entries.rows(number))
+        for layer, head in heads:
+            expected = F.normalize(outputs[layer][:, head * size : (head + 1) * size], dim=-1)
+            torch.testing.assert_close(index.vectors[(layer, head)][rows], expected, atol=2e-5, rtol=0)
+
+
+def test_a_heads_exact_copy_comes_first_and_survives_save_and_load(tiny_model, tiny_tokenizer, tmp_path):
+    index = build_index(tiny_model, tiny_tokenizer, TINY_SENTENCES, layers=[2], heads=[(1, 3), (2, 0)])
+    loaded = CorpusIndex.load(index.save(tmp_path / "index"), model=tiny_model)
+    assert loaded.heads == ((1, 3), (2, 0)) and loaded.layers == (2,)
+    for layer, head in loaded.heads:
+        hits = loaded.search_token(tiny_model, tiny_tokenizer, TINY_SENTENCES[2], 4, layer, k=3, head=head)
+        assert (hits[0].sentence_index, hits[0].position) == (2, 4) and abs(hits[0].cosine - 1) < 1e-5
+        before = index.search_token(tiny_model, tiny_tokenizer, TINY_SENTENCES[2], 4, layer, k=3, head=head)
+        assert [(h.sentence_index, h.position) for h in hits] == [(h.sentence_index, h.position) for h in before]
+        assert [h.cosine for h in hits] == pytest.approx([h.cosine for h in before], abs=1e-6)
+        torch.testing.assert_close(loaded.vectors[(layer, head)], index.vectors[(layer, head)], atol=0, rtol=0)
+    with pytest.raises(InvalidInputError, match="head 1 of layer 1 is not in this index"):
+        loaded.search(1, torch.ones(8), 3, head=1)
+
+
 def test_an_exact_copy_of_the_query_comes_first_with_cosine_one_at_every_layer(minilm, minilm_index):
     model, tokenizer = minilm
     number, position = 11, 9  # "##x" of "kroxldyphivc": no other token is "##x" at position 9
@@ -120,7 +160,7 @@ def test_an_index_of_another_model_is_refused(tiny_model, tiny_tokenizer, tmp_pa
 def test_shards_of_a_torchrun_job_load_as_the_unsharded_index(tiny_mlm_folder, tmp_path, monkeypatch):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(TINY_SENTENCES * 2) + "\n\n")
-    arguments = ["index", "--model", str(tiny_mlm_folder), "--sentences", str(corpus), "--batch-size", "3"]
+    arguments = ["index", "--model", str(tiny_mlm_folder), "--sentences", str(corpus), "--batch-size", "3", "--heads", "2.1"]
     assert main(arguments + ["--out", str(tmp_path / "whole")]) == 0
     for rank in range(3):
         monkeypatch.setenv("RANK", str(rank))
@@ -131,8 +171,9 @@ def test_shards_of_a_torchrun_job_load_as_the_unsharded_index(tiny_mlm_folder, t
     for joined in (CorpusIndex.load(tmp_path / "sharded"), CorpusIndex.load_shards(reversed(shards))):
         assert [s.shard for s in map(CorpusIndex.load, shards)] == [(0, 3), (1, 3), (2, 3)]
         assert joined.sentences == whole.sentences == TINY_SENTENCES * 2 and joined.entries == whole.entries
-        for layer in whole.layers:
-            torch.testing.assert_close(joined.vectors[layer], whole.vectors[layer], atol=1e-6, rtol=0)
+        assert joined.heads == whole.heads == ((2, 1),)
+        for key in whole.keys:
+            torch.testing.assert_close(joined.vectors[key], whole.vectors[key], atol=1e-6, rtol=0)
     with pytest.raises(CorpusIndexError, match="ranks"):
         CorpusIndex.load_shards(shards[:2])
 
@@ -151,6 +192,12 @@ def test_bad_input_gives_typed_errors(tiny_model, tiny_tokenizer, tmp_path):
         lambda: index.search(0, torch.ones(32), 3, method="fast"),
         lambda: index.search_token(tiny_model, tiny_tokenizer, "the dog.", 5, 0, 3),  # [CLS] the dog . [SEP]: 0 .. 4
         lambda: index.search_token(tiny_model, tiny_tokenizer, "the dog.", -1, 0, 3),
+        lambda: build_index(tiny_model, tiny_tokenizer, ["the dog."], layers=[]),  # nothing to index
+        lambda: build_index(tiny_model, tiny_tokenizer, ["the dog."], heads=[(0, 1)]),  # layers count from 1
+        lambda: build_index(tiny_model, tiny_tokenizer, ["the dog."], heads=[(1, 4)]),  # 4 heads: 0 .. 3
+        lambda: build_index(tiny_model, tiny_tokenizer, ["the dog."], heads=[(1, 2), (1, 2)]),
+        lambda: build_index(tiny_model, tiny_tokenizer, ["the dog."], heads="1.2"),
+        lambda: index.search(2, torch.ones(32), 3, head=0),  # no head was indexed
     ]
     for case in cases:
         with pytest.raises(InvalidInputError):
