@@ -42,6 +42,11 @@ except BertError as error:
     st.stop()
 st.caption(f"Searching {len(index):,} tokens of {widgets.escape_markdown(corpus.name)}.")
 
+
+def layers_with_heads(model) -> list[int]:
+    return list(range(1, model.config.num_layers + 1))
+
+
 try:
     encoding = loaded.tokenizer.encode(context.text, max_length=loaded.summary.max_positions)
 except BertError:
@@ -58,18 +63,32 @@ position = st.pills("Click a token of your sentence (## marks a piece that conti
 query = tokens[position]
 st.html(f"<p>Your token in its sentence: {cs.highlighted(context.text, loaded.tokenizer, position)}</p>")
 names = dict(enumerate(layer_names(loaded.model)))
-layers = list(index.layers)
+state.clamp("search_by", list(cs.COMPARE_BY), default=cs.LAYER_OUTPUT)
+by = st.radio("Compare tokens by", list(cs.COMPARE_BY), key="search_by", horizontal=True, format_func=cs.COMPARE_BY.get,
+              persist_state="session")
+layers = list(index.layers) if by == cs.LAYER_OUTPUT else layers_with_heads(loaded.model)
 state.clamp("search_layer", layers, default=layers[-1])
 columns = st.columns([3, 1])
 layer = columns[0].select_slider("Layer", layers, key="search_layer", format_func=names.get, persist_state="session")
 state.clamp_range("search_k", 5, 50)
 k = columns[1].slider("Matches", 5, 50, key="search_k", persist_state="session")
 
-by_layer = cs.neighbours(*key, corpus, context.text, position, k)
-hits = by_layer[layer]
+if by == cs.LAYER_OUTPUT:
+    by_layer = cs.neighbours(*key, corpus, context.text, position, k)
+    hits, where = by_layer[layer], names[layer]
+else:
+    heads = list(range(loaded.model.config.num_heads))
+    state.clamp("search_head", heads, default=0)
+    head = st.select_slider("Head", heads, key="search_head", persist_state="session")
+    st.caption(f"Each head of {names[layer]} adds up the words it attends to into a small vector of its own "
+               f"({loaded.model.config.hidden_size // len(heads)} numbers) before the layer mixes the heads: the "
+               "search compares those vectors.")
+    index = cs.head_index(*key, corpus, layer)
+    by_head = cs.head_neighbours(*key, corpus, context.text, position, k, layer)
+    hits, where = by_head[head], f"head {head} of {names[layer]}"
 summary = cs.summarize(hits, query.word)
 shown = widgets.escape_markdown(query.word)
-st.markdown(f"**{summary.same_word} of {len(hits)}** matches at {names[layer]} are “{shown}” itself; "
+st.markdown(f"**{summary.same_word} of {len(hits)}** matches at {where} are “{shown}” itself; "
             f"{len(summary.words)} different word(s).")
 left, right = st.columns([3, 2])
 with left:
@@ -87,4 +106,8 @@ table = pd.DataFrame([{"rank": rank, "cosine": hit.cosine, "token": hit.token, "
                        "part of speech": hit.part_of_speech or "", "position": hit.position,
                        "sentence": index.sentences[hit.sentence_index]} for rank, hit in enumerate(hits, 1)])
 st.dataframe(table, hide_index=True)
-widgets.show_chart(by_layer_chart(by_layer, names, query.word), key="search_by_layer")
+if by == cs.LAYER_OUTPUT:
+    widgets.show_chart(by_layer_chart(by_layer, names, query.word), key="search_by_layer")
+else:
+    widgets.show_chart(by_layer_chart(by_head, {h: f"head {h}" for h in by_head}, query.word,
+                                      f"head by head in {names[layer]}"), key="search_by_head")

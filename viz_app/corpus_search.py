@@ -21,6 +21,8 @@ MAX_LINES = 2000  # an uploaded corpus: at most this many sentences (lines) ...
 MAX_TOKENS = 15_000  # ... and word pieces in all (a little more than the built-in set: about a minute on one CPU core)
 BUILTIN = "builtin"  # the digest of the built-in corpus
 STORED = torch.float16  # index vectors are kept in half precision: half the memory, cosines to about 3 decimals
+LAYER_OUTPUT, HEAD_OUTPUT = "layer", "head"
+COMPARE_BY = {LAYER_OUTPUT: "a layer's output (the whole vector)", HEAD_OUTPUT: "one attention head's output"}
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,20 @@ def corpus_index(source, folder, revision, corpus: Corpus) -> CorpusIndex:
     return built
 
 
+@st.cache_resource(show_spinner=False, max_entries=4, ttl=3600, hash_funcs={Corpus: lambda c: c.digest})
+def head_index(source, folder, revision, corpus: Corpus, layer: int) -> CorpusIndex:
+    """Every head's output in `layer` (1 .. N) for every token of a corpus: built on first use per (model, text,
+    layer), then shared like corpus_index."""
+    loaded = cache.load_model(source, folder, revision)
+    sentences = builtin_sentences() if corpus.digest == BUILTIN else list(corpus.sentences)
+    bar = st.progress(0.0, f"Indexing what each head of layer {layer} passes on…")
+    heads = [(layer, head) for head in range(loaded.model.config.num_heads)]
+    built = build_index(loaded.model, loaded.tokenizer, sentences, layers=[], heads=heads, dtype=STORED,
+                        progress=lambda done, total: bar.progress(done / max(total, 1)))
+    bar.empty()
+    return built
+
+
 def query_tokens(encoding: Encoding, text: str) -> list[QueryToken]:
     """Every token but [CLS] and [SEP], with the whole word it belongs to."""
     words = encoding.word_spans()
@@ -132,3 +148,12 @@ def neighbours(source, folder, revision, corpus: Corpus, text: str, position: in
     encoding = loaded.tokenizer.encode(text, max_length=loaded.summary.max_positions)
     vectors = gather_residuals(loaded.model, [encoding], [(0, position)], loaded.tokenizer.pad_id)  # [layer, 1, hidden]
     return {layer: searched.search(layer, vectors[layer, 0], k) for layer in searched.layers}
+
+
+@st.cache_data(show_spinner="Searching every head…", max_entries=64, hash_funcs={Corpus: lambda c: c.digest})
+def head_neighbours(source, folder, revision, corpus: Corpus, text: str, position: int, k: int, layer: int) -> dict[int, list[Hit]]:
+    """head -> the k tokens of the corpus whose output from that head of `layer` is nearest to the query token's."""
+    loaded = cache.load_model(source, folder, revision)
+    searched = head_index(source, folder, revision, corpus, layer)
+    return {head: searched.search_token(loaded.model, loaded.tokenizer, text, position, layer, k, head=head)
+            for _, head in searched.heads}

@@ -98,6 +98,8 @@ PARAMS: dict[str, Param] = {
     # Corpus search. None: the sentence's first token, the last layer.
     "search_position": Param(int, str, None),
     "search_layer": Param(int, str, None),
+    "search_by": Param(str, str, "layer"),  # "layer": a layer's output; "head": one head's output
+    "search_head": Param(int, str, 0),
     "search_k": Param(int, str, 10),
 }
 MODEL_PARAM = "model"  # the model's source; kept apart because the picker is two widgets (choice, folder)

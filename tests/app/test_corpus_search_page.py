@@ -72,6 +72,27 @@ def test_a_copy_of_the_sentence_is_found_first_at_every_layer(open_search):
     assert "of 10** matches at layer 6 are “dog” itself" in texts(at)
 
 
+def test_searching_by_one_heads_output_finds_the_copy_and_charts_every_head(open_search):
+    from bert import load_pretrained
+    from bert.analysis.corpus_search import build_index
+
+    lines = ["A cat sat on the mat.", SENTENCE, "Her dog went to the park."]
+    at = open_search(upload=("\n".join(lines) + "\n").encode(), search_position=2, search_by="head", search_layer=3)
+    assert at.radio(key="search_by").value == "head" and at.select_slider(key="search_layer").options[0] == "layer 1"
+    for head in (0, 7):
+        at.select_slider(key="search_head").set_value(head).run()
+        no_exception(at)
+        model, tokenizer = load_pretrained("minilm")
+        expected = build_index(model, tokenizer, lines, layers=[], heads=[(3, head)]).search_token(
+            model, tokenizer, SENTENCE, 2, 3, k=10, head=head)
+        found = matches(at)
+        assert found[0] == (pytest.approx(1.0, abs=2e-3), "The <b><mark>dog</mark></b> barked at the mailman.")
+        assert [c for c, _ in found] == pytest.approx([h.cosine for h in expected], abs=2e-3)  # float16 storage
+        assert f"matches at head {head} of layer 3" in texts(at)
+    by_head = figures(at)[1]
+    assert list(by_head["data"][0]["x"]) == [f"head {h}" for h in range(12)] and "head by head in layer 3" in by_head["layout"]["title"]["text"]
+
+
 def test_uploaded_text_is_escaped(open_search):
     at = open_search(upload=b"<script>alert(1)</script> the dog barked.\nA *bold* dog [link](x).\n", search_position=2)
     body = at.get("html")[1].proto.body

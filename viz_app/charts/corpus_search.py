@@ -27,8 +27,9 @@ def match_words_chart(words: dict[str, int], query_word: str) -> Chart:
     return Chart(figure, data, "corpus_search_words")
 
 
-def by_layer_chart(by_layer: dict[int, list[Hit]], names: dict[int, str], query_word: str) -> Chart:
-    """Per layer: the share of the matches that are the query's word, and their mean cosine similarity."""
+def by_layer_chart(by_layer: dict[int, list[Hit]], names: dict[int, str], query_word: str, across: str = "layer by layer") -> Chart:
+    """Per layer (or per head: `names` and `across` say which): the share of the matches that are the query's
+    word, and their mean cosine similarity."""
     layers = list(by_layer)
     x = [names[layer] for layer in layers]
     same = [sum(h.word.lower() == query_word.lower() for h in hits) / max(len(hits), 1) for hits in by_layer.values()]
@@ -36,9 +37,12 @@ def by_layer_chart(by_layer: dict[int, list[Hit]], names: dict[int, str], query_
     figure = go.Figure()
     figure.add_scatter(x=x, y=same, name=f"share that are '{query_word}'", mode="lines+markers", line=dict(color=HIGHLIGHT_COLOUR))
     figure.add_scatter(x=x, y=mean, name="mean cosine similarity", mode="lines+markers", line=dict(color=WORD_COLOUR))
-    layout(figure, f"The matches of '{query_word}', layer by layer", height=380,
+    layout(figure, f"The matches of '{query_word}', {across}", height=380,
            yaxis=dict(range=[0, 1.02], title="share / cosine"), **legend_on_top())
-    data = pd.DataFrame({"layer": x, "share_same_word": same, "mean_cosine": mean})
-    return Chart(figure, data, "corpus_search_by_layer",
+    data = pd.DataFrame({across.split()[0]: x, "share_same_word": same, "mean_cosine": mean})
+    heads = not across.startswith("layer")
+    return Chart(figure, data, "corpus_search_by_head" if heads else "corpus_search_by_layer",
                  "Red: how many of the matches are the same word as the one you clicked. Blue: how close they are. "
-                 "Near the embeddings a token mostly finds itself; higher up, words used in similar contexts.")
+                 + ("A head that passes on the word itself finds the same word; one that gathers other words' meaning "
+                    "finds tokens in similar company." if heads else
+                    "Near the embeddings a token mostly finds itself; higher up, words used in similar contexts."))
