@@ -121,3 +121,34 @@ def pad_rows(rows, pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.T
 
 # A batch with padding and sentence pairs: (tokens in A, tokens in B) per row.
 TINY_LAYOUT = [(9, 0), (3, 0), (5, 6), (14, 0), (2, 3)]
+
+
+def free_port() -> int:
+    """A TCP port no one listens on now, for a process group's rendezvous."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def spawn_two_gloo_ranks(job, specs: list[tuple]) -> None:
+    """Two processes in one gloo group (CPU), each calling `job(rank, *spec)` for every spec in turn, with a
+    barrier between specs. One spawn for all the runs a test module needs: the start-up cost is paid once.
+    `job` must be a module-level function (the processes are started afresh and import it)."""
+    import torch.multiprocessing as mp
+
+    mp.spawn(_gloo_rank, args=(free_port(), job, specs), nprocs=2, join=True)
+
+
+def _gloo_rank(rank: int, port: int, job, specs: list[tuple]) -> None:
+    import torch.distributed as dist
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
+    try:
+        for spec in specs:
+            job(rank, *spec)
+            dist.barrier()
+    finally:
+        dist.destroy_process_group()
