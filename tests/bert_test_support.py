@@ -152,3 +152,33 @@ def _gloo_rank(rank: int, port: int, job, specs: list[tuple]) -> None:
             dist.barrier()
     finally:
         dist.destroy_process_group()
+
+
+class Interrupted(Exception):
+    """Raised in place of a training step, to stand for a run killed there."""
+
+
+def killed_at(module, step_function: str, stop_at: int | None):
+    """Context manager: while inside, `module.<step_function>` (a training loop's step, whose last argument is
+    the number of steps done) raises Interrupted when that number reaches `stop_at`, and the run ends quietly
+    there, its last checkpoint on disk. stop_at None: the run is not interrupted."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def patched():
+        real_step = getattr(module, step_function)
+
+        def step_or_stop(*args):
+            if args[-1] == stop_at:
+                raise Interrupted
+            return real_step(*args)
+
+        setattr(module, step_function, step_or_stop)
+        try:
+            yield
+        except Interrupted:
+            pass
+        finally:
+            setattr(module, step_function, real_step)
+
+    return patched()

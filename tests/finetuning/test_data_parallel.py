@@ -25,7 +25,7 @@ from bert.checkpoint import save_hf_folder
 from bert.finetuning.data import IGNORE, Example, encode, epoch_batches, label_names
 from bert.finetuning.train import FinetuneConfig, finetune
 from bert.pretraining.distributed import Ranks, my_rows
-from bert_test_support import TINY_VOCAB, free_port, spawn_two_gloo_ranks
+from bert_test_support import TINY_VOCAB, free_port, killed_at, spawn_two_gloo_ranks
 
 REPO = Path(__file__).resolve().parents[2]
 TOLERANCE = dict(atol=1e-5, rtol=1e-5)  # float32 summation order over 3 to 6 AdamW steps; measured: within 2e-7
@@ -40,10 +40,6 @@ CONFIGS = {  # tokens: 11 examples, global batches of 5, 5 and 1 (rank 1 then ha
 # what it gets is rounding noise, which AdamW divides by its own size into steps of up to the learning rate.
 NOISE_ONLY = {"transformer.0.attention.attention.project_key.bias"}
 STOP_AT = 3  # interrupted runs are killed after this many steps
-
-
-class Interrupted(Exception):
-    pass
 
 
 def examples(task: str, count: int, seed: int) -> list[Example]:
@@ -71,7 +67,7 @@ def tiny_model(**heads) -> Bert:
 
 def task_model(task: str, labels: list[str]) -> Bert:
     """Heads the task does not use besides its own (the LM head; NSP, or the pooler for tokens): fine-tuning
-    must freeze them, else DistributedDataParallel waits for their gradients forever."""
+    must freeze them, else DistributedDataParallel stops with an error (it expects a gradient for each one)."""
     if task == "tokens":
         return tiny_model(mlm_head=True, pooler=True, tagger_labels=labels)
     return tiny_model(mlm_head=True, nsp_head=True, classifier_labels=labels)
@@ -82,21 +78,8 @@ def run(folder: Path, name: str, task: str, rank: int = 0, stop_at: int | None =
     `private`: rank 1 gets a folder of its own (rank1/name), so that anything it writes is seen."""
     train, dev = data(task)
     out = folder / ("rank1" if private and rank == 1 else "") / name
-    real_step = train_module.train_step
-
-    def step_or_stop(*args):
-        if args[-1] == stop_at:
-            raise Interrupted
-        return real_step(*args)
-
-    train_module.train_step = step_or_stop
-    try:
-        model = task_model(task, label_names(train))
-        finetune(model, BertTokenizer.from_vocab(folder / "vocab.txt"), train, dev, out, CONFIGS[task])
-    except Interrupted:
-        pass
-    finally:
-        train_module.train_step = real_step
+    with killed_at(train_module, "train_step", stop_at):
+        finetune(task_model(task, label_names(train)), BertTokenizer.from_vocab(folder / "vocab.txt"), train, dev, out, CONFIGS[task])
 
 
 def two_ranks(rank: int, folder: Path, name: str, task: str, stop_at: int | None, private: bool) -> None:
@@ -147,7 +130,7 @@ def test_two_ranks_with_global_batch_b_follow_one_process_with_batch_b(runs, tas
 
 
 def test_the_classifier_stops_early_on_both_ranks_together(runs):
-    """Rank 0 decides (patience 2) and every rank stops: else rank 1 would wait for rank 0's gradients forever."""
+    """Rank 0 decides (patience 2) and every rank stops: else rank 1 would go on alone, waiting for rank 0 forever."""
     steps_in_full = CONFIGS["classify"].epochs * 4  # 16 examples, batches of 4
     assert len(log(runs / "classify_one")) < steps_in_full
     assert len(log(runs / "classify_two")) == len(log(runs / "classify_one"))

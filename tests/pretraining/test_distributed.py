@@ -22,7 +22,7 @@ import bert.pretraining.trainer as trainer
 from bert import Bert, BertTokenizer
 from bert.pretraining.data import DataConfig
 from bert.pretraining.trainer import TrainConfig, train
-from bert_test_support import free_port, spawn_two_gloo_ranks
+from bert_test_support import free_port, killed_at, spawn_two_gloo_ranks
 
 from .helpers import tiny_config, write_corpus
 
@@ -37,30 +37,14 @@ DOCUMENTS = [  # with NSP, 9 pairs an epoch: global batches of 4, 4 and 1 (one r
 ]
 
 
-class Interrupted(Exception):
-    pass
-
-
 def run(folder: Path, out: Path, world: int, stop_at: int | None = None) -> None:
     """One training run in this process (one rank of `world`); `stop_at`: killed just before that step."""
     tokenizer = BertTokenizer.from_vocab(folder / "vocab.txt")
     torch.manual_seed(0)
     model = Bert(tiny_config(tokenizer.vocab_size, hidden_dropout=0.0, attention_dropout=0.0), nsp_head=True)
     data = DataConfig(max_length=24, batch_size=PER_RANK * 2 // world, next_sentence=True)
-    real_step = trainer.train_step
-
-    def step_or_stop(*args):
-        if args[-1] == stop_at:
-            raise Interrupted
-        return real_step(*args)
-
-    trainer.train_step = step_or_stop
-    try:
+    with killed_at(trainer, "train_step", stop_at):
         train(model, tokenizer, folder / "corpus.txt", None, out, CONFIG, data)
-    except Interrupted:
-        pass
-    finally:
-        trainer.train_step = real_step
 
 
 def two_ranks(rank: int, folder: Path, name: str, stop_at: int | None) -> None:
