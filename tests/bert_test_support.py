@@ -121,3 +121,64 @@ def pad_rows(rows, pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.T
 
 # A batch with padding and sentence pairs: (tokens in A, tokens in B) per row.
 TINY_LAYOUT = [(9, 0), (3, 0), (5, 6), (14, 0), (2, 3)]
+
+
+def free_port() -> int:
+    """A TCP port no one listens on now, for a process group's rendezvous."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def spawn_two_gloo_ranks(job, specs: list[tuple]) -> None:
+    """Two processes in one gloo group (CPU), each calling `job(rank, *spec)` for every spec in turn, with a
+    barrier between specs. One spawn for all the runs a test module needs: the start-up cost is paid once.
+    `job` must be a module-level function (the processes are started afresh and import it)."""
+    import torch.multiprocessing as mp
+
+    mp.spawn(_gloo_rank, args=(free_port(), job, specs), nprocs=2, join=True)
+
+
+def _gloo_rank(rank: int, port: int, job, specs: list[tuple]) -> None:
+    import torch.distributed as dist
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
+    try:
+        for spec in specs:
+            job(rank, *spec)
+            dist.barrier()
+    finally:
+        dist.destroy_process_group()
+
+
+class Interrupted(Exception):
+    """Raised in place of a training step, to stand for a run killed there."""
+
+
+def killed_at(module, step_function: str, stop_at: int | None):
+    """Context manager: while inside, `module.<step_function>` (a training loop's step, whose last argument is
+    the number of steps done) raises Interrupted when that number reaches `stop_at`, and the run ends quietly
+    there, its last checkpoint on disk. stop_at None: the run is not interrupted."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def patched():
+        real_step = getattr(module, step_function)
+
+        def step_or_stop(*args):
+            if args[-1] == stop_at:
+                raise Interrupted
+            return real_step(*args)
+
+        setattr(module, step_function, step_or_stop)
+        try:
+            yield
+        except Interrupted:
+            pass
+        finally:
+            setattr(module, step_function, real_step)
+
+    return patched()

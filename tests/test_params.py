@@ -96,3 +96,31 @@ def test_count_matches_our_own_modules_for_odd_sizes(heads):
     config = BertConfig(vocab_size=101, hidden_size=24, num_layers=3, num_heads=2, intermediate_size=40,
                         max_position_embeddings=17, type_vocab_size=3)
     assert count_parameters(config, **heads)["total"] == numel(bert.Bert(config, **heads))
+
+
+TASK_LAYOUTS = {  # transformers class (3 labels) -> our heads, and the transformers module that holds the task head
+    "BertForSequenceClassification": (dict(mlm_head=False, pooler=True, classifier_labels=3), "classifier", "classifier"),
+    "BertForTokenClassification": (dict(mlm_head=False, pooler=False, tagger_labels=3), "tagger", "classifier"),
+    "BertForNextSentencePrediction": (dict(mlm_head=False, pooler=True, nsp_head=True), "nsp_head", "cls"),
+}
+
+
+@pytest.mark.parametrize("architecture", list(TASK_LAYOUTS))
+def test_task_heads_against_transformers(architecture):
+    """Fine-tuned and NSP models: the total and the head's own count against transformers' model on the same
+    tiny config, and model_heads reads the heads off our model."""
+    import transformers
+
+    from bert.params import model_heads
+
+    config = BertConfig(vocab_size=101, hidden_size=24, num_layers=3, num_heads=2, intermediate_size=40,
+                        max_position_embeddings=17, type_vocab_size=3)
+    heads, ours_name, theirs_name = TASK_LAYOUTS[architecture]
+    hf = hf_twin(config)
+    hf.num_labels = 3
+    theirs = getattr(transformers, architecture)(hf)
+    ours = bert.Bert(config, **heads)
+    counts = count_parameters(config, **model_heads(ours))
+    assert counts["total"] == numel(theirs) == numel(ours)
+    assert counts[ours_name] == numel(getattr(theirs, theirs_name)) == numel(getattr(ours, ours_name))
+    assert counts["pooler"] == (numel(theirs.bert.pooler) if theirs.bert.pooler is not None else 0)

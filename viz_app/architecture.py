@@ -9,6 +9,7 @@ import pandas as pd
 from torch import nn
 
 from bert import BertConfig, count_parameters
+from bert.params import model_heads
 from bert.hooks import HookPoint
 from bert.model import Bert
 
@@ -141,13 +142,23 @@ def _shape(shape: tuple[int, ...] | None) -> str:
     return "not reached" if shape is None else "[" + ", ".join(str(s) for s in shape) + "]"
 
 
+HEAD_ROWS = [  # (what, formula, count_parameters key): a row for each head the model has
+    ("word-guessing (MLM) head: dense, LayerNorm, one bias per word (its matrix is the embedding's)", "H² + H + 2H + V", "lm_head"),
+    ("pooler ([CLS] summary for sentence-level heads)", "H² + H", "pooler"),
+    ("next-sentence head", "2H + 2", "nsp_head"),
+    ("sentence classifier", "N × H + N (N labels)", "classifier"),
+    ("word-by-word (token) classifier", "N × H + N (N labels)", "tagger"),
+]
+
+
 def parameter_arithmetic(model: Bert) -> pd.DataFrame:
-    """The hand arithmetic of the parameter count (the "Inner workings" notes) for this model beside BERT-base, from bert.count_parameters."""
+    """The hand arithmetic of the parameter count (the "Inner workings" notes) for this model beside BERT-base
+    with the same heads, from bert.count_parameters: the encoder, then a row per head the model has."""
     config = model.config
-    heads = dict(mlm_head=model.has_mlm_head, pooler=model.pooler is not None, nsp_head=model.nsp_head is not None)
+    heads = model_heads(model)
     ours = count_parameters(config, **heads)
     base_config = BertConfig.base()
-    base = count_parameters(base_config, mlm_head=True, pooler=True)
+    base = count_parameters(base_config, **heads)
 
     def big_weights(counts: dict[str, int]) -> int:
         return counts["attention_qkv_weights_per_layer"] + counts["mlp_weights_per_layer"]
@@ -159,6 +170,7 @@ def parameter_arithmetic(model: Bert) -> pd.DataFrame:
         ("both, all layers (by hand: ~78M)", "L × (3H² + 2HI)", "all"),
         ("one whole layer (with biases, output projection, LayerNorms)", "", "layer"),
         ("embedding tables", "(V + P + 2) × H + 2H", "embedding"),
+        *[row for row in HEAD_ROWS if ours[row[2]] > 0],
         ("whole model (110M for BERT-base, as usually quoted)", "", "total"),
     ]
     values = []
@@ -171,4 +183,4 @@ def parameter_arithmetic(model: Bert) -> pd.DataFrame:
             pair = ours[key], base[key]
         values.append((what, formula, *pair))
     size = f"H={config.hidden_size}, I={config.intermediate_size}, L={config.num_layers}"
-    return pd.DataFrame(values, columns=["what", "formula", f"this model ({size})", "BERT-base (H=768, I=3072, L=12)"])
+    return pd.DataFrame(values, columns=["what", "formula", f"this model ({size})", "BERT-base (H=768, I=3072, L=12), same heads"])

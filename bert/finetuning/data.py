@@ -164,7 +164,14 @@ class Batch:
     labels: torch.Tensor  # [batch] class ids (long) or numbers (float), or [batch, seq] token label ids
 
     def to(self, device: torch.device) -> "Batch":
-        return Batch(*(t.to(device) for t in (self.input_ids, self.token_type_ids, self.attention_mask, self.labels)))
+        return Batch(*(t.to(device) for t in self._tensors()))
+
+    def rows(self, index: torch.Tensor) -> "Batch":
+        """The examples at `index` (a LongTensor of row numbers)."""
+        return Batch(*(t[index] for t in self._tensors()))
+
+    def _tensors(self) -> tuple[torch.Tensor, ...]:
+        return self.input_ids, self.token_type_ids, self.attention_mask, self.labels
 
 
 def collate(features: list[Features], pad_id: int) -> Batch:

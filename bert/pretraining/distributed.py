@@ -64,13 +64,33 @@ def share(batch: Batch, corrupted: torch.Tensor, labels: torch.Tensor, ranks: Ra
     A rank left without rows (a global batch smaller than the world, at the end of a chunk) takes row 0 with
     every label ignored: it adds nothing to the loss, yet joins the gradient exchange as DDP requires.
     """
-    rows = torch.tensor_split(torch.arange(len(batch.input_ids), device="cpu"), ranks.world)[ranks.rank]
+    rows = my_rows(len(batch.input_ids), ranks)
     if len(rows) > 0:
         return batch.rows(rows), corrupted[rows], labels[rows]
     empty = batch.rows(torch.tensor([0], device="cpu"))
     if empty.nsp_labels is not None:
         empty.nsp_labels = torch.full_like(empty.nsp_labels, IGNORE)
     return empty, corrupted[:1], torch.full_like(labels[:1], IGNORE)
+
+
+def my_rows(batch_size: int, ranks: Ranks) -> torch.Tensor:
+    """This rank's contiguous block of a global batch's row numbers (sizes differ by at most one; empty when
+    the batch has fewer rows than there are ranks)."""
+    return torch.tensor_split(torch.arange(batch_size, device="cpu"), ranks.world)[ranks.rank]
+
+
+def seed_dropout(seed: int, step: int, ranks: Ranks) -> None:
+    """Dropout's draws from (seed, step, rank): a resumed run repeats them. One process alone draws from
+    (seed, step); with N ranks each block of rows has its own stream, so dropout differs from one process's."""
+    torch.manual_seed((seed * 1_000_003 + step) * ranks.world + ranks.rank)
+
+
+def rank_0_decides(flag: bool, ranks: Ranks, device: torch.device) -> bool:
+    """Rank 0's `flag` on every rank (the others' own flags are ignored): for decisions only rank 0 can make."""
+    if ranks.world == 1:
+        return flag
+    decision = torch.tensor([float(flag) if ranks.main else 0.0], device=device)
+    return bool(sum_over_ranks(decision, ranks).item() > 0)
 
 
 def sum_over_ranks(values: torch.Tensor, ranks: Ranks) -> torch.Tensor:

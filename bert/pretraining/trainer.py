@@ -22,7 +22,7 @@ from ..devices import autocast_dtype, model_device
 from ..model import Bert
 from ..tokenizer import BertTokenizer
 from .data import Batch, DataConfig, batches, infinite_batches, word_numbers
-from .distributed import Ranks, barrier, share, sum_over_ranks
+from .distributed import Ranks, barrier, seed_dropout, share, sum_over_ranks
 from .masking import IGNORE, mask_tokens
 
 log = logging.getLogger(__name__)
@@ -145,14 +145,19 @@ def autocast(device: torch.device, bf16: bool):
 def freeze_unused_heads(model: Bert, config: TrainConfig, data: DataConfig) -> None:
     """Heads no loss reads get no gradient; frozen, DistributedDataParallel does not wait for one. (A single
     process is unchanged: AdamW skips parameters without a gradient.)"""
-    if not data.next_sentence:
-        for head in (model.pooler, model.nsp_head):
-            if head is not None:
-                head.requires_grad_(False)
-    if not config.mlm and model.lm_head is not None:  # not its unembedding weight: that is the token embedding
-        model.lm_head.mlp.requires_grad_(False)
-        model.lm_head.layer_norm.requires_grad_(False)
-        model.lm_head.unembedding.bias.requires_grad_(False)
+    freeze_heads(model, ([] if data.next_sentence else ["pooler", "nsp_head"]) + ([] if config.mlm else ["lm_head"]))
+
+
+def freeze_heads(model: Bert, names: list[str]) -> None:
+    """Stop the named heads (attributes of `model`: "lm_head", "pooler", "nsp_head", "classifier", "tagger")
+    from learning, those the model has. The LM head's output matrix is the token embedding: it keeps learning."""
+    for name in names:
+        head = getattr(model, name)
+        if name == "lm_head" and head is not None:  # all but the unembedding weight, the same tensor as the embedding
+            for part in (head.mlp, head.layer_norm, head.unembedding.bias):
+                part.requires_grad_(False)
+        elif head is not None:
+            head.requires_grad_(False)
 
 
 @torch.no_grad()
@@ -252,19 +257,26 @@ def train_step(objective, tokenizer, batch: Batch, optimizer, scheduler, config:
     """
     ranks, device = Ranks.current(), model_device(objective)
     generator = torch.Generator().manual_seed(config.seed * 1_000_003 + step)
-    torch.manual_seed((config.seed * 1_000_003 + step) * ranks.world + ranks.rank)
+    seed_dropout(config.seed, step, ranks)
     corrupted, labels = mask_batch(batch, tokenizer, config, generator)
     totals = (int((labels != IGNORE).sum()), len(batch.input_ids) if batch.nsp_labels is not None else 0)
     mine, corrupted, labels = share(batch, corrupted, labels, ranks)
     with autocast(device, config.bf16):
         losses = objective(mine.to(device), corrupted.to(device), labels.to(device), totals)
-    optimizer.zero_grad(set_to_none=True)
-    (losses["loss"] * ranks.world).backward()  # DDP averages the ranks' gradients: their sum is the global one
-    torch.nn.utils.clip_grad_norm_([p for p in objective.parameters() if p.requires_grad], config.clip_norm)
-    optimizer.step()
-    scheduler.step()
+    apply_gradients(objective, losses["loss"], optimizer, scheduler, config.clip_norm, ranks)
     summed = sum_over_ranks(torch.stack([value.detach().float() for value in losses.values()]), ranks)
     return dict(zip(losses, summed.tolist()))
+
+
+def apply_gradients(objective: nn.Module, loss: torch.Tensor, optimizer, scheduler, clip_norm: float, ranks: Ranks = Ranks()) -> None:
+    """Backward, clip the gradient norm, one optimizer and one schedule step. `loss` is this rank's share of the
+    global batch's loss; under DistributedDataParallel (which averages the ranks' gradients) scaled by the
+    number of ranks, so that the gradient every rank applies is the global batch's."""
+    optimizer.zero_grad(set_to_none=True)
+    (loss * ranks.world).backward()
+    torch.nn.utils.clip_grad_norm_([p for p in objective.parameters() if p.requires_grad], clip_norm)
+    optimizer.step()
+    scheduler.step()
 
 
 def save_checkpoint(folder: Path, model, optimizer, scheduler, step: int, config: TrainConfig, global_batch: int | None = None) -> None:

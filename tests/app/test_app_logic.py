@@ -123,6 +123,28 @@ def test_module_tree_counts_every_parameter_once(encoder):
     assert tree.splitlines()[0].startswith("Bert") and "├─ embedding: BertEmbedding" in tree
 
 
+@pytest.mark.parametrize("heads, rows", [
+    (dict(mlm_head=True, classifier_labels=["a", "b", "c"]), ["lm_head", "pooler", "classifier"]),
+    (dict(mlm_head=False, tagger_labels=["O", "B-PET"]), ["tagger"]),
+    (dict(mlm_head=False, nsp_head=True), ["pooler", "nsp_head"]),
+])
+def test_the_arithmetic_has_a_row_per_head_and_its_total_is_the_models(heads, rows):
+    """Against the model's own tensors: each head's row is its modules' size, and the total is the model's."""
+    from bert import Bert, BertConfig
+
+    model = Bert(BertConfig(vocab_size=50, hidden_size=8, num_layers=1, num_heads=2, intermediate_size=16, max_position_embeddings=16), **heads)
+    table = architecture.parameter_arithmetic(model)
+    ours = table.columns[2]
+    by_what = dict(zip(table["what"], table[ours]))
+    head_rows = [row for row in architecture.HEAD_ROWS if row[0] in by_what]
+    assert [key for _, _, key in head_rows] == rows
+    owned = {name: sum(p.numel() for p in getattr(model, name).parameters()) for name in rows}
+    if "lm_head" in owned:
+        owned["lm_head"] -= model.config.vocab_size * model.config.hidden_size  # its matrix is the embedding's, counted there
+    assert [by_what[what] for what, _, _ in head_rows] == [owned[name] for name in rows]
+    assert table[ours].iloc[-1] == sum(p.numel() for p in model.parameters())
+
+
 def test_tied_unembedding_is_counted_once(tiny_mlm_folder):
     loaded = models.load("folder", str(tiny_mlm_folder))
     rows = {r.path: r for r in architecture.module_rows(loaded.model, {})}

@@ -4,27 +4,25 @@ with batch 2B, and a run stopped and resumed with another number of ranks ends w
 The reference is the single-process trainer (itself tested against hand-computed losses in test_loss.py and for
 exact resumption in test_training.py). Dropout is 0, so the only difference between the runs is the order of
 floating-point sums (two ranks' gradient shares added by gloo instead of one sum): TOLERANCE bounds it.
-The two-process runs all happen in one `torch.multiprocessing.spawn`, to keep the start-up cost to one.
+The two-process runs all happen in one spawn (bert_test_support.spawn_two_gloo_ranks), to keep the start-up cost to one.
 """
 from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
-import torch.distributed as dist
-import torch.multiprocessing as mp
 from safetensors.torch import load_file
 
 import bert.pretraining.trainer as trainer
 from bert import Bert, BertTokenizer
 from bert.pretraining.data import DataConfig
 from bert.pretraining.trainer import TrainConfig, train
+from bert_test_support import free_port, killed_at, spawn_two_gloo_ranks
 
 from .helpers import tiny_config, write_corpus
 
@@ -39,53 +37,24 @@ DOCUMENTS = [  # with NSP, 9 pairs an epoch: global batches of 4, 4 and 1 (one r
 ]
 
 
-class Interrupted(Exception):
-    pass
-
-
 def run(folder: Path, out: Path, world: int, stop_at: int | None = None) -> None:
     """One training run in this process (one rank of `world`); `stop_at`: killed just before that step."""
     tokenizer = BertTokenizer.from_vocab(folder / "vocab.txt")
     torch.manual_seed(0)
     model = Bert(tiny_config(tokenizer.vocab_size, hidden_dropout=0.0, attention_dropout=0.0), nsp_head=True)
     data = DataConfig(max_length=24, batch_size=PER_RANK * 2 // world, next_sentence=True)
-    real_step = trainer.train_step
-
-    def step_or_stop(*args):
-        if args[-1] == stop_at:
-            raise Interrupted
-        return real_step(*args)
-
-    trainer.train_step = step_or_stop
-    try:
+    with killed_at(trainer, "train_step", stop_at):
         train(model, tokenizer, folder / "corpus.txt", None, out, CONFIG, data)
-    except Interrupted:
-        pass
-    finally:
-        trainer.train_step = real_step
 
 
-def two_ranks(rank: int, port: int, folder: Path, jobs: list[tuple[str, int | None]]) -> None:
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
-    try:
-        for name, stop_at in jobs:
-            run(folder, folder / name, world=2, stop_at=stop_at)
-            dist.barrier()
-    finally:
-        dist.destroy_process_group()
+def two_ranks(rank: int, folder: Path, name: str, stop_at: int | None) -> None:
+    run(folder, folder / name, world=2, stop_at=stop_at)
 
 
 def write_vocabulary(folder: Path) -> None:
     """Just the corpus's words: a model this small trains a step in milliseconds."""
     words = sorted({word for document in DOCUMENTS for line in document for word in line.replace(",", " ,").split()})
     (folder / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]) + "\n")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -97,8 +66,7 @@ def runs(tmp_path_factory) -> Path:
     write_corpus(folder / "corpus.txt", DOCUMENTS)
     run(folder, folder / "one", world=1)
     run(folder, folder / "one_then_two", world=1, stop_at=3)
-    jobs = [("two", None), ("two_then_one", 3), ("one_then_two", None)]
-    mp.spawn(two_ranks, args=(free_port(), folder, jobs), nprocs=2, join=True)
+    spawn_two_gloo_ranks(two_ranks, [(folder, "two", None), (folder, "two_then_one", 3), (folder, "one_then_two", None)])
     run(folder, folder / "two_then_one", world=1)
     return folder
 
