@@ -4,8 +4,8 @@
 
 Three configurations, timed in turn (so that drift in the machine's load hits all alike) after a warm-up:
 - ours, full recording: `run_with_cache` keeping every hook (names=None), logits at every position;
-- ours, the app's path: what the app records (attention patterns, MLP activations, the embeddings; see
-  viz_app.forward.recorded_hooks), the LM head only at the [MASK]s (15% of positions);
+- ours, the app's path: the app's one recorded pass (attention patterns, MLP activations, the embeddings; see
+  viz_app.forward.recorded_pass), the LM head only at the [MASK]s (15% of positions);
 - transformers' BertForMaskedLM, eager attention, output_attentions and output_hidden_states.
 Per length it prints the median time of each, the spread (min–max), and the ratios of the medians (below 1.0:
 ours is faster). Peak memory: each (configuration, length) runs once more in a fresh subprocess (glibc's mmap
@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from bench.make_random_bert import make_random_bert  # noqa: E402
 from bert import load_pretrained  # noqa: E402
-from viz_app.forward import recorded_hooks  # noqa: E402
+from viz_app.forward import recorded_pass  # noqa: E402
 
 CONFIGS = ("ours_full", "ours_app", "transformers")
 
@@ -53,7 +53,7 @@ def runner(name: str, ours, reference, length: int):
     if name == "ours_full":
         return lambda: ours.run_with_cache(ids, types)
     if name == "ours_app":
-        return lambda: ours.run_with_cache(ids, types, names=recorded_hooks(ours.config.num_layers), logit_mask=masks)
+        return lambda: recorded_pass(ours, ids, types, logit_mask=masks)
     return lambda: reference(input_ids=ids, token_type_ids=types, output_attentions=True, output_hidden_states=True)
 
 

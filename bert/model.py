@@ -139,7 +139,25 @@ class BertLMHead(nn.Module):
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         transformed = self.hook_transform(self.layer_norm(gelu(self.mlp(hidden), self.config)))
-        return self.hook_logits(self.unembedding(transformed))
+        if torch.is_grad_enabled() or transformed.device.type != "cpu":
+            return self.hook_logits(self.unembedding(transformed))
+        return self.hook_logits(unembed_in_slices(transformed, self.unembedding.weight, self.unembedding.bias))
+
+
+UNEMBEDDING_SLICE = 512  # vocabulary rows per product in unembed_in_slices (1.5 MB of a BERT-base weight)
+
+
+def unembed_in_slices(transformed: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """[*positions, hidden] -> [*positions, vocab], as `F.linear`, one slice of the vocabulary at a time: the
+    slice of the weight stays in cache while every position reads it. One product over the whole 94 MB weight
+    of BERT-base reads it from memory several times: on the CPU it is 1.9x slower for 3 positions and 1.5x for
+    128 (measured on this project's 2-core EPYC, one thread). The same sums, so the same logits. Used only
+    without gradients: autograd would give each slice a full-size gradient of the tied weight."""
+    logits = transformed.new_empty(*transformed.shape[:-1], weight.shape[0])
+    for start in range(0, weight.shape[0], UNEMBEDDING_SLICE):
+        stop = start + UNEMBEDDING_SLICE
+        logits[..., start:stop] = F.linear(transformed, weight[start:stop], bias[start:stop])
+    return logits
 
 
 class BertPooler(nn.Module):

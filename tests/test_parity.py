@@ -164,3 +164,28 @@ def test_tiny_rows_helper_builds_pairs_and_padding():
     assert token_type_ids.tolist() == [[0, 0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 1, 1, 1]]
     sep = TINY_VOCAB.index("[SEP]")
     assert input_ids[1, 3] == sep and input_ids[1, 6] == sep
+
+
+def test_logits_over_a_vocabulary_of_several_slices_match_with_and_without_gradients(save_hf_model, tiny_batch):
+    """Without gradients the LM head multiplies by the unembedding a slice of the vocabulary at a time
+    (bert.model.unembed_in_slices); with gradients in one product. A vocabulary of 2.3 slices, the last one
+    partial: both ways give transformers' logits."""
+    from transformers import BertForMaskedLM
+
+    from bert.model import UNEMBEDDING_SLICE
+
+    vocab = 2 * UNEMBEDDING_SLICE + 150
+    theirs = randomize_(BertForMaskedLM(hf_config(vocab_size=vocab, num_hidden_layers=1, hidden_size=32, num_attention_heads=2, intermediate_size=40)), seed=9)
+    ours, _ = bert.load_pretrained(str(save_hf_model(theirs)))
+    input_ids, token_type_ids, attention_mask = tiny_batch
+    keep = attention_mask.bool()
+    with torch.no_grad():
+        reference = theirs(input_ids=input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask).logits
+        sliced = ours(input_ids, token_type_ids, attention_mask)
+    with torch.inference_mode():
+        at_masks = ours(input_ids, token_type_ids, attention_mask, logit_mask=keep)
+    whole = ours(input_ids, token_type_ids, attention_mask)  # gradients on: one product
+    assert whole.requires_grad and sliced.shape[-1] == vocab
+    assert_close_where(sliced, reference, keep, "MLM logits in slices")
+    assert_close_where(whole.detach(), reference, keep, "MLM logits in one product")
+    torch.testing.assert_close(at_masks, reference[keep], **TOLERANCE)

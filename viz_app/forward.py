@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
+from typing import Mapping, NamedTuple
 
 import numpy as np
 import torch
@@ -16,7 +16,7 @@ import torch
 from bert import BertTokenizer, Encoding, InputTooLongError
 from bert.analysis.attention_stats import HeadStatistics, KeyRoles, head_statistics
 from bert.devices import as_numpy, model_device
-from bert.hooks import EMBEDDING_PARTS, every_layer, stack_layers
+from bert.hooks import EMBEDDING_PARTS, every_layer, hook_name
 from bert.model import Bert
 from bert.predict import MaskPrediction, at_positions, mask_predictions
 
@@ -129,30 +129,61 @@ def record(model: Bert, tokenizer: BertTokenizer, prepared: PreparedInput, top_k
     positions = tokenizer.mask_positions(prepared.masked)
     shapes: dict[str, tuple[int, ...]] = {}
     with torch.inference_mode():
-        logits, cache = model.run_with_cache(
-            input_ids, token_type_ids, names=recorded_hooks(model.config.num_layers),
-            logit_mask=at_positions(positions, len(prepared.masked), device), shapes=shapes,
-        )
+        recorded = recorded_pass(model, input_ids, token_type_ids, at_positions(positions, len(prepared.masked), device), shapes)
         originals = {position: prepared.base.input_ids[position] for position in prepared.masks}
+        logits = recorded.logits
         predictions = [] if logits is None else mask_predictions(logits, positions, tokenizer, top_k, originals)
-        attention = stack_layers(cache, "pattern")[:, 0]  # [layer, head, query, key]
-        neurons = stack_layers(cache, "mlp_post")[:, 0]  # [layer, seq, intermediate]
     return ForwardResult(
         tokens=tuple(prepared.masked.tokens),
         original_tokens=tuple(prepared.base.tokens),
         token_type_ids=tuple(prepared.masked.token_type_ids),
         special=tuple(prepared.masked.special),
         masks=tuple(_mask_result(p, prepared) for p in predictions),
-        attention=read_only(attention),
-        neurons=read_only(neurons),
-        embeddings=MappingProxyType({part: read_only(cache[name][0]) for part, name in EMBEDDING_PARTS.items()}),
+        attention=read_only(recorded.attention[:, 0]),
+        neurons=read_only(recorded.neurons[:, 0]),
+        embeddings=MappingProxyType({part: read_only(values[0]) for part, values in recorded.embeddings.items()}),
         hook_shapes=MappingProxyType(shapes),
     )
 
 
-def recorded_hooks(num_layers: int) -> list[str]:
-    """What the app keeps of a forward pass: attention patterns, MLP activations, the three embeddings."""
-    return every_layer("pattern", num_layers) + every_layer("mlp_post", num_layers) + list(EMBEDDING_PARTS.values())
+class RecordedPass(NamedTuple):
+    logits: torch.Tensor | None  # [selected, vocab] at the logit mask; None without an MLM head
+    attention: torch.Tensor  # [layer, batch, head, query, key]
+    neurons: torch.Tensor  # [layer, batch, seq, intermediate] (after GELU)
+    embeddings: dict[str, torch.Tensor]  # EMBEDDING_PARTS: [batch, seq, hidden] each
+
+
+def recorded_pass(
+    model: Bert, input_ids: torch.Tensor, token_type_ids: torch.Tensor, logit_mask: torch.Tensor | None,
+    shapes: dict[str, tuple[int, ...]] | None = None,
+) -> RecordedPass:
+    """One forward pass that keeps what the app shows: attention patterns, MLP activations (after GELU), the
+    three embeddings, and the logits at `logit_mask`. Every layer's pattern and MLP activations
+    are written, as the pass reaches them, into one [layer, ...] tensor each: so the per-layer tensors are freed
+    (and their memory reused) layer by layer, and nothing is stacked afterwards (at 512 tokens BERT-base that
+    is 225 MB not allocated twice). Call it under torch.inference_mode() or no_grad."""
+    batch, seq = input_ids.shape
+    config, dtype = model.config, next(model.parameters()).dtype
+    layers = config.num_layers
+    attention = input_ids.new_empty((layers, batch, config.num_heads, seq, seq), dtype=dtype)
+    neurons = input_ids.new_empty((layers, batch, seq, config.intermediate_size), dtype=dtype)
+    write_into = [(hook_name("pattern", layer), _writer(attention[layer])) for layer in range(layers)]
+    write_into += [(hook_name("mlp_post", layer), _writer(neurons[layer])) for layer in range(layers)]
+    logits, cache = model.run_with_cache(
+        input_ids, token_type_ids, names=list(EMBEDDING_PARTS.values()), interventions=write_into,
+        logit_mask=logit_mask, shapes=shapes,
+    )
+    embeddings = {part: cache[name] for part, name in EMBEDDING_PARTS.items()}
+    return RecordedPass(logits, attention, neurons, embeddings)
+
+
+def _writer(destination: torch.Tensor):
+    """An intervention that copies the activation into `destination` and lets the pass go on with it there."""
+
+    def write(activation: torch.Tensor, name: str) -> torch.Tensor:
+        return destination.copy_(activation)
+
+    return write
 
 
 def attention_statistics(result: ForwardResult) -> HeadStatistics:

@@ -104,11 +104,12 @@ def head_statistics(pattern: np.ndarray, roles: KeyRoles, query_mask: np.ndarray
     has_next = queries & (positions <= seq - 2)
 
     none = np.zeros(p.shape[:-2] + (1,), dtype=p.dtype)  # the first query has no previous token, the last no next
+    cls, sep, punctuation = _shares(p, (roles.cls, roles.sep, roles.punctuation))
     per_query = {  # each [*lead, head, query]
         "entropy": entropy_bits(p),
-        "cls": _share(p, roles.cls),
-        "sep": _share(p, roles.sep),
-        "punctuation": _share(p, roles.punctuation),
+        "cls": cls,
+        "sep": sep,
+        "punctuation": punctuation,
         "self": np.diagonal(p, axis1=-2, axis2=-1),
         "previous": np.concatenate([none, np.diagonal(p, offset=-1, axis1=-2, axis2=-1)], axis=-1),  # p[i, i-1]
         "next": np.concatenate([np.diagonal(p, offset=1, axis1=-2, axis2=-1), none], axis=-1),  # p[i, i+1]
@@ -131,10 +132,12 @@ def _floating(pattern) -> np.ndarray:
     return array if array.dtype in (np.float32, np.float64) else array.astype(np.float64)
 
 
-def _share(p: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """Attention to the keys marked in `keys` (bool [key]), per query: [..., query]. A matrix product with the
-    0/1 key vector, not a boolean index, which would copy the pattern."""
-    return p @ keys.astype(p.dtype) if keys.any() else np.zeros(p.shape[:-1])
+def _shares(p: np.ndarray, key_sets: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Attention to the keys marked in each bool [key] array, per query: [..., query] each. One matrix product
+    with the 0/1 key vectors side by side (one pass over the pattern, and no boolean index, which would copy it)."""
+    marks = np.stack([np.asarray(keys, dtype=p.dtype) for keys in key_sets], axis=-1)  # [key, set]
+    shares = p @ marks  # [..., query, set]
+    return [shares[..., i] for i in range(len(key_sets))]
 
 
 def combine(results: Iterable[HeadStatistics]) -> HeadStatistics:

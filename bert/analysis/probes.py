@@ -21,10 +21,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
+import numpy as np
 import torch
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
-from sklearn.preprocessing import StandardScaler
 
 from ..data import PARTS_OF_SPEECH, LabelledSentence
 from ..errors import InvalidInputError
@@ -353,10 +353,19 @@ def train_probes(
         return (test_y == train_y[0]).float().mean().expand(len(train_x)).clone()
     probe = LogisticRegression(C=1 / (2 * weight_decay * len(train_y)), max_iter=max_iter, tol=tolerance, warm_start=True)
     accuracy = []
-    for layer_train, layer_test in zip(train_x.numpy(), test_x.numpy()):
-        scaler = StandardScaler().fit(layer_train)
+    for layer_train, layer_test in zip(*standardise(train_x.numpy(), test_x.numpy())):
         with warnings.catch_warnings():  # max_iter bounds the time a probe takes; stopping early there is expected
             warnings.simplefilter("ignore", ConvergenceWarning)
-            probe.fit(scaler.transform(layer_train), train_y.numpy())
-        accuracy.append(probe.score(scaler.transform(layer_test), test_y.numpy()))
+            probe.fit(layer_train, train_y.numpy())
+        accuracy.append(probe.score(layer_test, test_y.numpy()))
     return torch.tensor(accuracy)
+
+
+def standardise(train_x: np.ndarray, test_x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every feature of every layer ([layer, example, hidden]) to zero mean and unit variance over the training
+    examples, as scikit-learn's StandardScaler (a constant feature is only centred), all layers at once
+    (a scaler per layer and probe cost 0.8 s of the 15 s of the probes on the built-in sentences)."""
+    mean = train_x.mean(axis=1, keepdims=True, dtype=np.float64)
+    scale = train_x.std(axis=1, keepdims=True, dtype=np.float64)
+    scale[scale < 10 * np.finfo(np.float64).eps] = 1.0
+    return ((train_x - mean) / scale).astype(train_x.dtype), ((test_x - mean) / scale).astype(test_x.dtype)

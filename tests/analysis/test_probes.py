@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from bert import Bert, BertConfig, BertTokenizer
-from bert.analysis.probes import TASKS, collect, control_labels, run_probes, split_groups, train_probes
+from bert.analysis.probes import TASKS, collect, control_labels, run_probes, split_groups, standardise, train_probes
 from bert.data import LabelledSentence, builtin_sentences
 from bert.errors import InvalidInputError
 
@@ -146,3 +146,18 @@ def test_bad_requests_get_clear_errors(position_model, tokenizer):
         run_probes(position_model, tokenizer, tiny_sentences(3, seed=0))
     with pytest.raises(InvalidInputError, match="unknown probe task"):
         run_probes(position_model, tokenizer, tiny_sentences(20, seed=0), tasks=["colour"])
+
+
+def test_standardise_matches_scikit_learns_scaler_layer_by_layer():
+    from sklearn.preprocessing import StandardScaler
+
+    generator = np.random.default_rng(0)
+    train = (generator.normal(size=(3, 50, 6)) * [1, 10, 0.1, 1, 1, 1] + 5).astype(np.float32)
+    train[:, :, 4] = 2.5  # a constant feature: only centred
+    test = generator.normal(size=(3, 20, 6)).astype(np.float32)
+    ours_train, ours_test = standardise(train, test)
+    for layer in range(3):
+        scaler = StandardScaler().fit(train[layer])
+        np.testing.assert_allclose(ours_train[layer], scaler.transform(train[layer]), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(ours_test[layer], scaler.transform(test[layer]), rtol=1e-5, atol=1e-5)
+    assert ours_train.dtype == np.float32 and np.all(ours_train[:, :, 4] == 0)

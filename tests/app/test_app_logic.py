@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from bert import count_parameters
+from bert.hooks import EMBEDDING_PARTS, stack_layers
 from viz_app import architecture, forward, models, text
 from viz_app.charts.attention import _pool
 from viz_app.charts.base import token_labels
@@ -24,6 +26,23 @@ def test_prepare_input_masks_and_typed_masks(encoder):
     assert prepared.masked.tokens[3] == "[MASK]" and prepared.base.tokens[3] == "barked"
     assert prepared.all_masks == (2, 3)
     assert 0 not in prepared.maskable and prepared.maskable[-1] == len(prepared.base) - 2
+
+
+def test_recorded_pass_keeps_what_a_plain_recording_keeps(tiny_model, tiny_batch):
+    """The app's one pass writes patterns and MLP activations straight into [layer, ...] tensors; the numbers
+    must be those of run_with_cache keeping the same hooks, and the logits those of a pass that records nothing."""
+    input_ids, token_type_ids, _ = tiny_batch
+    logit_mask = torch.zeros_like(input_ids, dtype=torch.bool)
+    logit_mask[:, 1:3] = True
+    with torch.inference_mode():
+        recorded = forward.recorded_pass(tiny_model, input_ids, token_type_ids, logit_mask)
+        plain_logits = tiny_model(input_ids, token_type_ids, logit_mask=logit_mask)
+        _, cache = tiny_model.run_with_cache(input_ids, token_type_ids)
+    torch.testing.assert_close(recorded.logits, plain_logits, rtol=0, atol=0)
+    torch.testing.assert_close(recorded.attention, stack_layers(cache, "pattern"), rtol=0, atol=0)
+    torch.testing.assert_close(recorded.neurons, stack_layers(cache, "mlp_post"), rtol=0, atol=0)
+    for part, name in EMBEDDING_PARTS.items():
+        torch.testing.assert_close(recorded.embeddings[part], cache[name], rtol=0, atol=0)
 
 
 @pytest.mark.parametrize(

@@ -201,8 +201,8 @@ def _pool(patterns: np.ndarray, tile: int) -> np.ndarray:
     if tile == n:
         return patterns
     edges = np.linspace(0, n, tile + 1).astype(int)
-    rows = np.add.reduceat(patterns, edges[:-1], axis=-2) / np.diff(edges)[:, None]
-    return np.add.reduceat(rows, edges[:-1], axis=-1)
+    keys = np.add.reduceat(patterns, edges[:-1], axis=-1)  # the keys first: along memory, and n / tile times less to pool next
+    return np.add.reduceat(keys, edges[:-1], axis=-2) / np.diff(edges)[:, None]
 
 
 def _tile_ids(layers: int, heads: int, tile: int, step: int) -> np.ndarray:
