@@ -6,13 +6,18 @@ Every word piece of the test sentences (tests/bert_test_support.py: 20 sentences
 one batch per sentence; at each masked position the float32 and the reduced-precision logits are compared:
 the largest and the mean absolute difference, whether the top-1 prediction agrees, and how many of the
 float32 top-5 are in the reduced-precision top-5. A dtype the device cannot run is reported, not hidden.
+Speed: the whole pass over the test inputs (351 masked copies in 28 batches), timed `--repeats` times for
+each dtype in turn (alternating, so that a busy moment hits all of them), median and spread, and the ratio
+of medians to float32.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import statistics
 import sys
+import time
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -56,23 +61,45 @@ def compare(reference: torch.Tensor, other: torch.Tensor) -> dict[str, float]:
     }
 
 
+def timings(models: dict[str, bert.Bert], tokenizer: bert.BertTokenizer, repeats: int) -> dict[str, dict]:
+    """{dtype: median, min, max seconds of one masked_logits pass, ratio of medians to float32}."""
+    times = {name: [] for name in models}
+    for _ in range(repeats):
+        for name, model in models.items():
+            start = time.perf_counter()
+            masked_logits(model, tokenizer)
+            if model_device(model).type == "cuda":
+                torch.cuda.synchronize()
+            times[name].append(time.perf_counter() - start)
+    base = statistics.median(times["float32"])
+    return {name: {"median": round(statistics.median(t), 3), "min": round(min(t), 3), "max": round(max(t), 3),
+                   "ratio_to_float32": round(statistics.median(t) / base, 2)} for name, t in times.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="minilm")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--repeats", type=int, default=5, help="timed passes per dtype (0: no timing)")
     args = parser.parse_args()
     model, tokenizer = bert.load_pretrained(args.model, device=args.device)
     reference = masked_logits(model, tokenizer)
-    results = {"model": args.model, "device": args.device, "torch": torch.__version__}
+    results = {"model": args.model, "device": args.device, "torch": torch.__version__,
+               "threads": torch.get_num_threads()}
+    runnable = {"float32": model}
     for dtype in (torch.bfloat16, torch.float16):
         name = str(dtype).removeprefix("torch.")
         try:
             reduced, _ = bert.load_pretrained(args.model, device=args.device, dtype=dtype)  # rounded once from the file
             results[name] = compare(reference, masked_logits(reduced, tokenizer))
+            runnable[name] = reduced
         except (RuntimeError, NotImplementedError) as error:  # an operation without a kernel for this dtype here
             results[name] = {"error": str(error).splitlines()[0]}
         print(name, results[name], flush=True)
+    if args.repeats > 0:
+        results["seconds"] = timings(runnable, tokenizer, args.repeats)
+        print("seconds", results["seconds"], flush=True)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(results, indent=2))
