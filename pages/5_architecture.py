@@ -17,7 +17,7 @@ context = widgets.require()
 result = context.forward()
 model = context.loaded.model
 
-rows = module_rows(model, result.hook_shapes)
+rows = module_rows(model, {**result.hook_shapes, **context.sentence_head_shapes()})
 st.code(tree_text(rows), language=None)
 if len(model.transformer) > 1:
     st.caption(f"Layers 1–{len(model.transformer) - 1} repeat layer 0 (same modules and shapes, their own weights).")

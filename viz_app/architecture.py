@@ -6,9 +6,11 @@ import re
 from dataclasses import dataclass
 
 import pandas as pd
+import torch
 from torch import nn
 
-from bert import BertConfig, count_parameters
+from bert import BertConfig, Encoding, count_parameters
+from bert.devices import model_device
 from bert.params import model_heads
 from bert.hooks import HookPoint
 from bert.model import Bert
@@ -26,6 +28,19 @@ class ModuleRow:
     weights: str  # own tensors and their shapes: "weight [1536, 384], bias [1536]"
     activation: str  # for a hook point: the recorded shape for this input, "[1, 12, 384]"
     note: str = ""
+
+
+def sentence_head_shapes(model: Bert, encoding: Encoding) -> dict[str, tuple[int, ...]]:
+    """The shapes at the hook points only sentence-level heads reach (pooler, classifier, token classifier,
+    next-sentence head) for this input: one pass per head the model has ({} without any)."""
+    shapes: dict[str, tuple[int, ...]] = {}
+    heads = [head for head, present in (("classify", model.has_classifier), ("tag", model.has_tagger),
+                                        ("next_sentence", model.has_nsp_head)) if present]
+    input_ids, token_type_ids = encoding.tensors(model_device(model))
+    with torch.inference_mode():
+        for head in heads:
+            model.run_with_cache(input_ids, token_type_ids, names=[], shapes=shapes, head=head)
+    return shapes
 
 
 def module_rows(model: Bert, hook_shapes: dict[str, tuple[int, ...]], first_layer_only: bool = True) -> list[ModuleRow]:

@@ -22,6 +22,7 @@ import streamlit as st
 
 from bert.analysis import embedding_subspaces as es
 from bert.analysis.attention_stats import HeadStatistics
+from viz_app import architecture
 from viz_app import forward as fw
 from viz_app import models
 from viz_app.tables import EmbeddingTables, embedding_tables, weight_tables
@@ -60,6 +61,16 @@ def forward(
     loaded = load_model(source, folder, revision)
     prepared = fw.prepare_input(loaded.tokenizer, text, pair, masks, truncate, loaded.summary.max_positions)
     return fw.record(loaded.model, loaded.tokenizer, prepared)
+
+
+@st.cache_data(show_spinner=False, max_entries=FORWARD_ENTRIES, ttl=HOUR)
+def sentence_head_shapes(
+    source: str, folder: str | None, revision: str, text: str, pair: str, masks: tuple[int, ...], truncate: bool
+) -> dict[str, tuple[int, ...]]:
+    """The architecture page's shapes at the sentence-level heads' hooks, which the recorded pass does not reach."""
+    loaded = load_model(source, folder, revision)
+    prepared = fw.prepare_input(loaded.tokenizer, text, pair, masks, truncate, loaded.summary.max_positions)
+    return architecture.sentence_head_shapes(loaded.model, prepared.masked)
 
 
 @st.cache_resource(show_spinner=False, max_entries=4 * FORWARD_ENTRIES, ttl=HOUR)

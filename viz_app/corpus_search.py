@@ -95,10 +95,11 @@ def head_index(source, folder, revision, corpus: Corpus, layer: int) -> CorpusIn
     layer), then shared like corpus_index."""
     loaded = cache.load_model(source, folder, revision)
     sentences = builtin_sentences() if corpus.digest == BUILTIN else list(corpus.sentences)
-    bar = st.progress(0.0, f"Indexing what each head of layer {layer} passes on…")
+    what = f"Indexing what each head of layer {layer} passes on, for every token of the sentences"
+    bar = st.progress(0.0, f"{what}…")
     heads = [(layer, head) for head in range(loaded.model.config.num_heads)]
     built = build_index(loaded.model, loaded.tokenizer, sentences, layers=[], heads=heads, dtype=STORED,
-                        progress=lambda done, total: bar.progress(done / max(total, 1)))
+                        progress=lambda done, total: bar.progress(done / max(total, 1), f"{what}: {done:,} of {total:,}"))
     bar.empty()
     return built
 

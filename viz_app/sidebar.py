@@ -40,6 +40,10 @@ class Context:
         """Per-head attention statistics of this input, computed once and shared."""
         return cache.head_statistics(*self._input_key())
 
+    def sentence_head_shapes(self) -> dict[str, tuple[int, ...]]:
+        """Shapes at the hooks only the sentence-level heads reach, for this input (cached)."""
+        return cache.sentence_head_shapes(*self._input_key())
+
     def _input_key(self) -> tuple:
         return self.source, self.folder, self.revision, self.text, self.pair, self.prepared.masks, self.truncate
 

@@ -164,6 +164,29 @@ def test_the_arithmetic_has_a_row_per_head_and_its_total_is_the_models(heads, ro
     assert table[ours].iloc[-1] == sum(p.numel() for p in model.parameters())
 
 
+@pytest.mark.parametrize("heads", [dict(classifier_labels=["a", "b", "c"]), dict(tagger_labels=["O", "B-PET"]),
+                                   dict(nsp_head=True)])
+def test_every_hook_point_of_a_model_with_a_sentence_head_gets_its_shape(heads, tiny_vocab_file):
+    """The recorded pass reaches the encoder and the MLM head; sentence_head_shapes adds the sentence heads' hooks,
+    with the shapes their own methods (classify, tag, next_sentence) give."""
+    from bert import Bert, BertConfig, BertTokenizer
+
+    tokenizer = BertTokenizer.from_vocab(tiny_vocab_file)
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=8, num_layers=1, num_heads=2, intermediate_size=16,
+                        max_position_embeddings=16)
+    model = Bert(config, **heads).eval()
+    prepared = forward.prepare_input(tokenizer, "the dog barked.", None, [], False, 16)
+    shapes = {**forward.record(model, tokenizer, prepared).hook_shapes,
+              **architecture.sentence_head_shapes(model, prepared.masked)}
+    rows = architecture.module_rows(model, shapes, first_layer_only=False)
+    hooks = [row for row in rows if row.activation]
+    assert len(hooks) == len(model.hook_names()) and all(row.activation != "not reached" for row in hooks)
+    ids, types = prepared.masked.tensors()
+    method, hook = {"classifier_labels": ("classify", "classifier.hook_logits"), "tagger_labels": ("tag", "tagger.hook_logits"),
+                    "nsp_head": ("next_sentence", "nsp_head.hook_logits")}[next(iter(heads))]
+    assert shapes[hook] == tuple(getattr(model, method)(ids, types).shape)
+
+
 def test_tied_unembedding_is_counted_once(tiny_mlm_folder):
     loaded = models.load("folder", str(tiny_mlm_folder))
     rows = {r.path: r for r in architecture.module_rows(loaded.model, {})}

@@ -9,7 +9,8 @@ import torch
 
 from app_helpers import array, figures, no_exception, open_entry_page, texts, write_entry
 
-PAGES = {"sentence_tasks": ("12_sentence_tasks.py", "Sentence tasks"), "compare_models": ("13_compare_models.py", "Compare two models")}
+PAGES = {"sentence_tasks": ("12_sentence_tasks.py", "Sentence tasks"), "compare_models": ("13_compare_models.py", "Compare two models"),
+         "architecture": ("5_architecture.py", "Architecture")}
 
 
 @pytest.fixture(scope="module")
@@ -175,6 +176,11 @@ def test_the_shipped_question_classifier_and_its_base(open_page):
     assert at.selectbox(key="tasks_class").value == model.labels[expected.argmax()]
     assert "Type a second sentence" not in texts(at)  # no next-sentence head: that section is not drawn
     assert "HUM: a person or group" in texts(at)  # the label codes explained
+
+    at = open_page("architecture", model="minilm-trec", text="Who wrote Hamlet?")
+    tree = at.code[0].value
+    assert "classifier: Linear(384 → 6)" in tree and "not reached" not in tree  # the head's hooks have shapes too
+    assert "hook_logits: HookPoint" in tree and "→ [1, 6]" in tree  # [batch, labels]
 
     at = open_page("compare_models", model="minilm-trec", compare_count=20)
     assert at.selectbox(key="compare_with").value == "minilm-encoder"  # its base
