@@ -35,17 +35,6 @@ if choice == aw.UPLOAD:
         st.stop()
 else:
     corpus = cs.builtin_corpus()
-try:
-    index = cs.corpus_index(*key, corpus)
-except BertError as error:
-    st.warning(f"That text cannot be indexed: {widgets.escape_markdown(str(error))}.")
-    st.stop()
-st.caption(f"Searching {len(index):,} tokens of {widgets.escape_markdown(corpus.name)}.")
-
-
-def layers_with_heads(model) -> list[int]:
-    return list(range(1, model.config.num_layers + 1))
-
 
 try:
     encoding = loaded.tokenizer.encode(context.text, max_length=loaded.summary.max_positions)
@@ -66,24 +55,30 @@ names = dict(enumerate(layer_names(loaded.model)))
 state.clamp("search_by", list(cs.COMPARE_BY), default=cs.LAYER_OUTPUT)
 by = st.radio("Compare tokens by", list(cs.COMPARE_BY), key="search_by", horizontal=True, format_func=cs.COMPARE_BY.get,
               persist_state="session")
-layers = list(index.layers) if by == cs.LAYER_OUTPUT else layers_with_heads(loaded.model)
+layers = list(names) if by == cs.LAYER_OUTPUT else list(names)[1:]  # heads live in layers 1 .. N
 state.clamp("search_layer", layers, default=layers[-1])
 columns = st.columns([3, 1])
 layer = columns[0].select_slider("Layer", layers, key="search_layer", format_func=names.get, persist_state="session")
 state.clamp_range("search_k", 5, 50)
 k = columns[1].slider("Matches", 5, 50, key="search_k", persist_state="session")
-
-if by == cs.LAYER_OUTPUT:
-    by_layer = cs.neighbours(*key, corpus, context.text, position, k)
-    hits, where = by_layer[layer], names[layer]
-else:
+if by == cs.HEAD_OUTPUT:
     heads = list(range(loaded.model.config.num_heads))
     state.clamp("search_head", heads, default=0)
     head = st.select_slider("Head", heads, key="search_head", persist_state="session")
     st.caption(f"Each head of {names[layer]} adds up the words it attends to into a small vector of its own "
                f"({loaded.model.config.hidden_size // len(heads)} numbers) before the layer mixes the heads: the "
                "search compares those vectors.")
-    index = cs.head_index(*key, corpus, layer)
+
+try:  # only the index this view needs: every layer's output, or this layer's heads
+    index = cs.corpus_index(*key, corpus) if by == cs.LAYER_OUTPUT else cs.head_index(*key, corpus, layer)
+except BertError as error:
+    st.warning(f"That text cannot be indexed: {widgets.escape_markdown(str(error))}.")
+    st.stop()
+st.caption(f"Searching {len(index):,} tokens of {widgets.escape_markdown(corpus.name)}.")
+if by == cs.LAYER_OUTPUT:
+    by_layer = cs.neighbours(*key, corpus, context.text, position, k)
+    hits, where = by_layer[layer], names[layer]
+else:
     by_head = cs.head_neighbours(*key, corpus, context.text, position, k, layer)
     hits, where = by_head[head], f"head {head} of {names[layer]}"
 summary = cs.summarize(hits, query.word)
