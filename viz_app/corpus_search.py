@@ -11,7 +11,6 @@ from dataclasses import dataclass
 import streamlit as st
 import torch
 
-from bert.analysis.corpus import gather_residuals
 from bert.analysis.corpus_search import CorpusIndex, Hit, build_index
 from bert.data import builtin_sentences
 from bert.tokenizer import BertTokenizer, Encoding
@@ -75,31 +74,30 @@ def upload_corpus(text: str, name: str, tokenizer: BertTokenizer, max_positions:
 def corpus_index(source, folder, revision, corpus: Corpus) -> CorpusIndex:
     """Every token of a corpus at every layer: built once per (model, text), with a progress bar, then shared by
     every session and never changed. Keyed like cache.load_model by the model's source and revision."""
-    loaded = cache.load_model(source, folder, revision)
-    # the built-in sentences as LabelledSentence: they carry their headword's part of speech
-    sentences = builtin_sentences() if corpus.digest == BUILTIN else list(corpus.sentences)
-    what = "the built-in sentences (once per model)" if corpus.digest == BUILTIN else "your text"
-    bar = st.progress(0.0, f"Indexing every token of {what} at every layer…")
-
-    def progress(done: int, total: int) -> None:
-        bar.progress(done / max(total, 1), f"Indexing every token of {what} at every layer: {done:,} of {total:,} sentences")
-
-    built = build_index(loaded.model, loaded.tokenizer, sentences, progress=progress, dtype=STORED)
-    bar.empty()
-    return built
+    text = "the built-in sentences (once per model)" if corpus.digest == BUILTIN else "your text"
+    return _build(source, folder, revision, corpus, f"Indexing every token of {text} at every layer")
 
 
 @st.cache_resource(show_spinner=False, max_entries=4, ttl=3600, hash_funcs={Corpus: lambda c: c.digest})
 def head_index(source, folder, revision, corpus: Corpus, layer: int) -> CorpusIndex:
     """Every head's output in `layer` (1 .. N) for every token of a corpus: built on first use per (model, text,
     layer), then shared like corpus_index."""
+    heads = [(layer, head) for head in range(cache.load_model(source, folder, revision).model.config.num_heads)]
+    return _build(source, folder, revision, corpus, f"Indexing what each head of layer {layer} passes on, for every "
+                  "token of the sentences", layers=[], heads=heads)
+
+
+def _build(source, folder, revision, corpus: Corpus, what: str, **choice) -> CorpusIndex:
+    """build_index with a progress bar saying `what`; `choice`: build_index's layers and heads (default: all layers)."""
     loaded = cache.load_model(source, folder, revision)
+    # the built-in sentences as LabelledSentence: they carry their headword's part of speech
     sentences = builtin_sentences() if corpus.digest == BUILTIN else list(corpus.sentences)
-    what = f"Indexing what each head of layer {layer} passes on, for every token of the sentences"
     bar = st.progress(0.0, f"{what}…")
-    heads = [(layer, head) for head in range(loaded.model.config.num_heads)]
-    built = build_index(loaded.model, loaded.tokenizer, sentences, layers=[], heads=heads, dtype=STORED,
-                        progress=lambda done, total: bar.progress(done / max(total, 1), f"{what}: {done:,} of {total:,}"))
+
+    def progress(done: int, total: int) -> None:
+        bar.progress(done / max(total, 1), f"{what}: {done:,} of {total:,} sentences")
+
+    built = build_index(loaded.model, loaded.tokenizer, sentences, progress=progress, dtype=STORED, **choice)
     bar.empty()
     return built
 
@@ -145,10 +143,8 @@ def neighbours(source, folder, revision, corpus: Corpus, text: str, position: in
     (one forward pass for the query, then one search per layer)."""
     loaded = cache.load_model(source, folder, revision)
     searched = corpus_index(source, folder, revision, corpus)
-    searched.check_model(loaded.model)
-    encoding = loaded.tokenizer.encode(text, max_length=loaded.summary.max_positions)
-    vectors = gather_residuals(loaded.model, [encoding], [(0, position)], loaded.tokenizer.pad_id)  # [layer, 1, hidden]
-    return {layer: searched.search(layer, vectors[layer, 0], k) for layer in searched.layers}
+    vectors = searched.token_vectors(loaded.model, loaded.tokenizer, text, position)  # one pass, every layer
+    return {layer: searched.search(layer, vectors[layer], k) for layer in searched.layers}
 
 
 @st.cache_data(show_spinner="Searching every head…", max_entries=64, hash_funcs={Corpus: lambda c: c.digest})
@@ -156,5 +152,5 @@ def head_neighbours(source, folder, revision, corpus: Corpus, text: str, positio
     """head -> the k tokens of the corpus whose output from that head of `layer` is nearest to the query token's."""
     loaded = cache.load_model(source, folder, revision)
     searched = head_index(source, folder, revision, corpus, layer)
-    return {head: searched.search_token(loaded.model, loaded.tokenizer, text, position, layer, k, head=head)
-            for _, head in searched.heads}
+    vectors = searched.token_vectors(loaded.model, loaded.tokenizer, text, position)  # one pass, every head
+    return {head: searched.search(layer, vectors[(layer, head)], k, head=head) for _, head in searched.heads}

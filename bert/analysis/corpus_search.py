@@ -100,7 +100,7 @@ class CorpusIndex:
     @property
     def hidden_size(self) -> int:
         """The width of the layers' vectors (a head's vectors are narrower: the head size)."""
-        return self.vectors[self.keys[0]].shape[1] if self.layers else 0
+        return self.vectors[self.layers[0]].shape[1] if self.layers else 0
 
     def hit(self, row: int, cosine: float) -> Hit:
         e = self.entries
@@ -136,12 +136,20 @@ class CorpusIndex:
         """Neighbours of the token at `position` of `text` ([CLS] = 0), as the model sees it at `layer` (or as
         that layer's `head` sees it)."""
         key = self._key(layer, head)
+        return self.search(layer, self.token_vectors(model, tokenizer, text, position, [key])[key], k, method, head)
+
+    def token_vectors(
+        self, model: Bert, tokenizer: BertTokenizer, text: str, position: int, keys: Sequence[Key] | None = None
+    ) -> dict[Key, torch.Tensor]:
+        """The token at `position` of `text` ([CLS] = 0) as this index's matrices hold it: {layer or (layer,
+        head): vector}, for `keys` (None: all the index has), from one forward pass; each a query for `search`."""
         self.check_model(model)
+        keys = self.keys if keys is None else keys
         encoding = tokenizer.encode(text, max_length=model.config.max_position_embeddings)
         if not isinstance(position, int) or not 0 <= position < len(encoding):
             raise InvalidInputError(f"position {position!r} is outside this {len(encoding)}-token input (0 .. {len(encoding) - 1})")
-        _, vectors = next(_vector_batches(model, [encoding], tokenizer.pad_id, [key]))
-        return self.search(layer, vectors[key][0, position], k, method, head)
+        _, vectors = next(_vector_batches(model, [encoding], tokenizer.pad_id, list(keys)))
+        return {key: vectors[key][0, position] for key in keys}
 
     def check_model(self, model: Bert) -> None:
         """StaleIndexError unless `model` is the one this index was built with."""
