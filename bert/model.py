@@ -189,7 +189,7 @@ class LinearHead(nn.Linear):
 
 Labels = Union[int, Sequence[str], None]  # a number of labels (named LABEL_0, LABEL_1, ...) or their names
 HEADS = ("mlm", "classify", "tag", "next_sentence")  # what run_with_cache can return
-_HEAD_MODULES = {"classify": "classifier", "tag": "tagger", "next_sentence": "nsp_head"}
+_HEAD_MODULES = {"next_sentence": "nsp_head", "classify": "classifier", "tag": "tagger"}  # the heads past the MLM one
 _MISSING_HEAD = {
     "classify": "this model has no sequence classifier: load a BertForSequenceClassification checkpoint, or fine-tune one (python -m bert finetune)",
     "tag": "this model has no token classifier: load a BertForTokenClassification checkpoint, or fine-tune one (python -m bert finetune --task tokens)",
@@ -297,6 +297,11 @@ class Bert(nn.Module):
     @property
     def has_tagger(self) -> bool:
         return self.tagger is not None
+
+    @property
+    def sentence_heads(self) -> list[str]:
+        """The run_with_cache heads besides "mlm" this model has: "next_sentence", "classify", "tag"."""
+        return [head for head, module in _HEAD_MODULES.items() if getattr(self, module) is not None]
 
     def hook_names(self) -> list[str]:
         """Every hook point, in the order the forward pass reaches them."""

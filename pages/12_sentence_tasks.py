@@ -16,7 +16,7 @@ widgets.page_header(
 context = widgets.require()
 model, key = context.loaded.model, aw.model_key(context)
 encoding = context.prepared.base
-heads = tasks.heads_of(model)
+heads = model.sentence_heads
 if not heads:
     st.warning(
         "This model has no sentence-level head. For \"does B follow A?\" pick "

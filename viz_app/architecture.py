@@ -34,11 +34,9 @@ def sentence_head_shapes(model: Bert, encoding: Encoding) -> dict[str, tuple[int
     """The shapes at the hook points only sentence-level heads reach (pooler, classifier, token classifier,
     next-sentence head) for this input: one pass per head the model has ({} without any)."""
     shapes: dict[str, tuple[int, ...]] = {}
-    heads = [head for head, present in (("classify", model.has_classifier), ("tag", model.has_tagger),
-                                        ("next_sentence", model.has_nsp_head)) if present]
     input_ids, token_type_ids = encoding.tensors(model_device(model))
     with torch.inference_mode():
-        for head in heads:
+        for head in model.sentence_heads:
             model.run_with_cache(input_ids, token_type_ids, names=[], shapes=shapes, head=head)
     return shapes
 

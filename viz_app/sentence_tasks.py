@@ -27,12 +27,6 @@ WHICH_MODEL = {
 LABEL_COLOURS = ["#3b6fb6", "#e08a2e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
 
 
-def heads_of(model: Bert) -> list[str]:
-    """The sentence-level heads this model has, in the page's order."""
-    return [head for head, present in (("next_sentence", model.has_nsp_head), ("classify", model.has_classifier),
-                                       ("tag", model.has_tagger)) if present]
-
-
 @dataclass(frozen=True)
 class NextSentence:
     follows: float  # P(B follows A) for the typed order

@@ -42,7 +42,7 @@ def test_class_probabilities_carry_the_label_names(tokenizer):
     model = tiny(tokenizer, mlm_head=False, classifier_labels=["sad", "calm", "happy"])
     table = tasks.class_probabilities(model, tokenizer.encode("the dog"))
     assert list(table["label"]) == ["sad", "calm", "happy"] and table["probability"].sum() == pytest.approx(1.0)
-    assert tasks.heads_of(model) == ["classify"]
+    assert model.sentence_heads == ["classify"]
 
 
 def test_token_label_chips_escape_what_the_user_typed(tokenizer):
