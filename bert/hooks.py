@@ -115,9 +115,12 @@ class HookPoint(nn.Module):
         run = _ACTIVE_RUN.get()
         return activation if run is None else run.visit(self.name, activation)
 
-    # Called straight, past nn.Module's call machinery (torch's own module hooks, which recording does not use):
-    # that machinery costs more than the identity itself, about 200 times per BERT-base forward pass.
-    __call__ = forward
+    def __call__(self, activation: torch.Tensor) -> torch.Tensor:
+        """Straight to forward, past nn.Module's call machinery (it costs more than the identity itself, about
+        200 times per BERT-base forward pass), unless PyTorch's own hooks were registered on this point."""
+        if self._forward_hooks or self._forward_pre_hooks:
+            return super().__call__(activation)
+        return self.forward(activation)
 
     def extra_repr(self) -> str:
         return self.name

@@ -1,10 +1,12 @@
 """Hook points: every name the issue lists, with its shape; the names filter; what attention patterns must satisfy."""
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
-from bert import UnknownHookError
+from bert import UnknownHookError, hook_name
 from bert.errors import InvalidInputError
 
 
@@ -225,3 +227,27 @@ def test_untouched_hooks_pass_through_and_shapes_are_noted(tiny_model, tiny_batc
         logits, cache = tiny_model.run_with_cache(*tiny_batch, names=["embedding.hook_sum"], shapes=shapes)
     assert set(cache) == {"embedding.hook_sum"} and torch.equal(cache["embedding.hook_sum"], full["embedding.hook_sum"])
     assert shapes == {name: tuple(tensor.shape) for name, tensor in full.items()}
+
+
+def test_pytorchs_own_module_hooks_on_a_hook_point_fire(tiny_model, tiny_batch, full_run):
+    """register_forward_pre_hook / register_forward_hook on a hook point work as on any nn.Module: the hook points
+    skip nn.Module's call machinery only while no such hook is registered."""
+    model = copy.deepcopy(tiny_model)  # the shared fixture stays untouched
+    name = hook_name("pattern", 1)
+    point = model.get_submodule(name)
+    seen = []
+    handles = [
+        point.register_forward_pre_hook(lambda module, args: seen.append(args[0].clone())),
+        point.register_forward_hook(lambda module, args, output: torch.zeros_like(output)),
+    ]
+    with torch.no_grad():
+        hooked = model(*tiny_batch)
+        zeroed, _ = tiny_model.run_with_cache(*tiny_batch, names=[], interventions={name: lambda a, n: torch.zeros_like(a)})
+        for handle in handles:
+            handle.remove()
+        plain = model(*tiny_batch)
+    assert len(seen) == 1
+    torch.testing.assert_close(seen[0], full_run[1][name])
+    torch.testing.assert_close(hooked, zeroed)
+    assert not torch.allclose(hooked, plain)
+    torch.testing.assert_close(plain, full_run[0])
