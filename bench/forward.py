@@ -1,6 +1,6 @@
 """Our forward pass against transformers' eager forward, same BERT-base weights, alternating in one process.
 
-    python bench/forward.py [--lengths 16 128 512] [--repeats 9] [--no-memory]
+    python bench/forward.py [--lengths 16 128 512] [--repeats 9] [--no-memory] [--no-packing]
 
 Three configurations, timed in turn (so that drift in the machine's load hits all alike) after a warm-up:
 - ours, full recording: `run_with_cache` keeping every hook (names=None), logits at every position;
@@ -14,7 +14,8 @@ mark (/proc/self/clear_refs) just before the forward and reads VmHWM after it: t
 of that forward pass, outputs included (torch's own allocations and
 everything else; tracemalloc would not see torch). The weights are a random BERT-base (bench/make_random_bert.py;
 speed does not depend on the values). transformers is a benchmark-only reference here. Ends with a table
-ready to paste and the load average.
+ready to paste and the load average. `--no-packing`: ours with nn.Linear (MKL) instead of oneDNN-packed weights
+(bert/packed_linear.py), to see what the packing gives.
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from bench.make_random_bert import make_random_bert  # noqa: E402
-from bert import load_pretrained  # noqa: E402
+from bert import load_pretrained, packed_linear  # noqa: E402
 from viz_app.forward import recorded_pass  # noqa: E402
 
 CONFIGS = ("ours_full", "ours_app", "transformers")
@@ -120,10 +121,14 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory subprocesses")
     parser.add_argument("--no-timing", action="store_true", help="only the peak memory")
+    parser.add_argument("--no-packing", action="store_true", help="ours with nn.Linear, not oneDNN-packed weights")
     parser.add_argument("--json", type=Path, help="also write the measurements here")
     parser.add_argument("--memory-of", nargs=2, metavar=("CONFIG", "LENGTH"), help=argparse.SUPPRESS)
     parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.no_packing:
+        os.environ["BERT_INSIDE_PACKED_LINEAR"] = "0"  # for the peak-memory subprocesses too
+        packed_linear.ENABLED = False
     if args.memory_of:
         print(peak_memory(args.folder, args.memory_of[0], int(args.memory_of[1])))
         return
@@ -141,7 +146,8 @@ def main() -> None:
             print(f"{length} tokens: " + ", ".join(f"{name} {median[name]:.3f} s" for name in CONFIGS), flush=True)
 
     load = os.getloadavg()
-    print(f"\ntorch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs; load average "
+    packing = "oneDNN-packed weights" if packed_linear.ENABLED else "nn.Linear (no packing)"
+    print(f"\ntorch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs, ours with {packing}; load average "
           f"{load[0]:.1f} {load[1]:.1f} {load[2]:.1f}; median of {args.repeats} alternating runs, spread min–max; "
           "peak = extra resident memory during one forward pass (VmHWM)\n")
     print("| tokens | ours, full recording (s) | ours, app's path (s) | transformers eager (s) | ratio full | ratio app "

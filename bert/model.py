@@ -15,6 +15,7 @@ from . import attention as attn
 from .config import BertConfig
 from .errors import InputTooLongError, InvalidInputError, MissingHeadError
 from .hooks import HookPoint, HookRun, Intervention, NameFilter, active_run, group_interventions, make_filter, name_hook_points
+from .packed_linear import PackedLinear
 
 
 def gelu(x: torch.Tensor, config: BertConfig) -> torch.Tensor:
@@ -54,9 +55,9 @@ class PureSelfAttentionLayer(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
         self.num_heads = config.num_heads
-        self.project_query = nn.Linear(config.hidden_size, config.hidden_size)
-        self.project_key = nn.Linear(config.hidden_size, config.hidden_size)
-        self.project_value = nn.Linear(config.hidden_size, config.hidden_size)
+        self.project_query = PackedLinear(config.hidden_size, config.hidden_size)
+        self.project_key = PackedLinear(config.hidden_size, config.hidden_size)
+        self.project_value = PackedLinear(config.hidden_size, config.hidden_size)
         self.dropout = nn.Dropout(config.attention_dropout)
         self.hook_q = HookPoint()  # [batch, head, query, head_dim]
         self.hook_k = HookPoint()  # [batch, head, key, head_dim]
@@ -81,7 +82,7 @@ class SelfAttentionLayer(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
         self.attention = PureSelfAttentionLayer(config)
-        self.mlp = nn.Linear(config.hidden_size, config.hidden_size)  # the output projection (the seed names it mlp)
+        self.mlp = PackedLinear(config.hidden_size, config.hidden_size)  # the output projection (the seed names it mlp)
         self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout)
         self.hook_result = HookPoint()  # [batch, seq, hidden] what attention adds to the residual stream
@@ -98,8 +99,8 @@ class NormedResidualLayer(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
         self.config = config
-        self.mlp1 = nn.Linear(config.hidden_size, config.intermediate_size)
-        self.mlp2 = nn.Linear(config.intermediate_size, config.hidden_size)
+        self.mlp1 = PackedLinear(config.hidden_size, config.intermediate_size)
+        self.mlp2 = PackedLinear(config.intermediate_size, config.hidden_size)
         self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout)
         self.hook_pre = HookPoint()  # [batch, seq, intermediate] before GELU
@@ -130,34 +131,16 @@ class BertLMHead(nn.Module):
     def __init__(self, config: BertConfig, token_embedding: nn.Embedding):
         super().__init__()
         self.config = config
-        self.mlp = nn.Linear(config.hidden_size, config.hidden_size)
+        self.mlp = PackedLinear(config.hidden_size, config.hidden_size)
         self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.unembedding = nn.Linear(config.hidden_size, config.vocab_size)
+        self.unembedding = PackedLinear(config.hidden_size, config.vocab_size)
         self.unembedding.weight = token_embedding.weight  # tied: one tensor, two uses
         self.hook_transform = HookPoint()  # [*positions, hidden] after dense, GELU, LayerNorm
         self.hook_logits = HookPoint()  # [*positions, vocab]
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         transformed = self.hook_transform(self.layer_norm(gelu(self.mlp(hidden), self.config)))
-        if torch.is_grad_enabled() or transformed.device.type != "cpu":
-            return self.hook_logits(self.unembedding(transformed))
-        return self.hook_logits(unembed_in_slices(transformed, self.unembedding.weight, self.unembedding.bias))
-
-
-UNEMBEDDING_SLICE = 512  # vocabulary rows per product in unembed_in_slices (1.5 MB of a BERT-base weight)
-
-
-def unembed_in_slices(transformed: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-    """[*positions, hidden] -> [*positions, vocab], as `F.linear`, one slice of the vocabulary at a time: the
-    slice of the weight stays in cache while every position reads it. One product over the whole 94 MB weight
-    of BERT-base reads it from memory several times: on the CPU it is 1.9x slower for 3 positions and 1.5x for
-    128 (measured on this project's 2-core EPYC, one thread). The same sums, so the same logits. Used only
-    without gradients: autograd would give each slice a full-size gradient of the tied weight."""
-    logits = transformed.new_empty(*transformed.shape[:-1], weight.shape[0])
-    for start in range(0, weight.shape[0], UNEMBEDDING_SLICE):
-        stop = start + UNEMBEDDING_SLICE
-        logits[..., start:stop] = F.linear(transformed, weight[start:stop], bias[start:stop])
-    return logits
+        return self.hook_logits(self.unembedding(transformed))
 
 
 class BertPooler(nn.Module):
@@ -166,17 +149,17 @@ class BertPooler(nn.Module):
 
     def __init__(self, config: BertConfig):
         super().__init__()
-        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.dense = PackedLinear(config.hidden_size, config.hidden_size)
         self.hook_out = HookPoint()  # [batch, hidden]
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.hook_out(torch.tanh(self.dense(hidden[:, 0])))
 
 
-class LinearHead(nn.Linear):
+class LinearHead(PackedLinear):
     """Dropout, then one linear map to `out_features` logits: the NSP head (over the pooler), the sequence
-    classifier (over the pooler) and the token classifier (over every token). A subclass of nn.Linear, so its
-    tensors are `weight` and `bias` right under the head's name, as in Hugging Face checkpoints."""
+    classifier (over the pooler) and the token classifier (over every token). A subclass of nn.Linear (through
+    PackedLinear), so its tensors are `weight` and `bias` right under the head's name, as in Hugging Face checkpoints."""
 
     def __init__(self, in_features: int, out_features: int, dropout: float = 0.0):
         super().__init__(in_features, out_features)

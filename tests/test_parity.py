@@ -166,26 +166,24 @@ def test_tiny_rows_helper_builds_pairs_and_padding():
     assert input_ids[1, 3] == sep and input_ids[1, 6] == sep
 
 
-def test_logits_over_a_vocabulary_of_several_slices_match_with_and_without_gradients(save_hf_model, tiny_batch):
-    """Without gradients the LM head multiplies by the unembedding a slice of the vocabulary at a time
-    (bert.model.unembed_in_slices); with gradients in one product. A vocabulary of 2.3 slices, the last one
-    partial: both ways give transformers' logits."""
+def test_logits_match_with_and_without_gradients(save_hf_model, tiny_batch):
+    """Without gradients every Linear multiplies with a oneDNN-packed copy of its weight (bert.packed_linear);
+    with gradients it is nn.Linear. Both ways, and at the masks only, give transformers' logits."""
     from transformers import BertForMaskedLM
 
-    from bert.model import UNEMBEDDING_SLICE
-
-    vocab = 2 * UNEMBEDDING_SLICE + 150
+    vocab = 1174
     theirs = randomize_(BertForMaskedLM(hf_config(vocab_size=vocab, num_hidden_layers=1, hidden_size=32, num_attention_heads=2, intermediate_size=40)), seed=9)
     ours, _ = bert.load_pretrained(str(save_hf_model(theirs)))
     input_ids, token_type_ids, attention_mask = tiny_batch
     keep = attention_mask.bool()
     with torch.no_grad():
         reference = theirs(input_ids=input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask).logits
-        sliced = ours(input_ids, token_type_ids, attention_mask)
+        packed = ours(input_ids, token_type_ids, attention_mask)
     with torch.inference_mode():
         at_masks = ours(input_ids, token_type_ids, attention_mask, logit_mask=keep)
-    whole = ours(input_ids, token_type_ids, attention_mask)  # gradients on: one product
-    assert whole.requires_grad and sliced.shape[-1] == vocab
-    assert_close_where(sliced, reference, keep, "MLM logits in slices")
-    assert_close_where(whole.detach(), reference, keep, "MLM logits in one product")
+    whole = ours(input_ids, token_type_ids, attention_mask)  # gradients on: nn.Linear
+    assert whole.requires_grad and packed.shape[-1] == vocab
+    assert "_packed" in ours.lm_head.unembedding.__dict__  # the no-gradient pass did take the packed path
+    assert_close_where(packed, reference, keep, "MLM logits, packed weights")
+    assert_close_where(whole.detach(), reference, keep, "MLM logits, nn.Linear")
     torch.testing.assert_close(at_masks, reference[keep], **TOLERANCE)

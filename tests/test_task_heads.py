@@ -54,9 +54,9 @@ def test_transformers_task_checkpoint_loads_and_matches(architecture, tiny_hf_co
     ours, _ = bert.load_pretrained(str(save_hf_model(theirs)))
     batch = tuple(t[:, : tiny_hf_config.max_position_embeddings] for t in tiny_batch)  # has padding and pairs
     expected = reference_logits(theirs, batch)
-    with torch.no_grad():
+    with torch.no_grad():  # both on the same path (without gradients: oneDNN-packed weights)
         direct = getattr(ours, method)(*batch)
-    recorded, cache = ours.run_with_cache(*batch, head=method)
+        recorded, cache = ours.run_with_cache(*batch, head=method)
     assert_same_logits(direct, expected, batch[2], f"{architecture} {method}()")
     assert torch.equal(recorded, direct) and torch.equal(cache[hook], direct)
     if method != "next_sentence":

@@ -1,0 +1,132 @@
+"""bert.packed_linear: on the CPU without gradients, a oneDNN-packed copy of the weight; checked against
+F.linear on the same tensors, and that every way of changing the weight is seen."""
+import copy
+import pickle
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from bert import packed_linear
+from bert.packed_linear import PackedLinear, forget_packed_weights
+
+pytestmark = pytest.mark.skipif(not packed_linear.ENABLED, reason="BERT_INSIDE_PACKED_LINEAR=0")
+CLOSE = dict(atol=1e-5, rtol=1e-5)
+
+
+def linear(in_features=48, out_features=72, bias=True, seed=0) -> PackedLinear:
+    torch.manual_seed(seed)
+    return PackedLinear(in_features, out_features, bias=bias)
+
+
+def was_packed(module: PackedLinear) -> bool:
+    return "_packed" in module.__dict__
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("shape", [(1, 48), (5, 48), (2, 7, 48)])
+def test_packed_product_matches_f_linear(shape, bias):
+    module = linear(bias=bias)
+    x = torch.randn(shape)
+    with torch.inference_mode():
+        out = module(x)
+    assert was_packed(module)
+    torch.testing.assert_close(out, F.linear(x, module.weight, module.bias), **CLOSE)
+
+
+def test_no_grad_non_contiguous_input_and_rows_independent():
+    module = linear()
+    x = torch.randn(4, 9, 48)[:, ::2]  # every other position: not contiguous
+    with torch.no_grad():
+        out = module(x)
+        alone = module(x[1:2, 3:4])
+    torch.testing.assert_close(out, F.linear(x, module.weight, module.bias), **CLOSE)
+    assert torch.equal(alone[0, 0], out[1, 3])  # a row's result does not depend on the other rows
+
+
+def test_bfloat16_matches_f_linear_in_bfloat16():
+    module = linear().to(torch.bfloat16)
+    x = torch.randn(6, 48, dtype=torch.bfloat16)
+    with torch.inference_mode():
+        out = module(x)
+    assert was_packed(module) and out.dtype == torch.bfloat16
+    torch.testing.assert_close(out, F.linear(x, module.weight, module.bias), atol=2e-2, rtol=1e-2)
+
+
+def test_with_gradients_it_is_nn_linear_and_gradients_flow():
+    module = linear()
+    x = torch.randn(3, 48, requires_grad=True)
+    out = module(x)
+    out.sum().backward()
+    assert not was_packed(module)
+    assert torch.equal(out, F.linear(x, module.weight, module.bias))
+    torch.testing.assert_close(x.grad, module.weight.sum(0).expand(3, -1))  # d(sum of outputs)/dx
+
+
+def test_an_in_place_edit_is_seen():
+    module = linear()
+    x = torch.randn(3, 48)
+    with torch.no_grad():
+        module(x)
+        module.weight.zero_()  # as an ablation would
+        out = module(x)
+    assert torch.equal(out, module.bias.expand(3, -1))
+
+
+def test_an_optimizer_step_and_load_state_dict_are_seen():
+    module, other = linear(seed=0), linear(seed=1)
+    x = torch.randn(3, 48)
+    with torch.no_grad():
+        module(x)
+    optimizer = torch.optim.SGD(module.parameters(), lr=0.5)
+    F.linear(x, module.weight, module.bias).square().sum().backward()
+    optimizer.step()
+    with torch.no_grad():
+        torch.testing.assert_close(module(x), F.linear(x, module.weight, module.bias), **CLOSE)
+        module.load_state_dict(other.state_dict())
+        torch.testing.assert_close(module(x), F.linear(x, other.weight, other.bias), **CLOSE)
+
+
+def test_a_dtype_round_trip_and_a_new_weight_tensor_are_seen():
+    module = linear()
+    x = torch.randn(3, 48)
+    with torch.no_grad():
+        module(x)
+        module.to(torch.bfloat16).float()  # the weights now hold bfloat16-rounded values, maybe at the old address
+        torch.testing.assert_close(module(x), F.linear(x, module.weight, module.bias), **CLOSE)
+        module.weight = torch.nn.Parameter(torch.ones_like(module.weight))
+        torch.testing.assert_close(module(x), F.linear(x, module.weight, module.bias), **CLOSE)
+
+
+def test_edits_through_data_are_seen_after_forget_packed_weights():
+    module = linear()
+    model = torch.nn.Sequential(module)
+    x = torch.randn(3, 48)
+    with torch.no_grad():
+        model(x)
+        module.weight.data.zero_()  # bypasses the version counter
+        forget_packed_weights(model)
+        assert torch.equal(model(x), module.bias.expand(3, -1))
+
+
+def test_copies_and_pickles_leave_the_packed_copy_out():
+    module = linear()
+    x = torch.randn(3, 48)
+    with torch.no_grad():
+        expected = module(x)
+    for copied in (copy.deepcopy(module), pickle.loads(pickle.dumps(module))):
+        assert not was_packed(copied) and set(copied.state_dict()) == {"weight", "bias"}
+        with torch.no_grad():
+            torch.testing.assert_close(copied(x), expected, **CLOSE)
+    assert set(module.state_dict()) == {"weight", "bias"}
+
+
+def test_float16_and_inference_tensor_weights_take_nn_linear():
+    half = linear().half()
+    with torch.inference_mode():
+        made_in_inference_mode = linear()
+    x = torch.randn(3, 48)
+    with torch.inference_mode():
+        assert torch.equal(half(x.half()), F.linear(x.half(), half.weight, half.bias))
+        assert torch.equal(made_in_inference_mode(x), F.linear(x, made_in_inference_mode.weight, made_in_inference_mode.bias))
+    assert not was_packed(half) and not was_packed(made_in_inference_mode)
