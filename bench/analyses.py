@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import platform
+import sys
 import time
 from pathlib import Path
 
@@ -19,6 +20,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import torch  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's bert, whatever is installed
 import bert  # noqa: E402
 from bert.hooks import every_layer, stack_layers  # noqa: E402
 from bert.analysis import ablation, head_stats, logit_lens, probes, rollout, saliency  # noqa: E402

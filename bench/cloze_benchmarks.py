@@ -17,6 +17,7 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's bert, whatever is installed
 import bert  # noqa: E402
 from bert.evaluation import run_benchmarks  # noqa: E402
 

@@ -17,13 +17,16 @@ import argparse
 import json
 import os
 import statistics
+import sys
 import time
+from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's bert, whatever is installed
 import bert  # noqa: E402
 from bert.analysis.corpus import batches, pad  # noqa: E402
 from bert.analysis.corpus_search import CorpusIndex, Entries, build_index  # noqa: E402

@@ -8,9 +8,12 @@ occurrences of the same word by cosine; the table gives the share that have the 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
-import bert
-from bert.analysis.sense_neighbours import load_senses, sense_agreement
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's bert, whatever is installed
+import bert  # noqa: E402
+from bert.analysis.sense_neighbours import load_senses, sense_agreement  # noqa: E402
 
 
 def main() -> None:

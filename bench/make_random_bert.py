@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import sys
 from pathlib import Path
 
-from bert.pretrained import minilm_folder
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's bert, whatever is installed
+from bert.pretrained import minilm_folder  # noqa: E402
 
 
 def make_random_bert(folder: Path, seed: int = 0):

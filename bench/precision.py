@@ -24,6 +24,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import torch  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's bert, whatever is installed
 import bert  # noqa: E402
 from bert.devices import model_device  # noqa: E402
 
