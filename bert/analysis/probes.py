@@ -320,9 +320,9 @@ def fit_and_score(
     if len(train) == 0 or test.sum() == 0:
         raise _CannotProbe("too few sentences to hold some out")
     num_classes = len(data.class_names)
-    train_x, test_x = data.features[:, train], data.features[:, test]
-    accuracy = train_probes(train_x, data.labels[train], test_x, data.labels[test], max_iter=max_iter)
-    control = train_probes(train_x, data.control_labels[train], test_x, data.control_labels[test], max_iter=max_iter)
+    train_x, test_x = standardise(data.features[:, train].numpy(), data.features[:, test].numpy())  # once for both
+    accuracy = fit_layers(train_x, data.labels[train], test_x, data.labels[test], max_iter=max_iter)
+    control = fit_layers(train_x, data.control_labels[train], test_x, data.control_labels[test], max_iter=max_iter)
     majority = torch.bincount(data.labels[train], minlength=num_classes).argmax()
     return ProbeResult(
         task=task,
@@ -351,6 +351,16 @@ def train_probes(
     scikit-learn fits one weight vector (binary logistic regression); its penalty is twice that of the
     equivalent two-way softmax.
     """
+    scaled_train, scaled_test = standardise(train_x.numpy(), test_x.numpy())
+    return fit_layers(scaled_train, train_y, scaled_test, test_y, weight_decay, max_iter, tolerance)
+
+
+def fit_layers(
+    train_x: np.ndarray, train_y: torch.Tensor, test_x: np.ndarray, test_y: torch.Tensor,
+    weight_decay: float = 1e-3, max_iter: int = 50, tolerance: float = 1e-3,
+) -> torch.Tensor:
+    """train_probes on features already standardised ([layer, example, hidden] numpy arrays): the task's probes
+    and its control probes share one standardisation."""
     if len(train_y.unique()) < 2:  # nothing to learn: the probe can only say the one label it saw
         return (test_y == train_y[0]).float().mean().expand(len(train_x)).clone()
     probe = LogisticRegression(C=1 / (2 * weight_decay * len(train_y)), max_iter=max_iter, tol=tolerance, warm_start=True)
@@ -360,7 +370,7 @@ def train_probes(
     # built-in sentences). It changes thread counts only (process-wide while it lasts), never results.
     with threadpool_limits(limits=1), warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # max_iter bounds a probe's time: stopping there is expected
-        for layer_train, layer_test in zip(*standardise(train_x.numpy(), test_x.numpy())):
+        for layer_train, layer_test in zip(train_x, test_x):
             probe.fit(layer_train, train_y.numpy())
             accuracy.append(probe.score(layer_test, test_y.numpy()))
     return torch.tensor(accuracy)
