@@ -43,9 +43,15 @@ class _Packed(NamedTuple):
 class PackedLinear(nn.Linear):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         packed = self._packed_weight(x)
-        if packed is None:
-            return F.linear(x, self.weight, self.bias)
-        return torch.ops.mkldnn._linear_pointwise(x, packed, self.bias, "none", [], "")
+        if packed is not None:
+            try:
+                return _packed_product(x, packed, self.bias)
+            except (RuntimeError, TypeError, NotImplementedError):
+                pass  # nn.Linear below raises its own error if the input is wrong; if it does not, the op is unusable
+        out = F.linear(x, self.weight, self.bias)
+        if packed is not None:
+            _disable()  # a PyTorch build whose oneDNN op fails where nn.Linear works: nn.Linear from now on
+        return out
 
     def _packed_weight(self, x: torch.Tensor) -> torch.Tensor | None:
         weight = self.weight
@@ -59,7 +65,7 @@ class PackedLinear(nn.Linear):
         source = weight.detach()
         try:
             packed = torch.ops.mkldnn._reorder_linear_weight(source, None)
-        except (RuntimeError, AttributeError, NotImplementedError):  # a PyTorch build without it
+        except (RuntimeError, AttributeError, NotImplementedError):  # a PyTorch build without it: nn.Linear
             _disable()
             return None
         self.__dict__["_packed"] = _Packed(source, weight._version, packed)
@@ -73,6 +79,12 @@ class PackedLinear(nn.Linear):
         state = super().__getstate__()  # a copy of __dict__
         state.pop("_packed", None)
         return state
+
+
+def _packed_product(x: torch.Tensor, packed: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    """x · Wᵀ + b with W packed by oneDNN (the op torch.compile's CPU freezing uses; internal to PyTorch, hence
+    the fallback in PackedLinear.forward)."""
+    return torch.ops.mkldnn._linear_pointwise(x, packed, bias, "none", [], "")
 
 
 def _packable(x: torch.Tensor, weight: torch.Tensor) -> bool:

@@ -130,3 +130,24 @@ def test_float16_and_inference_tensor_weights_take_nn_linear():
         assert torch.equal(half(x.half()), F.linear(x.half(), half.weight, half.bias))
         assert torch.equal(made_in_inference_mode(x), F.linear(x, made_in_inference_mode.weight, made_in_inference_mode.bias))
     assert not was_packed(half) and not was_packed(made_in_inference_mode)
+
+
+def test_a_build_whose_op_fails_falls_back_to_nn_linear_for_good(monkeypatch):
+    """Should PyTorch change its internal oneDNN op, the model keeps working through nn.Linear."""
+    monkeypatch.setattr(packed_linear, "ENABLED", True)
+
+    def broken(*args):
+        raise TypeError("_linear_pointwise() takes 5 arguments")
+
+    monkeypatch.setattr(packed_linear, "_packed_product", broken)
+    module, x = linear(), torch.randn(3, 48)
+    with torch.no_grad():
+        assert torch.equal(module(x), F.linear(x, module.weight, module.bias))
+    assert not packed_linear.ENABLED
+
+
+def test_a_wrong_input_gets_nn_linears_error_and_packing_stays_on(monkeypatch):
+    monkeypatch.setattr(packed_linear, "ENABLED", True)
+    with torch.no_grad(), pytest.raises(RuntimeError, match="shapes cannot be multiplied"):
+        linear()(torch.randn(3, 47))
+    assert packed_linear.ENABLED
