@@ -41,6 +41,8 @@ class _Packed(NamedTuple):
 
 
 class PackedLinear(nn.Linear):
+    """nn.Linear, with the oneDNN-packed product on the CPU when no gradient is wanted (see the module's text)."""
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         packed = self._packed_weight(x)
         if packed is not None:
@@ -55,7 +57,8 @@ class PackedLinear(nn.Linear):
 
     def _packed_weight(self, x: torch.Tensor) -> torch.Tensor | None:
         weight = self.weight
-        if not _packable(x, weight) or (torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad)):
+        wants_gradient = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (x, weight, self.bias))
+        if wants_gradient or not _packable(x, weight):
             return None
         cached = self.__dict__.get("_packed")
         # Holding `source` keeps the packed memory alive, so a new weight cannot reuse its address unnoticed.

@@ -63,6 +63,17 @@ def test_with_gradients_it_is_nn_linear_and_gradients_flow():
     torch.testing.assert_close(x.grad, module.weight.sum(0).expand(3, -1))  # d(sum of outputs)/dx
 
 
+def test_a_trainable_bias_beside_a_frozen_weight_gets_its_gradient():
+    """Training only the biases (as BitFit does) must take nn.Linear's path, where autograd reaches the bias."""
+    module = linear()
+    module.weight.requires_grad_(False)
+    x = torch.randn(3, 48)
+    module(x).square().sum().backward()
+    expected = 2 * F.linear(x, module.weight, module.bias).detach().sum(0)
+    assert not was_packed(module)
+    torch.testing.assert_close(module.bias.grad, expected)
+
+
 def test_an_in_place_edit_is_seen():
     module = linear()
     x = torch.randn(3, 48)
