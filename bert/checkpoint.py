@@ -16,6 +16,7 @@ from safetensors.torch import load_file, save_file
 from .config import BertConfig
 from .errors import CheckpointError
 from .model import Bert
+from .skip_init import skip_init
 
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
 # Keys a checkpoint may carry that hold nothing of their own: a position-index buffer, and the decoder,
@@ -140,8 +141,12 @@ def model_from_state_dict(config: BertConfig, state: dict[str, torch.Tensor], so
         raise CheckpointError(f"{source}: missing tensor {missing[0]!r} ({len(missing)} missing in all)")
     if unexpected:
         raise CheckpointError(f"{source}: unexpected tensor {unexpected[0]!r} ({len(unexpected)} unexpected in all); is this a BERT checkpoint?")
-    model = Bert(config, **heads, **task)
+    with skip_init():  # no random weights drawn: every tensor is filled below
+        model = Bert(config, **heads, **task)
     ours = model.state_dict()
+    unfilled = set(ours) - set(table) - {"lm_head.unembedding.weight"}  # the tied one is set below
+    if unfilled:
+        raise CheckpointError(f"{source}: the key table has no entry for {sorted(unfilled)[0]!r} (a bug in bert/checkpoint.py)")
     for our_key, their_key in table.items():
         tensor = state[their_key]
         if tensor.shape != ours[our_key].shape:

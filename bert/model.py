@@ -16,10 +16,16 @@ from .config import BertConfig
 from .errors import InputTooLongError, InvalidInputError, MissingHeadError
 from .hooks import HookPoint, HookRun, Intervention, NameFilter, active_run, group_interventions, make_filter, name_hook_points
 from .packed_linear import PackedLinear
+from .skip_init import skipping_init
 
 
 def gelu(x: torch.Tensor, config: BertConfig) -> torch.Tensor:
     return F.gelu(x, approximate="tanh" if config.activation == "gelu_tanh" else "none")
+
+
+def embedding(rows: int, width: int) -> nn.Embedding:
+    """nn.Embedding, left uninitialised under skip_init (a checkpoint fills it next)."""
+    return nn.Embedding(rows, width, _weight=torch.empty(rows, width) if skipping_init() else None)
 
 
 class BertEmbedding(nn.Module):
@@ -27,9 +33,9 @@ class BertEmbedding(nn.Module):
 
     def __init__(self, config: BertConfig):
         super().__init__()
-        self.token_embedding = nn.Embedding(config.vocab_size, config.hidden_size)
-        self.position_embedding = nn.Embedding(config.max_position_embeddings, config.hidden_size)
-        self.token_type_embedding = nn.Embedding(config.type_vocab_size, config.hidden_size)
+        self.token_embedding = embedding(config.vocab_size, config.hidden_size)
+        self.position_embedding = embedding(config.max_position_embeddings, config.hidden_size)
+        self.token_type_embedding = embedding(config.type_vocab_size, config.hidden_size)
         self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout)
         self.hook_token = HookPoint()  # [batch, seq, hidden]
@@ -213,7 +219,8 @@ class Bert(nn.Module):
         self.problem_type: str | None = None  # as Hugging Face's config.json: "single_label_classification", "regression", ...
         self._add_task_head(classifier_labels, tagger_labels, problem_type)
         self._hook_names = name_hook_points(self)
-        self.apply(self._init_weights)
+        if not skipping_init():  # else a checkpoint fills every weight next (bert/skip_init.py)
+            self.apply(self._init_weights)
 
     def add_heads(
         self, mlm_head: bool = False, nsp_head: bool = False, classifier_labels: Labels = None,

@@ -30,6 +30,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .skip_init import skipping_init
+
 ENABLED = os.environ.get("BERT_INSIDE_PACKED_LINEAR", "1") != "0"
 PACKABLE_DTYPES = (torch.float32, torch.bfloat16)
 
@@ -54,6 +56,10 @@ class PackedLinear(nn.Linear):
         if packed is not None:
             _disable()  # a PyTorch build whose oneDNN op fails where nn.Linear works: nn.Linear from now on
         return out
+
+    def reset_parameters(self) -> None:
+        if not skipping_init():  # else a checkpoint fills the weights next (bert/skip_init.py)
+            super().reset_parameters()
 
     def _packed_weight(self, x: torch.Tensor) -> torch.Tensor | None:
         weight = self.weight

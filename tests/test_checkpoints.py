@@ -34,6 +34,33 @@ def test_the_undamaged_copy_loads(folder):
     assert model.has_mlm_head and tokenizer.vocab_size == model.config.vocab_size
 
 
+def test_loading_draws_no_random_weights_and_fills_every_one(tiny_mlm_folder):
+    """Built under skip_init, the model's tensors start uninitialised: loading must not move the caller's random
+    number generator (it drew every weight at random before copying the checkpoint over them), and what comes
+    out must be the checkpoint's tensors, every one (the tests against transformers check the numbers)."""
+    from bert.checkpoint import to_hf_state_dict
+
+    torch.manual_seed(123)
+    state = torch.random.get_rng_state()
+    model, _ = bert.load_pretrained(str(tiny_mlm_folder))
+    assert torch.equal(torch.random.get_rng_state(), state)
+    theirs = load_file(tiny_mlm_folder / "model.safetensors")
+    for key, tensor in to_hf_state_dict(model).items():
+        assert torch.equal(tensor, theirs[key]), key
+
+
+def test_a_key_table_without_an_entry_is_refused_not_left_uninitialised(folder, monkeypatch):
+    """Should the key table ever miss one of our tensors (and the checkpoint lack it too), loading must fail:
+    the tensor would otherwise keep whatever memory it was given."""
+    from bert import checkpoint
+
+    complete = checkpoint.key_table
+    monkeypatch.setattr(checkpoint, "key_table", lambda *a, **k: {o: t for o, t in complete(*a, **k).items() if o != "transformer.0.residual.mlp1.bias"})
+    rewrite(folder, lambda state: state.pop("bert.encoder.layer.0.intermediate.dense.bias"))
+    with pytest.raises(CheckpointError, match="no entry for .transformer.0.residual.mlp1.bias."):
+        bert.load_pretrained(str(folder))
+
+
 def test_missing_tensor_names_the_key_and_the_file(folder):
     rewrite(folder, lambda state: state.pop("bert.encoder.layer.1.attention.self.key.bias"))
     with pytest.raises(CheckpointError, match="missing") as error:
