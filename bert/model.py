@@ -4,7 +4,7 @@ Every `hook_*` attribute is a HookPoint whose name is its module path; the comme
 """
 from __future__ import annotations
 
-from typing import Callable, Iterable, Mapping, Sequence, Union
+from typing import Iterable, Mapping, Sequence, Union
 
 import torch
 import torch.nn.functional as F

@@ -16,7 +16,7 @@ import torch
 from bert import BertTokenizer, Encoding, InputTooLongError
 from bert.analysis.attention_stats import HeadStatistics, KeyRoles, head_statistics
 from bert.devices import as_numpy, model_device
-from bert.hooks import EMBEDDING_PARTS, every_layer, hook_name
+from bert.hooks import EMBEDDING_PARTS, hook_name
 from bert.model import Bert
 from bert.predict import MaskPrediction, at_positions, mask_predictions
 
