@@ -13,7 +13,7 @@ Alternating with each repeat, in the same process, it times transformers' BertFo
 model (eager attention, output_attentions=True, random weights: speed does not depend on them) on the same
 input: the ratio app / transformers is what to compare across machines and loads. Wall time depends on what
 else the machine runs, so the CPU time and the load average are printed too, and a table ready to paste.
-Targets (issue 10, BERT-base shape): 0.25 s at 32 tokens, 1.5 s at 512 tokens.
+Targets (BERT-base shape): 0.25 s at 32 tokens, 1.5 s at 512 tokens.
 """
 from __future__ import annotations
 
