@@ -14,7 +14,7 @@ from viz_app import cache
 
 MAX_SENTENCES = 20
 BASELINE_SENTENCES, BASELINE_SAMPLES, BASELINE_SEED = 200, 2000, 0
-# Measured with scripts/self_similarity.py on the built-in minilm (see the README), written out for the page.
+# Measured with scripts/self_similarity.py on the built-in minilm (see docs/probing.md), written out for the page.
 OUR_FINDING = (
     "On the built-in model (MiniLM, 6 layers), over five hand-written words in four sentences each (bank, play, "
     "light, bat, spring), self-similarity falls from 0.97 at the embeddings to 0.72 at layer 3, then rises again "
