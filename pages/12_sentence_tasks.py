@@ -46,7 +46,7 @@ def explain(head: str, target: int, labels) -> None:
 if "next_sentence" in heads:
     st.subheader("Does B follow A?")
     if not context.pair.strip() or context.prepared.pair_dropped:
-        st.info("Type a second sentence (segment B) in the sidebar: the model then says whether it follows the first.")
+        st.info("Type a second sentence (segment B) at the top: the model then says whether it follows the first.")
     else:
         result = tasks.cached_next_sentence(*key, context.text, context.pair, context.truncate)
         typed, swapped = st.columns(2)

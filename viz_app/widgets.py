@@ -27,7 +27,7 @@ def require(needs_input: bool = True) -> Context:
         st.warning(context.model_error or "Pick a model in the sidebar.")
         st.stop()
     if needs_input and context.prepared is None:
-        message = context.problem.message if context.problem else "Type a sentence in the sidebar."
+        message = context.problem.message if context.problem else "Type a sentence in the Sentence box at the top."
         (st.info if context.problem is None or context.problem.kind == "empty" else st.warning)(message)
         st.stop()
     return context

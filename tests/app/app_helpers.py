@@ -21,7 +21,7 @@ TIMEOUT = 600  # seconds per script run: generous, the CPUs are shared with trai
 
 ENTRY = """
 import streamlit as st
-from viz_app import sidebar, state
+from viz_app import sentence_box, sidebar, state
 
 st.set_page_config(page_title="Inside BERT", layout="wide")
 state.load_from_url()
@@ -29,7 +29,9 @@ pages = [st.Page({prediction!r}, title="Masked prediction", url_path="prediction
     st.Page(path, title=title, url_path=name) for name, path, title in {pages!r}
 ]
 page = st.navigation(pages)
-context = sidebar.render()
+model = sidebar.render()
+sentence = sentence_box.render(page.url_path, model.loaded, model.source)
+context = sidebar.Context.of(model, sentence)
 st.session_state["_context"] = context
 state.write_url(context.source)
 page.run()

@@ -149,5 +149,5 @@ def test_sentence_pair_on_every_page(open_app):
     for page in ("mlp", "architecture", "prediction"):
         go(at, page)
         no_exception(at)
-    assert "15 tokens of 512" in "\n".join(c.value for c in at.sidebar.caption)
+    assert "15 tokens of 512" in "\n".join(c.value for c in at.main.caption)
     assert "runs on the CPU" in "\n".join(c.value for c in at.sidebar.caption)  # where the model runs (no GPU here)

@@ -16,8 +16,8 @@ from viz_app import cache, forward, models
 def test_a_shared_link_reopens_the_same_view(open_app):
     at = open_app("attention", text="Paris is the capital of France.", pair="It is big.", layer=4, head=11, hide_special=1, focus=3)
     no_exception(at)
-    assert at.sidebar.text_area(key="text").value == "Paris is the capital of France."
-    assert at.sidebar.text_input(key="pair").value == "It is big."
+    assert at.main.text_area(key="text").value == "Paris is the capital of France."
+    assert at.main.text_input(key="pair").value == "It is big."
     assert (at.selectbox(key="layer").value, at.selectbox(key="head").value) == (4, 11)
     assert at.toggle(key="hide_special").value is True
     assert at.selectbox(key="focus").value == 3
@@ -35,7 +35,7 @@ def test_nonsense_in_the_url_is_ignored(open_app):
 def test_new_sentence_resets_masks_and_updates_url(open_app):
     at = open_app(text="dogs bark loudly", masks="2")
     assert at.session_state["masks"] == [2]
-    at.sidebar.text_area(key="text").input("cats purr softly").run()
+    at.main.text_area(key="text").input("cats purr softly").run()
     no_exception(at)
     assert at.session_state["masks"] == []
     assert at.query_params["text"] == "cats purr softly" and "masks" not in at.query_params
