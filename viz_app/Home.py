@@ -6,7 +6,7 @@ top-level pages/ folder.
 """
 import streamlit as st
 
-from viz_app import sentence_box, sidebar, state
+from viz_app import page_context, sentence_box, sidebar, state
 
 st.set_page_config(page_title="Inside BERT", page_icon="🔍", layout="wide")
 state.load_from_url()
@@ -42,7 +42,7 @@ pages = {
 page = st.navigation(pages, expanded=True)  # every page listed: collapsed, the later groups hide behind "View N more"
 model = sidebar.render()
 sentence = sentence_box.render(page.url_path, model.loaded, model.source)  # None where the page reads no sentence
-context = sidebar.Context.of(model, sentence)
-st.session_state["_context"] = context
+context = page_context.Context.of(model, sentence)
 state.write_url(context.source)
-page.run()
+with page_context.serve(context):  # the page gets it from widgets.require()
+    page.run()

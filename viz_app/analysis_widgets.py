@@ -18,7 +18,7 @@ from bert.data import LabelledSentence, builtin_sentences, split_sentences
 from bert.devices import as_numpy
 from viz_app import cache, state
 from viz_app.charts.base import ATTENTION_SCALE, HIGHLIGHT_COLOUR, PART_COLOURS, Chart, heatmap_height, layout, legend_on_top, token_labels
-from viz_app.sidebar import Context
+from viz_app.page_context import Context
 
 MAX_UPLOAD_BYTES = 2_000_000
 BUILTIN = "Built-in sentences (WordNet examples)"

@@ -9,11 +9,8 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from bert.analysis.attention_stats import HeadStatistics
 from bert.errors import BertError
 from viz_app import cache, download, models, state
-from viz_app import forward as fw
-from viz_app.sentence_box import SentenceInput
 
 
 DOWNLOAD_SUGGESTION = "bert-base-uncased"
@@ -28,45 +25,6 @@ class PickedModel:
     revision: str
     loaded: models.LoadedModel | None
     error: str | None
-
-
-@dataclass(frozen=True)
-class Context:
-    """What the pages need: the loaded model and the prepared input, or why they are missing."""
-
-    source: str | None  # what the URL carries: "minilm", a hub id or a folder path
-    folder: str | None  # the folder actually loaded, for a cached hub model or a local folder
-    revision: str
-    loaded: models.LoadedModel | None
-    model_error: str | None
-    prepared: fw.PreparedInput | None
-    problem: fw.InputProblem | None
-    text: str
-    pair: str
-    truncate: bool
-
-    def forward(self) -> fw.ForwardResult:
-        """The one cached forward pass for this (model, text, pair, masks), shared and read-only."""
-        return cache.forward(*self._input_key())
-
-    def head_statistics(self) -> HeadStatistics:
-        """Per-head attention statistics of this input, computed once and shared."""
-        return cache.head_statistics(*self._input_key())
-
-    def sentence_head_shapes(self) -> dict[str, tuple[int, ...]]:
-        """Shapes at the hooks only the sentence-level heads reach, for this input (cached)."""
-        return cache.sentence_head_shapes(*self._input_key())
-
-    def _input_key(self) -> tuple:
-        return self.source, self.folder, self.revision, self.text, self.pair, self.prepared.masks, self.truncate
-
-    @classmethod
-    def of(cls, model: PickedModel, sentence: SentenceInput | None) -> Context:
-        """The page's context; `sentence` is None on a page that reads no sentence (no sentence box)."""
-        if sentence is None:
-            sentence = SentenceInput(st.session_state.get("text", ""), st.session_state.get("pair", ""), False, None, None)
-        return cls(model.source, model.folder, model.revision, model.loaded, model.error, sentence.prepared,
-                   sentence.problem, sentence.text, sentence.pair, sentence.truncate)
 
 
 def render() -> PickedModel:

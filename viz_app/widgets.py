@@ -5,9 +5,9 @@ import re
 
 import streamlit as st
 
-from viz_app import state
+from viz_app import page_context, state
 from viz_app.charts.base import Chart
-from viz_app.sidebar import Context
+from viz_app.page_context import Context
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~$:=^&\"'])")
 
@@ -18,8 +18,9 @@ def page_header(title: str, explanation: str) -> None:
 
 
 def require(needs_input: bool = True) -> Context:
-    """The shared context; if the model or the input is missing, say what to do and stop the page here."""
-    context: Context | None = st.session_state.get("_context")
+    """The context Home.py serves this page (see viz_app/page_context.py); if the model or, when the page reads
+    the sentence, the input is missing, say what to do and stop the page here."""
+    context = page_context.current()
     if context is None:
         st.info("Open the app with `streamlit run viz_app/Home.py`.")
         st.stop()

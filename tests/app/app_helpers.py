@@ -21,7 +21,7 @@ TIMEOUT = 600  # seconds per script run: generous, the CPUs are shared with trai
 
 ENTRY = """
 import streamlit as st
-from viz_app import sentence_box, sidebar, state
+from viz_app import page_context, sentence_box, sidebar, state
 
 st.set_page_config(page_title="Inside BERT", layout="wide")
 state.load_from_url()
@@ -31,10 +31,10 @@ pages = [st.Page({prediction!r}, title="Masked prediction", url_path="prediction
 page = st.navigation(pages)
 model = sidebar.render()
 sentence = sentence_box.render(page.url_path, model.loaded, model.source)
-context = sidebar.Context.of(model, sentence)
-st.session_state["_context"] = context
+context = page_context.Context.of(model, sentence)
 state.write_url(context.source)
-page.run()
+with page_context.serve(context):
+    page.run()
 """
 
 
