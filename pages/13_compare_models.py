@@ -36,7 +36,7 @@ try:
 except (BertError, OSError, ValueError, RuntimeError) as error:
     st.error(f"Could not load model B ({source_b!r}): {error}. Pick another model, or check the folder.")
     st.stop()
-problem = mc.vocabulary_problem(key_a, key_b)
+problem = cache.vocabulary_problem(key_a, key_b)
 if problem:
     st.error(f"These two models cannot be compared: {problem}.")
     st.stop()
@@ -56,7 +56,7 @@ if picked is None:
     st.stop()
 sentences, description = picked
 try:
-    result = mc.comparison(key_a, key_b, tuple(s.text for s in sentences))
+    result = cache.model_comparison(key_a, key_b, tuple(s.text for s in sentences))
 except BertError as error:
     st.error(f"These two models cannot be compared: {error}.")
     st.stop()

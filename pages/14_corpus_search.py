@@ -6,7 +6,7 @@ from bert.analysis.corpus import layer_names
 from bert.errors import BertError
 from viz_app import analysis_widgets as aw
 from viz_app import corpus_search as cs
-from viz_app import state, widgets
+from viz_app import cache, state, widgets
 from viz_app.charts.corpus_search import by_layer_chart, match_words_chart
 
 widgets.page_header(
@@ -70,16 +70,16 @@ if by == cs.HEAD_OUTPUT:
                "search compares those vectors.")
 
 try:  # only the index this view needs: every layer's output, or this layer's heads
-    index = cs.corpus_index(*key, corpus) if by == cs.LAYER_OUTPUT else cs.head_index(*key, corpus, layer)
+    index = cache.corpus_index(*key, corpus) if by == cs.LAYER_OUTPUT else cache.head_index(*key, corpus, layer)
 except BertError as error:
     st.warning(f"That text cannot be indexed: {widgets.escape_markdown(str(error))}.")
     st.stop()
 st.caption(f"Searching {len(index):,} tokens of {widgets.escape_markdown(corpus.name)}.")
 if by == cs.LAYER_OUTPUT:
-    by_layer = cs.neighbours(*key, corpus, context.text, position, k)
+    by_layer = cache.neighbours(*key, corpus, context.text, position, k)
     hits, where = by_layer[layer], names[layer]
 else:
-    by_head = cs.head_neighbours(*key, corpus, context.text, position, k, layer)
+    by_head = cache.head_neighbours(*key, corpus, context.text, position, k, layer)
     hits, where = by_head[head], f"head {head} of {names[layer]}"
 summary = cs.summarize(hits, query.word)
 shown = widgets.escape_markdown(query.word)
