@@ -24,9 +24,9 @@ target = st.selectbox("Explain the probability of", candidates, key="saliency_ta
                       format_func=lambda c: f"{c.token} ({c.probability:.1%})")
 columns = st.columns(2)
 state.clamp("saliency_method", list(METHODS))
-state.clamp_range("saliency_steps", 8, 128, step=8)
 method = columns[0].radio("Method", METHODS, horizontal=True, key="saliency_method", persist_state="session", format_func=lambda m: m.replace("_", " "))
-steps = columns[1].slider("Integration steps", 8, 128, step=8, key="saliency_steps", persist_state="session", disabled=method != "integrated_gradients")
+steps = columns[1].slider("Integration steps", 8, 128, value=32, step=8, key="saliency_steps", bind="query-params",
+                          persist_state="session", disabled=method != "integrated_gradients")
 result = cache.saliency(*key, encoding, method, position, target.token_id, steps)
 widgets.show_chart(saliency_chart(result, PARTS), key="saliency")
 if method == "gradient_x_input":

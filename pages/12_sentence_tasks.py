@@ -72,8 +72,8 @@ if "classify" in heads:
     table = cache.class_probabilities(*key, encoding)
     labels = list(table["label"])
     top = labels[int(table["probability"].argmax())]
-    state.clamp("tasks_class", labels, top)
-    chosen = st.selectbox("Explain the class", labels, key="tasks_class", persist_state="session")
+    chosen = st.selectbox("Explain the class", labels, index=labels.index(top), key="tasks_class", bind="query-params",
+                          persist_state="session")
     widgets.show_chart(probability_chart(table, chosen), key="classes")
     if legend := label_legend(labels):
         st.caption(f"What the labels mean: {legend}")  # only our own words and codes

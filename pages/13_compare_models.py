@@ -21,7 +21,7 @@ source_b = st.selectbox("Model B (model A is the one chosen in the sidebar)", li
                         persist_state="session", format_func=lambda s: choices[s].label)
 folder_b = choices[source_b].folder
 if source_b == models.FOLDER:
-    folder_b = st.text_input("Folder of model B", key="compare_folder", persist_state="session",
+    folder_b = st.text_input("Folder of model B", key="compare_folder", bind="query-params", persist_state="session",
                              placeholder="/path/to/a/fine-tuned/bert").strip()
     if not folder_b:
         st.info("Type the path of a Hugging Face BERT folder (config.json, weights, vocab.txt) to compare with.")

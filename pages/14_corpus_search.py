@@ -59,12 +59,10 @@ layers = list(names) if by == cs.LAYER_OUTPUT else list(names)[1:]  # heads live
 state.clamp("search_layer", layers, default=layers[-1])
 columns = st.columns([3, 1])
 layer = columns[0].select_slider("Layer", layers, key="search_layer", format_func=names.get, persist_state="session")
-state.clamp_range("search_k", 5, 50)
-k = columns[1].slider("Matches", 5, 50, key="search_k", persist_state="session")
+k = columns[1].slider("Matches", 5, 50, value=10, key="search_k", bind="query-params", persist_state="session")
 if by == cs.HEAD_OUTPUT:
     heads = list(range(loaded.model.config.num_heads))
-    state.clamp("search_head", heads, default=0)
-    head = st.select_slider("Head", heads, key="search_head", persist_state="session")
+    head = st.select_slider("Head", heads, value=0, key="search_head", bind="query-params", persist_state="session")
     st.caption(f"Each head of {names[layer]} adds up the words it attends to into a small vector of its own "
                f"({loaded.model.config.hidden_size // len(heads)} numbers) before the layer mixes the heads: the "
                "search compares those vectors.")

@@ -28,9 +28,10 @@ def use_example() -> None:
 st.selectbox("Start from an example", list(EXAMPLES), index=None, key="contexts_example", on_change=use_example,
              placeholder="Pick one to fill in the word and the sentences")
 left, right = st.columns([1, 3])
-word = left.text_input("Word", key="contexts_word", persist_state="session", max_chars=50).strip()
-text = right.text_area(f"Sentences that use it, one per line (2 to {wc.MAX_SENTENCES})", key="contexts_sentences",
-                       persist_state="session", height=170, max_chars=state.MAX_URL_TEXT)
+word = left.text_input("Word", "bank", key="contexts_word", bind="query-params", persist_state="session", max_chars=50).strip()
+text = right.text_area(f"Sentences that use it, one per line (2 to {wc.MAX_SENTENCES})", "\n".join(EXAMPLES["bank"]),
+                       key="contexts_sentences", bind="query-params", persist_state="session", height=170,
+                       max_chars=state.MAX_URL_TEXT)
 sentences = wc.sentence_lines(text)
 if not word:
     st.info("Type the word to follow, for example “bank”.")

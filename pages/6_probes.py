@@ -20,9 +20,9 @@ state.clamp_subset("probe_tasks", list(TASKS))
 tasks = st.multiselect("Tasks", list(TASKS), key="probe_tasks", persist_state="session", format_func=lambda t: t.replace("_", " "))
 with st.expander("What each task asks"):
     st.markdown("\n".join(f"- **{name.replace('_', ' ')}**: {task.description}" for name, task in TASKS.items()))
-state.clamp_range("probe_seed", 0, 10_000)
 seed = int(st.number_input(
-    "Random seed", min_value=0, max_value=10_000, step=1, key="probe_seed", persist_state="session",
+    "Random seed", min_value=0, max_value=10_000, value=0, step=1, key="probe_seed", bind="query-params",
+    persist_state="session",
     help="Picks which sentences are held out for scoring and the control task's random labels: change it to see "
     "how much the scores move by chance.",
 ))

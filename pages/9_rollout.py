@@ -15,8 +15,9 @@ widgets.page_header(
 context = widgets.require()
 result = context.forward()
 tokens = result.tokens
-layer = widgets.select_int("Up to layer", "rollout_layer", list(range(context.loaded.summary.layers)),
-                           default=context.loaded.summary.layers - 1)
+layers = range(context.loaded.summary.layers)
+layer = st.selectbox("Up to layer", layers, index=len(layers) - 1, key="rollout_layer", bind="query-params",
+                     persist_state="session")
 average = rollout.head_average(result.attention)  # [layer, query, key]
 raw, rolled = st.columns(2)
 with raw:

@@ -9,12 +9,12 @@ import html
 import streamlit as st
 
 from bert.data import LabelledSentence, builtin_sentences, split_sentences
-from viz_app import state
 from viz_app.page_context import Context
 
 MAX_UPLOAD_BYTES = 2_000_000
 BUILTIN = "Built-in sentences (WordNet examples)"
 UPLOAD = "Upload a .txt file"
+FIRST_SENTENCES = {"probes": 300, "stats": 200, "compare": 100}  # how many built-in sentences each page starts with
 
 
 def model_key(context: Context) -> tuple:
@@ -25,14 +25,14 @@ def model_key(context: Context) -> tuple:
 
 
 def sentence_source(key: str, most: int = 1000) -> tuple[list[LabelledSentence], str] | None:
-    """The sentence-set picker: built-in (first N, N's default in state.PARAMS[f"{key}_count"]) or an uploaded
-    text file split into sentences.
+    """The sentence-set picker: built-in (the first N, N bound to the URL as f"{key}_count", starting at
+    FIRST_SENTENCES[key]) or an uploaded text file split into sentences.
     Returns (sentences, a one-line description) or None after showing what is missing."""
     choice = st.radio("Sentences", [BUILTIN, UPLOAD], key=f"{key}_source", horizontal=True)
     if choice == BUILTIN:
         high = min(most, len(builtin_sentences()))
-        state.clamp_range(f"{key}_count", 20, high, step=10)
-        count = st.slider("How many", 20, high, step=10, key=f"{key}_count", persist_state="session")
+        count = st.slider("How many", 20, high, value=min(FIRST_SENTENCES[key], high), step=10, key=f"{key}_count",
+                          bind="query-params", persist_state="session")
         return builtin_sentences(count), f"the first {count} built-in sentences"
     upload = st.file_uploader("A plain-text file: one sentence per line, or running text", type=["txt"], key=f"{key}_file")
     if upload is None:

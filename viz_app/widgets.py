@@ -74,11 +74,8 @@ def chip_labels(tokens: list[str], positions: list[int]) -> dict[int, str]:
 
 
 def select_int(label: str, key: str, options: list[int], format_func=str, help: str | None = None, default=None) -> int:
-    """A selectbox over ints whose choice survives page switches and stays valid when the options change."""
+    """A selectbox over ints shown by a label (a token, a [MASK]'s position), kept in the URL by viz_app/state.py as
+    the bare int; it survives page switches and stays valid when the options change. A selectbox shown as the int
+    itself needs none of this: `st.selectbox(..., key=key, bind="query-params")`."""
     state.clamp(key, options, default)
     return st.selectbox(label, options, key=key, format_func=format_func, help=help, persist_state="session")
-
-
-def clamp_choice(key: str, options: list, default=None) -> None:
-    """Keep a stored choice valid before its widget is drawn (see state.clamp)."""
-    state.clamp(key, options, default)
