@@ -5,7 +5,7 @@
     OMP_NUM_THREADS=1 python bench/app_timing.py                           # the built-in model
     OMP_NUM_THREADS=1 python bench/app_timing.py --lengths 32 512 --repeats 5 --json out/app_timing.json
 
-For each length: type a new sentence (with one [MASK]) into the sidebar while on the prediction page and run
+For each length: type a new sentence (with one [MASK]) into the sentence box while on the prediction page and run
 it (tokenize, the one cached forward pass, predictions, chips, chart), then switch to the attention page and
 run it (heatmaps, all-heads overview, statistics). Each repeat uses a sentence not seen before, so the forward
 pass is never a cache hit; the model is loaded and the pages are imported once beforehand (warm-up).
@@ -96,7 +96,7 @@ def main() -> int:
     for length in args.lengths:
         for repeat in range(args.repeats):
             text = sentence_of(loaded.tokenizer, length, variant=1000 * length + repeat)
-            page1 = timed(lambda: at.sidebar.text_area(key="text").input(text).run())
+            page1 = timed(lambda: at.text_area(key="text").input(text).run())
             page2 = timed(lambda: at.switch_page(ATTENTION).run())
             if at.exception or not at.get("plotly_chart"):
                 print(f"page failed at {length} tokens: {at.exception}", file=sys.stderr)

@@ -5,7 +5,8 @@ import streamlit as st
 from bert.analysis.attention_stats import STATISTICS
 from bert.analysis.head_stats import CLARK_2019, CLARK_2019_SOURCE, is_bert_base, top_heads
 from viz_app import analysis_widgets as aw
-from viz_app import state, widgets
+from viz_app import cache, widgets
+from viz_app.charts.head_statistics import statistic_by_layer_chart
 
 widgets.page_header(
     "Head statistics over a corpus",
@@ -19,13 +20,13 @@ pairs = st.toggle("Pair consecutive sentences as A and B", key="stats_pairs", pe
 if picked is None:
     st.stop()
 sentences, description = picked
-statistics = aw.corpus_statistics(*aw.model_key(context), sentences, pairs)
+statistics = cache.corpus_statistics(*aw.model_key(context), sentences, pairs)
 names = list(STATISTICS)
-state.clamp("stats_statistic", names)
-statistic = st.segmented_control("Statistic", names, key="stats_statistic", required=True, persist_state="session")
+statistic = st.segmented_control("Statistic", names, default="sep", key="stats_statistic", bind="query-params", required=True,
+                                 persist_state="session")
 bert_base = is_bert_base(context.loaded.model)
 findings = [f for f in CLARK_2019 if f.statistic == statistic] if bert_base else []
-widgets.show_chart(aw.statistic_by_layer_chart(statistics[statistic], statistic, findings), key="stats_by_layer")
+widgets.show_chart(statistic_by_layer_chart(statistics[statistic], statistic, findings), key="stats_by_layer")
 st.caption(STATISTICS[statistic] + f". Over {description}.")
 if bert_base:
     st.info("This model has BERT-base's shape, so the published findings are drawn beside ours (shaded). "

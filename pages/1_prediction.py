@@ -55,7 +55,7 @@ if len(prepared.all_masks) == len(maskable):
     st.caption("Every token is masked: with no context left, the model can only guess frequent words.")
 
 st.markdown("**The model's best guesses, filled in:** " + filled_in_sentence(result, escape=widgets.escape_markdown))
-top_k = st.slider("Candidates per [MASK]", 1, 30, key="top_k", persist_state="session")
+top_k = st.slider("Candidates per [MASK]", 1, 30, value=10, key="top_k", bind="query-params", persist_state="session")
 
 summary = pd.DataFrame(
     {

@@ -18,9 +18,9 @@ tokens = result.tokens
 
 controls = st.columns([1, 1, 2, 1.4])
 with controls[0]:
-    layer = widgets.select_int("Layer", "layer", list(range(summary.layers)))
+    layer = st.selectbox("Layer", range(summary.layers), key="layer", bind="query-params", persist_state="session")
 with controls[1]:
-    head = widgets.select_int("Head", "head", list(range(summary.heads)))
+    head = st.selectbox("Head", range(summary.heads), key="head", bind="query-params", persist_state="session")
 with controls[3]:
     hide_special = st.toggle(
         "Hide [CLS] and [SEP]",
@@ -59,8 +59,8 @@ widgets.show_chart(heads_overview(result.attention, positions, (layer, head)), k
 st.subheader("Head statistics")
 stats = context.head_statistics()
 names = list(STATISTICS)
-widgets.clamp_choice("statistic", names)
-statistic = st.segmented_control("Statistic", names, key="statistic", persist_state="session", required=True)
+statistic = st.segmented_control("Statistic", names, default="entropy", key="statistic", bind="query-params", persist_state="session",
+                                 required=True)
 widgets.show_chart(statistic_heatmap(stats[statistic], statistic, STATISTICS[statistic], (layer, head)), key="stat")
 table = pd.DataFrame(stats.rows())
 st.dataframe(

@@ -57,7 +57,7 @@ def prepare_input(
     pair = pair if pair and pair.strip() else None
     if not text.strip():
         raise InputProblem(
-            "empty", "Type a sentence in the sidebar to begin, for example “The [MASK] barked at the mailman.”"
+            "empty", "Type a sentence in the Sentence box at the top to begin, for example “The [MASK] barked at the mailman.”"
         )
     if len(text) + len(pair or "") > MAX_CHARACTERS:
         raise InputProblem(
@@ -71,7 +71,7 @@ def prepare_input(
         raise InputProblem(
             "too_long",
             f"This input is {error.num_tokens} tokens long, but the model has only {error.max_tokens} positions. "
-            f"Shorten it, or tick “Cut to {error.max_tokens} tokens” in the sidebar to drop the end.",
+            f"Shorten it, or tick “Cut to {error.max_tokens} tokens” at the top to drop the end.",
             num_tokens=error.num_tokens,
         ) from error
     pair_dropped = False

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from bert.pretrained import MINILM_HEAD_FILE
-from app_helpers import array, figures, go, no_exception, texts
+from app_helpers import array, bound_to_url, figures, go, no_exception, texts
 
 needs_head = pytest.mark.skipif(not MINILM_HEAD_FILE.is_file(), reason=f"{MINILM_HEAD_FILE} (MiniLM's MLM head) is not there yet")
 DEFAULT_TOKENS = ["[CLS]", "the", "[MASK]", "barked", "at", "the", "mail", "##man", ".", "[SEP]"]
@@ -57,7 +57,9 @@ def test_top_k_slider_changes_the_number_of_candidates(open_app):
     at.slider(key="top_k").set_value(3).run()
     [figure] = figures(at)
     assert sum(len(trace["y"]) for trace in figure["data"]) == 3
-    assert at.query_params["top_k"] == "3"
+    assert bound_to_url(at.slider(key="top_k")) == "top_k"  # the browser writes top_k=3 into the address bar
+    [figure] = figures(open_app("prediction", top_k=3))  # and that address reopens it
+    assert sum(len(trace["y"]) for trace in figure["data"]) == 3
 
 
 def test_attention_page_default(open_app):
@@ -87,7 +89,7 @@ def test_attention_selection_hides_specials_and_persists_across_pages(open_app):
     pattern = heatmaps(at)[0]
     assert array(pattern["z"]).shape == (8, 8)  # [CLS] and [SEP] hidden
     assert "Layer 3, head 7" in figures(at)[0]["layout"]["title"]["text"]
-    assert at.query_params["layer"] == "3" and at.query_params["head"] == "7"
+    assert bound_to_url(at.selectbox(key="layer")) == "layer" and bound_to_url(at.selectbox(key="head")) == "head"
     go(at, "mlp")
     go(at, "attention")
     assert at.selectbox(key="layer").value == 3 and at.selectbox(key="head").value == 7
@@ -149,5 +151,5 @@ def test_sentence_pair_on_every_page(open_app):
     for page in ("mlp", "architecture", "prediction"):
         go(at, page)
         no_exception(at)
-    assert "15 tokens of 512" in "\n".join(c.value for c in at.sidebar.caption)
+    assert "15 tokens of 512" in "\n".join(c.value for c in at.main.caption)
     assert "runs on the CPU" in "\n".join(c.value for c in at.sidebar.caption)  # where the model runs (no GPU here)
