@@ -57,9 +57,10 @@ st.caption(
     "of the head's size, the scores of one row go through softmax to give the attention above."
 )
 strongest = max(positions, key=lambda p: pattern[focus, p])
-key = widgets.select_int(
-    "Key token (looked at)", "neuron_key", positions, format_func=lambda i: f"{i}: {tokens[i]}", default=strongest
-)
+with st.columns([1, 2])[0]:
+    key = widgets.select_int(
+        "Key token (looked at)", "neuron_key", positions, format_func=lambda i: f"{i}: {tokens[i]}", default=strongest
+    )
 terms = query_key_product(result.queries[layer, head], result.keys[layer, head], focus, key)
 sums = st.columns(3)
 sums[0].metric("q·k: the sum of the products (before scaling)", f"{terms.dot:.3f}")

@@ -87,5 +87,5 @@ def test_attention_page_shows_the_terms(open_app, recorded):
     [terms_chart] = [f for f in figures(at) if "“sat” (query, position 3) against “it” (key, position 8)" in f["layout"]["title"]["text"]]
     z = array(terms_chart["data"][0]["z"])
     np.testing.assert_allclose(z, np.stack([terms.query_vector, terms.key_vector, terms.products]), rtol=1e-6)
-    [scores_chart] = [f for f in figures(at) if "score for every key" in f["layout"]["title"]["text"]]
+    [scores_chart] = [f for f in figures(at) if "for every key" in f["layout"]["title"]["text"]]
     np.testing.assert_allclose(array(scores_chart["data"][0]["y"]), terms.scores, rtol=1e-5, atol=1e-6)
