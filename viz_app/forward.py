@@ -165,10 +165,9 @@ def recorded_pass(
 ) -> RecordedPass:
     """One forward pass that keeps what the app shows: attention patterns with their query and key vectors, MLP
     activations (after GELU), the three embeddings, and the logits at `logit_mask`. Every layer's pattern, q, k
-    and MLP activations
-    are written, as the pass reaches them, into one [layer, ...] tensor each: so the per-layer tensors are freed
-    (and their memory reused) layer by layer, and nothing is stacked afterwards (at 512 tokens BERT-base that
-    is 225 MB not allocated twice). Call it under torch.inference_mode() or no_grad."""
+    and MLP activations are written, as the pass reaches them, into one [layer, ...] tensor each: so the
+    per-layer tensors are freed (and their memory reused) layer by layer, and nothing is stacked afterwards (at
+    512 tokens BERT-base that is 260 MB not allocated twice). Call it under torch.inference_mode() or no_grad."""
     batch, seq = input_ids.shape
     config, dtype = model.config, next(model.parameters()).dtype
     layers = config.num_layers
