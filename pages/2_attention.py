@@ -3,8 +3,10 @@ import pandas as pd
 import streamlit as st
 
 from bert.analysis.attention_stats import STATISTICS
+from bert.analysis.query_key import query_key_product
 from viz_app import widgets
 from viz_app.charts.attention import attention_bars, heads_overview, pattern_heatmap, statistic_heatmap
+from viz_app.charts.query_key import query_key_terms, query_scores
 
 widgets.page_header(
     "Attention",
@@ -47,6 +49,25 @@ with left:
     widgets.show_chart(pattern_heatmap(pattern, tokens, positions, layer, head), key="pattern")
 with right:
     widgets.show_chart(attention_bars(pattern[focus], tokens, positions, focus, layer, head), key="bars")
+
+st.subheader("Why it looks there: query against key")
+st.caption(
+    "The head's score for a pair of tokens is the dot product of the looking token's query vector q and the "
+    "looked-at token's key vector k: multiply them dimension by dimension and add up. Divided by the square root "
+    "of the head's size, the scores of one row go through softmax to give the attention above."
+)
+strongest = max(positions, key=lambda p: pattern[focus, p])
+with st.columns([1, 2])[0]:
+    key = widgets.select_int(
+        "Key token (looked at)", "neuron_key", positions, format_func=lambda i: f"{i}: {tokens[i]}", default=strongest
+    )
+terms = query_key_product(result.queries[layer, head], result.keys[layer, head], focus, key)
+sums = st.columns(3)
+sums[0].metric("q·k: the sum of the products (before scaling)", f"{terms.dot:.3f}")
+sums[1].metric(f"Score before softmax: q·k / √{terms.products.size}", f"{terms.score:.3f}")
+sums[2].metric("Attention after softmax", f"{terms.weight:.1%}")
+widgets.show_chart(query_key_terms(terms, tokens, layer, head), key="query_key")
+widgets.show_chart(query_scores(terms, tokens, positions, layer, head), key="query_scores")
 
 st.subheader("All heads at a glance")
 st.caption(

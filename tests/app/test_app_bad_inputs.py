@@ -44,9 +44,9 @@ def test_too_long_input_says_so_and_offers_an_explicit_cut(open_app):
     assert cut.label == "Cut to 512 tokens" and cut.value is False
     cut.check().run()
     no_exception(at)
-    pattern, overview, _ = [t for f in figures(at) for t in f["data"] if t["type"] == "heatmap"]
+    pattern, _query_key, overview, _ = [t for f in figures(at) for t in f["data"] if t["type"] == "heatmap"]
     assert array(pattern["z"]).shape == (512, 512)
-    assert "coarsened to 32×32" in figures(at)[2]["layout"]["title"]["text"]
+    assert "coarsened to 32×32" in figures(at)[4]["layout"]["title"]["text"]  # after the neuron view's two charts
     assert array(overview["z"]).shape == (6 * 36, 12 * 36)
     assert "512 tokens of 512" in "\n".join(c.value for c in at.main.caption)
     assert "cut from the end" in "\n".join(c.value for c in at.main.caption)

@@ -66,7 +66,7 @@ def test_attention_page_default(open_app):
     at = open_app("attention")
     no_exception(at)
     assert at.title[0].value == "Attention"
-    pattern, overview, statistic = heatmaps(at)
+    pattern, query_key, overview, statistic = heatmaps(at)
     seq = len(DEFAULT_TOKENS)
     z = array(pattern["z"])
     assert z.shape == (seq, seq)
@@ -74,8 +74,9 @@ def test_attention_page_default(open_app):
     assert [label.replace("\u200b", "") for label in pattern["x"]] == DEFAULT_TOKENS
     assert array(overview["z"]).shape == (6 * (seq + 1), 12 * (seq + 1))  # 6 layers x 12 heads of 10x10 tiles with gaps
     assert array(statistic["z"]).shape == (6, 12)
+    assert array(query_key["z"]).shape == (3, 32)  # the neuron view: q, k and q×k over a head's 32 dimensions
     bars = [t for f in figures(at) for t in f["data"] if t["type"] == "bar"]
-    assert len(bars) == 1 and len(bars[0]["y"]) == seq
+    assert len(bars) == 2 and len(bars[0]["y"]) == seq == len(bars[1]["x"])  # the focus token's attention and scores
     [table] = at.dataframe
     assert len(table.value) == 72 and {"entropy", "cls", "sep", "punctuation", "previous", "next"} <= set(table.value.columns)
 
