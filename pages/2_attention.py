@@ -47,6 +47,8 @@ with left:
     widgets.show_chart(pattern_heatmap(pattern, tokens, positions, layer, head), key="pattern")
 with right:
     widgets.show_chart(attention_bars(pattern[focus], tokens, positions, focus, layer, head), key="bars")
+widgets.download_view(f"Attention, layer {layer}, head {head}", f"attention_L{layer}_H{head}", ["pattern", "bars"],
+                      label="Download this head's view")
 
 st.subheader("All heads at a glance")
 st.caption(
@@ -62,6 +64,7 @@ names = list(STATISTICS)
 widgets.clamp_choice("statistic", names)
 statistic = st.segmented_control("Statistic", names, key="statistic", persist_state="session", required=True)
 widgets.show_chart(statistic_heatmap(stats[statistic], statistic, STATISTICS[statistic], (layer, head)), key="stat")
+widgets.download_view("Attention, all heads", "attention_all_heads", ["overview", "stat"], label="Download the all-heads view")
 table = pd.DataFrame(stats.rows())
 st.dataframe(
     table,
