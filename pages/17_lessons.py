@@ -25,21 +25,22 @@ widgets.page_header(
 context = widgets.require(needs_input=False)
 lessons = builtin_lessons()
 widgets.clamp_choice("lesson_name", [*lessons, UPLOAD])
-name = st.selectbox("Lesson", [*lessons, UPLOAD], key="lesson_name",
+name = st.selectbox("Lesson", [*lessons, UPLOAD], key="lesson_name", persist_state="session",
                     format_func=lambda n: "Your own lesson file (.yaml)…" if n == UPLOAD else lessons[n].title,
                     disabled=st.session_state.get(session.STEP) is not None)
 if name == UPLOAD:
     upload = st.file_uploader("A lesson file (docs/teaching.md shows how to write one)", type=["yaml", "yml"],
                               key="lesson_file")
     text = read_upload(upload) if upload is not None else None
-    if text is None:
+    if text is not None:
+        try:
+            st.session_state[session.UPLOADED] = parse_lesson(text, upload.name.rsplit(".", 1)[0], source=upload.name)
+        except LessonError as error:
+            st.session_state.pop(session.UPLOADED, None)
+            st.error(f"This lesson cannot be used: {error}", icon=":material/error:")
+    lesson = st.session_state.get(session.UPLOADED)  # kept while the class visits the steps' pages
+    if lesson is None:
         st.session_state[session.STEP] = None
-        st.stop()
-    try:
-        lesson = parse_lesson(text, upload.name.rsplit(".", 1)[0], source=upload.name)
-    except LessonError as error:
-        st.session_state[session.STEP] = None
-        st.error(f"This lesson cannot be used: {error}", icon=":material/error:")
         st.stop()
 else:
     lesson = lessons[name]

@@ -16,6 +16,7 @@ from viz_app.lessons.views import view_charts
 STEP = "lesson_step"  # the step showing (from 0); None: the lesson's overview
 APPLIED = "_lesson_applied"  # (lesson, step, model) whose state is in the session
 GO = "_lesson_go"  # a page to switch to on the next run
+UPLOADED = "_lesson_uploaded"  # the teacher's own lesson, once read
 
 
 def go_to(lesson: Lesson, index: int | None) -> None:
