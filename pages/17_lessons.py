@@ -1,4 +1,5 @@
 """Lessons: guided steps through the app for a class, one step per screen, with a link per step for students."""
+import plotly.graph_objects as go
 import streamlit as st
 
 from bert.errors import BertError
@@ -16,19 +17,23 @@ STAGE_CSS = """<style>
 .st-key-lesson_stage [data-testid="stCaptionContainer"] p { font-size: 1.15rem; }
 </style>"""
 
-widgets.page_header(
-    "Lessons",
-    "A path through the app for a class: each step opens a page with the right sentence, layer and head already "
-    "set, says what to look at and asks a question. Arrow keys or the buttons move between steps; each step has a "
-    "link students open on their own laptops to reach the same view.",
-)
 context = widgets.require(needs_input=False)
 lessons = builtin_lessons()
+presenting = st.session_state.get(session.STEP) is not None
+if not presenting:  # the presenter view keeps the screen for the step
+    widgets.page_header(
+        "Lessons",
+        "A path through the app for a class: each step opens a page with the right sentence, layer and head already "
+        "set, says what to look at and asks a question. Arrow keys or the buttons move between steps; each step has "
+        "a link students open on their own laptops to reach the same view.",
+    )
 widgets.clamp_choice("lesson_name", [*lessons, UPLOAD])
-name = st.selectbox("Lesson", [*lessons, UPLOAD], key="lesson_name", persist_state="session",
-                    format_func=lambda n: "Your own lesson file (.yaml)…" if n == UPLOAD else lessons[n].title,
-                    disabled=st.session_state.get(session.STEP) is not None)
-if name == UPLOAD:
+if presenting:
+    name = st.session_state["lesson_name"]
+else:
+    name = st.selectbox("Lesson", [*lessons, UPLOAD], key="lesson_name", persist_state="session",
+                        format_func=lambda n: "Your own lesson file (.yaml)…" if n == UPLOAD else lessons[n].title)
+if name == UPLOAD and not presenting:
     upload = st.file_uploader("A lesson file (docs/teaching.md shows how to write one)", type=["yaml", "yml"],
                               key="lesson_file")
     text = read_upload(upload) if upload is not None else None
@@ -38,12 +43,10 @@ if name == UPLOAD:
         except LessonError as error:
             st.session_state.pop(session.UPLOADED, None)
             st.error(f"This lesson cannot be used: {error}", icon=":material/error:")
-    lesson = st.session_state.get(session.UPLOADED)  # kept while the class visits the steps' pages
-    if lesson is None:
-        st.session_state[session.STEP] = None
-        st.stop()
-else:
-    lesson = lessons[name]
+lesson = st.session_state.get(session.UPLOADED) if name == UPLOAD else lessons[name]
+if lesson is None:  # kept while the class visits the steps' pages
+    st.session_state[session.STEP] = None
+    st.stop()
 key = model_key(context)
 index = st.session_state.get(session.STEP)
 if index is not None and not 0 <= index < len(lesson.steps):
@@ -90,7 +93,8 @@ with st.container(key="lesson_stage"):
     columns = st.columns(2) if len(figures) > 1 else [st.container()]
     for number, chart in enumerate(figures):
         with columns[number % len(columns)] if number < 2 else st.container():
-            st.plotly_chart(chart.figure, key=f"lesson_chart_{number}", width="stretch", config={"displaylogo": False})
+            figure = go.Figure(chart.figure).update_layout(font_size=16, title_font_size=19)  # for the back row
+            st.plotly_chart(figure, key=f"lesson_chart_{number}", width="stretch", config={"displaylogo": False})
     if not figures:
         st.info(f"This step is on the {PAGES[step.page][1]} page: press “Open this step in the app” to see it.")
     if step.question:
