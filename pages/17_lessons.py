@@ -104,7 +104,7 @@ with st.container(key="lesson_stage"):
     if step.notice:
         st.info(f"**Notice:** {step.notice}", icon=":material/visibility:")
 
-buttons = st.columns([1, 1, 2, 1.4, 1.4])
+buttons = st.columns([0.9, 0.9, 1.9, 1.5, 1.9])
 buttons[0].button("Back", icon=":material/arrow_back:", shortcut="Left", key="lesson_back", disabled=index == 0,
                   on_click=session.go_to, args=(lesson, index - 1), width="stretch")
 buttons[1].button("Next", icon=":material/arrow_forward:", shortcut="Right", key="lesson_next", type="primary",

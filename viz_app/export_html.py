@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import date
 
+import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
@@ -81,7 +82,8 @@ def _section(section: Section, number: int) -> str:
 
 def _figure(chart: Chart, div_id: str) -> str:
     """The figure as a div and the script that draws it (plotly escapes '<' in its JSON, so no text ends the script)."""
-    return pio.to_html(chart.figure, full_html=False, include_plotlyjs=False, include_mathjax=False,
+    figure = go.Figure(chart.figure).update_layout(template="plotly_white")  # the app draws on white too
+    return pio.to_html(figure, full_html=False, include_plotlyjs=False, include_mathjax=False,
                        config=FIGURE_CONFIG, div_id=div_id, default_width="100%")
 
 

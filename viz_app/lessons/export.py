@@ -25,7 +25,7 @@ def lesson_html(lesson: Lesson, loaded: LoadedModel, model_name: str, base_url: 
         step = resolve(lesson, index, loaded, session)
         session |= step.state  # a step without a sentence keeps the one before, as in the presenter view
         sections.append(step_section(step, _charts(step, charts_for), model_name, base_url))
-    meta = f"{lesson.about} Model: {model_name} ({loaded.summary.one_line()})."
+    meta = f"{lesson.about} Model: {model_name} ({loaded.summary.one_line()})"
     return document(lesson.title, sections, meta)
 
 
