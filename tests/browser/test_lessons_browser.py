@@ -49,6 +49,13 @@ def test_a_lesson_walked_with_the_arrow_keys(chromium, app_url):
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.goto(app_url + "/lessons?model=minilm")
     page.get_by_role("button", name="Start the lesson").click()
+    page.get_by_role("heading", name=lesson.steps[0].title, exact=True).wait_for(timeout=SLOW)
+    _settle(page, charts=1)
+    page.get_by_label("Sentence", exact=True).click()  # typing in a text box: the arrows move the cursor only
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowLeft")
+    _settle(page, charts=1)
+    assert page.get_by_text(f"step 1 of {len(lesson.steps)}").count() == 1
     for number, step in enumerate(lesson.steps, 1):
         page.get_by_role("heading", name=step.title, exact=True).wait_for(timeout=SLOW)
         _settle(page, charts=1 if step.page in ("prediction", "attention") else 0)
