@@ -2,6 +2,7 @@
 keys the pages and the links read), the cached step and figures, and the link students open."""
 from __future__ import annotations
 
+import copy
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -12,7 +13,9 @@ from viz_app.charts.base import Chart
 from viz_app.lessons.format import MODEL_PARAM, PAGES, Lesson
 from viz_app.lessons.resolve import SIDEBAR_KEYS, ResolvedStep, resolve, step_state
 from viz_app.lessons.views import view_charts
+from viz_app.state import PARAMS
 
+KEPT = ("image_format",)  # the teacher's own settings, which no step changes
 STEP = "lesson_step"  # the step showing (from 0); None: the lesson's overview
 APPLIED = "_lesson_applied"  # (lesson, step, model) whose state is in the session
 GO = "_lesson_go"  # a page to switch to on the next run
@@ -44,14 +47,15 @@ def switch_if_asked(step: ResolvedStep, model: str | None) -> None:
 
 
 def apply(lesson: Lesson, step: ResolvedStep, model: str | None) -> None:
-    """Put the step's state into the session once per (lesson, step, model): the page it names then opens as the
-    step set it, and stays so after the lesson (free to explore)."""
+    """Put the step's state into the session once per (lesson, step, model); every other setting a link carries goes
+    back to its default, so the step's figures, its page, and the link students open all show the same view. The
+    page stays so after the lesson (free to explore)."""
     marker = (lesson.name, step.number, model)
     if st.session_state.get(APPLIED) == marker:
         return
-    for key, value in step.state.items():
-        if key not in SIDEBAR_KEYS and key != MODEL_PARAM:
-            st.session_state[key] = value
+    for key, param in PARAMS.items():
+        if key not in SIDEBAR_KEYS and key not in KEPT:
+            st.session_state[key] = copy.deepcopy(step.state.get(key, param.default))
     st.session_state[APPLIED] = marker
 
 

@@ -6,6 +6,7 @@ only drawn in the app (the step then says to open the page).
 """
 from __future__ import annotations
 
+import weakref
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -69,15 +70,26 @@ def _attention(view: View) -> list[Chart]:
 def _embeddings(view: View) -> list[Chart]:
     from bert.analysis.embedding_subspaces import subspace_report
 
-    result, model, tokenizer = view.result(), view.loaded.model, view.loaded.tokenizer
+    result, model = view.result(), view.loaded.model
     parts = decompose(result.embeddings["token"], result.embeddings["position"], result.embeddings["segment"])
-    vocabulary = [tokenizer.id_to_token(i) or "" for i in range(min(tokenizer.vocab_size, view.loaded.summary.vocab))]
-    tables = embedding_tables(model, vocabulary)
+    tables = _tables(view.loaded)
     k = view.within("k", min(64, view.loaded.summary.hidden) + 1, PARAMS["k"].default) or 1
     report = subspace_report(weight_tables(model), k, directions=tables.directions)
     return [embedding_charts.part_norms(parts, result.tokens), embedding_charts.part_cosines(parts, result.tokens),
             embedding_charts.position_cosines(tables.position_cosines), embedding_charts.angle_curves(report),
             embedding_charts.surviving_matrix(report)]
+
+
+_TABLES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # model -> its EmbeddingTables (seconds to make)
+
+
+def _tables(loaded: LoadedModel):
+    """The embedding tables' analysis, once per model (an exported lesson shows it in several steps)."""
+    if loaded.model not in _TABLES:
+        tokenizer = loaded.tokenizer
+        vocabulary = [tokenizer.id_to_token(i) or "" for i in range(min(tokenizer.vocab_size, loaded.summary.vocab))]
+        _TABLES[loaded.model] = embedding_tables(loaded.model, vocabulary)
+    return _TABLES[loaded.model]
 
 
 def _probes(view: View) -> list[Chart]:
