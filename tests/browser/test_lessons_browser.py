@@ -76,6 +76,27 @@ def test_a_lesson_walked_with_the_arrow_keys(chromium, app_url):
     page.context.close()
 
 
+def test_download_buttons_give_the_html_files(chromium, app_url, tmp_path):
+    """The app's own buttons: the attention page's two views, and a whole lesson from the Lessons page."""
+    page = _new_page(chromium)
+    page.goto(app_url + "/attention?model=minilm&layer=1&head=2")
+    page.get_by_text("Layer 1, head 2").first.wait_for(timeout=SLOW)
+    _settle(page, charts=3)
+    for label, title in (("Download this head's view", "Layer 1, head 2: where each token (row) looks"),
+                         ("Download the all-heads view", "All 72 heads at a glance")):
+        with page.expect_download(timeout=SLOW) as download:
+            page.get_by_role("button", name=label).click()
+        saved = download.value.path().read_text(encoding="utf-8")
+        assert saved.count("Plotly.newPlot(") == 2 and title in saved, label
+    page.goto(app_url + "/lessons?model=minilm")
+    with page.expect_download(timeout=SLOW) as download:
+        page.get_by_role("button", name="Download this lesson").click()
+    assert download.value.suggested_filename == f"{LESSON}.html"
+    saved = download.value.path().read_text(encoding="utf-8")
+    assert "Step 7 of 7: Where the model is wrong" in saved and "<details>" in saved
+    page.context.close()
+
+
 def test_a_bad_lesson_file_says_what_is_wrong(chromium, app_url, tmp_path):
     bad = tmp_path / "my_lesson.yaml"
     bad.write_text("title: Mine\nsteps:\n- title: First\n  page: nowhere\n  text: Hello.\n")
