@@ -42,7 +42,7 @@ if name == UPLOAD and not presenting:
             st.session_state[session.UPLOADED] = parse_lesson(text, upload.name.rsplit(".", 1)[0], source=upload.name)
         except LessonError as error:
             st.session_state.pop(session.UPLOADED, None)
-            st.error(f"This lesson cannot be used: {error}", icon=":material/error:")
+            st.error(f"This lesson cannot be used: {widgets.escape_markdown(str(error))}", icon=":material/error:")
 lesson = st.session_state.get(session.UPLOADED) if name == UPLOAD else lessons[name]
 if lesson is None:  # kept while the class visits the steps' pages
     st.session_state[session.STEP] = None
@@ -73,7 +73,7 @@ if index is None:  # the overview: what the lesson covers
         st.download_button("Download this lesson", key="lesson_download", **download)
     st.stop()
 
-sentence = tuple(st.session_state.get(k, "") if k != "truncate" else bool(st.session_state.get(k)) for k in session.SIDEBAR_KEYS)
+sentence = (st.session_state.get("text", ""), st.session_state.get("pair", ""), bool(st.session_state.get("truncate")))
 step = session.resolved(*key, lesson, index, sentence)
 session.apply(lesson, step, context.source)
 session.switch_if_asked(step, context.source)
@@ -118,5 +118,5 @@ buttons[3].button("Leave the lesson", icon=":material/close:", key="lesson_leave
 with buttons[4]:
     st.download_button("Download this lesson", key="lesson_download", width="stretch", **download)
 link = step.link(session.base_url(), context.source)
-st.caption("For students: open this link on your own laptop to reach the same view (copy it with the button on the right).")
+st.caption("For students: open this link on your own laptop to reach the same view (the button on the right copies it).")
 st.code(link, language=None, wrap_lines=True)

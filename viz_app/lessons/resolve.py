@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 from urllib.parse import urlencode
 
-from viz_app.lessons.computed import COMPUTED, Found, NotComputable, StepFacts
+from viz_app.lessons.computed import COMPUTED, POSITION_KEYS, Found, NotComputable, StepFacts
 from viz_app.lessons.format import PLACEHOLDER, ComputedValue, Lesson
 from viz_app.state import DEFAULT_TEXT, MODEL_PARAM, PARAMS
 
@@ -55,12 +55,12 @@ def step_state(lesson: Lesson, index: int, session: Mapping[str, Any]) -> dict[s
     return state
 
 
-def resolve(lesson: Lesson, index: int, loaded, session: Mapping[str, Any] = {},
+def resolve(lesson: Lesson, index: int, loaded, session: Mapping[str, Any] | None = None,
             escape: Callable[[str], str] = lambda text: text) -> ResolvedStep:
     """Step `index` (from 0) for `loaded` (a viz_app.models.LoadedModel). `escape` is applied to computed values
     before they go into the texts (Markdown escaping in the app; the HTML export escapes the whole text)."""
     step = lesson.steps[index]
-    state = step_state(lesson, index, session)
+    state = step_state(lesson, index, session or {})
     problems: list[str] = []
     where = f"step {index + 1} ({step.title})"
 
@@ -74,7 +74,7 @@ def resolve(lesson: Lesson, index: int, loaded, session: Mapping[str, Any] = {},
     plain = StepFacts(loaded, state["text"], state["pair"], (), state["truncate"])
     computed = {key: value for key, value in state.items() if isinstance(value, ComputedValue)}
     for key, value in computed.items():  # positions first: they choose the masks the other values see
-        if key in ("masks", "focus", "mlp_token", "lens_mask", "ablation_mask", "saliency_mask", "search_position"):
+        if key in POSITION_KEYS:
             del state[key]
             if found := find(value.name, plain, value.arguments):
                 state[key] = [found.position] if key == "masks" else found.position
@@ -117,11 +117,10 @@ def _set(key: str, found: Found) -> dict[str, Any]:
 
 
 def _out_of_range(state: dict[str, Any], summary, where: str) -> list[str]:
+    """Literal layers and heads beyond the loaded model (the page then picks its own)."""
     problems = []
-    for key in LAYER_LIMITED:
-        if isinstance(state.get(key), int) and state[key] >= summary.layers:
-            problems.append(f"{where}: {key}: {state[key]} is beyond this model's {summary.layers} layers (0 to {summary.layers - 1})")
-    for key in HEAD_LIMITED:
-        if isinstance(state.get(key), int) and state[key] >= summary.heads:
-            problems.append(f"{where}: {key}: {state[key]} is beyond this model's {summary.heads} heads (0 to {summary.heads - 1})")
+    for keys, count, what in ((LAYER_LIMITED, summary.layers, "layers"), (HEAD_LIMITED, summary.heads, "heads")):
+        for key in keys:
+            if isinstance(state.get(key), int) and state[key] >= count:
+                problems.append(f"{where}: {key}: {state[key]} is beyond this model's {count} {what} (0 to {count - 1})")
     return problems
