@@ -36,6 +36,9 @@ def main(argv: list[str] | None = None) -> int:
     from .analysis import index_cli
 
     index_cli.add_arguments(commands.add_parser("index", help="index every token of a corpus for corpus search"))
+    from viz_app.lessons.cli import add_arguments as add_lesson_arguments  # light: the app loads only when run
+
+    add_lesson_arguments(commands.add_parser("export-lesson", help="write a lesson as one HTML handout that needs no server"))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
@@ -49,6 +52,10 @@ def main(argv: list[str] | None = None) -> int:
             return finetune(args)
         if args.command == "index":
             return index_cli.run(args)
+        if args.command == "export-lesson":
+            from viz_app.lessons.cli import run as export_lesson
+
+            return export_lesson(args)
         from .pretraining.cli import run
 
         return run(args)

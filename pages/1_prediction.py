@@ -99,3 +99,4 @@ for slot, index in enumerate(shown):
             )
         else:
             st.caption("You typed this [MASK], so there is no original token to compare with.")
+widgets.download_view("Masked prediction", "prediction_view")

@@ -49,6 +49,8 @@ with left:
     widgets.show_chart(pattern_heatmap(pattern, tokens, positions, layer, head), key="pattern")
 with right:
     widgets.show_chart(attention_bars(pattern[focus], tokens, positions, focus, layer, head), key="bars")
+widgets.download_view(f"Attention, layer {layer}, head {head}", f"attention_L{layer}_H{head}", ["pattern", "bars"],
+                      label="Download this head's view")
 
 st.subheader("Why it looks there: query against key")
 st.caption(
@@ -83,6 +85,7 @@ names = list(STATISTICS)
 statistic = st.segmented_control("Statistic", names, default="entropy", key="statistic", bind="query-params", persist_state="session",
                                  required=True)
 widgets.show_chart(statistic_heatmap(stats[statistic], statistic, STATISTICS[statistic], (layer, head)), key="stat")
+widgets.download_view("Attention, all heads", "attention_all_heads", ["overview", "stat"], label="Download the all-heads view")
 table = pd.DataFrame(stats.rows())
 st.dataframe(
     table,

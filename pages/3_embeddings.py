@@ -90,3 +90,4 @@ st.caption(
     f"variance over many directions (its first component holds {tables.token_variance[0]:.1%}), the position table "
     f"over few (its first holds {tables.position_variance[0]:.0%}). Try other k with the slider."
 )
+widgets.download_view("Embeddings", "embeddings_view")

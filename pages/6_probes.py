@@ -48,3 +48,4 @@ if report.results:
         for task, r in report.results.items()
     ]), hide_index=True, column_config={c: st.column_config.NumberColumn(format="percent") for c in ("majority baseline", "best accuracy")})
     st.caption(f"On {description}; seed {seed}.")
+    widgets.download_view("Layer probes", "probes_view")

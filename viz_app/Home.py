@@ -38,6 +38,7 @@ pages = {
         st.Page("../pages/13_compare_models.py", title="Compare two models", icon=":material/compare:",
                 url_path="compare_models"),
     ],
+    "Teaching": [st.Page("../pages/17_lessons.py", title="Lessons", icon=":material/school:", url_path="lessons")],
 }
 page = st.navigation(pages, expanded=True)  # every page listed: collapsed, the later groups hide behind "View N more"
 model = sidebar.render()

@@ -16,10 +16,12 @@
 - the corpus search indexes, one per (model, corpus): `st.cache_resource`, shared read-only like the forward pass
   (the built-in set's index takes seconds to build); each search: `st.cache_data`.
 - every other analysis a page runs (probes, corpus head statistics, logit lens, head ablation, attention flow,
-  saliency, a word's contexts, sentence tasks, model comparison): `st.cache_data`, keyed by the model's
+  saliency, a word's contexts, sentence tasks, model comparison, a lesson's step and its figures): `st.cache_data`, keyed by the model's
   (source, folder, revision) and the inputs, never by the model object.
 """
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import hashlib
 from pathlib import Path
@@ -47,6 +49,11 @@ from viz_app import models
 from viz_app import sentence_tasks as tasks
 from viz_app import word_contexts as wc
 from viz_app.tables import EmbeddingTables, embedding_tables, weight_tables
+
+if TYPE_CHECKING:  # the lesson modules import this one
+    from viz_app.charts.base import Chart
+    from viz_app.lessons.format import Lesson
+    from viz_app.lessons.resolve import ResolvedStep
 
 
 @st.cache_resource(show_spinner="Loading the model (once, shared by every session)…", max_entries=4)
@@ -272,3 +279,23 @@ def model_comparison(key_a: tuple, key_b: tuple, sentences: tuple[str, ...]) -> 
     """key_a, key_b: (source, folder, revision). Raises bert.errors.InvalidInputError for different vocabularies."""
     a, b = load_model(*key_a), load_model(*key_b)
     return compare_models(a.model, b.model, a.tokenizer, list(sentences), tokenizer_b=b.tokenizer)
+
+
+@st.cache_data(show_spinner="Working out this step for the loaded model…", max_entries=64)
+def lesson_step(source, folder, revision, lesson: Lesson, index: int, sentence: tuple[str, str, bool],
+                escape_markdown: bool = True) -> ResolvedStep:
+    """A lesson's step for this model; `sentence` (text, pair, truncate) is the session's, for steps that set none."""
+    from viz_app.lessons.resolve import SIDEBAR_KEYS, resolve
+    from viz_app.widgets import escape_markdown as escape
+
+    session = dict(zip(SIDEBAR_KEYS, sentence))
+    return resolve(lesson, index, load_model(source, folder, revision), session,
+                   escape if escape_markdown else (lambda text: text))
+
+
+@st.cache_data(show_spinner="Drawing this step's figures…", max_entries=64)
+def lesson_charts(source, folder, revision, page: str, state: dict) -> list[Chart]:
+    """The figures a lesson's step shows for this model (the page's main charts with the step's settings)."""
+    from viz_app.lessons.views import view_charts
+
+    return view_charts(page, load_model(source, folder, revision), state)

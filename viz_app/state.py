@@ -88,6 +88,31 @@ PARAMS: dict[str, Param] = {
     "search_layer": Param(int, str, None),
     "search_by": Param(str, str, "layer"),  # "layer": a layer's output; "head": one head's output
 }
+# The parameters Streamlit binds itself (bind="query-params"): how a link or a lesson file spells each, and the
+# value the widget starts from (a page may start it elsewhere when that depends on the model, e.g. the last layer).
+# Not read from or written to the URL here: lesson files are checked against them and set them in session state.
+BOUND: dict[str, Param] = {
+    "top_k": Param(int, str, 10),
+    "layer": Param(int, str, 0),
+    "head": Param(int, str, 0),
+    "statistic": Param(str, str, "entropy"),
+    "mlp_layer": Param(int, str, 0),
+    "neurons_shown": Param(int, str, 48),
+    "k": Param(int, str, 16),
+    "probes_count": Param(int, str, 300),
+    "probe_seed": Param(int, str, 0),
+    "rollout_layer": Param(int, str, None),
+    "stats_count": Param(int, str, 200),
+    "stats_statistic": Param(str, str, "sep"),
+    "saliency_steps": Param(int, str, 32),
+    "tasks_class": Param(str, str, None),  # None: the top class
+    "compare_folder": Param(str, str, ""),
+    "compare_count": Param(int, str, 100),
+    "contexts_word": Param(str, str, "bank"),
+    "search_head": Param(int, str, 0),
+    "search_k": Param(int, str, 10),
+}
+LINK_PARAMS = PARAMS | BOUND  # every parameter a link, or a lesson's step, can set
 MODEL_PARAM = "model"  # the model's source; kept apart because the picker is two widgets (choice, folder)
 
 

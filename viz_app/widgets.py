@@ -5,10 +5,11 @@ import re
 
 import streamlit as st
 
-from viz_app import page_context, state
+from viz_app import export_html, page_context, state
 from viz_app.charts.base import Chart
 from viz_app.page_context import Context
 
+SHOWN_CHARTS = "_charts_shown"  # (key, Chart) of every chart show_chart drew in this run of the page
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~$:=^&\"'])")
 
 
@@ -27,6 +28,7 @@ def require(needs_input: bool = True) -> Context:
     if context.loaded is None:
         st.warning(context.model_error or "Pick a model in the sidebar.")
         st.stop()
+    st.session_state[SHOWN_CHARTS] = []  # this run's charts, for "Download this view"
     if needs_input and context.prepared is None:
         message = context.problem.message if context.problem else "Type a sentence in the Sentence box at the top."
         (st.info if context.problem is None or context.problem.kind == "empty" else st.warning)(message)
@@ -42,6 +44,7 @@ def show_chart(chart: Chart, key: str) -> None:
         "toImageButtonOptions": {"format": image_format, "filename": chart.name, "scale": 2},
     }
     st.plotly_chart(chart.figure, config=config, key=f"chart_{key}", width="stretch")
+    st.session_state.setdefault(SHOWN_CHARTS, []).append((key, chart))
     if chart.caption:
         st.caption(chart.caption)
     data = chart.data
@@ -79,3 +82,22 @@ def select_int(label: str, key: str, options: list[int], format_func=str, help: 
     itself needs none of this: `st.selectbox(..., key=key, bind="query-params")`."""
     state.clamp(key, options, default)
     return st.selectbox(label, options, key=key, format_func=format_func, help=help, persist_state="session")
+
+
+def download_view(title: str, name: str, keys: list[str] | None = None, label: str = "Download this view") -> None:
+    """A "Download this view" button: the charts this page drew so far (those of `keys` if given), interactive,
+    in one HTML file that opens with no server and no network."""
+    charts = [chart for key, chart in st.session_state.get(SHOWN_CHARTS, []) if keys is None or key in keys]
+    context = page_context.current()
+    meta = f"Model: {context.source}. Sentence: {context.text}" + (f" | Second sentence: {context.pair}" if context.pair else "")
+    st.download_button(
+        label,
+        data=lambda: export_html.view_document(title, charts, meta),
+        file_name=f"{name}.html",
+        mime="text/html",
+        key=f"view_{name}",
+        on_click="ignore",
+        icon=":material/download:",
+        disabled=not charts,
+        help="One HTML file with these charts, still interactive: it opens in any browser, with no app and no network.",
+    )

@@ -1,0 +1,135 @@
+"""Lesson files: every built-in lesson validates; bad files get one-line messages naming the step and key (or line)."""
+from __future__ import annotations
+
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from bert.errors import BertError
+from viz_app.lessons.computed import COMPUTED
+from viz_app.lessons.format import PAGES, ComputedValue, LessonError, builtin_lessons, load_lesson, parse_lesson
+
+ROOT = Path(__file__).resolve().parents[2]
+GOOD_STEP = "- title: First\n  page: attention\n  text: Look at the pattern.\n"
+
+
+def lesson(steps: str, head: str = "title: T\nabout: A lesson.\n") -> str:
+    return head + "steps:\n" + textwrap.dedent(steps).strip("\n").replace("\n", "\n  ").join(["  ", "\n"])
+
+
+def error_of(text: str) -> str:
+    with pytest.raises(LessonError) as caught:
+        parse_lesson(text, "bad", source="bad.yaml")
+    message = str(caught.value)
+    assert "\n" not in message, "one line"
+    assert isinstance(caught.value, BertError)
+    return message
+
+
+def test_every_builtin_lesson_validates_with_five_to_ten_steps():
+    lessons = builtin_lessons()
+    assert list(lessons) == ["fill_in_the_blank", "three_embeddings", "where_each_word_looks", "what_the_layers_know",
+                             "from_pretraining_to_a_task"]
+    for name, found in lessons.items():
+        assert 5 <= len(found.steps) <= 10, name
+        assert found.title and found.about
+        for step in found.steps:
+            assert step.page in PAGES and step.text
+            assert bool(step.question) == bool(step.answer)
+
+
+def test_builtin_lessons_compute_heads_instead_of_naming_them():
+    """No "layer 3, head 7" written into a built-in lesson: the heads it talks about are computed."""
+    for found in builtin_lessons().values():
+        for step in found.steps:
+            for text in (step.text, step.question, step.answer, step.notice):
+                assert not re.search(r"\b(layer|head)\s+\d", text, re.IGNORECASE), (found.name, step.title, text)
+            state = step.state_dict
+            if "head" in state:
+                assert isinstance(state["head"], ComputedValue) or state["head"] == 0
+
+
+def test_page_table_matches_the_app_navigation():
+    home = (ROOT / "viz_app" / "Home.py").read_text()
+    for name, (file, _title) in PAGES.items():
+        assert f'"../pages/{file}"' in home, file
+        assert name == "prediction" or f'url_path="{name}"' in home, name
+
+
+def test_a_good_lesson_reads_its_values_as_the_links_do():
+    found = parse_lesson(lesson("""
+        - title: Masks and heads
+          page: head_ablation
+          text: "The head {previous_token_head} pays {previous_token_head.share}."
+          state:
+            text: "The [MASK] barked."
+            masks: [2, 3]
+            ablation_heads: [[0, 1], [3, 7]]
+            hide_special: true
+            top_k: 5
+            probe_tasks: [position, pos]
+            head: {computed: previous_token_head}
+            focus: {computed: position_of, word: barked}
+          question: Why?
+          answer: Because.
+    """), "good")
+    state = found.steps[0].state_dict
+    assert state["masks"] == [2, 3] and state["ablation_heads"] == [(0, 1), (3, 7)]
+    assert state["hide_special"] is True and state["top_k"] == 5 and state["probe_tasks"] == ["position", "pos"]
+    assert state["head"] == ComputedValue("previous_token_head")
+    assert state["focus"] == ComputedValue("position_of", (("word", "barked"),))
+
+
+@pytest.mark.parametrize("steps, expected", [
+    ("- title: S\n  page: nowhere\n  text: x", "bad.yaml: step 1 (S): page: unknown page 'nowhere'"),
+    ("- title: S\n  page: attention\n  text: x\n  state: {colour: red}", "bad.yaml: step 1 (S): state: colour: unknown key"),
+    ("- title: S\n  page: attention\n  text: x\n  state: {layer: three}", "bad.yaml: step 1 (S): state: layer: bad value 'three'"),
+    ("- title: S\n  page: attention\n  text: x\n  state: {layer: -1}", "bad.yaml: step 1 (S): state: layer: bad value -1"),
+    ("- title: S\n  page: attention\n  text: x\n  state: {statistic: loudness}", "bad.yaml: step 1 (S): state: statistic: bad value 'loudness'"),
+    ("- title: S\n  page: probes\n  text: x\n  state: {probe_tasks: [pos, mood]}", "bad.yaml: step 1 (S): state: probe_tasks: bad value"),
+    ("- title: S\n  page: attention\n  text: x\n  state: {head: {computed: best_head}}", "state: head: computed: unknown value 'best_head'"),
+    ("- title: S\n  page: attention\n  text: x\n  state: {top_k: {computed: sep_head}}", "state: top_k: sep_head cannot set top_k"),
+    ("- title: S\n  page: attention\n  text: x\n  state: {focus: {computed: position_of}}", "state: focus: position_of takes word: ..."),
+    ("- title: S\n  page: attention\n  text: See {sep_head.colour}.", "step 1 (S): text: {sep_head.colour}: unknown field"),
+    ("- title: S\n  page: attention\n  text: See {best_head}.", "step 1 (S): text: {best_head}: unknown computed value"),
+    ("- title: S\n  page: attention\n  text: x\n  question: Why?", "step 1 (S): answer: a question needs its answer"),
+    ("- title: S\n  page: attention\n  text: x\n  colour: red", "step 1 (S): colour: unknown key"),
+    ("- title: S\n  page: attention", "step 1 (S): text: give a non-empty text"),
+    (GOOD_STEP + "- title: T\n  page: attention\n  text: x\n  state: {masks: [a]}", "step 2 (T): state: masks: bad value"),
+])
+def test_bad_steps_name_the_step_and_the_key(steps, expected):
+    assert expected in error_of(lesson(steps))
+
+
+def test_bad_yaml_names_the_line():
+    text = "title: T\nabout: A lesson.\nsteps:\n  - title: S\n    page: attention\n    text: [unclosed\n    state: {}\n"
+    message = error_of(text)
+    assert message.startswith("bad.yaml, line ") and "not valid YAML" in message
+    line = int(message.split("line ")[1].split(":")[0])
+    assert 6 <= line <= 8  # PyYAML reports where the flow sequence breaks off
+
+
+def test_bad_top_level():
+    assert "a lesson is a mapping" in error_of("- just a list")
+    assert "steps: give a list of at least one step" in error_of("title: T\nsteps: []")
+    assert "bad.yaml: colour: unknown key" in error_of("title: T\ncolour: red\nsteps: []")
+    assert "bad.yaml: state: layer: bad value" in error_of("title: T\nstate: {layer: x}\nsteps:\n" + GOOD_STEP)
+
+
+def test_a_file_that_cannot_be_read(tmp_path):
+    with pytest.raises(LessonError, match="cannot read the lesson file"):
+        load_lesson(tmp_path / "missing.yaml")
+    (tmp_path / "binary.yaml").write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(LessonError, match="cannot read the lesson file"):
+        load_lesson(tmp_path / "binary.yaml")
+
+
+def test_the_example_in_the_docs_is_a_valid_lesson():
+    text = (ROOT / "docs" / "teaching.md").read_text()
+    example = text.split("```yaml\n", 1)[1].split("```", 1)[0]
+    found = parse_lesson(example, "example")
+    assert len(found.steps) >= 2
+    documented = set(re.findall(r"^\| `(\w+)`", text, re.MULTILINE))
+    assert set(COMPUTED) <= documented, "every computed value is listed in docs/teaching.md"

@@ -1,0 +1,198 @@
+"""Values a lesson computes for the loaded model and the step's sentence, instead of writing numbers into its text:
+"the head with the highest previous-token share" is layer 2, head 5 in one model and layer 0, head 7 in another.
+
+Each `Computation` reads `StepFacts` (one forward pass of the step's input, and what is derived from it, each
+computed at most once) and returns a `Found`: how it reads in a text, its fields ({name.field}), and what it
+sets when a step's state uses it (a head, a layer, a token position).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Callable
+
+import numpy as np
+
+from bert.analysis import ablation
+from bert.analysis.attention_stats import HeadStatistics
+from bert.errors import BertError
+
+HEAD_KEYS = ("head", "layer", "ablation_heads", "search_head")
+POSITION_KEYS = ("masks", "focus", "mlp_token", "lens_mask", "ablation_mask", "saliency_mask", "search_position")
+LAYER_KEYS = ("layer", "mlp_layer", "rollout_layer", "contexts_layer", "search_layer")
+
+
+class NotComputable(BertError):
+    """A computed value this model or sentence does not have (no [MASK], no next-sentence head, ...)."""
+
+
+@dataclass(frozen=True)
+class Found:
+    text: str  # how {name} reads in a lesson's text
+    fields: dict[str, str] = field(default_factory=dict)  # {name.field}
+    head: tuple[int, int] | None = None  # (layer, head)
+    layer: int | None = None
+    position: int | None = None  # a token's index in the input
+
+
+class StepFacts:
+    """What computed values read, for one model and one step's input; each part is computed when first asked."""
+
+    def __init__(self, loaded, text: str, pair: str, masks=(), truncate: bool = False):
+        self.loaded, self.text, self.pair, self.masks, self.truncate = loaded, text, pair, tuple(masks), truncate
+
+    @cached_property
+    def prepared(self):
+        from viz_app import forward as fw
+
+        try:
+            return fw.prepare_input(self.loaded.tokenizer, self.text, self.pair, self.masks, self.truncate,
+                                    self.loaded.summary.max_positions)
+        except fw.InputProblem as problem:
+            raise NotComputable(problem.message) from None
+
+    @cached_property
+    def result(self):
+        from viz_app import forward as fw
+
+        return fw.record(self.loaded.model, self.loaded.tokenizer, self.prepared)
+
+    @cached_property
+    def statistics(self) -> HeadStatistics:
+        from viz_app import forward as fw
+
+        return fw.attention_statistics(self.result)
+
+    @cached_property
+    def ranking(self) -> ablation.HeadRanking:
+        self.first_mask  # says why there is nothing to rank
+        return ablation.rank_heads(self.loaded.model, self.loaded.tokenizer, self.prepared.masked)
+
+    @property
+    def first_mask(self):
+        if not self.loaded.model.has_mlm_head:
+            raise NotComputable("this model has no masked-LM head, so it makes no guess")
+        if not self.result.masks:
+            raise NotComputable("the sentence has no [MASK]")
+        return self.result.masks[0]
+
+
+@dataclass(frozen=True)
+class Computation:
+    describe: str  # one line for docs/teaching.md and error messages
+    compute: Callable[..., Found]  # (facts, **arguments) -> Found
+    state_keys: tuple[str, ...] = ()  # the state keys it can set
+    fields: tuple[str, ...] = ()
+    arguments: tuple[str, ...] = ()
+
+
+def _percent(value: float) -> str:
+    return f"{value:.0%}" if value >= 0.01 else f"{value:.1%}"
+
+
+def _head(layer: int, head: int, **fields: str) -> Found:
+    return Found(f"layer {layer}, head {head}", {"layer": str(layer), "head": str(head), **fields}, head=(layer, head),
+                 layer=layer)
+
+
+def _strongest(statistic: str, lowest: bool = False) -> Callable[[StepFacts], Found]:
+    def compute(facts: StepFacts) -> Found:
+        values = np.nan_to_num(facts.statistics[statistic], nan=np.inf if lowest else -np.inf)
+        layer, head = np.unravel_index(int(values.argmin() if lowest else values.argmax()), values.shape)
+        value = float(facts.statistics[statistic][layer, head])
+        share = f"{value:.1f} bits" if statistic == "entropy" else _percent(value)
+        return _head(int(layer), int(head), share=share)
+
+    return compute
+
+
+def _most_helpful_head(facts: StepFacts) -> Found:
+    """The head whose ablation (zeroed) lowers the probability of the model's first guess the most."""
+    ranking = facts.ranking
+    effect = ranking.effect.numpy()
+    layer, head = (int(i) for i in np.unravel_index(int(effect.argmax()), effect.shape))
+    loaded = facts.loaded
+    [after] = [p for p in ablation.predict_ablated(loaded.model, loaded.tokenizer, facts.prepared.masked, [(layer, head)],
+                                                   top_k=1) if p.position == ranking.position]
+    return _head(layer, head, guess=ranking.target.token, before=_percent(ranking.target.probability),
+                 after=_percent(float(ranking.ablated_probability[layer, head])), new_guess=after.candidates[0].token)
+
+
+def _top_guess(facts: StepFacts) -> Found:
+    mask = facts.first_mask
+    fields = {"token": mask.tokens[0], "probability": _percent(float(mask.probabilities[0])), "second": mask.tokens[1]}
+    if mask.original is not None:
+        fields |= {"original": mask.original, "rank": str(mask.original_rank),
+                   "original_probability": _percent(float(mask.original_probability))}
+    else:
+        fields |= {"original": "[MASK]", "rank": "-", "original_probability": "-"}
+    return Found(mask.tokens[0], fields, position=mask.position)
+
+
+def _position_of(facts: StepFacts, word: str) -> Found:
+    """The first token of `word` in the step's input (before masks are applied)."""
+    tokenizer, tokens = facts.loaded.tokenizer, facts.prepared.base.tokens
+    pieces = [t for t, special in zip(*_tokens(tokenizer, word)) if not special]
+    for start in range(len(tokens) - len(pieces) + 1):
+        if pieces and tokens[start : start + len(pieces)] == pieces:
+            return Found(str(start), position=start)
+    raise NotComputable(f"the word {word!r} is not in the step's sentence")
+
+
+def _tokens(tokenizer, word: str):
+    encoding = tokenizer.encode(word)
+    return encoding.tokens, encoding.special
+
+
+def _model(facts: StepFacts) -> Found:
+    summary = facts.loaded.summary
+    fields = {"layers": str(summary.layers), "heads": str(summary.heads), "hidden": str(summary.hidden),
+              "parameters": f"{summary.parameters / 1e6:.0f} million", "last_layer": str(summary.layers - 1)}
+    return Found(f"{summary.layers} layers of {summary.heads} heads", fields)
+
+
+def _last_layer(facts: StepFacts) -> Found:
+    last = facts.loaded.summary.layers - 1
+    return Found(str(last), layer=last)
+
+
+def _next_sentence(facts: StepFacts) -> Found:
+    from viz_app.sentence_tasks import next_sentence
+
+    model = facts.loaded.model
+    if "next_sentence" not in model.sentence_heads:
+        raise NotComputable("this model has no next-sentence head")
+    base = facts.prepared.base
+    if not any(t == 1 for t in base.token_type_ids):
+        raise NotComputable("the step has no second sentence")
+    result = next_sentence(model, facts.loaded.tokenizer, facts.text, facts.pair, facts.loaded.summary.max_positions,
+                           facts.truncate)
+    return Found(_percent(result.follows), {"follows": _percent(result.follows), "swapped": _percent(result.swapped)})
+
+
+def _statistic_head(statistic: str, what: str) -> Computation:
+    return Computation(f"the head with the highest {what} in the step's sentence", _strongest(statistic), HEAD_KEYS,
+                       ("layer", "head", "share"))
+
+
+COMPUTED: dict[str, Computation] = {
+    "previous_token_head": _statistic_head("previous", "share of attention to the previous token"),
+    "next_token_head": _statistic_head("next", "share of attention to the next token"),
+    "sep_head": _statistic_head("sep", "share of attention to [SEP]"),
+    "cls_head": _statistic_head("cls", "share of attention to [CLS]"),
+    "punctuation_head": _statistic_head("punctuation", "share of attention to punctuation"),
+    "self_head": _statistic_head("self", "share of attention to the token itself"),
+    "broad_head": Computation("the head whose attention is most spread out (highest entropy)", _strongest("entropy"),
+                              HEAD_KEYS, ("layer", "head", "share")),
+    "most_helpful_head": Computation(
+        "the head whose ablation lowers the probability of the first [MASK]'s top guess the most",
+        _most_helpful_head, HEAD_KEYS, ("layer", "head", "guess", "before", "after", "new_guess")),
+    "top_guess": Computation("the model's first guess at the first [MASK] (and the masked word's rank)", _top_guess,
+                             (), ("token", "probability", "second", "original", "rank", "original_probability")),
+    "position_of": Computation("the position of a word's first token in the step's sentence", _position_of,
+                               POSITION_KEYS, arguments=("word",)),
+    "model": Computation("the loaded model's size", _model, (), ("layers", "heads", "hidden", "parameters", "last_layer")),
+    "last_layer": Computation("the loaded model's last layer (counted from 0)", _last_layer, LAYER_KEYS),
+    "next_sentence": Computation("P(B follows A) for the step's two sentences, and for them swapped", _next_sentence,
+                                 (), ("follows", "swapped")),
+}

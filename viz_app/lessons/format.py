@@ -1,0 +1,234 @@
+"""The lesson file format (YAML) and its validation. No Streamlit here: the CLI and the tests use it too.
+
+A lesson is a title, a one-line `about`, an optional `state` every step starts from, and 1 or more steps. A step
+has a `title`, a short `text` for the class, the `page` it shows, that page's `state` (the keys the app's links
+carry: text, pair, masks, layer, head, top_k, ...), an optional `question` with its `answer`, and what to `notice`.
+A state value is literal (`layer: 3`) or computed for the loaded model and the step's sentence
+(`head: {computed: previous_token_head}`); texts may quote computed values (`{previous_token_head.share}`).
+docs/teaching.md has an example.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bert.analysis import ablation
+from bert.analysis.attention_stats import STATISTICS
+from bert.analysis.probes import TASKS
+from bert.analysis.saliency import METHODS
+from bert.errors import BertError
+from viz_app.lessons.computed import COMPUTED
+from viz_app.state import MODEL_PARAM, LINK_PARAMS
+
+BUILTIN_FOLDER = Path(__file__).parent / "builtin"
+
+# url name -> (file in pages/, title): the pages a step can open (viz_app/Home.py lists the same url paths)
+PAGES = {
+    "prediction": ("1_prediction.py", "Masked prediction"),
+    "attention": ("2_attention.py", "Attention"),
+    "embeddings": ("3_embeddings.py", "Embeddings"),
+    "mlp": ("4_mlp.py", "MLP activations"),
+    "architecture": ("5_architecture.py", "Architecture"),
+    "probes": ("6_probes.py", "Layer probes"),
+    "logit_lens": ("7_logit_lens.py", "Logit lens"),
+    "head_ablation": ("8_head_ablation.py", "Head ablation"),
+    "rollout": ("9_rollout.py", "Rollout and flow"),
+    "head_statistics": ("10_head_statistics.py", "Head statistics"),
+    "saliency": ("11_saliency.py", "Saliency"),
+    "sentence_tasks": ("12_sentence_tasks.py", "Sentence tasks"),
+    "compare_models": ("13_compare_models.py", "Compare two models"),
+    "corpus_search": ("14_corpus_search.py", "Corpus search"),
+    "word_contexts": ("15_word_contexts.py", "One word, many contexts"),
+}
+STATE_KEYS = (MODEL_PARAM, *LINK_PARAMS)
+CHOICES = {  # state keys whose value is one of a few names (each subset key: a list of them)
+    "statistic": tuple(STATISTICS),
+    "stats_statistic": tuple(STATISTICS),
+    "ablation_mode": ablation.MODES,
+    "saliency_method": tuple(METHODS),
+    "tasks_method": tuple(METHODS),
+    "image_format": ("png", "svg"),
+    "search_by": ("layer", "head"),
+    "probe_tasks": tuple(TASKS),
+}
+LESSON_KEYS = {"title", "about", "state", "steps"}
+STEP_KEYS = {"title", "text", "page", "state", "question", "answer", "notice"}
+PLACEHOLDER = re.compile(r"\{([a-z_]+)(?:\.([a-z_]+))?\}")  # {name} or {name.field}: a computed value in a text
+
+
+class LessonError(BertError, ValueError):
+    """A lesson file that cannot be used; the message names the file, the step and the key (or the line)."""
+
+
+@dataclass(frozen=True)
+class Step:
+    title: str
+    text: str
+    page: str  # a key of PAGES
+    state: tuple[tuple[str, Any], ...] = ()  # (key, value) in file order; a computed value is a ComputedValue
+    question: str = ""
+    answer: str = ""
+    notice: str = ""
+
+    @property
+    def state_dict(self) -> dict[str, Any]:
+        return dict(self.state)
+
+
+@dataclass(frozen=True)
+class ComputedValue:
+    name: str  # a key of COMPUTED
+    arguments: tuple[tuple[str, str], ...] = ()  # e.g. (("word", "barked"),)
+
+
+@dataclass(frozen=True)
+class Lesson:
+    name: str  # the file's stem: what `export-lesson NAME` takes
+    title: str
+    about: str
+    steps: tuple[Step, ...]
+    state: tuple[tuple[str, Any], ...] = ()  # every step starts from this
+    source: str = field(default="", compare=False)  # where it was read from, for messages
+
+
+def builtin_lessons() -> dict[str, Lesson]:
+    """The lessons that ship with the app, by name, in the order of their file names."""
+    return {path.stem.split("_", 1)[1]: load_lesson(path, path.stem.split("_", 1)[1])
+            for path in sorted(BUILTIN_FOLDER.glob("*.yaml"))}
+
+
+def load_lesson(path: str | Path, name: str | None = None) -> Lesson:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise LessonError(f"{path}: cannot read the lesson file ({error})") from error
+    return parse_lesson(text, name or path.stem, source=path.name)
+
+
+def parse_lesson(text: str, name: str, source: str = "lesson") -> Lesson:
+    """Read and check a lesson; raises LessonError with a one-line message (file, line or step, key)."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f", line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise LessonError(f"{source}{where}: this is not valid YAML ({problem})") from error
+    if not isinstance(data, dict):
+        raise LessonError(f"{source}: a lesson is a mapping with title, about and steps")
+    _no_unknown(data, LESSON_KEYS, source)
+    title = _text(data, "title", source, required=True)
+    steps = data.get("steps")
+    if not isinstance(steps, list) or not steps:
+        raise LessonError(f"{source}: steps: give a list of at least one step")
+    state = _state(data.get("state") or {}, f"{source}: state")
+    return Lesson(name, title, _text(data, "about", source), tuple(_step(s, i, source) for i, s in enumerate(steps, 1)),
+                  state, source)
+
+
+def _step(data: Any, number: int, source: str) -> Step:
+    where = f"{source}: step {number}"
+    if not isinstance(data, dict):
+        raise LessonError(f"{where}: a step is a mapping with title, text, page and state")
+    if isinstance(data.get("title"), str):
+        where += f" ({data['title']})"
+    _no_unknown(data, STEP_KEYS, where)
+    page = data.get("page")
+    if page not in PAGES:
+        raise LessonError(f"{where}: page: unknown page {page!r}; use one of {', '.join(PAGES)}")
+    step = Step(
+        title=_text(data, "title", where, required=True), text=_text(data, "text", where, required=True), page=page,
+        state=_state(data.get("state") or {}, f"{where}: state"), question=_text(data, "question", where),
+        answer=_text(data, "answer", where), notice=_text(data, "notice", where),
+    )
+    if bool(step.question) != bool(step.answer):
+        raise LessonError(f"{where}: {'answer' if step.question else 'question'}: a question needs its answer, and an answer its question")
+    for key in ("title", "text", "question", "answer", "notice"):
+        for name, field_name in PLACEHOLDER.findall(getattr(step, key)):
+            _check_placeholder(name, field_name, f"{where}: {key}")
+    return step
+
+
+def _no_unknown(data: dict, allowed: set[str], where: str) -> None:
+    unknown = sorted(str(key) for key in data if key not in allowed)
+    if unknown:
+        raise LessonError(f"{where}: {unknown[0]}: unknown key; use {', '.join(sorted(allowed))}")
+
+
+def _text(data: dict, key: str, where: str, required: bool = False) -> str:
+    value = data.get(key)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str) or not value.strip():
+        raise LessonError(f"{where}: {key}: give a non-empty text")
+    return value.strip()
+
+
+def _state(data: Any, where: str) -> tuple[tuple[str, Any], ...]:
+    if not isinstance(data, dict):
+        raise LessonError(f"{where}: give a mapping of keys to values, e.g. layer: 3")
+    return tuple((str(key), _value(str(key), value, f"{where}: {key}")) for key, value in data.items())
+
+
+def _value(key: str, value: Any, where: str) -> Any:
+    """A state value as the app holds it (parsed as a link's query parameter would be), or a ComputedValue."""
+    if key not in STATE_KEYS:
+        raise LessonError(f"{where}: unknown key; the state takes {', '.join(STATE_KEYS)}")
+    if isinstance(value, dict):
+        return _computed(key, value, where)
+    if key == MODEL_PARAM:
+        if not isinstance(value, str) or not value.strip():
+            raise LessonError(f"{where}: give a model's name, e.g. minilm or bert-base-uncased")
+        return value.strip()
+    if value is None:
+        raise LessonError(f"{where}: give a value")
+    try:
+        parsed = LINK_PARAMS[key].parse(_as_link_text(value))
+    except (ValueError, TypeError):
+        raise LessonError(f"{where}: bad value {value!r}") from None
+    allowed = CHOICES.get(key)
+    chosen = parsed if isinstance(parsed, list) else [parsed]
+    if allowed and any(choice not in allowed for choice in chosen):
+        raise LessonError(f"{where}: bad value {value!r}; use {', '.join(allowed)}")
+    if isinstance(parsed, int) and not isinstance(parsed, bool) and parsed < 0:
+        raise LessonError(f"{where}: bad value {value!r}; give a number from 0")
+    return parsed
+
+
+def _as_link_text(value: Any) -> str:
+    """YAML's value as a link would write it: lists joined by commas, booleans as 1/0, [layer, head] as layer.head."""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, list):
+        return ",".join(".".join(map(str, v)) if isinstance(v, list) else str(v) for v in value)
+    if isinstance(value, (int, str)):
+        return str(value)
+    raise TypeError(value)
+
+
+def _computed(key: str, value: dict, where: str) -> ComputedValue:
+    name = value.get("computed")
+    if name not in COMPUTED:
+        raise LessonError(f"{where}: computed: unknown value {name!r}; use one of {', '.join(COMPUTED)}")
+    kind = COMPUTED[name]
+    if key not in kind.state_keys:
+        raise LessonError(f"{where}: {name} cannot set {key}; it sets {', '.join(kind.state_keys) or 'nothing (texts only)'}")
+    arguments = {k: v for k, v in value.items() if k != "computed"}
+    if set(arguments) != set(kind.arguments) or not all(isinstance(v, str) and v.strip() for v in arguments.values()):
+        wanted = ", ".join(f"{a}: ..." for a in kind.arguments) or "no arguments"
+        raise LessonError(f"{where}: {name} takes {wanted}")
+    return ComputedValue(name, tuple(sorted((k, v.strip()) for k, v in arguments.items())))
+
+
+def _check_placeholder(name: str, field_name: str, where: str) -> None:
+    if name not in COMPUTED:
+        raise LessonError(f"{where}: {{{name}}}: unknown computed value; use one of {', '.join(COMPUTED)}")
+    if COMPUTED[name].arguments:
+        raise LessonError(f"{where}: {{{name}}} needs arguments: set it in the step's state and quote it there")
+    if field_name and field_name not in COMPUTED[name].fields:
+        raise LessonError(f"{where}: {{{name}.{field_name}}}: unknown field; use {', '.join(COMPUTED[name].fields)}")
