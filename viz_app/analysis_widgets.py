@@ -32,11 +32,11 @@ def model_key(context: Context) -> tuple:
 # ---- sentence sets --------------------------------------------------------------------------------------------
 
 
-def sentence_source(key: str, most: int = 1000) -> tuple[list[LabelledSentence], str] | None:
+def sentence_source(key: str, most: int = 1000, choice: str | None = None) -> tuple[list[LabelledSentence], str] | None:
     """The sentence-set picker: built-in (first N, N's default in state.PARAMS[f"{key}_count"]) or an uploaded
-    text file split into sentences.
+    text file split into sentences. `choice` (BUILTIN or UPLOAD): a page that draws its own picker says which.
     Returns (sentences, a one-line description) or None after showing what is missing."""
-    choice = st.radio("Sentences", [BUILTIN, UPLOAD], key=f"{key}_source", horizontal=True)
+    choice = choice or st.radio("Sentences", [BUILTIN, UPLOAD], key=f"{key}_source", horizontal=True)
     if choice == BUILTIN:
         high = min(most, len(builtin_sentences()))
         state.clamp_range(f"{key}_count", 20, high, step=10)

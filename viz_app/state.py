@@ -101,6 +101,16 @@ PARAMS: dict[str, Param] = {
     "search_by": Param(str, str, "layer"),  # "layer": a layer's output; "head": one head's output
     "search_head": Param(int, str, 0),
     "search_k": Param(int, str, 10),
+    # Layer probes on a treebank (UD English EWT or an uploaded labelled file). None: the page picks.
+    "probes_source": Param(str, str, "wordnet"),  # wordnet, ud_ewt, labelled or text (see viz_app/probe_data.py)
+    "probes_ud_count": Param(int, str, 200),  # sentences from each of UD EWT's dev and test files
+    "probes_file_count": Param(int, str, 2000),  # sentences of an uploaded file (at most the file's)
+    "probe_treebank_tasks": Param(_words, _join, ["upos", "deprel", "distance", "depth"]),
+    "probe_pieces": Param(str, str, "first"),
+    "probe_mdl": Param(_bool, lambda v: "1" if v else "0", False),
+    "probe_measure": Param(str, str, None),  # the first measure of the run
+    "probe_tree_layer": Param(int, str, None),  # the distance probe's best layer
+    "probe_tree_sentence": Param(int, str, 0),
 }
 MODEL_PARAM = "model"  # the model's source; kept apart because the picker is two widgets (choice, folder)
 

