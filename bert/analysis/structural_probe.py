@@ -127,7 +127,8 @@ def fit_structural_probes(
 
 @dataclass
 class _Batch:
-    vectors: torch.Tensor  # [layer, sentence, word, hidden], padded with zeros
+    vectors: torch.Tensor  # [layer, word, hidden]: the batch's words one after another (no padding)
+    index: torch.Tensor  # [sentence, word] -> row of `vectors`; padding points at an extra row of zeros
     mask: torch.Tensor  # [sentence, word] True for real words
     lengths: torch.Tensor  # [sentence]
     distances: torch.Tensor  # [sentence, word, word] gold, 0 at padding
@@ -142,35 +143,43 @@ def _batches(features: WordFeatures, sentences: list[int], batch_size: int, devi
     for start in range(0, len(by_length), batch_size):
         chosen = by_length[start : start + batch_size]
         longest = max(len(features.sentences[i]) for i in chosen)
-        layers, _, hidden = features.vectors.shape
-        vectors = torch.zeros(layers, len(chosen), longest, hidden)
+        total = sum(len(features.sentences[i]) for i in chosen)
+        index = torch.full((len(chosen), longest), total)
         distances = torch.zeros(len(chosen), longest, longest)
         depths = torch.zeros(len(chosen), longest)
-        mask = torch.zeros(len(chosen), longest, dtype=torch.bool)
-        for row, index in enumerate(chosen):
-            sentence = features.sentences[index]
+        rows, offset = [], 0
+        for row, sentence_index in enumerate(chosen):
+            sentence = features.sentences[sentence_index]
             n = len(sentence)
-            vectors[:, row, :n] = features.sentence(index).float()
+            rows.append(torch.arange(features.starts[sentence_index], features.starts[sentence_index + 1]))
+            index[row, :n] = torch.arange(offset, offset + n)
+            offset += n
             distances[row, :n, :n] = torch.from_numpy(tree_distances(sentence.heads).astype(np.float32))
             depths[row, :n] = torch.from_numpy(tree_depths(sentence.heads).astype(np.float32))
-            mask[row, :n] = True
-        lengths = mask.sum(1).float()
-        batches.append(_Batch(vectors.to(device), mask.to(device), lengths.to(device), distances.to(device), depths.to(device), len(chosen)))
+        mask = index < total
+        vectors = features.vectors[:, torch.cat(rows)].float()
+        batches.append(_Batch(vectors.to(device), index.to(device), mask.to(device), mask.sum(1).float().to(device),
+                              distances.to(device), depths.to(device), len(chosen)))
     return batches
 
 
 def _losses(maps: dict[str, torch.Tensor], batch: _Batch) -> dict[str, torch.Tensor]:
-    """Per kind, [layer]: Hewitt & Manning's L1 losses, averaged over the batch's sentences."""
+    """Per kind, [layer]: Hewitt & Manning's L1 losses, averaged over the batch's sentences. One batched matrix
+    product projects every word of every layer for both kinds."""
+    kinds = list(maps)
+    rank = maps[kinds[0]].shape[-1]
+    projected = torch.bmm(batch.vectors, torch.cat([maps[k] for k in kinds], dim=-1))  # [layer, word, kinds x rank]
+    projected = torch.cat([projected, projected.new_zeros(projected.shape[0], 1, projected.shape[-1])], dim=1)
+    padded = projected[:, batch.index]  # [layer, sentence, word, kinds x rank]
     losses = {}
-    if "distance" in maps:
-        projected = torch.einsum("lswh,lhr->lswr", batch.vectors, maps["distance"])
-        predicted = _squared_distances(projected)  # [layer, sentence, word, word]
-        pair_mask = (batch.mask[:, :, None] & batch.mask[:, None, :]).float()
-        error = ((predicted - batch.distances) * pair_mask).abs().sum((-1, -2)) / batch.lengths.pow(2)
-        losses["distance"] = error.mean(-1)
-    if "depth" in maps:
-        projected = torch.einsum("lswh,lhr->lswr", batch.vectors, maps["depth"])
-        predicted = projected.pow(2).sum(-1)  # [layer, sentence, word]
-        error = ((predicted - batch.depths) * batch.mask.float()).abs().sum(-1) / batch.lengths
-        losses["depth"] = error.mean(-1)
+    for number, kind in enumerate(kinds):
+        mine = padded[..., number * rank : (number + 1) * rank]
+        if kind == "distance":
+            predicted = _squared_distances(mine)  # [layer, sentence, word, word]
+            pair_mask = (batch.mask[:, :, None] & batch.mask[:, None, :]).float()
+            error = ((predicted - batch.distances) * pair_mask).abs().sum((-1, -2)) / batch.lengths.pow(2)
+        else:
+            predicted = mine.pow(2).sum(-1)  # [layer, sentence, word]
+            error = ((predicted - batch.depths) * batch.mask.float()).abs().sum(-1) / batch.lengths
+        losses[kind] = error.mean(-1)
     return losses
