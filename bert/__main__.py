@@ -1,5 +1,5 @@
 """Command line: `python -m bert predict "The [MASK] barked." --model minilm`, `python -m bert pretrain ...`,
-`python -m bert finetune --train-file questions.csv --out out/trec`,
+`python -m bert finetune --train-file questions.csv --out out/trec`, `python -m bert probe --data ud-ewt`,
 and `python -m bert download bert-base-uncased` (once, while online: the app then offers it first)."""
 from __future__ import annotations
 
@@ -36,6 +36,9 @@ def main(argv: list[str] | None = None) -> int:
     from .analysis import index_cli
 
     index_cli.add_arguments(commands.add_parser("index", help="index every token of a corpus for corpus search"))
+    from .analysis import probe_cli
+
+    probe_cli.add_arguments(commands.add_parser("probe", help="probe every layer on a treebank: tags, arcs, structural probes"))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
@@ -49,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
             return finetune(args)
         if args.command == "index":
             return index_cli.run(args)
+        if args.command == "probe":
+            return probe_cli.run(args)
         from .pretraining.cli import run
 
         return run(args)
