@@ -4,6 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from bert.analysis.probes import TASKS
+from bert.errors import BertError
 from viz_app import analysis_widgets as aw
 from viz_app import probe_data, probe_results, state, widgets
 
@@ -67,5 +68,9 @@ if not tasks:
 if not probe_data.run_toggle():
     st.caption(f"Ready: {data.description}; tasks {', '.join(tasks)}.")
     st.stop()
-run = probe_results.treebank_run(aw.model_key(context), data, tuple(tasks), pieces, seed, mdl)
-probe_results.show(run, data, context)
+try:
+    run = probe_results.treebank_run(aw.model_key(context), data.key, data, tuple(tasks), pieces, seed, mdl)
+except BertError as error:
+    st.warning(f"The probes cannot run on this data: {widgets.escape_markdown(str(error))}.")
+    st.stop()
+probe_results.show(run, data)

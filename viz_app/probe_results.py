@@ -1,48 +1,116 @@
 """The probes page's treebank results: the cached run, the per-layer curves with their controls and baselines, a
 summary per task, one sentence's predicted tree against the gold tree, and the CSV and JSON downloads.
 
-A run is kept in its JSON form (plain numbers and strings: cheap to cache, the same as `python -m bert probe
---json` writes), plus, for the distance probe, every test sentence's predicted tree at every layer.
+A run is cached in its JSON form (plain numbers and strings, what `python -m bert probe --json` writes) with
+its CSV rows and, when the distance probe ran, the trees of the first test sentences at every layer: small to
+keep and to copy, unlike the report's word vectors. Keyed by (model, data, tasks, settings).
 """
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import pandas as pd
 import streamlit as st
 
-from viz_app import state, widgets
-from viz_app.charts.dependency_tree import tree_chart
+from bert.analysis import tree_metrics
+from bert.analysis.treebank_probes import ProbeSettings, TreebankProbeReport, run_treebank_probes
+from viz_app import cache, state, widgets
+from viz_app.charts.dependency_tree import Edge, tree_chart
 from viz_app.charts.probe_layers import MEASURES, layer_curves_chart, measures_in
 from viz_app.probe_data import PIECES, ProbeData
 
-HEADLINE = ("accuracy", "uuas", "root_accuracy", "codelength")  # a task's main measure: the first it has
+MAX_TREES = 100  # test sentences whose trees the page can draw (the first ones)
 
 
-def headline(task: dict) -> str:
-    return next(m for m in HEADLINE if m in task["layers"][0])
+@dataclass(frozen=True)
+class SentenceTrees:
+    """One test sentence: its words, gold tree and the distance probe's tree at every layer (punctuation out)."""
+
+    words: tuple[str, ...]
+    gold: tuple[Edge, ...]
+    predicted: tuple[tuple[Edge, ...], ...]  # [layer] -> edges
+    labels: dict[frozenset, str]  # a gold arc's dependency relation
+    excluded: tuple[int, ...]  # punctuation: left out of both trees and of the score
 
 
-def layer_table(run: dict, layer_names: list[str]) -> pd.DataFrame:
-    """Every task's measures at every layer, one row per (task, layer): the CSV download."""
-    return pd.DataFrame([{"task": name, "layer": row["layer"], "layer_name": layer_names[row["layer"]],
-                          **{k: v for k, v in row.items() if k != "layer"}}
-                         for name, task in run["tasks"].items() for row in task["layers"]])
+@dataclass(frozen=True)
+class TreebankRun:
+    json: str  # TreebankProbeReport.to_json(): NaN written as null
+    run: dict  # the same, parsed
+    rows: list[dict]  # one per (task, layer): the CSV
+    trees: tuple[SentenceTrees, ...]  # empty unless the distance probe ran
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def treebank_run(model_key: tuple, data_key: tuple, _data: ProbeData, tasks: tuple[str, ...], pieces: str, seed: int,
+                 mdl: bool) -> TreebankRun:
+    """Cached by every argument but `_data`, which `data_key` names (hashing whole treebanks on every rerun is slow).
+    Raises bert.errors.BertError when the probes cannot run on this data."""
+    loaded = cache.load_model(*model_key)
+    bar = st.progress(0.0, "Starting…")
+    report = run_treebank_probes(loaded.model, loaded.tokenizer, _data.train, _data.test, list(tasks),
+                                 ProbeSettings(pieces=pieces, seed=seed, mdl=mdl), model_name=model_key[0],
+                                 progress=lambda done, what: bar.progress(min(done, 1.0), what))
+    bar.progress(1.0, "Drawing the trees…")
+    trees = sentence_trees(report) if "distance" in report.tasks else ()
+    bar.empty()
+    text = report.to_json()
+    return TreebankRun(text, json.loads(text), report.csv_rows(), trees)
+
+
+def sentence_trees(report: TreebankProbeReport, most: int = MAX_TREES) -> tuple[SentenceTrees, ...]:
+    """The trees of the first `most` test sentences with at least two words that count."""
+    trees = []
+    layers = range(len(report.layer_names))
+    for index, sentence in enumerate(report.test_features.sentences):
+        if len(trees) == most:
+            break
+        gold = report.gold_edges(index)
+        if not gold:
+            continue
+        counted = tree_metrics.non_punctuation(sentence.labels.get("upos"), len(sentence))
+        trees.append(SentenceTrees(
+            sentence.words, tuple(sorted(gold)), tuple(tuple(sorted(report.predicted_edges(index, layer))) for layer in layers),
+            {frozenset((word, head - 1)): label for word, (head, label) in
+             enumerate(zip(sentence.heads, sentence.labels.get("deprel", ("",) * len(sentence)))) if head},
+            tuple(int(i) for i in (~counted).nonzero()[0]),
+        ))
+    return tuple(trees)
+
+
+def show(result: TreebankRun, data: ProbeData) -> None:
+    """Everything a finished run shows, top to bottom."""
+    run = result.run
+    names = run["layer_names"]
+    for task, reason in run["skipped_tasks"].items():
+        st.warning(f"{widgets.escape_markdown(task)}: {widgets.escape_markdown(reason)}")
+    if not run["tasks"]:
+        return
+    show_curves(run, names)
+    st.subheader("Summary per task")
+    show_summary(run, names)
+    for note in run["notes"]:
+        st.caption(widgets.escape_markdown(note))
+    st.caption(f"On {data.description}: {run['num_train_sentences']} sentences trained the probes and "
+               f"{run['num_test_sentences']} scored them; seed {run['seed']}.")
+    downloads(result, f"probes_{data.key[0]}")
+    if result.trees:
+        show_tree(result.trees, names, run["tasks"]["distance"]["best_layer"])
 
 
 def summary_table(run: dict, layer_names: list[str]) -> pd.DataFrame:
-    """Per task: its main measure at the best layer, the best layer, Tenney's expected layer, selectivity there."""
+    """Per task: its main measure at the best layer and at layer 0, the best layer, Tenney's expected layer, the
+    selectivity at the best layer."""
     rows = []
     for name, task in run["tasks"].items():
-        measure = headline(task)
-        best = task["best_layer"]
-        at_best = next(row for row in task["layers"] if row["layer"] == best)
-        expected = task.get("expected_layer")
+        measure, best = task["primary_measure"], task["best_layer"]
+        expected = task["expected_layer"]
         rows.append({"task": name, "measure": MEASURES[measure][0], "best layer": layer_names[best],
-                     "score at the best layer": at_best[measure],
+                     "score at the best layer": task["layers"][best][measure],
                      "score at layer 0": task["layers"][0][measure],
                      "expected layer": None if expected is None else round(expected, 2),
-                     "selectivity at the best layer": at_best.get("selectivity")})
+                     "selectivity at the best layer": task["selectivity_at_best"]})
     return pd.DataFrame(rows)
 
 
@@ -59,47 +127,45 @@ def show_curves(run: dict, layer_names: list[str]) -> None:
     widgets.show_chart(layer_curves_chart(run, measure, layer_names, controls, layer0), key="probe_curves")
 
 
-def show_summary(run: dict, layer_names: list[str], pieces: str) -> pd.DataFrame:
-    table = summary_table(run, layer_names)
-    percent = st.column_config.NumberColumn(format="%.3f")
-    st.dataframe(table, hide_index=True, column_config={c: percent for c in
-                 ("score at the best layer", "score at layer 0", "selectivity at the best layer")})
-    baseline = run.get("baselines", {}).get("linear_uuas")
+def show_summary(run: dict, layer_names: list[str]) -> None:
+    scores = st.column_config.NumberColumn(format="%.3f")
+    st.dataframe(summary_table(run, layer_names), hide_index=True, column_config={
+        column: scores for column in ("score at the best layer", "score at layer 0", "selectivity at the best layer")})
+    baseline = run["baselines"].get("linear_uuas")
     st.caption(
-        f"Word vectors: {PIECES[pieces]} ({pieces}). Expected layer (Tenney et al. 2019): the layers weighted by how "
-        "much each adds to the score, so a task solved early has a low expected layer. "
-        + ("" if baseline is None else f"Linear-chain baseline UUAS (each word joined to the next): {baseline:.3f}.")
+        f"A word's vector is {PIECES[run['pieces']]} ({run['pieces']}). Expected layer (Tenney et al. 2019): the layers "
+        "weighted by how much each adds to the score, so a task solved early has a low expected layer."
+        + ("" if baseline is None else f" UUAS of the linear chain (each word joined to the next): {baseline:.3f}.")
     )
-    return table
 
 
-def downloads(run: dict, layer_names: list[str], name: str) -> None:
+def downloads(result: TreebankRun, name: str) -> None:
     left, right = st.columns(2)
-    left.download_button("JSON of the whole run", data=lambda: json.dumps(run, indent=2), file_name=f"{name}.json",
-                         mime="application/json", key="probe_json", on_click="ignore", icon=":material/download:")
-    table = layer_table(run, layer_names)
-    right.download_button("CSV: every task at every layer", data=lambda: table.to_csv(index=False),
+    left.download_button("JSON of the whole run", data=result.json,
+                         file_name=f"{name}.json", mime="application/json", key="probe_json", on_click="ignore",
+                         icon=":material/download:")
+    right.download_button("CSV: every task at every layer", data=lambda: pd.DataFrame(result.rows).to_csv(index=False),
                           file_name=f"{name}.csv", mime="text/csv", key="probe_csv", on_click="ignore",
                           icon=":material/download:")
 
 
-def show_tree(trees, layer_names: list[str], best_layer: int) -> None:
-    """trees: the distance probe's predicted trees of the test sentences (see probe_trees)."""
-    st.subheader("One sentence: predicted tree against the gold tree")
-    options = list(range(len(trees.sentences)))
+def show_tree(trees: tuple[SentenceTrees, ...], layer_names: list[str], best_layer: int) -> None:
+    st.subheader("One sentence: the predicted tree against the gold tree")
+    options = list(range(len(trees)))
     widgets.clamp_choice("probe_tree_sentence", options, 0)
-    index = st.selectbox("Sentence (of the scored ones)", options, key="probe_tree_sentence", persist_state="session",
-                         format_func=lambda i: f"{i + 1}: {_shorten(' '.join(trees.sentences[i].words))}")
+    index = st.selectbox(f"Sentence (the first {len(trees)} scored ones)", options, key="probe_tree_sentence",
+                         persist_state="session", format_func=lambda i: f"{i + 1}: {_shorten(' '.join(trees[i].words))}")
     layers = list(range(len(layer_names)))
     state.clamp("probe_tree_layer", layers, best_layer)
     layer = st.select_slider("Layer", layers, key="probe_tree_layer", format_func=layer_names.__getitem__,
-                             persist_state="session")
-    sentence = trees.sentences[index]
-    gold, predicted = trees.gold[index], trees.predicted[layer][index]
-    found = len({frozenset(e) for e in gold} & {frozenset(e) for e in predicted})
-    chart = tree_chart(sentence.words, gold, predicted, f"{layer_names[layer]}: {found} of {len(gold)} gold arcs found",
-                       gold_labels=trees.labels[index], excluded=trees.excluded[index],
-                       name=f"probe_tree_{index + 1}_layer_{layer}")
+                             persist_state="session",
+                             help="Starts at the distance probe's best layer (highest UUAS).")
+    tree = trees[index]
+    predicted = tree.predicted[layer]
+    found = len(set(tree.gold) & set(predicted))
+    chart = tree_chart(tree.words, tree.gold, predicted,
+                       f"{layer_names[layer]}: {found} of the {len(tree.gold)} gold arcs found",
+                       gold_labels=tree.labels, excluded=tree.excluded, name=f"probe_tree_{index + 1}_layer_{layer}")
     widgets.show_chart(chart, key="probe_tree")
 
 

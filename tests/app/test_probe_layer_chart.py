@@ -47,3 +47,10 @@ def test_the_linear_chain_baseline_goes_with_uuas_only(measure, baseline):
         assert list(traces[chain].y) == [0.45, 0.45]
         assert chart.data.iloc[-1][measure] == 0.45
     assert list(traces["distance"].y) == [row[measure] for row in RUN["tasks"]["distance"]["layers"]]
+
+
+def test_a_task_named_by_an_uploaded_file_reaches_plotly_escaped():
+    run = {"tasks": {"<b>ner</b>": RUN["tasks"]["upos"]}, "baselines": {}}
+    chart = layer_curves_chart(run, "accuracy", NAMES)
+    assert chart.figure.data[0].name == "&lt;b&gt;ner&lt;/b&gt;"
+    assert chart.data["task"].iloc[0] == "<b>ner</b>"  # the CSV keeps the name as written

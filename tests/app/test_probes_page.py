@@ -67,6 +67,20 @@ def test_an_upload_with_a_bad_sentence_leaves_it_out_and_says_where(open_probes)
     assert f"1 sentence(s) of mine.conllu left out (line {bad_line(content)}: head 99 is outside the sentence" in text
     assert "The other 13 are used" in text
     assert at.multiselect(key="probe_treebank_tasks").options == ["upos", "xpos", "deprel", "arcs", "distance", "depth"]
+    at.multiselect(key="probe_treebank_tasks").set_value(["deprel", "arcs", "depth"])
+    at.radio(key="probe_pieces").set_value("mean")
+    at.toggle(key="probe_mdl").set_value(True)
+    at.toggle(key="probe_run").set_value(True).run()
+    no_exception(at)
+    (curves,) = figures(at)  # no distance task: no tree
+    assert at.dataframe[0].value["task"].tolist() == ["deprel", "arcs", "depth"]
+    assert at.selectbox(key="probe_measure").options == ["Accuracy", "Selectivity", "Spearman", "Root accuracy",
+                                                         "Code length", "Compression"]
+    text = shown(at)
+    assert "the mean of its pieces (mean)" in text and "10 sentences trained the probes and 3 scored them" in text
+    at.selectbox(key="probe_measure").set_value("codelength").run()
+    names = [trace["name"] for trace in figures(at)[0]["data"]]
+    assert names[:2] == ["deprel", "deprel (control task)"] and not any(name.startswith("arcs") for name in names)
 
 
 @pytest.mark.parametrize("name, content, message", [
@@ -97,3 +111,26 @@ def test_a_column_file_offers_its_label_columns(open_probes):
     at = upload(open_probes(probes_source="labelled"), "ner.tsv", rows.encode())
     assert at.multiselect(key="probe_treebank_tasks").options == ["pos", "ner"]
     assert at.multiselect(key="probe_treebank_tasks").value == ["pos", "ner"]  # the default names none of them
+
+
+def test_a_few_sentences_of_ud_ewt_give_curves_a_summary_and_a_tree(open_probes):
+    at = open_probes(probes_source="ud_ewt", probes_ud_count=12, probe_treebank_tasks="upos,distance")
+    assert at.multiselect(key="probe_treebank_tasks").value == ["upos", "distance"]
+    at.toggle(key="probe_run").set_value(True).run()
+    no_exception(at)
+    curves, tree = figures(at)
+    assert [trace["name"] for trace in curves["data"]][:3] == ["upos", "upos (control task)", "upos at the embeddings (layer 0)"]
+    summary = at.dataframe[0].value
+    assert summary["task"].tolist() == ["upos", "distance"]
+    assert summary["measure"].tolist() == ["Accuracy", "UUAS"]
+    text = shown(at)
+    assert "first word piece" in text and "12 sentences trained the probes and 12 scored them" in text
+    arcs = {trace["name"] for trace in tree["data"]}
+    assert "predicted arc, in the gold tree" in arcs
+    at.select_slider(key="probe_tree_layer").set_value(0).run()
+    no_exception(at)
+    assert figures(at)[1]["layout"]["title"]["text"].startswith("embeddings:")
+    at.selectbox(key="probe_measure").set_value("uuas").run()
+    no_exception(at)
+    assert "linear chain (each word joined to the next)" in {trace["name"] for trace in figures(at)[0]["data"]}
+    assert at.query_params["probe_measure"] == "uuas" and at.query_params["probes_source"] == "ud_ewt"

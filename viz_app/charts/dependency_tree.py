@@ -97,7 +97,7 @@ def tree_chart(
     for index, word in enumerate(shown):
         figure.add_annotation(x=index, y=0, text=word, showarrow=False, textangle=-90 if upright else 0,
                               font=dict(color=EXCLUDED_COLOUR if index in excluded_set else "#111111", size=13))
-    top = base + max((arc_height(abs(a - b)) for a, b in map(sorted, gold_set)), default=0) + 10
+    top = base + max((arc_height(abs(a - b)) for a, b in map(sorted, gold_set)), default=0) + 24  # room under the legend
     bottom = base + max((arc_height(abs(a - b)) for a, b in map(sorted, predicted_set)), default=0) + 10
     legend_args = legend_on_top()
     margin = legend_args["margin"]

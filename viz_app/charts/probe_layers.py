@@ -8,6 +8,8 @@ task's layer-0 score as a thin dotted line, and the run's baselines for that mea
 """
 from __future__ import annotations
 
+import html
+
 import pandas as pd
 import plotly.graph_objects as go
 
@@ -41,19 +43,20 @@ def layer_curves_chart(run: dict, measure: str, layer_names: list[str], controls
     figure = go.Figure()
     rows = []
     tasks = [(name, task) for name, task in run["tasks"].items() if any(measure in row for row in task["layers"])]
-    for colour, (name, task) in zip(PALETTE * 4, tasks):
+    for colour, (task_name, task) in zip(PALETTE * 4, tasks):
+        name = html.escape(task_name, quote=False)  # an uploaded file names its columns; plotly reads tags in names
         layers = [row for row in task["layers"] if measure in row]
         x = [layer_names[row["layer"]] for row in layers]
-        y = [row[measure] * scale for row in layers]
+        y = [_scaled(row[measure], scale) for row in layers]
         figure.add_scatter(x=x, y=y, name=name, mode="lines+markers", line=dict(color=colour))
         control = [row.get(f"control_{measure}") for row in layers]
-        if controls and all(value is not None for value in control):
-            figure.add_scatter(x=x, y=[value * scale for value in control], name=f"{name} (control task)", mode="lines",
+        if controls and any(f"control_{measure}" in row for row in layers):
+            figure.add_scatter(x=x, y=[_scaled(value, scale) for value in control], name=f"{name} (control task)", mode="lines",
                                line=dict(color=colour, dash="dash"), opacity=0.7)
-        if layer0 and layers[0]["layer"] == 0:
+        if layer0 and layers[0]["layer"] == 0 and y[0] is not None:
             figure.add_scatter(x=[x[0], x[-1]], y=[y[0], y[0]], name=f"{name} at the embeddings (layer 0)", mode="lines",
                                line=dict(color=colour, dash="dot", width=1))
-        rows += [{"task": name, "layer": row["layer"], "layer_name": layer_names[row["layer"]], measure: row[measure],
+        rows += [{"task": task_name, "layer": row["layer"], "layer_name": layer_names[row["layer"]], measure: row[measure],
                   **({f"control_{measure}": row[f"control_{measure}"]} if f"control_{measure}" in row else {})}
                  for row in layers]
     x_all = list(layer_names)
@@ -69,6 +72,10 @@ def layer_curves_chart(run: dict, measure: str, layer_names: list[str], controls
     layout(figure, f"{called} by layer", height=420,
            xaxis=dict(categoryorder="array", categoryarray=x_all), yaxis=axis, **legend_on_top())
     return Chart(figure, pd.DataFrame(rows), f"probe_{measure}_by_layer", CAPTIONS.get(measure, ""))
+
+
+def _scaled(value: float | None, scale: float) -> float | None:
+    return None if value is None else value * scale  # None: a measure the run could not compute (NaN in its JSON)
 
 
 CAPTIONS = {
