@@ -60,20 +60,24 @@ def treebank_run(model_key: tuple, data_key: tuple, _data: ProbeData, tasks: tup
 
 
 def sentence_trees(report: TreebankProbeReport, most: int = MAX_TREES) -> tuple[SentenceTrees, ...]:
-    """The trees of the first `most` test sentences with at least two words that count."""
+    """The trees of the first `most` test sentences with at least two words that count. Each sentence's predicted
+    distances are computed once for every layer (report.predicted_edges(i, layer) would compute every layer's for
+    each layer it is asked for)."""
     trees = []
-    layers = range(len(report.layer_names))
-    for index, sentence in enumerate(report.test_features.sentences):
+    features = report.test_features
+    for index, sentence in enumerate(features.sentences):
         if len(trees) == most:
             break
         gold = report.gold_edges(index)
         if not gold:
             continue
         counted = tree_metrics.non_punctuation(sentence.labels.get("upos"), len(sentence))
+        distances = report.structural_probes.distances(features.sentence(index)).numpy()  # [layer, word, word]
+        deprels = sentence.labels.get("deprel", ("",) * len(sentence))
         trees.append(SentenceTrees(
-            sentence.words, tuple(sorted(gold)), tuple(tuple(sorted(report.predicted_edges(index, layer))) for layer in layers),
-            {frozenset((word, head - 1)): label for word, (head, label) in
-             enumerate(zip(sentence.heads, sentence.labels.get("deprel", ("",) * len(sentence)))) if head},
+            sentence.words, tuple(sorted(gold)),
+            tuple(tuple(sorted(tree_metrics.spanning_tree_edges(layer, counted))) for layer in distances),
+            {frozenset((word, head - 1)): label for word, (head, label) in enumerate(zip(sentence.heads, deprels)) if head},
             tuple(int(i) for i in (~counted).nonzero()[0]),
         ))
     return tuple(trees)
