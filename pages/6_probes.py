@@ -66,7 +66,7 @@ if not tasks:
     st.info("Pick at least one task.")
     st.stop()
 if not probe_data.run_toggle():
-    st.caption(f"Ready: {data.description}; tasks {', '.join(tasks)}.")
+    st.caption(f"Ready: {data.description}; tasks {', '.join(map(widgets.escape_markdown, tasks))}.")
     st.stop()
 try:
     run = probe_results.treebank_run(aw.model_key(context), data.key, data, tuple(tasks), pieces, seed, mdl)

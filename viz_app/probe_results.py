@@ -94,8 +94,8 @@ def show(result: TreebankRun, data: ProbeData) -> None:
     show_curves(run, names)
     st.subheader("Summary per task")
     show_summary(run, names)
-    for note in run["notes"]:
-        st.caption(widgets.escape_markdown(note))
+    if run["notes"]:
+        st.caption(widgets.escape_markdown("; ".join(run["notes"])) + ".")
     st.caption(f"On {data.description}: {run['num_train_sentences']} sentences trained the probes and "
                f"{run['num_test_sentences']} scored them; seed {run['seed']}.")
     downloads(result, f"probes_{data.key[0]}")

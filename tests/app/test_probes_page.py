@@ -134,3 +134,28 @@ def test_a_few_sentences_of_ud_ewt_give_curves_a_summary_and_a_tree(open_probes)
     no_exception(at)
     assert "linear chain (each word joined to the next)" in {trace["name"] for trace in figures(at)[0]["data"]}
     assert at.query_params["probe_measure"] == "uuas" and at.query_params["probes_source"] == "ud_ewt"
+
+
+def german_conllu() -> bytes:
+    """Twelve hand-made German sentences "Der Hund bellt laut ." with other nouns and verbs (a UD-style tree)."""
+    nouns = ["Hund", "Vogel", "Bär", "Fuchs", "Löwe", "Kater", "Affe", "Hahn", "Wolf", "Igel", "Spatz", "Hase"]
+    verbs = ["bellt", "singt", "brummt", "heult", "brüllt", "schnurrt", "schreit", "kräht", "jault", "schnauft", "piepst", "hoppelt"]
+    blocks = []
+    for i, (noun, verb) in enumerate(zip(nouns, verbs)):
+        rows = [("Der", "DET", 2, "det"), (noun, "NOUN", 3, "nsubj"), (verb, "VERB", 0, "root"),
+                ("draußen" if i % 2 else "laut", "ADV", 3, "advmod"), (".", "PUNCT", 3, "punct")]
+        blocks.append(f"# sent_id = de-{i}\n" + "\n".join(
+            f"{n}\t{form}\t_\t{upos}\t_\t_\t{head}\t{rel}\t_\t_" for n, (form, upos, head, rel) in enumerate(rows, 1)))
+    return ("\n\n".join(blocks) + "\n\n").encode()
+
+
+def test_a_fine_tuned_model_probes_a_german_upload(open_probes):
+    at = upload(open_probes(model="minilm-trec", probes_source="labelled"), "deutsch.conllu", german_conllu())
+    at.multiselect(key="probe_treebank_tasks").set_value(["upos", "distance"])
+    at.toggle(key="probe_run").set_value(True).run()
+    no_exception(at)
+    curves, tree = figures(at)
+    words = [annotation["text"] for annotation in tree["layout"]["annotations"]]
+    assert words[0] == "Der" and words[2] in {"bellt", "singt", "brummt", "heult", "brüllt", "schnurrt", "schreit", "kräht",
+                                                "jault", "schnauft", "piepst", "hoppelt"}
+    assert "10 sentences trained the probes and 2 scored them" in shown(at)

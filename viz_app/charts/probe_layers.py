@@ -69,8 +69,11 @@ def layer_curves_chart(run: dict, measure: str, layer_names: list[str], controls
     axis = dict(title=title, tickformat=".0%" if percent else None)
     if percent and measure != "selectivity":
         axis["range"] = [0, 1.02]
-    layout(figure, f"{called} by layer", height=420,
-           xaxis=dict(categoryorder="array", categoryarray=x_all), yaxis=axis, **legend_on_top())
+    legend_rows = -(-len(figure.data) // 3)  # about three legend entries fit on a line
+    legend = legend_on_top()
+    legend["margin"]["t"] = 56 + 20 * legend_rows  # the title, then the legend's lines above the plot
+    layout(figure, f"{called} by layer", height=340 + 20 * legend_rows,
+           xaxis=dict(categoryorder="array", categoryarray=x_all), yaxis=axis, **legend)
     return Chart(figure, pd.DataFrame(rows), f"probe_{measure}_by_layer", CAPTIONS.get(measure, ""))
 
 
