@@ -16,25 +16,7 @@ from bert.analysis.treebank import TreebankSentence, read_treebank
 from bert.analysis.treebank_probes import ProbeSettings, expected_layer, run_treebank_probes
 from bert.analysis.word_features import extract_word_features, word_pieces
 from bert.errors import InvalidInputError
-from bert_test_support import spawn_two_gloo_ranks
-
-NOUNS, VERBS = ["dog", "cat", "park", "mailman"], ["barked", "went"]
-
-
-def synthetic_conllu(num_sentences: int, seed: int = 0) -> str:
-    """Sentences "the NOUN VERB at the NOUN ." with their tree (the verb is the root), tiny-vocabulary words."""
-    rng = np.random.default_rng(seed)
-    blocks = []
-    for number in range(num_sentences):
-        subject, verb, place = rng.choice(NOUNS), rng.choice(VERBS), rng.choice(NOUNS)
-        rows = [("the", "DET", 2, "det"), (subject, "NOUN", 3, "nsubj"), (verb, "VERB", 0, "root"),
-                ("at", "ADP", 6, "case"), ("the", "DET", 6, "det"), (place, "NOUN", 3, "obl"), (".", "PUNCT", 3, "punct")]
-        lines = [f"# sent_id = {number}"] + [
-            f"{i}\t{form}\t{form}\t{upos}\t_\t_\t{head}\t{deprel}\t_\t_" for i, (form, upos, head, deprel) in enumerate(rows, 1)
-        ]
-        blocks.append("\n".join(lines))
-    return "\n\n".join(blocks) + "\n"
-
+from bert_test_support import spawn_two_gloo_ranks, synthetic_conllu
 
 @pytest.fixture(scope="module")
 def tiny(tiny_mlm_folder):
