@@ -46,7 +46,7 @@ class ProbeData:
 def source_picker() -> str:
     state.clamp("probes_source", list(SOURCES), WORDNET)
     return st.radio("Probe", list(SOURCES), format_func=SOURCES.get, key="probes_source", horizontal=True,
-                    persist_state="session",
+                    persist_state="session", on_change=_stop_running,
                     help="The built-in sentences and plain text carry the surface tasks (position, punctuation, ...) and "
                     "the WordNet part of speech; a treebank carries every word's tags and its dependency tree.")
 
@@ -174,6 +174,11 @@ def mdl_toggle(tasks: list[str]) -> bool:
                      help="Voita & Titov 2020: how many bits it takes to send the labels when a probe learns them as "
                      "it goes (online code), for the word-tag tasks and their controls. A shorter code means the layer "
                      "makes the labels easier to learn. It takes longer than the accuracy alone.")
+
+
+def _stop_running() -> None:
+    """Other data: wait for the run switch again (a treebank run can take minutes)."""
+    st.session_state["probe_run"] = False
 
 
 def run_toggle() -> bool:

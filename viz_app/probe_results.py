@@ -128,7 +128,8 @@ def show_curves(run: dict, layer_names: list[str]) -> None:
                              help="Dashed: the same probe on random labels fixed per word type (Hewitt & Liang 2019).")
     layer0 = right.toggle("Layer-0 lines", value=True, key="probe_show_layer0",
                           help="Dotted: each task's score at the embeddings, before any layer has mixed the words.")
-    widgets.show_chart(layer_curves_chart(run, measure, layer_names, controls, layer0), key="probe_curves")
+    chart = layer_curves_chart(run, measure, layer_names, controls, layer0, note=pieces_note(run["pieces"]))
+    widgets.show_chart(chart, key="probe_curves")
 
 
 def show_summary(run: dict, layer_names: list[str]) -> None:
@@ -137,7 +138,7 @@ def show_summary(run: dict, layer_names: list[str]) -> None:
         column: scores for column in ("score at the best layer", "score at layer 0", "selectivity at the best layer")})
     baseline = run["baselines"].get("linear_uuas")
     st.caption(
-        f"A word's vector is {PIECES[run['pieces']]} ({run['pieces']}). Expected layer (Tenney et al. 2019): the layers "
+        f"{pieces_note(run['pieces']).capitalize()} ({run['pieces']}). Expected layer (Tenney et al. 2019): the layers "
         "weighted by how much each adds to the score, so a task solved early has a low expected layer."
         + ("" if baseline is None else f" UUAS of the linear chain (each word joined to the next): {baseline:.3f}.")
     )
@@ -148,7 +149,7 @@ def downloads(result: TreebankRun, name: str) -> None:
     left.download_button("JSON of the whole run", data=result.json,
                          file_name=f"{name}.json", mime="application/json", key="probe_json", on_click="ignore",
                          icon=":material/download:")
-    right.download_button("CSV: every task at every layer", data=lambda: pd.DataFrame(result.rows).to_csv(index=False),
+    right.download_button("CSV: every task at every layer", data=lambda: pd.DataFrame(result.rows).assign(pieces=result.run["pieces"]).to_csv(index=False),
                           file_name=f"{name}.csv", mime="text/csv", key="probe_csv", on_click="ignore",
                           icon=":material/download:")
 
@@ -171,6 +172,10 @@ def show_tree(trees: tuple[SentenceTrees, ...], layer_names: list[str], best_lay
                        f"{layer_names[layer]}: {found} of the {len(tree.gold)} gold arcs found",
                        gold_labels=tree.labels, excluded=tree.excluded, name=f"probe_tree_{index + 1}_layer_{layer}")
     widgets.show_chart(chart, key="probe_tree")
+
+
+def pieces_note(pieces: str) -> str:
+    return f"a word's vector is {PIECES[pieces]}"
 
 
 def _shorten(text: str, most: int = 90) -> str:

@@ -111,6 +111,10 @@ def test_a_column_file_offers_its_label_columns(open_probes):
     at = upload(open_probes(probes_source="labelled"), "ner.tsv", rows.encode())
     assert at.multiselect(key="probe_treebank_tasks").options == ["pos", "ner"]
     assert at.multiselect(key="probe_treebank_tasks").value == ["pos", "ner"]  # the default names none of them
+    at.toggle(key="probe_run").set_value(True).run()
+    no_exception(at)
+    (curves,) = figures(at)  # no tree without heads
+    assert at.dataframe[0].value["task"].tolist() == ["pos", "ner"]
 
 
 def test_a_few_sentences_of_ud_ewt_give_curves_a_summary_and_a_tree(open_probes):
@@ -119,6 +123,7 @@ def test_a_few_sentences_of_ud_ewt_give_curves_a_summary_and_a_tree(open_probes)
     at.toggle(key="probe_run").set_value(True).run()
     no_exception(at)
     curves, tree = figures(at)
+    assert curves["layout"]["title"]["text"] == "Accuracy by layer · a word's vector is its first word piece"
     assert [trace["name"] for trace in curves["data"]][:3] == ["upos", "upos (control task)", "upos at the embeddings (layer 0)"]
     summary = at.dataframe[0].value
     assert summary["task"].tolist() == ["upos", "distance"]
@@ -134,6 +139,9 @@ def test_a_few_sentences_of_ud_ewt_give_curves_a_summary_and_a_tree(open_probes)
     no_exception(at)
     assert "linear chain (each word joined to the next)" in {trace["name"] for trace in figures(at)[0]["data"]}
     assert at.query_params["probe_measure"] == "uuas" and at.query_params["probes_source"] == "ud_ewt"
+    at.radio(key="probes_source").set_value("labelled").run()  # other data: the run waits for the switch again
+    at.radio(key="probes_source").set_value("ud_ewt").run()
+    assert at.toggle(key="probe_run").value is False and not figures(at)
 
 
 def german_conllu() -> bytes:

@@ -36,8 +36,10 @@ def measures_in(run: dict) -> list[str]:
     return [measure for measure in MEASURES if measure in present]
 
 
-def layer_curves_chart(run: dict, measure: str, layer_names: list[str], controls: bool = True, layer0: bool = True) -> Chart:
-    """layer_names[i]: how layer i is called ("embeddings", "layer 1", ...)."""
+def layer_curves_chart(run: dict, measure: str, layer_names: list[str], controls: bool = True, layer0: bool = True,
+                       note: str = "") -> Chart:
+    """layer_names[i]: how layer i is called ("embeddings", "layer 1", ...); note: said after the title (and in a
+    column of the CSV), e.g. how a word's vector was made."""
     called, title, percent = MEASURES[measure]
     scale = 1e-3 if measure == "codelength" else 1.0
     figure = go.Figure()
@@ -72,9 +74,12 @@ def layer_curves_chart(run: dict, measure: str, layer_names: list[str], controls
     legend_rows = -(-len(figure.data) // 3)  # about three legend entries fit on a line
     legend = legend_on_top()
     legend["margin"]["t"] = 56 + 20 * legend_rows  # the title, then the legend's lines above the plot
-    layout(figure, f"{called} by layer", height=340 + 20 * legend_rows,
+    layout(figure, f"{called} by layer" + (f" · {note}" if note else ""), height=340 + 20 * legend_rows,
            xaxis=dict(categoryorder="array", categoryarray=x_all), yaxis=axis, **legend)
-    return Chart(figure, pd.DataFrame(rows), f"probe_{measure}_by_layer", CAPTIONS.get(measure, ""))
+    data = pd.DataFrame(rows)
+    if note:
+        data["note"] = note
+    return Chart(figure, data, f"probe_{measure}_by_layer", CAPTIONS.get(measure, ""))
 
 
 def _scaled(value: float | None, scale: float) -> float | None:
