@@ -101,6 +101,8 @@ def show(result: TreebankRun, data: ProbeData) -> None:
     downloads(result, f"probes_{data.key[0]}")
     if result.trees:
         show_tree(result.trees, names, run["tasks"]["distance"]["best_layer"])
+    elif "distance" in data.tasks:
+        st.caption("Add the distance task to see one sentence's predicted tree drawn against its gold tree.")
 
 
 def summary_table(run: dict, layer_names: list[str]) -> pd.DataFrame:
@@ -133,9 +135,12 @@ def show_curves(run: dict, layer_names: list[str]) -> None:
 
 
 def show_summary(run: dict, layer_names: list[str]) -> None:
-    scores = st.column_config.NumberColumn(format="%.3f")
-    st.dataframe(summary_table(run, layer_names), hide_index=True, column_config={
-        column: scores for column in ("score at the best layer", "score at layer 0", "selectivity at the best layer")})
+    scores = {column: st.column_config.NumberColumn(format="%.3f") for column in
+              ("score at the best layer", "score at layer 0", "selectivity at the best layer")}
+    scores["expected layer"] = st.column_config.NumberColumn(
+        help="Sum over the layers of layer × its gain over the layer below, divided by the sum of the gains. When some "
+        "layers lose score it can fall outside 0 to the last layer; empty when no layer gains.")
+    st.dataframe(summary_table(run, layer_names), hide_index=True, column_config=scores)
     baseline = run["baselines"].get("linear_uuas")
     st.caption(
         f"{pieces_note(run['pieces']).capitalize()} ({run['pieces']}). Expected layer (Tenney et al. 2019): the layers "

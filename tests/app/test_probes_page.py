@@ -78,6 +78,7 @@ def test_an_upload_with_a_bad_sentence_leaves_it_out_and_says_where(open_probes)
                                                          "Code length", "Compression"]
     text = shown(at)
     assert "the mean of its pieces (mean)" in text and "10 sentences trained the probes and 3 scored them" in text
+    assert "Add the distance task to see one sentence's predicted tree" in text
     at.selectbox(key="probe_measure").set_value("codelength").run()
     names = [trace["name"] for trace in figures(at)[0]["data"]]
     assert names[:2] == ["deprel", "deprel (control task)"] and not any(name.startswith("arcs") for name in names)
