@@ -46,7 +46,7 @@ def run(args) -> int:
     from ..pretrained import load_pretrained
     from ..pretraining.distributed import start, stop
     from .treebank import builtin_treebank, read_treebank
-    from .treebank_probes import ProbeSettings, run_treebank_probes
+    from .treebank_probes import ProbeSettings, extract_train_test, probe_features
 
     if args.data == "ud-ewt":
         if args.train:
@@ -67,11 +67,12 @@ def run(args) -> int:
         model, tokenizer = load_pretrained(args.model, device=device)
         if ranks.main:
             log_device(model)
-        report = run_treebank_probes(model, tokenizer, train, test, tasks, settings, model_name=args.model)
+        data = extract_train_test(model, tokenizer, train, test, tasks, settings)  # each rank its share
     finally:
         stop()
     if not ranks.main:
         return 0
+    report = probe_features(data, tasks, settings, args.model, device)
     print(format_tables(report))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -89,8 +89,7 @@ class Treebank:
     def tasks(self) -> list[str]:
         """The probing tasks this data supports: its label columns, then arcs, distance, depth when it has trees
         (arcs also needs a deprel column)."""
-        tree_tasks = [t for t in TREE_TASKS if t != "arcs" or "deprel" in self.label_columns] if self.has_trees else []
-        return list(self.label_columns) + tree_tasks
+        return supported_tasks(self.label_columns, self.has_trees)
 
     def split(self, test_fraction: float = 0.2, seed: int = 0) -> tuple["Treebank", "Treebank"]:
         """(train, test): a seeded split by sentence, `test_fraction` of the sentences (at least one) held out;
@@ -113,6 +112,12 @@ class Treebank:
         first = "; ".join(f"line {s.line}: {s.reason}" for s in self.skipped[:limit])
         more = f"; and {len(self.skipped) - limit} more" if len(self.skipped) > limit else ""
         return f"{len(self.skipped)} sentence(s) of {self.name} left out ({first}{more})"
+
+
+def supported_tasks(label_columns, has_trees: bool) -> list[str]:
+    """The label columns, then arcs (with a deprel column), distance and depth when there are trees."""
+    tree_tasks = [t for t in TREE_TASKS if t != "arcs" or "deprel" in label_columns] if has_trees else []
+    return list(label_columns) + tree_tasks
 
 
 def read_treebank(

@@ -12,6 +12,10 @@
     report.csv_rows()                 # one row per (task, layer)
     report.predicted_edges(sentence, layer), report.gold_edges(sentence)   # the distance probe's tree, test sentence i
 
+    # the same in two steps, to cache the model's part (per model, data, pieces) and rerun only the probes:
+    data = extract_train_test(model, tokenizer, train_treebank, test_treebank, tasks, settings, progress)
+    report = probe_features(data, tasks, settings, "minilm", model_device(model), progress)
+
 With one treebank, a seeded 80/20 split by sentence; with two, train on the first and test on the second.
 
 Tasks (Treebank.tasks says which a file supports):
@@ -51,7 +55,7 @@ from . import tree_metrics
 from .mdl import online_codelength
 from .probes import control_labels, fit_layers, standardise
 from .structural_probe import StructuralProbes, StructuralProbeSettings, fit_structural_probes
-from .treebank import MISSING, TREE_TASKS, Treebank
+from .treebank import MISSING, TREE_TASKS, Treebank, supported_tasks
 from .word_features import PIECES, WordFeatures, extract_word_features
 
 log = logging.getLogger(__name__)
@@ -181,32 +185,73 @@ def run_treebank_probes(
     progress: Progress | None = None,
 ) -> TreebankProbeReport:
     """Every task at every layer (see the module docstring). tasks: None = all that `train` supports.
-    Deterministic for settings.seed (on the CPU)."""
+    Deterministic for settings.seed (on the CPU). The same as `extract_train_test` then `probe_features`."""
+    settings = settings or ProbeSettings()
+    data = extract_train_test(model, tokenizer, train, test, tasks, settings, progress)
+    return probe_features(data, tasks, settings, model_name, model_device(model), progress)
+
+
+@dataclass(frozen=True)
+class TreebankFeatures:
+    """Word features of the training and test sentences, ready for `probe_features` (a page can cache them per
+    model, data and pieces, and run other tasks or seeds on it)."""
+
+    train: WordFeatures
+    test: WordFeatures
+    name: str  # the data's name, e.g. "UD English EWT (test) (trained on UD English EWT (dev))"
+    notes: tuple[str, ...] = ()  # sentences left out (bad, or too long for the model)
+    seconds: float = 0.0  # time the feature extraction took
+
+
+def extract_train_test(
+    model: Bert, tokenizer: BertTokenizer, train: Treebank, test: Treebank | None = None,
+    tasks: Sequence[str] | None = None, settings: ProbeSettings | None = None, progress: Progress | None = None,
+) -> TreebankFeatures:
+    """The word features of the training and test sentences (one treebank: split by settings.seed and
+    settings.test_fraction), after checking both support the tasks. Progress runs from 0 to 0.5. Under torchrun
+    every rank runs the model over its share and ends with all the features."""
     settings = settings or ProbeSettings()
     if settings.pieces not in PIECES:
         raise InvalidInputError(f"pieces must be one of {', '.join(PIECES)}, not {settings.pieces!r}")
     data_name = train.name if test is None else f"{test.name} (trained on {train.name})"
     if test is None:
         train, test = train.split(settings.test_fraction, settings.seed)
-    tasks = list(tasks) if tasks is not None else train.tasks
-    _check_tasks(tasks, train, test)
+    _check_tasks(list(tasks) if tasks is not None else train.tasks, train, test)
     notes = [t.skipped_summary() for t in (train, test) if t.skipped]
-    timings: dict[str, float] = {}
-    report = lambda fraction, message: progress(fraction, message) if progress else None  # noqa: E731
-
     started = time.perf_counter()
-    report(0.0, "running the model over the training sentences")
     dtype = torch.float16 if settings.float16 else torch.float32
-    train_features = extract_word_features(model, tokenizer, train.sentences, settings.pieces, settings.batch_size, dtype)
-    report(0.25, "running the model over the test sentences")
-    test_features = extract_word_features(model, tokenizer, test.sentences, settings.pieces, settings.batch_size, dtype)
-    for features, part in ((train_features, "training"), (test_features, "test")):
+    parts = []
+    for number, (part, treebank) in enumerate((("training", train), ("test", test))):
+        if progress:
+            progress(0.25 * number, f"running the model over the {len(treebank)} {part} sentences")
+        batches = (lambda done, total, start=0.25 * number: progress(start + 0.25 * done / total, f"running the model over the {part} sentences")) if progress else None
+        features = extract_word_features(model, tokenizer, treebank.sentences, settings.pieces, settings.batch_size, dtype, batches)
         if features.skipped:
-            notes.append(f"{len(features.skipped)} {part} sentence(s) longer than the model's "
-                         f"{model.config.max_position_embeddings} positions were skipped (first at line {features.skipped[0].line})")
-    if not train_features.sentences or not test_features.sentences:
-        raise InvalidInputError("no sentence fits the model's positions on one side of the split")
-    timings["features"] = time.perf_counter() - started
+            notes.append(f"{len(features.skipped)} {part} sentence(s) longer than the model's {model.config.max_position_embeddings} "
+                         f"positions were skipped (first at line {features.skipped[0].line})")
+        if not features.sentences:
+            raise InvalidInputError(f"no {part} sentence fits the model's {model.config.max_position_embeddings} positions")
+        parts.append(features)
+    return TreebankFeatures(parts[0], parts[1], data_name, tuple(notes), time.perf_counter() - started)
+
+
+def probe_features(
+    data: TreebankFeatures, tasks: Sequence[str] | None = None, settings: ProbeSettings | None = None, model_name: str = "",
+    device: torch.device | str | None = None, progress: Progress | None = None,
+) -> TreebankProbeReport:
+    """Train and score the probes on word features already extracted (`extract_train_test`). tasks: None = all the
+    data supports. device: where the structural probes train (the model's). Progress runs from 0.5 to 1.
+    settings.pieces, batch_size and float16 are the extraction's business and unused here."""
+    settings = settings or ProbeSettings()
+    train_features, test_features = data.train, data.test
+    supported = [t for t in _feature_tasks(train_features) if t in _feature_tasks(test_features)]
+    tasks = list(tasks) if tasks is not None else supported
+    unknown = [t for t in tasks if t not in supported]
+    if unknown or not tasks:
+        raise InvalidInputError(f"these sentences do not support the task(s) {unknown or tasks}; they support {', '.join(supported) or 'none'}")
+    notes: list[str] = list(data.notes)
+    timings: dict[str, float] = {"features": data.seconds}
+    report = lambda fraction, message: progress(fraction, message) if progress else None  # noqa: E731
 
     results: dict[str, TaskResult] = {}
     skipped_tasks: dict[str, str] = {}
@@ -233,7 +278,7 @@ def run_treebank_probes(
     if kinds:
         report(0.8, "training the structural probes")
         started = time.perf_counter()
-        structural = fit_structural_probes(train_features, kinds, settings.structural, settings.seed, model_device(model))
+        structural = fit_structural_probes(train_features, kinds, settings.structural, settings.seed, device)
         results.update(_score_structural(structural, test_features, kinds, len(train_features.sentences)))
         baselines.update(_structural_baselines(test_features, results))
         timings["structural"] = time.perf_counter() - started
@@ -245,7 +290,7 @@ def run_treebank_probes(
     report(1.0, "done")
     notes += [f"{name}: {note}" for name, result in results.items() for note in result.notes]
     return TreebankProbeReport(
-        model_name, data_name, settings, train_features.layer_names, results, baselines, skipped_tasks, tuple(notes),
+        model_name, data.name, settings, train_features.layer_names, results, baselines, skipped_tasks, tuple(notes),
         len(train_features.sentences), len(test_features.sentences), {k: round(v, 2) for k, v in timings.items()},
         structural, test_features,
     )
@@ -253,6 +298,14 @@ def run_treebank_probes(
 
 class _CannotProbe(Exception):
     """This task has no usable examples here (the reason is the message)."""
+
+
+def _feature_tasks(features: WordFeatures) -> list[str]:
+    """The tasks the sentences behind some features support: label columns every sentence has, then the tree tasks."""
+    if not features.sentences:
+        return []
+    columns = [c for c in features.sentences[0].labels if all(c in s.labels for s in features.sentences)]
+    return supported_tasks(columns, all(s.heads is not None for s in features.sentences))
 
 
 def _check_tasks(tasks: Sequence[str], train: Treebank, test: Treebank) -> None:

@@ -145,3 +145,20 @@ def test_two_ranks_give_the_features_of_one_process(tiny, tiny_mlm_folder, tmp_p
     alone = extract_word_features(model, tokenizer, read_treebank(text.encode(), name="s.conllu").sentences, "mean")
     for rank in range(2):
         torch.testing.assert_close(torch.load(tmp_path / f"vectors-{rank}.pt", weights_only=True), alone.vectors, atol=1e-5, rtol=1e-5)
+
+
+def test_bert_base_distance_probe_peaks_in_the_middle_layers():
+    """Hewitt & Manning (2019) find BERT-base's distance probe best in layers 6-9 of 12 (on the Penn Treebank)."""
+    from bert import hub
+    from bert.analysis.treebank import builtin_treebank
+
+    folder = hub.cached_snapshot("bert-base-uncased")
+    if folder is None or not hub.has_weights(folder):
+        pytest.skip("bert-base-uncased is not in the local Hugging Face cache (python -m bert download bert-base-uncased)")
+    import bert
+
+    model, tokenizer = bert.load_pretrained("bert-base-uncased")
+    report = run_treebank_probes(model, tokenizer, builtin_treebank("dev"), builtin_treebank("test"), tasks=["distance"])
+    uuas = report.tasks["distance"].measure("uuas")
+    assert 6 <= report.tasks["distance"].best_layer <= 9, uuas
+    assert max(uuas) > report.baselines["linear_uuas"] and max(uuas) > uuas[0]
