@@ -1,4 +1,4 @@
-"""Timing of the analyses on MiniLM (issue 5): probes over 1,000 sentences, the all-heads ablation ranking,
+"""Timing of the analyses on MiniLM: probes over 1,000 sentences, the all-heads ablation ranking,
 integrated gradients with 32 steps; also the logit lens, rollout, attention flow and corpus head statistics.
 
     OMP_NUM_THREADS=1 python bench/analyses.py [--sentences 1000] [--json out/analyses.json]

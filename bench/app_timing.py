@@ -5,7 +5,7 @@
     OMP_NUM_THREADS=1 python bench/app_timing.py                           # the built-in model
     OMP_NUM_THREADS=1 python bench/app_timing.py --lengths 32 512 --repeats 5 --json out/app_timing.json
 
-For each length: type a new sentence (with one [MASK]) into the sidebar while on the prediction page and run
+For each length: type a new sentence (with one [MASK]) into the sentence box while on the prediction page and run
 it (tokenize, the one cached forward pass, predictions, chips, chart), then switch to the attention page and
 run it (heatmaps, all-heads overview, statistics). Each repeat uses a sentence not seen before, so the forward
 pass is never a cache hit; the model is loaded and the pages are imported once beforehand (warm-up).
@@ -13,7 +13,7 @@ Alternating with each repeat, in the same process, it times transformers' BertFo
 model (eager attention, output_attentions=True, random weights: speed does not depend on them) on the same
 input: the ratio app / transformers is what to compare across machines and loads. Wall time depends on what
 else the machine runs, so the CPU time and the load average are printed too, and a table ready to paste.
-Targets (issue 10, BERT-base shape): 0.25 s at 32 tokens, 1.5 s at 512 tokens.
+Targets (BERT-base shape): 0.25 s at 32 tokens, 1.5 s at 512 tokens.
 """
 from __future__ import annotations
 
@@ -96,7 +96,7 @@ def main() -> int:
     for length in args.lengths:
         for repeat in range(args.repeats):
             text = sentence_of(loaded.tokenizer, length, variant=1000 * length + repeat)
-            page1 = timed(lambda: at.sidebar.text_area(key="text").input(text).run())
+            page1 = timed(lambda: at.text_area(key="text").input(text).run())
             page2 = timed(lambda: at.switch_page(ATTENTION).run())
             if at.exception or not at.get("plotly_chart"):
                 print(f"page failed at {length} tokens: {at.exception}", file=sys.stderr)

@@ -40,7 +40,7 @@ CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--no-first-run",
 ]
-SHOWN = 10  # candidates the prediction page shows by default (state.PARAMS["top_k"])
+SHOWN = 10  # candidates the prediction page shows by default (its top_k slider, pages/1_prediction.py)
 SUBJECTS = (
     "doctor", "farmer", "pilot", "baker", "teacher", "sailor", "painter", "singer", "driver", "nurse",
     "writer", "dancer", "miner", "tailor", "hunter", "judge", "priest", "soldier", "waiter", "lawyer",

@@ -1,10 +1,11 @@
-"""Published cloze benchmarks for any model, beside bert-base-uncased's published figures (issue 9).
+"""Published cloze benchmarks for any model, beside bert-base-uncased's published figures.
 
-    OMP_NUM_THREADS=1 python bench/cloze_benchmarks.py --model minilm [--external ../shared/external] [--json out/b.json]
+    OMP_NUM_THREADS=1 python bench/cloze_benchmarks.py --model minilm --external DIR [--json out/b.json]
 
 --model: minilm, a Hugging Face folder, or a hub id in the local cache. --external: the folder with the published
-data (goldberg2019_gulordava_agreement/, ettinger2020_psycholinguistic_cloze/; default ../shared/external beside
-the checkout). The scoring lives in bert/evaluation/ (each module's docstring says how it follows its SOURCE.md);
+data (goldberg2019_gulordava_agreement/, ettinger2020_psycholinguistic_cloze/; docs/benchmarks.md says where each
+comes from), or set BERT_INSIDE_EXTERNAL. The scoring lives in bert/evaluation/ (each module's docstring says how it
+follows the authors' scoring);
 bert-base-uncased's figures are read from the published per-item and result files in the same folder.
 """
 from __future__ import annotations
@@ -21,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's 
 import bert  # noqa: E402
 from bert.evaluation import run_benchmarks  # noqa: E402
 
-DEFAULT_EXTERNAL = Path(__file__).resolve().parents[1] / ".." / "shared" / "external"
+EXTERNAL_VARIABLE = "BERT_INSIDE_EXTERNAL"
 
 
 def table(results, model_name: str) -> str:
@@ -35,11 +36,14 @@ def table(results, model_name: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="minilm", help="minilm, a Hugging Face folder, or a cached hub id")
-    parser.add_argument("--external", default=str(DEFAULT_EXTERNAL), help="folder of the published data sets")
+    parser.add_argument("--external", default=os.environ.get(EXTERNAL_VARIABLE),
+                        help=f"folder of the published data sets (default: ${EXTERNAL_VARIABLE})")
     parser.add_argument("--json", help="also write every per-item result to this file")
     args = parser.parse_args(argv)
-    if not Path(args.external).is_dir():
-        print(f"error: {args.external} is not a folder; pass --external with the published data sets", file=sys.stderr)
+    if args.external is None or not Path(args.external).is_dir():
+        where = "no folder given" if args.external is None else f"{args.external} is not a folder"
+        print(f"error: {where}; pass --external DIR (or set {EXTERNAL_VARIABLE}) with the published data sets",
+              file=sys.stderr)
         return 2
     try:
         model, tokenizer = bert.load_pretrained(args.model)

@@ -1,4 +1,4 @@
-"""Corpus search figures (issue 12): indexing throughput against transformers' forward, and search latency.
+"""Corpus search figures: indexing throughput against transformers' forward, and search latency.
 
     OMP_NUM_THREADS=1 python bench/corpus_search.py [--sentences 992] [--rows 1000000] [--json out/corpus_search.json]
 

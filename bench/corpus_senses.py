@@ -1,4 +1,4 @@
-"""Do a word's nearest neighbours share its sense, layer by layer? (issue 12, bert/data/senses.tsv)
+"""Do a word's nearest neighbours share its sense, layer by layer? (bert/data/senses.tsv)
 
     OMP_NUM_THREADS=1 python bench/corpus_senses.py [--model minilm] [--k 10]
 

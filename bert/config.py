@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class BertConfig:
-    vocab_size: int = 30522  # WordPiece vocabulary (seed 003: "30k tokens")
+    vocab_size: int = 30522  # WordPiece vocabulary (Devlin et al. 2019: "a 30,000 token vocabulary")
     hidden_size: int = 768  # H: width of every token's vector in the residual stream
     num_layers: int = 12  # L: number of stacked BertLayer blocks
     num_heads: int = 12  # A: attention heads per layer; each head gets hidden_size // num_heads dims
@@ -31,7 +31,7 @@ class BertConfig:
 
     @property
     def head_size(self) -> int:
-        """Dimensions per head: 768 / 12 = 64 for BERT-base (seed 004)."""
+        """Dimensions per head: 768 / 12 = 64 for BERT-base (Devlin et al. 2019)."""
         return self.hidden_size // self.num_heads
 
     @classmethod

@@ -1,4 +1,4 @@
-"""BERT, module by module, in the order of the outline in seeds/000: embedding, layers, LM head.
+"""BERT, module by module, in the order BERT computes (Devlin et al. 2019, section 3): embedding, layers, LM head.
 
 Every `hook_*` attribute is a HookPoint whose name is its module path; the comment beside it gives its shape.
 """
@@ -46,7 +46,7 @@ class BertEmbedding(nn.Module):
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
         batch, seq = input_ids.shape
-        # Positions count from 0 for this input's length (seed 002's draft always spanned 512 and broke here).
+        # Positions count from 0 for this input's length (a fixed span of 512 would not add to a shorter input).
         positions = torch.arange(seq, device=input_ids.device)
         token = self.hook_token(self.token_embedding(input_ids))
         position = self.hook_position(repeat(self.position_embedding(positions), "seq hidden -> batch seq hidden", batch=batch))
@@ -151,7 +151,7 @@ class BertLMHead(nn.Module):
 
 class BertPooler(nn.Module):
     """[CLS]'s final vector through dense + tanh: the sentence-level summary the NSP head and the classifier read
-    (seeds 003, 004)."""
+    (Devlin et al. 2019)."""
 
     def __init__(self, config: BertConfig):
         super().__init__()
@@ -191,7 +191,7 @@ class Bert(nn.Module):
 
     Heads are optional so that any checkpoint loads as it is: an encoder-only checkpoint has no `lm_head`
     (forward then returns None); `pooler` and `nsp_head` exist when a checkpoint has them or for pre-training.
-    One task head at most, for fine-tuning (seed 004's three application families): `classifier` (sequence or
+    One task head at most, for fine-tuning (Devlin et al. 2019, figure 4): `classifier` (sequence or
     sequence-pair classification, or regression with one label, over the pooler) or `tagger` (token classification).
     """
 

@@ -1,4 +1,5 @@
-"""Parameter counts from the config alone, module by module (seed 004's arithmetic), task heads included."""
+"""Parameter counts from the config alone, module by module (BERT-base's 110M, Devlin et al. 2019),
+task heads included."""
 from .config import BertConfig
 
 

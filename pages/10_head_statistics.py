@@ -3,9 +3,11 @@ import pandas as pd
 import streamlit as st
 
 from bert.analysis.attention_stats import STATISTICS
-from bert.analysis.head_stats import CLARK_2019, CLARK_2019_SOURCE, is_bert_base, top_heads
+from bert.analysis.head_stats import CLARK_2019, CLARK_2019_SOURCE, clark_2019_reference, is_bert_base, top_heads
 from viz_app import analysis_widgets as aw
-from viz_app import state, widgets
+from viz_app import cache, widgets
+from viz_app.charts.head_statistics import statistic_by_layer_chart
+from viz_app.charts.published import published_table, with_published_values
 
 widgets.page_header(
     "Head statistics over a corpus",
@@ -19,14 +21,21 @@ pairs = st.toggle("Pair consecutive sentences as A and B", key="stats_pairs", pe
 if picked is None:
     st.stop()
 sentences, description = picked
-statistics = aw.corpus_statistics(*aw.model_key(context), sentences, pairs)
+statistics = cache.corpus_statistics(*aw.model_key(context), sentences, pairs)
 names = list(STATISTICS)
-state.clamp("stats_statistic", names)
-statistic = st.segmented_control("Statistic", names, key="stats_statistic", required=True, persist_state="session")
+statistic = st.segmented_control("Statistic", names, default="sep", key="stats_statistic", bind="query-params", required=True,
+                                 persist_state="session")
 bert_base = is_bert_base(context.loaded.model)
 findings = [f for f in CLARK_2019 if f.statistic == statistic] if bert_base else []
-widgets.show_chart(aw.statistic_by_layer_chart(statistics[statistic], statistic, findings), key="stats_by_layer")
+chart = statistic_by_layer_chart(statistics[statistic], statistic, findings)
+published = clark_2019_reference().get(statistic)
+widgets.show_chart(with_published_values(chart, published) if bert_base and published else chart, key="stats_by_layer")
 st.caption(STATISTICS[statistic] + f". Over {description}.")
+if published:
+    with st.expander(f"BERT-base's {statistic} in Clark et al. 2019 (grey on the chart when BERT-base is loaded)"):
+        st.caption("Read off the paper's Figure 2 (about ±0.02), BERT-base on Wikipedia segment pairs. Their punctuation "
+                   "is periods and commas only; a blank is a value the figure hides.")
+        st.dataframe(published_table(published), hide_index=True)
 if bert_base:
     st.info("This model has BERT-base's shape, so the published findings are drawn beside ours (shaded). "
             f"Source: {CLARK_2019_SOURCE}.\n\n" + "\n".join(f"- {f.claim}" for f in CLARK_2019))

@@ -4,7 +4,8 @@ import streamlit as st
 
 from bert.analysis.saliency import METHODS, PARTS
 from viz_app import analysis_widgets as aw
-from viz_app import state, widgets
+from viz_app import cache, state, widgets
+from viz_app.charts.saliency import saliency_chart
 
 widgets.page_header(
     "Saliency by embedding part",
@@ -17,17 +18,17 @@ if position is None:
     st.stop()
 key = aw.model_key(context)
 encoding = context.prepared.masked
-lens = next(l for l in aw.lens(*key, encoding, 5) if l.position == position)
+lens = next(l for l in cache.logit_lens(*key, encoding, 5) if l.position == position)
 candidates = lens.layers[-1].top
 target = st.selectbox("Explain the probability of", candidates, key="saliency_target",
                       format_func=lambda c: f"{c.token} ({c.probability:.1%})")
 columns = st.columns(2)
 state.clamp("saliency_method", list(METHODS))
-state.clamp_range("saliency_steps", 8, 128, step=8)
 method = columns[0].radio("Method", METHODS, horizontal=True, key="saliency_method", persist_state="session", format_func=lambda m: m.replace("_", " "))
-steps = columns[1].slider("Integration steps", 8, 128, step=8, key="saliency_steps", persist_state="session", disabled=method != "integrated_gradients")
-result = aw.saliency(*key, encoding, method, position, target.token_id, steps)
-widgets.show_chart(aw.saliency_chart(result, PARTS), key="saliency")
+steps = columns[1].slider("Integration steps", 8, 128, value=32, step=8, key="saliency_steps", bind="query-params",
+                          persist_state="session", disabled=method != "integrated_gradients")
+result = cache.saliency(*key, encoding, method, position, target.token_id, steps)
+widgets.show_chart(saliency_chart(result, PARTS), key="saliency")
 if method == "gradient_x_input":
     st.caption(
         "Gradient × input, per part. The embedding LayerNorm ignores the scale of token + position + segment, so the "

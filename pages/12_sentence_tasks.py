@@ -4,7 +4,9 @@ import streamlit as st
 from bert.analysis.saliency import METHODS, NEXT_SENTENCE_LABELS, PARTS
 from viz_app import analysis_widgets as aw
 from viz_app import sentence_tasks as tasks
-from viz_app import state, widgets
+from viz_app import cache, state, widgets
+from viz_app.charts.saliency import saliency_chart
+from viz_app.charts.sentence_tasks import probability_chart
 from viz_app.label_names import label_legend
 
 widgets.page_header(
@@ -35,8 +37,8 @@ def explain(head: str, target: int, labels) -> None:
         chosen_method.append(st.radio("Attribution method", METHODS, horizontal=True, key="tasks_method",
                                       persist_state="session", format_func=lambda m: m.replace("_", " ")))
     method = chosen_method[0]
-    result = aw.saliency(*key, encoding, method, 0, target, 32, head)
-    widgets.show_chart(aw.saliency_chart(result, PARTS), key=f"saliency_{head}")
+    result = cache.saliency(*key, encoding, method, 0, target, 32, head)
+    widgets.show_chart(saliency_chart(result, PARTS), key=f"saliency_{head}")
     st.caption(
         f"Attributions of log p('{widgets.escape_markdown(labels[target])}') to each token's token, position and segment "
         "embeddings (the Saliency page explains the methods). Bars above zero pushed towards this answer."
@@ -46,9 +48,9 @@ def explain(head: str, target: int, labels) -> None:
 if "next_sentence" in heads:
     st.subheader("Does B follow A?")
     if not context.pair.strip() or context.prepared.pair_dropped:
-        st.info("Type a second sentence (segment B) in the sidebar: the model then says whether it follows the first.")
+        st.info("Type a second sentence (segment B) at the top: the model then says whether it follows the first.")
     else:
-        result = tasks.cached_next_sentence(*key, context.text, context.pair, context.truncate)
+        result = cache.next_sentence(*key, context.text, context.pair, context.truncate)
         typed, swapped = st.columns(2)
         typed.metric("P(B follows A), as typed", f"{result.follows:.1%}")
         swapped.metric("P(A follows B), swapped", f"{result.swapped:.1%}")
@@ -67,19 +69,19 @@ if "next_sentence" in heads:
 
 if "classify" in heads:
     st.subheader("Classes")
-    table = tasks.cached_classes(*key, encoding)
+    table = cache.class_probabilities(*key, encoding)
     labels = list(table["label"])
     top = labels[int(table["probability"].argmax())]
-    state.clamp("tasks_class", labels, top)
-    chosen = st.selectbox("Explain the class", labels, key="tasks_class", persist_state="session")
-    widgets.show_chart(tasks.probability_chart(table, chosen), key="classes")
+    chosen = st.selectbox("Explain the class", labels, index=labels.index(top), key="tasks_class", bind="query-params",
+                          persist_state="session")
+    widgets.show_chart(probability_chart(table, chosen), key="classes")
     if legend := label_legend(labels):
         st.caption(f"What the labels mean: {legend}")  # only our own words and codes
     explain("classify", labels.index(chosen), labels)
 
 if "tag" in heads:
     st.subheader("Token labels")
-    table = tasks.cached_token_labels(*key, encoding)
+    table = cache.token_labels(*key, encoding)
     st.markdown(tasks.label_chips(table), unsafe_allow_html=True)  # tokens and labels escaped in label_chips
     st.caption("Each token's most likely label and its probability; [CLS] and [SEP] are left out.")
     if legend := label_legend(model.labels):

@@ -21,7 +21,7 @@ source_b = st.selectbox("Model B (model A is the one chosen in the sidebar)", li
                         persist_state="session", format_func=lambda s: choices[s].label)
 folder_b = choices[source_b].folder
 if source_b == models.FOLDER:
-    folder_b = st.text_input("Folder of model B", key="compare_folder", persist_state="session",
+    folder_b = st.text_input("Folder of model B", key="compare_folder", bind="query-params", persist_state="session",
                              placeholder="/path/to/a/fine-tuned/bert").strip()
     if not folder_b:
         st.info("Type the path of a Hugging Face BERT folder (config.json, weights, vocab.txt) to compare with.")
@@ -36,7 +36,7 @@ try:
 except (BertError, OSError, ValueError, RuntimeError) as error:
     st.error(f"Could not load model B ({source_b!r}): {error}. Pick another model, or check the folder.")
     st.stop()
-problem = mc.vocabulary_problem(key_a, key_b)
+problem = cache.vocabulary_problem(key_a, key_b)
 if problem:
     st.error(f"These two models cannot be compared: {problem}.")
     st.stop()
@@ -56,7 +56,7 @@ if picked is None:
     st.stop()
 sentences, description = picked
 try:
-    result = mc.comparison(key_a, key_b, tuple(s.text for s in sentences))
+    result = cache.model_comparison(key_a, key_b, tuple(s.text for s in sentences))
 except BertError as error:
     st.error(f"These two models cannot be compared: {error}.")
     st.stop()

@@ -6,7 +6,7 @@ from bert.analysis.corpus import layer_names
 from bert.errors import BertError
 from viz_app import analysis_widgets as aw
 from viz_app import corpus_search as cs
-from viz_app import state, widgets
+from viz_app import cache, state, widgets
 from viz_app.charts.corpus_search import by_layer_chart, match_words_chart
 
 widgets.page_header(
@@ -59,27 +59,25 @@ layers = list(names) if by == cs.LAYER_OUTPUT else list(names)[1:]  # heads live
 state.clamp("search_layer", layers, default=layers[-1])
 columns = st.columns([3, 1])
 layer = columns[0].select_slider("Layer", layers, key="search_layer", format_func=names.get, persist_state="session")
-state.clamp_range("search_k", 5, 50)
-k = columns[1].slider("Matches", 5, 50, key="search_k", persist_state="session")
+k = columns[1].slider("Matches", 5, 50, value=10, key="search_k", bind="query-params", persist_state="session")
 if by == cs.HEAD_OUTPUT:
     heads = list(range(loaded.model.config.num_heads))
-    state.clamp("search_head", heads, default=0)
-    head = st.select_slider("Head", heads, key="search_head", persist_state="session")
+    head = st.select_slider("Head", heads, value=0, key="search_head", bind="query-params", persist_state="session")
     st.caption(f"Each head of {names[layer]} adds up the words it attends to into a small vector of its own "
                f"({loaded.model.config.hidden_size // len(heads)} numbers) before the layer mixes the heads: the "
                "search compares those vectors.")
 
 try:  # only the index this view needs: every layer's output, or this layer's heads
-    index = cs.corpus_index(*key, corpus) if by == cs.LAYER_OUTPUT else cs.head_index(*key, corpus, layer)
+    index = cache.corpus_index(*key, corpus) if by == cs.LAYER_OUTPUT else cache.head_index(*key, corpus, layer)
 except BertError as error:
     st.warning(f"That text cannot be indexed: {widgets.escape_markdown(str(error))}.")
     st.stop()
 st.caption(f"Searching {len(index):,} tokens of {widgets.escape_markdown(corpus.name)}.")
 if by == cs.LAYER_OUTPUT:
-    by_layer = cs.neighbours(*key, corpus, context.text, position, k)
+    by_layer = cache.neighbours(*key, corpus, context.text, position, k)
     hits, where = by_layer[layer], names[layer]
 else:
-    by_head = cs.head_neighbours(*key, corpus, context.text, position, k, layer)
+    by_head = cache.head_neighbours(*key, corpus, context.text, position, k, layer)
     hits, where = by_head[head], f"head {head} of {names[layer]}"
 summary = cs.summarize(hits, query.word)
 shown = widgets.escape_markdown(query.word)

@@ -4,8 +4,9 @@ import streamlit as st
 from bert.analysis.self_similarity import ETHAYARAJH_2019, ETHAYARAJH_2019_SOURCE, EXAMPLES, WordNotFoundError
 from bert.errors import BertError
 from viz_app import analysis_widgets as aw
-from viz_app import state, widgets
+from viz_app import cache, state, widgets
 from viz_app import word_contexts as wc
+from viz_app.charts.token_matrix import token_heatmap
 from viz_app.charts.word_contexts import self_similarity_chart
 
 widgets.page_header(
@@ -27,9 +28,10 @@ def use_example() -> None:
 st.selectbox("Start from an example", list(EXAMPLES), index=None, key="contexts_example", on_change=use_example,
              placeholder="Pick one to fill in the word and the sentences")
 left, right = st.columns([1, 3])
-word = left.text_input("Word", key="contexts_word", persist_state="session", max_chars=50).strip()
-text = right.text_area(f"Sentences that use it, one per line (2 to {wc.MAX_SENTENCES})", key="contexts_sentences",
-                       persist_state="session", height=170, max_chars=state.MAX_URL_TEXT)
+word = left.text_input("Word", "bank", key="contexts_word", bind="query-params", persist_state="session", max_chars=50).strip()
+text = right.text_area(f"Sentences that use it, one per line (2 to {wc.MAX_SENTENCES})", "\n".join(EXAMPLES["bank"]),
+                       key="contexts_sentences", bind="query-params", persist_state="session", height=170,
+                       max_chars=state.MAX_URL_TEXT)
 sentences = wc.sentence_lines(text)
 if not word:
     st.info("Type the word to follow, for example “bank”.")
@@ -42,7 +44,7 @@ if len(sentences) > wc.MAX_SENTENCES:
     st.stop()
 key = aw.model_key(context)
 try:
-    result = wc.analyse(*key, word, tuple(sentences))
+    result = cache.word_contexts(*key, word, tuple(sentences))
 except WordNotFoundError as error:
     st.warning(f"“{widgets.escape_markdown(word)}” is not a word of sentence {error.sentence_index + 1}: "
                f"“{widgets.escape_markdown(error.sentence)}”. Use the word as it is written in every sentence (capital "
@@ -51,7 +53,7 @@ except WordNotFoundError as error:
 except BertError as error:  # e.g. a sentence longer than the model's positions
     st.warning(f"The model cannot read these sentences: {widgets.escape_markdown(str(error))}.")
     st.stop()
-base = wc.baseline(*key)
+base = cache.anisotropy_baseline(*key)
 shown = widgets.escape_markdown(word)
 widgets.show_chart(self_similarity_chart(word, result.layers, result.self_similarity, base), key="self_similarity")
 st.markdown(wc.reading(shown, result, base))
@@ -68,7 +70,7 @@ state.clamp("contexts_layer", options, default=options[-1])
 layer = st.select_slider("Layer", options, key="contexts_layer", format_func=lambda i: result.layers[i],
                          persist_state="session")
 labels = [f"{i + 1}. {s[:28]}…" if len(s) > 28 else f"{i + 1}. {s}" for i, s in enumerate(sentences)]
-widgets.show_chart(aw.token_heatmap(
+widgets.show_chart(token_heatmap(
     result.cosines[layer], labels, f"Cosine similarity of '{word}' between sentences, {result.layers[layer]}",
     "word_contexts_cosines", "Each cell: how alike the word's vectors in two sentences are at this layer. Sentences "
     "that use the word in the same sense should be more alike in the upper layers."), key="contexts_cosines")

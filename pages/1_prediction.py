@@ -55,21 +55,21 @@ if len(prepared.all_masks) == len(maskable):
     st.caption("Every token is masked: with no context left, the model can only guess frequent words.")
 
 st.markdown("**The model's best guesses, filled in:** " + filled_in_sentence(result, escape=widgets.escape_markdown))
-top_k = st.slider("Candidates per [MASK]", 1, 30, key="top_k", persist_state="session")
+top_k = st.slider("Candidates per [MASK]", 1, 30, value=10, key="top_k", bind="query-params", persist_state="session")
 
-summary = pd.DataFrame(
-    {
-        "mask": [f"#{n}" for n in range(1, len(result.masks) + 1)],
-        "position": [m.position for m in result.masks],
-        "masked token": [m.original or "(typed [MASK])" for m in result.masks],
-        "best guess": [m.tokens[0] for m in result.masks],
-        "probability": [float(m.probabilities[0]) for m in result.masks],
-        "rank of the masked token": [m.original_rank for m in result.masks],
-        "its probability": [m.original_probability for m in result.masks],
-    }
-)
 many = len(result.masks) > 4
 if many:
+    summary = pd.DataFrame(
+        {
+            "mask": [f"#{n}" for n in range(1, len(result.masks) + 1)],
+            "position": [m.position for m in result.masks],
+            "masked token": [m.original or "(typed [MASK])" for m in result.masks],
+            "best guess": [m.tokens[0] for m in result.masks],
+            "probability": [float(m.probabilities[0]) for m in result.masks],
+            "rank of the masked token": [m.original_rank for m in result.masks],
+            "its probability": [m.original_probability for m in result.masks],
+        }
+    )
     st.dataframe(
         summary,
         hide_index=True,

@@ -3,8 +3,10 @@ import pandas as pd
 import streamlit as st
 
 from bert.analysis.attention_stats import STATISTICS
+from bert.analysis.query_key import query_key_product
 from viz_app import widgets
 from viz_app.charts.attention import attention_bars, heads_overview, pattern_heatmap, statistic_heatmap
+from viz_app.charts.query_key import query_key_terms, query_scores
 
 widgets.page_header(
     "Attention",
@@ -18,9 +20,9 @@ tokens = result.tokens
 
 controls = st.columns([1, 1, 2, 1.4])
 with controls[0]:
-    layer = widgets.select_int("Layer", "layer", list(range(summary.layers)))
+    layer = st.selectbox("Layer", range(summary.layers), key="layer", bind="query-params", persist_state="session")
 with controls[1]:
-    head = widgets.select_int("Head", "head", list(range(summary.heads)))
+    head = st.selectbox("Head", range(summary.heads), key="head", bind="query-params", persist_state="session")
 with controls[3]:
     hide_special = st.toggle(
         "Hide [CLS] and [SEP]",
@@ -48,6 +50,25 @@ with left:
 with right:
     widgets.show_chart(attention_bars(pattern[focus], tokens, positions, focus, layer, head), key="bars")
 
+st.subheader("Why it looks there: query against key")
+st.caption(
+    "The head's score for a pair of tokens is the dot product of the looking token's query vector q and the "
+    "looked-at token's key vector k: multiply them dimension by dimension and add up. Divided by the square root "
+    "of the head's size, the scores of one row go through softmax to give the attention above."
+)
+strongest = max(positions, key=lambda p: pattern[focus, p])
+with st.columns([1, 2])[0]:
+    key = widgets.select_int(
+        "Key token (looked at)", "neuron_key", positions, format_func=lambda i: f"{i}: {tokens[i]}", default=strongest
+    )
+terms = query_key_product(result.queries[layer, head], result.keys[layer, head], focus, key)
+sums = st.columns(3)
+sums[0].metric("q·k: the sum of the products (before scaling)", f"{terms.dot:.3f}")
+sums[1].metric(f"Score before softmax: q·k / √{terms.products.size}", f"{terms.score:.3f}")
+sums[2].metric("Attention after softmax", f"{terms.weight:.1%}")
+widgets.show_chart(query_key_terms(terms, tokens, layer, head), key="query_key")
+widgets.show_chart(query_scores(terms, tokens, positions, layer, head), key="query_scores")
+
 st.subheader("All heads at a glance")
 st.caption(
     "Each small square is one head's pattern (rows: the tokens looking, columns: the tokens looked at), layers "
@@ -59,8 +80,8 @@ widgets.show_chart(heads_overview(result.attention, positions, (layer, head)), k
 st.subheader("Head statistics")
 stats = context.head_statistics()
 names = list(STATISTICS)
-widgets.clamp_choice("statistic", names)
-statistic = st.segmented_control("Statistic", names, key="statistic", persist_state="session", required=True)
+statistic = st.segmented_control("Statistic", names, default="entropy", key="statistic", bind="query-params", persist_state="session",
+                                 required=True)
 widgets.show_chart(statistic_heatmap(stats[statistic], statistic, STATISTICS[statistic], (layer, head)), key="stat")
 table = pd.DataFrame(stats.rows())
 st.dataframe(

@@ -67,7 +67,9 @@ k = st.slider(
     "Directions per table (k)",
     1,
     min(64, summary.hidden),
+    value=min(16, summary.hidden),
     key="k",
+    bind="query-params",
     persist_state="session",
     help="Each table's subspace is spanned by its top-k singular vectors (the segment table has 2 rows: at most 2).",
 )

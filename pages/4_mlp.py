@@ -16,14 +16,16 @@ tokens = result.tokens
 
 controls = st.columns([1, 2, 2])
 with controls[0]:
-    layer = widgets.select_int("Layer", "mlp_layer", list(range(summary.layers)))
+    layer = st.selectbox("Layer", range(summary.layers), key="mlp_layer", bind="query-params", persist_state="session")
 activations = result.neurons[layer]  # [seq, intermediate]
 with controls[1]:
     shown = st.slider(
         "Neurons in the heatmap",
         8,
         min(256, summary.intermediate),
+        value=min(48, summary.intermediate),
         key="neurons_shown",
+        bind="query-params",
         persist_state="session",
         help=f"The layer has {summary.intermediate} neurons; the heatmap shows those that fire hardest on this input.",
     )

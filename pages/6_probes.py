@@ -6,7 +6,8 @@ import streamlit as st
 from bert.analysis.probes import TASKS
 from bert.errors import BertError
 from viz_app import analysis_widgets as aw
-from viz_app import probe_data, probe_results, state, widgets
+from viz_app import cache, probe_data, probe_results, state, widgets
+from viz_app.charts.probes import probe_accuracy_chart, selectivity_chart
 
 widgets.page_header(
     "Layer probes",
@@ -36,12 +37,12 @@ if source in (probe_data.WORDNET, probe_data.TEXT):
     if not probe_data.run_toggle():
         st.caption(f"Ready: {description}, tasks {', '.join(tasks)}.")
         st.stop()
-    report = aw.probe_report(*aw.model_key(context), sentences, tuple(tasks), seed)
+    report = cache.probe_report(*aw.model_key(context), sentences, tuple(tasks), seed)
     for task, reason in report.skipped.items():
         st.warning(f"{task}: {reason}")
     if report.results:
-        widgets.show_chart(aw.probe_accuracy_chart(report), key="probe_accuracy")
-        widgets.show_chart(aw.selectivity_chart(report), key="probe_selectivity")
+        widgets.show_chart(probe_accuracy_chart(report), key="probe_accuracy")
+        widgets.show_chart(selectivity_chart(report), key="probe_selectivity")
         st.dataframe(pd.DataFrame([
             {"task": task, "classes": len(r.class_names), "train tokens": r.num_train, "test tokens": r.num_test,
              "majority baseline": r.majority_accuracy, "best layer": r.layer_names[max(range(len(r.accuracy)), key=r.accuracy.__getitem__)],
@@ -51,7 +52,7 @@ if source in (probe_data.WORDNET, probe_data.TEXT):
         st.caption(f"On {description}; seed {seed}.")
     st.stop()
 
-data = probe_data.treebank_data(source)
+data = probe_data.treebank_data(source, cache.labelled_file)
 if data is None:
     st.stop()
 tasks = probe_data.task_picker(data.tasks)
@@ -69,7 +70,7 @@ if not probe_data.run_toggle():
     st.caption(f"Ready: {data.description}; tasks {', '.join(map(widgets.escape_markdown, tasks))}.")
     st.stop()
 try:
-    run = probe_results.treebank_run(aw.model_key(context), data.key, data, tuple(tasks), pieces, seed, mdl)
+    run = cache.treebank_probes(*aw.model_key(context), data.key, data, tuple(tasks), pieces, seed, mdl)
 except BertError as error:
     st.warning(f"The probes cannot run on this data: {widgets.escape_markdown(str(error))}.")
     st.stop()

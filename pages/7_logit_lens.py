@@ -3,7 +3,8 @@ import pandas as pd
 import streamlit as st
 
 from viz_app import analysis_widgets as aw
-from viz_app import widgets
+from viz_app import cache, widgets
+from viz_app.charts.logit_lens import lens_chart
 
 widgets.page_header(
     "Logit lens",
@@ -15,9 +16,9 @@ context = widgets.require()
 position = aw.mask_picker(context, "lens")
 if position is None:
     st.stop()
-lenses = aw.lens(*aw.model_key(context), context.prepared.masked, 5)
+lenses = cache.logit_lens(*aw.model_key(context), context.prepared.masked, 5)
 lens = next(l for l in lenses if l.position == position)
-widgets.show_chart(aw.lens_chart(lens, context.prepared.masked.tokens), key="lens")
+widgets.show_chart(lens_chart(lens, context.prepared.masked.tokens), key="lens")
 table = pd.DataFrame(
     [
         {"layer": layer.name, "rank of final": layer.final_rank, "p(final)": layer.final_probability,

@@ -3,8 +3,8 @@ import numpy as np
 import streamlit as st
 
 from bert.analysis import rollout
-from viz_app import analysis_widgets as aw
-from viz_app import widgets
+from viz_app import cache, widgets
+from viz_app.charts.token_matrix import token_heatmap
 
 widgets.page_header(
     "Rollout and flow",
@@ -15,14 +15,15 @@ widgets.page_header(
 context = widgets.require()
 result = context.forward()
 tokens = result.tokens
-layer = widgets.select_int("Up to layer", "rollout_layer", list(range(context.loaded.summary.layers)),
-                           default=context.loaded.summary.layers - 1)
+layers = range(context.loaded.summary.layers)
+layer = st.selectbox("Up to layer", layers, index=len(layers) - 1, key="rollout_layer", bind="query-params",
+                     persist_state="session")
 average = rollout.head_average(result.attention)  # [layer, query, key]
 raw, rolled = st.columns(2)
 with raw:
-    widgets.show_chart(aw.token_heatmap(average[layer], tokens, f"Raw attention, layer {layer} (mean of heads)", "raw_attention"), key="raw")
+    widgets.show_chart(token_heatmap(average[layer], tokens, f"Raw attention, layer {layer} (mean of heads)", "raw_attention"), key="raw")
 with rolled:
-    widgets.show_chart(aw.token_heatmap(rollout.attention_rollout(average)[layer], tokens, f"Rollout up to layer {layer}",
+    widgets.show_chart(token_heatmap(rollout.attention_rollout(average)[layer], tokens, f"Rollout up to layer {layer}",
                                         "attention_rollout", "Rows: positions after this layer; columns: input tokens."), key="rollout")
 limit = rollout.FLOW_TOKEN_LIMIT
 st.subheader("Attention flow")
@@ -34,5 +35,5 @@ st.caption(
 if len(tokens) > limit:
     st.info(f"This input has {len(tokens)} tokens; attention flow is offered up to {limit}. Shorten the sentence to see it.")
 elif st.toggle("Compute attention flow", key="rollout_flow"):
-    flow = aw.attention_flow(np.ascontiguousarray(result.attention), layer)
-    widgets.show_chart(aw.token_heatmap(flow, tokens, f"Attention flow up to layer {layer}", "attention_flow"), key="flow")
+    flow = cache.attention_flow(np.ascontiguousarray(result.attention), layer)
+    widgets.show_chart(token_heatmap(flow, tokens, f"Attention flow up to layer {layer}", "attention_flow"), key="flow")

@@ -1,4 +1,4 @@
-"""The "one word, many contexts" finding for the README: self-similarity of the hand-written examples
+"""The "one word, many contexts" finding in docs/probing.md: self-similarity of the hand-written examples
 (bert.analysis.self_similarity.EXAMPLES) against the anisotropy baseline, layer by layer.
 
     OMP_NUM_THREADS=1 python scripts/self_similarity.py [--model minilm] [--baseline-sentences 200] [--samples 2000]

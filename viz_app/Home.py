@@ -1,11 +1,12 @@
 """Inside BERT: `streamlit run viz_app/Home.py`.
 
 The entry script: sets up the page, reads a shared link's query parameters once, draws the shared sidebar
-(model and sentence), then runs the chosen page from the top-level pages/ folder.
+(the model) and, at the top of every page that reads it, the sentence box, then runs the chosen page from the
+top-level pages/ folder.
 """
 import streamlit as st
 
-from viz_app import sidebar, state
+from viz_app import page_context, sentence_box, sidebar, state
 
 st.set_page_config(page_title="Inside BERT", page_icon="🔍", layout="wide")
 state.load_from_url()
@@ -39,7 +40,9 @@ pages = {
     ],
 }
 page = st.navigation(pages, expanded=True)  # every page listed: collapsed, the later groups hide behind "View N more"
-context = sidebar.render()
-st.session_state["_context"] = context
+model = sidebar.render()
+sentence = sentence_box.render(page.url_path, model.loaded, model.source)  # None where the page reads no sentence
+context = page_context.Context.of(model, sentence)
 state.write_url(context.source)
-page.run()
+with page_context.serve(context):  # the page gets it from widgets.require()
+    page.run()

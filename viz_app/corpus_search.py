@@ -1,5 +1,5 @@
-"""The Corpus search page's logic: the cached indexes (built-in set per model, uploads per content), reading an
-upload within limits, the matches in their sentences (HTML, escaped) and a summary of them. The index itself is
+"""The Corpus search page's logic: the corpora (built-in set, uploads by content) and building an index with a
+progress bar (cached per model and corpus in viz_app/cache.py), reading an upload within limits, the matches in their sentences (HTML, escaped) and a summary of them. The index itself is
 bert.analysis.corpus_search."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import torch
 from bert.analysis.corpus_search import CorpusIndex, Hit, build_index
 from bert.data import builtin_sentences
 from bert.tokenizer import BertTokenizer, Encoding
-from viz_app import cache
+from viz_app.models import LoadedModel
 
 MAX_LINES = 2000  # an uploaded corpus: at most this many sentences (lines) ...
 MAX_TOKENS = 15_000  # ... and word pieces in all (a little more than the built-in set: about a minute on one CPU core)
@@ -70,26 +70,9 @@ def upload_corpus(text: str, name: str, tokenizer: BertTokenizer, max_positions:
     return Corpus(tuple(lines), name, hashlib.sha1("\n".join(lines).encode()).hexdigest())
 
 
-@st.cache_resource(show_spinner=False, max_entries=4, ttl=3600, hash_funcs={Corpus: lambda c: c.digest})
-def corpus_index(source, folder, revision, corpus: Corpus) -> CorpusIndex:
-    """Every token of a corpus at every layer: built once per (model, text), with a progress bar, then shared by
-    every session and never changed. Keyed like cache.load_model by the model's source and revision."""
-    text = "the built-in sentences (once per model)" if corpus.digest == BUILTIN else "your text"
-    return _build(source, folder, revision, corpus, f"Indexing every token of {text} at every layer")
-
-
-@st.cache_resource(show_spinner=False, max_entries=4, ttl=3600, hash_funcs={Corpus: lambda c: c.digest})
-def head_index(source, folder, revision, corpus: Corpus, layer: int) -> CorpusIndex:
-    """Every head's output in `layer` (1 .. N) for every token of a corpus: built on first use per (model, text,
-    layer), then shared like corpus_index."""
-    heads = [(layer, head) for head in range(cache.load_model(source, folder, revision).model.config.num_heads)]
-    return _build(source, folder, revision, corpus, f"Indexing what each head of layer {layer} passes on, for every "
-                  "token of the sentences", layers=[], heads=heads)
-
-
-def _build(source, folder, revision, corpus: Corpus, what: str, **choice) -> CorpusIndex:
-    """build_index with a progress bar saying `what`; `choice`: build_index's layers and heads (default: all layers)."""
-    loaded = cache.load_model(source, folder, revision)
+def build(loaded: LoadedModel, corpus: Corpus, what: str, **choice) -> CorpusIndex:
+    """build_index with a progress bar saying `what`; `choice`: build_index's layers and heads (default: all layers).
+    Cached per (model, corpus) in viz_app/cache.py (corpus_index, head_index)."""
     # the built-in sentences as LabelledSentence: they carry their headword's part of speech
     sentences = builtin_sentences() if corpus.digest == BUILTIN else list(corpus.sentences)
     bar = st.progress(0.0, f"{what}…")
@@ -137,20 +120,3 @@ def highlighted(sentence: str, tokenizer: BertTokenizer, position: int) -> str:
             + html.escape(sentence[word_end:]))
 
 
-@st.cache_data(show_spinner="Searching every layer…", max_entries=64, hash_funcs={Corpus: lambda c: c.digest})
-def neighbours(source, folder, revision, corpus: Corpus, text: str, position: int, k: int) -> dict[int, list[Hit]]:
-    """layer -> the k tokens of the corpus nearest to the token at `position` of `text`, for every indexed layer
-    (one forward pass for the query, then one search per layer)."""
-    loaded = cache.load_model(source, folder, revision)
-    searched = corpus_index(source, folder, revision, corpus)
-    vectors = searched.token_vectors(loaded.model, loaded.tokenizer, text, position)  # one pass, every layer
-    return {layer: searched.search(layer, vectors[layer], k) for layer in searched.layers}
-
-
-@st.cache_data(show_spinner="Searching every head…", max_entries=64, hash_funcs={Corpus: lambda c: c.digest})
-def head_neighbours(source, folder, revision, corpus: Corpus, text: str, position: int, k: int, layer: int) -> dict[int, list[Hit]]:
-    """head -> the k tokens of the corpus whose output from that head of `layer` is nearest to the query token's."""
-    loaded = cache.load_model(source, folder, revision)
-    searched = head_index(source, folder, revision, corpus, layer)
-    vectors = searched.token_vectors(loaded.model, loaded.tokenizer, text, position)  # one pass, every head
-    return {head: searched.search(layer, vectors[(layer, head)], k, head=head) for _, head in searched.heads}

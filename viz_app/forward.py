@@ -57,7 +57,7 @@ def prepare_input(
     pair = pair if pair and pair.strip() else None
     if not text.strip():
         raise InputProblem(
-            "empty", "Type a sentence in the sidebar to begin, for example “The [MASK] barked at the mailman.”"
+            "empty", "Type a sentence in the Sentence box at the top to begin, for example “The [MASK] barked at the mailman.”"
         )
     if len(text) + len(pair or "") > MAX_CHARACTERS:
         raise InputProblem(
@@ -71,7 +71,7 @@ def prepare_input(
         raise InputProblem(
             "too_long",
             f"This input is {error.num_tokens} tokens long, but the model has only {error.max_tokens} positions. "
-            f"Shorten it, or tick “Cut to {error.max_tokens} tokens” in the sidebar to drop the end.",
+            f"Shorten it, or tick “Cut to {error.max_tokens} tokens” at the top to drop the end.",
             num_tokens=error.num_tokens,
         ) from error
     pair_dropped = False
@@ -115,6 +115,8 @@ class ForwardResult:
     neurons: np.ndarray  # [layer, seq, intermediate], every layer's MLP activations (after GELU)
     embeddings: Mapping[str, np.ndarray] = field(default_factory=dict)  # token/position/segment: [seq, hidden]
     hook_shapes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # every hook point, this input
+    queries: np.ndarray | None = None  # [layer, head, query, head_dim] every head's query vectors (hook_q)
+    keys: np.ndarray | None = None  # [layer, head, key, head_dim] every head's key vectors (hook_k)
 
     @property
     def seq(self) -> int:
@@ -122,8 +124,8 @@ class ForwardResult:
 
 
 def record(model: Bert, tokenizer: BertTokenizer, prepared: PreparedInput, top_k: int = TOP_K_STORED) -> ForwardResult:
-    """Run the model once on `prepared.masked`; keep attention, neuron activations, the embedding parts, every
-    hook's shape and the predictions at each [MASK] (the LM head runs only there)."""
+    """Run the model once on `prepared.masked`; keep attention, its query and key vectors, neuron activations,
+    the embedding parts, every hook's shape and the predictions at each [MASK] (the LM head runs only there)."""
     device = model_device(model)
     input_ids, token_type_ids = prepared.masked.tensors(device)
     positions = tokenizer.mask_positions(prepared.masked)
@@ -143,6 +145,8 @@ def record(model: Bert, tokenizer: BertTokenizer, prepared: PreparedInput, top_k
         neurons=read_only(recorded.neurons[:, 0]),
         embeddings=MappingProxyType({part: read_only(values[0]) for part, values in recorded.embeddings.items()}),
         hook_shapes=MappingProxyType(shapes),
+        queries=read_only(recorded.queries[:, 0]),
+        keys=read_only(recorded.keys[:, 0]),
     )
 
 
@@ -151,30 +155,33 @@ class RecordedPass(NamedTuple):
     attention: torch.Tensor  # [layer, batch, head, query, key]
     neurons: torch.Tensor  # [layer, batch, seq, intermediate] (after GELU)
     embeddings: dict[str, torch.Tensor]  # EMBEDDING_PARTS: [batch, seq, hidden] each
+    queries: torch.Tensor  # [layer, batch, head, query, head_dim] (hook_q)
+    keys: torch.Tensor  # [layer, batch, head, key, head_dim] (hook_k)
 
 
 def recorded_pass(
     model: Bert, input_ids: torch.Tensor, token_type_ids: torch.Tensor, logit_mask: torch.Tensor | None,
     shapes: dict[str, tuple[int, ...]] | None = None,
 ) -> RecordedPass:
-    """One forward pass that keeps what the app shows: attention patterns, MLP activations (after GELU), the
-    three embeddings, and the logits at `logit_mask`. Every layer's pattern and MLP activations
-    are written, as the pass reaches them, into one [layer, ...] tensor each: so the per-layer tensors are freed
-    (and their memory reused) layer by layer, and nothing is stacked afterwards (at 512 tokens BERT-base that
-    is 225 MB not allocated twice). Call it under torch.inference_mode() or no_grad."""
+    """One forward pass that keeps what the app shows: attention patterns with their query and key vectors, MLP
+    activations (after GELU), the three embeddings, and the logits at `logit_mask`. Every layer's pattern, q, k
+    and MLP activations are written, as the pass reaches them, into one [layer, ...] tensor each: so the
+    per-layer tensors are freed (and their memory reused) layer by layer, and nothing is stacked afterwards (at
+    512 tokens BERT-base that is 260 MB not allocated twice). Call it under torch.inference_mode() or no_grad."""
     batch, seq = input_ids.shape
     config, dtype = model.config, next(model.parameters()).dtype
     layers = config.num_layers
     attention = input_ids.new_empty((layers, batch, config.num_heads, seq, seq), dtype=dtype)
     neurons = input_ids.new_empty((layers, batch, seq, config.intermediate_size), dtype=dtype)
-    write_into = [(hook_name("pattern", layer), _writer(attention[layer])) for layer in range(layers)]
-    write_into += [(hook_name("mlp_post", layer), _writer(neurons[layer])) for layer in range(layers)]
+    queries, keys = (input_ids.new_empty((layers, batch, config.num_heads, seq, config.head_size), dtype=dtype) for _ in "qk")
+    destinations = {"pattern": attention, "mlp_post": neurons, "q": queries, "k": keys}
+    write_into = [(hook_name(kind, layer), _writer(into[layer])) for kind, into in destinations.items() for layer in range(layers)]
     logits, cache = model.run_with_cache(
         input_ids, token_type_ids, names=list(EMBEDDING_PARTS.values()), interventions=write_into,
         logit_mask=logit_mask, shapes=shapes,
     )
     embeddings = {part: cache[name] for part, name in EMBEDDING_PARTS.items()}
-    return RecordedPass(logits, attention, neurons, embeddings)
+    return RecordedPass(logits, attention, neurons, embeddings, queries, keys)
 
 
 def _writer(destination: torch.Tensor):

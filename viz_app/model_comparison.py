@@ -2,12 +2,9 @@
 from __future__ import annotations
 
 import pandas as pd
-import streamlit as st
 
-from bert.analysis.compare import Comparison, check_comparable, compare_models
-from bert.errors import InvalidInputError
 from bert.predict import predict_masks
-from viz_app import cache, models
+from viz_app import models
 from viz_app.forward import PreparedInput
 from viz_app.models import LoadedModel
 from viz_app.sentence_tasks import class_probabilities, next_sentence
@@ -23,24 +20,6 @@ def partner(source_a: str, sources: list[str]) -> str:
             return wanted
     others = [s for s in sources if s != source_a and s != models.FOLDER]
     return others[0] if others else models.FOLDER
-
-
-@st.cache_data(show_spinner=False, max_entries=16)
-def vocabulary_problem(key_a: tuple, key_b: tuple) -> str | None:
-    """Why the two models cannot read the same input, or None when they share a vocabulary."""
-    a, b = cache.load_model(*key_a), cache.load_model(*key_b)
-    try:
-        check_comparable(a.model, b.model, a.tokenizer, b.tokenizer)
-    except InvalidInputError as error:
-        return str(error)
-    return None
-
-
-@st.cache_data(show_spinner="Running both models over the sentences…", max_entries=16)
-def comparison(key_a: tuple, key_b: tuple, sentences: tuple[str, ...]) -> Comparison:
-    """key_a, key_b: (source, folder, revision). Raises bert.errors.InvalidInputError for different vocabularies."""
-    a, b = cache.load_model(*key_a), cache.load_model(*key_b)
-    return compare_models(a.model, b.model, a.tokenizer, list(sentences), tokenizer_b=b.tokenizer)
 
 
 def side_by_side(a: LoadedModel, b: LoadedModel, prepared: PreparedInput, text: str, pair: str, truncate: bool) -> pd.DataFrame:

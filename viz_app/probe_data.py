@@ -1,18 +1,19 @@
 """What the probes page probes: the built-in WordNet sentences, the UD English EWT treebank, a labelled file
-(CoNLL-U, or one token per line with label columns) or plain text. The widgets that pick and read it, and the
-cached reading of an uploaded treebank. The reading itself is bert.analysis.treebank's.
+(CoNLL-U, or one token per line with label columns) or plain text: the widgets that pick it and the run's
+settings. The reading itself is bert.analysis.treebank's.
 """
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, replace
+from dataclasses import replace
+from typing import Callable
 
 import streamlit as st
 
 from bert.analysis import treebank as tb
-from bert.errors import TreebankError
 from viz_app import analysis_widgets as aw
 from viz_app import state
+from viz_app.treebank_runs import MAX_LABELLED_BYTES, ProbeData
 from viz_app.widgets import escape_markdown
 
 WORDNET, UD_EWT, LABELLED, TEXT = "wordnet", "ud_ewt", "labelled", "text"
@@ -23,24 +24,9 @@ SOURCES = {
     TEXT: aw.UPLOAD,
 }
 LABELLED_TYPES = ["conllu", "conll", "tsv", "txt"]
-MAX_LABELLED_BYTES = 5_000_000
 MIN_SENTENCES = 10  # fewer leave too little to hold out
+UD_SENTENCES = 200  # from each of UD EWT's files, to start with (all of them take minutes)
 LEFT_OUT_NAMED = 5  # bad sentences named with their line; the rest counted
-
-
-@dataclass(frozen=True)
-class ProbeData:
-    """A treebank to probe: train on `train` and score on `test`, or (test None) a seeded 80/20 split of `train`.
-    `key` names it for the caches."""
-
-    train: tb.Treebank
-    test: tb.Treebank | None
-    description: str  # one line for the page, e.g. "the first 300 sentences of UD English EWT dev (training) and test"
-    key: tuple  # hashable and small: what a cached run is keyed by
-
-    @property
-    def tasks(self) -> list[str]:
-        return [task for task in self.train.tasks if self.test is None or task in self.test.tasks]
 
 
 def source_picker() -> str:
@@ -51,15 +37,17 @@ def source_picker() -> str:
                     "the WordNet part of speech; a treebank carries every word's tags and its dependency tree.")
 
 
-def treebank_data(source: str) -> ProbeData | None:
-    """The UD EWT sentences or an uploaded labelled file, with a count slider; None after saying what is missing."""
-    return ud_ewt_data() if source == UD_EWT else uploaded_data()
+def treebank_data(source: str, read: Callable[[bytes, str], tb.Treebank | str]) -> ProbeData | None:
+    """The UD EWT sentences or an uploaded labelled file, with a count slider; None after saying what is missing.
+    read: read_labelled, or a cached version of it (viz_app/cache.py's labelled_file)."""
+    return ud_ewt_data() if source == UD_EWT else uploaded_data(read)
 
 
 def ud_ewt_data() -> ProbeData:
     dev, test = tb.builtin_treebank("dev"), tb.builtin_treebank("test")
-    count = _count_slider("probes_ud_count", min(len(dev), len(test)),
-                          "Sentences from each file: the first N of dev train the probes, the first N of test score them.")
+    count = st.slider("How many sentences", MIN_SENTENCES, min(len(dev), len(test)), value=UD_SENTENCES,
+                      key="probes_ud_count", bind="query-params", persist_state="session",
+                      help="From each file: the first N of dev train the probes, the first N of test score them.")
     st.caption("Universal Dependencies English Web Treebank (Silveira et al. 2014), CC BY-SA 4.0: weblogs, "
                "newsgroups, e-mail, reviews and answers, with every word's part of speech and its dependency tree.")
     return ProbeData(_first(dev, count), _first(test, count),
@@ -67,7 +55,7 @@ def ud_ewt_data() -> ProbeData:
                      (UD_EWT, count))
 
 
-def uploaded_data() -> ProbeData | None:
+def uploaded_data(read: Callable[[bytes, str], tb.Treebank | str]) -> ProbeData | None:
     upload = st.file_uploader(
         "A CoNLL-U file (any Universal Dependencies treebank), or one token per line with label columns after the "
         "word (e.g. CoNLL-2003) and a blank line between sentences",
@@ -82,39 +70,26 @@ def uploaded_data() -> ProbeData | None:
         st.warning(f"That file is {upload.size:,} bytes; the limit is {MAX_LABELLED_BYTES:,} bytes. Use a part of it.")
         return None
     data = upload.getvalue()
-    treebank = read_labelled(data, upload.name)
+    treebank = read(data, upload.name)
     if isinstance(treebank, str):
-        st.warning(treebank)
+        st.warning(escape_markdown(treebank))
         return None
     if treebank.skipped:
         st.warning(f"{escape_markdown(treebank.skipped_summary(LEFT_OUT_NAMED))}. The other {len(treebank)} are used.")
     if len(treebank) < MIN_SENTENCES:
         st.warning(f"{len(treebank)} usable sentence(s) in that file; the probes need at least {MIN_SENTENCES}.")
         return None
-    count = _count_slider("probes_file_count", len(treebank), "Sentences of the file to use (the first N).")
+    digest = hashlib.sha1(data).hexdigest()
+    count = st.slider("How many sentences", min(MIN_SENTENCES, len(treebank)), len(treebank), value=len(treebank),
+                      key=f"probes_file_count_{digest[:12]}", help="The first N sentences of the file.")  # one per file
     name = escape_markdown(treebank.name)
     return ProbeData(_first(treebank, count), None,
                      f"{count} sentences of {name}: 80% train the probes, 20% (picked by the seed) score them",
-                     (LABELLED, hashlib.sha1(data).hexdigest(), upload.name, count))
-
-
-@st.cache_data(show_spinner="Reading the file…", max_entries=8)
-def read_labelled(data: bytes, name: str) -> tb.Treebank | str:
-    """The uploaded file read as a treebank, or the message that says what is wrong (naming the line)."""
-    try:
-        return tb.read_treebank(data, name=name, max_bytes=MAX_LABELLED_BYTES)
-    except TreebankError as error:
-        return f"That file cannot be used: {escape_markdown(str(error))}."
+                     (LABELLED, digest, upload.name, count))
 
 
 def _first(treebank: tb.Treebank, count: int) -> tb.Treebank:
     return replace(treebank, sentences=treebank.sentences[:count])
-
-
-def _count_slider(key: str, most: int, help: str) -> int:
-    low = min(MIN_SENTENCES, most)
-    state.clamp_range(key, low, most)
-    return st.slider("How many sentences", low, most, key=key, persist_state="session", help=help)
 
 
 
@@ -160,9 +135,9 @@ def pieces_picker() -> str:
 
 
 def seed_input() -> int:
-    state.clamp_range("probe_seed", 0, 10_000)
     return int(st.number_input(
-        "Random seed", min_value=0, max_value=10_000, step=1, key="probe_seed", persist_state="session",
+        "Random seed", min_value=0, max_value=10_000, value=0, step=1, key="probe_seed", bind="query-params",
+        persist_state="session",
         help="Picks which sentences are held out for scoring (when one file is split) and the control task's random "
         "labels: change it to see how much the scores move by chance.",
     ))

@@ -1,86 +1,16 @@
-"""The probes page's treebank results: the cached run, the per-layer curves with their controls and baselines, a
-summary per task, one sentence's predicted tree against the gold tree, and the CSV and JSON downloads.
-
-A run is cached in its JSON form (plain numbers and strings, what `python -m bert probe --json` writes) with
-its CSV rows and, when the distance probe ran, the trees of the first test sentences at every layer: small to
-keep and to copy, unlike the report's word vectors. Keyed by (model, data, tasks, settings).
-"""
+"""The probes page's treebank results, from a run as viz_app/treebank_runs.py keeps it: the per-layer curves with
+their controls and baselines, a summary per task, one sentence's predicted tree against the gold tree, and the CSV
+and JSON downloads."""
 from __future__ import annotations
-
-import json
-from dataclasses import dataclass
 
 import pandas as pd
 import streamlit as st
 
-from bert.analysis import tree_metrics
-from bert.analysis.treebank_probes import ProbeSettings, TreebankProbeReport, run_treebank_probes
-from viz_app import cache, state, widgets
-from viz_app.charts.dependency_tree import Edge, tree_chart
+from viz_app import state, widgets
+from viz_app.charts.dependency_tree import tree_chart
 from viz_app.charts.probe_layers import MEASURES, layer_curves_chart, measures_in
-from viz_app.probe_data import PIECES, ProbeData
-
-MAX_TREES = 100  # test sentences whose trees the page can draw (the first ones)
-
-
-@dataclass(frozen=True)
-class SentenceTrees:
-    """One test sentence: its words, gold tree and the distance probe's tree at every layer (punctuation out)."""
-
-    words: tuple[str, ...]
-    gold: tuple[Edge, ...]
-    predicted: tuple[tuple[Edge, ...], ...]  # [layer] -> edges
-    labels: dict[frozenset, str]  # a gold arc's dependency relation
-    excluded: tuple[int, ...]  # punctuation: left out of both trees and of the score
-
-
-@dataclass(frozen=True)
-class TreebankRun:
-    json: str  # TreebankProbeReport.to_json(): NaN written as null
-    run: dict  # the same, parsed
-    rows: list[dict]  # one per (task, layer): the CSV
-    trees: tuple[SentenceTrees, ...]  # empty unless the distance probe ran
-
-
-@st.cache_data(show_spinner=False, max_entries=8)
-def treebank_run(model_key: tuple, data_key: tuple, _data: ProbeData, tasks: tuple[str, ...], pieces: str, seed: int,
-                 mdl: bool) -> TreebankRun:
-    """Cached by every argument but `_data`, which `data_key` names (hashing whole treebanks on every rerun is slow).
-    Raises bert.errors.BertError when the probes cannot run on this data."""
-    loaded = cache.load_model(*model_key)
-    bar = st.progress(0.0, "Starting…")
-    report = run_treebank_probes(loaded.model, loaded.tokenizer, _data.train, _data.test, list(tasks),
-                                 ProbeSettings(pieces=pieces, seed=seed, mdl=mdl), model_name=model_key[0],
-                                 progress=lambda done, what: bar.progress(min(done, 1.0), what))
-    bar.progress(1.0, "Drawing the trees…")
-    trees = sentence_trees(report) if "distance" in report.tasks else ()
-    bar.empty()
-    text = report.to_json()
-    return TreebankRun(text, json.loads(text), report.csv_rows(), trees)
-
-
-def sentence_trees(report: TreebankProbeReport, most: int = MAX_TREES) -> tuple[SentenceTrees, ...]:
-    """The trees of the first `most` test sentences with at least two words that count. Each sentence's predicted
-    distances are computed once for every layer (report.predicted_edges(i, layer) would compute every layer's for
-    each layer it is asked for)."""
-    trees = []
-    features = report.test_features
-    for index, sentence in enumerate(features.sentences):
-        if len(trees) == most:
-            break
-        gold = report.gold_edges(index)
-        if not gold:
-            continue
-        counted = tree_metrics.non_punctuation(sentence.labels.get("upos"), len(sentence))
-        distances = report.structural_probes.distances(features.sentence(index)).numpy()  # [layer, word, word]
-        deprels = sentence.labels.get("deprel", ("",) * len(sentence))
-        trees.append(SentenceTrees(
-            sentence.words, tuple(sorted(gold)),
-            tuple(tuple(sorted(tree_metrics.spanning_tree_edges(layer, counted))) for layer in distances),
-            {frozenset((word, head - 1)): label for word, (head, label) in enumerate(zip(sentence.heads, deprels)) if head},
-            tuple(int(i) for i in (~counted).nonzero()[0]),
-        ))
-    return tuple(trees)
+from viz_app.probe_data import PIECES
+from viz_app.treebank_runs import ProbeData, SentenceTrees, TreebankRun
 
 
 def show(result: TreebankRun, data: ProbeData) -> None:
@@ -162,7 +92,7 @@ def downloads(result: TreebankRun, name: str) -> None:
 def show_tree(trees: tuple[SentenceTrees, ...], layer_names: list[str], best_layer: int) -> None:
     st.subheader("One sentence: the predicted tree against the gold tree")
     options = list(range(len(trees)))
-    widgets.clamp_choice("probe_tree_sentence", options, 0)
+    state.clamp("probe_tree_sentence", options, 0)
     index = st.selectbox(f"Sentence (the first {len(trees)} scored ones)", options, key="probe_tree_sentence",
                          persist_state="session", format_func=lambda i: f"{i + 1}: {_shorten(' '.join(trees[i].words))}")
     layers = list(range(len(layer_names)))

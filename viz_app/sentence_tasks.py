@@ -1,5 +1,6 @@
 """The sentence-level heads in the app: next-sentence probability (typed and swapped pair), class probabilities,
-token labels. Plain functions on a loaded model (tested without Streamlit) and their charts; cached calls by key.
+token labels, the token-label chips. Plain functions on a loaded model (tested without Streamlit); their cached
+calls are in viz_app/cache.py, their chart in viz_app/charts/sentence_tasks.py.
 """
 from __future__ import annotations
 
@@ -8,15 +9,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
-import streamlit as st
 import torch
 
 from bert import Bert, BertTokenizer
 from bert.devices import as_numpy, model_device
 from bert.tokenizer import Encoding
-from viz_app import cache
-from viz_app.charts.base import Chart, layout
 
 # Which model to pick for a head this model lacks (shown when the page cannot draw a section).
 WHICH_MODEL = {
@@ -81,31 +78,3 @@ def label_chips(table: pd.DataFrame) -> str:
     return "".join(chips)
 
 
-def probability_chart(table: pd.DataFrame, chosen: str) -> Chart:
-    figure = go.Figure(go.Bar(
-        x=table["probability"], y=[html.escape(str(label)) for label in table["label"]], orientation="h",
-        marker_color=["#d62728" if label == chosen else "#3b6fb6" for label in table["label"]],
-        text=[f"{p:.1%}" for p in table["probability"]], textposition="outside",
-    ))
-    layout(figure, "Class probabilities", height=max(220, 60 + 28 * len(table)),
-           xaxis=dict(title="probability", range=[0, 1.12]), yaxis=dict(autorange="reversed"))
-    return Chart(figure, table, "class_probabilities")
-
-
-# ---- cached by model key ---------------------------------------------------------------------------------------
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def cached_next_sentence(source, folder, revision, text: str, pair: str, truncate: bool) -> NextSentence:
-    loaded = cache.load_model(source, folder, revision)
-    return next_sentence(loaded.model, loaded.tokenizer, text, pair, loaded.summary.max_positions, truncate)
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def cached_classes(source, folder, revision, encoding: Encoding) -> pd.DataFrame:
-    return class_probabilities(cache.load_model(source, folder, revision).model, encoding)
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def cached_token_labels(source, folder, revision, encoding: Encoding) -> pd.DataFrame:
-    return token_labels(cache.load_model(source, folder, revision).model, encoding)

@@ -1,6 +1,7 @@
-"""The shared sidebar: model picker and model size, the sentence (and optional second sentence), input status.
+"""The shared sidebar: the model picker (with the download box) and the model's size, the chart format.
 
-`render()` runs on every page (Home.py calls it) and returns the Context every page reads.
+`render()` runs on every page (Home.py calls it) and returns the model it picked; the sentence box is in the main
+area (viz_app/sentence_box.py).
 """
 from __future__ import annotations
 
@@ -8,52 +9,28 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from bert.analysis.attention_stats import HeadStatistics
 from bert.errors import BertError
 from viz_app import cache, download, models, state
-from viz_app import forward as fw
 
 
 DOWNLOAD_SUGGESTION = "bert-base-uncased"
 
 
 @dataclass(frozen=True)
-class Context:
-    """What the pages need: the loaded model and the prepared input, or why they are missing."""
+class PickedModel:
+    """The model chosen in the sidebar, loaded, or why it could not be."""
 
     source: str | None  # what the URL carries: "minilm", a hub id or a folder path
     folder: str | None  # the folder actually loaded, for a cached hub model or a local folder
     revision: str
     loaded: models.LoadedModel | None
-    model_error: str | None
-    prepared: fw.PreparedInput | None
-    problem: fw.InputProblem | None
-    text: str
-    pair: str
-    truncate: bool
-
-    def forward(self) -> fw.ForwardResult:
-        """The one cached forward pass for this (model, text, pair, masks), shared and read-only."""
-        return cache.forward(*self._input_key())
-
-    def head_statistics(self) -> HeadStatistics:
-        """Per-head attention statistics of this input, computed once and shared."""
-        return cache.head_statistics(*self._input_key())
-
-    def sentence_head_shapes(self) -> dict[str, tuple[int, ...]]:
-        """Shapes at the hooks only the sentence-level heads reach, for this input (cached)."""
-        return cache.sentence_head_shapes(*self._input_key())
-
-    def _input_key(self) -> tuple:
-        return self.source, self.folder, self.revision, self.text, self.pair, self.prepared.masks, self.truncate
+    error: str | None
 
 
-def render() -> Context:
+def render() -> PickedModel:
     with st.sidebar:
         st.markdown("### :material/search: Inside BERT")
-        source, folder, revision, loaded, model_error = _model_picker()
-        st.divider()
-        text, pair, truncate, prepared, problem = _sentence(loaded, source)
+        picked = PickedModel(*_model_picker())
         st.divider()
         st.radio(
             "Download charts as",
@@ -65,7 +42,7 @@ def render() -> Context:
             "the CSV button under a chart downloads the numbers behind it.",
         )
         st.caption("The address bar holds this view (page, model, sentence, masks, selections): copy it to share.")
-    return Context(source, folder, revision, loaded, model_error, prepared, problem, text, pair, truncate)
+    return picked
 
 
 def _model_picker():
@@ -143,56 +120,3 @@ def _pick_model():
     else:
         st.caption(":material/block: No masked-LM head: every page works except prediction.")
     return source, folder, revision, loaded, None
-
-
-def _sentence(loaded: models.LoadedModel | None, source: str | None):
-    text = st.text_area(
-        "Sentence",
-        key="text",
-        persist_state="session",
-        height=90,
-        help="Type [MASK] where a word should be guessed, or click words on the prediction page to mask them.",
-    )
-    pair = st.text_input(
-        "Second sentence (optional)",
-        key="pair",
-        persist_state="session",
-        placeholder="Segment B, e.g. It ran away.",
-        help="BERT reads two sentences as [CLS] A [SEP] B [SEP]; B's tokens get segment embedding 1.",
-    )
-    signature = (source, text, pair)
-    if st.session_state.get("_mask_signature") not in (None, signature):
-        st.session_state["masks"] = []  # the clicked masks belonged to another sentence
-    st.session_state["_mask_signature"] = signature
-    if loaded is None:
-        return text, pair, False, None, None
-
-    max_positions = loaded.summary.max_positions
-    truncate = bool(st.session_state.get("truncate", False))
-    masks = st.session_state.get("masks", [])
-    try:
-        prepared = fw.prepare_input(loaded.tokenizer, text, pair, masks, truncate, max_positions)
-        problem = None
-    except fw.InputProblem as error:
-        prepared, problem = None, error
-    if truncate or (problem and problem.kind == "too_long"):
-        truncate = st.checkbox(
-            f"Cut to {max_positions} tokens",
-            key="truncate",
-            persist_state="session",
-            help="Drop tokens from the end of the longer sentence until the input fits the model's positions.",
-        )
-    if problem and problem.kind == "too_long" and truncate:  # ticked in this run
-        prepared = fw.prepare_input(loaded.tokenizer, text, pair, masks, True, max_positions)
-        problem = None
-    if prepared is not None:
-        st.session_state["masks"] = list(prepared.masks)
-        count = f"{len(prepared.base)} tokens of {max_positions}"
-        if prepared.base.truncated:
-            count += f" · {prepared.base.truncated} cut from the end"
-        st.caption(count)
-        if prepared.pair_dropped:
-            st.caption("The second sentence has no tokens left after tokenization, so it is left out.")
-    elif problem is not None:
-        st.warning(problem.message)
-    return text, pair, truncate, prepared, problem

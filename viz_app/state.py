@@ -1,8 +1,15 @@
-"""What the user chose, kept in `st.session_state` and mirrored in the URL's query parameters.
+"""The URL parameters Streamlit does not bind itself, kept in `st.session_state` and mirrored in the URL.
 
-Every widget whose value should survive a page switch and travel in a shared link has a key listed in
-PARAMS. The first run of a session reads the URL into session state; every run writes session state back to
-the URL, so the address bar always reopens the same view (page, model, sentence, masks and selections).
+Most widgets whose value should travel in a shared link are bound by Streamlit: `bind="query-params"` with a `key`
+(the parameter's name) and the default in the widget call; Streamlit seeds the widget from the URL on a session's
+first run, ignores invalid values, leaves defaults out of the URL and updates the URL as the user changes it.
+
+PARAMS lists the rest, whose URL spelling Streamlit would change or which need more than one widget: the sentence
+and its second sentence (left out of the link above MAX_URL_TEXT characters), the clicked masks, yes/no toggles
+("1"/"0"; Streamlit writes true/false), lists ("0.1,5.11"; Streamlit repeats the parameter), choices shown by a
+label (Streamlit writes the label, e.g. "integrated gradients" for integrated_gradients), the neuron (its default
+depends on the input) and the model (a picker of two widgets). The first run of a session reads these from the URL
+into session state; every run writes them back, so the address bar always reopens the same view.
 """
 from __future__ import annotations
 
@@ -12,7 +19,6 @@ from typing import Any, Callable
 
 import streamlit as st
 
-from bert.analysis.self_similarity import EXAMPLES
 from viz_app import models
 
 DEFAULT_TEXT = "The [MASK] barked at the mailman."
@@ -57,60 +63,38 @@ PARAMS: dict[str, Param] = {
     "pair": Param(str, str, ""),
     "masks": Param(_ints, _join, []),
     "truncate": Param(_bool, lambda v: "1" if v else "0", False),
-    "top_k": Param(int, str, 10),
-    "layer": Param(int, str, 0),
-    "head": Param(int, str, 0),
     "focus": Param(int, str, 1),
     "hide_special": Param(_bool, lambda v: "1" if v else "0", False),
-    "statistic": Param(str, str, "entropy"),
-    "mlp_layer": Param(int, str, 0),
     "mlp_token": Param(int, str, 1),
     "neuron": Param(int, str, None),  # None: the strongest neuron of the chosen token
-    "neurons_shown": Param(int, str, 48),
-    "k": Param(int, str, 16),
     "image_format": Param(str, str, "png"),
     # Experiment pages. A None default: the page picks (its first [MASK], the last layer).
-    "probes_count": Param(int, str, 300),
     "probe_tasks": Param(_words, _join, ["position", "continuation", "pos"]),
-    "probe_seed": Param(int, str, 0),
     "lens_mask": Param(int, str, None),
     "ablation_mask": Param(int, str, None),
     "ablation_mode": Param(str, str, "zero"),
     "ablation_heads": Param(_heads, lambda v: _join(f"{layer}.{head}" for layer, head in v), []),
     "ablation_layers": Param(_ints, _join, []),
-    "rollout_layer": Param(int, str, None),
-    "stats_count": Param(int, str, 200),
     "stats_pairs": Param(_bool, lambda v: "1" if v else "0", True),
-    "stats_statistic": Param(str, str, "sep"),
     "saliency_mask": Param(int, str, None),
     "saliency_method": Param(str, str, "integrated_gradients"),
-    "saliency_steps": Param(int, str, 32),
     # Sentence tasks and model comparison.
-    "tasks_class": Param(str, str, None),  # None: the top class
     "tasks_method": Param(str, str, "integrated_gradients"),
     "compare_with": Param(str, str, None),  # model B's source; None: the page picks a partner for model A
-    "compare_folder": Param(str, str, ""),  # model B's folder when compare_with is "folder"
-    "compare_count": Param(int, str, 100),
-    # One word, many contexts: the word, its sentences (one per line), the layer of the sentence-by-sentence heatmap
-    "contexts_word": Param(str, str, "bank"),
-    "contexts_sentences": Param(str, str, "\n".join(EXAMPLES["bank"])),
+    # One word, many contexts: the layer of the sentence-by-sentence heatmap
     "contexts_layer": Param(int, str, None),
     # Corpus search. None: the sentence's first token, the last layer.
     "search_position": Param(int, str, None),
     "search_layer": Param(int, str, None),
     "search_by": Param(str, str, "layer"),  # "layer": a layer's output; "head": one head's output
-    "search_head": Param(int, str, 0),
-    "search_k": Param(int, str, 10),
-    # Layer probes on a treebank (UD English EWT or an uploaded labelled file). None: the page picks.
-    "probes_source": Param(str, str, "wordnet"),  # wordnet, ud_ewt, labelled or text (see viz_app/probe_data.py)
-    "probes_ud_count": Param(int, str, 200),  # sentences from each of UD EWT's dev and test files
-    "probes_file_count": Param(int, str, 2000),  # sentences of an uploaded file (at most the file's)
+    # Layer probes on a treebank (see viz_app/probe_data.py): lists, toggles, choices shown by a label, None defaults
+    "probes_source": Param(str, str, "wordnet"),  # wordnet, ud_ewt, labelled or text
     "probe_treebank_tasks": Param(_words, _join, ["upos", "deprel", "distance", "depth"]),
-    "probe_pieces": Param(str, str, "first"),
+    "probe_pieces": Param(str, str, "first"),  # first, mean or last
     "probe_mdl": Param(_bool, lambda v: "1" if v else "0", False),
-    "probe_measure": Param(str, str, None),  # the first measure of the run
-    "probe_tree_layer": Param(int, str, None),  # the distance probe's best layer
-    "probe_tree_sentence": Param(int, str, 0),
+    "probe_measure": Param(str, str, None),  # None: the first measure of the run
+    "probe_tree_sentence": Param(int, str, 0),  # index of a scored sentence, shown by its text
+    "probe_tree_layer": Param(int, str, None),  # shown by its name; None: the distance probe's best layer
 }
 MODEL_PARAM = "model"  # the model's source; kept apart because the picker is two widgets (choice, folder)
 
@@ -168,13 +152,6 @@ def clamp_subset(key: str, options: list) -> None:
     st.session_state[key] = [value for value in chosen if value in options] if isinstance(chosen, list) else copy.copy(default)
 
 
-def clamp_range(key: str, low: int, high: int, step: int = 1) -> None:
-    """Keep a slider's value inside its range and on its steps."""
-    value = st.session_state.get(key)
-    if not isinstance(value, int) or not low <= value <= high or (value - low) % step:
-        st.session_state[key] = min(max(_default(key, None), low), high)
-
-
 def write_url(model_source: str | None) -> None:
     """Session state -> query parameters: the model always (a new session's first choice depends on the local
     cache), other values only where they differ from the defaults, to keep links short."""
@@ -185,8 +162,13 @@ def write_url(model_source: str | None) -> None:
         value = st.session_state.get(key, param.default)
         if value is None or value == param.default:
             continue
-        if key in ("text", "pair", "contexts_sentences") and len(value) > MAX_URL_TEXT:
+        if key in ("text", "pair") and len(value) > MAX_URL_TEXT:
             continue
         wanted[key] = param.dump(value)
-    if dict(st.query_params) != wanted:
-        st.query_params.from_dict(wanted)
+    # only our own keys: the parameters Streamlit binds are not ours to set or delete
+    changed = {key: value for key, value in wanted.items() if st.query_params.get(key) != value}
+    if changed:
+        st.query_params.update(changed)
+    for key in (MODEL_PARAM, *PARAMS):
+        if key not in wanted and key in st.query_params:
+            del st.query_params[key]

@@ -5,9 +5,9 @@ import re
 
 import streamlit as st
 
-from viz_app import state
+from viz_app import page_context, state
 from viz_app.charts.base import Chart
-from viz_app.sidebar import Context
+from viz_app.page_context import Context
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~$:=^&\"'])")
 
@@ -18,8 +18,9 @@ def page_header(title: str, explanation: str) -> None:
 
 
 def require(needs_input: bool = True) -> Context:
-    """The shared context; if the model or the input is missing, say what to do and stop the page here."""
-    context: Context | None = st.session_state.get("_context")
+    """The context Home.py serves this page (see viz_app/page_context.py); if the model or, when the page reads
+    the sentence, the input is missing, say what to do and stop the page here."""
+    context = page_context.current()
     if context is None:
         st.info("Open the app with `streamlit run viz_app/Home.py`.")
         st.stop()
@@ -27,7 +28,7 @@ def require(needs_input: bool = True) -> Context:
         st.warning(context.model_error or "Pick a model in the sidebar.")
         st.stop()
     if needs_input and context.prepared is None:
-        message = context.problem.message if context.problem else "Type a sentence in the sidebar."
+        message = context.problem.message if context.problem else "Type a sentence in the Sentence box at the top."
         (st.info if context.problem is None or context.problem.kind == "empty" else st.warning)(message)
         st.stop()
     return context
@@ -73,11 +74,8 @@ def chip_labels(tokens: list[str], positions: list[int]) -> dict[int, str]:
 
 
 def select_int(label: str, key: str, options: list[int], format_func=str, help: str | None = None, default=None) -> int:
-    """A selectbox over ints whose choice survives page switches and stays valid when the options change."""
+    """A selectbox over ints shown by a label (a token, a [MASK]'s position), kept in the URL by viz_app/state.py as
+    the bare int; it survives page switches and stays valid when the options change. A selectbox shown as the int
+    itself needs none of this: `st.selectbox(..., key=key, bind="query-params")`."""
     state.clamp(key, options, default)
     return st.selectbox(label, options, key=key, format_func=format_func, help=help, persist_state="session")
-
-
-def clamp_choice(key: str, options: list, default=None) -> None:
-    """Keep a stored choice valid before its widget is drawn (see state.clamp)."""
-    state.clamp(key, options, default)

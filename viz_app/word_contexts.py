@@ -5,16 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import streamlit as st
 
-from bert.analysis.corpus import layer_names
-from bert.analysis.self_similarity import anisotropy_baseline, word_contexts
-from bert.data import builtin_sentences
-from viz_app import cache
 
 MAX_SENTENCES = 20
 BASELINE_SENTENCES, BASELINE_SAMPLES, BASELINE_SEED = 200, 2000, 0
-# Measured with scripts/self_similarity.py on the built-in minilm (see the README), written out for the page.
+# Measured with scripts/self_similarity.py on the built-in minilm (see docs/probing.md), written out for the page.
 OUR_FINDING = (
     "On the built-in model (MiniLM, 6 layers), over five hand-written words in four sentences each (bank, play, "
     "light, bat, spring), self-similarity falls from 0.97 at the embeddings to 0.72 at layer 3, then rises again "
@@ -37,23 +32,6 @@ class WordResult:
 def sentence_lines(text: str) -> list[str]:
     """One sentence per non-empty line, spaces tidied."""
     return [" ".join(line.split()) for line in text.splitlines() if line.strip()]
-
-
-@st.cache_data(show_spinner="Finding the word in every sentence and running the model…", max_entries=32)
-def analyse(source, folder, revision, word: str, sentences: tuple[str, ...]) -> WordResult:
-    """Raises WordNotFoundError (not cached) when a sentence lacks the word."""
-    loaded = cache.load_model(source, folder, revision)
-    contexts = word_contexts(loaded.model, loaded.tokenizer, word, list(sentences))
-    return WordResult(layer_names(loaded.model), contexts.self_similarity().numpy(), contexts.cosines().numpy(),
-                      contexts.pieces)
-
-
-@st.cache_data(show_spinner=f"Measuring the baseline on {BASELINE_SENTENCES} built-in sentences (once per model)…",
-               max_entries=4)
-def baseline(source, folder, revision) -> np.ndarray:
-    loaded = cache.load_model(source, folder, revision)
-    texts = [s.text for s in builtin_sentences(BASELINE_SENTENCES)]
-    return anisotropy_baseline(loaded.model, loaded.tokenizer, texts, BASELINE_SAMPLES, BASELINE_SEED).numpy()
 
 
 def reading(word: str, result: WordResult, base: np.ndarray) -> str:

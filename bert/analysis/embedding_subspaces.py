@@ -1,7 +1,7 @@
 """Do the token, position and segment embeddings split the hidden space like a concatenation, or overlap?
 
-Seed 000 asks it: BERT sums the three embeddings, which "can be identical to concatenation if the model
-learns to only use a set fraction of the dimensions for each", in some rotated basis (the hidden dimensions
+BERT sums the three embeddings, which can act exactly like a concatenation if the model learns to use only a set
+fraction of the dimensions for each, in some rotated basis (the hidden dimensions
 are not a privileged basis). These functions measure it, on one sentence and on the embedding tables:
 
 - `decompose`: each token's summed input embedding split into its three parts, with norms and cosines.

@@ -6,12 +6,16 @@ token of a sentence set. The per-input statistics are `attention_stats.head_stat
 model over many inputs and merges them with `attention_stats.combine` (a mean over all queries of the corpus).
 
 Clark et al. fed BERT-base pairs of Wikipedia segments ([CLS] A [SEP] B [SEP]); by default we pair consecutive
-sentences of the set the same way. `CLARK_2019` lists their published findings, for drawing beside ours when the
-loaded model is BERT-base.
+sentences of the set the same way. `CLARK_2019` lists their published findings and `clark_2019_reference()` their
+Figure 2's per-layer values (bert/data/clark2019_reference.csv), for drawing beside ours when the loaded model is
+BERT-base.
 """
 from __future__ import annotations
 
+import csv
+import functools
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
@@ -43,6 +47,30 @@ CLARK_2019 = (
     PublishedFinding("next", (1, 2, 3, 4), "next-token heads (over half their attention on the next token) are found mainly in early layers"),
 )
 CLARK_2019_SOURCE = 'Clark et al. 2019, "What Does BERT Look At? An Analysis of BERT\'s Attention", BlackboxNLP'
+
+
+CLARK_2019_FILE = Path(__file__).resolve().parents[1] / "data" / "clark2019_reference.csv"
+
+
+@dataclass(frozen=True)
+class PublishedValues:
+    """Clark et al. 2019's Figure 2 for one statistic, layers 1-12 (NaN where the figure shows no value)."""
+
+    statistic: str  # a key of attention_stats.STATISTICS
+    layer_mean: np.ndarray | None  # [layer] the mean over the layer's heads; None where the paper drew no mean
+    strongest_head: np.ndarray  # [layer] the layer's highest single head
+
+
+@functools.lru_cache(maxsize=1)
+def clark_2019_reference() -> dict[str, PublishedValues]:
+    """statistic -> its published BERT-base values (read-only arrays), from bert/data/clark2019_reference.csv."""
+    rows: dict[str, dict[str, np.ndarray]] = {}
+    with CLARK_2019_FILE.open(encoding="utf-8") as file:
+        for row in csv.DictReader(line for line in file if not line.startswith("#")):
+            values = np.array([float(row[f"L{layer}"] or "nan") for layer in range(1, 13)])
+            values.flags.writeable = False
+            rows.setdefault(row["statistic"], {})[row["measure"]] = values
+    return {name: PublishedValues(name, measures.get("layer_mean"), measures["strongest_head"]) for name, measures in rows.items()}
 
 
 def is_bert_base(model: Bert) -> bool:

@@ -15,7 +15,7 @@ head-averaged attention A becomes  Ã = 0.5·A + 0.5·I,  rows renormalised to s
 Max flow: scipy's `maximum_flow` (Dinic's algorithm, compiled). It takes integer capacities, so the weights
 (all <= 1) are scaled by 1e9 and rounded: a resolution of 1e-9 per edge, and a flow value within about
 1e-9 x (edges in the minimum cut) of the exact one. seq² max-flow problems per call: at 64 tokens through six
-layers, 6.7 s of CPU time (30 s wall on a loaded machine; README, "Speed").
+layers, 6.7 s of CPU time (30 s wall on a loaded machine; docs/benchmarks.md, "Analyses").
 
 Axes: layer, query (position attending / output position), key (position attended / input token).
 """

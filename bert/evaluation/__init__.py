@@ -1,9 +1,10 @@
 """Published cloze benchmarks, scored the way their authors scored bert-base-uncased (see each module).
 
-    rows = run_benchmarks(model, tokenizer, "../shared/external")   # one BenchmarkResult per benchmark
-    benchmark_sentences("../shared/external")                      # every scored sentence, to keep out of training text
+    rows = run_benchmarks(model, tokenizer, "data/external")   # one BenchmarkResult per benchmark
+    benchmark_sentences("data/external")                      # every scored sentence, to keep out of training text
 
-The external folder holds published data (each subfolder has a SOURCE.md); it is never part of this repository.
+The external folder holds the published data sets, one subfolder each (docs/benchmarks.md says where each comes
+from); they are never part of this repository.
 """
 from __future__ import annotations
 

@@ -1,12 +1,12 @@
 """Subject-verb agreement as a cloze (Goldberg 2019, on the Gulordava et al. 2018 pairs).
 
 Mask the verb, compare the masked-LM logits of its correct and its wrong number ("represents" vs "represent").
-The procedure follows the folder's SOURCE.md (Goldberg's eval_bert.py, read not copied):
+The procedure follows Goldberg's eval_bert.py (github.com/yoavg/bert-syntax, read not copied):
 lower-case the sentence, drop "<eos>", put [MASK] at word `len_prefix`, tokenize the words before and after it
 separately; skip pairs whose correct form is is/are and pairs where either form is not one vocabulary token.
 With bert-base-uncased's vocabulary, 383 of the 410 pairs are scored.
 
-The folder is ../shared/external/goldberg2019_gulordava_agreement (published data, never part of this repository).
+The folder is EXTERNAL/goldberg2019_gulordava_agreement (published data, never part of this repository).
 """
 from __future__ import annotations
 

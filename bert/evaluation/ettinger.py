@@ -5,9 +5,9 @@ whom: 88 contexts, some with several expected words), NEG-136-SIMP affirmative (
 true completion expected). Inputs are the folder's `inputs/<test>-contextlist` lines (the exact strings the
 published outputs were computed on) + ".", tokenized with [CLS]/[SEP]; the top 5 are the five most probable tokens
 at the [MASK] over the whole vocabulary. The expected words come from `datasets/*.tsv` (ROLE-88's "a|b" means either);
-this reproduces the published accuracies from the published top-5 files (see the folder's SOURCE.md).
+this reproduces the published accuracies from the published top-5 files (github.com/aetting/lm-diagnostics).
 
-The folder is ../shared/external/ettinger2020_psycholinguistic_cloze (published data, never part of this repository).
+The folder is EXTERNAL/ettinger2020_psycholinguistic_cloze (published data, never part of this repository).
 """
 from __future__ import annotations
 

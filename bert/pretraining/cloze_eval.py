@@ -1,6 +1,6 @@
 """Everyday cloze: does the model fill "I brushed my [MASK] before going to bed." with "teeth"?
 
-A small, hand-written check of what masked-LM pre-training (seed 003's cloze procedure) gives a model,
+A small, hand-written check of what masked-LM pre-training (the cloze procedure of Devlin et al. 2019) gives a model,
 on plain sentences rather than the training corpus' held-out text:
 
     python -m bert.pretraining.cloze_eval --model minilm      # score, then every sentence's top 5

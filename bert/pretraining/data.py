@@ -94,7 +94,7 @@ def infinite_batches(path, tokenizer, config: DataConfig, seed: int, skip: int =
 
 
 def collate(examples: list[tuple[list[int], list[int], int]], tokenizer: BertTokenizer) -> Batch:
-    """Right-pad (seed 003: positions are absolute, so pad on the right) and stack, on the CPU (the trainer
+    """Right-pad (positions are absolute, Devlin et al. 2019, so pad on the right) and stack, on the CPU (the trainer
     moves each batch to the model's device)."""
     length = max(len(ids) for ids, _, _ in examples)
     ids = torch.full((len(examples), length), tokenizer.pad_id, device="cpu")

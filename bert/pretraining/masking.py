@@ -19,7 +19,8 @@ def mask_tokens(
 
     maskable: bool [batch, seq], False for [CLS], [SEP], [PAD]: those are never chosen.
     word_ids: int [batch, seq] numbering words across the batch (-1 where not maskable): whole-word masking
-    chooses words, not pieces, so "kroxldyphivc" is hidden in all its 7 pieces at once (ALBERT, seed 004).
+    chooses words, not pieces, so "kroxldyphivc" is hidden in all its 7 pieces at once (as in Google's
+    whole-word-masking BERT models, 2019).
     """
     chosen = _choose(maskable, generator, mask_probability, word_ids)
     labels = torch.where(chosen, input_ids, IGNORE)

@@ -1,7 +1,7 @@
 """Sentence-pair tasks for pre-training, read by the same two-way head over the pooled [CLS]:
 
-- next-sentence prediction (BERT, seed 003): B follows A half of the time, and is a random segment otherwise;
-- sentence-order prediction (ALBERT, seed 004): B follows A half of the time, and otherwise the two adjacent
+- next-sentence prediction (BERT, Devlin et al. 2019): B follows A half of the time, and is a random segment otherwise;
+- sentence-order prediction (ALBERT, Lan et al. 2020): B follows A half of the time, and otherwise the two adjacent
   segments are swapped, so the model cannot tell the classes apart by topic alone.
 """
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The pre-training loop: AdamW (no decay on biases and LayerNorm), warm-up then linear decay, clipping,
-seeded and resumable, with periodic held-out masked-token accuracy and perplexity (seed 003)."""
+seeded and resumable, with periodic held-out masked-token accuracy and perplexity (Devlin et al. 2019)."""
 from __future__ import annotations
 
 import itertools
@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class TrainConfig:
     steps: int = 1000  # optimizer updates in the whole run
-    learning_rate: float = 1e-4  # peak, reached after warm-up (seed 003)
+    learning_rate: float = 1e-4  # peak, reached after warm-up (Devlin et al. 2019)
     warmup_steps: int = 100  # linear warm-up from 0, then linear decay to 0 at `steps`
     weight_decay: float = 0.01  # AdamW decay, not applied to biases and LayerNorm
     clip_norm: float = 1.0  # gradient-norm clipping

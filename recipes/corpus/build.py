@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from .clean import acceptable, dedup_key, normalise
-from .exclude import DEFAULT_EXCLUDE, DEFAULT_EXTERNAL, Excluder, external_sentences
+from .exclude import DEFAULT_EXCLUDE, EXTERNAL_VARIABLE, Excluder, external_sentences
 from .fetch import Fetcher, log
 from .source import Source
 from .sources import SOURCES
@@ -124,9 +124,12 @@ def make_excluder(files: list[str], external: str | None) -> Excluder:
     """The sentences to leave out: those of `files` and of the evaluation data under `external` (None: none)."""
     excluder = Excluder(files)
     log(f"excluding copies of {excluder.count} sentences from {len(files)} file(s)")
-    if external is not None:
+    if external is None:
+        log(f"not leaving out the published evaluation sets' sentences: name their folder with --exclude-external DIR "
+            f"or {EXTERNAL_VARIABLE}")
+    else:
         if not os.path.isdir(external):
-            sys.exit(f"--exclude-external: {external} is not a folder")
+            sys.exit(f"--exclude-external (or {EXTERNAL_VARIABLE}): {external} is not a folder")
         before = excluder.count
         found = external_sentences(external)
         for sentences in found.values():
@@ -151,10 +154,10 @@ def main(argv: list[str] | None = None) -> None:
                          "[MASK] matches any word) whose copies are left out of the corpus "
                          "(default: bert/data/sentences.tsv and everyday_cloze.tsv)")
     ap.add_argument("--exclude-external", metavar="DIR",
-                    default=str(DEFAULT_EXTERNAL) if DEFAULT_EXTERNAL.is_dir() else None,
+                    default=os.environ.get(EXTERNAL_VARIABLE) or None,
                     help="the folder of published evaluation data whose sentences are left out too: those the "
                          "cloze benchmarks score (bert.evaluation) and LAMA's "
-                         "(default: ../shared/external beside the repository, when present)")
+                         f"(default: ${EXTERNAL_VARIABLE}; without either, they stay in)")
     args = ap.parse_args(argv)
 
     if args.list:

@@ -1,6 +1,7 @@
 """Evaluation sentences kept out of the corpus: the project's probe and cloze sentences (bert/data), and the
-published evaluation sets beside the checkout (../shared/external: Goldberg's agreement pairs, Ettinger's
-diagnostics, LAMA), so that a model trained on the corpus is not scored on text it has seen."""
+published evaluation sets in a folder the user names (--exclude-external DIR or BERT_INSIDE_EXTERNAL: Goldberg's
+agreement pairs, Ettinger's diagnostics, LAMA), so that a model trained on the corpus is not scored on text it has
+seen."""
 from __future__ import annotations
 
 import json
@@ -12,7 +13,7 @@ from .clean import dedup_key, split_sentences
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_EXCLUDE = [str(REPO_ROOT / "bert" / "data" / name) for name in ("sentences.tsv", "everyday_cloze.tsv")]
-DEFAULT_EXTERNAL = REPO_ROOT.parent / "shared" / "external"
+EXTERNAL_VARIABLE = "BERT_INSIDE_EXTERNAL"  # names the folder of published evaluation data when no flag does
 
 
 class Excluder:

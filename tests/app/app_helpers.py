@@ -21,7 +21,7 @@ TIMEOUT = 600  # seconds per script run: generous, the CPUs are shared with trai
 
 ENTRY = """
 import streamlit as st
-from viz_app import sidebar, state
+from viz_app import page_context, sentence_box, sidebar, state
 
 st.set_page_config(page_title="Inside BERT", layout="wide")
 state.load_from_url()
@@ -29,10 +29,12 @@ pages = [st.Page({prediction!r}, title="Masked prediction", url_path="prediction
     st.Page(path, title=title, url_path=name) for name, path, title in {pages!r}
 ]
 page = st.navigation(pages)
-context = sidebar.render()
-st.session_state["_context"] = context
+model = sidebar.render()
+sentence = sentence_box.render(page.url_path, model.loaded, model.source)
+context = page_context.Context.of(model, sentence)
 state.write_url(context.source)
-page.run()
+with page_context.serve(context):
+    page.run()
 """
 
 
@@ -79,6 +81,13 @@ def array(value) -> np.ndarray:
             data = data.reshape([int(s) for s in str(shape).split(",")])
         return data
     return np.asarray(value)
+
+
+def bound_to_url(widget) -> str:
+    """The URL parameter Streamlit keeps this widget's value in (`bind="query-params"`), "" if none. Streamlit's
+    browser side writes the address bar as the user changes a bound widget, and AppTest runs no browser: the
+    address bar itself is checked in tests/browser/test_browser_url.py."""
+    return widget.proto.query_param_key
 
 
 def texts(at) -> str:

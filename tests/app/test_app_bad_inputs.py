@@ -24,7 +24,7 @@ def every_page(at):
 def test_empty_text_asks_for_a_sentence(open_app, text):
     at = open_app(text=text)
     for page, at in every_page(at):
-        assert "Type a sentence in the sidebar" in texts(at), page
+        assert "Type a sentence in the Sentence box at the top" in texts(at), page
         assert not figures(at), page
 
 
@@ -40,16 +40,16 @@ def test_too_long_input_says_so_and_offers_an_explicit_cut(open_app):
     no_exception(at)
     assert "tokens long, but the model has only 512 positions" in texts(at)
     assert not figures(at)
-    [cut] = at.sidebar.checkbox
+    [cut] = at.main.checkbox
     assert cut.label == "Cut to 512 tokens" and cut.value is False
     cut.check().run()
     no_exception(at)
-    pattern, overview, _ = [t for f in figures(at) for t in f["data"] if t["type"] == "heatmap"]
+    pattern, _query_key, overview, _ = [t for f in figures(at) for t in f["data"] if t["type"] == "heatmap"]
     assert array(pattern["z"]).shape == (512, 512)
-    assert "coarsened to 32×32" in figures(at)[2]["layout"]["title"]["text"]
+    assert "coarsened to 32×32" in figures(at)[4]["layout"]["title"]["text"]  # after the neuron view's two charts
     assert array(overview["z"]).shape == (6 * 36, 12 * 36)
-    assert "512 tokens of 512" in "\n".join(c.value for c in at.sidebar.caption)
-    assert "cut from the end" in "\n".join(c.value for c in at.sidebar.caption)
+    assert "512 tokens of 512" in "\n".join(c.value for c in at.main.caption)
+    assert "cut from the end" in "\n".join(c.value for c in at.main.caption)
     assert at.query_params["truncate"] == "1"
     for page, at in every_page(at):
         assert figures(at) or page == "prediction", page
@@ -144,5 +144,5 @@ def test_unreadable_model_folder(open_app, tmp_path, kind):
 def test_empty_second_sentence_is_left_out(open_app):
     at = open_app("attention", pair="\x00\x07")
     no_exception(at)
-    assert "second sentence has no tokens left" in "\n".join(c.value for c in at.sidebar.caption)
+    assert "second sentence has no tokens left" in "\n".join(c.value for c in at.main.caption)
     assert np.asarray(figures(at)[0]["data"][0]["x"]).size == 10

@@ -41,6 +41,8 @@ def test_recorded_pass_keeps_what_a_plain_recording_keeps(tiny_model, tiny_batch
     torch.testing.assert_close(recorded.logits, plain_logits, rtol=0, atol=0)
     torch.testing.assert_close(recorded.attention, stack_layers(cache, "pattern"), rtol=0, atol=0)
     torch.testing.assert_close(recorded.neurons, stack_layers(cache, "mlp_post"), rtol=0, atol=0)
+    torch.testing.assert_close(recorded.queries, stack_layers(cache, "q"), rtol=0, atol=0)
+    torch.testing.assert_close(recorded.keys, stack_layers(cache, "k"), rtol=0, atol=0)
     for part, name in EMBEDDING_PARTS.items():
         torch.testing.assert_close(recorded.embeddings[part], cache[name], rtol=0, atol=0)
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from bert.pretrained import MINILM_HEAD_FILE
-from app_helpers import array, figures, go, no_exception, texts
+from app_helpers import array, bound_to_url, figures, go, no_exception, texts
 
 needs_head = pytest.mark.skipif(not MINILM_HEAD_FILE.is_file(), reason=f"{MINILM_HEAD_FILE} (MiniLM's MLM head) is not there yet")
 DEFAULT_TOKENS = ["[CLS]", "the", "[MASK]", "barked", "at", "the", "mail", "##man", ".", "[SEP]"]
@@ -57,14 +57,16 @@ def test_top_k_slider_changes_the_number_of_candidates(open_app):
     at.slider(key="top_k").set_value(3).run()
     [figure] = figures(at)
     assert sum(len(trace["y"]) for trace in figure["data"]) == 3
-    assert at.query_params["top_k"] == "3"
+    assert bound_to_url(at.slider(key="top_k")) == "top_k"  # the browser writes top_k=3 into the address bar
+    [figure] = figures(open_app("prediction", top_k=3))  # and that address reopens it
+    assert sum(len(trace["y"]) for trace in figure["data"]) == 3
 
 
 def test_attention_page_default(open_app):
     at = open_app("attention")
     no_exception(at)
     assert at.title[0].value == "Attention"
-    pattern, overview, statistic = heatmaps(at)
+    pattern, query_key, overview, statistic = heatmaps(at)
     seq = len(DEFAULT_TOKENS)
     z = array(pattern["z"])
     assert z.shape == (seq, seq)
@@ -72,8 +74,9 @@ def test_attention_page_default(open_app):
     assert [label.replace("\u200b", "") for label in pattern["x"]] == DEFAULT_TOKENS
     assert array(overview["z"]).shape == (6 * (seq + 1), 12 * (seq + 1))  # 6 layers x 12 heads of 10x10 tiles with gaps
     assert array(statistic["z"]).shape == (6, 12)
+    assert array(query_key["z"]).shape == (3, 32)  # the neuron view: q, k and q×k over a head's 32 dimensions
     bars = [t for f in figures(at) for t in f["data"] if t["type"] == "bar"]
-    assert len(bars) == 1 and len(bars[0]["y"]) == seq
+    assert len(bars) == 2 and len(bars[0]["y"]) == seq == len(bars[1]["x"])  # the focus token's attention and scores
     [table] = at.dataframe
     assert len(table.value) == 72 and {"entropy", "cls", "sep", "punctuation", "previous", "next"} <= set(table.value.columns)
 
@@ -87,7 +90,7 @@ def test_attention_selection_hides_specials_and_persists_across_pages(open_app):
     pattern = heatmaps(at)[0]
     assert array(pattern["z"]).shape == (8, 8)  # [CLS] and [SEP] hidden
     assert "Layer 3, head 7" in figures(at)[0]["layout"]["title"]["text"]
-    assert at.query_params["layer"] == "3" and at.query_params["head"] == "7"
+    assert bound_to_url(at.selectbox(key="layer")) == "layer" and bound_to_url(at.selectbox(key="head")) == "head"
     go(at, "mlp")
     go(at, "attention")
     assert at.selectbox(key="layer").value == 3 and at.selectbox(key="head").value == 7
@@ -149,5 +152,5 @@ def test_sentence_pair_on_every_page(open_app):
     for page in ("mlp", "architecture", "prediction"):
         go(at, page)
         no_exception(at)
-    assert "15 tokens of 512" in "\n".join(c.value for c in at.sidebar.caption)
+    assert "15 tokens of 512" in "\n".join(c.value for c in at.main.caption)
     assert "runs on the CPU" in "\n".join(c.value for c in at.sidebar.caption)  # where the model runs (no GPU here)

@@ -16,8 +16,8 @@ from viz_app import cache, forward, models
 def test_a_shared_link_reopens_the_same_view(open_app):
     at = open_app("attention", text="Paris is the capital of France.", pair="It is big.", layer=4, head=11, hide_special=1, focus=3)
     no_exception(at)
-    assert at.sidebar.text_area(key="text").value == "Paris is the capital of France."
-    assert at.sidebar.text_input(key="pair").value == "It is big."
+    assert at.main.text_area(key="text").value == "Paris is the capital of France."
+    assert at.main.text_input(key="pair").value == "It is big."
     assert (at.selectbox(key="layer").value, at.selectbox(key="head").value) == (4, 11)
     assert at.toggle(key="hide_special").value is True
     assert at.selectbox(key="focus").value == 3
@@ -35,7 +35,7 @@ def test_nonsense_in_the_url_is_ignored(open_app):
 def test_new_sentence_resets_masks_and_updates_url(open_app):
     at = open_app(text="dogs bark loudly", masks="2")
     assert at.session_state["masks"] == [2]
-    at.sidebar.text_area(key="text").input("cats purr softly").run()
+    at.main.text_area(key="text").input("cats purr softly").run()
     no_exception(at)
     assert at.session_state["masks"] == []
     assert at.query_params["text"] == "cats purr softly" and "masks" not in at.query_params
@@ -128,6 +128,13 @@ def test_concurrent_forward_passes_match_sequential_ones():
         np.testing.assert_allclose(result.neurons, reference.neurons, atol=1e-5)
 
 
+def _input_key(at) -> tuple:
+    """The cache key of the input this session's page was served: its model, sentence, pair, masks, cut."""
+    source = at.selectbox(key="model_choice").value
+    text, pair = at.text_area(key="text").value, at.text_input(key="pair").value
+    return source, None, models.revision(source), text, pair, tuple(at.session_state["masks"]), False
+
+
 def test_the_forward_pass_is_shared_read_only_and_each_input_gets_its_own(open_app):
     from bert.pretrained import MINILM_HEAD_FILE
 
@@ -137,13 +144,13 @@ def test_the_forward_pass_is_shared_read_only_and_each_input_gets_its_own(open_a
     first, second, third = open_app("attention", text=cat), open_app("attention", text=ideas), open_app("attention", text=cat)
     for at in (first, second, third):
         no_exception(at)
-    contexts = [at.session_state["_context"] for at in (first, second, third)]
-    a, b, again = (context.forward() for context in contexts)
+    keys = [_input_key(at) for at in (first, second, third)]
+    a, b, again = (cache.forward(*key) for key in keys)
     assert again is a, "the same input in another session is served the same record, not a copy"
     assert b is not a and a.tokens[1:4] == ("the", "cat", "sat") and b.tokens[1:3] == ("colour", "##less")
 
     arrays = [a.attention, a.neurons, *a.embeddings.values(), *(m.probabilities for m in a.masks)]
-    stats = contexts[0].head_statistics()
+    stats = cache.head_statistics(*keys[0])
     arrays += list(stats.means.values())
     for values in arrays:
         assert not values.flags.writeable
@@ -153,7 +160,7 @@ def test_the_forward_pass_is_shared_read_only_and_each_input_gets_its_own(open_a
         a.embeddings["token"] = None
 
     # what each session's page draws is its own sentence's forward pass, as recorded directly
-    loaded = contexts[0].loaded
+    loaded = cache.load_model(*keys[0][:3])
     for at, result, text in ((first, a, cat), (second, b, ideas)):
         direct = forward.record(loaded.model, loaded.tokenizer, forward.prepare_input(loaded.tokenizer, text, None, [], False, 512))
         np.testing.assert_allclose(result.attention, direct.attention, atol=1e-6)

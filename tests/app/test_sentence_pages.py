@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from app_helpers import array, figures, no_exception, open_entry_page, texts, write_entry
+from app_helpers import array, bound_to_url, figures, no_exception, open_entry_page, texts, write_entry
 
 PAGES = {"sentence_tasks": ("12_sentence_tasks.py", "Sentence tasks"), "compare_models": ("13_compare_models.py", "Compare two models"),
          "architecture": ("5_architecture.py", "Architecture")}
@@ -128,7 +128,9 @@ def test_a_classifier_shows_its_classes_and_what_drove_the_chosen_one(open_page,
     assert chosen in probabilities["layout"]["title"]["text"] or chosen in saliency_bars["layout"]["title"]["text"]
     at.selectbox(key="tasks_class").set_value("calm").run()
     no_exception(at)
-    assert "calm" in figures(at)[1]["layout"]["title"]["text"] and at.query_params["tasks_class"] == "calm"
+    assert "calm" in figures(at)[1]["layout"]["title"]["text"] and bound_to_url(at.selectbox(key="tasks_class")) == "tasks_class"
+    reopened = open_page("sentence_tasks", model=folder, text="the dog went to the park", tasks_class="calm")
+    assert reopened.selectbox(key="tasks_class").value == "calm" and "calm" in figures(reopened)[1]["layout"]["title"]["text"]
     assert "For next-sentence prediction, pick" in texts(at)  # says which model would do what this one cannot
 
 

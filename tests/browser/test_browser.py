@@ -48,7 +48,7 @@ def test_every_page_and_a_typed_mask(browser, app_url):
     page.goto(app_url + "/")
     _settle(page, charts=1)
 
-    # type a sentence with a [MASK] into the sidebar, as a student would
+    # type a sentence with a [MASK] into the box at the top, as a student would
     box = page.get_by_label("Sentence", exact=True)
     box.fill("Paris is the [MASK] of France.")
     box.press("Control+Enter")

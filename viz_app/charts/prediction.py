@@ -4,62 +4,59 @@ from __future__ import annotations
 import html
 
 import pandas as pd
-import plotly.graph_objects as go
 
-from viz_app.charts.base import HIGHLIGHT_COLOUR, PIECE_COLOUR, WORD_COLOUR, Chart, layout
+from viz_app.charts.base import HIGHLIGHT_COLOUR, PIECE_COLOUR, WORD_COLOUR, Chart, layout_spec, unchecked_figure
 from viz_app.forward import MaskResult
 
 
 def prediction_bars(mask: MaskResult, top_k: int, number: int) -> Chart:
     """Top-k candidates for one [MASK] as horizontal bars, best on top; "##" pieces in another colour;
-    the masked-out original token, when it is among them, outlined in red."""
+    the masked-out original token, when it is among them, outlined in red. Built from plain dicts (see
+    unchecked_figure): every student's key press draws one, so it must cost the server little."""
     k = min(top_k, len(mask.tokens))
-    tokens, probabilities, pieces = mask.tokens[:k], mask.probabilities[:k], mask.is_continuation[:k]
-    data = pd.DataFrame(
-        {
-            "rank": range(1, k + 1),
-            "token": tokens,
-            "probability": probabilities.astype(float),
-            "kind": ["word piece (##)" if p else "whole word" for p in pieces],
-            "is_original": [t == mask.original for t in tokens],
-        }
-    )
+    tokens, pieces = mask.tokens[:k], mask.is_continuation[:k]
+    probabilities = mask.probabilities[:k].astype(float)
+    kinds = ["word piece (##)" if p else "whole word" for p in pieces]
+    is_original = [t == mask.original for t in tokens]
     labels = [f"{rank}. {html.escape(token, quote=False)}" for rank, token in enumerate(tokens, 1)]
-    figure = go.Figure()
+    traces = []
     for kind, colour in (("whole word", WORD_COLOUR), ("word piece (##)", PIECE_COLOUR)):
-        rows = data["kind"] == kind
-        if not rows.any():
+        rows = [i for i in range(k) if kinds[i] == kind]
+        if not rows:
             continue
-        figure.add_bar(
-            x=data.loc[rows, "probability"],
-            y=[labels[i] for i in data.index[rows]],
+        traces.append(dict(
+            type="bar",
+            x=probabilities[rows],
+            y=[labels[i] for i in rows],
             orientation="h",
             name=kind,
             marker=dict(
                 color=colour,
                 line=dict(
-                    color=[HIGHLIGHT_COLOUR if o else colour for o in data.loc[rows, "is_original"]],
-                    width=[3 if o else 0 for o in data.loc[rows, "is_original"]],
+                    color=[HIGHLIGHT_COLOUR if is_original[i] else colour for i in rows],
+                    width=[3 if is_original[i] else 0 for i in rows],
                 ),
             ),
-            text=[f"{p:.1%}" for p in data.loc[rows, "probability"]],
+            text=[f"{probabilities[i]:.1%}" for i in rows],
             textposition="outside",
             cliponaxis=False,
             hovertemplate="%{y}: %{x:.2%}<extra></extra>",
-        )
+        ))
     top = float(probabilities.max())
     where = f"position {mask.position}"
     title = f"[MASK] #{number} ({where}" + (f", was “{mask.original}”)" if mask.original else ")")
-    layout(
-        figure,
+    figure = unchecked_figure(traces, layout_spec(
         title,
         height=max(220, 60 + 26 * k),
         xaxis=dict(
-            title="probability", tickformat=".0%" if top > 0.05 else ".1%", range=[0, min(1.0, top * 1.3 + 0.005)]
+            title=dict(text="probability"), tickformat=".0%" if top > 0.05 else ".1%", range=[0, min(1.0, top * 1.3 + 0.005)]
         ),
         yaxis=dict(categoryorder="array", categoryarray=labels, autorange="reversed", type="category"),
         legend=dict(orientation="h", y=-0.18 if k > 3 else -0.4, x=0),
         bargap=0.25,
+    ))
+    data = pd.DataFrame(
+        {"rank": range(1, k + 1), "token": tokens, "probability": probabilities, "kind": kinds, "is_original": is_original}
     )
     caption = "Blue: whole words. Orange: ## pieces that only continue a word."
     if mask.original is not None:

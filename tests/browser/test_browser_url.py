@@ -1,0 +1,60 @@
+"""The address bar in a real browser (Chromium + Playwright, as test_browser.py): widgets bound to the URL by
+Streamlit (`bind="query-params"`) write their value there as the user changes them, a page switch keeps them, and
+the address bar reopens the same view in a new session.
+
+    OMP_NUM_THREADS=1 python -m pytest tests/browser/test_browser_url.py -q
+"""
+from __future__ import annotations
+
+import time
+
+from test_browser import SLOW, _new_page, _screenshot, _settle, app_url, browser  # noqa: F401 (fixtures)
+
+
+def _wait_for_url(page, wanted: str, timeout_s: float = 60) -> None:
+    deadline = time.time() + timeout_s
+    while wanted not in page.url and time.time() < deadline:
+        time.sleep(0.2)
+    assert wanted in page.url, f"{wanted!r} not in {page.url}"
+
+
+def test_bound_selections_go_into_the_url_survive_a_page_switch_and_reopen(browser, app_url):
+    page = _new_page(browser)
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(app_url + "/attention?text=The+cat+sat+on+the+%5BMASK%5D.&head=5")
+    page.get_by_text("Layer 0, head 5").first.wait_for(timeout=SLOW)
+    _settle(page, charts=1)
+    page.locator("[data-testid=stSelectbox]").filter(has_text="Layer").first.click()
+    page.get_by_role("option", name="3", exact=True).click()
+    page.get_by_text("Layer 3, head 5").first.wait_for(timeout=SLOW)
+    _wait_for_url(page, "layer=3")
+    assert "head=5" in page.url and "text=The+cat" in page.url
+
+    page.get_by_role("link", name="MLP activations").click()
+    page.get_by_role("heading", name="MLP activations", exact=True).wait_for(timeout=SLOW)
+    _settle(page, charts=1)
+    page.get_by_role("link", name="Attention", exact=True).click()
+    page.get_by_text("Layer 3, head 5").first.wait_for(timeout=SLOW)
+    _wait_for_url(page, "layer=3")
+    shared = page.url
+
+    other = _new_page(browser)  # someone opens the shared link
+    other.goto(shared)
+    other.get_by_text("Layer 3, head 5").first.wait_for(timeout=SLOW)
+    _settle(other, charts=1)
+    assert other.locator(".js-plotly-plot").first.get_by_text("cat", exact=True).count() >= 1
+    other.context.close()
+
+    page.get_by_role("link", name="Masked prediction").click()
+    _settle(page, charts=1)
+    slider = page.locator("[data-testid=stSlider]").filter(has_text="Candidates per [MASK]").get_by_role("slider")
+    slider.focus()
+    for _ in range(7):
+        slider.press("ArrowLeft")  # 10 -> 3
+    _wait_for_url(page, "top_k=3")
+    _settle(page, charts=1)
+    assert page.locator(".js-plotly-plot .bars .point").count() == 3
+    _screenshot(page, "prediction_top_3")
+    assert not errors, errors
+    page.context.close()
