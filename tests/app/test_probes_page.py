@@ -168,3 +168,20 @@ def test_a_fine_tuned_model_probes_a_german_upload(open_probes):
     assert words[0] == "Der" and words[2] in {"bellt", "singt", "brummt", "heult", "brüllt", "schnurrt", "schreit", "kräht",
                                                 "jault", "schnauft", "piepst", "hoppelt"}
     assert "10 sentences trained the probes and 2 scored them" in shown(at)
+
+
+def test_other_tasks_or_seeds_on_the_same_data_reuse_the_word_vectors(open_probes, monkeypatch):
+    from viz_app import cache
+
+    calls = []
+    extract = cache.extract_train_test
+    monkeypatch.setattr(cache, "extract_train_test", lambda *args, **kwargs: calls.append(1) or extract(*args, **kwargs))
+    at = open_probes(probes_source="ud_ewt", probes_ud_count=11, probe_treebank_tasks="upos")
+    at.toggle(key="probe_run").set_value(True).run()
+    at.multiselect(key="probe_treebank_tasks").set_value(["upos", "xpos"]).run()
+    at.number_input(key="probe_seed").set_value(3).run()  # two files: the seed does not change the sentences
+    no_exception(at)
+    assert len(calls) == 1 and at.dataframe[0].value["task"].tolist() == ["upos", "xpos"]
+    at.radio(key="probe_pieces").set_value("last").run()  # other word vectors: the model runs again
+    no_exception(at)
+    assert len(calls) == 2 and "its last word piece (last)" in shown(at)
