@@ -92,7 +92,6 @@ def _first(treebank: tb.Treebank, count: int) -> tb.Treebank:
     return replace(treebank, sentences=treebank.sentences[:count])
 
 
-
 # ---- settings ---------------------------------------------------------------------------------------------------
 
 TREEBANK_TASKS = {  # what each task of a treebank asks; any other label column of a file is a word-tag task too
@@ -107,7 +106,6 @@ TREEBANK_TASKS = {  # what each task of a treebank asks; any other label column 
              "how often it finds the root",
 }
 PIECES = {"first": "its first word piece", "mean": "the mean of its pieces", "last": "its last word piece"}
-TAG_TASKS_SKIP = ("arcs", "distance", "depth")  # not word tags: no MDL for them
 
 
 def task_description(task: str) -> str:
@@ -144,7 +142,7 @@ def seed_input() -> int:
 
 
 def mdl_toggle(tasks: list[str]) -> bool:
-    tags = [task for task in tasks if task not in TAG_TASKS_SKIP]
+    tags = [task for task in tasks if task not in tb.TREE_TASKS]  # MDL is for word tags
     return st.toggle("Description length (MDL)", key="probe_mdl", persist_state="session", disabled=not tags,
                      help="Voita & Titov 2020: how many bits it takes to send the labels when a probe learns them as "
                      "it goes (online code), for the word-tag tasks and their controls. A shorter code means the layer "
