@@ -20,6 +20,7 @@ from collections import defaultdict
 from typing import Sequence
 
 import numpy as np
+from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import minimum_spanning_tree
 from scipy.stats import rankdata
 
@@ -62,16 +63,39 @@ def tree_edges(heads: Sequence[int]) -> set[tuple[int, int]]:
 
 def spanning_tree_edges(distances: np.ndarray, keep: np.ndarray | None = None) -> set[tuple[int, int]]:
     """Edges (i < j, 0-based in the whole sentence) of the minimum spanning tree of `distances` over the words
-    where `keep` is True (all by default), by scipy. Distances are shifted by 1 first, as scipy reads a 0 as no edge
-    (a spanning tree is unchanged when every edge weight is shifted alike)."""
-    distances = np.asarray(distances, dtype=np.float64)
-    words = np.arange(len(distances)) if keep is None else np.flatnonzero(keep)
-    if len(words) < 2:
-        return set()
-    sub = distances[np.ix_(words, words)]
-    sub = (sub + sub.T) / 2 - sub.min() + 1  # symmetric, every off-diagonal weight >= 1
-    tree = minimum_spanning_tree(np.triu(sub, 1)).tocoo()
-    return {tuple(sorted((int(words[i]), int(words[j])))) for i, j in zip(tree.row, tree.col)}
+    where `keep` is True (all by default), by scipy's minimum_spanning_tree."""
+    return spanning_tree_edges_of([distances], [np.ones(len(distances), bool) if keep is None else keep])[0]
+
+
+def spanning_tree_edges_of(distances: Sequence[np.ndarray], keeps: Sequence[np.ndarray]) -> list[set[tuple[int, int]]]:
+    """`spanning_tree_edges` of many sentences in one call of scipy: the sentences' graphs side by side in one
+    sparse matrix have, as their minimum spanning forest, each sentence's spanning tree. Each sentence's distances
+    are made symmetric and shifted so that the smallest is 1 (scipy reads a 0 as no edge; shifting every weight
+    alike leaves a spanning tree unchanged)."""
+    rows, columns, weights, offsets, words_of = [], [], [], [0], []
+    for matrix, keep in zip(distances, keeps):
+        words = np.flatnonzero(keep)
+        words_of.append(words)
+        sub = np.asarray(matrix, dtype=np.float64)[np.ix_(words, words)]
+        if len(words) > 1:
+            sub = (sub + sub.T) / 2
+            i, j = np.triu_indices(len(words), 1)
+            rows.append(i + offsets[-1])
+            columns.append(j + offsets[-1])
+            weights.append(sub[i, j] - sub[i, j].min() + 1)
+        offsets.append(offsets[-1] + len(words))
+    edges: list[set[tuple[int, int]]] = [set() for _ in words_of]
+    if not rows:
+        return edges
+    size = offsets[-1]
+    graph = coo_matrix((np.concatenate(weights), (np.concatenate(rows), np.concatenate(columns))), shape=(size, size))
+    forest = minimum_spanning_tree(graph.tocsr()).tocoo()
+    sentence_of = np.searchsorted(offsets, forest.row, side="right") - 1
+    for sentence, i, j in zip(sentence_of.tolist(), forest.row.tolist(), forest.col.tolist()):
+        words, start = words_of[sentence], offsets[sentence]
+        a, b = int(words[i - start]), int(words[j - start])
+        edges[sentence].add((min(a, b), max(a, b)))
+    return edges
 
 
 def non_punctuation(upos: Sequence[str] | None, n: int) -> np.ndarray:
@@ -81,18 +105,13 @@ def non_punctuation(upos: Sequence[str] | None, n: int) -> np.ndarray:
     return np.array([tag not in PUNCTUATION_UPOS for tag in upos], dtype=bool)
 
 
-def uuas_counts(predicted: np.ndarray, gold: np.ndarray, keep: np.ndarray) -> tuple[int, int]:
-    """(gold edges found, gold edges) of one sentence: the spanning trees of predicted and gold distances."""
-    gold_edges = spanning_tree_edges(gold, keep)
-    return len(gold_edges & spanning_tree_edges(predicted, keep)), len(gold_edges)
-
-
-def uuas(predicted: Sequence[np.ndarray], gold: Sequence[np.ndarray], keep: Sequence[np.ndarray]) -> float:
-    """UUAS over sentences: gold edges found / gold edges, summed over all sentences."""
-    found = total = 0
-    for p, g, k in zip(predicted, gold, keep):
-        hit, count = uuas_counts(p, g, k)
-        found, total = found + hit, total + count
+def uuas(predicted: Sequence[np.ndarray], gold: Sequence[np.ndarray], keep: Sequence[np.ndarray],
+         gold_edges: Sequence[set] | None = None) -> float:
+    """UUAS over sentences: gold edges found / gold edges, summed over all sentences. gold_edges: the gold
+    spanning trees if already computed (`spanning_tree_edges_of(gold, keep)`)."""
+    gold_edges = spanning_tree_edges_of(gold, keep) if gold_edges is None else gold_edges
+    found = sum(len(g & p) for g, p in zip(gold_edges, spanning_tree_edges_of(predicted, keep)))
+    total = sum(len(g) for g in gold_edges)
     return found / total if total else float("nan")
 
 
@@ -117,28 +136,32 @@ def _rowwise_spearman(predicted: np.ndarray, gold: np.ndarray) -> np.ndarray:
         return (a * b).sum(-1) / denominator
 
 
-def _mean_over_lengths(by_length: dict[int, list[float]]) -> float:
-    means = [np.nanmean(by_length[n]) for n in SPEARMAN_LENGTHS if n in by_length and not np.all(np.isnan(by_length[n]))]
+def _spearman_by_length(predicted: Sequence[np.ndarray], gold: Sequence[np.ndarray]) -> float:
+    """Rows' Spearman averaged within each sentence length 5-50, then over those lengths; the sentences of one
+    length go through rankdata together. NaN rows (constant predictions) are left out of the means."""
+    by_length: dict[int, list[int]] = defaultdict(list)
+    for index, g in enumerate(gold):
+        length = np.shape(g)[-1]
+        if length in SPEARMAN_LENGTHS:
+            by_length[length].append(index)
+    means = []
+    for indices in by_length.values():
+        rho = _rowwise_spearman(np.stack([np.asarray(predicted[i]) for i in indices]), np.stack([np.asarray(gold[i]) for i in indices]))
+        if not np.all(np.isnan(rho)):
+            means.append(np.nanmean(rho))
     return float(np.mean(means)) if means else float("nan")
 
 
 def distance_spearman(predicted: Sequence[np.ndarray], gold: Sequence[np.ndarray]) -> float:
-    """Hewitt & Manning's distance Spearman: per word row, averaged within each sentence length 5-50, then over
-    those lengths (NaN rows, from constant predictions, are left out of the means)."""
-    by_length: dict[int, list[float]] = defaultdict(list)
-    for p, g in zip(predicted, gold):
-        if len(g) in SPEARMAN_LENGTHS:
-            by_length[len(g)].extend(_rowwise_spearman(np.asarray(p), np.asarray(g)).tolist())
-    return _mean_over_lengths(by_length)
+    """Hewitt & Manning's distance Spearman: per word, its predicted against its gold distances to every word;
+    averaged within each sentence length 5-50, then over those lengths."""
+    return _spearman_by_length(predicted, gold)
 
 
 def depth_spearman(predicted: Sequence[np.ndarray], gold: Sequence[np.ndarray]) -> float:
-    """Hewitt & Manning's norm Spearman: per sentence, averaged within each length 5-50, then over the lengths."""
-    by_length: dict[int, list[float]] = defaultdict(list)
-    for p, g in zip(predicted, gold):
-        if len(g) in SPEARMAN_LENGTHS:
-            by_length[len(g)].append(float(_rowwise_spearman(np.asarray(p)[None], np.asarray(g)[None])[0]))
-    return _mean_over_lengths(by_length)
+    """Hewitt & Manning's norm Spearman: per sentence, predicted against gold depths; averaged within each sentence
+    length 5-50, then over those lengths."""
+    return _spearman_by_length([np.asarray(p)[None] for p in predicted], [np.asarray(g)[None] for g in gold])
 
 
 def root_accuracy(predicted_depths: Sequence[np.ndarray], heads: Sequence[Sequence[int]], keep: Sequence[np.ndarray]) -> float:

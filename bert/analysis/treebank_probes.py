@@ -30,8 +30,8 @@ Tasks (Treebank.tasks says which a file supports):
   control (mdl.py).
 
 Summary per task: the best layer (by accuracy, UUAS or root accuracy), Tenney et al.'s expected layer
-E[l] = sum_l l Δ_l / sum_l Δ_l with Δ_l the gain of layer l over layer l-1 (here from independent per-layer probes,
-not Tenney's cumulative scalar mix), and the selectivity at the best layer.
+E[l] = sum_l l Δ_l / sum_l Δ_l with Δ_l the gain of layer l over the layers below it (the running best of
+independent per-layer probes standing in for Tenney's cumulative scalar mix), and the selectivity at the best layer.
 
 Training examples of a word-tag or arc task are capped at settings.max_train_words (a seeded sample) to bound
 the time; every result says so in `notes` when it happens. Test words are never subsampled.
@@ -54,7 +54,7 @@ from ..tokenizer import BertTokenizer
 from . import tree_metrics
 from .mdl import online_codelength
 from .probes import control_labels, fit_layers, standardise
-from .structural_probe import StructuralProbes, StructuralProbeSettings, fit_structural_probes
+from .structural_probe import StructuralProbes, StructuralProbeSettings, fit_structural_probes, one_cpu_thread
 from .treebank import MISSING, TREE_TASKS, Treebank, supported_tasks
 from .word_features import PIECES, WordFeatures, extract_word_features
 
@@ -279,7 +279,8 @@ def probe_features(
         report(0.8, "training the structural probes")
         started = time.perf_counter()
         structural = fit_structural_probes(train_features, kinds, settings.structural, settings.seed, device)
-        results.update(_score_structural(structural, test_features, kinds, len(train_features.sentences)))
+        with one_cpu_thread("cpu"):  # small per-sentence products and scipy's spanning trees
+            results.update(_score_structural(structural, test_features, kinds, len(train_features.sentences)))
         baselines.update(_structural_baselines(test_features, results))
         timings["structural"] = time.perf_counter() - started
     for name, result in results.items():
@@ -440,14 +441,9 @@ def _score_structural(probes: StructuralProbes, test: WordFeatures, kinds, num_t
                     predicted_depths[layer].append(depths)
     results = {}
     if "distance" in kinds:
-        gold_trees = [tree_metrics.spanning_tree_edges(g, k) for g, k in zip(gold_distances, keeps)]
-        total = sum(len(edges) for edges in gold_trees)
-        scores = []
-        for layer in range(layers):
-            found = sum(len(edges & tree_metrics.spanning_tree_edges(p, k))
-                        for edges, p, k in zip(gold_trees, predicted_distances[layer], keeps))
-            scores.append({"layer": layer, "uuas": found / total if total else float("nan"),
-                           "spearman": tree_metrics.distance_spearman(predicted_distances[layer], gold_distances)})
+        gold_trees = tree_metrics.spanning_tree_edges_of(gold_distances, keeps)
+        scores = [{"layer": layer, "uuas": tree_metrics.uuas(predicted_distances[layer], gold_distances, keeps, gold_trees),
+                   "spearman": tree_metrics.distance_spearman(predicted_distances[layer], gold_distances)} for layer in range(layers)]
         results["distance"] = _summarise("distance", "distance", tuple(scores), num_train, len(test.sentences), ())
     if "depth" in kinds:
         scores = [{"layer": layer, "root_accuracy": tree_metrics.root_accuracy(predicted_depths[layer], heads, keeps),
@@ -473,9 +469,12 @@ def _structural_baselines(test: WordFeatures, results: dict[str, TaskResult]) ->
 
 
 def expected_layer(scores: Sequence[float]) -> float | None:
-    """Tenney et al.'s expected layer: sum_l l Δ_l / sum_l Δ_l, Δ_l = score(l) - score(l-1), l = 1..L. None when the
-    gains sum to zero or less (no layer adds anything)."""
-    gains = np.diff(np.asarray(scores, dtype=float))
+    """Tenney et al.'s expected layer, sum_l l Δ_l / sum_l Δ_l (l = 1..L), with Δ_l the gain of the best score up to
+    layer l over the best up to layer l - 1. Their probes mix layers 0..l, so their scores never fall; the running
+    best is what such a probe can reach from independent per-layer probes (it can ignore a worse later layer).
+    None when nothing beats layer 0."""
+    best_so_far = np.maximum.accumulate(np.asarray(scores, dtype=float))
+    gains = np.diff(best_so_far)
     if not np.isfinite(gains).all() or gains.sum() <= 0:
         return None
     return float((np.arange(1, len(scores)) * gains).sum() / gains.sum())

@@ -94,6 +94,8 @@ def test_mdl_is_shorter_for_a_learnable_task_than_for_its_random_control():
 
 def test_expected_layer_of_hand_made_gains():
     assert expected_layer([0.5, 0.7, 0.8, 0.8]) == pytest.approx((1 * 0.2 + 2 * 0.1) / 0.3)
+    # a layer worse than one below it gains nothing (running best 0.5 0.7 0.7 0.9): gains 0.2 at 1, 0.2 at 3
+    assert expected_layer([0.5, 0.7, 0.6, 0.9]) == pytest.approx((1 * 0.2 + 3 * 0.2) / 0.4)
     assert expected_layer([0.5, 0.4, 0.4]) is None
 
 
