@@ -68,8 +68,8 @@ def show_summary(run: dict, layer_names: list[str]) -> None:
     scores = {column: st.column_config.NumberColumn(format="%.3f") for column in
               ("score at the best layer", "score at layer 0", "selectivity at the best layer")}
     scores["expected layer"] = st.column_config.NumberColumn(
-        help="Sum over the layers of layer × its gain over the layer below, divided by the sum of the gains. When some "
-        "layers lose score it can fall outside 0 to the last layer; empty when no layer gains.")
+        help="Sum over the layers of layer × its gain, divided by the sum of the gains; a layer's gain is how much it "
+        "raises the best score so far. Empty when no layer beats the embeddings.")
     st.dataframe(summary_table(run, layer_names), hide_index=True, column_config=scores)
     baseline = run["baselines"].get("linear_uuas")
     st.caption(

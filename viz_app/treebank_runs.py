@@ -73,8 +73,8 @@ def run_result(report: TreebankProbeReport) -> TreebankRun:
 
 def sentence_trees(report: TreebankProbeReport, most: int = MAX_TREES) -> tuple[SentenceTrees, ...]:
     """The trees of the first `most` test sentences with at least two words that count. Each sentence's predicted
-    distances are computed once for every layer (report.predicted_edges(i, layer) would compute every layer's for
-    each layer it is asked for)."""
+    distances, and their spanning trees, are computed for every layer at once (report.predicted_edges(i, layer)
+    computes every layer's distances for the one layer it is asked for)."""
     trees = []
     features = report.test_features
     for index, sentence in enumerate(features.sentences):
@@ -88,7 +88,7 @@ def sentence_trees(report: TreebankProbeReport, most: int = MAX_TREES) -> tuple[
         deprels = sentence.labels.get("deprel", ("",) * len(sentence))
         trees.append(SentenceTrees(
             sentence.words, tuple(sorted(gold)),
-            tuple(tuple(sorted(tree_metrics.spanning_tree_edges(layer, counted))) for layer in distances),
+            tuple(tuple(sorted(edges)) for edges in tree_metrics.spanning_tree_edges_of(distances, [counted] * len(distances))),
             {frozenset((word, head - 1)): label for word, (head, label) in enumerate(zip(sentence.heads, deprels)) if head},
             tuple(int(i) for i in (~counted).nonzero()[0]),
         ))
