@@ -42,7 +42,15 @@ def cpu_model() -> str:
 
 def timed_run(model, tokenizer, name: str, settings: ProbeSettings, tasks: list[str]) -> tuple[object, dict]:
     wall, cpu, load = time.perf_counter(), time.process_time(), os.getloadavg()[0]
-    report = run_treebank_probes(model, tokenizer, builtin_treebank("dev"), builtin_treebank("test"), tasks, settings, name)
+    stages: list[str] = []
+
+    def progress(fraction: float, message: str) -> None:  # a line per stage, with the time since the start
+        if not stages or stages[-1] != message:
+            stages.append(message)
+            print(f"  {time.perf_counter() - wall:7.1f} s  {message}", flush=True)
+
+    report = run_treebank_probes(model, tokenizer, builtin_treebank("dev"), builtin_treebank("test"), tasks, settings, name,
+                                 progress)
     figures = {"wall_s": round(time.perf_counter() - wall, 1), "cpu_s": round(time.process_time() - cpu, 1),
                "load_average_1min_before": round(load, 2), "load_average_1min_after": round(os.getloadavg()[0], 2),
                "stages_s": report.timings}

@@ -81,3 +81,18 @@ def test_the_real_entry_point(tiny_mlm_folder, conllu_file):
     )
     assert result.returncode == 0, result.stderr
     assert "upos (best layer" in result.stdout
+
+
+def test_a_column_file_makes_every_label_column_a_task(tiny_mlm_folder, tmp_path):
+    """CoNLL-2003 style: a word and label columns per line; -DOCSTART- ignored; no tree, so no tree tasks."""
+    rows = ["-DOCSTART- -X- O", ""]
+    for number in range(20):
+        rows += ["the DT O", f"{'dog' if number % 2 else 'cat'} NN B-ANIMAL", "barked VBD O", ". . O", ""]
+    path = tmp_path / "ner.txt"
+    path.write_text("\n".join(rows))
+    out = tmp_path / "ner.json"
+    assert main(["probe", "--data", str(path), "--model", str(tiny_mlm_folder), "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert list(result["tasks"]) == ["column2", "column3"] and result["num_test_sentences"] == 4
+    assert "linear_uuas" not in result["baselines"]
+    assert main(["probe", "--data", str(path), "--model", str(tiny_mlm_folder), "--tasks", "distance"]) == 2

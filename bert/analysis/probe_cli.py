@@ -16,7 +16,7 @@ import csv
 import logging
 from pathlib import Path
 
-from ..devices import add_device_argument, log_device, process_device
+from ..devices import add_device_argument, log_device
 from ..errors import InvalidInputError
 
 log = logging.getLogger(__name__)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
