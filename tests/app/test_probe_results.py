@@ -8,7 +8,8 @@ import pytest
 
 from bert import BertTokenizer
 from bert.analysis.treebank import builtin_treebank
-from bert.analysis.treebank_probes import ProbeSettings, StructuralProbeSettings, run_treebank_probes
+from bert.analysis.structural_probe import StructuralProbeSettings
+from bert.analysis.treebank_probes import ProbeSettings, run_treebank_probes
 from viz_app.probe_results import summary_table
 from viz_app.treebank_runs import sentence_trees
 
