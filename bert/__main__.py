@@ -1,5 +1,5 @@
 """Command line: `python -m bert predict "The [MASK] barked." --model minilm`, `python -m bert pretrain ...`,
-`python -m bert finetune --train-file questions.csv --out out/trec`,
+`python -m bert finetune --train-file questions.csv --out out/trec`, `python -m bert probe --data ud-ewt`,
 and `python -m bert download bert-base-uncased` (once, while online: the app then offers it first)."""
 from __future__ import annotations
 
@@ -39,6 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     from viz_app.lessons.cli import add_arguments as add_lesson_arguments  # light: the app loads only when run
 
     add_lesson_arguments(commands.add_parser("export-lesson", help="write a lesson as one HTML handout that needs no server"))
+    from .analysis import probe_cli
+
+    probe_cli.add_arguments(commands.add_parser("probe", help="probe every layer on a treebank: tags, arcs, structural probes"))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
@@ -56,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
             from viz_app.lessons.cli import run as export_lesson
 
             return export_lesson(args)
+        if args.command == "probe":
+            return probe_cli.run(args)
         from .pretraining.cli import run
 
         return run(args)

@@ -58,3 +58,12 @@ class CorpusIndexError(BertError):
 
 class StaleIndexError(CorpusIndexError):
     """A saved corpus index built with another model (other config or weights) than the one given."""
+
+
+class TreebankError(DataFileError):
+    """A treebank or labelled-column file that cannot be used: not UTF-8, empty, too large, or no usable sentence.
+    `line` is the 1-based line the problem is on (None for the whole file)."""
+
+    def __init__(self, message: str, line: int | None = None):
+        self.line = line
+        super().__init__(message)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import json
 import re
 from dataclasses import dataclass
@@ -136,6 +137,36 @@ class BertTokenizer:
             raise InvalidInputError(f"max_length {max_length} leaves no room for [CLS] and {len(sentences)} [SEP]")
         keep = _fit(sentences, budget)
         return self._assemble(sentences, keep, truncated=needed - sum(keep))
+
+    def encode_words(self, words: list[str], max_length: int = 512) -> Encoding:
+        """[CLS] pieces of each word [SEP] for text already split into words (a treebank's): `word_ids` give each
+        piece's word index; a word the tokenizer turns into nothing (e.g. a lone control character) becomes [UNK],
+        so every word has a piece. Offsets are in the words joined by single spaces. Too long: InputTooLongError."""
+        pieces = self._tokenizer.encode(words, is_pretokenized=True, add_special_tokens=False)
+        ids, tokens, word_ids, offsets = [], [], [], []
+        starts = [0, *itertools.accumulate(len(w) + 1 for w in words)]  # each word's offset in the joined text
+        by_word: dict[int, list[int]] = {}
+        for index, word in enumerate(pieces.word_ids):
+            by_word.setdefault(word, []).append(index)
+        for word in range(len(words)):
+            for index in by_word.get(word, []):
+                ids.append(pieces.ids[index])
+                tokens.append(pieces.tokens[index])
+                start, end = pieces.offsets[index]
+                offsets.append((starts[word] + start, starts[word] + end))
+                word_ids.append(word)
+            if word not in by_word:
+                ids.append(self.unk_id)
+                tokens.append("[UNK]")
+                offsets.append((starts[word], starts[word] + len(words[word])))
+                word_ids.append(word)
+        if len(ids) + 2 > max_length:
+            raise InputTooLongError(len(ids) + 2, max_length)
+        n = len(ids)
+        return Encoding(
+            [self.cls_id] + ids + [self.sep_id], [0] * (n + 2), ["[CLS]"] + tokens + ["[SEP]"],
+            [(0, 0)] + offsets + [(0, 0)], [True] + [False] * n + [True], [None] + word_ids + [None],
+        )
 
     def encode_plain(self, texts: list[str]) -> list[list[int]]:
         """Word-piece ids of many texts, without special tokens (for building training data fast)."""

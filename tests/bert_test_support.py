@@ -182,3 +182,24 @@ def killed_at(module, step_function: str, stop_at: int | None):
             setattr(module, step_function, real_step)
 
     return patched()
+
+
+_NOUNS, _VERBS = ["dog", "cat", "park", "mailman"], ["barked", "went"]
+
+
+def synthetic_conllu(num_sentences: int, seed: int = 0) -> str:
+    """CoNLL-U text for treebank tests: sentences "the NOUN VERB at the NOUN ." with their tree (the verb is the
+    root), in words the tiny vocabulary spells."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    blocks = []
+    for number in range(num_sentences):
+        subject, verb, place = rng.choice(_NOUNS), rng.choice(_VERBS), rng.choice(_NOUNS)
+        rows = [("the", "DET", 2, "det"), (subject, "NOUN", 3, "nsubj"), (verb, "VERB", 0, "root"),
+                ("at", "ADP", 6, "case"), ("the", "DET", 6, "det"), (place, "NOUN", 3, "obl"), (".", "PUNCT", 3, "punct")]
+        lines = [f"# sent_id = {number}"] + [
+            f"{i}\t{form}\t{form}\t{upos}\t_\t_\t{head}\t{deprel}\t_\t_" for i, (form, upos, head, deprel) in enumerate(rows, 1)
+        ]
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks) + "\n"

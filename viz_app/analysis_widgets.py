@@ -24,11 +24,12 @@ def model_key(context: Context) -> tuple:
 # ---- sentence sets --------------------------------------------------------------------------------------------
 
 
-def sentence_source(key: str, most: int = 1000) -> tuple[list[LabelledSentence], str] | None:
+def sentence_source(key: str, most: int = 1000, choice: str | None = None) -> tuple[list[LabelledSentence], str] | None:
     """The sentence-set picker: built-in (the first N, N bound to the URL as f"{key}_count", starting at
-    FIRST_SENTENCES[key]) or an uploaded text file split into sentences.
+    FIRST_SENTENCES[key]) or an uploaded text file split into sentences. `choice` (BUILTIN or UPLOAD): a page that
+    draws its own picker says which.
     Returns (sentences, a one-line description) or None after showing what is missing."""
-    choice = st.radio("Sentences", [BUILTIN, UPLOAD], key=f"{key}_source", horizontal=True)
+    choice = choice or st.radio("Sentences", [BUILTIN, UPLOAD], key=f"{key}_source", horizontal=True)
     if choice == BUILTIN:
         high = min(most, len(builtin_sentences()))
         count = st.slider("How many", 20, high, value=min(FIRST_SENTENCES[key], high), step=10, key=f"{key}_count",

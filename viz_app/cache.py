@@ -15,6 +15,9 @@
 - the embedding tables' analysis per model (PCA, cosines, subspaces): `st.cache_data`.
 - the corpus search indexes, one per (model, corpus): `st.cache_resource`, shared read-only like the forward pass
   (the built-in set's index takes seconds to build); each search: `st.cache_data`.
+- the treebank probes' word vectors, per (model, data, word pieces): `st.cache_resource`, shared read-only (the
+  probes only read them), at most TREEBANK_FEATURE_ENTRIES sets for an hour: BERT-base on all of UD EWT is about
+  2 GB. Each run of the probes on them: `st.cache_data`, so other tasks or seeds on the same data skip the model.
 - every other analysis a page runs (probes, corpus head statistics, logit lens, head ablation, attention flow,
   saliency, a word's contexts, sentence tasks, model comparison, a lesson's step and its figures): `st.cache_data`, keyed by the model's
   (source, folder, revision) and the inputs, never by the model object.
@@ -38,14 +41,17 @@ from bert.analysis.attention_stats import HeadStatistics
 from bert.analysis.compare import Comparison, check_comparable, compare_models
 from bert.analysis.corpus import layer_names
 from bert.analysis.corpus_search import CorpusIndex, Hit
+from bert.analysis.treebank import Treebank
+from bert.analysis.treebank_probes import ProbeSettings, TreebankFeatures, extract_train_test, probe_features
 from bert.data import LabelledSentence, builtin_sentences
-from bert.devices import as_numpy
+from bert.devices import as_numpy, model_device
 from bert.errors import InvalidInputError
 from bert.tokenizer import Encoding
 from viz_app import architecture
 from viz_app import corpus_search as cs
 from viz_app import forward as fw
 from viz_app import models
+from viz_app import treebank_runs as tr
 from viz_app import sentence_tasks as tasks
 from viz_app import word_contexts as wc
 from viz_app.tables import EmbeddingTables, embedding_tables, weight_tables
@@ -138,6 +144,47 @@ def probe_report(source, folder, revision, sentences: list, tasks: tuple[str, ..
                                progress=lambda done, what: bar.progress(min(done, 1.0), what))
     bar.empty()
     return report
+
+
+# ---- treebank probes: the word vectors per (model, data, pieces), shared; each run per settings ------------------
+
+TREEBANK_FEATURE_ENTRIES = 2
+
+
+@st.cache_data(show_spinner="Reading the file…", max_entries=8)
+def labelled_file(data: bytes, name: str) -> Treebank | str:
+    return tr.read_labelled(data, name)
+
+
+@st.cache_resource(show_spinner=False, max_entries=TREEBANK_FEATURE_ENTRIES, ttl=HOUR)
+def treebank_features(source, folder, revision, data_key: tuple, _data: tr.ProbeData, pieces: str,
+                      split_seed: int) -> TreebankFeatures:
+    """Every layer's word vectors of the data's training and test sentences (one file: split by split_seed).
+    `data_key` names `_data`, which is not hashed (whole treebanks, on every rerun)."""
+    loaded = load_model(source, folder, revision)
+    bar = st.progress(0.0, "Starting…")
+    features = extract_train_test(loaded.model, loaded.tokenizer, _data.train, _data.test,
+                                  settings=ProbeSettings(pieces=pieces, seed=split_seed),
+                                  progress=lambda done, what: bar.progress(min(done, 1.0), what))
+    bar.empty()
+    return features
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def treebank_probes(source, folder, revision, data_key: tuple, _data: tr.ProbeData, tasks: tuple[str, ...],
+                    pieces: str, seed: int, mdl: bool) -> tr.TreebankRun:
+    """The probes of `tasks` trained and scored on the data's word vectors (see treebank_features). Raises
+    bert.errors.BertError when they cannot run on this data."""
+    split_seed = seed if _data.test is None else 0  # two files: the seed does not touch the sentences
+    features = treebank_features(source, folder, revision, data_key, _data, pieces, split_seed)
+    loaded = load_model(source, folder, revision)
+    bar = st.progress(0.5, "Training the probes…")
+    report = probe_features(features, list(tasks), ProbeSettings(pieces=pieces, seed=seed, mdl=mdl), source,
+                            model_device(loaded.model), lambda done, what: bar.progress(min(done, 1.0), what))
+    bar.progress(1.0, "Drawing the trees…")
+    result = tr.run_result(report)
+    bar.empty()
+    return result
 
 
 @st.cache_data(show_spinner="Averaging every head's output over 200 built-in sentences (once per model)…", max_entries=4)

@@ -87,6 +87,14 @@ PARAMS: dict[str, Param] = {
     "search_position": Param(int, str, None),
     "search_layer": Param(int, str, None),
     "search_by": Param(str, str, "layer"),  # "layer": a layer's output; "head": one head's output
+    # Layer probes on a treebank (see viz_app/probe_data.py): lists, toggles, choices shown by a label, None defaults
+    "probes_source": Param(str, str, "wordnet"),  # wordnet, ud_ewt, labelled or text
+    "probe_treebank_tasks": Param(_words, _join, ["upos", "deprel", "distance", "depth"]),
+    "probe_pieces": Param(str, str, "first"),  # first, mean or last
+    "probe_mdl": Param(_bool, lambda v: "1" if v else "0", False),
+    "probe_measure": Param(str, str, None),  # None: the first measure of the run
+    "probe_tree_sentence": Param(int, str, 0),  # index of a scored sentence, shown by its text
+    "probe_tree_layer": Param(int, str, None),  # shown by its name; None: the distance probe's best layer
 }
 # The parameters Streamlit binds itself (bind="query-params"): how a link or a lesson file spells each, and the
 # value the widget starts from (a page may start it elsewhere when that depends on the model, e.g. the last layer).

@@ -1,0 +1,116 @@
+"""`python -m bert probe --data FILE --tasks upos,deprel,arcs,distance,depth --model minilm`: probes on a treebank.
+
+    python -m bert probe --data ud-ewt --model minilm --json out/probes.json        # train on EWT dev, test on test
+    python -m bert probe --data mine.conllu --tasks upos,distance                    # a seeded 80/20 split
+    python -m bert probe --data test.conllu --train train.conllu --pieces mean --csv out/probes.csv --mdl
+
+One file: a seeded 80/20 split by sentence; with --train: train on that file, test on --data. Prints a table per
+task (a row per layer); --json writes {"model", "data", "tasks": {name: {"layers": [...], "best_layer", ...}},
+"baselines"}; --csv a row per (task, layer). Bad input: one line on stderr, exit status 2.
+
+Under torchrun each rank runs the model over its share of the sentences; rank 0 trains the probes and writes.
+"""
+from __future__ import annotations
+
+import csv
+import logging
+from pathlib import Path
+
+from ..devices import add_device_argument, log_device
+from ..errors import InvalidInputError
+
+log = logging.getLogger(__name__)
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--data", required=True,
+                        help="a .conllu file, a token-per-line file with label columns (.conll, .tsv, .txt), or ud-ewt "
+                             "(the built-in UD English EWT: trains on dev, tests on test; ud-ewt-dev, ud-ewt-test: one of them, split 80/20)")
+    parser.add_argument("--train", help="train on this file and test on --data (default: a seeded 80/20 split of --data)")
+    parser.add_argument("--tasks", help="comma-separated: upos, xpos, deprel (or a file's label columns), arcs, distance, depth "
+                                        "(default: every task the data supports)")
+    parser.add_argument("--model", default="minilm", help="minilm, a Hugging Face folder, or a cached hub id")
+    parser.add_argument("--pieces", choices=("first", "mean", "last"), default="first",
+                        help="a word's vector: its first (default), mean or last word piece's")
+    parser.add_argument("--json", type=Path, help="write the results as JSON here")
+    parser.add_argument("--csv", type=Path, help="write one row per (task, layer) as CSV here")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--mdl", action="store_true", help="also the MDL online code length (Voita & Titov 2020) of the word-tag tasks")
+    parser.add_argument("--max-train-words", type=int, default=5000,
+                        help="training examples per word-tag or arc task, a seeded sample (0: all; default 5000)")
+    parser.add_argument("--float16", action="store_true", help="store the word vectors in half precision")
+    add_device_argument(parser)
+
+
+def run(args) -> int:
+    from ..pretrained import load_pretrained
+    from ..pretraining.distributed import start, stop
+    from .treebank import builtin_treebank, read_treebank
+    from .treebank_probes import ProbeSettings, extract_train_test, probe_features
+
+    if args.data == "ud-ewt":
+        if args.train:
+            raise InvalidInputError("--data ud-ewt already trains on EWT dev and tests on EWT test; leave out --train")
+        train, test = builtin_treebank("dev"), builtin_treebank("test")
+    else:
+        test = read_treebank(args.data)
+        train = read_treebank(args.train) if args.train else None
+        if train is None:
+            train, test = test, None
+    tasks = [t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None
+    if args.max_train_words < 0:
+        raise InvalidInputError("--max-train-words must be 0 (all) or more")
+    settings = ProbeSettings(pieces=args.pieces, seed=args.seed, mdl=args.mdl, float16=args.float16,
+                             max_train_words=args.max_train_words or None)
+    ranks, device = start(args.device)
+    try:
+        model, tokenizer = load_pretrained(args.model, device=device)
+        if ranks.main:
+            log_device(model)
+        data = extract_train_test(model, tokenizer, train, test, tasks, settings)  # each rank its share
+    finally:
+        stop()
+    if not ranks.main:
+        return 0
+    report = probe_features(data, tasks, settings, args.model, device)
+    print(format_tables(report))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(report.to_json() + "\n", encoding="utf-8")
+    if args.csv:
+        write_csv(report, args.csv)
+    return 0
+
+
+def format_tables(report) -> str:
+    """A plain-text table per task, a row per layer, then the baselines and notes."""
+    lines = [f"model {report.model}, data {report.data}, pieces {report.settings.pieces}, seed {report.settings.seed}: "
+             f"{report.num_train_sentences} training and {report.num_test_sentences} test sentences"]
+    for name, result in report.tasks.items():
+        measures = [k for k in result.layers[0] if k != "layer"]
+        lines += ["", f"{name} (best layer {result.best_layer} by {result.primary}, expected layer "
+                      f"{'-' if result.expected_layer is None else f'{result.expected_layer:.2f}'}"
+                      f"{'' if result.selectivity_at_best is None else f', selectivity there {result.selectivity_at_best:.3f}'})"]
+        lines.append(f"{'layer':<12}" + "".join(f"{m:>20}" for m in measures))
+        for layer in result.layers:
+            lines.append(f"{report.layer_names[layer['layer']]:<12}" + "".join(f"{_number(layer[m]):>20}" for m in measures))
+    if report.baselines:
+        lines += ["", "baselines: " + ", ".join(f"{k} {_number(v)}" for k, v in report.baselines.items())]
+    for task, why in report.skipped_tasks.items():
+        lines.append(f"{task} not run: {why}")
+    lines += [f"note: {note}" for note in report.notes]
+    return "\n".join(lines)
+
+
+def write_csv(report, path: Path) -> None:
+    rows = report.csv_rows()
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def _number(value) -> str:
+    return "-" if value is None else f"{value:.4g}" if abs(value) >= 1000 else f"{value:.3f}"

@@ -1,0 +1,98 @@
+"""`python -m bert probe`: the JSON and CSV it writes, its table, and exit status 2 with one line for bad input.
+A tiny random model keeps it fast; the real entry point runs once in a subprocess."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from bert.__main__ import main
+from bert_test_support import synthetic_conllu
+
+MEASURES = {"accuracy", "control_accuracy", "selectivity"}
+
+
+@pytest.fixture(scope="module")
+def conllu_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("probe_cli") / "synthetic.conllu"
+    path.write_text(synthetic_conllu(30))
+    return path
+
+
+def test_json_and_csv_have_the_documented_shape(tiny_mlm_folder, conllu_file, tmp_path, capsys):
+    out_json, out_csv = tmp_path / "out" / "probes.json", tmp_path / "probes.csv"
+    status = main(["probe", "--data", str(conllu_file), "--model", str(tiny_mlm_folder), "--tasks", "upos,deprel,arcs,distance,depth",
+                   "--json", str(out_json), "--csv", str(out_csv), "--seed", "2", "--pieces", "mean", "--device", "cpu"])
+    assert status == 0
+    result = json.loads(out_json.read_text())
+    assert {"model", "data", "tasks", "baselines"} <= set(result) and result["model"] == str(tiny_mlm_folder)
+    assert result["pieces"] == "mean" and result["seed"] == 2 and result["data"] == "synthetic.conllu"
+    assert list(result["tasks"]) == ["upos", "deprel", "arcs", "distance", "depth"]
+    for name, task in result["tasks"].items():
+        assert [layer["layer"] for layer in task["layers"]] == [0, 1, 2] and task["best_layer"] in (0, 1, 2)
+        expected = MEASURES if name in ("upos", "deprel", "arcs") else {"uuas", "spearman"} if name == "distance" else {"root_accuracy", "spearman"}
+        assert all(set(layer) == expected | {"layer"} for layer in task["layers"]), name
+    assert {"linear_uuas", "layer0_uuas", "layer0_root_accuracy"} <= set(result["baselines"])
+    rows = list(csv.DictReader(out_csv.open()))
+    assert len(rows) == 5 * 3 and rows[0]["task"] == "upos" and rows[0]["layer_name"] == "embeddings"
+    table = capsys.readouterr().out
+    assert "upos (best layer" in table and "linear_uuas" in table and "control_accuracy" in table
+
+
+def test_with_a_training_file_it_tests_on_data(tiny_mlm_folder, conllu_file, tmp_path):
+    test_file = tmp_path / "test.conllu"
+    test_file.write_text(synthetic_conllu(6, seed=9))
+    out = tmp_path / "probes.json"
+    assert main(["probe", "--data", str(test_file), "--train", str(conllu_file), "--model", str(tiny_mlm_folder),
+                 "--tasks", "upos", "--json", str(out), "--mdl"]) == 0
+    result = json.loads(out.read_text())
+    assert result["num_train_sentences"] == 30 and result["num_test_sentences"] == 6
+    assert result["data"] == "test.conllu (trained on synthetic.conllu)"
+    assert {"codelength", "compression", "control_codelength"} <= set(result["tasks"]["upos"]["layers"][0])
+
+
+@pytest.mark.parametrize("case", ["missing file", "unknown task", "no usable sentence", "not utf-8", "ud-ewt with --train"])
+def test_bad_input_exits_2_with_one_line(tiny_mlm_folder, conllu_file, tmp_path, capsys, case):
+    bad = tmp_path / "bad.conllu"
+    arguments = {
+        "missing file": ["--data", str(tmp_path / "nothing.conllu")],
+        "unknown task": ["--data", str(conllu_file), "--tasks", "upos,height"],
+        "no usable sentence": ["--data", str(bad)],
+        "not utf-8": ["--data", str(bad)],
+        "ud-ewt with --train": ["--data", "ud-ewt", "--train", str(conllu_file)],
+    }[case]
+    bad.write_bytes(b"1\tdog\tdog\tNOUN\t_\t_\t5\troot\t_\t_\n" if case == "no usable sentence" else b"1\tcaf\xe9\n")
+    assert main(["probe", *arguments, "--model", str(tiny_mlm_folder)]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), lines
+    expected = {"missing file": "not a file", "unknown task": "'height'", "no usable sentence": "line 1: head 5 is outside",
+                "not utf-8": "line 1: not UTF-8", "ud-ewt with --train": "leave out --train"}[case]
+    assert expected in lines[0]
+
+
+def test_the_real_entry_point(tiny_mlm_folder, conllu_file):
+    result = subprocess.run(
+        [sys.executable, "-m", "bert", "probe", "--data", str(conllu_file), "--model", str(tiny_mlm_folder), "--tasks", "upos"],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert "upos (best layer" in result.stdout
+
+
+def test_a_column_file_makes_every_label_column_a_task(tiny_mlm_folder, tmp_path):
+    """CoNLL-2003 style: a word and label columns per line; -DOCSTART- ignored; no tree, so no tree tasks."""
+    rows = ["-DOCSTART- -X- O", ""]
+    for number in range(20):
+        rows += ["the DT O", f"{'dog' if number % 2 else 'cat'} NN B-ANIMAL", "barked VBD O", ". . O", ""]
+    path = tmp_path / "ner.txt"
+    path.write_text("\n".join(rows))
+    out = tmp_path / "ner.json"
+    assert main(["probe", "--data", str(path), "--model", str(tiny_mlm_folder), "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert list(result["tasks"]) == ["column2", "column3"] and result["num_test_sentences"] == 4
+    assert "linear_uuas" not in result["baselines"]
+    assert main(["probe", "--data", str(path), "--model", str(tiny_mlm_folder), "--tasks", "distance"]) == 2

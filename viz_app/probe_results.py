@@ -1,0 +1,117 @@
+"""The probes page's treebank results, from a run as viz_app/treebank_runs.py keeps it: the per-layer curves with
+their controls and baselines, a summary per task, one sentence's predicted tree against the gold tree, and the CSV
+and JSON downloads."""
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from viz_app import state, widgets
+from viz_app.charts.dependency_tree import tree_chart
+from viz_app.charts.probe_layers import MEASURES, layer_curves_chart, measures_in
+from viz_app.probe_data import PIECES
+from viz_app.treebank_runs import ProbeData, SentenceTrees, TreebankRun
+
+
+def show(result: TreebankRun, data: ProbeData) -> None:
+    """Everything a finished run shows, top to bottom."""
+    run = result.run
+    names = run["layer_names"]
+    for task, reason in run["skipped_tasks"].items():
+        st.warning(f"{widgets.escape_markdown(task)}: {widgets.escape_markdown(reason)}")
+    if not run["tasks"]:
+        return
+    show_curves(run, names)
+    st.subheader("Summary per task")
+    show_summary(run, names)
+    if run["notes"]:
+        st.caption(widgets.escape_markdown("; ".join(run["notes"])) + ".")
+    st.caption(f"On {data.description}: {run['num_train_sentences']} sentences trained the probes and "
+               f"{run['num_test_sentences']} scored them; seed {run['seed']}.")
+    downloads(result, f"probes_{data.key[0]}")
+    if result.trees:
+        show_tree(result.trees, names, run["tasks"]["distance"]["best_layer"])
+    elif "distance" in data.tasks:
+        st.caption("Add the distance task to see one sentence's predicted tree drawn against its gold tree.")
+
+
+def summary_table(run: dict, layer_names: list[str]) -> pd.DataFrame:
+    """Per task: its main measure at the best layer and at layer 0, the best layer, Tenney's expected layer, the
+    selectivity at the best layer."""
+    rows = []
+    for name, task in run["tasks"].items():
+        measure, best = task["primary_measure"], task["best_layer"]
+        expected = task["expected_layer"]
+        rows.append({"task": name, "measure": MEASURES[measure][0], "best layer": layer_names[best],
+                     "score at the best layer": task["layers"][best][measure],
+                     "score at layer 0": task["layers"][0][measure],
+                     "expected layer": None if expected is None else round(expected, 2),
+                     "selectivity at the best layer": task["selectivity_at_best"]})
+    return pd.DataFrame(rows)
+
+
+def show_curves(run: dict, layer_names: list[str]) -> None:
+    measures = measures_in(run)
+    state.clamp("probe_measure", measures, measures[0])
+    left, middle, right = st.columns([2, 1, 1])
+    measure = left.selectbox("Measure", measures, format_func=lambda m: MEASURES[m][0], key="probe_measure",
+                             persist_state="session")
+    controls = middle.toggle("Control tasks", value=True, key="probe_show_controls",
+                             help="Dashed: the same probe on random labels fixed per word type (Hewitt & Liang 2019).")
+    layer0 = right.toggle("Layer-0 lines", value=True, key="probe_show_layer0",
+                          help="Dotted: each task's score at the embeddings, before any layer has mixed the words.")
+    chart = layer_curves_chart(run, measure, layer_names, controls, layer0, note=pieces_note(run["pieces"]))
+    widgets.show_chart(chart, key="probe_curves")
+
+
+def show_summary(run: dict, layer_names: list[str]) -> None:
+    scores = {column: st.column_config.NumberColumn(format="%.3f") for column in
+              ("score at the best layer", "score at layer 0", "selectivity at the best layer")}
+    scores["expected layer"] = st.column_config.NumberColumn(
+        help="Sum over the layers of layer × its gain, divided by the sum of the gains; a layer's gain is how much it "
+        "raises the best score so far. Empty when no layer beats the embeddings.")
+    st.dataframe(summary_table(run, layer_names), hide_index=True, column_config=scores)
+    baseline = run["baselines"].get("linear_uuas")
+    st.caption(
+        f"{pieces_note(run['pieces']).capitalize()} ({run['pieces']}). Expected layer (Tenney et al. 2019): the layers "
+        "weighted by how much each adds to the score, so a task solved early has a low expected layer."
+        + ("" if baseline is None else f" UUAS of the linear chain (each word joined to the next): {baseline:.3f}.")
+    )
+
+
+def downloads(result: TreebankRun, name: str) -> None:
+    left, right = st.columns(2)
+    left.download_button("JSON of the whole run", data=result.json,
+                         file_name=f"{name}.json", mime="application/json", key="probe_json", on_click="ignore",
+                         icon=":material/download:")
+    right.download_button("CSV: every task at every layer", data=lambda: pd.DataFrame(result.rows).assign(pieces=result.run["pieces"]).to_csv(index=False),
+                          file_name=f"{name}.csv", mime="text/csv", key="probe_csv", on_click="ignore",
+                          icon=":material/download:")
+
+
+def show_tree(trees: tuple[SentenceTrees, ...], layer_names: list[str], best_layer: int) -> None:
+    st.subheader("One sentence: the predicted tree against the gold tree")
+    options = list(range(len(trees)))
+    state.clamp("probe_tree_sentence", options, 0)
+    index = st.selectbox(f"Sentence (the first {len(trees)} scored ones)", options, key="probe_tree_sentence",
+                         persist_state="session", format_func=lambda i: f"{i + 1}: {_shorten(' '.join(trees[i].words))}")
+    layers = list(range(len(layer_names)))
+    state.clamp("probe_tree_layer", layers, best_layer)
+    layer = st.select_slider("Layer", layers, key="probe_tree_layer", format_func=layer_names.__getitem__,
+                             persist_state="session",
+                             help="Starts at the distance probe's best layer (highest UUAS).")
+    tree = trees[index]
+    predicted = tree.predicted[layer]
+    found = len(set(tree.gold) & set(predicted))
+    chart = tree_chart(tree.words, tree.gold, predicted,
+                       f"{layer_names[layer]}: {found} of the {len(tree.gold)} gold arcs found",
+                       gold_labels=tree.labels, excluded=tree.excluded, name=f"probe_tree_{index + 1}_layer_{layer}")
+    widgets.show_chart(chart, key="probe_tree")
+
+
+def pieces_note(pieces: str) -> str:
+    return f"a word's vector is {PIECES[pieces]}"
+
+
+def _shorten(text: str, most: int = 90) -> str:
+    return text if len(text) <= most else text[: most - 1] + "…"
