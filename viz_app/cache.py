@@ -13,6 +13,7 @@
 - what a view derives from that pass, computed once per input and shared the same way: the per-head
   attention statistics (only the attention page pays for them).
 - the embedding tables' analysis per model (PCA, cosines, subspaces): `st.cache_data`.
+- the room where tiny BERTs train live (one run at a time per server): `st.cache_resource`.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from viz_app import architecture
 from viz_app import forward as fw
 from viz_app import models
 from viz_app.tables import EmbeddingTables, embedding_tables, weight_tables
+from viz_app.tiny_training import TrainingRoom
 
 
 @st.cache_resource(show_spinner="Loading the model (once, shared by every session)…", max_entries=4)
@@ -93,3 +95,9 @@ def tables(source: str, folder: str | None, revision: str) -> EmbeddingTables:
 def subspaces(source: str, folder: str | None, revision: str, k: int) -> es.SubspaceReport:
     directions = tables(source, folder, revision).directions
     return es.subspace_report(weight_tables(load_model(source, folder, revision).model), k, directions=directions)
+
+
+@st.cache_resource(show_spinner=False)
+def training_room() -> TrainingRoom:
+    """The server's one room for live tiny-BERT runs: one run at a time, finished runs kept per settings."""
+    return TrainingRoom()
