@@ -1,7 +1,7 @@
 """The tiny BERT runs the "How BERT was trained" page shows at once: their logs (no weights) in bert/data/tiny_runs/.
 
     python recipes/tiny_runs.py            # every default run, one after the other (minutes each on 2 CPU cores)
-    python recipes/tiny_runs.py --only mlm-L2-H128-300steps-seed0
+    python recipes/tiny_runs.py --only mlm-L2-H128-800steps-seed0
 
 Each run is bert.pretraining.miniature.train_tiny with the settings below: the masked-LM and the left-to-right
 model of the same size (Devlin et al. 2019, figure 5, in miniature) and three sizes (their table 6, in miniature).
@@ -52,7 +52,7 @@ if __name__ == "__main__":
     torch.set_num_threads(1)  # one core: on a shared 2-core machine, two threads wait on each other (20x slower under load)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", help="one run's name, e.g. mlm-L2-H128-300steps-seed0")
+    parser.add_argument("--only", help="one run's name, e.g. mlm-L2-H128-800steps-seed0")
     only = parser.parse_args().only
     OUT.mkdir(parents=True, exist_ok=True)
     for settings in RUNS:
