@@ -66,10 +66,11 @@ def direction_comparison() -> None:
     widgets.show_chart(charts.loss_curves(runs, "Held-out loss, masked LM and left-to-right", heldout_only=True), key="direction_loss")
     widgets.show_chart(charts.cloze_chart(runs), key="direction_cloze")
     rows = {label: run.right_context for label, run in runs.items()}
-    st.markdown(" · ".join(f"**{label}**: {r['top1']:.0%} top-1, {r['top5']:.0%} top-5 of {r['sentences']} sentences"
-                           for label, r in rows.items()))
+    st.markdown(" · ".join(f"**{label}** after {runs[label].evals[-1]['step']} steps: answer loss {r['loss']:.2f}, "
+                           f"{r['top1']:.0%} top-1, {r['top5']:.0%} top-5 of {r['sentences']} sentences" for label, r in rows.items()))
     table = pd.DataFrame({"sentence": [r["sentence"] for r in rows["masked LM"]["per_sentence"]],
                           "answer": ["/".join(r["answers"]) for r in rows["masked LM"]["per_sentence"]],
+                          **{f"{label}: rank of the answer": [r["answer_rank"] for r in rows[label]["per_sentence"]] for label in rows},
                           **{f"{label}: 5 best guesses": [", ".join(r["guesses"]) for r in rows[label]["per_sentence"]] for label in rows}})
     with st.expander("Every sentence's guesses"):
         st.dataframe(table, hide_index=True)

@@ -81,19 +81,18 @@ def size_chart(runs: dict[str, RunLog]) -> Chart:
 
 
 def cloze_chart(runs: dict[str, RunLog]) -> Chart:
-    """Right-context cloze top-1 and top-5 accuracy over training, one line per run."""
+    """The right-context set's answer loss (mean −log p of the answer at the [MASK]) over training, one line per run."""
     figure, rows = go.Figure(), []
     for index, (label, run) in enumerate(runs.items()):
-        colour = RUN_COLOURS[index % len(RUN_COLOURS)]
-        steps = [e["step"] for e in run.evals]
-        for k, dash in (("top5", "solid"), ("top1", "dot")):
-            values = [e[f"right_context_{k}"] for e in run.evals]
-            figure.add_trace(go.Scatter(x=steps, y=values, mode="lines+markers", name=f"{label}: {k.replace('top', 'top-')}",
-                                        line=dict(color=colour, dash=dash)))
-            rows += [{"run": label, "step": s, k: v} for s, v in zip(steps, values)]
-    layout(figure, "Right-context cloze sentences answered", height=340, xaxis=dict(title="step"),
-           yaxis=dict(title="share of sentences", tickformat=".0%", rangemode="tozero"), **legend_on_top())
-    return Chart(figure, pd.DataFrame(rows), "right_context_cloze")
+        evals = [e for e in run.evals if "right_context_loss" in e]
+        steps, values = [e["step"] for e in evals], [e["right_context_loss"] for e in evals]
+        figure.add_trace(go.Scatter(x=steps, y=values, mode="lines+markers", name=html.escape(label),
+                                    line=dict(color=RUN_COLOURS[index % len(RUN_COLOURS)], width=3)))
+        rows += [{"run": label, "step": s, "answer_loss": v} for s, v in zip(steps, values)]
+    layout(figure, "Right-context cloze: how surprised each model is by the answer", height=340, xaxis=dict(title="step"),
+           yaxis=dict(title="mean −log p(answer)"), **legend_on_top())
+    return Chart(figure, pd.DataFrame(rows), "right_context_cloze",
+                 "Lower is better: e^−loss is the probability the model gives the answer on average (geometric mean).")
 
 
 def guesses_table(run: RunLog) -> pd.DataFrame:
