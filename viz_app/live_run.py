@@ -42,9 +42,12 @@ def render() -> None:
     elif room.current is not None and room.current.owner != owner:
         st.info(f"Another run is training on this server ({_describe(room.current.settings)}, step {room.current.step} of "
                 f"{room.current.settings.steps}): yours can start when it ends.", icon=":material/group:")
-    if mine is not None and mine.settings == settings and not mine.finished.is_set():
-        _live(mine)
-        return
+    if mine is not None and not mine.finished.is_set():
+        if mine.settings == settings:
+            _live(mine)
+            return
+        st.info(f"Your run ({_describe(mine.settings)}, {mine.settings.steps} steps) is still training: choose its settings "
+                "again to watch it.", icon=":material/pending:")
     job = mine if mine is not None and mine.settings == settings else room.finished(settings)
     if job is not None and job.error:
         st.error(f"The run failed: {job.error}")
