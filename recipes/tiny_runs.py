@@ -4,8 +4,9 @@
     python recipes/tiny_runs.py --only mlm-L2-H128-800steps-seed0
     python recipes/tiny_runs.py --report   # the shipped logs' figures, as a Markdown table
 
-Each run is bert.pretraining.miniature.train_tiny with the settings below: the masked-LM and the left-to-right
-model of the same size (Devlin et al. 2019, figure 5, in miniature) and three sizes (their table 6, in miniature).
+Each run is bert.pretraining.miniature.train_tiny with its DEFAULT_RUNS settings: the page's live default, the
+masked-LM and the left-to-right model of the same size (Devlin et al. 2019, figure 5, in miniature) and three
+sizes (their table 6, in miniature).
 Each log records when, where and under what load it ran.
 """
 from __future__ import annotations
@@ -22,10 +23,10 @@ from pathlib import Path
 
 import torch
 
-from bert.pretraining.miniature import DIRECTIONS, SIZES, TinySettings, train_tiny
+from bert.pretraining.miniature import DEFAULT_RUNS, TinySettings, train_tiny
 
 OUT = Path(__file__).resolve().parent.parent / "bert" / "data" / "tiny_runs"
-RUNS = list(dict.fromkeys(DIRECTIONS + SIZES))  # the page's default live run (2 layers, hidden 128) is in both
+RUNS = DEFAULT_RUNS
 
 
 def environment() -> dict:

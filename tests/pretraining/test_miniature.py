@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bert.pretraining.miniature import DIRECTIONS, SIZES, RunLog, TinySettings, train_tiny
+from bert.pretraining.miniature import DEFAULT_RUNS, RunLog, TinySettings, train_tiny
 
 SHIPPED = Path(__file__).resolve().parents[2] / "bert" / "data" / "tiny_runs"
 QUICK = TinySettings(layers=1, hidden=32, heads=2, steps=6, batch_size=8, eval_every=3, eval_batches=1, warmup_steps=2)
@@ -33,7 +33,7 @@ def test_on_step_sees_every_step_and_a_stop_ends_the_run(tmp_path):
     assert not model.training
 
 
-@pytest.mark.parametrize("settings", list(dict.fromkeys(DIRECTIONS + SIZES)), ids=lambda s: s.name)
+@pytest.mark.parametrize("settings", DEFAULT_RUNS, ids=lambda s: s.name)
 def test_the_shipped_logs_are_what_their_settings_say(settings):
     path = SHIPPED / f"{settings.name}.json"
     if not path.is_file():
