@@ -75,8 +75,10 @@ def size_chart(runs: dict[str, RunLog]) -> Chart:
     figure = go.Figure(go.Scatter(x=table["parameters"], y=table["heldout_loss"], mode="lines+markers+text",
                                   text=[html.escape(m) for m in table["model"]], textposition="top center",
                                   marker=dict(size=12, color="#3b6fb6")))
+    low, high = table["heldout_loss"].min(), table["heldout_loss"].max()
+    room = max(high - low, 0.05) * 0.25  # space for the labels above the points
     layout(figure, "Held-out loss after the same number of steps, by model size", height=340,
-           xaxis=dict(title="parameters", type="log"), yaxis=dict(title="held-out loss (nats)"))
+           xaxis=dict(title="parameters", type="log"), yaxis=dict(title="held-out loss (nats)", range=[low - room, high + room]))
     return Chart(figure, table, "size_vs_heldout_loss")
 
 
