@@ -65,8 +65,8 @@ def mask_example(tokenizer: BertTokenizer, batch: Batch, seed: int, whole_word: 
     original, corrupted, labels = batch.input_ids[0].tolist(), corrupted[0].tolist(), labels[0].tolist()
     kinds = [None if label == IGNORE else "mask" if shown == tokenizer.mask_id else "kept" if shown == token else "random"
              for token, shown, label in zip(original, corrupted, labels)]
-    names = lambda ids: [tokenizer.id_to_token(i) for i in ids]  # noqa: E731
-    return MaskedExample(names(original), names(corrupted), corrupted, labels, kinds, seed, truncated)
+    tokens, shown = ([tokenizer.id_to_token(i) for i in ids] for ids in (original, corrupted))
+    return MaskedExample(tokens, shown, corrupted, labels, kinds, seed, truncated)
 
 
 def sentence_pairs(tokenizer: BertTokenizer, text: str, seed: int, task: str = "nsp") -> list[PairExample]:
