@@ -90,7 +90,7 @@ def direction_reading(mlm: RunLog, ltr: RunLog) -> str:
         return text + "On the right-context sentences the masked LM is ahead as well."
     return text + (f"On the right-context sentences it is not ahead: top-5 {a['top5']:.0%} against {b['top5']:.0%}, answer "
                    f"loss {a.get('loss', float('nan')):.2f} against {b.get('loss', float('nan')):.2f}. Models this small, "
-                   "trained this briefly, guess frequent words and have not yet learned to use the clue after the gap; "
+                   "trained this briefly, have not yet learned to use the clue after the gap; "
                    "the paper's figure 5 follows BERT-base for a million steps.")
 
 
