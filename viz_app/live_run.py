@@ -89,7 +89,8 @@ def _draw(log: RunLog, settings: TinySettings, job: Job | None = None, live: boo
     with st.expander("Its guesses at every evaluation"):
         st.dataframe(charts.guesses_table(log), hide_index=True)
     steps = [e["step"] for e in log.evals]
-    chosen = st.select_slider("Attention at step", steps, value=steps[-1], key="tiny_attention_step")
+    key = f"tiny_attention_step_{len(steps)}" if live else "tiny_attention_step"  # live: follow each new evaluation
+    chosen = st.select_slider("Attention at step", steps, value=steps[-1], key=key)
     layer, head = log.attention_at
     pattern = np.asarray(next(e for e in log.evals if e["step"] == chosen)["attention"])
     widgets.show_chart(pattern_heatmap(pattern, log.watch_tokens, list(range(len(log.watch_tokens))), layer, head), key="tiny_attention")
