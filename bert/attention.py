@@ -33,6 +33,13 @@ def mask_padding(scores: torch.Tensor, attention_mask: torch.Tensor | None) -> t
     return scores.masked_fill(padded_key, torch.finfo(scores.dtype).min)
 
 
+def mask_future(scores: torch.Tensor) -> torch.Tensor:
+    """Give every key to the right of its query (key > query) the lowest score: a left-to-right model."""
+    query, key = scores.shape[-2:]
+    future = torch.ones(query, key, dtype=torch.bool, device=scores.device).triu(1)  # [query, key]
+    return scores.masked_fill(future, torch.finfo(scores.dtype).min)
+
+
 def weighted_values(pattern: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """Each query's attention-weighted average of the values:
     [batch, head, query, key] x [batch, head, key, head_dim] -> [batch, head, query, head_dim]."""

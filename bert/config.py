@@ -20,6 +20,7 @@ class BertConfig:
     activation: str = "gelu"  # "gelu" (exact, erf) or "gelu_tanh" (the tanh approximation, HF's "gelu_new")
     pad_token_id: int = 0  # id of [PAD]
     classifier_dropout: float | None = None  # dropout before a classifier or tagger; None: hidden_dropout (as Hugging Face)
+    causal: bool = False  # True: each position attends only to itself and its left (a left-to-right model); BERT: False
 
     def __post_init__(self):
         if self.hidden_size % self.num_heads:
@@ -62,6 +63,7 @@ class BertConfig:
         "attention_probs_dropout_prob": "attention_dropout",
         "pad_token_id": "pad_token_id",
         "classifier_dropout": "classifier_dropout",
+        "is_decoder": "causal",  # Hugging Face's BertModel attends left-to-right when is_decoder is true
     }
     _HF_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh"}
 

@@ -61,6 +61,7 @@ class PureSelfAttentionLayer(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
         self.num_heads = config.num_heads
+        self.causal = config.causal  # left-to-right: no query sees the keys to its right
         self.project_query = PackedLinear(config.hidden_size, config.hidden_size)
         self.project_key = PackedLinear(config.hidden_size, config.hidden_size)
         self.project_value = PackedLinear(config.hidden_size, config.hidden_size)
@@ -68,7 +69,7 @@ class PureSelfAttentionLayer(nn.Module):
         self.hook_q = HookPoint()  # [batch, head, query, head_dim]
         self.hook_k = HookPoint()  # [batch, head, key, head_dim]
         self.hook_v = HookPoint()  # [batch, head, key, head_dim]
-        self.hook_scores = HookPoint()  # [batch, head, query, key] scaled, padded keys at the dtype's minimum
+        self.hook_scores = HookPoint()  # [batch, head, query, key] scaled, padded (and, if causal, later) keys at the dtype's minimum
         self.hook_pattern = HookPoint()  # [batch, head, query, key] softmax of the scores; rows sum to 1
         self.hook_z = HookPoint()  # [batch, head, query, head_dim] each head's output (weighted values)
 
@@ -76,7 +77,8 @@ class PureSelfAttentionLayer(nn.Module):
         q = self.hook_q(attn.split_heads(self.project_query(x), self.num_heads))
         k = self.hook_k(attn.split_heads(self.project_key(x), self.num_heads))
         v = self.hook_v(attn.split_heads(self.project_value(x), self.num_heads))
-        scores = self.hook_scores(attn.mask_padding(attn.attention_scores(q, k), attention_mask))
+        scores = attn.mask_padding(attn.attention_scores(q, k), attention_mask)
+        scores = self.hook_scores(attn.mask_future(scores) if self.causal else scores)
         pattern = self.hook_pattern(scores.softmax(dim=-1))
         z = self.hook_z(attn.weighted_values(self.dropout(pattern), v))
         return attn.merge_heads(z)  # [batch, seq, hidden]

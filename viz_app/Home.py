@@ -33,6 +33,10 @@ pages = {
         st.Page("../pages/15_word_contexts.py", title="One word, many contexts", icon=":material/compare_arrows:",
                 url_path="word_contexts"),
     ],
+    "How it was trained": [
+        st.Page("../pages/16_how_bert_was_trained.py", title="How BERT was trained", icon=":material/model_training:",
+                url_path="how_bert_was_trained"),
+    ],
     "Fine-tuning": [
         st.Page("../pages/12_sentence_tasks.py", title="Sentence tasks", icon=":material/rule:", url_path="sentence_tasks"),
         st.Page("../pages/13_compare_models.py", title="Compare two models", icon=":material/compare:",

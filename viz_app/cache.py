@@ -19,14 +19,14 @@
   probes only read them), at most TREEBANK_FEATURE_ENTRIES sets for an hour: BERT-base on all of UD EWT is about
   2 GB. Each run of the probes on them: `st.cache_data`, so other tasks or seeds on the same data skip the model.
 - every other analysis a page runs (probes, corpus head statistics, logit lens, head ablation, attention flow,
-  saliency, a word's contexts, sentence tasks, model comparison, a lesson's step and its figures): `st.cache_data`, keyed by the model's
-  (source, folder, revision) and the inputs, never by the model object.
+  saliency, a word's contexts, sentence tasks, model comparison, a lesson's step and its figures):
+  `st.cache_data`, keyed by the model's (source, folder, revision) and the inputs, never by the model object.
+- the room where tiny BERTs train live (one run at a time per server): `st.cache_resource`.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import hashlib
+from typing import TYPE_CHECKING
 from pathlib import Path
 
 import numpy as np
@@ -55,6 +55,7 @@ from viz_app import treebank_runs as tr
 from viz_app import sentence_tasks as tasks
 from viz_app import word_contexts as wc
 from viz_app.tables import EmbeddingTables, embedding_tables, weight_tables
+from viz_app.tiny_training import TrainingRoom
 
 if TYPE_CHECKING:  # the lesson modules import this one
     from viz_app.charts.base import Chart
@@ -346,3 +347,9 @@ def lesson_charts(source, folder, revision, page: str, state: dict) -> list[Char
     from viz_app.lessons.views import view_charts
 
     return view_charts(page, load_model(source, folder, revision), state)
+
+
+@st.cache_resource(show_spinner=False)
+def training_room() -> TrainingRoom:
+    """The server's one room for live tiny-BERT runs: one run at a time, finished runs kept per settings."""
+    return TrainingRoom()

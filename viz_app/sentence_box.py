@@ -23,7 +23,7 @@ class SentenceInput:
     problem: fw.InputProblem | None
 
 
-PAGES_WITHOUT = {"probes", "head_statistics", "word_contexts"}  # pages (url_path) that read no sentence: no box
+PAGES_WITHOUT = {"probes", "head_statistics", "word_contexts", "how_bert_was_trained"}  # pages (url_path) that read no shared sentence: no box
 
 
 def render(url_path: str, loaded: models.LoadedModel | None, source: str | None) -> SentenceInput | None:

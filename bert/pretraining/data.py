@@ -68,7 +68,7 @@ def batches(path: str | Path, tokenizer: BertTokenizer, config: DataConfig, seed
     rng = random.Random(f"{seed}-{epoch}")
     with open(path, encoding="utf-8") as lines:
         while chunk := list(itertools.islice(lines, config.chunk_lines)):
-            examples = _pair_examples(chunk, tokenizer, config, rng) if config.pair_task else _single_examples(chunk, tokenizer, config)
+            examples = pair_examples(chunk, tokenizer, config, rng) if config.pair_task else single_examples(chunk, tokenizer, config)
             rng.shuffle(examples)
             examples.sort(key=lambda e: len(e[0]))  # similar lengths together: little padding
             groups = [examples[i : i + config.batch_size] for i in range(0, len(examples), config.batch_size)]
@@ -109,7 +109,8 @@ def collate(examples: list[tuple[list[int], list[int], int]], tokenizer: BertTok
     return Batch(ids, types, attention_mask, maskable, nsp)
 
 
-def _single_examples(chunk: list[str], tokenizer: BertTokenizer, config: DataConfig):
+def single_examples(chunk: list[str], tokenizer: BertTokenizer, config: DataConfig):
+    """[CLS] line [SEP] for each non-empty line, cut to max_length: (ids, segment ids, -1)."""
     texts = [line.strip() for line in chunk if line.strip()]
     room = config.max_length - 2
     return [
@@ -119,7 +120,9 @@ def _single_examples(chunk: list[str], tokenizer: BertTokenizer, config: DataCon
     ]
 
 
-def _pair_examples(chunk: list[str], tokenizer: BertTokenizer, config: DataConfig, rng: random.Random):
+def pair_examples(chunk: list[str], tokenizer: BertTokenizer, config: DataConfig, rng: random.Random):
+    """[CLS] A [SEP] B [SEP] for each adjacent pair of lines in a document (blank lines end documents), B
+    replaced or A and B swapped as nsp.make_pairs draws: (ids, segment ids, label), in document order."""
     documents, current = [], []
     for line in chunk + [""]:
         if line.strip():

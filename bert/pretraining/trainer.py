@@ -10,6 +10,7 @@ import shutil
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Callable
 
 import torch
 import torch.nn.functional as F
@@ -97,6 +98,11 @@ def make_scheduler(optimizer: torch.optim.Optimizer, warmup_steps: int, steps: i
 def mask_batch(batch: Batch, tokenizer: BertTokenizer, config: TrainConfig, generator: torch.Generator):
     words = word_numbers(batch.input_ids, batch.maskable, tokenizer) if config.whole_word else None
     return mask_tokens(batch.input_ids, batch.maskable, tokenizer.mask_id, tokenizer.vocab_size, generator, config.mask_probability, words)
+
+
+def masking_generator(seed: int, step: int) -> torch.Generator:
+    """The CPU generator that masks training step `step` of a run seeded `seed`."""
+    return torch.Generator().manual_seed(seed * 1_000_003 + step)
 
 
 def pretraining_loss(
@@ -196,15 +202,21 @@ def train(
     config: TrainConfig,
     data: DataConfig = DataConfig(),
     resume: bool = True,
+    on_step: Callable[[int, dict[str, float], dict | None], bool | None] | None = None,
 ) -> dict:
     """Train on the model's device, writing `out_dir/checkpoint` every `checkpoint_every` steps and
     `out_dir/log.jsonl` evaluations. With resume=True and a checkpoint present, continue exactly where it stopped.
+
+    on_step(step, losses, evaluation), in a single process only, is called after every update (`evaluation`: that
+    step's held-out metrics, None between evaluations); a true return stops the run there, with a checkpoint.
 
     In an initialised process group (torchrun), train data-parallel: `data.batch_size` examples per rank, a global
     batch of batch_size x world (distributed.py); rank 0 evaluates, logs and writes the checkpoint, every rank
     reads it to resume (on several machines, `out_dir` must be a shared folder).
     """
     ranks, device, out_dir = Ranks.current(), model_device(model), Path(out_dir)
+    if on_step is not None and ranks.world > 1:
+        raise ValueError("on_step is for single-process runs: a stop on one rank would leave the others waiting")
     global_data = replace(data, batch_size=data.batch_size * ranks.world)
     out_dir.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(config.seed)
@@ -227,20 +239,24 @@ def train(
     metrics: dict = {}
     progress = tqdm(total=config.steps, initial=step, desc="pretrain", unit="step", dynamic_ncols=True, disable=not ranks.main)
     tokens, started = 0, time.perf_counter()
-    while step < config.steps:
+    stop = False
+    while step < config.steps and not stop:
         batch = next(stream)
-        loss = train_step(objective, tokenizer, batch, optimizer, scheduler, config, step)["loss"]
+        losses = train_step(objective, tokenizer, batch, optimizer, scheduler, config, step)
+        loss = losses["loss"]
         step += 1
         tokens += batch.num_tokens
         progress.update(1)
         progress.set_postfix(loss=f"{loss:.3f}", tok_s=f"{tokens / (time.perf_counter() - started):.0f}", lr=f"{scheduler.get_last_lr()[0]:.2e}")
-        if ranks.main and (step % config.eval_every == 0 or step == config.steps):  # without held-out text, the training loss only
+        evaluated = ranks.main and (step % config.eval_every == 0 or step == config.steps)
+        if evaluated:  # without held-out text, the training loss only
             metrics = {"step": step, "train_loss": loss, **(evaluate(model, tokenizer, heldout, config) if heldout else {}),
                        "global_batch": global_data.batch_size, "ranks": ranks.world, "tokens_per_s": round(tokens / (time.perf_counter() - started))}
             log.info("step %d: %s", step, metrics)
             with open(out_dir / "log.jsonl", "a") as f:
                 f.write(json.dumps(metrics) + "\n")
-        if ranks.main and (step % config.checkpoint_every == 0 or step == config.steps):
+        stop = bool(on_step and on_step(step, losses, metrics if evaluated else None))
+        if ranks.main and (step % config.checkpoint_every == 0 or step == config.steps or stop):
             save_checkpoint(out_dir / "checkpoint", model, optimizer, scheduler, step, config, global_data.batch_size)
     progress.close()
     barrier(ranks)  # every rank returns once the last checkpoint is written
@@ -256,7 +272,7 @@ def train_step(objective, tokenizer, batch: Batch, optimizer, scheduler, config:
     Returns the global batch's losses.
     """
     ranks, device = Ranks.current(), model_device(objective)
-    generator = torch.Generator().manual_seed(config.seed * 1_000_003 + step)
+    generator = masking_generator(config.seed, step)
     seed_dropout(config.seed, step, ranks)
     corrupted, labels = mask_batch(batch, tokenizer, config, generator)
     totals = (int((labels != IGNORE).sum()), len(batch.input_ids) if batch.nsp_labels is not None else 0)

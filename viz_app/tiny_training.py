@@ -1,0 +1,96 @@
+"""The live tiny-BERT run of the "How BERT was trained" page: one run at a time per server, in a background thread.
+
+A `TrainingRoom` is shared by every session (viz_app/cache.py holds the one instance). It starts a run unless
+another is going (then the caller is told who is ahead: the queue), keeps finished runs per settings (settings
+include the seed), and writes each finished model as a Hugging Face folder that the model picker can open.
+No Streamlit here: the page polls `job.log`, which the training thread grows in place.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import tempfile
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from bert.checkpoint import save_hf_folder
+from bert.pretraining.miniature import TINY_VOCAB, RunLog, TinySettings, train_tiny
+
+log = logging.getLogger(__name__)
+
+SHIPPED_RUNS = Path(__file__).resolve().parent.parent / "bert" / "data" / "tiny_runs"  # recipes/tiny_runs.py
+KEPT_RUNS = 8  # finished runs the room remembers (each a few kB of log and a 6 MB model folder)
+
+
+@dataclass
+class Job:
+    settings: TinySettings
+    owner: str  # the session that started it
+    log: RunLog | None = None  # grows while it trains
+    model_folder: str | None = None  # a Hugging Face folder of the trained model, once done
+    error: str | None = None
+    stop: threading.Event = field(default_factory=threading.Event)
+    finished: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def step(self) -> int:
+        return len(self.log.train_loss) if self.log else 0
+
+
+class TrainingRoom:
+    """At most one run at a time; finished runs kept per settings, so the same settings come back at once."""
+
+    def __init__(self, root: str | Path | None = None):
+        self.root = Path(root or tempfile.mkdtemp(prefix="inside-bert-tiny-"))
+        self._lock = threading.Lock()
+        self.current: Job | None = None
+        self._finished: OrderedDict[TinySettings, Job] = OrderedDict()
+
+    def start(self, settings: TinySettings, owner: str) -> tuple[str, Job | None]:
+        """("finished", the kept job) | ("started", the new job) | ("busy", the job that holds the room)."""
+        with self._lock:
+            if settings in self._finished:
+                return "finished", self._finished[settings]
+            if self.current is not None:
+                return "busy", self.current
+            job = self.current = Job(settings, owner)
+        threading.Thread(target=self._train, args=(job,), name=f"tiny-bert {settings.name}", daemon=True).start()
+        return "started", job
+
+    def finished(self, settings: TinySettings) -> Job | None:
+        with self._lock:
+            return self._finished.get(settings)
+
+    def _train(self, job: Job) -> None:
+        folder = Path(tempfile.mkdtemp(prefix=job.settings.name + "-", dir=self.root))
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)  # one core: on a small shared machine two threads wait on each other
+        try:
+            result, model, _ = train_tiny(job.settings, folder / "work", lambda grown: setattr(job, "log", grown), job.stop.is_set)
+            job.log = result
+            job.model_folder = str(save_hf_folder(model, folder / "model", TINY_VOCAB))
+        except Exception as error:  # a failed run must free the room and say why, not take the server down
+            log.exception("tiny run %s failed", job.settings.name)
+            job.error = f"{type(error).__name__}: {error}"
+        finally:
+            torch.set_num_threads(threads)
+            shutil.rmtree(folder / "work", ignore_errors=True)  # text and optimizer state; the model folder stays
+            with self._lock:
+                if job.error is None and job.log is not None and job.log.stopped_at is None:
+                    self._finished[job.settings] = job
+                    while len(self._finished) > KEPT_RUNS:
+                        _, old = self._finished.popitem(last=False)
+                        shutil.rmtree(Path(old.model_folder).parent, ignore_errors=True)
+                self.current = None
+            job.finished.set()
+
+
+def shipped_log(settings: TinySettings) -> RunLog | None:
+    """The log recipes/tiny_runs.py shipped for these settings, if it did."""
+    path = SHIPPED_RUNS / f"{settings.name}.json"
+    return RunLog.from_dict(json.loads(path.read_text())) if path.is_file() else None
