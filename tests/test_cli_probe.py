@@ -7,11 +7,14 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from bert.__main__ import main
-from bert_test_support import synthetic_conllu
+from bert_test_support import free_port, synthetic_conllu
+
+REPO = Path(__file__).resolve().parents[1]
 
 MEASURES = {"accuracy", "control_accuracy", "selectivity"}
 
@@ -74,13 +77,22 @@ def test_bad_input_exits_2_with_one_line(tiny_mlm_folder, conllu_file, tmp_path,
     assert expected in lines[0]
 
 
-def test_the_real_entry_point(tiny_mlm_folder, conllu_file):
-    result = subprocess.run(
-        [sys.executable, "-m", "bert", "probe", "--data", str(conllu_file), "--model", str(tiny_mlm_folder), "--tasks", "upos"],
-        capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"},
-    )
-    assert result.returncode == 0, result.stderr
-    assert "upos (best layer" in result.stdout
+def test_torchrun_on_two_ranks_gives_the_results_of_one_process(tiny_mlm_folder, conllu_file, tmp_path):
+    """The real entry point under torchrun: each rank runs the model over half the sentences, rank 0 probes."""
+    arguments = ["-m", "bert", "probe", "--data", str(conllu_file), "--model", str(tiny_mlm_folder), "--tasks", "upos,distance", "--device", "cpu"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": str(REPO)}
+    runs = {
+        "alone": [sys.executable, *arguments],
+        "torchrun": [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(free_port()), *arguments],
+    }
+    results = {}
+    for name, command in runs.items():
+        done = subprocess.run(command + ["--json", str(tmp_path / f"{name}.json")], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert done.stdout.count("upos (best layer") == 1  # one table: rank 0's
+        results[name] = json.loads((tmp_path / f"{name}.json").read_text())
+    assert results["torchrun"]["tasks"] == results["alone"]["tasks"]
+    assert results["torchrun"]["baselines"] == results["alone"]["baselines"]
 
 
 def test_a_column_file_makes_every_label_column_a_task(tiny_mlm_folder, tmp_path):

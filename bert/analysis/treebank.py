@@ -135,8 +135,7 @@ def read_treebank(
         path = Path(source).expanduser()
         if not path.is_file():
             raise TreebankError(f"{path} is not a file; give a .conllu file or a token-per-line file with label columns")
-        if path.stat().st_size > max_bytes:
-            raise TreebankError(f"{path.name} is {path.stat().st_size / 1e6:.1f} MB, over the {max_bytes / 1e6:.0f} MB limit; split it")
+        _check_size(path.stat().st_size, path.name, max_bytes)  # before reading it
         data, name = path.read_bytes(), name or path.name
     text = decode(data, name, max_bytes)
     format = format or detect_format(name, text)
@@ -162,8 +161,7 @@ def _builtin(split: str) -> Treebank:
 
 def decode(data: bytes, name: str, max_bytes: int = MAX_BYTES) -> str:
     """UTF-8 text of a file's bytes (a byte-order mark dropped); TreebankError for too large, empty, or not UTF-8."""
-    if len(data) > max_bytes:
-        raise TreebankError(f"{name} is {len(data) / 1e6:.1f} MB, over the {max_bytes / 1e6:.0f} MB limit; split it")
+    _check_size(len(data), name, max_bytes)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
@@ -172,6 +170,11 @@ def decode(data: bytes, name: str, max_bytes: int = MAX_BYTES) -> str:
     if not text.strip():
         raise TreebankError(f"{name} is empty; give sentences, one token per line, a blank line between them")
     return text
+
+
+def _check_size(size: int, name: str, max_bytes: int) -> None:
+    if size > max_bytes:
+        raise TreebankError(f"{name} is {size:,} bytes, over the limit of {max_bytes:,} bytes; split it into smaller files")
 
 
 def detect_format(name: str, text: str) -> str:

@@ -11,6 +11,8 @@
     report.to_json()                  # the JSON of `python -m bert probe --json`
     report.csv_rows()                 # one row per (task, layer)
     report.predicted_edges(sentence, layer), report.gold_edges(sentence)   # the distance probe's tree, test sentence i
+    report.test_features.sentences[sentence].words                          # ... and its words, to draw them
+    TASK_DESCRIPTIONS["distance"]     # one line per task, for a page; Treebank.tasks: the tasks a file supports
 
     # the same in two steps, to cache the model's part (per model, data, pieces) and rerun only the probes:
     data = extract_train_test(model, tokenizer, train_treebank, test_treebank, tasks, settings, progress)

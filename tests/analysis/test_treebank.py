@@ -119,8 +119,10 @@ def test_bad_files_raise_typed_errors_naming_the_problem(tmp_path):
         with pytest.raises(TreebankError, match=message) as error:
             read_treebank(write(tmp_path, data, f"{name.replace(' ', '_')}.conllu"))
         assert isinstance(error.value, BertError), name
-    with pytest.raises(TreebankError, match="over the 0 MB limit"):
+    with pytest.raises(TreebankError, match="is 59 bytes, over the limit of 10 bytes"):
         read_treebank(write(tmp_path, GOOD), max_bytes=10)
+    with pytest.raises(TreebankError, match="upload.conllu is 59 bytes, over the limit of 10 bytes"):
+        read_treebank(GOOD.encode(), name="upload.conllu", max_bytes=10)
     with pytest.raises(TreebankError, match="not a file"):
         read_treebank(tmp_path / "missing.conllu")
     columns = "the DT\ndog NN\n\ncat NN extra\n"
