@@ -12,6 +12,7 @@ from einops import repeat
 from torch import nn
 
 from . import attention as attn
+from .activation_cache import ActivationCache
 from .config import BertConfig
 from .errors import InputTooLongError, InvalidInputError, MissingHeadError
 from .hooks import HookPoint, HookRun, Intervention, NameFilter, active_run, group_interventions, make_filter, name_hook_points
@@ -364,7 +365,8 @@ class Bert(nn.Module):
         detach: bool = True,
         shapes: dict[str, tuple[int, ...]] | None = None,
         head: str = "mlm",
-    ) -> tuple[torch.Tensor | None, dict[str, torch.Tensor]]:
+        stacked: Iterable[str] = (),
+    ) -> tuple[torch.Tensor | None, ActivationCache]:
         """One forward pass that records activations and applies interventions, for this call only.
 
         names: hook names to keep (a list, or a predicate on the name); None keeps all, [] keeps none.
@@ -372,7 +374,9 @@ class Bert(nn.Module):
         shapes: a dict to note every hook's shape in, for this input (costs next to nothing).
         head: which output to compute: "mlm" (logits, or None without an MLM head), "classify", "tag" or
         "next_sentence" (the methods of the same names). Only the hooks this head's pass reaches are recorded.
-        Returns (that head's output, {hook name: tensor}).
+        stacked: per-layer kinds ("pattern", "mlp_post", ...) to record from every layer into one [layer, ...]
+        tensor each, as the pass goes (`cache.stack(kind)` then copies nothing).
+        Returns (that head's output, an ActivationCache: {hook name: tensor}, also `cache["pattern", 3]`).
         """
         if head not in HEADS:
             raise InvalidInputError(f"head must be one of {HEADS}, not {head!r}")
@@ -385,13 +389,15 @@ class Bert(nn.Module):
             known=self._hook_names,
             detach=detach,
             shapes=shapes,
+            stacked=stacked,
+            num_layers=self.config.num_layers,
         )
         with active_run(run):
             if head == "mlm":
                 output = self(input_ids, token_type_ids, attention_mask, logit_mask)
             else:
                 output = getattr(self, head)(input_ids, token_type_ids, attention_mask)
-        return output, run.cache
+        return output, ActivationCache(run.cache, self.config.num_layers, run.stacks)
 
     def _check_inputs(self, input_ids, token_type_ids, attention_mask) -> None:
         cfg = self.config
