@@ -35,7 +35,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from bench.make_random_bert import make_random_bert  # noqa: E402
-from bert import load_pretrained, packed_linear  # noqa: E402
+from bert import load_pretrained  # noqa: E402
 from viz_app.forward import recorded_pass  # noqa: E402
 
 CONFIGS = ("ours_full", "ours_app", "transformers")
@@ -64,10 +64,10 @@ def timed(fn) -> float:
     return time.perf_counter() - started
 
 
-def load_models(folder: Path):
+def load_models(folder: Path, packing: bool = True):
     import transformers
 
-    ours, _ = load_pretrained(str(folder))
+    ours, _ = load_pretrained(str(folder), pack_for_cpu=packing)
     reference = transformers.BertForMaskedLM.from_pretrained(folder, attn_implementation="eager").eval()
     return ours, reference
 
@@ -92,9 +92,9 @@ def resident_kb(field: str) -> int:
 
 
 @torch.inference_mode()
-def peak_memory(folder: Path, name: str, length: int) -> float:
+def peak_memory(folder: Path, name: str, length: int, packing: bool) -> float:
     """MB: the peak extra resident memory of one forward pass (run in a fresh process by main)."""
-    ours, reference = load_models(folder)
+    ours, reference = load_models(folder, packing)
     runner(name, ours, reference, 8)()  # initialise the libraries on a tiny input
     run = runner(name, ours, reference, length)
     gc.collect()
@@ -106,8 +106,8 @@ def peak_memory(folder: Path, name: str, length: int) -> float:
     return (peak - before) / 1024
 
 
-def measure_memory(folder: Path, name: str, length: int) -> float:
-    command = [sys.executable, __file__, "--memory-of", name, str(length), "--folder", str(folder)]
+def measure_memory(folder: Path, name: str, length: int, packing: bool) -> float:
+    command = [sys.executable, __file__, "--memory-of", name, str(length), "--folder", str(folder)] + ([] if packing else ["--no-packing"])
     # a fixed mmap threshold: big blocks come from the kernel and go back to it when freed, so the resident set
     # before the forward pass holds nothing freed that the pass could reuse unseen
     env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536"}
@@ -126,27 +126,25 @@ def main() -> None:
     parser.add_argument("--memory-of", nargs=2, metavar=("CONFIG", "LENGTH"), help=argparse.SUPPRESS)
     parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.no_packing:
-        os.environ["BERT_INSIDE_PACKED_LINEAR"] = "0"  # for the peak-memory subprocesses too
-        packed_linear.ENABLED = False
+    packing = not args.no_packing
     if args.memory_of:
-        print(peak_memory(args.folder, args.memory_of[0], int(args.memory_of[1])))
+        print(peak_memory(args.folder, args.memory_of[0], int(args.memory_of[1]), packing))
         return
 
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch) / "random-bert-base"
         make_random_bert(folder)
-        ours, reference = load_models(folder)
+        ours, reference = load_models(folder, packing)
         results = {}
         for length in args.lengths:
             times = {name: [float("nan")] for name in CONFIGS} if args.no_timing else compare(ours, reference, length, args.repeats)
-            memory = {} if args.no_memory else {name: measure_memory(folder, name, length) for name in CONFIGS}
+            memory = {} if args.no_memory else {name: measure_memory(folder, name, length, packing) for name in CONFIGS}
             results[length] = {"times": times, "peak_mb": memory}
             median = {name: statistics.median(values) for name, values in times.items()}
             print(f"{length} tokens: " + ", ".join(f"{name} {median[name]:.3f} s" for name in CONFIGS), flush=True)
 
     load = os.getloadavg()
-    packing = "oneDNN-packed weights" if packed_linear.ENABLED else "nn.Linear (no packing)"
+    packing = "oneDNN-packed weights" if packing else "nn.Linear (no packing)"
     print(f"\ntorch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs, ours with {packing}; load average "
           f"{load[0]:.1f} {load[1]:.1f} {load[2]:.1f}; median of {args.repeats} alternating runs, spread min–max; "
           "peak = extra resident memory during one forward pass (VmHWM)\n")

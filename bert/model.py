@@ -1,4 +1,4 @@
-"""BERT, module by module, in the order of the outline in seeds/000: embedding, layers, LM head.
+"""BERT (Devlin et al. 2019), module by module, in the order the forward pass runs: embedding, layers, LM head.
 
 Every `hook_*` attribute is a HookPoint whose name is its module path; the comment beside it gives its shape.
 """
@@ -16,17 +16,10 @@ from .activation_cache import ActivationCache
 from .config import BertConfig
 from .errors import InputTooLongError, InvalidInputError, MissingHeadError
 from .hooks import HookPoint, HookRun, Intervention, NameFilter, active_run, group_interventions, make_filter, name_hook_points
-from .packed_linear import PackedLinear
-from .skip_init import skipping_init
 
 
 def gelu(x: torch.Tensor, config: BertConfig) -> torch.Tensor:
     return F.gelu(x, approximate="tanh" if config.activation == "gelu_tanh" else "none")
-
-
-def embedding(rows: int, width: int) -> nn.Embedding:
-    """nn.Embedding, left uninitialised under skip_init (a checkpoint fills it next)."""
-    return nn.Embedding(rows, width, _weight=torch.empty(rows, width) if skipping_init() else None)
 
 
 class BertEmbedding(nn.Module):
@@ -34,9 +27,9 @@ class BertEmbedding(nn.Module):
 
     def __init__(self, config: BertConfig):
         super().__init__()
-        self.token_embedding = embedding(config.vocab_size, config.hidden_size)
-        self.position_embedding = embedding(config.max_position_embeddings, config.hidden_size)
-        self.token_type_embedding = embedding(config.type_vocab_size, config.hidden_size)
+        self.token_embedding = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.position_embedding = nn.Embedding(config.max_position_embeddings, config.hidden_size)
+        self.token_type_embedding = nn.Embedding(config.type_vocab_size, config.hidden_size)
         self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout)
         self.hook_token = HookPoint()  # [batch, seq, hidden]
@@ -47,7 +40,7 @@ class BertEmbedding(nn.Module):
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
         batch, seq = input_ids.shape
-        # Positions count from 0 for this input's length (seed 002's draft always spanned 512 and broke here).
+        # Positions count from 0 for this input's length, whatever the table's size.
         positions = torch.arange(seq, device=input_ids.device)
         token = self.hook_token(self.token_embedding(input_ids))
         position = self.hook_position(repeat(self.position_embedding(positions), "seq hidden -> batch seq hidden", batch=batch))
@@ -62,9 +55,9 @@ class PureSelfAttentionLayer(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
         self.num_heads = config.num_heads
-        self.project_query = PackedLinear(config.hidden_size, config.hidden_size)
-        self.project_key = PackedLinear(config.hidden_size, config.hidden_size)
-        self.project_value = PackedLinear(config.hidden_size, config.hidden_size)
+        self.project_query = nn.Linear(config.hidden_size, config.hidden_size)
+        self.project_key = nn.Linear(config.hidden_size, config.hidden_size)
+        self.project_value = nn.Linear(config.hidden_size, config.hidden_size)
         self.dropout = nn.Dropout(config.attention_dropout)
         self.hook_q = HookPoint()  # [batch, head, query, head_dim]
         self.hook_k = HookPoint()  # [batch, head, key, head_dim]
@@ -89,7 +82,7 @@ class SelfAttentionLayer(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
         self.attention = PureSelfAttentionLayer(config)
-        self.mlp = PackedLinear(config.hidden_size, config.hidden_size)  # the output projection (the seed names it mlp)
+        self.mlp = nn.Linear(config.hidden_size, config.hidden_size)  # the output projection (Hugging Face: attention.output.dense)
         self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout)
         self.hook_result = HookPoint()  # [batch, seq, hidden] what attention adds to the residual stream
@@ -106,8 +99,8 @@ class NormedResidualLayer(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
         self.config = config
-        self.mlp1 = PackedLinear(config.hidden_size, config.intermediate_size)
-        self.mlp2 = PackedLinear(config.intermediate_size, config.hidden_size)
+        self.mlp1 = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.mlp2 = nn.Linear(config.intermediate_size, config.hidden_size)
         self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout)
         self.hook_pre = HookPoint()  # [batch, seq, intermediate] before GELU
@@ -138,9 +131,9 @@ class BertLMHead(nn.Module):
     def __init__(self, config: BertConfig, token_embedding: nn.Embedding):
         super().__init__()
         self.config = config
-        self.mlp = PackedLinear(config.hidden_size, config.hidden_size)
+        self.mlp = nn.Linear(config.hidden_size, config.hidden_size)
         self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.unembedding = PackedLinear(config.hidden_size, config.vocab_size)
+        self.unembedding = nn.Linear(config.hidden_size, config.vocab_size)
         self.unembedding.weight = token_embedding.weight  # tied: one tensor, two uses
         self.hook_transform = HookPoint()  # [*positions, hidden] after dense, GELU, LayerNorm
         self.hook_logits = HookPoint()  # [*positions, vocab]
@@ -152,21 +145,21 @@ class BertLMHead(nn.Module):
 
 class BertPooler(nn.Module):
     """[CLS]'s final vector through dense + tanh: the sentence-level summary the NSP head and the classifier read
-    (seeds 003, 004)."""
+    (Devlin et al. 2019, section 3)."""
 
     def __init__(self, config: BertConfig):
         super().__init__()
-        self.dense = PackedLinear(config.hidden_size, config.hidden_size)
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
         self.hook_out = HookPoint()  # [batch, hidden]
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.hook_out(torch.tanh(self.dense(hidden[:, 0])))
 
 
-class LinearHead(PackedLinear):
+class LinearHead(nn.Linear):
     """Dropout, then one linear map to `out_features` logits: the NSP head (over the pooler), the sequence
-    classifier (over the pooler) and the token classifier (over every token). A subclass of nn.Linear (through
-    PackedLinear), so its tensors are `weight` and `bias` right under the head's name, as in Hugging Face checkpoints."""
+    classifier (over the pooler) and the token classifier (over every token). A subclass of nn.Linear, so its
+    tensors are `weight` and `bias` right under the head's name, as in Hugging Face checkpoints."""
 
     def __init__(self, in_features: int, out_features: int, dropout: float = 0.0):
         super().__init__(in_features, out_features)
@@ -192,7 +185,7 @@ class Bert(nn.Module):
 
     Heads are optional so that any checkpoint loads as it is: an encoder-only checkpoint has no `lm_head`
     (forward then returns None); `pooler` and `nsp_head` exist when a checkpoint has them or for pre-training.
-    One task head at most, for fine-tuning (seed 004's three application families): `classifier` (sequence or
+    One task head at most, for fine-tuning (the application families of Devlin et al. 2019, section 4): `classifier` (sequence or
     sequence-pair classification, or regression with one label, over the pooler) or `tagger` (token classification).
     """
 
@@ -220,8 +213,7 @@ class Bert(nn.Module):
         self.problem_type: str | None = None  # as Hugging Face's config.json: "single_label_classification", "regression", ...
         self._add_task_head(classifier_labels, tagger_labels, problem_type)
         self._hook_names = name_hook_points(self)
-        if not skipping_init():  # else a checkpoint fills every weight next (bert/skip_init.py)
-            self.apply(self._init_weights)
+        self.apply(self._init_weights)  # costs nothing on the meta device, where the loader builds (bert/checkpoint.py)
 
     def add_heads(
         self, mlm_head: bool = False, nsp_head: bool = False, classifier_labels: Labels = None,
@@ -264,7 +256,7 @@ class Bert(nn.Module):
 
     @staticmethod
     def _init_weights(module: nn.Module) -> None:
-        """BERT's initialisation: normal(0, 0.02) weights, zero biases, LayerNorm at identity."""
+        """BERT's initialisation (Devlin et al. 2019): normal(0, 0.02) weights, zero biases, LayerNorm at identity."""
         if isinstance(module, (nn.Linear, nn.Embedding)):
             nn.init.normal_(module.weight, std=0.02)
         if isinstance(module, nn.Linear):
