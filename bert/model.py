@@ -50,7 +50,10 @@ class BertEmbedding(nn.Module):
 
 
 class PureSelfAttentionLayer(nn.Module):
-    """Multi-head scaled dot-product attention, before the output projection."""
+    """Multi-head scaled dot-product attention, before the output projection. Step by step (scores, pattern,
+    weighted values) when a call records or changes the scores or the pattern; otherwise through PyTorch's fused
+    scaled_dot_product_attention, which gives the same z (to float rounding) faster and, on a GPU, without ever
+    holding the [query, key] matrix (bert/attention.py)."""
 
     def __init__(self, config: BertConfig):
         super().__init__()
@@ -70,10 +73,13 @@ class PureSelfAttentionLayer(nn.Module):
         q = self.hook_q(attn.split_heads(self.project_query(x), self.num_heads))
         k = self.hook_k(attn.split_heads(self.project_key(x), self.num_heads))
         v = self.hook_v(attn.split_heads(self.project_value(x), self.num_heads))
-        scores = self.hook_scores(attn.mask_padding(attn.attention_scores(q, k), attention_mask))
-        pattern = self.hook_pattern(scores.softmax(dim=-1))
-        z = self.hook_z(attn.weighted_values(self.dropout(pattern), v))
-        return attn.merge_heads(z)  # [batch, seq, hidden]
+        if self.hook_scores.is_watched() or self.hook_pattern.is_watched():
+            scores = self.hook_scores(attn.mask_padding(attn.attention_scores(q, k), attention_mask))
+            pattern = self.hook_pattern(scores.softmax(dim=-1))
+            z = attn.weighted_values(self.dropout(pattern), v)
+        else:  # nobody looks at the scores or the pattern: the same z from one fused kernel
+            z = attn.fused_attention(q, k, v, attention_mask, dropout=self.dropout.p if self.training else 0.0)
+        return attn.merge_heads(self.hook_z(z))  # [batch, seq, hidden]
 
 
 class SelfAttentionLayer(nn.Module):
