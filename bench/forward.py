@@ -22,8 +22,9 @@ the kernel's high-water mark (/proc/self/clear_refs) just before the call and re
 included (torch's own allocations and everything else; tracemalloc would not see torch). The weights are a
 random BERT-base (bench/make_random_bert.py; speed does not depend on the values). For a training step
 ours reads about 400 MB higher than transformers because our loader keeps the checkpoint's own tensors
-(`load_state_dict(assign=True)`), whose pages count towards the resident set only as they are written: the
-process's absolute peak is the same (2.17 GB for both at 4 x 128, measured once). transformers is a
+(`load_state_dict(assign=True)`), whose pages count towards the resident set only as they are written: with
+the parameters copied into fresh memory first, ours reads the same as transformers, and the process's absolute
+peak is the same either way (2.17 GB at 4 x 128, measured once). transformers is a
 benchmark-only reference. `--no-packing`: ours inference with nn.Linear instead of oneDNN-packed weights
 (bert/packed_linear.py). Ends with the tables and the load average.
 """
