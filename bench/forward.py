@@ -1,21 +1,32 @@
-"""Our forward pass against transformers' eager forward, same BERT-base weights, alternating in one process.
+"""Our BERT against transformers', same BERT-base weights, configurations timed in turn in one process.
 
-    python bench/forward.py [--lengths 16 128 512] [--repeats 9] [--no-memory] [--no-packing]
+    python bench/forward.py [--parts recorded plain training] [--repeats 9] [--no-memory] [--no-packing]
 
-Three configurations, timed in turn (so that drift in the machine's load hits all alike) after a warm-up:
-- ours, full recording: `run_with_cache` keeping every hook (names=None), logits at every position;
-- ours, the app's path: the app's one recorded pass (attention patterns, MLP activations, the embeddings; see
-  viz_app.forward.recorded_pass), the LM head only at the [MASK]s (15% of positions);
-- transformers' BertForMaskedLM, eager attention, output_attentions and output_hidden_states.
-Per length it prints the median time of each, the spread (min–max), and the ratios of the medians (below 1.0:
-ours is faster). Peak memory: each (configuration, length) runs once more in a fresh subprocess (glibc's mmap
-threshold fixed, so freed blocks go back to the kernel), which resets the kernel's resident-set high-water
-mark (/proc/self/clear_refs) just before the forward and reads VmHWM after it: the peak extra resident memory
-of that forward pass, outputs included (torch's own allocations and
-everything else; tracemalloc would not see torch). The weights are a random BERT-base (bench/make_random_bert.py;
-speed does not depend on the values). transformers is a benchmark-only reference here. Ends with a table
-ready to paste and the load average. `--no-packing`: ours with nn.Linear (MKL) instead of oneDNN-packed weights
-(bert/packed_linear.py), to see what the packing gives.
+Three comparisons, each a table:
+- recorded (1 x 16, 128, 512 tokens): ours keeping every hook (`run_with_cache`, names=None, logits at every
+  position); ours on the app's path (viz_app.forward.recorded_pass: patterns, MLP activations, embeddings, the
+  LM head at the [MASK]s only); transformers' BertForMaskedLM, eager attention, output_attentions and
+  output_hidden_states.
+- plain (1 x 16, 128, 512 and 8 x 128 tokens, the 8 rows padded to 64..128 real tokens): the encoder's final
+  hidden states, no recording. Ours step by step (the attention path a recording call takes, forced here by an
+  identity intervention on every pattern), ours through scaled_dot_product_attention (what a plain call takes),
+  and transformers' BertModel with its default attention (sdpa).
+- training (16 x 128 tokens): one fine-tuning step, forward, backward and AdamW step, of a sequence classifier
+  (2 labels, dropout on) over the encoder: ours (`add_heads(classifier_labels=2)`, the fused attention) against
+  transformers' BertForSequenceClassification (sdpa).
+Per row: the median time of each configuration over `--repeats` alternating runs after a warm-up (so drift in
+the machine's load hits all alike), the spread (min–max), the ratio of the medians to transformers' (below
+1.0: ours is faster), and the peak extra resident memory of one call: each (configuration, shape) runs once
+more in a fresh subprocess (glibc's mmap threshold fixed, so freed blocks go back to the kernel), which resets
+the kernel's high-water mark (/proc/self/clear_refs) just before the call and reads VmHWM after it, outputs
+included (torch's own allocations and everything else; tracemalloc would not see torch). The weights are a
+random BERT-base (bench/make_random_bert.py; speed does not depend on the values). For a training step
+ours reads about 400 MB higher than transformers because our loader keeps the checkpoint's own tensors
+(`load_state_dict(assign=True)`), whose pages count towards the resident set only as they are written: with
+the parameters copied into fresh memory first, ours reads the same as transformers, and the process's absolute
+peak is the same either way (2.17 GB at 4 x 128, measured once). transformers is a
+benchmark-only reference. `--no-packing`: ours inference with nn.Linear instead of oneDNN-packed weights
+(bert/packed_linear.py). Ends with the tables and the load average.
 """
 from __future__ import annotations
 
@@ -28,34 +39,108 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import cache
 from pathlib import Path
+from typing import Callable
 
 import torch
+import torch.nn.functional as F
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from bench.make_random_bert import make_random_bert  # noqa: E402
-from bert import load_pretrained, packed_linear  # noqa: E402
+from bert import hook_name, load_pretrained  # noqa: E402
 from viz_app.forward import recorded_pass  # noqa: E402
 
-CONFIGS = ("ours_full", "ours_app", "transformers")
+PARTS = {  # part -> (configurations, the reference last; shapes as "BATCHxTOKENS")
+    "recorded": (("ours_full", "ours_app", "transformers_eager"), ("1x16", "1x128", "1x512")),
+    "plain": (("ours_eager", "ours_sdpa", "transformers_sdpa"), ("1x16", "1x128", "1x512", "8x128")),
+    "training": (("ours_step", "transformers_step"), ("16x128",)),
+}
 
 
-def inputs(length: int):
-    generator = torch.Generator().manual_seed(length)
-    ids = torch.randint(1000, 30000, (1, length), generator=generator)
+class Models:
+    """Each model loaded once, when a configuration first needs it (a memory subprocess loads only its own)."""
+
+    def __init__(self, folder: Path, packing: bool):
+        self.folder, self.packing = folder, packing
+
+    @cache
+    def ours(self):
+        return load_pretrained(str(self.folder), pack_for_cpu=self.packing)[0]
+
+    @cache
+    def transformers(self, kind: str):
+        import transformers
+
+        if kind == "eager_mlm":
+            return transformers.BertForMaskedLM.from_pretrained(self.folder, attn_implementation="eager").eval()
+        if kind == "sdpa_encoder":
+            return transformers.BertModel.from_pretrained(self.folder, add_pooling_layer=False).eval()
+        torch.manual_seed(0)
+        return transformers.BertForSequenceClassification.from_pretrained(self.folder, num_labels=2).train()
+
+    def ours_classifier(self):
+        torch.manual_seed(0)
+        return load_pretrained(str(self.folder), pack_for_cpu=False)[0].add_heads(classifier_labels=2).train()
+
+
+def inputs(shape: str):
+    """(input_ids, token_type_ids, attention_mask, mask positions): rows after the first padded to 50-100%."""
+    batch, length = map(int, shape.split("x"))
+    generator = torch.Generator().manual_seed(batch * 1000 + length)
+    ids = torch.randint(1000, 30000, (batch, length), generator=generator)
+    attention_mask = torch.ones_like(ids)
+    for row in range(1, batch):
+        attention_mask[row, int(torch.randint(length // 2, length + 1, (), generator=generator)):] = 0
     masks = torch.rand(ids.shape, generator=generator) < 0.15
-    masks[0, length // 2] = True
-    return ids, torch.zeros_like(ids), masks
+    masks[:, length // 2] = True
+    return ids, torch.zeros_like(ids), attention_mask, masks
 
 
-def runner(name: str, ours, reference, length: int):
-    ids, types, masks = inputs(length)
+def runner(name: str, models: Models, shape: str) -> Callable[[], object]:
+    ids, types, attention_mask, masks = inputs(shape)
+    if name.endswith("_step"):
+        return training_step(name, models, ids, types, attention_mask)
     if name == "ours_full":
-        return lambda: ours.run_with_cache(ids, types)
-    if name == "ours_app":
-        return lambda: recorded_pass(ours, ids, types, logit_mask=masks)
-    return lambda: reference(input_ids=ids, token_type_ids=types, output_attentions=True, output_hidden_states=True)
+        call = lambda: models.ours().run_with_cache(ids, types)  # noqa: E731
+    elif name == "ours_app":
+        call = lambda: recorded_pass(models.ours(), ids, types, logit_mask=masks)  # noqa: E731
+    elif name == "transformers_eager":
+        reference = models.transformers("eager_mlm")
+        call = lambda: reference(input_ids=ids, token_type_ids=types, output_attentions=True, output_hidden_states=True)  # noqa: E731
+    elif name == "ours_eager":
+        step_by_step = [(hook_name("pattern", layer), lambda pattern, _: pattern) for layer in range(models.ours().config.num_layers)]
+        call = lambda: models.ours().run_with_cache(ids, types, attention_mask, names=[], interventions=step_by_step, head="mlm", logit_mask=torch.zeros_like(masks))  # noqa: E731
+    elif name == "ours_sdpa":
+        call = lambda: models.ours().encode(ids, types, attention_mask)  # noqa: E731
+    else:
+        reference = models.transformers("sdpa_encoder")
+        call = lambda: reference(input_ids=ids, token_type_ids=types, attention_mask=attention_mask).last_hidden_state  # noqa: E731
+
+    def inference():
+        with torch.inference_mode():
+            return call()
+
+    return inference
+
+
+def training_step(name: str, models: Models, ids, types, attention_mask) -> Callable[[], object]:
+    labels = torch.arange(len(ids)) % 2
+    model = models.ours_classifier() if name == "ours_step" else models.transformers("classifier")
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
+
+    def step():
+        if name == "ours_step":
+            loss = F.cross_entropy(model.classify(ids, types, attention_mask), labels)
+        else:
+            loss = model(input_ids=ids, token_type_ids=types, attention_mask=attention_mask, labels=labels).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        return loss.item()
+
+    return step
 
 
 def timed(fn) -> float:
@@ -64,17 +149,8 @@ def timed(fn) -> float:
     return time.perf_counter() - started
 
 
-def load_models(folder: Path):
-    import transformers
-
-    ours, _ = load_pretrained(str(folder))
-    reference = transformers.BertForMaskedLM.from_pretrained(folder, attn_implementation="eager").eval()
-    return ours, reference
-
-
-@torch.inference_mode()
-def compare(ours, reference, length: int, repeats: int) -> dict[str, list[float]]:
-    runs = {name: runner(name, ours, reference, length) for name in CONFIGS}
+def compare(models: Models, names: tuple[str, ...], shape: str, repeats: int) -> dict[str, list[float]]:
+    runs = {name: runner(name, models, shape) for name in names}
     for run in runs.values():  # warm-up
         run()
     times = {name: [] for name in runs}
@@ -91,12 +167,11 @@ def resident_kb(field: str) -> int:
     raise RuntimeError(f"no {field} in /proc/self/status")
 
 
-@torch.inference_mode()
-def peak_memory(folder: Path, name: str, length: int) -> float:
-    """MB: the peak extra resident memory of one forward pass (run in a fresh process by main)."""
-    ours, reference = load_models(folder)
-    runner(name, ours, reference, 8)()  # initialise the libraries on a tiny input
-    run = runner(name, ours, reference, length)
+def peak_memory(models: Models, name: str, shape: str) -> float:
+    """MB: the peak extra resident memory of one call (run in a fresh process by main). Forward passes warm up on
+    a tiny input (to initialise the libraries); a training step on its own shape (AdamW's state is allocated then)."""
+    runner(name, models, shape if name.endswith("_step") else "1x8")()
+    run = runner(name, models, shape)
     gc.collect()
     before = resident_kb("VmRSS")
     Path("/proc/self/clear_refs").write_text("5")  # reset the high-water mark to the current resident set
@@ -106,59 +181,72 @@ def peak_memory(folder: Path, name: str, length: int) -> float:
     return (peak - before) / 1024
 
 
-def measure_memory(folder: Path, name: str, length: int) -> float:
-    command = [sys.executable, __file__, "--memory-of", name, str(length), "--folder", str(folder)]
+def measure_memory(folder: Path, name: str, shape: str, packing: bool) -> float:
+    command = [sys.executable, __file__, "--memory-of", name, shape, "--folder", str(folder), "--threads", str(torch.get_num_threads())]
+    command += [] if packing else ["--no-packing"]
     # a fixed mmap threshold: big blocks come from the kernel and go back to it when freed, so the resident set
-    # before the forward pass holds nothing freed that the pass could reuse unseen
+    # before the call holds nothing freed that the call could reuse unseen
     env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536"}
     done = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
     return float(done.stdout.strip().splitlines()[-1])
 
 
+def table(part: str, rows: dict[str, dict]) -> list[str]:
+    names, _ = PARTS[part]
+    reference = names[-1]
+    lines = [f"| {part} | " + " | ".join(f"{n} (s)" for n in names) + " | " + " | ".join(f"ratio {n}" for n in names[:-1])
+             + " | peak MB: " + " / ".join(names) + " |"]
+    lines.append("| ---: " * (2 * len(names)) + "| ---: |")
+    for shape, result in rows.items():
+        times, memory = result["times"], result["peak_mb"]
+        median = {n: statistics.median(times[n]) for n in names}
+        cells = [f"{median[n]:.3f} ({min(times[n]):.3f}–{max(times[n]):.3f})" for n in names]
+        ratios = [f"{median[n] / median[reference]:.2f}" for n in names[:-1]]
+        peaks = " / ".join(f"{memory[n]:.0f}" for n in names) if memory else "-"
+        lines.append(f"| {shape} | {' | '.join(cells)} | {' | '.join(ratios)} | {peaks} |")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--lengths", type=int, nargs="+", default=[16, 128, 512])
+    parser.add_argument("--parts", nargs="+", choices=list(PARTS), default=list(PARTS))
+    parser.add_argument("--shapes", nargs="+", help="only these shapes (e.g. 1x128 8x128) of the parts chosen")
     parser.add_argument("--repeats", type=int, default=9)
+    parser.add_argument("--threads", type=int, help="torch threads (default: torch's); 1 steadies ratios on a busy machine")
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory subprocesses")
-    parser.add_argument("--no-timing", action="store_true", help="only the peak memory")
-    parser.add_argument("--no-packing", action="store_true", help="ours with nn.Linear, not oneDNN-packed weights")
+    parser.add_argument("--no-packing", action="store_true", help="ours inference with nn.Linear, not oneDNN-packed weights")
     parser.add_argument("--json", type=Path, help="also write the measurements here")
-    parser.add_argument("--memory-of", nargs=2, metavar=("CONFIG", "LENGTH"), help=argparse.SUPPRESS)
+    parser.add_argument("--memory-of", nargs=2, metavar=("CONFIG", "SHAPE"), help=argparse.SUPPRESS)
     parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.no_packing:
-        os.environ["BERT_INSIDE_PACKED_LINEAR"] = "0"  # for the peak-memory subprocesses too
-        packed_linear.ENABLED = False
+    packing = not args.no_packing
+    if args.threads:
+        torch.set_num_threads(args.threads)
     if args.memory_of:
-        print(peak_memory(args.folder, args.memory_of[0], int(args.memory_of[1])))
+        print(peak_memory(Models(args.folder, packing), *args.memory_of))
         return
 
+    results: dict[str, dict] = {}
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch) / "random-bert-base"
         make_random_bert(folder)
-        ours, reference = load_models(folder)
-        results = {}
-        for length in args.lengths:
-            times = {name: [float("nan")] for name in CONFIGS} if args.no_timing else compare(ours, reference, length, args.repeats)
-            memory = {} if args.no_memory else {name: measure_memory(folder, name, length) for name in CONFIGS}
-            results[length] = {"times": times, "peak_mb": memory}
-            median = {name: statistics.median(values) for name, values in times.items()}
-            print(f"{length} tokens: " + ", ".join(f"{name} {median[name]:.3f} s" for name in CONFIGS), flush=True)
+        models = Models(folder, packing)
+        for part in args.parts:
+            names, shapes = PARTS[part]
+            results[part] = {}
+            for shape in (s for s in shapes if not args.shapes or s in args.shapes):
+                times = compare(models, names, shape, args.repeats)
+                memory = {} if args.no_memory else {name: measure_memory(folder, name, shape, packing) for name in names}
+                results[part][shape] = {"times": times, "peak_mb": memory}
+                print(f"{part} {shape}: " + ", ".join(f"{n} {statistics.median(times[n]):.3f} s" for n in names), flush=True)
 
     load = os.getloadavg()
-    packing = "oneDNN-packed weights" if packed_linear.ENABLED else "nn.Linear (no packing)"
-    print(f"\ntorch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs, ours with {packing}; load average "
-          f"{load[0]:.1f} {load[1]:.1f} {load[2]:.1f}; median of {args.repeats} alternating runs, spread min–max; "
-          "peak = extra resident memory during one forward pass (VmHWM)\n")
-    print("| tokens | ours, full recording (s) | ours, app's path (s) | transformers eager (s) | ratio full | ratio app "
-          "| peak MB: full / app / transformers |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for length, result in results.items():
-        times, memory = result["times"], result["peak_mb"]
-        cells = [f"{statistics.median(times[n]):.3f} ({min(times[n]):.3f}–{max(times[n]):.3f})" for n in CONFIGS]
-        ratio = [statistics.median(times[n]) / statistics.median(times["transformers"]) for n in CONFIGS[:2]]
-        peaks = " / ".join(f"{memory[n]:.0f}" for n in CONFIGS) if memory else "-"
-        print(f"| {length} | {' | '.join(cells)} | {ratio[0]:.2f} | {ratio[1]:.2f} | {peaks} |")
+    linear = "oneDNN-packed weights" if packing else "nn.Linear (no packing)"
+    print(f"\ntorch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs, ours' inference with {linear}; "
+          f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}; median of {args.repeats} alternating runs, spread min–max; "
+          "ratio = ours / transformers (last column); peak = extra resident memory during one call (VmHWM)\n")
+    for part, rows in results.items():
+        print("\n".join(table(part, rows)) + "\n")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"load_average": load, "results": results}, indent=2))

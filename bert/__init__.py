@@ -1,4 +1,5 @@
 """A from-scratch, hookable BERT that loads real Hugging Face checkpoints."""
+from .activation_cache import ActivationCache
 from .checkpoint import save_hf_folder
 from .config import BertConfig
 from .errors import BertError, CheckpointError, DataFileError, InputTooLongError, InvalidInputError, MissingHeadError, ModelNotFoundError, UnknownHookError
@@ -10,7 +11,7 @@ from .tokenizer import BertTokenizer, Encoding
 
 __all__ = [
     "Bert", "BertConfig", "BertTokenizer", "Encoding", "load_pretrained", "save_hf_folder", "count_parameters",
-    "hook_name", "stack_layers",
+    "ActivationCache", "hook_name", "stack_layers",
     "BertError", "CheckpointError", "DataFileError", "InputTooLongError", "InvalidInputError", "MissingHeadError",
     "ModelNotFoundError", "UnknownHookError",
 ]

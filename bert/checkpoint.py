@@ -16,7 +16,6 @@ from safetensors.torch import load_file, save_file
 from .config import BertConfig
 from .errors import CheckpointError
 from .model import Bert
-from .skip_init import skip_init
 
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
 # Keys a checkpoint may carry that hold nothing of their own: a position-index buffer, and the decoder,
@@ -141,22 +140,25 @@ def model_from_state_dict(config: BertConfig, state: dict[str, torch.Tensor], so
         raise CheckpointError(f"{source}: missing tensor {missing[0]!r} ({len(missing)} missing in all)")
     if unexpected:
         raise CheckpointError(f"{source}: unexpected tensor {unexpected[0]!r} ({len(unexpected)} unexpected in all); is this a BERT checkpoint?")
-    with skip_init():  # no random weights drawn: every tensor is filled below
+    with torch.device("meta"):  # shapes only: no memory, no random weights; every tensor is assigned below
         model = Bert(config, **heads, **task)
-    ours = model.state_dict()
-    unfilled = set(ours) - set(table) - {"lm_head.unembedding.weight"}  # the tied one is set below
+    shapes = {key: tensor.shape for key, tensor in model.state_dict().items()}
+    unfilled = set(shapes) - set(table) - {"lm_head.unembedding.weight"}  # the tied one is set below
     if unfilled:
         raise CheckpointError(f"{source}: the key table has no entry for {sorted(unfilled)[0]!r} (a bug in bert/checkpoint.py)")
+    ours = {}
     for our_key, their_key in table.items():
         tensor = state[their_key]
-        if tensor.shape != ours[our_key].shape:
+        if tensor.shape != shapes[our_key]:
             raise CheckpointError(
-                f"{source}: tensor {their_key!r} has shape {tuple(tensor.shape)}, but config.json implies {tuple(ours[our_key].shape)}"
+                f"{source}: tensor {their_key!r} has shape {tuple(tensor.shape)}, but config.json implies {tuple(shapes[our_key])}"
             )
         ours[our_key] = tensor.float()
     if heads["mlm_head"]:
-        ours["lm_head.unembedding.weight"] = ours["embedding.token_embedding.weight"]  # tied
-    model.load_state_dict(ours, strict=True)
+        ours["lm_head.unembedding.weight"] = ours["embedding.token_embedding.weight"]
+    model.load_state_dict(ours, strict=True, assign=True)
+    if heads["mlm_head"]:
+        model.lm_head.unembedding.weight = model.embedding.token_embedding.weight  # assign made two parameters: tie them again
     return model.eval()
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from .errors import ConfigError
+
 
 @dataclass(frozen=True)
 class BertConfig:
@@ -24,11 +26,11 @@ class BertConfig:
 
     def __post_init__(self):
         if self.hidden_size % self.num_heads:
-            raise ValueError(
+            raise ConfigError(
                 f"hidden_size {self.hidden_size} is not divisible by num_heads {self.num_heads}"
             )
         if self.activation not in ("gelu", "gelu_tanh"):
-            raise ValueError(f"activation must be 'gelu' or 'gelu_tanh', not {self.activation!r}")
+            raise ConfigError(f"activation must be 'gelu' or 'gelu_tanh', not {self.activation!r}")
 
     @property
     def head_size(self) -> int:
@@ -69,15 +71,15 @@ class BertConfig:
 
     @classmethod
     def from_hf_dict(cls, hf: dict) -> "BertConfig":
-        """Read a Hugging Face BERT config.json (as a dict). Raises ValueError for what we cannot run."""
+        """Read a Hugging Face BERT config.json (as a dict). Raises ConfigError (a ValueError) for what we cannot run."""
         if hf.get("model_type", "bert") != "bert":
-            raise ValueError(f"model_type is {hf.get('model_type')!r}; only 'bert' checkpoints are supported")
+            raise ConfigError(f"model_type is {hf.get('model_type')!r}; only 'bert' checkpoints are supported")
         position_type = hf.get("position_embedding_type", "absolute")
         if position_type != "absolute":
-            raise ValueError(f"position_embedding_type {position_type!r} is not supported (only 'absolute')")
+            raise ConfigError(f"position_embedding_type {position_type!r} is not supported (only 'absolute')")
         hidden_act = hf.get("hidden_act", "gelu")
         if hidden_act not in cls._HF_ACTIVATIONS:
-            raise ValueError(f"hidden_act {hidden_act!r} is not supported; expected one of {sorted(cls._HF_ACTIVATIONS)}")
+            raise ConfigError(f"hidden_act {hidden_act!r} is not supported; expected one of {sorted(cls._HF_ACTIVATIONS)}")
         fields = {ours: hf[theirs] for theirs, ours in cls._HF_FIELDS.items() if hf.get(theirs) is not None}
         return cls(activation=cls._HF_ACTIVATIONS[hidden_act], **fields)
 

@@ -6,7 +6,8 @@ class BertError(Exception):
 
 
 class InvalidInputError(BertError, ValueError):
-    """Token ids, segment ids or a mask that the model cannot take (wrong shape, dtype or range)."""
+    """An argument that cannot be used: token ids, segment ids or a mask the model cannot take (wrong shape, dtype
+    or range), an array of the wrong shape for an analysis, an option outside its choices."""
 
 
 class InputTooLongError(InvalidInputError):
@@ -29,6 +30,10 @@ class UnknownHookError(BertError, KeyError):
 
     def __str__(self):  # KeyError would repr() the message
         return self.args[0]
+
+
+class ConfigError(BertError, ValueError):
+    """A model configuration that cannot be built or run (our BertConfig, or a Hugging Face config.json)."""
 
 
 class DataFileError(BertError, ValueError):

@@ -8,7 +8,7 @@ Recording and intervening are per call, never state on the (shared) model: `Bert
 that the run neither keeps nor intervenes on returns its input at once.
 
 `hook_name(kind, layer)` is the one place that spells a hook's name: code says `hook_name("pattern", 3)`, never
-the path by hand; `stack_layers(cache, "pattern")` stacks a per-layer hook into [layer, ...].
+the path by hand. What a run records comes back as an ActivationCache (bert/activation_cache.py).
 """
 from __future__ import annotations
 
@@ -122,6 +122,12 @@ class HookPoint(nn.Module):
             return super().__call__(activation)
         return self.forward(activation)
 
+    def is_watched(self) -> bool:
+        """Whether this call records, replaces or notes this point's activation, or a PyTorch hook sits on it
+        (else the point is the identity, and the pass may skip computing what only it would show)."""
+        run = _ACTIVE_RUN.get()
+        return bool(self._forward_hooks or self._forward_pre_hooks) or (run is not None and run.watches(self.name))
+
     def extra_repr(self) -> str:
         return self.name
 
@@ -131,18 +137,27 @@ class HookRun:
     """What one forward pass records (`cache`) and which activations it replaces (`interventions`).
 
     `known` is every hook name of the model; the run works out once which of them it touches, so that the
-    others pass straight through. With `shapes` (a dict), it also notes every hook's shape there."""
+    others pass straight through. With `shapes` (a dict), it also notes every hook's shape there. Per-layer kinds
+    in `stacked` are recorded from every layer, each into one [layer, ...] tensor (`stacks`) as the pass goes."""
 
     keep: Callable[[str], bool]
     interventions: dict[str, list[Intervention]]
     known: Iterable[str]
     detach: bool = True
     shapes: dict[str, tuple[int, ...]] | None = None
+    stacked: Iterable[str] = ()
+    num_layers: int = 0  # the model's, for `stacked`
     cache: dict[str, torch.Tensor] = field(default_factory=dict)
+    stacks: dict[str, torch.Tensor] = field(default_factory=dict)
 
     def __post_init__(self):
-        self.kept = frozenset(name for name in self.known if self.keep(name))
+        self.slots = {hook_name(kind, layer): (kind, layer) for kind in self.stacked for layer in range(self.num_layers)}
+        self.kept = frozenset(name for name in self.known if name in self.slots or self.keep(name))
         self.touched = self.kept | frozenset(self.interventions)
+
+    def watches(self, name: str) -> bool:
+        """Whether this run needs the activation at `name` (to record it, replace it, or note its shape)."""
+        return self.shapes is not None or name in self.touched
 
     def visit(self, name: str, activation: torch.Tensor) -> torch.Tensor:
         if self.shapes is not None:
@@ -158,8 +173,18 @@ class HookRun:
                 )
             activation = replaced
         if name in self.kept:
-            self.cache[name] = activation.detach() if self.detach else activation
+            recorded = activation.detach() if self.detach else activation
+            if name in self.slots and not recorded.requires_grad:
+                # into its layer's slice; the pass goes on with that copy, so the original is freed right away
+                activation = recorded = self._slot(name, recorded).copy_(recorded)
+            self.cache[name] = recorded
         return activation
+
+    def _slot(self, name: str, activation: torch.Tensor) -> torch.Tensor:
+        kind, layer = self.slots[name]
+        if kind not in self.stacks:
+            self.stacks[kind] = activation.new_empty((self.num_layers, *activation.shape))
+        return self.stacks[kind][layer]
 
 
 def name_hook_points(root: nn.Module) -> list[str]:

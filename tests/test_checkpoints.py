@@ -34,16 +34,31 @@ def test_the_undamaged_copy_loads(folder):
     assert model.has_mlm_head and tokenizer.vocab_size == model.config.vocab_size
 
 
-def test_loading_draws_no_random_weights_and_fills_every_one(tiny_mlm_folder):
-    """Built under skip_init, the model's tensors start uninitialised: loading must not move the caller's random
-    number generator (it drew every weight at random before copying the checkpoint over them), and what comes
-    out must be the checkpoint's tensors, every one (the tests against transformers check the numbers)."""
+def test_loading_draws_no_random_weights_and_fills_every_one(tiny_mlm_folder, monkeypatch):
+    """Built on the meta device, the model has shapes and no memory: loading must not move the caller's random
+    number generator nor run an initialiser on a real tensor (it drew every weight at random before copying the
+    checkpoint over them), and what comes out must be the checkpoint's tensors, every one, none left on the meta
+    device, the decoder still tied (the tests against transformers check the numbers)."""
     from bert.checkpoint import to_hf_state_dict
 
+    initialised = []
+    for name in ("normal_", "uniform_", "kaiming_uniform_", "zeros_", "ones_"):
+        original = getattr(torch.nn.init, name)
+
+        def watched(tensor, *args, _original=original, **kwargs):
+            initialised.append(tensor.device.type)
+            return _original(tensor, *args, **kwargs)
+
+        monkeypatch.setattr(torch.nn.init, name, watched)
     torch.manual_seed(123)
     state = torch.random.get_rng_state()
     model, _ = bert.load_pretrained(str(tiny_mlm_folder))
     assert torch.equal(torch.random.get_rng_state(), state)
+    assert initialised and set(initialised) == {"meta"}  # the initialisers ran on shapes only
+    tensors = dict(model.named_parameters(remove_duplicate=False)) | dict(model.named_buffers())
+    assert not [name for name, tensor in tensors.items() if tensor.is_meta]
+    assert model.lm_head.unembedding.weight is model.embedding.token_embedding.weight
+    assert len(list(model.parameters())) == len(tensors) - 1  # the tie is one parameter, as an optimizer must see it
     theirs = load_file(tiny_mlm_folder / "model.safetensors")
     for key, tensor in to_hf_state_dict(model).items():
         assert torch.equal(tensor, theirs[key]), key

@@ -1,5 +1,5 @@
-"""bert.packed_linear: on the CPU without gradients, a oneDNN-packed copy of the weight; checked against
-F.linear on the same tensors, and that every way of changing the weight is seen."""
+"""bert.packed_linear: the pass that gives nn.Linear, on the CPU in eval mode without gradients, a oneDNN-packed
+copy of the weight; checked against F.linear on the same tensors, and that every way of changing the weight is seen."""
 import copy
 import pickle
 
@@ -8,15 +8,16 @@ import torch
 import torch.nn.functional as F
 
 from bert import packed_linear
-from bert.packed_linear import PackedLinear, forget_packed_weights
+from bert.packed_linear import PackedLinear, forget_packed_weights, pack_for_cpu_inference
 
-pytestmark = pytest.mark.skipif(not packed_linear.ENABLED, reason="BERT_INSIDE_PACKED_LINEAR=0")
 CLOSE = dict(atol=1e-5, rtol=1e-5)
 
 
 def linear(in_features=48, out_features=72, bias=True, seed=0) -> PackedLinear:
+    """An nn.Linear in eval mode, through the pass."""
     torch.manual_seed(seed)
-    return PackedLinear(in_features, out_features, bias=bias)
+    model = pack_for_cpu_inference(torch.nn.Sequential(torch.nn.Linear(in_features, out_features, bias=bias)).eval())
+    return model[0]
 
 
 def was_packed(module: PackedLinear) -> bool:
@@ -145,20 +146,70 @@ def test_float16_and_inference_tensor_weights_take_nn_linear():
 
 def test_a_build_whose_op_fails_falls_back_to_nn_linear_for_good(monkeypatch):
     """Should PyTorch change its internal oneDNN op, the model keeps working through nn.Linear."""
-    monkeypatch.setattr(packed_linear, "ENABLED", True)
+    calls = []
 
     def broken(*args):
+        calls.append(args)
         raise TypeError("_linear_pointwise() takes 5 arguments")
 
     monkeypatch.setattr(packed_linear, "_packed_product", broken)
     module, x = linear(), torch.randn(3, 48)
     with torch.no_grad():
         assert torch.equal(module(x), F.linear(x, module.weight, module.bias))
-    assert not packed_linear.ENABLED
+        assert torch.equal(module(x), F.linear(x, module.weight, module.bias))
+    assert not module.use_packed and not was_packed(module) and len(calls) == 1
 
 
-def test_a_wrong_input_gets_nn_linears_error_and_packing_stays_on(monkeypatch):
-    monkeypatch.setattr(packed_linear, "ENABLED", True)
+def test_a_wrong_input_gets_nn_linears_error_and_packing_stays_on():
+    module = linear()
     with torch.no_grad(), pytest.raises(RuntimeError, match="shapes cannot be multiplied"):
-        linear()(torch.randn(3, 47))
-    assert packed_linear.ENABLED
+        module(torch.randn(3, 47))
+    assert module.use_packed
+
+
+def test_train_mode_is_nn_linear_and_drops_the_packed_copy():
+    module, x = linear(), torch.randn(3, 48)
+    with torch.no_grad():
+        module(x)
+        assert was_packed(module)
+        module.train()
+        assert not was_packed(module)
+        assert torch.equal(module(x), F.linear(x, module.weight, module.bias))  # dropout-free, gradient-free, yet nn.Linear
+    assert not was_packed(module)
+
+
+def test_the_pass_shares_parameters_keeps_ties_and_leaves_subclasses():
+    class Head(torch.nn.Linear):
+        pass
+
+    embedding = torch.nn.Embedding(10, 6)
+    tied = torch.nn.Linear(6, 10)
+    tied.weight = embedding.weight
+    model = torch.nn.ModuleDict({"embedding": embedding, "tied": tied, "inner": torch.nn.Sequential(torch.nn.Linear(6, 6)), "head": Head(6, 2)})
+    before = {name: p for name, p in model.named_parameters()}
+    state = torch.random.get_rng_state()
+    pack_for_cpu_inference(model)
+    assert torch.equal(torch.random.get_rng_state(), state)  # nothing drawn
+    assert type(model["tied"]) is PackedLinear and type(model["inner"][0]) is PackedLinear and type(model["head"]) is Head
+    assert model["tied"].weight is embedding.weight
+    assert {name: p for name, p in model.named_parameters()} == before
+
+
+def test_packing_on_and_off_give_the_same_logits(minilm_path, minilm_batch):
+    """The built-in model, loaded with and without the pass: the same hidden states and probabilities (1e-5), and
+    logits within 1e-5 of their range (up to 19 here: float rounding in another order, through six layers)."""
+    import bert
+
+    packed, _ = bert.load_pretrained("minilm")
+    plain, _ = bert.load_pretrained("minilm", pack_for_cpu=False)
+    assert not any(isinstance(m, PackedLinear) for m in plain.modules())
+    input_ids, token_type_ids, attention_mask = minilm_batch
+    with torch.inference_mode():
+        logits = [model(input_ids, token_type_ids, attention_mask) for model in (packed, plain)]
+        hidden = [model.encode(input_ids, token_type_ids, attention_mask) for model in (packed, plain)]
+    assert was_packed(packed.lm_head.unembedding) and was_packed(packed.transformer[0].residual.mlp1)
+    keep = attention_mask.bool()
+    torch.testing.assert_close(hidden[0][keep], hidden[1][keep], **CLOSE)
+    torch.testing.assert_close(logits[0][keep].softmax(-1), logits[1][keep].softmax(-1), **CLOSE)
+    scale = logits[1][keep].abs().max().item()
+    torch.testing.assert_close(logits[0][keep], logits[1][keep], atol=1e-5 * scale, rtol=0)

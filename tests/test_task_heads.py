@@ -56,9 +56,10 @@ def test_transformers_task_checkpoint_loads_and_matches(architecture, tiny_hf_co
     expected = reference_logits(theirs, batch)
     with torch.no_grad():  # both on the same path (without gradients: oneDNN-packed weights)
         direct = getattr(ours, method)(*batch)
-        recorded, cache = ours.run_with_cache(*batch, head=method)
+        recorded, cache = ours.run_with_cache(*batch, head=method)  # every hook: the step-by-step attention
     assert_same_logits(direct, expected, batch[2], f"{architecture} {method}()")
-    assert torch.equal(recorded, direct) and torch.equal(cache[hook], direct)
+    assert_same_logits(recorded, expected, batch[2], f"{architecture} run_with_cache(head={method!r})")
+    assert torch.equal(cache[hook], recorded)
     if method != "next_sentence":
         assert ours.labels == [tiny_hf_config.id2label[i] for i in range(tiny_hf_config.num_labels)]
     if architecture == "regression":

@@ -15,6 +15,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from ..errors import InvalidInputError
+
 # name -> what it measures, one line (the app shows these as column help)
 STATISTICS = {
     "entropy": "entropy of each query's attention, in bits: 0 = looks at one token, log2(tokens) = looks everywhere",
@@ -94,10 +96,10 @@ def head_statistics(pattern: np.ndarray, roles: KeyRoles, query_mask: np.ndarray
     p = _floating(pattern)
     seq = p.shape[-1]
     if p.shape[-2] != seq:
-        raise ValueError(f"pattern must be [..., query, key] with query == key, got shape {p.shape}")
+        raise InvalidInputError(f"pattern must be [..., query, key] with query == key, got shape {p.shape}")
     for name in ("cls", "sep", "punctuation"):
         if getattr(roles, name).shape != (seq,):
-            raise ValueError(f"roles.{name} must have shape ({seq},), got {getattr(roles, name).shape}")
+            raise InvalidInputError(f"roles.{name} must have shape ({seq},), got {getattr(roles, name).shape}")
     queries = np.ones(seq, dtype=bool) if query_mask is None else np.asarray(query_mask, dtype=bool)
     positions = np.arange(seq)
     has_previous = queries & (positions >= 1)
@@ -144,7 +146,7 @@ def combine(results: Iterable[HeadStatistics]) -> HeadStatistics:
     """Merge per-input statistics into one: each mean weighted by its number of queries."""
     results = list(results)
     if not results:
-        raise ValueError("combine needs at least one HeadStatistics")
+        raise InvalidInputError("combine needs at least one HeadStatistics")
     means, counts = {}, {}
     for name in results[0].means:
         weights = [r.counts[name] for r in results]

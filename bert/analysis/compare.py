@@ -19,9 +19,10 @@ import torch
 
 from ..devices import model_device
 from ..errors import InvalidInputError
+from ..hooks import hook_name
 from ..model import Bert
 from ..tokenizer import BertTokenizer
-from .corpus import batches, layer_names, pad, residual_hooks
+from .corpus import batches, layer_names, pad, record_encoder
 
 
 def linear_cka(x: np.ndarray | torch.Tensor, y: np.ndarray | torch.Tensor) -> float:
@@ -143,9 +144,6 @@ def _record(model: Bert, ids, types, mask) -> tuple[torch.Tensor, torch.Tensor]:
     the CPU, from a model on any device (the two models may live on different ones)."""
     device = model_device(model)
     ids, types, mask = ids.to(device), types.to(device), mask.to(device)
-    pattern_hooks = [f"transformer.{i}.attention.attention.hook_pattern" for i in range(model.config.num_layers)]
-    residual = residual_hooks(model)
-    _, cache = model.run_with_cache(ids, types, mask, names=residual + pattern_hooks, logit_mask=torch.zeros_like(ids, dtype=torch.bool))
-    return (torch.stack([cache[h].detach().float().cpu() for h in residual]),
-            torch.stack([cache[h].detach().float().cpu() for h in pattern_hooks]))
+    cache = record_encoder(model, ids, types, mask, [hook_name("embedding_out")], stacked=("layer_out", "pattern"))
+    return cache.residual_stream().float().cpu(), cache.stack("pattern").float().cpu()
 

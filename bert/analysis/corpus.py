@@ -8,16 +8,18 @@ from typing import Callable, Iterator, Sequence
 
 import torch
 
+from ..activation_cache import ActivationCache
 from ..devices import model_device
 from ..hooks import every_layer, hook_name
 from ..model import Bert
 from ..tokenizer import Encoding
 
 
-def record_encoder(model: Bert, input_ids, token_type_ids, attention_mask, hooks: list[str]) -> dict[str, torch.Tensor]:
-    """The encoder's activations at `hooks` for one batch; the masked-LM head is skipped (no logits asked for)."""
+def record_encoder(model: Bert, input_ids, token_type_ids, attention_mask, hooks: list[str], stacked: Sequence[str] = ()) -> ActivationCache:
+    """The encoder's activations at `hooks` (and `stacked` kinds, every layer) for one batch; the masked-LM head
+    is skipped (no logits asked for)."""
     no_logits = torch.zeros_like(input_ids, dtype=torch.bool)
-    _, cache = model.run_with_cache(input_ids, token_type_ids, attention_mask, names=hooks, logit_mask=no_logits)
+    _, cache = model.run_with_cache(input_ids, token_type_ids, attention_mask, names=hooks, logit_mask=no_logits, stacked=stacked)
     return cache
 
 
@@ -63,14 +65,15 @@ def hook_batches(
     hooks: list[str],
     batch_size: int = 32,
     progress: ProgressCallback | None = None,
-) -> Iterator[tuple[list[int], dict[str, torch.Tensor]]]:
+    stacked: Sequence[str] = (),
+) -> Iterator[tuple[list[int], ActivationCache]]:
     """Length-sorted batches through the model, on its device: (encoding indices, {hook: activation}).
     Rows past an encoding's length are padding."""
     device = model_device(model)
     done = 0
     for batch in batches(encodings, batch_size):
         input_ids, token_type_ids, attention_mask = pad([encodings[i] for i in batch], pad_id, device)
-        yield batch, record_encoder(model, input_ids, token_type_ids, attention_mask, hooks)
+        yield batch, record_encoder(model, input_ids, token_type_ids, attention_mask, hooks, stacked)
         done += len(batch)
         if progress is not None:
             progress(done, len(encodings))
@@ -81,15 +84,12 @@ def residual_batches(
     encodings: Sequence[Encoding],
     pad_id: int,
     batch_size: int = 32,
-    layers: Sequence[int] | None = None,
     progress: ProgressCallback | None = None,
 ) -> Iterator[tuple[list[int], torch.Tensor]]:
-    """`hook_batches` of the residual stream, stacked: (encoding indices, [layer, batch, seq, hidden]);
-    `layers` picks entries of `residual_hooks` (0 = embeddings), None = all."""
-    hooks = residual_hooks(model)
-    hooks = hooks if layers is None else [hooks[layer] for layer in layers]
-    for batch, cache in hook_batches(model, encodings, pad_id, hooks, batch_size, progress):
-        yield batch, torch.stack([cache[h] for h in hooks])  # [layer, batch, seq, hidden]
+    """`hook_batches` of the residual stream: (encoding indices, [layer + 1, batch, seq, hidden]), the
+    embeddings first."""
+    for batch, cache in hook_batches(model, encodings, pad_id, [hook_name("embedding_out")], batch_size, progress, ("layer_out",)):
+        yield batch, cache.residual_stream()
 
 
 def gather_residuals(

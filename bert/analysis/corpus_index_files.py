@@ -1,5 +1,8 @@
 """A corpus index on disk: a folder of vectors.safetensors, entries.parquet, sentences.parquet and index.json
-(nothing in it can run code); shards from a `torchrun` job are such folders, joined in rank order."""
+(nothing in it can run code); shards from a `torchrun` job are such folders, joined in rank order.
+
+Below bert/analysis/corpus_search.py, which it does not import: it reads an index's attributes to write it, and
+gives back the fields of a CorpusIndex (entries as columns) for corpus_search to build one from."""
 from __future__ import annotations
 
 import json
@@ -11,7 +14,6 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from ..errors import CorpusIndexError, StaleIndexError
-from .corpus_search import CorpusIndex, Entries
 
 FORMAT = "bert-inside corpus index"
 VERSION = 1
@@ -20,7 +22,8 @@ ENTRY_TYPES = {"sentence_index": pa.int32(), "position": pa.int32(), "token": pa
                "part_of_speech": pa.string()}
 
 
-def save_index(index: CorpusIndex, folder: Path) -> Path:
+def save_index(index, folder: Path) -> Path:
+    """Write a CorpusIndex into `folder`."""
     folder.mkdir(parents=True, exist_ok=True)
     save_file({_tensor_name(key): index.vectors[key].contiguous() for key in index.keys}, folder / "vectors.safetensors")
     entries = pa.table({name: pa.array(getattr(index.entries, name), type=kind) for name, kind in ENTRY_TYPES.items()})
@@ -33,32 +36,29 @@ def save_index(index: CorpusIndex, folder: Path) -> Path:
     return folder
 
 
-def load_index(path: Path) -> CorpusIndex:
-    """One saved index, or a folder whose subfolders are the shards of one job."""
+def read_index(path: Path) -> dict | list[dict]:
+    """The fields of the index in `path` (a dict), or of each shard (a list) when its subfolders are the shards of
+    one job."""
     if not path.is_dir():
         raise CorpusIndexError(f"{path} is not a folder; give the folder that `save` or `python -m bert index` wrote")
     if (path / "index.json").is_file():
-        return _load_one(path)
+        return _read_one(path)
     shards = sorted(p for p in path.iterdir() if (p / "index.json").is_file())
     if not shards:
         raise CorpusIndexError(f"{path} holds no corpus index (no index.json in it or in its subfolders)")
-    return join_shards([_load_one(p) for p in shards])
+    return [_read_one(p) for p in shards]
 
 
-def join_shards(shards: list[CorpusIndex]) -> CorpusIndex:
-    """One index from the shards of one job: same model and layers, ranks 0 .. world - 1 each once."""
+def join_shards(shards: list) -> dict:
+    """The fields of one index made of the shards (CorpusIndex objects) of one job: same model and layers,
+    ranks 0 .. world - 1 each once."""
     if not shards:
         raise CorpusIndexError("no shards given")
     first = shards[0]
     for shard in shards:
         if (shard.fingerprint, shard.keys) != (first.fingerprint, first.keys):
             raise CorpusIndexError("the shards were built with different models, layers or heads; rebuild them in one job")
-    if len(shards) == 1 and first.shard is None:
-        return first
-    ranks = sorted((s.shard or (None, None)) for s in shards)
-    world = ranks[0][1]
-    if world is None or ranks != [(rank, world) for rank in range(world)]:
-        raise CorpusIndexError(f"the shards are ranks {[r for r, _ in ranks]} but a whole job has ranks 0 .. {world}-1")
+    _check_ranks(shards)
     shards = sorted(shards, key=lambda s: s.shard[0])
     offsets = [0]
     for shard in shards:
@@ -68,14 +68,21 @@ def join_shards(shards: list[CorpusIndex]) -> CorpusIndex:
         columns["sentence_index"] += [i + offset for i in shard.entries.sentence_index]
         for name in ("position", "token", "word", "part_of_speech"):
             columns[name] += getattr(shard.entries, name)
-    return CorpusIndex(
+    return dict(
         sentences=[text for shard in shards for text in shard.sentences],
         layers=first.layers,
-        entries=Entries(**columns),
+        entries=columns,
         vectors={key: torch.cat([s.vectors[key] for s in shards]) for key in first.keys},
         fingerprint=first.fingerprint,
         heads=first.heads,
     )
+
+
+def _check_ranks(shards: list) -> None:
+    ranks = sorted((s.shard or (None, None)) for s in shards)
+    world = ranks[0][1]
+    if world is None or ranks != [(rank, world) for rank in range(world)]:
+        raise CorpusIndexError(f"the shards are ranks {[r for r, _ in ranks]} but a whole job has ranks 0 .. {world}-1")
 
 
 def check_fingerprint(saved: str, current: str) -> None:
@@ -86,7 +93,7 @@ def check_fingerprint(saved: str, current: str) -> None:
         )
 
 
-def _load_one(folder: Path) -> CorpusIndex:
+def _read_one(folder: Path) -> dict:
     missing = [part for part in PARTS if not (folder / part).is_file()]
     if missing:
         raise CorpusIndexError(f"{folder} lacks {', '.join(missing)}: it is not a complete corpus index")
@@ -99,10 +106,10 @@ def _load_one(folder: Path) -> CorpusIndex:
         sentences = pq.read_table(folder / "sentences.parquet").column("text").to_pylist()
         layers = tuple(int(layer) for layer in meta["layers"])
         heads = tuple((int(layer), int(head)) for layer, head in meta.get("heads", []))
-        return CorpusIndex(
+        return dict(
             sentences=sentences,
             layers=layers,
-            entries=Entries(**{name: columns[name] for name in ENTRY_TYPES}),
+            entries={name: columns[name] for name in ENTRY_TYPES},
             vectors={key: tensors[_tensor_name(key)] for key in layers + heads},
             fingerprint=meta["fingerprint"],
             shard=tuple(meta["shard"]) if meta.get("shard") else None,

@@ -29,6 +29,7 @@ from ..model import Bert
 from ..tokenizer import BertTokenizer, Encoding
 from ..hooks import hook_name
 from .corpus import ProgressCallback, hook_batches, residual_hooks
+from .corpus_index_files import check_fingerprint, join_shards, read_index, save_index
 from .model_fingerprint import model_fingerprint
 
 Method = Literal["exact", "approximate"]
@@ -153,22 +154,17 @@ class CorpusIndex:
 
     def check_model(self, model: Bert) -> None:
         """StaleIndexError unless `model` is the one this index was built with."""
-        from .corpus_index_files import check_fingerprint
-
         check_fingerprint(self.fingerprint, model_fingerprint(model))
 
     def save(self, path: str | Path) -> Path:
         """A folder: vectors.safetensors, entries.parquet, sentences.parquet, index.json."""
-        from .corpus_index_files import save_index
-
         return save_index(self, Path(path))
 
     @classmethod
     def load(cls, path: str | Path, model: Bert | None = None) -> "CorpusIndex":
         """A saved index, or a folder of shards (as `load_shards`). With `model`: StaleIndexError if it differs."""
-        from .corpus_index_files import load_index
-
-        index = load_index(Path(path))
+        fields = read_index(Path(path))
+        index = cls._from_fields(fields) if isinstance(fields, dict) else cls._joined([cls._from_fields(f) for f in fields])
         if model is not None:
             index.check_model(model)
         return index
@@ -176,12 +172,21 @@ class CorpusIndex:
     @classmethod
     def load_shards(cls, paths: Sequence[str | Path], model: Bert | None = None) -> "CorpusIndex":
         """Shards written by ranks of one `torchrun` job, joined in rank order into one index."""
-        from .corpus_index_files import join_shards, load_index
-
-        index = join_shards([load_index(Path(p)) for p in paths])
+        index = cls._joined([cls.load(path) for path in paths])
         if model is not None:
             index.check_model(model)
         return index
+
+    @classmethod
+    def _from_fields(cls, fields: dict) -> "CorpusIndex":
+        """An index from what corpus_index_files read or joined (entries as columns)."""
+        return cls(**{**fields, "entries": Entries(**fields["entries"])})
+
+    @classmethod
+    def _joined(cls, shards: list["CorpusIndex"]) -> "CorpusIndex":
+        if len(shards) == 1 and shards[0].shard is None:
+            return shards[0]  # a whole index
+        return cls._from_fields(join_shards(shards))
 
     def _key(self, layer: int, head: int | None) -> Key:
         key = layer if head is None else (layer, head)

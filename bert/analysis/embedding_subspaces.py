@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import InvalidInputError
+
 PARTS = ("token", "position", "segment")
 PAIRS = tuple(itertools.combinations(PARTS, 2))  # (token, position), (token, segment), (position, segment)
 
@@ -47,7 +49,7 @@ def decompose(token: np.ndarray, position: np.ndarray, segment: np.ndarray) -> D
     parts = {"token": _as_2d(token), "position": _as_2d(position), "segment": _as_2d(segment)}
     shapes = {p.shape for p in parts.values()}
     if len(shapes) != 1:
-        raise ValueError(f"token, position and segment must have the same shape [seq, hidden], got {shapes}")
+        raise InvalidInputError(f"token, position and segment must have the same shape [seq, hidden], got {shapes}")
     summed = parts["token"] + parts["position"] + parts["segment"]
     norms = {name: np.linalg.norm(vectors, axis=-1) for name, vectors in parts.items()}
     norms["sum"] = np.linalg.norm(summed, axis=-1)
@@ -113,7 +115,7 @@ def principal_angles(basis_a: np.ndarray, basis_b: np.ndarray) -> np.ndarray:
     """Principal angles in radians, smallest first, between the column spaces of two orthonormal bases
     [hidden, ka] and [hidden, kb]: min(ka, kb) angles, 0 = a shared direction, pi/2 = orthogonal."""
     if basis_a.shape[0] != basis_b.shape[0]:
-        raise ValueError(f"bases live in different spaces: {basis_a.shape[0]} vs {basis_b.shape[0]} dimensions")
+        raise InvalidInputError(f"bases live in different spaces: {basis_a.shape[0]} vs {basis_b.shape[0]} dimensions")
     if basis_a.shape[1] == 0 or basis_b.shape[1] == 0:
         return np.zeros(0)
     cosines = np.linalg.svd(basis_a.T @ basis_b, compute_uv=False)
@@ -172,7 +174,7 @@ def subspace_report(
     30k-row token table takes a while; then trying several k is cheap)."""
     missing = set(PARTS) - set(tables)
     if missing:
-        raise ValueError(f"tables needs {sorted(missing)} as well")
+        raise InvalidInputError(f"tables needs {sorted(missing)} as well")
     hidden = _as_2d(tables["token"]).shape[1]
     directions = directions or {name: singular_directions(tables[name], center) for name in PARTS}
     bases = {name: np.asarray(directions[name], dtype=np.float64)[:, :k] for name in PARTS}
@@ -205,7 +207,7 @@ def _right_singular(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _as_2d(array: np.ndarray) -> np.ndarray:
     array = np.asarray(array, dtype=np.float64)
     if array.ndim != 2:
-        raise ValueError(f"expected a [rows, hidden] array, got shape {array.shape}")
+        raise InvalidInputError(f"expected a [rows, hidden] array, got shape {array.shape}")
     return array
 
 

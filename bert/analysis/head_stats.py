@@ -24,7 +24,6 @@ import torch
 from ..data import LabelledSentence
 from ..devices import as_numpy, model_device
 from ..errors import InvalidInputError
-from ..hooks import every_layer
 from ..model import Bert
 from ..tokenizer import BertTokenizer
 from .attention_stats import HeadStatistics, KeyRoles, combine, head_statistics
@@ -103,19 +102,18 @@ def corpus_head_statistics(
         ]
     else:
         encodings = [tokenizer.encode(s.text, max_length=max_tokens, truncate=True) for s in sentences]
-    hooks = every_layer("pattern", model.config.num_layers)
     results = []
     for done, batch in enumerate(batches(encodings, batch_size)):
         if progress:
             progress(done * batch_size / len(encodings), "running the model")
         chosen = [encodings[i] for i in batch]
         input_ids, token_type_ids, attention_mask = pad(chosen, tokenizer.pad_id, model_device(model))
-        cache = record_encoder(model, input_ids, token_type_ids, attention_mask, hooks)
-        patterns = as_numpy(torch.stack([cache[h] for h in hooks], dim=1))  # [batch, layer, head, query, key]
+        cache = record_encoder(model, input_ids, token_type_ids, attention_mask, [], stacked=("pattern",))
+        patterns = as_numpy(cache.stack("pattern"))  # [layer, batch, head, query, key]
         for row, encoding in enumerate(chosen):
             n = len(encoding)
             roles = KeyRoles.from_tokens(encoding.tokens)
-            results.append(head_statistics(patterns[row, :, :, :n, :n], roles))
+            results.append(head_statistics(patterns[:, row, :, :n, :n], roles))
     if progress:
         progress(1.0, "done")
     return combine(results)

@@ -12,10 +12,11 @@ import torch
 
 from ..devices import model_device
 from ..errors import InvalidInputError
+from ..hooks import hook_name
 from ..model import Bert
 from ..predict import Candidate, make_candidate
 from ..tokenizer import BertTokenizer, Encoding
-from .corpus import layer_names, residual_hooks
+from .corpus import layer_names, record_encoder
 
 
 @dataclass(frozen=True)
@@ -44,12 +45,11 @@ def logit_lens(model: Bert, tokenizer: BertTokenizer, encoding: Encoding, top_k:
     positions = tokenizer.mask_positions(encoding)
     if not positions:
         return []
-    hooks = residual_hooks(model)
-    _, cache = model.run_with_cache(input_ids, token_type_ids, names=hooks)
-    hidden = torch.stack([cache[h][0, positions] for h in hooks])  # [layer, mask, hidden]
+    cache = record_encoder(model, input_ids, token_type_ids, None, [hook_name("embedding_out")], stacked=("layer_out",))
+    hidden = cache.residual_stream()[:, 0, positions]  # [layer, mask, hidden]
     probabilities = model.mlm_logits(hidden).float().softmax(-1).cpu()  # [layer, mask, vocab], float32
     final_ids = probabilities[-1].argmax(-1)  # [mask]
-    final_probs = probabilities.gather(-1, final_ids.expand(len(hooks), -1)[..., None])[..., 0]  # [layer, mask]
+    final_probs = probabilities.gather(-1, final_ids.expand(len(hidden), -1)[..., None])[..., 0]  # [layer, mask]
     # rank = 1 + how many tokens are strictly more probable than the final prediction
     ranks = 1 + (probabilities > final_probs[..., None]).sum(-1)  # [layer, mask]
     best = probabilities.topk(min(top_k, probabilities.shape[-1]), dim=-1)
@@ -63,7 +63,7 @@ def logit_lens(model: Bert, tokenizer: BertTokenizer, encoding: Encoding, top_k:
                 final_rank=int(ranks[layer, m]),
                 final_probability=float(final_probs[layer, m]),
             )
-            for layer in range(len(hooks))
+            for layer in range(len(hidden))
         ]
         final_id = int(final_ids[m])
         lenses.append(MaskLens(position, make_candidate(tokenizer, final_id, float(final_probs[-1, m])), layers))

@@ -14,6 +14,7 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import DataFileError
 from ..model import Bert
 from ..tokenizer import BertTokenizer
 from .masked import logits_at_mask
@@ -47,7 +48,7 @@ def read_pairs(folder: str | Path) -> list[AgreementPair]:
     pairs = []
     for good, bad in zip(rows[::2], rows[1::2]):
         if (good["class"], bad["class"]) != ("correct", "wrong") or good["sent"] != bad["sent"]:
-            raise ValueError(f"{path}: rows must come in pairs (correct, then wrong) of the same sentence: {good['sent']!r}")
+            raise DataFileError(f"{path}: rows must come in pairs (correct, then wrong) of the same sentence: {good['sent']!r}")
         words = good["sent"].lower().split()[:-1]  # drop <eos>
         index = int(good["len_prefix"])
         words[index] = "[MASK]"

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import DataFileError
 from ..model import Bert
 from ..tokenizer import BertTokenizer
 from .masked import logits_at_mask
@@ -53,7 +54,7 @@ def read_test(folder: str | Path, test: Test) -> list[ClozeProbe]:
     with (folder / "datasets" / f"{test.dataset}.tsv").open(encoding="utf-8", newline="") as file:
         rows = list(csv.DictReader(file, delimiter="\t"))
     if len(contexts) != len(rows) * test.lines_per_item:
-        raise ValueError(f"{folder}: {len(contexts)} {test.key} contexts for {len(rows)} {test.dataset} rows")
+        raise DataFileError(f"{folder}: {len(contexts)} {test.key} contexts for {len(rows)} {test.dataset} rows")
     return [
         ClozeProbe(test.name, contexts[i * test.lines_per_item], tuple(row[test.expected_column].strip().split("|")))
         for i, row in enumerate(rows)
@@ -91,5 +92,5 @@ def read_published_accuracy(folder: str | Path, test: Test, model: str = "bert-b
     text = (Path(folder) / "results" / model / f"prediction_accuracy-{test.key}.txt").read_text(encoding="utf-8")
     found = re.search(r"in top 5 predictions: [\d.]+ \((\d+)/(\d+)\)", text, re.IGNORECASE)
     if found is None:
-        raise ValueError(f"no top-5 accuracy line in {folder}/results/{model}/prediction_accuracy-{test.key}.txt")
+        raise DataFileError(f"no top-5 accuracy line in {folder}/results/{model}/prediction_accuracy-{test.key}.txt")
     return int(found[1]), int(found[2])

@@ -17,6 +17,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import DataFileError
 from ..model import Bert
 from ..predict import predict_masks
 from ..tokenizer import BertTokenizer
@@ -44,7 +45,7 @@ def read_cloze(path: str | Path = EVERYDAY_CLOZE) -> list[ClozeItem]:
         sentence, *answers = [field.strip() for field in line.split("\t")]
         answers = [a.lower() for a in answers if a]
         if sentence.count("[MASK]") != 1 or not answers:
-            raise ValueError(f"{path}:{number}: a row needs exactly one [MASK] and at least one answer after a tab: {line!r}")
+            raise DataFileError(f"{path}:{number}: a row needs exactly one [MASK] and at least one answer after a tab: {line!r}")
         items.append(ClozeItem(sentence, tuple(answers), topic))
     return items
 

@@ -16,6 +16,7 @@ from typing import Iterator
 
 import torch
 
+from ..errors import DataFileError, InvalidInputError
 from ..tokenizer import BertTokenizer
 from .nsp import make_pairs
 
@@ -55,7 +56,7 @@ class DataConfig:
 
     def __post_init__(self):
         if self.next_sentence and self.sentence_order:
-            raise ValueError("choose next-sentence or sentence-order pairs, not both: they share one head")
+            raise InvalidInputError("choose next-sentence or sentence-order pairs, not both: they share one head")
 
     @property
     def pair_task(self) -> str | None:
@@ -90,7 +91,7 @@ def infinite_batches(path, tokenizer, config: DataConfig, seed: int, skip: int =
         if not any_batch:
             need = " in at least two documents (blank lines between them) for next-sentence pairs" if config.next_sentence else ""
             need = " in documents of two lines or more for sentence-order pairs" if config.sentence_order else need
-            raise ValueError(f"{path} holds no text to train on{need}")
+            raise DataFileError(f"{path} holds no text to train on{need}")
 
 
 def collate(examples: list[tuple[list[int], list[int], int]], tokenizer: BertTokenizer) -> Batch:

@@ -7,6 +7,8 @@
 from __future__ import annotations
 
 import random
+
+from ..errors import InvalidInputError
 from dataclasses import dataclass
 
 IS_NEXT, IS_RANDOM = 0, 1  # the label order of BERT's (and Hugging Face's) NSP head
@@ -25,9 +27,9 @@ def make_pairs(documents: list[list[list[int]]], rng: random.Random, task: str =
     """For each adjacent (A, B) in a document, keep it (label 0) or, with odds 1/2 (label 1): swap in a segment
     of another document as B (task "nsp"), or swap A and B (task "sop")."""
     if task not in TASKS:
-        raise ValueError(f"task must be one of {TASKS}, not {task!r}")
+        raise InvalidInputError(f"task must be one of {TASKS}, not {task!r}")
     if task == "nsp" and len(documents) < 2:
-        raise ValueError("next-sentence pairs need at least two documents to draw random segments from")
+        raise InvalidInputError("next-sentence pairs need at least two documents to draw random segments from")
     pairs = []
     for doc_index, segments in enumerate(documents):
         for a, b in zip(segments, segments[1:]):

@@ -20,6 +20,7 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
 from ..devices import autocast_dtype, model_device
+from ..errors import InvalidInputError
 from ..model import Bert
 from ..tokenizer import BertTokenizer
 from .data import Batch, DataConfig, batches, infinite_batches, word_numbers
@@ -70,7 +71,7 @@ def select_trainable(model: Bert, what: str, freeze_token_embedding: bool) -> li
     elif what.startswith("top:") and what[4:].isdigit() and int(what[4:]) <= num_layers:
         learning = heads + list(model.transformer[num_layers - int(what[4:]) :])
     else:
-        raise ValueError(f"train must be 'all', 'head' or 'top:N' with N from 0 to {num_layers}, not {what!r}")
+        raise InvalidInputError(f"train must be 'all', 'head' or 'top:N' with N from 0 to {num_layers}, not {what!r}")
     model.requires_grad_(False)
     for module in learning:
         module.requires_grad_(True)

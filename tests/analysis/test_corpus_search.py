@@ -225,3 +225,13 @@ def test_indexing_on_the_gpu_matches_the_cpu(tiny_model, tiny_tokenizer):
     on_cpu = build_index(tiny_model, tiny_tokenizer, TINY_SENTENCES)
     for layer in on_cpu.layers:
         torch.testing.assert_close(on_gpu.vectors[layer], on_cpu.vectors[layer], atol=1e-5, rtol=0)
+
+
+def test_the_file_format_module_does_not_import_the_search_module():
+    """corpus_index_files sits below corpus_search: no import circle between the two."""
+    import subprocess
+    import sys
+
+    code = "import sys, bert.analysis.corpus_index_files; print('bert.analysis.corpus_search' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
