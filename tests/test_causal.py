@@ -57,6 +57,20 @@ def test_causal_padding_still_hides_padded_keys():
     torch.testing.assert_close(padded, alone, atol=1e-5, rtol=1e-5)
 
 
+def test_the_fused_and_step_by_step_paths_agree_with_the_causal_mask():
+    """Plain calls take scaled_dot_product_attention (is_causal, or the future folded into the padding mask);
+    recording the pattern takes the step-by-step path: the same logits, with and without padding."""
+    ours = model(causal=True)
+    ids, _, types = two_inputs()
+    mask = torch.ones_like(ids)
+    mask[1, 9:] = 0
+    for attention_mask in (None, mask):
+        with torch.no_grad():
+            fused = ours(ids, types, attention_mask)
+            step_by_step, _ = ours.run_with_cache(ids, types, attention_mask, names=lambda name: name.endswith("hook_pattern"))
+        torch.testing.assert_close(fused, step_by_step, atol=1e-5, rtol=1e-5)
+
+
 def test_same_as_transformers_bertmodel_with_is_decoder(tmp_path):
     transformers = pytest.importorskip("transformers")
     ours = model(causal=True)

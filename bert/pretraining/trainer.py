@@ -217,7 +217,7 @@ def train(
     """
     ranks, device, out_dir = Ranks.current(), model_device(model), Path(out_dir)
     if on_step is not None and ranks.world > 1:
-        raise ValueError("on_step is for single-process runs: a stop on one rank would leave the others waiting")
+        raise InvalidInputError("on_step is for single-process runs: a stop on one rank would leave the others waiting")
     global_data = replace(data, batch_size=data.batch_size * ranks.world)
     out_dir.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(config.seed)
