@@ -6,17 +6,16 @@ the prediction page's first screen goes to $SCREENSHOT_DIR/first_screen.png.
 """
 from __future__ import annotations
 
-import re
-
-from test_browser import ROOT, SLOW, _screenshot_dir, _settle, app_url, browser  # noqa: F401 (fixtures)
+from test_browser import  SLOW, _screenshot_dir, _settle, app_url, browser  # noqa: F401 (fixtures)
+from viz_app.navigation import DEFAULT_PAGE, PAGES
 from viz_app.sentence_box import PAGES_WITHOUT
 
 LAPTOP = {"width": 1366, "height": 768}
 
 
 def _url_paths() -> list[str]:
-    """Every page Home.py registers, by url_path ("" for the default page), so pages added later are covered."""
-    return [""] + re.findall(r'url_path="(\w+)"', (ROOT / "viz_app" / "Home.py").read_text())
+    """Every page of the app's navigation, by url_path ("" for the default page), so pages added later are covered."""
+    return ["" if path == DEFAULT_PAGE else path for path in PAGES]
 
 
 def test_the_sentence_box_is_on_the_first_screen_of_every_page_that_reads_it(browser, app_url):

@@ -21,29 +21,14 @@ from bert.analysis.attention_stats import STATISTICS
 from bert.analysis.probes import TASKS
 from bert.analysis.saliency import METHODS
 from bert.errors import BertError
+from viz_app import navigation
 from viz_app.lessons.computed import COMPUTED
-from viz_app.state import MODEL_PARAM, LINK_PARAMS
+from viz_app.state import LINK_PARAMS, MODEL_PARAM
 
 BUILTIN_FOLDER = Path(__file__).parent / "builtin"
 
-# url name -> (file in pages/, title): the pages a step can open (viz_app/Home.py lists the same url paths)
-PAGES = {
-    "prediction": ("1_prediction.py", "Masked prediction"),
-    "attention": ("2_attention.py", "Attention"),
-    "embeddings": ("3_embeddings.py", "Embeddings"),
-    "mlp": ("4_mlp.py", "MLP activations"),
-    "architecture": ("5_architecture.py", "Architecture"),
-    "probes": ("6_probes.py", "Layer probes"),
-    "logit_lens": ("7_logit_lens.py", "Logit lens"),
-    "head_ablation": ("8_head_ablation.py", "Head ablation"),
-    "rollout": ("9_rollout.py", "Rollout and flow"),
-    "head_statistics": ("10_head_statistics.py", "Head statistics"),
-    "saliency": ("11_saliency.py", "Saliency"),
-    "sentence_tasks": ("12_sentence_tasks.py", "Sentence tasks"),
-    "compare_models": ("13_compare_models.py", "Compare two models"),
-    "corpus_search": ("14_corpus_search.py", "Corpus search"),
-    "word_contexts": ("15_word_contexts.py", "One word, many contexts"),
-}
+# url name -> (file in pages/, title): the pages a step can open, every page of the app but this one
+PAGES = {url: (page.file, page.title) for url, page in navigation.PAGES.items() if url != "lessons"}
 STATE_KEYS = (MODEL_PARAM, *LINK_PARAMS)
 CHOICES = {  # state keys whose value is one of a few names (each subset key: a list of them)
     "statistic": tuple(STATISTICS),

@@ -8,7 +8,8 @@ from urllib.parse import urlencode
 
 from viz_app.lessons.computed import COMPUTED, POSITION_KEYS, Found, NotComputable, StepFacts
 from viz_app.lessons.format import PLACEHOLDER, ComputedValue, Lesson
-from viz_app.state import DEFAULT_TEXT, MODEL_PARAM, LINK_PARAMS
+from viz_app.navigation import DEFAULT_PAGE
+from viz_app.state import DEFAULT_TEXT, LINK_PARAMS, MODEL_PARAM
 
 NOT_AVAILABLE = "(not available for this model)"
 SIDEBAR_KEYS = ("text", "pair", "truncate")  # drawn before any page: applied before the next run starts
@@ -41,9 +42,7 @@ class ResolvedStep:
 
     def link(self, base_url: str, model: str | None) -> str:
         """The URL of the step's page with its state, e.g. http://host:8501/attention?model=minilm&layer=2."""
-        from viz_app.lessons.format import PAGES
-
-        path = "" if self.page == next(iter(PAGES)) else self.page  # the first page is the app's default page
+        path = "" if self.page == DEFAULT_PAGE else self.page  # the default page is at the root
         return f"{base_url.rstrip('/')}/{path}?{urlencode(self.query(model))}"
 
 
