@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import csv
 import logging
+import os
+import sys
 from pathlib import Path
 
 from ..devices import add_device_argument, log_device
@@ -44,9 +46,9 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from ..pretrained import load_pretrained
-    from ..pretraining.distributed import start, stop
+    from ..pretraining.distributed import barrier, start, stop
     from .treebank import builtin_treebank, read_treebank
-    from .treebank_probes import ProbeSettings, extract_train_test, probe_features
+    from .treebank_probes import ProbeSettings, extract_train_test
 
     if args.data == "ud-ewt":
         if args.train:
@@ -68,10 +70,21 @@ def run(args) -> int:
         if ranks.main:
             log_device(model)
         data = extract_train_test(model, tokenizer, train, test, tasks, settings)  # each rank its share
+        if ranks.main:
+            _probe_and_write(args, data, tasks, settings, device)
+        barrier(ranks)  # the other ranks wait for rank 0
     finally:
         stop()
-    if not ranks.main:
-        return 0
+    if not ranks.main:  # their work is in rank 0's report; PyTorch's teardown at exit can abort them (SIGABRT)
+        logging.shutdown()
+        sys.stdout.flush()
+        os._exit(0)
+    return 0
+
+
+def _probe_and_write(args, data, tasks, settings, device) -> None:
+    from .treebank_probes import probe_features
+
     report = probe_features(data, tasks, settings, args.model, device)
     print(format_tables(report))
     if args.json:
@@ -79,7 +92,6 @@ def run(args) -> int:
         args.json.write_text(report.to_json() + "\n", encoding="utf-8")
     if args.csv:
         write_csv(report, args.csv)
-    return 0
 
 
 def format_tables(report) -> str:
