@@ -72,9 +72,7 @@ def run_result(report: TreebankProbeReport) -> TreebankRun:
 
 
 def sentence_trees(report: TreebankProbeReport, most: int = MAX_TREES) -> tuple[SentenceTrees, ...]:
-    """The trees of the first `most` test sentences with at least two words that count. Each sentence's predicted
-    distances, and their spanning trees, are computed for every layer at once (report.predicted_edges(i, layer)
-    computes every layer's distances for the one layer it is asked for)."""
+    """The trees of the first `most` test sentences with at least two words that count, at every layer."""
     trees = []
     features = report.test_features
     for index, sentence in enumerate(features.sentences):
@@ -84,11 +82,10 @@ def sentence_trees(report: TreebankProbeReport, most: int = MAX_TREES) -> tuple[
         if not gold:
             continue
         counted = tree_metrics.non_punctuation(sentence.labels.get("upos"), len(sentence))
-        distances = report.structural_probes.distances(features.sentence(index)).numpy()  # [layer, word, word]
         deprels = sentence.labels.get("deprel", ("",) * len(sentence))
         trees.append(SentenceTrees(
             sentence.words, tuple(sorted(gold)),
-            tuple(tuple(sorted(edges)) for edges in tree_metrics.spanning_tree_edges_of(distances, [counted] * len(distances))),
+            tuple(tuple(sorted(edges)) for edges in report.predicted_trees(index)),
             {frozenset((word, head - 1)): label for word, (head, label) in enumerate(zip(sentence.heads, deprels)) if head},
             tuple(int(i) for i in (~counted).nonzero()[0]),
         ))

@@ -10,7 +10,7 @@
     report.baselines                  # {"linear_uuas": ..., "layer0_uuas": ..., "majority_upos": ...}
     report.to_json()                  # the JSON of `python -m bert probe --json`
     report.csv_rows()                 # one row per (task, layer)
-    report.predicted_edges(sentence, layer), report.gold_edges(sentence)   # the distance probe's tree, test sentence i
+    report.predicted_edges(sentence, layer), report.predicted_trees(sentence), report.gold_edges(sentence)   # the distance probe's tree, test sentence i
     report.test_features.sentences[sentence].words                          # ... and its words, to draw them
     TASK_DESCRIPTIONS["distance"]     # one line per task, for a page; Treebank.tasks: the tasks a file supports
 
@@ -121,12 +121,16 @@ class TreebankProbeReport:
     def predicted_edges(self, sentence: int, layer: int) -> set[tuple[int, int]]:
         """The distance probe's tree for test sentence `sentence` at `layer`: the minimum spanning tree of its
         predicted distances over the non-punctuation words (0-based word pairs)."""
+        return self.predicted_trees(sentence)[layer]
+
+    def predicted_trees(self, sentence: int) -> list[set[tuple[int, int]]]:
+        """`predicted_edges` at every layer, from one pass of the probe and one spanning-forest computation."""
         features = self._features()
         if self.structural_probes is None or self.structural_probes.distance is None:
             raise InvalidInputError("this report has no distance probe: run the distance task")
         _, keep = sentence_tree(features.sentences[sentence])
-        distances = self.structural_probes.distances(features.sentence(sentence))[layer].numpy()
-        return tree_metrics.spanning_tree_edges(distances, keep)
+        distances = self.structural_probes.distances(features.sentence(sentence)).numpy()  # [layer, word, word]
+        return tree_metrics.spanning_tree_edges_of(distances, [keep] * len(distances))
 
     def _features(self) -> WordFeatures:
         if self.test_features is None:
