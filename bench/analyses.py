@@ -23,7 +23,11 @@ import torch  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's bert, whatever is installed
 import bert  # noqa: E402
 from bert.hooks import every_layer, stack_layers  # noqa: E402
-from bert.analysis import ablation, head_stats, logit_lens, probes, rollout, saliency  # noqa: E402
+from bert.analysis.causal import ablation
+from bert.analysis.attention import head_stats, rollout
+from bert.analysis.representations import logit_lens
+from bert.analysis.probing import probes
+from bert.analysis.attribution import saliency  # noqa: E402
 from bert.data import builtin_sentences  # noqa: E402
 
 SENTENCE = "The [MASK] barked at the mailman because he came to the door every morning."

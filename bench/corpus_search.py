@@ -28,8 +28,8 @@ import torch.nn.functional as F  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's bert, whatever is installed
 import bert  # noqa: E402
-from bert.analysis.corpus import batches, pad  # noqa: E402
-from bert.analysis.corpus_search import CorpusIndex, Entries, build_index  # noqa: E402
+from bert.analysis.corpus.batching import batches, pad  # noqa: E402
+from bert.analysis.corpus.corpus_search import CorpusIndex, Entries, build_index  # noqa: E402
 from bert.data import builtin_sentences  # noqa: E402
 from bert.pretrained import minilm_folder  # noqa: E402
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's bert, whatever is installed
 import bert  # noqa: E402
-from bert.analysis.sense_neighbours import load_senses, sense_agreement  # noqa: E402
+from bert.analysis.representations.sense_neighbours import load_senses, sense_agreement  # noqa: E402
 
 
 def main() -> None:

@@ -25,9 +25,9 @@ import torch  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's bert, whatever is installed
 import bert  # noqa: E402
-from bert.analysis.probe_cli import format_tables  # noqa: E402
-from bert.analysis.treebank import builtin_treebank  # noqa: E402
-from bert.analysis.treebank_probes import ProbeSettings, run_treebank_probes  # noqa: E402
+from bert.analysis.probing.probe_cli import format_tables  # noqa: E402
+from bert.analysis.probing.treebank import builtin_treebank  # noqa: E402
+from bert.analysis.probing.treebank_probes import ProbeSettings, run_treebank_probes  # noqa: E402
 
 TASKS = ["upos", "xpos", "deprel", "arcs", "distance", "depth"]
 

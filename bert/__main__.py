@@ -33,13 +33,13 @@ def main(argv: list[str] | None = None) -> int:
     from .finetuning.cli import add_arguments as add_finetune_arguments
 
     add_finetune_arguments(commands.add_parser("finetune", help="train a classifier, regressor or token tagger on labelled data"))
-    from .analysis import index_cli
+    from .analysis.corpus import index_cli
 
     index_cli.add_arguments(commands.add_parser("index", help="index every token of a corpus for corpus search"))
     from viz_app.lessons.cli import add_arguments as add_lesson_arguments  # light: the app loads only when run
 
     add_lesson_arguments(commands.add_parser("export-lesson", help="write a lesson as one HTML handout that needs no server"))
-    from .analysis import probe_cli
+    from .analysis.probing import probe_cli
 
     probe_cli.add_arguments(commands.add_parser("probe", help="probe every layer on a treebank: tags, arcs, structural probes"))
     args = parser.parse_args(argv)

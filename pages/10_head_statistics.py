@@ -2,8 +2,8 @@
 import pandas as pd
 import streamlit as st
 
-from bert.analysis.attention_stats import STATISTICS
-from bert.analysis.head_stats import CLARK_2019, CLARK_2019_SOURCE, clark_2019_reference, is_bert_base, top_heads
+from bert.analysis.attention.attention_stats import STATISTICS
+from bert.analysis.attention.head_stats import CLARK_2019, CLARK_2019_SOURCE, clark_2019_reference, is_bert_base, top_heads
 from viz_app import analysis_widgets as aw
 from viz_app import cache, widgets
 from viz_app.charts.head_statistics import statistic_by_layer_chart

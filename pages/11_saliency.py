@@ -2,7 +2,7 @@
 import numpy as np
 import streamlit as st
 
-from bert.analysis.saliency import METHODS, PARTS
+from bert.analysis.attribution.saliency import METHODS, PARTS
 from viz_app import analysis_widgets as aw
 from viz_app import cache, state, widgets
 from viz_app.charts.saliency import saliency_chart

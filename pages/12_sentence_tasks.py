@@ -1,7 +1,7 @@
 """Sentence tasks: next-sentence prediction, a fine-tuned classifier's classes (and what drove them), token labels."""
 import streamlit as st
 
-from bert.analysis.saliency import METHODS, NEXT_SENTENCE_LABELS, PARTS
+from bert.analysis.attribution.saliency import METHODS, NEXT_SENTENCE_LABELS, PARTS
 from viz_app import analysis_widgets as aw
 from viz_app import sentence_tasks as tasks
 from viz_app import cache, state, widgets

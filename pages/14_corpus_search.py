@@ -2,7 +2,7 @@
 import pandas as pd
 import streamlit as st
 
-from bert.analysis.corpus import layer_names
+from bert.analysis.corpus.batching import layer_names
 from bert.errors import BertError
 from viz_app import analysis_widgets as aw
 from viz_app import corpus_search as cs

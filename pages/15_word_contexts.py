@@ -1,7 +1,7 @@
 """One word, many contexts: how alike are a word's vectors in different sentences, layer by layer (Ethayarajh 2019)."""
 import streamlit as st
 
-from bert.analysis.self_similarity import ETHAYARAJH_2019, ETHAYARAJH_2019_SOURCE, EXAMPLES, WordNotFoundError
+from bert.analysis.representations.self_similarity import ETHAYARAJH_2019, ETHAYARAJH_2019_SOURCE, EXAMPLES, WordNotFoundError
 from bert.errors import BertError
 from viz_app import analysis_widgets as aw
 from viz_app import cache, state, widgets

@@ -2,8 +2,8 @@
 import pandas as pd
 import streamlit as st
 
-from bert.analysis.attention_stats import STATISTICS
-from bert.analysis.query_key import query_key_product
+from bert.analysis.attention.attention_stats import STATISTICS
+from bert.analysis.attention.query_key import query_key_product
 from viz_app import widgets
 from viz_app.charts.attention import attention_bars, heads_overview, pattern_heatmap, statistic_heatmap
 from viz_app.charts.query_key import query_key_terms, query_scores

@@ -2,7 +2,7 @@
 import numpy as np
 import streamlit as st
 
-from bert.analysis.embedding_subspaces import PAIRS, decompose
+from bert.analysis.representations.embedding_subspaces import PAIRS, decompose
 from viz_app import cache, widgets
 from viz_app.charts import embeddings as charts
 from viz_app.tables import project_tokens

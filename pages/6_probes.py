@@ -3,7 +3,7 @@ treebank also the structural probes (Hewitt & Manning 2019) and one sentence's p
 import pandas as pd
 import streamlit as st
 
-from bert.analysis.probes import TASKS
+from bert.analysis.probing.probes import TASKS
 from bert.errors import BertError
 from viz_app import analysis_widgets as aw
 from viz_app import cache, probe_data, probe_results, state, widgets

@@ -3,7 +3,7 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from bert.analysis import ablation
+from bert.analysis.causal import ablation
 from viz_app import analysis_widgets as aw
 from viz_app import cache, state, widgets
 from viz_app.charts.head_ablation import head_effect_heatmap

@@ -2,7 +2,7 @@
 import numpy as np
 import streamlit as st
 
-from bert.analysis import rollout
+from bert.analysis.attention import rollout
 from viz_app import cache, widgets
 from viz_app.charts.token_matrix import token_heatmap
 

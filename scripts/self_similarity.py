@@ -1,5 +1,5 @@
 """The "one word, many contexts" finding in docs/probing.md: self-similarity of the hand-written examples
-(bert.analysis.self_similarity.EXAMPLES) against the anisotropy baseline, layer by layer.
+(bert.analysis.representations.self_similarity.EXAMPLES) against the anisotropy baseline, layer by layer.
 
     OMP_NUM_THREADS=1 python scripts/self_similarity.py [--model minilm] [--baseline-sentences 200] [--samples 2000]
 """
@@ -10,8 +10,8 @@ import argparse
 import torch
 
 import bert
-from bert.analysis.corpus import layer_names
-from bert.analysis.self_similarity import EXAMPLES, anisotropy_baseline, word_self_similarity
+from bert.analysis.corpus.batching import layer_names
+from bert.analysis.representations.self_similarity import EXAMPLES, anisotropy_baseline, word_self_similarity
 from bert.data import builtin_sentences
 
 

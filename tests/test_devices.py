@@ -15,7 +15,11 @@ import torch
 
 import bert
 from bert import BertTokenizer, devices
-from bert.analysis import ablation, corpus, head_stats, logit_lens, saliency
+from bert.analysis.causal import ablation
+from bert.analysis.corpus import batching as corpus
+from bert.analysis.attention import head_stats
+from bert.analysis.representations import logit_lens
+from bert.analysis.attribution import saliency
 from bert.data import LabelledSentence
 from bert.errors import InvalidInputError
 from bert.predict import predict_masks

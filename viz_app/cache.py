@@ -33,16 +33,19 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from bert.analysis import ablation, head_stats, probes, rollout, self_similarity
-from bert.analysis import embedding_subspaces as es
-from bert.analysis import logit_lens as lens_analysis
-from bert.analysis import saliency as attributions
-from bert.analysis.attention_stats import HeadStatistics
-from bert.analysis.compare import Comparison, check_comparable, compare_models
-from bert.analysis.corpus import layer_names
-from bert.analysis.corpus_search import CorpusIndex, Hit
-from bert.analysis.treebank import Treebank
-from bert.analysis.treebank_probes import ProbeSettings, TreebankFeatures, extract_train_test, probe_features
+from bert.analysis.causal import ablation
+from bert.analysis.attention import head_stats, rollout
+from bert.analysis.probing import probes
+from bert.analysis.representations import self_similarity
+from bert.analysis.representations import embedding_subspaces as es
+from bert.analysis.representations import logit_lens as lens_analysis
+from bert.analysis.attribution import saliency as attributions
+from bert.analysis.attention.attention_stats import HeadStatistics
+from bert.analysis.representations.compare import Comparison, check_comparable, compare_models
+from bert.analysis.corpus.batching import layer_names
+from bert.analysis.corpus.corpus_search import CorpusIndex, Hit
+from bert.analysis.probing.treebank import Treebank
+from bert.analysis.probing.treebank_probes import ProbeSettings, TreebankFeatures, extract_train_test, probe_features
 from bert.data import LabelledSentence, builtin_sentences
 from bert.devices import as_numpy, model_device
 from bert.errors import InvalidInputError

@@ -1,6 +1,6 @@
 """The Corpus search page's logic: the corpora (built-in set, uploads by content) and building an index with a
 progress bar (cached per model and corpus in viz_app/cache.py), reading an upload within limits, the matches in their sentences (HTML, escaped) and a summary of them. The index itself is
-bert.analysis.corpus_search."""
+bert.analysis.corpus.corpus_search."""
 from __future__ import annotations
 
 import hashlib
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import streamlit as st
 import torch
 
-from bert.analysis.corpus_search import CorpusIndex, Hit, build_index
+from bert.analysis.corpus.corpus_search import CorpusIndex, Hit, build_index
 from bert.data import builtin_sentences
 from bert.tokenizer import BertTokenizer, Encoding
 from viz_app.models import LoadedModel

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from bert import BertTokenizer, Encoding, InputTooLongError
-from bert.analysis.attention_stats import HeadStatistics, KeyRoles, head_statistics
+from bert.analysis.attention.attention_stats import HeadStatistics, KeyRoles, head_statistics
 from bert.devices import as_numpy, model_device
 from bert.hooks import EMBEDDING_PARTS
 from bert.model import Bert

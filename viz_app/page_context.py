@@ -14,7 +14,7 @@ from typing import Iterator
 
 import streamlit as st
 
-from bert.analysis.attention_stats import HeadStatistics
+from bert.analysis.attention.attention_stats import HeadStatistics
 from viz_app import cache, models
 from viz_app import forward as fw
 from viz_app.sentence_box import SentenceInput

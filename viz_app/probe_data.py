@@ -1,6 +1,6 @@
 """What the probes page probes: the built-in WordNet sentences, the UD English EWT treebank, a labelled file
 (CoNLL-U, or one token per line with label columns) or plain text: the widgets that pick it and the run's
-settings. The reading itself is bert.analysis.treebank's.
+settings. The reading itself is bert.analysis.probing.treebank's.
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Callable
 
 import streamlit as st
 
-from bert.analysis import treebank as tb
+from bert.analysis.probing import treebank as tb
 from viz_app import analysis_widgets as aw
 from viz_app import state
 from viz_app.treebank_runs import MAX_LABELLED_BYTES, ProbeData

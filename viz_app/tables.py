@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bert.analysis import embedding_subspaces as es
+from bert.analysis.representations import embedding_subspaces as es
 from bert.devices import as_numpy
 from bert.model import Bert
 

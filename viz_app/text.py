@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from bert.analysis.embedding_subspaces import PARTS, SubspaceReport
+from bert.analysis.representations.embedding_subspaces import PARTS, SubspaceReport
 from viz_app.forward import ForwardResult
 
 _NO_SPACE_BEFORE = set(".,!?;:)]}'%")

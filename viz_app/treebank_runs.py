@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from bert.analysis import tree_metrics
-from bert.analysis import treebank as tb
-from bert.analysis.treebank_probes import TreebankProbeReport
+from bert.analysis.probing import tree_metrics
+from bert.analysis.probing import treebank as tb
+from bert.analysis.probing.treebank_probes import TreebankProbeReport
 from bert.errors import TreebankError
 from viz_app.charts.dependency_tree import Edge
 

@@ -1,5 +1,5 @@
 """The "One word, many contexts" page's logic: reading the typed sentences, the cached analysis, the plain-words
-reading of a result. The maths is bert.analysis.self_similarity."""
+reading of a result. The maths is bert.analysis.representations.self_similarity."""
 from __future__ import annotations
 
 from dataclasses import dataclass

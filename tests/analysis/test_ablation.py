@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from bert import BertTokenizer
-from bert.analysis.ablation import layer_heads, mean_head_outputs, predict_ablated, rank_heads
+from bert.analysis.causal.ablation import layer_heads, mean_head_outputs, predict_ablated, rank_heads
 from bert.data import LabelledSentence
 from bert.errors import InvalidInputError
 from bert.hooks import hook_name

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from bert.analysis.attention_stats import KeyRoles, combine, entropy_bits, head_statistics, is_punctuation
+from bert.analysis.attention.attention_stats import KeyRoles, combine, entropy_bits, head_statistics, is_punctuation
 
 TOKENS = ["[CLS]", "the", "dog", ".", "[SEP]"]
 

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from bert import Bert, BertConfig, BertTokenizer
-from bert.analysis.compare import compare_models, js_distance, linear_cka
+from bert.analysis.representations.compare import compare_models, js_distance, linear_cka
 from bert.errors import InvalidInputError
 from bert_test_support import SENTENCES, TINY_VOCAB
 

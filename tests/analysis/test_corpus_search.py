@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 from bert import BertTokenizer
 from bert.__main__ import main
-from bert.analysis.corpus_search import CorpusIndex, Entries, build_index
+from bert.analysis.corpus.corpus_search import CorpusIndex, Entries, build_index
 from bert.data import LabelledSentence
 from bert.errors import CorpusIndexError, InvalidInputError, StaleIndexError
 from bert_test_support import SENTENCES
@@ -232,6 +232,6 @@ def test_the_file_format_module_does_not_import_the_search_module():
     import subprocess
     import sys
 
-    code = "import sys, bert.analysis.corpus_index_files; print('bert.analysis.corpus_search' in sys.modules)"
+    code = "import sys, bert.analysis.corpus.corpus_index_files; print('bert.analysis.corpus.corpus_search' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"

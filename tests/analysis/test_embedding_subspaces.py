@@ -4,7 +4,7 @@ import pytest
 from scipy.linalg import subspace_angles
 from scipy.spatial.distance import cdist
 
-from bert.analysis import embedding_subspaces as es
+from bert.analysis.representations import embedding_subspaces as es
 
 
 def basis(*columns) -> np.ndarray:

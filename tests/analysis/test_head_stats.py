@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from bert import Bert, BertConfig, BertTokenizer
-from bert.analysis.head_stats import CLARK_2019, corpus_head_statistics, is_bert_base, top_heads
+from bert.analysis.attention.head_stats import CLARK_2019, corpus_head_statistics, is_bert_base, top_heads
 from bert.data import LabelledSentence, builtin_sentences
 
 WORDS = ["the", "dog", "cat", "barked", "at", "mail", "park", "and", "her", "went", "to", "a", "is", "of"]

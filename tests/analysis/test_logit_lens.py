@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from bert import Bert, BertTokenizer
-from bert.analysis.logit_lens import logit_lens
+from bert.analysis.representations.logit_lens import logit_lens
 from bert.errors import InvalidInputError
 from bert.predict import predict_masks
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from bert import Bert, BertConfig, BertTokenizer
-from bert.analysis.probes import TASKS, collect, control_labels, run_probes, split_groups, standardise, train_probes
+from bert.analysis.probing.probes import TASKS, collect, control_labels, run_probes, split_groups, standardise, train_probes
 from bert.data import LabelledSentence, builtin_sentences
 from bert.errors import InvalidInputError
 

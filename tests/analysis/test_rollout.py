@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from bert.analysis.rollout import (
+from bert.analysis.attention.rollout import (
     FLOW_RESOLUTION, FLOW_TOKEN_LIMIT, attention_flow, attention_rollout, layered_max_flow, with_residual,
 )
 from bert.errors import InvalidInputError

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from bert import Bert, BertConfig, BertTokenizer
-from bert.analysis.saliency import PARTS, saliency
+from bert.analysis.attribution.saliency import PARTS, saliency
 from bert.errors import InvalidInputError
 
 

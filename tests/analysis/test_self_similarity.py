@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import bert
-from bert.analysis.self_similarity import (
+from bert.analysis.representations.self_similarity import (
     WordNotFoundError, anisotropy_baseline, mean_pairwise_cosine, pair_cosines, random_pairs, word_contexts,
     word_self_similarity,
 )
@@ -110,7 +110,7 @@ def test_random_pairs_are_distinct_seeded_and_cover_the_range():
 def test_the_finding_stated_on_the_page_holds_for_the_built_in_model(minilm_path):
     """The page and the README say, for the built-in minilm over EXAMPLES: self-similarity is lowest at layer 3
     and rises again above it; the baseline peaks at layer 4 and is lower at layer 6 than at layer 1."""
-    from bert.analysis.self_similarity import EXAMPLES
+    from bert.analysis.representations.self_similarity import EXAMPLES
     from bert.data import builtin_sentences
 
     model, tokenizer = bert.load_pretrained("minilm")

@@ -2,7 +2,7 @@
 import pytest
 
 from bert import BertTokenizer
-from bert.analysis.sense_neighbours import SenseSentence, load_senses, sense_agreement
+from bert.analysis.representations.sense_neighbours import SenseSentence, load_senses, sense_agreement
 from bert.errors import InvalidInputError
 
 

@@ -7,10 +7,10 @@ import pytest
 import torch
 from scipy.stats import spearmanr
 
-from bert.analysis import tree_metrics
-from bert.analysis.structural_probe import StructuralProbeSettings, fit_structural_probes
-from bert.analysis.treebank import TreebankSentence
-from bert.analysis.word_features import WordFeatures
+from bert.analysis.probing import tree_metrics
+from bert.analysis.probing.structural_probe import StructuralProbeSettings, fit_structural_probes
+from bert.analysis.probing.treebank import TreebankSentence
+from bert.analysis.probing.word_features import WordFeatures
 from bert.errors import InvalidInputError
 
 # "The dog barked at the mailman ." : barked is the root; "." is punctuation.

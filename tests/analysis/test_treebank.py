@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bert.analysis.treebank import BUILTIN_FILES, BUILTIN_FOLDER, builtin_treebank, detect_format, read_treebank
+from bert.analysis.probing.treebank import BUILTIN_FILES, BUILTIN_FOLDER, builtin_treebank, detect_format, read_treebank
 from bert.errors import BertError, TreebankError
 
 CONLLU = """# sent_id = s1

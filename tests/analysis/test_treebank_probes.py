@@ -10,11 +10,11 @@ import pytest
 import torch
 
 from bert import BertTokenizer
-from bert.analysis.corpus import residual_hooks
-from bert.analysis.mdl import EPSILON, block_ends, online_codelength
-from bert.analysis.treebank import TreebankSentence, read_treebank
-from bert.analysis.treebank_probes import ProbeSettings, expected_layer, run_treebank_probes
-from bert.analysis.word_features import extract_word_features, word_pieces
+from bert.analysis.corpus.batching import residual_hooks
+from bert.analysis.probing.mdl import EPSILON, block_ends, online_codelength
+from bert.analysis.probing.treebank import TreebankSentence, read_treebank
+from bert.analysis.probing.treebank_probes import ProbeSettings, expected_layer, run_treebank_probes
+from bert.analysis.probing.word_features import extract_word_features, word_pieces
 from bert.errors import InvalidInputError
 from bert_test_support import spawn_two_gloo_ranks, synthetic_conllu
 
@@ -152,7 +152,7 @@ def test_two_ranks_give_the_features_of_one_process(tiny, tiny_mlm_folder, tmp_p
 def test_bert_base_distance_probe_peaks_in_the_middle_layers():
     """Hewitt & Manning (2019) find BERT-base's distance probe best in layers 6-9 of 12 (on the Penn Treebank)."""
     from bert import hub
-    from bert.analysis.treebank import builtin_treebank
+    from bert.analysis.probing.treebank import builtin_treebank
 
     folder = hub.cached_snapshot("bert-base-uncased")
     if folder is None or not hub.has_weights(folder):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from bert import BertTokenizer
-from bert.analysis.corpus_search import Hit
+from bert.analysis.corpus.corpus_search import Hit
 from viz_app import corpus_search as cs
 
 

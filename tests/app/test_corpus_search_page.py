@@ -74,7 +74,7 @@ def test_a_copy_of_the_sentence_is_found_first_at_every_layer(open_search):
 
 def test_searching_by_one_heads_output_finds_the_copy_and_charts_every_head(open_search):
     from bert import load_pretrained
-    from bert.analysis.corpus_search import build_index
+    from bert.analysis.corpus.corpus_search import build_index
 
     lines = ["A cat sat on the mat.", SENTENCE, "Her dog went to the park."]
     at = open_search(upload=("\n".join(lines) + "\n").encode(), search_position=2, search_by="head", search_layer=3)

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from app_helpers import array, figures, no_exception
-from bert.analysis.query_key import query_key_product
+from bert.analysis.attention.query_key import query_key_product
 from bert.errors import InvalidInputError
 from bert.hooks import hook_name
 from viz_app import forward, models

@@ -7,9 +7,9 @@ from dataclasses import replace
 import pytest
 
 from bert import BertTokenizer
-from bert.analysis.treebank import builtin_treebank
-from bert.analysis.structural_probe import StructuralProbeSettings
-from bert.analysis.treebank_probes import ProbeSettings, run_treebank_probes
+from bert.analysis.probing.treebank import builtin_treebank
+from bert.analysis.probing.structural_probe import StructuralProbeSettings
+from bert.analysis.probing.treebank_probes import ProbeSettings, run_treebank_probes
 from viz_app.probe_results import summary_table
 from viz_app.treebank_runs import sentence_trees
 

@@ -25,7 +25,7 @@ def open_probes(entry):
 
 def ewt_sentences(count: int) -> list[str]:
     """The first `count` sentences of the shipped UD EWT dev file, as CoNLL-U blocks."""
-    from bert.analysis.treebank import BUILTIN_FILES, BUILTIN_FOLDER
+    from bert.analysis.probing.treebank import BUILTIN_FILES, BUILTIN_FOLDER
 
     return (BUILTIN_FOLDER / BUILTIN_FILES["dev"]).read_text(encoding="utf-8").split("\n\n")[:count]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import bert.analysis.head_stats as head_stats
+import bert.analysis.attention.head_stats as head_stats
 from app_helpers import ROOT, array, figures, no_exception, open_entry_page, write_entry
 from viz_app.charts.base import Chart
 from viz_app.charts.published import with_published_values

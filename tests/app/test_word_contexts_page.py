@@ -29,7 +29,7 @@ def open_contexts():
 
 def test_default_example_draws_self_similarity_against_the_baseline(open_contexts):
     import bert
-    from bert.analysis.self_similarity import EXAMPLES, word_self_similarity
+    from bert.analysis.representations.self_similarity import EXAMPLES, word_self_similarity
 
     at = open_contexts()
     line, heatmap = figures(at)

@@ -11,7 +11,7 @@ from test_browser import SLOW, _new_page, _screenshot, _settle, app_url, browser
 
 def _conllu(count: int) -> bytes:
     """The first `count` sentences of the shipped UD English EWT dev file."""
-    from bert.analysis.treebank import BUILTIN_FILES, BUILTIN_FOLDER
+    from bert.analysis.probing.treebank import BUILTIN_FILES, BUILTIN_FOLDER
 
     blocks = (BUILTIN_FOLDER / BUILTIN_FILES["dev"]).read_text(encoding="utf-8").split("\n\n")[:count]
     return ("\n\n".join(blocks) + "\n\n").encode()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bert.analysis.ablation import predict_ablated
+from bert.analysis.causal.ablation import predict_ablated
 from viz_app import forward as fw
 from viz_app.lessons.format import builtin_lessons, parse_lesson
 from viz_app.lessons.resolve import NOT_AVAILABLE, resolve

@@ -6,7 +6,7 @@ import html
 import pandas as pd
 import plotly.graph_objects as go
 
-from bert.analysis.corpus_search import Hit
+from bert.analysis.corpus.corpus_search import Hit
 from viz_app.charts.base import HIGHLIGHT_COLOUR, WORD_COLOUR, Chart, layout, legend_on_top
 
 MOST_WORDS = 15  # bars in the words chart

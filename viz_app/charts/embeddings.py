@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from bert.analysis.embedding_subspaces import PAIRS, PARTS, Decomposition, SubspaceReport
+from bert.analysis.representations.embedding_subspaces import PAIRS, PARTS, Decomposition, SubspaceReport
 from viz_app.charts.base import HIGHLIGHT_COLOUR, PART_COLOURS, Chart, layout, legend_on_top, token_labels
 
 PAIR_COLOURS = {("token", "position"): "#8c564b", ("token", "segment"): "#17becf", ("position", "segment"): "#bcbd22"}

@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from bert.analysis import ablation
+from bert.analysis.causal import ablation
 from bert.devices import as_numpy
 from viz_app.charts.base import Chart, heatmap_height, layout
 

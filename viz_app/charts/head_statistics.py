@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from bert.analysis import head_stats
+from bert.analysis.attention import head_stats
 from viz_app.charts.base import HIGHLIGHT_COLOUR, Chart, layout, legend_on_top
 
 

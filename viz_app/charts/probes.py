@@ -4,7 +4,7 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
-from bert.analysis import probes
+from bert.analysis.probing import probes
 from viz_app.charts.base import Chart, layout, legend_on_top
 
 

@@ -6,7 +6,7 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from bert.analysis.head_stats import PublishedValues
+from bert.analysis.attention.head_stats import PublishedValues
 from viz_app.charts.base import Chart
 
 PUBLISHED_COLOUR = "#7f7f7f"

@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from bert.analysis.query_key import QueryKeyProduct
+from bert.analysis.attention.query_key import QueryKeyProduct
 from viz_app.charts.base import HIGHLIGHT_COLOUR, WORD_COLOUR, Chart, layout, token_labels
 
 DIVERGING = "RdBu_r"  # red: positive, blue: negative, white: zero

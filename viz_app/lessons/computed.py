@@ -13,8 +13,8 @@ from typing import Callable
 
 import numpy as np
 
-from bert.analysis import ablation
-from bert.analysis.attention_stats import HeadStatistics
+from bert.analysis.causal import ablation
+from bert.analysis.attention.attention_stats import HeadStatistics
 from bert.errors import BertError
 
 HEAD_KEYS = ("head", "layer", "ablation_heads", "search_head")

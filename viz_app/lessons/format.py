@@ -16,10 +16,10 @@ from typing import Any
 
 import yaml
 
-from bert.analysis import ablation
-from bert.analysis.attention_stats import STATISTICS
-from bert.analysis.probes import TASKS
-from bert.analysis.saliency import METHODS
+from bert.analysis.causal import ablation
+from bert.analysis.attention.attention_stats import STATISTICS
+from bert.analysis.probing.probes import TASKS
+from bert.analysis.attribution.saliency import METHODS
 from bert.errors import BertError
 from viz_app import navigation
 from viz_app.lessons.computed import COMPUTED

@@ -11,10 +11,10 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from bert.analysis import ablation
-from bert.analysis.embedding_subspaces import decompose
-from bert.analysis.logit_lens import logit_lens
-from bert.analysis.probes import run_probes
+from bert.analysis.causal import ablation
+from bert.analysis.representations.embedding_subspaces import decompose
+from bert.analysis.representations.logit_lens import logit_lens
+from bert.analysis.probing.probes import run_probes
 from bert.data import builtin_sentences
 from viz_app import forward as fw
 from viz_app.charts import attention as attention_charts
@@ -68,7 +68,7 @@ def _attention(view: View) -> list[Chart]:
 
 
 def _embeddings(view: View) -> list[Chart]:
-    from bert.analysis.embedding_subspaces import subspace_report
+    from bert.analysis.representations.embedding_subspaces import subspace_report
 
     result, model = view.result(), view.loaded.model
     parts = decompose(result.embeddings["token"], result.embeddings["position"], result.embeddings["segment"])

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InvalidInputError
+from ...errors import InvalidInputError
 
 PARTS = ("token", "position", "segment")
 PAIRS = tuple(itertools.combinations(PARTS, 2))  # (token, position), (token, segment), (position, segment)

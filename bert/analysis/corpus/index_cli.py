@@ -13,8 +13,8 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from ..devices import add_device_argument, log_device, process_device
-from ..errors import InvalidInputError
+from ...devices import add_device_argument, log_device, process_device
+from ...errors import InvalidInputError
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +33,8 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from ..data import builtin_sentences
-    from ..pretrained import load_pretrained
+    from ...data import builtin_sentences
+    from ...pretrained import load_pretrained
     from .corpus_search import build_index
 
     rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))

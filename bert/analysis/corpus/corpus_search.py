@@ -23,12 +23,12 @@ from typing import Literal, Sequence
 import torch
 import torch.nn.functional as F
 
-from ..data import PARTS_OF_SPEECH, LabelledSentence
-from ..errors import InputTooLongError, InvalidInputError
-from ..model import Bert
-from ..tokenizer import BertTokenizer, Encoding
-from ..hooks import hook_name
-from .corpus import ProgressCallback, hook_batches, residual_hooks
+from ...data import PARTS_OF_SPEECH, LabelledSentence
+from ...errors import InputTooLongError, InvalidInputError
+from ...model import Bert
+from ...tokenizer import BertTokenizer, Encoding
+from ...hooks import hook_name
+from .batching import ProgressCallback, hook_batches, residual_hooks
 from .corpus_index_files import check_fingerprint, join_shards, read_index, save_index
 from .model_fingerprint import model_fingerprint
 

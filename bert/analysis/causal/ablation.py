@@ -16,15 +16,15 @@ from typing import Iterable, Sequence
 
 import torch
 
-from ..data import LabelledSentence
-from ..devices import model_device
-from ..errors import InvalidInputError
-from ..hooks import every_layer, hook_name
-from ..interventions import mean_heads, zero_heads
-from ..model import Bert
-from ..predict import Candidate, MaskPrediction, make_candidate, predict_masks
-from ..tokenizer import BertTokenizer, Encoding
-from .corpus import batches, pad, record_encoder
+from ...data import LabelledSentence
+from ...devices import model_device
+from ...errors import InvalidInputError
+from ...hooks import every_layer, hook_name
+from ...interventions import mean_heads, zero_heads
+from ...model import Bert
+from ...predict import Candidate, MaskPrediction, make_candidate, predict_masks
+from ...tokenizer import BertTokenizer, Encoding
+from ..corpus.batching import batches, pad, record_encoder
 
 Head = tuple[int, int]  # (layer, head), both counted from 0
 MODES = ("zero", "mean")

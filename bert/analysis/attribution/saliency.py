@@ -26,12 +26,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..devices import as_numpy, model_device
-from ..errors import InvalidInputError
-from ..hooks import EMBEDDING_PARTS
-from ..model import Bert
-from ..predict import Candidate, make_candidate
-from ..tokenizer import BertTokenizer, Encoding
+from ...devices import as_numpy, model_device
+from ...errors import InvalidInputError
+from ...hooks import EMBEDDING_PARTS
+from ...model import Bert
+from ...predict import Candidate, make_candidate
+from ...tokenizer import BertTokenizer, Encoding
 
 PARTS = ("token", "position", "segment")
 HOOKS = EMBEDDING_PARTS

@@ -1,7 +1,7 @@
 """A corpus index on disk: a folder of vectors.safetensors, entries.parquet, sentences.parquet and index.json
 (nothing in it can run code); shards from a `torchrun` job are such folders, joined in rank order.
 
-Below bert/analysis/corpus_search.py, which it does not import: it reads an index's attributes to write it, and
+Below bert/analysis/corpus/corpus_search.py, which it does not import: it reads an index's attributes to write it, and
 gives back the fields of a CorpusIndex (entries as columns) for corpus_search to build one from."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import torch
 from safetensors.torch import load_file, save_file
 
-from ..errors import CorpusIndexError, StaleIndexError
+from ...errors import CorpusIndexError, StaleIndexError
 
 FORMAT = "bert-inside corpus index"
 VERSION = 1

@@ -22,10 +22,10 @@ from typing import Sequence
 import torch
 import torch.distributed as dist
 
-from ..errors import InputTooLongError, InvalidInputError
-from ..model import Bert
-from ..tokenizer import BertTokenizer, Encoding
-from .corpus import ProgressCallback, layer_names, residual_batches
+from ...errors import InputTooLongError, InvalidInputError
+from ...model import Bert
+from ...tokenizer import BertTokenizer, Encoding
+from ..corpus.batching import ProgressCallback, layer_names, residual_batches
 from .treebank import SkippedSentence, TreebankSentence
 
 log = logging.getLogger(__name__)
@@ -94,7 +94,7 @@ def extract_word_features(
     world = dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
     if world == 1:
         return _extract(model, tokenizer, sentences, pieces, batch_size, dtype, progress)
-    from ..pretraining.distributed import Ranks, my_rows
+    from ...pretraining.distributed import Ranks, my_rows
 
     share = my_rows(len(sentences), Ranks.current()).tolist()
     mine = _extract(model, tokenizer, [sentences[i] for i in share], pieces, batch_size, dtype, progress)

@@ -1,7 +1,7 @@
 """Probing every layer on a treebank: word tags, arc labels, structural probes, MDL, with controls and baselines.
 
-    from bert.analysis.treebank import builtin_treebank, read_treebank
-    from bert.analysis.treebank_probes import ProbeSettings, run_treebank_probes
+    from bert.analysis.probing.treebank import builtin_treebank, read_treebank
+    from bert.analysis.probing.treebank_probes import ProbeSettings, run_treebank_probes
     report = run_treebank_probes(model, tokenizer, builtin_treebank("dev"), builtin_treebank("test"),
                                  tasks=["upos", "deprel", "arcs", "distance", "depth"], settings=ProbeSettings(seed=0),
                                  model_name="minilm", progress=lambda fraction, message: ...)
@@ -49,10 +49,10 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from ..devices import model_device
-from ..errors import InvalidInputError
-from ..model import Bert
-from ..tokenizer import BertTokenizer
+from ...devices import model_device
+from ...errors import InvalidInputError
+from ...model import Bert
+from ...tokenizer import BertTokenizer
 from . import tree_metrics
 from .structural_probe import StructuralProbes, fit_structural_probes, one_cpu_thread
 from .treebank import TREE_TASKS, Treebank, supported_tasks

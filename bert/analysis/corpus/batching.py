@@ -8,11 +8,11 @@ from typing import Callable, Iterator, Sequence
 
 import torch
 
-from ..activation_cache import ActivationCache
-from ..devices import model_device
-from ..hooks import every_layer, hook_name
-from ..model import Bert
-from ..tokenizer import Encoding
+from ...activation_cache import ActivationCache
+from ...devices import model_device
+from ...hooks import every_layer, hook_name
+from ...model import Bert
+from ...tokenizer import Encoding
 
 
 def record_encoder(model: Bert, input_ids, token_type_ids, attention_mask, hooks: list[str], stacked: Sequence[str] = ()) -> ActivationCache:

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import torch
 
-from ..errors import InvalidInputError
-from ..model import Bert
-from ..tokenizer import BertTokenizer
-from .corpus_search import build_index
+from ...errors import InvalidInputError
+from ...model import Bert
+from ...tokenizer import BertTokenizer
+from ..corpus.corpus_search import build_index
 
-SENSES_FILE = Path(__file__).parents[1] / "data" / "senses.tsv"
+SENSES_FILE = Path(__file__).parents[2] / "data" / "senses.tsv"
 
 
 @dataclass(frozen=True)

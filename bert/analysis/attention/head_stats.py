@@ -21,13 +21,13 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from ..data import LabelledSentence
-from ..devices import as_numpy, model_device
-from ..errors import InvalidInputError
-from ..model import Bert
-from ..tokenizer import BertTokenizer
+from ...data import LabelledSentence
+from ...devices import as_numpy, model_device
+from ...errors import InvalidInputError
+from ...model import Bert
+from ...tokenizer import BertTokenizer
 from .attention_stats import HeadStatistics, KeyRoles, combine, head_statistics
-from .corpus import batches, pad, record_encoder
+from ..corpus.batching import batches, pad, record_encoder
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ CLARK_2019 = (
 CLARK_2019_SOURCE = 'Clark et al. 2019, "What Does BERT Look At? An Analysis of BERT\'s Attention", BlackboxNLP'
 
 
-CLARK_2019_FILE = Path(__file__).resolve().parents[1] / "data" / "clark2019_reference.csv"
+CLARK_2019_FILE = Path(__file__).resolve().parents[2] / "data" / "clark2019_reference.csv"
 
 
 @dataclass(frozen=True)

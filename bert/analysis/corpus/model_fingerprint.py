@@ -8,7 +8,7 @@ import weakref
 
 import torch
 
-from ..model import Bert
+from ...model import Bert
 
 _cache: "weakref.WeakKeyDictionary[Bert, tuple[tuple, str]]" = weakref.WeakKeyDictionary()
 

@@ -10,13 +10,13 @@ from dataclasses import dataclass
 
 import torch
 
-from ..devices import model_device
-from ..errors import InvalidInputError
-from ..hooks import hook_name
-from ..model import Bert
-from ..predict import Candidate, make_candidate
-from ..tokenizer import BertTokenizer, Encoding
-from .corpus import layer_names, record_encoder
+from ...devices import model_device
+from ...errors import InvalidInputError
+from ...hooks import hook_name
+from ...model import Bert
+from ...predict import Candidate, make_candidate
+from ...tokenizer import BertTokenizer, Encoding
+from ..corpus.batching import layer_names, record_encoder
 
 
 @dataclass(frozen=True)

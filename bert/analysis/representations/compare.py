@@ -17,12 +17,12 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from ..devices import model_device
-from ..errors import InvalidInputError
-from ..hooks import hook_name
-from ..model import Bert
-from ..tokenizer import BertTokenizer
-from .corpus import batches, layer_names, pad, record_encoder
+from ...devices import model_device
+from ...errors import InvalidInputError
+from ...hooks import hook_name
+from ...model import Bert
+from ...tokenizer import BertTokenizer
+from ..corpus.batching import batches, layer_names, pad, record_encoder
 
 
 def linear_cka(x: np.ndarray | torch.Tensor, y: np.ndarray | torch.Tensor) -> float:

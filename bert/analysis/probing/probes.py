@@ -28,12 +28,12 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
-from ..data import PARTS_OF_SPEECH, LabelledSentence
-from ..errors import InvalidInputError
-from ..model import Bert
-from ..tokenizer import BertTokenizer, Encoding
-from .attention_stats import is_punctuation
-from .corpus import gather_residuals, layer_names
+from ...data import PARTS_OF_SPEECH, LabelledSentence
+from ...errors import InvalidInputError
+from ...model import Bert
+from ...tokenizer import BertTokenizer, Encoding
+from ..attention.attention_stats import is_punctuation
+from ..corpus.batching import gather_residuals, layer_names
 
 log = logging.getLogger(__name__)
 

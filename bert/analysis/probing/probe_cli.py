@@ -18,8 +18,8 @@ import os
 import sys
 from pathlib import Path
 
-from ..devices import add_device_argument, log_device
-from ..errors import InvalidInputError
+from ...devices import add_device_argument, log_device
+from ...errors import InvalidInputError
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +45,8 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from ..pretrained import load_pretrained
-    from ..pretraining.distributed import barrier, start, stop
+    from ...pretrained import load_pretrained
+    from ...pretraining.distributed import barrier, start, stop
     from .treebank import builtin_treebank, read_treebank
     from .treebank_probes import ProbeSettings, extract_train_test
 

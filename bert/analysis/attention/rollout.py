@@ -25,7 +25,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import maximum_flow
 
-from ..errors import InvalidInputError
+from ...errors import InvalidInputError
 
 RESIDUAL_WEIGHT = 0.5  # Ã = (1 - w)·A + w·I
 FLOW_TOKEN_LIMIT = 64  # longest input attention flow accepts: seq² max-flow problems

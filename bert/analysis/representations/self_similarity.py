@@ -7,7 +7,7 @@ common direction (*anisotropy*), it is read against a baseline: the mean cosine 
 at the same layer. For BERT he found that self-similarity falls in the upper layers while the baseline rises.
 
 A word that the tokenizer splits into several pieces ("sur", "##f") is represented by the mean of its pieces'
-vectors. Layers: 0 = the embedding output, i = the output of layer i (bert.analysis.corpus.residual_hooks).
+vectors. Layers: 0 = the embedding output, i = the output of layer i (bert.analysis.corpus.batching.residual_hooks).
 
 Axes: layer, sentence (one occurrence of the word per sentence), hidden.
 """
@@ -20,10 +20,10 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
-from ..errors import InvalidInputError
-from ..model import Bert
-from ..tokenizer import BertTokenizer
-from .corpus import gather_residuals
+from ...errors import InvalidInputError
+from ...model import Bert
+from ...tokenizer import BertTokenizer
+from ..corpus.batching import gather_residuals
 
 ETHAYARAJH_2019 = (
     "Ethayarajh (2019) found for BERT-base that a word's self-similarity falls in the upper layers (its vectors "

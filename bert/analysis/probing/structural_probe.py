@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..errors import InvalidInputError
+from ...errors import InvalidInputError
 from .tree_metrics import tree_depths, tree_distances
 from .word_features import WordFeatures
 

@@ -31,11 +31,11 @@ from pathlib import Path
 
 import torch
 
-from ..errors import TreebankError
+from ...errors import TreebankError
 
 log = logging.getLogger(__name__)
 
-BUILTIN_FOLDER = Path(__file__).resolve().parents[1] / "data" / "ud_english_ewt"
+BUILTIN_FOLDER = Path(__file__).resolve().parents[2] / "data" / "ud_english_ewt"
 BUILTIN_FILES = {"dev": "en_ewt-ud-dev.conllu", "test": "en_ewt-ud-test.conllu"}
 BUILTIN_NAMES = ("ud-ewt", "ud-ewt-dev", "ud-ewt-test")  # what --data accepts for the shipped treebank
 MAX_BYTES = 100_000_000  # default size limit of a file to read

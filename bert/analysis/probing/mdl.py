@@ -24,7 +24,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
-from ..errors import InvalidInputError
+from ...errors import InvalidInputError
 from .probes import logistic_probe
 
 PORTIONS = (0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.0625, 0.125, 0.25, 0.5, 1.0)  # Voita & Titov's blocks
