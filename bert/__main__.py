@@ -42,6 +42,10 @@ def main(argv: list[str] | None = None) -> int:
     from .analysis.probing import probe_cli
 
     probe_cli.add_arguments(commands.add_parser("probe", help="probe every layer on a treebank: tags, arcs, structural probes"))
+    from .analysis.features import features_cli
+
+    features_cli.add_neuron_arguments(commands.add_parser("neurons", help="an MLP neuron's top-activating tokens over a corpus"))
+    features_cli.add_sae_arguments(commands.add_parser("sae", help="sparse autoencoders: sae train"))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
@@ -61,6 +65,10 @@ def main(argv: list[str] | None = None) -> int:
             return export_lesson(args)
         if args.command == "probe":
             return probe_cli.run(args)
+        if args.command == "neurons":
+            return features_cli.run_neurons(args)
+        if args.command == "sae":
+            return features_cli.run_sae(args)
         from .pretraining.cli import run
 
         return run(args)
