@@ -77,6 +77,7 @@ def add_sae_arguments(parser) -> None:
     train.add_argument("--measure", default="ud-ewt-test",
                        help="held-out text for the figures in config.json: a text file, a .conllu file, builtin or ud-ewt-test")
     train.add_argument("--float16", action="store_true", help="store the weights in half precision (half the size)")
+    train.add_argument("--buffer-tokens", type=int, default=65_536, help="vectors mixed before they are drawn")
     train.add_argument("--checkpoint-every", type=int, default=200)
     train.add_argument("--seed", type=int, default=0)
     add_device_argument(train)
@@ -87,15 +88,17 @@ def run_sae(args) -> int:
 
     from ...pretrained import load_pretrained
     from ...pretraining.distributed import barrier, start, stop
-    from .corpora import load_corpus
+    from .corpora import BUILTIN_CORPORA, load_corpus
     from .sae_measures import measure_sae
     from .sae_train import SaeSettings, train_sae
 
     settings = SaeSettings(features=args.features, k=args.k, steps=args.steps, batch_tokens=args.batch_tokens,
                            learning_rate=args.lr, special_tokens=not args.no_special_tokens,
-                           checkpoint_every=args.checkpoint_every, seed=args.seed)
+                           buffer_tokens=args.buffer_tokens, checkpoint_every=args.checkpoint_every, seed=args.seed)
     settings.check()
     lines, data_name = training_lines(args.data, args.measure)
+    if args.measure not in BUILTIN_CORPORA and not Path(args.measure).exists():
+        raise InvalidInputError(f"--measure {args.measure}: no such file; give a text or .conllu file, builtin or ud-ewt-test")
     ranks, device = start(args.device)
     try:
         model, tokenizer = load_pretrained(args.model, device=device)

@@ -192,13 +192,6 @@ def check_model(config: SaeConfig, model: Bert) -> None:
                            f"train one for this model: python -m bert sae train --model ... --layer {config.layer}")
 
 
-def special_mask(encoding_or_ids, special_ids: set[int] | None = None) -> torch.Tensor:
-    """bool [seq] (from an Encoding) or [batch, seq] (from input ids and the special ids): True at [CLS]/[SEP]."""
-    if isinstance(encoding_or_ids, Encoding):
-        return torch.tensor(encoding_or_ids.special)
-    return torch.isin(encoding_or_ids, torch.tensor(sorted(special_ids or ()), device=encoding_or_ids.device))
-
-
 def splice(sae: TopKSae, keep: torch.Tensor | None = None) -> Intervention:
     """x -> x^ at the SAE's hook (for run_with_cache's interventions). keep: bool [batch, seq], True where x stays
     (e.g. [CLS]/[SEP] for an SAE trained without them)."""

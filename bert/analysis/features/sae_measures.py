@@ -53,7 +53,7 @@ def _reconstruction(model, tokenizer, sae, corpus: Corpus, batch_size: int) -> d
 def _masked_lm(model, tokenizer, sae, corpus: Corpus, mask_fraction: float, seed: int, batch_size: int) -> dict:
     device = model_device(model)
     generator = torch.Generator().manual_seed(seed)
-    masked = [_mask(e, tokenizer.mask_id, mask_fraction, generator) for e in corpus.encodings]
+    masked = [masked_copy(e, tokenizer.mask_id, mask_fraction, generator) for e in corpus.encodings]
     sums = {"intact": 0.0, "spliced": 0.0, "zero_ablated": 0.0}
     agree = {"spliced": 0, "zero_ablated": 0}
     positions = 0
@@ -91,7 +91,7 @@ def _trained_positions(encodings: list[Encoding], attention_mask: torch.Tensor, 
     return keep
 
 
-def _mask(encoding: Encoding, mask_id: int, fraction: float, generator: torch.Generator) -> Encoding:
+def masked_copy(encoding: Encoding, mask_id: int, fraction: float, generator: torch.Generator) -> Encoding:
     """The encoding with a seeded `fraction` of its word pieces (at least one) replaced by [MASK]."""
     candidates = [i for i, special in enumerate(encoding.special) if not special]
     count = max(1, round(fraction * len(candidates)))

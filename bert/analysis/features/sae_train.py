@@ -128,8 +128,11 @@ def train_sae(
     batches = mixed_batches(_counting(stream, read, settings.sentences_per_batch), settings.batch_tokens,
                             settings.buffer_tokens, generator)
     first = next(batches, None)
+    if first is None and state is not None:
+        raise InvalidInputError(f"the checkpoint in {out.name} has used all of {data_name} ({start_line} lines): give more "
+                                "text, or another output folder to start afresh")
     if first is None:
-        raise InvalidInputError(f"{data_name} gives fewer than {settings.buffer_tokens // 2} training vectors: give more text")
+        raise InvalidInputError(f"{data_name} gives fewer than {settings.batch_tokens} training vectors: give more text")
     scale = state["input_scale"] if state else torch.tensor(math.sqrt(config.hidden) / float(first.norm(dim=-1).mean()))
     config = replace(config, input_scale=float(_from_rank_0(scale.double().to(device), ranks)))
     sae = TopKSae(config).to(device)
@@ -137,6 +140,18 @@ def train_sae(
         _initialise(sae, first.to(device), settings.seed)
     else:
         sae.load_state_dict(state["sae"])
+    saver = lambda *parts: _save_checkpoint(out / CHECKPOINT_FILE, *parts, read["lines"])  # noqa: E731
+    step, tokens = fit_sae(sae, itertools.chain([first], batches), settings, ranks, state, progress, saver)
+    if step < settings.steps:
+        log.warning("the text ran out after %d of %d steps: give more text or fewer steps", step, settings.steps)
+    return sae.eval(), replace(sae.config, steps=step, tokens=tokens)
+
+
+def fit_sae(sae: TopKSae, batches: Iterator[torch.Tensor], settings: SaeSettings, ranks: Ranks = Ranks(),
+            state: dict | None = None, progress: Progress | None = None, save: Callable | None = None) -> tuple[int, int]:
+    """The optimisation loop on batches of vectors [batch, hidden] (any source): (steps done, tokens seen).
+    state: a checkpoint to go on from; save(sae, optimizer, since_fired, step, tokens) every checkpoint_every steps."""
+    device = sae.W_dec.device
     for parameter in sae.parameters():
         _from_rank_0(parameter.data, ranks)
     optimizer = torch.optim.Adam(sae.parameters(), lr=settings.learning_rate, eps=6.25e-10)
@@ -146,7 +161,7 @@ def train_sae(
         optimizer.load_state_dict(state["optimizer"])
         since_fired, step, tokens = state["since_fired"].to(device), int(state["step"]), int(state["tokens"])
     started, totals = time.monotonic(), {"loss": 0.0, "aux": 0.0, "n": 0}
-    for x in itertools.chain([first], batches):
+    for x in batches:
         if step >= settings.steps:
             break
         x = x.to(device)
@@ -173,12 +188,10 @@ def train_sae(
                      step, settings.steps, totals["loss"] / totals["n"], totals["aux"] / totals["n"],
                      100 * float(dead.float().mean()), tokens, tokens / max(time.monotonic() - started, 1e-9))
             totals = {"loss": 0.0, "aux": 0.0, "n": 0}
-            if ranks.main:
-                _save_checkpoint(out / CHECKPOINT_FILE, sae, optimizer, since_fired, step, tokens, read["lines"])
+            if ranks.main and save is not None:
+                save(sae, optimizer, since_fired, step, tokens)
             barrier(ranks)
-    if step < settings.steps:
-        log.warning("the text ran out after %d of %d steps: give more text or fewer steps", step, settings.steps)
-    return sae.eval(), replace(sae.config, steps=step, tokens=tokens)
+    return step, tokens
 
 
 def _counting(stream: Iterator[torch.Tensor], read: dict, sentences: int) -> Iterator[torch.Tensor]:
