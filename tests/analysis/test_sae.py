@@ -5,6 +5,7 @@ import dataclasses
 import json
 import logging
 
+import numpy as np
 import pytest
 import torch
 
@@ -235,3 +236,60 @@ def test_too_little_text_is_an_error(tmp_path, tiny):
     with pytest.raises(InvalidInputError, match="fewer than"):
         train_sae(model, tokenizer, TEXTS, 1, SaeSettings(features=8, k=2, batch_tokens=64, buffer_tokens=4096), tmp_path,
                   "tiny", "six lines")
+
+
+def random_sae(hidden: int, layer: int, features: int = 24, k: int = 4, special_tokens: bool = True) -> TopKSae:
+    torch.manual_seed(3)
+    sae = TopKSae(dataclasses.replace(config(hidden=hidden, features=features, k=k, scale=1.3, layer=layer),
+                                      special_tokens=special_tokens))
+    with torch.no_grad():
+        for parameter in sae.parameters():
+            parameter.normal_()
+        sae.normalize_decoder()
+    return sae
+
+
+@pytest.mark.parametrize("special_tokens", [True, False])
+def test_feature_scan_equals_a_brute_force_pass_with_transformers(tiny, tiny_mlm_folder, special_tokens):
+    from transformers import BertModel
+
+    from bert.analysis.features.feature_pages import scan_features
+
+    model, tokenizer = tiny
+    sae = random_sae(model.config.hidden_size, 2, special_tokens=special_tokens)
+    corpus = corpus_from_texts("test", TEXTS, tokenizer)
+    scan = scan_features(model, sae, corpus, tokenizer.pad_id, k=5, batch_size=4)
+    reference = BertModel.from_pretrained(tiny_mlm_folder, add_pooling_layer=False).eval()
+    rows = []
+    with torch.no_grad():
+        for encoding in corpus.encodings:
+            input_ids, token_type_ids = encoding.tensors()
+            hidden = reference(input_ids, token_type_ids=token_type_ids, output_hidden_states=True).hidden_states[2][0]
+            z = sae.encode(hidden)
+            if not special_tokens:
+                z[torch.tensor(encoding.special)] = -1.0  # never among the top: left out of the scan
+            rows.append(z)
+    z = torch.cat(rows).numpy()
+    expected = -np.sort(-z, axis=0)[:5].T
+    found = np.where(np.isinf(scan.top_values), -1.0, scan.top_values)
+    np.testing.assert_allclose(np.maximum(found, 0), np.maximum(expected, 0), atol=1e-4)
+    np.testing.assert_array_equal(scan.active, (z > 0).sum(0))
+    assert scan.counts.sum() == (z > 0).sum()  # only the tokens where a feature fires are counted
+
+
+def test_promoted_tokens_are_the_mlm_heads_logit_rise(tiny, tiny_mlm_folder):
+    from transformers import BertForMaskedLM
+
+    from bert.analysis.features.feature_pages import promoted
+
+    model, tokenizer = tiny
+    sae = random_sae(model.config.hidden_size, 2)
+    reference = BertForMaskedLM.from_pretrained(tiny_mlm_folder).eval()
+    base = sae.b_dec.detach() / 1.3
+    with torch.no_grad():
+        rise = reference.cls(torch.stack([base, base + sae.W_dec[5].detach() / 1.3]))
+    rise = (rise[1] - rise[0]).numpy()
+    listed = promoted(sae, model, tokenizer, 5, count=4)
+    ordinary = [i for i in np.argsort(-rise) if i not in tokenizer.special_ids][:4]
+    assert [token for token, _ in listed] == [tokenizer.id_to_token(int(i)) for i in ordinary]
+    assert [value for _, value in listed] == pytest.approx([float(rise[i]) for i in ordinary], abs=1e-4)

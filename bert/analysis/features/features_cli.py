@@ -78,6 +78,7 @@ def add_sae_arguments(parser) -> None:
                        help="held-out text for the figures in config.json: a text file, a .conllu file, builtin or ud-ewt-test")
     train.add_argument("--float16", action="store_true", help="store the weights in half precision (half the size)")
     train.add_argument("--buffer-tokens", type=int, default=65_536, help="vectors mixed before they are drawn")
+    train.add_argument("--repeats", type=int, default=1, help="times each vector is drawn (fewer model passes per step)")
     train.add_argument("--checkpoint-every", type=int, default=200)
     train.add_argument("--seed", type=int, default=0)
     add_device_argument(train)
@@ -94,7 +95,7 @@ def run_sae(args) -> int:
 
     settings = SaeSettings(features=args.features, k=args.k, steps=args.steps, batch_tokens=args.batch_tokens,
                            learning_rate=args.lr, special_tokens=not args.no_special_tokens,
-                           buffer_tokens=args.buffer_tokens, checkpoint_every=args.checkpoint_every, seed=args.seed)
+                           buffer_tokens=args.buffer_tokens, repeats=args.repeats, checkpoint_every=args.checkpoint_every, seed=args.seed)
     settings.check()
     lines, data_name = training_lines(args.data, args.measure)
     if args.measure not in BUILTIN_CORPORA and not Path(args.measure).exists():

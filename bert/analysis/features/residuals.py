@@ -5,6 +5,7 @@ above i are not run, which halves the cost of reading a middle layer.
 """
 from __future__ import annotations
 
+import itertools
 import logging
 from typing import Iterable, Iterator, Sequence
 
@@ -35,20 +36,18 @@ def residual_at(model: Bert, layer: int, input_ids, token_type_ids, attention_ma
 
 def residual_stream(
     model: Bert, tokenizer: BertTokenizer, texts: Iterable[str], layer: int, special_tokens: bool = True,
-    sentences_per_batch: int = 64,
+    sentences_per_batch: int = 64, sort_window: int = 16,
 ) -> Iterator[torch.Tensor]:
-    """[tokens, hidden] float32 per batch of sentences: every real token's vector at hidden_states[layer]
-    ([CLS]/[SEP] only with special_tokens), in text order, padding left out. Sentences too long for the model are
-    cut to its length, with a warning."""
+    """[tokens, hidden] float32 per batch of `sentences_per_batch` sentences: every real token's vector at
+    hidden_states[layer] ([CLS]/[SEP] only with special_tokens), padding left out. Within each window of
+    `sort_window` batches the sentences are sorted by length (little padding), so the vectors come out of text
+    order: shuffle them before training. Sentences too long for the model are cut to its length, with a warning."""
     device = model_device(model)
-    batch: list[str] = []
-    for text in texts:
-        batch.append(text)
-        if len(batch) == sentences_per_batch:
-            yield _batch_residuals(model, tokenizer, batch, layer, special_tokens, device)
-            batch = []
-    if batch:
-        yield _batch_residuals(model, tokenizer, batch, layer, special_tokens, device)
+    texts = iter(texts)
+    while window := list(itertools.islice(texts, sentences_per_batch * sort_window)):
+        window.sort(key=len)
+        for start in range(0, len(window), sentences_per_batch):
+            yield _batch_residuals(model, tokenizer, window[start : start + sentences_per_batch], layer, special_tokens, device)
 
 
 def _batch_residuals(model, tokenizer, texts: Sequence[str], layer: int, special_tokens: bool, device) -> torch.Tensor:

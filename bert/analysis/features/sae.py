@@ -55,7 +55,7 @@ class SaeConfig:
     input_scale: float = 1.0  # x is multiplied by it before encoding and x^ divided by it after
     data: str = ""  # what it was trained on
     steps: int = 0  # optimizer steps
-    tokens: int = 0  # training tokens seen
+    tokens: int = 0  # training vectors drawn (each distinct token `settings["repeats"]` times)
     settings: dict = field(default_factory=dict)  # batch size, learning rate, auxiliary loss, ...
     held_out: dict = field(default_factory=dict)  # figures measured on text it never saw (sae_measures)
     format: str = FORMAT

@@ -50,6 +50,7 @@ class SaeSettings:
     aux_coefficient: float = 1 / 32
     dead_after_tokens: int = 500_000  # a feature that has not fired for this many tokens counts as dead
     buffer_tokens: int = 65_536  # vectors mixed before they are drawn
+    repeats: int = 1  # times each vector is drawn (more steps per forward pass of the model, on less distinct text)
     special_tokens: bool = True  # train on [CLS] and [SEP] too
     sentences_per_batch: int = 64  # sentences per forward pass of the model
     checkpoint_every: int = 200
@@ -58,6 +59,8 @@ class SaeSettings:
     def check(self) -> None:
         if not 1 <= self.k <= self.features or self.steps < 1 or self.batch_tokens < 1 or self.learning_rate <= 0:
             raise InvalidInputError("features >= k >= 1, steps >= 1, batch tokens >= 1 and a positive learning rate are needed")
+        if self.repeats < 1:
+            raise InvalidInputError(f"repeats must be 1 or more, not {self.repeats}")
         if self.buffer_tokens < 2 * self.batch_tokens:
             raise InvalidInputError(f"buffer_tokens ({self.buffer_tokens}) must hold at least two batches ({2 * self.batch_tokens})")
 
@@ -65,9 +68,10 @@ class SaeSettings:
 Progress = Callable[[int, int, dict], None]  # (step, steps, {"loss": ..., "dead": ...}) e.g. for a progress bar
 
 
-def mixed_batches(vectors: Iterator[torch.Tensor], batch: int, capacity: int, generator: torch.Generator) -> Iterator[torch.Tensor]:
+def mixed_batches(vectors: Iterator[torch.Tensor], batch: int, capacity: int, generator: torch.Generator,
+                  repeats: int = 1) -> Iterator[torch.Tensor]:
     """[batch, hidden] draws from a buffer of up to `capacity` vectors: when full, it is shuffled and its first half
-    handed out (each vector once); at the end of the stream what remains goes out in whole batches."""
+    handed out, `repeats` times in fresh orders; at the end of the stream what remains goes out in whole batches."""
     buffer: list[torch.Tensor] = []
     held = 0
     for chunk in vectors:
@@ -77,7 +81,8 @@ def mixed_batches(vectors: Iterator[torch.Tensor], batch: int, capacity: int, ge
             pool = torch.cat(buffer)
             pool = pool[torch.randperm(len(pool), generator=generator)]
             out = (len(pool) // 2) // batch * batch
-            yield from pool[:out].split(batch)
+            for _ in range(repeats):
+                yield from pool[:out][torch.randperm(out, generator=generator)].split(batch)
             buffer, held = [pool[out:]], len(pool) - out
     pool = torch.cat(buffer) if buffer else torch.empty(0)
     pool = pool[torch.randperm(len(pool), generator=generator)]
@@ -126,7 +131,7 @@ def train_sae(
                              settings.sentences_per_batch)
     read = {"lines": start_line}  # lines of this rank's share read so far, for resuming
     batches = mixed_batches(_counting(stream, read, settings.sentences_per_batch), settings.batch_tokens,
-                            settings.buffer_tokens, generator)
+                            settings.buffer_tokens, generator, settings.repeats)
     first = next(batches, None)
     if first is None and state is not None:
         raise InvalidInputError(f"the checkpoint in {out.name} has used all of {data_name} ({start_line} lines): give more "
