@@ -293,3 +293,35 @@ def test_promoted_tokens_are_the_mlm_heads_logit_rise(tiny, tiny_mlm_folder):
     ordinary = [i for i in np.argsort(-rise) if i not in tokenizer.special_ids][:4]
     assert [token for token, _ in listed] == [tokenizer.id_to_token(int(i)) for i in ordinary]
     assert [value for _, value in listed] == pytest.approx([float(rise[i]) for i in ordinary], abs=1e-4)
+
+
+def test_mask_guess_change_matches_a_transformers_hook(tiny, tiny_mlm_folder):
+    from transformers import BertForMaskedLM
+
+    from bert.analysis.features.feature_pages import mask_guess_change
+
+    model, tokenizer = tiny
+    sae = random_sae(model.config.hidden_size, 2)
+    encoding = tokenizer.encode("the dog [MASK] at the mail man")
+    reference = BertForMaskedLM.from_pretrained(tiny_mlm_folder).eval()
+    input_ids, token_type_ids = encoding.tensors()
+    mask = tokenizer.mask_positions(encoding)[0]
+    with torch.no_grad():
+        hidden = reference(input_ids, token_type_ids=token_type_ids, output_hidden_states=True).hidden_states[2]
+        feature = int(sae.encode(hidden)[0, mask].argmax())  # one that fires at the [MASK]
+        change = mask_guess_change(model, tokenizer, encoding, sae, feature, 0.0)
+        delta = -sae.encode(hidden)[..., feature, None] * sae.W_dec[feature] / 1.3
+        def shifted(module, inputs, out):  # a layer returns a tensor or a tuple, by transformers version
+            return out + delta if isinstance(out, torch.Tensor) else (out[0] + delta, *out[1:])
+
+        handle = reference.bert.encoder.layer[1].register_forward_hook(shifted)
+        logits = reference(input_ids, token_type_ids=token_type_ids).logits[0, mask].softmax(-1)
+        handle.remove()
+    assert change.position == mask
+    ids = [tokenizer.token_to_id(t) for t in change.tokens]
+    assert change.after == pytest.approx([float(logits[i]) for i in ids], abs=1e-5)
+    assert change.before != pytest.approx(change.after, abs=1e-4)
+    same = mask_guess_change(model, tokenizer, encoding, sae, feature, 1.0)
+    assert same.before == pytest.approx(same.after, abs=1e-6)
+    with pytest.raises(InvalidInputError, match="no \\[MASK\\]"):
+        mask_guess_change(model, tokenizer, tokenizer.encode("the dog"), sae, feature, 0.0)

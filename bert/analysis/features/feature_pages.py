@@ -4,8 +4,11 @@ over a corpus and its activation histogram (every feature from one pass), and th
     scan = scan_features(model, sae, corpus, tokenizer.pad_id)       # UnitScan over every feature
     top_examples(scan, corpus, feature)                               # neurons.top_examples works on it too
     promoted(sae, model, tokenizer, feature)                          # [(token, logit rise), ...]
+    mask_guess_change(model, tokenizer, encoding, sae, feature, 0.0)  # the [MASK] guess with the feature off
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -16,7 +19,10 @@ from ...tokenizer import BertTokenizer
 from ..corpus.batching import ProgressCallback, batches, pad
 from .corpora import Corpus
 from .residuals import residual_at
-from .sae import TopKSae, promoted_tokens
+from ...errors import InvalidInputError
+from ...predict import at_positions
+from ...tokenizer import Encoding
+from .sae import TopKSae, promoted_tokens, steer
 from .top_activations import TopTracker, UnitScan
 
 FEATURE_BINS = np.linspace(0.0, 12.0, 49)  # feature activations are >= 0; the histogram counts where it fires
@@ -62,3 +68,33 @@ def promoted(sae: TopKSae, model: Bert, tokenizer: BertTokenizer, feature: int, 
         if len(out) == count:
             break
     return out
+
+
+@dataclass(frozen=True)
+class GuessChange:
+    position: int  # the [MASK]'s position
+    tokens: list[str]  # the top candidates before and after, best before first
+    before: list[float]  # their probabilities with the model as it is
+    after: list[float]  # and with the feature scaled
+
+
+@torch.no_grad()
+def mask_guess_change(model: Bert, tokenizer: BertTokenizer, encoding: Encoding, sae: TopKSae, feature: int, factor: float,
+                      top_k: int = 5) -> GuessChange:
+    """The first [MASK]'s top candidates with the feature as it is and multiplied by `factor` (0: off), in two
+    passes (the change only in the second, through `steer`)."""
+    positions = tokenizer.mask_positions(encoding)
+    if not positions:
+        raise InvalidInputError("the sentence has no [MASK]: type [MASK] where a word should be guessed")
+    if not model.has_mlm_head:
+        raise InvalidInputError("this model has no masked-LM head, so it cannot guess the [MASK]")
+    device = model_device(model)
+    input_ids, token_type_ids = encoding.tensors(device)
+    where = at_positions(positions[:1], len(encoding), device)
+    keep = None if sae.config.special_tokens else torch.tensor([encoding.special], device=device)
+    runs = [None, {sae.hook: steer(sae, feature, factor, keep)}]
+    before, after = (model.run_with_cache(input_ids, token_type_ids, names=[], interventions=i, logit_mask=where)[0][0]
+                     .float().softmax(-1).cpu() for i in runs)
+    ids = list(dict.fromkeys(before.topk(top_k).indices.tolist() + after.topk(top_k).indices.tolist()))
+    return GuessChange(positions[0], [tokenizer.id_to_token(i) for i in ids], [float(before[i]) for i in ids],
+                       [float(after[i]) for i in ids])
