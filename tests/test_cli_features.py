@@ -83,3 +83,29 @@ def test_sae_bad_input_is_one_line_and_exit_2(tiny_mlm_folder, text_file, tmp_pa
     assert main(command + data + arguments) == 2
     error = capsys.readouterr().err.strip().splitlines()
     assert len(error) == 1 and error[0].startswith("error:") and message in error[0]
+
+
+def test_sae_train_under_torchrun_on_two_ranks(tiny_mlm_folder, text_file, tmp_path):
+    """The real entry point under torchrun: each rank reads every other line, the gradients are averaged, rank 0
+    writes and reports once."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from bert_test_support import free_port
+
+    repo = Path(__file__).resolve().parents[1]
+    measure = tmp_path / "measure.txt"
+    measure.write_text("her dog went to the park\nthe cat barked at the man\n")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": str(repo)}
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(free_port()),
+               "-m", "bert", "sae", "train", "--model", str(tiny_mlm_folder), "--layer", "1", "--data", str(text_file),
+               "--features", "32", "--k", "4", "--steps", "4", "--batch-tokens", "32", "--buffer-tokens", "128",
+               "--checkpoint-every", "2", "--out", str(tmp_path / "sae"), "--measure", str(measure), "--device", "cpu"]
+    done = subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count('"held_out"') == 1  # rank 0 reports for both
+    config = json.loads((tmp_path / "sae" / "config.json").read_text())
+    assert config["steps"] == 4 and config["tokens"] == 4 * 32 * 2  # two ranks x 32 vectors a step
+    assert set(load_file(tmp_path / "sae" / "sae.safetensors")) == {"W_enc", "b_enc", "W_dec", "b_dec"}
