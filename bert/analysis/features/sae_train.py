@@ -165,7 +165,7 @@ def fit_sae(sae: TopKSae, batches: Iterator[torch.Tensor], settings: SaeSettings
     if state is not None:
         optimizer.load_state_dict(state["optimizer"])
         since_fired, step, tokens = state["since_fired"].to(device), int(state["step"]), int(state["tokens"])
-    started, totals = time.monotonic(), {"loss": 0.0, "aux": 0.0, "n": 0}
+    started, first_tokens, totals = time.monotonic(), tokens, {"loss": 0.0, "aux": 0.0, "n": 0}
     for x in batches:
         if step >= settings.steps:
             break
@@ -191,7 +191,7 @@ def fit_sae(sae: TopKSae, batches: Iterator[torch.Tensor], settings: SaeSettings
         if step % settings.checkpoint_every == 0 or step == settings.steps:
             log.info("step %d/%d: loss %.4f (1 - variance explained), aux %.4f, dead %.1f%%, %d tokens, %.0f tokens/s",
                      step, settings.steps, totals["loss"] / totals["n"], totals["aux"] / totals["n"],
-                     100 * float(dead.float().mean()), tokens, tokens / max(time.monotonic() - started, 1e-9))
+                     100 * float(dead.float().mean()), tokens, (tokens - first_tokens) / max(time.monotonic() - started, 1e-9))
             totals = {"loss": 0.0, "aux": 0.0, "n": 0}
             if ranks.main and save is not None:
                 save(sae, optimizer, since_fired, step, tokens)
