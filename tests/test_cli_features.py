@@ -109,3 +109,30 @@ def test_sae_train_under_torchrun_on_two_ranks(tiny_mlm_folder, text_file, tmp_p
     config = json.loads((tmp_path / "sae" / "config.json").read_text())
     assert config["steps"] == 4 and config["tokens"] == 4 * 32 * 2  # two ranks x 32 vectors a step
     assert set(load_file(tmp_path / "sae" / "sae.safetensors")) == {"W_enc", "b_enc", "W_dec", "b_dec"}
+
+
+def test_sae_measure_on_other_text_and_a_refused_folder(tiny_mlm_folder, tmp_path, capsys):
+    import torch
+
+    from bert.analysis.corpus.model_fingerprint import model_fingerprint
+    from bert.analysis.features.sae import SaeConfig, TopKSae
+    from bert.pretrained import load_folder
+
+    model, _ = load_folder(tiny_mlm_folder)
+    sae = TopKSae(SaeConfig("tiny", model_fingerprint(model), 1, 64, 128, 64, True))
+    with torch.no_grad():  # the identity: [I, -I], so every figure is known
+        sae.W_enc.copy_(torch.cat([torch.eye(64), -torch.eye(64)], 1))
+        sae.W_dec.copy_(torch.cat([torch.eye(64), -torch.eye(64)], 0))
+    sae.save(tmp_path / "sae")
+    data = tmp_path / "text.txt"
+    data.write_text("\n".join(LINES) + "\n")
+    out = tmp_path / "figures.json"
+    assert main(["sae", "measure", "--sae", str(tmp_path / "sae"), "--model", str(tiny_mlm_folder), "--data", str(data),
+                 "--json", str(out), "--device", "cpu"]) == 0
+    figures = json.loads(out.read_text())
+    assert figures["variance_explained"] == pytest.approx(1.0, abs=1e-6) and figures["sentences"] == len(LINES)
+    capsys.readouterr()
+    (tmp_path / "sae" / "sae.safetensors").write_bytes(b"not safetensors")
+    assert main(["sae", "measure", "--sae", str(tmp_path / "sae"), "--model", str(tiny_mlm_folder), "--data", str(data)]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and "cannot be read" in error[0]

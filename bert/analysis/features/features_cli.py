@@ -2,6 +2,7 @@
 
     python -m bert neurons --model minilm --layer 3 --neuron 812 --data ud-ewt --top 20 --json out/neuron.json
     python -m bert sae train --model minilm --layer 3 --data data/corpus/train.txt --features 4096 --k 32 --out out/sae
+    python -m bert sae measure --sae out/sae --model minilm --data data/corpus/heldout.txt --json out/figures.json
     torchrun --nproc_per_node 4 -m bert sae train ...      # data-parallel: each rank reads every 4th line
 
 neurons writes {"model", "layer", "neuron", "top": [{"sentence", "position", "token", "activation"}, ...]}: every
@@ -82,9 +83,17 @@ def add_sae_arguments(parser) -> None:
     train.add_argument("--checkpoint-every", type=int, default=200)
     train.add_argument("--seed", type=int, default=0)
     add_device_argument(train)
+    measure = actions.add_parser("measure", help="the held-out figures of a trained SAE on other text")
+    measure.add_argument("--sae", type=Path, required=True, help="a folder written by sae train")
+    measure.add_argument("--model", default="minilm", help="the model it was trained on")
+    measure.add_argument("--data", required=True, help="a text file, a .conllu file, builtin or ud-ewt-test")
+    measure.add_argument("--json", type=Path, help="write the figures as JSON here")
+    add_device_argument(measure)
 
 
 def run_sae(args) -> int:
+    if args.sae_action == "measure":
+        return _measure(args)
     import torch
 
     from ...pretrained import load_pretrained
@@ -136,3 +145,20 @@ def training_lines(data: str, measure: str) -> tuple[list[str], str]:
     if data == "ud-ewt":
         return [s.text for s in builtin_treebank("dev").sentences], "UD English EWT dev"
     return read_lines(Path(data)), Path(data).name
+
+
+def _measure(args) -> int:
+    from ...pretrained import load_pretrained
+    from .corpora import load_corpus
+    from .sae import load_sae
+    from .sae_measures import measure_sae
+
+    model, tokenizer = load_pretrained(args.model, device=args.device)
+    sae = load_sae(args.sae, model)
+    corpus = load_corpus(args.data, tokenizer, model, model.config.max_position_embeddings)
+    figures = measure_sae(model, tokenizer, sae, corpus)
+    print(json.dumps(figures, indent=1))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
+    return 0
