@@ -63,7 +63,7 @@ def test_sae_train_writes_weights_and_config(tiny_mlm_folder, text_file, tmp_pat
     config = json.loads((out / "config.json").read_text())
     assert {"model", "layer", "k", "features", "special_tokens", "input_scale", "data", "steps", "held_out"} <= set(config)
     assert (config["layer"], config["k"], config["features"], config["steps"], config["special_tokens"]) == (2, 4, 32, 3, True)
-    assert config["data"] == "lines.txt" and config["input_scale"] > 0
+    assert config["data"] == str(text_file) and config["input_scale"] > 0
     assert {"variance_explained", "l0", "dead_share", "mlm_loss", "loss_recovered", "top1_agreement"} <= set(config["held_out"])
     printed = json.loads(capsys.readouterr().out)
     assert printed["held_out"] == config["held_out"]

@@ -144,7 +144,7 @@ def training_lines(data: str, measure: str) -> tuple[list[str], str]:
         return [s.text for s in builtin_sentences()], "builtin: the 992 WordNet example sentences"
     if data == "ud-ewt":
         return [s.text for s in builtin_treebank("dev").sentences], "UD English EWT dev"
-    return read_lines(Path(data)), Path(data).name
+    return read_lines(Path(data)), str(data)
 
 
 def _measure(args) -> int:
