@@ -158,3 +158,29 @@ def test_cli_asking_for_a_missing_gpu_exits_2_with_one_line(tiny_mlm_folder):
     result = run_cli("predict", TEXT, "--model", str(tiny_mlm_folder), "--device", "cuda")
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == ["error: device cuda was asked for, but PyTorch sees no CUDA GPU here: use \"cpu\" instead"]
+
+
+# Runs `python -m bert ARGS` in a fresh interpreter, then prints the app modules it had imported (last line, JSON).
+_APP_MODULES_AFTER = """
+import json, runpy, sys
+sys.argv = ["bert", *json.loads(sys.argv[1])]
+try:
+    runpy.run_module("bert", run_name="__main__", alter_sys=True)
+except SystemExit as stop:
+    code = stop.code
+print(json.dumps({"code": code, "app": sorted(m for m in sys.modules if m.split(".")[0] in ("streamlit", "viz_app"))}))
+"""
+
+
+@pytest.mark.parametrize("args", [
+    ["--help"],
+    pytest.param(["predict", "The [MASK] barked.", "--model", "minilm"],
+                 marks=pytest.mark.skipif(not MINILM_HEAD_FILE.is_file(), reason=f"{MINILM_HEAD_FILE} is not there")),
+], ids=["help", "predict"])
+def test_the_library_command_line_imports_neither_streamlit_nor_the_app(args):
+    result = subprocess.run([sys.executable, "-c", _APP_MODULES_AFTER, json.dumps(args)], capture_output=True, text=True,
+                            timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"})
+    assert result.returncode == 0, result.stderr
+    outcome = json.loads(result.stdout.splitlines()[-1])
+    assert outcome["code"] == 0, result.stderr
+    assert outcome["app"] == []
