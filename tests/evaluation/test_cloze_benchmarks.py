@@ -16,6 +16,7 @@ import torch
 
 from bert.evaluation import agreement, benchmark_sentences, ettinger
 from bert.pretraining.cloze_eval import read_cloze
+from bert_test_support import run_bench
 
 ROOT = Path(__file__).resolve().parents[2]
 EXTERNAL = Path(os.environ.get("BERT_INSIDE_EXTERNAL") or ROOT / ".." / "shared" / "external")
@@ -202,28 +203,27 @@ def test_benchmark_sentences_hold_every_scored_sentence_once():
 # --- the bench script, end to end on a tiny model ---
 
 @needs_external
-def test_bench_script_prints_ours_beside_the_published_figures(save_hf_model, capsys):
+def test_bench_script_prints_ours_beside_the_published_figures(save_hf_model):
     """A tiny random model with 512 positions (its vocabulary spells words letter by letter, so it has no verb
     forms: every agreement pair is skipped)."""
     from transformers import BertForMaskedLM
 
-    from bench.cloze_benchmarks import main
     from bert_test_support import hf_config
 
     config = hf_config(num_hidden_layers=1, hidden_size=32, num_attention_heads=2, intermediate_size=64,
                        max_position_embeddings=512)
     folder = save_hf_model(BertForMaskedLM(config))
-    assert main(["--model", str(folder), "--external", str(EXTERNAL)]) == 0
-    out = capsys.readouterr().out
+    result = run_bench("cloze_benchmarks", "--model", str(folder), "--external", str(EXTERNAL))
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
     assert "| Goldberg 2019 subject-verb agreement | correct verb form's logit higher | 0.0% (0/0) | 83.3% (319/383) |" in out
     assert "52.9% (18/34)" in out and "27.3% (24/88)" in out and "100.0% (18/18)" in out
 
 
-def test_bench_script_says_when_the_data_is_missing(tmp_path, capsys):
-    from bench.cloze_benchmarks import main
-
-    assert main(["--external", str(tmp_path / "nowhere")]) == 2
-    assert "is not a folder" in capsys.readouterr().err
+def test_bench_script_says_when_the_data_is_missing(tmp_path):
+    result = run_bench("cloze_benchmarks", "--external", str(tmp_path / "nowhere"))
+    assert result.returncode == 2
+    assert "is not a folder" in result.stderr
 
 
 # --- bert-base-uncased itself, when it is in the local Hugging Face cache ---

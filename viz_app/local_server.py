@@ -1,0 +1,58 @@
+"""The app on this machine, for scripts: `serve(log)` starts `streamlit run viz_app/Home.py` on 127.0.0.1 and a
+free port, waits until it answers, yields (url, server process) and stops it at the end. The benchmarks
+(`python -m bench.classroom`, `python -m bench.class_server`) and the browser tests (tests/browser/conftest.py)
+start the app with it."""
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@contextlib.contextmanager
+def serve(log_path: Path, timeout_s: float = 180):
+    """Streamlit's output goes to `log_path`; OMP_NUM_THREADS=1 unless set."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "w") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", str(ROOT / "viz_app" / "Home.py"), "--server.headless", "true",
+             "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+             "--server.fileWatcherType", "none"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )
+        url = f"http://127.0.0.1:{port}"
+        try:
+            _wait_for_health(url, server, timeout_s, log_path)
+            yield url, server
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait(timeout=30)
+
+
+def _wait_for_health(url: str, server: subprocess.Popen, timeout_s: float, log_path: Path) -> None:
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"streamlit exited with code {server.returncode}; see {log_path}")
+        try:
+            with urllib.request.urlopen(url + "/_stcore/health", timeout=5) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(1)
+    raise RuntimeError(f"streamlit did not answer at {url} within {timeout_s:.0f} s")
