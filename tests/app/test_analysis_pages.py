@@ -1,8 +1,7 @@
 """AppTest for the analysis pages (6-11): each opens on the default sentence, draws its charts, and answers bad
 input with a message.
 
-The pages run inside an entry script that mirrors viz_app/Home.py with these pages added to the navigation
-(the lead registers them in Home.py itself).
+The pages run inside an entry script that mirrors viz_app/Home.py with these pages added to the navigation.
 """
 from __future__ import annotations
 

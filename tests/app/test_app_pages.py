@@ -135,7 +135,7 @@ def test_architecture_page_default(open_app):
     assert "mlp1: Linear(384 → 1536)" in tree and "→ [1, 10, 1536]" in tree
     assert "5 more BertLayer" in tree
     table = at.dataframe[0].value
-    assert 1_769_472 in table.iloc[:, 3].tolist() and 4_718_592 in table.iloc[:, 3].tolist()  # seed 004's figures
+    assert 1_769_472 in table.iloc[:, 3].tolist() and 4_718_592 in table.iloc[:, 3].tolist()  # BERT-base: q, k, v weights 3 x 768², feed-forward 2 x 768 x 3072
     [treemap] = figures(at)
     assert treemap["data"][0]["type"] == "treemap"
 

@@ -129,7 +129,7 @@ def test_concurrent_forward_passes_match_sequential_ones():
 
 
 def _input_key(at) -> tuple:
-    """The cache key of the input this session's page was served: its model, sentence, pair, masks, cut."""
+    """The cache key of the input this AppTest run's page was served: its model, sentence, pair, masks, cut."""
     source = at.selectbox(key="model_choice").value
     text, pair = at.text_area(key="text").value, at.text_input(key="pair").value
     return source, None, models.revision(source), text, pair, tuple(at.session_state["masks"]), False

@@ -1,9 +1,8 @@
 """The published cloze benchmarks (bert/evaluation): loaders, skip rules, and scoring against independent references.
 
-References: the published per-item files in ../shared/external (Goldberg's logits, Ettinger's top-5 lists and
-accuracies), and `transformers` BertForMaskedLM + its own tokenizer on the same tiny random weights.
-Set BERT_INSIDE_EXTERNAL to use another copy of the published data (e.g. from a git worktree, where ../shared
-is not beside the checkout).
+References: the published per-item files (Goldberg's logits, Ettinger's top-5 lists and accuracies; docs/benchmarks.md
+says where each comes from) in the folder BERT_INSIDE_EXTERNAL names, and `transformers` BertForMaskedLM + its own
+tokenizer on the same tiny random weights. Without that data the tests that need it skip.
 """
 from __future__ import annotations
 
