@@ -23,7 +23,6 @@ import asyncio
 import html
 import json
 import os
-import shutil
 import statistics
 import sys
 import time
@@ -31,13 +30,8 @@ import urllib.parse
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from viz_app.local_server import ROOT, serve
+from viz_app.local_server import CHROMIUM, CHROMIUM_ARGS, ROOT, browser_missing, serve
 
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
-]
 SHOWN = 10  # candidates the prediction page shows by default (its top_k slider, pages/1_prediction.py)
 SUBJECTS = (
     "doctor", "farmer", "pilot", "baker", "teacher", "sailor", "painter", "singer", "driver", "nurse",
@@ -62,17 +56,6 @@ def sentences(count: int) -> list[str]:
         f"{'never' if n % 2 else 'often'} [MASK] on {('monday', 'friday', 'sunday')[n % 3]} mornings."
         for n in range(count)
     ]
-
-
-def browser_missing() -> str | None:
-    """Why the browser run cannot happen here, or None."""
-    if not (Path(CHROMIUM).is_file() or shutil.which(CHROMIUM)):
-        return f"Chromium is not at {CHROMIUM} (apt-get install -y chromium, or set CHROMIUM=/path/to/chromium)"
-    try:
-        import playwright.async_api  # noqa: F401
-    except ImportError:
-        return "playwright is not installed (pip install playwright)"
-    return None
 
 
 def cpu_seconds(pid: int) -> float:

@@ -6,6 +6,7 @@ have a conftest.py, and `import conftest` would find whichever was loaded first.
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -181,3 +182,13 @@ def run_bench(module: str, *args: str, timeout: float = 1800) -> subprocess.Comp
     root = Path(__file__).resolve().parents[1]
     return subprocess.run([sys.executable, "-m", f"bench.{module}", *args], capture_output=True, text=True,
                           timeout=timeout, cwd=root, env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(root)})
+
+
+def recheck_with_pages_swapped(run: dict, folder: Path) -> subprocess.CompletedProcess:
+    """`python -m bench.classroom --recheck` on a class's record (its --json) in which each student's page shows the
+    next student's predictions: the check must tell the sentences apart and fail every page."""
+    shown = [student["shown"] for student in run["students"]]
+    swapped = folder / "swapped.json"
+    swapped.write_text(json.dumps({**run, "students": [{**student, "shown": shown[(i + 1) % len(shown)]}
+                                                       for i, student in enumerate(run["students"])]}))
+    return run_bench("classroom", "--recheck", str(swapped))

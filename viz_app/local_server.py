@@ -1,11 +1,14 @@
 """The app on this machine, for scripts: `serve(log)` starts `streamlit run viz_app/Home.py` on 127.0.0.1 and a
-free port, waits until it answers, yields (url, server process) and stops it at the end. The benchmarks
-(`python -m bench.classroom`, `python -m bench.class_server`) and the browser tests (tests/browser/conftest.py)
-start the app with it."""
+free port, waits until it answers, yields (url, server process) and stops it at the end; CHROMIUM and
+CHROMIUM_ARGS open it in a headless Chromium (Debian's package, driven by Playwright), and `browser_missing()`
+says why that cannot happen here. The benchmarks (`python -m bench.classroom`, `python -m bench.class_server`)
+and the browser tests (tests/browser/conftest.py) use them."""
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -14,6 +17,20 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+]
+
+
+def browser_missing() -> str | None:
+    """Why a headless Chromium cannot open the app here, or None."""
+    if not (Path(CHROMIUM).is_file() or shutil.which(CHROMIUM)):
+        return f"Chromium is not at {CHROMIUM} (apt-get install -y chromium, or set CHROMIUM=/path/to/chromium)"
+    if importlib.util.find_spec("playwright") is None:
+        return "playwright is not installed (pip install playwright)"
+    return None
 
 
 @contextlib.contextmanager

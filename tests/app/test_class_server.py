@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from bert_test_support import run_bench
+from bert_test_support import recheck_with_pages_swapped, run_bench
 
 STUDENTS = 5
 TIMEOUT_S = 300  # per step of a student: the CPUs may be shared with other work
@@ -28,11 +28,7 @@ def test_five_students_at_once_each_get_their_own_predictions(tmp_path):
     assert run["press_cpu_s"] > 0 and run["open_cpu_s"] > 0  # the server's CPU was read
 
     # the check tells sentences apart: each page's predictions are wrong for every other student's sentence
-    swapped = tmp_path / "swapped.json"
-    shown = [s["shown"] for s in students]
-    swapped.write_text(json.dumps({**run, "students": [{**s, "shown": shown[(i + 1) % STUDENTS]}
-                                                       for i, s in enumerate(students)]}))
-    result = run_bench("classroom", "--recheck", str(swapped))
+    result = recheck_with_pages_swapped(run, tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr
     assert f"0 of {STUDENTS} pages correct" in result.stdout
     assert sorted(re.findall(r"^student (\d+): candidates", result.stdout, re.M)) == [str(n) for n in range(STUDENTS)]

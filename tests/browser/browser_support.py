@@ -6,11 +6,6 @@ import os
 import time
 from pathlib import Path
 
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
-]
 SLOW = 600_000  # ms: the CPUs may be shared with training runs
 SCREENSHOT_VARIABLE = "SCREENSHOT_DIR"  # screenshots are taken only when this names a folder
 

@@ -4,37 +4,25 @@ server per test module (viz_app/local_server.py), one Chromium per test module. 
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
 
-from browser_support import CHROMIUM, CHROMIUM_ARGS
-from viz_app.local_server import serve
+from viz_app.local_server import CHROMIUM, CHROMIUM_ARGS, browser_missing, serve
 
 HERE = Path(__file__).resolve().parent
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
 def pytest_collection_modifyitems(items) -> None:
     for item in items:
         if HERE in Path(item.fspath).resolve().parents:
             item.add_marker(pytest.mark.browser)
 
 
-def _browser_missing() -> str | None:
-    """Why the browser tests cannot run here, or None."""
-    if not (Path(CHROMIUM).is_file() or shutil.which(CHROMIUM)):
-        return f"Chromium is not at {CHROMIUM} (apt-get install -y chromium, or set CHROMIUM=/path/to/chromium)"
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "playwright is not installed (pip install playwright)"
-    return None
-
-
 @pytest.fixture(scope="module")
 def browser_ready() -> None:
-    reason = _browser_missing()
+    reason = browser_missing()
     if reason:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(f"browser tests cannot run under CI=true: {reason}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 
-from bert_test_support import run_bench
+from bert_test_support import recheck_with_pages_swapped, run_bench
 
 STUDENTS = 4
 TIMEOUT_S = 600  # per student: the CPUs may be shared with other work
@@ -26,10 +26,6 @@ def test_four_students_each_get_their_own_predictions(browser_ready, tmp_path):
     assert all(s["seconds"] > 0 and len(s["shown"]) == SHOWN for s in students)
 
     # the check tells sentences apart: each page's predictions are wrong for every other student's sentence
-    swapped = tmp_path / "swapped.json"
-    shown = [s["shown"] for s in students]
-    swapped.write_text(json.dumps({**run, "students": [{**s, "shown": shown[(i + 1) % STUDENTS]}
-                                                       for i, s in enumerate(students)]}))
-    result = run_bench("classroom", "--recheck", str(swapped))
+    result = recheck_with_pages_swapped(run, tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr
     assert sorted(re.findall(r"^student (\d+): candidates", result.stdout, re.M)) == [str(n) for n in range(STUDENTS)]
