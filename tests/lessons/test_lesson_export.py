@@ -42,6 +42,7 @@ def test_a_view_is_one_file_that_fetches_nothing_and_escapes_text():
     assert page.count("Plotly.newPlot(") == 1
 
 
+@pytest.mark.slow
 def test_export_lesson_list_names_the_builtin_lessons_one_per_line():
     result = export_lesson("--list")
     assert result.returncode == 0, result.stderr
@@ -50,6 +51,7 @@ def test_export_lesson_list_names_the_builtin_lessons_one_per_line():
     assert all(len(line.split("\t")) == 2 for line in lines)
 
 
+@pytest.mark.slow
 def test_export_lesson_writes_every_step(tmp_path, minilm_path):
     from bert.pretrained import MINILM_HEAD_FILE
 
@@ -70,6 +72,7 @@ def test_export_lesson_writes_every_step(tmp_path, minilm_path):
     assert "{" not in re.sub(r"<script.*?</script>|<style>.*?</style>", "", page, flags=re.S)  # every value filled in
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, message", [
     (["no_such_lesson"], "error: no built-in lesson 'no_such_lesson'"),
     ([], "error: name a lesson"),
@@ -80,6 +83,7 @@ def test_export_lesson_bad_input_exits_2_with_one_line(args, message):
     assert result.stderr.startswith(message) and result.stderr.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_export_lesson_bad_file_names_the_step(tmp_path):
     bad = tmp_path / "mine.yaml"
     bad.write_text("title: Mine\nsteps:\n- title: One\n  page: attention\n  text: x\n  state: {layer: many}\n")

@@ -50,6 +50,7 @@ def test_the_pages_draw_is_the_trainers_draw(tokenizer, monkeypatch, whole_word)
         assert shown.chosen, "a draw over ~100 pieces chooses some"
 
 
+@pytest.mark.slow
 def test_over_many_draws_15_percent_then_80_10_10(tokenizer):
     batch, _ = walkthrough.sentence_batch(tokenizer, LONG)
     maskable = int(batch.maskable.sum())
@@ -76,6 +77,7 @@ def test_labels_are_the_originals_at_chosen_positions_only(tokenizer):
         assert kind is None or tokenizer.id_to_token(label) == token
 
 
+@pytest.mark.slow
 def test_next_sentence_pairs_are_half_true_half_random(tokenizer):
     text = " ".join(f"This is sentence {n} of my little story." for n in range(10))
     own = {f"this is sentence {n} of my little story ." for n in range(10)}
@@ -95,6 +97,7 @@ def test_next_sentence_pairs_are_half_true_half_random(tokenizer):
             assert pair.label == IS_RANDOM and second not in own, "a sentence from other text"
 
 
+@pytest.mark.slow
 def test_sentence_order_pairs_swap_half_of_them(tokenizer):
     text = " ".join(f"This is sentence {n} of my little story." for n in range(10))
     pairs = [pair for seed in range(100) for pair in walkthrough.sentence_pairs(tokenizer, text, seed, "sop")]
