@@ -178,11 +178,11 @@ print(json.dumps({"code": code, "app": sorted(m for m in sys.modules if m.split(
 """
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("args", [
     ["--help"],
     pytest.param(["predict", "The [MASK] barked.", "--model", "minilm"],
-                 marks=pytest.mark.skipif(not MINILM_HEAD_FILE.is_file(), reason=f"{MINILM_HEAD_FILE} is not there")),
+                 marks=[pytest.mark.slow,
+                        pytest.mark.skipif(not MINILM_HEAD_FILE.is_file(), reason=f"{MINILM_HEAD_FILE} is not there")]),
 ], ids=["help", "predict"])
 def test_the_library_command_line_imports_neither_streamlit_nor_the_app(args):
     result = subprocess.run([sys.executable, "-c", _APP_MODULES_AFTER, json.dumps(args)], capture_output=True, text=True,
