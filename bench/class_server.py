@@ -4,6 +4,7 @@
     python -m bench.class_server --model out/random-bert-base      # BERT-base shape (bench/make_random_bert.py)
     python -m bench.class_server --students 5 --json out/class_server.json
     python -m bench.class_server --students 1 --rounds 40 --profile out/one_student.txt   # where the time goes
+    python -m bench.class_server --summarise-profile out/one_student.txt                  # that profile's shares again
 
 `--profile` samples the server with py-spy (pip install py-spy) during the key presses and prints the share of
 each part of a rerun (the forward pass, the chart, Streamlit's runner, the websocket, ...). Samples of a thread
