@@ -149,11 +149,11 @@ def test_missing_heads_raise_before_running(tiny_model, tiny_batch):
         with pytest.raises(MissingHeadError):
             tiny_model.run_with_cache(*tiny_batch, head=method)
     with pytest.raises(InvalidInputError, match="head must be one of"):
-        tiny_model.run_with_cache(*tiny_batch, head="summarise")
+        tiny_model.run_with_cache(*tiny_batch, output="summarise")
 
 
 def test_run_with_cache_records_only_the_chosen_heads_path(tiny_model, tiny_batch):
-    nsp, cache = tiny_model.run_with_cache(*tiny_batch, head="next_sentence")
+    nsp, cache = tiny_model.run_with_cache(*tiny_batch, output="next_sentence")
     assert nsp.shape == (tiny_batch[0].shape[0], 2)
     assert cache["pooler.hook_out"].shape == (tiny_batch[0].shape[0], tiny_model.config.hidden_size)
     assert "nsp_head.hook_logits" in cache and "lm_head.hook_logits" not in cache
