@@ -148,6 +148,11 @@ class ForwardResult:
 RECORDED_KINDS = ("pattern", "q", "k", "mlp_post")  # per layer, as `record` keeps them
 
 
+def recorded_names(num_layers: int) -> list[str]:
+    """The hooks `record` keeps: the three embeddings and RECORDED_KINDS at every layer."""
+    return list(EMBEDDING_PARTS.values()) + [name for kind in RECORDED_KINDS for name in every_layer(kind, num_layers)]
+
+
 def record(model: Bert, tokenizer: BertTokenizer, prepared: PreparedInput, activations: bool = True,
            top_k: int = TOP_K_STORED) -> ForwardResult:
     """Run the model once on `prepared.masked`: the predictions at each [MASK] (the LM head runs only there) and,
@@ -157,10 +162,9 @@ def record(model: Bert, tokenizer: BertTokenizer, prepared: PreparedInput, activ
     device = model_device(model)
     input_ids, token_type_ids = prepared.masked.tensors(device)
     positions = tokenizer.mask_positions(prepared.masked)
-    layers = model.config.num_layers
-    names = list(EMBEDDING_PARTS.values()) + [n for kind in RECORDED_KINDS for n in every_layer(kind, layers)]
+    names = recorded_names(model.config.num_layers) if activations else []
     with torch.inference_mode():
-        logits, cache = model.run_with_cache(input_ids, token_type_ids, names=names if activations else [],
+        logits, cache = model.run_with_cache(input_ids, token_type_ids, names=names,
                                              logit_mask=at_positions(positions, len(prepared.masked), device))
         originals = {position: prepared.base.input_ids[position] for position in prepared.masks}
         predictions = [] if logits is None else mask_predictions(logits, positions, tokenizer, top_k, originals)
