@@ -1,7 +1,7 @@
 """MLP activations: which neurons fire on which tokens."""
 import streamlit as st
 
-from viz_app import widgets
+from viz_app import cache, widgets
 from viz_app.charts.neurons import activation_heatmap, neuron_by_token, strongest_neurons, top_neurons_for_token
 
 widgets.page_header(
@@ -10,7 +10,7 @@ widgets.page_header(
     "neurons → GELU → hidden. These are the neuron activations after GELU (mostly ≥ 0; GELU dips to −0.17).",
 )
 context = widgets.require()
-result = context.forward()
+result = cache.forward(context.key, context.prepared)
 summary = context.loaded.summary
 tokens = result.tokens
 

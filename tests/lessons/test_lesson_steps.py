@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from bert.analysis.causal.ablation import predict_ablated
-from viz_app import forward as fw
+from viz_app import forward
 from viz_app.lessons.format import builtin_lessons, parse_lesson
 from viz_app.lessons.resolve import NOT_AVAILABLE, resolve
 from viz_app.lessons.views import BUILDERS, view_charts
@@ -19,9 +19,9 @@ def one_step(text: str, state: str) -> object:
     return parse_lesson(f"title: T\nsteps:\n- title: S\n  page: attention\n  text: \"{text}\"\n  state: {state}\n", "t")
 
 
-def recorded(loaded, text: str, masks=()) -> fw.ForwardResult:
-    prepared = fw.prepare_input(loaded.tokenizer, text, "", masks, False, loaded.summary.max_positions)
-    return fw.record(loaded.model, loaded.tokenizer, prepared)
+def recorded(loaded, text: str, masks=()) -> forward.ForwardResult:
+    prepared = forward.prepare_input(loaded.tokenizer, text, "", masks, False, loaded.summary.max_positions)
+    return forward.record(loaded.model, loaded.tokenizer, prepared)
 
 
 @pytest.mark.parametrize("name, offset", [("previous_token_head", -1), ("next_token_head", 1)])

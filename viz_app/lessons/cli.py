@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from viz_app import models
     from viz_app.lessons.export import lesson_html
 
-    loaded = models.load(args.model)
+    loaded = models.load(models.ModelKey.of(args.model))
     out = args.out or Path(f"{lesson.name}.html")
     try:
         out.write_text(lesson_html(lesson, loaded, args.model, args.app_url), encoding="utf-8")
