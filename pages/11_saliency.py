@@ -1,5 +1,4 @@
 """Saliency for a masked prediction, split into token, position and segment embeddings."""
-import numpy as np
 import streamlit as st
 
 from bert.analysis.attribution.saliency import METHODS, PARTS

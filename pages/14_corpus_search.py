@@ -8,7 +8,7 @@ from viz_app import analysis_widgets
 from viz_app import corpus_search
 from viz_app import cache, state, widgets
 from viz_app.charts.corpus_search import by_layer_chart, match_words_chart
-from viz_app.text import escape_markdown
+from viz_app.text import chip_labels, escape_markdown
 
 widgets.page_header(
     "Corpus search",
@@ -46,7 +46,7 @@ if context.prepared.pair.strip():
     st.caption("The search reads the first sentence only; the second sentence is left out.")
 query_tokens = corpus_search.query_tokens(encoding, context.prepared.text)
 tokens = {t.position: t for t in query_tokens}
-labels = widgets.chip_labels(encoding.tokens, list(tokens))
+labels = chip_labels(encoding.tokens, list(tokens))
 state.clamp("search_position", list(tokens), default=corpus_search.default_position(query_tokens))
 position = st.pills("Click a token of your sentence (## marks a piece that continues a word)", list(tokens),
                     format_func=labels.get, key="search_position", required=True, persist_state="session")

@@ -3,7 +3,6 @@ import streamlit as st
 
 from bert.analysis.representations.self_similarity import ETHAYARAJH_2019, ETHAYARAJH_2019_SOURCE, EXAMPLES, WordNotFoundError
 from bert.errors import BertError
-from viz_app import analysis_widgets
 from viz_app import cache, params, state, widgets
 from viz_app import word_contexts
 from viz_app.charts.token_matrix import token_heatmap
@@ -45,7 +44,7 @@ if len(sentences) > word_contexts.MAX_SENTENCES:
     st.stop()
 key = context.key
 try:
-    result = cache.word_contexts(key, word, tuple(sentences))
+    result = cache.word_in_contexts(key, word, tuple(sentences))
 except WordNotFoundError as error:
     st.warning(f"“{escape_markdown(word)}” is not a word of sentence {error.sentence_index + 1}: "
                f"“{escape_markdown(error.sentence)}”. Use the word as it is written in every sentence (capital "
@@ -54,7 +53,7 @@ except WordNotFoundError as error:
 except BertError as error:  # e.g. a sentence longer than the model's positions
     st.warning(f"The model cannot read these sentences: {escape_markdown(str(error))}.")
     st.stop()
-base = cache.anisotropy_baseline(*key)
+base = cache.anisotropy_baseline(key)
 shown = escape_markdown(word)
 widgets.show_chart(self_similarity_chart(word, result.layers, result.self_similarity, base), key="self_similarity")
 st.markdown(word_contexts.reading(shown, result, base))

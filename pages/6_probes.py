@@ -69,7 +69,7 @@ if not tasks:
     st.info("Pick at least one task.")
     st.stop()
 if not probe_data.run_toggle():
-    st.caption(f"Ready: {data.description}; tasks {', '.join(map(widgets.escape_markdown, tasks))}.")
+    st.caption(f"Ready: {data.description}; tasks {', '.join(map(escape_markdown, tasks))}.")
     st.stop()
 try:
     run = cache.treebank_probes(context.key, data.key, data, tuple(tasks), pieces, seed, mdl)
