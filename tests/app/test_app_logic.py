@@ -66,6 +66,29 @@ def test_truncation_is_explicit(encoder):
     assert len(prepared.base) == 512 and prepared.base.truncated == 602 - 512
 
 
+def test_predictions_alone_take_the_fused_path_and_match_bert_predict(tiny_mlm_folder, monkeypatch):
+    """The prediction page's pass records nothing, so every layer takes the fused attention kernel; its
+    candidates are those of bert.predict.predict_masks on the same input, and those of the full recorded pass."""
+    from bert import attention
+    from bert.predict import predict_masks
+
+    loaded = models.load(models.ModelKey.of("folder", str(tiny_mlm_folder)))
+    prepared = forward.prepare_input(loaded.tokenizer, "the dog [MASK] at the cat", None, [], False, 64)
+    calls = []
+    fused = attention.fused_attention
+    monkeypatch.setattr(attention, "fused_attention", lambda *args, **kwargs: calls.append(1) or fused(*args, **kwargs))
+    alone = forward.record(loaded.model, loaded.tokenizer, prepared, activations=False)
+    assert len(calls) == loaded.model.config.num_layers and alone.attention is None and alone.neurons is None
+    full = forward.record(loaded.model, loaded.tokenizer, prepared)
+    assert len(calls) == loaded.model.config.num_layers  # the recorded pass went step by step
+    [expected] = predict_masks(loaded.model, loaded.tokenizer, prepared.masked, top_k=forward.TOP_K_STORED)
+    for result in (alone, full):
+        [mask] = result.masks
+        assert mask.position == expected.position
+        assert mask.tokens[:5] == tuple(c.token for c in expected.candidates[:5])
+        np.testing.assert_allclose(mask.probabilities, [c.probability for c in expected.candidates], atol=1e-5)
+
+
 def test_record_keeps_what_the_pages_need(encoder):
     prepared = forward.prepare_input(encoder.tokenizer, "The dog barked.", "It ran.", [2], False, 512)
     result = forward.record(encoder.model, encoder.tokenizer, prepared)

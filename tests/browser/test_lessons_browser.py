@@ -37,7 +37,7 @@ def minilm():
 
     if not MINILM_HEAD_FILE.is_file():
         pytest.skip(f"{MINILM_HEAD_FILE} is not there")
-    return models.load("minilm")
+    return models.load(models.ModelKey.of("minilm"))
 
 
 def test_a_lesson_walked_with_the_arrow_keys(chromium, app_url):
@@ -157,13 +157,13 @@ def test_an_exported_lesson_opens_offline(chromium, minilm, tmp_path):
 
 
 def test_an_exported_attention_view_opens_offline_and_stays_interactive(chromium, minilm, tmp_path):
-    from viz_app import forward as fw
+    from viz_app import forward
     from viz_app.charts.attention import attention_bars, heads_overview, pattern_heatmap
     from viz_app.export_html import view_document
 
     text = "The cat sat on the mat. <script>alert('hi')</script>"
-    prepared = fw.prepare_input(minilm.tokenizer, text, "", [], False, 512)
-    result = fw.record(minilm.model, minilm.tokenizer, prepared)
+    prepared = forward.prepare_input(minilm.tokenizer, text, "", [], False, 512)
+    result = forward.record(minilm.model, minilm.tokenizer, prepared)
     positions = list(range(result.seq))
     charts = [pattern_heatmap(result.attention[2, 3], result.tokens, positions, 2, 3),
               attention_bars(result.attention[2, 3, 1], result.tokens, positions, 1, 2, 3),
