@@ -16,15 +16,18 @@ test_layers.py walks the imports).
      and its result into the page's charts (see "How a page is written" below).
    - `params.py`: every URL parameter a link or a lesson's step can set (`PARAMS`, `BOUND`, `LINK_PARAMS`).
    - `navigation.py`: every page once (its address, file, title, icon, group).
+   - `page_context.py`: the `Context` Home.py hands the running page: the picked model and the sentence box's
+     input (a context variable, so a page never sees another session's).
    - what pages compute beside the library: `tables.py`, `architecture.py`, `sentence_tasks.py`,
      `word_contexts.py`, `model_comparison.py`, `corpus_search.py`, `tiny_training.py`, `export_html.py`,
      `download.py`, `label_names.py`, `treebank_runs.py`; and `lessons/` (format, computed, resolve, views,
      export), which builds a lesson's figures with the same view functions as the pages.
 3. Caches: `cache.py`, every `st.cache_resource` and `st.cache_data` of the app, keyed by a `ModelKey` (never
    the model object) and, for one input, a `PreparedInput` (hashed by its `key`: text, pair, masks, truncate).
-4. Widgets and sidebar (Streamlit): `page_context.py` (the `Context` a page reads), `state.py` (session state
-   <-> the URL), `widgets.py`, `analysis_widgets.py`, `sidebar.py`, `sentence_box.py`, `lessons/session.py`,
-   and each page family's widgets (`live_run.py`, `pretraining_figures.py`, the probes page's modules).
+4. Widgets and sidebar (Streamlit): `state.py` (session state <-> the URL), `widgets.py` (`require()` gives a
+   page its `Context`, `show_chart`, ...), `analysis_widgets.py`, `sidebar.py`, `sentence_box.py`,
+   `lessons/session.py`, and each page family's widgets (`live_run.py`, `pretraining_figures.py`, the probes
+   page's modules).
 5. Pages (`pages/*.py`) and `Home.py`. Nothing imports them.
 
 One value for one idea:
@@ -42,14 +45,14 @@ One value for one idea:
 - The recorded pass: `ActivationCache` (the library's, from `run_with_cache`) becomes one `ForwardResult` in
   `forward.record`: read-only numpy arrays shared by every session. Pages that show no attention pattern and
   no activation (the prediction page) ask for predictions only, which records nothing and lets the model take
-  the fused attention path.
+  the fused attention path (`cache.predictions`); the pages that draw activations read `cache.forward`.
 
 How a page is written (Streamlit's own `hello` app does the same), top to bottom, with no writes meant for
 the next rerun:
 
     context = widgets.require()                          # the model and the prepared input, or a message
     settings = AttentionSettings(layer=st.selectbox(...), ...)   # widgets (bound to the URL)
-    result = cache.forward(context.model.key, context.prepared)  # a cached function
+    result = cache.forward(context.key, context.prepared)  # a cached function
     charts = attention_view(settings, result)            # the view function (viz_app/views/attention.py)
     widgets.show_chart(charts["pattern"], key="pattern") # render
 
