@@ -60,7 +60,7 @@ from viz_app.lessons.format import Lesson
 from viz_app.lessons.resolve import SIDEBAR_KEYS, ResolvedStep, resolve
 from viz_app.lessons.views import view_charts
 from viz_app.models import ModelKey
-from viz_app.tables import EmbeddingTables, embedding_tables, weight_tables
+from viz_app.tables import EmbeddingTables, model_tables, weight_tables
 from viz_app.tiny_training import TinyTrainingRuns
 from viz_app.views.attention import head_statistics as attention_statistics
 
@@ -124,9 +124,7 @@ def head_statistics(key: ModelKey, prepared: PreparedInput) -> HeadStatistics:
 @st.cache_data(show_spinner="Analysing the embedding tables (once per model)…", max_entries=4)
 def tables(key: ModelKey) -> EmbeddingTables:
     loaded = load_model(key)
-    tokenizer = loaded.tokenizer
-    vocabulary = [tokenizer.id_to_token(i) or "" for i in range(min(tokenizer.vocab_size, loaded.summary.vocab))]
-    return embedding_tables(loaded.model, vocabulary)
+    return model_tables(loaded.model, loaded.tokenizer, loaded.summary.vocab)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)

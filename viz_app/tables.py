@@ -8,6 +8,7 @@ import numpy as np
 from bert.analysis.representations import embedding_subspaces
 from bert.devices import as_numpy
 from bert.model import Bert
+from bert.tokenizer import BertTokenizer
 
 SAMPLE_TOKENS = 1500  # vocabulary entries drawn in the token PCA scatter
 SAMPLE_SEED = 0
@@ -59,6 +60,12 @@ def embedding_tables(model: Bert, vocabulary: list[str]) -> EmbeddingTables:
         segment_cosine=segment_cosine,
         directions={part: embedding_subspaces.singular_directions(table).astype(np.float32) for part, table in tables.items()},
     )
+
+
+def model_tables(model: Bert, tokenizer: BertTokenizer, vocab: int) -> EmbeddingTables:
+    """`embedding_tables` with the vocabulary read from the tokenizer (its first `vocab` entries: the model's)."""
+    vocabulary = [tokenizer.id_to_token(i) or "" for i in range(min(tokenizer.vocab_size, vocab))]
+    return embedding_tables(model, vocabulary)
 
 
 def project_tokens(tables: EmbeddingTables, vectors: np.ndarray) -> np.ndarray:

@@ -230,3 +230,23 @@ def test_the_sidebar_says_where_the_model_runs_in_plain_words(monkeypatch, tiny_
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA H100 80GB HBM3")
     assert models.device_in_words(torch.device("cuda", 0)) == "the GPU (NVIDIA H100 80GB HBM3)"
     assert models.device_in_words(torch.device("mps")) == "the Apple GPU"
+
+
+def test_the_cached_pass_is_keyed_by_the_prepared_input_and_tokenizes_nothing(monkeypatch):
+    """cache.forward reads the input the sentence box prepared: no tokenizer call on a miss, and an input prepared
+    again from the same text, pair, masks and cut is the same cache entry."""
+    from bert.tokenizer import BertTokenizer
+    from viz_app import cache
+
+    key = models.ModelKey.of("minilm-encoder")
+    tokenizer = cache.load_model(key).tokenizer
+    text = "A sentence that no other test sends to the cache, about seven herons."
+    prepared, again = (forward.prepare_input(tokenizer, text, None, [3], False, 512) for _ in range(2))
+    assert prepared is not again and prepared.key == again.key
+    calls = []
+    for method in ("encode", "encode_plain", "tokenize"):
+        if hasattr(BertTokenizer, method):
+            monkeypatch.setattr(BertTokenizer, method, lambda *args, _name=method, **kwargs: calls.append(_name))
+    result = cache.forward(key, prepared)
+    assert calls == [] and result.tokens == tuple(prepared.masked.tokens) and result.tokens[3] == "[MASK]"
+    assert cache.forward(key, again) is result

@@ -20,7 +20,7 @@ from viz_app.forward import PreparedInput, prepare_input, record
 from viz_app.models import LoadedModel
 from viz_app.params import LINK_PARAMS
 from viz_app.sentence_tasks import class_probabilities
-from viz_app.tables import EmbeddingTables, embedding_tables, weight_tables
+from viz_app.tables import EmbeddingTables, model_tables, weight_tables
 from viz_app.views import chosen_mask
 from viz_app.views.attention import AttentionSettings, attention_view
 from viz_app.views.embeddings import EmbeddingSettings, embeddings_view
@@ -77,9 +77,7 @@ _TABLES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # model -> i
 def _tables(loaded: LoadedModel) -> EmbeddingTables:
     """The embedding tables' analysis, once per model (an exported lesson shows it in several steps)."""
     if loaded.model not in _TABLES:
-        tokenizer = loaded.tokenizer
-        vocabulary = [tokenizer.id_to_token(i) or "" for i in range(min(tokenizer.vocab_size, loaded.summary.vocab))]
-        _TABLES[loaded.model] = embedding_tables(loaded.model, vocabulary)
+        _TABLES[loaded.model] = model_tables(loaded.model, loaded.tokenizer, loaded.summary.vocab)
     return _TABLES[loaded.model]
 
 
