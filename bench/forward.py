@@ -1,10 +1,10 @@
 """Our BERT against transformers', same BERT-base weights, configurations timed in turn in one process.
 
-    python bench/forward.py [--parts recorded plain training] [--repeats 9] [--no-memory] [--no-packing]
+    python -m bench.forward [--parts recorded plain training] [--repeats 9] [--no-memory] [--no-packing]
 
 Three comparisons, each a table:
 - recorded (1 x 16, 128, 512 tokens): ours keeping every hook (`run_with_cache`, names=None, logits at every
-  position); ours on the app's path (viz_app.forward.recorded_pass: patterns, MLP activations, embeddings, the
+  position); ours on the app's path (viz_app.forward.record's hooks: patterns, MLP activations, embeddings, the
   LM head at the [MASK]s only); transformers' BertForMaskedLM, eager attention, output_attentions and
   output_hidden_states.
 - plain (1 x 16, 128, 512 and 8 x 128 tokens, the 8 rows padded to 64..128 real tokens): the encoder's final
@@ -46,11 +46,11 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
+from bench.make_random_bert import make_random_bert
+from bert import hook_name, load_pretrained
+from viz_app.forward import recorded_names
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from bench.make_random_bert import make_random_bert  # noqa: E402
-from bert import hook_name, load_pretrained  # noqa: E402
-from viz_app.forward import recorded_pass  # noqa: E402
 
 PARTS = {  # part -> (configurations, the reference last; shapes as "BATCHxTOKENS")
     "recorded": (("ours_full", "ours_app", "transformers_eager"), ("1x16", "1x128", "1x512")),
@@ -105,13 +105,14 @@ def runner(name: str, models: Models, shape: str) -> Callable[[], object]:
     if name == "ours_full":
         call = lambda: models.ours().run_with_cache(ids, types)  # noqa: E731
     elif name == "ours_app":
-        call = lambda: recorded_pass(models.ours(), ids, types, logit_mask=masks)  # noqa: E731
+        names = recorded_names(models.ours().config.num_layers)
+        call = lambda: models.ours().run_with_cache(ids, types, names=names, logit_mask=masks)  # noqa: E731
     elif name == "transformers_eager":
         reference = models.transformers("eager_mlm")
         call = lambda: reference(input_ids=ids, token_type_ids=types, output_attentions=True, output_hidden_states=True)  # noqa: E731
     elif name == "ours_eager":
         step_by_step = [(hook_name("pattern", layer), lambda pattern, _: pattern) for layer in range(models.ours().config.num_layers)]
-        call = lambda: models.ours().run_with_cache(ids, types, attention_mask, names=[], interventions=step_by_step, head="mlm", logit_mask=torch.zeros_like(masks))  # noqa: E731
+        call = lambda: models.ours().run_with_cache(ids, types, attention_mask, names=[], interventions=step_by_step, output="mlm", logit_mask=torch.zeros_like(masks))  # noqa: E731
     elif name == "ours_sdpa":
         call = lambda: models.ours().encode(ids, types, attention_mask)  # noqa: E731
     else:
@@ -182,12 +183,12 @@ def peak_memory(models: Models, name: str, shape: str) -> float:
 
 
 def measure_memory(folder: Path, name: str, shape: str, packing: bool) -> float:
-    command = [sys.executable, __file__, "--memory-of", name, shape, "--folder", str(folder), "--threads", str(torch.get_num_threads())]
+    command = [sys.executable, "-m", "bench.forward", "--memory-of", name, shape, "--folder", str(folder), "--threads", str(torch.get_num_threads())]
     command += [] if packing else ["--no-packing"]
     # a fixed mmap threshold: big blocks come from the kernel and go back to it when freed, so the resident set
     # before the call holds nothing freed that the call could reuse unseen
     env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536"}
-    done = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
+    done = subprocess.run(command, capture_output=True, text=True, check=True, env=env, cwd=ROOT)
     return float(done.stdout.strip().splitlines()[-1])
 
 

@@ -1,4 +1,4 @@
-"""Hook points: every name the issue lists, with its shape; the names filter; what attention patterns must satisfy."""
+"""Hook points: every hook name, with its shape; the names filter; what attention patterns must satisfy."""
 from __future__ import annotations
 
 import copy
@@ -11,7 +11,7 @@ from bert.errors import InvalidInputError
 
 
 def expected_hooks(batch: int, seq: int, hidden: int, heads: int, intermediate: int, vocab: int, layers: int) -> dict[str, tuple]:
-    """Written out from the issue's list, not read from the model."""
+    """Written out by hand, not read from the model."""
     head_dim = hidden // heads
     shapes = {f"embedding.hook_{part}": (batch, seq, hidden) for part in ("token", "position", "token_type", "sum", "out")}
     for i in range(layers):
@@ -224,13 +224,18 @@ def test_stack_layers_and_per_head_hooks(tiny_model, tiny_batch, full_run):
     assert all(cache[name].shape[1] == tiny_model.config.num_heads for name in per_head)
 
 
-def test_untouched_hooks_pass_through_and_shapes_are_noted(tiny_model, tiny_batch, full_run):
+def test_untouched_hooks_pass_through_and_the_cache_has_every_shape(tiny_model, tiny_batch, full_run):
     _, full = full_run
-    shapes = {}
     with torch.no_grad():
-        logits, cache = tiny_model.run_with_cache(*tiny_batch, names=["embedding.hook_sum"], shapes=shapes)
+        logits, cache = tiny_model.run_with_cache(*tiny_batch, names=["embedding.hook_sum"])
     assert set(cache) == {"embedding.hook_sum"} and torch.equal(cache["embedding.hook_sum"], full["embedding.hook_sum"])
-    assert shapes == {name: tuple(tensor.shape) for name, tensor in full.items()}
+    batch, seq = tiny_batch[0].shape
+    config = tiny_model.config
+    reached = [name for name in tiny_model.hook_names() if not name.startswith(("pooler.", "nsp_head."))]
+    assert list(full.shapes) == reached  # every hook the masked-LM pass reaches, in order
+    assert full.shapes[hook_name("scores", 0)] == (batch, config.num_heads, seq, seq)
+    assert full.shapes[hook_name("mlp_post", 1)] == (batch, seq, config.intermediate_size)
+    assert cache.shapes == {"embedding.hook_sum": (batch, seq, config.hidden_size)}
 
 
 def test_pytorchs_own_module_hooks_on_a_hook_point_fire(tiny_model, tiny_batch, full_run):

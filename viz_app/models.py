@@ -9,6 +9,7 @@ from pathlib import Path
 import torch
 
 import bert
+from bert.checkpoint import WEIGHT_FILES
 from bert.devices import model_device
 from bert.hub import hub_cache_dir
 from bert.pretrained import FINETUNED_FILES, MINILM_HEAD_FILE, MINILM_NSP_FILE
@@ -22,7 +23,20 @@ BUILTIN_NOTE = (
     "first here."
 )
 DEVICE_VARIABLE = "BERT_DEVICE"  # environment variable: where the app runs models (default: a GPU when present)
-_WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
+
+
+@dataclass(frozen=True)
+class ModelKey:
+    """Which model, as one hashable value: what every cache is keyed by and what a page passes on."""
+
+    source: str  # what load_pretrained takes and the URL carries: "minilm", a hub id or a folder path
+    folder: str | None = None  # the folder actually loaded, for a cached hub model or a local folder
+    revision: str = ""  # a fingerprint of the files (see `revision`): a replaced checkpoint is a new key
+
+    @classmethod
+    def of(cls, source: str, folder: str | None = None) -> ModelKey:
+        """The key of `source` (and its folder) as the files are now."""
+        return cls(source, folder, revision(source, folder))
 
 
 @dataclass(frozen=True)
@@ -55,7 +69,7 @@ class ModelSummary:
 class LoadedModel:
     """What the app shares between every session: never mutate `model` (eval mode, no per-request state)."""
 
-    source: str
+    key: ModelKey
     model: bert.Bert
     tokenizer: bert.BertTokenizer
     summary: ModelSummary
@@ -113,17 +127,26 @@ def revision(source: str, folder: str | None = None) -> str:
         paths = [FINETUNED_FILES[source]]
     elif folder or Path(source).expanduser().is_dir():
         base = Path(folder or source).expanduser()
-        paths = [base / "config.json"] + [base / name for name in _WEIGHT_FILES]
+        paths = [base / "config.json"] + [base / name for name in WEIGHT_FILES]
     stamps = [f"{p.name}:{p.stat().st_mtime_ns}:{p.stat().st_size}" for p in paths if p.is_file()]
     return "|".join([folder or ""] + stamps)
 
 
-def load(source: str, folder: str | None = None) -> LoadedModel:
+@dataclass(frozen=True)
+class PickedModel:
+    """The model chosen in the sidebar: its key and the loaded model, or why it could not be loaded."""
+
+    key: ModelKey | None  # None when nothing is chosen yet (an empty folder box)
+    loaded: LoadedModel | None
+    error: str | None  # what to tell the user when `loaded` is None
+
+
+def load(key: ModelKey) -> LoadedModel:
     """Load for the app, on a GPU when there is one (BERT_DEVICE=cpu, cuda:1, ... chooses).
     Raises bert.errors.* (and OSError for unreadable files) with a message for the user."""
-    model, tokenizer = bert.load_pretrained(folder or source, device=os.environ.get(DEVICE_VARIABLE, "auto"))
+    model, tokenizer = bert.load_pretrained(key.folder or key.source, device=os.environ.get(DEVICE_VARIABLE, "auto"))
     model.eval()
-    return LoadedModel(source, model, tokenizer, summarize(model))
+    return LoadedModel(key, model, tokenizer, summarize(model))
 
 
 def summarize(model: bert.Bert) -> ModelSummary:
@@ -152,7 +175,7 @@ def _is_bert_folder(folder: Path) -> bool:
         config = json.loads((folder / "config.json").read_text())
     except (OSError, ValueError):
         return False
-    return config.get("model_type") == "bert" and any((folder / name).is_file() for name in _WEIGHT_FILES)
+    return config.get("model_type") == "bert" and any((folder / name).is_file() for name in WEIGHT_FILES)
 
 
 def _preference(repo_id: str) -> int:

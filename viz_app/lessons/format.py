@@ -23,7 +23,7 @@ from bert.analysis.attribution.saliency import METHODS
 from bert.errors import BertError
 from viz_app import navigation
 from viz_app.lessons.computed import COMPUTED
-from viz_app.state import LINK_PARAMS, MODEL_PARAM
+from viz_app.params import LINK_PARAMS, MODEL_PARAM
 
 BUILTIN_FOLDER = Path(__file__).parent / "builtin"
 
@@ -72,7 +72,7 @@ class ComputedValue:
 
 @dataclass(frozen=True)
 class Lesson:
-    name: str  # the file's stem: what `export-lesson NAME` takes
+    name: str  # the file's stem: what `python -m viz_app.export_lesson NAME` takes
     title: str
     about: str
     steps: tuple[Step, ...]
