@@ -2,7 +2,7 @@
 one layer's MLP neurons, trained on UD English EWT dev, neurons ordered by its weights; then on EWT test the
 probe's accuracy and the masked-LM top-1 accuracy with the top 1% of neurons ablated, against random 1% draws.
 
-    OMP_NUM_THREADS=1 python bench/neuron_ranking.py [--layer 3] [--mode zero] [--sentences 500] [--json out/ranking.json]
+    OMP_NUM_THREADS=1 python -m bench.neuron_ranking [--layer 3] [--mode zero] [--sentences 500] [--json out/ranking.json]
 """
 from __future__ import annotations
 
@@ -10,13 +10,11 @@ import argparse
 import dataclasses
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's bert, whatever is installed
 import bert  # noqa: E402
 from bert.analysis.features.corpora import corpus_from_treebank, load_corpus  # noqa: E402
 from bert.analysis.features.neuron_ranking import ablate_ranked, rank_neurons  # noqa: E402

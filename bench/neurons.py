@@ -7,7 +7,7 @@
    encoder), against one recorded forward pass of the whole model on that sentence (median of --repeats, with
    the spread).
 
-    OMP_NUM_THREADS=1 python bench/neurons.py [--layer 3] [--repeats 30] [--json out/neurons.json]
+    OMP_NUM_THREADS=1 python -m bench.neurons [--layer 3] [--repeats 30] [--json out/neurons.json]
 
 Wall time depends on what else the machine runs: the process's CPU time and the load average are printed beside it.
 """
@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 
@@ -25,7 +24,6 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import torch  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's bert, whatever is installed
 import bert  # noqa: E402
 from bert.analysis.features.corpora import load_corpus  # noqa: E402
 from bert.analysis.features.neurons import scan_neurons, top_examples  # noqa: E402

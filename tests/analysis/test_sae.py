@@ -290,7 +290,8 @@ def test_promoted_tokens_are_the_mlm_heads_logit_rise(tiny, tiny_mlm_folder):
         rise = reference.cls(torch.stack([base, base + sae.W_dec[5].detach() / 1.3]))
     rise = (rise[1] - rise[0]).numpy()
     listed = promoted(sae, model, tokenizer, 5, count=4)
-    ordinary = [i for i in np.argsort(-rise) if i not in tokenizer.special_ids][:4]
+    special = {tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id, tokenizer.pad_id, tokenizer.unk_id}
+    ordinary = [i for i in np.argsort(-rise) if i not in special][:4]
     assert [token for token, _ in listed] == [tokenizer.id_to_token(int(i)) for i in ordinary]
     assert [value for _, value in listed] == pytest.approx([float(rise[i]) for i in ordinary], abs=1e-4)
 

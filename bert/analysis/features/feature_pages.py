@@ -58,7 +58,7 @@ def promoted(sae: TopKSae, model: Bert, tokenizer: BertTokenizer, feature: int, 
     and [unused] slots left out), largest first."""
     rises = promoted_tokens(sae, model, feature, strength)
     order = torch.argsort(rises, descending=True).tolist()
-    special = tokenizer.special_ids
+    special = {tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id, tokenizer.pad_id, tokenizer.unk_id}
     out = []
     for token_id in order:
         token = tokenizer.id_to_token(token_id)

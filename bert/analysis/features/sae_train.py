@@ -134,8 +134,8 @@ def train_sae(
                             settings.buffer_tokens, generator, settings.repeats)
     first = next(batches, None)
     if first is None and state is not None:
-        raise InvalidInputError(f"the checkpoint in {out.name} has used all of {data_name} ({start_line} lines): give more "
-                                "text, or another output folder to start afresh")
+        raise InvalidInputError(f"the checkpoint in {out.name} has read {start_line} lines of {data_name}; what is left "
+                                "makes less than one batch: give more text, or another output folder to start afresh")
     if first is None:
         raise InvalidInputError(f"{data_name} gives fewer than {settings.batch_tokens} training vectors: give more text")
     scale = state["input_scale"] if state else torch.tensor(math.sqrt(config.hidden) / float(first.norm(dim=-1).mean()))
