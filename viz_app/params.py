@@ -106,6 +106,11 @@ BOUND: dict[str, Param] = {
     "contexts_word": Param(str, str, "bank"),
     "search_head": Param(int, str, 0),
     "search_k": Param(int, str, 10),
+    "features_look_at": Param(str, str, "Sparse-autoencoder features"),  # or "MLP neurons"
+    "features_shown": Param(int, str, 24),
+    "features_corpus": Param(str, str, "builtin"),  # builtin, ud-ewt-test or upload
+    "neurons_layer": Param(int, str, 0),
+    "neurons_corpus": Param(str, str, "builtin"),
 }
 LINK_PARAMS = PARAMS | BOUND  # every parameter a link, or a lesson's step, can set
 MODEL_PARAM = "model"  # the model's source; kept apart because the picker is two widgets (choice, folder)
