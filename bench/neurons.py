@@ -30,6 +30,7 @@ from bert.hooks import hook_name  # noqa: E402
 from bert.analysis.features.corpora import load_corpus  # noqa: E402
 from bert.analysis.features.feature_pages import mask_guess_change  # noqa: E402
 from bert.analysis.features.neurons import scan_neurons, top_examples  # noqa: E402
+from bert.analysis.features.residuals import residual_at  # noqa: E402
 from bert.analysis.features.sae import encode_tokens, load_sae  # noqa: E402
 from bert.analysis.features.shipped import SHIPPED_SAE  # noqa: E402
 
@@ -111,9 +112,11 @@ def main() -> None:
         def features():
             encode_tokens(sae, model, encoding)
 
-        def features_and_guess():  # what the page computes for a new sentence with a [MASK]
-            encode_tokens(sae, model, masked)
-            mask_guess_change(model, tokenizer, masked, sae, 0, 0.0)
+        def features_and_guess():  # what the page computes for a new sentence with a [MASK] (viz_app/cache.py)
+            with torch.no_grad():
+                hidden = residual_at(model, sae.config.layer, *masked.tensors())
+                sae.encode(hidden[0])
+            mask_guess_change(model, tokenizer, masked, sae, 0, 0.0, hidden=hidden)
 
         for fn in (forward, features, features_and_guess):
             fn()  # warm-up

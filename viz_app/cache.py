@@ -48,7 +48,8 @@ from bert.analysis.corpus.corpus_search import CorpusIndex, Hit, build_index
 from bert.analysis.features.corpora import Corpus
 from bert.analysis.features.feature_pages import GuessChange, mask_guess_change, promoted, scan_features
 from bert.analysis.features.neurons import scan_neurons
-from bert.analysis.features.sae import SaeFileError, TopKSae, encode_tokens, load_sae
+from bert.analysis.features.residuals import residual_at
+from bert.analysis.features.sae import SaeFileError, TopKSae, load_sae
 from bert.analysis.features.top_activations import UnitScan
 from bert.analysis.probing import probes
 from bert.analysis.probing.treebank import Treebank
@@ -435,10 +436,20 @@ def sae(key: ModelKey, folder: str) -> TopKSae | str:
         return f"This sparse autoencoder cannot be used with this model: {str(error).replace(folder, Path(folder).name)}"
 
 
+@st.cache_resource(show_spinner=False, max_entries=FORWARD_ENTRIES, ttl=HOUR, hash_funcs=BY_INPUT)
+def layer_vectors(key: ModelKey, layer: int, prepared: PreparedInput) -> torch.Tensor:
+    """hidden_states[layer] of the input as the model reads it, [1, seq, hidden]: the pass as far as that layer,
+    shared read-only by the features and the [MASK] guess (which reruns only the layers above it)."""
+    model = load_model(key).model
+    return residual_at(model, layer, *prepared.masked.tensors(model_device(model)))
+
+
 @st.cache_data(show_spinner=False, max_entries=FORWARD_ENTRIES, ttl=HOUR, hash_funcs=BY_INPUT)
 def sentence_features(key: ModelKey, folder: str, prepared: PreparedInput) -> np.ndarray:
     """z [seq, feature] of the input as the model reads it."""
-    return encode_tokens(sae(key, folder), load_model(key).model, prepared.masked).numpy()
+    model_sae = sae(key, folder)
+    with torch.no_grad():
+        return model_sae.encode(layer_vectors(key, model_sae.config.layer, prepared)[0].float()).cpu().numpy()
 
 
 @st.cache_resource(show_spinner=False, max_entries=8, ttl=HOUR)
@@ -459,5 +470,6 @@ def promoted_tokens(key: ModelKey, folder: str, feature: int) -> list[tuple[str,
 
 @st.cache_data(show_spinner="Running the model with the feature switched…", max_entries=64, hash_funcs=BY_INPUT)
 def feature_guess(key: ModelKey, folder: str, prepared: PreparedInput, feature: int, factor: float) -> GuessChange:
-    loaded = load_model(key)
-    return mask_guess_change(loaded.model, loaded.tokenizer, prepared.masked, sae(key, folder), feature, factor)
+    loaded, model_sae = load_model(key), sae(key, folder)
+    hidden = layer_vectors(key, model_sae.config.layer, prepared)
+    return mask_guess_change(loaded.model, loaded.tokenizer, prepared.masked, model_sae, feature, factor, hidden=hidden)

@@ -326,3 +326,18 @@ def test_mask_guess_change_matches_a_transformers_hook(tiny, tiny_mlm_folder):
     assert same.before == pytest.approx(same.after, abs=1e-6)
     with pytest.raises(InvalidInputError, match="no \\[MASK\\]"):
         mask_guess_change(model, tokenizer, tokenizer.encode("the dog"), sae, feature, 0.0)
+
+
+def test_a_pass_split_at_a_layer_gives_the_logits_of_transformers(tiny, tiny_mlm_folder):
+    from transformers import BertForMaskedLM
+
+    from bert.analysis.features.residuals import logits_above
+
+    model, tokenizer = tiny
+    reference = BertForMaskedLM.from_pretrained(tiny_mlm_folder).eval()
+    input_ids, token_type_ids = tokenizer.encode(TEXTS[3]).tensors()
+    with torch.no_grad():
+        expected = reference(input_ids, token_type_ids=token_type_ids).logits
+    for layer in (0, 1, 2):
+        split = logits_above(model, layer, residual_at(model, layer, input_ids, token_type_ids))
+        torch.testing.assert_close(split, expected, atol=1e-4, rtol=1e-4)

@@ -18,7 +18,7 @@ from ...model import Bert
 from ...tokenizer import BertTokenizer
 from ..corpus.batching import ProgressCallback, batches, pad
 from .corpora import Corpus
-from .residuals import residual_at
+from .residuals import logits_above, residual_at
 from ...errors import InvalidInputError
 from ...predict import at_positions
 from ...tokenizer import Encoding
@@ -80,21 +80,23 @@ class GuessChange:
 
 @torch.no_grad()
 def mask_guess_change(model: Bert, tokenizer: BertTokenizer, encoding: Encoding, sae: TopKSae, feature: int, factor: float,
-                      top_k: int = 5) -> GuessChange:
-    """The first [MASK]'s top candidates with the feature as it is and multiplied by `factor` (0: off), in two
-    passes (the change only in the second, through `steer`)."""
+                      top_k: int = 5, hidden: torch.Tensor | None = None) -> GuessChange:
+    """The first [MASK]'s top candidates with the feature as it is and multiplied by `factor` (0: off). The pass
+    runs once as far as the SAE's layer (or starts from `hidden`, that layer's [1, seq, hidden] for this encoding),
+    then twice through the layers above it: as it is, and changed by `steer`."""
     positions = tokenizer.mask_positions(encoding)
     if not positions:
         raise InvalidInputError("the sentence has no [MASK]: type [MASK] where a word should be guessed")
     if not model.has_mlm_head:
         raise InvalidInputError("this model has no masked-LM head, so it cannot guess the [MASK]")
     device = model_device(model)
-    input_ids, token_type_ids = encoding.tensors(device)
+    if hidden is None:
+        hidden = residual_at(model, sae.config.layer, *encoding.tensors(device))
     where = at_positions(positions[:1], len(encoding), device)
     keep = None if sae.config.special_tokens else torch.tensor([encoding.special], device=device)
-    runs = [None, {sae.hook: steer(sae, feature, factor, keep)}]
-    before, after = (model.run_with_cache(input_ids, token_type_ids, names=[], interventions=i, logit_mask=where)[0][0]
-                     .float().softmax(-1).cpu() for i in runs)
+    changed = steer(sae, feature, factor, keep)(hidden, sae.hook)
+    before, after = (logits_above(model, sae.config.layer, x, logit_mask=where)[0].float().softmax(-1).cpu()
+                     for x in (hidden, changed))
     ids = list(dict.fromkeys(before.topk(top_k).indices.tolist() + after.topk(top_k).indices.tolist()))
     return GuessChange(positions[0], [tokenizer.id_to_token(i) for i in ids], [float(before[i]) for i in ids],
                        [float(after[i]) for i in ids])

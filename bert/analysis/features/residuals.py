@@ -34,6 +34,18 @@ def residual_at(model: Bert, layer: int, input_ids, token_type_ids, attention_ma
     return x
 
 
+@torch.no_grad()
+def logits_above(model: Bert, layer: int, hidden: torch.Tensor, attention_mask=None, logit_mask=None) -> torch.Tensor:
+    """The masked-LM logits from hidden_states[layer] on: the layers above it, then the MLM head (at `logit_mask`
+    only, when given). With `residual_at`, one pass split in two, so that a change at the layer reruns only the
+    layers above it."""
+    if attention_mask is not None and bool(attention_mask.all()):
+        attention_mask = None
+    for block in model.transformer[layer:]:
+        hidden = block(hidden, attention_mask)
+    return model.mlm_logits(hidden, logit_mask)
+
+
 def residual_stream(
     model: Bert, tokenizer: BertTokenizer, texts: Iterable[str], layer: int, special_tokens: bool = True,
     sentences_per_batch: int = 64, sort_window: int = 16,
