@@ -83,7 +83,7 @@ def mask_guess_change(model: Bert, tokenizer: BertTokenizer, encoding: Encoding,
                       top_k: int = 5, hidden: torch.Tensor | None = None) -> GuessChange:
     """The first [MASK]'s top candidates with the feature as it is and multiplied by `factor` (0: off). The pass
     runs once as far as the SAE's layer (or starts from `hidden`, that layer's [1, seq, hidden] for this encoding),
-    then twice through the layers above it: as it is, and changed by `steer`."""
+    then through the layers above it as a batch of two: as it is, and changed by `steer`."""
     positions = tokenizer.mask_positions(encoding)
     if not positions:
         raise InvalidInputError("the sentence has no [MASK]: type [MASK] where a word should be guessed")
@@ -95,8 +95,8 @@ def mask_guess_change(model: Bert, tokenizer: BertTokenizer, encoding: Encoding,
     where = at_positions(positions[:1], len(encoding), device)
     keep = None if sae.config.special_tokens else torch.tensor([encoding.special], device=device)
     changed = steer(sae, feature, factor, keep)(hidden, sae.hook)
-    before, after = (logits_above(model, sae.config.layer, x, logit_mask=where)[0].float().softmax(-1).cpu()
-                     for x in (hidden, changed))
+    both = torch.cat([hidden, changed])  # one batch of two: the layers above run once for both
+    before, after = logits_above(model, sae.config.layer, both, logit_mask=where.expand(2, -1)).float().softmax(-1).cpu()
     ids = list(dict.fromkeys(before.topk(top_k).indices.tolist() + after.topk(top_k).indices.tolist()))
     return GuessChange(positions[0], [tokenizer.id_to_token(i) for i in ids], [float(before[i]) for i in ids],
                        [float(after[i]) for i in ids])
