@@ -85,6 +85,7 @@ def test_sae_bad_input_is_one_line_and_exit_2(tiny_mlm_folder, text_file, tmp_pa
     assert len(error) == 1 and error[0].startswith("error:") and message in error[0]
 
 
+@pytest.mark.slow
 def test_sae_train_under_torchrun_on_two_ranks(tiny_mlm_folder, text_file, tmp_path):
     """The real entry point under torchrun: each rank reads every other line, the gradients are averaged, rank 0
     writes and reports once."""

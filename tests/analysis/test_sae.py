@@ -128,6 +128,7 @@ def test_switching_a_feature_changes_exactly_its_contribution(tiny):
         steer(sae, 24, 0.0)
 
 
+@pytest.mark.slow
 def test_planted_sparse_dictionary_is_recovered():
     """x = sum of 3 of 48 unit directions in 24 dimensions with positive weights: the SAE's decoder rows find them."""
     generator = torch.Generator().manual_seed(0)

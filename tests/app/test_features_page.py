@@ -26,6 +26,7 @@ def shipped(minilm):
     return load_sae(SHIPPED_SAE, minilm[0])
 
 
+@pytest.mark.slow
 def test_features_of_the_sentence_and_the_mask_guess(minilm, shipped):
     from bert.analysis.features.feature_pages import mask_guess_change
     from bert.analysis.features.sae import encode_tokens
@@ -46,6 +47,7 @@ def test_features_of_the_sentence_and_the_mask_guess(minilm, shipped):
     assert f"Where feature {feature} fires most" in texts(at)
 
 
+@pytest.mark.slow
 def test_a_label_names_the_feature_in_the_heatmap():
     at = open_page("features", {"text": SENTENCE})
     feature = int(at.number_input(key="features_feature").value)
@@ -56,6 +58,7 @@ def test_a_label_names_the_feature_in_the_heatmap():
     assert f"f{feature} · barking &lt;dogs&gt;" in heatmap["data"][0]["x"]
 
 
+@pytest.mark.slow
 def test_the_neuron_view_shows_the_one_pass_scan(minilm):
     from bert.analysis.features.corpora import load_corpus
     from bert.analysis.features.neurons import scan_neurons, top_examples
@@ -72,6 +75,7 @@ def test_the_neuron_view_shows_the_one_pass_scan(minilm):
     assert int(array(histogram["data"][0]["y"]).sum()) == corpus.num_tokens
 
 
+@pytest.mark.slow
 def test_a_model_without_an_sae_gets_the_command_to_train_one(monkeypatch):
     from viz_app import features
 
