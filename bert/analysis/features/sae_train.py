@@ -8,7 +8,8 @@ Activations are computed batch by batch (the layers above the SAE's are not run)
 variance; the decoder's rows are kept at unit norm (the gradient's part along each row is removed before the
 step, the rows renormalised after it); features that have not fired for `dead_after_tokens` tokens are trained
 by the auxiliary loss (AuxK: the error is reconstructed from the top `aux_k` dead features, weight
-`aux_coefficient`). The encoder starts as the decoder's transpose, b_dec as the mean of the first buffer.
+`aux_coefficient`). The encoder starts as the decoder's transpose, b_dec as the mean of the first batch, and
+the input scale is sqrt(hidden) over that batch's mean norm.
 
 Checkpoints (`out/checkpoint.pt`, tensors only, read with weights_only=True) every `checkpoint_every` steps; a
 run started again with the same out folder resumes from the last one (the text continues where it was; the
