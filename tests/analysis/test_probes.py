@@ -1,10 +1,16 @@
-"""Layer-wise probes: known-by-construction cases on tiny models; seeded, reproducible, split by sentence."""
+"""Layer-wise probes on sentences read from text (the WordNet set, plain text) through the one probing pipeline:
+known-by-construction cases on tiny models; seeded, reproducible, split by sentence; scikit-learn's probe against
+torch.optim.LBFGS on the same objective."""
 import numpy as np
 import pytest
 import torch
 
 from bert import Bert, BertConfig, BertTokenizer
-from bert.analysis.probing.probes import TASKS, collect, control_labels, run_probes, split_groups, standardise, train_probes
+from bert.analysis.probing.examples import task_examples
+from bert.analysis.probing.linear_probes import control_labels, standardise, train_probes
+from bert.analysis.probing.pipeline import ProbeSettings, extract_features, run_probes
+from bert.analysis.probing.sentence_sets import read_text, sentence_set
+from bert.analysis.probing.task_table import TEXT_TASKS
 from bert.data import LabelledSentence, builtin_sentences
 from bert.errors import InvalidInputError
 
@@ -28,49 +34,57 @@ def position_model(tokenizer):
     return model
 
 
-def tiny_sentences(count: int, seed: int) -> list[LabelledSentence]:
+def tiny_sentences(count: int, seed: int):
+    """Unlabelled sentences of random words, read as labelled sentences (words, no label column)."""
     rng = np.random.default_rng(seed)
-    return [LabelledSentence(" ".join(rng.choice(WORDS, rng.integers(4, 10))) + rng.choice([".", "!", "?"]))
-            for _ in range(count)]
+    sentences = [LabelledSentence(" ".join(rng.choice(WORDS, rng.integers(4, 10))) + rng.choice([".", "!", "?"]))
+                 for _ in range(count)]
+    return sentence_set(sentences, "tiny sentences")
 
 
 def test_position_probe_is_near_perfect_at_the_embedding_layer(position_model, tokenizer):
     report = run_probes(position_model, tokenizer, tiny_sentences(80, seed=0), tasks=["position"])
-    result = report.results["position"]
-    assert result.layer_names[0] == "embeddings" and len(result.accuracy) == 3
-    assert result.accuracy[0] > 0.97
-    assert result.accuracy[0] > result.majority_accuracy + 0.5
+    result = report.tasks["position"]
+    assert report.layer_names[0] == "embeddings" and len(result.layers) == 3
+    assert result.measure("accuracy")[0] > 0.97
+    assert result.measure("accuracy")[0] > result.majority_accuracy + 0.5
 
 
 def test_probes_are_reproducible_for_a_seed(position_model, tokenizer):
     sentences = tiny_sentences(30, seed=1)
-    first = run_probes(position_model, tokenizer, sentences, tasks=["punctuation", "segment"], seed=3, max_iter=10)
-    second = run_probes(position_model, tokenizer, sentences, tasks=["punctuation", "segment"], seed=3, max_iter=10)
-    assert first.results == second.results
+    settings = ProbeSettings(seed=3, max_iter=10)
+    first = run_probes(position_model, tokenizer, sentences, tasks=["punctuation", "segment"], settings=settings)
+    second = run_probes(position_model, tokenizer, sentences, tasks=["punctuation", "segment"], settings=settings)
+    assert first.tasks == second.tasks
 
 
 def test_every_task_runs_on_the_builtin_set(position_model, tokenizer):
     progress = []
-    report = run_probes(position_model, tokenizer, builtin_sentences(40), max_tokens=32, max_iter=5,
+    data = sentence_set(builtin_sentences(40), "the first 40 built-in sentences")
+    assert data.tasks == [*TEXT_TASKS, "pos"]
+    report = run_probes(position_model, tokenizer, data, settings=ProbeSettings(max_iter=5),
                         progress=lambda done, what: progress.append(done))
-    assert set(report.results) | set(report.skipped) == set(TASKS)
-    assert "pos" in report.results  # the built-in set carries WordNet parts of speech
+    assert set(report.tasks) | set(report.skipped_tasks) == set(TEXT_TASKS) | {"pos"}
+    assert "pos" in report.tasks  # the built-in set carries WordNet parts of speech
     assert progress[-1] == 1.0
-    for result in report.results.values():
-        assert all(0 <= a <= 1 for a in result.accuracy + result.control_accuracy)
+    for result in report.tasks.values():
+        assert all(0 <= a <= 1 for a in result.measure("accuracy") + result.measure("control_accuracy"))
 
 
-def test_pos_is_skipped_for_unlabelled_text(position_model, tokenizer):
-    report = run_probes(position_model, tokenizer, tiny_sentences(12, seed=2), tasks=["pos"], max_iter=5)
-    assert "part-of-speech" in report.skipped["pos"]
+def test_pos_is_refused_for_unlabelled_text(position_model, tokenizer):
+    text = read_text("\n".join(" ".join(WORDS[i : i + 5]) + "." for i in range(9)) + "\nThe dog barked. The cat went.", "mine.txt")
+    assert len(text) == 11 and text.label_columns == () and "pos" not in text.tasks
+    with pytest.raises(InvalidInputError, match="part-of-speech"):
+        run_probes(position_model, tokenizer, text, tasks=["pos"], settings=ProbeSettings(max_iter=5))
 
 
 def test_split_keeps_each_sentence_on_one_side():
-    groups = torch.tensor([0, 0, 1, 1, 1, 2, 3, 3, 4, 5, 6, 7, 8, 9])
-    test = split_groups(groups, 0.3, seed=0)
-    for group in groups.unique():
-        assert test[groups == group].all() or not test[groups == group].any()
-    assert torch.equal(test, split_groups(groups, 0.3, seed=0))
+    data = tiny_sentences(14, seed=4)
+    train, test = data.split(0.3, seed=0)
+    lines = lambda part: [s.line for s in part.sentences]  # noqa: E731  (a sentence's number in the set)
+    assert sorted(lines(train) + lines(test)) == list(range(1, 15)) and len(lines(test)) == 4
+    again = data.split(0.3, seed=0)
+    assert (lines(again[0]), lines(again[1])) == (lines(train), lines(test))
 
 
 def test_control_labels_are_fixed_per_word_type():
@@ -132,19 +146,21 @@ def test_probe_accuracies_match_torch_lbfgs_on_a_seeded_synthetic_set():
 def test_probe_accuracies_match_torch_lbfgs_on_minilm_features(minilm):
     """Real probe features: MiniLM's residual stream at the headwords of 120 built-in sentences (part of speech)."""
     model, tokenizer = minilm
-    data = collect(model, tokenizer, builtin_sentences(120), ["pos"])["pos"]
-    test = split_groups(data.groups, 0.25, seed=0)
-    train_x, test_x = data.features[:, ~test], data.features[:, test]
-    ours = train_probes(train_x, data.labels[~test], test_x, data.labels[test], max_iter=1000, tolerance=1e-8)
-    reference = torch_lbfgs_probes(train_x, data.labels[~test], test_x, data.labels[test])
-    assert len(ours) == model.config.num_layers + 1
-    torch.testing.assert_close(ours, reference.float(), atol=1 / int(test.sum()) + 1e-6, rtol=0)  # one test token
+    features = extract_features(model, tokenizer, sentence_set(builtin_sentences(120), "built-in"), tasks=["pos"],
+                                settings=ProbeSettings(test_fraction=0.25))
+    train, test = task_examples("pos", features.train, features.test)
+    classes = sorted(set(train.labels + test.labels))
+    train_y, test_y = (torch.tensor([classes.index(label) for label in part.labels]) for part in (train, test))
+    ours = train_probes(train.features, train_y, test.features, test_y, max_iter=1000, tolerance=1e-8)
+    reference = torch_lbfgs_probes(train.features, train_y, test.features, test_y)
+    assert len(ours) == model.config.num_layers + 1 and len(test_y) == 30  # a headword per held-out sentence
+    torch.testing.assert_close(ours, reference.float(), atol=1 / len(test_y) + 1e-6, rtol=0)  # one test word
 
 
 def test_bad_requests_get_clear_errors(position_model, tokenizer):
     with pytest.raises(InvalidInputError, match="at least 10"):
         run_probes(position_model, tokenizer, tiny_sentences(3, seed=0))
-    with pytest.raises(InvalidInputError, match="unknown probe task"):
+    with pytest.raises(InvalidInputError, match="unknown probe task 'colour'"):
         run_probes(position_model, tokenizer, tiny_sentences(20, seed=0), tasks=["colour"])
 
 
