@@ -11,7 +11,7 @@ from bert.analysis.probing.treebank import builtin_treebank
 from bert.analysis.probing.structural_probe import StructuralProbeSettings
 from bert.analysis.probing.pipeline import ProbeSettings, run_probes
 from viz_app.probe_results import summary_table
-from viz_app.treebank_runs import sentence_trees
+from viz_app.probe_runs import sentence_trees
 
 
 @pytest.fixture(scope="module")

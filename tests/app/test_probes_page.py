@@ -171,11 +171,11 @@ def test_a_fine_tuned_model_probes_a_german_upload(open_probes):
 
 
 def test_other_tasks_or_seeds_on_the_same_data_reuse_the_word_vectors(open_probes, monkeypatch):
-    from viz_app import cache
+    from viz_app import probe_runs
 
     calls = []
-    extract = cache.extract_train_test
-    monkeypatch.setattr(cache, "extract_train_test", lambda *args, **kwargs: calls.append(1) or extract(*args, **kwargs))
+    extract = probe_runs.extract_features
+    monkeypatch.setattr(probe_runs, "extract_features", lambda *args, **kwargs: calls.append(1) or extract(*args, **kwargs))
     at = open_probes(probes_source="ud_ewt", probes_ud_count=11, probe_treebank_tasks="upos")
     at.toggle(key="probe_run").set_value(True).run()
     at.multiselect(key="probe_treebank_tasks").set_value(["upos", "xpos"]).run()
