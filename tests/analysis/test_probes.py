@@ -195,3 +195,68 @@ def test_probes_fit_with_one_blas_thread_and_give_the_threads_back(monkeypatch):
     y = (x[0, :, 0] > 0).long()
     train_probes(x[:, :40], y[:40], x[:, 40:], y[40:])
     assert seen == [{1}, {1}] and blas_threads() == before
+
+
+# ---- sentences from text as labelled sentences, and the text tasks' examples -------------------------------------
+
+
+def test_sentences_from_text_are_split_as_the_tokenizer_reads_running_text(minilm):
+    _, tokenizer = minilm
+    sentences = builtin_sentences(200)
+    data = sentence_set(sentences, "built-in")
+    for original, sentence in zip(sentences, data.sentences):
+        assert tokenizer.encode_words(list(sentence.words)).tokens == tokenizer.encode(original.text).tokens
+        (headword,) = [word for word, label in zip(sentence.words, sentence.labels["pos"]) if label != "_"]
+        assert headword == original.text[original.start : original.end]
+    first = data.sentences[0]
+    assert first.words == ("The", "cold", "hardened", "the", "butter", ".")
+    assert first.labels["pos"] == ("_", "_", "verb", "_", "_", "_")
+
+
+def test_text_task_examples_label_word_pieces_and_read_the_residual_stream(position_model, tokenizer):
+    from bert.analysis.corpus.batching import residual_hooks
+
+    texts = ["the mailman barked at the cat.", "her dog went to the park!"] * 6
+    data = sentence_set([LabelledSentence(text) for text in texts], "hand-made")
+    features = extract_features(position_model, tokenizer, data, tasks=["continuation", "punctuation", "position"],
+                                settings=ProbeSettings(seed=0))
+    train, _ = task_examples("continuation", features.train, features.test)
+    sentence = features.train.sentences.index(next(s for s in features.train.sentences if s.words[1] == "mailman"))
+    encoding = tokenizer.encode(texts[0])
+    assert encoding.tokens == ["[CLS]", "the", "mail", "##man", "barked", "at", "the", "cat", ".", "[SEP]"]
+    pieces = len(encoding) - 2  # the non-special pieces of each sentence are the examples, in order
+    first = sum(len(features.train.encodings[i]) - 2 for i in range(sentence))
+    assert train.labels[first : first + pieces] == ["word start", "word start", "continuation"] + ["word start"] * 5
+    assert train.word_types[first : first + pieces] == encoding.tokens[1:-1]
+    punctuation, _ = task_examples("punctuation", features.train, features.test)
+    assert punctuation.labels[first : first + pieces] == ["other"] * 7 + ["punctuation"]
+    position, _ = task_examples("position", features.train, features.test)
+    first_length = len(features.train.encodings[0])  # [CLS] and [SEP] too: position reads every piece
+    assert position.labels[:first_length] == [str(p) for p in range(first_length)]
+    input_ids, token_type_ids = encoding.tensors()
+    _, cache = position_model.run_with_cache(input_ids, token_type_ids, names=residual_hooks(position_model))
+    stream = torch.stack([cache[h][0] for h in residual_hooks(position_model)])  # [layer, token, hidden]
+    torch.testing.assert_close(train.features[:, first : first + pieces], stream[:, 1:-1], atol=1e-5, rtol=1e-5)
+
+
+def test_segment_and_masked_identity_read_their_own_inputs(position_model, tokenizer):
+    from collections import Counter
+
+    data = tiny_sentences(24, seed=6)
+    features = extract_features(position_model, tokenizer, data, tasks=["segment", "masked_identity"],
+                                settings=ProbeSettings(seed=1))
+    train = features.train
+    pairs, _ = task_examples("segment", train, features.test)
+    first = tokenizer.encode(train.sentences[0].text, train.sentences[1].text)
+    assert train.pairs.encodings[0].tokens == first.tokens
+    labels = ["AB"[t] for t, special in zip(first.token_type_ids, first.special) if not special]
+    assert pairs.labels[: len(labels)] == labels and len(pairs.labels) == sum(len(e) - 3 for e in train.pairs.encodings)
+    counts = Counter(e.input_ids[p] for part in (train, features.test) for e in part.encodings
+                     for p, special in enumerate(e.special) if not special and e.tokens[p].isalpha())
+    vocabulary = {token_id for token_id, _ in counts.most_common(10)}
+    masked, _ = task_examples("masked_identity", train, features.test)
+    with_a_frequent_word = [e for e in train.encodings if set(e.input_ids[1:-1]) & vocabulary]  # in order
+    assert len(masked.labels) == len(train.masked.encodings) == len(with_a_frequent_word)
+    for (index, position), label, original in zip(train.masked.rows, masked.labels, with_a_frequent_word):
+        assert original.input_ids[position] in vocabulary and original.tokens[position] == label
+        assert train.masked.encodings[index].input_ids == original.with_masks([position], tokenizer.mask_id).input_ids

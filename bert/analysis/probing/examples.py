@@ -75,14 +75,19 @@ def text_examples(name: str, train: WordFeatures, test: WordFeatures) -> tuple[E
     if name == "position":
         label = _position
     elif name == "continuation":
-        label = lambda e, p: "continuation" if e.tokens[p].startswith("##") else "word start"  # noqa: E731
+        label = _unless_special(lambda token: "continuation" if token.startswith("##") else "word start")
     elif name == "punctuation":
-        label = lambda e, p: "punctuation" if is_punctuation(e.tokens[p]) else "other"  # noqa: E731
+        label = _unless_special(lambda token: "punctuation" if is_punctuation(token) else "other")
     elif name == "frequency":
         label = _frequency_bands(sides)
     else:
         raise InvalidInputError(f"unknown text task {name!r}")
     return _token_examples(sides[0], label), _token_examples(sides[1], label)
+
+
+def _unless_special(label):
+    """A label of the piece itself; [CLS] and [SEP] are no examples."""
+    return lambda encoding, position: None if encoding.special[position] else label(encoding.tokens[position])
 
 
 def _part(features: WordFeatures, part: str) -> TokenFeatures:
