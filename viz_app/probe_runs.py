@@ -16,8 +16,7 @@ from typing import Callable, Sequence
 from bert.analysis.probing import tree_metrics
 from bert.analysis.probing import treebank as tb
 from bert.analysis.probing.pipeline import ProbeReport, ProbeSettings, extract_features, probe_features
-from bert.analysis.probing.sentence_sets import sentence_set
-from bert.data import builtin_sentences
+from bert.analysis.probing.sentence_sets import builtin_set, sentence_set
 from bert.devices import model_device
 from bert.errors import TreebankError
 from viz_app.charts.dependency_tree import Edge
@@ -50,8 +49,7 @@ class ProbeData:
 
 def builtin_data(count: int) -> ProbeData:
     """The first `count` built-in WordNet sentences."""
-    description = f"the first {count} built-in sentences"
-    return ProbeData(sentence_set(builtin_sentences(count), description), None, description, ("wordnet", count))
+    return ProbeData(builtin_set(count), None, f"the first {count} built-in sentences", ("wordnet", count))
 
 
 def ud_ewt_data(count: int) -> ProbeData:

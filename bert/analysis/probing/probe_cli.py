@@ -1,6 +1,7 @@
 """`python -m bert probe --data FILE --tasks upos,deprel,arcs,distance,depth --model minilm`: probes on labelled sentences.
 
     python -m bert probe --data ud-ewt --model minilm --json out/probes.json        # train on EWT dev, test on test
+    python -m bert probe --data wordnet --tasks position,pos                         # the built-in sentences, 80/20
     python -m bert probe --data mine.conllu --tasks upos,distance                    # a seeded 80/20 split
     python -m bert probe --data test.conllu --train train.conllu --pieces mean --csv out/probes.csv --mdl
 
@@ -26,8 +27,9 @@ log = logging.getLogger(__name__)
 
 def add_arguments(parser) -> None:
     parser.add_argument("--data", required=True,
-                        help="a .conllu file, a token-per-line file with label columns (.conll, .tsv, .txt), or ud-ewt "
-                             "(the built-in UD English EWT: trains on dev, tests on test; ud-ewt-dev, ud-ewt-test: one of them, split 80/20)")
+                        help="a .conllu file, a token-per-line file with label columns (.conll, .tsv, .txt), ud-ewt "
+                             "(the built-in UD English EWT: trains on dev, tests on test; ud-ewt-dev, ud-ewt-test: one of them, split 80/20), "
+                             "or wordnet (the 992 built-in WordNet example sentences, split 80/20: the text tasks and pos)")
     parser.add_argument("--train", help="train on this file and test on --data (default: a seeded 80/20 split of --data)")
     parser.add_argument("--tasks", help="comma-separated: upos, xpos, deprel (or a file's label columns), arcs, distance, depth, "
                                         "or a text task (position, segment, continuation, punctuation, frequency, "
@@ -48,13 +50,14 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     from ...pretrained import load_pretrained
     from ...pretraining.distributed import barrier, start, stop
+    from .sentence_sets import builtin_set
     from .treebank import builtin_treebank, read_treebank
     from .pipeline import ProbeSettings, extract_features
 
-    if args.data == "ud-ewt":
+    if args.data in ("ud-ewt", "wordnet"):
         if args.train:
-            raise InvalidInputError("--data ud-ewt already trains on EWT dev and tests on EWT test; leave out --train")
-        train, test = builtin_treebank("dev"), builtin_treebank("test")
+            raise InvalidInputError(f"--data {args.data} is built in and splits itself; leave out --train")
+        train, test = (builtin_treebank("dev"), builtin_treebank("test")) if args.data == "ud-ewt" else (builtin_set(), None)
     else:
         test = read_treebank(args.data)
         train = read_treebank(args.train) if args.train else None

@@ -1,6 +1,6 @@
 """Sentences from text read as labelled sentences, like a treebank's: the built-in WordNet examples and plain text.
 
-    data = sentence_set(builtin_sentences(300), "the first 300 built-in sentences")
+    data = sentence_set(builtin_sentences(300), "the first 300 built-in sentences")   # or builtin_set(300)
     data.sentences[0].words           # ("the", "dog", "barked", ".") : split as BERT's tokenizer splits words
     data.sentences[0].labels["pos"]   # ("_", "noun", "_", "_"): the WordNet headword's part of speech, "_" elsewhere
     data.tasks                        # the text tasks (position, ..., masked_identity), then "pos"
@@ -16,7 +16,7 @@ from typing import Sequence
 
 from tokenizers.pre_tokenizers import BertPreTokenizer
 
-from ...data import PARTS_OF_SPEECH, LabelledSentence, split_sentences
+from ...data import PARTS_OF_SPEECH, LabelledSentence, builtin_sentences, split_sentences
 from ...errors import InvalidInputError
 from .task_table import TEXT_FORMAT
 from .treebank import MISSING, Treebank, TreebankSentence
@@ -50,6 +50,12 @@ def sentence_set(sentences: Sequence[LabelledSentence], name: str) -> Treebank:
         kept = [s if POS_COLUMN in s.labels else TreebankSentence(s.words, {POS_COLUMN: (MISSING,) * len(s)}, None, s.line)
                 for s in kept]
     return Treebank(name, TEXT_FORMAT, tuple(kept), label_columns=(POS_COLUMN,) if labelled else ())
+
+
+def builtin_set(count: int | None = None) -> Treebank:
+    """The built-in WordNet example sentences (bert/data/sentences.tsv), all or the first `count`."""
+    name = "the built-in WordNet sentences" if count is None else f"the first {count} built-in WordNet sentences"
+    return sentence_set(builtin_sentences(count), name)
 
 
 def read_text(text: str, name: str, max_sentences: int = 2000) -> Treebank:
