@@ -40,11 +40,9 @@ def train_probes(
     Returns the held-out accuracy by layer: [layer].
 
     Each layer's fit starts from the previous layer's weights (neighbouring layers' probes are alike), which
-    saves iterations. max_iter and tolerance (on the gradient) bound the time: on the 992 built-in sentences
-    the defaults take a third of the time of max_iter 100 and tolerance 1e-4, and their accuracies differ from
-    those by at most 0.05 (a control task on 183 test tokens; the real tasks at most 0.022). With two classes
-    scikit-learn fits one weight vector (binary logistic regression); its penalty is twice that of the
-    equivalent two-way softmax.
+    saves iterations; max_iter and tolerance (on the gradient) bound the time (docs/probing.md says how little the
+    defaults move the accuracies). With two classes scikit-learn fits one weight vector (binary logistic
+    regression); its penalty is twice that of the equivalent two-way softmax.
     """
     scaled_train, scaled_test = standardise(train_x.numpy(), test_x.numpy())
     return fit_layers(scaled_train, train_y, scaled_test, test_y, weight_decay, max_iter, tolerance)
@@ -60,9 +58,8 @@ def fit_layers(
         return (test_y == train_y[0]).float().mean().expand(len(train_x)).clone()
     probe = logistic_probe(len(train_y), weight_decay, max_iter, tolerance)
     accuracy = []
-    # One BLAS thread: L-BFGS's many small products gain nothing from more, and on two cores with PyTorch's own
-    # OpenMP threads beside them they took 3.5x the time of one thread (measured: 38 against 11 s for the
-    # built-in sentences). It changes thread counts only (process-wide while it lasts), never results.
+    # One BLAS thread: L-BFGS's many small products gain nothing from more, and beside PyTorch's own threads
+    # they slowed the fits down (docs/benchmarks.md). It changes thread counts only (process-wide while it lasts).
     with threadpool_limits(limits=1), warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # max_iter bounds a probe's time: stopping there is expected
         for layer_train, layer_test in zip(train_x, test_x):
@@ -80,7 +77,7 @@ def logistic_probe(num_train: int, weight_decay: float = 1e-3, max_iter: int = 5
 def standardise(train_x: np.ndarray, test_x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Every feature of every layer ([layer, example, hidden]) to zero mean and unit variance over the training
     examples: one scikit-learn StandardScaler over all layers' features side by side ([example, layer x hidden]),
-    the same as a scaler per layer, in one pass (a scaler per layer and probe cost 0.8 s of the probes' 15 s)."""
+    the same as a scaler per layer, in one pass."""
     layers, _, hidden = train_x.shape
     scaler = StandardScaler().fit(_side_by_side(train_x))
 
