@@ -4,19 +4,12 @@ from __future__ import annotations
 
 import json
 
+from test_probe_layer_chart import NAMES
+from test_probe_layer_chart import RUN as LAYER_RUN
 from viz_app.probe_runs import ProbeRun, SentenceTrees
 from viz_app.views.probes import ProbeViewSettings, probes_view
 
-NAMES = ["embeddings", "layer 1", "layer 2"]
-RUN = {
-    "tasks": {
-        "upos": {"layers": [{"layer": l, "accuracy": a, "control_accuracy": c, "selectivity": a - c}
-                            for l, a, c in [(0, 0.6, 0.5), (1, 0.8, 0.55), (2, 0.9, 0.5)]], "best_layer": 2},
-        "distance": {"layers": [{"layer": l, "uuas": u, "spearman": s} for l, u, s in [(0, 0.3, 0.5), (1, 0.5, 0.7), (2, 0.4, 0.6)]],
-                     "best_layer": 1},
-    },
-    "baselines": {"linear_uuas": 0.45}, "layer_names": NAMES, "pieces": "mean",
-}
+RUN = LAYER_RUN | {"layer_names": NAMES, "pieces": "mean"}  # the hand-made run of the curves' tests, as the page keeps it
 TREE = SentenceTrees(("the", "dog", "barked"), ((0, 1), (1, 2)), (((0, 2), (1, 2)), ((0, 1), (1, 2)), ((0, 1), (0, 2))),
                      {frozenset((0, 1)): "det", frozenset((1, 2)): "nsubj"}, ())
 
