@@ -10,11 +10,11 @@ from typing import Callable
 
 import streamlit as st
 
-from bert.analysis.probing import treebank as tb
+from bert.analysis.probing.treebank import Treebank, builtin_treebank
 from bert.analysis.probing.scoring import MDL_KINDS
 from bert.analysis.probing.task_table import TASKS, task
 from bert.errors import BertError
-from viz_app import analysis_widgets as aw
+from viz_app import analysis_widgets
 from viz_app import state
 from viz_app import probe_runs
 from viz_app.probe_runs import MAX_LABELLED_BYTES, PIECES, ProbeData
@@ -22,10 +22,10 @@ from viz_app.widgets import escape_markdown
 
 WORDNET, UD_EWT, LABELLED, TEXT = "wordnet", "ud_ewt", "labelled", "text"
 SOURCES = {
-    WORDNET: aw.BUILTIN,
+    WORDNET: analysis_widgets.BUILTIN,
     UD_EWT: "UD English EWT (a treebank)",
     LABELLED: "Upload a labelled file",
-    TEXT: aw.UPLOAD,
+    TEXT: analysis_widgets.UPLOAD,
 }
 LABELLED_TYPES = ["conllu", "conll", "tsv", "txt"]
 MIN_SENTENCES = 10  # fewer leave too little to hold out
@@ -42,14 +42,14 @@ def source_picker() -> str:
                     "dependency tree.")
 
 
-def data_picker(source: str, read: Callable[[bytes, str], tb.Treebank | str]) -> ProbeData | None:
+def data_picker(source: str, read: Callable[[bytes, str], Treebank | str]) -> ProbeData | None:
     """The sentences to probe, with a count slider; None after saying what is missing. read: read_labelled, or a
     cached version of it (viz_app/cache.py's labelled_file)."""
     if source == UD_EWT:
         return ud_ewt_data()
     if source == LABELLED:
         return uploaded_data(read)
-    picked = aw.sentence_source("probes", choice=SOURCES[source])
+    picked = analysis_widgets.sentence_source("probes", choice=SOURCES[source])
     if picked is None:
         return None
     sentences, description = picked
@@ -61,7 +61,7 @@ def data_picker(source: str, read: Callable[[bytes, str], tb.Treebank | str]) ->
 
 
 def ud_ewt_data() -> ProbeData:
-    dev, test = tb.builtin_treebank("dev"), tb.builtin_treebank("test")
+    dev, test = builtin_treebank("dev"), builtin_treebank("test")
     count = st.slider("How many sentences", MIN_SENTENCES, min(len(dev), len(test)), value=probe_runs.UD_SENTENCES,
                       key="probes_ud_count", bind="query-params", persist_state="session",
                       help="From each file: the first N of dev train the probes, the first N of test score them.")
@@ -70,7 +70,7 @@ def ud_ewt_data() -> ProbeData:
     return probe_runs.ud_ewt_data(count)
 
 
-def uploaded_data(read: Callable[[bytes, str], tb.Treebank | str]) -> ProbeData | None:
+def uploaded_data(read: Callable[[bytes, str], Treebank | str]) -> ProbeData | None:
     upload = st.file_uploader(
         "A CoNLL-U file (any Universal Dependencies treebank), or one token per line with label columns after the "
         "word (e.g. CoNLL-2003) and a blank line between sentences",

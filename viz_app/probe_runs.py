@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 from bert.analysis.probing import tree_metrics
-from bert.analysis.probing import treebank as tb
+from bert.analysis.probing.treebank import Treebank, builtin_treebank, read_treebank
 from bert.analysis.probing.pipeline import ProbeReport, ProbeSettings, extract_features, probe_features
 from bert.analysis.probing.sentence_sets import builtin_set, sentence_set
 from bert.devices import model_device
@@ -32,8 +32,8 @@ class ProbeData:
     """Labelled sentences to probe: train on `train` and score on `test`, or (test None) a seeded 80/20 split of
     `train`. `key` names it for the caches."""
 
-    train: tb.Treebank
-    test: tb.Treebank | None
+    train: Treebank
+    test: Treebank | None
     description: str  # one line for the page, e.g. "the first 300 sentences of UD English EWT dev (training) and test"
     key: tuple  # hashable and small: what a cached run is keyed by
 
@@ -54,13 +54,13 @@ def builtin_data(count: int) -> ProbeData:
 
 def ud_ewt_data(count: int) -> ProbeData:
     """The first `count` sentences of UD English EWT dev (training) and of its test file (scoring)."""
-    dev, test = tb.builtin_treebank("dev"), tb.builtin_treebank("test")
+    dev, test = builtin_treebank("dev"), builtin_treebank("test")
     return ProbeData(first(dev, count), first(test, count),
                      f"the first {count} sentences of UD English EWT dev (training) and of its test file (scoring)",
                      ("ud_ewt", count))
 
 
-def first(treebank: tb.Treebank, count: int) -> tb.Treebank:
+def first(treebank: Treebank, count: int) -> Treebank:
     return replace(treebank, sentences=treebank.sentences[:count])
 
 
@@ -70,11 +70,11 @@ def text_data(sentences, description: str) -> ProbeData:
     return ProbeData(sentence_set(sentences, description), None, description, ("text", digest))
 
 
-def read_labelled(data: bytes, name: str) -> tb.Treebank | str:
+def read_labelled(data: bytes, name: str) -> Treebank | str:
     """The uploaded file read as a treebank, or the message that says what is wrong (naming the line; Markdown
     shows it only once escaped)."""
     try:
-        return tb.read_treebank(data, name=name, max_bytes=MAX_LABELLED_BYTES)
+        return read_treebank(data, name=name, max_bytes=MAX_LABELLED_BYTES)
     except TreebankError as error:
         return f"That file cannot be used: {error}."
 
