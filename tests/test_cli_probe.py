@@ -58,6 +58,7 @@ def test_with_a_training_file_it_tests_on_data(tiny_mlm_folder, conllu_file, tmp
     assert {"codelength", "compression", "control_codelength"} <= set(result["tasks"]["upos"]["layers"][0])
 
 
+@pytest.mark.slow
 def test_the_builtin_wordnet_sentences_go_through_the_same_probes(tiny_mlm_folder, tmp_path):
     out = tmp_path / "wordnet.json"
     assert main(["probe", "--data", "wordnet", "--model", str(tiny_mlm_folder), "--tasks", "position,pos",
@@ -92,6 +93,7 @@ def test_bad_input_exits_2_with_one_line(tiny_mlm_folder, conllu_file, tmp_path,
     assert expected in lines[0]
 
 
+@pytest.mark.slow
 def test_torchrun_on_two_ranks_gives_the_results_of_one_process(tiny_mlm_folder, conllu_file, tmp_path):
     """The real entry point under torchrun: each rank runs the model over half the sentences, rank 0 probes."""
     arguments = ["-m", "bert", "probe", "--data", str(conllu_file), "--model", str(tiny_mlm_folder), "--tasks", "upos,distance", "--device", "cpu"]

@@ -143,6 +143,7 @@ def test_probe_accuracies_match_torch_lbfgs_on_a_seeded_synthetic_set():
     torch.testing.assert_close(ours, reference.float(), atol=0.01, rtol=0)  # at most 5 of the 500 test points differ
 
 
+@pytest.mark.slow
 def test_probe_accuracies_match_torch_lbfgs_on_minilm_features(minilm):
     """Real probe features: MiniLM's residual stream at the headwords of 120 built-in sentences (part of speech)."""
     model, tokenizer = minilm
@@ -200,6 +201,7 @@ def test_probes_fit_with_one_blas_thread_and_give_the_threads_back(monkeypatch):
 # ---- sentences from text as labelled sentences, and the text tasks' examples -------------------------------------
 
 
+@pytest.mark.slow
 def test_sentences_from_text_are_split_as_the_tokenizer_reads_running_text(minilm):
     _, tokenizer = minilm
     sentences = builtin_sentences(200)

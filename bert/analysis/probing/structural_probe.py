@@ -74,8 +74,9 @@ def _squared_distances(projected: torch.Tensor) -> torch.Tensor:
 
 @contextlib.contextmanager
 def one_cpu_thread(device: torch.device | str | None):
-    """PyTorch on one CPU thread while it lasts (process-wide), when `device` is the CPU: the probes' steps are
-    small, and more threads wait on each other (docs/probing_treebanks.md has the figures). Results do not change."""
+    """PyTorch on one CPU thread while it lasts (process-wide), when `device` is the CPU. The probes' steps are
+    small, so more threads spend their time waiting on each other (docs/benchmarks.md#analyses). Results do not
+    change."""
     if torch.device(device or "cpu").type != "cpu":
         yield
         return
