@@ -4,8 +4,8 @@ structural probes (Hewitt & Manning 2019) and one sentence's predicted tree."""
 import streamlit as st
 
 from bert.errors import BertError
-from viz_app import analysis_widgets
 from viz_app import cache, probe_data, probe_results, widgets
+from viz_app.text import escape_markdown
 
 widgets.page_header(
     "Layer probes",
@@ -32,12 +32,12 @@ if not tasks:
     st.info("Pick at least one task.")
     st.stop()
 if not probe_data.run_toggle():
-    st.caption(f"Ready: {data.description}; tasks {', '.join(map(widgets.escape_markdown, tasks))}.")
+    st.caption(f"Ready: {data.description}; tasks {', '.join(map(escape_markdown, tasks))}.")
     st.stop()
 try:
-    run = cache.probe_run(*analysis_widgets.model_key(context), data.key, data, tuple(tasks), pieces, seed, mdl)
+    run = cache.probe_run(context.key, data.key, data, tuple(tasks), pieces, seed, mdl)
 except BertError as error:
-    st.warning(f"The probes cannot run on this data: {widgets.escape_markdown(str(error))}.")
+    st.warning(f"The probes cannot run on this data: {escape_markdown(str(error))}.")
     st.stop()
 probe_results.show(run, data)
 widgets.download_view("Layer probes", "probes_view")

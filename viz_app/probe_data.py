@@ -18,7 +18,7 @@ from viz_app import analysis_widgets
 from viz_app import state
 from viz_app import probe_runs
 from viz_app.probe_runs import MAX_LABELLED_BYTES, PIECES, ProbeData
-from viz_app.widgets import escape_markdown
+from viz_app.text import escape_markdown
 
 WORDNET, UD_EWT, LABELLED, TEXT = "wordnet", "ud_ewt", "labelled", "text"
 SOURCES = {

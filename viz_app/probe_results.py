@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from viz_app import state, widgets
+from viz_app.text import escape_markdown
 from viz_app.charts.probe_layers import MEASURES, measures_in
 from viz_app.probe_runs import ProbeData, ProbeRun
 from viz_app.views.probes import ProbeViewSettings, pieces_note, probes_view, reads_words
@@ -17,7 +18,7 @@ def show(result: ProbeRun, data: ProbeData) -> None:
     run = result.run
     names = run["layer_names"]
     for task, reason in run["skipped_tasks"].items():
-        st.warning(f"{widgets.escape_markdown(task)}: {widgets.escape_markdown(reason)}")
+        st.warning(f"{escape_markdown(task)}: {escape_markdown(reason)}")
     if not run["tasks"]:
         return
     measure, controls, layer0 = curve_settings(run)
@@ -25,7 +26,7 @@ def show(result: ProbeRun, data: ProbeData) -> None:
     st.subheader("Summary per task")
     show_summary(run, names)
     if run["notes"]:
-        st.caption(widgets.escape_markdown("; ".join(run["notes"])) + ".")
+        st.caption(escape_markdown("; ".join(run["notes"])) + ".")
     st.caption(f"On {data.description}: {run['num_train_sentences']} sentences trained the probes and "
                f"{run['num_test_sentences']} scored them; seed {run['seed']}.")
     downloads(result, f"probes_{data.key[0]}")
