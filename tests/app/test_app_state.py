@@ -135,7 +135,7 @@ def test_concurrent_forward_passes_match_sequential_ones():
 
 
 def _input_key(at) -> tuple:
-    """What the caches are asked for the input this session's page was served: the model's key and the input
+    """What the caches are asked for the input this browser session's page was served: the model's key and the input
     prepared from its sentence, pair, masks and cut."""
     key = models.ModelKey.of(at.selectbox(key="model_choice").value)
     text, pair = at.text_area(key="text").value, at.text_input(key="pair").value
