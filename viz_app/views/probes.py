@@ -15,6 +15,7 @@ from viz_app.charts.base import Chart
 from viz_app.charts.dependency_tree import tree_chart
 from viz_app.charts.probe_layers import layer_curves_chart, measures_in
 from viz_app.probe_runs import PIECES, ProbeRun
+from viz_app.views import setting
 
 
 @dataclass(frozen=True)
@@ -29,9 +30,9 @@ class ProbeViewSettings:
     def from_state(cls, state: Mapping[str, Any]) -> "ProbeViewSettings":
         """From a lesson step's or a link's values (probe_measure, probe_show_controls, ...); missing keys take
         the defaults above, and `probes_view` clamps what the run lacks as the page's pickers would."""
-        return cls(state.get("probe_measure"), bool(state.get("probe_show_controls", True)),
-                   bool(state.get("probe_show_layer0", True)), state.get("probe_tree_sentence") or 0,
-                   state.get("probe_tree_layer"))
+        return cls(setting(state, "probe_measure"), bool(state.get("probe_show_controls", True)),
+                   bool(state.get("probe_show_layer0", True)), setting(state, "probe_tree_sentence") or 0,
+                   setting(state, "probe_tree_layer"))
 
 
 def probes_view(settings: ProbeViewSettings, run: ProbeRun) -> dict[str, Chart]:
