@@ -1,7 +1,7 @@
 """Timing of the analyses on MiniLM: probes over 1,000 sentences, the all-heads ablation ranking,
 integrated gradients with 32 steps; also the logit lens, rollout, attention flow and corpus head statistics.
 
-    OMP_NUM_THREADS=1 python bench/analyses.py [--sentences 1000] [--json out/analyses.json]
+    OMP_NUM_THREADS=1 python -m bench.analyses [--sentences 1000] [--json out/analyses.json]
 
 Each analysis runs once after a warm-up of the model (the probes are minutes long; one run is the figure). Wall
 time depends on what else the machine runs, so the process's CPU time and the load average are printed beside it.
@@ -12,7 +12,6 @@ import argparse
 import json
 import os
 import platform
-import sys
 import time
 from pathlib import Path
 
@@ -20,13 +19,13 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import torch  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's bert, whatever is installed
 import bert  # noqa: E402
 from bert.hooks import every_layer, stack_layers  # noqa: E402
 from bert.analysis.causal import ablation
 from bert.analysis.attention import head_stats, rollout
 from bert.analysis.representations import logit_lens
-from bert.analysis.probing import probes
+from bert.analysis.probing.pipeline import run_probes
+from bert.analysis.probing.sentence_sets import sentence_set
 from bert.analysis.attribution import saliency  # noqa: E402
 from bert.data import builtin_sentences  # noqa: E402
 
@@ -61,7 +60,8 @@ def main() -> None:
           f"MiniLM ({model.config.num_layers} layers x {model.config.num_heads} heads); {len(encoding)}-token sentence")
     results: dict = {}
     sentences = builtin_sentences(args.sentences)
-    report = timed(f"probes, 7 tasks, {len(sentences)} sentences", lambda: probes.run_probes(model, tokenizer, sentences), results)
+    data = sentence_set(sentences, "the built-in sentences")
+    report = timed(f"probes, 7 tasks, {len(sentences)} sentences", lambda: run_probes(model, tokenizer, data), results)
     timed("ablation ranking, all 72 heads (zero)", lambda: ablation.rank_heads(model, tokenizer, encoding), results)
     mean_z = timed("mean head outputs, 200 sentences", lambda: ablation.mean_head_outputs(model, tokenizer, builtin_sentences(200)), results)
     timed("ablation ranking, all 72 heads (mean)", lambda: ablation.rank_heads(model, tokenizer, encoding, mode="mean", mean_z=mean_z), results)
@@ -75,10 +75,10 @@ def main() -> None:
     long_attention = head_averaged_attention(model, long_encoding)
     timed(f"attention flow, {len(long_encoding)} tokens", lambda: rollout.attention_flow(long_attention), results)
     timed("corpus head statistics, 992 sentences", lambda: head_stats.corpus_head_statistics(model, tokenizer, builtin_sentences()), results)
-    for task, result in report.results.items():
-        best = max(range(len(result.accuracy)), key=result.accuracy.__getitem__)
-        print(f"  probe {task:<16} best {result.layer_names[best]:<10} accuracy {result.accuracy[best]:.3f} "
-              f"(control {result.control_accuracy[best]:.3f}); embeddings {result.accuracy[0]:.3f}")
+    for task, result in report.tasks.items():
+        best = result.layers[result.best_layer]
+        print(f"  probe {task:<16} best {report.layer_names[result.best_layer]:<10} accuracy {best['accuracy']:.3f} "
+              f"(control {best['control_accuracy']:.3f}); embeddings {result.layers[0]['accuracy']:.3f}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(results, indent=2))

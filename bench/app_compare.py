@@ -1,9 +1,9 @@
 """The prediction page's time for a new sentence, in two checkouts of the app, alternated in one run.
 
     git worktree add /tmp/base <commit>                      # the checkout to compare with
-    python bench/make_random_bert.py /tmp/random-bert-base   # once: a BERT-base-shaped checkpoint
-    OMP_NUM_THREADS=1 python bench/app_compare.py /tmp/base . --model minilm --rounds 5 --sentences 5
-    OMP_NUM_THREADS=1 python bench/app_compare.py /tmp/base . --model /tmp/random-bert-base
+    python -m bench.make_random_bert /tmp/random-bert-base   # once: a BERT-base-shaped checkpoint
+    OMP_NUM_THREADS=1 python -m bench.app_compare /tmp/base . --model minilm --rounds 5 --sentences 5
+    OMP_NUM_THREADS=1 python -m bench.app_compare /tmp/base . --model /tmp/random-bert-base
 
 Each round runs one fresh process per checkout, in turn (A, B, A, B, ...), so both see the same machine load.
 A process opens the app's Home.py in AppTest on the prediction page (the model loaded, the page run once: not

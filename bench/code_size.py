@@ -1,8 +1,8 @@
 """Lines of Python per folder (viz_app, pages, bert, tests) and the largest functions (viz_app, pages, bert) of one
 or more checkouts, as Markdown tables.
 
-    python bench/code_size.py .                 # this checkout
-    python bench/code_size.py /tmp/base . --top 10
+    python -m bench.code_size .                 # this checkout
+    python -m bench.code_size /tmp/base . --top 10
 """
 from __future__ import annotations
 

@@ -13,6 +13,7 @@ def open_page():
     return lambda name, **query: open_in_app(name, query)
 
 
+@pytest.mark.slow
 def test_logit_lens_shows_rank_by_layer(open_page):
     at = open_page("logit_lens")
     (figure,) = figures(at)
@@ -20,11 +21,13 @@ def test_logit_lens_shows_rank_by_layer(open_page):
     assert at.dataframe[0].value.shape[0] == 7
 
 
+@pytest.mark.slow
 def test_logit_lens_without_a_mask_says_what_to_do(open_page):
     at = open_page("logit_lens", text="The dog barked at the mailman.")
     assert "[MASK]" in texts(at) and not figures(at)
 
 
+@pytest.mark.slow
 def test_head_ablation_changes_and_ranks(open_page):
     at = open_page("head_ablation")
     at.multiselect(key="ablation_layers").set_value([0, 1, 2, 3, 4, 5]).run()
@@ -51,6 +54,7 @@ def test_rollout_refuses_flow_for_long_inputs(open_page):
     assert "attention flow is offered up to" in texts(at)
 
 
+@pytest.mark.slow
 def test_saliency_both_methods(open_page):
     at = open_page("saliency", text="The [MASK] barked.")
     at.slider(key="saliency_steps").set_value(8).run()
@@ -62,13 +66,20 @@ def test_saliency_both_methods(open_page):
     assert "add up to about zero" in texts(at)
 
 
+@pytest.mark.slow
 def test_probes_on_a_few_builtin_sentences(open_page):
     at = open_page("probes")
     at.slider(key="probes_count").set_value(20).run()
     at.multiselect(key="probe_tasks").set_value(["punctuation"]).run()
     at.toggle(key="probe_run").set_value(True).run()
     no_exception(at)
-    assert len(figures(at)) == 2
+    (accuracy,) = figures(at)  # the one probing flow: the measure is picked, accuracy first
+    assert [trace["name"] for trace in accuracy["data"]][:2] == ["punctuation", "punctuation (control task)"]
+    assert at.dataframe[0].value["task"].tolist() == ["punctuation"]
+    at.selectbox(key="probe_measure").set_value("selectivity").run()
+    no_exception(at)
+    (selectivity,) = figures(at)
+    assert selectivity["layout"]["title"]["text"].startswith("Selectivity by layer")
 
 
 def test_probes_upload_without_a_file_asks_for_one(open_page):
@@ -78,6 +89,7 @@ def test_probes_upload_without_a_file_asks_for_one(open_page):
     assert ".txt" in texts(at)
 
 
+@pytest.mark.slow
 def test_head_statistics_on_a_few_sentences(open_page):
     at = open_page("head_statistics")
     at.slider(key="stats_count").set_value(20).run()
@@ -87,6 +99,7 @@ def test_head_statistics_on_a_few_sentences(open_page):
     assert "bert-base-uncased" in texts(at)
 
 
+@pytest.mark.slow
 def test_a_shared_link_reopens_an_experiment(open_page):
     at = open_page("head_ablation", text="The [MASK] barked at the [MASK].", ablation_mask=6, ablation_mode="mean",
                    ablation_heads="5.11,0.1", ablation_layers="2")
@@ -105,6 +118,7 @@ def test_a_shared_link_reopens_an_experiment(open_page):
     assert at.segmented_control(key="stats_statistic").value == "cls" and at.toggle(key="stats_pairs").value is False
 
 
+@pytest.mark.slow
 def test_nonsense_in_an_experiment_link_is_replaced_by_defaults(open_page):
     at = open_page("head_ablation", ablation_mask=99, ablation_mode="half", ablation_heads="0.1,9.9,7", ablation_layers="1,40")
     assert at.selectbox(key="ablation_mask").value == 2  # the sentence's only [MASK]

@@ -37,9 +37,11 @@ def test_highlighted_marks_a_piece_inside_its_word_and_escapes_the_rest(tokenize
 def test_upload_limits_are_messages_and_a_good_text_is_one_sentence_per_line(tokenizer):
     corpus = corpus_search.upload_corpus("the dog barked.\n\n  her   cat  went to the park.\n", "a.txt", tokenizer, 64)
     assert corpus.sentences == ("the dog barked.", "her cat went to the park.") and corpus.name == "a.txt"
-    assert corpus.digest == corpus_search.upload_corpus("the dog barked.\nher cat went to the park.", "b.txt", tokenizer, 64).digest
+    again = corpus_search.upload_corpus("the dog barked.\nher cat went to the park.", "b.txt", tokenizer, 64)
+    assert corpus.digest == again.digest
     assert "no sentences" in corpus_search.upload_corpus(" \n\n", "a.txt", tokenizer, 64)
-    assert f"limit is {corpus_search.MAX_LINES:,} sentences" in corpus_search.upload_corpus("dog\n" * (corpus_search.MAX_LINES + 1), "a.txt", tokenizer, 64)
+    too_long = "dog\n" * (corpus_search.MAX_LINES + 1)
+    assert f"limit is {corpus_search.MAX_LINES:,} sentences" in corpus_search.upload_corpus(too_long, "a.txt", tokenizer, 64)
     assert "Line 2 is 12 tokens long" in corpus_search.upload_corpus("dog\n" + "dog " * 10, "a.txt", tokenizer, 11)
     many = "\n".join(["the dog barked at the mailman and the cat went to the park."] * 1500)
     assert f"limit is {corpus_search.MAX_TOKENS:,} tokens" in corpus_search.upload_corpus(many, "a.txt", tokenizer, 64)

@@ -46,6 +46,7 @@ def test_sep_head_and_position_of(loaded_minilm):
     assert result.tokens[step.state["focus"]] == "meal"
 
 
+@pytest.mark.slow
 def test_most_helpful_head_matches_ablating_every_head_one_by_one(loaded_minilm):
     text = "The chef cooked a delicious [MASK] for the guests."
     step = resolve(one_step("{most_helpful_head.guess} {most_helpful_head.before} {most_helpful_head.after} "
@@ -90,6 +91,7 @@ def test_what_cannot_be_computed_is_said_not_invented(loaded_minilm):
     assert any("layer: 40 is beyond this model's 6 layers" in p for p in big.problems)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["loaded_minilm", "loaded_small"])
 def test_every_builtin_step_holds_for_the_model_and_draws(model, request):
     """Every step of every lesson, on minilm and on a random 3-layer, 4-head BERT: nothing left uncomputed, every
