@@ -127,7 +127,7 @@ def amnesic_probing(
 ) -> ErasureReport:
     """Erase `task` (a label column: upos, xpos, deprel, ...) from hidden_states[`layer`]; see the module docstring.
     The samples (training and test sentences up to the word limits, masked words) are seeded."""
-    _check(model, train, test, task, layer)
+    check_erasure(model, train, test, task, layer)
     report = progress or (lambda fraction, what: None)
     report(0.0, "word vectors of the training sentences")
     train_x, train_labels = _labelled(model, tokenizer, sample_sentences(train, max_train_words, seed), task, layer)
@@ -198,7 +198,8 @@ def mlm_accuracy(model: Bert, tokenizer: BertTokenizer, masked: Sequence[tuple[E
     return correct / len(masked)
 
 
-def _check(model: Bert, train, test, task: str, layer: int) -> None:
+def check_erasure(model: Bert, train, test, task: str, layer: int) -> None:
+    """InvalidInputError for a request amnesic_probing cannot run, before any forward pass."""
     if not model.has_mlm_head:
         raise InvalidInputError("amnesic probing measures masked-word guesses: load a model with a masked-LM head")
     if not 0 <= layer <= model.config.num_layers:

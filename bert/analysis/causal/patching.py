@@ -131,7 +131,7 @@ class PatchingResult:
         """The grids as lists (rows: layers), the metrics, the tokens."""
         grids = {name: getattr(self, name).tolist() for name in ("residual", "attention", "mlp", "heads", "head_positions")
                  if getattr(self, name) is not None}
-        return {"tokens": list(self.tokens), "clean_metric": self.clean_metric, "corrupted_metric": self.corrupted_metric} | grids
+        return {"clean_metric": self.clean_metric, "corrupted_metric": self.corrupted_metric, "tokens": list(self.tokens)} | grids
 
 
 def _inputs(model: Bert, encoding: Encoding) -> tuple[torch.Tensor, torch.Tensor]:
