@@ -1,0 +1,47 @@
+"""The causal tracing page's chart builders: what the heatmaps show and hover is the grid given, user tokens are
+escaped, the CSV holds every cell, and the scatter's r is numpy's."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from app_helpers import array
+from viz_app.charts.causal import attribution_scatter, patching_heatmap, probability_heatmap
+
+TOKENS = ["[CLS]", "the", "<b>man</b>", "[MASK]", "the", "[SEP]"]
+
+
+def test_patching_heatmap_shows_the_grid_and_escapes_tokens():
+    grid = np.arange(18, dtype=float).reshape(3, 6) / 10 - 0.5
+    chart = patching_heatmap(grid, ["layer 0", "layer 1", "layer 2"], TOKENS, "Residual <stream>", "residual", "how to read")
+    trace = chart.figure.data[0]
+    np.testing.assert_array_equal(array(trace.z), grid)
+    assert list(trace.x)[2] == "&lt;b&gt;man&lt;/b&gt;" and len(set(trace.x)) == 6  # escaped, repeats kept apart
+    assert trace.zmid == 0 and trace.zmin == -trace.zmax == -1.2  # symmetric, at least [-1, 1]
+    assert "restored: %{z:.3f}" in trace.hovertemplate
+    assert chart.figure.layout.title.text == "Residual &lt;stream&gt;"
+    assert len(chart.data) == 18 and chart.data["restored"].tolist() == pytest.approx(grid.ravel().tolist())
+    assert chart.data["token"].tolist()[:3] == ["0 [CLS]", "1 the", "2 <b>man</b>"]  # the CSV keeps the text as typed
+
+
+def test_head_grid_keeps_head_labels():
+    chart = patching_heatmap(np.zeros((2, 4)), ["layer 0", "layer 1"], [f"head {h}" for h in range(4)], "Heads", "heads", "",
+                             column_axis="head")
+    assert list(chart.figure.data[0].x) == ["head 0", "head 1", "head 2", "head 3"]
+    assert chart.data.columns.tolist() == ["row", "head", "restored"]
+
+
+def test_probability_heatmap_starts_at_the_noisy_probability():
+    values = np.array([[0.1, 0.4], [0.2, 0.3]])
+    chart = probability_heatmap(values, ["layer 0", "layer 1"], ["a", "b"], "Trace", "trace", "", low=0.1)
+    assert chart.figure.data[0].zmin == 0.1 and chart.figure.data[0].zmax == 0.4
+    assert chart.data["probability"].tolist() == [0.1, 0.4, 0.2, 0.3]
+
+
+def test_attribution_scatter_reports_pearsons_r():
+    exact = np.array([0.0, 0.5, 1.0, 0.2])
+    approximate = np.array([0.1, 0.4, 1.3, 0.1])
+    chart = attribution_scatter(exact, approximate, ["a", "b", "c", "d"], "attribution")
+    assert f"{np.corrcoef(exact, approximate)[0, 1]:.3f}" in chart.figure.layout.title.text
+    assert chart.data["attribution"].tolist() == approximate.tolist()
+    assert "nan" in attribution_scatter(np.zeros(3), np.ones(3), ["a", "b", "c"], "flat").figure.layout.title.text
