@@ -44,7 +44,8 @@ WORDS = "the doctor said that [MASK] was tired after the long night shift at the
 def contrast_of_length(model, tokenizer, tokens: int) -> Contrast:
     """Clean and corrupted sentences of `tokens` word pieces (doctor -> nurse); answer and foil the two words whose
     logit difference the corruption moves most (any two whole words of the vocabulary)."""
-    words = (WORDS * (tokens // len(WORDS) + 1))[: tokens - 2]
+    filler = [word for word in WORDS if word != "[MASK]"]
+    words = (WORDS + filler * (tokens // len(filler) + 1))[: tokens - 2]
     clean = " ".join(words)
     corrupted = clean.replace("doctor", "nurse", 1)
     ids = [tokenizer.encode(text).tensors() for text in (clean, corrupted)]
@@ -100,6 +101,7 @@ def main() -> None:
         make_random_bert(Path(folder))
         model, tokenizer = load_pretrained(folder)
     contrast = contrast_of_length(model, tokenizer, args.tokens)
+    long_contrast = contrast_of_length(model, tokenizer, args.long)
     cells = len(sweep_patches(model, "residual", args.tokens))
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s); random BERT-base, {args.tokens} tokens, "
           f"residual sweep of {cells} cells; answer {contrast.answer!r}, foil {contrast.foil!r}", flush=True)
@@ -112,7 +114,6 @@ def main() -> None:
         attribution_times.append(timed(lambda: attribution_sweep(model, contrast))[0])
         print(f"  batched {batched_times[-1]:.2f} s, loop {loop_times[-1]:.2f} s, attribution {attribution_times[-1]:.2f} s, "
               f"largest difference batched - loop {float((batched.flatten() - looped).abs().max()):.1e}", flush=True)
-    long_contrast = contrast_of_length(model, tokenizer, args.long)
     long_times = [timed(lambda: attribution_sweep(model, long_contrast))[0] for _ in range(args.repeats)]
     results = {
         "tokens": args.tokens, "cells": cells, "repeats": args.repeats,
