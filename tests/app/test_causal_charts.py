@@ -45,3 +45,26 @@ def test_attribution_scatter_reports_pearsons_r():
     assert f"{np.corrcoef(exact, approximate)[0, 1]:.3f}" in chart.figure.layout.title.text
     assert chart.data["attribution"].tolist() == approximate.tolist()
     assert "nan" in attribution_scatter(np.zeros(3), np.ones(3), ["a", "b", "c"], "flat").figure.layout.title.text
+
+
+def test_the_views_draw_the_library_results(tiny_mlm_folder):
+    import bert
+    from bert.analysis.causal.patching import attribution_sweep, patching_sweep, prepare_contrast
+    from bert.analysis.causal.tracing import causal_trace
+    from viz_app.views.causal_tracing import patching_view, tracing_view
+
+    model, tokenizer = bert.load_pretrained(str(tiny_mlm_folder))
+    contrast = prepare_contrast(tokenizer, "the dog [MASK] at the park .", "her cat [MASK] to the mail .", "barked", "mail")
+    exact = patching_sweep(model, contrast, head_layer=1)
+    approximate = attribution_sweep(model, contrast, head_layer=1)
+    charts = patching_view(exact, approximate, compare="mlp")
+    assert list(charts) == ["residual", "attention", "mlp", "heads", "head_positions", "comparison"]
+    for name in ("residual", "attention", "mlp", "heads", "head_positions"):
+        np.testing.assert_allclose(array(charts[name].figure.data[0].z), getattr(exact, name).numpy(), rtol=1e-6)
+    assert list(charts["residual"].figure.data[0].y) == ["embeddings", "after layer 1", "after layer 2"]
+    np.testing.assert_allclose(charts["comparison"].data["attribution"], approximate.mlp.numpy().ravel(), rtol=1e-6)
+    assert list(patching_view(approximate)) == ["residual", "attention", "mlp", "heads", "head_positions"]
+    trace = causal_trace(model, tokenizer, tokenizer.encode("the dog [MASK] at the park ."), [2], sites=("residual", "mlp"), samples=2)
+    traced = tracing_view(trace)
+    assert list(traced) == ["residual", "mlp"]
+    np.testing.assert_allclose(array(traced["mlp"].figure.data[0].z), trace.restored["mlp"].numpy(), rtol=1e-6)
