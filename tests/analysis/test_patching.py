@@ -245,3 +245,13 @@ def test_bad_options_are_refused(models, contrast, tiny_model):
     encoder = bert.Bert(ours.config, mlm_head=False).eval()
     with pytest.raises(InvalidInputError, match="load a model with a masked-LM head"):
         patching_sweep(encoder, contrast)
+
+
+def test_strongest_cells_are_the_largest_in_size(models, contrast):
+    result = patching_sweep(models[0], contrast, sites=["residual", "heads"])
+    cells = result.strongest("residual", count=4)
+    values = sorted(result.residual.flatten().abs().tolist(), reverse=True)[:4]
+    assert [abs(value) for _, _, value in cells] == pytest.approx(values)
+    assert all(result.residual[row, column] == value for row, column, value in cells)
+    with pytest.raises(InvalidInputError, match="no 'mlp' sweep"):
+        result.strongest("mlp")

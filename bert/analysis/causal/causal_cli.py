@@ -77,9 +77,7 @@ def format_patching(result) -> str:
              f"corrupted {result.corrupted_metric:.3f} ({result.method} {result.direction}; 1 = the patch restores it all)"]
     for name, columns in (("residual", result.tokens), ("attention", result.tokens), ("mlp", result.tokens),
                           ("heads", [f"head {h}" for h in range(result.heads.shape[1])])):
-        grid = getattr(result, name)
-        top = grid.flatten().abs().argsort(descending=True)[:3].tolist()
-        cells = ", ".join(f"layer {i // grid.shape[1]} {columns[i % grid.shape[1]]!s}: {float(grid.flatten()[i]):.3f}" for i in top)
+        cells = ", ".join(f"layer {row} {columns[column]}: {value:.3f}" for row, column, value in result.strongest(name))
         lines.append(f"{name:<10} strongest: {cells}")
     return "\n".join(lines)
 

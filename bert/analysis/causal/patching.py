@@ -127,6 +127,15 @@ class PatchingResult:
     head_positions: torch.Tensor | None = None  # [head, position] at layer `head_layer`
     head_layer: int | None = None
 
+    def strongest(self, site: str, count: int = 3) -> list[tuple[int, int, float]]:
+        """(row, column, value) of a grid's `count` cells of largest |value|, largest first (rows: layers; columns:
+        positions, or heads for "heads")."""
+        grid = getattr(self, site)
+        if grid is None:
+            raise InvalidInputError(f"this result has no {site!r} sweep")
+        order = grid.flatten().abs().argsort(descending=True, stable=True)[:count].tolist()
+        return [(i // grid.shape[1], i % grid.shape[1], float(grid.flatten()[i])) for i in order]
+
     def to_dict(self) -> dict:
         """The grids as lists (rows: layers), the metrics, the tokens."""
         grids = {name: getattr(self, name).tolist() for name in ("residual", "attention", "mlp", "heads", "head_positions")
