@@ -2,7 +2,7 @@
 passes (one forward pass per cell, as TransformerLens's patching utilities run), and attribution patching against
 the exact sweep (time and correlation).
 
-    nice -n 10 OMP_NUM_THREADS=1 python bench/patching.py [--tokens 24] [--repeats 3] [--long 512] [--json out/patching.json]
+    nice -n 10 OMP_NUM_THREADS=1 python -m bench.patching [--tokens 24] [--repeats 3] [--long 512] [--json out/patching.json]
 
 - sweep: the residual-stream sweep (13 layers x `--tokens` positions) of a random BERT-base
   (bench/make_random_bert.py; speed does not depend on the values), batched (bert.analysis.causal.patching,
@@ -20,7 +20,6 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -29,8 +28,6 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import torch  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # this checkout's bert, whatever is installed
 from bench.make_random_bert import make_random_bert  # noqa: E402
 from bert import load_pretrained  # noqa: E402
 from bert.analysis.causal.patching import (  # noqa: E402

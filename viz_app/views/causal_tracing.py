@@ -1,10 +1,79 @@
-"""The causal tracing page's view: activation patching grids (exact and attribution) and noise tracing grids."""
+"""The causal tracing page's view: activation patching grids (exact and attribution) and noise tracing grids; the
+page's settings as a link or a lesson step gives them, and the defaults it picks (answer, foil, tokens to noise)."""
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
 
 from bert.analysis.causal.patching import PatchingResult
 from bert.analysis.causal.tracing import TraceResult
 from viz_app.charts.base import Chart
 from viz_app.charts.causal import attribution_scatter, patching_heatmap, probability_heatmap
+from viz_app.views import setting
+
+MODES = {"two": "Two sentences (activation patching)", "one": "One sentence with noise (causal tracing)"}
+DIRECTIONS = {"denoise": "clean into corrupted", "noise": "corrupted into clean"}
+COMPARE = ("residual", "attention", "mlp", "heads")
+FUNCTION_WORDS = {"the", "a", "an", "this", "that", "these", "those", "my", "his", "her", "our", "their", "its", "your"}
+
+
+@dataclass(frozen=True)
+class CausalSettings:
+    """What the page's widgets read; `from_state` reads them from a link's or a lesson step's state instead."""
+
+    mode: str = "two"  # a key of MODES
+    clean: str = ""
+    corrupted: str = ""
+    answer: str | None = None  # None: the clean sentence's top guess
+    foil: str | None = None  # None: the corrupted sentence's top guess that is not the answer
+    direction: str = "denoise"
+    exact: bool = True  # also the exact sweep (attribution patching is always computed)
+    head_layer: int | None = None  # the layer of the head x position grid; None: the last layer
+    compare: str = "residual"  # the sweep whose attribution and exact values are compared
+    trace_text: str = ""
+    trace_corrupt: tuple[int, ...] | None = None  # None: the first content word's pieces (default_corrupt)
+    trace_answer: str | None = None  # None: the top guess
+    trace_samples: int = 10
+    trace_blocks: bool = False  # also restore the attention and MLP outputs
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any]) -> "CausalSettings":
+        corrupt = setting(state, "trace_corrupt")
+        return cls(
+            mode=_choice(setting(state, "causal_mode"), MODES), clean=setting(state, "patch_clean"),
+            corrupted=setting(state, "patch_corrupted"), answer=setting(state, "patch_answer"), foil=setting(state, "patch_foil"),
+            direction=_choice(setting(state, "patch_direction"), DIRECTIONS), exact=bool(setting(state, "patch_exact")),
+            head_layer=setting(state, "patch_head_layer"), compare=_choice(setting(state, "patch_compare"), COMPARE),
+            trace_text=setting(state, "trace_text"), trace_corrupt=None if corrupt is None else tuple(corrupt),
+            trace_answer=setting(state, "trace_answer"), trace_samples=max(1, int(setting(state, "trace_samples"))),
+            trace_blocks=bool(setting(state, "trace_blocks")),
+        )
+
+
+def _choice(value, options):
+    return value if value in options else next(iter(options))
+
+
+def pick_answer_foil(clean_guesses: list[str], corrupted_guesses: list[str], answer: str | None, foil: str | None) -> tuple[str, str]:
+    """The answer (default: the clean sentence's top guess) and the foil (default: the corrupted sentence's top
+    guess, or its next one when that is the answer): the contrast the two sentences make."""
+    answer = answer or (clean_guesses[0] if clean_guesses else "")
+    if not foil:
+        foil = next((guess for guess in corrupted_guesses + clean_guesses if guess != answer), "")
+    return answer, foil
+
+
+def default_corrupt(tokens: list[str], special: list[bool]) -> list[int]:
+    """The tokens causal tracing noises unless told: the pieces of the first word that is not a function word
+    ("man" in "The man said ..."), as Meng et al. noise the subject."""
+    for start, token in enumerate(tokens):
+        if special[start] or token.startswith("##") or token == "[MASK]" or token in FUNCTION_WORDS:
+            continue
+        end = start + 1
+        while end < len(tokens) and tokens[end].startswith("##"):
+            end += 1
+        return list(range(start, end))
+    return []
 
 SWEEP_TITLES = {
     "residual": "Residual stream: patch one layer's state at one position",
