@@ -89,6 +89,7 @@ def test_erase_bad_input_exits_2_with_one_line(tiny_mlm_folder, conllu_file, tmp
     assert expected in lines[0]
 
 
+@pytest.mark.slow
 def test_the_real_entry_point_prints_one_error_line(tiny_mlm_folder):
     """`python -m bert patch` in its own process: the device line is not printed before a bad input's error."""
     done = subprocess.run(
