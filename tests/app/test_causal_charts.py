@@ -61,7 +61,7 @@ def test_the_views_draw_the_library_results(tiny_mlm_folder):
     assert list(charts) == ["residual", "attention", "mlp", "heads", "head_positions", "comparison"]
     for name in ("residual", "attention", "mlp", "heads", "head_positions"):
         np.testing.assert_allclose(array(charts[name].figure.data[0].z), getattr(exact, name).numpy(), rtol=1e-6)
-    assert list(charts["residual"].figure.data[0].y) == ["embeddings", "after layer 1", "after layer 2"]
+    assert list(charts["residual"].figure.data[0].y) == ["embeddings", "after layer 0", "after layer 1"]
     np.testing.assert_allclose(charts["comparison"].data["attribution"], approximate.mlp.numpy().ravel(), rtol=1e-6)
     assert list(patching_view(approximate)) == ["residual", "attention", "mlp", "heads", "head_positions"]
     trace = causal_trace(model, tokenizer, tokenizer.encode("the dog [MASK] at the park ."), [2], sites=("residual", "mlp"), samples=2)
