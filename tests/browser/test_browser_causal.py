@@ -1,4 +1,4 @@
-"""The causal tracing page in a real browser (Chromium + Playwright, as test_browser.py): the two-sentence sweeps
+"""The causal tracing page in a real browser (Chromium + Playwright, tests/browser/conftest.py): the two-sentence sweeps
 draw, a heatmap cell shows its value on hover, an edited sentence goes into the address bar, and a sentence of
 another length gets a message instead of charts.
 
@@ -6,17 +6,16 @@ another length gets a message instead of charts.
 """
 from __future__ import annotations
 
-from test_browser import SLOW, _new_page, _screenshot, _settle, app_url, browser  # noqa: F401 (fixtures)
-from test_browser_url import _wait_for_url
+from browser_support import SLOW, new_page, screenshot, settle
 
 
 def test_causal_tracing_draws_hovers_and_keeps_its_sentences_in_the_url(browser, app_url):
-    page = _new_page(browser)
+    page = new_page(browser)
     errors = []
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.goto(app_url + "/causal_tracing")
     page.get_by_role("heading", name="Causal tracing", exact=True).wait_for(timeout=SLOW)
-    _settle(page, charts=6)
+    settle(page, charts=6)
     assert page.locator(".js-plotly-plot").count() == 6  # four sweeps, heads by position, attribution against exact
     assert page.get_by_text("logit(he) − logit(she)").count() >= 1
     heatmap = page.locator(".js-plotly-plot").first
@@ -24,15 +23,15 @@ def test_causal_tracing_draws_hovers_and_keeps_its_sentences_in_the_url(browser,
     page.mouse.move(box["x"] + box["width"] * 0.25, box["y"] + box["height"] * 0.1)  # a cell of the top row
     page.locator(".hovertext").first.wait_for(timeout=SLOW)
     assert "restored:" in page.locator(".hovertext").first.text_content()  # an SVG group: its text, not inner_text
-    _screenshot(page, "causal_tracing")
+    screenshot(page, "causal_tracing")
 
     corrupted = page.get_by_label("Corrupted sentence (as many word pieces, one word changed)")
     corrupted.fill("The old woman said that [MASK] was tired.")
     corrupted.press("Enter")
     page.get_by_text("same number of word pieces").first.wait_for(timeout=SLOW)
-    _settle(page, charts=0)
+    settle(page, charts=0)
     assert page.locator(".js-plotly-plot").count() == 0
-    _wait_for_url(page, "patch_corrupted=The+old+woman")
+    page.wait_for_function("() => location.search.includes('patch_corrupted=The+old+woman')", timeout=SLOW)
     assert not page.get_by_text("Traceback").count()
     assert not errors, errors
     page.context.close()
