@@ -4,7 +4,9 @@ import streamlit as st
 
 from bert.errors import InvalidInputError
 from viz_app import cache, state, widgets
-from viz_app.causal_tracing import COMPARE, DIRECTIONS, MODES, PatchingRequest, TraceRequest, default_corrupt, pick_answer_foil
+from viz_app.causal_tracing import (
+    COMPARE, DIRECTIONS, EXACT_RUNS_AT_ONCE, MODES, PatchingRequest, TraceRequest, default_corrupt, exact_runs, pick_answer_foil,
+)
 from viz_app.text import escape_markdown
 from viz_app.views.causal_tracing import patching_view, tracing_view
 
@@ -81,6 +83,11 @@ if mode == "two":
     request = PatchingRequest(clean, corrupted, answer, foil, direction, head_layer)
     try:
         approximate = cache.attribution_patching(context.key, request)
+        runs = exact_runs(loaded.summary, len(approximate.tokens))
+        if exact and runs > EXACT_RUNS_AT_ONCE:
+            st.info(f"The exact sweeps of this input are {runs:,} patched runs, which can take minutes: attribution "
+                    "patching is shown below until you ask for them.")
+            exact = st.checkbox(f"Run all {runs:,} anyway", key="patch_exact_anyway")
         result = cache.exact_patching(context.key, request) if exact else approximate
     except InvalidInputError as problem:
         stop_with(problem)

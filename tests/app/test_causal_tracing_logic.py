@@ -43,3 +43,17 @@ def test_the_first_content_word_is_noised_with_all_its_pieces():
 
 def test_fewer_rows_per_pass_for_long_inputs():
     assert patching_batch(10) == 64 and patching_batch(512) == 8 and patching_batch(5000) == 1
+
+
+def test_exact_runs_count_every_cell_of_the_page(tiny_mlm_folder):
+    """The count against the cells the library's sweep actually runs (its progress callback's total)."""
+    import bert
+    from bert.analysis.causal.patching import patching_sweep, prepare_contrast
+    from viz_app.causal_tracing import exact_runs
+    from viz_app.models import summarize
+
+    model, tokenizer = bert.load_pretrained(str(tiny_mlm_folder))
+    contrast = prepare_contrast(tokenizer, "the dog [MASK] at the park .", "her cat [MASK] to the mail .", "barked", "mail")
+    totals = []
+    patching_sweep(model, contrast, head_layer=1, progress=lambda done, total: totals.append(total))
+    assert exact_runs(summarize(model), len(contrast.clean)) == totals[-1]

@@ -66,3 +66,11 @@ def test_noise_tracing_on_one_sentence(open_page):
 def test_noise_tracing_without_a_mask_says_what_to_do(open_page):
     at = open_page(causal_mode="one", trace_text="The man was tired.")
     assert "needs exactly one" in texts(at) and not figures(at)
+
+
+def test_a_long_input_shows_attribution_until_the_exact_sweep_is_asked_for(open_page):
+    tail = " and then the long day went on" * 25
+    at = open_page(patch_clean=f"The man said that [MASK] was tired{tail}.", patch_corrupted=f"The woman said that [MASK] was tired{tail}.")
+    assert "patched runs, which can take minutes" in texts(at)
+    assert len(figures(at)) == 5  # the sweeps from attribution patching, no comparison
+    assert at.checkbox(key="patch_exact_anyway").value is False
