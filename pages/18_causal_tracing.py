@@ -6,6 +6,7 @@ from bert.errors import InvalidInputError
 from viz_app import cache, state, widgets
 from viz_app.causal_tracing import (
     COMPARE, DIRECTIONS, EXACT_RUNS_AT_ONCE, MODES, PatchingRequest, TraceRequest, default_corrupt, exact_runs, pick_answer_foil,
+    trace_runs,
 )
 from viz_app.text import escape_markdown
 from viz_app.views.causal_tracing import patching_view, tracing_view
@@ -129,6 +130,12 @@ else:
     if not answer:
         st.warning("The model makes no whole-word guess here to trace.")
         st.stop()
+    runs = trace_runs(loaded.summary, len(encoding), samples, blocks)
+    if runs > EXACT_RUNS_AT_ONCE:
+        st.info(f"This trace is {runs:,} restored runs, which can take minutes. Fewer samples or a shorter sentence "
+                "make it faster.")
+        if not st.checkbox(f"Run all {runs:,} anyway", key="trace_anyway"):
+            st.stop()
     try:
         trace = cache.noise_trace(context.key, TraceRequest(text, tuple(corrupt), answer, samples, blocks))
     except InvalidInputError as problem:

@@ -142,6 +142,12 @@ def exact_runs(summary, tokens: int) -> int:
     return (layers + 1) * tokens + 2 * layers * tokens + layers * heads + heads * tokens
 
 
+def trace_runs(summary, tokens: int, samples: int, blocks: bool) -> int:
+    """How many runs a trace takes: per noise sample, the noisy run and one per restored state."""
+    layers = summary.layers
+    return samples * (1 + (layers + 1) * tokens + (2 * layers * tokens if blocks else 0))
+
+
 def patching_batch(tokens: int) -> int:
     """Patched runs per forward pass: fewer for long inputs, so that one pass stays within a few hundred MB."""
     return max(1, min(64, 4096 // max(tokens, 1)))

@@ -57,3 +57,17 @@ def test_exact_runs_count_every_cell_of_the_page(tiny_mlm_folder):
     totals = []
     patching_sweep(model, contrast, head_layer=1, progress=lambda done, total: totals.append(total))
     assert exact_runs(summarize(model), len(contrast.clean)) == totals[-1]
+
+
+def test_trace_runs_count_every_restored_run(tiny_mlm_folder):
+    import bert
+    from bert.analysis.causal.tracing import causal_trace
+    from viz_app.causal_tracing import trace_runs
+    from viz_app.models import summarize
+
+    model, tokenizer = bert.load_pretrained(str(tiny_mlm_folder))
+    encoding = tokenizer.encode("the dog [MASK] at the park .")
+    for blocks, sites in ((False, ("residual",)), (True, ("residual", "attention", "mlp"))):
+        totals = []
+        causal_trace(model, tokenizer, encoding, [2], sites=sites, samples=3, progress=lambda done, total: totals.append(total))
+        assert trace_runs(summarize(model), len(encoding), 3, blocks) == totals[-1]
