@@ -8,8 +8,8 @@
    labels fit a LEACE eraser (Belrose et al. 2023, the `concept-erasure` package): the least-squares affine edit
    after which no linear classifier can read the label better than a constant. Its rank (how many directions it
    removes) is at most the number of labels minus one.
-2. Probe (a logistic regression, bert.analysis.probing.probes.train_probes) on the test sentences' vectors before
-   and after erasure, beside the majority baseline (the most frequent training label).
+2. Probe (a logistic regression, bert.analysis.probing.linear_probes.train_probes) on the test sentences'
+   vectors before and after erasure, beside the majority baseline (the most frequent training label).
 3. Masked-LM accuracy on the test words: every word that is one word piece (and not [UNK]) is masked alone, one
    word per input, and the model's top guess is compared with it; after erasure the eraser is applied to every
    position (every token, [MASK] included) of hidden_states[layer] and the forward pass goes on from there.
@@ -31,7 +31,7 @@ from ...errors import InvalidInputError
 from ...model import Bert
 from ...tokenizer import BertTokenizer, Encoding
 from ..corpus.batching import batches, pad
-from ..probing.probes import train_probes
+from ..probing.linear_probes import train_probes
 from ..probing.treebank import MISSING, TreebankSentence
 from ..probing.word_features import extract_word_features
 from .patching import site_hook
