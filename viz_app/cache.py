@@ -40,6 +40,7 @@ from bert.analysis.attention import head_stats, rollout
 from bert.analysis.attention.attention_stats import HeadStatistics
 from bert.analysis.attribution import saliency as attributions
 from bert.analysis.causal import ablation
+from bert.analysis.causal.erasure import ErasureReport
 from bert.analysis.causal.patching import PatchingResult
 from bert.analysis.causal.tracing import TraceResult
 from bert.analysis.corpus.batching import layer_names
@@ -246,6 +247,18 @@ def noise_trace(key: ModelKey, request: causal_tracing.TraceRequest) -> TraceRes
                                      progress=lambda done, total: bar.progress(done / total, f"{done:,} of {total:,} restored runs"))
     bar.empty()
     return trace
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def erasure(key: ModelKey, data_key: tuple, _data: probe_runs.ProbeData, task: str, layer: int, seed: int) -> ErasureReport:
+    """Amnesic probing of `task` at `layer` (hidden_states numbering) on the probes page's data (`data_key` names
+    `_data`, which is not hashed)."""
+    loaded = load_model(key)
+    bar = st.progress(0.0, "Starting…")
+    report = probe_runs.erase(loaded.model, loaded.tokenizer, _data, task, layer, seed, key.source,
+                              lambda done, what: bar.progress(min(done, 1.0), what))
+    bar.empty()
+    return report
 
 
 @st.cache_data(show_spinner="Computing attributions…", max_entries=32, hash_funcs=BY_INPUT)

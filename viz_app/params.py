@@ -94,6 +94,9 @@ PARAMS: dict[str, Param] = {
     "probe_measure": Param(str, str, None),  # None: the first measure of the run
     "probe_tree_sentence": Param(int, str, 0),  # index of a scored sentence, shown by its text
     "probe_tree_layer": Param(int, str, None),  # shown by its name; None: the distance probe's best layer
+    "probe_erase": Param(_bool, lambda v: "1" if v else "0", False),  # amnesic probing of one task at one layer
+    "probe_erase_task": Param(str, str, None),  # None: the first label task of the run
+    "probe_erase_layer": Param(int, str, None),  # shown by its name; None: the task's best layer
 }
 # The parameters Streamlit binds itself (bind="query-params"): how a link or a lesson file spells each, and the
 # value the widget starts from (a page may start it elsewhere when that depends on the model, e.g. the last layer).

@@ -68,3 +68,15 @@ def test_the_views_draw_the_library_results(tiny_mlm_folder):
     traced = tracing_view(trace)
     assert list(traced) == ["residual", "mlp"]
     np.testing.assert_allclose(array(traced["mlp"].figure.data[0].z), trace.restored["mlp"].numpy(), rtol=1e-6)
+
+
+def test_erasure_bars_show_before_after_and_the_control():
+    from viz_app.charts.causal import erasure_bars
+
+    probe = {"before": 0.9, "after": 0.2, "majority": 0.2, "random_control": 0.88}
+    mlm = {"before": 0.33, "after": 0.29, "random_control": 0.32}
+    chart = erasure_bars(probe, mlm, "upos", "layer 3")
+    assert [trace.name for trace in chart.figure.data] == ["before", "after erasing it (LEACE)", "after a random erasure of the same rank"]
+    assert [list(trace.y) for trace in chart.figure.data] == [[0.9, 0.33], [0.2, 0.29], [0.88, 0.32]]
+    assert chart.figure.layout.shapes[0].y0 == 0.2  # the majority baseline
+    assert chart.data["random_control"].tolist() == [0.88, 0.32]

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from viz_app.charts.base import Chart, heatmap_height, layout, token_labels
+from viz_app.charts.base import Chart, heatmap_height, layout, legend_on_top, token_labels
 
 
 def patching_heatmap(values: np.ndarray, rows: list[str], columns: list[str], title: str, name: str, caption: str,
@@ -58,3 +58,22 @@ def attribution_scatter(exact: np.ndarray, approximate: np.ndarray, cells: list[
 def _long_table(values: np.ndarray, rows: list[str], columns: list[str], column_axis: str, value_name: str) -> pd.DataFrame:
     return pd.DataFrame([{"row": row, column_axis: f"{j} {column}" if column_axis == "token" else column, value_name: float(values[i, j])}
                          for i, row in enumerate(rows) for j, column in enumerate(columns)])
+
+
+def erasure_bars(probe: dict, mlm: dict, task: str, layer: str) -> Chart:
+    """Amnesic probing: the probe's and the masked LM's accuracy before erasure, after LEACE and after a random
+    erasure of the same rank (probe: {"before", "after", "majority", "random_control"}; mlm: the same but majority)."""
+    groups = ["probe accuracy", "masked-LM accuracy"]
+    series = {"before": ("before", "#7f7f7f"), "after": ("after erasing it (LEACE)", "#d62728"),
+              "random_control": ("after a random erasure of the same rank", "#3b6fb6")}
+    figure = go.Figure([go.Bar(x=groups, y=[probe[key], mlm[key]], name=name, marker_color=colour,
+                               hovertemplate="%{x}, " + name + ": %{y:.3f}<extra></extra>")
+                        for key, (name, colour) in series.items()])
+    figure.add_hline(y=probe["majority"], line_dash="dot", line_color="#555555",
+                     annotation_text=f"majority baseline {probe['majority']:.3f}", annotation_position="top left")
+    layout(figure, f"Erasing {task} from {layer}", height=420, barmode="group", yaxis=dict(title="accuracy", range=[0, 1]),
+           **legend_on_top())
+    data = pd.DataFrame([{"measure": group, **{key: values[key] for key in series}, "majority": probe["majority"] if group == groups[0] else None}
+                         for group, values in zip(groups, (probe, mlm))])
+    return Chart(figure, data, f"erasure_{task}", "If the masked LM loses more after LEACE than after the random erasure, it "
+                                                  "used this property at this layer (Elazar et al. 2021).")
