@@ -8,6 +8,7 @@ from viz_app.causal_tracing import (
     COMPARE, DIRECTIONS, EXACT_RUNS_AT_ONCE, MODES, PatchingRequest, TraceRequest, default_corrupt, exact_runs, pick_answer_foil,
     trace_runs,
 )
+from viz_app.params import LINK_PARAMS
 from viz_app.text import escape_markdown
 from viz_app.views.causal_tracing import patching_view, tracing_view
 
@@ -52,10 +53,10 @@ layers = loaded.summary.layers
 if mode == "two":
     columns = st.columns(2)
     clean = columns[0].text_input("Clean sentence (its guess is what patching restores)", key="patch_clean",
-                                  value="The man said that [MASK] was tired.", bind="query-params",
+                                  value=LINK_PARAMS["patch_clean"].default, bind="query-params",
                                   on_change=forget, args=("patch_answer", "patch_foil"))
     corrupted = columns[1].text_input("Corrupted sentence (as many word pieces, one word changed)", key="patch_corrupted",
-                                      value="The woman said that [MASK] was tired.", bind="query-params",
+                                      value=LINK_PARAMS["patch_corrupted"].default, bind="query-params",
                                       on_change=forget, args=("patch_answer", "patch_foil"))
     clean_guesses, corrupted_guesses = list(cache.mask_guesses(context.key, clean)), list(cache.mask_guesses(context.key, corrupted))
     answer, foil = pick_answer_foil(clean_guesses, corrupted_guesses, st.session_state.get("patch_answer"),
@@ -102,7 +103,7 @@ if mode == "two":
         widgets.show_chart(chart, key=name)
     widgets.download_view("Causal tracing: two sentences", "causal_tracing")
 else:
-    text = st.text_input("Sentence with one [MASK]", key="trace_text", value="The man said that [MASK] was tired.",
+    text = st.text_input("Sentence with one [MASK]", key="trace_text", value=LINK_PARAMS["trace_text"].default,
                          bind="query-params", on_change=forget, args=("trace_corrupt", "trace_answer"))
     try:
         encoding = loaded.tokenizer.encode(text, max_length=loaded.summary.max_positions)
@@ -122,7 +123,8 @@ else:
     guesses = list(cache.mask_guesses(context.key, text))
     answer = word_choice(columns[1], "Answer", "trace_answer", guesses, st.session_state.get("trace_answer") or "",
                          "The word whose probability is traced; the model's top guesses are listed first.")
-    samples = columns[2].slider("Noise samples", 1, 20, value=10, key="trace_samples", bind="query-params")
+    samples = columns[2].slider("Noise samples", 1, 20, value=LINK_PARAMS["trace_samples"].default, key="trace_samples",
+                               bind="query-params")
     blocks = st.toggle("Also restore the attention and MLP outputs", key="trace_blocks", persist_state="session")
     if not corrupt:
         st.info("Choose at least one token to noise: the words whose information the trace follows.")
