@@ -10,6 +10,7 @@ the last HEARTBEAT_WINDOW_S seconds. A step with a question collects one answer 
 from __future__ import annotations
 
 import secrets
+import socket
 import threading
 import time
 from collections import Counter
@@ -124,3 +125,13 @@ def class_links(base_url: str, key: str) -> ClassLinks:
     """The two links of a class, for the app's address as students reach it (http://HOST:PORT)."""
     base = base_url.rstrip("/")
     return ClassLinks(f"{base}/lessons?{PRESENTER_PARAM}={key}", f"{base}/lessons?{FOLLOW_PARAM}=1")
+
+
+def network_host() -> str:
+    """This machine's address on its network, as students' laptops reach it (no packet is sent), else localhost."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("10.255.255.255", 1))  # a UDP "connect" only picks the interface a packet would leave by
+            return probe.getsockname()[0]
+        except OSError:
+            return "localhost"
