@@ -28,11 +28,13 @@ class NotPresenterError(PermissionError):
 
 @dataclass(frozen=True)
 class ClassStep:
-    """What the class is on: a lesson (viz_app.lessons.format.Lesson), one of its steps, and the change number."""
+    """What the class is on: a lesson (viz_app.lessons.format.Lesson), one of its steps, the presenter's model, and
+    the change number."""
 
     lesson: Any
     step: int  # from 0
     version: int
+    model: str | None = None  # the presenter's model (what a link's model= carries); None: each keeps their own
 
 
 class ClassRoom:
@@ -56,14 +58,14 @@ class ClassRoom:
     def current(self) -> ClassStep | None:
         return self._current
 
-    def show(self, key: str | None, lesson: Any, step: int) -> ClassStep:
+    def show(self, key: str | None, lesson: Any, step: int, model: str | None = None) -> ClassStep:
         """The presenter starts a lesson or moves to one of its steps. Raises NotPresenterError without the key."""
         self._check(key)
         if not 0 <= step < len(lesson.steps):
             raise IndexError(f"the lesson has {len(lesson.steps)} steps, not a step {step + 1}")
         with self._lock:
             self._version += 1
-            self._current = ClassStep(lesson, step, self._version)
+            self._current = ClassStep(lesson, step, self._version, model)
             self._answers = {}
             return self._current
 

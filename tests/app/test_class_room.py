@@ -40,8 +40,8 @@ def test_only_the_key_moves_the_class():
         with pytest.raises(NotPresenterError):
             room.end(wrong)
     assert room.current is None and room.version == 0
-    shown = room.show("the-teachers-key", SIX_STEPS, 2)
-    assert (shown.lesson, shown.step, shown.version) == (SIX_STEPS, 2, 1)
+    shown = room.show("the-teachers-key", SIX_STEPS, 2, model="minilm")
+    assert (shown.lesson, shown.step, shown.version, shown.model) == (SIX_STEPS, 2, 1, "minilm")
     assert room.current == shown
 
 
