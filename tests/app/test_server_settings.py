@@ -1,4 +1,6 @@
 """The teacher's server settings (viz_app/server_settings.py): flags, environment and file, and what is refused."""
+from pathlib import Path
+
 import pytest
 
 from viz_app.server_settings import ServerSettings, SettingsError, read_settings
@@ -68,3 +70,13 @@ def test_bad_settings_files(tmp_path, text, message):
         read_settings(["--settings", str(file)], {})
     with pytest.raises(SettingsError, match="cannot be read"):
         read_settings(["--settings", str(tmp_path / "missing.yaml")], {})
+
+
+def test_the_settings_file_in_the_docs(tmp_path, bert_folder):
+    text = (Path(__file__).resolve().parents[2] / "docs" / "teaching.md").read_text()
+    example = next(block.split("```", 1)[0] for block in text.split("```yaml\n")[1:] if "cached_hub_models" in block)
+    file = tmp_path / "class.yaml"
+    file.write_text(example.replace("/srv/models/bert-sst2", str(bert_folder)))
+    settings = read_settings(["--settings", str(file)], {})
+    assert settings.class_mode and settings.presenter_key == "a-long-secret"
+    assert settings.folders == (("sentiment", str(bert_folder)),)
