@@ -40,7 +40,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -48,6 +48,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's bert and viz_app, whatever is installed
 
 from bench import classroom  # noqa: E402
+from bench.streamlit_session import Session  # noqa: E402
 
 SENTENCE_LABEL = "Sentence"
 
@@ -62,88 +63,6 @@ class Student:
     messages: int = 0  # ForwardMsgs after the key press
     shown: list[tuple[str, float]] | None = None  # the chart's candidates, best first
     problem: str | None = None  # what went wrong; None when the page showed the right predictions
-
-
-@dataclass
-class Page:
-    """What one run of the page sent: elements by kind, the session's page and query string."""
-
-    charts: list[dict] = field(default_factory=list)
-    markdown: list[str] = field(default_factory=list)
-    widgets: dict[str, str] = field(default_factory=dict)  # text input/area label -> widget id
-    exceptions: list[str] = field(default_factory=list)
-
-
-class Session:
-    """One student's websocket session with the server: send a rerun, read ForwardMsgs until the run ends."""
-
-    def __init__(self, url: str, timeout_s: float):
-        from websockets.sync.client import connect
-
-        ws_url = url.replace("http://", "ws://") + "/_stcore/stream"
-        self.connection = contextlib.ExitStack()
-        self.socket = self.connection.enter_context(
-            connect(ws_url, subprotocols=["streamlit"], max_size=None, open_timeout=timeout_s)
-        )
-        self.timeout_s = timeout_s
-        self.cache: dict[str, bytes] = {}  # hash -> message the server marked cacheable (the browser keeps them)
-        self.page_hash = ""
-        self.query_string = ""
-
-    def close(self) -> None:
-        self.connection.close()
-
-    def rerun(self, widget_states: dict[str, str] | None = None, on_chart=None) -> Page:
-        """Send a rerun (the query string and page as the browser would, plus `widget_states` {id: text}) and read
-        until script_finished. `on_chart(spec)` is called as each plotly chart arrives."""
-        from streamlit.proto.BackMsg_pb2 import BackMsg
-        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-
-        back = BackMsg()
-        state = back.rerun_script
-        state.query_string = self.query_string
-        state.page_script_hash = self.page_hash
-        state.cached_message_hashes.extend(self.cache)
-        for widget_id, text in (widget_states or {}).items():
-            widget = state.widget_states.widgets.add()
-            widget.id, widget.string_value = widget_id, text
-        self.socket.send(back.SerializeToString())
-        page = Page()
-        deadline = time.monotonic() + self.timeout_s
-        while True:
-            raw = self.socket.recv(timeout=max(0.1, deadline - time.monotonic()))
-            message = ForwardMsg()
-            message.ParseFromString(raw)
-            if message.HasField("ref_hash"):
-                message = ForwardMsg.FromString(self.cache[message.ref_hash])
-            elif message.metadata.cacheable:
-                self.cache[message.hash] = raw
-            kind = message.WhichOneof("type")
-            if kind == "new_session":
-                self.page_hash = message.new_session.page_script_hash
-            elif kind == "page_info_changed":
-                self.query_string = message.page_info_changed.query_string
-            elif kind == "delta" and message.delta.WhichOneof("type") == "new_element":
-                _read_element(message.delta.new_element, page, on_chart)
-            elif kind == "script_finished":
-                if message.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
-                    return page
-
-
-def _read_element(element, page: Page, on_chart) -> None:
-    kind = element.WhichOneof("type")
-    if kind == "plotly_chart":
-        spec = json.loads(element.plotly_chart.spec)
-        page.charts.append(spec)
-        if on_chart:
-            on_chart(spec)
-    elif kind == "markdown":
-        page.markdown.append(element.markdown.body)
-    elif kind in ("text_area", "text_input"):
-        widget = getattr(element, kind)
-        page.widgets[widget.label] = widget.id
-    elif kind == "exception":
-        page.exceptions.append(f"{element.exception.type}: {element.exception.message}")
 
 
 def chart_candidates(spec: dict) -> list[tuple[str, float]]:
