@@ -4,6 +4,11 @@
     python bench/class_server.py --model out/random-bert-base      # BERT-base shape (bench/make_random_bert.py)
     python bench/class_server.py --students 5 --json out/class_server.json
     python bench/class_server.py --students 1 --rounds 40 --profile out/one_student.txt   # where the time goes
+    python bench/class_server.py --follow --students 30 --steps 6   # a class following the presenter, in class mode
+
+`--follow`: bench/class_following.py's class instead of typing students: the presenter moves a lesson through
+`--steps` steps, every student's page follows; the time from the presenter's press to each student's new step and
+the server's CPU per student per step.
 
 `--profile` samples the server with py-spy (pip install py-spy) during the key presses and prints the share of
 each part of a rerun (the forward pass, the chart, Streamlit's runner, the websocket, ...). Samples of a thread
@@ -47,7 +52,7 @@ from urllib.parse import urlencode
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's bert and viz_app, whatever is installed
 
-from bench import classroom  # noqa: E402
+from bench import class_following, classroom  # noqa: E402
 from bench.streamlit_session import Session  # noqa: E402
 
 SENTENCE_LABEL = "Sentence"
@@ -233,6 +238,42 @@ def _own_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def measure_following(count: int, steps: int, timeout_s: float, log: Path) -> dict:
+    """Start a class-mode server and let `count` students follow the presenter through `steps` steps."""
+    args = ("--class", "--presenter-key", class_following.KEY)
+    with classroom.serve(log, app_args=args) as (url, server):
+        result = class_following.run_following(url, count, steps, timeout_s, server.pid)
+        result["peak_mb"] = classroom.peak_memory_mb(server.pid)
+    return result
+
+
+def report_following(args, result: dict, load_before, load) -> int:
+    followers = result["followers"]
+    for follower in followers:
+        times = [f"{follower.finished[s] - result['presses'][s - 1]:5.2f}" if s in follower.finished else "  -  "
+                 for s in range(1, args.steps + 1)]
+        print(f"student {follower.number:2d}: " + " ".join(times) + f"  {follower.problem or 'ok'}")
+    shown, finished = class_following.delays(result, "shown"), class_following.delays(result, "finished")
+    correct = sum(f.problem is None for f in followers)
+    print(f"\n{os.cpu_count()} CPUs, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '1')}; load average before "
+          f"{load_before[0]:.1f} {load_before[1]:.1f} {load_before[2]:.1f}, after {load[0]:.1f} {load[1]:.1f} "
+          f"{load[2]:.1f}. Polling alone: {result['polling_cpu_s_per_s']:.3f} s of server CPU per second for the "
+          f"class; the steps: {result['steps_cpu_s']:.2f} s of CPU over {result['steps_wall_s']:.1f} s.\n")
+    print("| students | steps | every step reached every student | server CPU per student per step (s) | p95 press to "
+          "step shown (s) | p95 press to page finished (s) | slowest (s) | polling CPU per student (% of a core) |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    if finished:
+        print(f"| {args.students} | {args.steps} | {correct} of {len(followers)} | {result['cpu_per_student_step_s']:.3f} | "
+              f"{classroom.percentile(shown, 0.95):.2f} | {classroom.percentile(finished, 0.95):.2f} | "
+              f"{max(finished):.2f} | {100 * result['polling_cpu_s_per_s'] / args.students:.2f} |")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"load_average": [load_before, load], "presses": result["presses"],
+                                         **{k: v for k, v in result.items() if k not in ("followers", "presses")},
+                                         "followers": [asdict(f) for f in followers]}, indent=2))
+    return 0 if correct == len(followers) else 1
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="minilm", help="model source for the app: minilm (default) or a checkpoint folder")
@@ -243,7 +284,13 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=300, help="seconds each step of a student may take, at most")
     parser.add_argument("--json", type=Path, help="also write the measurements here")
     parser.add_argument("--profile", type=Path, help="sample the server with py-spy during the key presses (collapsed stacks)")
+    parser.add_argument("--follow", action="store_true", help="a class following the presenter (class mode) instead")
+    parser.add_argument("--steps", type=int, default=6, help="with --follow: steps the presenter shows")
     args = parser.parse_args()
+    if args.follow:
+        load_before = os.getloadavg()
+        result = measure_following(args.students, args.steps, args.timeout, ROOT / "out" / "class_following_streamlit.log")
+        return report_following(args, result, load_before, os.getloadavg())
     model = str(Path(args.model).resolve()) if Path(args.model).is_dir() else args.model
     load_before = os.getloadavg()
     students, figures = measure(

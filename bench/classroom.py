@@ -78,8 +78,8 @@ def browser_missing() -> str | None:
 
 
 @contextlib.contextmanager
-def serve(log_path: Path, timeout_s: float = 180):
-    """`streamlit run viz_app/Home.py` on 127.0.0.1 and a free port; yields (url, server process)."""
+def serve(log_path: Path, timeout_s: float = 180, app_args: tuple[str, ...] = ()):
+    """`streamlit run viz_app/Home.py [-- app_args]` on 127.0.0.1 and a free port; yields (url, server process)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -89,7 +89,7 @@ def serve(log_path: Path, timeout_s: float = 180):
         server = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", str(ROOT / "viz_app" / "Home.py"), "--server.headless", "true",
              "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-             "--server.fileWatcherType", "none"],
+             "--server.fileWatcherType", "none", *(["--", *app_args] if app_args else [])],
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
         )
         url = f"http://127.0.0.1:{port}"

@@ -78,8 +78,9 @@ class Session:
             elif message.metadata.cacheable:
                 self.cache[message.hash] = raw
             kind = message.WhichOneof("type")
-            if kind == "new_session":
+            if kind == "new_session":  # a whole run of the page starts: it asks for its fragments' timers again
                 self.page_hash = message.new_session.page_script_hash
+                self.fragments.clear()
             elif kind == "page_info_changed":
                 self.query_string = message.page_info_changed.query_string
             elif kind == "auto_rerun":
