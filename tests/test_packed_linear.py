@@ -195,6 +195,7 @@ def test_the_pass_shares_parameters_keeps_ties_and_leaves_subclasses():
     assert {name: p for name, p in model.named_parameters()} == before
 
 
+@pytest.mark.slow
 def test_packing_on_and_off_give_the_same_logits(minilm_path, minilm_batch):
     """The built-in model, loaded with and without the pass: the same hidden states and probabilities (1e-5), and
     logits within 1e-5 of their range (up to 19 here: float rounding in another order, through six layers)."""
