@@ -74,6 +74,7 @@ def loop_merge(attention: np.ndarray, positions) -> np.ndarray:
     return words
 
 
+@pytest.mark.slow
 def test_real_model_rows_sum_to_one_and_match_the_loop(minilm):
     model, tokenizer = minilm
     encoding = tokenizer.encode("The unbelievably tall giraffe nibbled eucalyptus leaves.")

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # a bash and a Python process per test
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
