@@ -102,7 +102,7 @@ def nsp_model(tokenizer):
 def test_class_attributions_add_up_to_the_log_probability_difference(nsp_model, tokenizer):
     encoding = tokenizer.encode("the dog went to the park", "her dog sat at the cat")
     for target in (0, 1):
-        result = saliency(nsp_model, tokenizer, encoding, "integrated_gradients", steps=64, head="next_sentence", target_id=target)
+        result = saliency(nsp_model, tokenizer, encoding, "integrated_gradients", steps=64, output="next_sentence", target_id=target)
         difference = result.score - result.baseline_score
         assert abs(difference) > 1e-3
         assert result.total == pytest.approx(difference, rel=0.01, abs=1e-4)
@@ -117,13 +117,13 @@ def test_class_attributions_add_up_to_the_log_probability_difference(nsp_model, 
 
 def test_class_gradient_matches_a_finite_difference(nsp_model, tokenizer):
     encoding = tokenizer.encode("the dog went to the park", "her dog sat at the cat")
-    result = saliency(nsp_model, tokenizer, encoding, "gradient_x_input", head="next_sentence")
+    result = saliency(nsp_model, tokenizer, encoding, "gradient_x_input", output="next_sentence")
     k, eps = 3, 1e-3
     input_ids, token_type_ids = encoding.tensors()
 
     def score(scale: float) -> float:
         with torch.no_grad():
-            logits, _ = nsp_model.run_with_cache(input_ids, token_type_ids, names=[], head="next_sentence",
+            logits, _ = nsp_model.run_with_cache(input_ids, token_type_ids, names=[], output="next_sentence",
                                                  interventions={"embedding.hook_token_type": scale_token(k, scale)})
         return float(logits[0].double().log_softmax(-1)[result.target.token_id])
 
@@ -134,13 +134,13 @@ def test_class_gradient_matches_a_finite_difference(nsp_model, tokenizer):
 
 def test_a_head_the_model_lacks_is_named(smooth_model, nsp_model, tokenizer):
     with pytest.raises(InvalidInputError, match="no classifier head"):
-        saliency(nsp_model, tokenizer, tokenizer.encode("the dog", "a cat"), head="classify")
+        saliency(nsp_model, tokenizer, tokenizer.encode("the dog", "a cat"), output="classify")
     with pytest.raises(InvalidInputError, match="no next-sentence head"):
-        saliency(smooth_model, tokenizer, tokenizer.encode("the dog", "a cat"), head="next_sentence")
+        saliency(smooth_model, tokenizer, tokenizer.encode("the dog", "a cat"), output="next_sentence")
     with pytest.raises(InvalidInputError, match="masked-LM head"):
         saliency(nsp_model, tokenizer, tokenizer.encode("the [MASK]"))
     with pytest.raises(InvalidInputError, match="not one of the 2 outputs"):
-        saliency(nsp_model, tokenizer, tokenizer.encode("the dog", "a cat"), head="next_sentence", target_id=2)
+        saliency(nsp_model, tokenizer, tokenizer.encode("the dog", "a cat"), output="next_sentence", target_id=2)
 
 
 def test_classifier_attributions_add_up_and_carry_the_label_name(tokenizer):
@@ -151,7 +151,7 @@ def test_classifier_attributions_add_up_and_carry_the_label_name(tokenizer):
     with torch.no_grad():
         model.classifier.weight.mul_(50)
     encoding = tokenizer.encode("her dog went to the park")
-    result = saliency(model, tokenizer, encoding, "integrated_gradients", steps=64, head="classify", target_id=2)
+    result = saliency(model, tokenizer, encoding, "integrated_gradients", steps=64, output="classify", target_id=2)
     difference = result.score - result.baseline_score
     assert abs(difference) > 1e-3 and result.total == pytest.approx(difference, rel=0.01, abs=1e-4)
     input_ids, token_type_ids = encoding.tensors()
@@ -159,4 +159,4 @@ def test_classifier_attributions_add_up_and_carry_the_label_name(tokenizer):
         expected = model.classify(input_ids, token_type_ids)[0].double().log_softmax(-1)[2]
     assert result.score == pytest.approx(float(expected), abs=1e-5) and result.target.token == "happy"
     with pytest.raises(InvalidInputError, match="no next-sentence head"):
-        saliency(model, tokenizer, encoding, head="next_sentence")
+        saliency(model, tokenizer, encoding, output="next_sentence")

@@ -2,7 +2,7 @@
 
 BERT's input vector is a sum, token + position + segment, before the embedding LayerNorm. We make each part of
 each token a separate input (replacing its hook's activation by a tensor we differentiate) and attribute the
-score f = log p(target) to each (part, token). The target is a word at a [MASK] (head "mlm"), or a class of a
+score f = log p(target) to each (part, token). The target is a word at a [MASK] (output "mlm"), or a class of a
 sentence-level head read from [CLS]: "next_sentence" (B follows A, or not) or "classify" (a fine-tuned
 classifier's labels); for a class, f = log p(class) = the class logit minus the log-sum-exp of all class logits.
 
@@ -36,7 +36,7 @@ from ...tokenizer import BertTokenizer, Encoding
 PARTS = ("token", "position", "segment")
 HOOKS = EMBEDDING_PARTS
 METHODS = ("gradient_x_input", "integrated_gradients")
-HEADS = ("mlm", "next_sentence", "classify")  # what is explained: a masked word, or a class read from [CLS]
+OUTPUTS = ("mlm", "next_sentence", "classify")  # what is explained: a masked word, or a class read from [CLS]
 NEXT_SENTENCE_LABELS = ("B follows A", "B does not follow A")  # the NSP head's two classes, in index order
 
 
@@ -62,20 +62,20 @@ class Saliency:
 
 def saliency(
     model: Bert, tokenizer: BertTokenizer, encoding: Encoding, method: str = "integrated_gradients",
-    position: int | None = None, target_id: int | None = None, steps: int = 32, batch_size: int = 32, head: str = "mlm",
+    position: int | None = None, target_id: int | None = None, steps: int = 32, batch_size: int = 32, output: str = "mlm",
 ) -> Saliency:
     """Attributions of log p(target) to each token's token, position and segment embeddings.
 
-    head "mlm": the word `target_id` at `position` (default: the first [MASK]; target default: the model's top
-    prediction there). head "next_sentence" or "classify": the class `target_id` (default: the top class).
+    output "mlm": the word `target_id` at `position` (default: the first [MASK]; target default: the model's top
+    prediction there). output "next_sentence" or "classify": the class `target_id` (default: the top class).
     """
     if method not in METHODS:
         raise InvalidInputError(f"method must be one of {METHODS}, not {method!r}")
-    if head not in HEADS:
-        raise InvalidInputError(f"head must be one of {HEADS}, not {head!r}")
-    _check_head(model, head)
+    if output not in OUTPUTS:
+        raise InvalidInputError(f"output must be one of {OUTPUTS}, not {output!r}")
+    _check_output(model, output)
     input_ids, token_type_ids = encoding.tensors(model_device(model))
-    if head != "mlm":
+    if output != "mlm":
         position = 0  # sentence-level heads read [CLS]
     elif position is None:
         masks = tokenizer.mask_positions(encoding)
@@ -85,15 +85,15 @@ def saliency(
     if not 0 <= position < input_ids.shape[1]:
         raise InvalidInputError(f"position {position} is outside this {input_ids.shape[1]}-token input")
     parts = embedding_parts(model, input_ids, token_type_ids)
-    score_fn = _Score(model, input_ids, token_type_ids, position, head)
+    score_fn = _Score(model, input_ids, token_type_ids, position, output)
     with torch.no_grad():
         choices = score_fn.log_probs(parts)[0]
     if target_id is None:
         target_id = int(choices.argmax())
     if not 0 <= target_id < len(choices):
-        raise InvalidInputError(f"target {target_id} is not one of the {len(choices)} outputs of the {head} head")
+        raise InvalidInputError(f"target {target_id} is not one of the {len(choices)} outputs of the {output} head")
     score, gradients = score_fn.gradients(parts, target_id)
-    target = _target(model, tokenizer, head, target_id, float(np.exp(score[0])))
+    target = _target(model, tokenizer, output, target_id, float(np.exp(score[0])))
     if method == "gradient_x_input":
         attributions = torch.stack([(gradients[p] * parts[p]).sum(-1)[0] for p in PARTS])
         return Saliency(method, encoding.tokens, position, target, as_numpy(attributions), float(score[0]))
@@ -121,19 +121,19 @@ def baseline_parts(model: Bert, tokenizer: BertTokenizer, encoding: Encoding, pa
     return {"token": token[None], "position": position[None], "segment": segment[None]}
 
 
-def _check_head(model: Bert, head: str) -> None:
-    if head == "mlm" and not model.has_mlm_head:
+def _check_output(model: Bert, output: str) -> None:
+    if output == "mlm" and not model.has_mlm_head:
         raise InvalidInputError("saliency of a masked prediction needs a model with a masked-LM head")
-    if head == "next_sentence" and not model.has_nsp_head:
+    if output == "next_sentence" and not model.has_nsp_head:
         raise InvalidInputError("this model has no next-sentence head; the built-in minilm and bert-base-uncased have one")
-    if head == "classify" and not model.has_classifier:
+    if output == "classify" and not model.has_classifier:
         raise InvalidInputError("this model has no classifier head: load a fine-tuned sequence classifier")
 
 
-def _target(model: Bert, tokenizer: BertTokenizer, head: str, target_id: int, probability: float) -> Candidate:
-    if head == "mlm":
+def _target(model: Bert, tokenizer: BertTokenizer, output: str, target_id: int, probability: float) -> Candidate:
+    if output == "mlm":
         return make_candidate(tokenizer, target_id, probability)
-    labels = NEXT_SENTENCE_LABELS if head == "next_sentence" else (model.labels or [])
+    labels = NEXT_SENTENCE_LABELS if output == "next_sentence" else (model.labels or [])
     label = labels[target_id] if target_id < len(labels) else f"class {target_id}"
     return Candidate(label, target_id, probability, is_continuation=False)
 
@@ -141,8 +141,8 @@ def _target(model: Bert, tokenizer: BertTokenizer, head: str, target_id: int, pr
 class _Score:
     """f = log p(target) at one position, or of a class, as a function of the three embedding parts (a batch of them)."""
 
-    def __init__(self, model: Bert, input_ids: torch.Tensor, token_type_ids: torch.Tensor, position: int, head: str = "mlm"):
-        self.model, self.input_ids, self.token_type_ids, self.head = model, input_ids, token_type_ids, head
+    def __init__(self, model: Bert, input_ids: torch.Tensor, token_type_ids: torch.Tensor, position: int, output: str = "mlm"):
+        self.model, self.input_ids, self.token_type_ids, self.output = model, input_ids, token_type_ids, output
         self.at_position = torch.zeros_like(input_ids, dtype=torch.bool)
         self.at_position[0, position] = True
 
@@ -151,12 +151,12 @@ class _Score:
         rows = parts["token"].shape[0]
         interventions = [(HOOKS[p], lambda activation, name, value=parts[p]: value) for p in PARTS]
         ids, types = self.input_ids.expand(rows, -1), self.token_type_ids.expand(rows, -1)
-        if self.head == "mlm":
+        if self.output == "mlm":
             logits, _ = self.model.run_with_cache(
                 ids, types, names=[], interventions=interventions, logit_mask=self.at_position.expand(rows, -1), detach=detach,
             )
         else:
-            logits, _ = self.model.run_with_cache(ids, types, names=[], interventions=interventions, detach=detach, head=self.head)
+            logits, _ = self.model.run_with_cache(ids, types, names=[], interventions=interventions, detach=detach, output=self.output)
         return logits.float().log_softmax(-1)  # float32 whatever the model's dtype
 
     def gradients(self, parts: dict[str, torch.Tensor], target_id: int) -> tuple[np.ndarray, dict[str, torch.Tensor]]:
