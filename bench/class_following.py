@@ -105,7 +105,7 @@ def _follow(url: str, follower: Follower, stop: threading.Event, joined: threadi
 
     try:
         while not stop.is_set():
-            fragment, interval = next(iter(session.fragments.items()))
+            fragment, interval = list(session.fragments.items())[-1]  # the page's newest timer
             tick = time.monotonic()
             before = set(follower.shown)
             session.rerun(fragment=fragment, on_markdown=on_markdown)

@@ -78,12 +78,14 @@ class Session:
             elif message.metadata.cacheable:
                 self.cache[message.hash] = raw
             kind = message.WhichOneof("type")
-            if kind == "new_session":  # a whole run of the page starts: it asks for its fragments' timers again
+            if kind == "new_session":
                 self.page_hash = message.new_session.page_script_hash
-                self.fragments.clear()
+            elif kind == "navigation":  # st.navigation says which page runs (the browser then asks for that one)
+                self.page_hash = message.navigation.page_script_hash
             elif kind == "page_info_changed":
                 self.query_string = message.page_info_changed.query_string
-            elif kind == "auto_rerun":
+            elif kind == "auto_rerun":  # the newest last
+                self.fragments.pop(message.auto_rerun.fragment_id, None)
                 self.fragments[message.auto_rerun.fragment_id] = message.auto_rerun.interval
             elif kind == "delta" and message.delta.WhichOneof("type") == "new_element":
                 _read_element(message.delta.new_element, page, on_chart, on_markdown)

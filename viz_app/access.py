@@ -17,6 +17,7 @@ import ipaddress
 from dataclasses import dataclass
 from typing import Sequence
 
+from viz_app.class_room import ClassRoom
 from viz_app.models import FOLDER, ModelChoice, default_source, first_choice
 from viz_app.server_settings import ServerSettings
 
@@ -95,3 +96,23 @@ def resolve(requested: str, choices: Sequence[ModelChoice], role: Role) -> Resol
     if role.may_choose_any_model and FOLDER in by_source:
         return Resolution(by_source[FOLDER], folder=requested)
     return Resolution(default, refused=not_offered(choices))
+
+
+@dataclass(frozen=True)
+class Visitor:
+    """One session's visitor, as Home.py works it out on each run (viz_app/visitor.py) and hands to the sidebar
+    and the pages."""
+
+    role: Role
+    settings: ServerSettings
+    choices: tuple[ModelChoice, ...]  # what this visitor's model pickers list (picker_choices)
+    room: ClassRoom | None  # the server's class, in class mode
+    presenter_key: str | None = None  # the presenter's key, for the presenter only
+
+    @property
+    def follows_class(self) -> bool:
+        """A student in class mode: the class panel is above every page."""
+        return self.settings.class_mode and self.role is Role.STUDENT
+
+    def resolve(self, requested: str) -> Resolution:
+        return resolve(requested, self.choices, self.role)

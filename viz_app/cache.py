@@ -24,11 +24,13 @@
   `st.cache_data`, keyed by the model's `ModelKey` and the inputs, never by the model object. A `PreparedInput`
   is keyed by its `key` (text, pair, masks, truncate): it is tokenized once, by the sentence box, and never here.
 - the room where tiny BERTs train live (one run at a time per server): `st.cache_resource`.
+- the class a presenter moves (viz_app/class_room.py), one per server and presenter key: `st.cache_resource`.
 """
 
 from __future__ import annotations
 
 import hashlib
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -53,6 +55,7 @@ from bert.data import LabelledSentence, builtin_sentences
 from bert.devices import as_numpy, model_device
 from bert.errors import InvalidInputError
 from viz_app import architecture, corpus_search, models, sentence_tasks, text, treebank_runs, word_contexts
+from viz_app.class_room import ClassRoom, class_links, network_host
 from viz_app.charts.base import Chart
 from viz_app.forward import ForwardResult, PreparedInput, record
 from viz_app.lessons.format import Lesson
@@ -372,3 +375,14 @@ def lesson_charts(key: ModelKey, page: str, state: dict) -> list[Chart]:
 def tiny_training_runs() -> TinyTrainingRuns:
     """The server's live tiny-BERT runs: one at a time, finished runs kept per settings."""
     return TinyTrainingRuns()
+
+
+@st.cache_resource(show_spinner=False)
+def class_room(key: str | None) -> ClassRoom:
+    """The server's class: one per presenter key (the teacher's, or None: a random key made now, once per server
+    start). Says the two links on the server's console when it is made."""
+    room = ClassRoom(key)
+    links = class_links(f"http://{network_host()}:{st.get_option('server.port')}", room.key)
+    print(f"Class mode. Presenter (keep this link to yourself): {links.presenter}\nStudents: {links.students}",
+          file=sys.stderr, flush=True)
+    return room
