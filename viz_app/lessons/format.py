@@ -39,6 +39,7 @@ CHOICES = {  # state keys whose value is one of a few names (each subset key: a 
     "tasks_method": tuple(METHODS),
     "image_format": ("png", "svg"),
     "search_by": ("layer", "head"),
+    "units": ("word pieces", "words"),
     "probe_tasks": tuple(TASKS),
 }
 LESSON_KEYS = {"title", "about", "state", "steps"}
