@@ -5,7 +5,7 @@ import streamlit as st
 from bert.analysis.attention.attention_stats import STATISTICS
 from viz_app import cache, widgets
 from viz_app.views.attention import (
-    AttentionSettings, attention_view, default_focus, query_key, shown_positions, strongest_key,
+    AttentionSettings, default_focus, query_key, shown_positions, strongest_key,
 )
 
 widgets.page_header(
@@ -77,7 +77,7 @@ statistic = st.segmented_control("Statistic", names, default="entropy", key="sta
 settings = AttentionSettings(layer, head, hide_special, focus, key, statistic)
 with units:
     words = widgets.units_picker(context, WORDS_NOTE)
-charts = attention_view(settings, result, stats, words)
+charts = cache.attention_charts(context.key, context.prepared, settings, words is not None)
 with left:
     widgets.show_chart(charts["pattern"], key="pattern")
 with right:

@@ -40,6 +40,7 @@ import torch
 
 from bert.analysis.attention import head_stats, rollout
 from bert.analysis.attention.attention_stats import HeadStatistics
+from bert.analysis.attention.words import word_groups
 from bert.analysis.attribution import saliency as attributions
 from bert.analysis.causal import ablation
 from bert.analysis.corpus.batching import layer_names
@@ -64,6 +65,7 @@ from viz_app.lessons.views import view_charts
 from viz_app.models import ModelKey
 from viz_app.tables import EmbeddingTables, model_tables, weight_tables
 from viz_app.tiny_training import TinyTrainingRuns
+from viz_app.views.attention import AttentionSettings, attention_view
 from viz_app.views.attention import head_statistics as attention_statistics
 
 BY_INPUT = {PreparedInput: lambda prepared: prepared.key}  # an input is its text, pair, masks and truncate flag
@@ -121,6 +123,14 @@ def hook_shapes(key: ModelKey, prepared: PreparedInput) -> dict[str, tuple[int, 
 def head_statistics(key: ModelKey, prepared: PreparedInput) -> HeadStatistics:
     """The attention page's per-head statistics of one input (a few kB, read-only)."""
     return attention_statistics(forward(key, prepared))
+
+
+@st.cache_resource(show_spinner=False, max_entries=4 * FORWARD_ENTRIES, ttl=HOUR, hash_funcs=BY_INPUT)
+def attention_charts(key: ModelKey, prepared: PreparedInput, settings: AttentionSettings, words: bool) -> dict[str, Chart]:
+    """The attention page's charts for one input and its settings (in words or word pieces), built once and shared
+    by every session that asks for the same: a class on one step asks thirty times. Streamlit only reads them."""
+    groups = word_groups(prepared.masked) if words else None
+    return attention_view(settings, forward(key, prepared), head_statistics(key, prepared), groups)
 
 
 @st.cache_data(show_spinner="Analysing the embedding tables (once per model)…", max_entries=4)
