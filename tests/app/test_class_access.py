@@ -11,6 +11,7 @@ from app_helpers import no_exception
 from bert import hub
 from viz_app import cache, visitor
 from viz_app.access import NOT_OFFERED
+from viz_app.lessons.format import parse_lesson
 
 pytestmark = pytest.mark.slow  # every test here runs the app
 
@@ -136,3 +137,31 @@ def test_only_the_presenters_key_moves_the_class(open_app, class_mode, unreachab
     assert room.current.step == 1 and room.version == 2
     presenter.button(key="lesson_leave").click().run()
     assert room.current is None
+
+
+def test_a_student_takes_the_step_of_a_lesson_the_presenter_loaded_from_a_file(open_app, class_mode, unreachable_hub):
+    lesson = parse_lesson(OWN_LESSON, "own", source="own.yaml")
+    cache.class_room(class_mode).show(class_mode, lesson, 1, model="minilm")
+    at = open_app("lessons", follow=1)  # the students' link: the class is on step 2, on the attention page
+    no_exception(at)
+    assert (at.session_state["text"], at.session_state["layer"], at.session_state["head"]) == (
+        "Bees make honey in the spring.", 2, 3)
+    panel = " ".join(m.value for m in at.markdown)
+    assert "**Following the class** · Our own lesson · step 2 of 2" in panel and "Look at layer two" in panel
+    # (the switch to the step's page is the browser's part: tests/browser/test_class_following.py)
+
+
+OWN_LESSON = """
+title: Our own lesson
+about: Written by the teacher.
+state:
+  text: "Bees make honey in the spring."
+steps:
+  - title: First
+    page: prediction
+    text: A first look.
+  - title: Second
+    page: attention
+    state: {layer: 2, head: 3}
+    text: Look at layer two.
+"""
