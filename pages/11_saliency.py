@@ -1,6 +1,9 @@
 """Saliency for a masked prediction, split into token, position and segment embeddings."""
+import dataclasses
+
 import streamlit as st
 
+from bert.analysis.attention.words import merge_scores
 from bert.analysis.attribution.saliency import METHODS, PARTS
 from viz_app import analysis_widgets, cache, state, widgets
 from viz_app.charts.saliency import saliency_chart
@@ -25,7 +28,11 @@ method = columns[0].radio("Method", METHODS, horizontal=True, key="saliency_meth
 steps = columns[1].slider("Integration steps", 8, 128, value=32, step=8, key="saliency_steps", bind="query-params",
                           persist_state="session", disabled=method != "integrated_gradients")
 result = cache.saliency(context.key, context.prepared, method, position, target.token_id, steps)
-widgets.show_chart(saliency_chart(result, PARTS), key="saliency")
+words = widgets.units_picker(context, "Words: a word's attribution is the sum of its pieces' attributions (the "
+                             "totals stay the same).")
+shown = result if words is None else dataclasses.replace(
+    result, tokens=list(words.labels), attributions=merge_scores(result.attributions, words, how="sum"))
+widgets.show_chart(saliency_chart(shown, PARTS), key="saliency")
 if method == "gradient_x_input":
     st.caption(
         "Gradient × input, per part. The embedding LayerNorm ignores the scale of token + position + segment, so the "

@@ -24,11 +24,13 @@
   `st.cache_data`, keyed by the model's `ModelKey` and the inputs, never by the model object. A `PreparedInput`
   is keyed by its `key` (text, pair, masks, truncate): it is tokenized once, by the sentence box, and never here.
 - the room where tiny BERTs train live (one run at a time per server): `st.cache_resource`.
+- the class a presenter moves (viz_app/class_room.py), one per server and presenter key: `st.cache_resource`.
 """
 
 from __future__ import annotations
 
 import hashlib
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +40,7 @@ import torch
 
 from bert.analysis.attention import head_stats, rollout
 from bert.analysis.attention.attention_stats import HeadStatistics
+from bert.analysis.attention.words import word_groups
 from bert.analysis.attribution import saliency as attributions
 from bert.analysis.causal import ablation
 from bert.analysis.causal.erasure import ErasureReport
@@ -55,6 +58,7 @@ from bert.data import LabelledSentence, builtin_sentences
 from bert.devices import as_numpy
 from bert.errors import InvalidInputError
 from viz_app import architecture, causal_tracing, corpus_search, models, probe_runs, sentence_tasks, text, word_contexts
+from viz_app.class_room import ClassRoom, class_links, network_host
 from viz_app.charts.base import Chart
 from viz_app.forward import ForwardResult, PreparedInput, record
 from viz_app.lessons.format import Lesson
@@ -63,6 +67,7 @@ from viz_app.lessons.views import view_charts
 from viz_app.models import ModelKey
 from viz_app.tables import EmbeddingTables, embedding_tables, weight_tables
 from viz_app.tiny_training import TinyTrainingRuns
+from viz_app.views.attention import AttentionSettings, attention_view
 from viz_app.views.attention import head_statistics as attention_statistics
 
 BY_INPUT = {PreparedInput: lambda prepared: prepared.key}  # an input is its text, pair, masks and truncate flag
@@ -120,6 +125,14 @@ def hook_shapes(key: ModelKey, prepared: PreparedInput) -> dict[str, tuple[int, 
 def head_statistics(key: ModelKey, prepared: PreparedInput) -> HeadStatistics:
     """The attention page's per-head statistics of one input (a few kB, read-only)."""
     return attention_statistics(forward(key, prepared))
+
+
+@st.cache_resource(show_spinner=False, max_entries=4 * FORWARD_ENTRIES, ttl=HOUR, hash_funcs=BY_INPUT)
+def attention_charts(key: ModelKey, prepared: PreparedInput, settings: AttentionSettings, words: bool) -> dict[str, Chart]:
+    """The attention page's charts for one input and its settings (in words or word pieces), built once and shared
+    by every session that asks for the same: a class on one step asks thirty times. Streamlit only reads them."""
+    groups = word_groups(prepared.masked) if words else None
+    return attention_view(settings, forward(key, prepared), head_statistics(key, prepared), groups)
 
 
 @st.cache_data(show_spinner="Analysing the embedding tables (once per model)…", max_entries=4)
@@ -408,3 +421,14 @@ def lesson_charts(key: ModelKey, page: str, state: dict) -> list[Chart]:
 def tiny_training_runs() -> TinyTrainingRuns:
     """The server's live tiny-BERT runs: one at a time, finished runs kept per settings."""
     return TinyTrainingRuns()
+
+
+@st.cache_resource(show_spinner=False)
+def class_room(key: str | None) -> ClassRoom:
+    """The server's class: one per presenter key (the teacher's, or None: a random key made now, once per server
+    start). Says the two links on the server's console when it is made."""
+    room = ClassRoom(key)
+    links = class_links(f"http://{network_host()}:{st.get_option('server.port')}", room.key)
+    print(f"Class mode. Presenter (keep this link to yourself): {links.presenter}\nStudents: {links.students}",
+          file=sys.stderr, flush=True)
+    return room

@@ -106,6 +106,7 @@ BOUND: dict[str, Param] = {
     "layer": Param(int, str, 0),
     "head": Param(int, str, 0),
     "statistic": Param(str, str, "entropy"),
+    "units": Param(str, str, "word pieces"),  # attention, saliency, MLP: "word pieces" or "words" (Clark et al. 2019)
     "mlp_layer": Param(int, str, 0),
     "neurons_shown": Param(int, str, 48),
     "k": Param(int, str, 16),

@@ -20,9 +20,11 @@ PURE = [
     "viz_app.label_names", "viz_app.page_context", "viz_app.export_lesson", "viz_app.lessons.format",
     "viz_app.lessons.computed", "viz_app.lessons.resolve", "viz_app.lessons.views", "viz_app.lessons.export",
     *sorted(f"viz_app.views.{path.stem}" for path in (ROOT / "viz_app" / "views").glob("*.py") if path.stem != "__init__"),
+    "viz_app.access", "viz_app.server_settings", "viz_app.class_room", "viz_app.class_links",
 ]
 WIDGETS = {"viz_app.widgets", "viz_app.analysis_widgets", "viz_app.sidebar", "viz_app.sentence_box", "viz_app.state",
-           "viz_app.lessons.session", "viz_app.live_run", "viz_app.pretraining_figures"}
+           "viz_app.lessons.session", "viz_app.live_run", "viz_app.pretraining_figures", "viz_app.visitor",
+           "viz_app.lessons.following"}
 
 
 def module_files() -> dict[str, Path]:

@@ -29,6 +29,7 @@ class ResolvedStep:
     page: str
     state: dict[str, Any]  # every key the step sets, literal and computed; text and pair always
     problems: tuple[str, ...] = ()  # one line each: what could not be computed for this model, and why
+    choices: tuple[str, ...] = ()  # the question's short answers, for a class to pick from
 
     def query(self, model: str | None) -> dict[str, str]:
         """The step's state as a link's query parameters (the model first)."""
@@ -99,7 +100,8 @@ def resolve(lesson: Lesson, index: int, loaded, session: Mapping[str, Any] | Non
         return PLACEHOLDER.sub(replace, text)
 
     texts = [fill(getattr(step, key)) for key in ("title", "text", "question", "answer", "notice")]
-    return ResolvedStep(index + 1, len(lesson.steps), *texts, step.page, state, tuple(dict.fromkeys(problems)))
+    return ResolvedStep(index + 1, len(lesson.steps), *texts, step.page, state, tuple(dict.fromkeys(problems)),
+                        step.choices)
 
 
 def _set(key: str, found: Finding) -> dict[str, Any]:
