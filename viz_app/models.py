@@ -121,7 +121,7 @@ def revision(source: str, folder: str | None = None) -> str:
 def load(source: str, folder: str | None = None) -> LoadedModel:
     """Load for the app, on a GPU when there is one (BERT_DEVICE=cpu, cuda:1, ... chooses).
     Raises bert.errors.* (and OSError for unreadable files) with a message for the user."""
-    model, tokenizer = bert.load_pretrained(folder or source, device=os.environ.get(DEVICE_VARIABLE, "auto"))
+    model, tokenizer = bert.load_pretrained(folder or source, device=os.environ.get(DEVICE_VARIABLE, "auto"), pack_for_cpu=True)
     model.eval()
     return LoadedModel(source, model, tokenizer, summarize(model))
 
