@@ -2,7 +2,7 @@
 import numpy as np
 import streamlit as st
 
-from bert.analysis.attribution.saliency import METHODS, PARTS
+from bert.analysis.attribution.saliency import METHODS
 from viz_app import analysis_widgets as aw
 from viz_app import cache, state, widgets
 from viz_app.charts.saliency import saliency_chart
@@ -28,12 +28,17 @@ method = columns[0].radio("Method", METHODS, horizontal=True, key="saliency_meth
 steps = columns[1].slider("Integration steps", 8, 128, value=32, step=8, key="saliency_steps", bind="query-params",
                           persist_state="session", disabled=method != "integrated_gradients")
 result = cache.saliency(*key, encoding, method, position, target.token_id, steps)
-widgets.show_chart(saliency_chart(result, PARTS), key="saliency")
+widgets.show_chart(saliency_chart(result), key="saliency")
 if method == "gradient_x_input":
     st.caption(
         "Gradient × input, per part. The embedding LayerNorm ignores the scale of token + position + segment, so the "
         "three parts of each token add up to about zero: read which part pushes which way, not a token's total."
     )
+elif method in ("occlusion", "shapley_value_sampling"):
+    how = ("each token swapped for [MASK] in turn" if method == "occlusion"
+           else f"{result.samples} random orders in which the tokens go from [MASK] to themselves")
+    st.caption(f"{method.replace('_', ' ').capitalize()}: {how}, {result.evaluations} runs of the model. "
+               "One bar per token: how much log p drops without it.")
 else:
     gap = result.completeness_gap
     difference = result.score - result.baseline_score

@@ -1,7 +1,7 @@
 """Sentence tasks: next-sentence prediction, a fine-tuned classifier's classes (and what drove them), token labels."""
 import streamlit as st
 
-from bert.analysis.attribution.saliency import METHODS, NEXT_SENTENCE_LABELS, PARTS
+from bert.analysis.attribution.saliency import METHODS, NEXT_SENTENCE_LABELS
 from viz_app import analysis_widgets as aw
 from viz_app import sentence_tasks as tasks
 from viz_app import cache, state, widgets
@@ -38,7 +38,7 @@ def explain(head: str, target: int, labels) -> None:
                                       persist_state="session", format_func=lambda m: m.replace("_", " ")))
     method = chosen_method[0]
     result = cache.saliency(*key, encoding, method, 0, target, 32, head)
-    widgets.show_chart(saliency_chart(result, PARTS), key=f"saliency_{head}")
+    widgets.show_chart(saliency_chart(result), key=f"saliency_{head}")
     st.caption(
         f"Attributions of log p('{widgets.escape_markdown(labels[target])}') to each token's token, position and segment "
         "embeddings (the Saliency page explains the methods). Bars above zero pushed towards this answer."

@@ -232,7 +232,7 @@ def head_ranking(source, folder, revision, encoding, position: int, mode: str) -
 @st.cache_data(show_spinner="Computing attributions…", max_entries=32)
 def saliency(source, folder, revision, encoding, method: str, position: int, target_id: int, steps: int, head: str = "mlm"):
     loaded = load_model(source, folder, revision)
-    return attributions.saliency(loaded.model, loaded.tokenizer, encoding, method, position, target_id, steps=steps, head=head)
+    return attributions.saliency(loaded.model, loaded.tokenizer, encoding, method, position, target_id, steps=steps, output=head)
 
 
 # ---- corpus search: an index per (model, corpus), shared; searches per query ------------------------------------
