@@ -29,3 +29,23 @@ def explained_text(result) -> str:
         return f"logit('{result.target.token}') − logit('{result.foil.token}')"
     score = "log p" if result.explained.score == "log_probability" else "p"
     return f"{score}('{result.target.token}')"
+
+
+def deletion_chart(curve, tokens: list[str], method: str) -> Chart:
+    """The deletion curve of one map against the random orders' mean, each with its area under the curve."""
+    swapped = ["(none)"] + [tokens[i] for i in curve.order]
+    figure = go.Figure()
+    ordered = f"{method.replace('_', ' ')} order (area {curve.area:.3f})"
+    figure.add_scatter(x=curve.fraction_removed, y=curve.values, mode="lines+markers", name=ordered, text=swapped,
+                       hovertemplate="%{text}: %{y:.3f}<extra></extra>", line=dict(color=PART_COLOURS["token"]))
+    figure.add_scatter(x=curve.fraction_removed, y=curve.random_values, mode="lines", line=dict(color=PART_COLOURS["sum"], dash="dash"),
+                       name=f"random order (area {curve.random_area:.3f})")
+    measure = "p(answer)" if curve.measure == "probability" else "logit difference"
+    layout(figure, f"Deletion curve: {measure} as tokens become [MASK], most important first", height=360,
+           xaxis=dict(title="share of word tokens masked", tickformat=".0%"), yaxis=dict(title=measure), **legend_on_top())
+    data = pd.DataFrame({"share masked": curve.fraction_removed, "token masked last": swapped,
+                         "attribution order": curve.values, "random order (mean)": curve.random_values})
+    verdict = "falls faster than" if curve.beats_random else "does not fall faster than"
+    caption = (f"Masking tokens in the attribution's order {verdict} a random order (area {curve.area:.3f} against "
+               f"{curve.random_area:.3f}; smaller means the map found what the prediction depends on).")
+    return Chart(figure, data, f"deletion_{method}", caption=caption)
