@@ -1,7 +1,7 @@
 """Timing of the analyses on MiniLM: probes over 1,000 sentences, the all-heads ablation ranking,
 integrated gradients with 32 steps; also the logit lens, rollout, attention flow and corpus head statistics.
 
-    OMP_NUM_THREADS=1 python bench/analyses.py [--sentences 1000] [--json out/analyses.json]
+    OMP_NUM_THREADS=1 python -m bench.analyses [--sentences 1000] [--json out/analyses.json]
 
 Each analysis runs once after a warm-up of the model (the probes are minutes long; one run is the figure). Wall
 time depends on what else the machine runs, so the process's CPU time and the load average are printed beside it.
@@ -12,7 +12,6 @@ import argparse
 import json
 import os
 import platform
-import sys
 import time
 from pathlib import Path
 
@@ -20,7 +19,6 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import torch  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's bert, whatever is installed
 import bert  # noqa: E402
 from bert.hooks import every_layer, stack_layers  # noqa: E402
 from bert.analysis.causal import ablation

@@ -1,9 +1,9 @@
 """How long from a new sentence to pages 1 and 2 rendered, measured as AppTest run time, beside transformers.
 
-    python bench/make_random_bert.py out/random-bert-base                  # once: a BERT-base-shaped checkpoint
-    OMP_NUM_THREADS=1 python bench/app_timing.py --model out/random-bert-base
-    OMP_NUM_THREADS=1 python bench/app_timing.py                           # the built-in model
-    OMP_NUM_THREADS=1 python bench/app_timing.py --lengths 32 512 --repeats 5 --json out/app_timing.json
+    python -m bench.make_random_bert out/random-bert-base                  # once: a BERT-base-shaped checkpoint
+    OMP_NUM_THREADS=1 python -m bench.app_timing --model out/random-bert-base
+    OMP_NUM_THREADS=1 python -m bench.app_timing                           # the built-in model
+    OMP_NUM_THREADS=1 python -m bench.app_timing --lengths 32 512 --repeats 5 --json out/app_timing.json
 
 For each length: type a new sentence (with one [MASK]) into the sentence box while on the prediction page and run
 it (tokenize, the one cached forward pass, predictions, chips, chart), then switch to the attention page and
@@ -30,10 +30,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import torch  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 from bench.make_random_bert import reference_for  # noqa: E402
 
+ROOT = Path(__file__).resolve().parents[1]
 HOME = ROOT / "viz_app" / "Home.py"
 ATTENTION = "../pages/2_attention.py"
 PREDICTION = "../pages/1_prediction.py"

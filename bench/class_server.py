@@ -1,9 +1,10 @@
 """A whole class at once, measured on the server alone: N students, no browser.
 
-    python bench/class_server.py                                   # 30 students, built-in model
-    python bench/class_server.py --model out/random-bert-base      # BERT-base shape (bench/make_random_bert.py)
-    python bench/class_server.py --students 5 --json out/class_server.json
-    python bench/class_server.py --students 1 --rounds 40 --profile out/one_student.txt   # where the time goes
+    python -m bench.class_server                                   # 30 students, built-in model
+    python -m bench.class_server --model out/random-bert-base      # BERT-base shape (bench/make_random_bert.py)
+    python -m bench.class_server --students 5 --json out/class_server.json
+    python -m bench.class_server --students 1 --rounds 40 --profile out/one_student.txt   # where the time goes
+    python -m bench.class_server --summarise-profile out/one_student.txt                  # that profile's shares again
 
 `--profile` samples the server with py-spy (pip install py-spy) during the key presses and prints the share of
 each part of a rerun (the forward pass, the chart, Streamlit's runner, the websocket, ...). Samples of a thread
@@ -44,10 +45,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import urlencode
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # this checkout's bert and viz_app, whatever is installed
-
-from bench import classroom  # noqa: E402
+from bench import classroom
+from viz_app.local_server import ROOT, serve
 
 SENTENCE_LABEL = "Sentence"
 
@@ -301,7 +300,7 @@ def measure(model: str, count: int, timeout_s: float, log: Path, profile: Path |
     check every page; returns one record per key press and the server figures."""
     students = [Student(n, text) for n, text in enumerate(classroom.sentences(count * rounds))]
     client_cpu = _own_cpu()
-    with classroom.serve(log) as (url, server):
+    with serve(log) as (url, server):
         figures = run_class(url, model, [students[i::count] for i in range(count)], timeout_s, server.pid, profile)
         figures["peak_mb"] = classroom.peak_memory_mb(server.pid)
     figures["client_cpu_s"] = _own_cpu() - client_cpu
@@ -324,11 +323,18 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=300, help="seconds each step of a student may take, at most")
     parser.add_argument("--json", type=Path, help="also write the measurements here")
     parser.add_argument("--profile", type=Path, help="sample the server with py-spy during the key presses (collapsed stacks)")
+    parser.add_argument("--summarise-profile", type=Path, metavar="STACKS",
+                        help="only print the shares of a --profile file recorded earlier, and stop")
+    parser.add_argument("--log", type=Path, default=ROOT / "out" / "class_server_streamlit.log", help="the server's output")
     args = parser.parse_args()
+    if args.summarise_profile:
+        for name, share in summarise_profile(args.summarise_profile):
+            print(f"  {share:6.1%}  {name}")
+        return 0
     model = str(Path(args.model).resolve()) if Path(args.model).is_dir() else args.model
     load_before = os.getloadavg()
     students, figures = measure(
-        model, args.students, args.timeout, ROOT / "out" / "class_server_streamlit.log", args.profile, args.rounds
+        model, args.students, args.timeout, args.log, args.profile, args.rounds
     )
     load = os.getloadavg()
     for student in students:

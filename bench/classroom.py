@@ -1,45 +1,37 @@
 """A whole class at once: N students (browser contexts) type their own sentence into one app server.
 
-    OMP_NUM_THREADS=1 python bench/classroom.py                                   # 30 students, built-in model
-    OMP_NUM_THREADS=1 python bench/classroom.py --model out/random-bert-base      # BERT-base shape
-    OMP_NUM_THREADS=1 python bench/classroom.py --students 4 --json out/classroom.json
+    OMP_NUM_THREADS=1 python -m bench.classroom                                   # 30 students, built-in model
+    OMP_NUM_THREADS=1 python -m bench.classroom --model out/random-bert-base      # BERT-base shape
+    OMP_NUM_THREADS=1 python -m bench.classroom --students 4 --json out/classroom.json
+    OMP_NUM_THREADS=1 python -m bench.classroom --recheck out/classroom.json      # check a run's pages again
 
-Starts `streamlit run viz_app/Home.py` on 127.0.0.1 (a free port), opens one Chromium (Debian's package,
-driven by Playwright) with one browser context per student (each its own Streamlit session), all at once.
+Starts `streamlit run viz_app/Home.py` on 127.0.0.1 (a free port, viz_app/local_server.py), opens one Chromium
+(Debian's package, driven by Playwright) with one browser context per student (each its own Streamlit session), all at once.
 Every student opens the prediction page, types a sentence of their own with one [MASK] and presses
 Ctrl+Enter. The time to predictions is from that key press until the page shows the predictions for *that*
 sentence. Each page's candidates and probabilities (read from its chart) are checked against
 `bert.predict.predict_masks` run directly on the same model: every student must get their own, correct
 predictions. Prints the median and 95th percentile of the time to predictions, the server's peak resident
-memory (VmHWM of the streamlit process) and the load average, as a table ready to paste.
-tests/browser/test_classroom.py runs the same with 4 students.
+memory (VmHWM of the streamlit process) and the load average, as a table ready to paste; exit status 0 when
+every student got the right predictions. tests/browser/test_classroom.py runs it with 4 students.
 Every wait has a deadline; the server only listens on 127.0.0.1 and is stopped at the end.
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import html
 import json
 import os
-import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import time
 import urllib.parse
-import urllib.request
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
-]
+from viz_app.local_server import CHROMIUM, CHROMIUM_ARGS, ROOT, browser_missing, serve
+
 SHOWN = 10  # candidates the prediction page shows by default (its top_k slider, pages/1_prediction.py)
 SUBJECTS = (
     "doctor", "farmer", "pilot", "baker", "teacher", "sailor", "painter", "singer", "driver", "nurse",
@@ -64,45 +56,6 @@ def sentences(count: int) -> list[str]:
         f"{'never' if n % 2 else 'often'} [MASK] on {('monday', 'friday', 'sunday')[n % 3]} mornings."
         for n in range(count)
     ]
-
-
-def browser_missing() -> str | None:
-    """Why the browser run cannot happen here, or None."""
-    if not (Path(CHROMIUM).is_file() or shutil.which(CHROMIUM)):
-        return f"Chromium is not at {CHROMIUM} (apt-get install -y chromium, or set CHROMIUM=/path/to/chromium)"
-    try:
-        import playwright.async_api  # noqa: F401
-    except ImportError:
-        return "playwright is not installed (pip install playwright)"
-    return None
-
-
-@contextlib.contextmanager
-def serve(log_path: Path, timeout_s: float = 180):
-    """`streamlit run viz_app/Home.py` on 127.0.0.1 and a free port; yields (url, server process)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "w") as log:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(ROOT / "viz_app" / "Home.py"), "--server.headless", "true",
-             "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-             "--server.fileWatcherType", "none"],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-        )
-        url = f"http://127.0.0.1:{port}"
-        try:
-            _wait_for_health(url, server, timeout_s, log_path)
-            yield url, server
-        finally:
-            server.terminate()
-            try:
-                server.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait(timeout=30)
 
 
 def cpu_seconds(pid: int) -> float:
@@ -233,6 +186,7 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=600, help="seconds each student may take, at most")
     parser.add_argument("--json", type=Path, help="also write the measurements here")
     parser.add_argument("--recheck", type=Path, help="only check the pages recorded in this --json file again")
+    parser.add_argument("--log", type=Path, default=ROOT / "out" / "classroom_streamlit.log", help="the server's output")
     args = parser.parse_args()
     if args.recheck:
         return recheck(args.recheck)
@@ -241,7 +195,7 @@ def main() -> int:
         print(reason, file=sys.stderr)
         return 2
     model = str(Path(args.model).resolve()) if Path(args.model).is_dir() else args.model
-    with serve(ROOT / "out" / "classroom_streamlit.log") as (url, server):
+    with serve(args.log) as (url, server):
         started, server_cpu = time.monotonic(), cpu_seconds(server.pid)
         students = asyncio.run(run_class(url, model, sentences(args.students), args.timeout))
         wall, server_cpu = time.monotonic() - started, cpu_seconds(server.pid) - server_cpu
@@ -273,27 +227,14 @@ def recheck(path: Path) -> int:
     """Check a finished run's pages (its --json) again, e.g. after the check was made stricter."""
     recorded = json.loads(path.read_text())
     model = str(Path(recorded["model"]).resolve()) if Path(recorded["model"]).is_dir() else recorded["model"]
-    students = [Student(**{**s, "problem": None}) for s in recorded["students"] if s["shown"] is not None]
+    students = [Student(s["number"], s["sentence"], s["seconds"], s["shown"])  # also reads bench.class_server's files
+                for s in recorded["students"] if s["shown"] is not None]
     check(students, model)
     print(f"{path}: {sum(s.problem is None for s in students)} of {len(recorded['students'])} pages correct")
     for student in students:
         if student.problem:
             print(f"student {student.number}: {student.problem}")
     return 0 if all(s.problem is None for s in students) and len(students) == len(recorded["students"]) else 1
-
-
-def _wait_for_health(url: str, server: subprocess.Popen, timeout_s: float, log_path: Path) -> None:
-    deadline = time.time() + timeout_s
-    while time.time() < deadline:
-        if server.poll() is not None:
-            raise RuntimeError(f"streamlit exited with code {server.returncode}; see {log_path}")
-        try:
-            with urllib.request.urlopen(url + "/_stcore/health", timeout=5) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(1)
-    raise RuntimeError(f"streamlit did not answer at {url} within {timeout_s:.0f} s")
 
 
 if __name__ == "__main__":

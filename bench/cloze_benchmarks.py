@@ -1,6 +1,6 @@
 """Published cloze benchmarks for any model, beside bert-base-uncased's published figures.
 
-    OMP_NUM_THREADS=1 python bench/cloze_benchmarks.py --model minilm --external DIR [--json out/b.json]
+    OMP_NUM_THREADS=1 python -m bench.cloze_benchmarks --model minilm --external DIR [--json out/b.json]
 
 --model: minilm, a Hugging Face folder, or a hub id in the local cache. --external: the folder with the published
 data (goldberg2019_gulordava_agreement/, ettinger2020_psycholinguistic_cloze/; docs/benchmarks.md says where each
@@ -18,7 +18,6 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's bert, whatever is installed
 import bert  # noqa: E402
 from bert.evaluation import run_benchmarks  # noqa: E402
 

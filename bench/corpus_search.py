@@ -1,6 +1,6 @@
 """Corpus search figures: indexing throughput against transformers' forward, and search latency.
 
-    OMP_NUM_THREADS=1 python bench/corpus_search.py [--sentences 992] [--rows 1000000] [--json out/corpus_search.json]
+    OMP_NUM_THREADS=1 python -m bench.corpus_search [--sentences 992] [--rows 1000000] [--json out/corpus_search.json]
 
 1. Indexing: `build_index` over the built-in sentences with MiniLM (all 7 layers, tokenization, normalising and
    copying included) against `transformers`' BertModel from the same minilm-encoder folder, forward only with
@@ -17,16 +17,13 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import time
-from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's bert, whatever is installed
 import bert  # noqa: E402
 from bert.analysis.corpus.batching import batches, pad  # noqa: E402
 from bert.analysis.corpus.corpus_search import CorpusIndex, Entries, build_index  # noqa: E402

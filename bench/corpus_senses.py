@@ -1,6 +1,6 @@
 """Do a word's nearest neighbours share its sense, layer by layer? (bert/data/senses.tsv)
 
-    OMP_NUM_THREADS=1 python bench/corpus_senses.py [--model minilm] [--k 10]
+    OMP_NUM_THREADS=1 python -m bench.corpus_senses [--model minilm] [--k 10]
 
 For each of the 176 occurrences of 8 ambiguous words (two senses, 11 sentences each), its k nearest other
 occurrences of the same word by cosine; the table gives the share that have the query's sense.
@@ -8,12 +8,9 @@ occurrences of the same word by cosine; the table gives the share that have the 
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's bert, whatever is installed
-import bert  # noqa: E402
-from bert.analysis.representations.sense_neighbours import load_senses, sense_agreement  # noqa: E402
+import bert
+from bert.analysis.representations.sense_neighbours import load_senses, sense_agreement
 
 
 def main() -> None:

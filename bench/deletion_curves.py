@@ -1,6 +1,6 @@
 """How faithful each attribution method is on MiniLM: deletion curves on the built-in sentences.
 
-    OMP_NUM_THREADS=1 python bench/deletion_curves.py [--sentences 200] [--random-orders 10] [--json out/deletion.json]
+    OMP_NUM_THREADS=1 python -m bench.deletion_curves [--sentences 200] [--random-orders 10] [--json out/deletion.json]
 
 Each sentence (bert/data/sentences.tsv, in its fixed order) gets its WordNet headword replaced by one [MASK]; the
 model's top prediction there is explained by every method (bert.analysis.attribution.saliency), and each map's
@@ -17,7 +17,6 @@ import json
 import math
 import os
 import platform
-import sys
 import time
 from pathlib import Path
 
@@ -26,7 +25,6 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's bert, whatever is installed
 import bert  # noqa: E402
 from bert.analysis.attribution.deletion import deletion_curve  # noqa: E402
 from bert.analysis.attribution.saliency import METHODS, saliency, swappable  # noqa: E402

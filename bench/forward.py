@@ -1,6 +1,6 @@
 """Our BERT against transformers', same BERT-base weights, configurations timed in turn in one process.
 
-    python bench/forward.py [--parts recorded plain training] [--repeats 9] [--no-memory] [--no-packing]
+    python -m bench.forward [--parts recorded plain training] [--repeats 9] [--no-memory] [--no-packing]
 
 Three comparisons, each a table:
 - recorded (1 x 16, 128, 512 tokens): ours keeping every hook (`run_with_cache`, names=None, logits at every
@@ -46,11 +46,11 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
+from bench.make_random_bert import make_random_bert
+from bert import hook_name, load_pretrained
+from viz_app.forward import recorded_pass
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from bench.make_random_bert import make_random_bert  # noqa: E402
-from bert import hook_name, load_pretrained  # noqa: E402
-from viz_app.forward import recorded_pass  # noqa: E402
 
 PARTS = {  # part -> (configurations, the reference last; shapes as "BATCHxTOKENS")
     "recorded": (("ours_full", "ours_app", "transformers_eager"), ("1x16", "1x128", "1x512")),
@@ -182,12 +182,12 @@ def peak_memory(models: Models, name: str, shape: str) -> float:
 
 
 def measure_memory(folder: Path, name: str, shape: str, packing: bool) -> float:
-    command = [sys.executable, __file__, "--memory-of", name, shape, "--folder", str(folder), "--threads", str(torch.get_num_threads())]
+    command = [sys.executable, "-m", "bench.forward", "--memory-of", name, shape, "--folder", str(folder), "--threads", str(torch.get_num_threads())]
     command += [] if packing else ["--no-packing"]
     # a fixed mmap threshold: big blocks come from the kernel and go back to it when freed, so the resident set
     # before the call holds nothing freed that the call could reuse unseen
     env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536"}
-    done = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
+    done = subprocess.run(command, capture_output=True, text=True, check=True, env=env, cwd=ROOT)
     return float(done.stdout.strip().splitlines()[-1])
 
 

@@ -1,6 +1,6 @@
 """A BERT-base-shaped checkpoint folder with random weights, for timing (speed does not depend on the values).
 
-    python bench/make_random_bert.py out/random-bert-base      # config.json, model.safetensors, vocab.txt
+    python -m bench.make_random_bert out/random-bert-base      # config.json, model.safetensors, vocab.txt
 
 transformers' BertForMaskedLM with its default config (12 layers, 768 hidden, 12 heads, 30,522 tokens), saved as
 safetensors beside bert-base-uncased's vocabulary (the built-in model's vocab.txt is that vocabulary). No real
@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's bert, whatever is installed
-from bert.pretrained import minilm_folder  # noqa: E402
+from bert.pretrained import minilm_folder
 
 
 def make_random_bert(folder: Path, seed: int = 0):

@@ -1,12 +1,12 @@
 """Reduced-precision inference against float32: the built-in MiniLM with its weights in bfloat16 or float16.
 
-    OMP_NUM_THREADS=1 python bench/precision.py [--device cpu] [--model minilm] [--json out/precision.json]
+    OMP_NUM_THREADS=1 python -m bench.precision [--device cpu] [--model minilm] [--json out/precision.json]
 
-Every word piece of the test sentences (tests/bert_test_support.py: 20 sentences, 8 pairs) is masked in turn,
+Every word piece of the sample inputs (bert/data/sample_inputs.py: 20 sentences, 8 pairs) is masked in turn,
 one batch per sentence; at each masked position the float32 and the reduced-precision logits are compared:
 the largest and the mean absolute difference, whether the top-1 prediction agrees, and how many of the
 float32 top-5 are in the reduced-precision top-5. A dtype the device cannot run is reported, not hidden.
-Speed: the whole pass over the test inputs (351 masked copies in 28 batches), timed `--repeats` times for
+Speed: the whole pass over the sample inputs (351 masked copies in 28 batches), timed `--repeats` times for
 each dtype in turn (alternating, so that a busy moment hits all of them), median and spread, and the ratio
 of medians to float32.
 """
@@ -16,7 +16,6 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 
@@ -24,17 +23,14 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import torch  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's bert, whatever is installed
 import bert  # noqa: E402
+from bert.data.sample_inputs import PAIRS, SENTENCES  # noqa: E402
 from bert.devices import model_device  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from bert_test_support import PAIRS, SENTENCES  # noqa: E402
 
 
 @torch.no_grad()
 def masked_logits(model: bert.Bert, tokenizer: bert.BertTokenizer) -> torch.Tensor:
-    """[every maskable token of the test inputs, vocab]: the logits with that one token masked."""
+    """[every maskable token of the sample inputs, vocab]: the logits with that one token masked."""
     rows = []
     for text, pair in [(s, None) for s in SENTENCES] + PAIRS:
         encoding = tokenizer.encode(text, pair)

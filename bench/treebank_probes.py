@@ -1,9 +1,9 @@
 """Timing and figures of the treebank probes: the built-in model on UD English EWT (train on dev, test on test), all six
 tasks with controls at every layer; MDL timed on its own; a random BERT-base-shaped model for the large-model time.
 
-    OMP_NUM_THREADS=2 python bench/treebank_probes.py [--model minilm] [--mdl] [--json out/treebank_probes.json]
-    python bench/make_random_bert.py out/random-bert-base
-    OMP_NUM_THREADS=2 python bench/treebank_probes.py --model out/random-bert-base --json out/treebank_probes_base.json
+    OMP_NUM_THREADS=2 python -m bench.treebank_probes [--model minilm] [--mdl] [--json out/treebank_probes.json]
+    python -m bench.make_random_bert out/random-bert-base
+    OMP_NUM_THREADS=2 python -m bench.treebank_probes --model out/random-bert-base --json out/treebank_probes_base.json
 
 One run is the figure (minutes for BERT-base). Wall time depends on what else the machine runs: the process's CPU
 time and the load average are printed beside it, with the CPU model.
@@ -15,7 +15,6 @@ import json
 import os
 import platform
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -23,7 +22,6 @@ os.environ.setdefault("OMP_NUM_THREADS", "2")
 
 import torch  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's bert, whatever is installed
 import bert  # noqa: E402
 from bert.analysis.probing.probe_cli import format_tables  # noqa: E402
 from bert.analysis.probing.treebank import builtin_treebank  # noqa: E402

@@ -36,9 +36,6 @@ def main(argv: list[str] | None = None) -> int:
     from .analysis.corpus import index_cli
 
     index_cli.add_arguments(commands.add_parser("index", help="index every token of a corpus for corpus search"))
-    from viz_app.lessons.cli import add_arguments as add_lesson_arguments  # light: the app loads only when run
-
-    add_lesson_arguments(commands.add_parser("export-lesson", help="write a lesson as one HTML handout that needs no server"))
     from .analysis.probing import probe_cli
 
     probe_cli.add_arguments(commands.add_parser("probe", help="probe every layer on a treebank: tags, arcs, structural probes"))
@@ -55,10 +52,6 @@ def main(argv: list[str] | None = None) -> int:
             return finetune(args)
         if args.command == "index":
             return index_cli.run(args)
-        if args.command == "export-lesson":
-            from viz_app.lessons.cli import run as export_lesson
-
-            return export_lesson(args)
         if args.command == "probe":
             return probe_cli.run(args)
         from .pretraining.cli import run

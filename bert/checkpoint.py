@@ -17,6 +17,8 @@ from .config import BertConfig
 from .errors import CheckpointError
 from .model import Bert
 
+# The weight files a Hugging Face folder may hold, in the order loading looks for them. Only the safetensors ones
+# are fetched from the hub (bert/hub.py); a pytorch_model.bin is read with torch.load(weights_only=True).
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
 # Keys a checkpoint may carry that hold nothing of their own: a position-index buffer, and the decoder,
 # which BERT ties to the token embedding (its weight) and to cls.predictions.bias (its bias).

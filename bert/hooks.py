@@ -83,7 +83,8 @@ def every_layer(kind: str, num_layers: int) -> list[str]:
 
 def every_hook_name(num_layers: int, lm_head: bool = True, heads: Iterable[str] = ()) -> list[str]:
     """Every name `hook_name` builds for a model of `num_layers` layers (with or without the LM head, with the
-    HEAD_HOOKS kinds in `heads`, e.g. ("pooled", "nsp_logits"))."""
+    HEAD_HOOKS kinds in `heads`, e.g. ("pooled", "nsp_logits")): for users who want the list of what a run can
+    record before running one (the library itself records by name)."""
     names = list(EMBEDDING_HOOKS.values())
     names += [name for layer in range(num_layers) for name in (hook_name(kind, layer) for kind in LAYER_HOOKS)]
     return names + (list(LM_HEAD_HOOKS.values()) if lm_head else []) + [hook_name(kind) for kind in heads]

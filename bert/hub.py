@@ -15,13 +15,13 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from .checkpoint import WEIGHT_FILES
 from .errors import DownloadError, ModelNotFoundError
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 # What loading a BERT needs; never the .bin, .h5, .msgpack or ONNX copies many repositories also hold.
 NEEDED_FILES = ["config.json", "*.safetensors", "*.safetensors.index.json", "vocab.txt", "tokenizer.json",
                 "tokenizer_config.json"]
-WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json")
 REACHABLE_TIMEOUT_S = 3.0  # offline should cost seconds, not minutes of retries
 
 
@@ -56,7 +56,8 @@ def cached_snapshot(repo_id: str) -> Path | None:
 
 
 def has_weights(folder: Path) -> bool:
-    return any((folder / name).is_file() for name in WEIGHT_FILES)
+    """Safetensors weights, what `download` fetches: a pytorch_model.bin another tool left in the snapshot does not count."""
+    return any((folder / name).is_file() for name in WEIGHT_FILES if ".safetensors" in name)
 
 
 def cached_folder(repo_id: str) -> Path | None:

@@ -1,28 +1,17 @@
 """A pass for CPU inference: `pack_for_cpu_inference(model)` swaps each nn.Linear for a PackedLinear over the
-same parameters, which multiplies with a copy of its weight laid out for oneDNN.
+same parameters, which multiplies with a copy of its weight reordered once into the blocked layout of oneDNN, the
+kernel library inside PyTorch (what `torch.compile`'s freezing does for a CPU model). Why: nn.Linear calls Intel
+MKL, whose single-precision kernels are slower on AMD EPYC processors (figures: docs/benchmarks.md#forward-pass).
 
-The loaders apply it to a model on the CPU (`load_pretrained(..., pack_for_cpu=True)`, the default; the app loads
-through it); `Bert(config)` itself is plain nn.Linear. A PackedLinear is nn.Linear in train mode, whenever a
-gradient is wanted (of the input, the weight or the bias: BitFit trains the biases alone), and on a GPU. On the
-CPU in eval mode without gradients (the app, the analyses, corpus indexing) it hands the product to oneDNN, the
-kernel library inside PyTorch, with the weight reordered once into oneDNN's blocked layout (what
-`torch.compile`'s freezing does for a CPU model): PyTorch's nn.Linear uses Intel MKL, whose single-precision
-kernels are slower on AMD EPYC processors. One thread, one BERT-base MLP weight [3072, 768]: 1.8x faster for 16
-tokens, 1.15x for 512; the LM head's [30522, 768] at 3 positions 4x. `bench/forward.py --no-packing` shows the
-whole pass without it.
-
-Costs and guarantees:
-- memory: one more copy of each weight while the model is used for inference (BERT-base 413 MB, MiniLM 84 MB);
-  `model.train()` drops them;
-- the packed copy is remade when the weight changes: an in-place edit (`weight.zero_()`, an optimizer step,
-  `load_state_dict`), `model.to(dtype)`, a new `weight` tensor. Edits through `weight.data` bypass PyTorch's
-  version counter and are not seen: call `forget_packed_weights(model)` after them;
-- float32 and bfloat16; other dtypes (float16) and weights created under inference_mode take nn.Linear's path;
-- the sums run in another order: results differ from nn.Linear's by float rounding (about 1e-6 relative). A
-  row's result does not depend on the other rows;
-- the packed copy is a pure function of the weight, so many app sessions may share one model: whichever thread
-  packs first, every thread gets the same numbers;
-- should PyTorch's internal oneDNN op fail where nn.Linear works, that module takes nn.Linear's path for good.
+The loaders apply it to a model on the CPU (`load_pretrained(..., pack_for_cpu=True)`); `Bert(config)` itself is
+plain nn.Linear. A PackedLinear is nn.Linear in train mode, whenever a gradient is wanted (of the input, the weight
+or the bias), on a GPU, for dtypes other than float32 and bfloat16, and for weights made under inference_mode.
+- The packed copy is one more copy of each weight (`model.train()` drops it), remade when the weight changes: an
+  in-place edit, an optimizer step, `load_state_dict`, `model.to(dtype)`, a new tensor. Edits through
+  `weight.data` are not seen: call `forget_packed_weights(model)` after them.
+- Results differ from nn.Linear's by float rounding (about 1e-6 relative); a row's result does not depend on the
+  other rows, and the copy is a pure function of the weight, so app sessions sharing one model get the same numbers.
+- Should PyTorch's private oneDNN op fail where nn.Linear works, that module takes nn.Linear's path for good.
 """
 from __future__ import annotations
 

@@ -100,10 +100,6 @@ class BertTokenizer:
     def vocab_size(self) -> int:
         return self._tokenizer.get_vocab_size()
 
-    @property
-    def special_ids(self) -> set[int]:
-        return {self.cls_id, self.sep_id, self.mask_id, self.pad_id, self.unk_id}
-
     @functools.cached_property
     def continuation_mask(self) -> torch.Tensor:
         """bool [vocab]: True for word pieces that continue a word ("##ing")."""
@@ -120,7 +116,8 @@ class BertTokenizer:
         return self._tokenizer.token_to_id(token)
 
     def subwords(self, word: str) -> list[str]:
-        """How WordPiece splits one word: "kroxldyphivc" -> ['k', '##ro', '##x', '##ld', '##yp', '##hi', '##vc']."""
+        """How WordPiece splits one word: "kroxldyphivc" -> ['k', '##ro', '##x', '##ld', '##yp', '##hi', '##vc'].
+        For users exploring the vocabulary (the library itself encodes whole sentences with `encode`)."""
         return self._tokenizer.encode(word, add_special_tokens=False).tokens
 
     def encode(self, text: str, pair: str | None = None, max_length: int = 512, truncate: bool = False) -> Encoding:

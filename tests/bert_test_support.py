@@ -1,48 +1,20 @@
-"""Plain data and helpers shared by the bert tests: the test sentences, a tiny vocabulary, tiny model configs.
+"""Plain data and helpers shared by the bert tests: the sample inputs (bert/data/sample_inputs.py), a tiny
+vocabulary, tiny model configs.
 
 Tests import from here (`from bert_test_support import ...`), not from conftest: several folders under tests/
 have a conftest.py, and `import conftest` would find whichever was loaded first. Fixtures live in conftest.py.
 """
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import torch
 
-# Real English, varied lengths: punctuation, numbers, contractions, hyphens, accents, capitals, an emoji.
-SENTENCES = [
-    "Hi.",
-    "The dog barked at the mailman.",
-    "Jane and her dog Ralph went to the dog park.",
-    "Paris is the capital and most populous city of France.",
-    "I can't believe it's already 5 o'clock!",
-    "BERT reads the whole sentence at once, left and right.",
-    "She bought three apples, two pears and a melon for $4.50.",
-    "The quick brown fox jumps over the lazy dog.",
-    "Water boils at 100 degrees Celsius at sea level.",
-    "My grandmother's recipe uses a pinch of nutmeg.",
-    "A naïve café owner served crème brûlée.",
-    "Tokenization splits rare words like kroxldyphivc into pieces.",
-    "Do you know the way to the train station?",
-    "The committee postponed its decision until next Thursday.",
-    "He plays the violin beautifully 🎻 every evening.",
-    "Self-attention lets every token look at every other token.",
-    "In 1969, Neil Armstrong became the first person to walk on the Moon.",
-    "Rain.",
-    "Although the museum was crowded, we spent four happy hours looking at paintings, "
-    "sculptures and old maps of the city, and we still did not see everything.",
-    "The mitochondria is the powerhouse of the cell.",
-]
-
-# (sentence A, sentence B): segments 0 and 1, as in next-sentence prediction.
-PAIRS = [
-    ("The man went to the store.", "He bought a gallon of milk."),
-    ("The man went to the store.", "Penguins are flightless birds."),
-    ("Where is the library?", "It is next to the old town hall."),
-    ("I love reading.", "My favourite book is a long novel about the sea, the wind and a lighthouse keeper."),
-    ("The cat sat on the mat.", "It purred."),
-    ("How old are you?", "I'm 27 years old."),
-    ("The experiment failed twice.", "On the third attempt, the results finally matched the theory."),
-    ("Good morning!", "Good morning to you too."),
-]
+from bert.data.sample_inputs import PAIRS, SENTENCES  # noqa: F401 (the tests import them from here)
 
 # A tiny uncased WordPiece vocabulary: every lower-case word can be spelled with it.
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -203,3 +175,20 @@ def synthetic_conllu(num_sentences: int, seed: int = 0) -> str:
         ]
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks) + "\n"
+
+
+def run_bench(module: str, *args: str, timeout: float = 1800) -> subprocess.CompletedProcess:
+    """`python -m bench.MODULE ARGS` in a fresh interpreter, from the repository root (tests never import bench/)."""
+    root = Path(__file__).resolve().parents[1]
+    return subprocess.run([sys.executable, "-m", f"bench.{module}", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=root, env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(root)})
+
+
+def recheck_with_pages_swapped(run: dict, folder: Path) -> subprocess.CompletedProcess:
+    """`python -m bench.classroom --recheck` on a class's record (its --json) in which each student's page shows the
+    next student's predictions: the check must tell the sentences apart and fail every page."""
+    shown = [student["shown"] for student in run["students"]]
+    swapped = folder / "swapped.json"
+    swapped.write_text(json.dumps({**run, "students": [{**student, "shown": shown[(i + 1) % len(shown)]}
+                                                       for i, student in enumerate(run["students"])]}))
+    return run_bench("classroom", "--recheck", str(swapped))

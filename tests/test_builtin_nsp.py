@@ -19,6 +19,7 @@ def test_the_file_holds_only_the_pooler_and_the_nsp_head_in_fp16():
     assert MINILM_NSP_FILE.stat().st_size < 1_000_000
 
 
+@pytest.mark.slow
 def test_minilm_loads_it_and_the_encoder_does_not():
     model, tokenizer = load_pretrained("minilm")
     assert model.has_nsp_head and model.has_mlm_head

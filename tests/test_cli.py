@@ -39,6 +39,7 @@ def reference_probabilities(folder, text: str, pair: str | None = None) -> tuple
     return tokenizer.convert_ids_to_tokens(inputs["input_ids"][0].tolist()), logits[at_mask].softmax(-1)
 
 
+@pytest.mark.slow
 def test_cli_json_matches_transformers(tiny_mlm_folder):
     result = run_cli("predict", TEXT, "--model", str(tiny_mlm_folder), "--top-k", "4", "--json")
     assert result.returncode == 0, result.stderr
@@ -53,12 +54,14 @@ def test_cli_json_matches_transformers(tiny_mlm_folder):
     assert all(c["is_continuation"] == c["token"].startswith("##") for c in candidates)
 
 
+@pytest.mark.slow
 def test_cli_plain_output(tiny_mlm_folder):
     result = run_cli("predict", "the [mask] barked.", "--model", str(tiny_mlm_folder), "--top-k", "2")
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("[MASK] #1 (token 2):") and result.stdout.count("%") == 2
 
 
+@pytest.mark.slow
 def test_cli_bad_model_path_exits_2_with_one_line(tmp_path):
     result = run_cli("predict", TEXT, "--model", str(tmp_path / "no_such_model"), "--json")
     assert result.returncode == 2
@@ -67,6 +70,7 @@ def test_cli_bad_model_path_exits_2_with_one_line(tmp_path):
     assert len(lines) == 1 and lines[0].startswith("error: ") and "no_such_model" in lines[0], result.stderr
 
 
+@pytest.mark.slow
 def test_cli_model_without_mlm_head_exits_2(tmp_path, tiny_vocab_file):
     encoder = bert.Bert(bert.BertConfig(vocab_size=len(TINY_VOCAB), hidden_size=16, num_layers=1, num_heads=2, intermediate_size=32), mlm_head=False)
     folder = bert.save_hf_folder(encoder, tmp_path / "encoder", tiny_vocab_file)
@@ -144,6 +148,7 @@ def test_predict_reports_the_masked_tokens_rank_and_probability(tiny_mlm):
     assert top.original_rank == 1 and top.original_probability == pytest.approx(top.candidates[0].probability)
 
 
+@pytest.mark.slow
 def test_cli_says_which_device_and_dtype_it_uses(tiny_mlm_folder):
     plain = run_cli("predict", TEXT, "--model", str(tiny_mlm_folder), "--json", "--device", "cpu")
     half = run_cli("predict", TEXT, "--model", str(tiny_mlm_folder), "--json", "--device", "cpu", "--dtype", "bfloat16")
@@ -153,8 +158,36 @@ def test_cli_says_which_device_and_dtype_it_uses(tiny_mlm_folder):
     assert abs(full[0]["probability"] - reduced[0]["probability"]) < 0.02  # bfloat16 keeps ~3 significant digits
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA GPU: asking for one is not an error")
 def test_cli_asking_for_a_missing_gpu_exits_2_with_one_line(tiny_mlm_folder):
     result = run_cli("predict", TEXT, "--model", str(tiny_mlm_folder), "--device", "cuda")
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == ["error: device cuda was asked for, but PyTorch sees no CUDA GPU here: use \"cpu\" instead"]
+
+
+# Runs `python -m bert ARGS` in a fresh interpreter, then prints the app modules it had imported (last line, JSON).
+_APP_MODULES_AFTER = """
+import json, runpy, sys
+sys.argv = ["bert", *json.loads(sys.argv[1])]
+try:
+    runpy.run_module("bert", run_name="__main__", alter_sys=True)
+except SystemExit as stop:
+    code = stop.code
+print(json.dumps({"code": code, "app": sorted(m for m in sys.modules if m.split(".")[0] in ("streamlit", "viz_app"))}))
+"""
+
+
+@pytest.mark.parametrize("args", [
+    ["--help"],
+    pytest.param(["predict", "The [MASK] barked.", "--model", "minilm"],
+                 marks=[pytest.mark.slow,
+                        pytest.mark.skipif(not MINILM_HEAD_FILE.is_file(), reason=f"{MINILM_HEAD_FILE} is not there")]),
+], ids=["help", "predict"])
+def test_the_library_command_line_imports_neither_streamlit_nor_the_app(args):
+    result = subprocess.run([sys.executable, "-c", _APP_MODULES_AFTER, json.dumps(args)], capture_output=True, text=True,
+                            timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"})
+    assert result.returncode == 0, result.stderr
+    outcome = json.loads(result.stdout.splitlines()[-1])
+    assert outcome["code"] == 0, result.stderr
+    assert outcome["app"] == []

@@ -77,6 +77,7 @@ def test_bad_input_exits_2_with_one_line(tiny_mlm_folder, conllu_file, tmp_path,
     assert expected in lines[0]
 
 
+@pytest.mark.slow
 def test_torchrun_on_two_ranks_gives_the_results_of_one_process(tiny_mlm_folder, conllu_file, tmp_path):
     """The real entry point under torchrun: each rank runs the model over half the sentences, rank 0 probes."""
     arguments = ["-m", "bert", "probe", "--data", str(conllu_file), "--model", str(tiny_mlm_folder), "--tasks", "upos,distance", "--device", "cpu"]

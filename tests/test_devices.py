@@ -151,6 +151,7 @@ def test_load_pretrained_puts_the_model_on_the_device_in_the_dtype(tiny_mlm_fold
         bert.load_pretrained(str(tiny_mlm_folder), dtype="int8")
 
 
+@pytest.mark.slow
 def test_bfloat16_minilm_predicts_like_float32(minilm_path):
     """Reduced precision on the real weights: the top-1 at a masked word mostly agrees with float32, and the
     logits stay close (bench/precision.py measures the full figures the README gives)."""

@@ -1,4 +1,4 @@
-"""Hook points: every name the issue lists, with its shape; the names filter; what attention patterns must satisfy."""
+"""Hook points: every hook name, with its shape; the names filter; what attention patterns must satisfy."""
 from __future__ import annotations
 
 import copy
@@ -11,7 +11,7 @@ from bert.errors import InvalidInputError
 
 
 def expected_hooks(batch: int, seq: int, hidden: int, heads: int, intermediate: int, vocab: int, layers: int) -> dict[str, tuple]:
-    """Written out from the issue's list, not read from the model."""
+    """Written out by hand, not read from the model."""
     head_dim = hidden // heads
     shapes = {f"embedding.hook_{part}": (batch, seq, hidden) for part in ("token", "position", "token_type", "sum", "out")}
     for i in range(layers):

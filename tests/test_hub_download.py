@@ -45,6 +45,7 @@ def test_cli_download(local_hub, capsys):
     assert hub.cached_folder(REPO) is not None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("repo_id", "reason", "message"), [
     ("nobody/no-such-model", "unknown", "no model 'nobody/no-such-model' on the Hugging Face hub"),
     ("gpt-like", "not_bert", "'gpt-like' is not a BERT (its config.json says model_type 'gpt2')"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bert import interventions as iv
+from bert import interventions
 from bert.hooks import hook_name
 from bert.errors import InvalidInputError
 from bert_test_support import TINY_VOCAB, pad_rows, random_rows
@@ -33,7 +33,7 @@ def assert_same(cache_a: dict, cache_b: dict, names) -> None:
 def test_zero_one_head_changes_only_that_head_and_nothing_upstream(tiny_model, tiny_batch, clean):
     clean_logits, clean_cache = clean
     layer, head = 1, 2
-    logits, cache = tiny_model.run_with_cache(*tiny_batch, interventions={hook_name("z", layer): iv.zero_heads(head)})
+    logits, cache = tiny_model.run_with_cache(*tiny_batch, interventions={hook_name("z", layer): interventions.zero_heads(head)})
     z, clean_z = cache[hook_name("z", layer)], clean_cache[hook_name("z", layer)]
     assert torch.all(z[:, head] == 0) and clean_z[:, head].abs().sum() > 0
     others = [h for h in range(tiny_model.config.num_heads) if h != head]
@@ -48,7 +48,7 @@ def test_zero_one_head_changes_only_that_head_and_nothing_upstream(tiny_model, t
 def test_ablating_a_head_in_the_last_layer_leaves_earlier_layers_alone(tiny_model, tiny_batch, clean):
     clean_logits, clean_cache = clean
     last = tiny_model.config.num_layers - 1
-    logits, cache = tiny_model.run_with_cache(*tiny_batch, interventions={hook_name("z", last): iv.zero_heads(0, 3)})
+    logits, cache = tiny_model.run_with_cache(*tiny_batch, interventions={hook_name("z", last): interventions.zero_heads(0, 3)})
     upstream = list(filter(upstream_of(last), clean_cache))
     assert len(upstream) == 5 + 12 * last  # 5 embedding hooks, 12 per layer
     assert_same(cache, clean_cache, upstream)
@@ -59,7 +59,7 @@ def test_zeroing_a_heads_z_equals_removing_its_share_of_the_output_projection(ti
     """Reference by hand: attention's result without head h is the output projection of z with h's columns cut."""
     _, clean_cache = clean
     layer, head = 0, 1
-    _, cache = tiny_model.run_with_cache(*tiny_batch, interventions={hook_name("z", layer): iv.zero_heads(head)})
+    _, cache = tiny_model.run_with_cache(*tiny_batch, interventions={hook_name("z", layer): interventions.zero_heads(head)})
     projection = tiny_model.transformer[layer].attention.mlp
     head_dim = tiny_model.config.head_size
     z = clean_cache[hook_name("z", layer)]  # [batch, head, seq, head_dim]
@@ -72,7 +72,7 @@ def test_zeroing_a_heads_z_equals_removing_its_share_of_the_output_projection(ti
 def test_mean_ablation_puts_the_mean_in_place(tiny_model, tiny_batch, clean):
     _, clean_cache = clean
     mean_z = clean_cache[hook_name("z", 0)].mean(dim=(0, 2))  # [head, head_dim]
-    _, cache = tiny_model.run_with_cache(*tiny_batch, interventions={hook_name("z", 0): iv.mean_heads(mean_z, 3)})
+    _, cache = tiny_model.run_with_cache(*tiny_batch, interventions={hook_name("z", 0): interventions.mean_heads(mean_z, 3)})
     z = cache[hook_name("z", 0)]
     assert torch.equal(z[:, 3], mean_z[3].expand_as(z[:, 3]))
     assert torch.equal(z[:, :3], clean_cache[hook_name("z", 0)][:, :3])
@@ -98,7 +98,7 @@ def test_patching_a_full_layer_output_reproduces_the_other_run_downstream(tiny_m
     logits_a, cache_a = tiny_model.run_with_cache(*run_a)
     logits_b, cache_b = tiny_model.run_with_cache(*run_b)
     patched_name = "transformer.1.hook_out"
-    logits, cache = tiny_model.run_with_cache(*run_a, interventions={patched_name: iv.patch(cache_b[patched_name])})
+    logits, cache = tiny_model.run_with_cache(*run_a, interventions={patched_name: interventions.patch(cache_b[patched_name])})
     torch.testing.assert_close(logits, logits_b, atol=1e-6, rtol=1e-6)
     assert not torch.allclose(logits_a, logits_b)
     downstream = [n for n in cache if layer_of(n) is not None and layer_of(n) >= 2] + ["lm_head.hook_transform"]
@@ -110,7 +110,8 @@ def test_patching_a_full_layer_output_reproduces_the_other_run_downstream(tiny_m
 def test_patching_some_positions_of_a_head_output(tiny_model, tiny_batch, clean):
     _, clean_cache = clean
     source = torch.randn(clean_cache[hook_name("z", 0)].shape)
-    _, cache = tiny_model.run_with_cache(*tiny_batch, interventions={hook_name("z", 0): iv.patch(source, positions=[1, 4])})
+    patch = interventions.patch(source, positions=[1, 4])
+    _, cache = tiny_model.run_with_cache(*tiny_batch, interventions={hook_name("z", 0): patch})
     z, clean_z = cache[hook_name("z", 0)], clean_cache[hook_name("z", 0)]
     assert torch.equal(z[:, :, [1, 4]], source[:, :, [1, 4]])  # positions are the query axis of [batch, head, query, head_dim]
     keep = [p for p in range(z.shape[2]) if p not in (1, 4)]
@@ -119,7 +120,7 @@ def test_patching_some_positions_of_a_head_output(tiny_model, tiny_batch, clean)
 
 def test_zero_removes_what_the_mlp_adds(tiny_model, tiny_batch, clean):
     _, clean_cache = clean
-    _, cache = tiny_model.run_with_cache(*tiny_batch, interventions={"transformer.0.residual.hook_result": iv.zero})
+    _, cache = tiny_model.run_with_cache(*tiny_batch, interventions={"transformer.0.residual.hook_result": interventions.zero})
     layer = tiny_model.transformer[0]
     expected = layer.residual.layer_norm(clean_cache["transformer.0.attention.hook_out"])
     torch.testing.assert_close(cache["transformer.0.hook_out"], expected)
@@ -134,6 +135,6 @@ def test_interventions_on_one_hook_apply_in_order(tiny_model, tiny_batch, clean)
 
 
 def test_a_run_with_interventions_leaves_the_next_run_clean(tiny_model, tiny_batch, clean):
-    tiny_model.run_with_cache(*tiny_batch, interventions={hook_name("z", 0): iv.zero_heads(0, 1, 2, 3)})
+    tiny_model.run_with_cache(*tiny_batch, interventions={hook_name("z", 0): interventions.zero_heads(0, 1, 2, 3)})
     logits, _ = tiny_model.run_with_cache(*tiny_batch)  # recording all, as `clean` did: the same attention path
     assert torch.equal(logits, clean[0])

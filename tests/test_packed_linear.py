@@ -196,6 +196,7 @@ def test_the_pass_shares_parameters_keeps_ties_and_leaves_subclasses():
     assert {name: p for name, p in model.named_parameters()} == before
 
 
+@pytest.mark.slow
 def test_the_default_model_is_the_outline_and_packing_is_asked_for(minilm_path):
     """load_pretrained gives plain nn.Linear (what print(model) shows is the module outline); the flag and
     bert.pack_for_cpu_inference turn packing on, over the same parameters."""
@@ -211,6 +212,7 @@ def test_the_default_model_is_the_outline_and_packing_is_asked_for(minilm_path):
     assert plain.transformer[0].residual.mlp1.weight is weight
 
 
+@pytest.mark.slow
 def test_packing_on_and_off_give_the_same_logits(minilm_path, minilm_batch):
     """The built-in model, loaded with and without the pass: the same hidden states and probabilities (1e-5), and
     logits within 1e-5 of their range (up to 19 here: float rounding in another order, through six layers)."""
@@ -230,6 +232,7 @@ def test_packing_on_and_off_give_the_same_logits(minilm_path, minilm_batch):
     torch.testing.assert_close(logits[0][keep], logits[1][keep], atol=1e-5 * scale, rtol=0)
 
 
+@pytest.mark.slow
 def test_a_pytorch_without_the_op_keeps_nn_linear_with_one_log_line(minilm_path, minilm_batch, monkeypatch, caplog):
     """The private op taken away (as in a PyTorch build without oneDNN): asking for packing leaves nn.Linear,
     says so once in the log, and the model computes what the plain one does."""

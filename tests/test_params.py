@@ -1,4 +1,4 @@
-"""Parameter counts: seed 004's arithmetic, the published sizes, and exact totals from `transformers` models.
+"""Parameter counts: the arithmetic per part, the published sizes (Devlin et al. 2019), and exact totals from `transformers` models.
 
 BERT-base and BERT-large are built on the meta device: shapes without memory, so this stays light.
 """
@@ -37,7 +37,7 @@ def test_seed_004_figures_for_bert_base():
 
 @pytest.mark.parametrize("config, published", [(BertConfig.base(), 110e6), (BertConfig.large(), 340e6)], ids=["base", "large"])
 def test_published_sizes(config, published):
-    """Seed 004: base 110M, large 340M (published, rounded: the BertModel with pooler is 109.5M / 335.1M)."""
+    """Devlin et al. 2019: base 110M, large 340M (published, rounded: the BertModel with pooler is 109.5M / 335.1M)."""
     total = count_parameters(config, mlm_head=False, pooler=True)["total"]
     assert abs(total - published) / published < 0.02
 
@@ -55,6 +55,7 @@ HEAD_LAYOUTS = {  # transformers class -> our heads
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("architecture", list(HEAD_LAYOUTS))
 @pytest.mark.parametrize("size", ["base", "large"])
 def test_exact_totals_against_transformers(size, architecture):

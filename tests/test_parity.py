@@ -141,6 +141,7 @@ def minilm_reference(minilm_path):
     return BertModel.from_pretrained(minilm_path, attn_implementation="eager").eval()
 
 
+@pytest.mark.slow
 def test_minilm_matches_transformers_on_real_sentences(minilm, minilm_batch, minilm_reference):
     model, _ = minilm
     assert len(SENTENCES) + len(PAIRS) >= 20 and minilm_batch[2].float().mean() < 1  # there is padding

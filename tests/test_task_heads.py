@@ -44,6 +44,7 @@ def assert_same_logits(ours: torch.Tensor, theirs: torch.Tensor, attention_mask:
     torch.testing.assert_close(ours, theirs, **TOLERANCE, msg=lambda m: f"{what}: {m}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("architecture", list(HEADS))
 def test_transformers_task_checkpoint_loads_and_matches(architecture, tiny_hf_config, tiny_batch, save_hf_model):
     extra, method, hook = HEADS[architecture]

@@ -9,7 +9,7 @@ import threading
 
 import torch
 
-from bert import interventions as iv
+from bert import interventions
 from bert.hooks import hook_name
 from bert_test_support import TINY_VOCAB, pad_rows, random_rows
 
@@ -23,23 +23,23 @@ def job(i: int, num_heads: int, num_layers: int):
     batch = pad_rows(random_rows(len(TINY_VOCAB), layouts[i % len(layouts)], seed=100 + i))
     choices = [
         {},
-        {hook_name("z", i % num_layers): iv.zero_heads(i % num_heads)},
-        {"transformer.0.residual.hook_result": iv.zero},
+        {hook_name("z", i % num_layers): interventions.zero_heads(i % num_heads)},
+        {"transformer.0.residual.hook_result": interventions.zero},
         {hook_name("pattern", num_layers - 1): lambda p, name: torch.full_like(p, 1.0 / p.shape[-1])},
     ]
     return batch, choices[i % len(choices)]
 
 
-def run(model, batch, interventions, rendezvous=None):
-    interventions = dict(interventions)
+def run(model, batch, edits, rendezvous=None):
+    edits = dict(edits)
     if rendezvous is not None:
         def wait_for_everyone(activation, name):
             rendezvous.wait(TIMEOUT)
             return activation
 
-        interventions = [("embedding.hook_out", wait_for_everyone), *interventions.items()]
+        edits = [("embedding.hook_out", wait_for_everyone), *edits.items()]
     names = lambda name: name.endswith(("hook_z", "hook_pattern", "hook_out"))
-    return model.run_with_cache(*batch, names=names, interventions=interventions)
+    return model.run_with_cache(*batch, names=names, interventions=edits)
 
 
 def assert_same_run(got, expected, who: str) -> None:
@@ -60,8 +60,8 @@ def start(target, count: int) -> list[threading.Thread]:
 def test_concurrent_runs_each_equal_the_same_run_alone(tiny_model):
     config = tiny_model.config
     jobs = [job(i, config.num_heads, config.num_layers) for i in range(THREADS)]
-    alone = [run(tiny_model, batch, interventions) for batch, interventions in jobs]
-    assert not torch.allclose(alone[0][0], run(tiny_model, jobs[0][0], {hook_name("z", 0): iv.zero_heads(0)})[0])
+    alone = [run(tiny_model, batch, edits) for batch, edits in jobs]
+    assert not torch.allclose(alone[0][0], run(tiny_model, jobs[0][0], {hook_name("z", 0): interventions.zero_heads(0)})[0])
 
     start_together, inside_forward = threading.Barrier(THREADS), threading.Barrier(THREADS)
     results, errors = [None] * THREADS, []
@@ -69,8 +69,8 @@ def test_concurrent_runs_each_equal_the_same_run_alone(tiny_model):
     def work(i: int) -> None:
         try:
             start_together.wait(TIMEOUT)
-            batch, interventions = jobs[i]
-            results[i] = run(tiny_model, batch, interventions, rendezvous=inside_forward)
+            batch, edits = jobs[i]
+            results[i] = run(tiny_model, batch, edits, rendezvous=inside_forward)
         except Exception as error:  # reported below, from the main thread
             errors.append((i, error))
             inside_forward.abort()
@@ -85,7 +85,7 @@ def test_concurrent_runs_each_equal_the_same_run_alone(tiny_model):
 def test_plain_forward_is_unaffected_while_another_thread_intervenes(tiny_model, tiny_batch):
     """Thread A zero-ablates every head and pauses inside its forward pass; meanwhile thread B runs a plain
     forward and a run_with_cache on the same model. B must see the clean model; A must still get its ablation."""
-    all_heads = iv.zero_heads(*range(tiny_model.config.num_heads))
+    all_heads = interventions.zero_heads(*range(tiny_model.config.num_heads))
     with torch.no_grad():
         clean_logits = tiny_model(*tiny_batch)
     clean_run = run(tiny_model, tiny_batch, {})

@@ -3,9 +3,8 @@
 - the model: `st.cache_resource`, one object shared by every session and thread. It is in eval mode and
   nothing ever changes it: recording and interventions are per call (bert.hooks uses a context variable).
 - one forward pass per (model, text, pair, masks): `st.cache_resource`, so every page and every session that
-  asks for the same input gets the same object, neither pickled nor copied. (`st.cache_data` pickled it on
-  write and copied it on every read: for BERT-base at 512 tokens, 220 MB of attention and MLP activations on
-  each rerun of each session.) Sharing is safe because the result cannot change: tuples, and numpy arrays
+  asks for the same input gets the same object, neither pickled nor copied (docs/benchmarks.md#the-app says
+  what that saves). Sharing is safe because the result cannot change: tuples, and numpy arrays
   marked read-only (`flags.writeable = False`), so a page that tried to write would fail loudly instead of
   disturbing another session. Memory stays bounded: at most FORWARD_ENTRIES inputs (the least recently used
   goes first), each kept at most an hour. A 512-token BERT-base input holds about 220 MB (so 3.5 GB at worst),

@@ -9,6 +9,7 @@ from pathlib import Path
 import torch
 
 import bert
+from bert.checkpoint import WEIGHT_FILES
 from bert.devices import model_device
 from bert.hub import hub_cache_dir
 from bert.pretrained import FINETUNED_FILES, MINILM_HEAD_FILE, MINILM_NSP_FILE
@@ -22,7 +23,6 @@ BUILTIN_NOTE = (
     "first here."
 )
 DEVICE_VARIABLE = "BERT_DEVICE"  # environment variable: where the app runs models (default: a GPU when present)
-_WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,7 @@ def revision(source: str, folder: str | None = None) -> str:
         paths = [FINETUNED_FILES[source]]
     elif folder or Path(source).expanduser().is_dir():
         base = Path(folder or source).expanduser()
-        paths = [base / "config.json"] + [base / name for name in _WEIGHT_FILES]
+        paths = [base / "config.json"] + [base / name for name in WEIGHT_FILES]
     stamps = [f"{p.name}:{p.stat().st_mtime_ns}:{p.stat().st_size}" for p in paths if p.is_file()]
     return "|".join([folder or ""] + stamps)
 
@@ -152,7 +152,7 @@ def _is_bert_folder(folder: Path) -> bool:
         config = json.loads((folder / "config.json").read_text())
     except (OSError, ValueError):
         return False
-    return config.get("model_type") == "bert" and any((folder / name).is_file() for name in _WEIGHT_FILES)
+    return config.get("model_type") == "bert" and any((folder / name).is_file() for name in WEIGHT_FILES)
 
 
 def _preference(repo_id: str) -> int:

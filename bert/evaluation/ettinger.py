@@ -81,12 +81,6 @@ def hits(probes: list[ClozeProbe], top_lists: list[list[str]]) -> int:
     return sum(any(word in top for word in probe.expected) for probe, top in zip(probes, top_lists, strict=True))
 
 
-def read_published_top(folder: str | Path, test: Test, model: str = "bert-base-uncased") -> list[list[str]]:
-    """The published top-5 list of each probe (outputs/<model>/modelpreds-<key>: one space-separated line per context)."""
-    lines = (Path(folder) / "outputs" / model / f"modelpreds-{test.key}").read_text(encoding="utf-8").splitlines()
-    return [line.split() for line in lines[::test.lines_per_item]]
-
-
 def read_published_accuracy(folder: str | Path, test: Test, model: str = "bert-base-uncased") -> tuple[int, int]:
     """(hits, items) as results/<model>/prediction_accuracy-<key>.txt states them, e.g. "... 0.529 (18/34)"."""
     text = (Path(folder) / "results" / model / f"prediction_accuracy-{test.key}.txt").read_text(encoding="utf-8")

@@ -13,6 +13,8 @@ from bert.data import LabelledSentence
 from bert.errors import CorpusIndexError, InvalidInputError, StaleIndexError
 from bert_test_support import SENTENCES
 
+pytestmark = pytest.mark.slow  # every test here builds a corpus index with a model: seconds
+
 TINY_SENTENCES = ["the dog barked at the mailman.", "her cat went to the park.", "the cat is a dog of the park!",
                   "kroxldyphivc and the dog.", "at the park, her dog barked at a cat."]
 

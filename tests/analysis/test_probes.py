@@ -129,6 +129,7 @@ def test_probe_accuracies_match_torch_lbfgs_on_a_seeded_synthetic_set():
     torch.testing.assert_close(ours, reference.float(), atol=0.01, rtol=0)  # at most 5 of the 500 test points differ
 
 
+@pytest.mark.slow
 def test_probe_accuracies_match_torch_lbfgs_on_minilm_features(minilm):
     """Real probe features: MiniLM's residual stream at the headwords of 120 built-in sentences (part of speech)."""
     model, tokenizer = minilm

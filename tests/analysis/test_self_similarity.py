@@ -107,6 +107,7 @@ def test_random_pairs_are_distinct_seeded_and_cover_the_range():
         random_pairs(1, 10, seed=0)
 
 
+@pytest.mark.slow
 def test_the_finding_stated_on_the_page_holds_for_the_built_in_model(minilm_path):
     """The page and the README say, for the built-in minilm over EXAMPLES: self-similarity is lowest at layer 3
     and rises again above it; the baseline peaks at layer 4 and is lower at layer 6 than at layer 1."""

@@ -32,6 +32,7 @@ def write(tmp_path: Path, text: str | bytes, name: str = "file.conllu") -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("split", list(BUILTIN_FILES))
 def test_the_shipped_treebank_reads_as_conllu_parses_it(split):
     import conllu

@@ -99,6 +99,7 @@ def test_expected_layer_of_hand_made_gains():
     assert expected_layer([0.5, 0.4, 0.4]) is None
 
 
+@pytest.mark.slow
 def test_report_shape_and_determinism(tiny, treebank):
     model, tokenizer = tiny
     settings = ProbeSettings(seed=1, mdl=True, max_train_words=100)
@@ -140,6 +141,7 @@ def _extract_on_rank(rank: int, folder: str, text: str, out: str) -> None:
     torch.save(extract_word_features(model, tokenizer, sentences, "mean", batch_size=3).vectors, f"{out}-{rank}.pt")
 
 
+@pytest.mark.slow
 def test_two_ranks_give_the_features_of_one_process(tiny, tiny_mlm_folder, tmp_path):
     model, tokenizer = tiny
     text = synthetic_conllu(11, seed=4)

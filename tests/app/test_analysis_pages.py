@@ -1,8 +1,7 @@
 """AppTest for the analysis pages (6-11): each opens on the default sentence, draws its charts, and answers bad
 input with a message.
 
-The pages run inside an entry script that mirrors viz_app/Home.py with these pages added to the navigation
-(the lead registers them in Home.py itself).
+The pages run inside an entry script that mirrors viz_app/Home.py with these pages added to the navigation.
 """
 from __future__ import annotations
 
@@ -33,6 +32,7 @@ def open_page(entry):
     return lambda name, **query: open_entry_page(entry, ANALYSIS_PAGES[name][0], query)
 
 
+@pytest.mark.slow
 def test_logit_lens_shows_rank_by_layer(open_page):
     at = open_page("logit_lens")
     (figure,) = figures(at)
@@ -40,11 +40,13 @@ def test_logit_lens_shows_rank_by_layer(open_page):
     assert at.dataframe[0].value.shape[0] == 7
 
 
+@pytest.mark.slow
 def test_logit_lens_without_a_mask_says_what_to_do(open_page):
     at = open_page("logit_lens", text="The dog barked at the mailman.")
     assert "[MASK]" in texts(at) and not figures(at)
 
 
+@pytest.mark.slow
 def test_head_ablation_changes_and_ranks(open_page):
     at = open_page("head_ablation")
     at.multiselect(key="ablation_layers").set_value([0, 1, 2, 3, 4, 5]).run()
@@ -71,6 +73,7 @@ def test_rollout_refuses_flow_for_long_inputs(open_page):
     assert "attention flow is offered up to" in texts(at)
 
 
+@pytest.mark.slow
 def test_saliency_both_methods(open_page):
     at = open_page("saliency", text="The [MASK] barked.")
     at.slider(key="saliency_steps").set_value(8).run()
@@ -82,6 +85,7 @@ def test_saliency_both_methods(open_page):
     assert "add up to about zero" in texts(at)
 
 
+@pytest.mark.slow
 def test_probes_on_a_few_builtin_sentences(open_page):
     at = open_page("probes")
     at.slider(key="probes_count").set_value(20).run()
@@ -98,6 +102,7 @@ def test_probes_upload_without_a_file_asks_for_one(open_page):
     assert ".txt" in texts(at)
 
 
+@pytest.mark.slow
 def test_head_statistics_on_a_few_sentences(open_page):
     at = open_page("head_statistics")
     at.slider(key="stats_count").set_value(20).run()
@@ -107,6 +112,7 @@ def test_head_statistics_on_a_few_sentences(open_page):
     assert "bert-base-uncased" in texts(at)
 
 
+@pytest.mark.slow
 def test_a_shared_link_reopens_an_experiment(open_page):
     at = open_page("head_ablation", text="The [MASK] barked at the [MASK].", ablation_mask=6, ablation_mode="mean",
                    ablation_heads="5.11,0.1", ablation_layers="2")
@@ -125,6 +131,7 @@ def test_a_shared_link_reopens_an_experiment(open_page):
     assert at.segmented_control(key="stats_statistic").value == "cls" and at.toggle(key="stats_pairs").value is False
 
 
+@pytest.mark.slow
 def test_nonsense_in_an_experiment_link_is_replaced_by_defaults(open_page):
     at = open_page("head_ablation", ablation_mask=99, ablation_mode="half", ablation_heads="0.1,9.9,7", ablation_layers="1,40")
     assert at.selectbox(key="ablation_mask").value == 2  # the sentence's only [MASK]

@@ -20,6 +20,7 @@ def every_page(at):
         yield page, at
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("text", ["", "   \n\t  "], ids=["empty", "only-spaces"])
 def test_empty_text_asks_for_a_sentence(open_app, text):
     at = open_app(text=text)
@@ -28,12 +29,14 @@ def test_empty_text_asks_for_a_sentence(open_app, text):
         assert not figures(at), page
 
 
+@pytest.mark.slow
 def test_only_control_characters(open_app):
     at = open_app(text="\x00\x01\x07\x1b")
     for page, at in every_page(at):
         assert "Nothing is left of this text after tokenization" in texts(at), page
 
 
+@pytest.mark.slow
 def test_too_long_input_says_so_and_offers_an_explicit_cut(open_app):
     text = "The dog barked at the mailman again. " * 150  # about 5,500 characters, over 1,000 tokens
     at = open_app("attention", text=text)
@@ -55,6 +58,7 @@ def test_too_long_input_says_so_and_offers_an_explicit_cut(open_app):
         assert figures(at) or page == "prediction", page
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "text",
     [
@@ -73,6 +77,7 @@ def test_unusual_scripts_run_on_every_page(open_app, text):
             assert figures(at), page
 
 
+@pytest.mark.slow
 def test_html_is_shown_as_text_never_rendered(open_app):
     text = "<script>alert('x')</script> <b>bold</b> <img src=x onerror=alert(1)> [MASK] & *stars* $x$"
     at = open_app(text=text)
@@ -115,6 +120,7 @@ def test_every_token_masked(open_app):
     assert "You typed this [MASK]" in texts(many)
 
 
+@pytest.mark.slow
 def test_model_without_mlm_head_explains_why_on_prediction_and_works_elsewhere(open_app):
     at = open_app(model="minilm-encoder")
     no_exception(at)

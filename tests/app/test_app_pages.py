@@ -62,6 +62,7 @@ def test_top_k_slider_changes_the_number_of_candidates(open_app):
     assert sum(len(trace["y"]) for trace in figure["data"]) == 3
 
 
+@pytest.mark.slow
 def test_attention_page_default(open_app):
     at = open_app("attention")
     no_exception(at)
@@ -81,6 +82,7 @@ def test_attention_page_default(open_app):
     assert len(table.value) == 72 and {"entropy", "cls", "sep", "punctuation", "previous", "next"} <= set(table.value.columns)
 
 
+@pytest.mark.slow
 def test_attention_selection_hides_specials_and_persists_across_pages(open_app):
     at = open_app("attention")
     at.selectbox(key="layer").select(3)
@@ -97,6 +99,7 @@ def test_attention_selection_hides_specials_and_persists_across_pages(open_app):
     assert array(heatmaps(at)[0]["z"]).shape == (8, 8)
 
 
+@pytest.mark.slow
 def test_embeddings_page_default(open_app):
     at = open_app("embeddings")
     no_exception(at)
@@ -135,11 +138,12 @@ def test_architecture_page_default(open_app):
     assert "mlp1: Linear(384 → 1536)" in tree and "→ [1, 10, 1536]" in tree
     assert "5 more BertLayer" in tree
     table = at.dataframe[0].value
-    assert 1_769_472 in table.iloc[:, 3].tolist() and 4_718_592 in table.iloc[:, 3].tolist()  # seed 004's figures
+    assert 1_769_472 in table.iloc[:, 3].tolist() and 4_718_592 in table.iloc[:, 3].tolist()  # BERT-base: q, k, v weights 3 x 768², feed-forward 2 x 768 x 3072
     [treemap] = figures(at)
     assert treemap["data"][0]["type"] == "treemap"
 
 
+@pytest.mark.slow
 def test_sentence_pair_on_every_page(open_app):
     at = open_app("attention", pair="It ran away.")
     no_exception(at)

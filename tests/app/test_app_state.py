@@ -13,6 +13,7 @@ from app_helpers import array, figures, go, no_exception, texts
 from viz_app import cache, forward, models
 
 
+@pytest.mark.slow
 def test_a_shared_link_reopens_the_same_view(open_app):
     at = open_app("attention", text="Paris is the capital of France.", pair="It is big.", layer=4, head=11, hide_special=1, focus=3)
     no_exception(at)
@@ -25,6 +26,7 @@ def test_a_shared_link_reopens_the_same_view(open_app):
     assert at.query_params == {"model": "minilm", "text": "Paris is the capital of France.", "pair": "It is big.", "layer": "4", "head": "11", "hide_special": "1", "focus": "3"}
 
 
+@pytest.mark.slow
 def test_nonsense_in_the_url_is_ignored(open_app):
     at = open_app("attention", layer="many", head=99, masks="x,2", truncate="perhaps", top_k=-4)
     no_exception(at)
@@ -32,6 +34,7 @@ def test_nonsense_in_the_url_is_ignored(open_app):
     assert figures(at)
 
 
+@pytest.mark.slow
 def test_new_sentence_resets_masks_and_updates_url(open_app):
     at = open_app(text="dogs bark loudly", masks="2")
     assert at.session_state["masks"] == [2]
@@ -66,6 +69,7 @@ def test_cached_hub_models_bert_base_first(tmp_path):
     assert models.cached_bert_models(tmp_path / "nowhere") == []
 
 
+@pytest.mark.slow
 def test_picker_offers_bert_base_first_and_a_broken_cache_entry_gets_a_message(open_app, tmp_path, monkeypatch):
     _fake_snapshot(tmp_path, "bert-base-uncased")
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
@@ -90,6 +94,7 @@ def _parameters_digest(model) -> str:
     return digest.hexdigest()
 
 
+@pytest.mark.slow
 def test_two_sessions_get_their_own_results_and_the_shared_model_is_never_changed(open_app):
     first = open_app("attention", text="The cat sat on the mat.", layer=2)
     loaded = cache.load_model(models.default_source(), None, models.revision(models.default_source()))
@@ -104,6 +109,7 @@ def test_two_sessions_get_their_own_results_and_the_shared_model_is_never_change
     assert _parameters_digest(loaded.model) == before and not loaded.model.training
 
 
+@pytest.mark.slow
 def test_concurrent_forward_passes_match_sequential_ones():
     """The shared model in many threads at once (as Streamlit serves sessions): each gets its own recording."""
     loaded = models.load("minilm-encoder")
@@ -129,12 +135,13 @@ def test_concurrent_forward_passes_match_sequential_ones():
 
 
 def _input_key(at) -> tuple:
-    """The cache key of the input this session's page was served: its model, sentence, pair, masks, cut."""
+    """The cache key of the input this AppTest run's page was served: its model, sentence, pair, masks, cut."""
     source = at.selectbox(key="model_choice").value
     text, pair = at.text_area(key="text").value, at.text_input(key="pair").value
     return source, None, models.revision(source), text, pair, tuple(at.session_state["masks"]), False
 
 
+@pytest.mark.slow
 def test_the_forward_pass_is_shared_read_only_and_each_input_gets_its_own(open_app):
     from bert.pretrained import MINILM_HEAD_FILE
 

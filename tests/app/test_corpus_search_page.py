@@ -9,6 +9,8 @@ import pytest
 
 from app_helpers import HOME, TIMEOUT, array, figures, no_exception, texts
 
+pytestmark = pytest.mark.slow  # every test here builds or searches a corpus index: seconds
+
 PAGE = "../pages/14_corpus_search.py"
 SENTENCE = "The dog barked at the mailman."
 UPLOAD = "Upload a .txt file"

@@ -2,7 +2,11 @@
 tests/conftest.py): a failure is explained in one line, a download is listed and chosen in the model picker."""
 from __future__ import annotations
 
+import pytest
+
 from app_helpers import no_exception
+
+pytestmark = pytest.mark.slow  # every test here takes seconds
 
 
 def download(at, repo_id: str):

@@ -31,6 +31,7 @@ def start(open_app, name: str):
     return at
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(builtin_lessons()))
 def test_every_step_shows_and_opens_its_page(open_app, loaded, name):
     lesson = builtin_lessons()[name]
@@ -61,6 +62,7 @@ def test_every_step_shows_and_opens_its_page(open_app, loaded, name):
     assert at.button(key="lesson_next").disabled
 
 
+@pytest.mark.slow
 def test_arrow_keys_back_and_next_and_leaving(open_app):
     at = start(open_app, "where_each_word_looks")
     back, forward = at.button(key="lesson_back"), at.button(key="lesson_next")
@@ -91,6 +93,7 @@ def test_the_presenter_view_draws_the_steps_figures(open_app):
     assert titles[0].startswith("Layer 5, head 0")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page, labels", [
     ("prediction", ["Download this view"]),
     ("attention", ["Download this head's view", "Download the all-heads view"]),

@@ -58,6 +58,7 @@ def upload(at, name: str, content: bytes):
     return at
 
 
+@pytest.mark.slow
 def test_an_upload_with_a_bad_sentence_leaves_it_out_and_says_where(open_probes):
     at = open_probes(probes_source="labelled")
     assert ".conllu" in shown(at)
@@ -84,6 +85,7 @@ def test_an_upload_with_a_bad_sentence_leaves_it_out_and_says_where(open_probes)
     assert names[:2] == ["deprel", "deprel (control task)"] and not any(name.startswith("arcs") for name in names)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, content, message", [
     ("empty.conllu", b"", "is empty"),
     ("latin1.conllu", "1\tcaf\xe9\t_\t_\t_\t_\t0\troot\t_\t_\n".encode("latin-1"), "line 1: not UTF-8"),
@@ -118,6 +120,7 @@ def test_a_column_file_offers_its_label_columns(open_probes):
     assert at.dataframe[0].value["task"].tolist() == ["pos", "ner"]
 
 
+@pytest.mark.slow
 def test_a_few_sentences_of_ud_ewt_give_curves_a_summary_and_a_tree(open_probes):
     at = open_probes(probes_source="ud_ewt", probes_ud_count=12, probe_treebank_tasks="upos,distance")
     assert at.multiselect(key="probe_treebank_tasks").value == ["upos", "distance"]
@@ -170,6 +173,7 @@ def test_a_fine_tuned_model_probes_a_german_upload(open_probes):
     assert "10 sentences trained the probes and 2 scored them" in shown(at)
 
 
+@pytest.mark.slow
 def test_other_tasks_or_seeds_on_the_same_data_reuse_the_word_vectors(open_probes, monkeypatch):
     from viz_app import cache
 

@@ -29,7 +29,7 @@ SOURCE_SERIES = {
 
 
 def source_file() -> Path:
-    for folder in (ROOT.parent, ROOT.parent.parent):  # ../shared beside the checkout (or beside its worktree folder)
+    for folder in (ROOT.parent, ROOT.parent.parent):  # beside the checkout (or beside its worktree folder)
         if (folder / SOURCE_NAME).is_file():
             return folder / SOURCE_NAME
     pytest.skip(f"the digitised source ../{SOURCE_NAME} is not here")

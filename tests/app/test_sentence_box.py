@@ -3,8 +3,12 @@ them, none in the sidebar and none on the pages that read no sentence (the brows
 1366x768 is tests/browser/test_first_screen.py)."""
 from __future__ import annotations
 
+import pytest
+
 from app_helpers import no_exception
 from viz_app.sentence_box import PAGES_WITHOUT
+
+pytestmark = pytest.mark.slow  # every test here takes seconds
 
 READS = {"attention": "../pages/2_attention.py", "logit_lens": "../pages/7_logit_lens.py",
          "corpus_search": "../pages/14_corpus_search.py"}

@@ -7,7 +7,7 @@ import torch
 
 from bert import Bert, BertConfig, BertTokenizer
 from bert_test_support import TINY_VOCAB
-from viz_app import model_comparison as mc
+from viz_app import model_comparison
 from viz_app import sentence_tasks as tasks
 from viz_app.forward import prepare_input
 from viz_app.models import LoadedModel, summarize
@@ -55,10 +55,10 @@ def test_token_label_chips_escape_what_the_user_typed(tokenizer):
 
 
 def test_model_b_defaults_to_a_partner(tokenizer):
-    assert mc.partner("minilm", ["minilm", "minilm-encoder", "folder"]) == "minilm-encoder"
-    assert mc.partner("minilm-encoder", ["minilm", "minilm-trec", "minilm-encoder"]) == "minilm-trec"
-    assert mc.partner("/some/folder", ["bert-base-uncased", "minilm"]) == "bert-base-uncased"
-    assert mc.partner("minilm", ["minilm", "folder"]) == "folder"
+    assert model_comparison.partner("minilm", ["minilm", "minilm-encoder", "folder"]) == "minilm-encoder"
+    assert model_comparison.partner("minilm-encoder", ["minilm", "minilm-trec", "minilm-encoder"]) == "minilm-trec"
+    assert model_comparison.partner("/some/folder", ["bert-base-uncased", "minilm"]) == "bert-base-uncased"
+    assert model_comparison.partner("minilm", ["minilm", "folder"]) == "folder"
 
 
 def test_predictions_side_by_side(tokenizer):
@@ -66,10 +66,11 @@ def test_predictions_side_by_side(tokenizer):
     b = LoadedModel("b", tiny(tokenizer, 1, nsp_head=True), tokenizer, None)
     a, b = (LoadedModel(m.source, m.model, tokenizer, summarize(m.model)) for m in (a, b))
     prepared = prepare_input(tokenizer, "the [MASK] went to the park", "her cat sat", [], False, 64)
-    table = mc.side_by_side(a, b, prepared, "the [MASK] went to the park", "her cat sat", False)
+    table = model_comparison.side_by_side(a, b, prepared, "the [MASK] went to the park", "her cat sat", False)
     assert list(table["what"]) == ["[MASK] at position 2", "P(B follows A)"]
     assert table.iloc[0, 1] != table.iloc[0, 2]  # two different random models
-    assert mc.side_by_side(a, b, prepared, "the [MASK] went to the park", "", False)["what"].tolist() == ["[MASK] at position 2"]
+    table = model_comparison.side_by_side(a, b, prepared, "the [MASK] went to the park", "", False)
+    assert table["what"].tolist() == ["[MASK] at position 2"]
 
 
 def test_built_in_fine_tuned_models_are_offered_once_their_file_exists(tmp_path, monkeypatch):

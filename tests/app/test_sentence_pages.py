@@ -34,6 +34,7 @@ def metric_values(at) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not has_nsp_file(), reason="the built-in next-sentence head (bert/weights/minilm_nsp.safetensors) is missing")
 def test_next_sentence_for_the_typed_and_the_swapped_pair(open_page):
     import torch
@@ -69,6 +70,7 @@ def test_a_model_without_sentence_heads_says_which_model_would_work(open_page):
     assert not figures(at) and not at.metric
 
 
+@pytest.mark.slow
 def test_compare_minilm_with_its_encoder(open_page):
     at = open_page("compare_models", text="The [MASK] barked at the mailman.")
     assert at.selectbox(key="compare_with").value == "minilm-encoder"  # minilm's partner, chosen for it
@@ -118,6 +120,7 @@ def vocab_file(tmp_path):
     return path
 
 
+@pytest.mark.slow
 def test_a_classifier_shows_its_classes_and_what_drove_the_chosen_one(open_page, tmp_path, vocab_file):
     folder = tiny_folder(tmp_path / "classifier", vocab_file, classifier_labels=["sad", "calm", "happy"])
     at = open_page("sentence_tasks", model=folder, text="the dog went to the park")
@@ -162,6 +165,7 @@ def shipped_classifier() -> bool:
     return FINETUNED_FILES["minilm-trec"].is_file()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not shipped_classifier(), reason="the shipped minilm-trec (bert/weights/minilm_trec.safetensors) is missing")
 def test_the_shipped_question_classifier_and_its_base(open_page):
     from bert import load_pretrained

@@ -8,6 +8,8 @@ import pytest
 
 from app_helpers import HOME, TIMEOUT, array, figures, no_exception, texts
 
+pytestmark = pytest.mark.slow  # every test here takes seconds
+
 PAGE = "../pages/16_how_bert_was_trained.py"
 WAIT = 900  # seconds at most for a run of a few steps on shared CPUs
 

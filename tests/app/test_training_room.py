@@ -2,6 +2,8 @@
 a stop frees it, finished runs kept per settings, and the model written as a folder the app can load."""
 from __future__ import annotations
 
+import pytest
+
 import bert
 from bert.pretraining.miniature import TinySettings
 from viz_app.tiny_training import TrainingRoom
@@ -11,6 +13,7 @@ QUICK = TinySettings(layers=1, hidden=32, heads=2, steps=4, batch_size=8, eval_e
 WAIT = 600  # seconds, at most: the CPUs are shared
 
 
+@pytest.mark.slow
 def test_one_run_at_a_time_and_a_stop_frees_the_room(tmp_path):
     room = TrainingRoom(tmp_path)
     status, first = room.start(LONG, "session A")
@@ -23,6 +26,7 @@ def test_one_run_at_a_time_and_a_stop_frees_the_room(tmp_path):
     assert room.current is None and room.finished(LONG) is None, "a stopped run is not kept as the run of its settings"
 
 
+@pytest.mark.slow
 def test_a_finished_run_is_kept_and_opens_as_a_model(tmp_path):
     room = TrainingRoom(tmp_path)
     status, job = room.start(QUICK, "session A")

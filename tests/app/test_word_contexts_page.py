@@ -27,6 +27,7 @@ def open_contexts():
     return open_
 
 
+@pytest.mark.slow
 def test_default_example_draws_self_similarity_against_the_baseline(open_contexts):
     import bert
     from bert.analysis.representations.self_similarity import EXAMPLES, word_self_similarity
@@ -66,6 +67,7 @@ def test_too_few_too_many_and_empty_input_get_a_message(open_contexts):
     assert "Type the word" in texts(at)
 
 
+@pytest.mark.slow
 def test_an_example_fills_in_and_a_split_word_is_averaged(open_contexts):
     at = open_contexts()
     at.selectbox(key="contexts_example").set_value("spring").run()

@@ -1,21 +1,47 @@
-"""The browser tests' shared check: Chromium and Playwright present, else skip (or fail under CI=true)."""
+"""The browser tests' shared fixtures: Chromium and Playwright present (else skip, or fail under CI=true), one app
+server per test module (viz_app/local_server.py), one Chromium per test module. Every test here is marked
+`browser`. Screenshots only when asked: `SCREENSHOT_DIR=out/screenshots python -m pytest tests/browser`."""
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-from bench import classroom  # noqa: E402  (the server and browser set-up, shared with the classroom benchmark)
+from viz_app.local_server import CHROMIUM, CHROMIUM_ARGS, browser_missing, serve
+
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
+def pytest_collection_modifyitems(items) -> None:
+    for item in items:
+        if HERE in Path(item.fspath).resolve().parents:
+            item.add_marker(pytest.mark.browser)
 
 
 @pytest.fixture(scope="module")
 def browser_ready() -> None:
-    reason = classroom.browser_missing()
+    reason = browser_missing()
     if reason:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(f"browser tests cannot run under CI=true: {reason}")
         pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def app_url(browser_ready, tmp_path_factory):
+    """`streamlit run viz_app/Home.py` on 127.0.0.1, for the tests of one module; its output in a temporary folder."""
+    with serve(tmp_path_factory.mktemp("streamlit") / "streamlit.log") as (url, _server):
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser(browser_ready):
+    """Chromium (Debian's package) driven by Playwright, headless."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()

@@ -1,59 +1,35 @@
 """The app in a real browser: Chromium (Debian's package) driven by Playwright against `streamlit run` on localhost.
 
 Opens every page, types a sentence with [MASK], waits for predictions, clicks a token to mask it, checks that
-two browser sessions keep their own sentences, and saves a screenshot of each page to $SCREENSHOT_DIR
-(default: out/screenshots). Skips when Chromium or Playwright is missing, except under CI=true, where
-missing tools are a failure.
+two browser sessions keep their own sentences, and, when asked, saves a screenshot of each page to
+$SCREENSHOT_DIR. Skips when Chromium or Playwright is missing, except under CI=true, where missing tools are a
+failure. The fixtures (server, Chromium) are in conftest.py.
 
     apt-get install -y chromium && pip install playwright
     OMP_NUM_THREADS=1 python -m pytest tests/browser -q
+    SCREENSHOT_DIR=out/screenshots OMP_NUM_THREADS=1 python -m pytest tests/browser -q   # with screenshots
 """
 from __future__ import annotations
 
-import os
-import time
-from pathlib import Path
-
-import pytest
-
-from bench import classroom  # tests/browser/conftest.py puts the repository root on sys.path
-
-ROOT = Path(__file__).resolve().parents[2]
+from browser_support import SLOW, new_page, screenshot, settle
 
 PAGES = {"prediction": "", "attention": "attention", "embeddings": "embeddings", "mlp": "mlp", "architecture": "architecture"}
 TITLES = {"prediction": "Masked prediction", "attention": "Attention", "embeddings": "Embeddings", "mlp": "MLP activations", "architecture": "Architecture"}
-SLOW = 600_000  # ms: the CPUs may be shared with training runs
-
-
-@pytest.fixture(scope="module")
-def app_url(browser_ready):
-    with classroom.serve(_screenshot_dir() / "streamlit.log") as (url, _server):
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser(app_url):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=classroom.CHROMIUM, args=classroom.CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
 
 
 def test_every_page_and_a_typed_mask(browser, app_url):
-    page = _new_page(browser)
+    page = new_page(browser)
     errors = []
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.goto(app_url + "/")
-    _settle(page, charts=1)
+    settle(page, charts=1)
 
     # type a sentence with a [MASK] into the box at the top, as a student would
     box = page.get_by_label("Sentence", exact=True)
     box.fill("Paris is the [MASK] of France.")
     box.press("Control+Enter")
     page.get_by_text("[MASK] #1 (position 4)").wait_for(timeout=SLOW)
-    _settle(page, charts=1)
+    settle(page, charts=1)
     assert page.locator(".js-plotly-plot").count() == 1
     bars = page.locator(".js-plotly-plot .bars .point")
     assert bars.count() == 10, "ten candidates, as bars"
@@ -62,19 +38,19 @@ def test_every_page_and_a_typed_mask(browser, app_url):
     # click a token chip to mask it too: a second chart with the original token's rank
     page.get_by_role("button", name="france", exact=True).click()
     page.get_by_text("was “france”").wait_for(timeout=SLOW)
-    _settle(page, charts=2)
+    settle(page, charts=2)
     assert page.locator(".js-plotly-plot").count() == 2
     assert page.get_by_text("The masked token").count() >= 1
     assert "masks=" in page.url
-    _screenshot(page, "prediction")
+    screenshot(page, "prediction")
 
     for name in ("attention", "embeddings", "mlp", "architecture"):
         page.get_by_role("link", name=TITLES[name]).click()  # the navigation keeps the session and its sentence
         page.get_by_role("heading", name=TITLES[name], exact=True).wait_for(timeout=SLOW)
-        _settle(page, charts=0 if name == "architecture" else 1)
+        settle(page, charts=0 if name == "architecture" else 1)
         assert page.get_by_text("Paris").count() >= 1 or name == "architecture"
         assert "text=" in page.url, f"{name}: the URL keeps the sentence for sharing"
-        _screenshot(page, name)
+        screenshot(page, name)
     assert not errors, errors
     page.context.close()
 
@@ -90,29 +66,29 @@ EXPERIMENTS = {  # navigation title -> (page heading, charts drawn with the defa
 
 
 def test_every_experiment_page_draws(browser, app_url):
-    page = _new_page(browser)
+    page = new_page(browser)
     errors = []
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.goto(app_url + "/")
-    _settle(page, charts=1)
+    settle(page, charts=1)
     for link, (heading, charts) in EXPERIMENTS.items():
         page.get_by_role("link", name=link, exact=True).click()
         page.get_by_role("heading", name=heading, exact=True).wait_for(timeout=SLOW)
-        _settle(page, charts=charts)
+        settle(page, charts=charts)
         assert page.locator(".js-plotly-plot").count() >= charts, f"{link}: expected {charts} chart(s)"
         assert not page.get_by_text("Traceback").count(), f"{link}: an exception is shown"
-        _screenshot(page, link.lower().replace(" ", "_"))
+        screenshot(page, link.lower().replace(" ", "_"))
     assert not errors, errors
     page.context.close()
 
 
 def test_a_shared_link_opens_the_same_view_and_sessions_stay_apart(browser, app_url):
-    first, second = _new_page(browser), _new_page(browser)
+    first, second = new_page(browser), new_page(browser)
     first.goto(app_url + "/attention?text=The+cat+sat+on+the+mat.&layer=2&head=5")
     second.goto(app_url + "/attention?text=Colourless+green+ideas+sleep.&layer=4&head=1")
     for page, title, word in ((first, "Layer 2, head 5", "cat"), (second, "Layer 4, head 1", "colour")):
         page.get_by_text(title).first.wait_for(timeout=SLOW)
-        _settle(page, charts=1)
+        settle(page, charts=1)
         assert page.locator(".js-plotly-plot").first.get_by_text(word, exact=True).count() >= 1
     assert first.locator(".js-plotly-plot").first.get_by_text("colour", exact=True).count() == 0
     first.context.close()
@@ -120,15 +96,15 @@ def test_a_shared_link_opens_the_same_view_and_sessions_stay_apart(browser, app_
 
 
 def test_an_experiment_link_reopens_its_selections_and_nonsense_falls_back(browser, app_url):
-    page = _new_page(browser)
+    page = new_page(browser)
     page.goto(app_url + "/head_ablation?text=The+%5BMASK%5D+barked.&ablation_mode=mean&ablation_heads=0.1,5.11&ablation_layers=2,40")
     page.get_by_text("14 head(s) ablated").wait_for(timeout=SLOW)  # layer 2's 12 heads and the two named
     for chip in ("layer 0 head 1", "layer 5 head 11", "layer 2"):
         assert page.get_by_text(chip, exact=True).count() >= 1, chip
     assert page.get_by_role("radio", name="mean (corpus average)").is_checked()
-    _screenshot(page, "head_ablation_shared_link")
+    screenshot(page, "head_ablation_shared_link")
     page.goto(app_url + "/saliency?text=The+%5BMASK%5D+barked.&saliency_method=guess&saliency_steps=7")
-    _settle(page, charts=1)
+    settle(page, charts=1)
     assert page.get_by_role("radio", name="integrated gradients").is_checked()
     assert not page.get_by_text("Traceback").count()
     page.context.close()
@@ -137,15 +113,15 @@ def test_an_experiment_link_reopens_its_selections_and_nonsense_falls_back(brows
 def test_sentence_tasks_and_model_comparison(browser, app_url):
     from bert.pretrained import MINILM_NSP_FILE
 
-    page = _new_page(browser)
+    page = new_page(browser)
     errors = []
     page.on("pageerror", lambda error: errors.append(str(error)))
     if MINILM_NSP_FILE.is_file():
         page.goto(app_url + "/sentence_tasks?model=minilm&text=The+man+went+to+the+store.&pair=He+bought+a+gallon+of+milk.")
         page.get_by_text("P(B follows A), as typed").wait_for(timeout=SLOW)
         assert page.get_by_text("P(A follows B), swapped").count() == 1
-        _settle(page, charts=0)
-        _screenshot(page, "sentence_tasks")
+        settle(page, charts=0)
+        screenshot(page, "sentence_tasks")
         page.goto(app_url + "/sentence_tasks?model=minilm&text=The+man+went+to+the+store.")  # no pair
         page.get_by_text("Type a second sentence").wait_for(timeout=SLOW)
     from bert.pretrained import FINETUNED_FILES
@@ -153,63 +129,23 @@ def test_sentence_tasks_and_model_comparison(browser, app_url):
     if FINETUNED_FILES["minilm-trec"].is_file():  # the shipped classifier: classes and what drove the top one
         page.goto(app_url + "/sentence_tasks?model=minilm-trec&text=Who+wrote+Hamlet%3F")
         page.get_by_role("heading", name="Classes", exact=True).wait_for(timeout=SLOW)
-        _settle(page, charts=2)
+        settle(page, charts=2)
         assert page.locator(".js-plotly-plot").count() == 2  # class probabilities, saliency of the chosen class
         assert page.locator(".js-plotly-plot").first.get_by_text("HUM", exact=True).count() >= 1
-        _screenshot(page, "sentence_tasks_classifier")
+        screenshot(page, "sentence_tasks_classifier")
     page.goto(app_url + "/sentence_tasks?model=minilm-encoder&text=Hello+there.&pair=Hi.")  # no head for it
     page.get_by_text("no sentence-level head", exact=False).wait_for(timeout=SLOW)
     assert page.get_by_text("built-in minilm", exact=False).count() >= 1
 
     page.goto(app_url + "/compare_models?model=minilm&compare_count=20")
     page.get_by_role("heading", name="Compare two models", exact=True).wait_for(timeout=SLOW)
-    _settle(page, charts=3)
+    settle(page, charts=3)
     assert page.locator(".js-plotly-plot").count() == 3  # CKA by layer, CKA matrix, attention change
     assert page.get_by_text("Merchant et al.", exact=False).count() >= 1
     assert "compare_count=20" in page.url
-    _screenshot(page, "compare_models")
+    screenshot(page, "compare_models")
     page.goto(app_url + "/compare_models?model=minilm&compare_with=minilm")
     page.get_by_text("same as model A", exact=False).wait_for(timeout=SLOW)
     assert not page.get_by_text("Traceback").count()
     assert not errors, errors
     page.context.close()
-
-
-def _new_page(browser):
-    """A page in its own browser context (its own Streamlit session), patient with a busy machine."""
-    page = browser.new_context(viewport={"width": 1440, "height": 1000}).new_page()
-    page.set_default_timeout(SLOW)
-    page.set_default_navigation_timeout(SLOW)
-    return page
-
-
-def _settle(page, charts: int, timeout_s: float = SLOW / 1000) -> None:
-    """Wait until the script has finished and the plotly charts have drawn (no loading skeletons left)."""
-    deadline = time.time() + timeout_s
-    while time.time() < deadline:
-        state = page.evaluate(
-            "() => { const app = document.querySelector('[data-testid=stApp]');"
-            " return [app ? app.getAttribute('data-test-script-state') : null,"
-            " document.querySelectorAll('.js-plotly-plot').length,"
-            " document.querySelectorAll('[data-testid=stSkeleton]').length]; }"
-        )
-        if state[0] == "notRunning" and state[1] >= charts and state[2] == 0:
-            time.sleep(1)  # let plotly finish drawing
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"the page did not settle within {timeout_s:.0f} s: {state}")
-
-
-def _screenshot(page, name: str) -> None:
-    """The whole page: Streamlit scrolls inside its main block, so grow the viewport to fit it first."""
-    height = page.evaluate("() => document.querySelector('[data-testid=stMainBlockContainer]').scrollHeight")
-    page.set_viewport_size({"width": 1440, "height": min(max(int(height) + 150, 900), 12000)})
-    time.sleep(1.5)
-    page.screenshot(path=str(_screenshot_dir() / f"{name}.png"))
-    page.set_viewport_size({"width": 1440, "height": 1000})
-
-
-def _screenshot_dir() -> Path:
-    folder = Path(os.environ.get("SCREENSHOT_DIR", ROOT / "out" / "screenshots"))
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder

@@ -1,6 +1,6 @@
 """Corpus search and "One word, many contexts" in a real browser (Chromium + Playwright, as test_browser.py):
 the built-in index builds with a progress bar, a token chip searches, uploads (empty, 10 MB, a small text) are
-answered, and a word missing from a sentence gets a message. Screenshots go to $SCREENSHOT_DIR.
+answered, and a word missing from a sentence gets a message. Screenshots go to $SCREENSHOT_DIR when it is set.
 
     OMP_NUM_THREADS=1 python -m pytest tests/browser/test_browser_corpus.py -q
 """
@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import time
 
-from test_browser import SLOW, _new_page, _screenshot, _settle, app_url, browser  # noqa: F401 (fixtures)
+from browser_support import SLOW, new_page, screenshot, settle
 
 
 def _tall_page(browser):
     """A page tall enough that every chart is on screen (Streamlit draws a chart only once it is visible)."""
-    page = _new_page(browser)
+    page = new_page(browser)
     page.set_viewport_size({"width": 1440, "height": 2600})
     return page
 
@@ -28,14 +28,14 @@ def test_corpus_search_builds_with_progress_searches_and_answers_uploads(browser
         seen_progress = seen_progress or page.get_by_text("Indexing every token of the built-in sentences").count() > 0
         time.sleep(0.2)
     assert seen_progress, "a progress bar while the built-in sentences are indexed"
-    _settle(page, charts=2)
+    settle(page, charts=2)
     assert page.locator("mark").first.inner_text() == "barked"  # the default token, in its sentence
     assert page.get_by_text("Searching 12,610 tokens").count() == 1
     page.get_by_role("radio", name="dog", exact=True).click()  # a single-choice pill is a radio
     page.get_by_text("matches at layer 6 are “dog” itself").wait_for(timeout=SLOW)
-    _settle(page, charts=2)
+    settle(page, charts=2)
     assert "search_position=2" in page.url
-    _screenshot(page, "corpus_search")
+    screenshot(page, "corpus_search")
 
     page.get_by_text("Upload a .txt file").click()
     page.get_by_text("Choose a .txt file with one sentence per line").wait_for(timeout=SLOW)
@@ -49,10 +49,10 @@ def test_corpus_search_builds_with_progress_searches_and_answers_uploads(browser
         path.write_bytes(content)
         upload.set_input_files(str(path))
         page.get_by_text(answer).first.wait_for(timeout=SLOW)
-        _settle(page, charts=2 if name == "mine.txt" else 0)
+        settle(page, charts=2 if name == "mine.txt" else 0)
     assert page.get_by_text("<i>My</i> dog", exact=False).count() >= 1  # shown as typed, not as HTML
     assert page.locator("li i").count() == 0
-    _screenshot(page, "corpus_search_upload")
+    screenshot(page, "corpus_search_upload")
     assert not page.get_by_text("Traceback").count()
     assert not errors, errors
     page.context.close()
@@ -62,14 +62,14 @@ def test_word_contexts_draws_and_names_a_sentence_without_the_word(browser, app_
     page = _tall_page(browser)
     page.goto(app_url + "/word_contexts")
     page.get_by_role("heading", name="One word, many contexts", exact=True).wait_for(timeout=SLOW)
-    _settle(page, charts=2)
+    settle(page, charts=2)
     assert page.get_by_text("What Ethayarajh found").count() == 1
-    _screenshot(page, "word_contexts")
+    screenshot(page, "word_contexts")
     box = page.get_by_label("Word", exact=True)
     box.fill("river")
     box.press("Enter")
     page.get_by_text("is not a word of sentence 2").wait_for(timeout=SLOW)
-    _settle(page, charts=0)
+    settle(page, charts=0)
     assert page.locator(".js-plotly-plot").count() == 0
     assert "contexts_word=river" in page.url
     page.context.close()

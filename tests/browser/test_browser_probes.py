@@ -1,12 +1,12 @@
 """The probes page in a real browser (Chromium + Playwright, as test_browser.py): upload a small CoNLL-U file,
 run the probes and see the per-layer curves and one sentence's predicted tree against its gold tree; a bad file
-gets its message. Screenshots go to $SCREENSHOT_DIR.
+gets its message. Screenshots go to $SCREENSHOT_DIR when it is set.
 
     OMP_NUM_THREADS=1 python -m pytest tests/browser/test_browser_probes.py -q
 """
 from __future__ import annotations
 
-from test_browser import SLOW, _new_page, _screenshot, _settle, app_url, browser  # noqa: F401 (fixtures)
+from browser_support import SLOW, new_page, screenshot, settle
 
 
 def _conllu(count: int) -> bytes:
@@ -18,7 +18,7 @@ def _conllu(count: int) -> bytes:
 
 
 def test_an_uploaded_treebank_draws_curves_and_a_tree(browser, app_url, tmp_path):
-    page = _new_page(browser)
+    page = new_page(browser)
     page.set_viewport_size({"width": 1440, "height": 2600})  # Streamlit draws a chart only once it is on screen
     errors = []
     page.on("pageerror", lambda error: errors.append(str(error)))
@@ -35,8 +35,8 @@ def test_an_uploaded_treebank_draws_curves_and_a_tree(browser, app_url, tmp_path
     page.get_by_text("Run the probes").wait_for(timeout=SLOW)
     page.get_by_text("Run the probes").click()
     page.get_by_text("One sentence: the predicted tree against the gold tree").wait_for(timeout=SLOW)
-    _settle(page, charts=2)
-    _screenshot(page, "probes_treebank")
+    settle(page, charts=2)
+    screenshot(page, "probes_treebank")
     tree = page.locator(".js-plotly-plot").nth(1)
     assert tree.get_by_text("predicted arc, in the gold tree").count() == 1
     assert tree.locator(".annotation").count() >= 3  # the sentence's words, between the two trees

@@ -1,5 +1,5 @@
 """"How BERT was trained" in a real browser (Chromium + Playwright, as test_browser.py): a live tiny-BERT run
-draws its progress, loss curve and guesses while it trains; a screenshot is taken mid-run; Stop ends it.
+draws its progress, loss curve and guesses while it trains; a screenshot is taken mid-run (when $SCREENSHOT_DIR is set); Stop ends it.
 
     OMP_NUM_THREADS=1 python -m pytest tests/browser/test_browser_training.py -q
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 import time
 
-from test_browser import SLOW, _new_page, _screenshot, _settle, app_url, browser  # noqa: F401 (fixtures)
+from browser_support import SLOW, new_page, screenshot, settle
 
 MID_RUN_STEP = 60  # the screenshot waits for this step: several evaluations drawn, far from the end
 
@@ -19,16 +19,16 @@ def _step(page) -> int:
 
 
 def test_a_live_run_draws_while_it_trains_and_stops(browser, app_url):
-    page = _new_page(browser)
+    page = new_page(browser)
     errors = []
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.goto(app_url + "/how_bert_was_trained")
     page.get_by_role("heading", name="How BERT was trained", exact=True).wait_for(timeout=SLOW)
-    _settle(page, charts=1)
+    settle(page, charts=1)
     seed = page.get_by_label("Seed").nth(1)  # the first "Seed" is the masking draw's
     seed.fill("7")
     seed.press("Enter")
-    _settle(page, charts=0)
+    settle(page, charts=0)
     page.get_by_role("button", name="Train it yourself").click()
     page.get_by_text("Training: step").wait_for(timeout=SLOW)
     deadline = time.time() + SLOW / 1000
@@ -37,7 +37,7 @@ def test_a_live_run_draws_while_it_trains_and_stops(browser, app_url):
     assert _step(page) >= MID_RUN_STEP, "the progress bar moves while it trains"
     assert page.get_by_text("Loss while it learns").count() >= 1
     assert page.get_by_text("He opened the [MASK] and walked into the room.", exact=False).count() >= 1
-    _screenshot(page, "how_bert_was_trained_mid_run")
+    screenshot(page, "how_bert_was_trained_mid_run")
     page.get_by_role("button", name="Stop").click()
     page.get_by_text("Stopped at step").wait_for(timeout=SLOW)
     assert not errors, errors

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from test_browser import SLOW, _new_page, _screenshot, _settle, app_url, browser  # noqa: F401 (fixtures)
+from browser_support import SLOW, new_page, screenshot, settle
 
 
 def _wait_for_url(page, wanted: str, timeout_s: float = 60) -> None:
@@ -19,12 +19,12 @@ def _wait_for_url(page, wanted: str, timeout_s: float = 60) -> None:
 
 
 def test_bound_selections_go_into_the_url_survive_a_page_switch_and_reopen(browser, app_url):
-    page = _new_page(browser)
+    page = new_page(browser)
     errors = []
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.goto(app_url + "/attention?text=The+cat+sat+on+the+%5BMASK%5D.&head=5")
     page.get_by_text("Layer 0, head 5").first.wait_for(timeout=SLOW)
-    _settle(page, charts=1)
+    settle(page, charts=1)
     page.locator("[data-testid=stSelectbox]").filter(has_text="Layer").first.click()
     page.get_by_role("option", name="3", exact=True).click()
     page.get_by_text("Layer 3, head 5").first.wait_for(timeout=SLOW)
@@ -33,28 +33,28 @@ def test_bound_selections_go_into_the_url_survive_a_page_switch_and_reopen(brows
 
     page.get_by_role("link", name="MLP activations").click()
     page.get_by_role("heading", name="MLP activations", exact=True).wait_for(timeout=SLOW)
-    _settle(page, charts=1)
+    settle(page, charts=1)
     page.get_by_role("link", name="Attention", exact=True).click()
     page.get_by_text("Layer 3, head 5").first.wait_for(timeout=SLOW)
     _wait_for_url(page, "layer=3")
     shared = page.url
 
-    other = _new_page(browser)  # someone opens the shared link
+    other = new_page(browser)  # someone opens the shared link
     other.goto(shared)
     other.get_by_text("Layer 3, head 5").first.wait_for(timeout=SLOW)
-    _settle(other, charts=1)
+    settle(other, charts=1)
     assert other.locator(".js-plotly-plot").first.get_by_text("cat", exact=True).count() >= 1
     other.context.close()
 
     page.get_by_role("link", name="Masked prediction").click()
-    _settle(page, charts=1)
+    settle(page, charts=1)
     slider = page.locator("[data-testid=stSlider]").filter(has_text="Candidates per [MASK]").get_by_role("slider")
     slider.focus()
     for _ in range(7):
         slider.press("ArrowLeft")  # 10 -> 3
     _wait_for_url(page, "top_k=3")
-    _settle(page, charts=1)
+    settle(page, charts=1)
     assert page.locator(".js-plotly-plot .bars .point").count() == 3
-    _screenshot(page, "prediction_top_3")
+    screenshot(page, "prediction_top_3")
     assert not errors, errors
     page.context.close()

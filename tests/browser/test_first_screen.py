@@ -1,12 +1,12 @@
 """The first screen on a 1366x768 laptop: every page that reads the sentence shows the Sentence box at the top of
 the main area, inside the viewport without scrolling; the pages that read no sentence show none. A screenshot of
-the prediction page's first screen goes to $SCREENSHOT_DIR/first_screen.png.
+the prediction page's first screen goes to $SCREENSHOT_DIR/first_screen.png when it is set.
 
     OMP_NUM_THREADS=1 python -m pytest tests/browser/test_first_screen.py -q
 """
 from __future__ import annotations
 
-from test_browser import  SLOW, _screenshot_dir, _settle, app_url, browser  # noqa: F401 (fixtures)
+from browser_support import new_page, screenshot, settle
 from viz_app.navigation import DEFAULT_PAGE, PAGES
 from viz_app.sentence_box import PAGES_WITHOUT
 
@@ -19,13 +19,12 @@ def _url_paths() -> list[str]:
 
 
 def test_the_sentence_box_is_on_the_first_screen_of_every_page_that_reads_it(browser, app_url):
-    page = browser.new_context(viewport=LAPTOP).new_page()
-    page.set_default_timeout(SLOW)
+    page = new_page(browser, LAPTOP)
     paths = _url_paths()
     assert len(paths) >= 15 and set(PAGES_WITHOUT) <= set(paths)
     for path in paths:
         page.goto(f"{app_url}/{path}")
-        _settle(page, charts=0)
+        settle(page, charts=0)
         box = page.locator("[data-testid=stMain]").get_by_label("Sentence", exact=True)
         if path in PAGES_WITHOUT:
             assert box.count() == 0, f"/{path} reads no sentence but shows the box"
@@ -38,6 +37,6 @@ def test_the_sentence_box_is_on_the_first_screen_of_every_page_that_reads_it(bro
         second = page.locator("[data-testid=stMain]").get_by_label("Second sentence (optional)", exact=True)
         assert second.bounding_box()["y"] + second.bounding_box()["height"] <= LAPTOP["height"], path
         if path == "":
-            page.screenshot(path=str(_screenshot_dir() / "first_screen.png"))  # the viewport only: what a laptop shows
+            screenshot(page, "first_screen", full_page=False)  # the viewport only: what a laptop shows
     assert page.locator("[data-testid=stSidebar]").get_by_label("Sentence", exact=True).count() == 0
     page.context.close()

@@ -1,5 +1,5 @@
-"""Lessons and exports in Chromium: a lesson walked end to end with the arrow keys (a screenshot per step in
-$SCREENSHOT_DIR, default out/screenshots); a bad lesson file's message; an exported lesson and an exported attention
+"""Lessons and exports in Chromium: a lesson walked end to end with the arrow keys (a screenshot per step when
+$SCREENSHOT_DIR names a folder); a bad lesson file's message; an exported lesson and an exported attention
 view opened from disk with every request but the file itself blocked: their figures draw and nothing leaves the page.
 """
 from __future__ import annotations
@@ -8,26 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from bench import classroom  # tests/browser/conftest.py puts the repository root on sys.path
-from test_browser import SLOW, _new_page, _screenshot, _screenshot_dir, _settle
+from browser_support import SLOW, new_page, screenshot, settle
 
 LESSON = "fill_in_the_blank"
-
-
-@pytest.fixture(scope="module")
-def app_url(browser_ready):
-    with classroom.serve(_screenshot_dir() / "streamlit_lessons.log") as (url, _server):
-        yield url
-
-
-@pytest.fixture(scope="module")
-def chromium(browser_ready):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=classroom.CHROMIUM, args=classroom.CHROMIUM_ARGS)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture(scope="module")
@@ -40,48 +23,48 @@ def minilm():
     return models.load("minilm")
 
 
-def test_a_lesson_walked_with_the_arrow_keys(chromium, app_url):
+def test_a_lesson_walked_with_the_arrow_keys(browser, app_url):
     from viz_app.lessons.format import builtin_lessons
 
     lesson = builtin_lessons()[LESSON]
-    page = _new_page(chromium)
+    page = new_page(browser)
     errors = []
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.goto(app_url + "/lessons?model=minilm")
     page.get_by_role("button", name="Start the lesson").click()
     page.get_by_role("heading", name=lesson.steps[0].title, exact=True).wait_for(timeout=SLOW)
-    _settle(page, charts=1)
+    settle(page, charts=1)
     page.get_by_label("Sentence", exact=True).click()  # typing in a text box: the arrows move the cursor only
     page.keyboard.press("ArrowRight")
     page.keyboard.press("ArrowLeft")
-    _settle(page, charts=1)
+    settle(page, charts=1)
     assert page.get_by_text(f"step 1 of {len(lesson.steps)}").count() == 1
     for number, step in enumerate(lesson.steps, 1):
         page.get_by_role("heading", name=step.title, exact=True).wait_for(timeout=SLOW)
-        _settle(page, charts=1 if step.page in ("prediction", "attention") else 0)
+        settle(page, charts=1 if step.page in ("prediction", "attention") else 0)
         assert page.get_by_text(f"step {number} of {len(lesson.steps)}").count() == 1
         assert page.locator(".js-plotly-plot").count() >= 1
         assert "model=minilm" in page.locator("code").last.inner_text()
-        _screenshot(page, f"lesson_{LESSON}_step{number}")
+        screenshot(page, f"lesson_{LESSON}_step{number}")
         page.locator("h2").first.click()  # focus on the page, not in a text box: the shortcut needs it
         page.keyboard.press("ArrowRight")
     page.keyboard.press("ArrowLeft")  # the last step: Next is off; Back goes one step back
     page.get_by_role("heading", name=lesson.steps[-2].title, exact=True).wait_for(timeout=SLOW)
     page.get_by_role("button", name="Open this step in the app").click()
     page.get_by_role("heading", name="Masked prediction", exact=True).wait_for(timeout=SLOW)
-    _settle(page, charts=1)
+    settle(page, charts=1)
     assert "text=The+%5BMASK%5D+barked+at+the+%5BMASK%5D." in page.url, page.url
     assert page.locator(".js-plotly-plot").count() == 2  # the step's two masks
     assert not errors, errors
     page.context.close()
 
 
-def test_download_buttons_give_the_html_files(chromium, app_url, tmp_path):
+def test_download_buttons_give_the_html_files(browser, app_url, tmp_path):
     """The app's own buttons: the attention page's two views, and a whole lesson from the Lessons page."""
-    page = _new_page(chromium)
+    page = new_page(browser)
     page.goto(app_url + "/attention?model=minilm&layer=1&head=2")
     page.get_by_text("Layer 1, head 2").first.wait_for(timeout=SLOW)
-    _settle(page, charts=3)
+    settle(page, charts=3)
     for label, title in (("Download this head's view", "Layer 1, head 2: where each token (row) looks"),
                          ("Download the all-heads view", "All 72 heads at a glance")):
         with page.expect_download(timeout=SLOW) as download:
@@ -97,10 +80,10 @@ def test_download_buttons_give_the_html_files(chromium, app_url, tmp_path):
     page.context.close()
 
 
-def test_a_bad_lesson_file_says_what_is_wrong(chromium, app_url, tmp_path):
+def test_a_bad_lesson_file_says_what_is_wrong(browser, app_url, tmp_path):
     bad = tmp_path / "my_lesson.yaml"
     bad.write_text("title: Mine\nsteps:\n- title: First\n  page: nowhere\n  text: Hello.\n")
-    page = _new_page(chromium)
+    page = new_page(browser)
     page.goto(app_url + "/lessons?model=minilm")
     page.get_by_role("heading", name="Lessons", exact=True).wait_for(timeout=SLOW)
     page.get_by_role("combobox", name="Lesson").click()
@@ -112,9 +95,9 @@ def test_a_bad_lesson_file_says_what_is_wrong(chromium, app_url, tmp_path):
     page.context.close()
 
 
-def open_offline(chromium, path: Path) -> tuple[object, list[str]]:
+def open_offline(browser, path: Path) -> tuple[object, list[str]]:
     """Open a file with every other request blocked; returns the page and the URLs it tried to fetch."""
-    context = chromium.new_context(viewport={"width": 1300, "height": 1000}, offline=True)
+    context = browser.new_context(viewport={"width": 1300, "height": 1000}, offline=True)
     page = context.new_page()
     asked = []
 
@@ -133,14 +116,14 @@ def open_offline(chromium, path: Path) -> tuple[object, list[str]]:
     return page, asked
 
 
-def test_an_exported_lesson_opens_offline(chromium, minilm, tmp_path):
+def test_an_exported_lesson_opens_offline(browser, minilm, tmp_path):
     from viz_app.lessons.export import lesson_html
     from viz_app.lessons.format import builtin_lessons
 
     lesson = builtin_lessons()["where_each_word_looks"]
     path = tmp_path / "lesson.html"
     path.write_text(lesson_html(lesson, minilm, "minilm"), encoding="utf-8")
-    page, asked = open_offline(chromium, path)
+    page, asked = open_offline(browser, path)
     figures = page.locator(".plotly-graph-div")
     page.locator(".plotly-graph-div .main-svg").first.wait_for(timeout=60_000)
     count = figures.count()
@@ -151,19 +134,19 @@ def test_an_exported_lesson_opens_offline(chromium, minilm, tmp_path):
     page.locator("details summary").first.click()
     assert page.locator("details[open]").count() == 1
     page.set_viewport_size({"width": 1300, "height": 1000})
-    page.screenshot(path=str(_screenshot_dir() / "exported_lesson.png"))
+    screenshot(page, "exported_lesson", full_page=False)
     assert asked == [], asked
     page.context.close()
 
 
-def test_an_exported_attention_view_opens_offline_and_stays_interactive(chromium, minilm, tmp_path):
-    from viz_app import forward as fw
+def test_an_exported_attention_view_opens_offline_and_stays_interactive(browser, minilm, tmp_path):
+    from viz_app import forward
     from viz_app.charts.attention import attention_bars, heads_overview, pattern_heatmap
     from viz_app.export_html import view_document
 
     text = "The cat sat on the mat. <script>alert('hi')</script>"
-    prepared = fw.prepare_input(minilm.tokenizer, text, "", [], False, 512)
-    result = fw.record(minilm.model, minilm.tokenizer, prepared)
+    prepared = forward.prepare_input(minilm.tokenizer, text, "", [], False, 512)
+    result = forward.record(minilm.model, minilm.tokenizer, prepared)
     positions = list(range(result.seq))
     charts = [pattern_heatmap(result.attention[2, 3], result.tokens, positions, 2, 3),
               attention_bars(result.attention[2, 3, 1], result.tokens, positions, 1, 2, 3),
@@ -171,7 +154,7 @@ def test_an_exported_attention_view_opens_offline_and_stays_interactive(chromium
     path = tmp_path / "attention.html"
     path.write_text(view_document("Attention, layer 2, head 3", charts, f"Sentence: {text}"), encoding="utf-8")
     dialogs = []
-    page, asked = open_offline(chromium, path)
+    page, asked = open_offline(browser, path)
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
     page.locator(".plotly-graph-div .main-svg").first.wait_for(timeout=60_000)
     assert page.locator(".plotly-graph-div:has(.main-svg)").count() == 3
@@ -181,5 +164,5 @@ def test_an_exported_attention_view_opens_offline_and_stays_interactive(chromium
     page.locator(".plotly-graph-div").first.hover()  # the toolbar appears: the figure is live, not a picture
     assert page.locator(".modebar").first.is_visible()
     assert dialogs == [] and asked == [], (dialogs, asked)
-    page.screenshot(path=str(_screenshot_dir() / "exported_attention_view.png"))
+    screenshot(page, "exported_attention_view", full_page=False)
     page.context.close()

@@ -1,9 +1,8 @@
 """The published cloze benchmarks (bert/evaluation): loaders, skip rules, and scoring against independent references.
 
-References: the published per-item files in ../shared/external (Goldberg's logits, Ettinger's top-5 lists and
-accuracies), and `transformers` BertForMaskedLM + its own tokenizer on the same tiny random weights.
-Set BERT_INSIDE_EXTERNAL to use another copy of the published data (e.g. from a git worktree, where ../shared
-is not beside the checkout).
+References: the published per-item files (Goldberg's logits, Ettinger's top-5 lists and accuracies; docs/benchmarks.md
+says where each comes from) in the folder BERT_INSIDE_EXTERNAL names, and `transformers` BertForMaskedLM + its own
+tokenizer on the same tiny random weights. Without that data the tests that need it skip.
 """
 from __future__ import annotations
 
@@ -16,6 +15,7 @@ import torch
 
 from bert.evaluation import agreement, benchmark_sentences, ettinger
 from bert.pretraining.cloze_eval import read_cloze
+from bert_test_support import run_bench
 
 ROOT = Path(__file__).resolve().parents[2]
 EXTERNAL = Path(os.environ.get("BERT_INSIDE_EXTERNAL") or ROOT / ".." / "shared" / "external")
@@ -25,6 +25,12 @@ needs_external = pytest.mark.skipif(
 )
 GOLDBERG, ETTINGER = EXTERNAL / agreement.FOLDER, EXTERNAL / ettinger.FOLDER
 BERT_BASE = "bert-base-uncased"
+
+
+def published_top(test: ettinger.Test, model: str) -> list[list[str]]:
+    """The published top-5 list of each probe (outputs/<model>/modelpreds-<key>: one space-separated line per context)."""
+    lines = (ETTINGER / "outputs" / model / f"modelpreds-{test.key}").read_text(encoding="utf-8").splitlines()
+    return [line.split() for line in lines[::test.lines_per_item]]
 
 
 @pytest.fixture(scope="module")
@@ -137,7 +143,7 @@ def test_ettinger_loaders_read_the_papers_item_counts():
 @pytest.mark.parametrize("test", ettinger.TESTS, ids=[t.name for t in ettinger.TESTS])
 def test_our_top5_scoring_of_the_published_lists_gives_the_published_accuracy(test, model):
     probes = ettinger.read_test(ETTINGER, test)
-    top = ettinger.read_published_top(ETTINGER, test, model)
+    top = published_top(test, model)
     assert (ettinger.hits(probes, top), len(probes)) == ettinger.read_published_accuracy(ETTINGER, test, model)
 
 
@@ -195,29 +201,30 @@ def test_benchmark_sentences_hold_every_scored_sentence_once():
 
 # --- the bench script, end to end on a tiny model ---
 
+@pytest.mark.slow
 @needs_external
-def test_bench_script_prints_ours_beside_the_published_figures(save_hf_model, capsys):
+def test_bench_script_prints_ours_beside_the_published_figures(save_hf_model):
     """A tiny random model with 512 positions (its vocabulary spells words letter by letter, so it has no verb
     forms: every agreement pair is skipped)."""
     from transformers import BertForMaskedLM
 
-    from bench.cloze_benchmarks import main
     from bert_test_support import hf_config
 
     config = hf_config(num_hidden_layers=1, hidden_size=32, num_attention_heads=2, intermediate_size=64,
                        max_position_embeddings=512)
     folder = save_hf_model(BertForMaskedLM(config))
-    assert main(["--model", str(folder), "--external", str(EXTERNAL)]) == 0
-    out = capsys.readouterr().out
+    result = run_bench("cloze_benchmarks", "--model", str(folder), "--external", str(EXTERNAL))
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
     assert "| Goldberg 2019 subject-verb agreement | correct verb form's logit higher | 0.0% (0/0) | 83.3% (319/383) |" in out
     assert "52.9% (18/34)" in out and "27.3% (24/88)" in out and "100.0% (18/18)" in out
 
 
-def test_bench_script_says_when_the_data_is_missing(tmp_path, capsys):
-    from bench.cloze_benchmarks import main
-
-    assert main(["--external", str(tmp_path / "nowhere")]) == 2
-    assert "is not a folder" in capsys.readouterr().err
+@pytest.mark.slow
+def test_bench_script_says_when_the_data_is_missing(tmp_path):
+    result = run_bench("cloze_benchmarks", "--external", str(tmp_path / "nowhere"))
+    assert result.returncode == 2
+    assert "is not a folder" in result.stderr
 
 
 # --- bert-base-uncased itself, when it is in the local Hugging Face cache ---

@@ -27,6 +27,8 @@ from bert.finetuning.train import FinetuneConfig, finetune
 from bert.pretraining.distributed import Ranks, my_rows
 from bert_test_support import TINY_VOCAB, free_port, killed_at, spawn_two_gloo_ranks
 
+pytestmark = pytest.mark.slow  # torchrun runs: tens of seconds
+
 REPO = Path(__file__).resolve().parents[2]
 TOLERANCE = dict(atol=1e-5, rtol=1e-5)  # float32 summation order over 3 to 6 AdamW steps; measured: within 2e-7
 WORDS = ["the", "dog", "cat", "barked", "at", "mailman", "park", "and", "her", "went", "to", "is", "of"]

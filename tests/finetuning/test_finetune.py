@@ -57,6 +57,7 @@ def trained_classifier(tmp_path_factory, tokenizer):
     return model, best, out
 
 
+@pytest.mark.slow
 def test_tiny_model_from_scratch_learns_a_separable_task_to_full_dev_accuracy(trained_classifier):
     _, best, out = trained_classifier
     assert best["accuracy"] == 1.0 and best["macro_f1"] == 1.0
@@ -65,6 +66,7 @@ def test_tiny_model_from_scratch_learns_a_separable_task_to_full_dev_accuracy(tr
     assert json.loads((out / "model" / "config.json").read_text())["id2label"] == {"0": "pet", "1": "place"}
 
 
+@pytest.mark.slow
 def test_saved_folder_loads_in_transformers_with_equal_logits(trained_classifier, tokenizer):
     from transformers import BertForSequenceClassification
 
@@ -109,6 +111,7 @@ def test_a_killed_run_resumes_from_its_checkpoint_and_ends_as_an_unbroken_run(tm
     assert steps == [4, 8, 12]
 
 
+@pytest.mark.slow
 def test_token_task_learns_bio_tags(tmp_path, tokenizer):
     rng = random.Random(6)
     examples = []
@@ -201,6 +204,7 @@ def test_cli_fine_tunes_a_folder_and_reports_bad_input(tmp_path, tiny_vocab_file
     assert "train.csv:2: no `label`" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_regression_learns_a_number_per_sentence(tmp_path, tokenizer):
     def numbered(examples):  # pet sentences score +1, place sentences -1
         return [Example(e.text, None, 1.0 if e.label == "pet" else -1.0, e.where) for e in examples]

@@ -1,4 +1,4 @@
-"""The HTML export and `python -m bert export-lesson`: one self-contained file (plotly.js inside, nothing fetched,
+"""The HTML export and `python -m viz_app.export_lesson`: one self-contained file (plotly.js inside, nothing fetched,
 MathJax off, user text escaped), every step in it; --list names the built-in lessons; bad input exits 2 in one line.
 The browser checks (figures drawn offline) are in tests/browser/test_lessons_browser.py."""
 from __future__ import annotations
@@ -20,9 +20,9 @@ from viz_app.lessons.format import builtin_lessons
 EVIL = "<img src=x onerror=alert(1)> & </script>"
 
 
-def run_cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
+def export_lesson(*args: str, cwd=None) -> subprocess.CompletedProcess:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "PYTHONPATH": os.getcwd()}
-    return subprocess.run([sys.executable, "-m", "bert", *args], capture_output=True, text=True, timeout=900,
+    return subprocess.run([sys.executable, "-m", "viz_app.export_lesson", *args], capture_output=True, text=True, timeout=900,
                           env=env, cwd=cwd)
 
 
@@ -42,21 +42,23 @@ def test_a_view_is_one_file_that_fetches_nothing_and_escapes_text():
     assert page.count("Plotly.newPlot(") == 1
 
 
+@pytest.mark.slow
 def test_export_lesson_list_names_the_builtin_lessons_one_per_line():
-    result = run_cli("export-lesson", "--list")
+    result = export_lesson("--list")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert [line.split("\t")[0] for line in lines] == list(builtin_lessons())
     assert all(len(line.split("\t")) == 2 for line in lines)
 
 
+@pytest.mark.slow
 def test_export_lesson_writes_every_step(tmp_path, minilm_path):
     from bert.pretrained import MINILM_HEAD_FILE
 
     if not MINILM_HEAD_FILE.is_file():
         pytest.skip(f"{MINILM_HEAD_FILE} is not there")
     out = tmp_path / "handout.html"
-    result = run_cli("export-lesson", "fill_in_the_blank", "--model", "minilm", "--out", str(out),
+    result = export_lesson("fill_in_the_blank", "--model", "minilm", "--out", str(out),
                      "--app-url", "http://classroom:8501")
     assert result.returncode == 0, result.stderr
     page = out.read_text()
@@ -70,20 +72,22 @@ def test_export_lesson_writes_every_step(tmp_path, minilm_path):
     assert "{" not in re.sub(r"<script.*?</script>|<style>.*?</style>", "", page, flags=re.S)  # every value filled in
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, message", [
-    (["export-lesson", "no_such_lesson"], "error: no built-in lesson 'no_such_lesson'"),
-    (["export-lesson"], "error: name a lesson"),
+    (["no_such_lesson"], "error: no built-in lesson 'no_such_lesson'"),
+    ([], "error: name a lesson"),
 ])
 def test_export_lesson_bad_input_exits_2_with_one_line(args, message):
-    result = run_cli(*args)
+    result = export_lesson(*args)
     assert result.returncode == 2
     assert result.stderr.startswith(message) and result.stderr.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_export_lesson_bad_file_names_the_step(tmp_path):
     bad = tmp_path / "mine.yaml"
     bad.write_text("title: Mine\nsteps:\n- title: One\n  page: attention\n  text: x\n  state: {layer: many}\n")
-    result = run_cli("export-lesson", str(bad), "--out", str(tmp_path / "x.html"))
+    result = export_lesson(str(bad), "--out", str(tmp_path / "x.html"))
     assert result.returncode == 2
     assert result.stderr == "error: mine.yaml: step 1 (One): state: layer: bad value 'many'\n"
     assert not (tmp_path / "x.html").exists()

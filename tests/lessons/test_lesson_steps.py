@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from bert.analysis.causal.ablation import predict_ablated
-from viz_app import forward as fw
+from viz_app import forward
 from viz_app.lessons.format import builtin_lessons, parse_lesson
 from viz_app.lessons.resolve import NOT_AVAILABLE, resolve
 from viz_app.lessons.views import BUILDERS, view_charts
@@ -19,9 +19,9 @@ def one_step(text: str, state: str) -> object:
     return parse_lesson(f"title: T\nsteps:\n- title: S\n  page: attention\n  text: \"{text}\"\n  state: {state}\n", "t")
 
 
-def recorded(loaded, text: str, masks=()) -> fw.ForwardResult:
-    prepared = fw.prepare_input(loaded.tokenizer, text, "", masks, False, loaded.summary.max_positions)
-    return fw.record(loaded.model, loaded.tokenizer, prepared)
+def recorded(loaded, text: str, masks=()) -> forward.ForwardResult:
+    prepared = forward.prepare_input(loaded.tokenizer, text, "", masks, False, loaded.summary.max_positions)
+    return forward.record(loaded.model, loaded.tokenizer, prepared)
 
 
 @pytest.mark.parametrize("name, offset", [("previous_token_head", -1), ("next_token_head", 1)])
@@ -46,6 +46,7 @@ def test_sep_head_and_position_of(loaded_minilm):
     assert result.tokens[step.state["focus"]] == "meal"
 
 
+@pytest.mark.slow
 def test_most_helpful_head_matches_ablating_every_head_one_by_one(loaded_minilm):
     text = "The chef cooked a delicious [MASK] for the guests."
     step = resolve(one_step("{most_helpful_head.guess} {most_helpful_head.before} {most_helpful_head.after} "
@@ -90,6 +91,7 @@ def test_what_cannot_be_computed_is_said_not_invented(loaded_minilm):
     assert any("layer: 40 is beyond this model's 6 layers" in p for p in big.problems)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["loaded_minilm", "loaded_small"])
 def test_every_builtin_step_holds_for_the_model_and_draws(model, request):
     """Every step of every lesson, on minilm and on a random 3-layer, 4-head BERT: nothing left uncomputed, every

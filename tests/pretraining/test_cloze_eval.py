@@ -103,6 +103,7 @@ def test_the_everyday_set_is_big_varied_and_single_token(tokenizer):
         assert len(tokenizer.encode(written)) == len(tokenizer.encode(item.sentence)), item.sentence
 
 
+@pytest.mark.slow
 def test_the_shipped_default_meets_the_everyday_target():
     """The built-in minilm as users get it (fp16 file over the package's encoder): a sensible word in the top 5
     for at least 60% of the everyday sentences. A retrained head that scores worse fails here."""

@@ -13,7 +13,7 @@ from corpus.build import main  # noqa: E402
 from corpus.exclude import external_sentences  # noqa: E402
 from corpus.sources.chatterbot import conversations  # noqa: E402
 
-EXTERNAL = Path(os.environ.get("BERT_INSIDE_EXTERNAL") or Path(__file__).resolve().parents[2] / "../shared/external")
+EXTERNAL = Path(os.environ.get("BERT_INSIDE_EXTERNAL") or Path(__file__).resolve().parents[3] / "shared" / "external")
 
 
 HEADER = "pattern\tconstr_id\tsent_id\tcorrect_number\tform\tclass\ttype\tprefix\tn_attr\tpunct\tfreq\tlen_context\tlen_prefix\tsent\n"
@@ -22,7 +22,7 @@ SENTENCE = "The keys to the old cabinet are on the table . <eos>"
 
 @pytest.fixture
 def external(tmp_path):
-    """A tiny folder laid out like ../shared/external: one agreement pair, two Ettinger items, one LAMA record, and
+    """A tiny folder laid out like the published data (BERT_INSIDE_EXTERNAL): one agreement pair, two Ettinger items, one LAMA record, and
     a file the option does not read."""
     folder = tmp_path / "external"
     (folder / "goldberg2019_gulordava_agreement").mkdir(parents=True)

@@ -26,6 +26,8 @@ from bert_test_support import free_port, killed_at, spawn_two_gloo_ranks
 
 from .helpers import tiny_config, write_corpus
 
+pytestmark = pytest.mark.slow  # torchrun runs: tens of seconds
+
 REPO = Path(__file__).resolve().parents[2]
 TOLERANCE = dict(atol=5e-6, rtol=1e-5)  # float32 summation order over 6 AdamW steps; measured: losses equal, weights within 3e-7
 PER_RANK = 2  # examples per rank and step; the one-process runs take 2 x PER_RANK

@@ -1,4 +1,4 @@
-"""Masked-LM corruption against the paper's numbers (seed 003): 15% chosen; of those 80% [MASK], 10% random, 10% kept.
+"""Masked-LM corruption against the paper's numbers (Devlin et al. 2019): 15% chosen; of those 80% [MASK], 10% random, 10% kept.
 
 The references are the published rates and binomial tolerances, not our own code: each draw of a 64x128 batch
 has ~7,000 maskable tokens, so a few hundred draws pin a rate to well under half a percentage point.

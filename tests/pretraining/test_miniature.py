@@ -14,6 +14,7 @@ SHIPPED = Path(__file__).resolve().parents[2] / "bert" / "data" / "tiny_runs"
 QUICK = TinySettings(layers=1, hidden=32, heads=2, steps=6, batch_size=8, eval_every=3, eval_batches=1, warmup_steps=2)
 
 
+@pytest.mark.slow
 def test_the_same_seed_gives_the_same_run_and_another_seed_another(tmp_path):
     first, _, _ = train_tiny(QUICK, tmp_path / "a")
     again, _, _ = train_tiny(QUICK, tmp_path / "b")
@@ -24,6 +25,7 @@ def test_the_same_seed_gives_the_same_run_and_another_seed_another(tmp_path):
     assert first.train_loss != other.train_loss
 
 
+@pytest.mark.slow
 def test_on_step_sees_every_step_and_a_stop_ends_the_run(tmp_path):
     seen = []
     log, model, _ = train_tiny(QUICK, tmp_path, on_update=lambda grown: seen.append(len(grown.train_loss)),

@@ -1,4 +1,4 @@
-"""Next-sentence pairs (seed 003): B is the true next segment half of the time, a segment of another document
+"""Next-sentence pairs (Devlin et al. 2019): B is the true next segment half of the time, a segment of another document
 otherwise; a collated pair reads [CLS] A [SEP] -> segment 0, B [SEP] -> segment 1."""
 from __future__ import annotations
 
@@ -112,7 +112,7 @@ def test_a_chunk_holding_a_single_document_does_not_stop_the_epoch(tmp_path, tok
     assert rows == 4  # the pairs of the first two documents; the lone one has nothing to draw random B from
 
 
-# --- sentence-order prediction (ALBERT, seed 004): the same two sentences, in order or swapped ----------------
+# --- sentence-order prediction (ALBERT, Lan et al. 2020): the same two sentences, in order or swapped ----------------
 
 
 def test_order_pairs_are_half_in_order_half_swapped():

@@ -1,4 +1,4 @@
-"""The learning-rate schedule (warm-up, then linear decay: seed 003), AdamW's decay groups, and what learns."""
+"""The learning-rate schedule (warm-up, then linear decay: Devlin et al. 2019), AdamW's decay groups, and what learns."""
 from __future__ import annotations
 
 import pytest

@@ -34,6 +34,7 @@ def small_vocabulary(folder: Path) -> BertTokenizer:
     return BertTokenizer.from_vocab(folder / "vocab.txt")
 
 
+@pytest.mark.slow
 def test_a_tiny_model_from_scratch_overfits_a_tiny_corpus(tmp_path):
     tokenizer = small_vocabulary(tmp_path)
     corpus = write_corpus(tmp_path / "corpus.txt", [SENTENCES])
@@ -98,6 +99,7 @@ def resume_case(request, tmp_path, tokenizer):
     return corpus, data, config, new_model
 
 
+@pytest.mark.slow
 def test_resume_gives_the_same_steps_and_weights_as_one_run(resume_case, tmp_path, monkeypatch, tokenizer):
     corpus, data, config, new_model = resume_case
     straight = record_steps(monkeypatch)
@@ -119,6 +121,7 @@ def test_resume_gives_the_same_steps_and_weights_as_one_run(resume_case, tmp_pat
     assert state["step"] == 8
 
 
+@pytest.mark.slow
 def test_resume_survives_a_kill_between_removing_and_renaming_the_checkpoint(resume_case, tmp_path, monkeypatch, tokenizer):
     """save_checkpoint writes checkpoint.tmp, then swaps it in: a kill inside the swap must not restart at step 0."""
     corpus, data, config, new_model = resume_case
@@ -135,6 +138,7 @@ def test_resume_survives_a_kill_between_removing_and_renaming_the_checkpoint(res
     assert resumed_steps == straight[4:]
 
 
+@pytest.mark.slow
 def test_resume_false_starts_over(tmp_path, monkeypatch, tokenizer):
     corpus = write_corpus(tmp_path / "corpus.txt", [SENTENCES])
     config = TrainConfig(steps=3, checkpoint_every=1)
@@ -150,6 +154,7 @@ def test_resume_false_starts_over(tmp_path, monkeypatch, tokenizer):
 
 # --- the command line ----------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_cli_pretrain_smoke(tmp_path, tokenizer):
     corpus = write_corpus(tmp_path / "corpus.txt", [SENTENCES])
     out = tmp_path / "run"

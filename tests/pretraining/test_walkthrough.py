@@ -9,7 +9,7 @@ import torch
 
 import bert.pretraining.trainer as trainer
 from bert import Bert
-from bert.pretraining import walkthrough as wt
+from bert.pretraining import walkthrough
 from bert.pretraining.nsp import IS_NEXT, IS_RANDOM, SWAPPED
 from bert.pretraining.trainer import PretrainingObjective, TrainConfig, make_optimizer, make_scheduler, train_step
 
@@ -32,26 +32,29 @@ def trainer_step(model: Bert, tokenizer, batch, config: TrainConfig, monkeypatch
 
 def small_model(tokenizer, **heads) -> Bert:
     torch.manual_seed(0)
-    return Bert(tiny_config(tokenizer.vocab_size, max_position_embeddings=wt.MAX_LENGTH, hidden_dropout=0.0, attention_dropout=0.0), **heads)
+    config = tiny_config(tokenizer.vocab_size, max_position_embeddings=walkthrough.MAX_LENGTH, hidden_dropout=0.0,
+                         attention_dropout=0.0)
+    return Bert(config, **heads)
 
 
 @pytest.mark.parametrize("whole_word", [False, True])
 def test_the_pages_draw_is_the_trainers_draw(tokenizer, monkeypatch, whole_word):
-    batch, _ = wt.sentence_batch(tokenizer, LONG)
+    batch, _ = walkthrough.sentence_batch(tokenizer, LONG)
     for seed in (0, 1, 7, 1234):
         monkeypatch.undo()
         _, drawn = trainer_step(small_model(tokenizer), tokenizer, batch, TrainConfig(seed=seed, whole_word=whole_word), monkeypatch)
         (corrupted, labels), = drawn
-        shown = wt.mask_example(tokenizer, batch, seed, whole_word)
+        shown = walkthrough.mask_example(tokenizer, batch, seed, whole_word)
         assert shown.shown_ids == corrupted[0].tolist(), "the same replacements at the same positions"
         assert shown.labels == labels[0].tolist()
         assert shown.chosen, "a draw over ~100 pieces chooses some"
 
 
+@pytest.mark.slow
 def test_over_many_draws_15_percent_then_80_10_10(tokenizer):
-    batch, _ = wt.sentence_batch(tokenizer, LONG)
+    batch, _ = walkthrough.sentence_batch(tokenizer, LONG)
     maskable = int(batch.maskable.sum())
-    draws = [wt.mask_example(tokenizer, batch, seed) for seed in range(1500)]
+    draws = [walkthrough.mask_example(tokenizer, batch, seed) for seed in range(1500)]
     chosen = sum(len(d.chosen) for d in draws)
     tokens = maskable * len(draws)
 
@@ -67,17 +70,18 @@ def test_over_many_draws_15_percent_then_80_10_10(tokenizer):
 
 
 def test_labels_are_the_originals_at_chosen_positions_only(tokenizer):
-    batch, _ = wt.sentence_batch(tokenizer, TEXT)
-    shown = wt.mask_example(tokenizer, batch, 3)
+    batch, _ = walkthrough.sentence_batch(tokenizer, TEXT)
+    shown = walkthrough.mask_example(tokenizer, batch, 3)
     for token, label, kind in zip(shown.tokens, shown.labels, shown.kinds):
         assert (label == -100) == (kind is None)
         assert kind is None or tokenizer.id_to_token(label) == token
 
 
+@pytest.mark.slow
 def test_next_sentence_pairs_are_half_true_half_random(tokenizer):
     text = " ".join(f"This is sentence {n} of my little story." for n in range(10))
     own = {f"this is sentence {n} of my little story ." for n in range(10)}
-    pairs = [pair for seed in range(150) for pair in wt.sentence_pairs(tokenizer, text, seed)]
+    pairs = [pair for seed in range(150) for pair in walkthrough.sentence_pairs(tokenizer, text, seed)]
     assert len(pairs) == 150 * 9
     true = sum(pair.label == IS_NEXT for pair in pairs)
     assert abs(true / len(pairs) - 0.5) < 4.5 * math.sqrt(0.25 / len(pairs))
@@ -93,9 +97,10 @@ def test_next_sentence_pairs_are_half_true_half_random(tokenizer):
             assert pair.label == IS_RANDOM and second not in own, "a sentence from other text"
 
 
+@pytest.mark.slow
 def test_sentence_order_pairs_swap_half_of_them(tokenizer):
     text = " ".join(f"This is sentence {n} of my little story." for n in range(10))
-    pairs = [pair for seed in range(100) for pair in wt.sentence_pairs(tokenizer, text, seed, "sop")]
+    pairs = [pair for seed in range(100) for pair in walkthrough.sentence_pairs(tokenizer, text, seed, "sop")]
     swapped = [pair for pair in pairs if pair.label == SWAPPED]
     assert abs(len(swapped) / len(pairs) - 0.5) < 4.5 * math.sqrt(0.25 / len(pairs))
     for pair in swapped:
@@ -105,15 +110,15 @@ def test_sentence_order_pairs_swap_half_of_them(tokenizer):
 
 def test_one_sentence_is_not_enough_for_pairs(tokenizer):
     with pytest.raises(Exception, match="at least two sentences"):
-        wt.sentence_pairs(tokenizer, "Only one sentence here.", 0)
+        walkthrough.sentence_pairs(tokenizer, "Only one sentence here.", 0)
 
 
 def test_the_examples_loss_is_the_trainers_loss_for_that_batch(tokenizer):
-    pair = wt.sentence_pairs(tokenizer, TEXT, 5)[0]
-    draws = [wt.mask_example(tokenizer, pair.batch, seed) for seed in range(40)]
+    pair = walkthrough.sentence_pairs(tokenizer, TEXT, 5)[0]
+    draws = [walkthrough.mask_example(tokenizer, pair.batch, seed) for seed in range(40)]
     for masked in [d for d in draws if d.chosen][:3]:  # a short pair may have nothing chosen: its masked-LM loss is 0
         seed = masked.seed
-        shown = wt.example_loss(small_model(tokenizer, nsp_head=True), pair, masked)
+        shown = walkthrough.example_loss(small_model(tokenizer, nsp_head=True), pair, masked)
         losses, _ = trainer_step(small_model(tokenizer, nsp_head=True), tokenizer, pair.batch, TrainConfig(seed=seed))
         assert math.isclose(shown.total, losses["loss"], rel_tol=1e-5)
         assert math.isclose(shown.mlm, losses["mlm"], rel_tol=1e-5) and math.isclose(shown.nsp, losses["nsp"], rel_tol=1e-5)

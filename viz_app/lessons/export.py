@@ -1,5 +1,5 @@
 """A whole lesson as one self-contained HTML handout: every step's text, figures for the loaded model, questions
-with their answers folded in <details>. What "Download this lesson" and `python -m bert export-lesson` write."""
+with their answers folded in <details>. What "Download this lesson" and `python -m viz_app.export_lesson` write."""
 from __future__ import annotations
 
 from typing import Callable

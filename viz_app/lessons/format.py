@@ -72,7 +72,7 @@ class ComputedValue:
 
 @dataclass(frozen=True)
 class Lesson:
-    name: str  # the file's stem: what `export-lesson NAME` takes
+    name: str  # the file's stem: what `python -m viz_app.export_lesson NAME` takes
     title: str
     about: str
     steps: tuple[Step, ...]

@@ -75,8 +75,8 @@ def _squared_distances(projected: torch.Tensor) -> torch.Tensor:
 @contextlib.contextmanager
 def one_cpu_thread(device: torch.device | str | None):
     """PyTorch on one CPU thread while it lasts (process-wide), when `device` is the CPU. The probes' steps are
-    small: on the 2-core machine with other work beside it, an epoch over EWT dev took 1.3 s on one thread
-    against 27 s on two (threads waiting on each other). Results do not change."""
+    small, so more threads spend their time waiting on each other (docs/benchmarks.md#analyses). Results do not
+    change."""
     if torch.device(device or "cpu").type != "cpu":
         yield
         return

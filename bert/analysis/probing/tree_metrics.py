@@ -56,11 +56,6 @@ def tree_distances(heads: Sequence[int]) -> np.ndarray:
     return depth[:, None] + depth[None, :] - 2 * common
 
 
-def tree_edges(heads: Sequence[int]) -> set[tuple[int, int]]:
-    """The gold undirected edges as (smaller, larger) 0-based word pairs, the root's arc left out."""
-    return {tuple(sorted((i, h - 1))) for i, h in enumerate(heads) if h != 0}
-
-
 def spanning_tree_edges(distances: np.ndarray, keep: np.ndarray | None = None) -> set[tuple[int, int]]:
     """Edges (i < j, 0-based in the whole sentence) of the minimum spanning tree of `distances` over the words
     where `keep` is True (all by default), by scipy's minimum_spanning_tree."""

@@ -1,43 +1,60 @@
-"""`python -m bert export-lesson NAME --model M --out FILE.html`: a lesson as a self-contained HTML handout;
-`python -m bert export-lesson --list`: the built-in lessons, one per line."""
+"""A lesson as one self-contained HTML handout, from the command line:
+
+    python -m viz_app.export_lesson where_each_word_looks --model minilm --out handout.html
+    python -m viz_app.export_lesson my_lesson.yaml --model bert-base-uncased --app-url http://classroom-pc:8501
+    python -m viz_app.export_lesson --list        # the built-in lessons, one per line
+
+Bad input (an unknown lesson, a bad lesson file, an unwritable --out) is one line on stderr and exit status 2."""
 from __future__ import annotations
 
 import argparse
 import logging
+import sys
 from pathlib import Path
 
 from bert.errors import BertError
+from viz_app import models
+from viz_app.lessons.export import lesson_html
+from viz_app.lessons.format import builtin_lessons, load_lesson
 
 logger = logging.getLogger(__name__)
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+def parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m viz_app.export_lesson", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("name", nargs="?", help="a built-in lesson (see --list) or a lesson file (.yaml)")
     parser.add_argument("--list", action="store_true", help="print the built-in lessons, one per line, and stop")
     parser.add_argument("--model", default="minilm", help="minilm, a Hugging Face folder, or a cached hub id")
     parser.add_argument("--out", type=Path, help="the HTML file to write (default: NAME.html)")
     parser.add_argument("--app-url", help="the app's address, e.g. http://classroom-pc:8501, to give each step its link")
+    return parser
 
 
-def run(args: argparse.Namespace) -> int:
-    from viz_app.lessons.format import builtin_lessons, load_lesson
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    try:
+        return export(args)
+    except BertError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
 
+
+def export(args: argparse.Namespace) -> int:
     lessons = builtin_lessons()
     if args.list:
         for name, lesson in lessons.items():
             print(f"{name}\t{lesson.title} ({len(lesson.steps)} steps)")
         return 0
     if not args.name:
-        raise BertError("name a lesson (python -m bert export-lesson --list shows the built-in ones) or a .yaml file")
+        raise BertError("name a lesson (python -m viz_app.export_lesson --list shows the built-in ones) or a .yaml file")
     if args.name in lessons:
         lesson = lessons[args.name]
     elif Path(args.name).suffix in (".yaml", ".yml"):
         lesson = load_lesson(args.name)
     else:
         raise BertError(f"no built-in lesson {args.name!r}; choose one of {', '.join(lessons)}, or give a .yaml file")
-    from viz_app import models
-    from viz_app.lessons.export import lesson_html
-
     loaded = models.load(args.model)
     out = args.out or Path(f"{lesson.name}.html")
     try:
@@ -46,3 +63,7 @@ def run(args: argparse.Namespace) -> int:
         raise BertError(f"cannot write {out}: {error.strerror or error}") from error
     logger.info("wrote %s: %s, %d steps, for %s", out, lesson.title, len(lesson.steps), args.model)
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

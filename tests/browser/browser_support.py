@@ -1,0 +1,61 @@
+"""Helpers the browser tests share (fixtures are in conftest.py): a patient page, waiting for the app to settle,
+screenshots when asked for."""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+SLOW = 600_000  # ms: the CPUs may be shared with training runs
+SCREENSHOT_VARIABLE = "SCREENSHOT_DIR"  # screenshots are taken only when this names a folder
+
+
+def new_page(browser, viewport: dict | None = None):
+    """A page in its own browser context (its own Streamlit session), patient with a busy machine."""
+    page = browser.new_context(viewport=viewport or {"width": 1440, "height": 1000}).new_page()
+    page.set_default_timeout(SLOW)
+    page.set_default_navigation_timeout(SLOW)
+    return page
+
+
+def settle(page, charts: int, timeout_s: float = SLOW / 1000) -> None:
+    """Wait until the script has finished and the plotly charts have drawn (no loading skeletons left)."""
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        state = page.evaluate(
+            "() => { const app = document.querySelector('[data-testid=stApp]');"
+            " return [app ? app.getAttribute('data-test-script-state') : null,"
+            " document.querySelectorAll('.js-plotly-plot').length,"
+            " document.querySelectorAll('[data-testid=stSkeleton]').length]; }"
+        )
+        if state[0] == "notRunning" and state[1] >= charts and state[2] == 0:
+            time.sleep(1)  # let plotly finish drawing
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"the page did not settle within {timeout_s:.0f} s: {state}")
+
+
+def screenshot_dir() -> Path | None:
+    """$SCREENSHOT_DIR (created), or None when no screenshots were asked for."""
+    if not os.environ.get(SCREENSHOT_VARIABLE):
+        return None
+    folder = Path(os.environ[SCREENSHOT_VARIABLE])
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def screenshot(page, name: str, full_page: bool = True) -> None:
+    """Save the page as $SCREENSHOT_DIR/NAME.png when screenshots were asked for. full_page: Streamlit scrolls inside
+    its main block, so the viewport grows to fit it first; otherwise the viewport only, as the screen shows it."""
+    folder = screenshot_dir()
+    if folder is None:
+        return
+    if not full_page:
+        page.screenshot(path=str(folder / f"{name}.png"))
+        return
+    viewport = page.viewport_size
+    height = page.evaluate("() => document.querySelector('[data-testid=stMainBlockContainer]').scrollHeight")
+    page.set_viewport_size({"width": viewport["width"], "height": min(max(int(height) + 150, 900), 12000)})
+    time.sleep(1.5)
+    page.screenshot(path=str(folder / f"{name}.png"))
+    page.set_viewport_size(viewport)
