@@ -80,7 +80,7 @@ def main() -> int:
     from viz_app import models
 
     source = args.model or models.default_source()
-    loaded = models.load(source)
+    loaded = models.load(models.ModelKey.of(source))
     reference = reference_for(loaded.model.config)
     at = AppTest.from_file(str(HOME), default_timeout=900)
     at.query_params["model"] = str(Path(source).resolve()) if Path(source).is_dir() else source

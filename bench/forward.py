@@ -4,7 +4,7 @@
 
 Three comparisons, each a table:
 - recorded (1 x 16, 128, 512 tokens): ours keeping every hook (`run_with_cache`, names=None, logits at every
-  position); ours on the app's path (viz_app.forward.recorded_pass: patterns, MLP activations, embeddings, the
+  position); ours on the app's path (viz_app.forward.record's hooks: patterns, MLP activations, embeddings, the
   LM head at the [MASK]s only); transformers' BertForMaskedLM, eager attention, output_attentions and
   output_hidden_states.
 - plain (1 x 16, 128, 512 and 8 x 128 tokens, the 8 rows padded to 64..128 real tokens): the encoder's final
@@ -48,7 +48,7 @@ import torch.nn.functional as F
 
 from bench.make_random_bert import make_random_bert
 from bert import hook_name, load_pretrained
-from viz_app.forward import recorded_pass
+from viz_app.forward import recorded_names
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -105,13 +105,14 @@ def runner(name: str, models: Models, shape: str) -> Callable[[], object]:
     if name == "ours_full":
         call = lambda: models.ours().run_with_cache(ids, types)  # noqa: E731
     elif name == "ours_app":
-        call = lambda: recorded_pass(models.ours(), ids, types, logit_mask=masks)  # noqa: E731
+        names = recorded_names(models.ours().config.num_layers)
+        call = lambda: models.ours().run_with_cache(ids, types, names=names, logit_mask=masks)  # noqa: E731
     elif name == "transformers_eager":
         reference = models.transformers("eager_mlm")
         call = lambda: reference(input_ids=ids, token_type_ids=types, output_attentions=True, output_hidden_states=True)  # noqa: E731
     elif name == "ours_eager":
         step_by_step = [(hook_name("pattern", layer), lambda pattern, _: pattern) for layer in range(models.ours().config.num_layers)]
-        call = lambda: models.ours().run_with_cache(ids, types, attention_mask, names=[], interventions=step_by_step, head="mlm", logit_mask=torch.zeros_like(masks))  # noqa: E731
+        call = lambda: models.ours().run_with_cache(ids, types, attention_mask, names=[], interventions=step_by_step, output="mlm", logit_mask=torch.zeros_like(masks))  # noqa: E731
     elif name == "ours_sdpa":
         call = lambda: models.ours().encode(ids, types, attention_mask)  # noqa: E731
     else:

@@ -9,8 +9,10 @@ that also takes the short forms a TransformerLens user types:
     cache.residual_stream()          # [layer + 1, batch, seq, hidden]: the embeddings, then each layer's output
     cache.to_numpy()                 # {full hook name: numpy array}
 
-Kinds passed to run_with_cache's `stacked` are written, as the pass reaches them, into one [layer, ...] tensor
-each, so `stack` returns that tensor without copying (the per-layer entries are views into it).
+    cache.shapes                     # {full hook name: shape} of every recorded activation
+
+A per-layer kind kept at every layer is written, as the pass reaches it, into one [layer, ...] tensor, so
+`stack` returns that tensor without copying (the per-layer entries are views into it).
 """
 from __future__ import annotations
 
@@ -68,6 +70,11 @@ class ActivationCache(Mapping[str, torch.Tensor]):
         if missing and len(missing) < self.num_layers:
             raise UnknownHookError(f"the cache holds {kind!r} for some layers only (not {missing}): record every layer to stack them")
         return stack_layers(self._activations, kind)
+
+    @property
+    def shapes(self) -> dict[str, tuple[int, ...]]:
+        """{full hook name: shape} of every recorded activation, in the order the pass reached them."""
+        return {name: tuple(tensor.shape) for name, tensor in self._activations.items()}
 
     def residual_stream(self) -> torch.Tensor:
         """The residual stream after the embeddings and after each layer: [layer + 1, *hidden's shape]."""

@@ -49,7 +49,7 @@ LAYER_HOOKS = {  # kind -> path below transformer.{layer}
     "layer_out": "hook_out",
 }
 LM_HEAD_HOOKS = {"lm_transform": "lm_head.hook_transform", "logits": "lm_head.hook_logits"}
-# the sentence-level and task heads, present when the model has them (reached by run_with_cache's head=...)
+# the sentence-level and task heads, present when the model has them (reached by run_with_cache's output=...)
 HEAD_HOOKS = {
     "pooled": "pooler.hook_out",
     "nsp_logits": "nsp_head.hook_logits",
@@ -124,7 +124,7 @@ class HookPoint(nn.Module):
         return self.forward(activation)
 
     def is_watched(self) -> bool:
-        """Whether this call records, replaces or notes this point's activation, or a PyTorch hook sits on it
+        """Whether this call records or replaces this point's activation, or a PyTorch hook sits on it
         (else the point is the identity, and the pass may skip computing what only it would show)."""
         run = _ACTIVE_RUN.get()
         return bool(self._forward_hooks or self._forward_pre_hooks) or (run is not None and run.watches(self.name))
@@ -138,31 +138,29 @@ class HookRun:
     """What one forward pass records (`cache`) and which activations it replaces (`interventions`).
 
     `known` is every hook name of the model; the run works out once which of them it touches, so that the
-    others pass straight through. With `shapes` (a dict), it also notes every hook's shape there. Per-layer kinds
-    in `stacked` are recorded from every layer, each into one [layer, ...] tensor (`stacks`) as the pass goes."""
+    others pass straight through. A per-layer kind kept at every layer is recorded into one [layer, ...] tensor
+    (`stacks`) as the pass goes."""
 
     keep: Callable[[str], bool]
     interventions: dict[str, list[Intervention]]
     known: Iterable[str]
     detach: bool = True
-    shapes: dict[str, tuple[int, ...]] | None = None
-    stacked: Iterable[str] = ()
-    num_layers: int = 0  # the model's, for `stacked`
+    num_layers: int = 0  # the model's, to stack the kinds kept at every layer
     cache: dict[str, torch.Tensor] = field(default_factory=dict)
     stacks: dict[str, torch.Tensor] = field(default_factory=dict)
 
     def __post_init__(self):
-        self.slots = {hook_name(kind, layer): (kind, layer) for kind in self.stacked for layer in range(self.num_layers)}
-        self.kept = frozenset(name for name in self.known if name in self.slots or self.keep(name))
+        self.kept = frozenset(name for name in self.known if self.keep(name))
         self.touched = self.kept | frozenset(self.interventions)
+        layers = range(self.num_layers)
+        every = [kind for kind in LAYER_HOOKS if layers and all(hook_name(kind, layer) in self.kept for layer in layers)]
+        self.slots = {hook_name(kind, layer): (kind, layer) for kind in every for layer in layers}
 
     def watches(self, name: str) -> bool:
-        """Whether this run needs the activation at `name` (to record it, replace it, or note its shape)."""
-        return self.shapes is not None or name in self.touched
+        """Whether this run needs the activation at `name` (to record or replace it)."""
+        return name in self.touched
 
     def visit(self, name: str, activation: torch.Tensor) -> torch.Tensor:
-        if self.shapes is not None:
-            self.shapes[name] = tuple(activation.shape)
         if name not in self.touched:
             return activation
         for intervene in self.interventions.get(name, ()):
@@ -175,7 +173,7 @@ class HookRun:
             activation = replaced
         if name in self.kept:
             recorded = activation.detach() if self.detach else activation
-            if name in self.slots and not recorded.requires_grad:
+            if name in self.slots and not activation.requires_grad:
                 # into its layer's slice; the pass goes on with that copy, so the original is freed right away
                 activation = recorded = self._slot(name, recorded).copy_(recorded)
             self.cache[name] = recorded

@@ -180,7 +180,7 @@ class LinearHead(nn.Linear):
 
 
 Labels = Union[int, Sequence[str], None]  # a number of labels (named LABEL_0, LABEL_1, ...) or their names
-HEADS = ("mlm", "classify", "tag", "next_sentence")  # what run_with_cache can return
+OUTPUTS = ("mlm", "classify", "tag", "next_sentence")  # the output heads run_with_cache(output=...) can run
 _HEAD_MODULES = {"next_sentence": "nsp_head", "classify": "classifier", "tag": "tagger"}  # the heads past the MLM one
 _MISSING_HEAD = {
     "classify": "this model has no sequence classifier: load a BertForSequenceClassification checkpoint, or fine-tune one (python -m bert finetune)",
@@ -352,10 +352,11 @@ class Bert(nn.Module):
         self._require("next_sentence")
         return self.nsp_logits(self.encode(input_ids, token_type_ids, attention_mask))
 
-    def _require(self, head: str) -> None:
-        """Fail before any forward pass when the head is missing (the masked-LM head may be: forward returns None)."""
-        if head != "mlm" and getattr(self, _HEAD_MODULES[head]) is None:
-            raise MissingHeadError(_MISSING_HEAD[head])
+    def _require(self, output: str) -> None:
+        """Fail before any forward pass when the output head is missing (the masked-LM head may be: forward
+        returns None)."""
+        if output != "mlm" and getattr(self, _HEAD_MODULES[output]) is None:
+            raise MissingHeadError(_MISSING_HEAD[output])
 
     def run_with_cache(
         self,
@@ -366,41 +367,37 @@ class Bert(nn.Module):
         interventions: Mapping[str, Intervention] | Iterable[tuple[str, Intervention]] | None = None,
         logit_mask: torch.Tensor | None = None,
         detach: bool = True,
-        shapes: dict[str, tuple[int, ...]] | None = None,
-        head: str = "mlm",
-        stacked: Iterable[str] = (),
+        output: str = "mlm",
     ) -> tuple[torch.Tensor | None, ActivationCache]:
         """One forward pass that records activations and applies interventions, for this call only.
 
-        names: hook names to keep (a list, or a predicate on the name); None keeps all, [] keeps none.
+        names: hook names to keep (a list, or a predicate on the name); None keeps all, [] keeps none. A per-layer
+        kind kept at every layer is written into one [layer, ...] tensor as the pass goes (`cache.stack(kind)`
+        then copies nothing).
         interventions: {hook name: fn(activation, name) -> activation of the same shape}, or (name, fn) pairs.
-        shapes: a dict to note every hook's shape in, for this input (costs next to nothing).
-        head: which output to compute: "mlm" (logits, or None without an MLM head), "classify", "tag" or
-        "next_sentence" (the methods of the same names). Only the hooks this head's pass reaches are recorded.
-        stacked: per-layer kinds ("pattern", "mlp_post", ...) to record from every layer into one [layer, ...]
-        tensor each, as the pass goes (`cache.stack(kind)` then copies nothing).
+        output: which output head to run: "mlm" (logits, or None without an MLM head), "classify", "tag" or
+        "next_sentence" (the methods of the same names). Only the hooks that head's pass reaches are recorded.
         Returns (that head's output, an ActivationCache: {hook name: tensor}, also `cache["pattern", 3]`).
+        A pass that keeps and changes none of q, k, scores and pattern takes the fused attention path.
         """
-        if head not in HEADS:
-            raise InvalidInputError(f"head must be one of {HEADS}, not {head!r}")
-        if logit_mask is not None and head != "mlm":
-            raise InvalidInputError("logit_mask selects masked-LM positions: it only goes with head='mlm'")
-        self._require(head)
+        if output not in OUTPUTS:
+            raise InvalidInputError(f"output must be one of {OUTPUTS}, not {output!r}")
+        if logit_mask is not None and output != "mlm":
+            raise InvalidInputError("logit_mask selects masked-LM positions: it only goes with output='mlm'")
+        self._require(output)
         run = HookRun(
             keep=make_filter(names, self._hook_names),
             interventions=group_interventions(interventions, self._hook_names),
             known=self._hook_names,
             detach=detach,
-            shapes=shapes,
-            stacked=stacked,
             num_layers=self.config.num_layers,
         )
         with active_run(run):
-            if head == "mlm":
-                output = self(input_ids, token_type_ids, attention_mask, logit_mask)
+            if output == "mlm":
+                result = self(input_ids, token_type_ids, attention_mask, logit_mask)
             else:
-                output = getattr(self, head)(input_ids, token_type_ids, attention_mask)
-        return output, ActivationCache(run.cache, self.config.num_layers, run.stacks)
+                result = getattr(self, output)(input_ids, token_type_ids, attention_mask)
+        return result, ActivationCache(run.cache, self.config.num_layers, run.stacks)
 
     def _check_inputs(self, input_ids, token_type_ids, attention_mask) -> None:
         cfg = self.config

@@ -4,7 +4,7 @@ import streamlit as st
 
 from bert.analysis.attention.attention_stats import STATISTICS
 from bert.analysis.attention.head_stats import CLARK_2019, CLARK_2019_SOURCE, clark_2019_reference, is_bert_base, top_heads
-from viz_app import analysis_widgets as aw
+from viz_app import analysis_widgets
 from viz_app import cache, widgets
 from viz_app.charts.head_statistics import statistic_by_layer_chart
 from viz_app.charts.published import published_table, with_published_values
@@ -16,12 +16,12 @@ widgets.page_header(
     "in Clark et al. (2019), who fed BERT pairs of segments: consecutive sentences are paired here the same way.",
 )
 context = widgets.require(needs_input=False)
-picked = aw.sentence_source("stats")
+picked = analysis_widgets.sentence_source("stats")
 pairs = st.toggle("Pair consecutive sentences as A and B", key="stats_pairs", persist_state="session")
 if picked is None:
     st.stop()
 sentences, description = picked
-statistics = cache.corpus_statistics(*aw.model_key(context), sentences, pairs)
+statistics = cache.corpus_statistics(context.key, sentences, pairs)
 names = list(STATISTICS)
 statistic = st.segmented_control("Statistic", names, default="sep", key="stats_statistic", bind="query-params", required=True,
                                  persist_state="session")

@@ -1,11 +1,10 @@
 """Saliency for a masked prediction, split into token, position and segment embeddings."""
-import numpy as np
 import streamlit as st
 
 from bert.analysis.attribution.saliency import METHODS
-from viz_app import analysis_widgets as aw
-from viz_app import cache, state, widgets
+from viz_app import analysis_widgets, cache, state, widgets
 from viz_app.charts.saliency import saliency_chart
+from viz_app.views.logit_lens import lens_at
 
 widgets.page_header(
     "Saliency by embedding part",
@@ -13,12 +12,10 @@ widgets.page_header(
     "prediction at a [MASK]? Attributions of log p(word) to each token's token, position and segment embeddings.",
 )
 context = widgets.require()
-position = aw.mask_picker(context, "saliency")
+position = analysis_widgets.mask_picker(context, "saliency")
 if position is None:
     st.stop()
-key = aw.model_key(context)
-encoding = context.prepared.masked
-lens = next(l for l in cache.logit_lens(*key, encoding, 5) if l.position == position)
+lens = lens_at(cache.logit_lens(context.key, context.prepared, 5), position)
 candidates = lens.layers[-1].top
 target = st.selectbox("Explain the probability of", candidates, key="saliency_target",
                       format_func=lambda c: f"{c.token} ({c.probability:.1%})")
@@ -27,18 +24,13 @@ state.clamp("saliency_method", list(METHODS))
 method = columns[0].radio("Method", METHODS, horizontal=True, key="saliency_method", persist_state="session", format_func=lambda m: m.replace("_", " "))
 steps = columns[1].slider("Integration steps", 8, 128, value=32, step=8, key="saliency_steps", bind="query-params",
                           persist_state="session", disabled=method != "integrated_gradients")
-result = cache.saliency(*key, encoding, method, position, target.token_id, steps)
+result = cache.saliency(context.key, context.prepared, method, position, target.token_id, steps)
 widgets.show_chart(saliency_chart(result), key="saliency")
 if method == "gradient_x_input":
     st.caption(
         "Gradient × input, per part. The embedding LayerNorm ignores the scale of token + position + segment, so the "
         "three parts of each token add up to about zero: read which part pushes which way, not a token's total."
     )
-elif method in ("occlusion", "shapley_value_sampling"):
-    how = ("each token swapped for [MASK] in turn" if method == "occlusion"
-           else f"{result.samples} random orders in which the tokens go from [MASK] to themselves")
-    st.caption(f"{method.replace('_', ' ').capitalize()}: {how}, {result.evaluations} runs of the model. "
-               "One bar per token: how much log p drops without it.")
 else:
     gap = result.completeness_gap
     difference = result.score - result.baseline_score

@@ -2,9 +2,8 @@
 import streamlit as st
 
 from bert.errors import BertError
-from viz_app import analysis_widgets as aw
-from viz_app import cache, models, state, widgets
-from viz_app import model_comparison as mc
+from viz_app import analysis_widgets, cache, model_comparison, models, state, widgets
+from viz_app.models import ModelKey
 from viz_app.charts import compare as charts
 
 widgets.page_header(
@@ -16,7 +15,7 @@ widgets.page_header(
 )
 context = widgets.require()
 choices = {c.source: c for c in cache.model_choices()}
-state.clamp("compare_with", list(choices), mc.partner(context.source, list(choices)))
+state.clamp("compare_with", list(choices), model_comparison.partner(context.key.source, list(choices)))
 source_b = st.selectbox("Model B (model A is the one chosen in the sidebar)", list(choices), key="compare_with",
                         persist_state="session", format_func=lambda s: choices[s].label)
 folder_b = choices[source_b].folder
@@ -27,12 +26,12 @@ if source_b == models.FOLDER:
         st.info("Type the path of a Hugging Face BERT folder (config.json, weights, vocab.txt) to compare with.")
         st.stop()
     source_b = folder_b
-key_a, key_b = aw.model_key(context), (source_b, folder_b, models.revision(source_b, folder_b))
+key_a, key_b = context.key, ModelKey.of(source_b, folder_b)
 if key_a == key_b:
     st.info("Model B is the same as model A: pick another model to compare with.")
     st.stop()
 try:
-    loaded_b = cache.load_model(*key_b)
+    loaded_b = cache.load_model(key_b)
 except (BertError, OSError, ValueError, RuntimeError) as error:
     st.error(f"Could not load model B ({source_b!r}): {error}. Pick another model, or check the folder.")
     st.stop()
@@ -40,10 +39,10 @@ problem = cache.vocabulary_problem(key_a, key_b)
 if problem:
     st.error(f"These two models cannot be compared: {problem}.")
     st.stop()
-name_a, name_b = context.source, source_b
+name_a, name_b = context.key.source, source_b
 
 st.subheader("Predictions side by side")
-table = mc.side_by_side(context.loaded, loaded_b, context.prepared, context.text, context.pair, context.truncate)
+table = model_comparison.side_by_side(context.loaded, loaded_b, context.prepared)
 if table.empty:
     st.info("Nothing both models can predict for this input: put a [MASK] in the sentence (both need a masked-LM "
             "head), or compare two classifiers, or two models with a next-sentence head and a second sentence.")
@@ -51,7 +50,7 @@ else:
     st.dataframe(table.rename(columns={"model A": f"A: {name_a}", "model B": f"B: {name_b}"}), hide_index=True)
 
 st.subheader("What changed inside, over many sentences")
-picked = aw.sentence_source("compare", most=500)
+picked = analysis_widgets.sentence_source("compare", most=500)
 if picked is None:
     st.stop()
 sentences, description = picked

@@ -4,10 +4,11 @@ import streamlit as st
 
 from bert.analysis.corpus.batching import layer_names
 from bert.errors import BertError
-from viz_app import analysis_widgets as aw
-from viz_app import corpus_search as cs
+from viz_app import analysis_widgets
+from viz_app import corpus_search
 from viz_app import cache, state, widgets
 from viz_app.charts.corpus_search import by_layer_chart, match_words_chart
+from viz_app.text import chip_labels, escape_markdown
 
 widgets.page_header(
     "Corpus search",
@@ -17,50 +18,50 @@ widgets.page_header(
 )
 context = widgets.require()
 loaded = context.loaded
-key = aw.model_key(context)
+key = context.key
 
-choice = st.radio("Search in", [aw.BUILTIN, aw.UPLOAD], key="search_corpus", horizontal=True)
-if choice == aw.UPLOAD:
-    upload = st.file_uploader(f"A .txt file, one sentence per line: at most {cs.MAX_LINES:,} lines and "
-                              f"{cs.MAX_TOKENS:,} tokens", type=["txt"], key="search_file")
+choice = st.radio("Search in", [analysis_widgets.BUILTIN, analysis_widgets.UPLOAD], key="search_corpus", horizontal=True)
+if choice == analysis_widgets.UPLOAD:
+    upload = st.file_uploader(f"A .txt file, one sentence per line: at most {corpus_search.MAX_LINES:,} lines and "
+                              f"{corpus_search.MAX_TOKENS:,} tokens", type=["txt"], key="search_file")
     if upload is None:
-        st.info(f"Choose a .txt file with one sentence per line (at most {cs.MAX_LINES:,} lines and "
-                f"{cs.MAX_TOKENS:,} tokens) to search your own text.")
+        st.info(f"Choose a .txt file with one sentence per line (at most {corpus_search.MAX_LINES:,} lines and "
+                f"{corpus_search.MAX_TOKENS:,} tokens) to search your own text.")
         st.stop()
-    text = aw.read_upload(upload)
-    corpus = None if text is None else cs.upload_corpus(text, upload.name, loaded.tokenizer, loaded.summary.max_positions)
+    text = analysis_widgets.read_upload(upload)
+    corpus = None if text is None else corpus_search.upload_corpus(text, upload.name, loaded.tokenizer, loaded.summary.max_positions)
     if isinstance(corpus, str):
         st.warning(corpus)
-    if not isinstance(corpus, cs.Corpus):
+    if not isinstance(corpus, corpus_search.Corpus):
         st.stop()
 else:
-    corpus = cs.builtin_corpus()
+    corpus = corpus_search.builtin_corpus()
 
 try:
-    encoding = loaded.tokenizer.encode(context.text, max_length=loaded.summary.max_positions)
+    encoding = loaded.tokenizer.encode(context.prepared.text, max_length=loaded.summary.max_positions)
 except BertError:
     st.warning(f"The sentence is longer than the model's {loaded.summary.max_positions} positions. Shorten it.")
     st.stop()
-if context.pair.strip():
+if context.prepared.pair.strip():
     st.caption("The search reads the first sentence only; the second sentence is left out.")
-query_tokens = cs.query_tokens(encoding, context.text)
+query_tokens = corpus_search.query_tokens(encoding, context.prepared.text)
 tokens = {t.position: t for t in query_tokens}
-labels = widgets.chip_labels(encoding.tokens, list(tokens))
-state.clamp("search_position", list(tokens), default=cs.default_position(query_tokens))
+labels = chip_labels(encoding.tokens, list(tokens))
+state.clamp("search_position", list(tokens), default=corpus_search.default_position(query_tokens))
 position = st.pills("Click a token of your sentence (## marks a piece that continues a word)", list(tokens),
                     format_func=labels.get, key="search_position", required=True, persist_state="session")
 query = tokens[position]
-st.html(f"<p>Your token in its sentence: {cs.highlighted(context.text, loaded.tokenizer, position)}</p>")
+st.html(f"<p>Your token in its sentence: {corpus_search.highlighted(context.prepared.text, loaded.tokenizer, position)}</p>")
 names = dict(enumerate(layer_names(loaded.model)))
-state.clamp("search_by", list(cs.COMPARE_BY), default=cs.LAYER_OUTPUT)
-by = st.radio("Compare tokens by", list(cs.COMPARE_BY), key="search_by", horizontal=True, format_func=cs.COMPARE_BY.get,
+state.clamp("search_by", list(corpus_search.COMPARE_BY), default=corpus_search.LAYER_OUTPUT)
+by = st.radio("Compare tokens by", list(corpus_search.COMPARE_BY), key="search_by", horizontal=True, format_func=corpus_search.COMPARE_BY.get,
               persist_state="session")
-layers = list(names) if by == cs.LAYER_OUTPUT else list(names)[1:]  # heads live in layers 1 .. N
+layers = list(names) if by == corpus_search.LAYER_OUTPUT else list(names)[1:]  # heads live in layers 1 .. N
 state.clamp("search_layer", layers, default=layers[-1])
 columns = st.columns([3, 1])
 layer = columns[0].select_slider("Layer", layers, key="search_layer", format_func=names.get, persist_state="session")
 k = columns[1].slider("Matches", 5, 50, value=10, key="search_k", bind="query-params", persist_state="session")
-if by == cs.HEAD_OUTPUT:
+if by == corpus_search.HEAD_OUTPUT:
     heads = list(range(loaded.model.config.num_heads))
     head = st.select_slider("Head", heads, value=0, key="search_head", bind="query-params", persist_state="session")
     st.caption(f"Each head of {names[layer]} adds up the words it attends to into a small vector of its own "
@@ -68,25 +69,25 @@ if by == cs.HEAD_OUTPUT:
                "search compares those vectors.")
 
 try:  # only the index this view needs: every layer's output, or this layer's heads
-    index = cache.corpus_index(*key, corpus) if by == cs.LAYER_OUTPUT else cache.head_index(*key, corpus, layer)
+    index = cache.corpus_index(key, corpus) if by == corpus_search.LAYER_OUTPUT else cache.head_index(key, corpus, layer)
 except BertError as error:
-    st.warning(f"That text cannot be indexed: {widgets.escape_markdown(str(error))}.")
+    st.warning(f"That text cannot be indexed: {escape_markdown(str(error))}.")
     st.stop()
-st.caption(f"Searching {len(index):,} tokens of {widgets.escape_markdown(corpus.name)}.")
-if by == cs.LAYER_OUTPUT:
-    by_layer = cache.neighbours(*key, corpus, context.text, position, k)
+st.caption(f"Searching {len(index):,} tokens of {escape_markdown(corpus.name)}.")
+if by == corpus_search.LAYER_OUTPUT:
+    by_layer = cache.neighbours(key, corpus, context.prepared.text, position, k)
     hits, where = by_layer[layer], names[layer]
 else:
-    by_head = cache.head_neighbours(*key, corpus, context.text, position, k, layer)
+    by_head = cache.head_neighbours(key, corpus, context.prepared.text, position, k, layer)
     hits, where = by_head[head], f"head {head} of {names[layer]}"
-summary = cs.summarize(hits, query.word)
-shown = widgets.escape_markdown(query.word)
+summary = corpus_search.summarize(hits, query.word)
+shown = escape_markdown(query.word)
 st.markdown(f"**{summary.same_word} of {len(hits)}** matches at {where} are “{shown}” itself; "
             f"{len(summary.words)} different word(s).")
 left, right = st.columns([3, 2])
 with left:
     st.html("<ol>" + "".join(
-        f"<li><code>{hit.cosine:.3f}</code> {cs.highlighted(index.sentences[hit.sentence_index], loaded.tokenizer, hit.position)}</li>"
+        f"<li><code>{hit.cosine:.3f}</code> {corpus_search.highlighted(index.sentences[hit.sentence_index], loaded.tokenizer, hit.position)}</li>"
         for hit in hits) + "</ol>")
 with right:
     widgets.show_chart(match_words_chart(summary.words, query.word), key="search_words")
@@ -99,7 +100,7 @@ table = pd.DataFrame([{"rank": rank, "cosine": hit.cosine, "token": hit.token, "
                        "part of speech": hit.part_of_speech or "", "position": hit.position,
                        "sentence": index.sentences[hit.sentence_index]} for rank, hit in enumerate(hits, 1)])
 st.dataframe(table, hide_index=True)
-if by == cs.LAYER_OUTPUT:
+if by == corpus_search.LAYER_OUTPUT:
     widgets.show_chart(by_layer_chart(by_layer, names, query.word), key="search_by_layer")
 else:
     widgets.show_chart(by_layer_chart(by_head, {h: f"head {h}" for h in by_head}, query.word,

@@ -3,11 +3,11 @@ import streamlit as st
 
 from bert.analysis.representations.self_similarity import ETHAYARAJH_2019, ETHAYARAJH_2019_SOURCE, EXAMPLES, WordNotFoundError
 from bert.errors import BertError
-from viz_app import analysis_widgets as aw
-from viz_app import cache, state, widgets
-from viz_app import word_contexts as wc
+from viz_app import cache, params, state, widgets
+from viz_app import word_contexts
 from viz_app.charts.token_matrix import token_heatmap
 from viz_app.charts.word_contexts import self_similarity_chart
+from viz_app.text import escape_markdown
 
 widgets.page_header(
     "One word, many contexts",
@@ -29,39 +29,39 @@ st.selectbox("Start from an example", list(EXAMPLES), index=None, key="contexts_
              placeholder="Pick one to fill in the word and the sentences")
 left, right = st.columns([1, 3])
 word = left.text_input("Word", "bank", key="contexts_word", bind="query-params", persist_state="session", max_chars=50).strip()
-text = right.text_area(f"Sentences that use it, one per line (2 to {wc.MAX_SENTENCES})", "\n".join(EXAMPLES["bank"]),
+text = right.text_area(f"Sentences that use it, one per line (2 to {word_contexts.MAX_SENTENCES})", "\n".join(EXAMPLES["bank"]),
                        key="contexts_sentences", bind="query-params", persist_state="session", height=170,
-                       max_chars=state.MAX_URL_TEXT)
-sentences = wc.sentence_lines(text)
+                       max_chars=params.MAX_URL_TEXT)
+sentences = word_contexts.sentence_lines(text)
 if not word:
     st.info("Type the word to follow, for example “bank”.")
     st.stop()
 if len(sentences) < 2:
     st.info("Type at least two sentences that use the word, one per line.")
     st.stop()
-if len(sentences) > wc.MAX_SENTENCES:
-    st.warning(f"That is {len(sentences)} sentences; this page compares at most {wc.MAX_SENTENCES}. Remove some.")
+if len(sentences) > word_contexts.MAX_SENTENCES:
+    st.warning(f"That is {len(sentences)} sentences; this page compares at most {word_contexts.MAX_SENTENCES}. Remove some.")
     st.stop()
-key = aw.model_key(context)
+key = context.key
 try:
-    result = cache.word_contexts(*key, word, tuple(sentences))
+    result = cache.word_in_contexts(key, word, tuple(sentences))
 except WordNotFoundError as error:
-    st.warning(f"“{widgets.escape_markdown(word)}” is not a word of sentence {error.sentence_index + 1}: "
-               f"“{widgets.escape_markdown(error.sentence)}”. Use the word as it is written in every sentence (capital "
+    st.warning(f"“{escape_markdown(word)}” is not a word of sentence {error.sentence_index + 1}: "
+               f"“{escape_markdown(error.sentence)}”. Use the word as it is written in every sentence (capital "
                "letters do not matter; “banks” is not “bank”), or remove that sentence.")
     st.stop()
 except BertError as error:  # e.g. a sentence longer than the model's positions
-    st.warning(f"The model cannot read these sentences: {widgets.escape_markdown(str(error))}.")
+    st.warning(f"The model cannot read these sentences: {escape_markdown(str(error))}.")
     st.stop()
-base = cache.anisotropy_baseline(*key)
-shown = widgets.escape_markdown(word)
+base = cache.anisotropy_baseline(key)
+shown = escape_markdown(word)
 widgets.show_chart(self_similarity_chart(word, result.layers, result.self_similarity, base), key="self_similarity")
-st.markdown(wc.reading(shown, result, base))
+st.markdown(word_contexts.reading(shown, result, base))
 split = {" ".join(pieces) for pieces in result.pieces if len(pieces) > 1}
 if split:
-    st.caption(f"The model reads “{shown}” as several word pieces ({widgets.escape_markdown(', '.join(sorted(split)))}): "
+    st.caption(f"The model reads “{shown}” as several word pieces ({escape_markdown(', '.join(sorted(split)))}): "
                "its vector in a sentence is the average of its pieces' vectors.")
-st.caption(f"Baseline: {wc.BASELINE_SAMPLES:,} random pairs of tokens from the first {wc.BASELINE_SENTENCES} built-in "
+st.caption(f"Baseline: {word_contexts.BASELINE_SAMPLES:,} random pairs of tokens from the first {word_contexts.BASELINE_SENTENCES} built-in "
            "sentences ([CLS] and [SEP] left out). In a sentence that uses the word twice, its first use counts.")
 
 st.subheader("Which sentences are alike?")
@@ -75,4 +75,4 @@ widgets.show_chart(token_heatmap(
     "word_contexts_cosines", "Each cell: how alike the word's vectors in two sentences are at this layer. Sentences "
     "that use the word in the same sense should be more alike in the upper layers."), key="contexts_cosines")
 
-st.info(f"**What Ethayarajh found.** {ETHAYARAJH_2019} ({ETHAYARAJH_2019_SOURCE}.)\n\n**What we find.** {wc.OUR_FINDING}")
+st.info(f"**What Ethayarajh found.** {ETHAYARAJH_2019} ({ETHAYARAJH_2019_SOURCE}.)\n\n**What we find.** {word_contexts.OUR_FINDING}")

@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from bert.errors import BertError
-from bert.pretraining import walkthrough as wt
+from bert.pretraining import walkthrough
 from viz_app import cache, live_run, models, widgets
 from viz_app import pretraining_figures as figures
 from viz_app.charts import training as charts
@@ -20,7 +20,7 @@ widgets.page_header(
     "training code prepares your text exactly as it prepares its training data; then tiny BERTs learn in front of you.",
 )
 try:
-    builtin = cache.load_model("minilm", None, models.revision("minilm"))
+    builtin = cache.load_model(models.ModelKey.of("minilm"))
 except BertError as error:
     st.warning(f"The built-in model is missing ({error}); the masking and pairs need its vocabulary.")
     st.stop()
@@ -34,38 +34,38 @@ draw_column.button("Draw again", icon=":material/casino:", key="mask_redraw",
                    on_click=lambda: st.session_state.update(mask_seed=st.session_state.get("mask_seed", 0) + 1))
 whole_word = whole_column.toggle("Whole-word masking (hide all pieces of a word together)", key="mask_whole_word")
 try:
-    batch, truncated = wt.sentence_batch(tokenizer, text)
+    batch, truncated = walkthrough.sentence_batch(tokenizer, text)
 except BertError as error:
     st.info(f"Type some text above: {error}.")
     st.stop()
-masked = wt.mask_example(tokenizer, batch, seed, whole_word, truncated)
+masked = walkthrough.mask_example(tokenizer, batch, seed, whole_word, truncated)
 st.markdown(charts.legend_chips(), unsafe_allow_html=True)  # our own words only
 for label, row in (("The text", "text"), ("What the model reads", "read"), ("What the loss asks for", "labels")):
     st.markdown(f"**{label}**<br>{charts.masking_chips(masked, row)}", unsafe_allow_html=True)  # tokens escaped in the chips
 st.caption(figures.masking_summary(masked))
 if truncated:
-    st.caption(f"Only the first {wt.MAX_LENGTH} tokens are used, as in training.")
+    st.caption(f"Only the first {walkthrough.MAX_LENGTH} tokens are used, as in training.")
 
 st.header("2. Next-sentence pairs")
 task = st.radio("Pairs for", list(TASKS), format_func=TASKS.get, key="pair_task", horizontal=True)
 try:
-    pairs = wt.sentence_pairs(tokenizer, text, seed, task)
+    pairs = walkthrough.sentence_pairs(tokenizer, text, seed, task)
 except BertError as error:
     st.info(f"{error}.")
     pairs = []
 for number, pair in enumerate(pairs, 1):
     st.markdown(f"**Pair {number}: {figures.pair_label(pair, task)}**<br>{charts.pair_chips(pair)}", unsafe_allow_html=True)
     if builtin.model.has_nsp_head:
-        st.caption(f"The built-in model's guess: P(B follows A) = {wt.next_sentence_probability(builtin.model, pair):.0%}.")
+        st.caption(f"The built-in model's guess: P(B follows A) = {walkthrough.next_sentence_probability(builtin.model, pair):.0%}.")
 if pairs:
     st.caption(figures.PAIRS_NOTE[task])
 
 if pairs and builtin.model.has_mlm_head and builtin.model.has_nsp_head:
     st.header("3. The loss for one example")
     pair = pairs[0]
-    masked_pair = wt.mask_example(tokenizer, pair.batch, seed, whole_word)
+    masked_pair = walkthrough.mask_example(tokenizer, pair.batch, seed, whole_word)
     st.markdown(charts.masking_chips(masked_pair, "read"), unsafe_allow_html=True)  # tokens escaped in the chips
-    loss = wt.example_loss(builtin.model, pair, masked_pair)
+    loss = walkthrough.example_loss(builtin.model, pair, masked_pair)
     mlm, nsp, total = st.columns(3)
     mlm.metric("Masked-LM loss", f"{loss.mlm:.3f}")
     nsp.metric("Next-sentence loss", f"{loss.nsp:.3f}")

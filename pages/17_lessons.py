@@ -5,10 +5,11 @@ import streamlit as st
 from bert.errors import BertError
 from viz_app import cache, state, widgets
 from viz_app.forward import InputProblem
-from viz_app.analysis_widgets import model_key, read_upload
+from viz_app.analysis_widgets import read_upload
 from viz_app.lessons import session
 from viz_app.lessons.export import lesson_html
 from viz_app.lessons.format import PAGES, LessonError, builtin_lessons, parse_lesson
+from viz_app.text import escape_markdown
 
 UPLOAD = "upload"
 STAGE_CSS = """<style>
@@ -42,20 +43,20 @@ if name == UPLOAD and not presenting:
             st.session_state[session.UPLOADED] = parse_lesson(text, upload.name.rsplit(".", 1)[0], source=upload.name)
         except LessonError as error:
             st.session_state.pop(session.UPLOADED, None)
-            st.error(f"This lesson cannot be used: {widgets.escape_markdown(str(error))}", icon=":material/error:")
+            st.error(f"This lesson cannot be used: {escape_markdown(str(error))}", icon=":material/error:")
 lesson = st.session_state.get(session.UPLOADED) if name == UPLOAD else lessons[name]
 if lesson is None:  # kept while the class visits the steps' pages
     st.session_state[session.STEP] = None
     st.stop()
-key = model_key(context)
+key = context.key
 index = st.session_state.get(session.STEP)
 if index is not None and not 0 <= index < len(lesson.steps):
     index = st.session_state[session.STEP] = None
 
 
 def download_lesson() -> str:
-    return lesson_html(lesson, context.loaded, context.source, session.base_url(),
-                       charts_for=lambda step: cache.lesson_charts(*key, step.page, step.state))
+    return lesson_html(lesson, context.loaded, context.key.source, session.base_url(),
+                       charts_for=lambda step: cache.lesson_charts(key, step.page, step.state))
 
 
 download = dict(data=download_lesson, file_name=f"{lesson.name}.html", mime="text/html", on_click="ignore",
@@ -74,9 +75,9 @@ if index is None:  # the overview: what the lesson covers
     st.stop()
 
 sentence = (st.session_state.get("text", ""), st.session_state.get("pair", ""), bool(st.session_state.get("truncate")))
-step = cache.lesson_step(*key, lesson, index, sentence)
-session.apply(lesson, step, context.source)
-session.switch_if_asked(step, context.source)
+step = cache.lesson_step(key, lesson, index, sentence)
+session.apply(lesson, step, context.key.source)
+session.switch_if_asked(step, context.key.source)
 
 st.html(STAGE_CSS)
 with st.container(key="lesson_stage"):
@@ -86,7 +87,7 @@ with st.container(key="lesson_stage"):
     for problem in step.problems:
         st.warning(problem, icon=":material/info:")
     try:
-        figures = cache.lesson_charts(*key, step.page, step.state)
+        figures = cache.lesson_charts(key, step.page, step.state)
     except (BertError, InputProblem, ValueError, RuntimeError) as error:  # never break the lesson: say so, go on
         figures = []
         st.warning(f"The figures of this step could not be drawn here ({error}); open the page instead.")
@@ -117,6 +118,6 @@ buttons[3].button("Leave the lesson", icon=":material/close:", key="lesson_leave
                   args=(lesson, None), width="stretch")
 with buttons[4]:
     st.download_button("Download this lesson", key="lesson_download", width="stretch", **download)
-link = step.link(session.base_url(), context.source)
+link = step.link(session.base_url(), context.key.source)
 st.caption("For students: open this link on your own laptop to reach the same view (the button on the right copies it).")
 st.code(link, language=None, wrap_lines=True)

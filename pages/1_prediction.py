@@ -2,9 +2,9 @@
 import pandas as pd
 import streamlit as st
 
-from viz_app import widgets
-from viz_app.charts.prediction import prediction_bars
-from viz_app.text import filled_in_sentence
+from viz_app import cache, widgets
+from viz_app.text import chip_labels, escape_markdown, filled_in_sentence
+from viz_app.views.prediction import PredictionSettings, prediction_view
 
 widgets.page_header(
     "Masked prediction",
@@ -15,11 +15,12 @@ context = widgets.require()
 prepared = context.prepared
 tokens = prepared.base.tokens
 maskable = prepared.maskable
-labels = widgets.chip_labels(tokens, maskable)
+labels = chip_labels(tokens, maskable)
 typed = set(prepared.typed_masks)
 
 
 def masks_changed() -> None:
+    """The chips show every mask; `masks` keeps the clicked ones (a typed [MASK] stays in the sentence)."""
     chosen = set(st.session_state["mask_chips"])
     st.session_state["masks"] = sorted(chosen - typed)
     if typed - chosen:
@@ -50,11 +51,11 @@ if not prepared.all_masks:
     st.info("No [MASK] yet: click a token above, or type [MASK] in the sentence.")
     st.stop()
 
-result = context.forward()
+result = cache.predictions(context.key, prepared)  # records nothing: the fused attention path
 if len(prepared.all_masks) == len(maskable):
     st.caption("Every token is masked: with no context left, the model can only guess frequent words.")
 
-st.markdown("**The model's best guesses, filled in:** " + filled_in_sentence(result, escape=widgets.escape_markdown))
+st.markdown("**The model's best guesses, filled in:** " + filled_in_sentence(result, escape=escape_markdown))
 top_k = st.slider("Candidates per [MASK]", 1, 30, value=10, key="top_k", bind="query-params", persist_state="session")
 
 many = len(result.masks) > 4
@@ -87,14 +88,15 @@ if many:
 else:
     shown = list(range(len(result.masks)))
 
+charts = prediction_view(PredictionSettings(top_k, tuple(shown)), result)
 columns = st.columns(2) if len(shown) > 1 else [st.container()]
 for slot, index in enumerate(shown):
     mask = result.masks[index]
     with columns[slot % len(columns)]:
-        widgets.show_chart(prediction_bars(mask, top_k, index + 1), key=f"mask_{index}")
+        widgets.show_chart(charts[f"mask_{index}"], key=f"mask_{index}")
         if mask.original is not None:
             st.markdown(
-                f"The masked token **{widgets.escape_markdown(mask.original)}** is the model's "
+                f"The masked token **{escape_markdown(mask.original)}** is the model's "
                 f"**#{mask.original_rank}** guess, with probability **{mask.original_probability:.1%}**."
             )
         else:

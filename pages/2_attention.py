@@ -3,10 +3,10 @@ import pandas as pd
 import streamlit as st
 
 from bert.analysis.attention.attention_stats import STATISTICS
-from bert.analysis.attention.query_key import query_key_product
-from viz_app import widgets
-from viz_app.charts.attention import attention_bars, heads_overview, pattern_heatmap, statistic_heatmap
-from viz_app.charts.query_key import query_key_terms, query_scores
+from viz_app import cache, widgets
+from viz_app.views.attention import (
+    AttentionSettings, attention_view, default_focus, query_key, shown_positions, strongest_key,
+)
 
 widgets.page_header(
     "Attention",
@@ -14,7 +14,7 @@ widgets.page_header(
     "all tokens (the keys). A row of a pattern sums to 1. Pick a head to see its pattern, or scan all heads below.",
 )
 context = widgets.require()
-result = context.forward()
+result = cache.forward(context.key, context.prepared)
 summary = context.loaded.summary
 tokens = result.tokens
 
@@ -31,26 +31,16 @@ with controls[3]:
         help="Many heads park most of their attention on [CLS] or [SEP]; hiding them shows the rest. "
         "Rows then no longer sum to 1.",
     )
-positions = [i for i, special in enumerate(result.special) if not (hide_special and special)]
+positions = shown_positions(result, hide_special)
 with controls[2]:
     focus = widgets.select_int(
-        "Attention from token",
-        "focus",
-        positions,
-        format_func=lambda i: f"{i}: {tokens[i]}",
-        default=1 if 1 in positions else None,
+        "Attention from token", "focus", positions, format_func=lambda i: f"{i}: {tokens[i]}",
+        default=default_focus(positions),
     )
-
-pattern = result.attention[layer, head]
 if len(positions) > 64:
     st.caption("A long input: drag a box on the heatmap to zoom into some tokens (double-click to zoom out).")
 left, right = st.columns([3, 2])
-with left:
-    widgets.show_chart(pattern_heatmap(pattern, tokens, positions, layer, head), key="pattern")
-with right:
-    widgets.show_chart(attention_bars(pattern[focus], tokens, positions, focus, layer, head), key="bars")
-widgets.download_view(f"Attention, layer {layer}, head {head}", f"attention_L{layer}_H{head}", ["pattern", "bars"],
-                      label="Download this head's view")
+head_download = st.container()  # the charts of this section are drawn once every setting below is read
 
 st.subheader("Why it looks there: query against key")
 st.caption(
@@ -58,18 +48,13 @@ st.caption(
     "looked-at token's key vector k: multiply them dimension by dimension and add up. Divided by the square root "
     "of the head's size, the scores of one row go through softmax to give the attention above."
 )
-strongest = max(positions, key=lambda p: pattern[focus, p])
 with st.columns([1, 2])[0]:
     key = widgets.select_int(
-        "Key token (looked at)", "neuron_key", positions, format_func=lambda i: f"{i}: {tokens[i]}", default=strongest
+        "Key token (looked at)", "neuron_key", positions, format_func=lambda i: f"{i}: {tokens[i]}",
+        default=strongest_key(result, layer, head, focus, positions),
     )
-terms = query_key_product(result.queries[layer, head], result.keys[layer, head], focus, key)
 sums = st.columns(3)
-sums[0].metric("q·k: the sum of the products (before scaling)", f"{terms.dot:.3f}")
-sums[1].metric(f"Score before softmax: q·k / √{terms.products.size}", f"{terms.score:.3f}")
-sums[2].metric("Attention after softmax", f"{terms.weight:.1%}")
-widgets.show_chart(query_key_terms(terms, tokens, layer, head), key="query_key")
-widgets.show_chart(query_scores(terms, tokens, positions, layer, head), key="query_scores")
+query_charts = st.container()
 
 st.subheader("All heads at a glance")
 st.caption(
@@ -77,14 +62,33 @@ st.caption(
     "top to bottom. Stripes are heads that attend to one token (often [CLS], [SEP] or '.'), diagonals are heads "
     "that look at a neighbour. The selected head is outlined in red."
 )
-widgets.show_chart(heads_overview(result.attention, positions, (layer, head)), key="overview")
+overview = st.container()
 
 st.subheader("Head statistics")
-stats = context.head_statistics()
+stats = cache.head_statistics(context.key, context.prepared)
 names = list(STATISTICS)
 statistic = st.segmented_control("Statistic", names, default="entropy", key="statistic", bind="query-params", persist_state="session",
                                  required=True)
-widgets.show_chart(statistic_heatmap(stats[statistic], statistic, STATISTICS[statistic], (layer, head)), key="stat")
+
+settings = AttentionSettings(layer, head, hide_special, focus, key, statistic)
+charts = attention_view(settings, result, stats)
+with left:
+    widgets.show_chart(charts["pattern"], key="pattern")
+with right:
+    widgets.show_chart(charts["bars"], key="bars")
+with head_download:
+    widgets.download_view(f"Attention, layer {layer}, head {head}", f"attention_L{layer}_H{head}", ["pattern", "bars"],
+                          label="Download this head's view")
+terms = query_key(settings, result)
+sums[0].metric("q·k: the sum of the products (before scaling)", f"{terms.dot:.3f}")
+sums[1].metric(f"Score before softmax: q·k / √{terms.products.size}", f"{terms.score:.3f}")
+sums[2].metric("Attention after softmax", f"{terms.weight:.1%}")
+with query_charts:
+    widgets.show_chart(charts["query_key"], key="query_key")
+    widgets.show_chart(charts["query_scores"], key="query_scores")
+with overview:
+    widgets.show_chart(charts["overview"], key="overview")
+widgets.show_chart(charts["stat"], key="stat")
 widgets.download_view("Attention, all heads", "attention_all_heads", ["overview", "stat"], label="Download the all-heads view")
 table = pd.DataFrame(stats.rows())
 st.dataframe(

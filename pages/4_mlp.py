@@ -1,8 +1,8 @@
 """MLP activations: which neurons fire on which tokens."""
 import streamlit as st
 
-from viz_app import widgets
-from viz_app.charts.neurons import activation_heatmap, neuron_by_token, strongest_neurons, top_neurons_for_token
+from viz_app import cache, widgets
+from viz_app.views.mlp import MlpSettings, mlp_view, strongest_neuron
 
 widgets.page_header(
     "MLP activations",
@@ -10,14 +10,13 @@ widgets.page_header(
     "neurons → GELU → hidden. These are the neuron activations after GELU (mostly ≥ 0; GELU dips to −0.17).",
 )
 context = widgets.require()
-result = context.forward()
+result = cache.forward(context.key, context.prepared)
 summary = context.loaded.summary
 tokens = result.tokens
 
 controls = st.columns([1, 2, 2])
 with controls[0]:
     layer = st.selectbox("Layer", range(summary.layers), key="mlp_layer", bind="query-params", persist_state="session")
-activations = result.neurons[layer]  # [seq, intermediate]
 with controls[1]:
     shown = st.slider(
         "Neurons in the heatmap",
@@ -34,17 +33,12 @@ with controls[2]:
         "Token", "mlp_token", list(range(len(tokens))), format_func=lambda i: f"{i}: {tokens[i]}", default=1
     )
 
-neurons = strongest_neurons(activations, shown)
-widgets.show_chart(activation_heatmap(activations, tokens, neurons, layer, summary.intermediate), key="heatmap")
-
+heatmap = st.container()
 left, right = st.columns(2)
-with left:
-    top = top_neurons_for_token(activations, tokens, position, layer)
-    widgets.show_chart(top, key="top_neurons")
 with right:
     chosen = st.session_state.get("neuron")
     if chosen is None or not 0 <= chosen < summary.intermediate:
-        st.session_state["neuron"] = int(top.data["neuron"].iloc[0])  # start with the token's strongest neuron
+        st.session_state["neuron"] = strongest_neuron(result, layer, position)  # start with the token's strongest
     neuron = st.number_input(
         "Neuron",
         min_value=0,
@@ -54,4 +48,10 @@ with right:
         persist_state="session",
         help="Type a neuron number from the heatmap or the bars (n123 → 123).",
     )
-    widgets.show_chart(neuron_by_token(activations, tokens, int(neuron), layer, highlight=position), key="neuron")
+charts = mlp_view(MlpSettings(layer, shown, position, int(neuron)), result)
+with heatmap:
+    widgets.show_chart(charts["heatmap"], key="heatmap")
+with left:
+    widgets.show_chart(charts["top_neurons"], key="top_neurons")
+with right:
+    widgets.show_chart(charts["neuron"], key="neuron")

@@ -2,7 +2,7 @@
 import pandas as pd
 import streamlit as st
 
-from viz_app import widgets
+from viz_app import cache, widgets
 from viz_app.architecture import module_rows, parameter_arithmetic, tree_text
 from viz_app.charts.architecture import parameter_treemap
 
@@ -14,10 +14,9 @@ widgets.page_header(
     "that flows there for your input ([batch, seq, hidden], heads split as [batch, head, seq, head_dim]).",
 )
 context = widgets.require()
-result = context.forward()
 model = context.loaded.model
 
-rows = module_rows(model, {**result.hook_shapes, **context.sentence_head_shapes()})
+rows = module_rows(model, cache.hook_shapes(context.key, context.prepared))
 st.code(tree_text(rows), language=None)
 if len(model.transformer) > 1:
     st.caption(f"Layers 1–{len(model.transformer) - 1} repeat layer 0 (same modules and shapes, their own weights).")

@@ -7,6 +7,7 @@ from bert.analysis.probing.probes import TASKS
 from bert.errors import BertError
 from viz_app import analysis_widgets as aw
 from viz_app import cache, probe_data, probe_results, state, widgets
+from viz_app.text import escape_markdown
 from viz_app.charts.probes import probe_accuracy_chart, selectivity_chart
 
 widgets.page_header(
@@ -37,7 +38,7 @@ if source in (probe_data.WORDNET, probe_data.TEXT):
     if not probe_data.run_toggle():
         st.caption(f"Ready: {description}, tasks {', '.join(tasks)}.")
         st.stop()
-    report = cache.probe_report(*aw.model_key(context), sentences, tuple(tasks), seed)
+    report = cache.probe_report(context.key, sentences, tuple(tasks), seed)
     for task, reason in report.skipped.items():
         st.warning(f"{task}: {reason}")
     if report.results:
@@ -68,12 +69,12 @@ if not tasks:
     st.info("Pick at least one task.")
     st.stop()
 if not probe_data.run_toggle():
-    st.caption(f"Ready: {data.description}; tasks {', '.join(map(widgets.escape_markdown, tasks))}.")
+    st.caption(f"Ready: {data.description}; tasks {', '.join(map(escape_markdown, tasks))}.")
     st.stop()
 try:
-    run = cache.treebank_probes(*aw.model_key(context), data.key, data, tuple(tasks), pieces, seed, mdl)
+    run = cache.treebank_probes(context.key, data.key, data, tuple(tasks), pieces, seed, mdl)
 except BertError as error:
-    st.warning(f"The probes cannot run on this data: {widgets.escape_markdown(str(error))}.")
+    st.warning(f"The probes cannot run on this data: {escape_markdown(str(error))}.")
     st.stop()
 probe_results.show(run, data)
 widgets.download_view("Layer probes", "probes_view")

@@ -2,9 +2,9 @@
 import pandas as pd
 import streamlit as st
 
-from viz_app import analysis_widgets as aw
-from viz_app import cache, widgets
-from viz_app.charts.logit_lens import lens_chart
+from viz_app import analysis_widgets, cache, widgets
+from viz_app.text import escape_markdown
+from viz_app.views.logit_lens import lens_at, logit_lens_view
 
 widgets.page_header(
     "Logit lens",
@@ -13,12 +13,12 @@ widgets.page_header(
     "layer, and each layer's own top 5.",
 )
 context = widgets.require()
-position = aw.mask_picker(context, "lens")
+position = analysis_widgets.mask_picker(context, "lens")
 if position is None:
     st.stop()
-lenses = cache.logit_lens(*aw.model_key(context), context.prepared.masked, 5)
-lens = next(l for l in lenses if l.position == position)
-widgets.show_chart(lens_chart(lens, context.prepared.masked.tokens), key="lens")
+lenses = cache.logit_lens(context.key, context.prepared, 5)
+widgets.show_chart(logit_lens_view(lenses, position, context.prepared)["lens"], key="lens")
+lens = lens_at(lenses, position)
 table = pd.DataFrame(
     [
         {"layer": layer.name, "rank of final": layer.final_rank, "p(final)": layer.final_probability,
@@ -27,4 +27,4 @@ table = pd.DataFrame(
     ]
 )
 st.dataframe(table, hide_index=True, column_config={"p(final)": st.column_config.NumberColumn(format="percent")})
-st.caption(f"Final prediction: **{widgets.escape_markdown(lens.final.token)}** ({lens.final.probability:.1%}).")
+st.caption(f"Final prediction: **{escape_markdown(lens.final.token)}** ({lens.final.probability:.1%}).")

@@ -4,9 +4,8 @@ import streamlit as st
 import torch
 
 from bert.analysis.causal import ablation
-from viz_app import analysis_widgets as aw
-from viz_app import cache, state, widgets
-from viz_app.charts.head_ablation import head_effect_heatmap
+from viz_app import analysis_widgets, cache, state, widgets
+from viz_app.views.head_ablation import head_ablation_view
 
 widgets.page_header(
     "Head ablation",
@@ -15,7 +14,7 @@ widgets.page_header(
     "and removes only what depends on this input). Ablating a layer removes all its heads.",
 )
 context = widgets.require()
-position = aw.mask_picker(context, "ablation")
+position = analysis_widgets.mask_picker(context, "ablation")
 if position is None:
     st.stop()
 summary = context.loaded.summary
@@ -31,7 +30,7 @@ chosen_heads = columns[0].multiselect("Heads to ablate", all_heads, key="ablatio
 chosen_layers = columns[1].multiselect("Whole layers to ablate", list(range(summary.layers)), key="ablation_layers", persist_state="session",
                                        format_func=lambda l: f"layer {l}")
 heads = sorted(set(chosen_heads) | set(ablation.layer_heads(context.loaded.model, chosen_layers)))
-mean_z = torch.from_numpy(cache.mean_head_outputs(*aw.model_key(context))) if mode == "mean" else None
+mean_z = torch.from_numpy(cache.mean_head_outputs(context.key)) if mode == "mean" else None
 loaded, encoding = context.loaded, context.prepared.masked
 intact = {p.position: p for p in ablation.predict_ablated(loaded.model, loaded.tokenizer, encoding, top_k=10)}
 after = {p.position: p for p in ablation.predict_ablated(loaded.model, loaded.tokenizer, encoding, heads, mode, mean_z, top_k=10)}
@@ -50,5 +49,5 @@ st.caption(
     "head), and the change in log-probability of the intact model's top prediction is measured."
 )
 if st.toggle("Rank all heads", key="ablation_rank"):
-    ranking = cache.head_ranking(*aw.model_key(context), encoding, position, mode)
-    widgets.show_chart(head_effect_heatmap(ranking), key="ranking")
+    ranking = cache.head_ranking(context.key, context.prepared, position, mode)
+    widgets.show_chart(head_ablation_view(ranking)["ranking"], key="ranking")

@@ -2,9 +2,9 @@
 import numpy as np
 import streamlit as st
 
-from bert.analysis.attention import rollout
+from bert.analysis.attention.rollout import FLOW_TOKEN_LIMIT
 from viz_app import cache, widgets
-from viz_app.charts.token_matrix import token_heatmap
+from viz_app.views.rollout import rollout_view
 
 widgets.page_header(
     "Rollout and flow",
@@ -13,19 +13,18 @@ widgets.page_header(
     "layer's head-averaged attention A becomes 0.5·A + 0.5·I, rows renormalised to sum to 1.",
 )
 context = widgets.require()
-result = context.forward()
+result = cache.forward(context.key, context.prepared)
 tokens = result.tokens
 layers = range(context.loaded.summary.layers)
 layer = st.selectbox("Up to layer", layers, index=len(layers) - 1, key="rollout_layer", bind="query-params",
                      persist_state="session")
-average = rollout.head_average(result.attention)  # [layer, query, key]
+charts = rollout_view(layer, result)
 raw, rolled = st.columns(2)
 with raw:
-    widgets.show_chart(token_heatmap(average[layer], tokens, f"Raw attention, layer {layer} (mean of heads)", "raw_attention"), key="raw")
+    widgets.show_chart(charts["raw"], key="raw")
 with rolled:
-    widgets.show_chart(token_heatmap(rollout.attention_rollout(average)[layer], tokens, f"Rollout up to layer {layer}",
-                                        "attention_rollout", "Rows: positions after this layer; columns: input tokens."), key="rollout")
-limit = rollout.FLOW_TOKEN_LIMIT
+    widgets.show_chart(charts["rollout"], key="rollout")
+limit = FLOW_TOKEN_LIMIT
 st.subheader("Attention flow")
 st.caption(
     f"A max-flow problem per (position, input token) on the layered graph whose edge capacities are the mixed "
@@ -36,4 +35,4 @@ if len(tokens) > limit:
     st.info(f"This input has {len(tokens)} tokens; attention flow is offered up to {limit}. Shorten the sentence to see it.")
 elif st.toggle("Compute attention flow", key="rollout_flow"):
     flow = cache.attention_flow(np.ascontiguousarray(result.attention), layer)
-    widgets.show_chart(token_heatmap(flow, tokens, f"Attention flow up to layer {layer}", "attention_flow"), key="flow")
+    widgets.show_chart(rollout_view(layer, result, flow)["flow"], key="flow")

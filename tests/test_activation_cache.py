@@ -11,6 +11,7 @@ import torch
 from bert import UnknownHookError, hook_name
 from bert.activation_cache import ActivationCache
 from bert.errors import InvalidInputError
+from bert.hooks import every_layer
 
 
 @pytest.fixture(scope="module")
@@ -58,12 +59,24 @@ def test_to_numpy_copies_every_entry(cache):
 
 def test_stacked_kinds_are_written_into_one_tensor_with_the_same_values(tiny_model, tiny_batch, cache):
     with torch.no_grad():
-        _, stacked = tiny_model.run_with_cache(*tiny_batch, names=[], stacked=("pattern", "mlp_post"))
+        layers = tiny_model.config.num_layers
+        _, stacked = tiny_model.run_with_cache(*tiny_batch, names=every_layer("pattern", layers) + every_layer("mlp_post", layers))
     assert set(stacked) == {hook_name(kind, layer) for kind in ("pattern", "mlp_post") for layer in range(tiny_model.config.num_layers)}
     patterns = stacked.stack("pattern")
     assert stacked["pattern", 1].data_ptr() == patterns[1].data_ptr()  # a view: stacking copied nothing
     torch.testing.assert_close(patterns, cache.stack("pattern"), atol=0, rtol=0)
     torch.testing.assert_close(stacked.stack("mlp_post"), cache.stack("mlp_post"), atol=0, rtol=0)
+
+
+def test_recording_every_layer_with_gradients_on_keeps_the_graph(tiny_model, tiny_batch, cache):
+    """A kind kept at every layer is written into one tensor only when no gradient flows through it: with
+    gradients on, the pass goes on with the original activation, so the output still has its graph."""
+    logits, recorded = tiny_model.run_with_cache(*tiny_batch)
+    assert logits.requires_grad and not recorded["pattern", 0].requires_grad
+    logits.sum().backward()
+    assert tiny_model.embedding.token_embedding.weight.grad is not None
+    tiny_model.zero_grad(set_to_none=True)
+    torch.testing.assert_close(recorded.stack("pattern"), cache.stack("pattern"), atol=0, rtol=0)
 
 
 def test_what_was_not_recorded_is_a_clear_error(tiny_model, tiny_batch):
@@ -77,4 +90,4 @@ def test_what_was_not_recorded_is_a_clear_error(tiny_model, tiny_batch):
     with pytest.raises(InvalidInputError, match="per layer"):
         cache["pattern"]
     with pytest.raises(UnknownHookError, match="unknown hook kind"):
-        tiny_model.run_with_cache(*tiny_batch, stacked=("patterns",))
+        cache.stack("patterns")

@@ -224,13 +224,18 @@ def test_stack_layers_and_per_head_hooks(tiny_model, tiny_batch, full_run):
     assert all(cache[name].shape[1] == tiny_model.config.num_heads for name in per_head)
 
 
-def test_untouched_hooks_pass_through_and_shapes_are_noted(tiny_model, tiny_batch, full_run):
+def test_untouched_hooks_pass_through_and_the_cache_has_every_shape(tiny_model, tiny_batch, full_run):
     _, full = full_run
-    shapes = {}
     with torch.no_grad():
-        logits, cache = tiny_model.run_with_cache(*tiny_batch, names=["embedding.hook_sum"], shapes=shapes)
+        logits, cache = tiny_model.run_with_cache(*tiny_batch, names=["embedding.hook_sum"])
     assert set(cache) == {"embedding.hook_sum"} and torch.equal(cache["embedding.hook_sum"], full["embedding.hook_sum"])
-    assert shapes == {name: tuple(tensor.shape) for name, tensor in full.items()}
+    batch, seq = tiny_batch[0].shape
+    config = tiny_model.config
+    reached = [name for name in tiny_model.hook_names() if not name.startswith(("pooler.", "nsp_head."))]
+    assert list(full.shapes) == reached  # every hook the masked-LM pass reaches, in order
+    assert full.shapes[hook_name("scores", 0)] == (batch, config.num_heads, seq, seq)
+    assert full.shapes[hook_name("mlp_post", 1)] == (batch, seq, config.intermediate_size)
+    assert cache.shapes == {"embedding.hook_sum": (batch, seq, config.hidden_size)}
 
 
 def test_pytorchs_own_module_hooks_on_a_hook_point_fire(tiny_model, tiny_batch, full_run):

@@ -62,14 +62,13 @@ def test_the_fused_path_is_taken_unless_scores_or_pattern_are_recorded(tiny_mode
     assert len(fused_calls) == (layers if fused is True else layers - 1)
 
 
-def test_changing_the_pattern_or_noting_shapes_or_a_torch_hook_takes_the_step_by_step_path(tiny_model, tiny_batch, fused_calls):
+def test_changing_the_pattern_or_recording_it_or_a_torch_hook_takes_the_step_by_step_path(tiny_model, tiny_batch, fused_calls):
     layers = tiny_model.config.num_layers
     with torch.no_grad():
         tiny_model.run_with_cache(*tiny_batch, names=[], interventions={hook_name("pattern", 2): lambda p, name: p})
         assert len(fused_calls) == layers - 1
-        shapes = {}
-        tiny_model.run_with_cache(*tiny_batch, names=[], shapes=shapes)
-        assert len(fused_calls) == layers - 1 and shapes[hook_name("scores", 0)][-2:] == (tiny_batch[0].shape[1],) * 2
+        _, everything = tiny_model.run_with_cache(*tiny_batch)  # recording every hook, the scores too
+        assert len(fused_calls) == layers - 1 and everything.shapes[hook_name("scores", 0)][-2:] == (tiny_batch[0].shape[1],) * 2
         model = copy.deepcopy(tiny_model)
         seen = []
         model.transformer[0].attention.attention.hook_pattern.register_forward_hook(lambda module, args, out: seen.append(out.shape))
@@ -141,6 +140,6 @@ def test_minilm_fused_and_step_by_step_agree_on_real_sentences(minilm, minilm_ba
     keep = minilm_batch[2].bool()
     with torch.no_grad():
         fused = model.encode(*minilm_batch)
-        _, cache = model.run_with_cache(*minilm_batch, names=[hook_name("layer_out", 5)], stacked=("pattern",))
+        _, cache = model.run_with_cache(*minilm_batch, names=[hook_name("layer_out", 5), *every_layer("pattern", model.config.num_layers)])
     assert len(fused_calls) == model.config.num_layers
     torch.testing.assert_close(fused[keep], cache["layer_out", 5][keep], **CLOSE)

@@ -57,9 +57,9 @@ def test_transformers_task_checkpoint_loads_and_matches(architecture, tiny_hf_co
     expected = reference_logits(theirs, batch)
     with torch.no_grad():  # both on the same path (without gradients: oneDNN-packed weights)
         direct = getattr(ours, method)(*batch)
-        recorded, cache = ours.run_with_cache(*batch, head=method)  # every hook: the step-by-step attention
+        recorded, cache = ours.run_with_cache(*batch, output=method)  # every hook: the step-by-step attention
     assert_same_logits(direct, expected, batch[2], f"{architecture} {method}()")
-    assert_same_logits(recorded, expected, batch[2], f"{architecture} run_with_cache(head={method!r})")
+    assert_same_logits(recorded, expected, batch[2], f"{architecture} run_with_cache(output={method!r})")
     assert torch.equal(cache[hook], recorded)
     if method != "next_sentence":
         assert ours.labels == [tiny_hf_config.id2label[i] for i in range(tiny_hf_config.num_labels)]
@@ -148,13 +148,13 @@ def test_missing_heads_raise_before_running(tiny_model, tiny_batch):
         with pytest.raises(MissingHeadError, match="fine-tune"):
             getattr(tiny_model, method)(*tiny_batch)
         with pytest.raises(MissingHeadError):
-            tiny_model.run_with_cache(*tiny_batch, head=method)
-    with pytest.raises(InvalidInputError, match="head must be one of"):
-        tiny_model.run_with_cache(*tiny_batch, head="summarise")
+            tiny_model.run_with_cache(*tiny_batch, output=method)
+    with pytest.raises(InvalidInputError, match="output must be one of"):
+        tiny_model.run_with_cache(*tiny_batch, output="summarise")
 
 
 def test_run_with_cache_records_only_the_chosen_heads_path(tiny_model, tiny_batch):
-    nsp, cache = tiny_model.run_with_cache(*tiny_batch, head="next_sentence")
+    nsp, cache = tiny_model.run_with_cache(*tiny_batch, output="next_sentence")
     assert nsp.shape == (tiny_batch[0].shape[0], 2)
     assert cache["pooler.hook_out"].shape == (tiny_batch[0].shape[0], tiny_model.config.hidden_size)
     assert "nsp_head.hook_logits" in cache and "lm_head.hook_logits" not in cache

@@ -2,7 +2,7 @@
 
 The entry script: sets up the page, reads a shared link's query parameters once, draws the shared sidebar
 (the model) and, at the top of every page that reads it, the sentence box, then runs the chosen page from the
-top-level pages/ folder.
+top-level pages/ folder (every page is listed once, in viz_app/navigation.py).
 """
 import streamlit as st
 
@@ -19,8 +19,7 @@ pages = {
 }
 page = st.navigation(pages, expanded=True)  # every page listed: collapsed, the later groups hide behind "View N more"
 model = sidebar.render()
-sentence = sentence_box.render(page.url_path, model.loaded, model.source)  # None where the page reads no sentence
-context = page_context.Context.of(model, sentence)
-state.write_url(context.source)
-with page_context.serve(context):  # the page gets it from widgets.require()
+sentence = sentence_box.render(page.url_path, model.loaded)  # None where the page reads no sentence
+state.write_url(model.key.source if model.key else None)
+with page_context.serve(page_context.Context(model, sentence)):  # the page gets it from widgets.require()
     page.run()

@@ -1,4 +1,62 @@
-"""The Streamlit app's shared code: cached loading, the shared sidebar, plot builders and widgets.
+"""The Streamlit app around the `bert` package: `streamlit run viz_app/Home.py`; page scripts live in `pages/`.
 
-`streamlit run viz_app/Home.py` starts the app; the page scripts live in the top-level `pages/`.
+Layers, top to bottom. A module imports only from its own layer or the layers above it; nothing imports
+upwards, there are no import circles and no imports inside functions that would hide one (tests/app/
+test_layers.py walks the imports).
+
+1. `bert/`: the library. It never imports the app.
+2. Pure helpers: plain Python, no Streamlit session, no caches. Testable without Streamlit, used alike by the
+   pages, the lessons and the HTML exports.
+   - `models.py`: `ModelKey`, `ModelChoice`, `LoadedModel`, `PickedModel`, `load(key)`, `summarize`.
+   - `forward.py`: `InputProblem`, `PreparedInput` (`prepare_input`), `SentenceInput`, `ForwardResult` (`record`).
+   - `text.py`: turning tokens back into text, Markdown escaping, token chip labels. It and the chart builders
+     import neither Streamlit nor `bert.analysis` (tests/app/test_layers.py checks `sys.modules`).
+   - `charts/`: chart builders: arrays in, a `Chart` (a plotly figure with the numbers behind it) out.
+   - `views/`: one module per page that has a view, each with one function that turns the page's settings
+     and its result into the page's charts (see "How a page is written" below).
+   - `params.py`: every URL parameter a link or a lesson's step can set (`PARAMS`, `BOUND`, `LINK_PARAMS`).
+   - `navigation.py`: every page once (its address, file, title, icon, group).
+   - `page_context.py`: the `Context` Home.py hands the running page: the picked model and the sentence box's
+     input (a context variable, so a page never sees another session's).
+   - what pages compute beside the library: `tables.py`, `architecture.py`, `sentence_tasks.py`,
+     `word_contexts.py`, `model_comparison.py`, `corpus_search.py`, `tiny_training.py`, `export_html.py`,
+     `download.py`, `label_names.py`, `treebank_runs.py`; and `lessons/` (format, computed, resolve, views,
+     export), which builds a lesson's figures with the same view functions as the pages.
+3. Caches: `cache.py`, every `st.cache_resource` and `st.cache_data` of the app, keyed by a `ModelKey` (never
+   the model object) and, for one input, a `PreparedInput` (hashed by its `key`: text, pair, masks, truncate).
+4. Widgets and sidebar (Streamlit): `state.py` (session state <-> the URL), `widgets.py` (`require()` gives a
+   page its `Context`, `show_chart`, ...), `analysis_widgets.py`, `sidebar.py`, `sentence_box.py`,
+   `lessons/session.py`, and each page family's widgets (`live_run.py`, `pretraining_figures.py`, the probes
+   page's modules).
+5. Pages (`pages/*.py`) and `Home.py`. Nothing imports them.
+
+One value for one idea:
+- The model key: `ModelKey(source, folder, revision)`, a small frozen hashable dataclass. `source` is what the
+  URL carries ("minilm", a hub id, a folder path), `folder` the folder actually loaded (a cached hub snapshot),
+  `revision` a fingerprint of the files, so a replaced checkpoint loads afresh. `cache.load_model(key)`, and
+  every cached analysis takes the key as its first argument. `PickedModel(key, loaded, error)` is what the
+  sidebar picked; `LoadedModel(key, model, tokenizer, summary)` what is shared, read-only, by every session.
+- The prepared input: `PreparedInput`, made once per input by `prepare_input` (the sentence box does it) and
+  passed down: it holds the text, pair, truncate flag, the encoding as typed (`base`), what the model reads
+  (`masked`) and the mask positions. Nothing downstream tokenizes the sentence again.
+- The masks: `st.session_state["masks"]`, the clicked positions (typed [MASK]s are found by `prepare_input`).
+  `state.py` mirrors it in the URL like every other parameter; the prediction page's chips are a widget
+  showing it; editing the sentence or the pair, or picking another model, clears it.
+- The recorded pass: `ActivationCache` (the library's, from `run_with_cache`) becomes one `ForwardResult` in
+  `forward.record`: read-only numpy arrays shared by every session. Pages that show no attention pattern and
+  no activation (the prediction page) ask for predictions only, which records nothing and lets the model take
+  the fused attention path (`cache.predictions`); the pages that draw activations read `cache.forward`.
+
+How a page is written (Streamlit's own `hello` app does the same), top to bottom, with no writes meant for
+the next rerun:
+
+    context = widgets.require()                          # the model and the prepared input, or a message
+    settings = AttentionSettings(layer=st.selectbox(...), ...)   # widgets (bound to the URL)
+    result = cache.forward(context.key, context.prepared)  # a cached function
+    charts = attention_view(settings, result)            # the view function (viz_app/views/attention.py)
+    widgets.show_chart(charts["pattern"], key="pattern") # render
+
+The lesson steps and the exported handouts call the same view function with the step's settings
+(`Settings.from_state(state, ...)`, which clamps a value the way the page's picker would), so a figure is
+built in one place only.
 """

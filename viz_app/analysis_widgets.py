@@ -1,5 +1,5 @@
 """Widgets the analysis pages share: the sentence-set picker (built-in or an upload), reading an upload within
-limits, the [MASK] picker, and the model's cache key. Their cached analyses are in viz_app/cache.py, their charts in
+limits, the [MASK] picker. Their cached analyses are in viz_app/cache.py, their charts in
 viz_app/charts/; the analyses themselves live in the package.
 """
 from __future__ import annotations
@@ -9,16 +9,14 @@ import html
 import streamlit as st
 
 from bert.data import LabelledSentence, builtin_sentences, split_sentences
+from viz_app import widgets
 from viz_app.page_context import Context
+from viz_app.views import chosen_mask
 
 MAX_UPLOAD_BYTES = 2_000_000
 BUILTIN = "Built-in sentences (WordNet examples)"
 UPLOAD = "Upload a .txt file"
 FIRST_SENTENCES = {"probes": 300, "stats": 200, "compare": 100}  # how many built-in sentences each page starts with
-
-
-def model_key(context: Context) -> tuple:
-    return context.source, context.folder, context.revision
 
 
 # ---- sentence sets --------------------------------------------------------------------------------------------
@@ -68,8 +66,6 @@ def read_upload(upload, most_bytes: int = MAX_UPLOAD_BYTES) -> str | None:
 
 def mask_picker(context: Context, key: str) -> int | None:
     """Which [MASK] to analyse (None, with a message, when the input has none or the model cannot predict)."""
-    from viz_app import widgets
-
     if not context.loaded.summary.has_mlm_head:
         st.warning("This model has no masked-LM head, so there is no prediction to analyse. Pick minilm or a BERT with its MLM head.")
         return None
@@ -81,4 +77,5 @@ def mask_picker(context: Context, key: str) -> int | None:
     def describe(i: int) -> str:
         return f"position {i} (typed [MASK])" if tokens[i] == "[MASK]" else f"position {i} (was '{tokens[i]}')"
 
-    return widgets.select_int("[MASK] to analyse", f"{key}_mask", masks, format_func=describe)
+    return widgets.select_int("[MASK] to analyse", f"{key}_mask", masks, format_func=describe,
+                              default=chosen_mask(None, tuple(masks)))

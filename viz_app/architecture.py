@@ -9,12 +9,13 @@ import pandas as pd
 import torch
 from torch import nn
 
-from bert import BertConfig, Encoding, count_parameters
+from bert import BertConfig, BertTokenizer, Encoding, count_parameters
 from bert.devices import model_device
 from bert.params import model_heads
 from bert.hooks import HookPoint
 from bert.model import Bert
 from bert.packed_linear import PackedLinear
+from bert.predict import at_positions
 
 _LAYER = re.compile(r"^transformer\.(\d+)(\.|$)")
 
@@ -31,14 +32,17 @@ class ModuleRow:
     note: str = ""
 
 
-def sentence_head_shapes(model: Bert, encoding: Encoding) -> dict[str, tuple[int, ...]]:
-    """The shapes at the hook points only sentence-level heads reach (pooler, classifier, token classifier,
-    next-sentence head) for this input: one pass per head the model has ({} without any)."""
-    shapes: dict[str, tuple[int, ...]] = {}
+def hook_shapes(model: Bert, tokenizer: BertTokenizer, encoding: Encoding) -> dict[str, tuple[int, ...]]:
+    """The shape at every hook point for this input: one pass recording everything (the masked-LM head at the
+    [MASK]s only, as the pages run it), then one pass per sentence-level head the model has (pooler, classifier,
+    token classifier, next-sentence head) for the hooks only they reach."""
     input_ids, token_type_ids = encoding.tensors(model_device(model))
+    logit_mask = at_positions(tokenizer.mask_positions(encoding), len(encoding), input_ids.device)
+    shapes: dict[str, tuple[int, ...]] = {}
     with torch.inference_mode():
-        for head in model.sentence_heads:
-            model.run_with_cache(input_ids, token_type_ids, names=[], shapes=shapes, head=head)
+        shapes |= model.run_with_cache(input_ids, token_type_ids, logit_mask=logit_mask)[1].shapes
+        for output in model.sentence_heads:
+            shapes |= model.run_with_cache(input_ids, token_type_ids, output=output)[1].shapes
     return shapes
 
 

@@ -1,6 +1,6 @@
-"""The Corpus search page's logic: the corpora (built-in set, uploads by content) and building an index with a
-progress bar (cached per model and corpus in viz_app/cache.py), reading an upload within limits, the matches in their sentences (HTML, escaped) and a summary of them. The index itself is
-bert.analysis.corpus.corpus_search."""
+"""The Corpus search page's logic: the corpora (built-in set, uploads by content, within limits), the matches in
+their sentences (HTML, escaped) and a summary of them. The index itself is bert.analysis.corpus.corpus_search;
+viz_app/cache.py builds it once per model and corpus."""
 from __future__ import annotations
 
 import hashlib
@@ -8,13 +8,11 @@ import html
 from collections import Counter
 from dataclasses import dataclass
 
-import streamlit as st
 import torch
 
-from bert.analysis.corpus.corpus_search import CorpusIndex, Hit, build_index
+from bert.analysis.corpus.corpus_search import Hit
 from bert.data import builtin_sentences
 from bert.tokenizer import BertTokenizer, Encoding
-from viz_app.models import LoadedModel
 
 MAX_LINES = 2000  # an uploaded corpus: at most this many sentences (lines) ...
 MAX_TOKENS = 15_000  # ... and word pieces in all (a little more than the built-in set: about a minute on one CPU core)
@@ -68,21 +66,6 @@ def upload_corpus(text: str, name: str, tokenizer: BertTokenizer, max_positions:
         return (f"Line {too_long + 1} is {lengths[too_long]:,} tokens long; the model reads at most {max_positions}. "
                 "Put one sentence per line.")
     return Corpus(tuple(lines), name, hashlib.sha1("\n".join(lines).encode()).hexdigest())
-
-
-def build(loaded: LoadedModel, corpus: Corpus, what: str, **choice) -> CorpusIndex:
-    """build_index with a progress bar saying `what`; `choice`: build_index's layers and heads (default: all layers).
-    Cached per (model, corpus) in viz_app/cache.py (corpus_index, head_index)."""
-    # the built-in sentences as LabelledSentence: they carry their headword's part of speech
-    sentences = builtin_sentences() if corpus.digest == BUILTIN else list(corpus.sentences)
-    bar = st.progress(0.0, f"{what}…")
-
-    def progress(done: int, total: int) -> None:
-        bar.progress(done / max(total, 1), f"{what}: {done:,} of {total:,} sentences")
-
-    built = build_index(loaded.model, loaded.tokenizer, sentences, progress=progress, dtype=STORED, **choice)
-    bar.empty()
-    return built
 
 
 def query_tokens(encoding: Encoding, text: str) -> list[QueryToken]:

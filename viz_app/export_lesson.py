@@ -55,7 +55,7 @@ def export(args: argparse.Namespace) -> int:
         lesson = load_lesson(args.name)
     else:
         raise BertError(f"no built-in lesson {args.name!r}; choose one of {', '.join(lessons)}, or give a .yaml file")
-    loaded = models.load(args.model)
+    loaded = models.load(models.ModelKey.of(args.model))
     out = args.out or Path(f"{lesson.name}.html")
     try:
         out.write_text(lesson_html(lesson, loaded, args.model, args.app_url), encoding="utf-8")

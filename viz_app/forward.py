@@ -1,22 +1,22 @@
 """From what the user typed to one recorded forward pass: plain data the pages draw (no Streamlit here).
 
-`prepare_input` turns text, an optional second sentence and the chosen mask positions into encodings, or
-raises `InputProblem` with a message that says what to do. `record` runs the model once and keeps only what
-the pages need, as read-only numpy arrays, which viz_app/cache.py shares between sessions without copying.
+`prepare_input` turns text, an optional second sentence and the chosen mask positions into a `PreparedInput`
+(tokenized once; every later step reads it), or raises `InputProblem` with a message that says what to do.
+`record` runs the model once and turns the library's ActivationCache into a `ForwardResult`: read-only numpy
+arrays, which viz_app/cache.py shares between sessions without copying.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping, NamedTuple
+from typing import Mapping
 
 import numpy as np
 import torch
 
 from bert import BertTokenizer, Encoding, InputTooLongError
-from bert.analysis.attention.attention_stats import HeadStatistics, KeyRoles, head_statistics
 from bert.devices import as_numpy, model_device
-from bert.hooks import EMBEDDING_PARTS
+from bert.hooks import EMBEDDING_PARTS, every_layer
 from bert.model import Bert
 from bert.predict import MaskPrediction, at_positions, mask_predictions
 
@@ -34,11 +34,21 @@ class InputProblem(Exception):
 
 @dataclass(frozen=True)
 class PreparedInput:
+    """One input, tokenized once: what every page, cache and analysis of it reads."""
+
+    text: str
+    pair: str  # "" without a second sentence
+    truncate: bool  # cut to the model's positions when too long
     base: Encoding  # the text as typed: typed [MASK]s are masks, clicked masks are not applied
     masked: Encoding  # what the model reads: clicked positions replaced by [MASK]
     masks: tuple[int, ...]  # clicked mask positions (valid, sorted)
     typed_masks: tuple[int, ...]  # positions of [MASK] typed in the text
     pair_dropped: bool = False  # a second sentence was given but had no tokens
+
+    @property
+    def key(self) -> tuple[str, str, tuple[int, ...], bool]:
+        """What makes this input this input, for the caches (with the model's key)."""
+        return self.text, self.pair, self.masks, self.truncate
 
     @property
     def all_masks(self) -> tuple[int, ...]:
@@ -87,7 +97,19 @@ def prepare_input(
     typed = tuple(tokenizer.mask_positions(base))
     maskable = {i for i, special in enumerate(base.special) if not special} - set(typed)
     chosen = tuple(sorted({int(m) for m in masks if int(m) in maskable}))
-    return PreparedInput(base, base.with_masks(chosen, tokenizer.mask_id), chosen, typed, pair_dropped)
+    return PreparedInput(text, pair or "", truncate, base, base.with_masks(chosen, tokenizer.mask_id), chosen, typed,
+                         pair_dropped)
+
+
+@dataclass(frozen=True)
+class SentenceInput:
+    """What the sentence box read: the text as typed, and its prepared input or what is wrong with it."""
+
+    text: str
+    pair: str
+    truncate: bool
+    prepared: PreparedInput | None  # None when the model is missing or the input has a problem
+    problem: InputProblem | None
 
 
 @dataclass(frozen=True)
@@ -103,18 +125,18 @@ class MaskResult:
 
 @dataclass(frozen=True)
 class ForwardResult:
-    """One input's forward pass: what every page reads. Shared by every session that asks for the same input
-    (see viz_app/cache.py), so nothing in it can be changed: tuples, and float32 numpy arrays marked read-only."""
+    """One input's forward pass: what the pages read. Shared by every session that asks for the same input
+    (see viz_app/cache.py), so nothing in it can be changed: tuples, and float32 numpy arrays marked read-only.
+    The activations are None in a pass recorded without them (`record(..., activations=False)`)."""
 
     tokens: tuple[str, ...]  # as the model read them (masked positions say [MASK])
     original_tokens: tuple[str, ...]  # before clicked masks were applied
     token_type_ids: tuple[int, ...]
     special: tuple[bool, ...]
     masks: tuple[MaskResult, ...]  # one per [MASK]; empty for a model without an MLM head
-    attention: np.ndarray  # [layer, head, query, key], every layer's attention pattern
-    neurons: np.ndarray  # [layer, seq, intermediate], every layer's MLP activations (after GELU)
-    embeddings: Mapping[str, np.ndarray] = field(default_factory=dict)  # token/position/segment: [seq, hidden]
-    hook_shapes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # every hook point, this input
+    attention: np.ndarray | None = None  # [layer, head, query, key], every layer's attention pattern
+    neurons: np.ndarray | None = None  # [layer, seq, intermediate], every layer's MLP activations (after GELU)
+    embeddings: Mapping[str, np.ndarray] | None = None  # token/position/segment: [seq, hidden]
     queries: np.ndarray | None = None  # [layer, head, query, head_dim] every head's query vectors (hook_q)
     keys: np.ndarray | None = None  # [layer, head, key, head_dim] every head's key vectors (hook_k)
 
@@ -123,65 +145,46 @@ class ForwardResult:
         return len(self.tokens)
 
 
-def record(model: Bert, tokenizer: BertTokenizer, prepared: PreparedInput, top_k: int = TOP_K_STORED) -> ForwardResult:
-    """Run the model once on `prepared.masked`; keep attention, its query and key vectors, neuron activations,
-    the embedding parts, every hook's shape and the predictions at each [MASK] (the LM head runs only there)."""
+RECORDED_KINDS = ("pattern", "q", "k", "mlp_post")  # per layer, as `record` keeps them
+
+
+def recorded_names(num_layers: int) -> list[str]:
+    """The hooks `record` keeps: the three embeddings and RECORDED_KINDS at every layer."""
+    return list(EMBEDDING_PARTS.values()) + [name for kind in RECORDED_KINDS for name in every_layer(kind, num_layers)]
+
+
+def record(model: Bert, tokenizer: BertTokenizer, prepared: PreparedInput, activations: bool = True,
+           top_k: int = TOP_K_STORED) -> ForwardResult:
+    """Run the model once on `prepared.masked`: the predictions at each [MASK] (the LM head runs only there) and,
+    with `activations`, the attention patterns with their query and key vectors, the MLP activations (after
+    GELU) and the three embeddings. Without them nothing is recorded, so the model takes its fused attention
+    path."""
     device = model_device(model)
     input_ids, token_type_ids = prepared.masked.tensors(device)
     positions = tokenizer.mask_positions(prepared.masked)
-    shapes: dict[str, tuple[int, ...]] = {}
+    names = recorded_names(model.config.num_layers) if activations else []
     with torch.inference_mode():
-        recorded = recorded_pass(model, input_ids, token_type_ids, at_positions(positions, len(prepared.masked), device), shapes)
+        logits, cache = model.run_with_cache(input_ids, token_type_ids, names=names,
+                                             logit_mask=at_positions(positions, len(prepared.masked), device))
         originals = {position: prepared.base.input_ids[position] for position in prepared.masks}
-        logits = recorded.logits
         predictions = [] if logits is None else mask_predictions(logits, positions, tokenizer, top_k, originals)
+    recorded = {}
+    if activations:
+        recorded = dict(
+            attention=read_only(cache.stack("pattern")[:, 0]),
+            neurons=read_only(cache.stack("mlp_post")[:, 0]),
+            embeddings=MappingProxyType({part: read_only(cache[name][0]) for part, name in EMBEDDING_PARTS.items()}),
+            queries=read_only(cache.stack("q")[:, 0]),
+            keys=read_only(cache.stack("k")[:, 0]),
+        )
     return ForwardResult(
         tokens=tuple(prepared.masked.tokens),
         original_tokens=tuple(prepared.base.tokens),
         token_type_ids=tuple(prepared.masked.token_type_ids),
         special=tuple(prepared.masked.special),
         masks=tuple(_mask_result(p, prepared) for p in predictions),
-        attention=read_only(recorded.attention[:, 0]),
-        neurons=read_only(recorded.neurons[:, 0]),
-        embeddings=MappingProxyType({part: read_only(values[0]) for part, values in recorded.embeddings.items()}),
-        hook_shapes=MappingProxyType(shapes),
-        queries=read_only(recorded.queries[:, 0]),
-        keys=read_only(recorded.keys[:, 0]),
+        **recorded,
     )
-
-
-class RecordedPass(NamedTuple):
-    logits: torch.Tensor | None  # [selected, vocab] at the logit mask; None without an MLM head
-    attention: torch.Tensor  # [layer, batch, head, query, key]
-    neurons: torch.Tensor  # [layer, batch, seq, intermediate] (after GELU)
-    embeddings: dict[str, torch.Tensor]  # EMBEDDING_PARTS: [batch, seq, hidden] each
-    queries: torch.Tensor  # [layer, batch, head, query, head_dim] (hook_q)
-    keys: torch.Tensor  # [layer, batch, head, key, head_dim] (hook_k)
-
-
-def recorded_pass(
-    model: Bert, input_ids: torch.Tensor, token_type_ids: torch.Tensor, logit_mask: torch.Tensor | None,
-    shapes: dict[str, tuple[int, ...]] | None = None,
-) -> RecordedPass:
-    """One forward pass that keeps what the app shows: attention patterns with their query and key vectors, MLP
-    activations (after GELU), the three embeddings, and the logits at `logit_mask`. Patterns, q, k and MLP
-    activations are `stacked`: written, as the pass reaches them, into one [layer, ...] tensor each, so nothing is
-    stacked afterwards (at 512 tokens BERT-base that is 260 MB not allocated twice). Call it under
-    torch.inference_mode() or no_grad."""
-    logits, cache = model.run_with_cache(
-        input_ids, token_type_ids, names=list(EMBEDDING_PARTS.values()), stacked=("pattern", "mlp_post", "q", "k"),
-        logit_mask=logit_mask, shapes=shapes,
-    )
-    embeddings = {part: cache[name] for part, name in EMBEDDING_PARTS.items()}
-    return RecordedPass(logits, cache.stack("pattern"), cache.stack("mlp_post"), embeddings, cache.stack("q"), cache.stack("k"))
-
-
-def attention_statistics(result: ForwardResult) -> HeadStatistics:
-    """Per-head statistics [layer, head] of this input's attention (read-only arrays)."""
-    stats = head_statistics(result.attention, KeyRoles.from_tokens(result.tokens))
-    for values in stats.means.values():
-        values.flags.writeable = False
-    return stats
 
 
 def read_only(values: torch.Tensor | np.ndarray) -> np.ndarray:

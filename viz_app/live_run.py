@@ -11,6 +11,7 @@ from bert.pretraining.miniature import WATCH_SENTENCE, RunLog, TinySettings
 from viz_app import cache, models, widgets
 from viz_app.charts import training as charts
 from viz_app.charts.attention import pattern_heatmap
+from viz_app.text import escape_markdown
 from viz_app.tiny_training import Job, shipped_log
 
 SIZES = {"1 layer, hidden 64": (1, 64, 1), "2 layers, hidden 128": (2, 128, 2), "4 layers, hidden 256": (4, 256, 4)}
@@ -27,28 +28,28 @@ def settings_form() -> TinySettings:
 
 
 def render() -> None:
-    settings, room = settings_form(), cache.training_room()
+    settings, runs = settings_form(), cache.tiny_training_runs()
     owner = st.session_state.setdefault("_tiny_owner", uuid.uuid4().hex)
     mine: Job | None = st.session_state.get("tiny_job")
     if st.button("Train it yourself", icon=":material/play_arrow:", type="primary", key="tiny_train",
                  disabled=mine is not None and not mine.finished.is_set()):
-        status, job = room.start(settings, owner)
+        status, job = runs.start(settings, owner)
         if status == "busy":
             st.warning(f"Busy: another run ({_describe(job.settings)}, step {job.step} of {job.settings.steps}) is training "
                        "on this server, and only one runs at a time. Press the button again once it ends; meanwhile the "
                        "run shipped with the app is shown.", icon=":material/hourglass_top:")
         else:
             st.session_state["tiny_job"] = mine = job
-    elif room.current is not None and room.current.owner != owner:
-        st.info(f"Another run is training on this server ({_describe(room.current.settings)}, step {room.current.step} of "
-                f"{room.current.settings.steps}): yours can start when it ends.", icon=":material/group:")
+    elif runs.current is not None and runs.current.owner != owner:
+        st.info(f"Another run is training on this server ({_describe(runs.current.settings)}, step {runs.current.step} of "
+                f"{runs.current.settings.steps}): yours can start when it ends.", icon=":material/group:")
     if mine is not None and not mine.finished.is_set():
         if mine.settings == settings:
             _live(mine)
             return
         st.info(f"Your run ({_describe(mine.settings)}, {mine.settings.steps} steps) is still training: choose its settings "
                 "again to watch it.", icon=":material/pending:")
-    job = mine if mine is not None and mine.settings == settings else room.finished(settings)
+    job = mine if mine is not None and mine.settings == settings else runs.finished(settings)
     if job is not None and job.error:
         st.error(f"The run failed: {job.error}")
     elif job is not None and job.log is not None:
@@ -84,8 +85,8 @@ def _draw(log: RunLog, settings: TinySettings, job: Job | None = None, live: boo
         st.caption(f"Stopped at step {log.stopped_at} of {settings.steps}.")
     widgets.show_chart(charts.loss_curves({_describe(settings): log}, "Loss while it learns"), key="tiny_loss")
     latest = log.evals[-1]
-    guesses = ", ".join(f"**{widgets.escape_markdown(token)}** {p:.1%}" for token, p in latest["guesses"])
-    st.markdown(f"“{widgets.escape_markdown(WATCH_SENTENCE)}” at step {latest['step']}: {guesses}")
+    guesses = ", ".join(f"**{escape_markdown(token)}** {p:.1%}" for token, p in latest["guesses"])
+    st.markdown(f"“{escape_markdown(WATCH_SENTENCE)}” at step {latest['step']}: {guesses}")
     with st.expander("Its guesses at every evaluation"):
         st.dataframe(charts.guesses_table(log), hide_index=True)
     steps = [e["step"] for e in log.evals]

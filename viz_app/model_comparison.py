@@ -22,7 +22,7 @@ def partner(source_a: str, sources: list[str]) -> str:
     return others[0] if others else models.FOLDER
 
 
-def side_by_side(a: LoadedModel, b: LoadedModel, prepared: PreparedInput, text: str, pair: str, truncate: bool) -> pd.DataFrame:
+def side_by_side(a: LoadedModel, b: LoadedModel, prepared: PreparedInput) -> pd.DataFrame:
     """What both models say about the sidebar's input, row by row: each [MASK]'s top 5, the class, B-follows-A."""
     rows = []
     if a.model.has_mlm_head and b.model.has_mlm_head:
@@ -33,7 +33,8 @@ def side_by_side(a: LoadedModel, b: LoadedModel, prepared: PreparedInput, text: 
     if a.model.has_classifier and b.model.has_classifier:
         tops = [class_probabilities(m.model, prepared.base).sort_values("probability").iloc[-1] for m in (a, b)]
         rows.append(["class"] + [f"{top['label']} {top['probability']:.0%}" for top in tops])
-    if pair.strip() and a.model.has_nsp_head and b.model.has_nsp_head:
-        follows = [next_sentence(m.model, m.tokenizer, text, pair, m.summary.max_positions, truncate).follows for m in (a, b)]
+    if prepared.pair.strip() and a.model.has_nsp_head and b.model.has_nsp_head:
+        follows = [next_sentence(m.model, m.tokenizer, prepared.text, prepared.pair, m.summary.max_positions,
+                                 prepared.truncate).follows for m in (a, b)]
         rows.append(["P(B follows A)"] + [f"{p:.1%}" for p in follows])
     return pd.DataFrame(rows, columns=["what", "model A", "model B"])

@@ -26,6 +26,20 @@ DEVICE_VARIABLE = "BERT_DEVICE"  # environment variable: where the app runs mode
 
 
 @dataclass(frozen=True)
+class ModelKey:
+    """Which model, as one hashable value: what every cache is keyed by and what a page passes on."""
+
+    source: str  # what load_pretrained takes and the URL carries: "minilm", a hub id or a folder path
+    folder: str | None = None  # the folder actually loaded, for a cached hub model or a local folder
+    revision: str = ""  # a fingerprint of the files (see `revision`): a replaced checkpoint is a new key
+
+    @classmethod
+    def of(cls, source: str, folder: str | None = None) -> ModelKey:
+        """The key of `source` (and its folder) as the files are now."""
+        return cls(source, folder, revision(source, folder))
+
+
+@dataclass(frozen=True)
 class ModelChoice:
     source: str  # what load_pretrained takes and the URL carries: "minilm", a hub id, or FOLDER
     label: str  # what the picker shows
@@ -55,7 +69,7 @@ class ModelSummary:
 class LoadedModel:
     """What the app shares between every session: never mutate `model` (eval mode, no per-request state)."""
 
-    source: str
+    key: ModelKey
     model: bert.Bert
     tokenizer: bert.BertTokenizer
     summary: ModelSummary
@@ -118,12 +132,21 @@ def revision(source: str, folder: str | None = None) -> str:
     return "|".join([folder or ""] + stamps)
 
 
-def load(source: str, folder: str | None = None) -> LoadedModel:
+@dataclass(frozen=True)
+class PickedModel:
+    """The model chosen in the sidebar: its key and the loaded model, or why it could not be loaded."""
+
+    key: ModelKey | None  # None when nothing is chosen yet (an empty folder box)
+    loaded: LoadedModel | None
+    error: str | None  # what to tell the user when `loaded` is None
+
+
+def load(key: ModelKey) -> LoadedModel:
     """Load for the app, on a GPU when there is one (BERT_DEVICE=cpu, cuda:1, ... chooses).
     Raises bert.errors.* (and OSError for unreadable files) with a message for the user."""
-    model, tokenizer = bert.load_pretrained(folder or source, device=os.environ.get(DEVICE_VARIABLE, "auto"), pack_for_cpu=True)
+    model, tokenizer = bert.load_pretrained(key.folder or key.source, device=os.environ.get(DEVICE_VARIABLE, "auto"), pack_for_cpu=True)
     model.eval()
-    return LoadedModel(source, model, tokenizer, summarize(model))
+    return LoadedModel(key, model, tokenizer, summarize(model))
 
 
 def summarize(model: bert.Bert) -> ModelSummary:

@@ -14,7 +14,7 @@ from bert.analysis.probing import treebank as tb
 from viz_app import analysis_widgets as aw
 from viz_app import state
 from viz_app.treebank_runs import MAX_LABELLED_BYTES, ProbeData
-from viz_app.widgets import escape_markdown
+from viz_app.text import escape_markdown
 
 WORDNET, UD_EWT, LABELLED, TEXT = "wordnet", "ud_ewt", "labelled", "text"
 SOURCES = {

@@ -10,6 +10,7 @@ from viz_app import state, widgets
 from viz_app.charts.dependency_tree import tree_chart
 from viz_app.charts.probe_layers import MEASURES, layer_curves_chart, measures_in
 from viz_app.probe_data import PIECES
+from viz_app.text import escape_markdown
 from viz_app.treebank_runs import ProbeData, SentenceTrees, TreebankRun
 
 
@@ -18,14 +19,14 @@ def show(result: TreebankRun, data: ProbeData) -> None:
     run = result.run
     names = run["layer_names"]
     for task, reason in run["skipped_tasks"].items():
-        st.warning(f"{widgets.escape_markdown(task)}: {widgets.escape_markdown(reason)}")
+        st.warning(f"{escape_markdown(task)}: {escape_markdown(reason)}")
     if not run["tasks"]:
         return
     show_curves(run, names)
     st.subheader("Summary per task")
     show_summary(run, names)
     if run["notes"]:
-        st.caption(widgets.escape_markdown("; ".join(run["notes"])) + ".")
+        st.caption(escape_markdown("; ".join(run["notes"])) + ".")
     st.caption(f"On {data.description}: {run['num_train_sentences']} sentences trained the probes and "
                f"{run['num_test_sentences']} scored them; seed {run['seed']}.")
     downloads(result, f"probes_{data.key[0]}")

@@ -5,32 +5,20 @@ area (viz_app/sentence_box.py).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import streamlit as st
 
 from bert.errors import BertError
 from viz_app import cache, download, models, state
+from viz_app.models import ModelKey, PickedModel
 
 
 DOWNLOAD_SUGGESTION = "bert-base-uncased"
 
 
-@dataclass(frozen=True)
-class PickedModel:
-    """The model chosen in the sidebar, loaded, or why it could not be."""
-
-    source: str | None  # what the URL carries: "minilm", a hub id or a folder path
-    folder: str | None  # the folder actually loaded, for a cached hub model or a local folder
-    revision: str
-    loaded: models.LoadedModel | None
-    error: str | None
-
-
 def render() -> PickedModel:
     with st.sidebar:
         st.markdown("### :material/search: Inside BERT")
-        picked = PickedModel(*_model_picker())
+        picked = _model_picker()
         st.divider()
         st.radio(
             "Download charts as",
@@ -45,7 +33,7 @@ def render() -> PickedModel:
     return picked
 
 
-def _model_picker():
+def _model_picker() -> PickedModel:
     picker = st.container()  # drawn first; the download box below runs first, so a new model can be chosen
     if downloaded := _download_box():
         cache.forget_model_choices()  # the new model is in the cache now: list it
@@ -78,7 +66,7 @@ def _download_box() -> str | None:
         return repo_id
 
 
-def _pick_model():
+def _pick_model() -> PickedModel:
     choices = cache.model_choices()
     state.init_model_widgets(choices)
     by_source = {c.source: c for c in choices}
@@ -90,27 +78,29 @@ def _pick_model():
             format_func=lambda s: by_source[s].label,
             key="model_choice",
             persist_state="session",
+            on_change=state.clear_masks,
             help="minilm is built in and works offline. bert-base-uncased appears here, first and chosen, once it is "
             "in your local Hugging Face cache. Any folder with config.json, weights and vocab.txt works too.",
         )
     ]
     if choice.source == models.FOLDER:
         path = st.text_input(
-            "Folder", key="model_folder", persist_state="session", placeholder="/path/to/a/bert/folder"
+            "Folder", key="model_folder", persist_state="session", on_change=state.clear_masks,
+            placeholder="/path/to/a/bert/folder"
         ).strip()
         if not path:
             message = "Type the path of a Hugging Face BERT folder (config.json, weights, vocab.txt)."
-            return None, None, "", None, message
+            return PickedModel(None, None, message)
         source, folder = path, path
     else:
         source, folder = choice.source, choice.folder
-    revision = models.revision(source, folder)
+    key = ModelKey.of(source, folder)
     try:
-        loaded = cache.load_model(source, folder, revision)
+        loaded = cache.load_model(key)
     except (BertError, OSError, ValueError, RuntimeError) as error:
         message = f"Could not load {source!r}: {error}. Pick another model, or check the folder."
         st.error(message)
-        return source, folder, revision, None, message
+        return PickedModel(key, None, message)
     summary = loaded.summary
     st.caption(summary.one_line())
     if summary.has_mlm_head:
@@ -119,4 +109,4 @@ def _pick_model():
             st.caption(":material/info: " + models.BUILTIN_NOTE)
     else:
         st.caption(":material/block: No masked-LM head: every page works except prediction.")
-    return source, folder, revision, loaded, None
+    return PickedModel(key, loaded, None)

@@ -5,9 +5,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bert.analysis.representations import embedding_subspaces as es
+from bert.analysis.representations import embedding_subspaces
 from bert.devices import as_numpy
 from bert.model import Bert
+from bert.tokenizer import BertTokenizer
 
 SAMPLE_TOKENS = 1500  # vocabulary entries drawn in the token PCA scatter
 SAMPLE_SEED = 0
@@ -25,7 +26,7 @@ class EmbeddingTables:
     position_coords: np.ndarray  # [positions, 3] every position embedding along its table's first 3 components
     position_cosines: np.ndarray  # [positions, positions] cosine similarity between position embeddings
     segment_cosine: float  # cosine between the two segment embeddings (nan with a single segment)
-    directions: dict[str, np.ndarray]  # part -> es.singular_directions of its table [hidden, rank]
+    directions: dict[str, np.ndarray]  # part -> embedding_subspaces.singular_directions of its table [hidden, rank]
 
 
 def weight_tables(model: Bert) -> dict[str, np.ndarray]:
@@ -41,11 +42,11 @@ def weight_tables(model: Bert) -> dict[str, np.ndarray]:
 def embedding_tables(model: Bert, vocabulary: list[str]) -> EmbeddingTables:
     tables = weight_tables(model)
     hidden = tables["token"].shape[1]
-    token_pca = es.pca(tables["token"], k=hidden)
-    position_pca = es.pca(tables["position"], k=hidden)
+    token_pca = embedding_subspaces.pca(tables["token"], k=hidden)
+    position_pca = embedding_subspaces.pca(tables["position"], k=hidden)
     sample = _whole_word_sample(vocabulary)
     segment = tables["segment"]
-    segment_cosine = float(es.cosine_similarity_matrix(segment[:2])[0, 1]) if len(segment) >= 2 else float("nan")
+    segment_cosine = float(embedding_subspaces.cosine_similarity_matrix(segment[:2])[0, 1]) if len(segment) >= 2 else float("nan")
     return EmbeddingTables(
         hidden=hidden,
         token_variance=token_pca.explained_variance_ratio.astype(np.float32),
@@ -55,10 +56,16 @@ def embedding_tables(model: Bert, vocabulary: list[str]) -> EmbeddingTables:
         sample_tokens=[vocabulary[i] for i in sample],
         sample_coords=token_pca.project(tables["token"][sample])[:, :2].astype(np.float32),
         position_coords=position_pca.project(tables["position"])[:, :3].astype(np.float32),
-        position_cosines=es.cosine_similarity_matrix(tables["position"]).astype(np.float32),
+        position_cosines=embedding_subspaces.cosine_similarity_matrix(tables["position"]).astype(np.float32),
         segment_cosine=segment_cosine,
-        directions={part: es.singular_directions(table).astype(np.float32) for part, table in tables.items()},
+        directions={part: embedding_subspaces.singular_directions(table).astype(np.float32) for part, table in tables.items()},
     )
+
+
+def model_tables(model: Bert, tokenizer: BertTokenizer, vocab: int) -> EmbeddingTables:
+    """`embedding_tables` with the vocabulary read from the tokenizer (its first `vocab` entries: the model's)."""
+    vocabulary = [tokenizer.id_to_token(i) or "" for i in range(min(tokenizer.vocab_size, vocab))]
+    return embedding_tables(model, vocabulary)
 
 
 def project_tokens(tables: EmbeddingTables, vectors: np.ndarray) -> np.ndarray:

@@ -1,13 +1,32 @@
-"""Turning token lists back into readable text."""
+"""Text for the pages: token lists back into readable text, user text made literal in Markdown, token chip labels.
+Plain Python: no Streamlit, no analyses."""
 from __future__ import annotations
 
-from typing import Callable
+import re
+from typing import TYPE_CHECKING, Callable
 
-from bert.analysis.representations.embedding_subspaces import PARTS, SubspaceReport
-from viz_app.forward import ForwardResult
+if TYPE_CHECKING:  # for the annotation only: forward.py imports torch
+    from viz_app.forward import ForwardResult
 
 _NO_SPACE_BEFORE = set(".,!?;:)]}'%")
 _NO_SPACE_AFTER = set("([{$")
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~$:=^&\"'])")
+
+
+def escape_markdown(text: str) -> str:
+    """Show user text literally inside Markdown (pill labels, captions): no formatting, links, HTML or LaTeX."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+
+
+def chip_labels(tokens: list[str], positions: list[int]) -> dict[int, str]:
+    """Unique Markdown-safe labels for token chips: repeated tokens get invisible zero-width suffixes,
+    because a pills widget tells its options apart by label."""
+    labels, seen = {}, {}
+    for position in positions:
+        token = tokens[position]
+        seen[token] = seen.get(token, 0) + 1
+        labels[position] = escape_markdown(token) + "\u200b" * (seen[token] - 1)
+    return labels
 
 
 def detokenize(pieces: list[tuple[str, str, bool]]) -> str:
@@ -39,26 +58,3 @@ def filled_in_sentence(result: ForwardResult, escape: Callable[[str], str] = lam
         raw = word[2:] if continues else word
         pieces.append((raw, f"**{escape(raw)}**" if guess is not None else escape(raw), continues))
     return detokenize(pieces)
-
-
-def subspace_reading(report: SubspaceReport) -> str:
-    """Markdown that reads the surviving fractions against the random baseline: one line per table, a verdict."""
-    lines, shared = [], 0
-    for part in PARTS:
-        clauses = []
-        for onto in PARTS:
-            if onto == part or report.dims[onto] == 0:
-                continue
-            measured, random = report.surviving[(part, onto)], report.random_surviving[onto]
-            ratio = measured / random if random else 0.0
-            shared += ratio >= 0.5
-            word = "avoids it" if ratio < 0.5 else ("as random" if ratio <= 1.5 else "leans in")
-            clauses.append(f"{measured:.0%} in the {onto} subspace (random {random:.0%}: {word})")
-        lines.append(f"- **{part}** vectors keep " + ", ".join(clauses))
-    verdict = (
-        "At this k the three parts sit in nearly separate subspaces: close to a concatenation, in a rotated basis."
-        if shared == 0
-        else "At this k the parts are **not** kept apart as a concatenation would keep them: they share directions "
-        "at least as much as random vectors would."
-    )
-    return "\n".join(["**Reading it** (share of length |Px|/|x|):", *lines, "", verdict])

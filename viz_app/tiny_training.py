@@ -1,6 +1,6 @@
 """The live tiny-BERT run of the "How BERT was trained" page: one run at a time per server, in a background thread.
 
-A `TrainingRoom` is shared by every session (viz_app/cache.py holds the one instance). It starts a run unless
+A `TinyTrainingRuns` is shared by every session (viz_app/cache.py holds the one instance). It starts a run unless
 another is going (then the caller is told who is ahead: the queue), keeps finished runs per settings (settings
 include the seed), and writes each finished model as a Hugging Face folder that the model picker can open.
 No Streamlit here: the page polls `job.log`, which the training thread grows in place.
@@ -24,7 +24,7 @@ from bert.pretraining.miniature import TINY_VOCAB, RunLog, TinySettings, train_t
 log = logging.getLogger(__name__)
 
 SHIPPED_RUNS = Path(__file__).resolve().parent.parent / "bert" / "data" / "tiny_runs"  # recipes/tiny_runs.py
-KEPT_RUNS = 8  # finished runs the room remembers (each a few kB of log and a 6 MB model folder)
+KEPT_RUNS = 8  # finished runs kept (each a few kB of log and a 6 MB model folder)
 
 
 @dataclass
@@ -42,7 +42,7 @@ class Job:
         return len(self.log.train_loss) if self.log else 0
 
 
-class TrainingRoom:
+class TinyTrainingRuns:
     """At most one run at a time; finished runs kept per settings, so the same settings come back at once."""
 
     def __init__(self, root: str | Path | None = None):
@@ -52,7 +52,7 @@ class TrainingRoom:
         self._finished: OrderedDict[TinySettings, Job] = OrderedDict()
 
     def start(self, settings: TinySettings, owner: str) -> tuple[str, Job | None]:
-        """("finished", the kept job) | ("started", the new job) | ("busy", the job that holds the room)."""
+        """("finished", the kept job) | ("started", the new job) | ("busy", the job that is training)."""
         with self._lock:
             if settings in self._finished:
                 return "finished", self._finished[settings]
@@ -74,7 +74,7 @@ class TrainingRoom:
             result, model, _ = train_tiny(job.settings, folder / "work", lambda grown: setattr(job, "log", grown), job.stop.is_set)
             job.log = result
             job.model_folder = str(save_hf_folder(model, folder / "model", TINY_VOCAB))
-        except Exception as error:  # a failed run must free the room and say why, not take the server down
+        except Exception as error:  # a failed run must make way for the next and say why, not take the server down
             log.exception("tiny run %s failed", job.settings.name)
             job.error = f"{type(error).__name__}: {error}"
         finally:

@@ -1,7 +1,5 @@
-"""Small building blocks every page uses: the context check, chart display with exports, token chips."""
+"""Small building blocks every page uses: the context check, chart display with exports, int pickers."""
 from __future__ import annotations
-
-import re
 
 import streamlit as st
 
@@ -10,7 +8,6 @@ from viz_app.charts.base import Chart
 from viz_app.page_context import Context
 
 SHOWN_CHARTS = "_charts_shown"  # (key, Chart) of every chart show_chart drew in this run of the page
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~$:=^&\"'])")
 
 
 def page_header(title: str, explanation: str) -> None:
@@ -26,12 +23,13 @@ def require(needs_input: bool = True) -> Context:
         st.info("Open the app with `streamlit run viz_app/Home.py`.")
         st.stop()
     if context.loaded is None:
-        st.warning(context.model_error or "Pick a model in the sidebar.")
+        st.warning(context.model.error or "Pick a model in the sidebar.")
         st.stop()
     st.session_state[SHOWN_CHARTS] = []  # this run's charts, for "Download this view"
     if needs_input and context.prepared is None:
-        message = context.problem.message if context.problem else "Type a sentence in the Sentence box at the top."
-        (st.info if context.problem is None or context.problem.kind == "empty" else st.warning)(message)
+        problem = context.sentence.problem if context.sentence else None
+        message = problem.message if problem else "Type a sentence in the Sentence box at the top."
+        (st.info if problem is None or problem.kind == "empty" else st.warning)(message)
         st.stop()
     return context
 
@@ -60,22 +58,6 @@ def show_chart(chart: Chart, key: str) -> None:
     )
 
 
-def escape_markdown(text: str) -> str:
-    """Show user text literally inside Markdown (pill labels, captions): no formatting, links, HTML or LaTeX."""
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
-
-
-def chip_labels(tokens: list[str], positions: list[int]) -> dict[int, str]:
-    """Unique Markdown-safe labels for token chips: repeated tokens get invisible zero-width suffixes,
-    because a pills widget tells its options apart by label."""
-    labels, seen = {}, {}
-    for position in positions:
-        token = tokens[position]
-        seen[token] = seen.get(token, 0) + 1
-        labels[position] = escape_markdown(token) + "\u200b" * (seen[token] - 1)
-    return labels
-
-
 def select_int(label: str, key: str, options: list[int], format_func=str, help: str | None = None, default=None) -> int:
     """A selectbox over ints shown by a label (a token, a [MASK]'s position), kept in the URL by viz_app/state.py as
     the bare int; it survives page switches and stays valid when the options change. A selectbox shown as the int
@@ -89,7 +71,10 @@ def download_view(title: str, name: str, keys: list[str] | None = None, label: s
     in one HTML file that opens with no server and no network."""
     charts = [chart for key, chart in st.session_state.get(SHOWN_CHARTS, []) if keys is None or key in keys]
     context = page_context.current()
-    meta = f"Model: {context.source}. Sentence: {context.text}" + (f" | Second sentence: {context.pair}" if context.pair else "")
+    meta = f"Model: {context.key.source}."
+    if context.sentence:
+        sentence = context.sentence
+        meta += f" Sentence: {sentence.text}" + (f" | Second sentence: {sentence.pair}" if sentence.pair else "")
     st.download_button(
         label,
         data=lambda: export_html.view_document(title, charts, meta),

@@ -128,7 +128,7 @@ def test_class_gradient_matches_a_finite_difference(nsp_model, tokenizer):
 
     def score(scale: float) -> float:
         with torch.no_grad():
-            logits, _ = nsp_model.run_with_cache(input_ids, token_type_ids, names=[], head="next_sentence",
+            logits, _ = nsp_model.run_with_cache(input_ids, token_type_ids, names=[], output="next_sentence",
                                                  interventions={"embedding.hook_token_type": scale_token(k, scale)})
         return float(logits[0].double().log_softmax(-1)[result.target.token_id])
 

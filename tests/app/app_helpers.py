@@ -7,53 +7,25 @@ from pathlib import Path
 
 import numpy as np
 
+from viz_app import navigation, sentence_box
+
 ROOT = Path(__file__).resolve().parents[2]
 HOME = ROOT / "viz_app" / "Home.py"
-PAGES = {
-    "prediction": "../pages/1_prediction.py",
-    "attention": "../pages/2_attention.py",
-    "embeddings": "../pages/3_embeddings.py",
-    "mlp": "../pages/4_mlp.py",
-    "architecture": "../pages/5_architecture.py",
-}
+PAGES = {url_path: f"../pages/{page.file}" for url_path, page in navigation.PAGES.items()}  # every page, as Home.py lists them
+NO_SENTENCE = sentence_box.PAGES_WITHOUT | {"lessons"}  # pages that run without a sentence (the lessons page has the box)
+NO_MODEL = {"how_bert_was_trained"}  # pages that show the picked model nothing (their own built-in model, shipped runs)
 TIMEOUT = 600  # seconds per script run: generous, the CPUs are shared with training runs
 
 
-ENTRY = """
-import streamlit as st
-from viz_app import page_context, sentence_box, sidebar, state
-
-st.set_page_config(page_title="Inside BERT", layout="wide")
-state.load_from_url()
-pages = [st.Page({prediction!r}, title="Masked prediction", url_path="prediction", default=True)] + [
-    st.Page(path, title=title, url_path=name) for name, path, title in {pages!r}
-]
-page = st.navigation(pages)
-model = sidebar.render()
-sentence = sentence_box.render(page.url_path, model.loaded, model.source)
-context = page_context.Context.of(model, sentence)
-state.write_url(context.source)
-with page_context.serve(context):
-    page.run()
-"""
-
-
-def write_entry(folder: Path, pages: dict[str, tuple[str, str]]) -> Path:
-    """An entry script that mirrors viz_app/Home.py with these pages ({url name: (file in pages/, title)})."""
-    listed = [(name, str(ROOT / "pages" / file), title) for name, (file, title) in pages.items()]
-    path = folder / "entry.py"
-    path.write_text(ENTRY.format(prediction=str(ROOT / "pages" / "1_prediction.py"), pages=listed))
-    return path
-
-
-def open_entry_page(entry: Path, page_file: str, query: dict):
-    """Run `entry` once with these URL query parameters, then switch to pages/<page_file>; check no exception."""
+def open_page(page: str, query: dict):
+    """Run Home.py once with these URL query parameters, then switch to `page` (its url path); check no exception."""
     from streamlit.testing.v1 import AppTest
 
-    at = AppTest.from_file(str(entry), default_timeout=TIMEOUT)
+    at = AppTest.from_file(str(HOME), default_timeout=TIMEOUT)
     at.query_params.update({k: str(v) for k, v in query.items()})
     at.run()
-    at.switch_page(str(ROOT / "pages" / page_file)).run()
+    if page != navigation.DEFAULT_PAGE:
+        go(at, page)
     no_exception(at)
     return at
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from app_helpers import HOME, TIMEOUT, go
+from viz_app.navigation import DEFAULT_PAGE
 
 
 @pytest.fixture
@@ -16,7 +17,7 @@ def open_app():
         at = AppTest.from_file(str(HOME), default_timeout=TIMEOUT)
         at.query_params.update({k: str(v) for k, v in query.items()})
         at.run()
-        if page != "prediction":
+        if page != DEFAULT_PAGE:
             go(at, page)
         return at
 

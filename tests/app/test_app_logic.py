@@ -10,12 +10,13 @@ from bert.hooks import EMBEDDING_PARTS
 from viz_app import architecture, forward, models, text
 from viz_app.charts.attention import _pool
 from viz_app.charts.base import token_labels
-from viz_app.widgets import chip_labels, escape_markdown
+from viz_app.text import chip_labels, escape_markdown
+from viz_app.views import attention as attention_view
 
 
 @pytest.fixture(scope="module")
 def encoder():
-    return models.load("minilm-encoder")
+    return models.load(models.ModelKey.of("minilm-encoder"))
 
 
 def test_prepare_input_masks_and_typed_masks(encoder):
@@ -29,23 +30,24 @@ def test_prepare_input_masks_and_typed_masks(encoder):
 
 
 def test_recorded_pass_keeps_what_a_plain_recording_keeps(tiny_model, tiny_batch):
-    """The app's one pass writes patterns and MLP activations straight into [layer, ...] tensors; the numbers
-    must be those of run_with_cache keeping the same hooks, and the logits those of a pass that records nothing
-    (to float rounding: that pass takes the fused attention kernel)."""
+    """The app's one pass (the hooks forward.record keeps) writes patterns and MLP activations straight into
+    [layer, ...] tensors; the numbers must be those of run_with_cache keeping every hook, and the logits those of
+    a pass that records nothing (to float rounding: that pass takes the fused attention kernel)."""
     input_ids, token_type_ids, _ = tiny_batch
     logit_mask = torch.zeros_like(input_ids, dtype=torch.bool)
     logit_mask[:, 1:3] = True
+    names = forward.recorded_names(tiny_model.config.num_layers)
     with torch.inference_mode():
-        recorded = forward.recorded_pass(tiny_model, input_ids, token_type_ids, logit_mask)
+        logits, recorded = tiny_model.run_with_cache(input_ids, token_type_ids, names=names, logit_mask=logit_mask)
         plain_logits = tiny_model(input_ids, token_type_ids, logit_mask=logit_mask)
         _, cache = tiny_model.run_with_cache(input_ids, token_type_ids)
-    torch.testing.assert_close(recorded.logits, plain_logits, rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(recorded.attention, cache.stack("pattern"), rtol=0, atol=0)
-    torch.testing.assert_close(recorded.neurons, cache.stack("mlp_post"), rtol=0, atol=0)
-    torch.testing.assert_close(recorded.queries, cache.stack("q"), rtol=0, atol=0)
-    torch.testing.assert_close(recorded.keys, cache.stack("k"), rtol=0, atol=0)
+    torch.testing.assert_close(logits, plain_logits, rtol=1e-5, atol=1e-5)
+    for kind in ("pattern", "mlp_post", "q", "k"):
+        stacked = recorded.stack(kind)
+        assert recorded[kind, 1].data_ptr() == stacked[1].data_ptr()  # written into one tensor as the pass went
+        torch.testing.assert_close(stacked, cache.stack(kind), rtol=0, atol=0)
     for part, name in EMBEDDING_PARTS.items():
-        torch.testing.assert_close(recorded.embeddings[part], cache[name], rtol=0, atol=0)
+        torch.testing.assert_close(recorded[name], cache[name], rtol=0, atol=0)
 
 
 @pytest.mark.parametrize(
@@ -64,6 +66,29 @@ def test_truncation_is_explicit(encoder):
     assert len(prepared.base) == 512 and prepared.base.truncated == 602 - 512
 
 
+def test_predictions_alone_take_the_fused_path_and_match_bert_predict(tiny_mlm_folder, monkeypatch):
+    """The prediction page's pass records nothing, so every layer takes the fused attention kernel; its
+    candidates are those of bert.predict.predict_masks on the same input, and those of the full recorded pass."""
+    from bert import attention
+    from bert.predict import predict_masks
+
+    loaded = models.load(models.ModelKey.of("folder", str(tiny_mlm_folder)))
+    prepared = forward.prepare_input(loaded.tokenizer, "the dog [MASK] at the cat", None, [], False, 64)
+    calls = []
+    fused = attention.fused_attention
+    monkeypatch.setattr(attention, "fused_attention", lambda *args, **kwargs: calls.append(1) or fused(*args, **kwargs))
+    alone = forward.record(loaded.model, loaded.tokenizer, prepared, activations=False)
+    assert len(calls) == loaded.model.config.num_layers and alone.attention is None and alone.neurons is None
+    full = forward.record(loaded.model, loaded.tokenizer, prepared)
+    assert len(calls) == loaded.model.config.num_layers  # the recorded pass went step by step
+    [expected] = predict_masks(loaded.model, loaded.tokenizer, prepared.masked, top_k=forward.TOP_K_STORED)
+    for result in (alone, full):
+        [mask] = result.masks
+        assert mask.position == expected.position
+        assert mask.tokens[:5] == tuple(c.token for c in expected.candidates[:5])
+        np.testing.assert_allclose(mask.probabilities, [c.probability for c in expected.candidates], atol=1e-5)
+
+
 def test_record_keeps_what_the_pages_need(encoder):
     prepared = forward.prepare_input(encoder.tokenizer, "The dog barked.", "It ran.", [2], False, 512)
     result = forward.record(encoder.model, encoder.tokenizer, prepared)
@@ -71,11 +96,12 @@ def test_record_keeps_what_the_pages_need(encoder):
     assert result.attention.shape == (config.num_layers, config.num_heads, seq, seq)
     assert result.neurons.shape == (config.num_layers, seq, config.intermediate_size)
     assert set(result.embeddings) == {"token", "position", "segment"}
-    assert result.hook_shapes["transformer.0.attention.attention.hook_pattern"] == (1, config.num_heads, seq, seq)
+    shapes = architecture.hook_shapes(encoder.model, encoder.tokenizer, prepared.masked)
+    assert shapes["transformer.0.attention.attention.hook_pattern"] == (1, config.num_heads, seq, seq)
     sentence_heads = ("pooler.", "nsp_head.", "classifier.", "tagger.")  # hooks off the masked-LM path
-    assert len(result.hook_shapes) == len([name for name in encoder.model.hook_names() if not name.startswith(sentence_heads)])
+    assert len(shapes) == len([name for name in encoder.model.hook_names() if not name.startswith(sentence_heads)])
     assert result.masks == ()  # no MLM head: no predictions, but everything else
-    stats = forward.attention_statistics(result)
+    stats = attention_view.head_statistics(result)
     assert stats.shape == (config.num_layers, config.num_heads)
     np.testing.assert_allclose(stats["cls"], result.attention[..., 0].mean(-1), rtol=1e-5)
     assert result.tokens[2] == "[MASK]" and result.original_tokens[2] == "dog"
@@ -83,7 +109,7 @@ def test_record_keeps_what_the_pages_need(encoder):
 
 
 def test_predictions_rank_the_original_token(tiny_mlm_folder):
-    loaded = models.load("folder", str(tiny_mlm_folder))
+    loaded = models.load(models.ModelKey.of("folder", str(tiny_mlm_folder)))
     prepared = forward.prepare_input(loaded.tokenizer, "the dog barked at the cat", None, [2], False, 64)
     result = forward.record(loaded.model, loaded.tokenizer, prepared)
     [mask] = result.masks
@@ -132,7 +158,7 @@ def test_pooling_keeps_rows_summing_to_one():
 def test_module_tree_counts_every_parameter_once(encoder):
     model = encoder.model
     prepared = forward.prepare_input(encoder.tokenizer, "Hello there.", None, [], False, 512)
-    shapes = forward.record(model, encoder.tokenizer, prepared).hook_shapes
+    shapes = architecture.hook_shapes(model, encoder.tokenizer, prepared.masked)
     rows = architecture.module_rows(model, shapes)
     assert rows[0].parameters == sum(p.numel() for p in model.parameters())
     assert rows[0].parameters == count_parameters(model.config, mlm_head=False, pooler=model.pooler is not None)["total"]
@@ -170,8 +196,8 @@ def test_the_arithmetic_has_a_row_per_head_and_its_total_is_the_models(heads, ro
 @pytest.mark.parametrize("heads", [dict(classifier_labels=["a", "b", "c"]), dict(tagger_labels=["O", "B-PET"]),
                                    dict(nsp_head=True)])
 def test_every_hook_point_of_a_model_with_a_sentence_head_gets_its_shape(heads, tiny_vocab_file):
-    """The recorded pass reaches the encoder and the MLM head; sentence_head_shapes adds the sentence heads' hooks,
-    with the shapes their own methods (classify, tag, next_sentence) give."""
+    """hook_shapes records the encoder and the MLM head, then the sentence heads' hooks, with the shapes their own
+    methods (classify, tag, next_sentence) give."""
     from bert import Bert, BertConfig, BertTokenizer
 
     tokenizer = BertTokenizer.from_vocab(tiny_vocab_file)
@@ -179,8 +205,7 @@ def test_every_hook_point_of_a_model_with_a_sentence_head_gets_its_shape(heads, 
                         max_position_embeddings=16)
     model = Bert(config, **heads).eval()
     prepared = forward.prepare_input(tokenizer, "the dog barked.", None, [], False, 16)
-    shapes = {**forward.record(model, tokenizer, prepared).hook_shapes,
-              **architecture.sentence_head_shapes(model, prepared.masked)}
+    shapes = architecture.hook_shapes(model, tokenizer, prepared.masked)
     rows = architecture.module_rows(model, shapes, first_layer_only=False)
     hooks = [row for row in rows if row.activation]
     assert len(hooks) == len(model.hook_names()) and all(row.activation != "not reached" for row in hooks)
@@ -191,7 +216,7 @@ def test_every_hook_point_of_a_model_with_a_sentence_head_gets_its_shape(heads, 
 
 
 def test_tied_unembedding_is_counted_once(tiny_mlm_folder):
-    loaded = models.load("folder", str(tiny_mlm_folder))
+    loaded = models.load(models.ModelKey.of("folder", str(tiny_mlm_folder)))
     rows = {r.path: r for r in architecture.module_rows(loaded.model, {})}
     assert "tied to embedding.token_embedding.weight" in rows["lm_head.unembedding"].note
     assert rows["lm_head.unembedding"].parameters == loaded.model.config.vocab_size  # its bias only
@@ -212,9 +237,29 @@ def test_the_app_packs_its_model_and_the_tree_still_shows_the_outline(tiny_mlm_f
     import bert
     from bert.packed_linear import PackedLinear
 
-    loaded = models.load("folder", str(tiny_mlm_folder))
+    loaded = models.load(models.ModelKey.of("folder", str(tiny_mlm_folder)))
     plain, _ = bert.load_pretrained(str(tiny_mlm_folder))
     assert type(loaded.model.lm_head.unembedding) is PackedLinear and type(plain.lm_head.unembedding) is torch.nn.Linear
     rows = architecture.module_rows(loaded.model, {}, first_layer_only=False)
     assert rows == architecture.module_rows(plain, {}, first_layer_only=False)
     assert "PackedLinear" not in architecture.tree_text(rows) and "unembedding: Linear(" in architecture.tree_text(rows)
+
+
+def test_the_cached_pass_is_keyed_by_the_prepared_input_and_tokenizes_nothing(monkeypatch):
+    """cache.forward reads the input the sentence box prepared: no tokenizer call on a miss, and an input prepared
+    again from the same text, pair, masks and cut is the same cache entry."""
+    from bert.tokenizer import BertTokenizer
+    from viz_app import cache
+
+    key = models.ModelKey.of("minilm-encoder")
+    tokenizer = cache.load_model(key).tokenizer
+    text = "A sentence that no other test sends to the cache, about seven herons."
+    prepared, again = (forward.prepare_input(tokenizer, text, None, [3], False, 512) for _ in range(2))
+    assert prepared is not again and prepared.key == again.key
+    calls = []
+    for method in ("encode", "encode_plain", "tokenize"):
+        if hasattr(BertTokenizer, method):
+            monkeypatch.setattr(BertTokenizer, method, lambda *args, _name=method, **kwargs: calls.append(_name))
+    result = cache.forward(key, prepared)
+    assert calls == [] and result.tokens == tuple(prepared.masked.tokens) and result.tokens[3] == "[MASK]"
+    assert cache.forward(key, again) is result

@@ -97,7 +97,7 @@ def _parameters_digest(model) -> str:
 @pytest.mark.slow
 def test_two_sessions_get_their_own_results_and_the_shared_model_is_never_changed(open_app):
     first = open_app("attention", text="The cat sat on the mat.", layer=2)
-    loaded = cache.load_model(models.default_source(), None, models.revision(models.default_source()))
+    loaded = cache.load_model(models.ModelKey.of(models.default_source()))
     before = _parameters_digest(loaded.model)
     second = open_app("attention", text="Colourless green ideas sleep furiously.", layer=5)
     first.run()
@@ -112,7 +112,7 @@ def test_two_sessions_get_their_own_results_and_the_shared_model_is_never_change
 @pytest.mark.slow
 def test_concurrent_forward_passes_match_sequential_ones():
     """The shared model in many threads at once (as Streamlit serves sessions): each gets its own recording."""
-    loaded = models.load("minilm-encoder")
+    loaded = models.load(models.ModelKey.of("minilm-encoder"))
     sentences = ["The cat sat on the mat.", "Dogs bark.", "A much longer sentence about the weather in spring.", "Hi!"]
     prepared = [forward.prepare_input(loaded.tokenizer, s, None, [], False, 512) for s in sentences]
     expected = [forward.record(loaded.model, loaded.tokenizer, p) for p in prepared]
@@ -135,10 +135,12 @@ def test_concurrent_forward_passes_match_sequential_ones():
 
 
 def _input_key(at) -> tuple:
-    """The cache key of the input this AppTest run's page was served: its model, sentence, pair, masks, cut."""
-    source = at.selectbox(key="model_choice").value
+    """What the caches are asked for the input this browser session's page was served: the model's key and the input
+    prepared from its sentence, pair, masks and cut."""
+    key = models.ModelKey.of(at.selectbox(key="model_choice").value)
     text, pair = at.text_area(key="text").value, at.text_input(key="pair").value
-    return source, None, models.revision(source), text, pair, tuple(at.session_state["masks"]), False
+    tokenizer = cache.load_model(key).tokenizer
+    return key, forward.prepare_input(tokenizer, text, pair, at.session_state["masks"], False, 512)
 
 
 @pytest.mark.slow
@@ -167,7 +169,7 @@ def test_the_forward_pass_is_shared_read_only_and_each_input_gets_its_own(open_a
         a.embeddings["token"] = None
 
     # what each session's page draws is its own sentence's forward pass, as recorded directly
-    loaded = cache.load_model(*keys[0][:3])
+    loaded = cache.load_model(keys[0][0])
     for at, result, text in ((first, a, cat), (second, b, ideas)):
         direct = forward.record(loaded.model, loaded.tokenizer, forward.prepare_input(loaded.tokenizer, text, None, [], False, 512))
         np.testing.assert_allclose(result.attention, direct.attention, atol=1e-6)

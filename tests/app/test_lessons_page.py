@@ -18,7 +18,7 @@ CHECKED = {"layer": "layer", "head": "head", "focus": "focus", "top_k": "top_k",
 
 @pytest.fixture(scope="module")
 def loaded():
-    return models.load("minilm")
+    return models.load(models.ModelKey.of("minilm"))
 
 
 def start(open_app, name: str):

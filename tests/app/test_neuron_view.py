@@ -19,7 +19,7 @@ SENTENCE = "The cat sat on the mat because it was tired."
 
 @pytest.fixture(scope="module")
 def recorded():
-    loaded = models.load("minilm-encoder")
+    loaded = models.load(models.ModelKey.of("minilm-encoder"))
     prepared = forward.prepare_input(loaded.tokenizer, SENTENCE, None, [], False, 512)
     return loaded, prepared, forward.record(loaded.model, loaded.tokenizer, prepared)
 

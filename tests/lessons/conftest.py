@@ -14,7 +14,7 @@ def loaded_minilm(minilm_path):
         pytest.skip(f"{MINILM_HEAD_FILE} (MiniLM's MLM head) is not there")
     from viz_app import models
 
-    return models.load("minilm")
+    return models.load(models.ModelKey.of("minilm"))
 
 
 @pytest.fixture(scope="session")
@@ -29,4 +29,4 @@ def loaded_small(minilm):
                         intermediate_size=48, max_position_embeddings=128)
     torch.manual_seed(0)
     model = randomize_(Bert(config, mlm_head=True, pooler=True, nsp_head=True), seed=3).eval()
-    return models.LoadedModel("small-random", model, tokenizer, models.summarize(model))
+    return models.LoadedModel(models.ModelKey("small-random"), model, tokenizer, models.summarize(model))

@@ -1,13 +1,17 @@
 """Charts for the model comparison: CKA layer by layer, CKA between every pair of layers, attention change per head."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import html
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from bert.analysis.representations.compare import Comparison
+if TYPE_CHECKING:  # the analyses' results, read here, never imported at run time
+    from bert.analysis.representations.compare import Comparison
+
 from viz_app.charts.base import ATTENTION_SCALE, HIGHLIGHT_COLOUR, Chart, heatmap_height, layout
 
 

@@ -1,12 +1,16 @@
 """Charts of the Corpus search page: which words the matches are, and how the matches change with the layer."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import html
 
 import pandas as pd
 import plotly.graph_objects as go
 
-from bert.analysis.corpus.corpus_search import Hit
+if TYPE_CHECKING:  # the analyses' results, read here, never imported at run time
+    from bert.analysis.corpus.corpus_search import Hit
+
 from viz_app.charts.base import HIGHLIGHT_COLOUR, WORD_COLOUR, Chart, layout, legend_on_top
 
 MOST_WORDS = 15  # bars in the words chart

@@ -4,8 +4,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+from typing import TYPE_CHECKING
 
-from bert.analysis.representations.embedding_subspaces import PAIRS, PARTS, Decomposition, SubspaceReport
+if TYPE_CHECKING:  # the analyses' results, read here, never imported at run time
+    from bert.analysis.representations.embedding_subspaces import Decomposition, SubspaceReport
+
 from viz_app.charts.base import HIGHLIGHT_COLOUR, PART_COLOURS, Chart, layout, legend_on_top, token_labels
 
 PAIR_COLOURS = {("token", "position"): "#8c564b", ("token", "segment"): "#17becf", ("position", "segment"): "#bcbd22"}
@@ -16,7 +19,7 @@ def part_norms(parts: Decomposition, tokens: list[str]) -> Chart:
     """Grouped bars per token: |token|, |position|, |segment| and |sum| of its input vector (before LayerNorm)."""
     labels = token_labels(tokens)
     figure = go.Figure()
-    for name in (*PARTS, "sum"):
+    for name in parts.norms:  # token, position, segment, sum
         figure.add_bar(
             x=labels,
             y=parts.norms[name],
@@ -37,7 +40,7 @@ def part_norms(parts: Decomposition, tokens: list[str]) -> Chart:
         {
             "position": range(len(tokens)),
             "token": tokens,
-            **{f"norm_{name}": parts.norms[name] for name in (*PARTS, "sum")},
+            **{f"norm_{name}": values for name, values in parts.norms.items()},
             "cross_share": parts.cross_share,
         }
     )
@@ -48,7 +51,7 @@ def part_cosines(parts: Decomposition, tokens: list[str]) -> Chart:
     """Per token: the cosine between each pair of parts, and the overlap share of |sum|²."""
     labels = token_labels(tokens)
     figure = go.Figure()
-    for pair in PAIRS:
+    for pair in parts.cosines:  # each pair of parts
         figure.add_scatter(
             x=labels,
             y=parts.cosines[pair],
@@ -78,7 +81,7 @@ def part_cosines(parts: Decomposition, tokens: list[str]) -> Chart:
         {
             "position": range(len(tokens)),
             "token": tokens,
-            **{f"cos_{a}_{b}": parts.cosines[(a, b)] for a, b in PAIRS},
+            **{f"cos_{a}_{b}": values for (a, b), values in parts.cosines.items()},
             "cross_share": parts.cross_share,
         }
     )
@@ -224,7 +227,8 @@ def angle_curves(report: SubspaceReport) -> Chart:
     """Principal angles of each pair of subspaces, smallest first, with random subspaces of the same sizes dotted."""
     figure = go.Figure()
     rows = []
-    for pair in PAIRS:
+    pairs = list(report.angles)
+    for pair in pairs:
         angles, baseline = report.angles[pair], report.random_angles[pair]
         index = np.arange(1, len(angles) + 1)
         label = f"{pair[0]}–{pair[1]}"
@@ -242,7 +246,7 @@ def angle_curves(report: SubspaceReport) -> Chart:
             mode="lines",
             name="random",
             line=dict(color=PAIR_COLOURS[pair], dash="dot", width=1),
-            showlegend=pair == PAIRS[0],
+            showlegend=pair == pairs[0],
             hovertemplate="random: %{y:.1f}°<extra></extra>",
         )
         rows += [
@@ -265,12 +269,13 @@ def angle_curves(report: SubspaceReport) -> Chart:
 
 def surviving_matrix(report: SubspaceReport) -> Chart:
     """3 x 3: the mean share of each table's vectors' length inside each table's top-k subspace."""
-    values = np.array([[report.surviving[(part, onto)] for onto in PARTS] for part in PARTS])
+    names = list(report.dims)  # token, position, segment
+    values = np.array([[report.surviving[(part, onto)] for onto in names] for part in names])
     figure = go.Figure(
         go.Heatmap(
             z=values,
-            x=[f"onto {p} ({report.dims[p]}d)" for p in PARTS],
-            y=[f"{p} vectors" for p in PARTS],
+            x=[f"onto {p} ({report.dims[p]}d)" for p in names],
+            y=[f"{p} vectors" for p in names],
             colorscale="Blues",
             zmin=0,
             zmax=1,
@@ -281,15 +286,15 @@ def surviving_matrix(report: SubspaceReport) -> Chart:
         )
     )
     layout(figure, "How much of each table's vectors survives projection", height=340, yaxis=dict(autorange="reversed"))
-    baseline = ", ".join(f"{report.random_surviving[p]:.0%} onto {p}" for p in PARTS)
+    baseline = ", ".join(f"{report.random_surviving[p]:.0%} onto {p}" for p in names)
     caption = (
         f"A random direction would keep about {baseline}. "
         "The diagonal is how much of each table its own top-k subspace holds."
     )
     data = pd.DataFrame(
         values,
-        index=pd.Index([f"{p} vectors" for p in PARTS], name="part \\ onto"),
-        columns=[f"onto {p}" for p in PARTS],
+        index=pd.Index([f"{p} vectors" for p in names], name="part \\ onto"),
+        columns=[f"onto {p}" for p in names],
     )
     return Chart(figure, data, "embedding_surviving_fraction", caption=caption, keep_index=True)
 

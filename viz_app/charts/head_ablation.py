@@ -1,12 +1,17 @@
 """The head ablation page's chart: the effect of ablating each head alone."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from bert.analysis.causal import ablation
 from bert.devices import as_numpy
+
+if TYPE_CHECKING:  # the analyses' results, read here, never imported at run time
+    from bert.analysis.causal import ablation
+
 from viz_app.charts.base import Chart, heatmap_height, layout
 
 

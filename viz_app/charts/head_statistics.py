@@ -1,11 +1,15 @@
 """The head statistics page's chart: a statistic by layer, every head as a dot, published findings shaded."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from bert.analysis.attention import head_stats
+if TYPE_CHECKING:  # the analyses' results, read here, never imported at run time
+    from bert.analysis.attention import head_stats
+
 from viz_app.charts.base import HIGHLIGHT_COLOUR, Chart, layout, legend_on_top
 
 

@@ -1,12 +1,16 @@
 """Charts for the masked-prediction page."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import html
 
 import pandas as pd
 
+if TYPE_CHECKING:  # the analyses' results, read here, never imported at run time
+    from viz_app.forward import MaskResult
+
 from viz_app.charts.base import HIGHLIGHT_COLOUR, PIECE_COLOUR, WORD_COLOUR, Chart, layout_spec, unchecked_figure
-from viz_app.forward import MaskResult
 
 
 def prediction_bars(mask: MaskResult, top_k: int, number: int) -> Chart:

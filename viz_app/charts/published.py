@@ -1,12 +1,16 @@
 """Published values drawn beside the loaded model's: Clark et al. 2019's Figure 2 on the head-statistics chart."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import dataclasses
 
 import numpy as np
 import pandas as pd
 
-from bert.analysis.attention.head_stats import PublishedValues
+if TYPE_CHECKING:  # the analyses' results, read here, never imported at run time
+    from bert.analysis.attention.head_stats import PublishedValues
+
 from viz_app.charts.base import Chart
 
 PUBLISHED_COLOUR = "#7f7f7f"

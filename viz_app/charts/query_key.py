@@ -1,11 +1,15 @@
 """Charts for the attention page's neuron view: q, k and q×k dimension by dimension, and one query's scores."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from bert.analysis.attention.query_key import QueryKeyProduct
+if TYPE_CHECKING:  # the analyses' results, read here, never imported at run time
+    from bert.analysis.attention.query_key import QueryKeyProduct
+
 from viz_app.charts.base import HIGHLIGHT_COLOUR, WORD_COLOUR, Chart, layout, token_labels
 
 DIVERGING = "RdBu_r"  # red: positive, blue: negative, white: zero

@@ -2,7 +2,7 @@
 "the head with the highest previous-token share" is layer 2, head 5 in one model and layer 0, head 7 in another.
 
 Each `Computation` reads `StepFacts` (one forward pass of the step's input, and what is derived from it, each
-computed at most once) and returns a `Found`: how it reads in a text, its fields ({name.field}), and what it
+computed at most once) and returns a `Finding`: how it reads in a text, its fields ({name.field}), and what it
 sets when a step's state uses it (a head, a layer, a token position).
 """
 from __future__ import annotations
@@ -13,9 +13,12 @@ from typing import Callable
 
 import numpy as np
 
-from bert.analysis.causal import ablation
 from bert.analysis.attention.attention_stats import HeadStatistics
+from bert.analysis.causal import ablation
 from bert.errors import BertError
+from viz_app.forward import ForwardResult, InputProblem, PreparedInput, prepare_input, record
+from viz_app.sentence_tasks import next_sentence
+from viz_app.views.attention import head_statistics
 
 HEAD_KEYS = ("head", "layer", "ablation_heads", "search_head")
 POSITION_KEYS = ("masks", "focus", "mlp_token", "lens_mask", "ablation_mask", "saliency_mask", "search_position")
@@ -27,7 +30,7 @@ class NotComputable(BertError):
 
 
 @dataclass(frozen=True)
-class Found:
+class Finding:
     text: str  # how {name} reads in a lesson's text
     fields: dict[str, str] = field(default_factory=dict)  # {name.field}
     head: tuple[int, int] | None = None  # (layer, head)
@@ -42,26 +45,20 @@ class StepFacts:
         self.loaded, self.text, self.pair, self.masks, self.truncate = loaded, text, pair, tuple(masks), truncate
 
     @cached_property
-    def prepared(self):
-        from viz_app import forward as fw
-
+    def prepared(self) -> PreparedInput:
         try:
-            return fw.prepare_input(self.loaded.tokenizer, self.text, self.pair, self.masks, self.truncate,
-                                    self.loaded.summary.max_positions)
-        except fw.InputProblem as problem:
+            return prepare_input(self.loaded.tokenizer, self.text, self.pair, self.masks, self.truncate,
+                                 self.loaded.summary.max_positions)
+        except InputProblem as problem:
             raise NotComputable(problem.message) from None
 
     @cached_property
-    def result(self):
-        from viz_app import forward as fw
-
-        return fw.record(self.loaded.model, self.loaded.tokenizer, self.prepared)
+    def result(self) -> ForwardResult:
+        return record(self.loaded.model, self.loaded.tokenizer, self.prepared)
 
     @cached_property
     def statistics(self) -> HeadStatistics:
-        from viz_app import forward as fw
-
-        return fw.attention_statistics(self.result)
+        return head_statistics(self.result)
 
     @cached_property
     def ranking(self) -> ablation.HeadRanking:
@@ -80,7 +77,7 @@ class StepFacts:
 @dataclass(frozen=True)
 class Computation:
     describe: str  # one line for docs/teaching.md and error messages
-    compute: Callable[..., Found]  # (facts, **arguments) -> Found
+    compute: Callable[..., Finding]  # (facts, **arguments) -> Finding
     state_keys: tuple[str, ...] = ()  # the state keys it can set
     fields: tuple[str, ...] = ()
     arguments: tuple[str, ...] = ()
@@ -90,13 +87,13 @@ def _percent(value: float) -> str:
     return f"{value:.0%}" if value >= 0.01 else f"{value:.1%}"
 
 
-def _head(layer: int, head: int, **fields: str) -> Found:
-    return Found(f"layer {layer}, head {head}", {"layer": str(layer), "head": str(head), **fields}, head=(layer, head),
+def _head(layer: int, head: int, **fields: str) -> Finding:
+    return Finding(f"layer {layer}, head {head}", {"layer": str(layer), "head": str(head), **fields}, head=(layer, head),
                  layer=layer)
 
 
-def _strongest(statistic: str, lowest: bool = False) -> Callable[[StepFacts], Found]:
-    def compute(facts: StepFacts) -> Found:
+def _strongest(statistic: str, lowest: bool = False) -> Callable[[StepFacts], Finding]:
+    def compute(facts: StepFacts) -> Finding:
         values = np.nan_to_num(facts.statistics[statistic], nan=np.inf if lowest else -np.inf)
         layer, head = np.unravel_index(int(values.argmin() if lowest else values.argmax()), values.shape)
         value = float(facts.statistics[statistic][layer, head])
@@ -106,7 +103,7 @@ def _strongest(statistic: str, lowest: bool = False) -> Callable[[StepFacts], Fo
     return compute
 
 
-def _most_helpful_head(facts: StepFacts) -> Found:
+def _most_helpful_head(facts: StepFacts) -> Finding:
     """The head whose ablation (zeroed) lowers the probability of the model's first guess the most."""
     ranking = facts.ranking
     effect = ranking.effect.numpy()
@@ -118,7 +115,7 @@ def _most_helpful_head(facts: StepFacts) -> Found:
                  after=_percent(float(ranking.ablated_probability[layer, head])), new_guess=after.candidates[0].token)
 
 
-def _top_guess(facts: StepFacts) -> Found:
+def _top_guess(facts: StepFacts) -> Finding:
     mask = facts.first_mask
     fields = {"token": mask.tokens[0], "probability": _percent(float(mask.probabilities[0])), "second": mask.tokens[1]}
     if mask.original is not None:
@@ -126,16 +123,16 @@ def _top_guess(facts: StepFacts) -> Found:
                    "original_probability": _percent(float(mask.original_probability))}
     else:
         fields |= {"original": "[MASK]", "rank": "-", "original_probability": "-"}
-    return Found(mask.tokens[0], fields, position=mask.position)
+    return Finding(mask.tokens[0], fields, position=mask.position)
 
 
-def _position_of(facts: StepFacts, word: str) -> Found:
+def _position_of(facts: StepFacts, word: str) -> Finding:
     """The first token of `word` in the step's input (before masks are applied)."""
     tokenizer, tokens = facts.loaded.tokenizer, facts.prepared.base.tokens
     pieces = [t for t, special in zip(*_tokens(tokenizer, word)) if not special]
     for start in range(len(tokens) - len(pieces) + 1):
         if pieces and tokens[start : start + len(pieces)] == pieces:
-            return Found(str(start), position=start)
+            return Finding(str(start), position=start)
     raise NotComputable(f"the word {word!r} is not in the step's sentence")
 
 
@@ -144,21 +141,19 @@ def _tokens(tokenizer, word: str):
     return encoding.tokens, encoding.special
 
 
-def _model(facts: StepFacts) -> Found:
+def _model(facts: StepFacts) -> Finding:
     summary = facts.loaded.summary
     fields = {"layers": str(summary.layers), "heads": str(summary.heads), "hidden": str(summary.hidden),
               "parameters": f"{summary.parameters / 1e6:.0f} million", "last_layer": str(summary.layers - 1)}
-    return Found(f"{summary.layers} layers of {summary.heads} heads", fields)
+    return Finding(f"{summary.layers} layers of {summary.heads} heads", fields)
 
 
-def _last_layer(facts: StepFacts) -> Found:
+def _last_layer(facts: StepFacts) -> Finding:
     last = facts.loaded.summary.layers - 1
-    return Found(str(last), layer=last)
+    return Finding(str(last), layer=last)
 
 
-def _next_sentence(facts: StepFacts) -> Found:
-    from viz_app.sentence_tasks import next_sentence
-
+def _next_sentence(facts: StepFacts) -> Finding:
     model = facts.loaded.model
     if "next_sentence" not in model.sentence_heads:
         raise NotComputable("this model has no next-sentence head")
@@ -167,7 +162,7 @@ def _next_sentence(facts: StepFacts) -> Found:
         raise NotComputable("the step has no second sentence")
     result = next_sentence(model, facts.loaded.tokenizer, facts.text, facts.pair, facts.loaded.summary.max_positions,
                            facts.truncate)
-    return Found(_percent(result.follows), {"follows": _percent(result.follows), "swapped": _percent(result.swapped)})
+    return Finding(_percent(result.follows), {"follows": _percent(result.follows), "swapped": _percent(result.swapped)})
 
 
 def _statistic_head(statistic: str, what: str) -> Computation:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from viz_app import forward as fw
+from viz_app.forward import InputProblem
 from viz_app.charts.base import Chart
 from viz_app.export_html import Section, document
 from viz_app.lessons.format import PAGES, Lesson
@@ -55,5 +55,5 @@ def step_section(step: ResolvedStep, charts: list[Chart], model_name: str, base_
 def _charts(step: ResolvedStep, charts_for: ChartsFor) -> list[Chart]:
     try:
         return charts_for(step)
-    except fw.InputProblem:
+    except InputProblem:
         return []  # the step's text says what to type; the section notes the app

@@ -23,7 +23,7 @@ from bert.analysis.attribution.saliency import METHODS
 from bert.errors import BertError
 from viz_app import navigation
 from viz_app.lessons.computed import COMPUTED
-from viz_app.state import LINK_PARAMS, MODEL_PARAM
+from viz_app.params import LINK_PARAMS, MODEL_PARAM
 
 BUILTIN_FOLDER = Path(__file__).parent / "builtin"
 

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 from urllib.parse import urlencode
 
-from viz_app.lessons.computed import COMPUTED, POSITION_KEYS, Found, NotComputable, StepFacts
+from viz_app.lessons.computed import COMPUTED, POSITION_KEYS, Finding, NotComputable, StepFacts
 from viz_app.lessons.format import PLACEHOLDER, ComputedValue, Lesson
 from viz_app.navigation import DEFAULT_PAGE
-from viz_app.state import DEFAULT_TEXT, LINK_PARAMS, MODEL_PARAM
+from viz_app.params import DEFAULT_TEXT, LINK_PARAMS, MODEL_PARAM
 
 NOT_AVAILABLE = "(not available for this model)"
 SIDEBAR_KEYS = ("text", "pair", "truncate")  # drawn before any page: applied before the next run starts
@@ -63,7 +63,7 @@ def resolve(lesson: Lesson, index: int, loaded, session: Mapping[str, Any] | Non
     problems: list[str] = []
     where = f"step {index + 1} ({step.title})"
 
-    def find(name: str, facts: StepFacts, arguments=()) -> Found | None:
+    def find(name: str, facts: StepFacts, arguments=()) -> Finding | None:
         try:
             return COMPUTED[name].compute(facts, **dict(arguments))
         except NotComputable as reason:
@@ -84,7 +84,7 @@ def resolve(lesson: Lesson, index: int, loaded, session: Mapping[str, Any] | Non
             if found := find(value.name, facts, value.arguments):
                 state |= _set(key, found)
     problems += _out_of_range(state, loaded.summary, where)
-    values: dict[str, Found | None] = {}
+    values: dict[str, Finding | None] = {}
 
     def fill(text: str) -> str:
         def replace(match) -> str:
@@ -102,7 +102,7 @@ def resolve(lesson: Lesson, index: int, loaded, session: Mapping[str, Any] | Non
     return ResolvedStep(index + 1, len(lesson.steps), *texts, step.page, state, tuple(dict.fromkeys(problems)))
 
 
-def _set(key: str, found: Found) -> dict[str, Any]:
+def _set(key: str, found: Finding) -> dict[str, Any]:
     """What a computed value sets: a head sets its layer too (the page's layer and head pickers)."""
     if found.head is not None:
         layer, head = found.head

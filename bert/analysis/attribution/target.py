@@ -137,7 +137,7 @@ class TargetFunction:
             logits, _ = self.model.run_with_cache(input_ids, types, names=[], interventions=interventions,
                                                   logit_mask=self.at_position.expand(rows, -1), detach=detach)
             return logits  # [rows, vocab]: only the target's position
-        logits, _ = self.model.run_with_cache(input_ids, types, names=[], interventions=interventions, detach=detach, head=output)
+        logits, _ = self.model.run_with_cache(input_ids, types, names=[], interventions=interventions, detach=detach, output=output)
         return logits[:, self.target.position] if output == "tag" else logits  # [rows, labels]
 
 

@@ -16,10 +16,11 @@ from ...tokenizer import Encoding
 
 
 def record_encoder(model: Bert, input_ids, token_type_ids, attention_mask, hooks: list[str], stacked: Sequence[str] = ()) -> ActivationCache:
-    """The encoder's activations at `hooks` (and `stacked` kinds, every layer) for one batch; the masked-LM head
-    is skipped (no logits asked for)."""
+    """The encoder's activations at `hooks` (and the per-layer kinds in `stacked`, every layer, each recorded into
+    one [layer, ...] tensor) for one batch; the masked-LM head is skipped (no logits asked for)."""
     no_logits = torch.zeros_like(input_ids, dtype=torch.bool)
-    _, cache = model.run_with_cache(input_ids, token_type_ids, attention_mask, names=hooks, logit_mask=no_logits, stacked=stacked)
+    names = list(hooks) + [name for kind in stacked for name in every_layer(kind, model.config.num_layers)]
+    _, cache = model.run_with_cache(input_ids, token_type_ids, attention_mask, names=names, logit_mask=no_logits)
     return cache
 
 

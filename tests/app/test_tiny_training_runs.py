@@ -6,7 +6,7 @@ import pytest
 
 import bert
 from bert.pretraining.miniature import TinySettings
-from viz_app.tiny_training import TrainingRoom
+from viz_app.tiny_training import TinyTrainingRuns
 
 LONG = TinySettings(layers=1, hidden=32, heads=2, steps=3000, batch_size=8, eval_every=1000, eval_batches=1)
 QUICK = TinySettings(layers=1, hidden=32, heads=2, steps=4, batch_size=8, eval_every=2, eval_batches=1, warmup_steps=1)
@@ -15,7 +15,7 @@ WAIT = 600  # seconds, at most: the CPUs are shared
 
 @pytest.mark.slow
 def test_one_run_at_a_time_and_a_stop_frees_the_room(tmp_path):
-    room = TrainingRoom(tmp_path)
+    room = TinyTrainingRuns(tmp_path)
     status, first = room.start(LONG, "session A")
     assert status == "started"
     status, holder = room.start(QUICK, "session B")
@@ -28,7 +28,7 @@ def test_one_run_at_a_time_and_a_stop_frees_the_room(tmp_path):
 
 @pytest.mark.slow
 def test_a_finished_run_is_kept_and_opens_as_a_model(tmp_path):
-    room = TrainingRoom(tmp_path)
+    room = TinyTrainingRuns(tmp_path)
     status, job = room.start(QUICK, "session A")
     assert status == "started" and job.finished.wait(WAIT) and job.error is None
     assert room.start(QUICK, "session B") == ("finished", job), "the same settings and seed come back at once"

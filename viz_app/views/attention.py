@@ -1,0 +1,89 @@
+"""The attention page's view: one head's pattern, one token's attention, query against key, every head at a
+glance and the per-head statistics."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from bert.analysis.attention.attention_stats import STATISTICS, HeadStatistics, KeyRoles
+from bert.analysis.attention.attention_stats import head_statistics as statistics_of
+from bert.analysis.attention.query_key import QueryKeyProduct, query_key_product
+from viz_app.charts.attention import attention_bars, heads_overview, pattern_heatmap, statistic_heatmap
+from viz_app.charts.base import Chart
+from viz_app.charts.query_key import query_key_terms, query_scores
+from viz_app.forward import ForwardResult
+from viz_app.models import ModelSummary
+from viz_app.views import setting, within
+
+
+def shown_positions(result: ForwardResult, hide_special: bool) -> list[int]:
+    """The tokens the charts show: all, or all but [CLS] and [SEP]."""
+    return [i for i, special in enumerate(result.special) if not (hide_special and special)]
+
+
+def default_focus(positions: list[int]) -> int:
+    """The token whose attention the page shows first: the first after [CLS]."""
+    return 1 if 1 in positions else positions[0]
+
+
+def strongest_key(result: ForwardResult, layer: int, head: int, focus: int, positions: list[int]) -> int:
+    """The token the focus token attends to most in this head (the key the page compares first)."""
+    return max(positions, key=lambda position: result.attention[layer, head, focus, position])
+
+
+@dataclass(frozen=True)
+class AttentionSettings:
+    layer: int = 0
+    head: int = 0
+    hide_special: bool = False
+    focus: int = 1  # the token (query) whose attention is shown as bars
+    key: int | None = None  # the key token of the query-key view; None: the one `focus` attends to most
+    statistic: str = "entropy"  # one of STATISTICS
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any], summary: ModelSummary, result: ForwardResult) -> AttentionSettings:
+        """The step's settings, each made valid as the page's pickers would make it."""
+        hide_special = bool(setting(state, "hide_special"))
+        positions = shown_positions(result, hide_special)
+        focus = setting(state, "focus")
+        statistic = setting(state, "statistic")
+        return cls(within(setting(state, "layer"), summary.layers, 0), within(setting(state, "head"), summary.heads, 0),
+                   hide_special, focus if focus in positions else default_focus(positions),
+                   statistic=statistic if statistic in STATISTICS else "entropy")
+
+
+def head_statistics(result: ForwardResult) -> HeadStatistics:
+    """Per-head statistics [layer, head] of this input's attention (read-only arrays)."""
+    stats = statistics_of(result.attention, KeyRoles.from_tokens(result.tokens))
+    for values in stats.means.values():
+        values.flags.writeable = False
+    return stats
+
+
+def query_key(settings: AttentionSettings, result: ForwardResult) -> QueryKeyProduct:
+    """The focus token's query against the key token's key, term by term, in the chosen head."""
+    layer, head = settings.layer, settings.head
+    key = settings.key
+    if key is None:
+        key = strongest_key(result, layer, head, settings.focus, shown_positions(result, settings.hide_special))
+    return query_key_product(result.queries[layer, head], result.keys[layer, head], settings.focus, key)
+
+
+def attention_view(settings: AttentionSettings, result: ForwardResult,
+                   statistics: HeadStatistics | None = None) -> dict[str, Chart]:
+    """"pattern", "bars", "query_key", "query_scores", "overview", and "stat" when `statistics` are given."""
+    layer, head, tokens = settings.layer, settings.head, list(result.tokens)
+    positions = shown_positions(result, settings.hide_special)
+    pattern = result.attention[layer, head]
+    terms = query_key(settings, result)
+    charts = {
+        "pattern": pattern_heatmap(pattern, tokens, positions, layer, head),
+        "bars": attention_bars(pattern[settings.focus], tokens, positions, settings.focus, layer, head),
+        "query_key": query_key_terms(terms, tokens, layer, head),
+        "query_scores": query_scores(terms, tokens, positions, layer, head),
+        "overview": heads_overview(result.attention, positions, (layer, head)),
+    }
+    if statistics is not None:
+        charts["stat"] = statistic_heatmap(statistics[settings.statistic], settings.statistic,
+                                           STATISTICS[settings.statistic], (layer, head))
+    return charts
