@@ -19,6 +19,7 @@ PURE = [
     "viz_app.corpus_search", "viz_app.tiny_training", "viz_app.export_html", "viz_app.download",
     "viz_app.label_names", "viz_app.page_context", "viz_app.views", "viz_app.lessons.format",
     "viz_app.lessons.computed", "viz_app.lessons.resolve", "viz_app.lessons.views", "viz_app.lessons.export",
+    "viz_app.notebook",
 ]
 WIDGETS = {"viz_app.widgets", "viz_app.analysis_widgets", "viz_app.sidebar", "viz_app.sentence_box", "viz_app.state",
            "viz_app.lessons.session", "viz_app.live_run", "viz_app.pretraining_figures"}
