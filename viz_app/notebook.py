@@ -39,7 +39,6 @@ from bert.analysis.representations.logit_lens import logit_lens as lenses_of
 from bert.data import builtin_sentences
 from bert.model import Bert
 from viz_app.charts.probes import probe_accuracy_chart
-from viz_app.charts.saliency import deletion_chart, saliency_chart
 from viz_app.forward import ForwardResult, InputProblem, PreparedInput, prepare_input
 from viz_app.forward import record as record_pass
 from viz_app.tables import embedding_tables, weight_tables
@@ -49,6 +48,7 @@ from viz_app.views.head_ablation import head_ablation_view
 from viz_app.views.logit_lens import logit_lens_view
 from viz_app.views.mlp import MlpSettings, mlp_view
 from viz_app.views.prediction import PredictionSettings, prediction_view
+from viz_app.views.saliency import saliency_view
 
 
 @dataclass(frozen=True)
@@ -144,7 +144,7 @@ def probe_curves(model: Bert, tokenizer: BertTokenizer, tasks: Sequence[str] = (
 def saliency(run: Recorded, method: str = "integrated_gradients", mask: int = 0, **options) -> go.Figure:
     """Attributions of the prediction at the `mask`-th [MASK]; `options` go to
     bert.analysis.attribution.saliency.saliency (target_id, foil_id, steps, samples, window, score)."""
-    return saliency_chart(_saliency(run, method, mask, options)).figure
+    return saliency_view(_saliency(run, method, mask, options))["attributions"].figure
 
 
 def deletion_curve(run: Recorded, method: str = "integrated_gradients", mask: int = 0, random_orders: int = 10,
@@ -152,7 +152,7 @@ def deletion_curve(run: Recorded, method: str = "integrated_gradients", mask: in
     """The deletion curve of that saliency map against random orders, with their areas."""
     result = _saliency(run, method, mask, options)
     curve = deletion_of(run.model, run.tokenizer, run.prepared.masked, result, random_orders=random_orders)
-    return deletion_chart(curve, result.tokens, method).figure
+    return saliency_view(result, curve)["deletion"].figure
 
 
 def _attention(run: Recorded, layer: int, head: int, hide_special: bool, focus: int = 1, key: int | None = None) -> dict:

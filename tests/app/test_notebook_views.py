@@ -47,7 +47,9 @@ def page_figure(at, figure) -> dict:
     ("attention", {"layer": 2, "head": 3}, lambda notebook, run: notebook.attention_heads(run, layer=2, head=3)),
     ("mlp", {"mlp_layer": 3}, lambda notebook, run: notebook.mlp(run, layer=3)),
     ("logit_lens", {}, lambda notebook, run: notebook.logit_lens(run)),
-], ids=["prediction", "attention", "all_heads", "mlp", "logit_lens"])
+    ("saliency", {"saliency_method": "occlusion"}, lambda notebook, run: notebook.saliency(run, "occlusion")),
+    ("saliency", {"saliency_method": "occlusion"}, lambda notebook, run: notebook.deletion_curve(run, "occlusion")),
+], ids=["prediction", "attention", "all_heads", "mlp", "logit_lens", "saliency", "deletion_curve"])
 def test_a_notebook_view_is_the_pages_figure(run, page, query, view):
     from viz_app import notebook
 

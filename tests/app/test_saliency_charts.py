@@ -15,5 +15,5 @@ def test_deletion_chart_draws_both_curves_and_names_their_areas():
     np.testing.assert_allclose(ordered.x, [0, 0.5, 1])
     assert list(ordered.text) == ["(none)", "cat", "dog"]
     assert "area 0.275" in ordered.name and "area 0.375" in random.name  # (0.6+0.2)/4 + (0.2+0.1)/4; (0.6+0.4)/4 + (0.4+0.1)/4
-    assert "falls faster than a random order" in chart.caption
+    assert "p(answer) falls faster than in a random order" in chart.caption
     assert list(chart.data["token masked last"]) == ["(none)", "cat", "dog"]

@@ -46,6 +46,7 @@ def deletion_chart(curve, tokens: list[str], method: str) -> Chart:
     data = pd.DataFrame({"share masked": curve.fraction_removed, "token masked last": swapped,
                          "attribution order": curve.values, "random order (mean)": curve.random_values})
     verdict = "falls faster than" if curve.beats_random else "does not fall faster than"
-    caption = (f"Masking tokens in the attribution's order {verdict} a random order (area {curve.area:.3f} against "
-               f"{curve.random_area:.3f}; smaller means the map found what the prediction depends on).")
+    caption = (f"Word tokens masked one at a time, the map's strongest first: {measure} {verdict} in a random order "
+               f"(area under the curve {curve.area:.3f} against {curve.random_area:.3f}, the dashed mean of random orders; "
+               "smaller means the map found what the prediction depends on; Petsiuk et al. 2018).")
     return Chart(figure, data, f"deletion_{method}", caption=caption)
