@@ -298,6 +298,8 @@ def test_a_token_tag_is_explained_at_its_token(tokenizer):
 
 def test_bad_perturbation_settings_get_clear_errors(smooth_model, tokenizer):
     encoding = tokenizer.encode("the [MASK]")
+    with pytest.raises(InvalidInputError, match="steps must be at least 2"):  # a midpoint rule needs two points
+        saliency(smooth_model, tokenizer, encoding, "integrated_gradients", steps=1)
     with pytest.raises(InvalidInputError, match="samples must be at least 1"):
         saliency(smooth_model, tokenizer, encoding, "shapley_value_sampling", samples=0)
     with pytest.raises(InvalidInputError, match="wider than"):

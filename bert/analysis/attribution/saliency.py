@@ -91,9 +91,9 @@ def saliency(
     """
     if method not in METHODS:
         raise InvalidInputError(f"method must be one of {METHODS}, not {method!r}")
-    for name, value in (("steps", steps), ("samples", samples), ("window", window), ("batch_size", batch_size)):
-        if value < 1:
-            raise InvalidInputError(f"{name} must be at least 1, not {value}")
+    for name, value, least in (("steps", steps, 2), ("samples", samples, 1), ("window", window, 1), ("batch_size", batch_size, 1)):
+        if value < least:
+            raise InvalidInputError(f"{name} must be at least {least}, not {value}")
     target = choose_target(model, tokenizer, encoding, output, position, target_id, foil_id, score)
     function = TargetFunction(model, encoding, target)
     input_ids, token_type_ids = encoding.tensors(model_device(model))
@@ -104,26 +104,32 @@ def saliency(
         value = float(function.score(logits)[0])
         probabilities = logits.float().softmax(-1)[0]
     function.rows_evaluated = 0
-    baseline_score, counts = None, None
-    if method in GRADIENT_METHODS:
-        inputs = tuple(part.clone().requires_grad_(True) for part in inputs)
+    with torch.device(model_device(model)):  # Captum makes some tensors without a device (its integration points)
+        rows, counts, baseline_score = _attribute(method, function, tokenizer, encoding, parts, steps, samples, window,
+                                                  batch_size, seed)
+    answer = describe(model, tokenizer, target.output, target.answer_id, float(probabilities[target.answer_id]))
+    foil = None if foil_id is None else describe(model, tokenizer, target.output, target.foil_id, float(probabilities[target.foil_id]))
+    return Saliency(method, encoding.tokens, target, answer, foil, PARTS if method in GRADIENT_METHODS else ("token",),
+                    rows, value, baseline_score, counts, function.rows_evaluated)
+
+
+def _attribute(method, function: TargetFunction, tokenizer, encoding, parts, steps, samples, window, batch_size, seed):
+    """(attributions [part, token], sample count, f(baseline) or None) of one method."""
+    if method not in GRADIENT_METHODS:
+        counts, token_row = _perturbed(method, function, tokenizer, encoding, parts, samples, window, batch_size, seed)
+        return token_row[None], counts, None
+    inputs = tuple(parts[part].clone().requires_grad_(True) for part in PARTS)
     if method == "gradient_x_input":
-        attributed = InputXGradient(function).attribute(inputs)
-    elif method == "integrated_gradients":
-        base = baseline_parts(model, tokenizer, encoding, parts)
+        attributed, counts, baseline_score = InputXGradient(function).attribute(inputs), None, None
+    else:
+        base = baseline_parts(function.model, tokenizer, encoding, parts)
         baselines = tuple(base[part] for part in PARTS)
         attributed = IntegratedGradients(function).attribute(
             inputs, baselines, n_steps=steps, method="riemann_middle", internal_batch_size=batch_size)
         with torch.no_grad():
             baseline_score = float(function(*baselines)[0])
         counts = steps
-    else:
-        counts, token_row = _perturbed(method, function, tokenizer, encoding, parts, samples, window, batch_size, seed)
-    rows = (as_numpy(torch.stack([a.sum(-1)[0] for a in attributed])) if method in GRADIENT_METHODS else token_row[None])
-    answer = describe(model, tokenizer, target.output, target.answer_id, float(probabilities[target.answer_id]))
-    foil = None if foil_id is None else describe(model, tokenizer, target.output, target.foil_id, float(probabilities[target.foil_id]))
-    return Saliency(method, encoding.tokens, target, answer, foil, PARTS if method in GRADIENT_METHODS else ("token",),
-                    rows, value, baseline_score, counts, function.rows_evaluated)
+    return as_numpy(torch.stack([a.sum(-1)[0] for a in attributed])), counts, baseline_score
 
 
 def swappable(tokenizer: BertTokenizer, encoding: Encoding) -> list[bool]:
