@@ -41,7 +41,7 @@ from bert.model import Bert
 from viz_app.charts.probes import probe_accuracy_chart
 from viz_app.forward import ForwardResult, InputProblem, PreparedInput, prepare_input
 from viz_app.forward import record as record_pass
-from viz_app.tables import embedding_tables, weight_tables
+from viz_app.tables import model_tables, weight_tables
 from viz_app.views.attention import AttentionSettings, attention_view
 from viz_app.views.embeddings import embeddings_view
 from viz_app.views.head_ablation import head_ablation_view
@@ -104,10 +104,8 @@ def embeddings(run: Recorded, chart: str = "norms", k: int = 16) -> go.Figure:
     """The embeddings page's charts: "norms" and "cosines" of this input's token, position and segment parts;
     "variance", "position_curve", "position_cosines", "token_scatter" of the tables; "angles", "surviving" of their
     k-dimensional subspaces."""
-    model = run.model
-    vocabulary = [run.tokenizer.id_to_token(i) or "" for i in range(min(run.tokenizer.vocab_size, model.config.vocab_size))]
-    tables = embedding_tables(model, vocabulary)
-    report = embedding_subspaces.subspace_report(weight_tables(model), k, directions=tables.directions)
+    tables = model_tables(run.model, run.tokenizer, run.model.config.vocab_size)
+    report = embedding_subspaces.subspace_report(weight_tables(run.model), k, directions=tables.directions)
     return _pick(embeddings_view(run.result, tables, report), chart)
 
 

@@ -45,14 +45,20 @@ def page_figure(at, figure) -> dict:
     ("prediction", {}, lambda notebook, run: notebook.prediction(run)),
     ("attention", {"layer": 2, "head": 3}, lambda notebook, run: notebook.attention(run, layer=2, head=3)),
     ("attention", {"layer": 2, "head": 3}, lambda notebook, run: notebook.attention_heads(run, layer=2, head=3)),
+    ("attention", {"layer": 2, "head": 3}, lambda notebook, run: notebook.neuron_view(run, layer=2, head=3, query=1)),
+    ("head_ablation", {}, lambda notebook, run: notebook.head_ablation(run)),
+    ("embeddings", {}, lambda notebook, run: notebook.embeddings(run, "norms")),
+    ("embeddings", {}, lambda notebook, run: notebook.embeddings(run, "surviving")),
     ("mlp", {"mlp_layer": 3}, lambda notebook, run: notebook.mlp(run, layer=3)),
     ("logit_lens", {}, lambda notebook, run: notebook.logit_lens(run)),
     ("saliency", {"saliency_method": "occlusion"}, lambda notebook, run: notebook.saliency(run, "occlusion")),
     ("saliency", {"saliency_method": "occlusion"}, lambda notebook, run: notebook.deletion_curve(run, "occlusion")),
-], ids=["prediction", "attention", "all_heads", "mlp", "logit_lens", "saliency", "deletion_curve"])
+], ids=["prediction", "attention", "all_heads", "neuron_view", "head_ablation", "embedding_parts", "subspaces", "mlp", "logit_lens", "saliency", "deletion_curve"])
 def test_a_notebook_view_is_the_pages_figure(run, page, query, view):
     from viz_app import notebook
 
     at = open_in_app(page, {"model": "minilm", "text": TEXT, **query})
+    if page == "head_ablation":
+        at.toggle(key="ablation_rank").set_value(True).run()  # the page ranks the heads on request
     figure = view(notebook, run)
     same_data(json.loads(figure.to_json()), page_figure(at, figure))
