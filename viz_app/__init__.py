@@ -20,7 +20,7 @@ test_layers.py walks the imports).
      input (a context variable, so a page never sees another session's).
    - what pages compute beside the library: `tables.py`, `architecture.py`, `sentence_tasks.py`,
      `word_contexts.py`, `model_comparison.py`, `corpus_search.py`, `tiny_training.py`, `export_html.py`,
-     `download.py`, `label_names.py`, `treebank_runs.py`; and `lessons/` (format, computed, resolve, views,
+     `download.py`, `label_names.py`, `probe_runs.py`; and `lessons/` (format, computed, resolve, views,
      export), which builds a lesson's figures with the same view functions as the pages.
 3. Caches: `cache.py`, every `st.cache_resource` and `st.cache_data` of the app, keyed by a `ModelKey` (never
    the model object) and, for one input, a `PreparedInput` (hashed by its `key`: text, pair, masks, truncate).

@@ -16,10 +16,10 @@
 - the embedding tables' analysis per model (PCA, cosines, subspaces): `st.cache_data`.
 - the corpus search indexes, one per (model, corpus): `st.cache_resource`, shared read-only like the forward pass
   (the built-in set's index takes seconds to build); each search: `st.cache_data`.
-- the treebank probes' word vectors, per (model, data, word pieces): `st.cache_resource`, shared read-only (the
-  probes only read them), at most TREEBANK_FEATURE_ENTRIES sets for an hour: BERT-base on all of UD EWT is about
+- the probes' word vectors, per (model, data, word pieces, inputs): `st.cache_resource`, shared read-only (the
+  probes only read them), at most PROBE_FEATURE_ENTRIES sets for an hour: BERT-base on all of UD EWT is about
   2 GB. Each run of the probes on them: `st.cache_data`, so other tasks or seeds on the same data skip the model.
-- every other analysis a page runs (probes, corpus head statistics, logit lens, head ablation, attention flow,
+- every other analysis a page runs (corpus head statistics, logit lens, head ablation, attention flow,
   saliency, a word's contexts, sentence tasks, model comparison, a lesson's step and its figures):
   `st.cache_data`, keyed by the model's `ModelKey` and the inputs, never by the model object. A `PreparedInput`
   is keyed by its `key` (text, pair, masks, truncate): it is tokenized once, by the sentence box, and never here.
@@ -43,17 +43,16 @@ from bert.analysis.attribution import saliency as attributions
 from bert.analysis.causal import ablation
 from bert.analysis.corpus.batching import layer_names
 from bert.analysis.corpus.corpus_search import CorpusIndex, Hit, build_index
-from bert.analysis.probing import probes
+from bert.analysis.probing.pipeline import ProbeFeatures, inputs_needed
 from bert.analysis.probing.treebank import Treebank
-from bert.analysis.probing.treebank_probes import ProbeSettings, TreebankFeatures, extract_train_test, probe_features
 from bert.analysis.representations import embedding_subspaces
 from bert.analysis.representations import logit_lens as lens_analysis
 from bert.analysis.representations import self_similarity
 from bert.analysis.representations.compare import Comparison, check_comparable, compare_models
 from bert.data import LabelledSentence, builtin_sentences
-from bert.devices import as_numpy, model_device
+from bert.devices import as_numpy
 from bert.errors import InvalidInputError
-from viz_app import architecture, corpus_search, models, sentence_tasks, text, treebank_runs, word_contexts
+from viz_app import architecture, corpus_search, models, probe_runs, sentence_tasks, text, word_contexts
 from viz_app.charts.base import Chart
 from viz_app.forward import ForwardResult, PreparedInput, record
 from viz_app.lessons.format import Lesson
@@ -140,53 +139,40 @@ def _digest(sentences: list[LabelledSentence]) -> str:
     return hashlib.sha1("\n".join(f"{s.text}\t{s.pos}\t{s.start}" for s in sentences).encode()).hexdigest()
 
 
-@st.cache_data(show_spinner=False, max_entries=16, hash_funcs={list: lambda s: _digest(s)})
-def probe_report(key: ModelKey, sentences: list, tasks: tuple[str, ...], seed: int) -> probes.ProbeReport:
-    loaded = load_model(key)
-    bar = st.progress(0.0, "Starting…")
-    report = probes.run_probes(loaded.model, loaded.tokenizer, sentences, tasks, seed=seed,
-                               progress=lambda done, what: bar.progress(min(done, 1.0), what))
-    bar.empty()
-    return report
+# ---- probes: the word vectors per (model, data, pieces, inputs), shared; each run per settings -------------------
 
-
-# ---- treebank probes: the word vectors per (model, data, pieces), shared; each run per settings ------------------
-
-TREEBANK_FEATURE_ENTRIES = 2
+PROBE_FEATURE_ENTRIES = 2
 
 
 @st.cache_data(show_spinner="Reading the file…", max_entries=8)
 def labelled_file(data: bytes, name: str) -> Treebank | str:
-    return treebank_runs.read_labelled(data, name)
+    return probe_runs.read_labelled(data, name)
 
 
-@st.cache_resource(show_spinner=False, max_entries=TREEBANK_FEATURE_ENTRIES, ttl=HOUR)
-def treebank_features(key: ModelKey, data_key: tuple, _data: treebank_runs.ProbeData, pieces: str,
-                      split_seed: int) -> TreebankFeatures:
-    """Every layer's word vectors of the data's training and test sentences (one file: split by split_seed).
-    `data_key` names `_data`, which is not hashed (whole treebanks, on every rerun)."""
+@st.cache_resource(show_spinner=False, max_entries=PROBE_FEATURE_ENTRIES, ttl=HOUR)
+def probe_features(key: ModelKey, data_key: tuple, _data: probe_runs.ProbeData, pieces: str, split_seed: int,
+                   inputs: tuple[str, ...], _tasks: tuple[str, ...]) -> ProbeFeatures:
+    """Every layer's word vectors of the data's training and test sentences (one set: split by split_seed), and
+    the word pieces `inputs` (pipeline.inputs_needed of the tasks). `data_key` names `_data`, which is not hashed
+    (whole treebanks, on every rerun); `_tasks` are checked against the data on the first call."""
     loaded = load_model(key)
     bar = st.progress(0.0, "Starting…")
-    features = extract_train_test(loaded.model, loaded.tokenizer, _data.train, _data.test,
-                                  settings=ProbeSettings(pieces=pieces, seed=split_seed),
-                                  progress=lambda done, what: bar.progress(min(done, 1.0), what))
+    features = probe_runs.features(loaded.model, loaded.tokenizer, _data, _tasks, pieces, split_seed,
+                                   lambda done, what: bar.progress(min(done, 1.0), what))
     bar.empty()
     return features
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def treebank_probes(key: ModelKey, data_key: tuple, _data: treebank_runs.ProbeData, tasks: tuple[str, ...],
-                    pieces: str, seed: int, mdl: bool) -> treebank_runs.TreebankRun:
-    """The probes of `tasks` trained and scored on the data's word vectors (see treebank_features). Raises
+def probe_run(key: ModelKey, data_key: tuple, _data: probe_runs.ProbeData, tasks: tuple[str, ...], pieces: str,
+              seed: int, mdl: bool) -> probe_runs.ProbeRun:
+    """The probes of `tasks` trained and scored on the data's word vectors (see probe_features). Raises
     bert.errors.BertError when they cannot run on this data."""
-    split_seed = seed if _data.test is None else 0  # two files: the seed does not touch the sentences
-    features = treebank_features(key, data_key, _data, pieces, split_seed)
+    features = probe_features(key, data_key, _data, pieces, probe_runs.split_seed(_data, seed), inputs_needed(tasks), tasks)
     loaded = load_model(key)
     bar = st.progress(0.5, "Training the probes…")
-    report = probe_features(features, list(tasks), ProbeSettings(pieces=pieces, seed=seed, mdl=mdl), key.source,
-                            model_device(loaded.model), lambda done, what: bar.progress(min(done, 1.0), what))
-    bar.progress(1.0, "Drawing the trees…")
-    result = treebank_runs.run_result(report)
+    result = probe_runs.probe(loaded.model, features, tasks, pieces, seed, mdl, key.source,
+                              lambda done, what: bar.progress(min(done, 1.0), what))
     bar.empty()
     return result
 

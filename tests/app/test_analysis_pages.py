@@ -111,7 +111,13 @@ def test_probes_on_a_few_builtin_sentences(open_page):
     at.multiselect(key="probe_tasks").set_value(["punctuation"]).run()
     at.toggle(key="probe_run").set_value(True).run()
     no_exception(at)
-    assert len(figures(at)) == 2
+    (accuracy,) = figures(at)  # the one probing flow: the measure is picked, accuracy first
+    assert [trace["name"] for trace in accuracy["data"]][:2] == ["punctuation", "punctuation (control task)"]
+    assert at.dataframe[0].value["task"].tolist() == ["punctuation"]
+    at.selectbox(key="probe_measure").set_value("selectivity").run()
+    no_exception(at)
+    (selectivity,) = figures(at)
+    assert selectivity["layout"]["title"]["text"].startswith("Selectivity by layer")
 
 
 def test_probes_upload_without_a_file_asks_for_one(open_page):

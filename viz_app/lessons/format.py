@@ -18,7 +18,7 @@ import yaml
 
 from bert.analysis.causal import ablation
 from bert.analysis.attention.attention_stats import STATISTICS
-from bert.analysis.probing.probes import TASKS
+from bert.analysis.probing.task_table import TEXT_TASKS
 from bert.analysis.attribution.saliency import METHODS
 from bert.errors import BertError
 from viz_app import navigation
@@ -38,7 +38,7 @@ CHOICES = {  # state keys whose value is one of a few names (each subset key: a 
     "tasks_method": tuple(METHODS),
     "image_format": ("png", "svg"),
     "search_by": ("layer", "head"),
-    "probe_tasks": tuple(TASKS),
+    "probe_tasks": (*TEXT_TASKS, "pos"),  # the built-in sentences' tasks
 }
 LESSON_KEYS = {"title", "about", "state", "steps"}
 STEP_KEYS = {"title", "text", "page", "state", "question", "answer", "notice"}

@@ -11,10 +11,10 @@ import weakref
 from typing import Any, Callable, Mapping
 
 from bert.analysis.causal import ablation
-from bert.analysis.probing.probes import run_probes
 from bert.analysis.representations.embedding_subspaces import subspace_report
 from bert.analysis.representations.logit_lens import logit_lens
 from bert.data import builtin_sentences
+from viz_app import probe_runs
 from viz_app.charts.base import Chart
 from viz_app.forward import PreparedInput, prepare_input, record
 from viz_app.models import LoadedModel
@@ -27,6 +27,7 @@ from viz_app.views.embeddings import EmbeddingSettings, embeddings_view
 from viz_app.views.head_ablation import head_ablation_view
 from viz_app.views.logit_lens import logit_lens_view
 from viz_app.views.prediction import PredictionSettings, prediction_view
+from viz_app.views.probes import ProbeViewSettings, probes_view
 from viz_app.views.sentence_tasks import chosen_class, classes_view
 
 
@@ -82,12 +83,21 @@ def _tables(loaded: LoadedModel) -> EmbeddingTables:
 
 
 def _probes(view: PageState) -> list[Chart]:
-    from viz_app.charts.probes import probe_accuracy_chart, selectivity_chart
-
-    count = min(max(view["probes_count"], 20), len(builtin_sentences()))
-    report = run_probes(view.loaded.model, view.loaded.tokenizer, builtin_sentences(count), view["probe_tasks"],
-                        seed=view["probe_seed"])
-    return [probe_accuracy_chart(report), selectivity_chart(report)] if report.results else []
+    """The built-in sentences (or the first sentences of UD EWT) with the step's tasks; a file or a text to upload
+    has no figure here."""
+    if view["probes_source"] == "ud_ewt":
+        count = view.state.get("probes_ud_count", probe_runs.UD_SENTENCES)
+        data, tasks = probe_runs.ud_ewt_data(count if isinstance(count, int) and count >= 10 else probe_runs.UD_SENTENCES), view["probe_treebank_tasks"]
+    elif view["probes_source"] == "wordnet":
+        data, tasks = probe_runs.builtin_data(min(max(view["probes_count"], 20), len(builtin_sentences()))), view["probe_tasks"]
+    else:
+        return []
+    tasks = [task for task in tasks if task in data.tasks]
+    if not tasks:
+        return []
+    run = probe_runs.probe_run(view.loaded.model, view.loaded.tokenizer, data, tasks, view["probe_pieces"],
+                               view["probe_seed"], view["probe_mdl"])
+    return list(probes_view(ProbeViewSettings.from_state(view.state), run).values())
 
 
 def _logit_lens(view: PageState) -> list[Chart]:
