@@ -13,7 +13,7 @@
     notebook.mlp(run, layer=3)                             # the strongest MLP neurons on every token
     notebook.logit_lens(run)                               # what each layer would predict at the [MASK]
     notebook.head_ablation(run)                            # what ablating each head does to the prediction
-    notebook.probe_curves(model, tokenizer, tasks=["pos"]) # how well each layer tells parts of speech apart
+    notebook.probe_curves(model, tokenizer, ["pos"])       # how well each layer tells parts of speech apart
     notebook.saliency(run, "occlusion")                    # which tokens the prediction depends on
     notebook.deletion_curve(run, "occlusion")              # and whether that map means anything
     figure.write_html("view.html")                         # any of them as one offline file
@@ -33,12 +33,10 @@ from bert import BertTokenizer, InvalidInputError
 from bert.analysis.attribution.deletion import deletion_curve as deletion_of
 from bert.analysis.attribution.saliency import saliency as saliency_of
 from bert.analysis.causal.ablation import rank_heads
-from bert.analysis.probing.probes import run_probes
 from bert.analysis.representations import embedding_subspaces
 from bert.analysis.representations.logit_lens import logit_lens as lenses_of
-from bert.data import builtin_sentences
 from bert.model import Bert
-from viz_app.charts.probes import probe_accuracy_chart
+from viz_app import probe_runs
 from viz_app.forward import ForwardResult, InputProblem, PreparedInput, prepare_input
 from viz_app.forward import record as record_pass
 from viz_app.tables import model_tables, weight_tables
@@ -48,6 +46,7 @@ from viz_app.views.head_ablation import head_ablation_view
 from viz_app.views.logit_lens import logit_lens_view
 from viz_app.views.mlp import MlpSettings, mlp_view
 from viz_app.views.prediction import PredictionSettings, prediction_view
+from viz_app.views.probes import ProbeViewSettings, probes_view
 from viz_app.views.saliency import saliency_view
 
 
@@ -130,13 +129,21 @@ def head_ablation(run: Recorded, mask: int = 0, mode: str = "zero") -> go.Figure
     return head_ablation_view(ranking)["ranking"].figure
 
 
-def probe_curves(model: Bert, tokenizer: BertTokenizer, tasks: Sequence[str] = ("pos", "punctuation"), sentences=None,
+def probe_curves(model: Bert, tokenizer: BertTokenizer, tasks: Sequence[str] = ("pos", "punctuation"),
+                 data: str = "wordnet", sentences: int = 200, measure: str | None = None, chart: str = "curves",
                  seed: int = 0) -> go.Figure:
-    """Layer by layer, a linear probe's held-out accuracy against its control task (Hewitt and Liang 2019), on
-    `sentences` (bert.data.LabelledSentence; default: the first 200 built-in WordNet sentences). The tasks
-    (bert.analysis.probing.probes.TASKS) must read the same kind of input: single sentences, pairs or masked."""
-    report = run_probes(model, tokenizer, builtin_sentences(200) if sentences is None else sentences, tuple(tasks), seed=seed)
-    return probe_accuracy_chart(report).figure
+    """Layer by layer, each probe's held-out score against its control task (Hewitt and Liang 2019): "curves", or
+    with the distance probe on a treebank one test sentence's predicted "tree". data: "wordnet" (the first
+    `sentences` built-in sentences) or "ud_ewt" (UD English EWT's dev file to train, its test file to score);
+    tasks: bert.analysis.probing.task_table.TASKS; measure: one the run reports (default: its first)."""
+    datasets = {"wordnet": probe_runs.builtin_data, "ud_ewt": probe_runs.ud_ewt_data}
+    if data not in datasets:
+        raise InvalidInputError(f"data must be one of {tuple(datasets)}, not {data!r}")
+    run = probe_runs.probe_run(model, tokenizer, datasets[data](sentences), tuple(tasks), seed=seed)
+    charts = probes_view(ProbeViewSettings(measure=measure), run)
+    if not charts:
+        raise InvalidInputError(f"none of the tasks {tuple(tasks)} could run on this data")
+    return _pick(charts, chart)
 
 
 def saliency(run: Recorded, method: str = "integrated_gradients", mask: int = 0, **options) -> go.Figure:

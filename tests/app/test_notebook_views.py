@@ -62,3 +62,15 @@ def test_a_notebook_view_is_the_pages_figure(run, page, query, view):
         at.toggle(key="ablation_rank").set_value(True).run()  # the page ranks the heads on request
     figure = view(notebook, run)
     same_data(json.loads(figure.to_json()), page_figure(at, figure))
+
+
+@pytest.mark.slow
+def test_the_probe_curves_are_the_probes_pages(run):
+    from viz_app import notebook
+
+    at = open_in_app("probes", {"model": "minilm", "text": TEXT})
+    at.slider(key="probes_count").set_value(20).run()
+    at.multiselect(key="probe_tasks").set_value(["pos"]).run()
+    at.toggle(key="probe_run").set_value(True).run()
+    figure = notebook.probe_curves(run.model, run.tokenizer, ["pos"], sentences=20)
+    same_data(json.loads(figure.to_json()), page_figure(at, figure))
