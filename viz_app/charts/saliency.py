@@ -34,9 +34,11 @@ def explained_text(result) -> str:
 def deletion_chart(curve, tokens: list[str], method: str) -> Chart:
     """The deletion curve of one map against the random orders' mean, each with its area under the curve."""
     swapped = ["(none)"] + [tokens[i] for i in curve.order]
+    labels = token_labels(tokens)  # escaped: plotly reads a few tags in text
     figure = go.Figure()
     ordered = f"{method.replace('_', ' ')} order (area {curve.area:.3f})"
-    figure.add_scatter(x=curve.fraction_removed, y=curve.values, mode="lines+markers", name=ordered, text=swapped,
+    figure.add_scatter(x=curve.fraction_removed, y=curve.values, mode="lines+markers", name=ordered,
+                       text=["(none)"] + [labels[i] for i in curve.order],
                        hovertemplate="%{text}: %{y:.3f}<extra></extra>", line=dict(color=PART_COLOURS["token"]))
     figure.add_scatter(x=curve.fraction_removed, y=curve.random_values, mode="lines", line=dict(color=PART_COLOURS["sum"], dash="dash"),
                        name=f"random order (area {curve.random_area:.3f})")
