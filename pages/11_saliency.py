@@ -24,7 +24,7 @@ target = words[0].selectbox("Explain the prediction of", candidates, key="salien
                             format_func=lambda c: f"{c.token} ({c.probability:.1%})")
 foils = [None] + [c for c in candidates if c.token_id != target.token_id]
 foil = words[1].selectbox("…rather than (optional)", foils, key="saliency_foil",
-                          format_func=lambda c: "no second word: log p" if c is None else f"{c.token} ({c.probability:.1%})")
+                          format_func=lambda c: "none: explain log p alone" if c is None else f"{c.token} ({c.probability:.1%})")
 state.clamp("saliency_method", list(METHODS))
 method = st.radio("Method", METHODS, horizontal=True, key="saliency_method", persist_state="session",
                   format_func=METHOD_NAMES.get)
