@@ -1,5 +1,6 @@
 """Command line: `python -m bert predict "The [MASK] barked." --model minilm`, `python -m bert pretrain ...`,
 `python -m bert finetune --train-file questions.csv --out out/trec`, `python -m bert probe --data ud-ewt`,
+`python -m bert patch --clean ... --corrupted ... --answer he --foil she`, `python -m bert erase --data ud-ewt --task upos --layer 3`,
 and `python -m bert download bert-base-uncased` (once, while online: the app then offers it first)."""
 from __future__ import annotations
 
@@ -39,6 +40,10 @@ def main(argv: list[str] | None = None) -> int:
     from .analysis.probing import probe_cli
 
     probe_cli.add_arguments(commands.add_parser("probe", help="probe every layer on a treebank: tags, arcs, structural probes"))
+    from .analysis.causal import causal_cli
+
+    causal_cli.add_patch_arguments(commands.add_parser("patch", help="activation patching: which layer and position restore the answer"))
+    causal_cli.add_erase_arguments(commands.add_parser("erase", help="amnesic probing: erase a property from a layer with LEACE"))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
@@ -54,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
             return index_cli.run(args)
         if args.command == "probe":
             return probe_cli.run(args)
+        if args.command in ("patch", "erase"):
+            return causal_cli.run_patch(args) if args.command == "patch" else causal_cli.run_erase(args)
         from .pretraining.cli import run
 
         return run(args)

@@ -40,4 +40,5 @@ except BertError as error:
     st.warning(f"The probes cannot run on this data: {escape_markdown(str(error))}.")
     st.stop()
 probe_results.show(run, data)
+probe_results.erase_property(context, run, data, seed)
 widgets.download_view("Layer probes", "probes_view")

@@ -41,6 +41,9 @@ from bert.analysis.attention.attention_stats import HeadStatistics
 from bert.analysis.attribution import deletion
 from bert.analysis.attribution import saliency as attributions
 from bert.analysis.causal import ablation
+from bert.analysis.causal.erasure import ErasureReport
+from bert.analysis.causal.patching import PatchingResult
+from bert.analysis.causal.tracing import TraceResult
 from bert.analysis.corpus.batching import layer_names
 from bert.analysis.corpus.corpus_search import CorpusIndex, Hit, build_index
 from bert.analysis.probing.pipeline import ProbeFeatures, inputs_needed
@@ -52,14 +55,14 @@ from bert.analysis.representations.compare import Comparison, check_comparable, 
 from bert.data import LabelledSentence, builtin_sentences
 from bert.devices import as_numpy
 from bert.errors import InvalidInputError
-from viz_app import architecture, corpus_search, models, probe_runs, sentence_tasks, text, word_contexts
+from viz_app import architecture, causal_tracing, corpus_search, models, probe_runs, sentence_tasks, text, word_contexts
 from viz_app.charts.base import Chart
 from viz_app.forward import ForwardResult, PreparedInput, record
 from viz_app.lessons.format import Lesson
 from viz_app.lessons.resolve import SIDEBAR_KEYS, ResolvedStep, resolve
 from viz_app.lessons.views import view_charts
 from viz_app.models import ModelKey
-from viz_app.tables import EmbeddingTables, model_tables, weight_tables
+from viz_app.tables import EmbeddingTables, embedding_tables, weight_tables
 from viz_app.tiny_training import TinyTrainingRuns
 from viz_app.views.attention import head_statistics as attention_statistics
 
@@ -123,7 +126,9 @@ def head_statistics(key: ModelKey, prepared: PreparedInput) -> HeadStatistics:
 @st.cache_data(show_spinner="Analysing the embedding tables (once per model)…", max_entries=4)
 def tables(key: ModelKey) -> EmbeddingTables:
     loaded = load_model(key)
-    return model_tables(loaded.model, loaded.tokenizer, loaded.summary.vocab)
+    tokenizer = loaded.tokenizer
+    vocabulary = [tokenizer.id_to_token(i) or "" for i in range(min(tokenizer.vocab_size, loaded.summary.vocab))]
+    return embedding_tables(loaded.model, vocabulary)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -210,6 +215,51 @@ def head_ranking(key: ModelKey, prepared: PreparedInput, position: int, mode: st
     mean_z = torch.from_numpy(mean_head_outputs(key)) if mode == "mean" else None
     return ablation.rank_heads(loaded.model, loaded.tokenizer, prepared.masked, position=position, mode=mode,
                                mean_z=mean_z)
+
+
+# ---- causal tracing: patching on two sentences, noise on one (viz_app/causal_tracing.py) --------------------------
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def mask_guesses(key: ModelKey, text: str) -> tuple[str, ...]:
+    """The model's top whole-word guesses at the one [MASK] of `text` (none without exactly one)."""
+    loaded = load_model(key)
+    return causal_tracing.whole_word_guesses(loaded.model, loaded.tokenizer, text, loaded.summary.max_positions)
+
+
+@st.cache_data(show_spinner="Attribution patching: one forward and one backward pass…", max_entries=32)
+def attribution_patching(key: ModelKey, request: causal_tracing.PatchingRequest) -> PatchingResult:
+    return causal_tracing.run_patching(load_model(key), request, exact=False)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def exact_patching(key: ModelKey, request: causal_tracing.PatchingRequest) -> PatchingResult:
+    bar = st.progress(0.0, "Patching…")
+    result = causal_tracing.run_patching(load_model(key), request, exact=True,
+                                         progress=lambda done, total: bar.progress(done / total, f"{done:,} of {total:,} patched runs"))
+    bar.empty()
+    return result
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def noise_trace(key: ModelKey, request: causal_tracing.TraceRequest) -> TraceResult:
+    bar = st.progress(0.0, "Tracing…")
+    trace = causal_tracing.run_trace(load_model(key), request,
+                                     progress=lambda done, total: bar.progress(done / total, f"{done:,} of {total:,} restored runs"))
+    bar.empty()
+    return trace
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def erasure(key: ModelKey, data_key: tuple, _data: probe_runs.ProbeData, task: str, layer: int, seed: int) -> ErasureReport:
+    """Amnesic probing of `task` at `layer` (hidden_states numbering) on the probes page's data (`data_key` names
+    `_data`, which is not hashed)."""
+    loaded = load_model(key)
+    bar = st.progress(0.0, "Starting…")
+    report = probe_runs.erase(loaded.model, loaded.tokenizer, _data, task, layer, seed, key.source,
+                              lambda done, what: bar.progress(min(done, 1.0), what))
+    bar.empty()
+    return report
 
 
 @st.cache_data(show_spinner="Computing attributions…", max_entries=32, hash_funcs=BY_INPUT)

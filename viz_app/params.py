@@ -65,6 +65,18 @@ PARAMS: dict[str, Param] = {
     "stats_pairs": Param(_bool, lambda v: "1" if v else "0", True),
     "saliency_mask": Param(int, str, None),
     "saliency_method": Param(str, str, "integrated_gradients"),
+    # Causal tracing (viz_app/views/causal_tracing.py). None: the page picks (the top guesses, the first content
+    # word, the last layer).
+    "causal_mode": Param(str, str, "two"),  # "two" sentences (patching) or "one" with noise (tracing)
+    "patch_answer": Param(str, str, None),
+    "patch_foil": Param(str, str, None),
+    "patch_direction": Param(str, str, "denoise"),
+    "patch_exact": Param(_bool, lambda v: "1" if v else "0", True),
+    "patch_head_layer": Param(int, str, None),
+    "patch_compare": Param(str, str, "residual"),
+    "trace_corrupt": Param(_ints, _join, None),
+    "trace_answer": Param(str, str, None),
+    "trace_blocks": Param(_bool, lambda v: "1" if v else "0", False),
     # Sentence tasks and model comparison.
     "tasks_method": Param(str, str, "integrated_gradients"),
     "compare_with": Param(str, str, None),  # model B's source; None: the page picks a partner for model A
@@ -82,6 +94,9 @@ PARAMS: dict[str, Param] = {
     "probe_measure": Param(str, str, None),  # None: the first measure of the run
     "probe_tree_sentence": Param(int, str, 0),  # index of a scored sentence, shown by its text
     "probe_tree_layer": Param(int, str, None),  # shown by its name; None: the distance probe's best layer
+    "probe_erase": Param(_bool, lambda v: "1" if v else "0", False),  # amnesic probing of one task at one layer
+    "probe_erase_task": Param(str, str, None),  # None: the first label task of the run
+    "probe_erase_layer": Param(int, str, None),  # shown by its name; None: the task's best layer
 }
 # The parameters Streamlit binds itself (bind="query-params"): how a link or a lesson file spells each, and the
 # value the widget starts from (a page may start it elsewhere when that depends on the model, e.g. the last layer).
@@ -107,6 +122,10 @@ BOUND: dict[str, Param] = {
     "contexts_word": Param(str, str, "bank"),
     "search_head": Param(int, str, 0),
     "search_k": Param(int, str, 10),
+    "patch_clean": Param(str, str, "The man said that [MASK] was tired."),
+    "patch_corrupted": Param(str, str, "The woman said that [MASK] was tired."),
+    "trace_text": Param(str, str, "The man said that [MASK] was tired."),
+    "trace_samples": Param(int, str, 10),
 }
 LINK_PARAMS = PARAMS | BOUND  # every parameter a link, or a lesson's step, can set
 MODEL_PARAM = "model"  # the model's source; kept apart because the picker is two widgets (choice, folder)

@@ -6,10 +6,13 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from viz_app import state, widgets
+from bert.errors import BertError
+from viz_app import cache, state, widgets
+from viz_app.charts.causal import erasure_bars
+from viz_app.page_context import Context
 from viz_app.text import escape_markdown
 from viz_app.charts.probe_layers import MEASURES, measures_in
-from viz_app.probe_runs import ProbeData, ProbeRun
+from viz_app.probe_runs import ERASURE_MLM_WORDS, ProbeData, ProbeRun, erasable_tasks
 from viz_app.views.probes import ProbeViewSettings, pieces_note, probes_view, reads_words
 
 
@@ -43,6 +46,46 @@ def show(result: ProbeRun, data: ProbeData) -> None:
     if tree is not None:
         with tree:
             widgets.show_chart(charts["tree"], key="probe_tree")
+
+
+def erase_property(context: Context, result: ProbeRun, data: ProbeData, seed: int) -> None:
+    """"Erase this property": amnesic probing (Elazar et al. 2021) of one probed label at one layer, with LEACE, and
+    the before/after bars beside a random erasure of the same rank."""
+    run = result.run
+    tasks = erasable_tasks(data, run)
+    if not tasks:
+        return
+    st.subheader("Erase this property")
+    names = run["layer_names"]
+    columns = st.columns([2, 2, 1])
+    state.clamp("probe_erase_task", tasks)
+    task = columns[0].selectbox("Property", tasks, key="probe_erase_task", persist_state="session")
+    best = run["tasks"][task]["best_layer"]
+    with columns[1]:
+        layer = widgets.select_int("From the layer", "probe_erase_layer", list(range(len(names))), format_func=names.__getitem__,
+                                   default=best, help="Its best layer is chosen first.")
+    erase = columns[2].toggle("Erase it", key="probe_erase", persist_state="session",
+                              help="Fits LEACE on the training words, then measures the probe and the masked LM again.")
+    st.caption(
+        f"LEACE (Belrose et al. 2023) removes {escape_markdown(task)} from {names[layer]}'s word vectors so that no linear "
+        "probe can read it; the forward pass then goes on from the erased layer (every position erased). Masked-LM "
+        f"accuracy: up to {ERASURE_MLM_WORDS:,} test words that are one word piece, each masked alone in its sentence, the "
+        "top guess compared with the word. The control erases as many random directions."
+    )
+    if not erase:
+        return
+    if not context.loaded.summary.has_mlm_head:
+        st.warning("This model has no masked-LM head, so there are no guesses to compare. Pick minilm or a BERT with its MLM head.")
+        return
+    try:
+        report = cache.erasure(context.key, data.key, data, task, layer, seed)
+    except BertError as error:
+        st.warning(f"The property cannot be erased here: {escape_markdown(str(error))}.")
+        return
+    values = report.to_dict()
+    widgets.show_chart(erasure_bars(values["probe"], values["mlm"], task, names[layer]), key="probe_erasure")
+    st.caption(f"Rank {report.rank} (directions removed); {report.num_train_words:,} training words, "
+               f"{report.num_test_words:,} test words, {report.num_mlm_words:,} masked.")
 
 
 def summary_table(run: dict, layer_names: list[str]) -> pd.DataFrame:

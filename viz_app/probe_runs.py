@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
+from bert.analysis.causal.erasure import ErasureReport, amnesic_probing
 from bert.analysis.probing import tree_metrics
 from bert.analysis.probing.treebank import Treebank, builtin_treebank, read_treebank
 from bert.analysis.probing.pipeline import ProbeReport, ProbeSettings, extract_features, probe_features
@@ -105,6 +106,23 @@ def probe_run(model, tokenizer, data: ProbeData, tasks: Sequence[str], pieces: s
               mdl: bool = False, model_name: str = "") -> "ProbeRun":
     """Both steps at once, uncached (a lesson's figure)."""
     return probe(model, features(model, tokenizer, data, tasks, pieces, seed), tasks, pieces, seed, mdl, model_name)
+
+
+ERASURE_MLM_WORDS = 1000  # test words masked one at a time for the page's amnesic probing (seeded sample)
+
+
+def erasable_tasks(data: ProbeData, run: dict) -> list[str]:
+    """The label columns of the data that the run probed: what amnesic probing can erase (not the text tasks)."""
+    return [task for task in run["tasks"] if task in data.train.label_columns and not data.from_text]
+
+
+def erase(model, tokenizer, data: ProbeData, task: str, layer: int, seed: int, model_name: str = "",
+          progress: Callable[[float, str], None] | None = None) -> ErasureReport:
+    """Amnesic probing (bert.analysis.causal.erasure) of `task` at `layer` on the data: its training and test
+    sentences, or one set split 80/20 by `seed` as the probes split it."""
+    train, test = (data.train, data.test) if data.test is not None else data.train.split(0.2, seed=seed)
+    return amnesic_probing(model, tokenizer, train.sentences, test.sentences, task, layer, seed,
+                           max_mlm_words=ERASURE_MLM_WORDS, model_name=model_name, progress=progress)
 
 
 @dataclass(frozen=True)

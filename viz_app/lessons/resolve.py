@@ -77,7 +77,7 @@ def resolve(lesson: Lesson, index: int, loaded, session: Mapping[str, Any] | Non
             del state[key]
             if found := find(value.name, plain, value.arguments):
                 state[key] = [found.position] if key == "masks" else found.position
-    facts = StepFacts(loaded, state["text"], state["pair"], state.get("masks", ()), state["truncate"])
+    facts = StepFacts(loaded, state["text"], state["pair"], state.get("masks", ()), state["truncate"], state)
     for key, value in computed.items():
         if key in state and isinstance(state[key], ComputedValue):
             del state[key]

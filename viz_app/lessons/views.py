@@ -14,15 +14,18 @@ from bert.analysis.causal import ablation
 from bert.analysis.representations.embedding_subspaces import subspace_report
 from bert.analysis.representations.logit_lens import logit_lens
 from bert.data import builtin_sentences
+from bert.errors import BertError
 from viz_app import probe_runs
+from viz_app.causal_tracing import CausalSettings, resolve_patching, resolve_trace, run_patching, run_trace
 from viz_app.charts.base import Chart
 from viz_app.forward import PreparedInput, prepare_input, record
 from viz_app.models import LoadedModel
 from viz_app.params import LINK_PARAMS
 from viz_app.sentence_tasks import class_probabilities
-from viz_app.tables import EmbeddingTables, model_tables, weight_tables
+from viz_app.tables import EmbeddingTables, embedding_tables, weight_tables
 from viz_app.views import chosen_mask
 from viz_app.views.attention import AttentionSettings, attention_view
+from viz_app.views.causal_tracing import patching_view, tracing_view
 from viz_app.views.embeddings import EmbeddingSettings, embeddings_view
 from viz_app.views.head_ablation import head_ablation_view
 from viz_app.views.logit_lens import logit_lens_view
@@ -78,7 +81,9 @@ _TABLES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # model -> i
 def _tables(loaded: LoadedModel) -> EmbeddingTables:
     """The embedding tables' analysis, once per model (an exported lesson shows it in several steps)."""
     if loaded.model not in _TABLES:
-        _TABLES[loaded.model] = model_tables(loaded.model, loaded.tokenizer, loaded.summary.vocab)
+        tokenizer = loaded.tokenizer
+        vocabulary = [tokenizer.id_to_token(i) or "" for i in range(min(tokenizer.vocab_size, loaded.summary.vocab))]
+        _TABLES[loaded.model] = embedding_tables(loaded.model, vocabulary)
     return _TABLES[loaded.model]
 
 
@@ -127,6 +132,21 @@ def _sentence_tasks(view: PageState) -> list[Chart]:
     return list(classes_view(table, chosen_class(table, view["tasks_class"])).values())
 
 
+def _causal_tracing(view: PageState) -> list[Chart]:
+    if not view.loaded.model.has_mlm_head:
+        return []
+    settings = CausalSettings.from_state(view.state)
+    try:
+        if settings.mode == "one":
+            return list(tracing_view(run_trace(view.loaded, resolve_trace(view.loaded, settings.trace))).values())
+        request = resolve_patching(view.loaded, settings.patching)
+        approximate = run_patching(view.loaded, request, exact=False)
+        exact = run_patching(view.loaded, request, exact=True) if settings.exact else None
+    except BertError:  # sentences the page would refuse with a message
+        return []
+    return list(patching_view(exact or approximate, approximate if exact else None, settings.compare).values())
+
+
 BUILDERS: dict[str, Callable[[PageState], list[Chart]]] = {
     "prediction": _prediction,
     "attention": _attention,
@@ -134,6 +154,7 @@ BUILDERS: dict[str, Callable[[PageState], list[Chart]]] = {
     "probes": _probes,
     "logit_lens": _logit_lens,
     "head_ablation": _head_ablation,
+    "causal_tracing": _causal_tracing,
     "sentence_tasks": _sentence_tasks,
 }
 
