@@ -53,7 +53,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
     torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
-    model, tokenizer = bert.load_pretrained("minilm")
+    model, tokenizer = bert.load_pretrained("minilm", pack_for_cpu=True)
     encoding = tokenizer.encode(SENTENCE)
     model(*encoding.tensors())  # warm-up
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), {os.cpu_count()} cores, {platform.machine()}; "

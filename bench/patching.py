@@ -96,7 +96,7 @@ def main() -> None:
     torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
     with tempfile.TemporaryDirectory() as folder:
         make_random_bert(Path(folder))
-        model, tokenizer = load_pretrained(folder)
+        model, tokenizer = load_pretrained(folder, pack_for_cpu=True)
     contrast = contrast_of_length(model, tokenizer, args.tokens)
     long_contrast = contrast_of_length(model, tokenizer, args.long)
     cells = len(sweep_patches(model, "residual", args.tokens))
@@ -120,7 +120,7 @@ def main() -> None:
         "long_tokens": args.long, "attribution_long_s": statistics.median(long_times), "attribution_long_spread": spread(long_times),
         "correlation_random_bert_base": correlations(model, contrast),
     }
-    minilm, minilm_tokenizer = load_pretrained("minilm")
+    minilm, minilm_tokenizer = load_pretrained("minilm", pack_for_cpu=True)
     he_she = prepare_contrast(minilm_tokenizer, "The doctor said that [MASK] was tired.", "The nurse said that [MASK] was tired.", "he", "she")
     results["correlation_minilm"] = correlations(minilm, he_she)
     results["load_average_1min"] = round(os.getloadavg()[0], 2)

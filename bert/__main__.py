@@ -92,7 +92,7 @@ def _predict(args) -> int:
     from .predict import predict_masks
     from .pretrained import load_pretrained
 
-    model, tokenizer = load_pretrained(args.model, device=args.device, dtype=args.dtype)
+    model, tokenizer = load_pretrained(args.model, device=args.device, dtype=args.dtype, pack_for_cpu=True)
     log_device(model)
     encoding = tokenizer.encode(args.text, args.pair, max_length=model.config.max_position_embeddings)
     predictions = predict_masks(model, tokenizer, encoding, args.top_k)

@@ -41,6 +41,7 @@ import torch
 from bert.analysis.attention import head_stats, rollout
 from bert.analysis.attention.attention_stats import HeadStatistics
 from bert.analysis.attention.words import word_groups
+from bert.analysis.attribution import deletion
 from bert.analysis.attribution import saliency as attributions
 from bert.analysis.causal import ablation
 from bert.analysis.causal.erasure import ErasureReport
@@ -276,13 +277,25 @@ def erasure(key: ModelKey, data_key: tuple, _data: probe_runs.ProbeData, task: s
 
 @st.cache_data(show_spinner="Computing attributions…", max_entries=32, hash_funcs=BY_INPUT)
 def saliency(key: ModelKey, prepared: PreparedInput, method: str, position: int, target_id: int, steps: int,
-             output: str = "mlm"):
+             output: str = "mlm", foil_id: int | None = None, samples: int = 25):
     """Of a masked word (output "mlm": the input the model reads, with its masks) or of a sentence-level head's
-    class (the input as typed)."""
+    class (the input as typed); contrastive against `foil_id` when given."""
     loaded = load_model(key)
-    encoding = prepared.masked if output == "mlm" else prepared.base
-    return attributions.saliency(loaded.model, loaded.tokenizer, encoding, method, position, target_id, steps=steps,
-                                 output=output)
+    return attributions.saliency(loaded.model, loaded.tokenizer, _explained_input(prepared, output), method, position,
+                                 target_id, steps=steps, output=output, foil_id=foil_id, samples=samples)
+
+
+@st.cache_data(show_spinner="Masking tokens in the map's order and at random…", max_entries=32, hash_funcs=BY_INPUT)
+def deletion_curve(key: ModelKey, prepared: PreparedInput, method: str, position: int, target_id: int, steps: int,
+                   output: str = "mlm", foil_id: int | None = None, samples: int = 25) -> deletion.DeletionCurve:
+    """The deletion curve of that saliency map against 10 random orders."""
+    loaded = load_model(key)
+    result = saliency(key, prepared, method, position, target_id, steps, output, foil_id, samples)
+    return deletion.deletion_curve(loaded.model, loaded.tokenizer, _explained_input(prepared, output), result)
+
+
+def _explained_input(prepared: PreparedInput, output: str):
+    return prepared.masked if output == "mlm" else prepared.base
 
 
 # ---- corpus search: an index per (model, corpus), shared; searches per query ------------------------------------

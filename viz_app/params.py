@@ -116,6 +116,7 @@ BOUND: dict[str, Param] = {
     "stats_count": Param(int, str, 200),
     "stats_statistic": Param(str, str, "sep"),
     "saliency_steps": Param(int, str, 32),
+    "saliency_samples": Param(int, str, 25),
     "tasks_class": Param(str, str, None),  # None: the top class
     "compare_folder": Param(str, str, ""),
     "compare_count": Param(int, str, 100),

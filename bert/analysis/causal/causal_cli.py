@@ -57,7 +57,7 @@ def run_patch(args) -> int:
 
     if args.batch_size < 1:
         raise InvalidInputError("--batch-size must be at least 1")
-    model, tokenizer = load_pretrained(args.model, device=args.device)
+    model, tokenizer = load_pretrained(args.model, device=args.device, pack_for_cpu=True)
     contrast = prepare_contrast(tokenizer, args.clean, args.corrupted, args.answer, args.foil, model.config.max_position_embeddings)
     log_device(model)  # after the checks: bad input leaves one line on stderr
     if args.method == "exact":
@@ -98,7 +98,7 @@ def run_erase(args) -> int:
         train, test = read_treebank(args.train), read_treebank(args.data)
     else:
         train, test = read_treebank(args.data).split(0.2, seed=args.seed)
-    model, tokenizer = load_pretrained(args.model, device=args.device)
+    model, tokenizer = load_pretrained(args.model, device=args.device, pack_for_cpu=True)
     check_erasure(model, train.sentences, test.sentences, args.task, args.layer)
     log_device(model)
     report = amnesic_probing(model, tokenizer, train.sentences, test.sentences, args.task, args.layer, args.seed,

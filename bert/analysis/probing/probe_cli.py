@@ -70,7 +70,7 @@ def run(args) -> int:
                              max_train_words=args.max_train_words or None)
     ranks, device = start(args.device)
     try:
-        model, tokenizer = load_pretrained(args.model, device=device)
+        model, tokenizer = load_pretrained(args.model, device=device, pack_for_cpu=True)
         if ranks.main:
             log_device(model)
         data = extract_features(model, tokenizer, train, test, tasks, settings)  # each rank its share
