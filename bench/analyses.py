@@ -24,7 +24,8 @@ from bert.hooks import every_layer, stack_layers  # noqa: E402
 from bert.analysis.causal import ablation
 from bert.analysis.attention import head_stats, rollout
 from bert.analysis.representations import logit_lens
-from bert.analysis.probing import probes
+from bert.analysis.probing.pipeline import run_probes
+from bert.analysis.probing.sentence_sets import sentence_set
 from bert.analysis.attribution import saliency  # noqa: E402
 from bert.data import builtin_sentences  # noqa: E402
 
@@ -52,14 +53,15 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
     torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
-    model, tokenizer = bert.load_pretrained("minilm")
+    model, tokenizer = bert.load_pretrained("minilm", pack_for_cpu=True)
     encoding = tokenizer.encode(SENTENCE)
     model(*encoding.tensors())  # warm-up
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), {os.cpu_count()} cores, {platform.machine()}; "
           f"MiniLM ({model.config.num_layers} layers x {model.config.num_heads} heads); {len(encoding)}-token sentence")
     results: dict = {}
     sentences = builtin_sentences(args.sentences)
-    report = timed(f"probes, 7 tasks, {len(sentences)} sentences", lambda: probes.run_probes(model, tokenizer, sentences), results)
+    data = sentence_set(sentences, "the built-in sentences")
+    report = timed(f"probes, 7 tasks, {len(sentences)} sentences", lambda: run_probes(model, tokenizer, data), results)
     timed("ablation ranking, all 72 heads (zero)", lambda: ablation.rank_heads(model, tokenizer, encoding), results)
     mean_z = timed("mean head outputs, 200 sentences", lambda: ablation.mean_head_outputs(model, tokenizer, builtin_sentences(200)), results)
     timed("ablation ranking, all 72 heads (mean)", lambda: ablation.rank_heads(model, tokenizer, encoding, mode="mean", mean_z=mean_z), results)
@@ -73,10 +75,10 @@ def main() -> None:
     long_attention = head_averaged_attention(model, long_encoding)
     timed(f"attention flow, {len(long_encoding)} tokens", lambda: rollout.attention_flow(long_attention), results)
     timed("corpus head statistics, 992 sentences", lambda: head_stats.corpus_head_statistics(model, tokenizer, builtin_sentences()), results)
-    for task, result in report.results.items():
-        best = max(range(len(result.accuracy)), key=result.accuracy.__getitem__)
-        print(f"  probe {task:<16} best {result.layer_names[best]:<10} accuracy {result.accuracy[best]:.3f} "
-              f"(control {result.control_accuracy[best]:.3f}); embeddings {result.accuracy[0]:.3f}")
+    for task, result in report.tasks.items():
+        best = result.layers[result.best_layer]
+        print(f"  probe {task:<16} best {report.layer_names[result.best_layer]:<10} accuracy {best['accuracy']:.3f} "
+              f"(control {best['control_accuracy']:.3f}); embeddings {result.layers[0]['accuracy']:.3f}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(results, indent=2))

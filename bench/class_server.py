@@ -5,6 +5,11 @@
     python -m bench.class_server --students 5 --json out/class_server.json
     python -m bench.class_server --students 1 --rounds 40 --profile out/one_student.txt   # where the time goes
     python -m bench.class_server --summarise-profile out/one_student.txt                  # that profile's shares again
+    python -m bench.class_server --follow --students 30 --steps 6   # a class following the presenter, in class mode
+
+`--follow`: bench/class_following.py's class instead of typing students: the presenter moves a lesson through
+`--steps` steps, every student's page follows; the time from the presenter's press to each student's new step and
+the server's CPU per student per step.
 
 `--profile` samples the server with py-spy (pip install py-spy) during the key presses and prints the share of
 each part of a rerun (the forward pass, the chart, Streamlit's runner, the websocket, ...). Samples of a thread
@@ -41,11 +46,12 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from urllib.parse import urlencode
 
-from bench import classroom
+from bench import class_following, classroom
+from bench.streamlit_session import Session
 from viz_app.local_server import ROOT, serve
 
 SENTENCE_LABEL = "Sentence"
@@ -61,88 +67,6 @@ class Student:
     messages: int = 0  # ForwardMsgs after the key press
     shown: list[tuple[str, float]] | None = None  # the chart's candidates, best first
     problem: str | None = None  # what went wrong; None when the page showed the right predictions
-
-
-@dataclass
-class Page:
-    """What one run of the page sent: elements by kind, the session's page and query string."""
-
-    charts: list[dict] = field(default_factory=list)
-    markdown: list[str] = field(default_factory=list)
-    widgets: dict[str, str] = field(default_factory=dict)  # text input/area label -> widget id
-    exceptions: list[str] = field(default_factory=list)
-
-
-class Session:
-    """One student's websocket session with the server: send a rerun, read ForwardMsgs until the run ends."""
-
-    def __init__(self, url: str, timeout_s: float):
-        from websockets.sync.client import connect
-
-        ws_url = url.replace("http://", "ws://") + "/_stcore/stream"
-        self.connection = contextlib.ExitStack()
-        self.socket = self.connection.enter_context(
-            connect(ws_url, subprotocols=["streamlit"], max_size=None, open_timeout=timeout_s)
-        )
-        self.timeout_s = timeout_s
-        self.cache: dict[str, bytes] = {}  # hash -> message the server marked cacheable (the browser keeps them)
-        self.page_hash = ""
-        self.query_string = ""
-
-    def close(self) -> None:
-        self.connection.close()
-
-    def rerun(self, widget_states: dict[str, str] | None = None, on_chart=None) -> Page:
-        """Send a rerun (the query string and page as the browser would, plus `widget_states` {id: text}) and read
-        until script_finished. `on_chart(spec)` is called as each plotly chart arrives."""
-        from streamlit.proto.BackMsg_pb2 import BackMsg
-        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-
-        back = BackMsg()
-        state = back.rerun_script
-        state.query_string = self.query_string
-        state.page_script_hash = self.page_hash
-        state.cached_message_hashes.extend(self.cache)
-        for widget_id, text in (widget_states or {}).items():
-            widget = state.widget_states.widgets.add()
-            widget.id, widget.string_value = widget_id, text
-        self.socket.send(back.SerializeToString())
-        page = Page()
-        deadline = time.monotonic() + self.timeout_s
-        while True:
-            raw = self.socket.recv(timeout=max(0.1, deadline - time.monotonic()))
-            message = ForwardMsg()
-            message.ParseFromString(raw)
-            if message.HasField("ref_hash"):
-                message = ForwardMsg.FromString(self.cache[message.ref_hash])
-            elif message.metadata.cacheable:
-                self.cache[message.hash] = raw
-            kind = message.WhichOneof("type")
-            if kind == "new_session":
-                self.page_hash = message.new_session.page_script_hash
-            elif kind == "page_info_changed":
-                self.query_string = message.page_info_changed.query_string
-            elif kind == "delta" and message.delta.WhichOneof("type") == "new_element":
-                _read_element(message.delta.new_element, page, on_chart)
-            elif kind == "script_finished":
-                if message.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
-                    return page
-
-
-def _read_element(element, page: Page, on_chart) -> None:
-    kind = element.WhichOneof("type")
-    if kind == "plotly_chart":
-        spec = json.loads(element.plotly_chart.spec)
-        page.charts.append(spec)
-        if on_chart:
-            on_chart(spec)
-    elif kind == "markdown":
-        page.markdown.append(element.markdown.body)
-    elif kind in ("text_area", "text_input"):
-        widget = getattr(element, kind)
-        page.widgets[widget.label] = widget.id
-    elif kind == "exception":
-        page.exceptions.append(f"{element.exception.type}: {element.exception.message}")
 
 
 def chart_candidates(spec: dict) -> list[tuple[str, float]]:
@@ -313,6 +237,42 @@ def _own_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def measure_following(count: int, steps: int, timeout_s: float, log: Path) -> dict:
+    """Start a class-mode server and let `count` students follow the presenter through `steps` steps."""
+    args = ("--class", "--presenter-key", class_following.KEY)
+    with serve(log, app_args=args) as (url, server):
+        result = class_following.run_following(url, count, steps, timeout_s, server.pid)
+        result["peak_mb"] = classroom.peak_memory_mb(server.pid)
+    return result
+
+
+def report_following(args, result: dict, load_before, load) -> int:
+    followers = result["followers"]
+    for follower in followers:
+        times = [f"{follower.finished[s] - result['presses'][s - 1]:5.2f}" if s in follower.finished else "  -  "
+                 for s in range(1, args.steps + 1)]
+        print(f"student {follower.number:2d}: " + " ".join(times) + f"  {follower.problem or 'ok'}")
+    shown, finished = class_following.delays(result, "shown"), class_following.delays(result, "finished")
+    correct = sum(f.problem is None for f in followers)
+    print(f"\n{os.cpu_count()} CPUs, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '1')}; load average before "
+          f"{load_before[0]:.1f} {load_before[1]:.1f} {load_before[2]:.1f}, after {load[0]:.1f} {load[1]:.1f} "
+          f"{load[2]:.1f}. Polling alone: {result['polling_cpu_s_per_s']:.3f} s of server CPU per second for the "
+          f"class; the steps: {result['steps_cpu_s']:.2f} s of CPU over {result['steps_wall_s']:.1f} s.\n")
+    print("| students | steps | every step reached every student | server CPU per student per step (s) | p95 press to "
+          "step shown (s) | p95 press to page finished (s) | slowest (s) | polling CPU per student (% of a core) |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    if finished:
+        print(f"| {args.students} | {args.steps} | {correct} of {len(followers)} | {result['cpu_per_student_step_s']:.3f} | "
+              f"{classroom.percentile(shown, 0.95):.2f} | {classroom.percentile(finished, 0.95):.2f} | "
+              f"{max(finished):.2f} | {100 * result['polling_cpu_s_per_s'] / args.students:.2f} |")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"load_average": [load_before, load], "presses": result["presses"],
+                                         **{k: v for k, v in result.items() if k not in ("followers", "presses")},
+                                         "followers": [asdict(f) for f in followers]}, indent=2))
+    return 0 if correct == len(followers) else 1
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="minilm", help="model source for the app: minilm (default) or a checkpoint folder")
@@ -326,7 +286,13 @@ def main() -> int:
     parser.add_argument("--summarise-profile", type=Path, metavar="STACKS",
                         help="only print the shares of a --profile file recorded earlier, and stop")
     parser.add_argument("--log", type=Path, default=ROOT / "out" / "class_server_streamlit.log", help="the server's output")
+    parser.add_argument("--follow", action="store_true", help="a class following the presenter (class mode) instead")
+    parser.add_argument("--steps", type=int, default=6, help="with --follow: steps the presenter shows")
     args = parser.parse_args()
+    if args.follow:
+        load_before = os.getloadavg()
+        result = measure_following(args.students, args.steps, args.timeout, args.log.with_name("class_following_streamlit.log"))
+        return report_following(args, result, load_before, os.getloadavg())
     if args.summarise_profile:
         for name, share in summarise_profile(args.summarise_profile):
             print(f"  {share:6.1%}  {name}")

@@ -147,7 +147,7 @@ def check(students: list[Student], model: str, tolerance: float = 1e-4) -> None:
     from bert.predict import predict_masks
 
     torch.set_num_threads(1)
-    bert_model, tokenizer = load_pretrained(model)
+    bert_model, tokenizer = load_pretrained(model, pack_for_cpu=True)
     bert_model.eval()
     for student in students:
         if student.problem:

@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     try:
-        model, tokenizer = bert.load_pretrained(args.model)
+        model, tokenizer = bert.load_pretrained(args.model, pack_for_cpu=True)
         results = run_benchmarks(model, tokenizer, args.external)
     except (bert.BertError, OSError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)

@@ -34,7 +34,7 @@ from bert.pretrained import minilm_folder  # noqa: E402
 def indexing(sentences: int, batch_size: int, repeats: int) -> tuple[dict, CorpusIndex]:
     from transformers import BertModel
 
-    model, tokenizer = bert.load_pretrained("minilm-encoder")
+    model, tokenizer = bert.load_pretrained("minilm-encoder", pack_for_cpu=True)
     reference = BertModel.from_pretrained(minilm_folder()).eval()  # its default attention (sdpa)
     texts = [s.text for s in builtin_sentences(sentences)]
     encodings = [tokenizer.encode(t) for t in texts]

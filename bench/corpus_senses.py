@@ -18,7 +18,7 @@ def main() -> None:
     parser.add_argument("--model", default="minilm")
     parser.add_argument("--k", type=int, default=10)
     args = parser.parse_args()
-    model, tokenizer = bert.load_pretrained(args.model)
+    model, tokenizer = bert.load_pretrained(args.model, pack_for_cpu=True)
     result = sense_agreement(model, tokenizer, load_senses(), k=args.k)
     words = list(result.by_word[0])
     print(f"Top-{args.k} neighbours sharing the query's sense ({args.model}; chance {result.chance:.1%})\n")

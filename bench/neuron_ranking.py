@@ -32,7 +32,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     started, cpu = time.perf_counter(), time.process_time()
-    model, tokenizer = bert.load_pretrained("minilm")
+    model, tokenizer = bert.load_pretrained("minilm", pack_for_cpu=True)
     train = load_corpus("ud-ewt-dev", tokenizer)
     test = corpus_from_treebank("UD English EWT (test)", builtin_treebank("test").sentences[: args.sentences], tokenizer)
     ranking = rank_neurons(model, train, args.layer, args.task, tokenizer.pad_id)

@@ -95,7 +95,7 @@ def main() -> None:
     parser.add_argument("--only-sentences", action="store_true", help="only part 2: a new sentence's features")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    model, tokenizer = bert.load_pretrained("minilm")
+    model, tokenizer = bert.load_pretrained("minilm", pack_for_cpu=True)
     results = {"machine": "2-core AMD EPYC VM", "threads": 1, "layer": args.layer}
     if not args.only_sentences:
         scan_corpus(model, tokenizer, args.layer, results)

@@ -80,7 +80,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--repeats", type=int, default=5, help="timed passes per dtype (0: no timing)")
     args = parser.parse_args()
-    model, tokenizer = bert.load_pretrained(args.model, device=args.device)
+    model, tokenizer = bert.load_pretrained(args.model, device=args.device, pack_for_cpu=True)
     reference = masked_logits(model, tokenizer)
     results = {"model": args.model, "device": args.device, "torch": torch.__version__,
                "threads": torch.get_num_threads()}
@@ -88,7 +88,7 @@ def main() -> None:
     for dtype in (torch.bfloat16, torch.float16):
         name = str(dtype).removeprefix("torch.")
         try:
-            reduced, _ = bert.load_pretrained(args.model, device=args.device, dtype=dtype)  # rounded once from the file
+            reduced, _ = bert.load_pretrained(args.model, device=args.device, dtype=dtype, pack_for_cpu=True)  # rounded once from the file
             results[name] = compare(reference, masked_logits(reduced, tokenizer))
             runnable[name] = reduced
         except (RuntimeError, NotImplementedError) as error:  # an operation without a kernel for this dtype here

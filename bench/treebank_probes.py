@@ -25,7 +25,7 @@ import torch  # noqa: E402
 import bert  # noqa: E402
 from bert.analysis.probing.probe_cli import format_tables  # noqa: E402
 from bert.analysis.probing.treebank import builtin_treebank  # noqa: E402
-from bert.analysis.probing.treebank_probes import ProbeSettings, run_treebank_probes  # noqa: E402
+from bert.analysis.probing.pipeline import ProbeSettings, run_probes  # noqa: E402
 
 TASKS = ["upos", "xpos", "deprel", "arcs", "distance", "depth"]
 
@@ -47,7 +47,7 @@ def timed_run(model, tokenizer, name: str, settings: ProbeSettings, tasks: list[
             stages.append(message)
             print(f"  {time.perf_counter() - wall:7.1f} s  {message}", flush=True)
 
-    report = run_treebank_probes(model, tokenizer, builtin_treebank("dev"), builtin_treebank("test"), tasks, settings, name,
+    report = run_probes(model, tokenizer, builtin_treebank("dev"), builtin_treebank("test"), tasks, settings, name,
                                  progress)
     figures = {"wall_s": round(time.perf_counter() - wall, 1), "cpu_s": round(time.process_time() - cpu, 1),
                "load_average_1min_before": round(load, 2), "load_average_1min_after": round(os.getloadavg()[0], 2),
@@ -63,7 +63,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
-    model, tokenizer = bert.load_pretrained(args.model)
+    model, tokenizer = bert.load_pretrained(args.model, pack_for_cpu=True)
     machine = {"cpu": cpu_model(), "cores": os.cpu_count(), "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     print(json.dumps(machine))

@@ -1,5 +1,6 @@
 """Command line: `python -m bert predict "The [MASK] barked." --model minilm`, `python -m bert pretrain ...`,
 `python -m bert finetune --train-file questions.csv --out out/trec`, `python -m bert probe --data ud-ewt`,
+`python -m bert patch --clean ... --corrupted ... --answer he --foil she`, `python -m bert erase --data ud-ewt --task upos --layer 3`,
 and `python -m bert download bert-base-uncased` (once, while online: the app then offers it first)."""
 from __future__ import annotations
 
@@ -43,6 +44,10 @@ def main(argv: list[str] | None = None) -> int:
 
     features_cli.add_neuron_arguments(commands.add_parser("neurons", help="an MLP neuron's top-activating tokens over a corpus"))
     features_cli.add_sae_arguments(commands.add_parser("sae", help="sparse autoencoders: sae train"))
+    from .analysis.causal import causal_cli
+
+    causal_cli.add_patch_arguments(commands.add_parser("patch", help="activation patching: which layer and position restore the answer"))
+    causal_cli.add_erase_arguments(commands.add_parser("erase", help="amnesic probing: erase a property from a layer with LEACE"))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
@@ -62,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
             return features_cli.run_neurons(args)
         if args.command == "sae":
             return features_cli.run_sae(args)
+        if args.command in ("patch", "erase"):
+            return causal_cli.run_patch(args) if args.command == "patch" else causal_cli.run_erase(args)
         from .pretraining.cli import run
 
         return run(args)
@@ -93,7 +100,7 @@ def _predict(args) -> int:
     from .predict import predict_masks
     from .pretrained import load_pretrained
 
-    model, tokenizer = load_pretrained(args.model, device=args.device, dtype=args.dtype)
+    model, tokenizer = load_pretrained(args.model, device=args.device, dtype=args.dtype, pack_for_cpu=True)
     log_device(model)
     encoding = tokenizer.encode(args.text, args.pair, max_length=model.config.max_position_embeddings)
     predictions = predict_masks(model, tokenizer, encoding, args.top_k)

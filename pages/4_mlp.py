@@ -33,6 +33,7 @@ with controls[2]:
         "Token", "mlp_token", list(range(len(tokens))), format_func=lambda i: f"{i}: {tokens[i]}", default=1
     )
 
+units = st.container()
 heatmap = st.container()
 left, right = st.columns(2)
 with right:
@@ -48,7 +49,10 @@ with right:
         persist_state="session",
         help="Type a neuron number from the heatmap or the bars (n123 → 123).",
     )
-charts = mlp_view(MlpSettings(layer, shown, position, int(neuron)), result)
+with units:
+    words = widgets.units_picker(context, "Words: a word's activation is the mean of its pieces' activations "
+                                 "(as Clark et al. 2019 averaged attention from a word's pieces).")
+charts = mlp_view(MlpSettings(layer, shown, position, int(neuron)), result, words)
 with heatmap:
     widgets.show_chart(charts["heatmap"], key="heatmap")
 with left:

@@ -44,7 +44,3 @@ table = pd.DataFrame(
 )
 with st.expander("Every module as a table (sortable; its toolbar downloads CSV)"):
     st.dataframe(table, hide_index=True, column_config={"parameters": numbers[arithmetic.columns[2]]})
-    st.caption(
-        "PackedLinear is an ordinary linear layer, y = x·Wᵀ + b. When nothing is being trained it multiplies with a "
-        "copy of W stored in the order a faster matrix routine reads it: the same numbers, up to rounding."
-    )

@@ -25,7 +25,7 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=10)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    model, tokenizer = load_pretrained("minilm")
+    model, tokenizer = load_pretrained("minilm", pack_for_cpu=True)
     sae = load_sae(SHIPPED_SAE, model)
     corpus = load_corpus("builtin", tokenizer)
     scan = scan_features(model, sae, corpus, tokenizer.pad_id, k=args.top)

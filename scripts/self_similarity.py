@@ -22,7 +22,7 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=2000, help="random token pairs for the baseline")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    model, tokenizer = bert.load_pretrained(args.model)
+    model, tokenizer = bert.load_pretrained(args.model, pack_for_cpu=True)
     per_word = {word: word_self_similarity(model, tokenizer, word, sentences) for word, sentences in EXAMPLES.items()}
     mean = torch.stack(list(per_word.values())).mean(dim=0)
     texts = [s.text for s in builtin_sentences(args.baseline_sentences)]

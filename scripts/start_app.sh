@@ -1,17 +1,39 @@
 #!/usr/bin/env bash
 # Install, fetch bert-base-uncased into the local Hugging Face cache when online (once; about 440 MB, with a
 # progress bar), then start the app: open the address it prints. Offline, it says so and starts on the built-in model.
-# Skip the download with --no-download or BERT_INSIDE_NO_DOWNLOAD=1. Other arguments go to `streamlit run`.
+# Skip the download with --no-download or BERT_INSIDE_NO_DOWNLOAD=1.
+# A class: --class (every visitor a student, the presenter moves them; it prints the presenter's and the students'
+# links), --offer NAME=FOLDER, --settings FILE, --presenter-key KEY, --no-cached-hub-models go to the app
+# (docs/teaching.md). Other arguments go to `streamlit run` (e.g. --server.port 8502).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 download="${BERT_INSIDE_NO_DOWNLOAD:-0}"
 args=()
-for arg in "$@"; do
-    if [[ "$arg" == "--no-download" ]]; then download=1; else args+=("$arg"); fi
+app_args=()
+port=8501
+host=""
+while (($#)); do
+    case "$1" in
+        --no-download) download=1 ;;
+        --class | --no-cached-hub-models) app_args+=("$1") ;;
+        --offer | --settings | --presenter-key) app_args+=("$1" "${2:?$1 needs a value}"); shift ;;
+        --offer=* | --settings=* | --presenter-key=*) app_args+=("$1") ;;
+        --server.port) port="${2:?--server.port needs a value}"; args+=("$1" "$2"); shift ;;
+        --server.port=*) port="${1#*=}"; args+=("$1") ;;
+        --server.address) host="${2:?--server.address needs a value}"; args+=("$1" "$2"); shift ;;
+        --server.address=*) host="${1#*=}"; args+=("$1") ;;
+        *) args+=("$1") ;;
+    esac
+    shift
 done
 bash scripts/install.sh
 if [[ "$download" != "1" ]]; then
     # exit 3: offline (one line already printed); anything else failing must not stop the app either
     python3 -m bert download bert-base-uncased || echo "Starting on the built-in model (minilm)." >&2
 fi
+if [[ "$host" == "0.0.0.0" ]]; then host=""; fi
+# class mode: prints the two links and gives the presenter's key (nothing otherwise); bad settings stop here
+key="$(python3 -m viz_app.class_links "${app_args[@]}" --port "$port" ${host:+--host "$host"})"
+if [[ -n "$key" ]]; then app_args+=(--presenter-key "$key"); fi
+if ((${#app_args[@]})); then args+=(-- "${app_args[@]}"); fi
 exec python3 -m streamlit run viz_app/Home.py "${args[@]}"

@@ -58,6 +58,22 @@ def test_with_a_training_file_it_tests_on_data(tiny_mlm_folder, conllu_file, tmp
     assert {"codelength", "compression", "control_codelength"} <= set(result["tasks"]["upos"]["layers"][0])
 
 
+@pytest.mark.slow
+def test_the_builtin_wordnet_sentences_go_through_the_same_probes(tiny_mlm_folder, tmp_path):
+    out = tmp_path / "wordnet.json"
+    assert main(["probe", "--data", "wordnet", "--model", str(tiny_mlm_folder), "--tasks", "position,pos",
+                 "--json", str(out), "--max-train-words", "300"]) == 0
+    result = json.loads(out.read_text())
+    assert result["data"] == "the built-in WordNet sentences" and list(result["tasks"]) == ["position", "pos"]
+    kept = result["num_train_sentences"] + result["num_test_sentences"]  # the tiny vocabulary makes long inputs
+    skipped = sum(int(note.split()[0]) for note in result["notes"] if "longer than the model's" in note)
+    assert kept + skipped == 992 and abs(result["num_test_sentences"] / kept - 0.2) < 0.02
+    for task in result["tasks"].values():
+        assert all(set(layer) == MEASURES | {"layer"} for layer in task["layers"])
+    assert result["tasks"]["pos"]["num_test"] == result["num_test_sentences"]  # one headword per held-out sentence
+    assert {"majority_pos", "layer0_position_accuracy"} <= set(result["baselines"])
+
+
 @pytest.mark.parametrize("case", ["missing file", "unknown task", "no usable sentence", "not utf-8", "ud-ewt with --train"])
 def test_bad_input_exits_2_with_one_line(tiny_mlm_folder, conllu_file, tmp_path, capsys, case):
     bad = tmp_path / "bad.conllu"

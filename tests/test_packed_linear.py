@@ -1,6 +1,7 @@
 """bert.packed_linear: the pass that gives nn.Linear, on the CPU in eval mode without gradients, a oneDNN-packed
 copy of the weight; checked against F.linear on the same tensors, and that every way of changing the weight is seen."""
 import copy
+import logging
 import pickle
 
 import pytest
@@ -152,8 +153,8 @@ def test_a_build_whose_op_fails_falls_back_to_nn_linear_for_good(monkeypatch):
         calls.append(args)
         raise TypeError("_linear_pointwise() takes 5 arguments")
 
-    monkeypatch.setattr(packed_linear, "_packed_product", broken)
     module, x = linear(), torch.randn(3, 48)
+    monkeypatch.setattr(packed_linear, "_packed_product", broken)  # after packing: its check would refuse
     with torch.no_grad():
         assert torch.equal(module(x), F.linear(x, module.weight, module.bias))
         assert torch.equal(module(x), F.linear(x, module.weight, module.bias))
@@ -196,14 +197,29 @@ def test_the_pass_shares_parameters_keeps_ties_and_leaves_subclasses():
 
 
 @pytest.mark.slow
+def test_the_default_model_is_the_outline_and_packing_is_asked_for(minilm_path):
+    """load_pretrained gives plain nn.Linear (what print(model) shows is the module outline); the flag and
+    bert.pack_for_cpu_inference turn packing on, over the same parameters."""
+    import bert
+
+    plain, _ = bert.load_pretrained("minilm")
+    assert not any(isinstance(m, PackedLinear) for m in plain.modules())
+    assert "PackedLinear" not in repr(plain) and "Linear(in_features=384, out_features=1536" in repr(plain)
+    flagged, _ = bert.load_pretrained("minilm", pack_for_cpu=True)
+    assert type(flagged.transformer[0].residual.mlp1) is PackedLinear
+    weight = plain.transformer[0].residual.mlp1.weight
+    assert bert.pack_for_cpu_inference(plain) is plain and type(plain.transformer[0].residual.mlp1) is PackedLinear
+    assert plain.transformer[0].residual.mlp1.weight is weight
+
+
+@pytest.mark.slow
 def test_packing_on_and_off_give_the_same_logits(minilm_path, minilm_batch):
     """The built-in model, loaded with and without the pass: the same hidden states and probabilities (1e-5), and
     logits within 1e-5 of their range (up to 19 here: float rounding in another order, through six layers)."""
     import bert
 
-    packed, _ = bert.load_pretrained("minilm")
-    plain, _ = bert.load_pretrained("minilm", pack_for_cpu=False)
-    assert not any(isinstance(m, PackedLinear) for m in plain.modules())
+    packed, _ = bert.load_pretrained("minilm", pack_for_cpu=True)
+    plain, _ = bert.load_pretrained("minilm")
     input_ids, token_type_ids, attention_mask = minilm_batch
     with torch.inference_mode():
         logits = [model(input_ids, token_type_ids, attention_mask) for model in (packed, plain)]
@@ -214,3 +230,42 @@ def test_packing_on_and_off_give_the_same_logits(minilm_path, minilm_batch):
     torch.testing.assert_close(logits[0][keep].softmax(-1), logits[1][keep].softmax(-1), **CLOSE)
     scale = logits[1][keep].abs().max().item()
     torch.testing.assert_close(logits[0][keep], logits[1][keep], atol=1e-5 * scale, rtol=0)
+
+
+@pytest.mark.slow
+def test_a_pytorch_without_the_op_keeps_nn_linear_with_one_log_line(minilm_path, minilm_batch, monkeypatch, caplog):
+    """The private op taken away (as in a PyTorch build without oneDNN): asking for packing leaves nn.Linear,
+    says so once in the log, and the model computes what the plain one does."""
+    import types
+
+    import bert
+
+    monkeypatch.setattr(torch.ops, "mkldnn", types.SimpleNamespace())
+    assert "has no usable oneDNN linear op (AttributeError" in packed_linear.packing_problem()
+    plain, _ = bert.load_pretrained("minilm")
+    with caplog.at_level(logging.INFO, logger="bert.packed_linear"):
+        asked, _ = bert.load_pretrained("minilm", pack_for_cpu=True)
+    assert not any(isinstance(m, PackedLinear) for m in asked.modules())
+    records = [r for r in caplog.records if r.name == "bert.packed_linear"]
+    assert len(records) == 1 and records[0].levelno == logging.WARNING
+    assert "weight packing is off, the model keeps nn.Linear" in records[0].getMessage()
+    input_ids, token_type_ids, attention_mask = minilm_batch
+    with torch.inference_mode():
+        assert torch.equal(asked(input_ids, token_type_ids, attention_mask), plain(input_ids, token_type_ids, attention_mask))
+
+
+def test_an_op_that_fails_later_says_so_once(monkeypatch, caplog):
+    """The op passes the check at packing time, then fails on use: every module falls back, one log line in all."""
+    monkeypatch.setattr(packed_linear, "_failure_logged", False)
+    model = pack_for_cpu_inference(torch.nn.Sequential(torch.nn.Linear(48, 72), torch.nn.Linear(72, 8)).eval())
+
+    def broken(*args):
+        raise RuntimeError("could not create a primitive")
+
+    monkeypatch.setattr(packed_linear, "_packed_product", broken)
+    x = torch.randn(3, 48)
+    with torch.no_grad(), caplog.at_level(logging.INFO, logger="bert.packed_linear"):
+        out = model(x)
+    torch.testing.assert_close(out, F.linear(F.linear(x, model[0].weight, model[0].bias), model[1].weight, model[1].bias), rtol=0, atol=0)
+    assert not model[0].use_packed and not model[1].use_packed
+    assert [r.getMessage().split(":")[0] for r in caplog.records] == ["weight packing failed, nn.Linear takes over"]

@@ -168,13 +168,13 @@ def test_tiny_rows_helper_builds_pairs_and_padding():
 
 
 def test_logits_match_with_and_without_gradients(save_hf_model, tiny_batch):
-    """Without gradients every Linear multiplies with a oneDNN-packed copy of its weight (bert.packed_linear);
-    with gradients it is nn.Linear. Both ways, and at the masks only, give transformers' logits."""
+    """Packed on request, without gradients every Linear multiplies with a oneDNN-packed copy of its weight
+    (bert.packed_linear); with gradients it is nn.Linear. Both ways, and at the masks only, give transformers' logits."""
     from transformers import BertForMaskedLM
 
     vocab = 1174
     theirs = randomize_(BertForMaskedLM(hf_config(vocab_size=vocab, num_hidden_layers=1, hidden_size=32, num_attention_heads=2, intermediate_size=40)), seed=9)
-    ours, _ = bert.load_pretrained(str(save_hf_model(theirs)))
+    ours, _ = bert.load_pretrained(str(save_hf_model(theirs)), pack_for_cpu=True)
     input_ids, token_type_ids, attention_mask = tiny_batch
     keep = attention_mask.bool()
     with torch.no_grad():

@@ -6,11 +6,20 @@ top-level pages/ folder (every page is listed once, in viz_app/navigation.py).
 """
 import streamlit as st
 
-from viz_app import page_context, sentence_box, sidebar, state
+from viz_app import access, page_context, sentence_box, sidebar, state, visitor
+from viz_app.lessons import following
 from viz_app.navigation import DEFAULT_PAGE, GROUPS
+from viz_app.server_settings import SettingsError
 
 st.set_page_config(page_title="Inside BERT", page_icon="🔍", layout="wide")
 state.load_from_url()
+try:
+    this_visitor = visitor.of_the_browser_session()
+except SettingsError as error:  # scripts/start_app.sh checks them before the start; `streamlit run` does not
+    local = access.is_loopback(visitor.address())
+    st.error(f"The server's settings cannot be used: {error}" if local else
+             "This server's settings have a problem; the teacher sees what it is on the server.")
+    st.stop()
 
 pages = {
     group: [st.Page(f"../pages/{p.file}", title=p.title, icon=p.icon, url_path=p.url_path, default=p.url_path == DEFAULT_PAGE)
@@ -18,8 +27,13 @@ pages = {
     for group, entries in GROUPS.items()
 }
 page = st.navigation(pages, expanded=True)  # every page listed: collapsed, the later groups hide behind "View N more"
-model = sidebar.render()
+if this_visitor.follows_class:
+    following.join_if_asked()
+    following.follow_if_moved(this_visitor)  # before any widget is drawn: the class's step sets them
+model = sidebar.render(this_visitor)
+if this_visitor.follows_class:
+    following.student_panel(this_visitor)
 sentence = sentence_box.render(page.url_path, model.loaded)  # None where the page reads no sentence
 state.write_url(model.key.source if model.key else None)
-with page_context.serve(page_context.Context(model, sentence)):  # the page gets it from widgets.require()
+with page_context.serve(page_context.Context(model, sentence, this_visitor)):  # pages get it from widgets.require()
     page.run()

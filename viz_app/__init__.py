@@ -16,18 +16,23 @@ test_layers.py walks the imports).
      and its result into the page's charts (see "How a page is written" below).
    - `params.py`: every URL parameter a link or a lesson's step can set (`PARAMS`, `BOUND`, `LINK_PARAMS`).
    - `navigation.py`: every page once (its address, file, title, icon, group).
-   - `page_context.py`: the `Context` Home.py hands the running page: the picked model and the sentence box's
-     input (a context variable, so a page never sees another session's).
+   - `page_context.py`: the `Context` Home.py hands the running page: the picked model, the sentence box's
+     input and the visitor (a context variable, so a page never sees another session's).
+   - who may do what: `access.py` (the owner at the server's machine, the presenter, students: the models each
+     may pick, the one line for a model not offered, the `Visitor`), `server_settings.py` (class mode, offered
+     folders, the presenter's key: flags, environment, settings file), `class_room.py` (the class the presenter
+     moves, its two links), `class_links.py` (the links printed when scripts/start_app.sh --class starts).
    - what pages compute beside the library: `tables.py`, `architecture.py`, `sentence_tasks.py`,
      `word_contexts.py`, `model_comparison.py`, `corpus_search.py`, `tiny_training.py`, `export_html.py`,
-     `download.py`, `label_names.py`, `treebank_runs.py`; and `lessons/` (format, computed, resolve, views,
+     `download.py`, `label_names.py`, `probe_runs.py`; and `lessons/` (format, computed, resolve, views,
      export), which builds a lesson's figures with the same view functions as the pages.
 3. Caches: `cache.py`, every `st.cache_resource` and `st.cache_data` of the app, keyed by a `ModelKey` (never
    the model object) and, for one input, a `PreparedInput` (hashed by its `key`: text, pair, masks, truncate).
 4. Widgets and sidebar (Streamlit): `state.py` (session state <-> the URL), `widgets.py` (`require()` gives a
    page its `Context`, `show_chart`, ...), `analysis_widgets.py`, `sidebar.py`, `sentence_box.py`,
-   `lessons/session.py`, and each page family's widgets (`live_run.py`, `pretraining_figures.py`, the probes
-   page's modules).
+   `visitor.py` (the visitor of a browser session; its address read in one place), `lessons/session.py`,
+   `lessons/following.py` (the class panel above a student's page, the presenter's box), and each page
+   family's widgets (`live_run.py`, `pretraining_figures.py`, the probes page's modules).
 5. Pages (`pages/*.py`) and `Home.py`. Nothing imports them.
 
 One value for one idea:

@@ -14,6 +14,7 @@ from bert.devices import model_device
 from bert.params import model_heads
 from bert.hooks import HookPoint
 from bert.model import Bert
+from bert.packed_linear import PackedLinear
 from bert.predict import at_positions
 
 _LAYER = re.compile(r"^transformer\.(\d+)(\.|$)")
@@ -24,7 +25,7 @@ class ModuleRow:
     path: str  # "" for the model itself, else the module path ("transformer.0.attention.mlp")
     depth: int
     label: str  # "token_embedding: Embedding(30522, 384)"
-    kind: str  # class name, "HookPoint" for hook points
+    kind: str  # class name ("Linear" for a PackedLinear: the CPU speed pass is no part of the outline), "HookPoint" ...
     parameters: int  # every parameter below this module, a tied tensor counted once where it is first owned
     weights: str  # own tensors and their shapes: "weight [1536, 384], bias [1536]"
     activation: str  # for a hook point: the recorded shape for this input, "[1, 12, 384]"
@@ -69,7 +70,7 @@ def module_rows(model: Bert, hook_shapes: dict[str, tuple[int, ...]], first_laye
                 path=path,
                 depth=depth,
                 label=_label(path, module),
-                kind=type(module).__name__,
+                kind=_kind(module),
                 parameters=_count(counted, path),
                 weights=_own_weights(module, path, owner),
                 activation=_shape(hook_shapes.get(path)) if isinstance(module, HookPoint) else "",
@@ -113,9 +114,13 @@ def _branch(rows: list[ModuleRow], index: int, depth: int) -> str:
     return "│  " if later_sibling else "   "
 
 
+def _kind(module: nn.Module) -> str:
+    return "Linear" if isinstance(module, PackedLinear) else type(module).__name__
+
+
 def _label(path: str, module: nn.Module) -> str:
     name = path.rsplit(".", 1)[-1] if path else ""
-    kind = type(module).__name__
+    kind = _kind(module)
     if isinstance(module, nn.Embedding):
         kind = f"Embedding({module.num_embeddings}, {module.embedding_dim})"
     elif isinstance(module, nn.Linear):

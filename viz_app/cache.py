@@ -16,10 +16,10 @@
 - the embedding tables' analysis per model (PCA, cosines, subspaces): `st.cache_data`.
 - the corpus search indexes, one per (model, corpus): `st.cache_resource`, shared read-only like the forward pass
   (the built-in set's index takes seconds to build); each search: `st.cache_data`.
-- the treebank probes' word vectors, per (model, data, word pieces): `st.cache_resource`, shared read-only (the
-  probes only read them), at most TREEBANK_FEATURE_ENTRIES sets for an hour: BERT-base on all of UD EWT is about
+- the probes' word vectors, per (model, data, word pieces, inputs): `st.cache_resource`, shared read-only (the
+  probes only read them), at most PROBE_FEATURE_ENTRIES sets for an hour: BERT-base on all of UD EWT is about
   2 GB. Each run of the probes on them: `st.cache_data`, so other tasks or seeds on the same data skip the model.
-- every other analysis a page runs (probes, corpus head statistics, logit lens, head ablation, attention flow,
+- every other analysis a page runs (corpus head statistics, logit lens, head ablation, attention flow,
   saliency, a word's contexts, sentence tasks, model comparison, a lesson's step and its figures):
   `st.cache_data`, keyed by the model's `ModelKey` and the inputs, never by the model object. A `PreparedInput`
   is keyed by its `key` (text, pair, masks, truncate): it is tokenized once, by the sentence box, and never here.
@@ -27,11 +27,13 @@
 - the Features page: a sparse autoencoder per (model, folder), and each scan over a corpus (every neuron of a
   layer, or every feature, from one pass): `st.cache_resource`, shared read-only (arrays marked so); a
   sentence's features, a feature's promoted tokens and the [MASK] guess with a feature switched: `st.cache_data`.
+- the class a presenter moves (viz_app/class_room.py), one per server and presenter key: `st.cache_resource`.
 """
 
 from __future__ import annotations
 
 import hashlib
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -41,8 +43,13 @@ import torch
 
 from bert.analysis.attention import head_stats, rollout
 from bert.analysis.attention.attention_stats import HeadStatistics
+from bert.analysis.attention.words import word_groups
+from bert.analysis.attribution import deletion
 from bert.analysis.attribution import saliency as attributions
 from bert.analysis.causal import ablation
+from bert.analysis.causal.erasure import ErasureReport
+from bert.analysis.causal.patching import PatchingResult
+from bert.analysis.causal.tracing import TraceResult
 from bert.analysis.corpus.batching import layer_names
 from bert.analysis.corpus.corpus_search import CorpusIndex, Hit, build_index
 from bert.analysis.features.corpora import Corpus
@@ -51,9 +58,8 @@ from bert.analysis.features.neurons import scan_neurons
 from bert.analysis.features.residuals import residual_at
 from bert.analysis.features.sae import SaeFileError, TopKSae, load_sae
 from bert.analysis.features.top_activations import UnitScan
-from bert.analysis.probing import probes
+from bert.analysis.probing.pipeline import ProbeFeatures, inputs_needed
 from bert.analysis.probing.treebank import Treebank
-from bert.analysis.probing.treebank_probes import ProbeSettings, TreebankFeatures, extract_train_test, probe_features
 from bert.analysis.representations import embedding_subspaces
 from bert.analysis.representations import logit_lens as lens_analysis
 from bert.analysis.representations import self_similarity
@@ -61,15 +67,17 @@ from bert.analysis.representations.compare import Comparison, check_comparable, 
 from bert.data import LabelledSentence, builtin_sentences
 from bert.devices import as_numpy, model_device
 from bert.errors import InvalidInputError
-from viz_app import architecture, corpus_search, features, models, sentence_tasks, text, treebank_runs, word_contexts
+from viz_app import architecture, causal_tracing, corpus_search, features, models, probe_runs, sentence_tasks, text, word_contexts
+from viz_app.class_room import ClassRoom, class_links, network_host
 from viz_app.charts.base import Chart
 from viz_app.forward import ForwardResult, PreparedInput, record
 from viz_app.lessons.format import Lesson
 from viz_app.lessons.resolve import SIDEBAR_KEYS, ResolvedStep, resolve
 from viz_app.lessons.views import view_charts
 from viz_app.models import ModelKey
-from viz_app.tables import EmbeddingTables, model_tables, weight_tables
+from viz_app.tables import EmbeddingTables, embedding_tables, weight_tables
 from viz_app.tiny_training import TinyTrainingRuns
+from viz_app.views.attention import AttentionSettings, attention_view
 from viz_app.views.attention import head_statistics as attention_statistics
 
 BY_INPUT = {PreparedInput: lambda prepared: prepared.key}  # an input is its text, pair, masks and truncate flag
@@ -129,10 +137,20 @@ def head_statistics(key: ModelKey, prepared: PreparedInput) -> HeadStatistics:
     return attention_statistics(forward(key, prepared))
 
 
+@st.cache_resource(show_spinner=False, max_entries=4 * FORWARD_ENTRIES, ttl=HOUR, hash_funcs=BY_INPUT)
+def attention_charts(key: ModelKey, prepared: PreparedInput, settings: AttentionSettings, words: bool) -> dict[str, Chart]:
+    """The attention page's charts for one input and its settings (in words or word pieces), built once and shared
+    by every session that asks for the same: a class on one step asks thirty times. Streamlit only reads them."""
+    groups = word_groups(prepared.masked) if words else None
+    return attention_view(settings, forward(key, prepared), head_statistics(key, prepared), groups)
+
+
 @st.cache_data(show_spinner="Analysing the embedding tables (once per model)…", max_entries=4)
 def tables(key: ModelKey) -> EmbeddingTables:
     loaded = load_model(key)
-    return model_tables(loaded.model, loaded.tokenizer, loaded.summary.vocab)
+    tokenizer = loaded.tokenizer
+    vocabulary = [tokenizer.id_to_token(i) or "" for i in range(min(tokenizer.vocab_size, loaded.summary.vocab))]
+    return embedding_tables(loaded.model, vocabulary)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -148,53 +166,40 @@ def _digest(sentences: list[LabelledSentence]) -> str:
     return hashlib.sha1("\n".join(f"{s.text}\t{s.pos}\t{s.start}" for s in sentences).encode()).hexdigest()
 
 
-@st.cache_data(show_spinner=False, max_entries=16, hash_funcs={list: lambda s: _digest(s)})
-def probe_report(key: ModelKey, sentences: list, tasks: tuple[str, ...], seed: int) -> probes.ProbeReport:
-    loaded = load_model(key)
-    bar = st.progress(0.0, "Starting…")
-    report = probes.run_probes(loaded.model, loaded.tokenizer, sentences, tasks, seed=seed,
-                               progress=lambda done, what: bar.progress(min(done, 1.0), what))
-    bar.empty()
-    return report
+# ---- probes: the word vectors per (model, data, pieces, inputs), shared; each run per settings -------------------
 
-
-# ---- treebank probes: the word vectors per (model, data, pieces), shared; each run per settings ------------------
-
-TREEBANK_FEATURE_ENTRIES = 2
+PROBE_FEATURE_ENTRIES = 2
 
 
 @st.cache_data(show_spinner="Reading the file…", max_entries=8)
 def labelled_file(data: bytes, name: str) -> Treebank | str:
-    return treebank_runs.read_labelled(data, name)
+    return probe_runs.read_labelled(data, name)
 
 
-@st.cache_resource(show_spinner=False, max_entries=TREEBANK_FEATURE_ENTRIES, ttl=HOUR)
-def treebank_features(key: ModelKey, data_key: tuple, _data: treebank_runs.ProbeData, pieces: str,
-                      split_seed: int) -> TreebankFeatures:
-    """Every layer's word vectors of the data's training and test sentences (one file: split by split_seed).
-    `data_key` names `_data`, which is not hashed (whole treebanks, on every rerun)."""
+@st.cache_resource(show_spinner=False, max_entries=PROBE_FEATURE_ENTRIES, ttl=HOUR)
+def probe_features(key: ModelKey, data_key: tuple, _data: probe_runs.ProbeData, pieces: str, split_seed: int,
+                   inputs: tuple[str, ...], _tasks: tuple[str, ...]) -> ProbeFeatures:
+    """Every layer's word vectors of the data's training and test sentences (one set: split by split_seed), and
+    the word pieces `inputs` (pipeline.inputs_needed of the tasks). `data_key` names `_data`, which is not hashed
+    (whole treebanks, on every rerun); `_tasks` are checked against the data on the first call."""
     loaded = load_model(key)
     bar = st.progress(0.0, "Starting…")
-    features = extract_train_test(loaded.model, loaded.tokenizer, _data.train, _data.test,
-                                  settings=ProbeSettings(pieces=pieces, seed=split_seed),
-                                  progress=lambda done, what: bar.progress(min(done, 1.0), what))
+    features = probe_runs.features(loaded.model, loaded.tokenizer, _data, _tasks, pieces, split_seed,
+                                   lambda done, what: bar.progress(min(done, 1.0), what))
     bar.empty()
     return features
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def treebank_probes(key: ModelKey, data_key: tuple, _data: treebank_runs.ProbeData, tasks: tuple[str, ...],
-                    pieces: str, seed: int, mdl: bool) -> treebank_runs.TreebankRun:
-    """The probes of `tasks` trained and scored on the data's word vectors (see treebank_features). Raises
+def probe_run(key: ModelKey, data_key: tuple, _data: probe_runs.ProbeData, tasks: tuple[str, ...], pieces: str,
+              seed: int, mdl: bool) -> probe_runs.ProbeRun:
+    """The probes of `tasks` trained and scored on the data's word vectors (see probe_features). Raises
     bert.errors.BertError when they cannot run on this data."""
-    split_seed = seed if _data.test is None else 0  # two files: the seed does not touch the sentences
-    features = treebank_features(key, data_key, _data, pieces, split_seed)
+    features = probe_features(key, data_key, _data, pieces, probe_runs.split_seed(_data, seed), inputs_needed(tasks), tasks)
     loaded = load_model(key)
     bar = st.progress(0.5, "Training the probes…")
-    report = probe_features(features, list(tasks), ProbeSettings(pieces=pieces, seed=seed, mdl=mdl), key.source,
-                            model_device(loaded.model), lambda done, what: bar.progress(min(done, 1.0), what))
-    bar.progress(1.0, "Drawing the trees…")
-    result = treebank_runs.run_result(report)
+    result = probe_runs.probe(loaded.model, features, tasks, pieces, seed, mdl, key.source,
+                              lambda done, what: bar.progress(min(done, 1.0), what))
     bar.empty()
     return result
 
@@ -234,15 +239,72 @@ def head_ranking(key: ModelKey, prepared: PreparedInput, position: int, mode: st
                                mean_z=mean_z)
 
 
+# ---- causal tracing: patching on two sentences, noise on one (viz_app/causal_tracing.py) --------------------------
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def mask_guesses(key: ModelKey, text: str) -> tuple[str, ...]:
+    """The model's top whole-word guesses at the one [MASK] of `text` (none without exactly one)."""
+    loaded = load_model(key)
+    return causal_tracing.whole_word_guesses(loaded.model, loaded.tokenizer, text, loaded.summary.max_positions)
+
+
+@st.cache_data(show_spinner="Attribution patching: one forward and one backward pass…", max_entries=32)
+def attribution_patching(key: ModelKey, request: causal_tracing.PatchingRequest) -> PatchingResult:
+    return causal_tracing.run_patching(load_model(key), request, exact=False)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def exact_patching(key: ModelKey, request: causal_tracing.PatchingRequest) -> PatchingResult:
+    bar = st.progress(0.0, "Patching…")
+    result = causal_tracing.run_patching(load_model(key), request, exact=True,
+                                         progress=lambda done, total: bar.progress(done / total, f"{done:,} of {total:,} patched runs"))
+    bar.empty()
+    return result
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def noise_trace(key: ModelKey, request: causal_tracing.TraceRequest) -> TraceResult:
+    bar = st.progress(0.0, "Tracing…")
+    trace = causal_tracing.run_trace(load_model(key), request,
+                                     progress=lambda done, total: bar.progress(done / total, f"{done:,} of {total:,} restored runs"))
+    bar.empty()
+    return trace
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def erasure(key: ModelKey, data_key: tuple, _data: probe_runs.ProbeData, task: str, layer: int, seed: int) -> ErasureReport:
+    """Amnesic probing of `task` at `layer` (hidden_states numbering) on the probes page's data (`data_key` names
+    `_data`, which is not hashed)."""
+    loaded = load_model(key)
+    bar = st.progress(0.0, "Starting…")
+    report = probe_runs.erase(loaded.model, loaded.tokenizer, _data, task, layer, seed, key.source,
+                              lambda done, what: bar.progress(min(done, 1.0), what))
+    bar.empty()
+    return report
+
+
 @st.cache_data(show_spinner="Computing attributions…", max_entries=32, hash_funcs=BY_INPUT)
 def saliency(key: ModelKey, prepared: PreparedInput, method: str, position: int, target_id: int, steps: int,
-             output: str = "mlm"):
+             output: str = "mlm", foil_id: int | None = None, samples: int = 25):
     """Of a masked word (output "mlm": the input the model reads, with its masks) or of a sentence-level head's
-    class (the input as typed)."""
+    class (the input as typed); contrastive against `foil_id` when given."""
     loaded = load_model(key)
-    encoding = prepared.masked if output == "mlm" else prepared.base
-    return attributions.saliency(loaded.model, loaded.tokenizer, encoding, method, position, target_id, steps=steps,
-                                 output=output)
+    return attributions.saliency(loaded.model, loaded.tokenizer, _explained_input(prepared, output), method, position,
+                                 target_id, steps=steps, output=output, foil_id=foil_id, samples=samples)
+
+
+@st.cache_data(show_spinner="Masking tokens in the map's order and at random…", max_entries=32, hash_funcs=BY_INPUT)
+def deletion_curve(key: ModelKey, prepared: PreparedInput, method: str, position: int, target_id: int, steps: int,
+                   output: str = "mlm", foil_id: int | None = None, samples: int = 25) -> deletion.DeletionCurve:
+    """The deletion curve of that saliency map against 10 random orders."""
+    loaded = load_model(key)
+    result = saliency(key, prepared, method, position, target_id, steps, output, foil_id, samples)
+    return deletion.deletion_curve(loaded.model, loaded.tokenizer, _explained_input(prepared, output), result)
+
+
+def _explained_input(prepared: PreparedInput, output: str):
+    return prepared.masked if output == "mlm" else prepared.base
 
 
 # ---- corpus search: an index per (model, corpus), shared; searches per query ------------------------------------
@@ -473,3 +535,14 @@ def feature_guess(key: ModelKey, folder: str, prepared: PreparedInput, feature: 
     loaded, model_sae = load_model(key), sae(key, folder)
     hidden = layer_vectors(key, model_sae.config.layer, prepared)
     return mask_guess_change(loaded.model, loaded.tokenizer, prepared.masked, model_sae, feature, factor, hidden=hidden)
+
+
+@st.cache_resource(show_spinner=False)
+def class_room(key: str | None) -> ClassRoom:
+    """The server's class: one per presenter key (the teacher's, or None: a random key made now, once per server
+    start). Says the two links on the server's console when it is made."""
+    room = ClassRoom(key)
+    links = class_links(f"http://{network_host()}:{st.get_option('server.port')}", room.key)
+    print(f"Class mode. Presenter (keep this link to yourself): {links.presenter}\nStudents: {links.students}",
+          file=sys.stderr, flush=True)
+    return room

@@ -27,7 +27,7 @@ def settings_form() -> TinySettings:
     return TinySettings(layers=layers, hidden=hidden, heads=heads, steps=int(steps), seed=int(seed), causal=causal)
 
 
-def render() -> None:
+def render(may_open_folder: bool = False) -> None:
     settings, runs = settings_form(), cache.tiny_training_runs()
     owner = st.session_state.setdefault("_tiny_owner", uuid.uuid4().hex)
     mine: Job | None = st.session_state.get("tiny_job")
@@ -53,7 +53,7 @@ def render() -> None:
     if job is not None and job.error:
         st.error(f"The run failed: {job.error}")
     elif job is not None and job.log is not None:
-        _draw(job.log, settings, job)
+        _draw(job.log, settings, job, may_open_folder=may_open_folder)
     elif (shipped := shipped_log(settings)) is not None:
         st.caption(f"Shown: the run shipped with the app (recipes/tiny_runs.py, {shipped.environment.get('date', '')}); "
                    "“Train it yourself” runs it again here, step by step.")
@@ -77,7 +77,8 @@ def _live(job: Job) -> None:
     panel()
 
 
-def _draw(log: RunLog, settings: TinySettings, job: Job | None = None, live: bool = False) -> None:
+def _draw(log: RunLog, settings: TinySettings, job: Job | None = None, live: bool = False,
+          may_open_folder: bool = False) -> None:
     steps_done = len(log.train_loss)
     if live:
         st.progress(min(steps_done / settings.steps, 1.0), text=f"Training: step {steps_done} of {settings.steps}")
@@ -99,7 +100,7 @@ def _draw(log: RunLog, settings: TinySettings, job: Job | None = None, live: boo
         cloze = log.right_context
         st.markdown(f"Right-context cloze set at the end: **{cloze['top1']:.0%}** top-1, **{cloze['top5']:.0%}** top-5 "
                     f"of {cloze['sentences']} sentences; {log.seconds:.0f} s on this run's machine.")
-    if job is not None and job.model_folder:
+    if job is not None and job.model_folder and may_open_folder:  # a server path: not for students
         st.button("Open this tiny model in the other pages", icon=":material/open_in_new:", key="tiny_open",
                   on_click=_choose_model, args=(job.model_folder,))
         st.caption(f"Saved for this server's session as a Hugging Face folder: {job.model_folder}")

@@ -34,8 +34,9 @@ def browser_missing() -> str | None:
 
 
 @contextlib.contextmanager
-def serve(log_path: Path, timeout_s: float = 180):
-    """Streamlit's output goes to `log_path`; OMP_NUM_THREADS=1 unless set."""
+def serve(log_path: Path, timeout_s: float = 180, app_args: tuple[str, ...] = ()):
+    """Streamlit's output goes to `log_path`; OMP_NUM_THREADS=1 unless set. `app_args` go to the app (after `--`:
+    `--class`, ...; docs/teaching.md)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -45,7 +46,7 @@ def serve(log_path: Path, timeout_s: float = 180):
         server = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", str(ROOT / "viz_app" / "Home.py"), "--server.headless", "true",
              "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-             "--server.fileWatcherType", "none"],
+             "--server.fileWatcherType", "none", *(["--", *app_args] if app_args else [])],
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
         )
         url = f"http://127.0.0.1:{port}"

@@ -144,7 +144,7 @@ class PickedModel:
 def load(key: ModelKey) -> LoadedModel:
     """Load for the app, on a GPU when there is one (BERT_DEVICE=cpu, cuda:1, ... chooses).
     Raises bert.errors.* (and OSError for unreadable files) with a message for the user."""
-    model, tokenizer = bert.load_pretrained(key.folder or key.source, device=os.environ.get(DEVICE_VARIABLE, "auto"))
+    model, tokenizer = bert.load_pretrained(key.folder or key.source, device=os.environ.get(DEVICE_VARIABLE, "auto"), pack_for_cpu=True)
     model.eval()
     return LoadedModel(key, model, tokenizer, summarize(model))
 

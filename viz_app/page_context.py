@@ -12,16 +12,18 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Iterator
 
+from viz_app.access import Visitor
 from viz_app.forward import PreparedInput, SentenceInput
 from viz_app.models import LoadedModel, ModelKey, PickedModel
 
 
 @dataclass(frozen=True)
 class Context:
-    """The picked model and the input, or why they are missing."""
+    """The picked model and the input, or why they are missing; and who is visiting (viz_app/access.py)."""
 
     model: PickedModel
     sentence: SentenceInput | None  # None on a page that reads no sentence (no sentence box)
+    visitor: Visitor
 
     @property
     def key(self) -> ModelKey:

@@ -65,6 +65,18 @@ PARAMS: dict[str, Param] = {
     "stats_pairs": Param(_bool, lambda v: "1" if v else "0", True),
     "saliency_mask": Param(int, str, None),
     "saliency_method": Param(str, str, "integrated_gradients"),
+    # Causal tracing (viz_app/views/causal_tracing.py). None: the page picks (the top guesses, the first content
+    # word, the last layer).
+    "causal_mode": Param(str, str, "two"),  # "two" sentences (patching) or "one" with noise (tracing)
+    "patch_answer": Param(str, str, None),
+    "patch_foil": Param(str, str, None),
+    "patch_direction": Param(str, str, "denoise"),
+    "patch_exact": Param(_bool, lambda v: "1" if v else "0", True),
+    "patch_head_layer": Param(int, str, None),
+    "patch_compare": Param(str, str, "residual"),
+    "trace_corrupt": Param(_ints, _join, None),
+    "trace_answer": Param(str, str, None),
+    "trace_blocks": Param(_bool, lambda v: "1" if v else "0", False),
     # Sentence tasks and model comparison.
     "tasks_method": Param(str, str, "integrated_gradients"),
     "compare_with": Param(str, str, None),  # model B's source; None: the page picks a partner for model A
@@ -82,6 +94,9 @@ PARAMS: dict[str, Param] = {
     "probe_measure": Param(str, str, None),  # None: the first measure of the run
     "probe_tree_sentence": Param(int, str, 0),  # index of a scored sentence, shown by its text
     "probe_tree_layer": Param(int, str, None),  # shown by its name; None: the distance probe's best layer
+    "probe_erase": Param(_bool, lambda v: "1" if v else "0", False),  # amnesic probing of one task at one layer
+    "probe_erase_task": Param(str, str, None),  # None: the first label task of the run
+    "probe_erase_layer": Param(int, str, None),  # shown by its name; None: the task's best layer
 }
 # The parameters Streamlit binds itself (bind="query-params"): how a link or a lesson file spells each, and the
 # value the widget starts from (a page may start it elsewhere when that depends on the model, e.g. the last layer).
@@ -91,6 +106,7 @@ BOUND: dict[str, Param] = {
     "layer": Param(int, str, 0),
     "head": Param(int, str, 0),
     "statistic": Param(str, str, "entropy"),
+    "units": Param(str, str, "word pieces"),  # attention, saliency, MLP: "word pieces" or "words" (Clark et al. 2019)
     "mlp_layer": Param(int, str, 0),
     "neurons_shown": Param(int, str, 48),
     "k": Param(int, str, 16),
@@ -100,6 +116,7 @@ BOUND: dict[str, Param] = {
     "stats_count": Param(int, str, 200),
     "stats_statistic": Param(str, str, "sep"),
     "saliency_steps": Param(int, str, 32),
+    "saliency_samples": Param(int, str, 25),
     "tasks_class": Param(str, str, None),  # None: the top class
     "compare_folder": Param(str, str, ""),
     "compare_count": Param(int, str, 100),
@@ -111,6 +128,10 @@ BOUND: dict[str, Param] = {
     "features_corpus": Param(str, str, "builtin"),  # builtin, ud-ewt-test or upload
     "neurons_layer": Param(int, str, 0),
     "neurons_corpus": Param(str, str, "builtin"),
+    "patch_clean": Param(str, str, "The man said that [MASK] was tired."),
+    "patch_corrupted": Param(str, str, "The woman said that [MASK] was tired."),
+    "trace_text": Param(str, str, "The man said that [MASK] was tired."),
+    "trace_samples": Param(int, str, 10),
 }
 LINK_PARAMS = PARAMS | BOUND  # every parameter a link, or a lesson's step, can set
 MODEL_PARAM = "model"  # the model's source; kept apart because the picker is two widgets (choice, folder)

@@ -1,61 +1,76 @@
-"""What the probes page probes: the built-in WordNet sentences, the UD English EWT treebank, a labelled file
-(CoNLL-U, or one token per line with label columns) or plain text: the widgets that pick it and the run's
-settings. The reading itself is bert.analysis.probing.treebank's.
+"""What the probes page probes and how: the widgets that pick the sentences (the built-in WordNet sentences, plain
+text, UD English EWT, or a labelled file: CoNLL-U, or one token per line with label columns), the tasks and the
+run's settings. Reading the data is bert.analysis.probing's (treebank.py, sentence_sets.py); the records are in
+probe_runs.py.
 """
 from __future__ import annotations
 
 import hashlib
-from dataclasses import replace
 from typing import Callable
 
 import streamlit as st
 
-from bert.analysis.probing import treebank as tb
-from viz_app import analysis_widgets as aw
+from bert.analysis.probing.treebank import Treebank, builtin_treebank
+from bert.analysis.probing.scoring import MDL_KINDS
+from bert.analysis.probing.task_table import TASKS, task
+from bert.errors import BertError
+from viz_app import analysis_widgets
 from viz_app import state
-from viz_app.treebank_runs import MAX_LABELLED_BYTES, ProbeData
+from viz_app import probe_runs
+from viz_app.probe_runs import MAX_LABELLED_BYTES, PIECES, ProbeData
 from viz_app.text import escape_markdown
 
 WORDNET, UD_EWT, LABELLED, TEXT = "wordnet", "ud_ewt", "labelled", "text"
 SOURCES = {
-    WORDNET: aw.BUILTIN,
+    WORDNET: analysis_widgets.BUILTIN,
     UD_EWT: "UD English EWT (a treebank)",
     LABELLED: "Upload a labelled file",
-    TEXT: aw.UPLOAD,
+    TEXT: analysis_widgets.UPLOAD,
 }
 LABELLED_TYPES = ["conllu", "conll", "tsv", "txt"]
 MIN_SENTENCES = 10  # fewer leave too little to hold out
-UD_SENTENCES = 200  # from each of UD EWT's files, to start with (all of them take minutes)
 LEFT_OUT_NAMED = 5  # bad sentences named with their line; the rest counted
+TASK_KEYS = {True: "probe_tasks", False: "probe_treebank_tasks"}  # sentences from text, treebanks: their own choice
 
 
 def source_picker() -> str:
     state.clamp("probes_source", list(SOURCES), WORDNET)
     return st.radio("Probe", list(SOURCES), format_func=SOURCES.get, key="probes_source", horizontal=True,
                     persist_state="session", on_change=_stop_running,
-                    help="The built-in sentences and plain text carry the surface tasks (position, punctuation, ...) and "
-                    "the WordNet part of speech; a treebank carries every word's tags and its dependency tree.")
+                    help="The built-in sentences and plain text carry the text tasks (position, punctuation, ...) and "
+                    "the built-in ones the WordNet part of speech; a treebank carries every word's tags and its "
+                    "dependency tree.")
 
 
-def treebank_data(source: str, read: Callable[[bytes, str], tb.Treebank | str]) -> ProbeData | None:
-    """The UD EWT sentences or an uploaded labelled file, with a count slider; None after saying what is missing.
-    read: read_labelled, or a cached version of it (viz_app/cache.py's labelled_file)."""
-    return ud_ewt_data() if source == UD_EWT else uploaded_data(read)
+def data_picker(source: str, read: Callable[[bytes, str], Treebank | str]) -> ProbeData | None:
+    """The sentences to probe, with a count slider; None after saying what is missing. read: read_labelled, or a
+    cached version of it (viz_app/cache.py's labelled_file)."""
+    if source == UD_EWT:
+        return ud_ewt_data()
+    if source == LABELLED:
+        return uploaded_data(read)
+    picked = analysis_widgets.sentence_source("probes", choice=SOURCES[source])
+    if picked is None:
+        return None
+    sentences, description = picked
+    try:
+        return probe_runs.builtin_data(len(sentences)) if source == WORDNET else probe_runs.text_data(sentences, description)
+    except BertError as error:
+        st.warning(escape_markdown(str(error)))
+        return None
 
 
 def ud_ewt_data() -> ProbeData:
-    dev, test = tb.builtin_treebank("dev"), tb.builtin_treebank("test")
-    count = st.slider("How many sentences", MIN_SENTENCES, min(len(dev), len(test)), value=UD_SENTENCES,
+    dev, test = builtin_treebank("dev"), builtin_treebank("test")
+    count = st.slider("How many sentences", MIN_SENTENCES, min(len(dev), len(test)), value=probe_runs.UD_SENTENCES,
                       key="probes_ud_count", bind="query-params", persist_state="session",
                       help="From each file: the first N of dev train the probes, the first N of test score them.")
     st.caption("Universal Dependencies English Web Treebank (Silveira et al. 2014), CC BY-SA 4.0: weblogs, "
                "newsgroups, e-mail, reviews and answers, with every word's part of speech and its dependency tree.")
-    return ProbeData(_first(dev, count), _first(test, count),
-                     f"the first {count} sentences of UD English EWT dev (training) and of its test file (scoring)",
-                     (UD_EWT, count))
+    return probe_runs.ud_ewt_data(count)
 
 
-def uploaded_data(read: Callable[[bytes, str], tb.Treebank | str]) -> ProbeData | None:
+def uploaded_data(read: Callable[[bytes, str], Treebank | str]) -> ProbeData | None:
     upload = st.file_uploader(
         "A CoNLL-U file (any Universal Dependencies treebank), or one token per line with label columns after the "
         "word (e.g. CoNLL-2003) and a blank line between sentences",
@@ -83,45 +98,31 @@ def uploaded_data(read: Callable[[bytes, str], tb.Treebank | str]) -> ProbeData 
     count = st.slider("How many sentences", min(MIN_SENTENCES, len(treebank)), len(treebank), value=len(treebank),
                       key=f"probes_file_count_{digest[:12]}", help="The first N sentences of the file.")  # one per file
     name = escape_markdown(treebank.name)
-    return ProbeData(_first(treebank, count), None,
+    return ProbeData(probe_runs.first(treebank, count), None,
                      f"{count} sentences of {name}: 80% train the probes, 20% (picked by the seed) score them",
                      (LABELLED, digest, upload.name, count))
 
 
-def _first(treebank: tb.Treebank, count: int) -> tb.Treebank:
-    return replace(treebank, sentences=treebank.sentences[:count])
+# ---- tasks and settings -----------------------------------------------------------------------------------------
 
 
-# ---- settings ---------------------------------------------------------------------------------------------------
-
-TREEBANK_TASKS = {  # what each task of a treebank asks; any other label column of a file is a word-tag task too
-    "upos": "the word's universal part of speech (17 tags: NOUN, VERB, ADJ, ...)",
-    "xpos": "the treebank's own, finer part-of-speech tag (for English, the Penn Treebank's tags)",
-    "deprel": "the label of the arc from the word to its head (nsubj, obj, det, ...)",
-    "arcs": "the label of a (head, dependent) pair of words, read from both words' vectors (Tenney et al. 2019's "
-            "edge probing)",
-    "distance": "how many arcs apart two words are in the tree: the structural distance probe (Hewitt & Manning "
-                "2019), scored by how much of the tree the nearest-word tree recovers (UUAS)",
-    "depth": "how many arcs below the root a word is: the structural depth probe (Hewitt & Manning 2019), scored by "
-             "how often it finds the root",
-}
-PIECES = {"first": "its first word piece", "mean": "the mean of its pieces", "last": "its last word piece"}
-
-
-def task_description(task: str) -> str:
-    return TREEBANK_TASKS.get(task, f"the labels of the file's column “{escape_markdown(task)}”, one per word")
-
-
-def task_picker(tasks: list[str]) -> list[str]:
-    """The tasks this data supports; a stored choice that names none of them (another file) becomes all of them."""
-    chosen = st.session_state.get("probe_treebank_tasks")
+def task_picker(data: ProbeData) -> list[str]:
+    """The tasks the data offers (bert.analysis.probing.task_table). Sentences from text and treebanks keep their
+    own choice (and URL parameter); a stored choice that names none of the tasks (another file) becomes all of them."""
+    key, tasks = TASK_KEYS[data.from_text], data.tasks
+    chosen = st.session_state.get(key)
     if isinstance(chosen, list) and chosen and not set(chosen) & set(tasks):
-        st.session_state["probe_treebank_tasks"] = list(tasks)
-    state.clamp_subset("probe_treebank_tasks", tasks)
-    picked = st.multiselect("Tasks", tasks, key="probe_treebank_tasks", persist_state="session")
+        st.session_state[key] = list(tasks)
+    state.clamp_subset(key, tasks)
+    picked = st.multiselect("Tasks", tasks, key=key, persist_state="session", format_func=_task_name)
     with st.expander("What each task asks"):
-        st.markdown("\n".join(f"- **{escape_markdown(task)}**: {task_description(task)}" for task in tasks))
+        st.markdown("\n".join(f"- **{escape_markdown(_task_name(name))}**: {escape_markdown(task(name).description)}"
+                              for name in tasks))
     return picked
+
+
+def _task_name(name: str) -> str:
+    return name.replace("_", " ") if name in TASKS else name
 
 
 def pieces_picker() -> str:
@@ -129,24 +130,24 @@ def pieces_picker() -> str:
     return st.radio("A word's vector is", list(PIECES), format_func=PIECES.get, key="probe_pieces",
                     persist_state="session",
                     help="BERT splits rare words into pieces (play, ##ing). Hewitt & Manning and most probing work take "
-                    "the first piece; every result says which was used.")
+                    "the first piece; every result says which was used. The text tasks read single pieces.")
 
 
 def seed_input() -> int:
     return int(st.number_input(
         "Random seed", min_value=0, max_value=10_000, value=0, step=1, key="probe_seed", bind="query-params",
         persist_state="session",
-        help="Picks which sentences are held out for scoring (when one file is split) and the control task's random "
+        help="Picks which sentences are held out for scoring (when one set is split) and the control task's random "
         "labels: change it to see how much the scores move by chance.",
     ))
 
 
 def mdl_toggle(tasks: list[str]) -> bool:
-    tags = [task for task in tasks if task not in tb.TREE_TASKS]  # MDL is for word tags
-    return st.toggle("Description length (MDL)", key="probe_mdl", persist_state="session", disabled=not tags,
+    readable = [name for name in tasks if task(name).kind in MDL_KINDS]  # MDL is for word tags and text tasks
+    return st.toggle("Description length (MDL)", key="probe_mdl", persist_state="session", disabled=not readable,
                      help="Voita & Titov 2020: how many bits it takes to send the labels when a probe learns them as "
-                     "it goes (online code), for the word-tag tasks and their controls. A shorter code means the layer "
-                     "makes the labels easier to learn. It takes longer than the accuracy alone.")
+                     "it goes (online code), for the word-tag and text tasks and their controls. A shorter code means "
+                     "the layer makes the labels easier to learn. It takes longer than the accuracy alone.")
 
 
 def _stop_running() -> None:

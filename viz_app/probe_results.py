@@ -1,20 +1,22 @@
-"""The probes page's treebank results, from a run as viz_app/treebank_runs.py keeps it: the per-layer curves with
-their controls and baselines, a summary per task, one sentence's predicted tree against the gold tree, and the CSV
-and JSON downloads."""
+"""The probes page's results, from a run as viz_app/probe_runs.py keeps it, whatever the sentences: the per-layer
+curves with their controls and baselines, a summary per task, one sentence's predicted tree against the gold tree
+(when the distance probe ran), and the CSV and JSON downloads. The charts are views/probes.py's."""
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
-from viz_app import state, widgets
-from viz_app.charts.dependency_tree import tree_chart
-from viz_app.charts.probe_layers import MEASURES, layer_curves_chart, measures_in
-from viz_app.probe_data import PIECES
+from bert.errors import BertError
+from viz_app import cache, state, widgets
+from viz_app.charts.causal import erasure_bars
+from viz_app.page_context import Context
 from viz_app.text import escape_markdown
-from viz_app.treebank_runs import ProbeData, SentenceTrees, TreebankRun
+from viz_app.charts.probe_layers import MEASURES, measures_in
+from viz_app.probe_runs import ERASURE_MLM_WORDS, ProbeData, ProbeRun, erasable_tasks
+from viz_app.views.probes import ProbeViewSettings, pieces_note, probes_view, reads_words
 
 
-def show(result: TreebankRun, data: ProbeData) -> None:
+def show(result: ProbeRun, data: ProbeData) -> None:
     """Everything a finished run shows, top to bottom."""
     run = result.run
     names = run["layer_names"]
@@ -22,7 +24,8 @@ def show(result: TreebankRun, data: ProbeData) -> None:
         st.warning(f"{escape_markdown(task)}: {escape_markdown(reason)}")
     if not run["tasks"]:
         return
-    show_curves(run, names)
+    measure, controls, layer0 = curve_settings(run)
+    curves = st.container()
     st.subheader("Summary per task")
     show_summary(run, names)
     if run["notes"]:
@@ -30,15 +33,64 @@ def show(result: TreebankRun, data: ProbeData) -> None:
     st.caption(f"On {data.description}: {run['num_train_sentences']} sentences trained the probes and "
                f"{run['num_test_sentences']} scored them; seed {run['seed']}.")
     downloads(result, f"probes_{data.key[0]}")
+    sentence, layer, tree = 0, None, None
     if result.trees:
-        show_tree(result.trees, names, run["tasks"]["distance"]["best_layer"])
+        st.subheader("One sentence: the predicted tree against the gold tree")
+        sentence, layer = tree_pickers(result, names)
+        tree = st.container()
     elif "distance" in data.tasks:
         st.caption("Add the distance task to see one sentence's predicted tree drawn against its gold tree.")
+    charts = probes_view(ProbeViewSettings(measure, controls, layer0, sentence, layer), result)
+    with curves:
+        widgets.show_chart(charts["curves"], key="probe_curves")
+    if tree is not None:
+        with tree:
+            widgets.show_chart(charts["tree"], key="probe_tree")
+
+
+def erase_property(context: Context, result: ProbeRun, data: ProbeData, seed: int) -> None:
+    """"Erase this property": amnesic probing (Elazar et al. 2021) of one probed label at one layer, with LEACE, and
+    the before/after bars beside a random erasure of the same rank."""
+    run = result.run
+    tasks = erasable_tasks(data, run)
+    if not tasks:
+        return
+    st.subheader("Erase this property")
+    names = run["layer_names"]
+    columns = st.columns([2, 2, 1])
+    state.clamp("probe_erase_task", tasks)
+    task = columns[0].selectbox("Property", tasks, key="probe_erase_task", persist_state="session")
+    best = run["tasks"][task]["best_layer"]
+    with columns[1]:
+        layer = widgets.select_int("From the layer", "probe_erase_layer", list(range(len(names))), format_func=names.__getitem__,
+                                   default=best, help="Its best layer is chosen first.")
+    erase = columns[2].toggle("Erase it", key="probe_erase", persist_state="session",
+                              help="Fits LEACE on the training words, then measures the probe and the masked LM again.")
+    st.caption(
+        f"LEACE (Belrose et al. 2023) removes {escape_markdown(task)} from {names[layer]}'s word vectors so that no linear "
+        "probe can read it; the forward pass then goes on from the erased layer (every position erased). Masked-LM "
+        f"accuracy: up to {ERASURE_MLM_WORDS:,} test words that are one word piece, each masked alone in its sentence, the "
+        "top guess compared with the word. The control erases as many random directions."
+    )
+    if not erase:
+        return
+    if not context.loaded.summary.has_mlm_head:
+        st.warning("This model has no masked-LM head, so there are no guesses to compare. Pick minilm or a BERT with its MLM head.")
+        return
+    try:
+        report = cache.erasure(context.key, data.key, data, task, layer, seed)
+    except BertError as error:
+        st.warning(f"The property cannot be erased here: {escape_markdown(str(error))}.")
+        return
+    values = report.to_dict()
+    widgets.show_chart(erasure_bars(values["probe"], values["mlm"], task, names[layer]), key="probe_erasure")
+    st.caption(f"Rank {report.rank} (directions removed); {report.num_train_words:,} training words, "
+               f"{report.num_test_words:,} test words, {report.num_mlm_words:,} masked.")
 
 
 def summary_table(run: dict, layer_names: list[str]) -> pd.DataFrame:
     """Per task: its main measure at the best layer and at layer 0, the best layer, Tenney's expected layer, the
-    selectivity at the best layer."""
+    selectivity at the best layer, the majority baseline and how many examples trained and scored the probes."""
     rows = []
     for name, task in run["tasks"].items():
         measure, best = task["primary_measure"], task["best_layer"]
@@ -47,11 +99,13 @@ def summary_table(run: dict, layer_names: list[str]) -> pd.DataFrame:
                      "score at the best layer": task["layers"][best][measure],
                      "score at layer 0": task["layers"][0][measure],
                      "expected layer": None if expected is None else round(expected, 2),
-                     "selectivity at the best layer": task["selectivity_at_best"]})
+                     "selectivity at the best layer": task["selectivity_at_best"],
+                     "majority baseline": task["majority_accuracy"],
+                     "training examples": task["num_train"], "test examples": task["num_test"]})
     return pd.DataFrame(rows)
 
 
-def show_curves(run: dict, layer_names: list[str]) -> None:
+def curve_settings(run: dict) -> tuple[str, bool, bool]:
     measures = measures_in(run)
     state.clamp("probe_measure", measures, measures[0])
     left, middle, right = st.columns([2, 1, 1])
@@ -61,8 +115,7 @@ def show_curves(run: dict, layer_names: list[str]) -> None:
                              help="Dashed: the same probe on random labels fixed per word type (Hewitt & Liang 2019).")
     layer0 = right.toggle("Layer-0 lines", value=True, key="probe_show_layer0",
                           help="Dotted: each task's score at the embeddings, before any layer has mixed the words.")
-    chart = layer_curves_chart(run, measure, layer_names, controls, layer0, note=pieces_note(run["pieces"]))
-    widgets.show_chart(chart, key="probe_curves")
+    return measure, controls, layer0
 
 
 def show_summary(run: dict, layer_names: list[str]) -> None:
@@ -71,16 +124,19 @@ def show_summary(run: dict, layer_names: list[str]) -> None:
     scores["expected layer"] = st.column_config.NumberColumn(
         help="Sum over the layers of layer × its gain, divided by the sum of the gains; a layer's gain is how much it "
         "raises the best score so far. Empty when no layer beats the embeddings.")
+    scores["majority baseline"] = st.column_config.NumberColumn(
+        format="%.3f", help="Accuracy of always answering the label most frequent in training.")
     st.dataframe(summary_table(run, layer_names), hide_index=True, column_config=scores)
     baseline = run["baselines"].get("linear_uuas")
+    pieces = f"{pieces_note(run['pieces']).capitalize()} ({run['pieces']}). " if reads_words(run) else ""
     st.caption(
-        f"{pieces_note(run['pieces']).capitalize()} ({run['pieces']}). Expected layer (Tenney et al. 2019): the layers "
+        f"{pieces}Expected layer (Tenney et al. 2019): the layers "
         "weighted by how much each adds to the score, so a task solved early has a low expected layer."
         + ("" if baseline is None else f" UUAS of the linear chain (each word joined to the next): {baseline:.3f}.")
     )
 
 
-def downloads(result: TreebankRun, name: str) -> None:
+def downloads(result: ProbeRun, name: str) -> None:
     left, right = st.columns(2)
     left.download_button("JSON of the whole run", data=result.json,
                          file_name=f"{name}.json", mime="application/json", key="probe_json", on_click="ignore",
@@ -90,28 +146,18 @@ def downloads(result: TreebankRun, name: str) -> None:
                           icon=":material/download:")
 
 
-def show_tree(trees: tuple[SentenceTrees, ...], layer_names: list[str], best_layer: int) -> None:
-    st.subheader("One sentence: the predicted tree against the gold tree")
+def tree_pickers(result: ProbeRun, layer_names: list[str]) -> tuple[int, int]:
+    trees = result.trees
     options = list(range(len(trees)))
     state.clamp("probe_tree_sentence", options, 0)
     index = st.selectbox(f"Sentence (the first {len(trees)} scored ones)", options, key="probe_tree_sentence",
                          persist_state="session", format_func=lambda i: f"{i + 1}: {_shorten(' '.join(trees[i].words))}")
     layers = list(range(len(layer_names)))
-    state.clamp("probe_tree_layer", layers, best_layer)
+    state.clamp("probe_tree_layer", layers, result.run["tasks"]["distance"]["best_layer"])
     layer = st.select_slider("Layer", layers, key="probe_tree_layer", format_func=layer_names.__getitem__,
                              persist_state="session",
                              help="Starts at the distance probe's best layer (highest UUAS).")
-    tree = trees[index]
-    predicted = tree.predicted[layer]
-    found = len(set(tree.gold) & set(predicted))
-    chart = tree_chart(tree.words, tree.gold, predicted,
-                       f"{layer_names[layer]}: {found} of the {len(tree.gold)} gold arcs found",
-                       gold_labels=tree.labels, excluded=tree.excluded, name=f"probe_tree_{index + 1}_layer_{layer}")
-    widgets.show_chart(chart, key="probe_tree")
-
-
-def pieces_note(pieces: str) -> str:
-    return f"a word's vector is {PIECES[pieces]}"
+    return index, layer
 
 
 def _shorten(text: str, most: int = 90) -> str:

@@ -14,7 +14,7 @@ from viz_app.state import clear_masks
 from viz_app.forward import InputProblem, SentenceInput, prepare_input
 
 
-PAGES_WITHOUT = {"probes", "head_statistics", "word_contexts", "how_bert_was_trained"}  # pages (url_path) that read no shared sentence: no box
+PAGES_WITHOUT = {"probes", "head_statistics", "word_contexts", "how_bert_was_trained", "causal_tracing"}  # pages (url_path) that read no shared sentence: no box
 
 
 def render(url_path: str, loaded: models.LoadedModel | None) -> SentenceInput | None:

@@ -1,24 +1,31 @@
 """The shared sidebar: the model picker (with the download box) and the model's size, the chart format.
 
-`render()` runs on every page (Home.py calls it) and returns the model it picked; the sentence box is in the main
-area (viz_app/sentence_box.py).
+`render(visitor)` runs on every page (Home.py calls it) and returns the model it picked; the sentence box is in the
+main area (viz_app/sentence_box.py). A student (viz_app/access.py) picks among the offered models only: no folder
+box, no download box, and no server path in any message.
 """
 from __future__ import annotations
+
+import dataclasses
 
 import streamlit as st
 
 from bert.errors import BertError
-from viz_app import cache, download, models, state
+from viz_app import access, cache, download, models, state
+from viz_app.access import Visitor
 from viz_app.models import ModelKey, PickedModel
 
 
 DOWNLOAD_SUGGESTION = "bert-base-uncased"
+PICKER_HELP = ("minilm is built in and works offline. bert-base-uncased appears here, first and chosen, once it is "
+               "in your local Hugging Face cache. Any folder with config.json, weights and vocab.txt works too.")
+STUDENT_HELP = "The models this server offers; minilm is built in."
 
 
-def render() -> PickedModel:
+def render(visitor: Visitor) -> PickedModel:
     with st.sidebar:
         st.markdown("### :material/search: Inside BERT")
-        picked = _model_picker()
+        picked = _model_picker(visitor)
         st.divider()
         st.radio(
             "Download charts as",
@@ -33,13 +40,15 @@ def render() -> PickedModel:
     return picked
 
 
-def _model_picker() -> PickedModel:
+def _model_picker(visitor: Visitor) -> PickedModel:
     picker = st.container()  # drawn first; the download box below runs first, so a new model can be chosen
-    if downloaded := _download_box():
-        cache.forget_model_choices()  # the new model is in the cache now: list it
+    if visitor.role.may_choose_any_model and (downloaded := _download_box()):
+        cache.forget_model_choices()  # the new model is in the cache now: list it on the next run
         st.session_state["model_choice"] = downloaded
+        choices = access.picker_choices(cache.model_choices(), visitor.settings, visitor.role)
+        visitor = dataclasses.replace(visitor, choices=tuple(choices))
     with picker:
-        return _pick_model()
+        return _pick_model(visitor)
 
 
 def _download_box() -> str | None:
@@ -66,10 +75,9 @@ def _download_box() -> str | None:
         return repo_id
 
 
-def _pick_model() -> PickedModel:
-    choices = cache.model_choices()
-    state.init_model_widgets(choices)
-    by_source = {c.source: c for c in choices}
+def _pick_model(visitor: Visitor) -> PickedModel:
+    state.init_model_widgets(visitor)
+    by_source = {c.source: c for c in visitor.choices}
     state.clamp("model_choice", list(by_source), models.default_source())
     choice = by_source[
         st.selectbox(
@@ -79,10 +87,11 @@ def _pick_model() -> PickedModel:
             key="model_choice",
             persist_state="session",
             on_change=state.clear_masks,
-            help="minilm is built in and works offline. bert-base-uncased appears here, first and chosen, once it is "
-            "in your local Hugging Face cache. Any folder with config.json, weights and vocab.txt works too.",
+            help=PICKER_HELP if visitor.role.may_choose_any_model else STUDENT_HELP,
         )
     ]
+    if refused := st.session_state.pop(state.REFUSED, None):
+        st.info(refused, icon=":material/info:")
     if choice.source == models.FOLDER:
         path = st.text_input(
             "Folder", key="model_folder", persist_state="session", on_change=state.clear_masks,
@@ -99,13 +108,15 @@ def _pick_model() -> PickedModel:
         loaded = cache.load_model(key)
     except (BertError, OSError, ValueError, RuntimeError) as error:
         message = f"Could not load {source!r}: {error}. Pick another model, or check the folder."
+        if not visitor.role.may_choose_any_model:  # the error may name the server's files
+            message = f"Could not load {source!r} on this server. Pick another model."
         st.error(message)
         return PickedModel(key, None, message)
     summary = loaded.summary
     st.caption(summary.one_line())
     if summary.has_mlm_head:
         st.caption(":material/check_circle: Masked-LM head: it can fill in [MASK].")
-        if source == "minilm":
+        if source == "minilm" and visitor.role.may_choose_any_model:  # the note points at the download box
             st.caption(":material/info: " + models.BUILTIN_NOTE)
     else:
         st.caption(":material/block: No masked-LM head: every page works except prediction.")

@@ -17,8 +17,10 @@ import copy
 
 import streamlit as st
 
-from viz_app import models
+from viz_app.access import Resolution, Visitor
 from viz_app.params import MAX_URL_TEXT, MODEL_PARAM, PARAMS
+
+REFUSED = "_model_refused"  # the line that says a requested model is not offered, shown once by the sidebar
 
 
 def clear_masks() -> None:
@@ -44,21 +46,22 @@ def load_from_url() -> None:
     st.session_state.setdefault("model_source_requested", query.get(MODEL_PARAM, ""))  # "": the first choice
 
 
-def init_model_widgets(choices: list[models.ModelChoice]) -> None:
-    """Point the picker at the requested model once its choices are known (a folder path goes to the folder box)."""
+def init_model_widgets(visitor: Visitor) -> None:
+    """Point the picker at the requested model once its choices are known (a folder path goes to the folder box,
+    for a visitor who may type one). A model this visitor may not open: the default model, and REFUSED says so."""
     requested = st.session_state.pop("model_source_requested", None)
-    if requested is None:
+    if requested is None or "model_choice" in st.session_state:
         return
-    sources = [c.source for c in choices]
-    if not requested:
-        st.session_state.setdefault("model_choice", models.first_choice(choices))
-    elif requested in sources and requested != models.FOLDER:
-        st.session_state.setdefault("model_choice", requested)
-    elif requested in ("minilm", "minilm-encoder"):  # e.g. minilm asked for before its head file exists
-        st.session_state.setdefault("model_choice", models.default_source())
-    else:
-        st.session_state.setdefault("model_choice", models.FOLDER)
-        st.session_state.setdefault("model_folder", requested)
+    choose(visitor.resolve(requested))
+
+
+def choose(resolution: Resolution) -> None:
+    """Put a resolved model into the picker (before the picker is drawn)."""
+    st.session_state["model_choice"] = resolution.choice.source
+    if resolution.folder:
+        st.session_state["model_folder"] = resolution.folder
+    if resolution.refused:
+        st.session_state[REFUSED] = resolution.refused
 
 
 def _default(key: str, default):

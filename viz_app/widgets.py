@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from bert.analysis.attention.words import WordGroups, word_groups
 from viz_app import export_html, page_context, state
 from viz_app.charts.base import Chart
 from viz_app.page_context import Context
@@ -86,3 +87,18 @@ def download_view(title: str, name: str, keys: list[str] | None = None, label: s
         disabled=not charts,
         help="One HTML file with these charts, still interactive: it opens in any browser, with no app and no network.",
     )
+
+
+UNITS = ("word pieces", "words")
+
+
+def units_picker(context: Context, words_note: str) -> WordGroups | None:
+    """"word pieces" or "words" (the `units` link parameter); for words, the input's words (each word's pieces
+    merged as Clark et al. 2019 did) and `words_note` under the picker, else None."""
+    units = st.segmented_control("Show", UNITS, default=UNITS[0], key="units", bind="query-params",
+                                 persist_state="session", required=True,
+                                 help="Word pieces: what the model reads. Words: each word's pieces merged.")
+    if units != "words":
+        return None
+    st.caption(words_note)
+    return word_groups(context.prepared.masked)

@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     from ..pretrained import load_pretrained
 
     try:
-        model, tokenizer = load_pretrained(args.model)
+        model, tokenizer = load_pretrained(args.model, pack_for_cpu=True)
         result = everyday_cloze_accuracy(model, tokenizer, args.path, args.top_k)
     except BertError as error:
         print(f"error: {error}", file=sys.stderr)

@@ -1,10 +1,16 @@
-"""Layer-wise probes: known-by-construction cases on tiny models; seeded, reproducible, split by sentence."""
+"""Layer-wise probes on sentences read from text (the WordNet set, plain text) through the one probing pipeline:
+known-by-construction cases on tiny models; seeded, reproducible, split by sentence; scikit-learn's probe against
+torch.optim.LBFGS on the same objective."""
 import numpy as np
 import pytest
 import torch
 
 from bert import Bert, BertConfig, BertTokenizer
-from bert.analysis.probing.probes import TASKS, collect, control_labels, run_probes, split_groups, standardise, train_probes
+from bert.analysis.probing.examples import task_examples
+from bert.analysis.probing.linear_probes import control_labels, standardise, train_probes
+from bert.analysis.probing.pipeline import ProbeSettings, extract_features, run_probes
+from bert.analysis.probing.sentence_sets import read_text, sentence_set
+from bert.analysis.probing.task_table import TEXT_TASKS
 from bert.data import LabelledSentence, builtin_sentences
 from bert.errors import InvalidInputError
 
@@ -28,49 +34,57 @@ def position_model(tokenizer):
     return model
 
 
-def tiny_sentences(count: int, seed: int) -> list[LabelledSentence]:
+def tiny_sentences(count: int, seed: int):
+    """Unlabelled sentences of random words, read as labelled sentences (words, no label column)."""
     rng = np.random.default_rng(seed)
-    return [LabelledSentence(" ".join(rng.choice(WORDS, rng.integers(4, 10))) + rng.choice([".", "!", "?"]))
-            for _ in range(count)]
+    sentences = [LabelledSentence(" ".join(rng.choice(WORDS, rng.integers(4, 10))) + rng.choice([".", "!", "?"]))
+                 for _ in range(count)]
+    return sentence_set(sentences, "tiny sentences")
 
 
 def test_position_probe_is_near_perfect_at_the_embedding_layer(position_model, tokenizer):
     report = run_probes(position_model, tokenizer, tiny_sentences(80, seed=0), tasks=["position"])
-    result = report.results["position"]
-    assert result.layer_names[0] == "embeddings" and len(result.accuracy) == 3
-    assert result.accuracy[0] > 0.97
-    assert result.accuracy[0] > result.majority_accuracy + 0.5
+    result = report.tasks["position"]
+    assert report.layer_names[0] == "embeddings" and len(result.layers) == 3
+    assert result.measure("accuracy")[0] > 0.97
+    assert result.measure("accuracy")[0] > result.majority_accuracy + 0.5
 
 
 def test_probes_are_reproducible_for_a_seed(position_model, tokenizer):
     sentences = tiny_sentences(30, seed=1)
-    first = run_probes(position_model, tokenizer, sentences, tasks=["punctuation", "segment"], seed=3, max_iter=10)
-    second = run_probes(position_model, tokenizer, sentences, tasks=["punctuation", "segment"], seed=3, max_iter=10)
-    assert first.results == second.results
+    settings = ProbeSettings(seed=3, max_iter=10)
+    first = run_probes(position_model, tokenizer, sentences, tasks=["punctuation", "segment"], settings=settings)
+    second = run_probes(position_model, tokenizer, sentences, tasks=["punctuation", "segment"], settings=settings)
+    assert first.tasks == second.tasks
 
 
 def test_every_task_runs_on_the_builtin_set(position_model, tokenizer):
     progress = []
-    report = run_probes(position_model, tokenizer, builtin_sentences(40), max_tokens=32, max_iter=5,
+    data = sentence_set(builtin_sentences(40), "the first 40 built-in sentences")
+    assert data.tasks == [*TEXT_TASKS, "pos"]
+    report = run_probes(position_model, tokenizer, data, settings=ProbeSettings(max_iter=5),
                         progress=lambda done, what: progress.append(done))
-    assert set(report.results) | set(report.skipped) == set(TASKS)
-    assert "pos" in report.results  # the built-in set carries WordNet parts of speech
+    assert set(report.tasks) | set(report.skipped_tasks) == set(TEXT_TASKS) | {"pos"}
+    assert "pos" in report.tasks  # the built-in set carries WordNet parts of speech
     assert progress[-1] == 1.0
-    for result in report.results.values():
-        assert all(0 <= a <= 1 for a in result.accuracy + result.control_accuracy)
+    for result in report.tasks.values():
+        assert all(0 <= a <= 1 for a in result.measure("accuracy") + result.measure("control_accuracy"))
 
 
-def test_pos_is_skipped_for_unlabelled_text(position_model, tokenizer):
-    report = run_probes(position_model, tokenizer, tiny_sentences(12, seed=2), tasks=["pos"], max_iter=5)
-    assert "part-of-speech" in report.skipped["pos"]
+def test_pos_is_refused_for_unlabelled_text(position_model, tokenizer):
+    text = read_text("\n".join(" ".join(WORDS[i : i + 5]) + "." for i in range(9)) + "\nThe dog barked. The cat went.", "mine.txt")
+    assert len(text) == 11 and text.label_columns == () and "pos" not in text.tasks
+    with pytest.raises(InvalidInputError, match="part-of-speech"):
+        run_probes(position_model, tokenizer, text, tasks=["pos"], settings=ProbeSettings(max_iter=5))
 
 
 def test_split_keeps_each_sentence_on_one_side():
-    groups = torch.tensor([0, 0, 1, 1, 1, 2, 3, 3, 4, 5, 6, 7, 8, 9])
-    test = split_groups(groups, 0.3, seed=0)
-    for group in groups.unique():
-        assert test[groups == group].all() or not test[groups == group].any()
-    assert torch.equal(test, split_groups(groups, 0.3, seed=0))
+    data = tiny_sentences(14, seed=4)
+    train, test = data.split(0.3, seed=0)
+    lines = lambda part: [s.line for s in part.sentences]  # noqa: E731  (a sentence's number in the set)
+    assert sorted(lines(train) + lines(test)) == list(range(1, 15)) and len(lines(test)) == 4
+    again = data.split(0.3, seed=0)
+    assert (lines(again[0]), lines(again[1])) == (lines(train), lines(test))
 
 
 def test_control_labels_are_fixed_per_word_type():
@@ -133,19 +147,21 @@ def test_probe_accuracies_match_torch_lbfgs_on_a_seeded_synthetic_set():
 def test_probe_accuracies_match_torch_lbfgs_on_minilm_features(minilm):
     """Real probe features: MiniLM's residual stream at the headwords of 120 built-in sentences (part of speech)."""
     model, tokenizer = minilm
-    data = collect(model, tokenizer, builtin_sentences(120), ["pos"])["pos"]
-    test = split_groups(data.groups, 0.25, seed=0)
-    train_x, test_x = data.features[:, ~test], data.features[:, test]
-    ours = train_probes(train_x, data.labels[~test], test_x, data.labels[test], max_iter=1000, tolerance=1e-8)
-    reference = torch_lbfgs_probes(train_x, data.labels[~test], test_x, data.labels[test])
-    assert len(ours) == model.config.num_layers + 1
-    torch.testing.assert_close(ours, reference.float(), atol=1 / int(test.sum()) + 1e-6, rtol=0)  # one test token
+    features = extract_features(model, tokenizer, sentence_set(builtin_sentences(120), "built-in"), tasks=["pos"],
+                                settings=ProbeSettings(test_fraction=0.25))
+    train, test = task_examples("pos", features.train, features.test)
+    classes = sorted(set(train.labels + test.labels))
+    train_y, test_y = (torch.tensor([classes.index(label) for label in part.labels]) for part in (train, test))
+    ours = train_probes(train.features, train_y, test.features, test_y, max_iter=1000, tolerance=1e-8)
+    reference = torch_lbfgs_probes(train.features, train_y, test.features, test_y)
+    assert len(ours) == model.config.num_layers + 1 and len(test_y) == 30  # a headword per held-out sentence
+    torch.testing.assert_close(ours, reference.float(), atol=1 / len(test_y) + 1e-6, rtol=0)  # one test word
 
 
 def test_bad_requests_get_clear_errors(position_model, tokenizer):
     with pytest.raises(InvalidInputError, match="at least 10"):
         run_probes(position_model, tokenizer, tiny_sentences(3, seed=0))
-    with pytest.raises(InvalidInputError, match="unknown probe task"):
+    with pytest.raises(InvalidInputError, match="unknown probe task 'colour'"):
         run_probes(position_model, tokenizer, tiny_sentences(20, seed=0), tasks=["colour"])
 
 
@@ -180,3 +196,69 @@ def test_probes_fit_with_one_blas_thread_and_give_the_threads_back(monkeypatch):
     y = (x[0, :, 0] > 0).long()
     train_probes(x[:, :40], y[:40], x[:, 40:], y[40:])
     assert seen == [{1}, {1}] and blas_threads() == before
+
+
+# ---- sentences from text as labelled sentences, and the text tasks' examples -------------------------------------
+
+
+@pytest.mark.slow
+def test_sentences_from_text_are_split_as_the_tokenizer_reads_running_text(minilm):
+    _, tokenizer = minilm
+    sentences = builtin_sentences(200)
+    data = sentence_set(sentences, "built-in")
+    for original, sentence in zip(sentences, data.sentences):
+        assert tokenizer.encode_words(list(sentence.words)).tokens == tokenizer.encode(original.text).tokens
+        (headword,) = [word for word, label in zip(sentence.words, sentence.labels["pos"]) if label != "_"]
+        assert headword == original.text[original.start : original.end]
+    first = data.sentences[0]
+    assert first.words == ("The", "cold", "hardened", "the", "butter", ".")
+    assert first.labels["pos"] == ("_", "_", "verb", "_", "_", "_")
+
+
+def test_text_task_examples_label_word_pieces_and_read_the_residual_stream(position_model, tokenizer):
+    from bert.analysis.corpus.batching import residual_hooks
+
+    texts = ["the mailman barked at the cat.", "her dog went to the park!"] * 6
+    data = sentence_set([LabelledSentence(text) for text in texts], "hand-made")
+    features = extract_features(position_model, tokenizer, data, tasks=["continuation", "punctuation", "position"],
+                                settings=ProbeSettings(seed=0))
+    train, _ = task_examples("continuation", features.train, features.test)
+    sentence = features.train.sentences.index(next(s for s in features.train.sentences if s.words[1] == "mailman"))
+    encoding = tokenizer.encode(texts[0])
+    assert encoding.tokens == ["[CLS]", "the", "mail", "##man", "barked", "at", "the", "cat", ".", "[SEP]"]
+    pieces = len(encoding) - 2  # the non-special pieces of each sentence are the examples, in order
+    first = sum(len(features.train.encodings[i]) - 2 for i in range(sentence))
+    assert train.labels[first : first + pieces] == ["word start", "word start", "continuation"] + ["word start"] * 5
+    assert train.word_types[first : first + pieces] == encoding.tokens[1:-1]
+    punctuation, _ = task_examples("punctuation", features.train, features.test)
+    assert punctuation.labels[first : first + pieces] == ["other"] * 7 + ["punctuation"]
+    position, _ = task_examples("position", features.train, features.test)
+    first_length = len(features.train.encodings[0])  # [CLS] and [SEP] too: position reads every piece
+    assert position.labels[:first_length] == [str(p) for p in range(first_length)]
+    input_ids, token_type_ids = encoding.tensors()
+    _, cache = position_model.run_with_cache(input_ids, token_type_ids, names=residual_hooks(position_model))
+    stream = torch.stack([cache[h][0] for h in residual_hooks(position_model)])  # [layer, token, hidden]
+    torch.testing.assert_close(train.features[:, first : first + pieces], stream[:, 1:-1], atol=1e-5, rtol=1e-5)
+
+
+def test_segment_and_masked_identity_read_their_own_inputs(position_model, tokenizer):
+    from collections import Counter
+
+    data = tiny_sentences(24, seed=6)
+    features = extract_features(position_model, tokenizer, data, tasks=["segment", "masked_identity"],
+                                settings=ProbeSettings(seed=1))
+    train = features.train
+    pairs, _ = task_examples("segment", train, features.test)
+    first = tokenizer.encode(train.sentences[0].text, train.sentences[1].text)
+    assert train.pairs.encodings[0].tokens == first.tokens
+    labels = ["AB"[t] for t, special in zip(first.token_type_ids, first.special) if not special]
+    assert pairs.labels[: len(labels)] == labels and len(pairs.labels) == sum(len(e) - 3 for e in train.pairs.encodings)
+    counts = Counter(e.input_ids[p] for part in (train, features.test) for e in part.encodings
+                     for p, special in enumerate(e.special) if not special and e.tokens[p].isalpha())
+    vocabulary = {token_id for token_id, _ in counts.most_common(10)}
+    masked, _ = task_examples("masked_identity", train, features.test)
+    with_a_frequent_word = [e for e in train.encodings if set(e.input_ids[1:-1]) & vocabulary]  # in order
+    assert len(masked.labels) == len(train.masked.encodings) == len(with_a_frequent_word)
+    for (index, position), label, original in zip(train.masked.rows, masked.labels, with_a_frequent_word):
+        assert original.input_ids[position] in vocabulary and original.tokens[position] == label
+        assert train.masked.encodings[index].input_ids == original.with_masks([position], tokenizer.mask_id).input_ids

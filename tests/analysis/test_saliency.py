@@ -1,10 +1,15 @@
-"""Saliency split by embedding part: completeness of integrated gradients, LayerNorm's zero-sum gradient x input."""
+"""Saliency through Captum: integrated gradients against a hand-written midpoint rule and completeness, gradient x
+input against finite differences and LayerNorm's zero sum, occlusion against masking a token, Shapley values' sum,
+every output (a [MASK], [CLS]'s classes, a token's tag) and the contrastive target."""
+import copy
+
 import numpy as np
 import pytest
 import torch
 
 from bert import Bert, BertConfig, BertTokenizer
-from bert.analysis.attribution.saliency import PARTS, saliency
+from bert.analysis.attribution.saliency import METHODS, PARTS, baseline_parts, embedding_parts, saliency
+from bert.analysis.attribution.target import TargetFunction
 from bert.errors import InvalidInputError
 
 
@@ -132,7 +137,7 @@ def test_class_gradient_matches_a_finite_difference(nsp_model, tokenizer):
     assert result.attributions[PARTS.index("segment"), k] == pytest.approx(numeric, rel=0.05, abs=1e-4)
 
 
-def test_a_head_the_model_lacks_is_named(smooth_model, nsp_model, tokenizer):
+def test_an_output_the_model_lacks_is_named(smooth_model, nsp_model, tokenizer):
     with pytest.raises(InvalidInputError, match="no classifier head"):
         saliency(nsp_model, tokenizer, tokenizer.encode("the dog", "a cat"), output="classify")
     with pytest.raises(InvalidInputError, match="no next-sentence head"):
@@ -160,3 +165,144 @@ def test_classifier_attributions_add_up_and_carry_the_label_name(tokenizer):
     assert result.score == pytest.approx(float(expected), abs=1e-5) and result.target.token == "happy"
     with pytest.raises(InvalidInputError, match="no next-sentence head"):
         saliency(model, tokenizer, encoding, output="next_sentence")
+
+
+# --- Captum against the hand-written integral; the perturbation methods; tags; contrastive targets -----------
+
+
+def handwritten_integrated_gradients(function, inputs, baselines, steps: int) -> np.ndarray:
+    """Integrated gradients by the midpoint rule, written out: (x - b) · mean over α of ∂f/∂x at b + α(x - b)."""
+    summed = [torch.zeros_like(x) for x in inputs]
+    for step in range(steps):
+        alpha = (step + 0.5) / steps
+        path = [(b + alpha * (x - b)).detach().requires_grad_(True) for x, b in zip(inputs, baselines)]
+        gradients = torch.autograd.grad(function(*path).sum(), path)
+        summed = [total + g for total, g in zip(summed, gradients)]
+    return np.stack([((x - b) * total / steps).sum(-1)[0].detach().numpy() for x, b, total in zip(inputs, baselines, summed)])
+
+
+def function_and_parts(model, tokenizer, encoding, target):
+    function = TargetFunction(model, encoding, target)
+    parts = embedding_parts(model, *encoding.tensors())
+    base = baseline_parts(model, tokenizer, encoding, parts)
+    return function, tuple(parts[p] for p in PARTS), tuple(base[p] for p in PARTS)
+
+
+@pytest.mark.parametrize("foil", [False, True])
+def test_captums_integrated_gradients_equal_the_handwritten_ones(smooth_model, tokenizer, foil):
+    encoding = tokenizer.encode("the dog [MASK] at the cat", "her dog went to the park")
+    foil_id = tokenizer.token_to_id("dog") if foil else None
+    result = saliency(smooth_model, tokenizer, encoding, "integrated_gradients", steps=16, batch_size=5, foil_id=foil_id)
+    function, inputs, baselines = function_and_parts(smooth_model, tokenizer, encoding, result.explained)
+    expected = handwritten_integrated_gradients(function, inputs, baselines, 16)
+    assert np.abs(expected).max() > 1e-3
+    np.testing.assert_allclose(result.attributions, expected, atol=1e-4, rtol=0)
+    assert result.samples == 16 and result.evaluations == 16 + 1  # the path's points, and f(b)
+
+
+def test_contrastive_target_is_the_logit_difference_and_adds_up(smooth_model, tokenizer):
+    """f = logit(answer) - logit(foil) at the [MASK], read off the model's own logits; completeness holds for it."""
+    encoding = tokenizer.encode("the dog [MASK] at the cat")
+    answer, foil = tokenizer.token_to_id("dog"), tokenizer.token_to_id("went")
+    result = saliency(smooth_model, tokenizer, encoding, "integrated_gradients", steps=64, target_id=answer, foil_id=foil)
+    input_ids, token_type_ids = encoding.tensors()
+    with torch.no_grad():
+        logits = smooth_model(input_ids, token_type_ids)[0, result.position].double()
+    assert result.score == pytest.approx(float(logits[answer] - logits[foil]), abs=1e-5)
+    assert (result.target.token, result.foil.token) == ("dog", "went")
+    assert result.foil.probability == pytest.approx(float(logits.softmax(-1)[foil]), abs=1e-6)
+    difference = result.score - result.baseline_score
+    assert abs(difference) > 1e-3 and result.total == pytest.approx(difference, rel=0.01, abs=1e-4)
+    with pytest.raises(InvalidInputError, match="foil must differ"):
+        saliency(smooth_model, tokenizer, encoding, target_id=answer, foil_id=answer)
+
+
+@pytest.fixture(scope="module")
+def peaked_model(smooth_model):
+    """The smooth model with larger logits, so that probabilities move visibly when a token is masked."""
+    model = copy.deepcopy(smooth_model)
+    with torch.no_grad():
+        model.lm_head.layer_norm.weight.mul_(30)
+    return model
+
+
+def masked_ids(encoding, position: int, mask_id: int) -> torch.Tensor:
+    ids = torch.tensor([encoding.input_ids])
+    ids[0, position] = mask_id
+    return ids
+
+
+@pytest.mark.parametrize("foil", [False, True])
+def test_one_token_occlusion_is_the_change_that_masking_the_token_makes(peaked_model, tokenizer, foil):
+    """Occlusion, window 1, explaining p(answer) (or the logit difference): for every word token, exactly what the
+    model gives with that token and with [MASK] in its place; [CLS], [SEP] and the [MASK] itself get 0."""
+    encoding = tokenizer.encode("the dog [MASK] at the cat")
+    foil_id = tokenizer.token_to_id("went") if foil else None
+    result = saliency(peaked_model, tokenizer, encoding, "occlusion", score="probability", foil_id=foil_id)
+    input_ids, token_type_ids = encoding.tensors()
+    answer, at = result.target.token_id, result.position
+
+    def explained(ids: torch.Tensor) -> float:
+        with torch.no_grad():
+            logits = peaked_model(ids, token_type_ids)[0, at].double()
+        return float(logits[answer] - logits[foil_id]) if foil else float(logits.softmax(-1)[answer])
+
+    changes = [explained(input_ids) - explained(masked_ids(encoding, i, tokenizer.mask_id)) for i in range(len(encoding))]
+    for i, special in enumerate(encoding.special):
+        if special or i == at:
+            changes[i] = 0.0
+    assert result.parts == ("token",) and max(abs(c) for c in changes) > 1e-3
+    np.testing.assert_allclose(result.token_attributions, changes, atol=1e-5)
+    assert result.score == pytest.approx(explained(input_ids), abs=1e-5)
+    assert result.samples == len(encoding) and result.evaluations == len(encoding) + 1
+
+
+def test_shapley_values_add_up_to_the_change_from_all_masked(smooth_model, tokenizer):
+    """Sampled Shapley values are efficient in every sampled order: they sum to f(x) - f(every word masked)."""
+    encoding = tokenizer.encode("the dog [MASK] at the cat")
+    result = saliency(smooth_model, tokenizer, encoding, "shapley_value_sampling", samples=6, batch_size=4)
+    input_ids, token_type_ids = encoding.tensors()
+    all_masked = input_ids.clone()
+    for i, special in enumerate(encoding.special):
+        if not special:
+            all_masked[0, i] = tokenizer.mask_id
+    with torch.no_grad():
+        masked_score = float(smooth_model(all_masked, token_type_ids)[0, result.position].double().log_softmax(-1)[result.target.token_id])
+    assert result.total == pytest.approx(result.score - masked_score, abs=1e-4)
+    assert result.samples == 6 and np.count_nonzero(result.token_attributions) == 5  # five word tokens
+    again = saliency(smooth_model, tokenizer, encoding, "shapley_value_sampling", samples=6, batch_size=4)
+    np.testing.assert_array_equal(again.attributions, result.attributions)  # seeded
+
+
+def test_a_token_tag_is_explained_at_its_token(tokenizer):
+    """output "tag": f = log p(label) of one token, from the token-classification head's own logits."""
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_layers=2, num_heads=4, intermediate_size=48,
+                        max_position_embeddings=64)
+    torch.manual_seed(3)
+    model = Bert(config, mlm_head=False, tagger_labels=["O", "B-ANIMAL", "I-ANIMAL"]).eval()
+    with torch.no_grad():
+        model.tagger.weight.mul_(50)
+    encoding = tokenizer.encode("her dog went to the park")
+    input_ids, token_type_ids = encoding.tensors()
+    with torch.no_grad():
+        expected = model.tag(input_ids, token_type_ids)[0, 2].double().log_softmax(-1)
+    for method in METHODS:
+        result = saliency(model, tokenizer, encoding, method, output="tag", position=2, target_id=1, steps=64, samples=4)
+        assert result.score == pytest.approx(float(expected[1]), abs=1e-5) and result.target.token == "B-ANIMAL"
+        assert result.position == 2 and np.abs(result.attributions).max() > 1e-4
+        if method == "integrated_gradients":
+            assert result.total == pytest.approx(result.score - result.baseline_score, rel=0.01, abs=1e-4)
+    with pytest.raises(InvalidInputError, match="no token-classification head"):
+        saliency(Bert(config, classifier_labels=2).eval(), tokenizer, encoding, output="tag")
+
+
+def test_bad_perturbation_settings_get_clear_errors(smooth_model, tokenizer):
+    encoding = tokenizer.encode("the [MASK]")
+    with pytest.raises(InvalidInputError, match="steps must be at least 2"):  # a midpoint rule needs two points
+        saliency(smooth_model, tokenizer, encoding, "integrated_gradients", steps=1)
+    with pytest.raises(InvalidInputError, match="samples must be at least 1"):
+        saliency(smooth_model, tokenizer, encoding, "shapley_value_sampling", samples=0)
+    with pytest.raises(InvalidInputError, match="wider than"):
+        saliency(smooth_model, tokenizer, encoding, "occlusion", window=9)
+    with pytest.raises(InvalidInputError, match="output must be one of"):
+        saliency(smooth_model, tokenizer, encoding, output="pooler")

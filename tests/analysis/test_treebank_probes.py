@@ -13,7 +13,7 @@ from bert import BertTokenizer
 from bert.analysis.corpus.batching import residual_hooks
 from bert.analysis.probing.mdl import EPSILON, block_ends, online_codelength
 from bert.analysis.probing.treebank import TreebankSentence, read_treebank
-from bert.analysis.probing.treebank_probes import ProbeSettings, expected_layer, run_treebank_probes
+from bert.analysis.probing.pipeline import ProbeSettings, expected_layer, run_probes
 from bert.analysis.probing.word_features import extract_word_features, word_pieces
 from bert.errors import InvalidInputError
 from bert_test_support import spawn_two_gloo_ranks, synthetic_conllu
@@ -103,7 +103,7 @@ def test_expected_layer_of_hand_made_gains():
 def test_report_shape_and_determinism(tiny, treebank):
     model, tokenizer = tiny
     settings = ProbeSettings(seed=1, mdl=True, max_train_words=100)
-    report = run_treebank_probes(model, tokenizer, treebank, settings=settings, model_name="tiny")
+    report = run_probes(model, tokenizer, treebank, settings=settings, model_name="tiny")
     assert set(report.tasks) == {"upos", "deprel", "arcs", "distance", "depth"}  # xpos is "_" throughout: no task
     assert report.num_train_sentences == 32 and report.num_test_sentences == 8
     layers = model.config.num_layers + 1
@@ -119,7 +119,7 @@ def test_report_shape_and_determinism(tiny, treebank):
     # synthetic sentences all have one shape: the chain finds the/NOUN, NOUN/VERB, at/the... 3 of 5 edges
     assert report.baselines["linear_uuas"] == pytest.approx(3 / 5)
     assert report.baselines["layer0_uuas"] == report.tasks["distance"].layers[0]["uuas"]
-    again = run_treebank_probes(model, tokenizer, treebank, settings=settings, model_name="tiny")
+    again = run_probes(model, tokenizer, treebank, settings=settings, model_name="tiny")
     assert again.to_dict() | {"timings_s": {}} == report.to_dict() | {"timings_s": {}}
     edges = report.predicted_edges(0, 1)
     assert len(edges) == 5 and report.gold_edges(0) == {(0, 1), (1, 2), (2, 5), (3, 5), (4, 5)}
@@ -128,9 +128,9 @@ def test_report_shape_and_determinism(tiny, treebank):
 def test_bad_task_requests_are_refused(tiny, treebank):
     model, tokenizer = tiny
     with pytest.raises(InvalidInputError, match="does not support the task 'xpos'"):
-        run_treebank_probes(model, tokenizer, treebank, tasks=["xpos"])
+        run_probes(model, tokenizer, treebank, tasks=["xpos"])
     with pytest.raises(InvalidInputError, match="pieces"):
-        run_treebank_probes(model, tokenizer, treebank, settings=ProbeSettings(pieces="middle"))
+        run_probes(model, tokenizer, treebank, settings=ProbeSettings(pieces="middle"))
 
 
 def _extract_on_rank(rank: int, folder: str, text: str, out: str) -> None:
@@ -162,7 +162,7 @@ def test_bert_base_distance_probe_peaks_in_the_middle_layers():
     import bert
 
     model, tokenizer = bert.load_pretrained("bert-base-uncased")
-    report = run_treebank_probes(model, tokenizer, builtin_treebank("dev"), builtin_treebank("test"), tasks=["distance"])
+    report = run_probes(model, tokenizer, builtin_treebank("dev"), builtin_treebank("test"), tasks=["distance"])
     uuas = report.tasks["distance"].measure("uuas")
     assert 6 <= report.tasks["distance"].best_layer <= 9, uuas
     assert max(uuas) > report.baselines["linear_uuas"] and max(uuas) > uuas[0]

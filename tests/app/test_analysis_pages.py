@@ -55,15 +55,53 @@ def test_rollout_refuses_flow_for_long_inputs(open_page):
 
 
 @pytest.mark.slow
-def test_saliency_both_methods(open_page):
+def test_saliency_every_method_with_its_deletion_curve(open_page):
+    """Gradient methods: a bar per embedding part; perturbation methods: one per token, with their sample counts;
+    every map with its deletion curve against random orders."""
     at = open_page("saliency", text="The [MASK] barked.")
     at.slider(key="saliency_steps").set_value(8).run()
     no_exception(at)
-    (bars,) = figures(at)
+    bars, curve = figures(at)
     assert [trace["name"] for trace in bars["data"]] == ["token", "position", "segment"]
+    assert bars["layout"]["title"]["text"].startswith("integrated gradients: log p(")
+    assert [trace["name"].split(" (")[0] for trace in curve["data"]] == ["integrated gradients order", "random order"]
+    assert "8 steps" in texts(at) and "masked one at a time" in texts(at)
     at.radio(key="saliency_method").set_value("gradient_x_input").run()
     no_exception(at)
     assert "add up to about zero" in texts(at)
+    at.radio(key="saliency_method").set_value("occlusion").run()
+    no_exception(at)
+    bars, curve = figures(at)
+    assert [trace["name"] for trace in bars["data"]] == ["token"] and len(bars["data"][0]["x"]) == 6
+    assert "each word token in turn replaced by [MASK], 7 runs of the model" in texts(at)
+    at.radio(key="saliency_method").set_value("shapley_value_sampling").run()
+    at.slider(key="saliency_samples").set_value(5).run()
+    no_exception(at)
+    assert "Shapley value sampling: 5 random orders" in texts(at)
+
+
+@pytest.mark.slow
+def test_saliency_against_a_second_word(open_page):
+    """A foil makes every method explain logit(answer) - logit(foil); the page's bars are the library's numbers."""
+    import numpy as np
+
+    import bert
+    from app_helpers import array
+    from bert.analysis.attribution.saliency import saliency
+
+    at = open_page("saliency", text="The [MASK] barked.", saliency_method="occlusion")
+    answer = at.selectbox(key="saliency_target").value
+    assert at.selectbox(key="saliency_foil").value is None  # no second word until one is picked
+    at.selectbox(key="saliency_foil").select_index(2).run()
+    no_exception(at)
+    bars, curve = figures(at)
+    foil = at.selectbox(key="saliency_foil").value
+    assert bars["layout"]["title"]["text"].startswith(f"occlusion: logit('{answer.token}') − logit('{foil.token}')")
+    assert curve["layout"]["yaxis"]["title"]["text"] == "logit difference"
+    model, tokenizer = bert.load_pretrained("minilm")
+    expected = saliency(model, tokenizer, tokenizer.encode("The [MASK] barked."), "occlusion", target_id=answer.token_id,
+                        foil_id=foil.token_id)
+    np.testing.assert_allclose(array(bars["data"][0]["y"]), expected.token_attributions, atol=1e-4)
 
 
 @pytest.mark.slow
@@ -73,7 +111,13 @@ def test_probes_on_a_few_builtin_sentences(open_page):
     at.multiselect(key="probe_tasks").set_value(["punctuation"]).run()
     at.toggle(key="probe_run").set_value(True).run()
     no_exception(at)
-    assert len(figures(at)) == 2
+    (accuracy,) = figures(at)  # the one probing flow: the measure is picked, accuracy first
+    assert [trace["name"] for trace in accuracy["data"]][:2] == ["punctuation", "punctuation (control task)"]
+    assert at.dataframe[0].value["task"].tolist() == ["punctuation"]
+    at.selectbox(key="probe_measure").set_value("selectivity").run()
+    no_exception(at)
+    (selectivity,) = figures(at)
+    assert selectivity["layout"]["title"]["text"].startswith("Selectivity by layer")
 
 
 def test_probes_upload_without_a_file_asks_for_one(open_page):

@@ -232,6 +232,19 @@ def test_the_sidebar_says_where_the_model_runs_in_plain_words(monkeypatch, tiny_
     assert models.device_in_words(torch.device("mps")) == "the Apple GPU"
 
 
+def test_the_app_packs_its_model_and_the_tree_still_shows_the_outline(tiny_mlm_folder):
+    """The app asks for weight packing (a CPU speed pass); the module tree it draws is the plain model's all the same."""
+    import bert
+    from bert.packed_linear import PackedLinear
+
+    loaded = models.load(models.ModelKey.of("folder", str(tiny_mlm_folder)))
+    plain, _ = bert.load_pretrained(str(tiny_mlm_folder))
+    assert type(loaded.model.lm_head.unembedding) is PackedLinear and type(plain.lm_head.unembedding) is torch.nn.Linear
+    rows = architecture.module_rows(loaded.model, {}, first_layer_only=False)
+    assert rows == architecture.module_rows(plain, {}, first_layer_only=False)
+    assert "PackedLinear" not in architecture.tree_text(rows) and "unembedding: Linear(" in architecture.tree_text(rows)
+
+
 def test_the_cached_pass_is_keyed_by_the_prepared_input_and_tokenizes_nothing(monkeypatch):
     """cache.forward reads the input the sentence box prepared: no tokenizer call on a miss, and an input prepared
     again from the same text, pair, masks and cut is the same cache entry."""

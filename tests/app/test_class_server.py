@@ -35,6 +35,21 @@ def test_five_students_at_once_each_get_their_own_predictions(tmp_path):
     assert sorted(re.findall(r"^student (\d+): candidates", result.stdout, re.M)) == [str(n) for n in range(STUDENTS)]
 
 
+@pytest.mark.slow
+def test_three_students_follow_the_presenter_through_three_steps(tmp_path):
+    """`--follow`: the class-mode server, the presenter's presses, every student's page reaching every step."""
+    log, record = tmp_path / "streamlit.log", tmp_path / "following.json"
+    result = run_bench("class_server", "--follow", "--students", "3", "--steps", "3", "--timeout", str(TIMEOUT_S),
+                       "--json", str(record), "--log", str(log))
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    run = json.loads(record.read_text())
+    assert len(run["presses"]) == 3 and [f["problem"] for f in run["followers"]] == [None] * 3
+    for follower in run["followers"]:
+        assert sorted(follower["finished"]) == ["1", "2", "3"]
+        assert all(follower["finished"][step] >= run["presses"][int(step) - 1] for step in follower["finished"])
+    assert run["cpu_per_student_step_s"] >= 0 and run["polling_cpu_s_per_s"] > 0  # the server's CPU was read
+
+
 def test_the_profile_summary_sorts_samples_into_categories(tmp_path):
     profile = tmp_path / "stacks.txt"
     profile.write_text(

@@ -17,11 +17,15 @@ PURE = [
     "viz_app.models", "viz_app.forward", "viz_app.text", "viz_app.params", "viz_app.navigation", "viz_app.tables",
     "viz_app.architecture", "viz_app.sentence_tasks", "viz_app.word_contexts", "viz_app.model_comparison",
     "viz_app.corpus_search", "viz_app.tiny_training", "viz_app.export_html", "viz_app.download",
-    "viz_app.label_names", "viz_app.page_context", "viz_app.views", "viz_app.features", "viz_app.lessons.format",
+    "viz_app.label_names", "viz_app.page_context", "viz_app.export_lesson", "viz_app.features", "viz_app.lessons.format",
     "viz_app.lessons.computed", "viz_app.lessons.resolve", "viz_app.lessons.views", "viz_app.lessons.export",
+    "viz_app.notebook",
+    *sorted(f"viz_app.views.{path.stem}" for path in (ROOT / "viz_app" / "views").glob("*.py") if path.stem != "__init__"),
+    "viz_app.access", "viz_app.server_settings", "viz_app.class_room", "viz_app.class_links",
 ]
 WIDGETS = {"viz_app.widgets", "viz_app.analysis_widgets", "viz_app.sidebar", "viz_app.sentence_box", "viz_app.state",
-           "viz_app.lessons.session", "viz_app.live_run", "viz_app.pretraining_figures"}
+           "viz_app.lessons.session", "viz_app.live_run", "viz_app.pretraining_figures", "viz_app.visitor",
+           "viz_app.lessons.following"}
 
 
 def module_files() -> dict[str, Path]:
@@ -93,6 +97,12 @@ def test_the_imports_of_bert_and_the_app_have_no_circle():
     assert not circles, "import circles:\n" + "\n".join(" -> ".join(circle) for circle in circles)
 
 
+def test_the_library_never_imports_the_app():
+    graph = import_graph()
+    assert not {(name, target) for name, targets in graph.items() if name.startswith("bert")
+                for target in targets if target.startswith("viz_app")}
+
+
 def _closure(graph: dict[str, set[str]], start: str) -> set[str]:
     seen, todo = set(), [start]
     while todo:
@@ -118,7 +128,7 @@ def _loaded_after_import(modules: list[str]) -> list[str]:
 
 
 CHART_BUILDERS = sorted(f"viz_app.charts.{path.stem}" for path in (ROOT / "viz_app" / "charts").glob("*.py")
-                        if path.stem not in ("__init__", "probes"))  # the probes chart reads the probing library's tasks
+                        if path.stem != "__init__")
 
 
 def test_text_and_the_chart_builders_import_neither_streamlit_nor_the_analyses():

@@ -9,9 +9,9 @@ import pytest
 from bert import BertTokenizer
 from bert.analysis.probing.treebank import builtin_treebank
 from bert.analysis.probing.structural_probe import StructuralProbeSettings
-from bert.analysis.probing.treebank_probes import ProbeSettings, run_treebank_probes
+from bert.analysis.probing.pipeline import ProbeSettings, run_probes
 from viz_app.probe_results import summary_table
-from viz_app.treebank_runs import sentence_trees
+from viz_app.probe_runs import sentence_trees
 
 
 @pytest.fixture(scope="module")
@@ -19,7 +19,7 @@ def report(tiny_model, tiny_vocab_file):
     dev = builtin_treebank("dev")
     few = [s for s in dev.sentences if 3 <= len(s) <= 12][:16]  # the tiny model has 64 positions
     settings = ProbeSettings(structural=StructuralProbeSettings(rank=8, epochs=2))
-    return run_treebank_probes(tiny_model, BertTokenizer.from_vocab(tiny_vocab_file), replace(dev, sentences=tuple(few)),
+    return run_probes(tiny_model, BertTokenizer.from_vocab(tiny_vocab_file), replace(dev, sentences=tuple(few)),
                                tasks=["upos", "distance"], settings=settings)
 
 

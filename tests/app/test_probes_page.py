@@ -166,11 +166,11 @@ def test_a_fine_tuned_model_probes_a_german_upload(open_probes):
 
 @pytest.mark.slow
 def test_other_tasks_or_seeds_on_the_same_data_reuse_the_word_vectors(open_probes, monkeypatch):
-    from viz_app import cache
+    from viz_app import probe_runs
 
     calls = []
-    extract = cache.extract_train_test
-    monkeypatch.setattr(cache, "extract_train_test", lambda *args, **kwargs: calls.append(1) or extract(*args, **kwargs))
+    extract = probe_runs.extract_features
+    monkeypatch.setattr(probe_runs, "extract_features", lambda *args, **kwargs: calls.append(1) or extract(*args, **kwargs))
     at = open_probes(probes_source="ud_ewt", probes_ud_count=11, probe_treebank_tasks="upos")
     at.toggle(key="probe_run").set_value(True).run()
     at.multiselect(key="probe_treebank_tasks").set_value(["upos", "xpos"]).run()
@@ -180,3 +180,23 @@ def test_other_tasks_or_seeds_on_the_same_data_reuse_the_word_vectors(open_probe
     at.radio(key="probe_pieces").set_value("last").run()  # other word vectors: the model runs again
     no_exception(at)
     assert len(calls) == 2 and "its last word piece (last)" in shown(at)
+
+
+@pytest.mark.slow
+def test_a_plain_text_upload_offers_the_text_tasks_and_runs_them(open_probes):
+    from bert.analysis.probing.task_table import TEXT_TASKS
+
+    at = open_probes(probes_source="text")
+    animals = ["dog", "cat", "fox", "owl", "bear", "wolf", "hen", "cow", "pig", "goat", "duck", "frog"]
+    text = "\n".join(f"The {animal} watched the mailman, then it slept." for animal in animals)
+    at.file_uploader(key="probes_file").set_value(("mine.txt", text.encode(), "text/plain")).run()
+    no_exception(at)
+    assert at.multiselect(key="probe_tasks").options == [t.replace("_", " ") for t in TEXT_TASKS]  # no headwords: no pos
+    assert at.multiselect(key="probe_tasks").value == ["position", "continuation"]  # the default, less pos
+    at.multiselect(key="probe_tasks").set_value(["punctuation", "continuation"])
+    at.toggle(key="probe_run").set_value(True).run()
+    no_exception(at)
+    (curves,) = figures(at)
+    assert curves["layout"]["title"]["text"] == "Accuracy by layer"  # word pieces: no word-vector note
+    assert at.dataframe[0].value["task"].tolist() == ["punctuation", "continuation"]
+    assert "On 12 sentences from mine.txt: 10 sentences trained the probes and 2 scored them" in shown(at)

@@ -32,7 +32,7 @@ def error_of(text: str) -> str:
 def test_every_builtin_lesson_validates_with_five_to_ten_steps():
     lessons = builtin_lessons()
     assert list(lessons) == ["fill_in_the_blank", "three_embeddings", "where_each_word_looks", "what_the_layers_know",
-                             "from_pretraining_to_a_task"]
+                             "from_pretraining_to_a_task", "where_a_word_travels"]
     for name, found in lessons.items():
         assert 5 <= len(found.steps) <= 10, name
         assert found.title and found.about
@@ -76,7 +76,9 @@ def test_a_good_lesson_reads_its_values_as_the_links_do():
             focus: {computed: position_of, word: barked}
           question: Why?
           answer: Because.
+          choices: [Because, "Why not", 3]
     """), "good")
+    assert found.steps[0].choices == ("Because", "Why not", "3")
     state = found.steps[0].state_dict
     assert state["masks"] == [2, 3] and state["ablation_heads"] == [(0, 1), (3, 7)]
     assert state["hide_special"] is True and state["top_k"] == 5 and state["probe_tasks"] == ["position", "pos"]
@@ -98,6 +100,15 @@ def test_a_good_lesson_reads_its_values_as_the_links_do():
     ("- title: S\n  page: attention\n  text: See {best_head}.", "step 1 (S): text: {best_head}: unknown computed value"),
     ("- title: S\n  page: attention\n  text: x\n  question: Why?", "step 1 (S): answer: a question needs its answer"),
     ("- title: S\n  page: attention\n  text: x\n  colour: red", "step 1 (S): colour: unknown key"),
+    ("- title: S\n  page: attention\n  text: x\n  choices: [a, b]", "step 1 (S): choices: choices answer a question"),
+    ("- title: S\n  page: attention\n  text: x\n  question: Q?\n  answer: A.\n  choices: [only one]",
+     "step 1 (S): choices: give a list of 2 to 6 short answers"),
+    ("- title: S\n  page: attention\n  text: x\n  question: Q?\n  answer: A.\n  choices: [same, same]",
+     "step 1 (S): choices: each choice a different, non-empty text"),
+    ("- title: S\n  page: attention\n  text: x\n  question: Q?\n  answer: A.\n  choices: [ok, {a: b}]",
+     "step 1 (S): choices: each choice a different, non-empty text"),
+    ("- title: S\n  page: attention\n  text: x\n  question: Q?\n  answer: A.\n  choices: [ok, " + "x" * 81 + "]",
+     "step 1 (S): choices: each choice at most 80 characters"),
     ("- title: S\n  page: attention", "step 1 (S): text: give a non-empty text"),
     (GOOD_STEP + "- title: T\n  page: attention\n  text: x\n  state: {masks: [a]}", "step 2 (T): state: masks: bad value"),
 ])
@@ -130,7 +141,8 @@ def test_a_file_that_cannot_be_read(tmp_path):
 
 def test_the_example_in_the_docs_is_a_valid_lesson():
     text = (ROOT / "docs" / "teaching.md").read_text()
-    example = text.split("```yaml\n", 1)[1].split("```", 1)[0]
+    blocks = [block.split("```", 1)[0] for block in text.split("```yaml\n")[1:]]
+    example = next(block for block in blocks if "\nsteps:" in block)  # the lesson (another block is server settings)
     found = parse_lesson(example, "example")
     assert len(found.steps) >= 2
     documented = set(re.findall(r"^\| `(\w+)`", text, re.MULTILINE))

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from bert.analysis.attention.attention_stats import HeadStatistics
 from bert.analysis.causal import ablation
+from bert.analysis.causal.patching import PatchingResult
+from bert.analysis.causal.tracing import TraceResult
 from bert.errors import BertError
+from viz_app import causal_tracing
 from viz_app.forward import ForwardResult, InputProblem, PreparedInput, prepare_input, record
 from viz_app.sentence_tasks import next_sentence
 from viz_app.views.attention import head_statistics
@@ -41,8 +44,9 @@ class Finding:
 class StepFacts:
     """What computed values read, for one model and one step's input; each part is computed when first asked."""
 
-    def __init__(self, loaded, text: str, pair: str, masks=(), truncate: bool = False):
+    def __init__(self, loaded, text: str, pair: str, masks=(), truncate: bool = False, state: Mapping[str, Any] | None = None):
         self.loaded, self.text, self.pair, self.masks, self.truncate = loaded, text, pair, tuple(masks), truncate
+        self.state = dict(state or {})  # the step's whole state: what the causal tracing page reads besides the sentence
 
     @cached_property
     def prepared(self) -> PreparedInput:
@@ -64,6 +68,24 @@ class StepFacts:
     def ranking(self) -> ablation.HeadRanking:
         self.first_mask  # says why there is nothing to rank
         return ablation.rank_heads(self.loaded.model, self.loaded.tokenizer, self.prepared.masked)
+
+    @cached_property
+    def patching(self) -> tuple[PatchingResult, PatchingResult]:
+        """(exact, attribution) patching for the step's two sentences (viz_app/causal_tracing.py)."""
+        request = causal_tracing.resolve_patching(self.loaded, causal_tracing.CausalSettings.from_state(self.state).patching)
+        try:
+            return (causal_tracing.run_patching(self.loaded, request, exact=True),
+                    causal_tracing.run_patching(self.loaded, request, exact=False))
+        except BertError as problem:
+            raise NotComputable(str(problem)) from None
+
+    @cached_property
+    def trace(self) -> TraceResult:
+        request = causal_tracing.resolve_trace(self.loaded, causal_tracing.CausalSettings.from_state(self.state).trace)
+        try:
+            return causal_tracing.run_trace(self.loaded, request)
+        except BertError as problem:
+            raise NotComputable(str(problem)) from None
 
     @property
     def first_mask(self):
@@ -165,6 +187,48 @@ def _next_sentence(facts: StepFacts) -> Finding:
     return Finding(_percent(result.follows), {"follows": _percent(result.follows), "swapped": _percent(result.swapped)})
 
 
+def _patching(facts: StepFacts) -> Finding:
+    """Where the clean sentence's preference travels: the changed word's position carries it up to some layer, the
+    [MASK]'s from some layer on, and which attention block and head move it (layers counted from 0, as the page)."""
+    exact, attribution = facts.patching
+    tokens, residual = exact.tokens, exact.residual.numpy()
+    mask = tokens.index("[MASK]")
+    carrier = max((p for p in range(len(tokens)) if p != mask), key=lambda p: residual[0, p])  # the changed word
+    carried = [i for i in range(len(residual)) if residual[i, carrier] >= 0.5]
+    at_mask = [i for i in range(len(residual)) if residual[i, mask] >= 0.5]
+    attention = exact.attention.numpy()[:, mask]
+    layer, head = np.unravel_index(int(exact.heads.numpy().argmax()), exact.heads.shape)
+    r = np.corrcoef(exact.residual.numpy().ravel(), attribution.residual.numpy().ravel())[0, 1]
+    fields = {
+        "answer": exact.answer, "foil": exact.foil, "clean": f"{exact.clean_metric:.2f}", "corrupted": f"{exact.corrupted_metric:.2f}",
+        "word": tokens[carrier], "carried_until": _after(max(carried, default=0)),
+        "mask_from": _after(min(at_mask, default=len(residual) - 1)), "attention_layer": f"layer {int(attention.argmax())}",
+        "attention_share": f"{float(attention.max()):.2f}", "head": f"layer {int(layer)}, head {int(head)}",
+        "head_share": f"{float(exact.heads[layer, head]):.2f}", "r": f"{r:.2f}",
+    }
+    return Finding(f"logit({exact.answer}) − logit({exact.foil})", fields)
+
+
+def _trace(facts: StepFacts) -> Finding:
+    """The noise trace: the answer's probability clean and noisy, and where restoring one state brings at least half
+    of it back: at the noised word (up to which layer) and at the [MASK] (from which layer)."""
+    trace = facts.trace
+    grid = trace.restored["residual"].numpy()
+    halfway = (trace.clean_probability + trace.corrupted_probability) / 2
+    word, mask = trace.corrupted_positions[-1], trace.mask_position
+    at_word = [i for i in range(len(grid)) if grid[i, word] >= halfway]
+    at_mask = [i for i in range(len(grid)) if grid[i, mask] >= halfway]
+    fields = {"answer": trace.answer, "clean": _percent(trace.clean_probability), "noisy": _percent(trace.corrupted_probability),
+              "noised": " ".join(trace.tokens[i] for i in trace.corrupted_positions),
+              "word_until": _after(max(at_word, default=0)), "mask_from": _after(min(at_mask, default=len(grid) - 1))}
+    return Finding(trace.answer, fields)
+
+
+def _after(row: int) -> str:
+    """A residual-stream row's name, layers counted from 0: row 0 is the embeddings, row i > 0 layer i - 1's output."""
+    return "the embeddings" if row == 0 else f"layer {row - 1}"
+
+
 def _statistic_head(statistic: str, what: str) -> Computation:
     return Computation(f"the head with the highest {what} in the step's sentence", _strongest(statistic), HEAD_KEYS,
                        ("layer", "head", "share"))
@@ -190,4 +254,11 @@ COMPUTED: dict[str, Computation] = {
     "last_layer": Computation("the loaded model's last layer (counted from 0)", _last_layer, LAYER_KEYS),
     "next_sentence": Computation("P(B follows A) for the step's two sentences, and for them swapped", _next_sentence,
                                  (), ("follows", "swapped")),
+    "patching": Computation(
+        "activation patching on the step's two sentences (causal tracing page): where the changed word's information "
+        "travels to the [MASK]", _patching, (),
+        ("answer", "foil", "clean", "corrupted", "word", "carried_until", "mask_from", "attention_layer", "attention_share",
+         "head", "head_share", "r")),
+    "trace": Computation("causal tracing with noise on the step's sentence (causal tracing page)", _trace, (),
+                         ("answer", "clean", "noisy", "noised", "word_until", "mask_from")),
 }

@@ -2,7 +2,8 @@
 
 A lesson is a title, a one-line `about`, an optional `state` every step starts from, and 1 or more steps. A step
 has a `title`, a short `text` for the class, the `page` it shows, that page's `state` (the keys the app's links
-carry: text, pair, masks, layer, head, top_k, ...), an optional `question` with its `answer`, and what to `notice`.
+carry: text, pair, masks, layer, head, top_k, ...), an optional `question` with its `answer` (and `choices`: 2 to 6
+short answers students following a class pick from, one click each), and what to `notice`.
 A state value is literal (`layer: 3`) or computed for the loaded model and the step's sentence
 (`head: {computed: previous_token_head}`); texts may quote computed values (`{previous_token_head.share}`).
 docs/teaching.md has an example.
@@ -18,10 +19,11 @@ import yaml
 
 from bert.analysis.causal import ablation
 from bert.analysis.attention.attention_stats import STATISTICS
-from bert.analysis.probing.probes import TASKS
+from bert.analysis.probing.task_table import TEXT_TASKS
 from bert.analysis.attribution.saliency import METHODS
 from bert.errors import BertError
 from viz_app import navigation
+from viz_app.causal_tracing import COMPARE, DIRECTIONS, MODES
 from viz_app.lessons.computed import COMPUTED
 from viz_app.params import LINK_PARAMS, MODEL_PARAM
 
@@ -38,10 +40,16 @@ CHOICES = {  # state keys whose value is one of a few names (each subset key: a 
     "tasks_method": tuple(METHODS),
     "image_format": ("png", "svg"),
     "search_by": ("layer", "head"),
-    "probe_tasks": tuple(TASKS),
+    "units": ("word pieces", "words"),
+    "probe_tasks": (*TEXT_TASKS, "pos"),  # the built-in sentences' tasks
+    "causal_mode": tuple(MODES),
+    "patch_direction": tuple(DIRECTIONS),
+    "patch_compare": COMPARE,
 }
 LESSON_KEYS = {"title", "about", "state", "steps"}
-STEP_KEYS = {"title", "text", "page", "state", "question", "answer", "notice"}
+STEP_KEYS = {"title", "text", "page", "state", "question", "answer", "choices", "notice"}
+CHOICE_COUNT = (2, 6)  # a question's choices: at least, at most
+CHOICE_LENGTH = 80  # characters of one choice at most: a button's label
 PLACEHOLDER = re.compile(r"\{([a-z_]+)(?:\.([a-z_]+))?\}")  # {name} or {name.field}: a computed value in a text
 
 
@@ -58,6 +66,7 @@ class Step:
     question: str = ""
     answer: str = ""
     notice: str = ""
+    choices: tuple[str, ...] = ()  # short answers students pick from, in class (one click each)
 
     @property
     def state_dict(self) -> dict[str, Any]:
@@ -130,9 +139,12 @@ def _step(data: Any, number: int, source: str) -> Step:
         title=_text(data, "title", where, required=True), text=_text(data, "text", where, required=True), page=page,
         state=_state(data.get("state") or {}, f"{where}: state"), question=_text(data, "question", where),
         answer=_text(data, "answer", where), notice=_text(data, "notice", where),
+        choices=_choices(data.get("choices"), where),
     )
     if bool(step.question) != bool(step.answer):
         raise LessonError(f"{where}: {'answer' if step.question else 'question'}: a question needs its answer, and an answer its question")
+    if step.choices and not step.question:
+        raise LessonError(f"{where}: choices: choices answer a question; give the question too")
     for key in ("title", "text", "question", "answer", "notice"):
         for name, field_name in PLACEHOLDER.findall(getattr(step, key)):
             _check_placeholder(name, field_name, f"{where}: {key}")
@@ -152,6 +164,20 @@ def _text(data: dict, key: str, where: str, required: bool = False) -> str:
     if not isinstance(value, str) or not value.strip():
         raise LessonError(f"{where}: {key}: give a non-empty text")
     return value.strip()
+
+
+def _choices(value: Any, where: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    low, high = CHOICE_COUNT
+    if not isinstance(value, list) or not low <= len(value) <= high:
+        raise LessonError(f"{where}: choices: give a list of {low} to {high} short answers")
+    choices = tuple(str(choice).strip() for choice in value if isinstance(choice, (str, int, float)))
+    if len(choices) != len(value) or not all(choices) or len(set(choices)) != len(choices):
+        raise LessonError(f"{where}: choices: each choice a different, non-empty text")
+    if any(len(choice) > CHOICE_LENGTH for choice in choices):
+        raise LessonError(f"{where}: choices: each choice at most {CHOICE_LENGTH} characters (a button's label)")
+    return choices
 
 
 def _state(data: Any, where: str) -> tuple[tuple[str, Any], ...]:

@@ -29,6 +29,7 @@ class ResolvedStep:
     page: str
     state: dict[str, Any]  # every key the step sets, literal and computed; text and pair always
     problems: tuple[str, ...] = ()  # one line each: what could not be computed for this model, and why
+    choices: tuple[str, ...] = ()  # the question's short answers, for a class to pick from
 
     def query(self, model: str | None) -> dict[str, str]:
         """The step's state as a link's query parameters (the model first)."""
@@ -77,7 +78,7 @@ def resolve(lesson: Lesson, index: int, loaded, session: Mapping[str, Any] | Non
             del state[key]
             if found := find(value.name, plain, value.arguments):
                 state[key] = [found.position] if key == "masks" else found.position
-    facts = StepFacts(loaded, state["text"], state["pair"], state.get("masks", ()), state["truncate"])
+    facts = StepFacts(loaded, state["text"], state["pair"], state.get("masks", ()), state["truncate"], state)
     for key, value in computed.items():
         if key in state and isinstance(state[key], ComputedValue):
             del state[key]
@@ -99,7 +100,8 @@ def resolve(lesson: Lesson, index: int, loaded, session: Mapping[str, Any] | Non
         return PLACEHOLDER.sub(replace, text)
 
     texts = [fill(getattr(step, key)) for key in ("title", "text", "question", "answer", "notice")]
-    return ResolvedStep(index + 1, len(lesson.steps), *texts, step.page, state, tuple(dict.fromkeys(problems)))
+    return ResolvedStep(index + 1, len(lesson.steps), *texts, step.page, state, tuple(dict.fromkeys(problems)),
+                        step.choices)
 
 
 def _set(key: str, found: Finding) -> dict[str, Any]:

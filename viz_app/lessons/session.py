@@ -7,7 +7,9 @@ from urllib.parse import urlsplit
 
 import streamlit as st
 
-from viz_app import cache, models
+from viz_app import cache, models, state
+from viz_app.access import Role, Visitor
+from viz_app.models import ModelKey
 from viz_app.lessons.format import MODEL_PARAM, PAGES, Lesson
 from viz_app.lessons.resolve import SIDEBAR_KEYS, ResolvedStep, step_state
 from viz_app.params import BOUND, LINK_PARAMS
@@ -19,17 +21,29 @@ GO = "_lesson_go"  # a page to switch to on the next run
 UPLOADED = "_lesson_uploaded"  # the teacher's own lesson, once read
 
 
-def go_to(lesson: Lesson, index: int | None) -> None:
+def go_to(lesson: Lesson, index: int | None, visitor: Visitor) -> None:
     """Button callback: show step `index` (None: leave the lesson). Runs before the sidebar is drawn, so the
-    step's sentence and model can be put into the sidebar's widgets; the rest follows in `apply`."""
+    step's sentence and model can be put into the sidebar's widgets; the rest follows in `apply`. The presenter's
+    move moves the class (viz_app/class_room.py)."""
     st.session_state[STEP] = index
+    presenting = visitor.role is Role.PRESENTER
     if index is None:
+        if presenting:
+            visitor.room.end(visitor.presenter_key)
         return
-    state = step_state(lesson, index, st.session_state)
+    values = step_state(lesson, index, st.session_state)
     for key in SIDEBAR_KEYS:
-        st.session_state[key] = state[key]
-    if MODEL_PARAM in state:
-        _choose_model(state[MODEL_PARAM])
+        st.session_state[key] = values[key]
+    if MODEL_PARAM in values:
+        state.choose(visitor.resolve(values[MODEL_PARAM]))
+    if presenting:
+        visitor.room.show(visitor.presenter_key, lesson, index, model=_chosen_model())
+
+
+def _chosen_model() -> str | None:
+    """The model the sidebar will load, as a link names it."""
+    choice = st.session_state.get("model_choice")
+    return st.session_state.get("model_folder") if choice == models.FOLDER else choice
 
 
 def open_page(step: ResolvedStep) -> None:
@@ -60,16 +74,20 @@ def apply(lesson: Lesson, step: ResolvedStep, model: str | None) -> None:
     st.session_state[APPLIED] = marker
 
 
-def _choose_model(source: str) -> None:
-    sources = [choice.source for choice in cache.model_choices()]
-    if source in sources and source != models.FOLDER:
-        st.session_state["model_choice"] = source
-    else:
-        st.session_state["model_choice"], st.session_state["model_folder"] = models.FOLDER, source
-
-
 def base_url() -> str:
     """The app's address as this browser reached it (students on the same network use the same one)."""
     parts = urlsplit(st.context.url or "http://localhost:8501")
     prefix = (st.get_option("server.baseUrlPath") or "").strip("/")
     return f"{parts.scheme}://{parts.netloc}" + (f"/{prefix}" if prefix else "")
+
+
+def take_step(lesson: Lesson, index: int, key: ModelKey) -> ResolvedStep:
+    """A following student's move to the class's step (viz_app/lessons/following.py), before any widget is drawn:
+    the step for `key`'s model, its sentence and every setting it names into the session, the rest to defaults."""
+    values = step_state(lesson, index, st.session_state)
+    for name in SIDEBAR_KEYS:
+        st.session_state[name] = values[name]
+    step = cache.lesson_step(key, lesson, index, tuple(values[name] for name in SIDEBAR_KEYS))
+    st.session_state.pop(APPLIED, None)  # even the step already taken: back to what it shows
+    apply(lesson, step, key.source)
+    return step

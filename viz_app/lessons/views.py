@@ -11,22 +11,26 @@ import weakref
 from typing import Any, Callable, Mapping
 
 from bert.analysis.causal import ablation
-from bert.analysis.probing.probes import run_probes
 from bert.analysis.representations.embedding_subspaces import subspace_report
 from bert.analysis.representations.logit_lens import logit_lens
 from bert.data import builtin_sentences
+from bert.errors import BertError
+from viz_app import probe_runs
+from viz_app.causal_tracing import CausalSettings, resolve_patching, resolve_trace, run_patching, run_trace
 from viz_app.charts.base import Chart
 from viz_app.forward import PreparedInput, prepare_input, record
 from viz_app.models import LoadedModel
 from viz_app.params import LINK_PARAMS
 from viz_app.sentence_tasks import class_probabilities
-from viz_app.tables import EmbeddingTables, model_tables, weight_tables
+from viz_app.tables import EmbeddingTables, embedding_tables, weight_tables
 from viz_app.views import chosen_mask
 from viz_app.views.attention import AttentionSettings, attention_view
+from viz_app.views.causal_tracing import patching_view, tracing_view
 from viz_app.views.embeddings import EmbeddingSettings, embeddings_view
 from viz_app.views.head_ablation import head_ablation_view
 from viz_app.views.logit_lens import logit_lens_view
 from viz_app.views.prediction import PredictionSettings, prediction_view
+from viz_app.views.probes import ProbeViewSettings, probes_view
 from viz_app.views.sentence_tasks import chosen_class, classes_view
 
 
@@ -77,17 +81,28 @@ _TABLES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # model -> i
 def _tables(loaded: LoadedModel) -> EmbeddingTables:
     """The embedding tables' analysis, once per model (an exported lesson shows it in several steps)."""
     if loaded.model not in _TABLES:
-        _TABLES[loaded.model] = model_tables(loaded.model, loaded.tokenizer, loaded.summary.vocab)
+        tokenizer = loaded.tokenizer
+        vocabulary = [tokenizer.id_to_token(i) or "" for i in range(min(tokenizer.vocab_size, loaded.summary.vocab))]
+        _TABLES[loaded.model] = embedding_tables(loaded.model, vocabulary)
     return _TABLES[loaded.model]
 
 
 def _probes(view: PageState) -> list[Chart]:
-    from viz_app.charts.probes import probe_accuracy_chart, selectivity_chart
-
-    count = min(max(view["probes_count"], 20), len(builtin_sentences()))
-    report = run_probes(view.loaded.model, view.loaded.tokenizer, builtin_sentences(count), view["probe_tasks"],
-                        seed=view["probe_seed"])
-    return [probe_accuracy_chart(report), selectivity_chart(report)] if report.results else []
+    """The built-in sentences (or the first sentences of UD EWT) with the step's tasks; a file or a text to upload
+    has no figure here."""
+    if view["probes_source"] == "ud_ewt":
+        count = view.state.get("probes_ud_count", probe_runs.UD_SENTENCES)
+        data, tasks = probe_runs.ud_ewt_data(count if isinstance(count, int) and count >= 10 else probe_runs.UD_SENTENCES), view["probe_treebank_tasks"]
+    elif view["probes_source"] == "wordnet":
+        data, tasks = probe_runs.builtin_data(min(max(view["probes_count"], 20), len(builtin_sentences()))), view["probe_tasks"]
+    else:
+        return []
+    tasks = [task for task in tasks if task in data.tasks]
+    if not tasks:
+        return []
+    run = probe_runs.probe_run(view.loaded.model, view.loaded.tokenizer, data, tasks, view["probe_pieces"],
+                               view["probe_seed"], view["probe_mdl"])
+    return list(probes_view(ProbeViewSettings.from_state(view.state), run).values())
 
 
 def _logit_lens(view: PageState) -> list[Chart]:
@@ -117,6 +132,21 @@ def _sentence_tasks(view: PageState) -> list[Chart]:
     return list(classes_view(table, chosen_class(table, view["tasks_class"])).values())
 
 
+def _causal_tracing(view: PageState) -> list[Chart]:
+    if not view.loaded.model.has_mlm_head:
+        return []
+    settings = CausalSettings.from_state(view.state)
+    try:
+        if settings.mode == "one":
+            return list(tracing_view(run_trace(view.loaded, resolve_trace(view.loaded, settings.trace))).values())
+        request = resolve_patching(view.loaded, settings.patching)
+        approximate = run_patching(view.loaded, request, exact=False)
+        exact = run_patching(view.loaded, request, exact=True) if settings.exact else None
+    except BertError:  # sentences the page would refuse with a message
+        return []
+    return list(patching_view(exact or approximate, approximate if exact else None, settings.compare).values())
+
+
 BUILDERS: dict[str, Callable[[PageState], list[Chart]]] = {
     "prediction": _prediction,
     "attention": _attention,
@@ -124,6 +154,7 @@ BUILDERS: dict[str, Callable[[PageState], list[Chart]]] = {
     "probes": _probes,
     "logit_lens": _logit_lens,
     "head_ablation": _head_ablation,
+    "causal_tracing": _causal_tracing,
     "sentence_tasks": _sentence_tasks,
 }
 

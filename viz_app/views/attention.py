@@ -8,6 +8,7 @@ from typing import Any, Mapping
 from bert.analysis.attention.attention_stats import STATISTICS, HeadStatistics, KeyRoles
 from bert.analysis.attention.attention_stats import head_statistics as statistics_of
 from bert.analysis.attention.query_key import QueryKeyProduct, query_key_product
+from bert.analysis.attention.words import WordGroups, merge_attention
 from viz_app.charts.attention import attention_bars, heads_overview, pattern_heatmap, statistic_heatmap
 from viz_app.charts.base import Chart
 from viz_app.charts.query_key import query_key_terms, query_scores
@@ -69,21 +70,34 @@ def query_key(settings: AttentionSettings, result: ForwardResult) -> QueryKeyPro
     return query_key_product(result.queries[layer, head], result.keys[layer, head], settings.focus, key)
 
 
-def attention_view(settings: AttentionSettings, result: ForwardResult,
-                   statistics: HeadStatistics | None = None) -> dict[str, Chart]:
-    """"pattern", "bars", "query_key", "query_scores", "overview", and "stat" when `statistics` are given."""
-    layer, head, tokens = settings.layer, settings.head, list(result.tokens)
-    positions = shown_positions(result, settings.hide_special)
-    pattern = result.attention[layer, head]
+def attention_view(settings: AttentionSettings, result: ForwardResult, statistics: HeadStatistics | None = None,
+                   words: WordGroups | None = None) -> dict[str, Chart]:
+    """"pattern", "bars", "query_key", "query_scores", "overview", and "stat" when `statistics` are given. With
+    `words`, the pattern, the bars and the overview are word by word (Clark et al. 2019's merge: attention to a word
+    summed over its pieces, from a word averaged); the query-key view stays with the pieces the model computes."""
+    layer, head = settings.layer, settings.head
+    attention, tokens, positions, focus = _units(settings, result, words)
+    pattern = attention[layer, head]
     terms = query_key(settings, result)
     charts = {
         "pattern": pattern_heatmap(pattern, tokens, positions, layer, head),
-        "bars": attention_bars(pattern[settings.focus], tokens, positions, settings.focus, layer, head),
-        "query_key": query_key_terms(terms, tokens, layer, head),
-        "query_scores": query_scores(terms, tokens, positions, layer, head),
-        "overview": heads_overview(result.attention, positions, (layer, head)),
+        "bars": attention_bars(pattern[focus], tokens, positions, focus, layer, head),
+        "query_key": query_key_terms(terms, list(result.tokens), layer, head),
+        "query_scores": query_scores(terms, list(result.tokens), shown_positions(result, settings.hide_special),
+                                     layer, head),
+        "overview": heads_overview(attention, positions, (layer, head)),
     }
     if statistics is not None:
         charts["stat"] = statistic_heatmap(statistics[settings.statistic], settings.statistic,
                                            STATISTICS[settings.statistic], (layer, head))
     return charts
+
+
+def _units(settings: AttentionSettings, result: ForwardResult, words: WordGroups | None):
+    """(attention [layer, head, query, key], labels, shown positions, focus) in word pieces or in words."""
+    if words is None:
+        return result.attention, list(result.tokens), shown_positions(result, settings.hide_special), settings.focus
+    special = [all(result.special[p] for p in pieces) for pieces in words.positions]  # [CLS], [SEP]: a word each
+    shown = [word for word in range(len(words)) if not (settings.hide_special and special[word])]
+    focus = words.word_of(settings.focus)
+    return merge_attention(result.attention, words), list(words.labels), shown, focus if focus in shown else shown[0]

@@ -40,7 +40,7 @@ def run(args) -> int:
     rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
     sentences = builtin_sentences() if args.sentences == "builtin" else read_lines(Path(args.sentences))
     first, last = rank * len(sentences) // world, (rank + 1) * len(sentences) // world
-    model, tokenizer = load_pretrained(args.model, device=process_device(args.device))
+    model, tokenizer = load_pretrained(args.model, device=process_device(args.device), pack_for_cpu=True)
     if rank == 0:
         log_device(model)
     with tqdm(total=last - first, unit="sentence", disable=None, desc=f"rank {rank}/{world}") as bar:

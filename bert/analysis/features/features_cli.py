@@ -45,7 +45,7 @@ def run_neurons(args) -> int:
 
     if args.top < 1:
         raise InvalidInputError(f"--top must be 1 or more, not {args.top}")
-    model, tokenizer = load_pretrained(args.model, device=args.device)
+    model, tokenizer = load_pretrained(args.model, device=args.device, pack_for_cpu=True)
     log_device(model)
     layer, neuron = check_layer(model, args.layer), check_neuron(model, args.neuron)
     corpus = load_corpus(args.data, tokenizer, model, model.config.max_position_embeddings)
@@ -111,7 +111,7 @@ def run_sae(args) -> int:
         raise InvalidInputError(f"--measure {args.measure}: no such file; give a text or .conllu file, builtin or ud-ewt-test")
     ranks, device = start(args.device)
     try:
-        model, tokenizer = load_pretrained(args.model, device=device)
+        model, tokenizer = load_pretrained(args.model, device=device, pack_for_cpu=True)
         if not 0 <= args.layer <= model.config.num_layers:
             raise InvalidInputError(f"--layer must lie in 0 .. {model.config.num_layers} (0 = embeddings), not {args.layer}")
         if ranks.main:
@@ -153,7 +153,7 @@ def _measure(args) -> int:
     from .sae import load_sae
     from .sae_measures import measure_sae
 
-    model, tokenizer = load_pretrained(args.model, device=args.device)
+    model, tokenizer = load_pretrained(args.model, device=args.device, pack_for_cpu=True)
     sae = load_sae(args.sae, model)
     corpus = load_corpus(args.data, tokenizer, model, model.config.max_position_embeddings)
     figures = measure_sae(model, tokenizer, sae, corpus)

@@ -10,7 +10,7 @@ label, K classes); every later block with a probe trained on all examples before
 
 A representation that makes the labels easy to learn from few examples gives a short code (a high compression);
 a control task (Hewitt & Liang 2019) gives the same measure for memorised labels. The probe is the layer probes'
-logistic regression (probes.logistic_probe). It only knows the classes it has seen: each probability is mixed
+logistic regression (linear_probes.logistic_probe). It only knows the classes it has seen: each probability is mixed
 with the uniform one, (1 - EPSILON) p + EPSILON / K, so a label unseen so far costs about log2(K / EPSILON) bits
 instead of infinitely many.
 """
@@ -25,7 +25,7 @@ from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
 from ...errors import InvalidInputError
-from .probes import logistic_probe
+from .linear_probes import logistic_probe
 
 PORTIONS = (0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.0625, 0.125, 0.25, 0.5, 1.0)  # Voita & Titov's blocks
 EPSILON = 1e-3  # weight of the uniform distribution mixed into each probability

@@ -1,6 +1,7 @@
-"""`python -m bert probe --data FILE --tasks upos,deprel,arcs,distance,depth --model minilm`: probes on a treebank.
+"""`python -m bert probe --data FILE --tasks upos,deprel,arcs,distance,depth --model minilm`: probes on labelled sentences.
 
     python -m bert probe --data ud-ewt --model minilm --json out/probes.json        # train on EWT dev, test on test
+    python -m bert probe --data wordnet --tasks position,pos                         # the built-in sentences, 80/20
     python -m bert probe --data mine.conllu --tasks upos,distance                    # a seeded 80/20 split
     python -m bert probe --data test.conllu --train train.conllu --pieces mean --csv out/probes.csv --mdl
 
@@ -26,11 +27,13 @@ log = logging.getLogger(__name__)
 
 def add_arguments(parser) -> None:
     parser.add_argument("--data", required=True,
-                        help="a .conllu file, a token-per-line file with label columns (.conll, .tsv, .txt), or ud-ewt "
-                             "(the built-in UD English EWT: trains on dev, tests on test; ud-ewt-dev, ud-ewt-test: one of them, split 80/20)")
+                        help="a .conllu file, a token-per-line file with label columns (.conll, .tsv, .txt), ud-ewt "
+                             "(the built-in UD English EWT: trains on dev, tests on test; ud-ewt-dev, ud-ewt-test: one of them, split 80/20), "
+                             "or wordnet (the 992 built-in WordNet example sentences, split 80/20: the text tasks and pos)")
     parser.add_argument("--train", help="train on this file and test on --data (default: a seeded 80/20 split of --data)")
-    parser.add_argument("--tasks", help="comma-separated: upos, xpos, deprel (or a file's label columns), arcs, distance, depth "
-                                        "(default: every task the data supports)")
+    parser.add_argument("--tasks", help="comma-separated: upos, xpos, deprel (or a file's label columns), arcs, distance, depth, "
+                                        "or a text task (position, segment, continuation, punctuation, frequency, "
+                                        "masked_identity) (default: every task the data offers)")
     parser.add_argument("--model", default="minilm", help="minilm, a Hugging Face folder, or a cached hub id")
     parser.add_argument("--pieces", choices=("first", "mean", "last"), default="first",
                         help="a word's vector: its first (default), mean or last word piece's")
@@ -47,13 +50,14 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     from ...pretrained import load_pretrained
     from ...pretraining.distributed import barrier, start, stop
+    from .sentence_sets import builtin_set
     from .treebank import builtin_treebank, read_treebank
-    from .treebank_probes import ProbeSettings, extract_train_test
+    from .pipeline import ProbeSettings, extract_features
 
-    if args.data == "ud-ewt":
+    if args.data in ("ud-ewt", "wordnet"):
         if args.train:
-            raise InvalidInputError("--data ud-ewt already trains on EWT dev and tests on EWT test; leave out --train")
-        train, test = builtin_treebank("dev"), builtin_treebank("test")
+            raise InvalidInputError(f"--data {args.data} is built in and splits itself; leave out --train")
+        train, test = (builtin_treebank("dev"), builtin_treebank("test")) if args.data == "ud-ewt" else (builtin_set(), None)
     else:
         test = read_treebank(args.data)
         train = read_treebank(args.train) if args.train else None
@@ -66,10 +70,10 @@ def run(args) -> int:
                              max_train_words=args.max_train_words or None)
     ranks, device = start(args.device)
     try:
-        model, tokenizer = load_pretrained(args.model, device=device)
+        model, tokenizer = load_pretrained(args.model, device=device, pack_for_cpu=True)
         if ranks.main:
             log_device(model)
-        data = extract_train_test(model, tokenizer, train, test, tasks, settings)  # each rank its share
+        data = extract_features(model, tokenizer, train, test, tasks, settings)  # each rank its share
         if ranks.main:
             _probe_and_write(args, data, tasks, settings, device)
         barrier(ranks)  # the other ranks wait for rank 0
@@ -83,7 +87,7 @@ def run(args) -> int:
 
 
 def _probe_and_write(args, data, tasks, settings, device) -> None:
-    from .treebank_probes import probe_features
+    from .pipeline import probe_features
 
     report = probe_features(data, tasks, settings, args.model, device)
     print(format_tables(report))

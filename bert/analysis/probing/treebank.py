@@ -1,4 +1,5 @@
-"""Treebanks for probing: CoNLL-U files (any Universal Dependencies language) and labelled-column files.
+"""Labelled sentences for probing: CoNLL-U files (any Universal Dependencies language) and labelled-column files
+(sentence_sets.py reads the built-in WordNet sentences and plain text into the same `Treebank`).
 
     treebank = read_treebank("en_ewt-ud-dev.conllu")      # or read_treebank(uploaded_bytes, name="mine.conllu")
     treebank = builtin_treebank("dev")                     # UD English EWT dev (or "test"), shipped in bert/data
@@ -32,6 +33,7 @@ from pathlib import Path
 import torch
 
 from ...errors import TreebankError
+from .task_table import supported_tasks
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +43,6 @@ BUILTIN_NAMES = ("ud-ewt", "ud-ewt-dev", "ud-ewt-test")  # what --data accepts f
 MAX_BYTES = 100_000_000  # default size limit of a file to read
 CONLLU_COLUMNS = 10
 CONLLU_LABELS = ("upos", "xpos", "deprel")  # the label columns a CoNLL-U file can give
-TREE_TASKS = ("arcs", "distance", "depth")  # tasks that need heads
 MISSING = "_"  # CoNLL's "no value"
 
 
@@ -72,7 +73,7 @@ class SkippedSentence:
 @dataclass(frozen=True)
 class Treebank:
     name: str  # file name, or "UD English EWT (dev)"
-    format: str  # "conllu" or "columns"
+    format: str  # "conllu", "columns", or "text" (sentences read from text: bert.analysis.probing.sentence_sets)
     sentences: tuple[TreebankSentence, ...]
     label_columns: tuple[str, ...] = ()  # columns with labels, e.g. ("upos", "xpos", "deprel"); each is a word-tag task
     skipped: tuple[SkippedSentence, ...] = ()  # sentences left out, with their line and why
@@ -87,9 +88,9 @@ class Treebank:
 
     @property
     def tasks(self) -> list[str]:
-        """The probing tasks this data supports: its label columns, then arcs, distance, depth when it has trees
-        (arcs also needs a deprel column)."""
-        return supported_tasks(self.label_columns, self.has_trees)
+        """The probing tasks this data offers (task_table.supported_tasks): a treebank's label columns, then arcs,
+        distance, depth when it has trees (arcs also needs a deprel column); text's text tasks and label columns."""
+        return supported_tasks(self.format, self.label_columns, self.has_trees)
 
     def split(self, test_fraction: float = 0.2, seed: int = 0) -> tuple["Treebank", "Treebank"]:
         """(train, test): a seeded split by sentence, `test_fraction` of the sentences (at least one) held out;
@@ -112,12 +113,6 @@ class Treebank:
         first = "; ".join(f"line {s.line}: {s.reason}" for s in self.skipped[:limit])
         more = f"; and {len(self.skipped) - limit} more" if len(self.skipped) > limit else ""
         return f"{len(self.skipped)} sentence(s) of {self.name} left out ({first}{more})"
-
-
-def supported_tasks(label_columns, has_trees: bool) -> list[str]:
-    """The label columns, then arcs (with a deprel column), distance and depth when there are trees."""
-    tree_tasks = [t for t in TREE_TASKS if t != "arcs" or "deprel" in label_columns] if has_trees else []
-    return list(label_columns) + tree_tasks
 
 
 def read_treebank(

@@ -5,6 +5,8 @@
     features.sentence(3)        # [layer, words of sentence 3, hidden]
     features.sentences          # the sentences kept (in the order given)
     features.skipped            # (SkippedSentence, ...): longer than the model's positions, never cut
+    features.encodings[3]       # sentence 3 as the model read it (word pieces, word ids)
+    extract_word_features(..., tokens=True).tokens   # TokenFeatures: every word piece's vector too (text tasks)
 
 A word's vector is its first word piece's ("first", the default, as in Hewitt & Manning 2019 and most probing
 work), the mean of its pieces ("mean") or its last piece ("last"). The model runs on its own device; the vectors
@@ -26,11 +28,22 @@ from ...errors import InputTooLongError, InvalidInputError
 from ...model import Bert
 from ...tokenizer import BertTokenizer, Encoding
 from ..corpus.batching import ProgressCallback, layer_names, residual_batches
+from .task_table import MAX_POSITION
 from .treebank import SkippedSentence, TreebankSentence
 
 log = logging.getLogger(__name__)
 
 PIECES = ("first", "mean", "last")  # how a word's vector is made from its word pieces
+
+
+@dataclass(frozen=True)
+class TokenFeatures:
+    """Word-piece vectors, for the text tasks: row r of `vectors` is position rows[r][1] of encodings[rows[r][0]]."""
+
+    vectors: torch.Tensor  # [layer, row, hidden] on the CPU
+    encodings: tuple[Encoding, ...]  # the inputs (a sentence, a pair of sentences, or a sentence with a [MASK])
+    rows: tuple[tuple[int, int], ...]  # (encoding index, token position) of each row
+    originals: tuple[str, ...] = ()  # masked inputs: the word piece each row's [MASK] replaced
 
 
 @dataclass(frozen=True)
@@ -41,6 +54,10 @@ class WordFeatures:
     layer_names: tuple[str, ...]  # "embeddings", "layer 1", ...
     pieces: str  # "first", "mean" or "last"
     skipped: tuple[SkippedSentence, ...] = ()  # sentences left out (too long for the model), with why
+    encodings: tuple[Encoding, ...] = ()  # the kept sentences as the model read them
+    tokens: TokenFeatures | None = None  # every word piece's vector (up to MAX_POSITION, and every non-special one)
+    pairs: TokenFeatures | None = None  # consecutive sentences read as pairs A, B (the segment task)
+    masked: TokenFeatures | None = None  # one frequent word per sentence masked (the masked_identity task)
 
     def sentence(self, index: int) -> torch.Tensor:
         """[layer, word, hidden] of one kept sentence."""
@@ -84,20 +101,22 @@ def encode_sentences(
 def extract_word_features(
     model: Bert, tokenizer: BertTokenizer, sentences: Sequence[TreebankSentence], pieces: str = "first",
     batch_size: int = 32, dtype: torch.dtype = torch.float32, progress: ProgressCallback | None = None,
+    tokens: bool = False,
 ) -> WordFeatures:
-    """Every layer's word vectors for `sentences` (see the module docstring). Deterministic: the model in eval
-    mode, batches of similar length. Under torchrun each rank takes a share and the shares are gathered."""
+    """Every layer's word vectors for `sentences` (see the module docstring), and with tokens=True every word
+    piece's vector too, from the same forward pass. Deterministic: the model in eval mode, batches of similar
+    length. Under torchrun each rank takes a share and the shares are gathered."""
     if pieces not in PIECES:
         raise InvalidInputError(f"pieces must be one of {', '.join(PIECES)}, not {pieces!r}")
     if dtype not in (torch.float32, torch.float16):
         raise InvalidInputError(f"word features are stored as float32 or float16, not {dtype}")
     world = dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
     if world == 1:
-        return _extract(model, tokenizer, sentences, pieces, batch_size, dtype, progress)
+        return _extract(model, tokenizer, sentences, pieces, batch_size, dtype, progress, tokens)
     from ...pretraining.distributed import Ranks, my_rows
 
     share = my_rows(len(sentences), Ranks.current()).tolist()
-    mine = _extract(model, tokenizer, [sentences[i] for i in share], pieces, batch_size, dtype, progress)
+    mine = _extract(model, tokenizer, [sentences[i] for i in share], pieces, batch_size, dtype, progress, tokens)
     shares: list[WordFeatures | None] = [None] * world
     dist.all_gather_object(shares, mine)
     return join_features(shares)
@@ -110,13 +129,28 @@ def join_features(parts: Sequence[WordFeatures]) -> WordFeatures:
         starts += [offset + s for s in part.starts[1:]]
         offset += part.starts[-1]
     first = parts[0]
+    tokens = None
+    if first.tokens is not None:
+        rows, offset = [], 0
+        for part in parts:
+            rows += [(offset + index, position) for index, position in part.tokens.rows]
+            offset += len(part.tokens.encodings)
+        tokens = TokenFeatures(torch.cat([p.tokens.vectors for p in parts], dim=1),
+                               tuple(e for p in parts for e in p.tokens.encodings), tuple(rows))
     return WordFeatures(
         torch.cat([p.vectors for p in parts], dim=1), tuple(starts), tuple(s for p in parts for s in p.sentences),
         first.layer_names, first.pieces, tuple(s for p in parts for s in p.skipped),
+        tuple(e for p in parts for e in p.encodings), tokens,
     )
 
 
-def _extract(model, tokenizer, sentences, pieces, batch_size, dtype, progress) -> WordFeatures:
+def token_rows(encoding: Encoding) -> list[int]:
+    """The positions of an input whose vectors the text tasks read: the first MAX_POSITION + 1, and every
+    non-special word piece."""
+    return [p for p, special in enumerate(encoding.special) if p <= MAX_POSITION or not special]
+
+
+def _extract(model, tokenizer, sentences, pieces, batch_size, dtype, progress, tokens) -> WordFeatures:
     max_length = model.config.max_position_embeddings
     kept, encodings, skipped = encode_sentences(tokenizer, sentences, max_length)
     if skipped:
@@ -128,6 +162,11 @@ def _extract(model, tokenizer, sentences, pieces, batch_size, dtype, progress) -
         starts.append(starts[-1] + n)
     layers, hidden = model.config.num_layers + 1, model.config.hidden_size
     vectors = torch.empty(layers, starts[-1], hidden, dtype=dtype, device="cpu")
+    token_positions = [token_rows(e) for e in encodings] if tokens else []
+    token_starts = [0]
+    for positions in token_positions:
+        token_starts.append(token_starts[-1] + len(positions))
+    token_vectors = torch.empty(layers, token_starts[-1], hidden, dtype=dtype, device="cpu") if tokens else None
     for batch, stacked in residual_batches(model, encodings, tokenizer.pad_id, batch_size, progress=progress):
         words, rows, positions, weights = [], [], [], []
         for row, index in enumerate(batch):
@@ -144,4 +183,13 @@ def _extract(model, tokenizer, sentences, pieces, batch_size, dtype, progress) -
         unique, inverse = targets.unique(return_inverse=True)  # the batch's words, and each piece's word among them
         summed = torch.zeros(layers, len(unique), hidden, device=device).index_add_(1, inverse, picked)
         vectors[:, unique.cpu()] = summed.to("cpu", dtype)
-    return WordFeatures(vectors, tuple(starts), kept_sentences, tuple(layer_names(model)), pieces, tuple(skipped))
+        if tokens:
+            for row, index in enumerate(batch):
+                wanted = torch.tensor(token_positions[index], device=device)
+                token_vectors[:, token_starts[index] : token_starts[index + 1]] = stacked[:, row, wanted].to("cpu", dtype)
+    token_features = None
+    if tokens:
+        rows = tuple((index, position) for index, positions in enumerate(token_positions) for position in positions)
+        token_features = TokenFeatures(token_vectors, tuple(encodings), rows)
+    return WordFeatures(vectors, tuple(starts), kept_sentences, tuple(layer_names(model)), pieces, tuple(skipped),
+                        tuple(encodings), token_features)

@@ -1,49 +1,57 @@
-"""Probing every layer on a treebank: word tags, arc labels, structural probes, MDL, with controls and baselines.
+"""Probing every layer, one pipeline for every source: data (labelled sentences), tasks, probes, report.
 
-    from bert.analysis.probing.treebank import builtin_treebank, read_treebank
-    from bert.analysis.probing.treebank_probes import ProbeSettings, run_treebank_probes
-    report = run_treebank_probes(model, tokenizer, builtin_treebank("dev"), builtin_treebank("test"),
-                                 tasks=["upos", "deprel", "arcs", "distance", "depth"], settings=ProbeSettings(seed=0),
-                                 model_name="minilm", progress=lambda fraction, message: ...)
+    from bert.analysis.probing.pipeline import ProbeSettings, run_probes
+    from bert.analysis.probing.sentence_sets import sentence_set
+    from bert.analysis.probing.treebank import builtin_treebank
+    report = run_probes(model, tokenizer, builtin_treebank("dev"), builtin_treebank("test"),
+                        tasks=["upos", "deprel", "arcs", "distance", "depth"], settings=ProbeSettings(seed=0),
+                        model_name="minilm", progress=lambda fraction, message: ...)
+    report = run_probes(model, tokenizer, sentence_set(builtin_sentences(300), "built-in"), tasks=["position", "pos"])
     report.tasks["upos"].layers       # ({"layer": 0, "accuracy": ..., "control_accuracy": ..., "selectivity": ...}, ...)
     report.tasks["upos"].best_layer, report.tasks["upos"].expected_layer
     report.baselines                  # {"linear_uuas": ..., "layer0_uuas": ..., "majority_upos": ...}
+    report.skipped_tasks              # {task: why it could not run on these sentences}
     report.to_json()                  # the JSON of `python -m bert probe --json`
     report.csv_rows()                 # one row per (task, layer)
     report.predicted_edges(sentence, layer), report.predicted_trees(sentence), report.gold_edges(sentence)   # the distance probe's tree, test sentence i
     report.test_features.sentences[sentence].words                          # ... and its words, to draw them
-    TASK_DESCRIPTIONS["distance"]     # one line per task, for a page; Treebank.tasks: the tasks a file supports
 
     # the same in two steps, to cache the model's part (per model, data, pieces) and rerun only the probes:
-    data = extract_train_test(model, tokenizer, train_treebank, test_treebank, tasks, settings, progress)
-    report = probe_features(data, tasks, settings, "minilm", model_device(model), progress)
+    features = extract_features(model, tokenizer, train, test, tasks, settings, progress)
+    report = probe_features(features, tasks, settings, "minilm", model_device(model), progress)
 
-With one treebank, a seeded 80/20 split by sentence; with two, train on the first and test on the second.
+Data: a `Treebank` of labelled sentences (treebank.py reads CoNLL-U and labelled-column files; sentence_sets.py
+the built-in WordNet sentences and plain text). With one, a seeded 80/20 split by sentence; with two, train on the
+first and test on the second.
 
-Tasks (Treebank.tasks says which a file supports):
-- word tags, one per label column (upos, xpos, deprel, or an uploaded file's columns): a logistic-regression
-  probe per layer (probes.py) on each word's vector, and a control task (Hewitt & Liang 2019: a random label per
-  word form, drawn from the task's label distribution); selectivity = accuracy - control accuracy.
+Tasks (task_table.py; Treebank.tasks says which the data offers):
+- text tasks, on word pieces: position, segment (pairs of consecutive sentences), continuation, punctuation,
+  frequency, masked_identity (one frequent word masked per sentence).
+- word tags, one per label column (upos, xpos, deprel, the WordNet headwords' pos, an uploaded file's columns).
 - arcs: Tenney et al.'s (2019) edge probing on dependencies: the deprel of a (head, dependent) arc from the two
-  words' vectors side by side [h_head; h_dependent]; control: a random label per dependent word form.
+  words' vectors side by side [h_head; h_dependent].
 - distance, depth: Hewitt & Manning's (2019) structural probes (structural_probe.py), scored with UUAS and distance
   Spearman, root accuracy and norm Spearman (tree_metrics.py); baselines: the linear chain and layer 0.
-- MDL (settings.mdl): Voita & Titov's (2020) online code length and compression for every word-tag task and its
-  control (mdl.py).
 
-Summary per task: the best layer (by accuracy, UUAS or root accuracy), Tenney et al.'s expected layer
+Probes: a logistic regression per layer (linear_probes.py) for the text, tag and arc tasks, beside a control task
+(Hewitt & Liang 2019: a random label per word type, drawn from the task's label distribution); selectivity =
+accuracy - control accuracy. MDL (settings.mdl): Voita & Titov's (2020) online code length and compression for
+every tag and text task and its control (mdl.py).
+
+Report, per task: the best layer (by accuracy, UUAS or root accuracy), Tenney et al.'s expected layer
 E[l] = sum_l l Δ_l / sum_l Δ_l with Δ_l the gain of layer l over the layers below it (the running best of
 independent per-layer probes standing in for Tenney's cumulative scalar mix), and the selectivity at the best layer.
+A task with no usable examples in the sentences is skipped with the reason (`skipped_tasks`).
 
-Training examples of a word-tag or arc task are capped at settings.max_train_words (a seeded sample) to bound
-the time; every result says so in `notes` when it happens. Test words are never subsampled.
+Training examples of a classification task are capped at settings.max_train_words (a seeded sample) to bound the
+time; every result says so in `notes` when it happens. Test examples are never subsampled.
 """
 from __future__ import annotations
 
 import json
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
 import numpy as np
@@ -54,21 +62,25 @@ from ...errors import InvalidInputError
 from ...model import Bert
 from ...tokenizer import BertTokenizer
 from . import tree_metrics
-from .structural_probe import StructuralProbes, fit_structural_probes, one_cpu_thread
-from .treebank import TREE_TASKS, Treebank, supported_tasks
-from .treebank_tasks import (  # noqa: F401  (TASK_DESCRIPTIONS, TaskResult, expected_layer: part of this module's API)
-    TASK_DESCRIPTIONS, CannotProbe, ProbeSettings, TaskResult, arc_task, expected_layer, score_structural,
-    sentence_tree, structural_baselines, word_tag_task,
+from .scoring import (  # noqa: F401  (TaskResult, expected_layer: part of this module's API)
+    CannotProbe, ProbeSettings, TaskResult, classification_task, expected_layer, score_structural, sentence_tree,
+    structural_baselines,
 )
+from .structural_probe import StructuralProbes, fit_structural_probes, one_cpu_thread
+from .task_table import TASKS, TEXT_TASKS, TREE_TASKS, can_run, needs, supported_tasks
+from .text_inputs import masked_features, masked_vocabulary, pair_features
+from .treebank import Treebank
 from .word_features import PIECES, WordFeatures, extract_word_features
 
 log = logging.getLogger(__name__)
 
 Progress = Callable[[float, str], None]  # (fraction done, what is running), e.g. a progress bar
+STRUCTURAL = ("distance", "depth")
+MIN_SPLIT_SENTENCES = 10  # one set of sentences split into training and test sentences: fewer leave too few to test
 
 
 @dataclass(frozen=True)
-class TreebankProbeReport:
+class ProbeReport:
     model: str
     data: str  # the test data's name (and the training data's, when separate)
     settings: ProbeSettings
@@ -79,7 +91,7 @@ class TreebankProbeReport:
     notes: tuple[str, ...] = ()  # sentences left out, subsampling
     num_train_sentences: int = 0
     num_test_sentences: int = 0
-    timings: dict[str, float] = field(default_factory=dict)  # seconds: features, tags, arcs, structural, mdl
+    timings: dict[str, float] = field(default_factory=dict)  # seconds: features, each task, structural, mdl
     structural_probes: StructuralProbes | None = None  # the trained distance/depth probes (for drawing trees)
     test_features: WordFeatures | None = None  # the test sentences' word vectors
 
@@ -138,44 +150,56 @@ class TreebankProbeReport:
         return self.test_features
 
 
-def run_treebank_probes(
+def run_probes(
     model: Bert, tokenizer: BertTokenizer, train: Treebank, test: Treebank | None = None,
     tasks: Sequence[str] | None = None, settings: ProbeSettings | None = None, model_name: str = "",
     progress: Progress | None = None,
-) -> TreebankProbeReport:
-    """Every task at every layer (see the module docstring). tasks: None = all that `train` supports.
-    Deterministic for settings.seed (on the CPU). The same as `extract_train_test` then `probe_features`."""
+) -> ProbeReport:
+    """Every task at every layer (see the module docstring). tasks: None = all that `train` offers.
+    Deterministic for settings.seed (on the CPU). The same as `extract_features` then `probe_features`."""
     settings = settings or ProbeSettings()
-    data = extract_train_test(model, tokenizer, train, test, tasks, settings, progress)
-    return probe_features(data, tasks, settings, model_name, model_device(model), progress)
+    features = extract_features(model, tokenizer, train, test, tasks, settings, progress)
+    return probe_features(features, tasks, settings, model_name, model_device(model), progress)
 
 
 @dataclass(frozen=True)
-class TreebankFeatures:
-    """Word features of the training and test sentences, ready for `probe_features` (a page can cache them per
-    model, data and pieces, and run other tasks or seeds on it)."""
+class ProbeFeatures:
+    """Word (and word-piece) features of the training and test sentences, ready for `probe_features` (a page can
+    cache them per model, data, pieces and inputs, and run other tasks or seeds on them)."""
 
     train: WordFeatures
     test: WordFeatures
     name: str  # the data's name, e.g. "UD English EWT (test) (trained on UD English EWT (dev))"
     notes: tuple[str, ...] = ()  # sentences left out (bad, or too long for the model)
     seconds: float = 0.0  # time the feature extraction took
+    format: str = "conllu"  # the data's Treebank.format: which tasks it offers
 
 
-def extract_train_test(
+def inputs_needed(tasks: Sequence[str]) -> tuple[str, ...]:
+    """The word-piece inputs the text tasks among `tasks` read: "tokens" (the sentences' own), "pairs", "masked"."""
+    kinds = {TASKS[t].inputs for t in tasks if t in TEXT_TASKS}
+    return tuple(name for name, inputs in (("tokens", "single"), ("pairs", "pair"), ("masked", "masked")) if inputs in kinds)
+
+
+def extract_features(
     model: Bert, tokenizer: BertTokenizer, train: Treebank, test: Treebank | None = None,
     tasks: Sequence[str] | None = None, settings: ProbeSettings | None = None, progress: Progress | None = None,
-) -> TreebankFeatures:
+) -> ProbeFeatures:
     """The word features of the training and test sentences (one treebank: split by settings.seed and
-    settings.test_fraction), after checking both support the tasks. Progress runs from 0 to 0.5. Under torchrun
-    every rank runs the model over its share and ends with all the features."""
+    settings.test_fraction), and the word pieces the text tasks need, after checking both sides support the tasks.
+    Progress runs from 0 to 0.5. Under torchrun every rank runs the model over its share and ends with all the
+    features."""
     settings = settings or ProbeSettings()
     if settings.pieces not in PIECES:
         raise InvalidInputError(f"pieces must be one of {', '.join(PIECES)}, not {settings.pieces!r}")
     data_name = train.name if test is None else f"{test.name} (trained on {train.name})"
     if test is None:
+        if len(train) < MIN_SPLIT_SENTENCES:
+            raise InvalidInputError(f"probes need at least {MIN_SPLIT_SENTENCES} sentences to hold some out; got {len(train)}")
         train, test = train.split(settings.test_fraction, settings.seed)
-    _check_tasks(list(tasks) if tasks is not None else train.tasks, train, test)
+    tasks = list(tasks) if tasks is not None else [t for t in train.tasks if t in test.tasks]
+    _check_tasks(tasks, train, test)
+    inputs = inputs_needed(tasks)
     notes = [t.skipped_summary() for t in (train, test) if t.skipped]
     started = time.perf_counter()
     dtype = torch.float16 if settings.float16 else torch.float32
@@ -184,56 +208,56 @@ def extract_train_test(
         if progress:
             progress(0.25 * number, f"running the model over the {len(treebank)} {part} sentences")
         batches = (lambda done, total, start=0.25 * number: progress(start + 0.25 * done / total, f"running the model over the {part} sentences")) if progress else None
-        features = extract_word_features(model, tokenizer, treebank.sentences, settings.pieces, settings.batch_size, dtype, batches)
+        features = extract_word_features(model, tokenizer, treebank.sentences, settings.pieces, settings.batch_size, dtype,
+                                         batches, tokens="tokens" in inputs)
         if features.skipped:
             notes.append(f"{len(features.skipped)} {part} sentence(s) longer than the model's {model.config.max_position_embeddings} "
                          f"positions were skipped (first at line {features.skipped[0].line})")
         if not features.sentences:
             raise InvalidInputError(f"no {part} sentence fits the model's {model.config.max_position_embeddings} positions")
+        if "pairs" in inputs:
+            features = replace(features, pairs=pair_features(model, tokenizer, features, settings.batch_size))
         parts.append(features)
-    return TreebankFeatures(parts[0], parts[1], data_name, tuple(notes), time.perf_counter() - started)
+    if "masked" in inputs:
+        vocabulary = masked_vocabulary(parts)
+        parts = [replace(part, masked=masked_features(model, tokenizer, part, vocabulary, settings.seed + side, settings.batch_size))
+                 for side, part in enumerate(parts)]
+    return ProbeFeatures(parts[0], parts[1], data_name, tuple(notes), time.perf_counter() - started, train.format)
 
 
 def probe_features(
-    data: TreebankFeatures, tasks: Sequence[str] | None = None, settings: ProbeSettings | None = None, model_name: str = "",
+    data: ProbeFeatures, tasks: Sequence[str] | None = None, settings: ProbeSettings | None = None, model_name: str = "",
     device: torch.device | str | None = None, progress: Progress | None = None,
-) -> TreebankProbeReport:
-    """Train and score the probes on word features already extracted (`extract_train_test`). tasks: None = all the
-    data supports. device: where the structural probes train (the model's). Progress runs from 0.5 to 1.
+) -> ProbeReport:
+    """Train and score the probes on features already extracted (`extract_features`). tasks: None = all the data
+    offers. device: where the structural probes train (the model's). Progress runs from 0.5 to 1.
     settings.pieces, batch_size and float16 are the extraction's business and unused here."""
     settings = settings or ProbeSettings()
     train_features, test_features = data.train, data.test
-    supported = [t for t in _feature_tasks(train_features) if t in _feature_tasks(test_features)]
-    tasks = list(tasks) if tasks is not None else supported
-    unknown = [t for t in tasks if t not in supported]
+    offered = [t for t in _offered(train_features, data.format) if t in _offered(test_features, data.format)]
+    tasks = list(tasks) if tasks is not None else offered
+    unknown = [t for t in tasks if not (_can_run(t, train_features) and _can_run(t, test_features))]
     if unknown or not tasks:
-        raise InvalidInputError(f"these sentences do not support the task(s) {unknown or tasks}; they support {', '.join(supported) or 'none'}")
+        raise InvalidInputError(f"these sentences do not support the task(s) {unknown or tasks}; they support {', '.join(offered) or 'none'}")
     notes: list[str] = list(data.notes)
     timings: dict[str, float] = {"features": data.seconds}
     report = lambda fraction, message: progress(fraction, message) if progress else None  # noqa: E731
 
     results: dict[str, TaskResult] = {}
     skipped_tasks: dict[str, str] = {}
-    word_tasks = [t for t in tasks if t not in TREE_TASKS]
-    for number, task in enumerate(word_tasks):
-        report(0.5 + 0.2 * number / max(1, len(word_tasks)), f"training the {task} probes" + (" and their MDL codes" if settings.mdl else ""))
+    classified = [t for t in tasks if t not in TREE_TASKS] + (["arcs"] if "arcs" in tasks else [])
+    for number, task in enumerate(classified):
+        what = "arc-label" if task == "arcs" else task
+        report(0.5 + 0.3 * number / max(1, len(classified)), f"training the {what} probes" + (" and their MDL codes" if settings.mdl and task != "arcs" else ""))
         started, mdl_before = time.perf_counter(), timings.get("mdl", 0.0)
         try:
-            results[task] = word_tag_task(task, train_features, test_features, settings, timings)
+            results[task] = classification_task(task, train_features, test_features, settings, timings)
         except CannotProbe as reason:
             skipped_tasks[task] = str(reason)
         timings[task] = time.perf_counter() - started - (timings.get("mdl", 0.0) - mdl_before)
-    if "arcs" in tasks:
-        report(0.7, "training the arc-label probes")
-        started = time.perf_counter()
-        try:
-            results["arcs"] = arc_task(train_features, test_features, settings, timings)
-        except CannotProbe as reason:
-            skipped_tasks["arcs"] = str(reason)
-        timings["arcs"] = time.perf_counter() - started
     baselines: dict[str, float] = {}
     structural = None
-    kinds = tuple(k for k in ("distance", "depth") if k in tasks)
+    kinds = tuple(k for k in STRUCTURAL if k in tasks)
     if kinds:
         report(0.8, "training the structural probes")
         started = time.perf_counter()
@@ -245,24 +269,31 @@ def probe_features(
     for name, result in results.items():
         if result.majority_accuracy is not None:
             baselines[f"majority_{name}"] = result.majority_accuracy
-        if result.kind in ("tag", "arcs"):
+        if result.kind in ("tag", "text", "arcs"):
             baselines[f"layer0_{name}_accuracy"] = result.layers[0]["accuracy"]
     report(1.0, "done")
     notes += [f"{name}: {note}" for name, result in results.items() for note in result.notes]
-    return TreebankProbeReport(
+    return ProbeReport(
         model_name, data.name, settings, train_features.layer_names, results, baselines, skipped_tasks, tuple(notes),
         len(train_features.sentences), len(test_features.sentences), {k: round(v, 2) for k, v in timings.items()},
         structural, test_features,
     )
 
 
+def _columns(features: WordFeatures) -> tuple[list[str], bool]:
+    """The label columns every sentence behind some features has, and whether every one has a tree."""
+    sentences = features.sentences
+    columns = [c for c in sentences[0].labels if all(c in s.labels for s in sentences)] if sentences else []
+    return columns, bool(sentences) and all(s.heads is not None for s in sentences)
 
-def _feature_tasks(features: WordFeatures) -> list[str]:
-    """The tasks the sentences behind some features support: label columns every sentence has, then the tree tasks."""
-    if not features.sentences:
-        return []
-    columns = [c for c in features.sentences[0].labels if all(c in s.labels for s in features.sentences)]
-    return supported_tasks(columns, all(s.heads is not None for s in features.sentences))
+
+def _offered(features: WordFeatures, format: str) -> list[str]:
+    return supported_tasks(format, *_columns(features)) if features.sentences else []
+
+
+def _can_run(task: str, features: WordFeatures) -> bool:
+    """The sentences can run it and the features carry the word pieces it reads."""
+    return can_run(task, *_columns(features)) and all(getattr(features, part) is not None for part in inputs_needed([task]))
 
 
 def _check_tasks(tasks: Sequence[str], train: Treebank, test: Treebank) -> None:
@@ -270,8 +301,10 @@ def _check_tasks(tasks: Sequence[str], train: Treebank, test: Treebank) -> None:
         raise InvalidInputError("no task to run: give at least one of " + ", ".join(train.tasks))
     for task in tasks:
         for part in (train, test):
-            if task not in part.tasks:
-                raise InvalidInputError(f"{part.name} does not support the task {task!r}; it supports {', '.join(part.tasks) or 'none'}")
+            if not can_run(task, part.label_columns, part.has_trees):
+                problem = (f"unknown probe task {task!r}: {part.name} has no label column of that name" if task not in TASKS
+                           else f"{part.name} does not support the task {task!r} (it needs {needs(task)})")
+                raise InvalidInputError(f"{problem}; it supports {', '.join(part.tasks) or 'none'}")
 
 
 def _finite(value):

@@ -1,7 +1,7 @@
-"""The treebank probing tasks themselves: word tags and arc labels with their controls (and MDL), the structural
-probes' scores, and each task's summary. `treebank_probes` runs them; its docstring describes them.
+"""Scoring the tasks: a classification task (word tags, text tasks, arcs) with its control (and MDL), the structural
+probes' scores, and each task's summary. `pipeline` runs them; its docstring describes them.
 
-Axes: layer (0 = embeddings), example (a word, or an arc), features (hidden, or 2 x hidden for an arc).
+Axes: layer (0 = embeddings), example (a word, a word piece or an arc), features (hidden, or 2 x hidden for an arc).
 """
 from __future__ import annotations
 
@@ -12,22 +12,17 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from ...errors import BertError
 from . import tree_metrics
+from .examples import Examples, task_examples
+from .linear_probes import control_labels, fit_layers, standardise
 from .mdl import online_codelength
-from .probes import control_labels, fit_layers, standardise
 from .structural_probe import StructuralProbes, StructuralProbeSettings
-from .treebank import MISSING
+from .task_table import task
 from .word_features import WordFeatures
 
-PRIMARY_MEASURE = {"tag": "accuracy", "arcs": "accuracy", "distance": "uuas", "depth": "root_accuracy"}
-TASK_DESCRIPTIONS = {
-    "upos": "universal part of speech of each word (17 tags)",
-    "xpos": "the treebank's own part-of-speech tag of each word",
-    "deprel": "the label of the arc from each word to its head (nsubj, obj, ...)",
-    "arcs": "the label of a (head, dependent) arc from both words' vectors (edge probing)",
-    "distance": "tree distance between two words as the squared distance of B·h (structural probe)",
-    "depth": "depth of each word in the tree as the squared norm of B·h (structural probe)",
-}
+PRIMARY_MEASURE = {"tag": "accuracy", "text": "accuracy", "arcs": "accuracy", "distance": "uuas", "depth": "root_accuracy"}
+MDL_KINDS = ("tag", "text")  # the tasks whose MDL code is measured (settings.mdl)
 
 
 @dataclass(frozen=True)
@@ -35,9 +30,9 @@ class ProbeSettings:
     pieces: str = "first"  # a word's vector: its "first", "mean" or "last" word piece's
     seed: int = 0  # the split, the samples, the control labels and the probes' initialisation
     test_fraction: float = 0.2  # with one treebank: the sentences held out for testing
-    max_train_words: int | None = 5000  # per word-tag or arc task, a seeded sample (None: all), stated in notes
+    max_train_words: int | None = 5000  # per classification task, a seeded sample (None: all), stated in notes
     max_iter: int = 50  # L-BFGS iterations per logistic-regression probe
-    mdl: bool = False  # also the online code length of each word-tag task and its control
+    mdl: bool = False  # also the online code length of each word-tag and text task and its control
     structural: StructuralProbeSettings = field(default_factory=StructuralProbeSettings)
     batch_size: int = 64  # sentences per forward pass
     float16: bool = False  # store word vectors in half precision (half the memory)
@@ -46,13 +41,13 @@ class ProbeSettings:
 @dataclass(frozen=True)
 class TaskResult:
     task: str
-    kind: str  # "tag", "arcs", "distance" or "depth"
+    kind: str  # "tag", "text", "arcs", "distance" or "depth" (task_table.Task.kind)
     layers: tuple[dict, ...]  # per layer {"layer": 0, "accuracy": ..., ...}: layer 0 = embeddings
     primary: str  # the measure the best layer is chosen by: "accuracy", "uuas" or "root_accuracy"
     best_layer: int
     expected_layer: float | None  # Tenney et al.'s expected layer from the per-layer gains (None: no gain)
-    selectivity_at_best: float | None  # tag and arc tasks
-    num_train: int  # training examples used (words, or arcs; sentences for structural probes)
+    selectivity_at_best: float | None  # classification tasks
+    num_train: int  # training examples used (words, word pieces or arcs; sentences for structural probes)
     num_test: int
     class_names: tuple[str, ...] = ()
     majority_accuracy: float | None = None  # always the most frequent training label
@@ -70,54 +65,21 @@ class TaskResult:
         }
 
 
-class CannotProbe(Exception):
-    """This task has no usable examples here (the reason is the message)."""
+class CannotProbe(BertError):
+    """This task has no usable examples in these sentences (the reason is the message): the report lists it as
+    skipped instead of failing the run."""
 
 
-# ---- word tags and arcs -----------------------------------------------------------------------------------------
+# ---- classification: word tags, text tasks, arcs -----------------------------------------------------------------
 
 
-@dataclass
-class _Examples:
-    features: torch.Tensor  # [layer, example, features]
-    labels: list[str]
-    word_types: list[str]  # the word form the control label is tied to
+def classification_task(name: str, train: WordFeatures, test: WordFeatures, settings: ProbeSettings, timings: dict) -> TaskResult:
+    """A linear probe and its control at every layer, for a tag, text or arc task."""
+    train_examples, test_examples = task_examples(name, train, test)
+    return _classify(name, task(name).kind, train_examples, test_examples, settings, timings)
 
 
-def _tag_examples(features: WordFeatures, column: str) -> _Examples:
-    rows, labels, forms = [], [], []
-    for index, sentence in enumerate(features.sentences):
-        for word, label in enumerate(sentence.labels[column]):
-            if label != MISSING:
-                rows.append(features.starts[index] + word)
-                labels.append(label)
-                forms.append(sentence.words[word])
-    return _Examples(features.vectors[:, rows], labels, forms)
-
-
-def _arc_examples(features: WordFeatures) -> _Examples:
-    heads, dependents, labels, forms = [], [], [], []
-    for index, sentence in enumerate(features.sentences):
-        start = features.starts[index]
-        for word, (head, label) in enumerate(zip(sentence.heads, sentence.labels["deprel"])):
-            if head != 0 and label != MISSING:
-                heads.append(start + head - 1)
-                dependents.append(start + word)
-                labels.append(label)
-                forms.append(sentence.words[word])
-    vectors = torch.cat([features.vectors[:, heads], features.vectors[:, dependents]], dim=-1)  # [h_head; h_dep]
-    return _Examples(vectors, labels, forms)
-
-
-def word_tag_task(task: str, train: WordFeatures, test: WordFeatures, settings: ProbeSettings, timings: dict) -> TaskResult:
-    return _classify(task, "tag", _tag_examples(train, task), _tag_examples(test, task), settings, timings)
-
-
-def arc_task(train: WordFeatures, test: WordFeatures, settings: ProbeSettings, timings: dict) -> TaskResult:
-    return _classify("arcs", "arcs", _arc_examples(train), _arc_examples(test), settings, timings)
-
-
-def _classify(task: str, kind: str, train: _Examples, test: _Examples, settings: ProbeSettings, timings: dict) -> TaskResult:
+def _classify(name: str, kind: str, train: Examples, test: Examples, settings: ProbeSettings, timings: dict) -> TaskResult:
     class_names = sorted(set(train.labels))
     if len(class_names) < 2:
         raise CannotProbe(f"fewer than two different labels in the training data ({class_names})")
@@ -148,11 +110,11 @@ def _classify(task: str, kind: str, train: _Examples, test: _Examples, settings:
     unseen_count = int((test_y == unseen).sum())
     if unseen_count:
         notes.append(f"{unseen_count} test example(s) carry labels the training data lacks (counted wrong)")
-    if settings.mdl and kind == "tag":
+    if settings.mdl and kind in MDL_KINDS:
         started = time.perf_counter()
         layers = _mdl_measures(layers, train_x, train_y[sample].numpy(), control_train[sample].numpy(), len(class_names), settings)
         timings["mdl"] = timings.get("mdl", 0.0) + time.perf_counter() - started
-    result = summarise(task, kind, layers, len(sample), len(test_y), tuple(notes))
+    result = summarise(name, kind, layers, len(sample), len(test_y), tuple(notes))
     return replace(result, class_names=tuple(class_names), majority_accuracy=float((test_y == majority).float().mean()))
 
 
@@ -236,9 +198,9 @@ def expected_layer(scores: Sequence[float]) -> float | None:
     return float((np.arange(1, len(scores)) * gains).sum() / gains.sum())
 
 
-def summarise(task: str, kind: str, layers: tuple[dict, ...], num_train: int, num_test: int, notes: tuple[str, ...]) -> TaskResult:
+def summarise(name: str, kind: str, layers: tuple[dict, ...], num_train: int, num_test: int, notes: tuple[str, ...]) -> TaskResult:
     primary = PRIMARY_MEASURE[kind]
     scores = [layer[primary] for layer in layers]
     best = int(np.nanargmax(scores))
     selectivity = layers[best].get("selectivity")
-    return TaskResult(task, kind, layers, primary, best, expected_layer(scores), selectivity, num_train, num_test, notes=notes)
+    return TaskResult(name, kind, layers, primary, best, expected_layer(scores), selectivity, num_train, num_test, notes=notes)

@@ -1,0 +1,125 @@
+"""A class following the presenter, measured on the server alone (`python bench/class_server.py --follow`).
+
+The server runs in class mode with a known presenter key. One session opens the presenter's link
+(/lessons?key=KEY), N student sessions open the students' link (/lessons?follow=1); all speak Streamlit's
+websocket protocol as the browser does (bench/streamlit_session.py), and each student reruns the page's polling
+fragment at the interval the server asks for, as the browser's timer does. The presenter presses "Start the
+lesson", then "Next" until the lesson has shown STEPS steps, waiting for the whole class between presses.
+Measured per student and step: the time from the presenter's press (the moment its message is sent) until the
+student's page has shown the new step ("step n of N" on the page) and until that run of the page has finished.
+The server's CPU (user + system, /proc) is read before and after the steps, and over a quiet stretch in which the
+students only poll: "CPU per student per step" is the steps' CPU less the polling that would have happened anyway,
+divided by students x steps.
+"""
+from __future__ import annotations
+
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from urllib.parse import urlencode
+
+from bench import classroom
+from bench.streamlit_session import Session
+
+KEY = "bench-presenter-key"
+STEP_TEXT = re.compile(r"step (\d+) of (\d+)")  # what the class panel says above a following student's page
+LESSON_BUTTONS = ("Start the lesson", "Next")
+
+
+@dataclass
+class Follower:
+    number: int
+    shown: dict[int, float] = field(default_factory=dict)  # step -> monotonic time its text arrived
+    finished: dict[int, float] = field(default_factory=dict)  # step -> monotonic time that run of the page ended
+    problem: str | None = None
+
+
+def run_following(url: str, count: int, steps: int, timeout_s: float, server_pid: int, quiet_s: float = 10) -> dict:
+    """Students follow the presenter through `steps` steps. Returns the presses' times, the followers and the
+    server's CPU figures."""
+    followers = [Follower(n) for n in range(count)]
+    stop = threading.Event()
+    joined = threading.Barrier(count + 1)
+    threads = [threading.Thread(target=_follow, args=(url, f, stop, joined, timeout_s), daemon=True) for f in followers]
+    for thread in threads:
+        thread.start()
+    presenter = Session(url, timeout_s)
+    presenter.page_name, presenter.query_string = "lessons", urlencode({"key": KEY})
+    page = presenter.rerun()
+    try:
+        joined.wait(timeout=timeout_s)
+    except threading.BrokenBarrierError:
+        pass
+    cpu_quiet = classroom.cpu_seconds(server_pid)
+    time.sleep(quiet_s)  # the students only poll
+    polling_cpu_s = classroom.cpu_seconds(server_pid) - cpu_quiet
+    presses: list[float] = []
+    cpu_start, started = classroom.cpu_seconds(server_pid), time.monotonic()
+    for step in range(1, steps + 1):
+        label = LESSON_BUTTONS[0] if step == 1 else LESSON_BUTTONS[1]
+        if label not in page.buttons:
+            raise RuntimeError(f"the presenter's page has no {label!r} button; it has {sorted(page.buttons)}")
+        presses.append(time.monotonic())
+        page = presenter.rerun(press=page.buttons[label])
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and not all(step in f.finished or f.problem for f in followers):
+            time.sleep(0.05)
+        time.sleep(0.5)  # the class looks at the step
+    steps_wall_s = time.monotonic() - started
+    steps_cpu_s = classroom.cpu_seconds(server_pid) - cpu_start
+    stop.set()
+    for thread in threads:
+        thread.join(timeout=timeout_s)
+    presenter.close()
+    for follower in followers:
+        missing = [step for step in range(1, steps + 1) if step not in follower.finished]
+        if missing and follower.problem is None:
+            follower.problem = f"never showed step(s) {missing}"
+    polling_per_s = polling_cpu_s / quiet_s
+    return {"presses": presses, "followers": followers, "polling_cpu_s_per_s": polling_per_s,
+            "steps_cpu_s": steps_cpu_s, "steps_wall_s": steps_wall_s,
+            "cpu_per_student_step_s": max(steps_cpu_s - polling_per_s * steps_wall_s, 0.0) / (count * steps)}
+
+
+def _follow(url: str, follower: Follower, stop: threading.Event, joined: threading.Barrier, timeout_s: float) -> None:
+    """One student: open the students' link, then rerun the polling fragment at its interval until told to stop."""
+    try:
+        session = Session(url, timeout_s)
+        session.page_name, session.query_string = "lessons", urlencode({"follow": "1"})
+        session.rerun()
+        if not session.fragments:
+            raise RuntimeError("the students' page has no polling fragment")
+    except Exception as error:  # noqa: BLE001 - reported per student, the others go on
+        follower.problem = f"{type(error).__name__}: {error}"[:300]
+        joined.abort()
+        return
+    try:
+        joined.wait(timeout=timeout_s)
+    except threading.BrokenBarrierError:
+        pass
+
+    def on_markdown(text: str) -> None:
+        if match := STEP_TEXT.search(text):
+            follower.shown.setdefault(int(match.group(1)), time.monotonic())
+
+    try:
+        while not stop.is_set():
+            fragment, interval = list(session.fragments.items())[-1]  # the page's newest timer
+            tick = time.monotonic()
+            before = set(follower.shown)
+            session.rerun(fragment=fragment, on_markdown=on_markdown)
+            for step in set(follower.shown) - before:
+                follower.finished[step] = time.monotonic()
+            stop.wait(max(0.0, interval - (time.monotonic() - tick)))
+    except Exception as error:  # noqa: BLE001
+        follower.problem = f"{type(error).__name__}: {error}"[:300]
+    finally:
+        session.close()
+
+
+def delays(result: dict, which: str = "finished") -> list[float]:
+    """Every (student, step) delay from the presenter's press: `which` is "shown" or "finished"."""
+    presses = result["presses"]
+    return [getattr(f, which)[step] - presses[step - 1]
+            for f in result["followers"] for step in range(1, len(presses) + 1) if step in getattr(f, which)]

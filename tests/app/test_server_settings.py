@@ -1,0 +1,82 @@
+"""The teacher's server settings (viz_app/server_settings.py): flags, environment and file, and what is refused."""
+from pathlib import Path
+
+import pytest
+
+from viz_app.server_settings import ServerSettings, SettingsError, read_settings
+
+
+@pytest.fixture
+def bert_folder(tmp_path):
+    folder = tmp_path / "bert-sst2"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    return folder
+
+
+def test_defaults_are_safe():
+    assert read_settings([], {}) == ServerSettings(class_mode=False, presenter_key=None, cached_hub_models=True, folders=())
+
+
+def test_class_mode_from_the_flag_or_the_environment():
+    assert read_settings(["--class"], {}).class_mode
+    assert read_settings([], {"BERT_INSIDE_CLASS": "1"}).class_mode
+    assert not read_settings([], {"BERT_INSIDE_CLASS": "0"}).class_mode
+    assert read_settings(["--class"], {"BERT_INSIDE_CLASS": "0"}).class_mode  # the flag wins
+    with pytest.raises(SettingsError, match="BERT_INSIDE_CLASS"):
+        read_settings([], {"BERT_INSIDE_CLASS": "maybe"})
+
+
+def test_a_settings_file_and_flags_add_up(tmp_path, bert_folder):
+    other = bert_folder.parent / "ner"
+    other.mkdir()
+    (other / "config.json").write_text("{}")
+    file = tmp_path / "class.yaml"
+    file.write_text(f"class: true\npresenter_key: from-the-file-123\ncached_hub_models: false\n"
+                    f"folders:\n  sentiment: {bert_folder}\n")
+    settings = read_settings(["--settings", str(file), "--offer", f"ner={other}"], {})
+    assert settings == ServerSettings(True, "from-the-file-123", False,
+                                      (("sentiment", str(bert_folder)), ("ner", str(other))))
+    assert read_settings([], {"BERT_INSIDE_SETTINGS": str(file), "BERT_INSIDE_PRESENTER_KEY": "from-the-env-1"}
+                         ).presenter_key == "from-the-env-1"
+    assert read_settings(["--settings", str(file), "--presenter-key", "from-a-flag-1"], {}).presenter_key == "from-a-flag-1"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--offer", "sentiment"], "NAME=FOLDER"),
+    (["--offer", "my/model={folder}"], "no '/'"),
+    (["--offer", "minilm={folder}"], "not one of"),
+    (["--offer", "empty={folder}/missing"], "no config.json"),
+    (["--presenter-key", "short"], "8 to 128"),
+    (["--presenter-key", "has spaces in it"], "8 to 128"),
+    (["--shout"], "unrecognized arguments"),
+])
+def test_bad_settings_say_what_is_wrong(argv, message, bert_folder):
+    with pytest.raises(SettingsError, match=message):
+        read_settings([arg.format(folder=bert_folder) for arg in argv], {})
+
+
+@pytest.mark.parametrize("text, message", [
+    ("- a list", "must be a mapping"),
+    ("class: sometimes", "true or false"),
+    ("folder: {}", "unknown settings"),
+    ("folders: [a, b]", "folders must be a mapping"),
+    ("class: [unclosed", "not valid YAML"),
+])
+def test_bad_settings_files(tmp_path, text, message):
+    file = tmp_path / "class.yaml"
+    file.write_text(text)
+    with pytest.raises(SettingsError, match=message):
+        read_settings(["--settings", str(file)], {})
+    with pytest.raises(SettingsError, match="cannot be read"):
+        read_settings(["--settings", str(tmp_path / "missing.yaml")], {})
+
+
+def test_the_settings_file_in_the_docs(tmp_path, bert_folder):
+    text = (Path(__file__).resolve().parents[2] / "docs" / "teaching.md").read_text()
+    example = next(block.split("```", 1)[0] for block in text.split("```yaml\n")[1:] if "cached_hub_models" in block)
+    file = tmp_path / "class.yaml"
+    file.write_text(example.replace("/srv/models/bert-sst2", str(bert_folder)))
+    settings = read_settings(["--settings", str(file)], {})
+    assert settings.class_mode and settings.presenter_key == "a-long-secret"
+    assert settings.folders == (("sentiment", str(bert_folder)),)

@@ -1,0 +1,118 @@
+"""Who may load what: the policy the sidebar and every model picker apply. No Streamlit here.
+
+- The owner: a visitor at the server's own machine (a loopback address) when the server is not in class mode:
+  every model the machine has, any folder typed in, downloads from the hub.
+- The presenter: in class mode, the session that opened the presenter's link (viz_app/class_room.py checks its
+  key): the owner's powers, and it moves the class.
+- A student: every other visitor (in class mode, loopback ones too). The offered models only: the built-in ones,
+  the BERTs already in the server's Hugging Face cache (unless the teacher turned that off) and the folders the
+  teacher listed (viz_app/server_settings.py), each by the name the teacher gave it. No folder box, no download.
+  A link naming anything else opens the default model with NOT_OFFERED, the same words whatever it named and
+  whether or not such a folder exists, so a link can neither reach the server's disk nor learn what is on it.
+"""
+from __future__ import annotations
+
+import enum
+import ipaddress
+from dataclasses import dataclass
+from typing import Sequence
+
+from viz_app.class_room import ClassRoom
+from viz_app.models import FOLDER, ModelChoice, default_source, first_choice
+from viz_app.server_settings import ServerSettings
+
+NOT_OFFERED = "This server does not offer that model; it offers: {names}."
+
+
+class Role(enum.Enum):
+    OWNER = "owner"
+    PRESENTER = "presenter"
+    STUDENT = "student"
+
+    @property
+    def may_choose_any_model(self) -> bool:
+        """Type a folder, download from the hub, open any model a link names."""
+        return self is not Role.STUDENT
+
+
+def is_loopback(address: str | None) -> bool:
+    """Whether a visitor's address is the server's own machine. Streamlit's `st.context.ip_address` is None for
+    127.0.0.1 and ::1; any other loopback spelling (127.0.0.2, ::ffff:127.0.0.1) counts too; an address that
+    cannot be read does not."""
+    if address is None:
+        return True
+    try:
+        parsed = ipaddress.ip_address(address.split("%")[0])  # "fe80::1%eth0": the zone is not part of the address
+    except ValueError:
+        return False
+    mapped = getattr(parsed, "ipv4_mapped", None)
+    return (mapped or parsed).is_loopback
+
+
+def role_of(address: str | None, class_mode: bool, presenter: bool) -> Role:
+    """presenter: the session opened the presenter's link (only counts in class mode)."""
+    if class_mode:
+        return Role.PRESENTER if presenter else Role.STUDENT
+    return Role.OWNER if is_loopback(address) else Role.STUDENT
+
+
+def teacher_folders(settings: ServerSettings) -> list[ModelChoice]:
+    return [ModelChoice(name, f"{name} (offered on this server)", folder) for name, folder in settings.folders]
+
+
+def picker_choices(choices: Sequence[ModelChoice], settings: ServerSettings, role: Role) -> list[ModelChoice]:
+    """What the model picker lists for this visitor. `choices`: models.model_choices(), the machine's models
+    (cached hub BERTs, the ones that carry a folder, first; then the built-in ones; then the folder entry)."""
+    if role.may_choose_any_model:
+        return [*teacher_folders(settings), *choices]
+    hub = [c for c in choices if c.folder is not None and settings.cached_hub_models]
+    builtin = [c for c in choices if c.folder is None and c.source != FOLDER]
+    return [*hub, *builtin, *teacher_folders(settings)]
+
+
+def not_offered(offered: Sequence[ModelChoice]) -> str:
+    """The one line a student sees for a model this server does not offer: names only, never a path."""
+    return NOT_OFFERED.format(names=", ".join(c.source for c in offered if c.source != FOLDER))
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """What a requested model name turns into for one visitor."""
+
+    choice: ModelChoice  # a picker entry; the FOLDER entry when `folder` is a path the owner typed or linked
+    folder: str | None = None  # for the FOLDER entry: the folder or hub id to load
+    refused: str | None = None  # NOT_OFFERED when the request was not honoured (the default model instead)
+
+
+def resolve(requested: str, choices: Sequence[ModelChoice], role: Role) -> Resolution:
+    """The model a link's or a lesson's `model=` value opens. `choices`: picker_choices for this role.
+    "" opens the first choice (a cached bert-base-uncased, else the built-in model)."""
+    by_source = {c.source: c for c in choices}
+    if requested in by_source and requested != FOLDER:
+        return Resolution(by_source[requested])
+    default = by_source.get(first_choice(list(choices))) or by_source.get(default_source()) or choices[0]
+    if not requested or requested in ("minilm", "minilm-encoder"):  # e.g. minilm before its head file exists
+        return Resolution(default)
+    if role.may_choose_any_model and FOLDER in by_source:
+        return Resolution(by_source[FOLDER], folder=requested)
+    return Resolution(default, refused=not_offered(choices))
+
+
+@dataclass(frozen=True)
+class Visitor:
+    """One session's visitor, as Home.py works it out on each run (viz_app/visitor.py) and hands to the sidebar
+    and the pages."""
+
+    role: Role
+    settings: ServerSettings
+    choices: tuple[ModelChoice, ...]  # what this visitor's model pickers list (picker_choices)
+    room: ClassRoom | None  # the server's class, in class mode
+    presenter_key: str | None = None  # the presenter's key, for the presenter only
+
+    @property
+    def follows_class(self) -> bool:
+        """A student in class mode: the class panel is above every page."""
+        return self.settings.class_mode and self.role is Role.STUDENT
+
+    def resolve(self, requested: str) -> Resolution:
+        return resolve(requested, self.choices, self.role)

@@ -1,0 +1,158 @@
+"""The class in the app (Streamlit side of viz_app/class_room.py): the panel above a student's page that follows
+the presenter, and the presenter's box on the Lessons page (the two links, how many follow, the answers).
+
+A student's panel is a fragment that reruns every POLL_S seconds: it tells the room the student is there, and
+when the room's version changed while the student follows, it takes the room's step the way a lesson's step is
+taken (viz_app/lessons/session.py: the sentence, the model, every setting the step names) and switches to the
+step's page. Only the student's own session changes.
+"""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+import streamlit as st
+
+from viz_app import state
+from viz_app.access import Visitor
+from viz_app.class_room import FOLLOW_PARAM, ClassStep, class_links, network_host
+from viz_app.lessons import session
+from viz_app.lessons.format import PAGES
+from viz_app.models import ModelKey
+from viz_app.params import BOUND
+
+POLL_S = 0.5  # a following student's page asks the room this often (half of it, on average, is the wait)
+COUNTS_S = 2.0  # the presenter's count of followers and answers is redrawn this often
+FOLLOWING = "_class_following"  # True while the student follows the class
+SEEN = "_class_seen"  # the room's version this browser session last took
+SESSION = "_class_session"  # this browser session's name for the room (heartbeats, answers)
+SHOWN = "_class_step_shown"  # the texts of the step this student was last moved to
+
+
+@dataclass(frozen=True)
+class StepTexts:
+    """What the panel shows of the class's step."""
+
+    lesson: str
+    number: int
+    total: int
+    title: str
+    text: str
+    question: str
+    choices: tuple[str, ...]
+    version: int
+
+
+def join_if_asked() -> None:
+    """The students' link (?follow=1) starts a session following the class."""
+    if FOLLOW_PARAM in st.query_params and SESSION not in st.session_state:
+        st.session_state[FOLLOWING] = True
+    st.session_state.setdefault(SESSION, uuid.uuid4().hex)
+
+
+def follow_if_moved(visitor: Visitor) -> None:
+    """A following student whose class moved since: take the class's step (switches page; does not return)."""
+    current = visitor.room.current
+    if st.session_state.get(FOLLOWING) and current is not None and st.session_state.get(SEEN) != current.version:
+        _take(current, visitor)
+
+
+def student_panel(visitor: Visitor) -> None:
+    """Above a student's page in class mode: what the class is on, and follow / explore. Reruns on its own every
+    POLL_S seconds (only this panel), to hear from the room."""
+
+    @st.fragment(run_every=POLL_S)
+    def panel() -> None:
+        visitor.room.heartbeat(st.session_state[SESSION], bool(st.session_state.get(FOLLOWING)))
+        follow_if_moved(visitor)
+        _draw(visitor.room.current, bool(st.session_state.get(FOLLOWING)), visitor)
+
+    with st.container(key="class_panel", border=True):
+        panel()
+
+
+def _take(current: ClassStep, visitor: Visitor) -> None:
+    """Move this student to the class's step: the class's model (if offered), the step's settings, its page."""
+    resolution = visitor.resolve(current.model or "")
+    state.choose(resolution)
+    choice = resolution.choice
+    step = session.take_step(current.lesson, current.step, ModelKey.of(choice.source, choice.folder))
+    st.session_state[SEEN] = current.version
+    st.session_state[SHOWN] = StepTexts(current.lesson.title, step.number, step.total, step.title, step.text,
+                                        step.question, step.choices, current.version)
+    query = {name: value for name, value in step.query(choice.source).items() if name not in BOUND}
+    st.switch_page(f"../pages/{PAGES[step.page][0]}", query_params=query)
+
+
+def _draw(current: ClassStep | None, following: bool, visitor: Visitor) -> None:
+    shown: StepTexts | None = st.session_state.get(SHOWN)
+    if current is None:
+        st.caption("Class mode: your screen follows the teacher's lesson once it starts." if following else
+                   "Class mode: you explore on your own.")
+        if not following:
+            st.button("Follow the class", key="class_follow", on_click=_set_following, args=(True,))
+        return
+    if not following:
+        columns = st.columns([4, 1])
+        columns[0].markdown(f"Exploring on your own; the class is on step {current.step + 1} of "
+                            f"{len(current.lesson.steps)} of *{current.lesson.title}*.")
+        columns[1].button("Follow the class again", key="class_follow", icon=":material/group:",
+                          on_click=_set_following, args=(True,), width="stretch")
+        return
+    if shown is None or shown.version != current.version:
+        return  # the step is being taken
+    columns = st.columns([4, 1])
+    columns[0].markdown(f"**Following the class** · {shown.lesson} · step {shown.number} of {shown.total}: "
+                        f"**{shown.title}**")
+    columns[1].button("Explore on my own", key="class_explore", icon=":material/explore:",
+                      on_click=_set_following, args=(False,), width="stretch")
+    with st.expander("What to look at", expanded=True):
+        st.markdown(shown.text)
+        if shown.question:
+            st.markdown(f"**Question.** {shown.question}")
+        if shown.choices:
+            mine = visitor.room.answer_of(st.session_state[SESSION])
+            buttons = st.columns(len(shown.choices))
+            for number, (column, choice) in enumerate(zip(buttons, shown.choices)):
+                column.button(choice, key=f"class_choice_{number}", type="primary" if choice == mine else "secondary",
+                              on_click=visitor.room.answer, args=(st.session_state[SESSION], choice, current.version),
+                              width="stretch")
+
+
+def _set_following(following: bool) -> None:
+    st.session_state[FOLLOWING] = following
+    if following:
+        st.session_state.pop(SEEN, None)  # back to the class's step, even one already seen
+
+
+def presenter_box(visitor: Visitor) -> None:
+    """On the Lessons page, for the presenter: the two links, and (redrawn every COUNTS_S) who follows and the
+    answers to the step showing."""
+    links = class_links(_students_base(), visitor.presenter_key)
+    with st.container(border=True, key="class_presenter"):
+        st.markdown(f"**Class mode.** Students open **{links.students}**")
+        with st.expander("Your presenter link (keep it off the board)"):
+            st.code(links.presenter, language=None)
+        _counts(visitor)
+
+
+@st.fragment(run_every=COUNTS_S)
+def _counts(visitor: Visitor) -> None:
+    room = visitor.room
+    followers = room.followers()
+    st.markdown(f":material/group: **{followers}** {'student follows' if followers == 1 else 'students follow'}")
+    current = room.current
+    if current is not None and current.lesson.steps[current.step].choices:
+        answers = room.answers()
+        st.markdown(" · ".join(f"{choice}: **{answers.get(choice, 0)}**"
+                               for choice in current.lesson.steps[current.step].choices))
+
+
+def _students_base() -> str:
+    """The app's address for students: as the presenter's browser reached it, unless that is this machine's own
+    name for itself (localhost), which students cannot use."""
+    base = session.base_url()
+    host = base.split("://", 1)[1].split("/", 1)[0].rsplit(":", 1)[0]
+    if host in ("localhost", "127.0.0.1", "[::1]"):
+        base = base.replace(host, network_host(), 1)
+    return base

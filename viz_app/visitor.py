@@ -1,0 +1,51 @@
+"""Who is visiting, worked out once per run by Home.py: viz_app/access.py's policy applied to the visitor's
+address, the server's settings and whether the browser session opened the presenter's link.
+
+`address()` is the one place the app reads the visitor's address (Streamlit's `st.context.ip_address`, None for
+a browser on the server's own machine); tests replace it to play a visitor from another machine.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import streamlit as st
+
+from viz_app import access, cache
+from viz_app.access import Role, Visitor
+from viz_app.class_room import PRESENTER_PARAM
+from viz_app.server_settings import ServerSettings, read_settings
+
+PRESENTER = "_class_presenter_key"  # the presenter's key, once this browser session opened the presenter's link
+
+
+def address() -> str | None:
+    """The visitor's IP address; None on the server's own machine (and under streamlit.testing's AppTest, which
+    runs the script in the server's own process and answers with a stand-in object)."""
+    found = st.context.ip_address
+    return found if isinstance(found, str) else None
+
+
+def server_settings() -> ServerSettings:
+    """The server's settings: its flags after `--` (`streamlit run viz_app/Home.py -- --class`), the environment,
+    the settings file (viz_app/server_settings.py). Raises SettingsError."""
+    started_as_app = Path(sys.argv[0]).name == "Home.py"  # under `streamlit run`; not in tests, which set variables
+    return read_settings(sys.argv[1:] if started_as_app else [], os.environ)
+
+
+def of_the_browser_session() -> Visitor:
+    """This browser session's visitor. A presenter's link (?key=...) makes the browser session the presenter in class mode; the key
+    then leaves the address bar, so a projected screen does not show it. Raises SettingsError."""
+    settings = server_settings()
+    room = cache.class_room(settings.presenter_key) if settings.class_mode else None
+    if PRESENTER_PARAM in st.query_params:
+        key = st.query_params[PRESENTER_PARAM]
+        del st.query_params[PRESENTER_PARAM]
+        if room is not None and room.is_presenter_key(key):
+            st.session_state[PRESENTER] = key
+    key = st.session_state.get(PRESENTER)
+    presenter = room is not None and room.is_presenter_key(key)
+    role = access.role_of(address(), settings.class_mode, presenter)
+    choices = tuple(access.picker_choices(cache.model_choices(), settings, role))
+    return Visitor(role, settings, choices, room, key if role is Role.PRESENTER else None)
