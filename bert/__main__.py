@@ -40,6 +40,10 @@ def main(argv: list[str] | None = None) -> int:
     from .analysis.probing import probe_cli
 
     probe_cli.add_arguments(commands.add_parser("probe", help="probe every layer on a treebank: tags, arcs, structural probes"))
+    from .analysis.features import features_cli
+
+    features_cli.add_neuron_arguments(commands.add_parser("neurons", help="an MLP neuron's top-activating tokens over a corpus"))
+    features_cli.add_sae_arguments(commands.add_parser("sae", help="sparse autoencoders: sae train"))
     from .analysis.causal import causal_cli
 
     causal_cli.add_patch_arguments(commands.add_parser("patch", help="activation patching: which layer and position restore the answer"))
@@ -59,6 +63,10 @@ def main(argv: list[str] | None = None) -> int:
             return index_cli.run(args)
         if args.command == "probe":
             return probe_cli.run(args)
+        if args.command == "neurons":
+            return features_cli.run_neurons(args)
+        if args.command == "sae":
+            return features_cli.run_sae(args)
         if args.command in ("patch", "erase"):
             return causal_cli.run_patch(args) if args.command == "patch" else causal_cli.run_erase(args)
         from .pretraining.cli import run

@@ -24,6 +24,9 @@
   `st.cache_data`, keyed by the model's `ModelKey` and the inputs, never by the model object. A `PreparedInput`
   is keyed by its `key` (text, pair, masks, truncate): it is tokenized once, by the sentence box, and never here.
 - the room where tiny BERTs train live (one run at a time per server): `st.cache_resource`.
+- the Features page: a sparse autoencoder per (model, folder), and each scan over a corpus (every neuron of a
+  layer, or every feature, from one pass): `st.cache_resource`, shared read-only (arrays marked so); a
+  sentence's features, a feature's promoted tokens and the [MASK] guess with a feature switched: `st.cache_data`.
 - the class a presenter moves (viz_app/class_room.py), one per server and presenter key: `st.cache_resource`.
 """
 
@@ -49,6 +52,12 @@ from bert.analysis.causal.patching import PatchingResult
 from bert.analysis.causal.tracing import TraceResult
 from bert.analysis.corpus.batching import layer_names
 from bert.analysis.corpus.corpus_search import CorpusIndex, Hit, build_index
+from bert.analysis.features.corpora import Corpus
+from bert.analysis.features.feature_pages import GuessChange, mask_guess_change, promoted, scan_features
+from bert.analysis.features.neurons import scan_neurons
+from bert.analysis.features.residuals import residual_at
+from bert.analysis.features.sae import SaeFileError, TopKSae, load_sae
+from bert.analysis.features.top_activations import UnitScan
 from bert.analysis.probing.pipeline import ProbeFeatures, inputs_needed
 from bert.analysis.probing.treebank import Treebank
 from bert.analysis.representations import embedding_subspaces
@@ -56,9 +65,9 @@ from bert.analysis.representations import logit_lens as lens_analysis
 from bert.analysis.representations import self_similarity
 from bert.analysis.representations.compare import Comparison, check_comparable, compare_models
 from bert.data import LabelledSentence, builtin_sentences
-from bert.devices import as_numpy
+from bert.devices import as_numpy, model_device
 from bert.errors import InvalidInputError
-from viz_app import architecture, causal_tracing, corpus_search, models, probe_runs, sentence_tasks, text, word_contexts
+from viz_app import architecture, causal_tracing, corpus_search, features, models, probe_runs, sentence_tasks, text, word_contexts
 from viz_app.class_room import ClassRoom, class_links, network_host
 from viz_app.charts.base import Chart
 from viz_app.forward import ForwardResult, PreparedInput, record
@@ -434,6 +443,98 @@ def lesson_charts(key: ModelKey, page: str, state: dict) -> list[Chart]:
 def tiny_training_runs() -> TinyTrainingRuns:
     """The server's live tiny-BERT runs: one at a time, finished runs kept per settings."""
     return TinyTrainingRuns()
+
+
+# ---- features: sparse autoencoders and neurons across a corpus (pages/18_features.py) -----------------------------
+
+
+def _scan_progress(what: str):
+    """A progress bar for a scan, and its callback (done, total)."""
+    bar = st.progress(0.0, f"{what}…")
+    return bar, lambda done, total: bar.progress(done / max(total, 1), f"{what}: {done:,} of {total:,} sentences")
+
+
+def _read_only_scan(scan: UnitScan) -> UnitScan:
+    for array in (scan.top_values, scan.top_rows, scan.bin_edges, scan.counts, scan.means, scan.active):
+        array.flags.writeable = False
+    return scan
+
+
+@st.cache_resource(show_spinner="Reading the corpus…", max_entries=8)
+def feature_corpus(key: ModelKey, name: str) -> Corpus:
+    """A built-in corpus for the Features page, encoded for this model's tokenizer (shared, read-only)."""
+    loaded = load_model(key)
+    return features.builtin_corpus(name, loaded.tokenizer, loaded.model.config.max_position_embeddings)
+
+
+@st.cache_resource(show_spinner="Reading the file…", max_entries=8)
+def uploaded_feature_corpus(key: ModelKey, data: bytes, name: str) -> tuple[str | None, Corpus | str]:
+    """(an id for the caches: the text's digest, the corpus) or (None, a message saying what to change)."""
+    loaded = load_model(key)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None, "That file is not UTF-8 text. Save it as UTF-8 and upload it again."
+    corpus = features.uploaded_corpus(text, name, loaded.tokenizer, loaded.model.config.max_position_embeddings)
+    return (None, corpus) if isinstance(corpus, str) else (hashlib.sha256(data).hexdigest(), corpus)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8, ttl=HOUR)
+def neuron_scan(key: ModelKey, corpus_id: str, layer: int, _corpus: Corpus) -> UnitScan:
+    """Every neuron of `layer` over the corpus, from one pass (shared, read-only): top examples and histograms."""
+    loaded = load_model(key)
+    bar, progress = _scan_progress(f"Reading every neuron of layer {layer} over the corpus (once per model and corpus)")
+    scan = scan_neurons(loaded.model, _corpus, layer, loaded.tokenizer.pad_id, progress=progress)
+    bar.empty()
+    return _read_only_scan(scan)
+
+
+@st.cache_resource(show_spinner="Loading the sparse autoencoder…", max_entries=8)
+def sae(key: ModelKey, folder: str) -> TopKSae | str:
+    """The SAE in `folder` for this model (shared, read-only), or why it cannot be used (no server path in it)."""
+    try:
+        return load_sae(folder, load_model(key).model)
+    except SaeFileError as error:
+        return f"This sparse autoencoder cannot be used with this model: {str(error).replace(folder, Path(folder).name)}"
+
+
+@st.cache_resource(show_spinner=False, max_entries=FORWARD_ENTRIES, ttl=HOUR, hash_funcs=BY_INPUT)
+def layer_vectors(key: ModelKey, layer: int, prepared: PreparedInput) -> torch.Tensor:
+    """hidden_states[layer] of the input as the model reads it, [1, seq, hidden]: the pass as far as that layer,
+    shared read-only by the features and the [MASK] guess (which reruns only the layers above it)."""
+    model = load_model(key).model
+    return residual_at(model, layer, *prepared.masked.tensors(model_device(model)))
+
+
+@st.cache_data(show_spinner=False, max_entries=FORWARD_ENTRIES, ttl=HOUR, hash_funcs=BY_INPUT)
+def sentence_features(key: ModelKey, folder: str, prepared: PreparedInput) -> np.ndarray:
+    """z [seq, feature] of the input as the model reads it."""
+    model_sae = sae(key, folder)
+    with torch.no_grad():
+        return model_sae.encode(layer_vectors(key, model_sae.config.layer, prepared)[0].float()).cpu().numpy()
+
+
+@st.cache_resource(show_spinner=False, max_entries=8, ttl=HOUR)
+def feature_scan(key: ModelKey, folder: str, corpus_id: str, _corpus: Corpus) -> UnitScan:
+    """Every feature's top examples and histogram over the corpus, from one pass (shared, read-only)."""
+    loaded = load_model(key)
+    bar, progress = _scan_progress("Finding every feature's top examples in the corpus (once per model and corpus)")
+    scan = scan_features(loaded.model, sae(key, folder), _corpus, loaded.tokenizer.pad_id, progress=progress)
+    bar.empty()
+    return _read_only_scan(scan)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def promoted_tokens(key: ModelKey, folder: str, feature: int) -> list[tuple[str, float]]:
+    loaded = load_model(key)
+    return promoted(sae(key, folder), loaded.model, loaded.tokenizer, feature)
+
+
+@st.cache_data(show_spinner="Running the model with the feature switched…", max_entries=64, hash_funcs=BY_INPUT)
+def feature_guess(key: ModelKey, folder: str, prepared: PreparedInput, feature: int, factor: float) -> GuessChange:
+    loaded, model_sae = load_model(key), sae(key, folder)
+    hidden = layer_vectors(key, model_sae.config.layer, prepared)
+    return mask_guess_change(loaded.model, loaded.tokenizer, prepared.masked, model_sae, feature, factor, hidden=hidden)
 
 
 @st.cache_resource(show_spinner=False)

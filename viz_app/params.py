@@ -123,6 +123,11 @@ BOUND: dict[str, Param] = {
     "contexts_word": Param(str, str, "bank"),
     "search_head": Param(int, str, 0),
     "search_k": Param(int, str, 10),
+    "features_look_at": Param(str, str, "Sparse-autoencoder features"),  # or "MLP neurons"
+    "features_shown": Param(int, str, 24),
+    "features_corpus": Param(str, str, "builtin"),  # builtin, ud-ewt-test or upload
+    "neurons_layer": Param(int, str, 0),
+    "neurons_corpus": Param(str, str, "builtin"),
     "patch_clean": Param(str, str, "The man said that [MASK] was tired."),
     "patch_corrupted": Param(str, str, "The woman said that [MASK] was tired."),
     "trace_text": Param(str, str, "The man said that [MASK] was tired."),

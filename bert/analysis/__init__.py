@@ -12,4 +12,7 @@ One sub-package per concern, each testable without the app (the Streamlit pages 
   2019), sense neighbours, the logit lens, what changed between two models (CKA).
 - attribution: which input tokens a prediction depends on (gradients, integrated gradients).
 - causal: changing activations and measuring the effect (head ablation).
+- features: what a layer computes unit by unit across a corpus: MLP neurons' top examples, histograms and tag mix
+  (NeuroX), neurons ranked by an elastic-net probe and ablated; TopK sparse autoencoders on the residual stream
+  (Gao et al. 2024) and their feature pages; `python -m bert neurons`, `python -m bert sae train`.
 """

@@ -12,7 +12,7 @@ from bert.pretrained import MINILM_HEAD_FILE
 needs_head = pytest.mark.skipif(not MINILM_HEAD_FILE.is_file(), reason=f"{MINILM_HEAD_FILE} (MiniLM's MLM head) is not there yet")
 
 
-WRITE_HTML = {"corpus_search", "sentence_tasks", "how_bert_was_trained", "lessons"}  # chips and matches, escaped
+WRITE_HTML = {"corpus_search", "sentence_tasks", "how_bert_was_trained", "lessons", "features"}  # chips, matches, top examples: escaped
 DRAWN_FROM_ANY_SENTENCE = {"attention", "embeddings", "mlp", "architecture", "rollout"}  # figures for any input, no [MASK] needed
 
 

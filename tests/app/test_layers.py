@@ -17,7 +17,7 @@ PURE = [
     "viz_app.models", "viz_app.forward", "viz_app.text", "viz_app.params", "viz_app.navigation", "viz_app.tables",
     "viz_app.architecture", "viz_app.sentence_tasks", "viz_app.word_contexts", "viz_app.model_comparison",
     "viz_app.corpus_search", "viz_app.tiny_training", "viz_app.export_html", "viz_app.download",
-    "viz_app.label_names", "viz_app.page_context", "viz_app.export_lesson", "viz_app.lessons.format",
+    "viz_app.label_names", "viz_app.page_context", "viz_app.export_lesson", "viz_app.features", "viz_app.lessons.format",
     "viz_app.lessons.computed", "viz_app.lessons.resolve", "viz_app.lessons.views", "viz_app.lessons.export",
     "viz_app.notebook",
     *sorted(f"viz_app.views.{path.stem}" for path in (ROOT / "viz_app" / "views").glob("*.py") if path.stem != "__init__"),

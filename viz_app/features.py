@@ -1,0 +1,82 @@
+"""The Features page's logic beside the library (no Streamlit here): the sparse autoencoders the app offers for a
+model, the corpora a scan reads, a top example as HTML (escaped, its token highlighted), and the command that
+trains an SAE for another model. The analyses themselves are bert.analysis.features."""
+from __future__ import annotations
+
+import html
+import os
+import shlex
+from pathlib import Path
+
+from bert.analysis.features.corpora import Corpus, corpus_from_texts, load_corpus
+from bert.analysis.features.neurons import NeuronExample
+from bert.analysis.features.sae import CONFIG_FILE, SaeFileError, read_config
+from bert.analysis.features.shipped import shipped_sae
+from bert.tokenizer import BertTokenizer
+
+SAE_FOLDERS_VARIABLE = "BERT_INSIDE_SAES"  # a server folder the teacher fills: each subfolder one `sae train --out`
+CORPORA = {"builtin": "the 992 built-in sentences (WordNet examples)",
+           "ud-ewt-test": "UD English EWT test (2,077 sentences, with parts of speech)"}
+MAX_LINES, MAX_TOKENS = 2000, 30_000  # an uploaded corpus: at most so many sentences and word pieces
+
+
+def offered_saes(model_source: str) -> dict[str, Path]:
+    """{name shown: folder} of the SAEs for this model: the one shipped for a built-in model, then those in the
+    teacher's folder (environment variable BERT_INSIDE_SAES) whose config names this model. Loading still checks
+    the weights' fingerprint."""
+    offered = {}
+    shipped = shipped_sae(model_source)
+    if shipped is not None:
+        offered[f"shipped: layer {read_config(shipped).layer}, {read_config(shipped).features} features"] = shipped
+    root = os.environ.get(SAE_FOLDERS_VARIABLE)
+    if root and Path(root).is_dir():
+        for folder in sorted(p for p in Path(root).iterdir() if (p / CONFIG_FILE).is_file()):
+            try:
+                config = read_config(folder)
+            except SaeFileError:
+                continue
+            if config.model == model_source:
+                offered[f"{folder.name}: layer {config.layer}, {config.features} features"] = folder
+    return offered
+
+
+def train_command(model_source: str, layer: int) -> str:
+    """The command line that trains an SAE for this model (the page shows it when none is offered)."""
+    return (f"python -m bert sae train --model {shlex.quote(model_source)} --layer {layer} --data my_sentences.txt "
+            f"--features 4096 --k 32 --out saes/{shlex.quote(Path(model_source).name or 'model')}-layer{layer}")
+
+
+def builtin_corpus(name: str, tokenizer: BertTokenizer, max_length: int) -> Corpus:
+    if name not in CORPORA:
+        raise ValueError(f"unknown corpus {name!r}")
+    return load_corpus(name, tokenizer, max_length=max_length)
+
+
+def uploaded_corpus(text: str, name: str, tokenizer: BertTokenizer, max_length: int) -> Corpus | str:
+    """One sentence per non-empty line, within MAX_LINES and MAX_TOKENS; else a message saying what to change."""
+    lines = [" ".join(line.split()) for line in text.splitlines() if line.strip()]
+    if not lines:
+        return "That file has no sentences. Upload a .txt file with one sentence per line."
+    if len(lines) > MAX_LINES:
+        return f"That file has {len(lines):,} lines; the limit is {MAX_LINES:,} sentences (one per line)."
+    try:
+        corpus = corpus_from_texts(name, lines, tokenizer, max_length)
+    except ValueError as error:
+        return f"That file cannot be used: {error}."
+    if corpus.num_tokens > MAX_TOKENS:
+        return f"That file has {corpus.num_tokens:,} word pieces; the limit is {MAX_TOKENS:,}. Upload fewer sentences."
+    return corpus
+
+
+def example_html(example: NeuronExample, corpus: Corpus) -> str:
+    """The example's sentence with its token marked and the activation beside it, escaped for st.markdown."""
+    encoding = corpus.encodings[example.sentence_index]
+    text = corpus.sentences[example.sentence_index]
+    value = f"<code>{example.activation:.2f}</code>"
+    if encoding.special[example.position]:  # [CLS] or [SEP]: shown at its end of the sentence
+        token = f"<mark><b>{html.escape(example.token)}</b></mark>"
+        body = f"{token} {html.escape(text)}" if example.position == 0 else f"{html.escape(text)} {token}"
+        return f"{value} {body}"
+    start, end = encoding.offsets[example.position]
+    marked = f"<mark><b>{html.escape(text[start:end])}</b></mark>"
+    return f"{value} {html.escape(text[:start])}{marked}{html.escape(text[end:])}"
