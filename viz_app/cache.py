@@ -445,7 +445,7 @@ def tiny_training_runs() -> TinyTrainingRuns:
     return TinyTrainingRuns()
 
 
-# ---- features: sparse autoencoders and neurons across a corpus (pages/18_features.py) -----------------------------
+# ---- features: sparse autoencoders and neurons across a corpus (pages/19_features.py) -----------------------------
 
 
 def _scan_progress(what: str):

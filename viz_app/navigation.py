@@ -30,7 +30,7 @@ GROUPS: dict[str, list[PageEntry]] = {
         PageEntry("saliency", "11_saliency.py", "Saliency", ":material/highlight:"),
         PageEntry("corpus_search", "14_corpus_search.py", "Corpus search", ":material/manage_search:"),
         PageEntry("word_contexts", "15_word_contexts.py", "One word, many contexts", ":material/compare_arrows:"),
-        PageEntry("features", "18_features.py", "Features", ":material/category:"),
+        PageEntry("features", "19_features.py", "Features", ":material/category:"),
     ],
     "How it was trained": [
         PageEntry("how_bert_was_trained", "16_how_bert_was_trained.py", "How BERT was trained", ":material/model_training:"),

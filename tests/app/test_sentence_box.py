@@ -13,7 +13,8 @@ pytestmark = pytest.mark.slow  # every test here takes seconds
 READS = {"attention": "../pages/2_attention.py", "logit_lens": "../pages/7_logit_lens.py",
          "corpus_search": "../pages/14_corpus_search.py"}
 WITHOUT = {"probes": "../pages/6_probes.py", "head_statistics": "../pages/10_head_statistics.py",
-           "word_contexts": "../pages/15_word_contexts.py", "how_bert_was_trained": "../pages/16_how_bert_was_trained.py"}
+           "word_contexts": "../pages/15_word_contexts.py", "how_bert_was_trained": "../pages/16_how_bert_was_trained.py",
+           "causal_tracing": "../pages/18_causal_tracing.py"}
 
 
 def test_the_box_is_on_pages_that_read_the_sentence_and_keeps_it_across_them(open_app):
