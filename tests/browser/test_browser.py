@@ -59,7 +59,7 @@ EXPERIMENTS = {  # navigation title -> (page heading, charts drawn with the defa
     "Logit lens": ("Logit lens", 1),
     "Head ablation": ("Head ablation", 0),
     "Rollout and flow": ("Rollout and flow", 2),
-    "Saliency": ("Saliency by embedding part", 1),
+    "Saliency": ("Saliency", 2),  # the attributions and their deletion curve
     "Head statistics": ("Head statistics over a corpus", 0),
     "Layer probes": ("Layer probes", 0),
 }
