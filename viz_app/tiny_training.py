@@ -7,6 +7,7 @@ No Streamlit here: the page polls `job.log`, which the training thread grows in 
 """
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import shutil
@@ -47,6 +48,8 @@ class TinyTrainingRuns:
 
     def __init__(self, root: str | Path | None = None):
         self.root = Path(root or tempfile.mkdtemp(prefix="inside-bert-tiny-"))
+        if root is None:  # the server's own temporary folder goes when the server does
+            atexit.register(shutil.rmtree, self.root, True)
         self._lock = threading.Lock()
         self.current: Job | None = None
         self._finished: OrderedDict[TinySettings, Job] = OrderedDict()
@@ -86,6 +89,9 @@ class TinyTrainingRuns:
                     while len(self._finished) > KEPT_RUNS:
                         _, old = self._finished.popitem(last=False)
                         shutil.rmtree(Path(old.model_folder).parent, ignore_errors=True)
+                else:  # a stopped or failed run is not kept: its folder goes with it
+                    job.model_folder = None
+                    shutil.rmtree(folder, ignore_errors=True)
                 self.current = None
             job.finished.set()
 

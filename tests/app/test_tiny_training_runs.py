@@ -1,5 +1,6 @@
 """The server's training room (viz_app/tiny_training.py): one run at a time, a second caller told it is busy,
-a stop frees it, finished runs kept per settings, and the model written as a folder the app can load."""
+a stop frees it and leaves no folder behind, finished runs kept per settings, and the model written as a folder
+the app can load."""
 from __future__ import annotations
 
 import pytest
@@ -24,6 +25,7 @@ def test_one_run_at_a_time_and_a_stop_frees_the_room(tmp_path):
     assert first.finished.wait(WAIT) and first.error is None
     assert first.log.stopped_at is not None and first.log.stopped_at < LONG.steps
     assert room.current is None and room.finished(LONG) is None, "a stopped run is not kept as the run of its settings"
+    assert first.model_folder is None and not any(tmp_path.iterdir()), "a stopped run leaves no folder behind"
 
 
 @pytest.mark.slow
