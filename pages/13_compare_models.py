@@ -2,7 +2,7 @@
 import streamlit as st
 
 from bert.errors import BertError
-from viz_app import analysis_widgets, cache, model_comparison, models, state, widgets
+from viz_app import access, analysis_widgets, cache, model_comparison, models, state, widgets
 from viz_app.models import ModelKey
 from viz_app.charts import compare as charts
 
@@ -15,6 +15,8 @@ widgets.page_header(
 )
 context = widgets.require()
 choices = {c.source: c for c in context.visitor.choices}  # a student: the offered models only, no folder
+if st.session_state.get("compare_with") not in (None, *choices):  # a link naming a model this server does not offer
+    st.info(access.not_offered(context.visitor.choices))
 state.clamp("compare_with", list(choices), model_comparison.partner(context.key.source, list(choices)))
 source_b = st.selectbox("Model B (model A is the one chosen in the sidebar)", list(choices), key="compare_with",
                         persist_state="session", format_func=lambda s: choices[s].label)

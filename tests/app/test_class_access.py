@@ -97,6 +97,8 @@ def test_the_compare_page_offers_a_student_no_folder(open_app, student, unreacha
     no_exception(at)
     assert "folder" not in at.selectbox(key="compare_with").options
     assert not [t for t in at.text_input if t.key == "compare_folder"]
+    assert any(info.value.startswith("This server does not offer that model") for info in at.info)
+    assert not any(str(tiny_mlm_folder) in text for text in what_a_student_reads(at))
 
 
 def test_the_person_at_the_server_still_types_a_folder_and_downloads(open_app, unreachable_hub, tiny_mlm_folder):
