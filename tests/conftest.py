@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # CPU cores are shared with training runs
 
@@ -19,6 +20,15 @@ from bert_test_support import PAIRS, SENTENCES, TINY_CONFIGS, TINY_LAYOUT, TINY_
 from hub_server import HubServer, repo_from_folder
 
 torch.set_num_threads(1)
+
+
+@pytest.fixture(autouse=True)
+def keep_the_main_module():
+    """Streamlit's script runner (AppTest) makes the app's script `sys.modules["__main__"]` and leaves it there;
+    a later test that spawns processes (torch.multiprocessing) would then have each child run that script."""
+    main = sys.modules["__main__"]
+    yield
+    sys.modules["__main__"] = main
 
 
 @pytest.fixture(scope="session")
