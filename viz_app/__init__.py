@@ -22,7 +22,7 @@ test_layers.py walks the imports).
      may pick, the one line for a model not offered, the `Visitor`), `server_settings.py` (class mode, offered
      folders, the presenter's key: flags, environment, settings file), `class_room.py` (the class the presenter
      moves, its two links), `class_links.py` (the links printed when scripts/start_app.sh --class starts).
-   - what pages compute beside the library: `tables.py`, `architecture.py`, `sentence_tasks.py`,
+   - what pages compute beside the library: `tables.py`, `head_ablation.py`, `architecture.py`, `sentence_tasks.py`,
      `word_contexts.py`, `model_comparison.py`, `corpus_search.py`, `tiny_training.py`, `export_html.py`,
      `download.py`, `label_names.py`, `probe_runs.py`; and `lessons/` (format, computed, resolve, views,
      export), which builds a lesson's figures with the same view functions as the pages.

@@ -65,17 +65,18 @@ from bert.analysis.representations import logit_lens as lens_analysis
 from bert.analysis.representations import self_similarity
 from bert.analysis.representations.compare import Comparison, check_comparable, compare_models
 from bert.data import LabelledSentence, builtin_sentences
-from bert.devices import as_numpy, model_device
+from bert.devices import model_device
 from bert.errors import InvalidInputError
-from viz_app import architecture, causal_tracing, corpus_search, features, models, probe_runs, sentence_tasks, text, word_contexts
+from viz_app import (architecture, causal_tracing, corpus_search, features, head_ablation, models, probe_runs,
+                     sentence_tasks, text, word_contexts)
 from viz_app.class_room import ClassRoom, class_links, network_host
 from viz_app.charts.base import Chart
 from viz_app.forward import ForwardResult, PreparedInput, record
 from viz_app.lessons.format import Lesson
 from viz_app.lessons.resolve import SIDEBAR_KEYS, ResolvedStep, resolve
-from viz_app.lessons.views import view_charts
+from viz_app.lessons.views import PerModel, view_charts
 from viz_app.models import ModelKey
-from viz_app.tables import EmbeddingTables, embedding_tables, weight_tables
+from viz_app.tables import EmbeddingTables, model_tables, table_subspaces
 from viz_app.tiny_training import TinyTrainingRuns
 from viz_app.views.attention import AttentionSettings, attention_view
 from viz_app.views.attention import head_statistics as attention_statistics
@@ -148,15 +149,12 @@ def attention_charts(key: ModelKey, prepared: PreparedInput, settings: Attention
 @st.cache_data(show_spinner="Analysing the embedding tables (once per model)…", max_entries=4)
 def tables(key: ModelKey) -> EmbeddingTables:
     loaded = load_model(key)
-    tokenizer = loaded.tokenizer
-    vocabulary = [tokenizer.id_to_token(i) or "" for i in range(min(tokenizer.vocab_size, loaded.summary.vocab))]
-    return embedding_tables(loaded.model, vocabulary)
+    return model_tables(loaded.model, loaded.tokenizer, loaded.summary.vocab)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def subspaces(key: ModelKey, k: int) -> embedding_subspaces.SubspaceReport:
-    directions = tables(key).directions
-    return embedding_subspaces.subspace_report(weight_tables(load_model(key).model), k, directions=directions)
+    return table_subspaces(load_model(key).model, tables(key), k)
 
 
 # ---- the analysis pages: probes, head statistics, logit lens, ablation, rollout, saliency ----------------------
@@ -206,8 +204,7 @@ def probe_run(key: ModelKey, data_key: tuple, _data: probe_runs.ProbeData, tasks
 
 @st.cache_data(show_spinner="Averaging every head's output over 200 built-in sentences (once per model)…", max_entries=4)
 def mean_head_outputs(key: ModelKey) -> np.ndarray:
-    loaded = load_model(key)
-    return as_numpy(ablation.mean_head_outputs(loaded.model, loaded.tokenizer, builtin_sentences(200)))
+    return head_ablation.mean_head_outputs(load_model(key))
 
 
 @st.cache_data(show_spinner=False, max_entries=16, hash_funcs={list: lambda s: _digest(s)})
@@ -233,10 +230,7 @@ def logit_lens(key: ModelKey, prepared: PreparedInput, top_k: int):
 
 @st.cache_data(show_spinner="Ablating every head, one per row of a batch…", max_entries=32, hash_funcs=BY_INPUT)
 def head_ranking(key: ModelKey, prepared: PreparedInput, position: int, mode: str) -> ablation.HeadRanking:
-    loaded = load_model(key)
-    mean_z = torch.from_numpy(mean_head_outputs(key)) if mode == "mean" else None
-    return ablation.rank_heads(loaded.model, loaded.tokenizer, prepared.masked, position=position, mode=mode,
-                               mean_z=mean_z)
+    return head_ablation.head_ranking(load_model(key), prepared, position, mode, lambda: mean_head_outputs(key))
 
 
 # ---- causal tracing: patching on two sentences, noise on one (viz_app/causal_tracing.py) --------------------------
@@ -436,7 +430,7 @@ def lesson_step(key: ModelKey, lesson: Lesson, index: int, sentence: tuple[str, 
 @st.cache_data(show_spinner="Drawing this step's figures…", max_entries=64)
 def lesson_charts(key: ModelKey, page: str, state: dict) -> list[Chart]:
     """The figures a lesson's step shows for this model (the page's main charts with the step's settings)."""
-    return view_charts(page, load_model(key), state)
+    return view_charts(page, load_model(key), state, PerModel(lambda: tables(key), lambda: mean_head_outputs(key)))
 
 
 @st.cache_resource(show_spinner=False)

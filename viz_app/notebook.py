@@ -33,13 +33,12 @@ from bert import BertTokenizer, InvalidInputError
 from bert.analysis.attribution.deletion import deletion_curve as deletion_of
 from bert.analysis.attribution.saliency import saliency as saliency_of
 from bert.analysis.causal.ablation import rank_heads
-from bert.analysis.representations import embedding_subspaces
 from bert.analysis.representations.logit_lens import logit_lens as lenses_of
 from bert.model import Bert
 from viz_app import probe_runs
 from viz_app.forward import ForwardResult, InputProblem, PreparedInput, prepare_input
 from viz_app.forward import record as record_pass
-from viz_app.tables import model_tables, weight_tables
+from viz_app.tables import model_tables, table_subspaces
 from viz_app.views.attention import AttentionSettings, attention_view
 from viz_app.views.embeddings import embeddings_view
 from viz_app.views.head_ablation import head_ablation_view
@@ -104,7 +103,7 @@ def embeddings(run: Recorded, chart: str = "norms", k: int = 16) -> go.Figure:
     "variance", "position_curve", "position_cosines", "token_scatter" of the tables; "angles", "surviving" of their
     k-dimensional subspaces."""
     tables = model_tables(run.model, run.tokenizer, run.model.config.vocab_size)
-    report = embedding_subspaces.subspace_report(weight_tables(run.model), k, directions=tables.directions)
+    report = table_subspaces(run.model, tables, k)
     return _pick(embeddings_view(run.result, tables, report), chart)
 
 

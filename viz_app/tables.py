@@ -68,6 +68,12 @@ def model_tables(model: Bert, tokenizer: BertTokenizer, vocab: int) -> Embedding
     return embedding_tables(model, vocabulary)
 
 
+def table_subspaces(model: Bert, tables: EmbeddingTables, k: int) -> embedding_subspaces.SubspaceReport:
+    """How the token, position and segment tables' top-`k` subspaces sit to one another (the embeddings page's
+    angles and surviving norms), from the tables' singular directions."""
+    return embedding_subspaces.subspace_report(weight_tables(model), k, directions=tables.directions)
+
+
 def project_tokens(tables: EmbeddingTables, vectors: np.ndarray) -> np.ndarray:
     """[n, hidden] token embeddings -> [n, 2] in the token table's PCA plane."""
     return (np.asarray(vectors, dtype=np.float32) - tables.token_pca_mean) @ tables.token_pca_components.T

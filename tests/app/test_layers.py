@@ -19,7 +19,7 @@ PURE = [
     "viz_app.corpus_search", "viz_app.tiny_training", "viz_app.export_html", "viz_app.download",
     "viz_app.label_names", "viz_app.page_context", "viz_app.export_lesson", "viz_app.features", "viz_app.lessons.format",
     "viz_app.lessons.computed", "viz_app.lessons.resolve", "viz_app.lessons.views", "viz_app.lessons.export",
-    "viz_app.notebook",
+    "viz_app.notebook", "viz_app.head_ablation",
     *sorted(f"viz_app.views.{path.stem}" for path in (ROOT / "viz_app" / "views").glob("*.py") if path.stem != "__init__"),
     "viz_app.access", "viz_app.server_settings", "viz_app.class_room", "viz_app.class_links",
 ]

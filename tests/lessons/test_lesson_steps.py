@@ -10,7 +10,7 @@ from bert.analysis.causal.ablation import predict_ablated
 from viz_app import forward
 from viz_app.lessons.format import builtin_lessons, parse_lesson
 from viz_app.lessons.resolve import NOT_AVAILABLE, resolve
-from viz_app.lessons.views import BUILDERS, view_charts
+from viz_app.lessons.views import BUILDERS, PerModel, view_charts
 
 SENTENCE = "The chef who ran the kitchen cooked a delicious meal for the guests."
 
@@ -97,6 +97,7 @@ def test_every_builtin_step_holds_for_the_model_and_draws(model, request):
     """Every step of every lesson, on minilm and on a random 3-layer, 4-head BERT: nothing left uncomputed, every
     layer and head within the model, and the figures drawn without Streamlit."""
     loaded = request.getfixturevalue(model)
+    per_model = PerModel.of(loaded)
     for lesson in builtin_lessons().values():
         session = {}
         for index, raw in enumerate(lesson.steps):
@@ -108,7 +109,7 @@ def test_every_builtin_step_holds_for_the_model_and_draws(model, request):
             assert "{" not in step.text, (where, step.text)
             for key, limit in (("layer", loaded.summary.layers), ("head", loaded.summary.heads)):
                 assert 0 <= step.state.get(key, 0) < limit, where
-            charts = view_charts(step.page, loaded, step.state)
+            charts = view_charts(step.page, loaded, step.state, per_model)
             if step.page in BUILDERS and step.page != "sentence_tasks":  # classes need a classifier head
                 assert charts, where
             assert all(chart.figure.data for chart in charts), where

@@ -9,7 +9,7 @@ from viz_app.charts.base import Chart
 from viz_app.export_html import Section, document
 from viz_app.lessons.format import PAGES, Lesson
 from viz_app.lessons.resolve import ResolvedStep, resolve
-from viz_app.lessons.views import view_charts
+from viz_app.lessons.views import PerModel, view_charts
 from viz_app.models import LoadedModel
 
 ChartsFor = Callable[[ResolvedStep], list[Chart]]
@@ -19,7 +19,9 @@ def lesson_html(lesson: Lesson, loaded: LoadedModel, model_name: str, base_url: 
                 charts_for: ChartsFor | None = None) -> str:
     """The handout. base_url: the app's address, to give each step its link (None: name the page only).
     charts_for: how to build a step's charts (the app passes a cached one); default views.view_charts."""
-    charts_for = charts_for or (lambda step: view_charts(step.page, loaded, step.state))
+    if charts_for is None:
+        per_model = PerModel.of(loaded)  # what several steps read, computed once for the whole lesson
+        charts_for = lambda step: view_charts(step.page, loaded, step.state, per_model)  # noqa: E731
     sections, session, drawn = [], {}, {}
     for index in range(len(lesson.steps)):
         step = resolve(lesson, index, loaded, session)

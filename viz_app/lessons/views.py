@@ -3,15 +3,18 @@ the presenter view and what an exported lesson contains. Each page's own view fu
 them, so a step shows what the page shows.
 
 `view_charts(page, loaded, state)` returns the page's main charts, or an empty list for a page whose figures are
-only drawn in the app (the step then says to open the page).
+only drawn in the app (the step then says to open the page). What several steps read and is computed once per
+model (the embedding tables' analysis, every head's mean output) comes from a `PerModel`: the app passes its
+cached functions (viz_app/cache.py), an exported lesson one per lesson.
 """
 from __future__ import annotations
 
-import weakref
+import functools
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from bert.analysis.causal import ablation
-from bert.analysis.representations.embedding_subspaces import subspace_report
+import numpy as np
+
 from bert.analysis.representations.logit_lens import logit_lens
 from bert.data import builtin_sentences
 from bert.errors import BertError
@@ -19,10 +22,11 @@ from viz_app import probe_runs
 from viz_app.causal_tracing import CausalSettings, resolve_patching, resolve_trace, run_patching, run_trace
 from viz_app.charts.base import Chart
 from viz_app.forward import PreparedInput, prepare_input, record
+from viz_app.head_ablation import head_ranking, mean_head_outputs
 from viz_app.models import LoadedModel
 from viz_app.params import LINK_PARAMS
 from viz_app.sentence_tasks import class_probabilities
-from viz_app.tables import EmbeddingTables, embedding_tables, weight_tables
+from viz_app.tables import EmbeddingTables, model_tables, table_subspaces
 from viz_app.views import chosen_mask
 from viz_app.views.attention import AttentionSettings, attention_view
 from viz_app.views.causal_tracing import patching_view, tracing_view
@@ -34,11 +38,25 @@ from viz_app.views.probes import ProbeViewSettings, probes_view
 from viz_app.views.sentence_tasks import chosen_class, classes_view
 
 
-class PageState:
-    """One page's state for one model: the values the page would read, and its prepared input."""
+@dataclass(frozen=True)
+class PerModel:
+    """What steps read that is computed once per model, each as a function of no arguments."""
+    tables: Callable[[], EmbeddingTables]  # the embedding tables' analysis (viz_app/tables.py)
+    mean_head_outputs: Callable[[], np.ndarray]  # [layer, head, head_dim] (viz_app/head_ablation.py)
 
-    def __init__(self, loaded: LoadedModel, state: Mapping[str, Any]):
-        self.loaded, self.state = loaded, state
+    @classmethod
+    def of(cls, loaded: LoadedModel) -> PerModel:
+        """Each computed on first use and kept by this object (the app passes its caches instead)."""
+        return cls(functools.cache(lambda: model_tables(loaded.model, loaded.tokenizer, loaded.summary.vocab)),
+                   functools.cache(lambda: mean_head_outputs(loaded)))
+
+
+class PageState:
+    """One page's state for one model: the values the page would read, its prepared input, and the model's
+    `PerModel`."""
+
+    def __init__(self, loaded: LoadedModel, state: Mapping[str, Any], per_model: PerModel):
+        self.loaded, self.state, self.per_model = loaded, state, per_model
         self.prepared: PreparedInput = prepare_input(loaded.tokenizer, self["text"], self["pair"], self["masks"],
                                                      self["truncate"], loaded.summary.max_positions)
 
@@ -68,23 +86,11 @@ def _attention(view: PageState) -> list[Chart]:
 
 def _embeddings(view: PageState) -> list[Chart]:
     result = record(view.loaded.model, view.loaded.tokenizer, view.prepared)
-    tables = _tables(view.loaded)
+    tables = view.per_model.tables()
     settings = EmbeddingSettings.from_state(view.state, view.loaded.summary)
-    report = subspace_report(weight_tables(view.loaded.model), settings.k, directions=tables.directions)
+    report = table_subspaces(view.loaded.model, tables, settings.k)
     charts = embeddings_view(result, tables, report)
     return [charts[name] for name in EMBEDDING_CHARTS]
-
-
-_TABLES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # model -> its EmbeddingTables (seconds to make)
-
-
-def _tables(loaded: LoadedModel) -> EmbeddingTables:
-    """The embedding tables' analysis, once per model (an exported lesson shows it in several steps)."""
-    if loaded.model not in _TABLES:
-        tokenizer = loaded.tokenizer
-        vocabulary = [tokenizer.id_to_token(i) or "" for i in range(min(tokenizer.vocab_size, loaded.summary.vocab))]
-        _TABLES[loaded.model] = embedding_tables(loaded.model, vocabulary)
-    return _TABLES[loaded.model]
 
 
 def _probes(view: PageState) -> list[Chart]:
@@ -117,11 +123,8 @@ def _head_ablation(view: PageState) -> list[Chart]:
     position = view.mask_position("ablation_mask")
     if position is None or not view.loaded.model.has_mlm_head:
         return []
-    mean_z = None
-    if view["ablation_mode"] == "mean":
-        mean_z = ablation.mean_head_outputs(view.loaded.model, view.loaded.tokenizer, builtin_sentences(200))
-    ranking = ablation.rank_heads(view.loaded.model, view.loaded.tokenizer, view.prepared.masked, position,
-                                  mode=view["ablation_mode"], mean_z=mean_z)
+    ranking = head_ranking(view.loaded, view.prepared, position, view["ablation_mode"],
+                           view.per_model.mean_head_outputs)
     return list(head_ablation_view(ranking).values())
 
 
@@ -159,8 +162,10 @@ BUILDERS: dict[str, Callable[[PageState], list[Chart]]] = {
 }
 
 
-def view_charts(page: str, loaded: LoadedModel, state: Mapping[str, Any]) -> list[Chart]:
+def view_charts(page: str, loaded: LoadedModel, state: Mapping[str, Any],
+                per_model: PerModel | None = None) -> list[Chart]:
     """The page's charts for this state; [] for a page drawn only in the app, or an input the page would refuse.
+    per_model: the model's `PerModel` (default: a new `PerModel.of(loaded)`; pass one to share it between steps).
     Raises viz_app.forward.InputProblem for an input that cannot be run (empty, too long)."""
     builder = BUILDERS.get(page)
-    return builder(PageState(loaded, state)) if builder else []
+    return builder(PageState(loaded, state, per_model or PerModel.of(loaded))) if builder else []
