@@ -49,6 +49,13 @@ class Encoding:
             ids[position], tokens[position] = mask_id, "[MASK]"
         return dataclasses.replace(self, input_ids=ids, tokens=tokens)
 
+    def first_sentence(self) -> "Encoding":
+        """[CLS] A [SEP]: this input without its second sentence (the same input when it has none). `truncated`
+        stays the whole input's count."""
+        end = self.token_type_ids.index(1) if 1 in self.token_type_ids else len(self)
+        return Encoding(self.input_ids[:end], self.token_type_ids[:end], self.tokens[:end], self.offsets[:end],
+                        self.special[:end], self.word_ids[:end], self.truncated)
+
     def word_spans(self) -> dict[int, tuple[int, int]]:
         """word id -> (start, end) character span of the whole word its pieces make, in sentence A (word ids
         start again in sentence B, so a pair's B words are left out)."""

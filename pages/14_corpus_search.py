@@ -37,11 +37,7 @@ if choice == analysis_widgets.UPLOAD:
 else:
     corpus = corpus_search.builtin_corpus()
 
-try:
-    encoding = loaded.tokenizer.encode(context.prepared.text, max_length=loaded.summary.max_positions)
-except BertError:
-    st.warning(f"The sentence is longer than the model's {loaded.summary.max_positions} positions. Shorten it.")
-    st.stop()
+encoding = context.prepared.base.first_sentence()  # the query: the first sentence, as the sentence box read it
 if context.prepared.pair.strip():
     st.caption("The search reads the first sentence only; the second sentence is left out.")
 query_tokens = corpus_search.query_tokens(encoding, context.prepared.text)
@@ -51,7 +47,7 @@ state.clamp("search_position", list(tokens), default=corpus_search.default_posit
 position = st.pills("Click a token of your sentence (## marks a piece that continues a word)", list(tokens),
                     format_func=labels.get, key="search_position", required=True, persist_state="session")
 query = tokens[position]
-st.html(f"<p>Your token in its sentence: {corpus_search.highlighted(context.prepared.text, loaded.tokenizer, position)}</p>")
+st.html(f"<p>Your token in its sentence: {corpus_search.highlighted_in(context.prepared.text, encoding, position)}</p>")
 names = dict(enumerate(layer_names(loaded.model)))
 state.clamp("search_by", list(corpus_search.COMPARE_BY), default=corpus_search.LAYER_OUTPUT)
 by = st.radio("Compare tokens by", list(corpus_search.COMPARE_BY), key="search_by", horizontal=True, format_func=corpus_search.COMPARE_BY.get,
@@ -75,10 +71,10 @@ except BertError as error:
     st.stop()
 st.caption(f"Searching {len(index):,} tokens of {escape_markdown(corpus.name)}.")
 if by == corpus_search.LAYER_OUTPUT:
-    by_layer = cache.neighbours(key, corpus, context.prepared.text, position, k)
+    by_layer = cache.neighbours(key, corpus, context.prepared, position, k)
     hits, where = by_layer[layer], names[layer]
 else:
-    by_head = cache.head_neighbours(key, corpus, context.prepared.text, position, k, layer)
+    by_head = cache.head_neighbours(key, corpus, context.prepared, position, k, layer)
     hits, where = by_head[head], f"head {head} of {names[layer]}"
 summary = corpus_search.summarize(hits, query.word)
 shown = escape_markdown(query.word)

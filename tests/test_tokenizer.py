@@ -100,6 +100,13 @@ def test_mask_in_the_second_sentence(tokenizer):
     assert encoding.token_type_ids[position] == 1
 
 
+def test_first_sentence_is_the_text_encoded_alone(tokenizer):
+    alone = tokenizer.encode("The man went to the store.")
+    pair = tokenizer.encode("The man went to the store.", "He bought a [mask] of milk.")
+    assert pair.first_sentence() == alone
+    assert alone.first_sentence() == alone
+
+
 def test_seed_004_subword_example(tokenizer):
     assert tokenizer.subwords("kroxldyphivc") == ["k", "##ro", "##x", "##ld", "##yp", "##hi", "##vc"]
     encoding = tokenizer.encode("kroxldyphivc")

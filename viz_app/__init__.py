@@ -43,7 +43,11 @@ One value for one idea:
   sidebar picked; `LoadedModel(key, model, tokenizer, summary)` what is shared, read-only, by every session.
 - The prepared input: `PreparedInput`, made once per input by `prepare_input` (the sentence box does it) and
   passed down: it holds the text, pair, truncate flag, the encoding as typed (`base`), what the model reads
-  (`masked`) and the mask positions. Nothing downstream tokenizes the sentence again.
+  (`masked`) and the mask positions. The pages and caches read these encodings and do not tokenize the sentence
+  box's input again (corpus search's query is `base.first_sentence()`), with one exception: the next-sentence
+  check encodes the pair itself, in the typed order and swapped (B before A). What a page encodes besides are
+  other inputs: the causal tracing page's own sentences (typed on that page; it reads no sentence box input),
+  the sentences of a corpus, a word's contexts.
 - The masks: `st.session_state["masks"]`, the clicked positions (typed [MASK]s are found by `prepare_input`).
   `state.py` mirrors it in the URL like every other parameter; the prediction page's chips are a widget
   showing it; editing the sentence or the pair, or picking another model, clears it.

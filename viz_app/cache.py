@@ -22,7 +22,8 @@
 - every other analysis a page runs (corpus head statistics, logit lens, head ablation, attention flow,
   saliency, a word's contexts, sentence tasks, model comparison, a lesson's step and its figures):
   `st.cache_data`, keyed by the model's `ModelKey` and the inputs, never by the model object. A `PreparedInput`
-  is keyed by its `key` (text, pair, masks, truncate): it is tokenized once, by the sentence box, and never here.
+  is keyed by its `key` (text, pair, masks, truncate): it is tokenized once, by the sentence box, and never here
+  (but for the next-sentence check, which encodes the pair in both orders).
 - the room where tiny BERTs train live (one run at a time per server): `st.cache_resource`.
 - the Features page: a sparse autoencoder per (model, folder), and each scan over a corpus (every neuron of a
   layer, or every feature, from one pass): `st.cache_resource`, shared read-only (arrays marked so); a
@@ -337,23 +338,27 @@ def head_index(key: ModelKey, corpus: corpus_search.Corpus, layer: int) -> Corpu
                         "the sentences", layers=[], heads=heads)
 
 
-@st.cache_data(show_spinner="Searching every layer…", max_entries=64, hash_funcs=BY_CORPUS)
-def neighbours(key: ModelKey, corpus: corpus_search.Corpus, text: str, position: int, k: int) -> dict[int, list[Hit]]:
-    """layer -> the k tokens of the corpus nearest to the token at `position` of `text`, for every indexed layer
-    (one forward pass for the query, then one search per layer)."""
+@st.cache_data(show_spinner="Searching every layer…", max_entries=64, hash_funcs=BY_CORPUS | BY_INPUT)
+def neighbours(key: ModelKey, corpus: corpus_search.Corpus, prepared: PreparedInput, position: int,
+               k: int) -> dict[int, list[Hit]]:
+    """layer -> the k tokens of the corpus nearest to the token at `position` of the input's first sentence, for
+    every indexed layer (one forward pass for the query, then one search per layer)."""
     loaded = load_model(key)
     searched = corpus_index(key, corpus)
-    vectors = searched.token_vectors(loaded.model, loaded.tokenizer, text, position)  # one pass, every layer
+    query = prepared.base.first_sentence()
+    vectors = searched.encoding_vectors(loaded.model, loaded.tokenizer, query, position)  # one pass, every layer
     return {layer: searched.search(layer, vectors[layer], k) for layer in searched.layers}
 
 
-@st.cache_data(show_spinner="Searching every head…", max_entries=64, hash_funcs=BY_CORPUS)
-def head_neighbours(key: ModelKey, corpus: corpus_search.Corpus, text: str, position: int, k: int,
+@st.cache_data(show_spinner="Searching every head…", max_entries=64, hash_funcs=BY_CORPUS | BY_INPUT)
+def head_neighbours(key: ModelKey, corpus: corpus_search.Corpus, prepared: PreparedInput, position: int, k: int,
                     layer: int) -> dict[int, list[Hit]]:
-    """head -> the k tokens of the corpus whose output from that head of `layer` is nearest to the query token's."""
+    """head -> the k tokens of the corpus whose output from that head of `layer` is nearest to the query token's
+    (the token at `position` of the input's first sentence)."""
     loaded = load_model(key)
     searched = head_index(key, corpus, layer)
-    vectors = searched.token_vectors(loaded.model, loaded.tokenizer, text, position)  # one pass, every head
+    query = prepared.base.first_sentence()
+    vectors = searched.encoding_vectors(loaded.model, loaded.tokenizer, query, position)  # one pass, every head
     return {head: searched.search(layer, vectors[(layer, head)], k, head=head) for _, head in searched.heads}
 
 

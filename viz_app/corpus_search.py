@@ -94,6 +94,11 @@ def summarize(hits: list[Hit], query_word: str) -> Summary:
 def highlighted(sentence: str, tokenizer: BertTokenizer, position: int) -> str:
     """The sentence as HTML, every part escaped, with the token at `position` in <mark> (its whole word in bold)."""
     encoding = tokenizer.encode(sentence, max_length=len(sentence) + 2)  # fits by construction: a piece per character at most
+    return highlighted_in(sentence, encoding, position)
+
+
+def highlighted_in(sentence: str, encoding: Encoding, position: int) -> str:
+    """`highlighted` for a sentence already encoded ([CLS] sentence [SEP])."""
     if encoding.special[position]:
         return html.escape(sentence) + f" <mark>{html.escape(encoding.tokens[position])}</mark>"
     start, end = encoding.offsets[position]

@@ -84,6 +84,9 @@ def test_a_heads_exact_copy_comes_first_and_survives_save_and_load(tiny_model, t
         torch.testing.assert_close(loaded.vectors[(layer, head)], index.vectors[(layer, head)], atol=0, rtol=0)
     every = loaded.token_vectors(tiny_model, tiny_tokenizer, TINY_SENTENCES[2], 4)  # one pass, every matrix
     assert list(every) == [2, (1, 3), (2, 0)]
+    encoded = tiny_tokenizer.encode(TINY_SENTENCES[2], "a second sentence").first_sentence()
+    for key, vector in loaded.encoding_vectors(tiny_model, tiny_tokenizer, encoded, 4).items():
+        torch.testing.assert_close(vector, every[key], atol=0, rtol=0)
     for key, vector in every.items():
         torch.testing.assert_close(F.normalize(vector, dim=0), index.vectors[key][index.entries.rows(2)[4]], atol=1e-6, rtol=0)
     with pytest.raises(InvalidInputError, match="head 1 of layer 1 is not in this index"):

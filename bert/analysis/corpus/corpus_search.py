@@ -144,9 +144,15 @@ class CorpusIndex:
     ) -> dict[Key, torch.Tensor]:
         """The token at `position` of `text` ([CLS] = 0) as this index's matrices hold it: {layer or (layer,
         head): vector}, for `keys` (None: all the index has), from one forward pass; each a query for `search`."""
+        encoding = tokenizer.encode(text, max_length=model.config.max_position_embeddings)
+        return self.encoding_vectors(model, tokenizer, encoding, position, keys)
+
+    def encoding_vectors(
+        self, model: Bert, tokenizer: BertTokenizer, encoding: Encoding, position: int, keys: Sequence[Key] | None = None
+    ) -> dict[Key, torch.Tensor]:
+        """`token_vectors` of an input already encoded (one sentence, [CLS] A [SEP])."""
         self.check_model(model)
         keys = self.keys if keys is None else keys
-        encoding = tokenizer.encode(text, max_length=model.config.max_position_embeddings)
         if not isinstance(position, int) or not 0 <= position < len(encoding):
             raise InvalidInputError(f"position {position!r} is outside this {len(encoding)}-token input (0 .. {len(encoding) - 1})")
         _, vectors = next(_vector_batches(model, [encoding], tokenizer.pad_id, list(keys)))
