@@ -39,6 +39,14 @@ def tiny_vocab_file(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tokenizer(tiny_vocab_file):
+    """The tokenizer of the tiny vocabulary (a test file that needs another defines its own `tokenizer`)."""
+    from bert import BertTokenizer
+
+    return BertTokenizer.from_vocab(tiny_vocab_file)
+
+
+@pytest.fixture(scope="session")
 def tiny_batch() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(input_ids, token_type_ids, attention_mask) for the tiny vocabulary: padding and pairs."""
     return pad_rows(random_rows(len(TINY_VOCAB), TINY_LAYOUT, seed=0))

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import bert
-from bert import BertTokenizer, devices
+from bert import devices
 from bert.analysis.causal import ablation
 from bert.analysis.corpus import batching as corpus
 from bert.analysis.attention import head_stats
@@ -29,11 +29,6 @@ GPUS = [
     pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU on this machine")),
     pytest.param("mps", marks=pytest.mark.skipif(not devices._mps_available(), reason="no Apple MPS GPU on this machine")),
 ]
-
-
-@pytest.fixture(scope="module")
-def tokenizer(tiny_vocab_file):
-    return BertTokenizer.from_vocab(tiny_vocab_file)
 
 
 @pytest.fixture(scope="module")

@@ -2,17 +2,11 @@
 import pytest
 import torch
 
-from bert import BertTokenizer
 from bert.analysis.causal.ablation import layer_heads, mean_head_outputs, predict_ablated, rank_heads
 from bert.data import LabelledSentence
 from bert.errors import InvalidInputError
 from bert.hooks import hook_name
 from bert.interventions import mean_heads, zero_heads
-
-
-@pytest.fixture(scope="module")
-def tokenizer(tiny_vocab_file):
-    return BertTokenizer.from_vocab(tiny_vocab_file)
 
 
 @pytest.fixture(scope="module")

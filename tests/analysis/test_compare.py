@@ -63,11 +63,6 @@ def test_js_distance_hand_computed_cases():
     assert js_distance([0.5, 0.5], [1.0, 0.0]) == pytest.approx(np.sqrt(divergence))  # symmetric
 
 
-@pytest.fixture(scope="module")
-def tokenizer(tiny_vocab_file):
-    return BertTokenizer.from_vocab(tiny_vocab_file)
-
-
 def tiny_bert(vocab_size, seed, num_layers=2):
     config = BertConfig(vocab_size=vocab_size, hidden_size=32, num_layers=num_layers, num_heads=4, intermediate_size=48,
                         max_position_embeddings=64)

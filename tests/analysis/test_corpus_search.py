@@ -6,7 +6,6 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from bert import BertTokenizer
 from bert.__main__ import main
 from bert.analysis.corpus.corpus_search import CorpusIndex, Entries, build_index
 from bert.data import LabelledSentence
@@ -17,11 +16,6 @@ pytestmark = pytest.mark.slow  # every test here builds a corpus index with a mo
 
 TINY_SENTENCES = ["the dog barked at the mailman.", "her cat went to the park.", "the cat is a dog of the park!",
                   "kroxldyphivc and the dog.", "at the park, her dog barked at a cat."]
-
-
-@pytest.fixture(scope="module")
-def tiny_tokenizer(tiny_vocab_file):
-    return BertTokenizer.from_vocab(tiny_vocab_file)
 
 
 @pytest.fixture(scope="module")
@@ -71,21 +65,21 @@ def test_head_vectors_are_transformers_self_attention_outputs_normalised(minilm,
             torch.testing.assert_close(index.vectors[(layer, head)][rows], expected, atol=2e-5, rtol=0)
 
 
-def test_a_heads_exact_copy_comes_first_and_survives_save_and_load(tiny_model, tiny_tokenizer, tmp_path):
-    index = build_index(tiny_model, tiny_tokenizer, TINY_SENTENCES, layers=[2], heads=[(1, 3), (2, 0)])
+def test_a_heads_exact_copy_comes_first_and_survives_save_and_load(tiny_model, tokenizer, tmp_path):
+    index = build_index(tiny_model, tokenizer, TINY_SENTENCES, layers=[2], heads=[(1, 3), (2, 0)])
     loaded = CorpusIndex.load(index.save(tmp_path / "index"), model=tiny_model)
     assert loaded.heads == ((1, 3), (2, 0)) and loaded.layers == (2,)
     for layer, head in loaded.heads:
-        hits = loaded.search_token(tiny_model, tiny_tokenizer, TINY_SENTENCES[2], 4, layer, k=3, head=head)
+        hits = loaded.search_token(tiny_model, tokenizer, TINY_SENTENCES[2], 4, layer, k=3, head=head)
         assert (hits[0].sentence_index, hits[0].position) == (2, 4) and abs(hits[0].cosine - 1) < 1e-5
-        before = index.search_token(tiny_model, tiny_tokenizer, TINY_SENTENCES[2], 4, layer, k=3, head=head)
+        before = index.search_token(tiny_model, tokenizer, TINY_SENTENCES[2], 4, layer, k=3, head=head)
         assert [(h.sentence_index, h.position) for h in hits] == [(h.sentence_index, h.position) for h in before]
         assert [h.cosine for h in hits] == pytest.approx([h.cosine for h in before], abs=1e-6)
         torch.testing.assert_close(loaded.vectors[(layer, head)], index.vectors[(layer, head)], atol=0, rtol=0)
-    every = loaded.token_vectors(tiny_model, tiny_tokenizer, TINY_SENTENCES[2], 4)  # one pass, every matrix
+    every = loaded.token_vectors(tiny_model, tokenizer, TINY_SENTENCES[2], 4)  # one pass, every matrix
     assert list(every) == [2, (1, 3), (2, 0)]
-    encoded = tiny_tokenizer.encode(TINY_SENTENCES[2], "a second sentence").first_sentence()
-    for key, vector in loaded.encoding_vectors(tiny_model, tiny_tokenizer, encoded, 4).items():
+    encoded = tokenizer.encode(TINY_SENTENCES[2], "a second sentence").first_sentence()
+    for key, vector in loaded.encoding_vectors(tiny_model, tokenizer, encoded, 4).items():
         torch.testing.assert_close(vector, every[key], atol=0, rtol=0)
     for key, vector in every.items():
         torch.testing.assert_close(F.normalize(vector, dim=0), index.vectors[key][index.entries.rows(2)[4]], atol=1e-6, rtol=0)
@@ -107,10 +101,10 @@ def test_an_exact_copy_of_the_query_comes_first_with_cosine_one_at_every_layer(m
         assert hits[0].word == entries.word[row]
 
 
-def test_entries_keep_whole_words_and_the_headwords_part_of_speech(tiny_model, tiny_tokenizer):
+def test_entries_keep_whole_words_and_the_headwords_part_of_speech(tiny_model, tokenizer):
     text = "kroxldyphivc and the dog barked."
     sentences = [LabelledSentence(text, "bark", "v", text.index("barked"), text.index("barked") + 6), "the cat."]
-    index = build_index(tiny_model, tiny_tokenizer, sentences, layers=[0, 3], parts_of_speech=[None, [(4, 7, "noun")]])
+    index = build_index(tiny_model, tokenizer, sentences, layers=[0, 3], parts_of_speech=[None, [(4, 7, "noun")]])
     first = [(index.entries.token[r], index.entries.word[r], index.entries.part_of_speech[r]) for r in index.entries.rows(0)]
     assert first[0] == ("[CLS]", "", None) and first[-1] == ("[SEP]", "", None)
     assert [w for t, w, _ in first if t.startswith("##") or t == "k"][0] == "kroxldyphivc"
@@ -120,8 +114,8 @@ def test_entries_keep_whole_words_and_the_headwords_part_of_speech(tiny_model, t
     assert index.layers == (0, 3) and len(index) == len(first) + 5 and index.sentences[1] == "the cat."
 
 
-def test_save_and_load_give_identical_results(tiny_model, tiny_tokenizer, tmp_path):
-    index = build_index(tiny_model, tiny_tokenizer, TINY_SENTENCES, batch_size=2)
+def test_save_and_load_give_identical_results(tiny_model, tokenizer, tmp_path):
+    index = build_index(tiny_model, tokenizer, TINY_SENTENCES, batch_size=2)
     loaded = CorpusIndex.load(index.save(tmp_path / "index"), model=tiny_model)
     assert loaded.sentences == index.sentences and loaded.entries == index.entries and loaded.layers == index.layers
     for layer in index.layers:
@@ -130,9 +124,9 @@ def test_save_and_load_give_identical_results(tiny_model, tiny_tokenizer, tmp_pa
         assert loaded.search(layer, query, 5) == index.search(layer, query, 5)
 
 
-def test_float16_index_is_half_the_size_and_finds_the_same_neighbours(tiny_model, tiny_tokenizer):
-    full = build_index(tiny_model, tiny_tokenizer, TINY_SENTENCES)
-    half = build_index(tiny_model, tiny_tokenizer, TINY_SENTENCES, dtype=torch.float16)
+def test_float16_index_is_half_the_size_and_finds_the_same_neighbours(tiny_model, tokenizer):
+    full = build_index(tiny_model, tokenizer, TINY_SENTENCES)
+    half = build_index(tiny_model, tokenizer, TINY_SENTENCES, dtype=torch.float16)
     assert half.vectors[3].dtype == torch.float16 and half.vectors[3].nbytes * 2 == full.vectors[3].nbytes
     query = full.vectors[3][4]
     assert [h.cosine for h in half.search(3, query, 4)] == pytest.approx([h.cosine for h in full.search(3, query, 4)], abs=2e-3)
@@ -154,8 +148,8 @@ def test_approximate_top_10_agrees_with_exact_search_above_95_percent_recall():
     assert found / (10 * len(queries)) >= 0.95  # 99.75% when written
 
 
-def test_an_index_of_another_model_is_refused(tiny_model, tiny_tokenizer, tmp_path):
-    folder = build_index(tiny_model, tiny_tokenizer, TINY_SENTENCES[:2]).save(tmp_path / "index")
+def test_an_index_of_another_model_is_refused(tiny_model, tokenizer, tmp_path):
+    folder = build_index(tiny_model, tokenizer, TINY_SENTENCES[:2]).save(tmp_path / "index")
     other = copy.deepcopy(tiny_model)
     with torch.no_grad():
         other.transformer[1].residual.mlp2.bias[0] += 1e-3
@@ -163,7 +157,7 @@ def test_an_index_of_another_model_is_refused(tiny_model, tiny_tokenizer, tmp_pa
     with pytest.raises(StaleIndexError, match="another model"):
         CorpusIndex.load(folder, model=other)
     with pytest.raises(StaleIndexError):
-        CorpusIndex.load(folder).search_token(other, tiny_tokenizer, "the dog.", 1, 0, 3)
+        CorpusIndex.load(folder).search_token(other, tokenizer, "the dog.", 1, 0, 3)
 
 
 def test_shards_of_a_torchrun_job_load_as_the_unsharded_index(tiny_mlm_folder, tmp_path, monkeypatch):
@@ -187,25 +181,25 @@ def test_shards_of_a_torchrun_job_load_as_the_unsharded_index(tiny_mlm_folder, t
         CorpusIndex.load_shards(shards[:2])
 
 
-def test_bad_input_gives_typed_errors(tiny_model, tiny_tokenizer, tmp_path):
-    index = build_index(tiny_model, tiny_tokenizer, TINY_SENTENCES[:2], layers=[0, 2])
+def test_bad_input_gives_typed_errors(tiny_model, tokenizer, tmp_path):
+    index = build_index(tiny_model, tokenizer, TINY_SENTENCES[:2], layers=[0, 2])
     cases = [
-        lambda: build_index(tiny_model, tiny_tokenizer, []),
-        lambda: build_index(tiny_model, tiny_tokenizer, ["the dog.", "  "]),
-        lambda: build_index(tiny_model, tiny_tokenizer, "the dog."),
-        lambda: build_index(tiny_model, tiny_tokenizer, ["the dog."], layers=[4]),
-        lambda: build_index(tiny_model, tiny_tokenizer, ["the dog " * 40]),  # 82 tokens, 64 positions
+        lambda: build_index(tiny_model, tokenizer, []),
+        lambda: build_index(tiny_model, tokenizer, ["the dog.", "  "]),
+        lambda: build_index(tiny_model, tokenizer, "the dog."),
+        lambda: build_index(tiny_model, tokenizer, ["the dog."], layers=[4]),
+        lambda: build_index(tiny_model, tokenizer, ["the dog " * 40]),  # 82 tokens, 64 positions
         lambda: index.search(1, torch.ones(32), 3),  # layer 1 was not indexed
         lambda: index.search(0, torch.ones(31), 3),
         lambda: index.search(0, torch.ones(32), 0),
         lambda: index.search(0, torch.ones(32), 3, method="fast"),
-        lambda: index.search_token(tiny_model, tiny_tokenizer, "the dog.", 5, 0, 3),  # [CLS] the dog . [SEP]: 0 .. 4
-        lambda: index.search_token(tiny_model, tiny_tokenizer, "the dog.", -1, 0, 3),
-        lambda: build_index(tiny_model, tiny_tokenizer, ["the dog."], layers=[]),  # nothing to index
-        lambda: build_index(tiny_model, tiny_tokenizer, ["the dog."], heads=[(0, 1)]),  # layers count from 1
-        lambda: build_index(tiny_model, tiny_tokenizer, ["the dog."], heads=[(1, 4)]),  # 4 heads: 0 .. 3
-        lambda: build_index(tiny_model, tiny_tokenizer, ["the dog."], heads=[(1, 2), (1, 2)]),
-        lambda: build_index(tiny_model, tiny_tokenizer, ["the dog."], heads="1.2"),
+        lambda: index.search_token(tiny_model, tokenizer, "the dog.", 5, 0, 3),  # [CLS] the dog . [SEP]: 0 .. 4
+        lambda: index.search_token(tiny_model, tokenizer, "the dog.", -1, 0, 3),
+        lambda: build_index(tiny_model, tokenizer, ["the dog."], layers=[]),  # nothing to index
+        lambda: build_index(tiny_model, tokenizer, ["the dog."], heads=[(0, 1)]),  # layers count from 1
+        lambda: build_index(tiny_model, tokenizer, ["the dog."], heads=[(1, 4)]),  # 4 heads: 0 .. 3
+        lambda: build_index(tiny_model, tokenizer, ["the dog."], heads=[(1, 2), (1, 2)]),
+        lambda: build_index(tiny_model, tokenizer, ["the dog."], heads="1.2"),
         lambda: index.search(2, torch.ones(32), 3, head=0),  # no head was indexed
     ]
     for case in cases:
@@ -218,16 +212,16 @@ def test_bad_input_gives_typed_errors(tiny_model, tiny_tokenizer, tmp_path):
         CorpusIndex.load(tmp_path)
 
 
-def test_progress_reports_every_sentence(tiny_model, tiny_tokenizer):
+def test_progress_reports_every_sentence(tiny_model, tokenizer):
     calls = []
-    build_index(tiny_model, tiny_tokenizer, TINY_SENTENCES, batch_size=2, progress=lambda done, total: calls.append((done, total)))
+    build_index(tiny_model, tokenizer, TINY_SENTENCES, batch_size=2, progress=lambda done, total: calls.append((done, total)))
     assert calls == [(2, 5), (4, 5), (5, 5)]
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
-def test_indexing_on_the_gpu_matches_the_cpu(tiny_model, tiny_tokenizer):
-    on_gpu = build_index(copy.deepcopy(tiny_model).cuda(), tiny_tokenizer, TINY_SENTENCES)
-    on_cpu = build_index(tiny_model, tiny_tokenizer, TINY_SENTENCES)
+def test_indexing_on_the_gpu_matches_the_cpu(tiny_model, tokenizer):
+    on_gpu = build_index(copy.deepcopy(tiny_model).cuda(), tokenizer, TINY_SENTENCES)
+    on_cpu = build_index(tiny_model, tokenizer, TINY_SENTENCES)
     for layer in on_cpu.layers:
         torch.testing.assert_close(on_gpu.vectors[layer], on_cpu.vectors[layer], atol=1e-5, rtol=0)
 

@@ -6,15 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from bert import Bert, BertConfig, BertTokenizer
+from bert import Bert, BertConfig
 from bert.analysis.attribution.deletion import deletion_curve
 from bert.analysis.attribution.saliency import saliency
 from bert.errors import InvalidInputError
-
-
-@pytest.fixture(scope="module")
-def tokenizer(tiny_vocab_file):
-    return BertTokenizer.from_vocab(tiny_vocab_file)
 
 
 @pytest.fixture(scope="module")

@@ -1,18 +1,12 @@
 """Corpus head statistics: a hand-set previous-token head must be found."""
 import numpy as np
-import pytest
 import torch
 
-from bert import Bert, BertConfig, BertTokenizer
+from bert import Bert, BertConfig
 from bert.analysis.attention.head_stats import CLARK_2019, corpus_head_statistics, is_bert_base, top_heads
 from bert.data import LabelledSentence, builtin_sentences
 
 WORDS = ["the", "dog", "cat", "barked", "at", "mail", "park", "and", "her", "went", "to", "a", "is", "of"]
-
-
-@pytest.fixture(scope="module")
-def tokenizer(tiny_vocab_file):
-    return BertTokenizer.from_vocab(tiny_vocab_file)
 
 
 def tiny_sentences(count: int, seed: int) -> list[LabelledSentence]:

@@ -2,15 +2,10 @@
 import pytest
 import torch
 
-from bert import Bert, BertTokenizer
+from bert import Bert
 from bert.analysis.representations.logit_lens import logit_lens
 from bert.errors import InvalidInputError
 from bert.predict import predict_masks
-
-
-@pytest.fixture(scope="module")
-def tokenizer(tiny_vocab_file):
-    return BertTokenizer.from_vocab(tiny_vocab_file)
 
 
 def test_last_layer_lens_is_the_prediction(tiny_model, tokenizer):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from bert import Bert, BertConfig, BertTokenizer
+from bert import Bert, BertConfig
 from bert.analysis.probing.examples import task_examples
 from bert.analysis.probing.linear_probes import control_labels, standardise, train_probes
 from bert.analysis.probing.pipeline import ProbeSettings, extract_features, run_probes
@@ -15,11 +15,6 @@ from bert.data import LabelledSentence, builtin_sentences
 from bert.errors import InvalidInputError
 
 WORDS = ["the", "dog", "cat", "barked", "at", "mail", "park", "and", "her", "went", "to", "a", "is", "of"]
-
-
-@pytest.fixture(scope="module")
-def tokenizer(tiny_vocab_file):
-    return BertTokenizer.from_vocab(tiny_vocab_file)
 
 
 @pytest.fixture(scope="module")

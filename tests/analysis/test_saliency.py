@@ -7,15 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from bert import Bert, BertConfig, BertTokenizer
+from bert import Bert, BertConfig
 from bert.analysis.attribution.saliency import METHODS, PARTS, baseline_parts, embedding_parts, saliency
 from bert.analysis.attribution.target import TargetFunction
 from bert.errors import InvalidInputError
-
-
-@pytest.fixture(scope="module")
-def tokenizer(tiny_vocab_file):
-    return BertTokenizer.from_vocab(tiny_vocab_file)
 
 
 @pytest.fixture(scope="module")

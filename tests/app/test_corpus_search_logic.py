@@ -1,16 +1,8 @@
 """The Corpus search page's plain logic: summaries of hand-made matches, the highlighted sentence, upload limits."""
 from __future__ import annotations
 
-import pytest
-
-from bert import BertTokenizer
 from bert.analysis.corpus.corpus_search import Hit
 from viz_app import corpus_search
-
-
-@pytest.fixture(scope="module")
-def tokenizer(tiny_vocab_file):
-    return BertTokenizer.from_vocab(tiny_vocab_file)
 
 
 def test_summary_counts_words_parts_of_speech_positions_and_the_query_word():

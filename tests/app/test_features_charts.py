@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
-import pytest
 
 from bert.analysis.features.corpora import corpus_from_texts
 from bert.analysis.features.neurons import NeuronExample
@@ -45,13 +44,6 @@ def test_guess_change_and_promoted_tokens_carry_their_numbers():
     assert promoted.data["token"].tolist() == ["bark", "##s"]
     mix = charts.tag_mix_chart({"NOUN": (0.75, 0.2), "VERB": (0.25, 0.1)}, "neuron 3", "upos")
     assert mix.data["top_examples"].tolist() == [0.75, 0.25] and mix.data["corpus"].tolist() == [0.2, 0.1]
-
-
-@pytest.fixture(scope="module")
-def tokenizer(tiny_vocab_file):
-    from bert import BertTokenizer
-
-    return BertTokenizer.from_vocab(tiny_vocab_file)
 
 
 def test_example_html_marks_the_token_and_escapes_the_sentence(tokenizer):

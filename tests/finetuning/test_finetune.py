@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import bert
-from bert import Bert, BertConfig, BertTokenizer
+from bert import Bert, BertConfig
 from bert.finetuning.data import IGNORE, Example, encode, label_names, read_examples
 from bert.finetuning.train import FinetuneConfig, finetune
 from bert_test_support import TINY_VOCAB
@@ -38,11 +38,6 @@ def tiny_bert(**heads) -> Bert:
     torch.manual_seed(0)
     config = BertConfig(vocab_size=len(TINY_VOCAB), hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64, max_position_embeddings=32)
     return Bert(config, mlm_head=False, **heads)
-
-
-@pytest.fixture(scope="module")
-def tokenizer(tiny_vocab_file) -> BertTokenizer:
-    return BertTokenizer.from_vocab(tiny_vocab_file)
 
 
 FAST = dict(epochs=8, batch_size=8, learning_rate=2e-3, warmup_fraction=0.1, max_length=16, patience=0)
