@@ -1,5 +1,5 @@
-"""Helpers the browser tests share (fixtures are in conftest.py): a patient page, waiting for the app to settle,
-screenshots when asked for."""
+"""Helpers the browser tests share (fixtures are in conftest.py): a patient page, opened with its JavaScript errors
+collected, waiting for the app to settle, screenshots when asked for."""
 from __future__ import annotations
 
 import os
@@ -16,6 +16,22 @@ def new_page(browser, viewport: dict | None = None):
     page.set_default_timeout(SLOW)
     page.set_default_navigation_timeout(SLOW)
     return page
+
+
+def page_errors(page) -> list[str]:
+    """The JavaScript errors the page raises from now on: a list that fills as they come (tests end with
+    `assert not errors, errors`)."""
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    return errors
+
+
+def open_page(browser, url: str, viewport: dict | None = None):
+    """(page, errors): a `new_page` opened at `url`, its JavaScript errors collected from the start (`page_errors`)."""
+    page = new_page(browser, viewport)
+    errors = page_errors(page)
+    page.goto(url)
+    return page, errors
 
 
 def settle(page, charts: int, timeout_s: float = SLOW / 1000) -> None:

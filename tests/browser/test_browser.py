@@ -11,17 +11,14 @@ failure. The fixtures (server, Chromium) are in conftest.py.
 """
 from __future__ import annotations
 
-from browser_support import SLOW, new_page, screenshot, settle
+from browser_support import SLOW, new_page, open_page, page_errors, screenshot, settle
 
 PAGES = {"prediction": "", "attention": "attention", "embeddings": "embeddings", "mlp": "mlp", "architecture": "architecture"}
 TITLES = {"prediction": "Masked prediction", "attention": "Attention", "embeddings": "Embeddings", "mlp": "MLP activations", "architecture": "Architecture"}
 
 
 def test_every_page_and_a_typed_mask(browser, app_url):
-    page = new_page(browser)
-    errors = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.goto(app_url + "/")
+    page, errors = open_page(browser, app_url + "/")
     settle(page, charts=1)
 
     # type a sentence with a [MASK] into the box at the top, as a student would
@@ -66,10 +63,7 @@ EXPERIMENTS = {  # navigation title -> (page heading, charts drawn with the defa
 
 
 def test_every_experiment_page_draws(browser, app_url):
-    page = new_page(browser)
-    errors = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.goto(app_url + "/")
+    page, errors = open_page(browser, app_url + "/")
     settle(page, charts=1)
     for link, (heading, charts) in EXPERIMENTS.items():
         page.get_by_role("link", name=link, exact=True).click()
@@ -114,8 +108,7 @@ def test_sentence_tasks_and_model_comparison(browser, app_url):
     from bert.pretrained import MINILM_NSP_FILE
 
     page = new_page(browser)
-    errors = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
+    errors = page_errors(page)
     if MINILM_NSP_FILE.is_file():
         page.goto(app_url + "/sentence_tasks?model=minilm&text=The+man+went+to+the+store.&pair=He+bought+a+gallon+of+milk.")
         page.get_by_text("P(B follows A), as typed").wait_for(timeout=SLOW)

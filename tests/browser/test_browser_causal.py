@@ -6,14 +6,11 @@ another length gets a message instead of charts.
 """
 from __future__ import annotations
 
-from browser_support import SLOW, new_page, screenshot, settle
+from browser_support import SLOW, open_page, screenshot, settle
 
 
 def test_causal_tracing_draws_hovers_and_keeps_its_sentences_in_the_url(browser, app_url):
-    page = new_page(browser)
-    errors = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.goto(app_url + "/causal_tracing")
+    page, errors = open_page(browser, app_url + "/causal_tracing")
     page.get_by_role("heading", name="Causal tracing", exact=True).wait_for(timeout=SLOW)
     settle(page, charts=6)
     assert page.locator(".js-plotly-plot").count() == 6  # four sweeps, heads by position, attribution against exact

@@ -8,21 +8,14 @@ from __future__ import annotations
 
 import time
 
-from browser_support import SLOW, new_page, screenshot, settle
+from browser_support import SLOW, new_page, open_page, screenshot, settle
 
 
-def _tall_page(browser):
-    """A page tall enough that every chart is on screen (Streamlit draws a chart only once it is visible)."""
-    page = new_page(browser)
-    page.set_viewport_size({"width": 1440, "height": 2600})
-    return page
+TALL = {"width": 1440, "height": 2600}  # every chart on screen: Streamlit draws a chart only once it is visible
 
 
 def test_corpus_search_builds_with_progress_searches_and_answers_uploads(browser, app_url, tmp_path):
-    page = _tall_page(browser)
-    errors = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.goto(app_url + "/corpus_search?text=The+dog+barked+at+the+mailman.")
+    page, errors = open_page(browser, app_url + "/corpus_search?text=The+dog+barked+at+the+mailman.", TALL)
     seen_progress, deadline = False, time.time() + SLOW / 1000
     while page.locator(".js-plotly-plot").count() < 2 and time.time() < deadline:  # the index builds (seconds)
         seen_progress = seen_progress or page.get_by_text("Indexing every token of the built-in sentences").count() > 0
@@ -59,7 +52,7 @@ def test_corpus_search_builds_with_progress_searches_and_answers_uploads(browser
 
 
 def test_word_contexts_draws_and_names_a_sentence_without_the_word(browser, app_url):
-    page = _tall_page(browser)
+    page = new_page(browser, TALL)
     page.goto(app_url + "/word_contexts")
     page.get_by_role("heading", name="One word, many contexts", exact=True).wait_for(timeout=SLOW)
     settle(page, charts=2)

@@ -6,14 +6,12 @@ the feature changes the [MASK] guess chart, and the neuron view draws. Screensho
 """
 from __future__ import annotations
 
-from browser_support import SLOW, new_page, screenshot, settle
+from browser_support import SLOW, open_page, screenshot, settle
 
 
 def test_features_page_draws_labels_and_switches(browser, app_url):
-    page = new_page(browser, {"width": 1440, "height": 3200})  # tall: Streamlit draws a chart once it is visible
-    errors = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.goto(app_url + "/features?text=The+%5BMASK%5D+barked+at+the+mailman.")
+    page, errors = open_page(browser, app_url + "/features?text=The+%5BMASK%5D+barked+at+the+mailman.",
+                             {"width": 1440, "height": 3200})  # tall: Streamlit draws a chart once it is visible
     page.get_by_role("heading", name="Features", exact=True).wait_for(timeout=SLOW)
     settle(page, charts=4)  # heatmap, histogram, promoted tokens, the [MASK] guess
     assert page.get_by_text("Where feature").count() >= 1

@@ -6,7 +6,7 @@ gets its message. Screenshots go to $SCREENSHOT_DIR when it is set.
 """
 from __future__ import annotations
 
-from browser_support import SLOW, new_page, screenshot, settle
+from browser_support import SLOW, open_page, screenshot, settle
 
 
 def _conllu(count: int) -> bytes:
@@ -18,11 +18,8 @@ def _conllu(count: int) -> bytes:
 
 
 def test_an_uploaded_treebank_draws_curves_and_a_tree(browser, app_url, tmp_path):
-    page = new_page(browser)
-    page.set_viewport_size({"width": 1440, "height": 2600})  # Streamlit draws a chart only once it is on screen
-    errors = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.goto(app_url + "/probes?probes_source=labelled&probe_treebank_tasks=upos,distance")
+    page, errors = open_page(browser, app_url + "/probes?probes_source=labelled&probe_treebank_tasks=upos,distance",
+                             {"width": 1440, "height": 2600})  # Streamlit draws a chart only once it is on screen
     page.get_by_text("Choose a .conllu, .conll, .tsv or .txt file").wait_for(timeout=SLOW)
     upload = page.locator("input[type=file]")
     bad = tmp_path / "bad.conllu"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 import time
 
-from browser_support import SLOW, new_page, screenshot, settle
+from browser_support import SLOW, open_page, screenshot, settle
 
 MID_RUN_STEP = 60  # the screenshot waits for this step: several evaluations drawn, far from the end
 
@@ -19,10 +19,7 @@ def _step(page) -> int:
 
 
 def test_a_live_run_draws_while_it_trains_and_stops(browser, app_url):
-    page = new_page(browser)
-    errors = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.goto(app_url + "/how_bert_was_trained")
+    page, errors = open_page(browser, app_url + "/how_bert_was_trained")
     page.get_by_role("heading", name="How BERT was trained", exact=True).wait_for(timeout=SLOW)
     settle(page, charts=1)
     seed = page.get_by_label("Seed").nth(1)  # the first "Seed" is the masking draw's

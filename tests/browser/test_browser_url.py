@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from browser_support import SLOW, new_page, screenshot, settle
+from browser_support import SLOW, new_page, open_page, screenshot, settle
 
 
 def _wait_for_url(page, wanted: str, timeout_s: float = 60) -> None:
@@ -19,10 +19,7 @@ def _wait_for_url(page, wanted: str, timeout_s: float = 60) -> None:
 
 
 def test_bound_selections_go_into_the_url_survive_a_page_switch_and_reopen(browser, app_url):
-    page = new_page(browser)
-    errors = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.goto(app_url + "/attention?text=The+cat+sat+on+the+%5BMASK%5D.&head=5")
+    page, errors = open_page(browser, app_url + "/attention?text=The+cat+sat+on+the+%5BMASK%5D.&head=5")
     page.get_by_text("Layer 0, head 5").first.wait_for(timeout=SLOW)
     settle(page, charts=1)
     page.locator("[data-testid=stSelectbox]").filter(has_text="Layer").first.click()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from browser_support import SLOW, new_page, screenshot, settle
+from browser_support import SLOW, new_page, open_page, screenshot, settle
 
 LESSON = "fill_in_the_blank"
 
@@ -27,10 +27,7 @@ def test_a_lesson_walked_with_the_arrow_keys(browser, app_url):
     from viz_app.lessons.format import builtin_lessons
 
     lesson = builtin_lessons()[LESSON]
-    page = new_page(browser)
-    errors = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.goto(app_url + "/lessons?model=minilm")
+    page, errors = open_page(browser, app_url + "/lessons?model=minilm")
     page.get_by_role("button", name="Start the lesson").click()
     page.get_by_role("heading", name=lesson.steps[0].title, exact=True).wait_for(timeout=SLOW)
     settle(page, charts=1)
