@@ -91,8 +91,8 @@ def _download(args) -> int:
         return 3 if error.reason == "offline" else 2
     model, _ = load_folder(folder)
     log_device(model.to(resolve_device(args.device)))
-    head = "with" if model.lm_head is not None else "without"
-    print(f"{args.repo_id}: {model.config.num_layers} layers, {head} a masked-LM head, in the local Hugging Face cache ({folder})")
+    with_mlm = "with" if model.lm_head is not None else "without"
+    print(f"{args.repo_id}: {model.config.num_layers} layers, {with_mlm} a masked-LM head, in the local Hugging Face cache ({folder})")
     return 0
 
 

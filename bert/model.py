@@ -255,12 +255,12 @@ class Bert(nn.Module):
         if not names:
             raise InvalidInputError("a task head needs at least one label")
         dropout = self.config.hidden_dropout if self.config.classifier_dropout is None else self.config.classifier_dropout
-        head = LinearHead(self.config.hidden_size, len(names), dropout)
+        output_head = LinearHead(self.config.hidden_size, len(names), dropout)
         if classifier_labels is not None:
-            self.classifier = head
+            self.classifier = output_head
             problem_type = problem_type or ("regression" if len(names) == 1 else "single_label_classification")
         else:
-            self.tagger = head
+            self.tagger = output_head
         self.labels, self.problem_type = names, problem_type
 
     @staticmethod

@@ -159,12 +159,12 @@ def freeze_heads(model: Bert, names: list[str]) -> None:
     """Stop the named heads (attributes of `model`: "lm_head", "pooler", "nsp_head", "classifier", "tagger")
     from learning, those the model has. The LM head's output matrix is the token embedding: it keeps learning."""
     for name in names:
-        head = getattr(model, name)
-        if name == "lm_head" and head is not None:  # all but the unembedding weight, the same tensor as the embedding
-            for part in (head.mlp, head.layer_norm, head.unembedding.bias):
+        output_head = getattr(model, name)
+        if name == "lm_head" and output_head is not None:  # all but the unembedding weight: the embedding's tensor
+            for part in (output_head.mlp, output_head.layer_norm, output_head.unembedding.bias):
                 part.requires_grad_(False)
-        elif head is not None:
-            head.requires_grad_(False)
+        elif output_head is not None:
+            output_head.requires_grad_(False)
 
 
 @torch.no_grad()
