@@ -2,7 +2,7 @@
 passes (one forward pass per cell, as TransformerLens's patching utilities run), and attribution patching against
 the exact sweep (time and correlation).
 
-    nice -n 10 OMP_NUM_THREADS=1 python -m bench.patching [--tokens 24] [--repeats 3] [--long 512] [--json out/patching.json]
+    OMP_NUM_THREADS=1 nice -n 10 python -m bench.patching [--tokens 24] [--repeats 3] [--long 512] [--json out/patching.json]
 
 - sweep: the residual-stream sweep (13 layers x `--tokens` positions) of a random BERT-base
   (bench/make_random_bert.py; speed does not depend on the values), batched (bert.analysis.causal.patching,

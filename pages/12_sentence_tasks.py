@@ -1,4 +1,5 @@
-"""Sentence tasks: next-sentence prediction, a fine-tuned classifier's classes (and what drove them), token labels."""
+"""Sentence tasks: next-sentence prediction, a fine-tuned classifier's classes, token labels, and which input tokens
+drove each."""
 import streamlit as st
 
 from bert.analysis.attribution.saliency import METHODS, NEXT_SENTENCE_LABELS
@@ -6,7 +7,7 @@ from viz_app import cache, sentence_tasks, state, widgets
 from viz_app.charts.saliency import saliency_chart
 from viz_app.label_names import label_legend
 from viz_app.text import escape_markdown
-from viz_app.views.saliency import METHOD_NAMES
+from viz_app.views.saliency import METHOD_NAMES, method_note
 from viz_app.views.sentence_tasks import chosen_class, classes_view
 
 widgets.page_header(
@@ -29,20 +30,23 @@ if not heads:
 chosen_method = []  # the method picker is drawn once, by the first section that explains
 
 
-def explain(output: str, target: int, labels) -> None:
-    """Which input tokens, and which embedding part, pushed the model towards `target`."""
+def explain(output: str, target: int, labels, position: int = 0) -> None:
+    """Which input tokens, and which embedding part, pushed the model towards `target`: the label of the token at
+    `position` for token labels, a class read from [CLS] otherwise."""
     if not chosen_method:
         state.clamp("tasks_method", list(METHODS))
         chosen_method.append(st.radio("Attribution method", METHODS, horizontal=True, key="tasks_method",
                                       persist_state="session", format_func=METHOD_NAMES.get))
     method = chosen_method[0]
-    result = cache.saliency(key, prepared, method, 0, target, 32, output)
+    result = cache.saliency(key, prepared, method, position, target, 32, output)
     widgets.show_chart(saliency_chart(result), key=f"saliency_{output}")
     split = "to each token's token, position and segment embeddings" if len(result.parts) > 1 else "to each input token"
+    of_token = f" at '{escape_markdown(prepared.base.tokens[position])}'" if output == "tag" else ""
     st.caption(
-        f"Attributions of log p('{escape_markdown(labels[target])}') {split} (the Saliency page explains the methods). "
+        f"Attributions of log p('{escape_markdown(labels[target])}'){of_token} {split}. "
         "Bars above zero pushed towards this answer."
     )
+    st.caption(escape_markdown(method_note(result)))
 
 
 if "next_sentence" in heads:
@@ -88,6 +92,11 @@ if "tag" in heads:
         st.caption(f"What the labels mean: {legend}")  # only our own words and codes
     st.download_button("CSV of the token labels", table.drop(columns="special").to_csv(index=False), "token_labels.csv",
                        "text/csv", key="csv_token_labels", icon=":material/download:", type="tertiary")
+    words = [int(i) for i in table.loc[~table["special"], "position"]]
+    if words:
+        position = widgets.select_int("Which tokens drove the label of", "tasks_tag_token", words, default=words[0],
+                                      format_func=lambda i: f"{i}: {table.at[i, 'token']} ({table.at[i, 'label']})")
+        explain("tag", model.labels.index(table.at[position, "label"]), model.labels, position)
 
 missing = [head for head in ("next_sentence", "classify", "tag") if head not in heads]
 if missing:

@@ -40,7 +40,8 @@ def test_patch_json_has_the_documented_shape(tiny_mlm_folder, tmp_path, capsys, 
     assert [len(result["heads"]), {len(row) for row in result["heads"]}] == [layers, {heads}]
     if method == "exact":  # the [MASK] alone at the last layer restores everything
         assert result["residual"][-1][3] == pytest.approx(1.0, abs=1e-5)
-    assert "strongest" in capsys.readouterr().out
+    printed = capsys.readouterr().out  # residual rows by hidden_states index, the other sweeps by 0-based layer
+    assert "residual   strongest: hidden_states[" in printed and "attention  strongest: layer " in printed
 
 
 @pytest.mark.parametrize("case", ["lengths", "no mask", "answer in pieces", "same words", "batch size"])

@@ -79,6 +79,7 @@ PARAMS: dict[str, Param] = {
     "trace_blocks": Param(_bool, lambda v: "1" if v else "0", False),
     # Sentence tasks and model comparison.
     "tasks_method": Param(str, str, "integrated_gradients"),
+    "tasks_tag_token": Param(int, str, None),  # the token whose label is explained; None: the first word token
     "compare_with": Param(str, str, None),  # model B's source; None: the page picks a partner for model A
     # One word, many contexts: the layer of the sentence-by-sentence heatmap
     "contexts_layer": Param(int, str, None),

@@ -123,6 +123,7 @@ def test_bad_erasure_requests_say_what_to_change(tiny, treebank):
         amnesic_probing(encoder, tokenizer, train, test, "upos", layer=1)
 
 
+@pytest.mark.slow  # BERT-base over the EWT treebank when the model is cached
 def test_bert_base_upos_erasure_hurts_the_masked_lm_more_than_random_erasure():
     """Elazar et al. (2021): removing part of speech from BERT-base harms its word predictions more than removing
     as many random directions."""

@@ -212,6 +212,19 @@ def test_contrastive_target_is_the_logit_difference_and_adds_up(smooth_model, to
         saliency(smooth_model, tokenizer, encoding, target_id=answer, foil_id=answer)
 
 
+def test_contrastive_gradient_x_input_is_the_answers_minus_the_foils(smooth_model, tokenizer):
+    """logit(a) - logit(b) = log p(a) - log p(b) (the softmax's normaliser cancels), and gradient x input is linear in
+    the explained function: the contrastive map is the answer's log p map minus the foil's."""
+    encoding = tokenizer.encode("the dog [MASK] at the cat", "her dog went to the park")
+    answer, foil = tokenizer.token_to_id("dog"), tokenizer.token_to_id("went")
+    contrast = saliency(smooth_model, tokenizer, encoding, "gradient_x_input", target_id=answer, foil_id=foil)
+    of_answer = saliency(smooth_model, tokenizer, encoding, "gradient_x_input", target_id=answer)
+    of_foil = saliency(smooth_model, tokenizer, encoding, "gradient_x_input", target_id=foil)
+    assert np.abs(contrast.attributions).max() > 1e-3 and contrast.foil.token == "went"
+    np.testing.assert_allclose(contrast.attributions, of_answer.attributions - of_foil.attributions, atol=1e-5, rtol=0)
+    assert contrast.score == pytest.approx(of_answer.score - of_foil.score, abs=1e-5)
+
+
 @pytest.fixture(scope="module")
 def peaked_model(smooth_model):
     """The smooth model with larger logits, so that probabilities move visibly when a token is masked."""
@@ -267,6 +280,28 @@ def test_shapley_values_add_up_to_the_change_from_all_masked(smooth_model, token
     assert result.samples == 6 and np.count_nonzero(result.token_attributions) == 5  # five word tokens
     again = saliency(smooth_model, tokenizer, encoding, "shapley_value_sampling", samples=6, batch_size=4)
     np.testing.assert_array_equal(again.attributions, result.attributions)  # seeded
+
+
+def test_contrastive_shapley_values_add_up_to_the_logit_difference_from_all_masked(peaked_model, tokenizer):
+    """Efficiency for f = logit(answer) - logit(foil), read off the model's own logits with every word masked; with
+    the same seed (the same orders) the contrastive values are also the answer's log p values minus the foil's."""
+    encoding = tokenizer.encode("the dog [MASK] at the cat")
+    answer, foil = tokenizer.token_to_id("dog"), tokenizer.token_to_id("went")
+    result = saliency(peaked_model, tokenizer, encoding, "shapley_value_sampling", samples=6, batch_size=4,
+                      target_id=answer, foil_id=foil)
+    input_ids, token_type_ids = encoding.tensors()
+    all_masked = input_ids.clone()
+    for i, special in enumerate(encoding.special):
+        if not special:
+            all_masked[0, i] = tokenizer.mask_id
+    with torch.no_grad():
+        logits = peaked_model(torch.cat([input_ids, all_masked]), token_type_ids.expand(2, -1))[:, result.position].double()
+    full, masked = (float(row[answer] - row[foil]) for row in logits)
+    assert abs(full - masked) > 1e-3 and result.score == pytest.approx(full, abs=1e-5)
+    assert result.total == pytest.approx(full - masked, abs=1e-4)
+    of_answer = saliency(peaked_model, tokenizer, encoding, "shapley_value_sampling", samples=6, batch_size=4, target_id=answer)
+    of_foil = saliency(peaked_model, tokenizer, encoding, "shapley_value_sampling", samples=6, batch_size=4, target_id=foil)
+    np.testing.assert_allclose(result.attributions, of_answer.attributions - of_foil.attributions, atol=1e-5, rtol=0)
 
 
 def test_a_token_tag_is_explained_at_its_token(tokenizer):

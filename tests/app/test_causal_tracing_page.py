@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from streamlit.testing.v1 import AppTest
 
-from app_helpers import array, bound_to_url, figures, no_exception, open_page as open_in_app, texts
+from app_helpers import HOME, TIMEOUT, array, bound_to_url, figures, go, no_exception, open_page as open_in_app, texts
 
 
 @pytest.fixture
@@ -74,3 +75,21 @@ def test_a_long_input_shows_attribution_until_the_exact_sweep_is_asked_for(open_
     assert "patched runs, which can take minutes" in texts(at)
     assert len(figures(at)) == 5  # the sweeps from attribution patching, no comparison
     assert at.checkbox(key="patch_exact_anyway").value is False
+
+
+def test_a_typed_foil_of_several_word_pieces_says_which_and_its_pieces(open_page):
+    # A word typed into the box becomes the widget's value; AppTest's set_value takes listed options only, so the
+    # value is put in the session before the page first draws the box.
+    at = AppTest.from_file(str(HOME), default_timeout=TIMEOUT)
+    at.session_state["patch_foil"] = "tiredness"
+    at.run()
+    go(at, "causal_tracing")
+    no_exception(at)
+    assert "the foil 'tiredness' is not one vocabulary token (it splits into ['tired', '##ness'])" in texts(at)
+    assert not figures(at)
+
+
+def test_an_answer_from_the_address_of_several_word_pieces_says_which_and_its_pieces(open_page):
+    at = open_page(patch_answer="snowboarding")
+    assert "the answer 'snowboarding' is not one vocabulary token (it splits into ['snow', '##boarding'])" in texts(at)
+    assert not figures(at)

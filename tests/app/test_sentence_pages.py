@@ -2,6 +2,8 @@
 two models (CKA, attention change, predictions side by side), bad input included."""
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -134,6 +136,39 @@ def test_a_token_classifier_shows_coloured_label_chips(open_page, tmp_path, voca
     assert chips.count("<span") == len("the dog went to the park".split())  # [CLS] and [SEP] left out
     assert "dog" in chips and ("B-ANIMAL" in chips or ">O<" in chips)
     assert "O: not part of a name" in texts(at) and "B- marks the first word" in texts(at)  # ANIMAL is not known
+
+
+def test_which_tokens_drove_a_chosen_tokens_label(open_page, tmp_path, vocab_file):
+    """Occlusion's bars for the label of "dog" against log p(label) at "dog" computed with each word token masked in
+    turn through the model's own tag head; the perturbation methods' counts in the caption."""
+    from bert import load_pretrained
+
+    folder = tiny_folder(tmp_path / "tagger", vocab_file, tagger_labels=["O", "B-ANIMAL"])
+    at = open_page("sentence_tasks", model=folder, text="the dog went to the park", tasks_method="occlusion")
+    assert at.selectbox(key="tasks_tag_token").value == 1  # the first word token
+    at.selectbox(key="tasks_tag_token").set_value(2).run()  # "dog"
+    no_exception(at)
+    [bars] = figures(at)
+    assert bars["layout"]["title"]["text"].startswith("occlusion: log p(") and "at position 2" in bars["layout"]["title"]["text"]
+
+    model, tokenizer = load_pretrained(folder)
+    encoding = tokenizer.encode("the dog went to the park")
+    ids, types = encoding.tensors()
+    with torch.no_grad():
+        log_probs = model.tag(ids, types).log_softmax(-1)[0, 2]
+        label = int(log_probs.argmax())
+        masked = ids.repeat(len(encoding), 1)
+        masked[torch.arange(len(encoding)), torch.arange(len(encoding))] = tokenizer.token_to_id("[MASK]")
+        without = model.tag(masked, types.expand_as(masked)).log_softmax(-1)[:, 2, label]
+    words = [i for i, special in enumerate(encoding.special) if not special]
+    assert model.labels[label] in bars["layout"]["title"]["text"]
+    assert array(bars["data"][0]["y"])[words] == pytest.approx((log_probs[label] - without[words]).numpy(), abs=1e-4)
+    shown = texts(at).replace("\\", "")  # the method's note is escaped Markdown
+    assert re.search(r"each word token in turn replaced by \[MASK\], \d+ runs of the model", shown)
+
+    at.radio(key="tasks_method").set_value("shapley_value_sampling").run()
+    no_exception(at)
+    assert re.search(r"Shapley value sampling: 25 random orders .*, \d+ runs of the model", texts(at).replace("\\", ""))
 
 
 def test_models_with_different_vocabularies_are_refused_with_a_message(open_page, tmp_path, vocab_file):

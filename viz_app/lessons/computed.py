@@ -24,7 +24,8 @@ from viz_app.sentence_tasks import next_sentence
 from viz_app.views.attention import head_statistics
 
 HEAD_KEYS = ("head", "layer", "ablation_heads", "search_head")
-POSITION_KEYS = ("masks", "focus", "mlp_token", "lens_mask", "ablation_mask", "saliency_mask", "search_position")
+POSITION_KEYS = ("masks", "focus", "mlp_token", "lens_mask", "ablation_mask", "saliency_mask", "search_position",
+                 "tasks_tag_token")
 LAYER_KEYS = ("layer", "mlp_layer", "rollout_layer", "contexts_layer", "search_layer")
 
 

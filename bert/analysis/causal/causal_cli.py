@@ -72,12 +72,15 @@ def run_patch(args) -> int:
 
 
 def format_patching(result) -> str:
-    """The metrics and each sweep's strongest cells, as text."""
+    """The metrics and each sweep's strongest cells, as text: residual rows by their `hidden_states[i]` index, the
+    other sweeps' rows by 0-based layer."""
     lines = [f"logit({result.answer}) - logit({result.foil}) at [MASK]: clean {result.clean_metric:.3f}, "
              f"corrupted {result.corrupted_metric:.3f} ({result.method} {result.direction}; 1 = the patch restores it all)"]
     for name, columns in (("residual", result.tokens), ("attention", result.tokens), ("mlp", result.tokens),
                           ("heads", [f"head {h}" for h in range(result.heads.shape[1])])):
-        cells = ", ".join(f"layer {row} {columns[column]}: {value:.3f}" for row, column, value in result.strongest(name))
+        row_name = "hidden_states[{}]" if name == "residual" else "layer {}"
+        cells = ", ".join(f"{row_name.format(row)} {columns[column]}: {value:.3f}"
+                          for row, column, value in result.strongest(name))
         lines.append(f"{name:<10} strongest: {cells}")
     return "\n".join(lines)
 
