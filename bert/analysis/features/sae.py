@@ -40,7 +40,8 @@ WEIGHTS_FILE, CONFIG_FILE = "sae.safetensors", "config.json"
 
 class SaeFileError(CheckpointError):
     """A sparse-autoencoder folder that cannot be used: missing, truncated or mis-shaped tensors, a config.json
-    that does not parse, or one made for another model or layer."""
+    that does not parse, or one made for another model or layer; a training checkpoint from another run (other
+    weights, layer, size or k)."""
 
 
 @dataclass(frozen=True)
