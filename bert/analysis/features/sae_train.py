@@ -15,7 +15,9 @@ Checkpoints (`out/checkpoint.pt`: tensors, and the weights' fingerprint, layer, 
 with weights_only=True) every `checkpoint_every` steps; a run started again with the same out folder resumes from
 the last one (the text continues where it was; the vectors in the mixing buffer at the time are not replayed), and
 refuses one written for other weights, another layer, size or k. Under torchrun each rank reads every world-th line
-and every step uses the mean of the ranks' gradients (all-reduce), from rank 0's start; rank 0 writes.
+and every step uses the mean of the ranks' gradients (all-reduce), from rank 0's start; rank 0 writes. The
+ranks' shares of the text give different numbers of batches: when one rank's runs out, every rank stops at that
+step (a flag all-reduced each step).
 """
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ import torch
 from ...errors import InvalidInputError
 from ...model import Bert
 from ...tokenizer import BertTokenizer
-from ...pretraining.distributed import Ranks, barrier, sum_over_ranks
+from ...pretraining.distributed import Ranks, any_rank, barrier, sum_over_ranks
 from ..corpus.model_fingerprint import model_fingerprint
 from .residuals import residual_stream
 from .sae import SaeConfig, SaeFileError, TopKSae
@@ -135,6 +137,8 @@ def train_sae(
     batches = mixed_batches(_counting(stream, read, settings.sentences_per_batch), settings.batch_tokens,
                             settings.buffer_tokens, generator, settings.repeats)
     first = next(batches, None)
+    if any_rank(first is None, ranks, device):  # every rank raises, none waits for the others
+        first = None
     if first is None and state is not None:
         raise InvalidInputError(f"the checkpoint in {out.name} has read {start_line} lines of {data_name}; what is left "
                                 "makes less than one batch: give more text, or another output folder to start afresh")
@@ -168,8 +172,10 @@ def fit_sae(sae: TopKSae, batches: Iterator[torch.Tensor], settings: SaeSettings
         optimizer.load_state_dict(state["optimizer"])
         since_fired, step, tokens = state["since_fired"].to(device), int(state["step"]), int(state["tokens"])
     started, first_tokens, totals = time.monotonic(), tokens, {"loss": 0.0, "aux": 0.0, "n": 0}
-    for x in batches:
-        if step >= settings.steps:
+    batches = iter(batches)
+    while step < settings.steps:
+        x = next(batches, None)
+        if any_rank(x is None, ranks, device):  # one rank's text has run out: all stop at this step
             break
         x = x.to(device)
         _set_learning_rate(optimizer, settings, step)
