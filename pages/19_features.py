@@ -19,11 +19,18 @@ view = st.segmented_control("Look at", ["Sparse-autoencoder features", "MLP neur
 
 
 def corpus_picker(key: str):
-    """The corpus a scan reads: a built-in one or an uploaded text file; (corpus id, corpus) or a message."""
-    options = list(feature_logic.CORPORA) + ["upload"]
-    labels = feature_logic.CORPORA | {"upload": "a text file of yours (one sentence per line)"}
-    choice = st.selectbox("Corpus", options, format_func=labels.get, key=key, bind="query-params", persist_state="session")
-    if choice != "upload":
+    """The corpus a scan reads: a built-in one, an uploaded text file or (for who may choose folders) a corpus
+    index on the server; (corpus id, corpus) or (None, a message)."""
+    labels = feature_logic.corpus_choices(context.visitor.role.may_choose_any_model)
+    choice = st.selectbox("Corpus", list(labels), format_func=labels.get, key=key, bind="query-params", persist_state="session")
+    if choice == feature_logic.INDEX:
+        folder = st.text_input("Index folder", key=f"{key}_index", persist_state="session",
+                               placeholder="/path/to/an/index", help="A folder written by python -m bert index "
+                                                                      "with this model.").strip()
+        if not folder:
+            return None, "Type the folder of a corpus index built with `python -m bert index` for this model."
+        return cache.index_feature_corpus(context.key, folder, feature_logic.index_stamp(folder))
+    if choice != feature_logic.UPLOAD:
         return choice, cache.feature_corpus(context.key, choice)
     upload = st.file_uploader("Text file", type=["txt"], key=f"{key}_upload")
     if upload is None:
@@ -49,13 +56,16 @@ if view == "MLP neurons":
         st.info(corpus)
         st.stop()
     scan = cache.neuron_scan(context.key, corpus_id, layer, corpus)
-    mix = tag_mix(scan, corpus, int(neuron), "upos") if "upos" in corpus.tags else None
-    charts = neuron_view(int(neuron), layer, scan, mix)
+    mixes = {column: tag_mix(scan, corpus, int(neuron), column) for column in corpus.tags}  # a treebank: upos, deprel
+    charts = neuron_view(int(neuron), layer, scan, mixes)
     st.subheader(f"Where neuron {neuron} of layer {layer} fires most ({corpus.name})")
     show_examples(top_examples(scan, corpus, int(neuron)), corpus)
     widgets.show_chart(charts["histogram"], key="neuron_histogram")
-    if "tag_mix" in charts:
-        widgets.show_chart(charts["tag_mix"], key="neuron_tag_mix")
+    mix_charts = [name for name in charts if name.startswith("tag_mix:")]
+    if mix_charts:  # side by side: the UPOS mix beside the deprel mix
+        for column, name in zip(st.columns(len(mix_charts)), mix_charts):
+            with column:
+                widgets.show_chart(charts[name], key=f"neuron_{name.replace(':', '_')}")
     st.stop()
 
 offered = feature_logic.offered_saes(context.key.source)

@@ -12,12 +12,30 @@ from bert.analysis.features.corpora import Corpus, corpus_from_texts, load_corpu
 from bert.analysis.features.neurons import NeuronExample
 from bert.analysis.features.sae import CONFIG_FILE, SaeFileError, read_config
 from bert.analysis.features.shipped import shipped_sae
+from bert.errors import BertError
 from bert.tokenizer import BertTokenizer
 
 SAE_FOLDERS_VARIABLE = "BERT_INSIDE_SAES"  # a server folder the teacher fills: each subfolder one `sae train --out`
 CORPORA = {"builtin": "the 992 built-in sentences (WordNet examples)",
            "ud-ewt-test": "UD English EWT test (2,077 sentences, with parts of speech)"}
+UPLOAD, INDEX = "upload", "index"  # the corpus picker's other entries: a text file, a saved corpus index
 MAX_LINES, MAX_TOKENS = 2000, 30_000  # an uploaded corpus: at most so many sentences and word pieces
+
+
+def corpus_choices(may_choose_folders: bool) -> dict[str, str]:
+    """{corpus id: label} for the corpus picker. A corpus index is a folder on the server: offered only to a
+    visitor who may choose folders (viz_app/access.py), never to a student."""
+    choices = CORPORA | {UPLOAD: "a text file of yours (one sentence per line)"}
+    if may_choose_folders:
+        choices[INDEX] = "a corpus index on this machine (built with python -m bert index)"
+    return choices
+
+
+def index_stamp(folder: str) -> int | None:
+    """When the index in `folder` was last written (its index.json), to tell a rebuilt index from the old one in
+    the caches; None when there is no such file."""
+    path = Path(folder).expanduser() / "index.json"
+    return path.stat().st_mtime_ns if path.is_file() else None
 
 
 def offered_saes(model_source: str) -> dict[str, Path]:
@@ -50,6 +68,17 @@ def builtin_corpus(name: str, tokenizer: BertTokenizer, max_length: int) -> Corp
     if name not in CORPORA:
         raise ValueError(f"unknown corpus {name!r}")
     return load_corpus(name, tokenizer, max_length=max_length)
+
+
+def index_corpus(folder: str, tokenizer: BertTokenizer, model, max_length: int) -> Corpus | str:
+    """The sentences of a saved corpus index built with this model (its parts of speech as tags when it has
+    them); else a message saying what to change (it names the folder: only the owner can type one)."""
+    if index_stamp(folder) is None:
+        return f"{folder} holds no corpus index (index.json): give a folder written by `python -m bert index`."
+    try:
+        return load_corpus(Path(folder).expanduser(), tokenizer, model, max_length)
+    except BertError as error:
+        return f"That index cannot be used: {error}"
 
 
 def uploaded_corpus(text: str, name: str, tokenizer: BertTokenizer, max_length: int) -> Corpus | str:

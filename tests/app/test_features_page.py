@@ -83,3 +83,47 @@ def test_a_model_without_an_sae_gets_the_command_to_train_one(monkeypatch):
     at = open_page("features", {"text": SENTENCE})
     assert "No sparse autoencoder is offered for this model" in texts(at)
     assert "python -m bert sae train --model minilm" in texts(at)
+
+
+INDEX_SENTENCES = ["The river bank was muddy after the rain.", "She paid the money into the bank.",
+                   "Birds sang in the tall trees.", "He ran to the station."]
+
+
+@pytest.mark.slow
+def test_the_owner_reads_a_corpus_index_as_the_corpus(minilm, tmp_path):
+    from bert.analysis.corpus.corpus_search import build_index
+
+    model, tokenizer = minilm
+    spans = [[(15, 19, "noun")], None, [(0, 5, "noun")], [(3, 6, "verb")]]
+    folder = build_index(model, tokenizer, INDEX_SENTENCES, layers=[0], parts_of_speech=spans).save(tmp_path / "index")
+    at = open_page("features", {"text": SENTENCE, "features_look_at": "MLP neurons", "neurons_layer": "2"})
+    at.selectbox(key="neurons_corpus").select("index").run()
+    assert "Type the folder of a corpus index" in texts(at)
+    at.text_input(key="neurons_corpus_index").input(str(folder)).run()
+    no_exception(at)
+    assert "Where neuron" in texts(at) and "(index)" in texts(at)
+    shown = "\n".join(str(element.proto.body) for element in at.get("html"))
+    assert any(sentence.split()[1] in shown for sentence in INDEX_SENTENCES)
+    assert any("POS of its top examples" in f["layout"]["title"]["text"] for f in figures(at))
+    at.text_input(key="neurons_corpus_index").input(str(tmp_path / "nothing")).run()
+    assert "holds no corpus index" in texts(at)
+
+
+STUDENT_ADDRESS = "192.168.1.20"
+
+
+@pytest.fixture
+def student(monkeypatch):
+    from viz_app import visitor
+
+    monkeypatch.setattr(visitor, "address", lambda: STUDENT_ADDRESS)
+
+
+@pytest.mark.slow
+def test_a_student_gets_no_index_folder_box(student):
+    from viz_app.features import INDEX, corpus_choices
+
+    as_in_a_link = corpus_choices(may_choose_folders=True)[INDEX]  # the URL holds the option's label
+    at = open_page("features", {"text": SENTENCE, "features_look_at": "MLP neurons", "neurons_corpus": as_in_a_link})
+    assert not any(t.key == "neurons_corpus_index" for t in at.text_input)
+    assert not any("corpus index" in option for option in at.selectbox(key="neurons_corpus").options)
