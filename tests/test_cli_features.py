@@ -155,3 +155,18 @@ def test_sae_measure_on_other_text_and_a_refused_folder(tiny_mlm_folder, tmp_pat
     assert main(["sae", "measure", "--sae", str(tmp_path / "sae"), "--model", str(tiny_mlm_folder), "--data", str(data)]) == 2
     error = capsys.readouterr().err.strip().splitlines()
     assert len(error) == 1 and "cannot be read" in error[0]
+
+
+def test_sae_label_keeps_a_label_with_the_run(tmp_path, capsys):
+    from bert.analysis.features.sae import SaeConfig, TopKSae, load_sae
+
+    folder = TopKSae(SaeConfig("test", "", 1, 4, 8, 2, True)).save(tmp_path / "sae")
+    assert main(["sae", "label", "--sae", str(folder), "--feature", "3", "--text", "the suffix -ness"]) == 0
+    assert main(["sae", "label", "--sae", str(folder), "--feature", "5", "--text", "barking"]) == 0
+    assert load_sae(folder).labels == {3: "the suffix -ness", 5: "barking"}
+    assert main(["sae", "label", "--sae", str(folder), "--feature", "3", "--text", ""]) == 0  # removed
+    assert load_sae(folder).labels == {5: "barking"}
+    capsys.readouterr()
+    assert main(["sae", "label", "--sae", str(folder), "--feature", "8", "--text", "x"]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and "feature 8 is outside this SAE's 0 .. 7" in error[0]
