@@ -2,6 +2,7 @@
 
     labels = read_labels("out/sae", features=4096)       # {3123: "the suffix -ness", ...}; {} when there is none
     write_labels("out/sae", labels | {812: "barking"}, features=4096)
+    set_label("out/sae", 812, "barking", features=4096)    # one label changed, the others kept ("" removes it)
     parse_labels(uploaded_bytes, 4096, "my_labels.json")  # the same checks on a file from elsewhere
 
 The file is one JSON object, feature number (as a string) -> label: `{"812": "barking", "3123": "the suffix
@@ -88,6 +89,12 @@ def write_labels(folder: str | Path, labels: dict[int, str], features: int) -> P
     temporary.write_text(text, encoding="utf-8")
     os.replace(temporary, path)
     return path
+
+
+def set_label(folder: str | Path, feature: int, text: str, features: int) -> Path:
+    """Keep `text` as the label of `feature` in the folder's labels.json (blank text removes it); the others stay."""
+    labels = {number: label for number, label in read_labels(folder, features).items() if number != feature}
+    return write_labels(folder, labels | {feature: text}, features)
 
 
 def _feature_number(key: str, name: str) -> int:

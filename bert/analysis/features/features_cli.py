@@ -172,11 +172,9 @@ def _measure(args) -> int:
 
 
 def _label(args) -> int:
-    from .feature_labels import read_labels, write_labels
+    from .feature_labels import set_label
     from .sae import read_config
 
-    features = read_config(args.sae).features
-    labels = {feature: text for feature, text in read_labels(args.sae, features).items() if feature != args.feature}
-    path = write_labels(args.sae, labels | {args.feature: args.text}, features)
+    path = set_label(args.sae, args.feature, args.text, read_config(args.sae).features)
     print(f"feature {args.feature}: {args.text.strip() or '(label removed)'} ({path})")
     return 0
