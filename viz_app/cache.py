@@ -500,9 +500,10 @@ def neuron_scan(key: ModelKey, corpus_id: str, layer: int, _corpus: Corpus) -> U
 
 @st.cache_resource(show_spinner="Loading the sparse autoencoder…", max_entries=8)
 def sae(key: ModelKey, folder: str) -> TopKSae | str:
-    """The SAE in `folder` for this model (shared, read-only), or why it cannot be used (no server path in it)."""
+    """The SAE in `folder` for this model (shared, read-only), or why it cannot be used (no server path in it).
+    Its labels are not read here: the page reads them on every run (the owner may have saved one meanwhile)."""
     try:
-        return load_sae(folder, load_model(key).model)
+        return load_sae(folder, load_model(key).model, labels=False)
     except SaeFileError as error:
         return f"This sparse autoencoder cannot be used with this model: {str(error).replace(folder, Path(folder).name)}"
 

@@ -1,19 +1,23 @@
 """The Features page's logic beside the library (no Streamlit here): the sparse autoencoders the app offers for a
-model, the corpora a scan reads, a top example as HTML (escaped, its token highlighted), and the command that
-trains an SAE for another model. The analyses themselves are bert.analysis.features."""
+model, the corpora a scan reads, who may keep feature labels with an SAE and the labels a page shows (kept with
+the SAE, uploaded, typed in the session), a top example as HTML (escaped, its token highlighted), and the command
+that trains an SAE for another model. The analyses themselves are bert.analysis.features."""
 from __future__ import annotations
 
 import html
 import os
 import shlex
 from pathlib import Path
+from typing import Mapping
 
 from bert.analysis.features.corpora import Corpus, corpus_from_texts, load_corpus
+from bert.analysis.features.feature_labels import LABELS_FILE, FeatureLabelsError, parse_labels, read_labels
 from bert.analysis.features.neurons import NeuronExample
 from bert.analysis.features.sae import CONFIG_FILE, SaeFileError, read_config
-from bert.analysis.features.shipped import shipped_sae
+from bert.analysis.features.shipped import is_shipped, shipped_sae
 from bert.errors import BertError
 from bert.tokenizer import BertTokenizer
+from viz_app.access import Role
 
 SAE_FOLDERS_VARIABLE = "BERT_INSIDE_SAES"  # a server folder the teacher fills: each subfolder one `sae train --out`
 CORPORA = {"builtin": "the 992 built-in sentences (WordNet examples)",
@@ -56,6 +60,41 @@ def offered_saes(model_source: str) -> dict[str, Path]:
             if config.model == model_source:
                 offered[f"{folder.name}: layer {config.layer}, {config.features} features"] = folder
     return offered
+
+
+LABEL_KEY = "feature_label:{sae}:{feature}"  # the session's label box of one feature of one offered SAE
+
+
+def may_save_labels(role: Role, folder: str | Path) -> bool:
+    """Whether this visitor may keep labels beside the SAE in `folder` (its labels.json): the owner, and never in
+    the SAEs shipped inside the package. Everyone else keeps labels for the session, and downloads them."""
+    return role.may_write_to_server and not is_shipped(folder)
+
+
+def saved_labels(folder: str | Path, features: int) -> tuple[dict[int, str], str | None]:
+    """(the labels kept with the SAE, None) or ({}, why its labels.json cannot be read: no server path in it)."""
+    try:
+        return read_labels(folder, features), None
+    except FeatureLabelsError as error:
+        return {}, f"The labels kept with this sparse autoencoder cannot be read: {error}. Fix or remove its {LABELS_FILE}."
+
+
+def uploaded_labels(data: bytes | None, name: str, features: int) -> tuple[dict[int, str], str | None]:
+    """(labels from an uploaded labels file, None), ({}, None) when nothing is uploaded, or ({}, what is wrong)."""
+    if data is None:
+        return {}, None
+    try:
+        return parse_labels(data, features, name), None
+    except FeatureLabelsError as error:
+        return {}, f"That labels file cannot be used: {error}."
+
+
+def typed_labels(state: Mapping, sae_name: str) -> dict[int, str]:
+    """The labels typed in this browser session for the SAE offered as `sae_name` (its label boxes' values)."""
+    prefix = LABEL_KEY.format(sae=sae_name, feature="")
+    return {int(key.removeprefix(prefix)): value.strip() for key, value in state.items()
+            if isinstance(key, str) and key.startswith(prefix) and key.removeprefix(prefix).isdigit()
+            and isinstance(value, str) and value.strip()}
 
 
 def train_command(model_source: str, layer: int) -> str:

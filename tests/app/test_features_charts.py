@@ -130,3 +130,24 @@ def test_the_index_corpus_is_offered_only_to_who_may_choose_folders():
     assert feature_logic.INDEX in feature_logic.corpus_choices(may_choose_folders=True)
     assert feature_logic.INDEX not in feature_logic.corpus_choices(may_choose_folders=False)
     assert feature_logic.UPLOAD in feature_logic.corpus_choices(may_choose_folders=False)
+
+
+def test_who_may_keep_labels_with_an_sae_and_which_labels_a_page_shows(tmp_path):
+    from bert.analysis.features.shipped import SHIPPED_SAE
+    from viz_app.access import Role
+
+    assert feature_logic.may_save_labels(Role.OWNER, tmp_path)
+    assert not feature_logic.may_save_labels(Role.OWNER, SHIPPED_SAE)  # inside the package
+    assert not feature_logic.may_save_labels(Role.STUDENT, tmp_path)
+    assert not feature_logic.may_save_labels(Role.PRESENTER, tmp_path)
+    assert feature_logic.saved_labels(tmp_path, 8) == ({}, None)
+    (tmp_path / "labels.json").write_text('{"9": "x"}')
+    labels, problem = feature_logic.saved_labels(tmp_path, 8)
+    assert labels == {} and "feature 9 is outside" in problem and str(tmp_path.parent) not in problem
+    assert feature_logic.uploaded_labels(None, "", 8) == ({}, None)
+    assert feature_logic.uploaded_labels(b'{"3": " dogs "}', "mine.json", 8) == ({3: "dogs"}, None)
+    labels, problem = feature_logic.uploaded_labels(b"[1, 2]", "mine.json", 8)
+    assert labels == {} and "mine.json must be a JSON object" in problem
+    state = {"feature_label:a:3": "dogs", "feature_label:a:4": "  ", "feature_label:b:5": "cats",
+             "feature_label:a:b:6": "other", "features_shown": 24}
+    assert feature_logic.typed_labels(state, "a") == {3: "dogs"}

@@ -127,3 +127,67 @@ def test_a_student_gets_no_index_folder_box(student):
     at = open_page("features", {"text": SENTENCE, "features_look_at": "MLP neurons", "neurons_corpus": as_in_a_link})
     assert not any(t.key == "neurons_corpus_index" for t in at.text_input)
     assert not any("corpus index" in option for option in at.selectbox(key="neurons_corpus").options)
+
+
+@pytest.fixture
+def labelled_copy(tmp_path, monkeypatch):
+    """A copy of the shipped SAE in the folder the server offers SAEs from (BERT_INSIDE_SAES): (its folder, the
+    name the page offers it by)."""
+    import shutil
+
+    from bert.analysis.features.shipped import SHIPPED_SAE
+
+    folder = tmp_path / "saes" / "mine"
+    folder.mkdir(parents=True)
+    for part in ("sae.safetensors", "config.json"):
+        shutil.copy(SHIPPED_SAE / part, folder / part)
+    monkeypatch.setenv("BERT_INSIDE_SAES", str(tmp_path / "saes"))
+    return folder, "mine: layer 3, 4096 features"
+
+
+def heatmap_columns(at) -> list[str]:
+    heatmap = next(f for f in figures(at) if f["layout"]["title"]["text"].startswith("Sparse-autoencoder features"))
+    return list(heatmap["data"][0]["x"])
+
+
+def open_sae(name: str):
+    at = open_page("features", {"text": SENTENCE})
+    at.selectbox(key="features_sae").select(name).run()
+    no_exception(at)
+    return at
+
+
+@pytest.mark.slow
+def test_the_owners_saved_label_shows_in_a_new_session(labelled_copy):
+    import json
+
+    folder, name = labelled_copy
+    at = open_page("features", {"text": SENTENCE})
+    assert not any(b.key == "feature_label_save" for b in at.button)  # the shipped SAE: never written to
+    at.selectbox(key="features_sae").select(name).run()
+    feature = int(at.number_input(key="features_feature").value)
+    at.text_input(key=f"feature_label:{name}:{feature}").input("barking <dogs>").run()
+    at.button(key="feature_label_save").click().run()
+    no_exception(at)
+    assert json.loads((folder / "labels.json").read_text(encoding="utf-8")) == {str(feature): "barking <dogs>"}
+    fresh = open_sae(name)  # another visitor's session
+    assert int(fresh.number_input(key="features_feature").value) == feature
+    assert f"f{feature} · barking &lt;dogs&gt;" in heatmap_columns(fresh)
+
+
+@pytest.mark.slow
+def test_a_student_sees_the_saved_labels_and_cannot_write(labelled_copy, student):
+    folder, name = labelled_copy
+    at = open_sae(name)
+    feature = int(at.number_input(key="features_feature").value)
+    (folder / "labels.json").write_text(f'{{"{feature}": "kept by the owner"}}', encoding="utf-8")
+    at.run()
+    assert f"f{feature} · kept by the owner" in heatmap_columns(at)
+    assert not any(b.key == "feature_label_save" for b in at.button)
+    at.text_input(key=f"feature_label:{name}:{feature}").input("mine only").run()
+    assert f"f{feature} · mine only" in heatmap_columns(at)  # for this browser session
+    assert (folder / "labels.json").read_text(encoding="utf-8") == f'{{"{feature}": "kept by the owner"}}'
+    (folder / "labels.json").write_text("{broken", encoding="utf-8")
+    at.run()
+    no_exception(at)
+    assert "labels.json of mine is not JSON" in texts(at) and str(folder.parent) not in texts(at)
