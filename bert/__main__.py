@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     from .analysis.features import features_cli
 
     features_cli.add_neuron_arguments(commands.add_parser("neurons", help="an MLP neuron's top-activating tokens over a corpus"))
-    features_cli.add_sae_arguments(commands.add_parser("sae", help="sparse autoencoders: sae train"))
+    features_cli.add_sae_arguments(commands.add_parser("sae", help="sparse autoencoders: sae train, measure, label"))
     from .analysis.causal import causal_cli
 
     causal_cli.add_patch_arguments(commands.add_parser("patch", help="activation patching: which layer and position restore the answer"))

@@ -1,7 +1,11 @@
 """Features: what a layer computes across many sentences, as sparse-autoencoder features and as MLP neurons."""
+from pathlib import Path
+
 import streamlit as st
 
+from bert.analysis.features.feature_labels import labels_json, set_label
 from bert.analysis.features.neurons import tag_mix, top_examples
+from bert.errors import BertError
 from viz_app import cache, widgets
 from viz_app import features as feature_logic
 from viz_app.views.features import FeatureSettings, feature_view, neuron_view, sentence_view, strongest_feature
@@ -19,11 +23,18 @@ view = st.segmented_control("Look at", ["Sparse-autoencoder features", "MLP neur
 
 
 def corpus_picker(key: str):
-    """The corpus a scan reads: a built-in one or an uploaded text file; (corpus id, corpus) or a message."""
-    options = list(feature_logic.CORPORA) + ["upload"]
-    labels = feature_logic.CORPORA | {"upload": "a text file of yours (one sentence per line)"}
-    choice = st.selectbox("Corpus", options, format_func=labels.get, key=key, bind="query-params", persist_state="session")
-    if choice != "upload":
+    """The corpus a scan reads: a built-in one, an uploaded text file or (for who may choose folders) a corpus
+    index on the server; (corpus id, corpus) or (None, a message)."""
+    labels = feature_logic.corpus_choices(context.visitor.role.may_choose_any_model)
+    choice = st.selectbox("Corpus", list(labels), format_func=labels.get, key=key, bind="query-params", persist_state="session")
+    if choice == feature_logic.INDEX:
+        folder = st.text_input("Index folder", key=f"{key}_index", persist_state="session",
+                               placeholder="/path/to/an/index", help="A folder written by python -m bert index "
+                                                                      "with this model.").strip()
+        if not folder:
+            return None, "Type the folder of a corpus index built with `python -m bert index` for this model."
+        return cache.index_feature_corpus(context.key, folder, feature_logic.index_stamp(folder))
+    if choice != feature_logic.UPLOAD:
         return choice, cache.feature_corpus(context.key, choice)
     upload = st.file_uploader("Text file", type=["txt"], key=f"{key}_upload")
     if upload is None:
@@ -49,13 +60,16 @@ if view == "MLP neurons":
         st.info(corpus)
         st.stop()
     scan = cache.neuron_scan(context.key, corpus_id, layer, corpus)
-    mix = tag_mix(scan, corpus, int(neuron), "upos") if "upos" in corpus.tags else None
-    charts = neuron_view(int(neuron), layer, scan, mix)
+    mixes = {column: tag_mix(scan, corpus, int(neuron), column) for column in corpus.tags}  # a treebank: upos, deprel
+    charts = neuron_view(int(neuron), layer, scan, mixes)
     st.subheader(f"Where neuron {neuron} of layer {layer} fires most ({corpus.name})")
     show_examples(top_examples(scan, corpus, int(neuron)), corpus)
     widgets.show_chart(charts["histogram"], key="neuron_histogram")
-    if "tag_mix" in charts:
-        widgets.show_chart(charts["tag_mix"], key="neuron_tag_mix")
+    mix_charts = [chart for chart in charts if chart.startswith("tag_mix:")]
+    if mix_charts:  # side by side: the UPOS mix beside the deprel mix
+        for column, chart in zip(st.columns(len(mix_charts)), mix_charts):
+            with column:
+                widgets.show_chart(charts[chart], key=f"neuron_{chart.replace(':', '_')}")
     st.stop()
 
 offered = feature_logic.offered_saes(context.key.source)
@@ -74,8 +88,25 @@ if isinstance(sae, str):
 config = sae.config
 z = cache.sentence_features(context.key, folder, prepared)
 tokens = list(prepared.masked.tokens)
-labels = {int(key.rpartition(":")[2]): value for key, value in st.session_state.items()
-          if isinstance(key, str) and key.startswith(f"feature_label:{name}:") and value}
+may_save = feature_logic.may_save_labels(context.visitor.role, folder)
+saved, problem = feature_logic.saved_labels(folder, config.features)  # read on every run: the owner may have saved one
+if problem:
+    st.warning(problem)
+typed = feature_logic.typed_labels(st.session_state, name)
+with st.expander("Feature labels: download them, or upload a file of them"):
+    upload = st.file_uploader("A labels file (JSON: feature number → label, as the download writes)", type=["json"],
+                              key=f"feature_labels_upload:{name}")
+    uploaded, problem = feature_logic.uploaded_labels(upload.getvalue() if upload else None,
+                                                      upload.name if upload else "", config.features)
+    if problem:
+        st.warning(problem)
+    labels = saved | uploaded | typed  # typed in this browser session first, then uploaded, then kept with the SAE
+    st.download_button("Download the labels (JSON)", labels_json(labels), file_name=f"{Path(folder).name}-labels.json",
+                       mime="application/json", key="feature_labels_download")
+    st.caption(("Labels you save are kept beside this sparse autoencoder (labels.json) and shown to everyone who "
+                "opens it." if may_save else "Labels typed here are kept for this visit, in this browser tab: "
+                "download them to keep them, and upload the file next time.") +
+               f" {len(saved)} kept with it, {len(uploaded)} uploaded, {len(typed)} typed now.")
 shown = st.slider("Features in the heatmap", 4, 64, 24, key="features_shown", bind="query-params", persist_state="session")
 st.caption(f"Layer {config.layer}'s output (hidden_states[{config.layer}]), {config.features} features, at most {config.k} "
            f"active per token; trained on {config.data}.")
@@ -85,9 +116,17 @@ if st.session_state.get("features_feature") is None:
     st.session_state["features_feature"] = strongest_feature(z)
 feature = int(st.number_input("Feature", 0, config.features - 1, step=1, key="features_feature", persist_state="session",
                               help="Type a feature number from the heatmap (f812 → 812)."))
-st.text_input("Your label for this feature", key=f"feature_label:{name}:{feature}", persist_state="session",
-              placeholder="what it seems to fire on", help="Kept for this visit only, in this browser tab; it names the "
-                                                            "feature in the heatmap.")
+text = st.text_input("Your label for this feature", key=feature_logic.LABEL_KEY.format(sae=name, feature=feature),
+                     persist_state="session", placeholder=(saved | uploaded).get(feature, "what it seems to fire on"),
+                     help="It names the feature in the heatmap. " + ("Save keeps it beside the sparse autoencoder for "
+                          "everyone; saving an empty box removes the saved label." if may_save else
+                          "Kept for this visit, in this browser tab; the labels box above downloads them."))
+if may_save and st.button("Save the label with the sparse autoencoder", key="feature_label_save"):
+    try:
+        set_label(folder, feature, text, config.features)
+        st.success(f"Saved in {Path(folder).name}/labels.json." if text.strip() else "The saved label is removed.")
+    except (BertError, OSError) as error:
+        st.error(f"Could not save the label: {error}")
 corpus_id, corpus = corpus_picker("features_corpus")
 factor = st.select_slider("Switch the feature", [0.0, 0.5, 1.0, 2.0, 4.0, 8.0], value=0.0, key="features_factor",
                           format_func=lambda f: "off" if f == 0 else f"x {f:g}", persist_state="session",

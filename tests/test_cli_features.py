@@ -85,10 +85,8 @@ def test_sae_bad_input_is_one_line_and_exit_2(tiny_mlm_folder, text_file, tmp_pa
     assert len(error) == 1 and error[0].startswith("error:") and message in error[0]
 
 
-@pytest.mark.slow
-def test_sae_train_under_torchrun_on_two_ranks(tiny_mlm_folder, text_file, tmp_path):
-    """The real entry point under torchrun: each rank reads every other line, the gradients are averaged, rank 0
-    writes and reports once."""
+def train_on_two_ranks(model_folder, data, tmp_path, steps: int):
+    """`python -m bert sae train` under torchrun with two CPU ranks: (the finished process, the config it wrote)."""
     import os
     import subprocess
     import sys
@@ -101,15 +99,35 @@ def test_sae_train_under_torchrun_on_two_ranks(tiny_mlm_folder, text_file, tmp_p
     measure.write_text("her dog went to the park\nthe cat barked at the man\n")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": str(repo)}
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(free_port()),
-               "-m", "bert", "sae", "train", "--model", str(tiny_mlm_folder), "--layer", "1", "--data", str(text_file),
-               "--features", "32", "--k", "4", "--steps", "4", "--batch-tokens", "32", "--buffer-tokens", "128",
+               "-m", "bert", "sae", "train", "--model", str(model_folder), "--layer", "1", "--data", str(data),
+               "--features", "32", "--k", "4", "--steps", str(steps), "--batch-tokens", "32", "--buffer-tokens", "128",
                "--checkpoint-every", "2", "--out", str(tmp_path / "sae"), "--measure", str(measure), "--device", "cpu"]
     done = subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
+    return done, json.loads((tmp_path / "sae" / "config.json").read_text())
+
+
+@pytest.mark.slow
+def test_sae_train_under_torchrun_on_two_ranks(tiny_mlm_folder, text_file, tmp_path):
+    """The real entry point under torchrun: each rank reads every other line, the gradients are averaged, rank 0
+    writes and reports once."""
+    done, config = train_on_two_ranks(tiny_mlm_folder, text_file, tmp_path, steps=4)
     assert done.stdout.count('"held_out"') == 1  # rank 0 reports for both
-    config = json.loads((tmp_path / "sae" / "config.json").read_text())
     assert config["steps"] == 4 and config["tokens"] == 4 * 32 * 2  # two ranks x 32 vectors a step
     assert set(load_file(tmp_path / "sae" / "sae.safetensors")) == {"W_enc", "b_enc", "W_dec", "b_dec"}
+
+
+@pytest.mark.slow
+def test_two_ranks_stop_together_when_one_runs_out_of_text(tiny_mlm_folder, tmp_path):
+    """Lines of very different lengths: one rank's share of the text gives fewer batches than the other's. Every
+    rank stops at the same step (else the one left would wait for the other in the gradient exchange)."""
+    words = " ".join(LINES).split()
+    lines = [" ".join(words[(i + j) % len(words)] for j in range(1 + (7 * i) % 40)) for i in range(120)]
+    data = tmp_path / "uneven.txt"
+    data.write_text("\n".join(lines) + "\n")
+    done, config = train_on_two_ranks(tiny_mlm_folder, data, tmp_path, steps=10_000)
+    assert 0 < config["steps"] < 10_000 and config["tokens"] == config["steps"] * 32 * 2
+    assert "the text ran out" in done.stderr
 
 
 def test_sae_measure_on_other_text_and_a_refused_folder(tiny_mlm_folder, tmp_path, capsys):
@@ -137,3 +155,18 @@ def test_sae_measure_on_other_text_and_a_refused_folder(tiny_mlm_folder, tmp_pat
     assert main(["sae", "measure", "--sae", str(tmp_path / "sae"), "--model", str(tiny_mlm_folder), "--data", str(data)]) == 2
     error = capsys.readouterr().err.strip().splitlines()
     assert len(error) == 1 and "cannot be read" in error[0]
+
+
+def test_sae_label_keeps_a_label_with_the_run(tmp_path, capsys):
+    from bert.analysis.features.sae import SaeConfig, TopKSae, load_sae
+
+    folder = TopKSae(SaeConfig("test", "", 1, 4, 8, 2, True)).save(tmp_path / "sae")
+    assert main(["sae", "label", "--sae", str(folder), "--feature", "3", "--text", "the suffix -ness"]) == 0
+    assert main(["sae", "label", "--sae", str(folder), "--feature", "5", "--text", "barking"]) == 0
+    assert load_sae(folder).labels == {3: "the suffix -ness", 5: "barking"}
+    assert main(["sae", "label", "--sae", str(folder), "--feature", "3", "--text", ""]) == 0  # removed
+    assert load_sae(folder).labels == {5: "barking"}
+    capsys.readouterr()
+    assert main(["sae", "label", "--sae", str(folder), "--feature", "8", "--text", "x"]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and "feature 8 is outside this SAE's 0 .. 7" in error[0]

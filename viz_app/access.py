@@ -1,9 +1,10 @@
 """Who may load what: the policy the sidebar and every model picker apply. No Streamlit here.
 
 - The owner: a visitor at the server's own machine (a loopback address) when the server is not in class mode:
-  every model the machine has, any folder typed in, downloads from the hub.
+  every model the machine has, any folder typed in, downloads from the hub; the only one who writes files on the
+  server (feature labels kept beside a sparse autoencoder).
 - The presenter: in class mode, the session that opened the presenter's link (viz_app/class_room.py checks its
-  key): the owner's powers, and it moves the class.
+  key): the owner's choice of models and folders, and it moves the class; it writes no files on the server.
 - A student: every other visitor (in class mode, loopback ones too). The offered models only: the built-in ones,
   the BERTs already in the server's Hugging Face cache (unless the teacher turned that off) and the folders the
   teacher listed (viz_app/server_settings.py), each by the name the teacher gave it. No folder box, no download.
@@ -33,6 +34,12 @@ class Role(enum.Enum):
     def may_choose_any_model(self) -> bool:
         """Type a folder, download from the hub, open any model a link names."""
         return self is not Role.STUDENT
+
+    @property
+    def may_write_to_server(self) -> bool:
+        """Write files on the server's disk (labels kept beside a sparse autoencoder): the owner at the server's
+        own machine only. A presenter's powers are over the class's screens, not the server's files."""
+        return self is Role.OWNER
 
 
 def is_loopback(address: str | None) -> bool:

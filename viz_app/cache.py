@@ -478,6 +478,15 @@ def uploaded_feature_corpus(key: ModelKey, data: bytes, name: str) -> tuple[str 
     return (None, corpus) if isinstance(corpus, str) else (hashlib.sha256(data).hexdigest(), corpus)
 
 
+@st.cache_resource(show_spinner="Reading the corpus index…", max_entries=4)
+def index_feature_corpus(key: ModelKey, folder: str, stamp: int | None) -> tuple[str | None, Corpus | str]:
+    """(an id for the caches, the sentences of a corpus index built with this model) or (None, a message).
+    stamp: features.index_stamp(folder), so that a rebuilt index is read again."""
+    loaded = load_model(key)
+    corpus = features.index_corpus(folder, loaded.tokenizer, loaded.model, loaded.model.config.max_position_embeddings)
+    return (None, corpus) if isinstance(corpus, str) else (f"index:{folder}:{stamp}", corpus)
+
+
 @st.cache_resource(show_spinner=False, max_entries=8, ttl=HOUR)
 def neuron_scan(key: ModelKey, corpus_id: str, layer: int, _corpus: Corpus) -> UnitScan:
     """Every neuron of `layer` over the corpus, from one pass (shared, read-only): top examples and histograms."""
@@ -490,9 +499,10 @@ def neuron_scan(key: ModelKey, corpus_id: str, layer: int, _corpus: Corpus) -> U
 
 @st.cache_resource(show_spinner="Loading the sparse autoencoder…", max_entries=8)
 def sae(key: ModelKey, folder: str) -> TopKSae | str:
-    """The SAE in `folder` for this model (shared, read-only), or why it cannot be used (no server path in it)."""
+    """The SAE in `folder` for this model (shared, read-only), or why it cannot be used (no server path in it).
+    Its labels are not read here: the page reads them on every run (the owner may have saved one meanwhile)."""
     try:
-        return load_sae(folder, load_model(key).model)
+        return load_sae(folder, load_model(key).model, labels=False)
     except SaeFileError as error:
         return f"This sparse autoencoder cannot be used with this model: {str(error).replace(folder, Path(folder).name)}"
 

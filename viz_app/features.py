@@ -1,23 +1,45 @@
 """The Features page's logic beside the library (no Streamlit here): the sparse autoencoders the app offers for a
-model, the corpora a scan reads, a top example as HTML (escaped, its token highlighted), and the command that
-trains an SAE for another model. The analyses themselves are bert.analysis.features."""
+model, the corpora a scan reads, who may keep feature labels with an SAE and the labels a page shows (kept with
+the SAE, uploaded, typed in the session), a top example as HTML (escaped, its token highlighted), and the command
+that trains an SAE for another model. The analyses themselves are bert.analysis.features."""
 from __future__ import annotations
 
 import html
 import os
 import shlex
 from pathlib import Path
+from typing import Mapping
 
 from bert.analysis.features.corpora import Corpus, corpus_from_texts, load_corpus
+from bert.analysis.features.feature_labels import LABELS_FILE, FeatureLabelsError, parse_labels, read_labels
 from bert.analysis.features.neurons import NeuronExample
 from bert.analysis.features.sae import CONFIG_FILE, SaeFileError, read_config
-from bert.analysis.features.shipped import shipped_sae
+from bert.analysis.features.shipped import is_shipped, shipped_sae
+from bert.errors import BertError
 from bert.tokenizer import BertTokenizer
+from viz_app.access import Role
 
 SAE_FOLDERS_VARIABLE = "BERT_INSIDE_SAES"  # a server folder the teacher fills: each subfolder one `sae train --out`
 CORPORA = {"builtin": "the 992 built-in sentences (WordNet examples)",
            "ud-ewt-test": "UD English EWT test (2,077 sentences, with parts of speech)"}
+UPLOAD, INDEX = "upload", "index"  # the corpus picker's other entries: a text file, a saved corpus index
 MAX_LINES, MAX_TOKENS = 2000, 30_000  # an uploaded corpus: at most so many sentences and word pieces
+
+
+def corpus_choices(may_choose_folders: bool) -> dict[str, str]:
+    """{corpus id: label} for the corpus picker. A corpus index is a folder on the server: offered only to a
+    visitor who may choose folders (viz_app/access.py), never to a student."""
+    choices = CORPORA | {UPLOAD: "a text file of yours (one sentence per line)"}
+    if may_choose_folders:
+        choices[INDEX] = "a corpus index on this machine (built with python -m bert index)"
+    return choices
+
+
+def index_stamp(folder: str) -> int | None:
+    """When the index in `folder` was last written (its index.json), to tell a rebuilt index from the old one in
+    the caches; None when there is no such file."""
+    path = Path(folder).expanduser() / "index.json"
+    return path.stat().st_mtime_ns if path.is_file() else None
 
 
 def offered_saes(model_source: str) -> dict[str, Path]:
@@ -40,6 +62,41 @@ def offered_saes(model_source: str) -> dict[str, Path]:
     return offered
 
 
+LABEL_KEY = "feature_label:{sae}:{feature}"  # the session's label box of one feature of one offered SAE
+
+
+def may_save_labels(role: Role, folder: str | Path) -> bool:
+    """Whether this visitor may keep labels beside the SAE in `folder` (its labels.json): the owner, and never in
+    the SAEs shipped inside the package. Everyone else keeps labels for the session, and downloads them."""
+    return role.may_write_to_server and not is_shipped(folder)
+
+
+def saved_labels(folder: str | Path, features: int) -> tuple[dict[int, str], str | None]:
+    """(the labels kept with the SAE, None) or ({}, why its labels.json cannot be read: no server path in it)."""
+    try:
+        return read_labels(folder, features), None
+    except FeatureLabelsError as error:
+        return {}, f"The labels kept with this sparse autoencoder cannot be read: {error}. Fix or remove its {LABELS_FILE}."
+
+
+def uploaded_labels(data: bytes | None, name: str, features: int) -> tuple[dict[int, str], str | None]:
+    """(labels from an uploaded labels file, None), ({}, None) when nothing is uploaded, or ({}, what is wrong)."""
+    if data is None:
+        return {}, None
+    try:
+        return parse_labels(data, features, name), None
+    except FeatureLabelsError as error:
+        return {}, f"That labels file cannot be used: {error}."
+
+
+def typed_labels(state: Mapping, sae_name: str) -> dict[int, str]:
+    """The labels typed in this browser session for the SAE offered as `sae_name` (its label boxes' values)."""
+    prefix = LABEL_KEY.format(sae=sae_name, feature="")
+    return {int(key.removeprefix(prefix)): value.strip() for key, value in state.items()
+            if isinstance(key, str) and key.startswith(prefix) and key.removeprefix(prefix).isdigit()
+            and isinstance(value, str) and value.strip()}
+
+
 def train_command(model_source: str, layer: int) -> str:
     """The command line that trains an SAE for this model (the page shows it when none is offered)."""
     return (f"python -m bert sae train --model {shlex.quote(model_source)} --layer {layer} --data my_sentences.txt "
@@ -50,6 +107,17 @@ def builtin_corpus(name: str, tokenizer: BertTokenizer, max_length: int) -> Corp
     if name not in CORPORA:
         raise ValueError(f"unknown corpus {name!r}")
     return load_corpus(name, tokenizer, max_length=max_length)
+
+
+def index_corpus(folder: str, tokenizer: BertTokenizer, model, max_length: int) -> Corpus | str:
+    """The sentences of a saved corpus index built with this model (its parts of speech as tags when it has
+    them); else a message saying what to change (it names the folder: only the owner can type one)."""
+    if index_stamp(folder) is None:
+        return f"{folder} holds no corpus index (index.json): give a folder written by `python -m bert index`."
+    try:
+        return load_corpus(Path(folder).expanduser(), tokenizer, model, max_length)
+    except BertError as error:
+        return f"That index cannot be used: {error}"
 
 
 def uploaded_corpus(text: str, name: str, tokenizer: BertTokenizer, max_length: int) -> Corpus | str:

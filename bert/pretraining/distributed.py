@@ -93,6 +93,14 @@ def rank_0_decides(flag: bool, ranks: Ranks, device: torch.device) -> bool:
     return bool(sum_over_ranks(decision, ranks).item() > 0)
 
 
+def any_rank(flag: bool, ranks: Ranks, device: torch.device) -> bool:
+    """True on every rank when `flag` is True on at least one: e.g. "my data has run out", so that all stop at
+    the same step instead of the others waiting for it in the next all-reduce."""
+    if ranks.world == 1:
+        return flag
+    return bool(sum_over_ranks(torch.tensor([float(flag)], device=device), ranks).item() > 0)
+
+
 def sum_over_ranks(values: torch.Tensor, ranks: Ranks) -> torch.Tensor:
     """Element-wise sum of `values` over all ranks (itself when alone)."""
     if ranks.world > 1:

@@ -163,3 +163,31 @@ def test_ranking_probe_is_scikit_learns_and_ablation_matches_a_transformers_hook
     torch.testing.assert_close(ours, expected, atol=1e-4, rtol=1e-4)
     with pytest.raises(InvalidInputError, match="mode"):
         ablate_ranked(model, tokenizer, ranking, corpus, mode="half")
+
+
+@pytest.mark.parametrize("version", ["installed", "1.3.0"])
+def test_the_ranking_probe_is_an_elastic_net_on_every_scikit_learn_it_allows(version, monkeypatch):
+    """Synthetic data: 3 informative inputs out of 60. The L1 part of the penalty sets weights exactly to zero,
+    which an L2 probe (l1_ratio 0) never does; "1.3.0" plays the oldest scikit-learn pyproject.toml allows, which
+    ignores l1_ratio unless the penalty is named."""
+    import warnings
+
+    import sklearn
+
+    from bert.analysis.features.neuron_ranking import elastic_net_probe
+
+    if version != "installed":
+        monkeypatch.setattr(sklearn, "__version__", version)
+    rng = np.random.default_rng(0)
+    inputs = rng.normal(size=(400, 60))
+    labels = np.array(["a", "b", "c"])[(inputs[:, :3] + 0.3 * rng.normal(size=(400, 3))).argmax(1)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # newer scikit-learn: `penalty` is deprecated
+        probe = elastic_net_probe(l1_ratio=0.5, strength=0.1, max_iter=1000).fit(inputs, labels)[-1]
+        dense = elastic_net_probe(l1_ratio=0.0, strength=0.1, max_iter=1000).fit(inputs, labels)[-1].coef_
+    if version != "installed":  # before 1.8, l1_ratio counts only with this penalty named
+        assert probe.penalty == "elasticnet"
+    sparse = probe.coef_
+    assert (sparse == 0).sum() > sparse.size // 4
+    assert (dense == 0).sum() == 0
+    assert (sparse[:, :3] != 0).all()  # the informative inputs keep their weights

@@ -228,8 +228,31 @@ def test_training_writes_checkpoints_and_resumes(tmp_path, tiny, caplog):
         _, resumed = train_sae(model, tokenizer, lines, 2, dataclasses.replace(settings, steps=6), tmp_path, "tiny", "test lines")
     assert "resuming" in caplog.text and "at step 4" in caplog.text
     assert resumed.steps == 6 and resumed.tokens == 6 * 64 and resumed.input_scale == first.input_scale
-    with pytest.raises(InvalidInputError, match="another shape"):
+    with pytest.raises(SaeFileError, match="--features 32 there, 16 here"):
         train_sae(model, tokenizer, lines, 2, dataclasses.replace(settings, features=16), tmp_path, "tiny", "x")
+
+
+def test_resuming_refuses_a_checkpoint_of_another_model_layer_or_k(tmp_path, tiny, tiny_mlm_folder):
+    model, tokenizer = tiny
+    lines = [TEXTS[i % len(TEXTS)] for i in range(600)]
+    settings = SaeSettings(features=32, k=4, steps=2, batch_tokens=64, buffer_tokens=256, checkpoint_every=2,
+                           sentences_per_batch=8)
+    train_sae(model, tokenizer, lines, 2, settings, tmp_path, "tiny", "test lines")
+    more = dataclasses.replace(settings, steps=4)
+    with pytest.raises(SaeFileError, match="layer 2 there, 1 here"):
+        train_sae(model, tokenizer, lines, 1, more, tmp_path, "tiny", "test lines")
+    with pytest.raises(SaeFileError, match="--k 4 there, 8 here"):
+        train_sae(model, tokenizer, lines, 2, dataclasses.replace(more, k=8), tmp_path, "tiny", "test lines")
+    other, _ = load_folder(tiny_mlm_folder)  # the same sizes, one weight changed
+    with torch.no_grad():
+        other.embedding.token_embedding.weight[5, 0] += 1.0
+    with pytest.raises(SaeFileError, match=r"model weights \(fingerprint\)"):
+        train_sae(other.eval(), tokenizer, lines, 2, more, tmp_path, "tiny", "test lines")
+    state = torch.load(tmp_path / "checkpoint.pt", weights_only=True)
+    del state["trained_for"]
+    torch.save(state, tmp_path / "checkpoint.pt")
+    with pytest.raises(SaeFileError, match="does not say which model"):
+        train_sae(model, tokenizer, lines, 2, more, tmp_path, "tiny", "test lines")
 
 
 def test_too_little_text_is_an_error(tmp_path, tiny):

@@ -75,3 +75,71 @@ def test_offered_saes_shipped_and_the_teachers_folder(tmp_path, monkeypatch):
     (tmp_path / "broken" / "config.json").write_text("{not json")
     assert list(feature_logic.offered_saes("my-bert")) == ["mine: layer 2, 16 features"]
     assert "--model my-bert --layer 3" in feature_logic.train_command("my-bert", 3)
+
+
+TREEBANK = """# sent_id = 1
+1\tthe\tthe\tDET\t_\t_\t2\tdet\t_\t_
+2\tdog\tdog\tNOUN\t_\t_\t3\tnsubj\t_\t_
+3\tbarked\tbark\tVERB\t_\t_\t0\troot\t_\t_
+
+# sent_id = 2
+1\ther\ther\tPRON\t_\t_\t2\tnmod:poss\t_\t_
+2\tcat\tcat\tNOUN\t_\t_\t3\tnsubj\t_\t_
+3\twent\tgo\tVERB\t_\t_\t0\troot\t_\t_
+4\tto\tto\tADP\t_\t_\t6\tcase\t_\t_
+5\tthe\tthe\tDET\t_\t_\t6\tdet\t_\t_
+6\tpark\tpark\tNOUN\t_\t_\t3\tobl\t_\t_
+
+"""
+
+
+def test_a_neuron_on_a_treebank_gets_the_deprel_mix_beside_the_upos_mix(tiny_mlm_folder):
+    from bert.analysis.features.corpora import corpus_from_treebank
+    from bert.analysis.features.neurons import scan_neurons, tag_mix
+    from bert.analysis.probing.treebank import read_treebank
+    from bert.pretrained import load_folder
+    from viz_app.views.features import MAX_TAGS, neuron_view
+
+    model, tokenizer = load_folder(tiny_mlm_folder)
+    corpus = corpus_from_treebank("tiny", read_treebank(TREEBANK.encode(), name="t.conllu").sentences, tokenizer)
+    scan = scan_neurons(model.eval(), corpus, 1, tokenizer.pad_id, k=4)
+    mixes = {column: tag_mix(scan, corpus, 5, column) for column in corpus.tags}
+    assert set(mixes) == {"upos", "deprel"}
+    shown = neuron_view(5, 1, scan, mixes)
+    assert set(shown) == {"histogram", "tag_mix:upos", "tag_mix:deprel"}
+    for column in ("upos", "deprel"):
+        chart = shown[f"tag_mix:{column}"]
+        assert chart.data["tag"].tolist() == list(mixes[column])[:MAX_TAGS]
+        assert chart.data["top_examples"].tolist() == [mixes[column][t][0] for t in chart.data["tag"]]
+        assert column.upper() in chart.figure.layout.title.text
+    assert "nmod:poss" in shown["tag_mix:deprel"].data["tag"].tolist()
+    many = {f"tag{i}": (0.0, 0.01) for i in range(40)}
+    assert len(neuron_view(5, 1, scan, {"deprel": many})["tag_mix:deprel"].data) == MAX_TAGS
+    assert set(neuron_view(5, 1, scan, {})) == {"histogram"}  # plain text: no tags
+
+
+def test_the_index_corpus_is_offered_only_to_who_may_choose_folders():
+    assert feature_logic.INDEX in feature_logic.corpus_choices(may_choose_folders=True)
+    assert feature_logic.INDEX not in feature_logic.corpus_choices(may_choose_folders=False)
+    assert feature_logic.UPLOAD in feature_logic.corpus_choices(may_choose_folders=False)
+
+
+def test_who_may_keep_labels_with_an_sae_and_which_labels_a_page_shows(tmp_path):
+    from bert.analysis.features.shipped import SHIPPED_SAE
+    from viz_app.access import Role
+
+    assert feature_logic.may_save_labels(Role.OWNER, tmp_path)
+    assert not feature_logic.may_save_labels(Role.OWNER, SHIPPED_SAE)  # inside the package
+    assert not feature_logic.may_save_labels(Role.STUDENT, tmp_path)
+    assert not feature_logic.may_save_labels(Role.PRESENTER, tmp_path)
+    assert feature_logic.saved_labels(tmp_path, 8) == ({}, None)
+    (tmp_path / "labels.json").write_text('{"9": "x"}')
+    labels, problem = feature_logic.saved_labels(tmp_path, 8)
+    assert labels == {} and "feature 9 is outside" in problem and str(tmp_path.parent) not in problem
+    assert feature_logic.uploaded_labels(None, "", 8) == ({}, None)
+    assert feature_logic.uploaded_labels(b'{"3": " dogs "}', "mine.json", 8) == ({3: "dogs"}, None)
+    labels, problem = feature_logic.uploaded_labels(b"[1, 2]", "mine.json", 8)
+    assert labels == {} and "mine.json must be a JSON object" in problem
+    state = {"feature_label:a:3": "dogs", "feature_label:a:4": "  ", "feature_label:b:5": "cats",
+             "feature_label:a:b:6": "other", "features_shown": 24}
+    assert feature_logic.typed_labels(state, "a") == {3: "dogs"}

@@ -83,3 +83,111 @@ def test_a_model_without_an_sae_gets_the_command_to_train_one(monkeypatch):
     at = open_page("features", {"text": SENTENCE})
     assert "No sparse autoencoder is offered for this model" in texts(at)
     assert "python -m bert sae train --model minilm" in texts(at)
+
+
+INDEX_SENTENCES = ["The river bank was muddy after the rain.", "She paid the money into the bank.",
+                   "Birds sang in the tall trees.", "He ran to the station."]
+
+
+@pytest.mark.slow
+def test_the_owner_reads_a_corpus_index_as_the_corpus(minilm, tmp_path):
+    from bert.analysis.corpus.corpus_search import build_index
+
+    model, tokenizer = minilm
+    spans = [[(15, 19, "noun")], None, [(0, 5, "noun")], [(3, 6, "verb")]]
+    folder = build_index(model, tokenizer, INDEX_SENTENCES, layers=[0], parts_of_speech=spans).save(tmp_path / "index")
+    at = open_page("features", {"text": SENTENCE, "features_look_at": "MLP neurons", "neurons_layer": "2"})
+    at.selectbox(key="neurons_corpus").select("index").run()
+    assert "Type the folder of a corpus index" in texts(at)
+    at.text_input(key="neurons_corpus_index").input(str(folder)).run()
+    no_exception(at)
+    assert "Where neuron" in texts(at) and "(index)" in texts(at)
+    shown = "\n".join(str(element.proto.body) for element in at.get("html"))
+    assert any(sentence.split()[1] in shown for sentence in INDEX_SENTENCES)
+    assert any("POS of its top examples" in f["layout"]["title"]["text"] for f in figures(at))
+    at.text_input(key="neurons_corpus_index").input(str(tmp_path / "nothing")).run()
+    assert "holds no corpus index" in texts(at)
+
+
+STUDENT_ADDRESS = "192.168.1.20"
+
+
+@pytest.fixture
+def student(monkeypatch):
+    from viz_app import visitor
+
+    monkeypatch.setattr(visitor, "address", lambda: STUDENT_ADDRESS)
+
+
+@pytest.mark.slow
+def test_a_student_gets_no_index_folder_box(student):
+    from viz_app.features import INDEX, corpus_choices
+
+    as_in_a_link = corpus_choices(may_choose_folders=True)[INDEX]  # the URL holds the option's label
+    at = open_page("features", {"text": SENTENCE, "features_look_at": "MLP neurons", "neurons_corpus": as_in_a_link})
+    assert not any(t.key == "neurons_corpus_index" for t in at.text_input)
+    assert not any("corpus index" in option for option in at.selectbox(key="neurons_corpus").options)
+
+
+@pytest.fixture
+def labelled_copy(tmp_path, monkeypatch):
+    """A copy of the shipped SAE in the folder the server offers SAEs from (BERT_INSIDE_SAES): (its folder, the
+    name the page offers it by)."""
+    import shutil
+
+    from bert.analysis.features.shipped import SHIPPED_SAE
+
+    folder = tmp_path / "saes" / "mine"
+    folder.mkdir(parents=True)
+    for part in ("sae.safetensors", "config.json"):
+        shutil.copy(SHIPPED_SAE / part, folder / part)
+    monkeypatch.setenv("BERT_INSIDE_SAES", str(tmp_path / "saes"))
+    return folder, "mine: layer 3, 4096 features"
+
+
+def heatmap_columns(at) -> list[str]:
+    heatmap = next(f for f in figures(at) if f["layout"]["title"]["text"].startswith("Sparse-autoencoder features"))
+    return list(heatmap["data"][0]["x"])
+
+
+def open_sae(name: str):
+    at = open_page("features", {"text": SENTENCE})
+    at.selectbox(key="features_sae").select(name).run()
+    no_exception(at)
+    return at
+
+
+@pytest.mark.slow
+def test_the_owners_saved_label_shows_in_a_new_session(labelled_copy):
+    import json
+
+    folder, name = labelled_copy
+    at = open_page("features", {"text": SENTENCE})
+    assert not any(b.key == "feature_label_save" for b in at.button)  # the shipped SAE: never written to
+    at.selectbox(key="features_sae").select(name).run()
+    feature = int(at.number_input(key="features_feature").value)
+    at.text_input(key=f"feature_label:{name}:{feature}").input("barking <dogs>").run()
+    at.button(key="feature_label_save").click().run()
+    no_exception(at)
+    assert json.loads((folder / "labels.json").read_text(encoding="utf-8")) == {str(feature): "barking <dogs>"}
+    fresh = open_sae(name)  # another visitor's session
+    assert int(fresh.number_input(key="features_feature").value) == feature
+    assert f"f{feature} · barking &lt;dogs&gt;" in heatmap_columns(fresh)
+
+
+@pytest.mark.slow
+def test_a_student_sees_the_saved_labels_and_cannot_write(labelled_copy, student):
+    folder, name = labelled_copy
+    at = open_sae(name)
+    feature = int(at.number_input(key="features_feature").value)
+    (folder / "labels.json").write_text(f'{{"{feature}": "kept by the owner"}}', encoding="utf-8")
+    at.run()
+    assert f"f{feature} · kept by the owner" in heatmap_columns(at)
+    assert not any(b.key == "feature_label_save" for b in at.button)
+    at.text_input(key=f"feature_label:{name}:{feature}").input("mine only").run()
+    assert f"f{feature} · mine only" in heatmap_columns(at)  # for this browser session
+    assert (folder / "labels.json").read_text(encoding="utf-8") == f'{{"{feature}": "kept by the owner"}}'
+    (folder / "labels.json").write_text("{broken", encoding="utf-8")
+    at.run()
+    no_exception(at)
+    assert "labels.json of mine is not JSON" in texts(at) and str(folder.parent) not in texts(at)

@@ -12,6 +12,9 @@ from viz_app.charts.features import (activation_histogram, guess_change_chart, p
                                      tag_mix_chart, token_feature_heatmap)
 
 
+MAX_TAGS = 20  # bars in a tag-mix chart (UPOS has 18 with [special]; a treebank has some 50 deprels)
+
+
 @dataclass(frozen=True)
 class FeatureSettings:
     shown: int = 24  # features in the heatmap (those that fire hardest on this sentence)
@@ -44,10 +47,12 @@ def feature_view(feature: int, scan: UnitScan, promoted: list[tuple[str, float]]
     return charts
 
 
-def neuron_view(neuron: int, layer: int, scan: UnitScan, mix: dict[str, tuple[float, float]] | None) -> dict[str, Chart]:
-    """"histogram" and, on a tagged corpus, "tag_mix"."""
+def neuron_view(neuron: int, layer: int, scan: UnitScan, mixes: dict[str, dict[str, tuple[float, float]]]) -> dict[str, Chart]:
+    """"histogram" and, for each tag column of the corpus (a treebank: "upos" and "deprel"), "tag_mix:COLUMN".
+    mixes: {column: bert.analysis.features.neurons.tag_mix(...)}; a chart shows the MAX_TAGS tags most frequent
+    among the top examples (then in the corpus)."""
     unit = f"neuron {neuron} of layer {layer}"
     charts = {"histogram": activation_histogram(scan.bin_edges, scan.counts[neuron], unit, scan.active_only)}
-    if mix is not None:
-        charts["tag_mix"] = tag_mix_chart(mix, unit, "upos")
+    for column, mix in mixes.items():
+        charts[f"tag_mix:{column}"] = tag_mix_chart(dict(list(mix.items())[:MAX_TAGS]), unit, column)
     return charts

@@ -10,6 +10,7 @@
   against a random 1% (probe accuracy and masked-LM accuracy after each).
 - sae: TopK sparse autoencoders on the residual stream (Gao et al. 2024): the model, its files (safetensors +
   config.json, checked on loading), encoding a sentence, splicing the reconstruction or switching a feature.
+- feature_labels: the labels people give features, kept with the run (labels.json beside the weights).
 - sae_train, sae_measures: training on activations streamed from the model (checkpointed, data-parallel under
   torchrun) and the held-out figures (variance explained, L0, dead features, spliced masked-LM loss);
   `python -m bert sae train`.

@@ -3,6 +3,7 @@
     python -m bert neurons --model minilm --layer 3 --neuron 812 --data ud-ewt --top 20 --json out/neuron.json
     python -m bert sae train --model minilm --layer 3 --data data/corpus/train.txt --features 4096 --k 32 --out out/sae
     python -m bert sae measure --sae out/sae --model minilm --data data/corpus/heldout.txt --json out/figures.json
+    python -m bert sae label --sae out/sae --feature 3123 --text "the suffix -ness"   # kept in out/sae/labels.json
     torchrun --nproc_per_node 4 -m bert sae train ...      # data-parallel: each rank reads every 4th line
 
 neurons writes {"model", "layer", "neuron", "top": [{"sentence", "position", "token", "activation"}, ...]}: every
@@ -89,11 +90,17 @@ def add_sae_arguments(parser) -> None:
     measure.add_argument("--data", required=True, help="a text file, a .conllu file, builtin or ud-ewt-test")
     measure.add_argument("--json", type=Path, help="write the figures as JSON here")
     add_device_argument(measure)
+    label = actions.add_parser("label", help="label a feature of a trained SAE (kept in its labels.json)")
+    label.add_argument("--sae", type=Path, required=True, help="a folder written by sae train")
+    label.add_argument("--feature", type=int, required=True, help="the feature's number")
+    label.add_argument("--text", required=True, help='the label ("" removes it)')
 
 
 def run_sae(args) -> int:
     if args.sae_action == "measure":
         return _measure(args)
+    if args.sae_action == "label":
+        return _label(args)
     import torch
 
     from ...pretrained import load_pretrained
@@ -161,4 +168,13 @@ def _measure(args) -> int:
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
+    return 0
+
+
+def _label(args) -> int:
+    from .feature_labels import set_label
+    from .sae import read_config
+
+    path = set_label(args.sae, args.feature, args.text, read_config(args.sae).features)
+    print(f"feature {args.feature}: {args.text.strip() or '(label removed)'} ({path})")
     return 0

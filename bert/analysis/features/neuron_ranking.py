@@ -13,6 +13,7 @@ The top `share` of neurons against random draws of as many.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -78,18 +79,30 @@ def word_activations(model: Bert, corpus: Corpus, layer: int, column: str, pad_i
     return np.concatenate(parts)[order], corpus.tag_rows(column)[rows].astype(str)
 
 
-def rank_neurons(model: Bert, corpus: Corpus, layer: int, column: str = "upos", pad_id: int = 0, l1_ratio: float = 0.5,
-                 strength: float = 0.1, max_words: int | None = 5000, seed: int = 0) -> NeuronRanking:
-    """Fit the elastic-net probe on `corpus`'s words and order the neurons by its weights."""
+def elastic_net_probe(l1_ratio: float = 0.5, strength: float = 0.1, seed: int = 0, max_iter: int = 200):
+    """An unfitted scikit-learn pipeline: standardise, then logistic regression with the elastic-net penalty
+    (solver saga; l1_ratio 1 is the lasso, 0 ridge; strength is C, the inverse of the penalty's weight).
+
+    scikit-learn before 1.8 ignores l1_ratio unless penalty="elasticnet" is given too (the probe is then a plain L2
+    one); from 1.8 on l1_ratio alone sets the penalty and `penalty` is deprecated. The arguments are chosen here."""
+    import sklearn
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
+    major, minor = (int(part) for part in re.findall(r"\d+", sklearn.__version__)[:2])
+    penalty = {} if (major, minor) >= (1, 8) else {"penalty": "elasticnet"}
+    return make_pipeline(StandardScaler(), LogisticRegression(solver="saga", l1_ratio=l1_ratio, C=strength, max_iter=max_iter,
+                                                              tol=1e-3, random_state=seed, **penalty))
+
+
+def rank_neurons(model: Bert, corpus: Corpus, layer: int, column: str = "upos", pad_id: int = 0, l1_ratio: float = 0.5,
+                 strength: float = 0.1, max_words: int | None = 5000, seed: int = 0) -> NeuronRanking:
+    """Fit the elastic-net probe on `corpus`'s words and order the neurons by its weights."""
     features, labels = word_activations(model, corpus, layer, column, pad_id, max_words, seed)
     if len(set(labels)) < 2:
         raise InvalidInputError(f"the {column} task needs at least two different tags; {corpus.name} has {sorted(set(labels))}")
-    probe = make_pipeline(StandardScaler(), LogisticRegression(solver="saga", l1_ratio=l1_ratio,
-                                                               C=strength, max_iter=200, tol=1e-3, random_state=seed))
+    probe = elastic_net_probe(l1_ratio, strength, seed)
     probe.fit(features, labels)
     importance = np.abs(probe[-1].coef_).sum(0)
     return NeuronRanking(layer, column, np.argsort(-importance, kind="stable"), importance, probe, features.mean(0), len(labels))

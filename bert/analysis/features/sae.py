@@ -14,7 +14,7 @@ With x one token's vector at `hidden_states[layer]` (0 = the embeddings, i = the
     logits, _ = model.run_with_cache(ids, types, interventions={sae.hook: steer(sae, 812, 0.0)})  # feature 812 off
 
 Files: `sae.safetensors` (W_enc [hidden, F], b_enc [F], W_dec [F, hidden], b_dec [hidden]) and `config.json`
-(SaeConfig). Nothing in them can run code.
+(SaeConfig); `labels.json` when people have labelled features (feature_labels.py). Nothing in them can run code.
 """
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ from ...hooks import Intervention, hook_name
 from ...model import Bert
 from ...tokenizer import Encoding
 from ..corpus.model_fingerprint import model_fingerprint
+from .feature_labels import read_labels
 
 FORMAT = "bert-inside topk sae"
 WEIGHTS_FILE, CONFIG_FILE = "sae.safetensors", "config.json"
@@ -40,7 +41,8 @@ WEIGHTS_FILE, CONFIG_FILE = "sae.safetensors", "config.json"
 
 class SaeFileError(CheckpointError):
     """A sparse-autoencoder folder that cannot be used: missing, truncated or mis-shaped tensors, a config.json
-    that does not parse, or one made for another model or layer."""
+    that does not parse, or one made for another model or layer; a training checkpoint from another run (other
+    weights, layer, size or k)."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,7 @@ class TopKSae(nn.Module):
         self.b_enc = nn.Parameter(torch.zeros(features))  # [feature]
         self.W_dec = nn.Parameter(torch.zeros(features, hidden))  # [feature, hidden], unit rows
         self.b_dec = nn.Parameter(torch.zeros(hidden))  # [hidden]
+        self.labels: dict[int, str] = {}  # feature -> the label people gave it (labels.json beside the weights)
 
     @property
     def hook(self) -> str:
@@ -151,9 +154,10 @@ def read_config(folder: str | Path) -> SaeConfig:
     return config
 
 
-def load_sae(folder: str | Path, model: Bert | None = None, layer: int | None = None) -> TopKSae:
+def load_sae(folder: str | Path, model: Bert | None = None, layer: int | None = None, labels: bool = True) -> TopKSae:
     """A saved SAE, in eval mode, on `model`'s device. With `model` (and `layer`): SaeFileError unless it was
-    trained on these very weights (and at that layer)."""
+    trained on these very weights (and at that layer). labels: read the folder's labels.json into `sae.labels`
+    (FeatureLabelsError when it cannot be used; feature_labels.py)."""
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
@@ -179,6 +183,8 @@ def load_sae(folder: str | Path, model: Bert | None = None, layer: int | None = 
                                f"config.json says {shape} (hidden {config.hidden}, features {config.features})")
     sae = TopKSae(config)
     sae.load_state_dict({name: tensor.float() for name, tensor in tensors.items()})
+    if labels:
+        sae.labels = read_labels(folder, config.features)
     device = model_device(model) if model is not None else "cpu"
     return sae.to(device).eval()
 

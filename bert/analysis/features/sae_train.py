@@ -11,10 +11,13 @@ by the auxiliary loss (AuxK: the error is reconstructed from the top `aux_k` dea
 `aux_coefficient`). The encoder starts as the decoder's transpose, b_dec as the mean of the first batch, and
 the input scale is sqrt(hidden) over that batch's mean norm.
 
-Checkpoints (`out/checkpoint.pt`, tensors only, read with weights_only=True) every `checkpoint_every` steps; a
-run started again with the same out folder resumes from the last one (the text continues where it was; the
-vectors in the mixing buffer at the time are not replayed). Under torchrun each rank reads every world-th line
-and every step uses the mean of the ranks' gradients (all-reduce), from rank 0's start; rank 0 writes.
+Checkpoints (`out/checkpoint.pt`: tensors, and the weights' fingerprint, layer, size and k they belong to; read
+with weights_only=True) every `checkpoint_every` steps; a run started again with the same out folder resumes from
+the last one (the text continues where it was; the vectors in the mixing buffer at the time are not replayed), and
+refuses one written for other weights, another layer, size or k. Under torchrun each rank reads every world-th line
+and every step uses the mean of the ranks' gradients (all-reduce), from rank 0's start; rank 0 writes. The
+ranks' shares of the text give different numbers of batches: when one rank's runs out, every rank stops at that
+step (a flag all-reduced each step).
 """
 from __future__ import annotations
 
@@ -31,10 +34,10 @@ import torch
 from ...errors import InvalidInputError
 from ...model import Bert
 from ...tokenizer import BertTokenizer
-from ...pretraining.distributed import Ranks, barrier, sum_over_ranks
+from ...pretraining.distributed import Ranks, any_rank, barrier, sum_over_ranks
 from ..corpus.model_fingerprint import model_fingerprint
 from .residuals import residual_stream
-from .sae import SaeConfig, TopKSae
+from .sae import SaeConfig, SaeFileError, TopKSae
 
 log = logging.getLogger(__name__)
 CHECKPOINT_FILE = "checkpoint.pt"
@@ -134,6 +137,8 @@ def train_sae(
     batches = mixed_batches(_counting(stream, read, settings.sentences_per_batch), settings.batch_tokens,
                             settings.buffer_tokens, generator, settings.repeats)
     first = next(batches, None)
+    if any_rank(first is None, ranks, device):  # every rank raises, none waits for the others
+        first = None
     if first is None and state is not None:
         raise InvalidInputError(f"the checkpoint in {out.name} has read {start_line} lines of {data_name}; what is left "
                                 "makes less than one batch: give more text, or another output folder to start afresh")
@@ -167,8 +172,10 @@ def fit_sae(sae: TopKSae, batches: Iterator[torch.Tensor], settings: SaeSettings
         optimizer.load_state_dict(state["optimizer"])
         since_fired, step, tokens = state["since_fired"].to(device), int(state["step"]), int(state["tokens"])
     started, first_tokens, totals = time.monotonic(), tokens, {"loss": 0.0, "aux": 0.0, "n": 0}
-    for x in batches:
-        if step >= settings.steps:
+    batches = iter(batches)
+    while step < settings.steps:
+        x = next(batches, None)
+        if any_rank(x is None, ranks, device):  # one rank's text has run out: all stop at this step
             break
         x = x.to(device)
         _set_learning_rate(optimizer, settings, step)
@@ -250,7 +257,8 @@ def _save_checkpoint(path: Path, sae, optimizer, since_fired, step: int, tokens:
     temporary = path.with_suffix(".tmp")
     torch.save({"sae": sae.state_dict(), "optimizer": optimizer.state_dict(), "since_fired": since_fired.cpu(),
                 "step": torch.tensor(step), "tokens": torch.tensor(tokens), "lines_done": torch.tensor(lines_done),
-                "input_scale": torch.tensor(sae.config.input_scale, dtype=torch.float64)}, temporary)
+                "input_scale": torch.tensor(sae.config.input_scale, dtype=torch.float64),
+                "trained_for": _trained_for(sae.config)}, temporary)
     temporary.replace(path)  # a crash mid-write leaves the previous checkpoint whole
 
 
@@ -258,10 +266,29 @@ def _load_checkpoint(path: Path, config: SaeConfig, settings: SaeSettings) -> di
     if not path.is_file():
         return None
     state = torch.load(path, map_location="cpu", weights_only=True)
-    if tuple(state["sae"]["W_dec"].shape) != (config.features, config.hidden):
-        raise InvalidInputError(f"{path} holds an SAE of another shape {tuple(state['sae']['W_dec'].shape)}: "
-                                "give another --out folder or the same --features")
+    check_checkpoint(path, state, config)
     log.info("resuming from %s at step %d", path, int(state["step"]))
     state["lines_done"] = int(state["lines_done"])
     state["input_scale"] = state["input_scale"].double()
     return state
+
+
+def _trained_for(config: SaeConfig) -> dict:
+    """What a checkpoint can only be resumed with: the model's weights, the layer, the SAE's size and k."""
+    return {"fingerprint": config.fingerprint, "layer": config.layer, "hidden": config.hidden,
+            "features": config.features, "k": config.k}
+
+
+def check_checkpoint(path: Path, state: dict, config: SaeConfig) -> None:
+    """SaeFileError unless the checkpoint at `path` was written by a run on the same weights, layer, size and k."""
+    saved = state.get("trained_for")
+    if not isinstance(saved, dict):
+        raise SaeFileError(f"{path} does not say which model, layer and k it was trained for, so it cannot be resumed: "
+                           "give another --out folder, or delete the checkpoint to start afresh")
+    wanted = _trained_for(config)
+    names = {"fingerprint": "model weights (fingerprint)", "layer": "layer", "hidden": "hidden size",
+             "features": "--features", "k": "--k"}
+    differ = [f"{names[key]} {saved.get(key)!r} there, {value!r} here" for key, value in wanted.items() if saved.get(key) != value]
+    if differ:
+        raise SaeFileError(f"{path} is a checkpoint of another run ({'; '.join(differ)}): resume with the same --model, "
+                           "--layer, --features and --k, or give another --out folder to start afresh")

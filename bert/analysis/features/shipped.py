@@ -12,3 +12,8 @@ def shipped_sae(model_name: str) -> Path | None:
     """The folder of the SAE shipped for a built-in model, or None."""
     folder = SHIPPED.get(model_name)
     return folder if folder is not None and (folder / "config.json").is_file() else None
+
+
+def is_shipped(folder: str | Path) -> bool:
+    """Whether `folder` is (or is inside) the package's weights folder, which is never written to."""
+    return Path(folder).resolve().is_relative_to(WEIGHTS)
