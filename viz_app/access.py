@@ -36,11 +36,11 @@ class Role(enum.Enum):
 
 
 def is_loopback(address: str | None) -> bool:
-    """Whether a visitor's address is the server's own machine. Streamlit's `st.context.ip_address` is None for
-    127.0.0.1 and ::1; any other loopback spelling (127.0.0.2, ::ffff:127.0.0.1) counts too; an address that
-    cannot be read does not."""
+    """Whether a visitor's address is the server's own machine (127.0.0.1, ::1, and any other loopback spelling
+    such as 127.0.0.2 or ::ffff:127.0.0.1). A missing address (None: no connection to read it from) or one that
+    cannot be read is not: whoever it is gets a student's powers."""
     if address is None:
-        return True
+        return False
     try:
         parsed = ipaddress.ip_address(address.split("%")[0])  # "fe80::1%eth0": the zone is not part of the address
     except ValueError:
