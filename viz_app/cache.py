@@ -490,12 +490,13 @@ def neuron_scan(key: ModelKey, corpus_id: str, layer: int, _corpus: Corpus) -> U
 
 
 @st.cache_resource(show_spinner="Loading the sparse autoencoder…", max_entries=8)
-def sae(key: ModelKey, folder: str) -> TopKSae | str:
-    """The SAE in `folder` for this model (shared, read-only), or why it cannot be used (no server path in it)."""
+def sae(key: ModelKey, folder: str) -> TopKSae | SaeFileError:
+    """The SAE in `folder` for this model (shared, read-only), or why it cannot be used (its text may name the
+    folder: a page shows it through access.failure)."""
     try:
         return load_sae(folder, load_model(key).model)
     except SaeFileError as error:
-        return f"This sparse autoencoder cannot be used with this model: {str(error).replace(folder, Path(folder).name)}"
+        return error
 
 
 @st.cache_resource(show_spinner=False, max_entries=FORWARD_ENTRIES, ttl=HOUR, hash_funcs=BY_INPUT)

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 import pytest
 
 from viz_app import visitor
-from viz_app.access import NOT_OFFERED, Role, is_loopback, picker_choices, resolve, role_of
+from viz_app.access import NOT_OFFERED, SERVER_LOG, Role, failure, is_loopback, picker_choices, resolve, role_of
 from viz_app.models import FOLDER, ModelChoice
 from viz_app.server_settings import ServerSettings
 
@@ -99,3 +99,11 @@ def test_without_a_cached_hub_model_the_default_is_the_builtin_one():
     resolution = resolve("/etc", picker_choices(builtin_only, ServerSettings(), Role.STUDENT), Role.STUDENT)
     assert resolution.choice.source == "minilm"
     assert resolution.refused == "This server does not offer that model; it offers: minilm, minilm-encoder."
+
+
+def test_a_failure_on_the_server_names_its_cause_to_the_owner_and_presenter_only(caplog):
+    error = OSError("cannot read /srv/models/bert-sst2/config.json")
+    assert failure(error, Role.OWNER) == failure(error, Role.PRESENTER) == str(error)
+    with caplog.at_level("WARNING", logger="viz_app.access"):
+        assert failure(error, Role.STUDENT) == SERVER_LOG == failure("anything else", Role.STUDENT)
+    assert str(error) in caplog.text  # the person running the server still reads why
