@@ -67,7 +67,7 @@ from bert.analysis.representations.compare import Comparison, check_comparable, 
 from bert.data import LabelledSentence, builtin_sentences
 from bert.devices import as_numpy, model_device
 from bert.errors import InvalidInputError
-from viz_app import architecture, causal_tracing, corpus_search, features, models, probe_runs, sentence_tasks, text, word_contexts
+from viz_app import architecture, causal_tracing, corpus_search, features, models, probe_runs, sentence_tasks, sessions, text, word_contexts
 from viz_app.class_room import ClassRoom, class_links, network_host
 from viz_app.charts.base import Chart
 from viz_app.forward import ForwardResult, PreparedInput, record
@@ -441,8 +441,9 @@ def lesson_charts(key: ModelKey, page: str, state: dict) -> list[Chart]:
 
 @st.cache_resource(show_spinner=False)
 def tiny_training_runs() -> TinyTrainingRuns:
-    """The server's live tiny-BERT runs: one at a time, finished runs kept per settings."""
-    return TinyTrainingRuns()
+    """The server's live tiny-BERT runs: one at a time, finished runs kept per settings while the session that
+    started them lasts (viz_app/sessions.py)."""
+    return TinyTrainingRuns(connected=sessions.is_connected, grace_s=sessions.reconnect_window_s())
 
 
 # ---- features: sparse autoencoders and neurons across a corpus (pages/19_features.py) -----------------------------

@@ -2,13 +2,11 @@
 queue when another session's run holds the server, and opening the trained model in the other pages."""
 from __future__ import annotations
 
-import uuid
-
 import numpy as np
 import streamlit as st
 
 from bert.pretraining.miniature import WATCH_SENTENCE, RunLog, TinySettings
-from viz_app import access, cache, models, widgets
+from viz_app import access, cache, models, sessions, widgets
 from viz_app.access import Role
 from viz_app.charts import training as charts
 from viz_app.charts.attention import pattern_heatmap
@@ -33,7 +31,8 @@ def render(role: Role) -> None:
     failed run's error text to whoever may read the server's paths (viz_app/access.py)."""
     may_open_folder = role.may_choose_any_model
     settings, runs = settings_form(), cache.tiny_training_runs()
-    owner = st.session_state.setdefault("_tiny_owner", uuid.uuid4().hex)
+    runs.sweep()  # the runs of sessions that are gone, stopped or removed with their folders
+    owner = sessions.this_session()
     mine: Job | None = st.session_state.get("tiny_job")
     if st.button("Train it yourself", icon=":material/play_arrow:", type="primary", key="tiny_train",
                  disabled=mine is not None and not mine.finished.is_set()):
