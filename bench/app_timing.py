@@ -77,8 +77,9 @@ def main() -> int:
 
     from streamlit.testing.v1 import AppTest
 
-    from viz_app import models
+    from viz_app import models, visitor
 
+    visitor.address = lambda: "127.0.0.1"  # AppTest has no connection: play the person at the server's machine
     source = args.model or models.default_source()
     loaded = models.load(models.ModelKey.of(source))
     reference = reference_for(loaded.model.config)

@@ -35,10 +35,8 @@ if key_a == key_b:
 try:
     loaded_b = cache.load_model(key_b)
 except (BertError, OSError, ValueError, RuntimeError) as error:
-    if context.visitor.role.may_choose_any_model:
-        st.error(f"Could not load model B ({source_b!r}): {error}. Pick another model, or check the folder.")
-    else:  # the error may name the server's files
-        st.error(f"Could not load model B ({source_b!r}) on this server. Pick another model.")
+    st.error(f"Could not load model B, {source_b!r} ({access.failure(error, context.visitor.role)}). "
+             "Pick another model.")
     st.stop()
 problem = cache.vocabulary_problem(key_a, key_b)
 if problem:

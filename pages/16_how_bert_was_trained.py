@@ -5,7 +5,8 @@ import streamlit as st
 
 from bert.errors import BertError
 from bert.pretraining import walkthrough
-from viz_app import cache, live_run, models, page_context, widgets
+from viz_app import access, cache, live_run, models, page_context, widgets
+from viz_app.access import Role
 from viz_app import pretraining_figures as figures
 from viz_app.charts import training as charts
 
@@ -19,10 +20,13 @@ widgets.page_header(
     "appendix A): guess hidden words, and tell whether sentence B follows sentence A. Below, the project's own "
     "training code prepares your text exactly as it prepares its training data; then tiny BERTs learn in front of you.",
 )
+context = page_context.current()  # this page needs no picked model, only who is visiting
+role = context.visitor.role if context is not None else Role.STUDENT  # run outside Home.py: nobody's powers
 try:
     builtin = cache.load_model(models.ModelKey.of("minilm"))
 except BertError as error:
-    st.warning(f"The built-in model is missing ({error}); the masking and pairs need its vocabulary.")
+    st.warning(f"The built-in model is missing ({access.failure(error, role)}); the masking and pairs need its "
+               "vocabulary.")
     st.stop()
 tokenizer = builtin.tokenizer
 
@@ -76,8 +80,7 @@ if pairs and builtin.model.has_mlm_head and builtin.model.has_nsp_head:
 
 st.header("4. Watch a tiny BERT learn")
 st.caption(figures.LIVE_NOTE)
-context = page_context.current()  # the trained folder is offered to whoever may open folders
-live_run.render(context is not None and context.visitor.role.may_choose_any_model)
+live_run.render(role)
 
 st.header("5. Masked LM against left-to-right, in miniature")
 st.caption(figures.DIRECTION_NOTE)

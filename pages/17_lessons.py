@@ -3,7 +3,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from bert.errors import BertError
-from viz_app import cache, state, widgets
+from viz_app import access, cache, state, widgets
 from viz_app.forward import InputProblem
 from viz_app.analysis_widgets import read_upload
 from viz_app.access import Role
@@ -94,7 +94,8 @@ with st.container(key="lesson_stage"):
         figures = cache.lesson_charts(key, step.page, step.state)
     except (BertError, InputProblem, ValueError, RuntimeError) as error:  # never break the lesson: say so, go on
         figures = []
-        st.warning(f"The figures of this step could not be drawn here ({error}); open the page instead.")
+        st.warning(f"The figures of this step could not be drawn here ({access.failure(error, context.visitor.role)}); "
+                   "open the page instead.")
     columns = st.columns(2) if len(figures) > 1 else [st.container()]
     for number, chart in enumerate(figures):
         with columns[number % len(columns)] if number < 2 else st.container():

@@ -5,8 +5,9 @@ import streamlit as st
 
 from bert.analysis.features.feature_labels import labels_json, set_label
 from bert.analysis.features.neurons import tag_mix, top_examples
+from bert.analysis.features.sae import SaeFileError
 from bert.errors import BertError
-from viz_app import cache, widgets
+from viz_app import access, cache, widgets
 from viz_app import features as feature_logic
 from viz_app.views.features import FeatureSettings, feature_view, neuron_view, sentence_view, strongest_feature
 
@@ -82,8 +83,8 @@ if not offered:
 name = st.selectbox("Sparse autoencoder", list(offered), key="features_sae", persist_state="session") if len(offered) > 1 else next(iter(offered))
 folder = str(offered[name])
 sae = cache.sae(context.key, folder)
-if isinstance(sae, str):
-    st.warning(sae)
+if isinstance(sae, SaeFileError):
+    st.warning(f"This sparse autoencoder cannot be used with this model ({access.failure(sae, context.visitor.role)}).")
     st.stop()
 config = sae.config
 z = cache.sentence_features(context.key, folder, prepared)

@@ -3,8 +3,10 @@
 # progress bar), then start the app: open the address it prints. Offline, it says so and starts on the built-in model.
 # Skip the download with --no-download or BERT_INSIDE_NO_DOWNLOAD=1.
 # A class: --class (every visitor a student, the presenter moves them; it prints the presenter's and the students'
-# links), --offer NAME=FOLDER, --settings FILE, --presenter-key KEY, --no-cached-hub-models go to the app
-# (docs/teaching.md). Other arguments go to `streamlit run` (e.g. --server.port 8502).
+# links), --offer NAME=FOLDER, --settings FILE, --no-cached-hub-models go to the app (docs/teaching.md); the
+# presenter's key (--presenter-key KEY, BERT_INSIDE_PRESENTER_KEY or the settings file; else a random one) reaches
+# the app in the environment variable BERT_INSIDE_PRESENTER_KEY, never on a command line, which `ps` shows to every
+# user of the machine. Other arguments go to `streamlit run` (e.g. --server.port 8502).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 download="${BERT_INSIDE_NO_DOWNLOAD:-0}"
@@ -16,8 +18,11 @@ while (($#)); do
     case "$1" in
         --no-download) download=1 ;;
         --class | --no-cached-hub-models) app_args+=("$1") ;;
-        --offer | --settings | --presenter-key) app_args+=("$1" "${2:?$1 needs a value}"); shift ;;
-        --offer=* | --settings=* | --presenter-key=*) app_args+=("$1") ;;
+        --offer | --settings) app_args+=("$1" "${2:?$1 needs a value}"); shift ;;
+        --offer=* | --settings=*) app_args+=("$1") ;;
+        # the key travels in the environment, never on a command line; the flag wins over the variable, as in the app
+        --presenter-key) export BERT_INSIDE_PRESENTER_KEY="${2:?$1 needs a value}"; shift ;;
+        --presenter-key=*) export BERT_INSIDE_PRESENTER_KEY="${1#*=}" ;;
         --server.port) port="${2:?--server.port needs a value}"; args+=("$1" "$2"); shift ;;
         --server.port=*) port="${1#*=}"; args+=("$1") ;;
         --server.address) host="${2:?--server.address needs a value}"; args+=("$1" "$2"); shift ;;
@@ -34,6 +39,6 @@ fi
 if [[ "$host" == "0.0.0.0" ]]; then host=""; fi
 # class mode: prints the two links and gives the presenter's key (nothing otherwise); bad settings stop here
 key="$(python3 -m viz_app.class_links "${app_args[@]}" --port "$port" ${host:+--host "$host"})"
-if [[ -n "$key" ]]; then app_args+=(--presenter-key "$key"); fi
+if [[ -n "$key" ]]; then export BERT_INSIDE_PRESENTER_KEY="$key"; fi  # the app reads it: the printed link works
 if ((${#app_args[@]})); then args+=(-- "${app_args[@]}"); fi
 exec python3 -m streamlit run viz_app/Home.py "${args[@]}"

@@ -16,9 +16,8 @@ state.load_from_url()
 try:
     this_visitor = visitor.of_the_browser_session()
 except SettingsError as error:  # scripts/start_app.sh checks them before the start; `streamlit run` does not
-    local = access.is_loopback(visitor.address())
-    st.error(f"The server's settings cannot be used: {error}" if local else
-             "This server's settings have a problem; the teacher sees what it is on the server.")
+    role = access.role_of(visitor.address(), class_mode=False, presenter=False)  # class mode or not is unknown
+    st.error(f"The server's settings cannot be used ({access.failure(error, role)}).")
     st.stop()
 
 pages = {

@@ -10,11 +10,16 @@
   teacher listed (viz_app/server_settings.py), each by the name the teacher gave it. No folder box, no download.
   A link naming anything else opens the default model with NOT_OFFERED, the same words whatever it named and
   whether or not such a folder exists, so a link can neither reach the server's disk nor learn what is on it.
+
+A failure on the server's side (a model that does not load, a training run that fails, figures that cannot be
+drawn) reaches a page through `failure`: its text may name the server's files, so only the owner and the
+presenter read it; a student reads SERVER_LOG and the server's log gets the text.
 """
 from __future__ import annotations
 
 import enum
 import ipaddress
+import logging
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -22,7 +27,10 @@ from viz_app.class_room import ClassRoom
 from viz_app.models import FOLDER, ModelChoice, default_source, first_choice
 from viz_app.server_settings import ServerSettings
 
+log = logging.getLogger(__name__)
+
 NOT_OFFERED = "This server does not offer that model; it offers: {names}."
+SERVER_LOG = "the server's log says why"  # what a student reads of a failure on the server's side
 
 
 class Role(enum.Enum):
@@ -43,11 +51,11 @@ class Role(enum.Enum):
 
 
 def is_loopback(address: str | None) -> bool:
-    """Whether a visitor's address is the server's own machine. Streamlit's `st.context.ip_address` is None for
-    127.0.0.1 and ::1; any other loopback spelling (127.0.0.2, ::ffff:127.0.0.1) counts too; an address that
-    cannot be read does not."""
+    """Whether a visitor's address is the server's own machine (127.0.0.1, ::1, and any other loopback spelling
+    such as 127.0.0.2 or ::ffff:127.0.0.1). A missing address (None: no connection to read it from) or one that
+    cannot be read is not: whoever it is gets a student's powers."""
     if address is None:
-        return True
+        return False
     try:
         parsed = ipaddress.ip_address(address.split("%")[0])  # "fe80::1%eth0": the zone is not part of the address
     except ValueError:
@@ -61,6 +69,16 @@ def role_of(address: str | None, class_mode: bool, presenter: bool) -> Role:
     if class_mode:
         return Role.PRESENTER if presenter else Role.STUDENT
     return Role.OWNER if is_loopback(address) else Role.STUDENT
+
+
+def failure(error: BaseException | str, role: Role) -> str:
+    """The words a page shows for a failure on the server's side, e.g. f"The run failed ({failure(error, role)}).".
+    The owner and the presenter read the error itself: they may open any folder, so a path in it tells them
+    nothing new. A student reads SERVER_LOG, the same whatever failed, and the error goes to the server's log."""
+    if role.may_choose_any_model:
+        return str(error)
+    log.warning("a student was told only that something failed on the server: %s", error)
+    return SERVER_LOG
 
 
 def teacher_folders(settings: ServerSettings) -> list[ModelChoice]:

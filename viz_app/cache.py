@@ -69,7 +69,7 @@ from bert.data import LabelledSentence, builtin_sentences
 from bert.devices import model_device
 from bert.errors import InvalidInputError
 from viz_app import (architecture, causal_tracing, corpus_search, features, head_ablation, models, probe_runs,
-                     sentence_tasks, text, word_contexts)
+                     sentence_tasks, sessions, text, word_contexts)
 from viz_app.class_room import ClassRoom, class_links, network_host
 from viz_app.charts.base import Chart
 from viz_app.forward import ForwardResult, PreparedInput, record
@@ -440,8 +440,9 @@ def lesson_charts(key: ModelKey, page: str, state: dict) -> list[Chart]:
 
 @st.cache_resource(show_spinner=False)
 def tiny_training_runs() -> TinyTrainingRuns:
-    """The server's live tiny-BERT runs: one at a time, finished runs kept per settings."""
-    return TinyTrainingRuns()
+    """The server's live tiny-BERT runs: one at a time, finished runs kept per settings while the session that
+    started them lasts (viz_app/sessions.py)."""
+    return TinyTrainingRuns(connected=sessions.is_connected, grace_s=sessions.reconnect_window_s())
 
 
 # ---- features: sparse autoencoders and neurons across a corpus (pages/19_features.py) -----------------------------
@@ -498,13 +499,14 @@ def neuron_scan(key: ModelKey, corpus_id: str, layer: int, _corpus: Corpus) -> U
 
 
 @st.cache_resource(show_spinner="Loading the sparse autoencoder…", max_entries=8)
-def sae(key: ModelKey, folder: str) -> TopKSae | str:
-    """The SAE in `folder` for this model (shared, read-only), or why it cannot be used (no server path in it).
-    Its labels are not read here: the page reads them on every run (the owner may have saved one meanwhile)."""
+def sae(key: ModelKey, folder: str) -> TopKSae | SaeFileError:
+    """The SAE in `folder` for this model (shared, read-only), or why it cannot be used (its text may name the
+    folder: a page shows it through access.failure). Its labels are not read here: the page reads them on every
+    run (the owner may have saved one meanwhile)."""
     try:
         return load_sae(folder, load_model(key).model, labels=False)
     except SaeFileError as error:
-        return f"This sparse autoencoder cannot be used with this model: {str(error).replace(folder, Path(folder).name)}"
+        return error
 
 
 @st.cache_resource(show_spinner=False, max_entries=FORWARD_ENTRIES, ttl=HOUR, hash_funcs=BY_INPUT)

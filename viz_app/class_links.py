@@ -3,8 +3,8 @@
 scripts/start_app.sh --class runs it before it starts the app: it reads the same settings the app will read
 (viz_app/server_settings.py: flags, environment, settings file), takes the teacher's presenter key or makes a
 random one, prints the presenter's and the students' links on stderr and the key on stdout, which the script then
-hands to the app (`--presenter-key`), so the printed link is the one that works. Not in class mode: prints
-nothing. Bad settings: one line on stderr, exit 2.
+hands to the app in the environment (BERT_INSIDE_PRESENTER_KEY, not on a command line `ps` shows), so the printed
+link is the one that works. Not in class mode: prints nothing. Bad settings: one line on stderr, exit 2.
 """
 from __future__ import annotations
 

@@ -2,13 +2,12 @@
 queue when another session's run holds the server, and opening the trained model in the other pages."""
 from __future__ import annotations
 
-import uuid
-
 import numpy as np
 import streamlit as st
 
 from bert.pretraining.miniature import WATCH_SENTENCE, RunLog, TinySettings
-from viz_app import cache, models, widgets
+from viz_app import access, cache, models, sessions, widgets
+from viz_app.access import Role
 from viz_app.charts import training as charts
 from viz_app.charts.attention import pattern_heatmap
 from viz_app.text import escape_markdown
@@ -27,9 +26,13 @@ def settings_form() -> TinySettings:
     return TinySettings(layers=layers, hidden=hidden, heads=heads, steps=int(steps), seed=int(seed), causal=causal)
 
 
-def render(may_open_folder: bool = False) -> None:
+def render(role: Role) -> None:
+    """The section for this visitor: the trained model's folder is offered to whoever may open folders, and a
+    failed run's error text to whoever may read the server's paths (viz_app/access.py)."""
+    may_open_folder = role.may_choose_any_model
     settings, runs = settings_form(), cache.tiny_training_runs()
-    owner = st.session_state.setdefault("_tiny_owner", uuid.uuid4().hex)
+    runs.sweep()  # the runs of sessions that are gone, stopped or removed with their folders
+    owner = sessions.this_session()
     mine: Job | None = st.session_state.get("tiny_job")
     if st.button("Train it yourself", icon=":material/play_arrow:", type="primary", key="tiny_train",
                  disabled=mine is not None and not mine.finished.is_set()):
@@ -51,7 +54,7 @@ def render(may_open_folder: bool = False) -> None:
                 "again to watch it.", icon=":material/pending:")
     job = mine if mine is not None and mine.settings == settings else runs.finished(settings)
     if job is not None and job.error:
-        st.error(f"The run failed: {job.error}")
+        st.error(f"The run failed ({access.failure(job.error, role)}).")
     elif job is not None and job.log is not None:
         _draw(job.log, settings, job, may_open_folder=may_open_folder)
     elif (shipped := shipped_log(settings)) is not None:

@@ -13,7 +13,8 @@ Three places, read in this order, each overriding the one before (folders add up
 
 2. environment variables: BERT_INSIDE_CLASS=1, BERT_INSIDE_PRESENTER_KEY=...
 3. flags after `--`: `streamlit run viz_app/Home.py -- --class --offer sentiment=/srv/models/bert-sst2
-   --presenter-key ... --no-cached-hub-models --settings FILE` (scripts/start_app.sh passes them on).
+   --presenter-key ... --no-cached-hub-models --settings FILE` (scripts/start_app.sh passes them on, except the
+   key, which it passes in BERT_INSIDE_PRESENTER_KEY: a command line is visible to every user of the machine).
 
 The defaults are safe: without any of these, visitors from other machines are students (viz_app/access.py) and
 no folder is offered to them.

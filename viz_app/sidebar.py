@@ -107,9 +107,7 @@ def _pick_model(visitor: Visitor) -> PickedModel:
     try:
         loaded = cache.load_model(key)
     except (BertError, OSError, ValueError, RuntimeError) as error:
-        message = f"Could not load {source!r}: {error}. Pick another model, or check the folder."
-        if not visitor.role.may_choose_any_model:  # the error may name the server's files
-            message = f"Could not load {source!r} on this server. Pick another model."
+        message = f"Could not load {source!r} ({access.failure(error, visitor.role)}). Pick another model."
         st.error(message)
         return PickedModel(key, None, message)
     summary = loaded.summary

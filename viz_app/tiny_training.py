@@ -4,6 +4,12 @@ A `TinyTrainingRuns` is shared by every session (viz_app/cache.py holds the one 
 another is going (then the caller is told who is ahead: the queue), keeps finished runs per settings (settings
 include the seed), and writes each finished model as a Hugging Face folder that the model picker can open.
 No Streamlit here: the page polls `job.log`, which the training thread grows in place.
+
+A run belongs to the browser session that started it. Once that session is gone (no browser connected for longer
+than the time a browser may take to reconnect), its run is stopped if it still trains and dropped with its
+folder if it finished, even though another session could still have shown it: a finished run is a cache of the
+same settings and seed, so pressing "Train it yourself" again gives the same run. The training loop checks at
+every step; `sweep()` checks the finished runs whenever a session opens the training room (viz_app/live_run.py).
 """
 from __future__ import annotations
 
@@ -13,9 +19,11 @@ import logging
 import shutil
 import tempfile
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import torch
 
@@ -31,12 +39,13 @@ KEPT_RUNS = 8  # finished runs kept (each a few kB of log and a 6 MB model folde
 @dataclass
 class Job:
     settings: TinySettings
-    owner: str  # the session that started it
+    owner: str  # the browser session that started it (Streamlit's session id)
     log: RunLog | None = None  # grows while it trains
     model_folder: str | None = None  # a Hugging Face folder of the trained model, once done
     error: str | None = None
     stop: threading.Event = field(default_factory=threading.Event)
     finished: threading.Event = field(default_factory=threading.Event)
+    away_since: float | None = None  # when its session was first found with no browser connected (None: connected)
 
     @property
     def step(self) -> int:
@@ -44,12 +53,19 @@ class Job:
 
 
 class TinyTrainingRuns:
-    """At most one run at a time; finished runs kept per settings, so the same settings come back at once."""
+    """At most one run at a time; finished runs kept per settings, so the same settings come back at once, while
+    the session that started them lasts.
 
-    def __init__(self, root: str | Path | None = None):
+    connected(session) -> whether a browser is connected to that session now (viz_app/sessions.py asks Streamlit's
+    runtime; it is called from the training thread too). A session is gone once it has been found not connected
+    and still is `grace_s` seconds later (clock: seconds)."""
+
+    def __init__(self, root: str | Path | None = None, connected: Callable[[str], bool] = lambda session: True,
+                 grace_s: float = 0.0, clock: Callable[[], float] = time.monotonic):
         self.root = Path(root or tempfile.mkdtemp(prefix="inside-bert-tiny-"))
         if root is None:  # the server's own temporary folder goes when the server does
             atexit.register(shutil.rmtree, self.root, True)
+        self._connected, self._grace_s, self._clock = connected, grace_s, clock
         self._lock = threading.Lock()
         self.current: Job | None = None
         self._finished: OrderedDict[TinySettings, Job] = OrderedDict()
@@ -69,12 +85,34 @@ class TinyTrainingRuns:
         with self._lock:
             return self._finished.get(settings)
 
+    def sweep(self) -> None:
+        """Stop the run of a session that is gone (the training thread then removes its folder), and drop the
+        finished runs of sessions that are gone, with their folders."""
+        with self._lock:
+            if self.current is not None and self._gone(self.current):
+                self.current.stop.set()
+            for settings, job in list(self._finished.items()):
+                if self._gone(job):
+                    del self._finished[settings]
+                    _remove_model_folder(job)
+
+    def _gone(self, job: Job) -> bool:
+        """Whether the session that started `job` is gone: not connected, now and `grace_s` seconds ago."""
+        if self._connected(job.owner):
+            job.away_since = None
+            return False
+        now = self._clock()
+        if job.away_since is None:
+            job.away_since = now
+        return now - job.away_since >= self._grace_s
+
     def _train(self, job: Job) -> None:
         folder = Path(tempfile.mkdtemp(prefix=job.settings.name + "-", dir=self.root))
         threads = torch.get_num_threads()
         torch.set_num_threads(1)  # one core: on a small shared machine two threads wait on each other
         try:
-            result, model, _ = train_tiny(job.settings, folder / "work", lambda grown: setattr(job, "log", grown), job.stop.is_set)
+            result, model, _ = train_tiny(job.settings, folder / "work", lambda grown: setattr(job, "log", grown),
+                                          lambda: job.stop.is_set() or self._gone(job))
             job.log = result
             job.model_folder = str(save_hf_folder(model, folder / "model", TINY_VOCAB))
         except Exception as error:  # a failed run must make way for the next and say why, not take the server down
@@ -87,13 +125,19 @@ class TinyTrainingRuns:
                 if job.error is None and job.log is not None and job.log.stopped_at is None:
                     self._finished[job.settings] = job
                     while len(self._finished) > KEPT_RUNS:
-                        _, old = self._finished.popitem(last=False)
-                        shutil.rmtree(Path(old.model_folder).parent, ignore_errors=True)
+                        _remove_model_folder(self._finished.popitem(last=False)[1])
                 else:  # a stopped or failed run is not kept: its folder goes with it
                     job.model_folder = None
                     shutil.rmtree(folder, ignore_errors=True)
                 self.current = None
             job.finished.set()
+
+
+def _remove_model_folder(job: Job) -> None:
+    """A finished run's folder (its model, in a folder of its own under the room's root)."""
+    if job.model_folder is not None:
+        shutil.rmtree(Path(job.model_folder).parent, ignore_errors=True)
+        job.model_folder = None
 
 
 def shipped_log(settings: TinySettings) -> RunLog | None:

@@ -1,8 +1,8 @@
 """Who is visiting, worked out once per run by Home.py: viz_app/access.py's policy applied to the visitor's
 address, the server's settings and whether the browser session opened the presenter's link.
 
-`address()` is the one place the app reads the visitor's address (Streamlit's `st.context.ip_address`, None for
-a browser on the server's own machine); tests replace it to play a visitor from another machine.
+`address()` is the one place the app reads the visitor's address; tests replace it to play the person at the
+server's machine or a visitor from another one (streamlit.testing's AppTest has no connection to read).
 """
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 
 import streamlit as st
+from streamlit import runtime
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from viz_app import access, cache
 from viz_app.access import Role, Visitor
@@ -21,9 +23,17 @@ PRESENTER = "_class_presenter_key"  # the presenter's key, once this browser ses
 
 
 def address() -> str | None:
-    """The visitor's IP address; None on the server's own machine (and under streamlit.testing's AppTest, which
-    runs the script in the server's own process and answers with a stand-in object)."""
-    found = st.context.ip_address
+    """The IP address this browser session's connection comes from; None when there is no connection to read
+    (no request, or streamlit.testing's AppTest), which viz_app/access.py treats as a student's.
+
+    Read from the connection itself: Streamlit's `st.context.ip_address` answers None both for 127.0.0.1 and ::1
+    and when it has no connection, and only the first is the server's own machine."""
+    run = get_script_run_ctx()
+    if run is None or not runtime.exists():
+        return None
+    client = runtime.get_instance().get_client(run.session_id)
+    connection = getattr(client, "client_context", None) or getattr(client, "request", None)  # newer, older Streamlit
+    found = getattr(connection, "remote_ip", None)
     return found if isinstance(found, str) else None
 
 

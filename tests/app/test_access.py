@@ -1,8 +1,11 @@
 """Who may load what (viz_app/access.py): roles from the visitor's address, the picker per role, and what a
-requested model name resolves to."""
+requested model name resolves to; the address as viz_app/visitor.py reads it from the browser's connection."""
+from types import SimpleNamespace
+
 import pytest
 
-from viz_app.access import NOT_OFFERED, Role, is_loopback, picker_choices, resolve, role_of
+from viz_app import visitor
+from viz_app.access import NOT_OFFERED, SERVER_LOG, Role, failure, is_loopback, picker_choices, resolve, role_of
 from viz_app.models import FOLDER, ModelChoice
 from viz_app.server_settings import ServerSettings
 
@@ -16,7 +19,7 @@ SETTINGS = ServerSettings(folders=(("sentiment", "/srv/models/bert-sst2"),))
 
 
 @pytest.mark.parametrize("address, loopback", [
-    (None, True), ("127.0.0.1", True), ("127.0.0.2", True), ("::1", True), ("::ffff:127.0.0.1", True),
+    (None, False), ("127.0.0.1", True), ("127.0.0.2", True), ("::1", True), ("::ffff:127.0.0.1", True),
     ("192.168.1.20", False), ("10.0.0.5", False), ("::ffff:192.168.1.20", False), ("fe80::1%eth0", False),
     ("2001:db8::7", False), ("not an address", False), ("", False),
 ])
@@ -24,11 +27,34 @@ def test_loopback(address, loopback):
     assert is_loopback(address) is loopback
 
 
+READ_ADDRESS = visitor.address  # the app's own reading (tests/app/conftest.py replaces it for the app tests)
+
+
+@pytest.mark.parametrize("connection, expected", [
+    (SimpleNamespace(remote_ip="127.0.0.1"), "127.0.0.1"),  # st.context.ip_address would say None here
+    (SimpleNamespace(remote_ip="192.168.1.20"), "192.168.1.20"),
+    (SimpleNamespace(remote_ip=None), None),
+    (None, None),  # a session whose browser is not connected
+])
+def test_the_address_is_read_from_the_browsers_connection(monkeypatch, connection, expected):
+    client = None if connection is None else SimpleNamespace(client_context=connection)
+    server = SimpleNamespace(get_client=lambda session_id: client if session_id == "this-session" else None)
+    monkeypatch.setattr(visitor, "get_script_run_ctx", lambda: SimpleNamespace(session_id="this-session"))
+    monkeypatch.setattr(visitor.runtime, "exists", lambda: True)
+    monkeypatch.setattr(visitor.runtime, "get_instance", lambda: server)
+    assert READ_ADDRESS() == expected
+
+
+def test_without_a_running_server_there_is_no_address():
+    assert READ_ADDRESS() is None  # no script run here: a student, as a visitor without a request would be
+
+
 def test_roles():
-    assert role_of(None, class_mode=False, presenter=False) is Role.OWNER
+    assert role_of("127.0.0.1", class_mode=False, presenter=False) is Role.OWNER
+    assert role_of(None, class_mode=False, presenter=False) is Role.STUDENT  # no address to read: fail closed
     assert role_of("192.168.1.20", class_mode=False, presenter=False) is Role.STUDENT
     assert role_of("192.168.1.20", class_mode=False, presenter=True) is Role.STUDENT  # no presenter outside a class
-    assert role_of(None, class_mode=True, presenter=False) is Role.STUDENT  # class mode: local visitors too
+    assert role_of("::1", class_mode=True, presenter=False) is Role.STUDENT  # class mode: local visitors too
     assert role_of("192.168.1.20", class_mode=True, presenter=True) is Role.PRESENTER
     assert Role.OWNER.may_choose_any_model and Role.PRESENTER.may_choose_any_model
     assert not Role.STUDENT.may_choose_any_model
@@ -73,3 +99,11 @@ def test_without_a_cached_hub_model_the_default_is_the_builtin_one():
     resolution = resolve("/etc", picker_choices(builtin_only, ServerSettings(), Role.STUDENT), Role.STUDENT)
     assert resolution.choice.source == "minilm"
     assert resolution.refused == "This server does not offer that model; it offers: minilm, minilm-encoder."
+
+
+def test_a_failure_on_the_server_names_its_cause_to_the_owner_and_presenter_only(caplog):
+    error = OSError("cannot read /srv/models/bert-sst2/config.json")
+    assert failure(error, Role.OWNER) == failure(error, Role.PRESENTER) == str(error)
+    with caplog.at_level("WARNING", logger="viz_app.access"):
+        assert failure(error, Role.STUDENT) == SERVER_LOG == failure("anything else", Role.STUDENT)
+    assert str(error) in caplog.text  # the person running the server still reads why

@@ -16,6 +16,7 @@ from viz_app.lessons.format import parse_lesson
 pytestmark = pytest.mark.slow  # every test here runs the app
 
 STUDENT_ADDRESS = "192.168.1.20"
+READ_ADDRESS = visitor.address  # the app's own reading (tests/app/conftest.py replaces it for the app tests)
 
 
 @pytest.fixture
@@ -108,6 +109,15 @@ def test_the_person_at_the_server_still_types_a_folder_and_downloads(open_app, u
     assert at.text_input(key="model_folder").value == str(tiny_mlm_folder)
     assert {"Folder", "Download a model"} <= sidebar_labels(at) and not at.sidebar.info
     assert not at.error  # the folder's model loaded
+
+
+def test_a_visitor_whose_address_cannot_be_read_is_a_student(open_app, monkeypatch, unreachable_hub, tiny_mlm_folder):
+    monkeypatch.setattr(visitor, "address", READ_ADDRESS)  # AppTest has no connection: no address to read
+    at = open_app(model=str(tiny_mlm_folder))
+    no_exception(at)
+    assert at.selectbox(key="model_choice").value == "minilm"
+    assert not {"Folder", "Download a model"} & sidebar_labels(at)
+    assert [e.value for e in at.sidebar.info] == [NOT_OFFERED.format(names="minilm, minilm-encoder, minilm-trec")]
 
 
 def test_class_mode_makes_the_person_at_the_server_a_student(open_app, class_mode, unreachable_hub, tiny_mlm_folder):

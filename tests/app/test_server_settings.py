@@ -42,6 +42,13 @@ def test_a_settings_file_and_flags_add_up(tmp_path, bert_folder):
     assert read_settings(["--settings", str(file), "--presenter-key", "from-a-flag-1"], {}).presenter_key == "from-a-flag-1"
 
 
+def test_the_presenter_key_from_the_environment_as_the_start_script_passes_it():
+    settings = read_settings(["--class"], {"BERT_INSIDE_PRESENTER_KEY": "from-the-env-1"})
+    assert settings.class_mode and settings.presenter_key == "from-the-env-1"
+    with pytest.raises(SettingsError, match="8 to 128"):
+        read_settings([], {"BERT_INSIDE_PRESENTER_KEY": "short"})
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--offer", "sentiment"], "NAME=FOLDER"),
     (["--offer", "my/model={folder}"], "no '/'"),

@@ -1,12 +1,17 @@
 """The server's training room (viz_app/tiny_training.py): one run at a time, a second caller told it is busy,
 a stop frees it and leaves no folder behind, finished runs kept per settings, and the model written as a folder
-the app can load."""
+the app can load; a run belongs to the session that started it, and goes with its folder once that session is
+gone (a fake of Streamlit's list of connected sessions and a fake clock stand in for the server)."""
 from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 import bert
 from bert.pretraining.miniature import TinySettings
+from viz_app import sessions
 from viz_app.tiny_training import TinyTrainingRuns
 
 LONG = TinySettings(layers=1, hidden=32, heads=2, steps=3000, batch_size=8, eval_every=1000, eval_batches=1)
@@ -37,3 +42,68 @@ def test_a_finished_run_is_kept_and_opens_as_a_model(tmp_path):
     model, tokenizer = bert.load_pretrained(job.model_folder)
     assert model.config.num_layers == 1 and model.config.hidden_size == 32 and tokenizer.vocab_size == 8000
     assert model.has_mlm_head and not model.config.causal
+
+
+class Server:
+    """Which sessions have a browser connected, and the time: what the room asks Streamlit's runtime and its clock."""
+
+    def __init__(self, *connected: str):
+        self.connected, self.now = set(connected), 1000.0
+
+    def is_connected(self, session: str) -> bool:
+        return session in self.connected
+
+    def clock(self) -> float:
+        return self.now
+
+
+@pytest.mark.slow
+def test_a_run_whose_session_is_gone_stops_and_leaves_no_folder(tmp_path):
+    server = Server("session A")
+    room = TinyTrainingRuns(tmp_path, connected=server.is_connected, grace_s=0.0, clock=server.clock)
+    status, job = room.start(LONG, "session A")
+    assert status == "started"
+    server.connected.clear()  # the tab was closed, and may not come back (no grace here)
+    assert job.finished.wait(WAIT) and job.error is None
+    assert job.log.stopped_at is not None and job.log.stopped_at < LONG.steps, "the loop stopped it"
+    assert room.current is None and room.finished(LONG) is None
+    assert job.model_folder is None and not any(tmp_path.iterdir()), "its folder went with it"
+
+
+@pytest.mark.slow
+def test_a_finished_run_goes_with_its_folder_once_its_session_is_gone(tmp_path):
+    server = Server("session A", "session B")
+    room = TinyTrainingRuns(tmp_path, connected=server.is_connected, grace_s=120.0, clock=server.clock)
+    status, job = room.start(QUICK, "session A")
+    assert status == "started" and job.finished.wait(WAIT) and job.error is None
+    folder = Path(job.model_folder)
+    assert folder.is_dir()
+
+    server.connected.discard("session A")  # its browser went away: it may come back within the grace
+    room.sweep()  # session B opens the training room
+    server.now += 119
+    room.sweep()
+    assert room.finished(QUICK) is job and folder.is_dir(), "kept while the session may still reconnect"
+    server.connected.add("session A")  # it did
+    room.sweep()
+    server.connected.discard("session A")
+    server.now += 500
+    room.sweep()  # away again, only just noticed: the grace starts again
+    assert room.finished(QUICK) is job and folder.is_dir()
+    server.now += 120
+    room.sweep()
+    assert room.finished(QUICK) is None and job.model_folder is None, "gone for good: the run is dropped"
+    assert not any(tmp_path.iterdir()), "and its folder removed"
+    status, again = room.start(QUICK, "session B")
+    assert status == "started", "the same settings train again for whoever asks"
+    assert again.finished.wait(WAIT)
+
+
+def test_streamlits_runtime_says_which_sessions_are_connected(monkeypatch):
+    assert sessions.is_connected("any") is True  # no server running: nothing ends a session
+    monkeypatch.setattr(sessions.runtime, "exists", lambda: True)
+    monkeypatch.setattr(sessions.runtime, "get_instance",
+                        lambda: SimpleNamespace(is_active_session=lambda session: session == "connected"))
+    assert sessions.is_connected("connected") and not sessions.is_connected("closed tab")
+    with pytest.raises(sessions.NoSessionError):
+        sessions.this_session()  # not inside a run of the app's script

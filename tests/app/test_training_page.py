@@ -1,5 +1,6 @@
 """The "How BERT was trained" page in AppTest: the walkthrough sections, a live run of a few steps that can be
-opened in the other pages, and a second session told the server is busy while another run trains."""
+opened in the other pages, a second session told the server is busy while another run trains, and a finished run
+of a session that is gone removed when a session opens the page."""
 from __future__ import annotations
 
 import time
@@ -7,6 +8,9 @@ import time
 import pytest
 
 from app_helpers import HOME, TIMEOUT, array, figures, no_exception, texts
+from bert.pretraining.miniature import TinySettings
+from viz_app import cache
+from viz_app.tiny_training import TinyTrainingRuns
 
 pytestmark = pytest.mark.slow  # every test here takes seconds
 
@@ -81,3 +85,15 @@ def test_a_second_session_sees_the_server_busy_not_a_crash():
     assert any("Busy: another run" in w.value for w in second.warning)
     first.button(key="tiny_stop").click().run()
     until(first, lambda at: any("Stopped at step" in c.value for c in at.caption), "stopped run")
+
+
+def test_opening_the_page_removes_the_finished_run_of_a_session_that_is_gone(tmp_path, monkeypatch):
+    connected = {"a session that goes"}
+    room = TinyTrainingRuns(tmp_path, connected=connected.__contains__)  # no grace: gone as soon as it is away
+    quick = TinySettings(layers=1, hidden=32, heads=2, steps=4, batch_size=8, eval_every=2, eval_batches=1, warmup_steps=1)
+    status, job = room.start(quick, "a session that goes")
+    assert status == "started" and job.finished.wait(WAIT) and job.error is None and any(tmp_path.iterdir())
+    monkeypatch.setattr(cache, "tiny_training_runs", lambda: room)  # the server's room, with a fake list of sessions
+    connected.clear()
+    open_page()  # another session opens the training room
+    assert room.finished(quick) is None and job.model_folder is None and not any(tmp_path.iterdir())

@@ -38,28 +38,34 @@ def following(page, number: int) -> bool:
                                                 panel.first.inner_text()))
 
 
-WATCH = """(pattern) => { window.classSeenAt = null; const watch = () => {
+WATCH = """([pattern, path]) => { window.classSeenAt = null; const watch = () => {
     const panel = document.querySelector('.st-key-class_panel');
-    if (panel && new RegExp(pattern).test(panel.innerText)) { window.classSeenAt = Date.now(); }
+    const here = location.pathname.replace(/\\/$/, '') === path;
+    if (here && panel && new RegExp(pattern).test(panel.innerText)) { window.classSeenAt = Date.now(); }
     else { setTimeout(watch, 10); } }; watch(); }"""
 
 
-def watch_for_step(page, number: int) -> None:
-    """Note, in the page itself (every 10 ms), the wall-clock time its panel first follows step `number`."""
-    page.evaluate(WATCH, rf"Following the class[\s\S]*{step_text(number)}")
+def watch_for_step(page, number: int, path: str) -> None:
+    """Note, in the page itself (every 10 ms), the wall-clock time it first shows step `number`: its address is the
+    step's page (`path`, "" for the default page) and its class panel follows that step."""
+    page.evaluate(WATCH, [rf"Following the class[\s\S]*{step_text(number)}", path])
 
 
-def press_and_time(presenter, students, key: str, number: int) -> list[float]:
-    """Press `key` on the presenter's page; seconds until each student's panel follows step `number`."""
+def press_and_time(presenter, students, key: str, number: int, path: str) -> list[float]:
+    """Press `key` on the presenter's page; seconds until each student's page shows step `number` on `path`."""
     for student in students:
-        watch_for_step(student, number)
+        watch_for_step(student, number, path)
     pressed = time.time()
     presenter.keyboard.press(key)
     for student in students:
         student.wait_for_function("() => window.classSeenAt !== null", timeout=60_000)
     seconds = [round(student.evaluate("() => window.classSeenAt") / 1000 - pressed, 2) for student in students]
-    time.sleep(1)
+    time.sleep(1)  # let the step's page finish before the next press
     return seconds
+
+
+def page_loads(students) -> list[int]:
+    return [student.evaluate("() => performance.getEntriesByType('navigation').length") for student in students]
 
 
 def test_five_students_follow_the_presenter(browser, class_url):
@@ -79,30 +85,19 @@ def test_five_students_follow_the_presenter(browser, class_url):
         wait_for_text(student, "Following the class")
     time.sleep(2)
 
-    # → on the presenter's keyboard: every student shows step 2 within two seconds, without reloading. The machine
-    # may be shared with other work: a round slowed by it is tried again (back with ←), three rounds at most.
-    loads = [student.evaluate("() => performance.getEntriesByType('navigation').length") for student in students]
-    rounds = []
-    for _ in range(3):
-        rounds.append(press_and_time(presenter, students, "ArrowRight", 2))
-        if max(rounds[-1]) <= FOLLOW_LIMIT_S:
-            break
-        press_and_time(presenter, students, "ArrowLeft", 1)
-    print(f"seconds from the press to step 2, per student, per round: {rounds}")  # shown with pytest -s
-    assert max(rounds[-1]) <= FOLLOW_LIMIT_S, f"seconds from the press to step 2, per student, per round: {rounds}"
-    assert [student.evaluate("() => performance.getEntriesByType('navigation').length") for student in students] == loads
+    # Every press of → on the presenter's keyboard: every following student's page shows the new step within two
+    # seconds, without reloading, on the step's own page (steps 3 and 4 switch page: attention, then prediction).
+    loads = page_loads(students)
+    seconds = {2: press_and_time(presenter, students, "ArrowRight", 2, "")}
 
-    # one student explores on their own: the class moves on (step 3 is on the attention page), they stay
+    # one student explores on their own: the class moves on to step 3, they stay
     explorer, others = students[0], students[1:]
     explorer.get_by_role("button", name="Explore on my own").click()
     wait_for_text(explorer, "Exploring on your own")
     wait_for_text(presenter, f"{STUDENTS - 1} students follow", timeout_s=30)
     before = explorer.url
-    presenter.keyboard.press("ArrowRight")
-    for student in others:
-        wait_for_text(student, step_text(3), timeout_s=60)
-        assert "/attention" in student.url
-    time.sleep(2)
+    seconds[3] = press_and_time(presenter, others, "ArrowRight", 3, "/attention")
+    time.sleep(1)
     assert explorer.url == before and "/attention" not in explorer.url
     wait_for_text(explorer, "the class is on step 3 of 7")
     assert not following(explorer, 3)
@@ -111,13 +106,16 @@ def test_five_students_follow_the_presenter(browser, class_url):
     wait_for_text(explorer, "Following the class", timeout_s=60)
     wait_for_text(explorer, step_text(3))
     assert "/attention" in explorer.url
+    time.sleep(2)
+
+    seconds[4] = press_and_time(presenter, students, "ArrowRight", 4, "")
+    seconds[5] = press_and_time(presenter, students, "ArrowRight", 5, "")
+    print(f"seconds from the press to each student's page showing the step, per step: {seconds}")  # pytest -s
+    slow = {step: times for step, times in seconds.items() if max(times) > FOLLOW_LIMIT_S}
+    assert not slow, f"over {FOLLOW_LIMIT_S} s: {slow} (every step: {seconds})"
+    assert page_loads(students) == loads  # no student's page was reloaded
 
     # a question with choices (step 5): one click per student, the presenter sees the counts
-    for _ in range(2):
-        presenter.keyboard.press("ArrowRight")
-        time.sleep(1.5)
-    for student in students:
-        wait_for_text(student, step_text(5), timeout_s=60)
     for student, choice in zip(students, ["Not necessarily", "Not necessarily", "I am not sure", "Yes, it is wrong",
                                           "Not necessarily"]):
         student.get_by_role("button", name=choice).click()
