@@ -9,32 +9,31 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Mapping
 
 import streamlit as st
-from streamlit import runtime
-from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from viz_app import access, cache
 from viz_app.access import Role, Visitor
 from viz_app.class_room import PRESENTER_PARAM
 from viz_app.server_settings import ServerSettings, read_settings
 
+SERVER_MACHINE = "127.0.0.1"  # what address() gives for a browser on the server's own machine
 PRESENTER = "_class_presenter_key"  # the presenter's key, once this browser session opened the presenter's link
 
 
 def address() -> str | None:
     """The IP address this browser session's connection comes from; None when there is no connection to read
-    (no request, or streamlit.testing's AppTest), which viz_app/access.py treats as a student's.
+    (no request, or streamlit.testing's AppTest), which viz_app/access.py treats as a student's."""
+    return address_of(st.context.ip_address, st.context.headers)
 
-    Read from the connection itself: Streamlit's `st.context.ip_address` answers None both for 127.0.0.1 and ::1
-    and when it has no connection, and only the first is the server's own machine."""
-    run = get_script_run_ctx()
-    if run is None or not runtime.exists():
-        return None
-    client = runtime.get_instance().get_client(run.session_id)
-    connection = getattr(client, "client_context", None) or getattr(client, "request", None)  # newer, older Streamlit
-    found = getattr(connection, "remote_ip", None)
-    return found if isinstance(found, str) else None
+
+def address_of(ip_address: str | None, headers: Mapping[str, str]) -> str | None:
+    """Streamlit's `st.context.ip_address` is None both for a browser on the server's own machine (127.0.0.1, ::1)
+    and when there is no connection at all; only a real connection carries its request's headers."""
+    if isinstance(ip_address, str):
+        return ip_address
+    return SERVER_MACHINE if len(headers) else None
 
 
 def server_settings() -> ServerSettings:

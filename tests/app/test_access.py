@@ -1,6 +1,5 @@
 """Who may load what (viz_app/access.py): roles from the visitor's address, the picker per role, and what a
 requested model name resolves to; the address as viz_app/visitor.py reads it from the browser's connection."""
-from types import SimpleNamespace
 
 import pytest
 
@@ -30,19 +29,14 @@ def test_loopback(address, loopback):
 READ_ADDRESS = visitor.address  # the app's own reading (tests/app/conftest.py replaces it for the app tests)
 
 
-@pytest.mark.parametrize("connection, expected", [
-    (SimpleNamespace(remote_ip="127.0.0.1"), "127.0.0.1"),  # st.context.ip_address would say None here
-    (SimpleNamespace(remote_ip="192.168.1.20"), "192.168.1.20"),
-    (SimpleNamespace(remote_ip=None), None),
-    (None, None),  # a session whose browser is not connected
+@pytest.mark.parametrize("ip_address, headers, expected", [
+    (None, {"Host": "localhost:8501"}, "127.0.0.1"),  # Streamlit says None for a browser on the server's machine
+    ("192.168.1.20", {"Host": "192.168.1.5:8501"}, "192.168.1.20"),
+    ("127.0.0.2", {"Host": "127.0.0.2:8501"}, "127.0.0.2"),
+    (None, {}, None),  # no connection, no request: a student
 ])
-def test_the_address_is_read_from_the_browsers_connection(monkeypatch, connection, expected):
-    client = None if connection is None else SimpleNamespace(client_context=connection)
-    server = SimpleNamespace(get_client=lambda session_id: client if session_id == "this-session" else None)
-    monkeypatch.setattr(visitor, "get_script_run_ctx", lambda: SimpleNamespace(session_id="this-session"))
-    monkeypatch.setattr(visitor.runtime, "exists", lambda: True)
-    monkeypatch.setattr(visitor.runtime, "get_instance", lambda: server)
-    assert READ_ADDRESS() == expected
+def test_the_address_is_the_connections(ip_address, headers, expected):
+    assert visitor.address_of(ip_address, headers) == expected
 
 
 def test_without_a_running_server_there_is_no_address():
