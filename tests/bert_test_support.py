@@ -159,6 +159,23 @@ def killed_at(module, step_function: str, stop_at: int | None):
 _NOUNS, _VERBS = ["dog", "cat", "park", "mailman"], ["barked", "went"]
 
 
+# Two hand-tagged sentences in CoNLL-U, for tag mixes over a treebank.
+TWO_SENTENCE_CONLLU = """# sent_id = 1
+1\tthe\tthe\tDET\t_\t_\t2\tdet\t_\t_
+2\tdog\tdog\tNOUN\t_\t_\t3\tnsubj\t_\t_
+3\tbarked\tbark\tVERB\t_\t_\t0\troot\t_\t_
+
+# sent_id = 2
+1\ther\ther\tPRON\t_\t_\t2\tnmod:poss\t_\t_
+2\tcat\tcat\tNOUN\t_\t_\t3\tnsubj\t_\t_
+3\twent\tgo\tVERB\t_\t_\t0\troot\t_\t_
+4\tto\tto\tADP\t_\t_\t6\tcase\t_\t_
+5\tthe\tthe\tDET\t_\t_\t6\tdet\t_\t_
+6\tpark\tpark\tNOUN\t_\t_\t3\tobl\t_\t_
+
+"""
+
+
 def synthetic_conllu(num_sentences: int, seed: int = 0) -> str:
     """CoNLL-U text for treebank tests: sentences "the NOUN VERB at the NOUN ." with their tree (the verb is the
     root), in words the tiny vocabulary spells."""

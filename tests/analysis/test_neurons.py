@@ -14,24 +14,11 @@ from bert.analysis.probing.treebank import read_treebank
 from bert.errors import InvalidInputError
 from bert.hooks import hook_name
 from bert.pretrained import load_folder
+from bert_test_support import TWO_SENTENCE_CONLLU
 
 TEXTS = ["the dog barked at the mail man", "her cat went to the park", "the cat is at the park and the dog is to",
          "a dog went to her park", "the mail man is at the dog park", "her dog barked and the cat went",
          "cat", "the park is to the dog and to her cat and to the mail man"]
-CONLLU = """# sent_id = 1
-1\tthe\tthe\tDET\t_\t_\t2\tdet\t_\t_
-2\tdog\tdog\tNOUN\t_\t_\t3\tnsubj\t_\t_
-3\tbarked\tbark\tVERB\t_\t_\t0\troot\t_\t_
-
-# sent_id = 2
-1\ther\ther\tPRON\t_\t_\t2\tnmod:poss\t_\t_
-2\tcat\tcat\tNOUN\t_\t_\t3\tnsubj\t_\t_
-3\twent\tgo\tVERB\t_\t_\t0\troot\t_\t_
-4\tto\tto\tADP\t_\t_\t6\tcase\t_\t_
-5\tthe\tthe\tDET\t_\t_\t6\tdet\t_\t_
-6\tpark\tpark\tNOUN\t_\t_\t3\tobl\t_\t_
-
-"""
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +88,7 @@ def test_a_corpus_smaller_than_k_gives_every_token(tiny):
 
 def test_tag_mix_counts_the_top_examples_tags(tiny):
     model, tokenizer = tiny
-    corpus = corpus_from_treebank("tiny", read_treebank(CONLLU.encode(), name="t.conllu").sentences, tokenizer)
+    corpus = corpus_from_treebank("tiny", read_treebank(TWO_SENTENCE_CONLLU.encode(), name="t.conllu").sentences, tokenizer)
     scan = scan_neurons(model, corpus, 1, tokenizer.pad_id, k=4)
     tags = [tag or "[special]" for sentence in corpus.tags["upos"] for tag in sentence]
     mix = tag_mix(scan, corpus, 5, "upos")
@@ -134,7 +121,7 @@ def test_ranking_probe_is_scikit_learns_and_ablation_matches_a_transformers_hook
     from transformers import BertForMaskedLM
 
     model, tokenizer = tiny
-    treebank = read_treebank((CONLLU * 6).encode(), name="t.conllu")
+    treebank = read_treebank((TWO_SENTENCE_CONLLU * 6).encode(), name="t.conllu")
     corpus = corpus_from_treebank("tiny", treebank.sentences, tokenizer)
     ranking = rank_neurons(model, corpus, 1, "upos", tokenizer.pad_id, max_words=None)
     features, labels = word_activations(model, corpus, 1, "upos", tokenizer.pad_id)

@@ -265,15 +265,19 @@ def test_one_token_occlusion_is_the_change_that_masking_the_token_makes(peaked_m
     assert result.samples == len(encoding) and result.evaluations == len(encoding) + 1
 
 
+def every_word_masked(input_ids, encoding, tokenizer):
+    """The input with every token but [CLS] and [SEP] replaced by [MASK] (Shapley value sampling's baseline)."""
+    masked = input_ids.clone()
+    masked[0, [i for i, special in enumerate(encoding.special) if not special]] = tokenizer.mask_id
+    return masked
+
+
 def test_shapley_values_add_up_to_the_change_from_all_masked(smooth_model, tokenizer):
     """Sampled Shapley values are efficient in every sampled order: they sum to f(x) - f(every word masked)."""
     encoding = tokenizer.encode("the dog [MASK] at the cat")
     result = saliency(smooth_model, tokenizer, encoding, "shapley_value_sampling", samples=6, batch_size=4)
     input_ids, token_type_ids = encoding.tensors()
-    all_masked = input_ids.clone()
-    for i, special in enumerate(encoding.special):
-        if not special:
-            all_masked[0, i] = tokenizer.mask_id
+    all_masked = every_word_masked(input_ids, encoding, tokenizer)
     with torch.no_grad():
         masked_score = float(smooth_model(all_masked, token_type_ids)[0, result.position].double().log_softmax(-1)[result.target.token_id])
     assert result.total == pytest.approx(result.score - masked_score, abs=1e-4)
@@ -290,10 +294,7 @@ def test_contrastive_shapley_values_add_up_to_the_logit_difference_from_all_mask
     result = saliency(peaked_model, tokenizer, encoding, "shapley_value_sampling", samples=6, batch_size=4,
                       target_id=answer, foil_id=foil)
     input_ids, token_type_ids = encoding.tensors()
-    all_masked = input_ids.clone()
-    for i, special in enumerate(encoding.special):
-        if not special:
-            all_masked[0, i] = tokenizer.mask_id
+    all_masked = every_word_masked(input_ids, encoding, tokenizer)
     with torch.no_grad():
         logits = peaked_model(torch.cat([input_ids, all_masked]), token_type_ids.expand(2, -1))[:, result.position].double()
     full, masked = (float(row[answer] - row[foil]) for row in logits)

@@ -7,6 +7,7 @@ import plotly.graph_objects as go
 
 from bert.analysis.features.corpora import corpus_from_texts
 from bert.analysis.features.neurons import NeuronExample
+from bert_test_support import TWO_SENTENCE_CONLLU
 from viz_app import features as feature_logic
 from viz_app.charts import features as charts
 
@@ -77,20 +78,6 @@ def test_offered_saes_shipped_and_the_teachers_folder(tmp_path, monkeypatch):
     assert "--model my-bert --layer 3" in feature_logic.train_command("my-bert", 3)
 
 
-TREEBANK = """# sent_id = 1
-1\tthe\tthe\tDET\t_\t_\t2\tdet\t_\t_
-2\tdog\tdog\tNOUN\t_\t_\t3\tnsubj\t_\t_
-3\tbarked\tbark\tVERB\t_\t_\t0\troot\t_\t_
-
-# sent_id = 2
-1\ther\ther\tPRON\t_\t_\t2\tnmod:poss\t_\t_
-2\tcat\tcat\tNOUN\t_\t_\t3\tnsubj\t_\t_
-3\twent\tgo\tVERB\t_\t_\t0\troot\t_\t_
-4\tto\tto\tADP\t_\t_\t6\tcase\t_\t_
-5\tthe\tthe\tDET\t_\t_\t6\tdet\t_\t_
-6\tpark\tpark\tNOUN\t_\t_\t3\tobl\t_\t_
-
-"""
 
 
 def test_a_neuron_on_a_treebank_gets_the_deprel_mix_beside_the_upos_mix(tiny_mlm_folder):
@@ -101,7 +88,7 @@ def test_a_neuron_on_a_treebank_gets_the_deprel_mix_beside_the_upos_mix(tiny_mlm
     from viz_app.views.features import MAX_TAGS, neuron_view
 
     model, tokenizer = load_folder(tiny_mlm_folder)
-    corpus = corpus_from_treebank("tiny", read_treebank(TREEBANK.encode(), name="t.conllu").sentences, tokenizer)
+    corpus = corpus_from_treebank("tiny", read_treebank(TWO_SENTENCE_CONLLU.encode(), name="t.conllu").sentences, tokenizer)
     scan = scan_neurons(model.eval(), corpus, 1, tokenizer.pad_id, k=4)
     mixes = {column: tag_mix(scan, corpus, 5, column) for column in corpus.tags}
     assert set(mixes) == {"upos", "deprel"}
