@@ -48,7 +48,7 @@ def test_settings_that_cannot_be_used(open_app, visitor_from, monkeypatch):
 def test_a_failed_training_run(open_app, visitor_from):
     at = open_app("how_bert_was_trained")
     settings = TinySettings(layers=2, hidden=128, heads=2, seed=0, causal=False)  # the form's first settings
-    failed = Job(settings, "this session", error=f"OSError: cannot write {SECRET}/model")
+    failed = Job(settings, "this browser session", error=f"OSError: cannot write {SECRET}/model")
     failed.finished.set()
     at.session_state["tiny_job"] = failed
     at.run()
