@@ -5,7 +5,8 @@ MKL, whose single-precision kernels are slower on AMD EPYC processors (figures: 
 
 The loaders apply it to a model on the CPU (`load_pretrained(..., pack_for_cpu=True)`); `Bert(config)` itself is
 plain nn.Linear. A PackedLinear is nn.Linear in train mode, whenever a gradient is wanted (of the input, the weight
-or the bias), on a GPU, for dtypes other than float32 and bfloat16, and for weights made under inference_mode.
+or the bias), on a GPU, for dtypes other than float32 and bfloat16 (bfloat16 only where the CPU has oneDNN's path), and for weights made
+under inference_mode.
 - The packed copy is one more copy of each weight (`model.train()` drops it), remade when the weight changes: an
   in-place edit, an optimizer step, `load_state_dict`, `model.to(dtype)`, a new tensor. Edits through
   `weight.data` are not seen: call `forget_packed_weights(model)` after them.
@@ -15,6 +16,7 @@ or the bias), on a GPU, for dtypes other than float32 and bfloat16, and for weig
 """
 from __future__ import annotations
 
+import functools
 import logging
 from typing import NamedTuple
 
@@ -159,5 +161,17 @@ def _packable(x: torch.Tensor, weight: torch.Tensor) -> bool:
         and weight.device.type == "cpu"
         and x.dtype == weight.dtype
         and weight.dtype in PACKABLE_DTYPES
+        and (weight.dtype != torch.bfloat16 or bfloat16_packs())
         and not weight.is_inference()  # inference tensors have no version counter to watch
     )
+
+
+@functools.cache
+def bfloat16_packs() -> bool:
+    """Whether this CPU packs bfloat16 weights: oneDNN's bfloat16 path needs AVX-512 (BW, VL, DQ) or AVX-NE-CONVERT,
+    which AMD EPYC Zen 3 and older lack. Where it does not, bfloat16 modules keep nn.Linear and float32 ones still pack."""
+    try:
+        _reorder(torch.ones(2, 2, dtype=torch.bfloat16))
+    except (RuntimeError, AttributeError, NotImplementedError):
+        return False
+    return True

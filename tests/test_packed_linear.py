@@ -46,13 +46,24 @@ def test_no_grad_non_contiguous_input_and_rows_independent():
     assert torch.equal(alone[0, 0], out[1, 3])  # a row's result does not depend on the other rows
 
 
-def test_bfloat16_matches_f_linear_in_bfloat16():
+def test_bfloat16_packs_where_the_cpu_has_onednns_path_and_falls_back_quietly_elsewhere(caplog):
+    """PyTorch's own answer to "does oneDNN do bfloat16 on this CPU" decides which path is expected: packed where it
+    does; elsewhere (AMD EPYC Zen 3: no AVX-512) nn.Linear with no warning, and float32 on the same module still packs."""
+    supported = torch.ops.mkldnn._is_mkldnn_bf16_supported()
+    assert packed_linear.bfloat16_packs() == supported
     module = linear().to(torch.bfloat16)
     x = torch.randn(6, 48, dtype=torch.bfloat16)
-    with torch.inference_mode():
+    with torch.inference_mode(), caplog.at_level(logging.INFO, logger="bert.packed_linear"):
         out = module(x)
-    assert was_packed(module) and out.dtype == torch.bfloat16
+    assert out.dtype == torch.bfloat16 and was_packed(module) == supported
     torch.testing.assert_close(out, F.linear(x, module.weight, module.bias), atol=2e-2, rtol=1e-2)
+    if not supported:
+        assert torch.equal(out, F.linear(x, module.weight, module.bias))
+        assert caplog.records == [] and module.use_packed
+        module.float()
+        with torch.inference_mode():
+            module(x.float())
+        assert was_packed(module)
 
 
 def test_with_gradients_it_is_nn_linear_and_gradients_flow():
