@@ -72,3 +72,7 @@ class TreebankError(DataFileError):
     def __init__(self, message: str, line: int | None = None):
         self.line = line
         super().__init__(message)
+
+
+class StoppedError(BertError):
+    """A computation stopped before its end because whoever asked for it no longer needs it (bert/stopping.py)."""

@@ -16,6 +16,7 @@ from .activation_cache import ActivationCache
 from .config import BertConfig
 from .errors import InputTooLongError, InvalidInputError, MissingHeadError
 from .hooks import HookPoint, HookRun, Intervention, NameFilter, active_run, group_interventions, make_filter, name_hook_points
+from .stopping import checkpoint
 
 
 def gelu(x: torch.Tensor, config: BertConfig) -> torch.Tensor:
@@ -304,9 +305,11 @@ class Bert(nn.Module):
         self._check_inputs(input_ids, token_type_ids, attention_mask)
         if attention_mask is not None and bool(attention_mask.all()):
             attention_mask = None  # nothing padded: the same result, and the fused kernel is faster without a mask
+        checkpoint(input_ids.shape[0])  # whoever watches this thread's runs may stop here (bert/stopping.py)
         x = self.embedding(input_ids, token_type_ids)
         for layer in self.transformer:
             x = layer(x, attention_mask)
+            checkpoint()
         return x
 
     def forward(self, input_ids, token_type_ids, attention_mask=None, logit_mask=None) -> torch.Tensor | None:
