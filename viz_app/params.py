@@ -64,7 +64,7 @@ PARAMS: dict[str, Param] = {
     "ablation_layers": Param(_ints, _join, []),
     "stats_pairs": Param(_bool, lambda v: "1" if v else "0", True),
     "saliency_mask": Param(int, str, None),
-    "saliency_method": Param(str, str, "integrated_gradients"),
+    "saliency_method": Param(str, str, "gradient_x_input"),  # one pass and its gradient: the cheapest (docs/app.md)
     # Causal tracing (viz_app/views/causal_tracing.py). None: the page picks (the top guesses, the first content
     # word, the last layer).
     "causal_mode": Param(str, str, "two"),  # "two" sentences (patching) or "one" with noise (tracing)

@@ -1,0 +1,114 @@
+"""The server's heavy computations: a few at a time, one per visitor, each stopped soon after nobody waits for it.
+No Streamlit here (viz_app/heavy.py shows it on a page; tests give a fake session list and clock).
+
+- Slots: at most `slots` heavy computations run at once (viz_app/server_settings.py: the cores less one, so light
+  pages such as the prediction and attention pages always have a core); the others wait their turn.
+- One per visitor: a visitor who starts another while one runs is told to wait for it (or to close it).
+- Stopping: the computation is watched (bert/stopping.py): at every forward pass and every layer it asks, at most
+  every `check_every_s` seconds, whether the visitor's browser session is still connected, and stops
+  (StoppedError) when it is not; `on_progress` is called then too (the page's progress bar, where Streamlit
+  itself stops a run whose input changed).
+- The hour's spending of each visitor, for the per-visitor budget (viz_app/budget.py).
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections import defaultdict, deque
+from typing import Callable, Iterator
+
+from bert.errors import BertError, StoppedError
+from bert.stopping import watching
+
+HOUR = 3600.0
+
+
+class BusyError(BertError):
+    """The visitor already runs a heavy computation."""
+
+
+class HeavyJobs:
+    def __init__(self, slots: int, connected: Callable[[str], bool], clock: Callable[[], float] = time.monotonic,
+                 check_every_s: float = 0.5, wait_step_s: float = 0.25):
+        self._slots = threading.BoundedSemaphore(max(1, slots))
+        self._connected, self._clock = connected, clock
+        self._check_every_s, self._wait_step_s = check_every_s, wait_step_s
+        self._lock = threading.Lock()
+        self._running: set[str] = set()  # visitors with a computation (running or waiting for a slot)
+        self._waiting: list[str] = []  # visitors waiting for a slot, in arrival order
+        self._spent: dict[str, deque] = defaultdict(deque)  # visitor -> (time, work) of its computations
+
+    def spent_this_hour(self, visitor: str) -> float:
+        with self._lock:
+            return self._prune(visitor)
+
+    def running(self) -> int:
+        """Visitors with a heavy computation now (running or waiting for a slot)."""
+        with self._lock:
+            return len(self._running)
+
+    @contextlib.contextmanager
+    def job(self, visitor: str, session: str, work: float, total_passes: int,
+            on_progress: Callable[[float, str], None] = lambda share, text: None) -> Iterator[None]:
+        """Run the block as `visitor`'s heavy computation (`session`: its browser session; `work`: its cost in
+        BERT-base token passes; `total_passes`: the forward passes it makes, for the progress). The slot is taken
+        at its first forward pass, and the work counted then: a result that comes from a cache costs nothing and
+        never waits. Raises BusyError, or StoppedError once the session is gone."""
+        with self._lock:
+            if visitor in self._running:
+                raise BusyError("your other heavy computation is still running: wait for it, or close its tab")
+            self._running.add(visitor)
+        held = [False]
+        try:
+            with watching(self._check(visitor, session, work, total_passes, on_progress, held)):
+                yield
+        finally:
+            if held[0]:
+                self._slots.release()
+            with self._lock:
+                self._running.discard(visitor)
+                if visitor in self._waiting:
+                    self._waiting.remove(visitor)
+
+    def _check(self, visitor: str, session: str, work: float, total_passes: int, on_progress, held: list[bool]):
+        done, last = [0], [self._clock()]
+
+        def check(rows: int) -> None:
+            if not held[0]:
+                self._take_a_slot(visitor, session, on_progress)
+                held[0] = True
+                with self._lock:
+                    self._spent[visitor].append((self._clock(), work))
+            done[0] += rows
+            now = self._clock()
+            if now - last[0] < self._check_every_s:
+                return
+            last[0] = now
+            self._stop_if_gone(session)
+            on_progress(min(done[0] / max(total_passes, 1), 1.0), f"{done[0]:,} of {total_passes:,} forward passes")
+
+        return check
+
+    def _take_a_slot(self, visitor: str, session: str, on_progress) -> None:
+        with self._lock:
+            self._waiting.append(visitor)
+        try:
+            while not self._slots.acquire(timeout=self._wait_step_s):
+                self._stop_if_gone(session)
+                with self._lock:
+                    ahead = self._waiting.index(visitor)
+                on_progress(0.0, f"waiting for a free slot ({ahead} other{'s' if ahead != 1 else ''} waiting ahead)")
+        finally:
+            with self._lock:
+                self._waiting.remove(visitor)
+
+    def _stop_if_gone(self, session: str) -> None:
+        if not self._connected(session):
+            raise StoppedError("the browser session that asked for this computation is gone")
+
+    def _prune(self, visitor: str) -> float:
+        spent = self._spent[visitor]
+        while spent and spent[0][0] < self._clock() - HOUR:
+            spent.popleft()
+        return sum(work for _, work in spent)
