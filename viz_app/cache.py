@@ -324,6 +324,14 @@ def _build_index(loaded: models.LoadedModel, corpus: corpus_search.Corpus, what:
     return built
 
 
+@st.cache_data(show_spinner="Counting the corpus's tokens…", max_entries=16, hash_funcs=BY_CORPUS)
+def corpus_lengths(key: ModelKey, corpus: corpus_search.Corpus) -> list[int]:
+    """Each sentence's length in tokens, as the index reads it: what indexing it costs (viz_app/page_costs.py)."""
+    sentences = builtin_sentences() if corpus.digest == corpus_search.BUILTIN else list(corpus.sentences)
+    tokenizer, longest = load_model(key).tokenizer, load_model(key).model.config.max_position_embeddings
+    return [len(tokenizer.encode(getattr(s, "text", s), max_length=longest)) for s in sentences]
+
+
 @st.cache_resource(show_spinner=False, max_entries=4, ttl=3600, hash_funcs=BY_CORPUS)
 def corpus_index(key: ModelKey, corpus: corpus_search.Corpus) -> CorpusIndex:
     """Every token of a corpus at every layer: built once per (model, text), with a progress bar, then shared by

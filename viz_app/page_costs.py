@@ -8,6 +8,7 @@ from bert.analysis.attribution.saliency import saliency_cost, swappable
 from bert.analysis.causal.ablation import rank_heads_cost
 from bert.analysis.causal.patching import patching_cost
 from bert.analysis.causal.tracing import trace_cost
+from bert.analysis.corpus.batching import batches_cost
 from bert.costs import Cost
 from bert.tokenizer import Encoding
 from viz_app.causal_tracing import TRACE_SITES
@@ -39,3 +40,9 @@ def trace(loaded: LoadedModel, tokens: int, samples: int, blocks: bool) -> Cost:
 
 def head_ranking(loaded: LoadedModel, tokens: int) -> Cost:
     return rank_heads_cost(loaded.model.config, tokens)
+
+
+def corpus_pass(lengths: list[int]) -> Cost:
+    """One pass over a corpus (its index for the search, a scan of every neuron or feature), from the sentences'
+    lengths in tokens: batches of 32, sorted by length (bert/analysis/corpus/batching.py)."""
+    return batches_cost(lengths, 32, ("a smaller corpus (fewer or shorter sentences)",))
