@@ -75,7 +75,7 @@ from viz_app import (architecture, causal_tracing, corpus_search, features, head
 from viz_app.class_room import ClassRoom, class_links, network_host
 from viz_app.charts.base import Chart
 from viz_app.forward import ForwardResult, PreparedInput, record
-from viz_app.heavy_jobs import HeavyJobs
+from viz_app.heavy_jobs import HeavyJobs, nicer_thread
 from viz_app.lessons.format import Lesson
 from viz_app.lessons.resolve import SIDEBAR_KEYS, ResolvedStep, resolve
 from viz_app.lessons.views import PerModel, view_charts
@@ -118,7 +118,7 @@ HOUR = 3600
 @st.cache_resource(show_spinner=False)
 def heavy_jobs(slots: int) -> HeavyJobs:
     """The server's heavy computations: `slots` at a time; each stops when its browser session is gone."""
-    return HeavyJobs(slots, connected=sessions.is_connected)
+    return HeavyJobs(slots, connected=sessions.is_connected, lower_priority=nicer_thread)
 
 
 @st.cache_resource(show_spinner="Running the model…", max_entries=FORWARD_ENTRIES, ttl=HOUR, hash_funcs=BY_INPUT)

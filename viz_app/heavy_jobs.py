@@ -9,10 +9,14 @@ No Streamlit here (viz_app/heavy.py shows it on a page; tests give a fake sessio
   (StoppedError) when it is not; `on_progress` is called then too (the page's progress bar, where Streamlit
   itself stops a run whose input changed).
 - The hour's spending of each visitor, for the per-visitor budget (viz_app/budget.py).
+- Priority: the thread that takes a slot may be made nicer (`lower_priority`, the server's `nicer_thread`), so
+  that on a busy machine the light pages' threads go first. Streamlit runs each run of a page in a new thread, so
+  the nicer thread ends with the run that computed.
 """
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
 from collections import defaultdict, deque
@@ -30,8 +34,9 @@ class BusyError(BertError):
 
 class HeavyJobs:
     def __init__(self, slots: int, connected: Callable[[str], bool], clock: Callable[[], float] = time.monotonic,
-                 check_every_s: float = 0.5, wait_step_s: float = 0.25):
+                 check_every_s: float = 0.5, wait_step_s: float = 0.25, lower_priority: Callable[[], None] = lambda: None):
         self._slots = threading.BoundedSemaphore(max(1, slots))
+        self._lower_priority = lower_priority
         self._connected, self._clock = connected, clock
         self._check_every_s, self._wait_step_s = check_every_s, wait_step_s
         self._lock = threading.Lock()
@@ -78,6 +83,7 @@ class HeavyJobs:
             if not held[0]:
                 self._take_a_slot(visitor, session, on_progress)
                 held[0] = True
+                self._lower_priority()
                 with self._lock:
                     self._spent[visitor].append((self._clock(), work))
             done[0] += rows
@@ -112,3 +118,17 @@ class HeavyJobs:
         while spent and spent[0][0] < self._clock() - HOUR:
             spent.popleft()
         return sum(work for _, work in spent)
+
+
+NICER_BY = 10  # nice levels a heavy computation's thread gives up (Linux: 0 is the default, 19 the nicest)
+
+
+def nicer_thread() -> None:
+    """Lower the calling thread's scheduling priority by NICER_BY (Linux schedules threads on their own; elsewhere
+    nothing happens). A thread cannot take the priority back without privileges: call it only in a thread that
+    ends with the computation (a Streamlit run's)."""
+    try:
+        thread = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, thread, min(19, os.getpriority(os.PRIO_PROCESS, thread) + NICER_BY))
+    except (AttributeError, OSError):
+        pass

@@ -155,3 +155,25 @@ def test_the_visitor_budget_counts_the_hour_and_a_small_model_costs_less():
     assert refused.verdict is Verdict.REFUSE and "3,000 an hour, 600 of which are left" in refused.message
     small = BertConfig(hidden_size=384, num_layers=6, num_heads=12, intermediate_size=1536)  # MiniLM-L6's shape: 1/8
     assert decide(Cost(40, 200), small, Role.STUDENT, SETTINGS).work == 1_000
+
+
+def test_a_nicer_thread_is_scheduled_after_the_others():
+    """Linux schedules each thread with its own nice value: the heavy computation's thread gives up NICER_BY."""
+    import os
+
+    from viz_app.heavy_jobs import NICER_BY, nicer_thread
+
+    seen = []
+    main_before = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    def in_a_thread():
+        before = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        nicer_thread()
+        seen.append((before, os.getpriority(os.PRIO_PROCESS, threading.get_native_id())))
+
+    thread = threading.Thread(target=in_a_thread)
+    thread.start()
+    thread.join()
+    before, after = seen[0]
+    assert after == min(19, before + NICER_BY)
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == main_before  # the other threads keep theirs
