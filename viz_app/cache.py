@@ -287,9 +287,10 @@ def saliency(key: ModelKey, prepared: PreparedInput, method: str, position: int,
              output: str = "mlm", foil_id: int | None = None, samples: int = 25):
     """Of a masked word (output "mlm": the input the model reads, with its masks) or of a sentence-level head's
     class (the input as typed); contrastive against `foil_id` when given."""
-    loaded = load_model(key)
-    return attributions.saliency(loaded.model, loaded.tokenizer, _explained_input(prepared, output), method, position,
-                                 target_id, steps=steps, output=output, foil_id=foil_id, samples=samples)
+    loaded, explained = load_model(key), _explained_input(prepared, output)
+    return attributions.saliency(loaded.model, loaded.tokenizer, explained, method, position, target_id, steps=steps,
+                                 output=output, foil_id=foil_id, samples=samples,
+                                 batch_size=causal_tracing.patching_batch(len(explained)))  # 8 rows a pass at 512 tokens
 
 
 @st.cache_data(show_spinner=False, max_entries=32, hash_funcs=BY_INPUT)
@@ -298,8 +299,9 @@ def deletion_curve(key: ModelKey, prepared: PreparedInput, method: str, position
     """The deletion curve of that saliency map against RANDOM_ORDERS random orders (viz_app/page_costs.py)."""
     loaded = load_model(key)
     result = saliency(key, prepared, method, position, target_id, steps, output, foil_id, samples)
-    return deletion.deletion_curve(loaded.model, loaded.tokenizer, _explained_input(prepared, output), result,
-                                   random_orders=page_costs.RANDOM_ORDERS)
+    explained = _explained_input(prepared, output)
+    return deletion.deletion_curve(loaded.model, loaded.tokenizer, explained, result, random_orders=page_costs.RANDOM_ORDERS,
+                                   batch_size=causal_tracing.patching_batch(len(explained)))
 
 
 def _explained_input(prepared: PreparedInput, output: str):

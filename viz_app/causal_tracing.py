@@ -133,7 +133,8 @@ def resolve_trace(loaded, request: TraceRequest) -> TraceRequest:
 
 
 def patching_batch(tokens: int) -> int:
-    """Patched runs per forward pass: fewer for long inputs, so that one pass stays within a few hundred MB."""
+    """Rows per forward pass (patched runs, saliency's perturbations): fewer for long inputs, so that one pass stays
+    within a few hundred MB, and a computation reaches its next stop check within a second or two."""
     return max(1, min(64, 4096 // max(tokens, 1)))
 
 
