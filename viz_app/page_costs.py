@@ -11,7 +11,7 @@ from bert.analysis.causal.tracing import trace_cost
 from bert.analysis.corpus.batching import batches_cost
 from bert.costs import Cost
 from bert.tokenizer import Encoding
-from viz_app.causal_tracing import TRACE_SITES
+from viz_app.causal_tracing import SITES_FOR_BLOCKS
 from viz_app.models import LoadedModel
 
 RANDOM_ORDERS = 10  # the deletion curve's random orders (viz_app/cache.py)
@@ -35,7 +35,7 @@ def exact_patching(loaded: LoadedModel, tokens: int, head_layer: int | None) -> 
 
 
 def trace(loaded: LoadedModel, tokens: int, samples: int, blocks: bool) -> Cost:
-    return trace_cost(loaded.model.config, tokens, samples, TRACE_SITES[blocks])
+    return trace_cost(loaded.model.config, tokens, samples, SITES_FOR_BLOCKS[blocks])
 
 
 def head_ranking(loaded: LoadedModel, tokens: int) -> Cost:
