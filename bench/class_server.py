@@ -17,7 +17,8 @@ server took to be idle again.
 `--saliency-link`: in class mode, one session opens the attention page on three new sentences, alone (its quiet
 time); then a student opens the 511-token saliency link (`--link-method`, default occlusion, the heaviest allowed;
 the link's default, gradient x input, costs 6 passes) and the attention page is opened on three more sentences
-meanwhile; then the saliency tab closes and the report says when the server was idle again.
+meanwhile; then the saliency tab closes and the report says when the server was idle again; last, a student
+changes the input while the 511-token occlusion runs, and the report says how soon the page ran for the new one.
 
 `--follow`: bench/class_following.py's class instead of typing students: the presenter moves a lesson through
 `--steps` steps, every student's page follows; the time from the presenter's press to each student's new step and
@@ -279,8 +280,10 @@ def measure_saliency_link(timeout_s: float, log: Path, method: str) -> dict:
         busy_cores = (classroom.cpu_seconds(server.pid) - busy_cpu) / (time.monotonic() - busy_start)
         closed = heavy.close()
         idle = hostile.idle_after(server.pid, closed)
+        changed_s, changed_shown = hostile.changed_input_seconds(url, timeout_s)
     return {"quiet_s": quiet, "with_saliency_s": loaded, "server_cores_meanwhile": busy_cores,
-            "idle_after_close_s": idle, "saliency_requests": heavy.requests, "saliency_refused": heavy.refused}
+            "idle_after_close_s": idle, "saliency_requests": heavy.requests, "saliency_refused": heavy.refused,
+            "changed_input_s": changed_s, "changed_input_shown": changed_shown}
 
 
 def report_saliency_link(args, result: dict, load_before, load) -> int:
@@ -295,6 +298,8 @@ def report_saliency_link(args, result: dict, load_before, load) -> int:
     print(f"| {quiet:.2f} ({', '.join(f'{s:.2f}' for s in result['quiet_s'])}) | {loaded:.2f} "
           f"({', '.join(f'{s:.2f}' for s in result['with_saliency_s'])}) | {loaded / quiet:.2f} | "
           f"{result['server_cores_meanwhile']:.2f} | {'not within 60 s' if idle is None else f'{idle:.1f}'} |")
+    print(f"\nThe input changed while the 511-token computation ran: the page had run for the new sentence "
+          f"{result['changed_input_s']:.1f} s later ({'with' if result['changed_input_shown'] else 'without'} its chart).")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"load_average": [load_before, load], **result}, indent=2))

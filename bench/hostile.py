@@ -4,6 +4,7 @@
   default budget lets a student start there (occlusion: 515 passes of 511 tokens, 32,900 BERT-base token passes on
   the built-in model, under the 60,000 of a request; viz_app/server_settings.py), then the same with one word
   changed, again and again, until closed: what a student who keeps changing a word does.
+- `changed_input_seconds`: how soon a page whose input changed drops the long computation for the new one.
 - `idle_after`: how long after the heavy sessions closed the server's CPU went back to idle.
 - `attention_seconds`: one session's time to open the attention page on a new sentence (the light page a student
   waits for meanwhile).
@@ -18,6 +19,8 @@ from urllib.parse import urlencode
 from bench import classroom
 from bench.streamlit_session import Session
 
+SENTENCE_LABEL = "Sentence"
+SHORT = "The [MASK] barked at the mailman."
 WORDS = ("the", "dog", "cat", "was", "in", "a", "big", "small", "park", "and", "it", "ran", "day", "to", "house")
 
 
@@ -76,6 +79,26 @@ class Hostile:
         for thread in self._threads:
             thread.join(timeout=5)
         return closed
+
+
+def changed_input_seconds(url: str, timeout_s: float = 600, running_s: float = 8.0) -> tuple[float, bool]:
+    """A student types the 511-token paragraph into the Sentence box of the saliency page (occlusion: the heaviest
+    a student may start there) and, `running_s` later, a short sentence instead. Returns the seconds from the change
+    until the page had run for the short sentence, and whether its chart came: Streamlit runs a browser session's
+    runs one after the other, so this is minutes unless the long computation stopped at the change."""
+    session = Session(url, timeout_s)
+    session.page_name, session.query_string = "saliency", urlencode({"text": SHORT, "saliency_method": "occlusion"})
+    box = session.rerun().widgets[SENTENCE_LABEL]
+    finished: list = []
+    reader = threading.Thread(target=lambda: finished.append(session.rerun({box: long_text(511, 7)})), daemon=True)
+    reader.start()
+    time.sleep(running_s)
+    changed = time.monotonic()
+    session.send_rerun({box: SHORT.replace("barked", "growled")})
+    reader.join(timeout_s)
+    seconds = time.monotonic() - changed
+    session.close()
+    return seconds, bool(finished and finished[0].charts)
 
 
 def idle_after(server_pid: int, since: float, within_s: float = 60, window_s: float = 2.0, idle_share: float = 0.1) -> float | None:

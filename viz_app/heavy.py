@@ -1,7 +1,8 @@
 """A heavy computation on a page: its cost against the budgets before it starts (viz_app/budget.py), then a slot,
-a progress bar and a stop when the browser session goes (viz_app/heavy_jobs.py).
+a spinner that says its passes, and a stop when the browser session goes or the input changes
+(viz_app/heavy_jobs.py).
 
-    cost = costs.saliency(context.loaded, encoding, method, steps, samples)     # viz_app/page_costs.py
+    cost = page_costs.saliency(context.loaded, encoding, method, steps, samples)     # viz_app/page_costs.py
     if heavy.allowed(context, cost, key="saliency"):     # says why not, or asks the owner and the presenter first
         with heavy.job(context, cost, "Computing attributions"):
             result = cache.saliency(...)

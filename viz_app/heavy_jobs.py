@@ -6,8 +6,8 @@ No Streamlit here (viz_app/heavy.py shows it on a page; tests give a fake sessio
 - One per visitor: a visitor who starts another while one runs is told to wait for it (or to close it).
 - Stopping: the computation is watched (bert/stopping.py): at every forward pass and every layer it asks, at most
   every `check_every_s` seconds, whether the visitor's browser session is still connected, and stops
-  (StoppedError) when it is not; `on_progress` is called then too (the page's progress bar, where Streamlit
-  itself stops a run whose input changed).
+  (StoppedError) when it is not; `on_progress` is called then too (where the page lets Streamlit stop a run
+  whose input changed, viz_app/sessions.py's let_streamlit_stop).
 - The hour's spending of each visitor, for the per-visitor budget (viz_app/budget.py).
 - Priority: the thread that takes a slot may be made nicer (`lower_priority`, the server's `nicer_thread`), so
   that on a busy machine the light pages' threads go first. Streamlit runs each run of a page in a new thread, so
