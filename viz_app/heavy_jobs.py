@@ -3,7 +3,9 @@ No Streamlit here (viz_app/heavy.py shows it on a page; tests give a fake sessio
 
 - Slots: at most `slots` heavy computations run at once (viz_app/server_settings.py: the cores less one, so light
   pages such as the prediction and attention pages always have a core); the others wait their turn.
-- One per visitor: a visitor who starts another while one runs is told to wait for it (or to close it).
+- One per visitor: a visitor who starts another while one runs (its input changed: Streamlit starts the new run
+  while the old one is still in its loop) stops the old one, which ends at its next forward pass or layer, and
+  the new one starts then; BusyError only if the old one has not ended within `replace_wait_s`.
 - Stopping: the computation is watched (bert/stopping.py): at every forward pass and every layer it asks, at most
   every `check_every_s` seconds, whether the visitor's browser session is still connected, and stops
   (StoppedError) when it is not; `on_progress` is called then too (where the page lets Streamlit stop a run
@@ -34,13 +36,14 @@ class BusyError(BertError):
 
 class HeavyJobs:
     def __init__(self, slots: int, connected: Callable[[str], bool], clock: Callable[[], float] = time.monotonic,
-                 check_every_s: float = 0.5, wait_step_s: float = 0.25, lower_priority: Callable[[], None] = lambda: None):
+                 check_every_s: float = 0.5, wait_step_s: float = 0.25, lower_priority: Callable[[], None] = lambda: None,
+                 replace_wait_s: float = 30.0):
         self._slots = threading.BoundedSemaphore(max(1, slots))
         self._lower_priority = lower_priority
         self._connected, self._clock = connected, clock
-        self._check_every_s, self._wait_step_s = check_every_s, wait_step_s
-        self._lock = threading.Lock()
-        self._running: set[str] = set()  # visitors with a computation (running or waiting for a slot)
+        self._check_every_s, self._wait_step_s, self._replace_wait_s = check_every_s, wait_step_s, replace_wait_s
+        self._lock = threading.Condition()
+        self._running: dict[str, threading.Event] = {}  # visitor -> its computation's stop request
         self._waiting: list[str] = []  # visitors waiting for a slot, in arrival order
         self._spent: dict[str, deque] = defaultdict(deque)  # visitor -> (time, work) of its computations
 
@@ -60,28 +63,36 @@ class HeavyJobs:
         BERT-base token passes; `total_passes`: the forward passes it makes, for the progress). The slot is taken
         at its first forward pass, and the work counted then: a result that comes from a cache costs nothing and
         never waits. Raises BusyError, or StoppedError once the session is gone."""
+        stop = threading.Event()
         with self._lock:
             if visitor in self._running:
-                raise BusyError("your other heavy computation is still running: wait for it, or close its tab")
-            self._running.add(visitor)
+                self._running[visitor].set()  # the visitor's newer request replaces it
+                if not self._lock.wait_for(lambda: visitor not in self._running, timeout=self._replace_wait_s):
+                    raise BusyError("your other heavy computation is still running: wait for it, or close its tab")
+            self._running[visitor] = stop
         held = [False]
         try:
-            with watching(self._check(visitor, session, work, total_passes, on_progress, held)):
+            with watching(self._check(visitor, session, work, total_passes, on_progress, held, stop)):
                 yield
         finally:
             if held[0]:
                 self._slots.release()
             with self._lock:
-                self._running.discard(visitor)
+                if self._running.get(visitor) is stop:
+                    del self._running[visitor]
                 if visitor in self._waiting:
                     self._waiting.remove(visitor)
+                self._lock.notify_all()
 
-    def _check(self, visitor: str, session: str, work: float, total_passes: int, on_progress, held: list[bool]):
+    def _check(self, visitor: str, session: str, work: float, total_passes: int, on_progress, held: list[bool],
+               stop: threading.Event):
         done, last = [0], [self._clock()]
 
         def check(rows: int) -> None:
+            if stop.is_set():
+                raise StoppedError("the same visitor asked for another computation")
             if not held[0]:
-                self._take_a_slot(visitor, session, on_progress)
+                self._take_a_slot(visitor, session, on_progress, stop)
                 held[0] = True
                 self._lower_priority()
                 with self._lock:
@@ -96,12 +107,14 @@ class HeavyJobs:
 
         return check
 
-    def _take_a_slot(self, visitor: str, session: str, on_progress) -> None:
+    def _take_a_slot(self, visitor: str, session: str, on_progress, stop: threading.Event) -> None:
         with self._lock:
             self._waiting.append(visitor)
         try:
             while not self._slots.acquire(timeout=self._wait_step_s):
                 self._stop_if_gone(session)
+                if stop.is_set():
+                    raise StoppedError("the same visitor asked for another computation")
                 with self._lock:
                     ahead = self._waiting.index(visitor)
                 on_progress(0.0, f"waiting for a free slot ({ahead} other{'s' if ahead != 1 else ''} waiting ahead)")

@@ -1,6 +1,6 @@
 """The server's heavy computations (viz_app/heavy_jobs.py) with a fake list of live browser sessions and a model
 that counts its forward passes: a computation stops within moments of its session going, waits for a free slot,
-one per visitor; and the budgets' verdicts (viz_app/budget.py)."""
+one per visitor (a newer request stops the older); and the budgets' verdicts (viz_app/budget.py)."""
 from __future__ import annotations
 
 import threading
@@ -15,7 +15,7 @@ from bert.costs import Cost
 from bert.errors import StoppedError
 from viz_app.access import Role
 from viz_app.budget import Verdict, decide
-from viz_app.heavy_jobs import HOUR, BusyError, HeavyJobs
+from viz_app.heavy_jobs import HOUR, HeavyJobs
 from viz_app.server_settings import ServerSettings
 
 LONG = "the dog [MASK] at the cat and her dog went to the park . the cat is"
@@ -109,12 +109,28 @@ def test_a_second_computation_waits_for_the_slot_and_stops_waiting_when_its_sess
     assert first_outcome[0].evaluations == 86 and slow_model.passes > passes_of_the_first
 
 
-def test_one_heavy_computation_per_visitor_and_a_cached_result_costs_nothing():
-    jobs = HeavyJobs(2, lambda session: True)
-    with jobs.job("student", "tab 1", 500.0, 10):
-        with pytest.raises(BusyError), jobs.job("student", "tab 2", 500.0, 10):
-            pass
-    assert jobs.spent_this_hour("student") == 0  # no forward pass ran in the block: the result came from a cache
+def test_a_visitors_new_request_stops_the_old_one_and_a_cached_result_costs_nothing(slow_model, tokenizer):
+    """The input changed: Streamlit starts the page's new run while the old one is still in its loop. The old
+    computation stops at its next pass, the new one runs; one at a time for the visitor."""
+    jobs = HeavyJobs(2, lambda session: True, check_every_s=0.05)
+    encoding = tokenizer.encode(LONG)
+
+    def old_request():
+        with jobs.job("student", "tab", 1.0, 3400):
+            return saliency(slow_model, tokenizer, encoding, "shapley_value_sampling", samples=200, batch_size=1)
+
+    thread, outcome = in_thread(old_request)
+    time.sleep(0.5)
+    changed = time.monotonic()
+    with jobs.job("student", "tab", 2.0, 4):
+        assert time.monotonic() - changed < 2.0 and not thread.is_alive()
+        assert isinstance(outcome[0], StoppedError)
+        result = saliency(slow_model, tokenizer, tokenizer.encode("the [MASK] barked"), "gradient_x_input")
+    assert result.evaluations == 1 and jobs.running() == 0
+    assert jobs.spent_this_hour("student") == 3.0  # both ran
+    with jobs.job("another", "tab", 500.0, 10):
+        pass  # no forward pass in the block: the result came from a cache
+    assert jobs.spent_this_hour("another") == 0
 
 
 def test_the_hour_counts_the_work_of_computations_that_ran(tokenizer):
