@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Iterable
 
 import torch
-from tokenizers import AddedToken, Tokenizer
+from tokenizers import AddedToken, Tokenizer, processors
 from tokenizers.implementations import BertWordPieceTokenizer, ByteLevelBPETokenizer
 
 from .errors import InputTooLongError, InvalidInputError, ModelNotFoundError
@@ -239,7 +239,7 @@ class BertTokenizer:
         for word in range(len(words)):
             for index in by_word.get(word, []):
                 ids.append(pieces.ids[index])
-                tokens.append(pieces.tokens[index])
+                tokens.append(self._tokenizer.id_to_token(pieces.ids[index]))
                 offsets.append(tuple(piece_offsets[index]))
                 word_ids.append(word)
             if word not in by_word:
@@ -278,7 +278,8 @@ class BertTokenizer:
         offsets = [tuple(o) for o in pieces.offsets]
         if shifts:
             offsets = [(_unshift(start, shifts, self.mask_token), _unshift(end, shifts, self.mask_token)) for start, end in offsets]
-        return _Pieces(pieces.ids, pieces.tokens, offsets, pieces.word_ids)
+        tokens = [self._tokenizer.id_to_token(i) for i in pieces.ids]  # "<mask>", not the " <mask>" it matched
+        return _Pieces(pieces.ids, tokens, offsets, pieces.word_ids)
 
     def _assemble(self, sentences, keep: list[int], truncated: int) -> Encoding:
         ids, tokens, offsets, special, words, segments = [self.cls_id], [self.cls_token], [(0, 0)], [True], [None], [0]
@@ -346,6 +347,10 @@ def _read_tokenizer(folder: Path, model_type: str | None, special_tokens: dict[s
         # RoBERTa's mask token takes the space before it ("the <mask>" -> "Ġthe", "<mask>"), as transformers sets it
         bpe.add_special_tokens([AddedToken(token, special=True, normalized=False, lstrip=role == "mask")
                                 for role, token in special_tokens.items()])
+        cls, sep = (special_tokens[role] for role in ("cls", "sep"))
+        bpe._tokenizer.post_processor = processors.RobertaProcessing(  # <s> A </s></s> B </s>, as transformers builds it
+            (sep, bpe.token_to_id(sep)), (cls, bpe.token_to_id(cls)), trim_offsets=bool(tokenizer_config.get("trim_offsets", True)),
+            add_prefix_space=bool(tokenizer_config.get("add_prefix_space", False)))
         return bpe._tokenizer
     if (folder / "spiece.model").is_file():
         raise ModelNotFoundError(
