@@ -11,7 +11,7 @@ import torch
 import bert
 from bert.checkpoint import WEIGHT_FILES
 from bert.devices import model_device
-from bert.hub import hub_cache_dir
+from bert.hub import MODEL_TYPES, hub_cache_dir
 from bert.pretrained import FINETUNED_FILES, MINILM_HEAD_FILE, MINILM_NSP_FILE
 
 FOLDER = "folder"  # the picker's "a local Hugging Face folder" choice
@@ -76,7 +76,8 @@ class LoadedModel:
 
 
 def cached_bert_models(cache_dir: Path | None = None) -> list[ModelChoice]:
-    """BERT checkpoints in the local hub cache (config.json says model_type bert, with weights), preferred first."""
+    """BERT-family checkpoints in the local hub cache (config.json says a model type of bert.hub.MODEL_TYPES, with
+    weights), preferred first."""
     try:
         from huggingface_hub import scan_cache_dir
         from huggingface_hub.errors import CacheNotFound
@@ -175,7 +176,7 @@ def _is_bert_folder(folder: Path) -> bool:
         config = json.loads((folder / "config.json").read_text())
     except (OSError, ValueError):
         return False
-    return config.get("model_type") == "bert" and any((folder / name).is_file() for name in WEIGHT_FILES)
+    return config.get("model_type") in MODEL_TYPES and any((folder / name).is_file() for name in WEIGHT_FILES)
 
 
 def _preference(repo_id: str) -> int:
