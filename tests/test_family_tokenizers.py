@@ -10,6 +10,7 @@ import json
 import pytest
 
 from bert import InputTooLongError, load_tokenizer
+from bert.analysis.attention.words import word_groups
 from bert.errors import ModelNotFoundError
 from tokenizer_support import CONFIGS, FAMILIES, INPUTS, MORE_PAIRS, build_tokenizer
 from bert_test_support import PAIRS
@@ -156,6 +157,10 @@ def test_pieces_are_shown_in_each_schemes_way(family):
         assert ours.display("ĠðŁĺĢ") == "Ġ😀" and ours.display("ðŁ") == "ðŁ"  # part of a character stays as written
         assert ours.display("ĠcafÃ©") == "Ġcafé" and ours.pieces.text("ĠcafÃ©") == "café"
         assert ours.starts_word("Ġcafé") and not ours.starts_word("ing") and ours.starts_word(",")
+    words = word_groups(ours.encode("The café unbelievably tokenization!"))
+    expected = {"albert": ["[CLS]", "the", "cafe", "unbelievably", "tokenization!", "[SEP]"],  # lower-cased, no accents
+                "roberta": ["<s>", "The", "café", "unbelievably", "tokenization", "!", "</s>"]}
+    assert list(words.labels) == expected.get(name, ["[CLS]", "the", "cafe", "unbelievably", "tokenization", "!", "[SEP]"])
     if name == "albert":
         assert shown == encoding.tokens and any(t.startswith("▁") for t in shown)
         assert ours.pieces.text("▁play") == "play" and ours.starts_word("▁play") and not ours.starts_word("ing")

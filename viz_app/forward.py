@@ -85,7 +85,7 @@ def prepare_input(
             num_tokens=error.num_tokens,
         ) from error
     pair_dropped = False
-    if pair is not None and not any(not s and t == 1 for s, t in zip(base.special, base.token_type_ids)):
+    if pair is not None and not any(not s and t == 1 for s, t in zip(base.special, base.sentences)):
         base = tokenizer.encode(text, None, max_length=max_positions, truncate=truncate)  # B had nothing left
         pair_dropped = True
     if all(base.special):

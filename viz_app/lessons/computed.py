@@ -181,7 +181,7 @@ def _next_sentence(facts: StepFacts) -> Finding:
     if "next_sentence" not in model.sentence_heads:
         raise NotComputable("this model has no next-sentence head")
     base = facts.prepared.base
-    if not any(t == 1 for t in base.token_type_ids):
+    if not any(t == 1 for t in base.sentences):
         raise NotComputable("the step has no second sentence")
     result = next_sentence(model, facts.loaded.tokenizer, facts.text, facts.pair, facts.loaded.summary.max_positions,
                            facts.truncate)

@@ -115,7 +115,7 @@ def _position(encoding, position: int) -> str | None:
 
 
 def _segment(encoding, position: int) -> str | None:
-    return None if encoding.special[position] else "AB"[encoding.token_type_ids[position]]
+    return None if encoding.special[position] else "AB"[encoding.sentences[position]]
 
 
 def _frequency_bands(sides: tuple[TokenFeatures, TokenFeatures]):
