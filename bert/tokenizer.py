@@ -111,13 +111,15 @@ class Encoding:
 
 class BertTokenizer:
     """A checkpoint's tokenizer (any family) with BERT's interface: `encode` gives an `Encoding`, the special tokens
-    are known by role (`cls_id` ... `unk_id`, and their strings `cls_token` ...), `max_length` is the longest input
+    are known by role (`cls_id` ... `unk_id`, and their strings `cls_token` ...), `model_max_length` is the longest input
     the model takes and `pieces` says how its scheme writes word pieces. Build one with `load_tokenizer(folder)`."""
 
-    def __init__(self, tokenizer: Tokenizer, special_tokens: dict[str, str] | None = None, max_length: int = 512,
+    def __init__(self, tokenizer: Tokenizer, model_max_length: int = 512, special_tokens: dict[str, str] | None = None,
                  token_types: int = 2):
-        """special_tokens: role -> token (BERT's by default); token_types: how many token types the model has
-        (1: every token_type_id is 0, as RoBERTa and DistilBERT take them)."""
+        """model_max_length: the longest input its model reads (the loaders set it from config.json), what `encode`
+        allows when given no max_length, as Hugging Face's tokenizers; special_tokens: role -> token (BERT's by
+        default); token_types: how many token types the model has (1: every token_type_id is 0, as RoBERTa and
+        DistilBERT take them)."""
         tokenizer.no_truncation()  # we cut explicitly, never silently
         tokenizer.no_padding()
         self._tokenizer = tokenizer
@@ -125,7 +127,7 @@ class BertTokenizer:
         for role in ROLES:
             setattr(self, f"{role}_token", self.special_tokens[role])
             setattr(self, f"{role}_id", self._special_id(role))
-        self.max_length = max_length
+        self.model_max_length = model_max_length
         self.token_types = token_types
         self.pieces = _piece_style(tokenizer, self.special_tokens["mask"])
         single, pair = (len(tokenizer.encode("", *rest).ids) for rest in ((), ("",)))
@@ -133,14 +135,18 @@ class BertTokenizer:
         self.pair_separators = max(1, pair - single) if single else 1
 
     @classmethod
-    def from_folder(cls, folder: str | Path) -> "BertTokenizer":
-        """The folder's tokenizer: `load_tokenizer(folder)`."""
-        return load_tokenizer(folder)
+    def from_folder(cls, folder: str | Path, model_max_length: int | None = None) -> "BertTokenizer":
+        """The folder's tokenizer: `load_tokenizer(folder)`; model_max_length (when given) replaces what the folder's
+        config.json says."""
+        tokenizer = load_tokenizer(folder)
+        if model_max_length is not None:
+            tokenizer.model_max_length = model_max_length
+        return tokenizer
 
     @classmethod
-    def from_vocab(cls, vocab_file: str | Path, lowercase: bool = True) -> "BertTokenizer":
+    def from_vocab(cls, vocab_file: str | Path, lowercase: bool = True, model_max_length: int = 512) -> "BertTokenizer":
         wordpiece = BertWordPieceTokenizer(str(vocab_file), lowercase=lowercase, strip_accents=None if lowercase else False)
-        return cls(wordpiece._tokenizer)
+        return cls(wordpiece._tokenizer, model_max_length)
 
     def save(self, folder: str | Path) -> None:
         """WordPiece: vocab.txt (one token per line, in id order) and tokenizer_config.json (lower-casing), as BERT
@@ -188,6 +194,20 @@ class BertTokenizer:
     def token_to_id(self, token: str) -> int | None:
         return self._tokenizer.token_to_id(token)
 
+    def one_token_id(self, word: str | int, role: str = "answer") -> int:
+        """The vocabulary id of a word the model knows whole ("he"; RoBERTa's "Ġhe", as inside a sentence), or an
+        id itself (checked): where the library asks for a word (an answer, a foil), words and ids are accepted
+        alike. Else InvalidInputError naming `role`."""
+        if isinstance(word, int) and not isinstance(word, bool):
+            if not 0 <= word < self.vocab_size:
+                raise InvalidInputError(f"the {role} id {word} is not in the vocabulary (0..{self.vocab_size - 1})")
+            return word
+        pieces = self.subwords(word.strip()) if isinstance(word, str) else []
+        if len(pieces) != 1:
+            split = f"it splits into {pieces}" if pieces else "it is empty"
+            raise InvalidInputError(f"the {role} {word!r} is not one vocabulary token ({split}); choose a word the model knows whole")
+        return self.token_to_id(pieces[0])
+
     def subwords(self, word: str) -> list[str]:
         """How the tokenizer splits one word: "kroxldyphivc" -> ['k', '##ro', '##x', '##ld', '##yp', '##hi', '##vc'].
         Byte-level BPE splits it as it would after a space, inside a sentence ("Ġ..."). For users exploring the
@@ -197,11 +217,11 @@ class BertTokenizer:
 
     def encode(self, text: str, pair: str | None = None, max_length: int | None = None, truncate: bool = False) -> Encoding:
         """[CLS] text [SEP] (pair [SEP]), in the model's own tokens (RoBERTa: <s> text </s></s> pair </s>).
-        max_length: the model's longest input when None. Too long: InputTooLongError, or with truncate=True the
+        max_length: the model's longest input (model_max_length) when None. Too long: InputTooLongError, or with truncate=True the
         longer sentence loses tokens from its end and `Encoding.truncated` says how many."""
         if not isinstance(text, str) or (pair is not None and not isinstance(pair, str)):
             raise InvalidInputError("text (and pair, if given) must be strings")
-        max_length = self.max_length if max_length is None else max_length
+        max_length = self.model_max_length if max_length is None else max_length
         sentences = [self._pieces(text)] + ([self._pieces(pair)] if pair is not None else [])
         specials = 2 if pair is None else 2 + self.pair_separators
         budget = max_length - specials  # room left after the special tokens
@@ -218,8 +238,9 @@ class BertTokenizer:
         piece's word index; a word the tokenizer turns into nothing (e.g. a lone control character) becomes [UNK],
         so every word has a piece. Offsets are in the words joined by single spaces. WordPiece splits each word on
         its own; byte-level BPE and SentencePiece split the joined text (so "Ġ" marks the words after the first, as
-        in a typed sentence) and each piece belongs to the word its characters are in. Too long: InputTooLongError."""
-        max_length = self.max_length if max_length is None else max_length
+        in a typed sentence) and each piece belongs to the word its characters are in. Too long (max_length None:
+        model_max_length): InputTooLongError."""
+        max_length = self.model_max_length if max_length is None else max_length
         if self.pieces.continuation_prefix:
             pieces = self._tokenizer.encode(words, is_pretokenized=True, add_special_tokens=False)
             piece_words, piece_offsets = pieces.word_ids, pieces.offsets
@@ -330,7 +351,7 @@ def load_tokenizer(folder: str | Path, config: dict | None = None) -> BertTokeni
     special_tokens = _special_tokens(model_type, tokenizer_config, _read_json(folder / "special_tokens_map.json"))
     tokenizer = _read_tokenizer(folder, model_type, special_tokens, tokenizer_config)
     token_types = config.get("type_vocab_size", 2 if model_type in ("bert", "albert", "electra", None) else 1)
-    return BertTokenizer(tokenizer, special_tokens, _longest_input(config, model_type), token_types)
+    return BertTokenizer(tokenizer, _longest_input(config, model_type), special_tokens, token_types)
 
 
 def _read_tokenizer(folder: Path, model_type: str | None, special_tokens: dict[str, str], tokenizer_config: dict) -> Tokenizer:

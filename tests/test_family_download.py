@@ -78,7 +78,7 @@ def test_download_fetches_what_the_familys_tokenizer_needs(family_hub, family_re
         encoding = ours.encode(text, pair)
         assert encoding.input_ids == expected["input_ids"] and encoding.word_ids == expected.word_ids()
         assert encoding.offsets == [tuple(o) for o in expected["offset_mapping"]]
-    assert ours.max_length == 512  # RoBERTa: 514 positions, numbered from its padding index + 1
+    assert ours.model_max_length == 512  # RoBERTa: 514 positions, numbered from its padding index + 1
     assert ours.mask_token == {"roberta": "<mask>", "electra": "[MASK]"}[family]
     assert (hub.cached_folder(repo_id), hub.download(repo_id)) == (folder, folder)  # cached now: not fetched again
 

@@ -78,7 +78,7 @@ def test_special_tokens_by_role(family):
 
 def test_the_longest_input_is_the_models(family):
     name, _, _, ours = family
-    assert ours.max_length == 512  # RoBERTa: 514 positions, numbered from its padding index + 1
+    assert ours.model_max_length == 512  # RoBERTa: 514 positions, numbered from its padding index + 1
     with pytest.raises(InputTooLongError, match="512 positions"):
         ours.encode("word " * 600)
 
