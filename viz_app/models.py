@@ -147,17 +147,20 @@ def load(key: ModelKey) -> LoadedModel:
     Raises bert.errors.* (and OSError for unreadable files) with a message for the user."""
     model, tokenizer = bert.load_pretrained(key.folder or key.source, device=os.environ.get(DEVICE_VARIABLE, "auto"), pack_for_cpu=True)
     model.eval()
-    return LoadedModel(key, model, tokenizer, summarize(model))
+    return LoadedModel(key, model, tokenizer, summarize(model, tokenizer))
 
 
-def summarize(model: bert.Bert) -> ModelSummary:
+def summarize(model: bert.Bert, tokenizer: bert.BertTokenizer | None = None) -> ModelSummary:
+    """max_positions: the longest input, the tokenizer's when it knows fewer (RoBERTa's positions start after its
+    padding index, so 514 positions read 512 tokens)."""
     config = model.config
+    longest = config.max_position_embeddings if tokenizer is None else min(config.max_position_embeddings, tokenizer.model_max_length)
     return ModelSummary(
         layers=config.num_layers,
         heads=config.num_heads,
         hidden=config.hidden_size,
         intermediate=config.intermediate_size,
-        max_positions=config.max_position_embeddings,
+        max_positions=longest,
         vocab=config.vocab_size,
         parameters=sum(p.numel() for p in model.parameters()),  # parameters() yields a tied tensor once
         has_mlm_head=model.has_mlm_head,
