@@ -43,6 +43,14 @@ class PieceStyle:
             return shown[len(self.word_start):]
         return shown
 
+    def word(self, tokens: list[str]) -> str:
+        """The word that a word's pieces spell, markers dropped: ["play", "##ing"] -> "playing"; byte-level pieces are
+        decoded together, so an emoji split over several pieces comes back whole (["Ġð", "ŁĺĢ"] -> "😀")."""
+        if self.byte_level:
+            return _byte_decoder().decode(list(tokens)).removeprefix(" ")
+        first, *rest = tokens or [""]
+        return (first.removeprefix(self.word_start) if self.word_start else first) + "".join(self.text(t) for t in rest)
+
     def is_continuation(self, token: str) -> bool:
         """A piece that, on its own, reads as continuing a word: "##ing" in WordPiece; in the schemes that mark word
         starts, a piece without the marker that begins with a letter or digit ("ing", not "," or "<mask>")."""

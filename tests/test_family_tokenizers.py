@@ -161,6 +161,11 @@ def test_pieces_are_shown_in_each_schemes_way(family):
     expected = {"albert": ["[CLS]", "the", "cafe", "unbelievably", "tokenization!", "[SEP]"],  # lower-cased, no accents
                 "roberta": ["<s>", "The", "café", "unbelievably", "tokenization", "!", "</s>"]}
     assert list(words.labels) == expected.get(name, ["[CLS]", "the", "cafe", "unbelievably", "tokenization", "!", "[SEP]"])
+    if name == "roberta":  # an emoji split over byte pieces is one word, whole again
+        emoji = ours.encode("I like 🎻 music")
+        pieces = [t for t, w in zip(emoji.tokens, emoji.word_ids) if w == 2]
+        assert len(pieces) > 1 and all(ours.display(t) == t for t in pieces)  # each holds part of its bytes
+        assert list(word_groups(emoji).labels) == ["<s>", "I", "like", "🎻", "music", "</s>"]
     if name == "albert":
         assert shown == encoding.tokens and any(t.startswith("▁") for t in shown)
         assert ours.pieces.text("▁play") == "play" and ours.starts_word("▁play") and not ours.starts_word("ing")

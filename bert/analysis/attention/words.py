@@ -63,7 +63,8 @@ def word_groups(encoding: Encoding) -> WordGroups:
             positions.append([])
         positions[-1].append(position)
         current = key
-    labels = ["".join(_piece_text(encoding, p, first=i == 0) for i, p in enumerate(group)) for group in positions]
+    labels = [encoding.tokens[group[0]] if encoding.special[group[0]] else encoding.pieces.word([encoding.tokens[p] for p in group])
+              for group in positions]
     return WordGroups(tuple(map(tuple, positions)), tuple(labels), len(encoding))
 
 
@@ -94,11 +95,3 @@ def _check_tokens(shape: tuple[int, ...], groups: WordGroups, what: str) -> None
     if any(size != groups.tokens for size in shape):
         raise InvalidInputError(f"{what} has shape {shape}, but the input has {groups.tokens} tokens")
 
-
-def _piece_text(encoding: Encoding, position: int, first: bool) -> str:
-    """A piece as part of its word: "##ing" -> "ing" after the first piece; RoBERTa's "Ġcafé" and ALBERT's "▁play"
-    lose their word-start marker (bert/pieces.py)."""
-    token = encoding.tokens[position]
-    if encoding.special[position] or (first and encoding.pieces.continuation_prefix):
-        return token
-    return encoding.pieces.text(token)
