@@ -25,11 +25,11 @@ pages = {
             for p in entries]
     for group, entries in GROUPS.items()
 }
-page = st.navigation(pages, expanded=True)  # every page listed: collapsed, the later groups hide behind "View N more"
+page = st.navigation(pages, position="hidden")  # the sidebar lists the pages below the model picker
 if this_visitor.follows_class:
     following.join_if_asked()
     following.follow_if_moved(this_visitor)  # before any widget is drawn: the class's step sets them
-model = sidebar.render(this_visitor)
+model = sidebar.render(this_visitor, pages)
 if this_visitor.follows_class:
     following.student_panel(this_visitor)
 sentence = sentence_box.render(page.url_path, model.loaded)  # None where the page reads no sentence

@@ -15,11 +15,11 @@ from bert.analysis.causal.patching import PatchingResult, Progress, attribution_
 from bert.analysis.causal.tracing import TraceResult, causal_trace
 from bert.errors import InvalidInputError
 from bert.predict import predict_masks
-from viz_app.params import LINK_PARAMS
+from viz_app.navigation import LINK_PARAMS
 
-MODES = {"two": "Two sentences (activation patching)", "one": "One sentence with noise (causal tracing)"}
-DIRECTIONS = {"denoise": "clean into corrupted", "noise": "corrupted into clean"}
-COMPARE = ("residual", "attention", "mlp", "heads")
+MODES = LINK_PARAMS["causal_mode"].choices  # {name: label}, as the page's registry entry gives them
+DIRECTIONS = LINK_PARAMS["patch_direction"].choices
+COMPARE = LINK_PARAMS["patch_compare"].choices
 FUNCTION_WORDS = {"the", "a", "an", "this", "that", "these", "those", "my", "his", "her", "our", "their", "its", "your"}
 TRACE_SITES = {False: ("residual",), True: ("residual", "attention", "mlp")}
 

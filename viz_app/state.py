@@ -18,7 +18,8 @@ import copy
 import streamlit as st
 
 from viz_app.access import Resolution, Visitor
-from viz_app.params import MAX_URL_TEXT, MODEL_PARAM, PARAMS
+from viz_app.navigation import PARAMS
+from viz_app.params import MAX_URL_TEXT, MODEL_PARAM
 
 REFUSED = "_model_refused"  # the line that says a requested model is not offered, shown once by the sidebar
 

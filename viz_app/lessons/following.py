@@ -19,7 +19,7 @@ from viz_app.class_room import FOLLOW_PARAM, ClassStep, class_links, network_hos
 from viz_app.lessons import session
 from viz_app.lessons.format import PAGES
 from viz_app.models import ModelKey
-from viz_app.params import BOUND
+from viz_app.navigation import BOUND
 
 POLL_S = 0.5  # a following student's page asks the room this often (half of it, on average, is the wait)
 COUNTS_S = 2.0  # the presenter's count of followers and answers is redrawn this often

@@ -17,35 +17,17 @@ from typing import Any
 
 import yaml
 
-from bert.analysis.causal import ablation
-from bert.analysis.attention.attention_stats import STATISTICS
-from bert.analysis.probing.task_table import TEXT_TASKS
-from bert.analysis.attribution.saliency import METHODS
 from bert.errors import BertError
-from viz_app import navigation
-from viz_app.causal_tracing import COMPARE, DIRECTIONS, MODES
 from viz_app.lessons.computed import COMPUTED
-from viz_app.params import LINK_PARAMS, MODEL_PARAM
+from viz_app.navigation import CHOICES, LINK_PARAMS
+from viz_app.navigation import PAGES as APP_PAGES
+from viz_app.params import MODEL_PARAM
 
 BUILTIN_FOLDER = Path(__file__).parent / "builtin"
 
 # url name -> (file in pages/, title): the pages a step can open, every page of the app but this one
-PAGES = {url: (page.file, page.title) for url, page in navigation.PAGES.items() if url != "lessons"}
-STATE_KEYS = (MODEL_PARAM, *LINK_PARAMS)
-CHOICES = {  # state keys whose value is one of a few names (each subset key: a list of them)
-    "statistic": tuple(STATISTICS),
-    "stats_statistic": tuple(STATISTICS),
-    "ablation_mode": ablation.MODES,
-    "saliency_method": tuple(METHODS),
-    "tasks_method": tuple(METHODS),
-    "image_format": ("png", "svg"),
-    "search_by": ("layer", "head"),
-    "units": ("word pieces", "words"),
-    "probe_tasks": (*TEXT_TASKS, "pos"),  # the built-in sentences' tasks
-    "causal_mode": tuple(MODES),
-    "patch_direction": tuple(DIRECTIONS),
-    "patch_compare": COMPARE,
-}
+PAGES = {url: (page.file, page.title) for url, page in APP_PAGES.items() if url != "lessons"}
+STATE_KEYS = (MODEL_PARAM, *LINK_PARAMS)  # CHOICES: state keys whose value is one of a few names (each list: of them)
 LESSON_KEYS = {"title", "about", "state", "steps"}
 STEP_KEYS = {"title", "text", "page", "state", "question", "answer", "choices", "notice"}
 CHOICE_COUNT = (2, 6)  # a question's choices: at least, at most

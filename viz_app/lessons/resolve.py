@@ -8,8 +8,8 @@ from urllib.parse import urlencode
 
 from viz_app.lessons.computed import COMPUTED, POSITION_KEYS, Finding, NotComputable, StepFacts
 from viz_app.lessons.format import PLACEHOLDER, ComputedValue, Lesson
-from viz_app.navigation import DEFAULT_PAGE
-from viz_app.params import DEFAULT_TEXT, LINK_PARAMS, MODEL_PARAM
+from viz_app.navigation import DEFAULT_PAGE, LINK_PARAMS
+from viz_app.params import DEFAULT_TEXT, MODEL_PARAM
 
 NOT_AVAILABLE = "(not available for this model)"
 SIDEBAR_KEYS = ("text", "pair", "truncate")  # drawn before any page: applied before the next run starts

@@ -24,7 +24,7 @@ from viz_app.charts.base import Chart
 from viz_app.forward import PreparedInput, prepare_input, record
 from viz_app.head_ablation import head_ranking, mean_head_outputs
 from viz_app.models import LoadedModel
-from viz_app.params import LINK_PARAMS
+from viz_app.navigation import LINK_PARAMS, PAGES
 from viz_app.sentence_tasks import class_probabilities
 from viz_app.tables import EmbeddingTables, model_tables, table_subspaces
 from viz_app.views import chosen_mask
@@ -67,7 +67,7 @@ class PageState:
         return chosen_mask(self[key], self.prepared.all_masks)
 
 
-def _prediction(view: PageState) -> list[Chart]:
+def prediction_charts(view: PageState) -> list[Chart]:
     if not view.loaded.model.has_mlm_head:
         return []
     result = record(view.loaded.model, view.loaded.tokenizer, view.prepared, activations=False)
@@ -78,13 +78,13 @@ ATTENTION_CHARTS = ("pattern", "bars", "overview")  # what a step shows of the a
 EMBEDDING_CHARTS = ("norms", "cosines", "position_cosines", "angles", "surviving")  # ... of the embeddings page
 
 
-def _attention(view: PageState) -> list[Chart]:
+def attention_charts(view: PageState) -> list[Chart]:
     result = record(view.loaded.model, view.loaded.tokenizer, view.prepared)
     charts = attention_view(AttentionSettings.from_state(view.state, view.loaded.summary, result), result)
     return [charts[name] for name in ATTENTION_CHARTS]
 
 
-def _embeddings(view: PageState) -> list[Chart]:
+def embedding_charts(view: PageState) -> list[Chart]:
     result = record(view.loaded.model, view.loaded.tokenizer, view.prepared)
     tables = view.per_model.tables()
     settings = EmbeddingSettings.from_state(view.state, view.loaded.summary)
@@ -93,7 +93,7 @@ def _embeddings(view: PageState) -> list[Chart]:
     return [charts[name] for name in EMBEDDING_CHARTS]
 
 
-def _probes(view: PageState) -> list[Chart]:
+def probe_charts(view: PageState) -> list[Chart]:
     """The built-in sentences (or the first sentences of UD EWT) with the step's tasks; a file or a text to upload
     has no figure here."""
     if view["probes_source"] == "ud_ewt":
@@ -111,7 +111,7 @@ def _probes(view: PageState) -> list[Chart]:
     return list(probes_view(ProbeViewSettings.from_state(view.state), run).values())
 
 
-def _logit_lens(view: PageState) -> list[Chart]:
+def logit_lens_charts(view: PageState) -> list[Chart]:
     position = view.mask_position("lens_mask")
     if position is None or not view.loaded.model.has_mlm_head:
         return []
@@ -119,7 +119,7 @@ def _logit_lens(view: PageState) -> list[Chart]:
     return list(logit_lens_view(lenses, position, view.prepared).values())
 
 
-def _head_ablation(view: PageState) -> list[Chart]:
+def head_ablation_charts(view: PageState) -> list[Chart]:
     position = view.mask_position("ablation_mask")
     if position is None or not view.loaded.model.has_mlm_head:
         return []
@@ -128,14 +128,14 @@ def _head_ablation(view: PageState) -> list[Chart]:
     return list(head_ablation_view(ranking).values())
 
 
-def _sentence_tasks(view: PageState) -> list[Chart]:
+def sentence_task_charts(view: PageState) -> list[Chart]:
     if "classify" not in view.loaded.model.sentence_heads:
         return []
     table = class_probabilities(view.loaded.model, view.prepared.base)
     return list(classes_view(table, chosen_class(table, view["tasks_class"])).values())
 
 
-def _causal_tracing(view: PageState) -> list[Chart]:
+def causal_tracing_charts(view: PageState) -> list[Chart]:
     if not view.loaded.model.has_mlm_head:
         return []
     settings = CausalSettings.from_state(view.state)
@@ -150,16 +150,9 @@ def _causal_tracing(view: PageState) -> list[Chart]:
     return list(patching_view(exact or approximate, approximate if exact else None, settings.compare).values())
 
 
+# url_path -> the builder its registry entry names (viz_app/navigation.py, `Page.lesson_view`)
 BUILDERS: dict[str, Callable[[PageState], list[Chart]]] = {
-    "prediction": _prediction,
-    "attention": _attention,
-    "embeddings": _embeddings,
-    "probes": _probes,
-    "logit_lens": _logit_lens,
-    "head_ablation": _head_ablation,
-    "causal_tracing": _causal_tracing,
-    "sentence_tasks": _sentence_tasks,
-}
+    url: globals()[page.lesson_view] for url, page in PAGES.items() if page.lesson_view}
 
 
 def view_charts(page: str, loaded: LoadedModel, state: Mapping[str, Any],
