@@ -14,6 +14,7 @@ from bert.analysis.attention.attention_stats import STATISTICS
 from bert.analysis.attribution.saliency import METHODS
 from bert.analysis.causal import ablation
 from bert.analysis.probing.task_table import TEXT_TASKS
+from bert.analysis.representations.self_similarity import EXAMPLES
 from viz_app.params import SHARED, Param, bound, choice, flag, heads, integer, ints, text, words
 
 
@@ -101,7 +102,8 @@ REGISTRY: tuple[Page, ...] = (
         "search_head": bound(0), "search_k": bound(10),
     }),
     Page("word_contexts", "15_word_contexts.py", "One word, many contexts", ":material/compare_arrows:", EXPERIMENTS,
-         reads_sentence=False, params={"contexts_layer": integer(None), "contexts_word": bound("bank", str)}),
+         reads_sentence=False, params={"contexts_layer": integer(None), "contexts_word": bound("bank", str),
+                                       "contexts_sentences": bound("\n".join(EXAMPLES["bank"]), str)}),
     Page("features", "19_features.py", "Features", ":material/category:", EXPERIMENTS, params={
         "features_look_at": bound("Sparse-autoencoder features", str),  # or "MLP neurons"
         "features_shown": bound(24), "features_corpus": bound("builtin", str),  # builtin, ud-ewt-test or upload
