@@ -8,7 +8,7 @@ from viz_app.causal_tracing import (
     COMPARE, DIRECTIONS, EXACT_RUNS_AT_ONCE, MODES, PatchingRequest, TraceRequest, default_corrupt, exact_runs, pick_answer_foil,
     trace_runs,
 )
-from viz_app.params import LINK_PARAMS
+from viz_app.navigation import LINK_PARAMS
 from viz_app.text import escape_markdown
 from viz_app.views.causal_tracing import patching_view, tracing_view
 

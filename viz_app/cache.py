@@ -429,13 +429,22 @@ def lesson_step(key: ModelKey, lesson: Lesson, index: int, sentence: tuple[str, 
                 escape_markdown: bool = True) -> ResolvedStep:
     """A lesson's step for this model; `sentence` (text, pair, truncate) is the session's, for steps that set none."""
     session = dict(zip(SIDEBAR_KEYS, sentence))
-    return resolve(lesson, index, load_model(key), session, text.escape_markdown if escape_markdown else (lambda s: s))
+    return resolve(lesson, index, load_model(key), session, text.escape_markdown if escape_markdown else (lambda s: s),
+                   _per_model(key))
 
 
 @st.cache_data(show_spinner="Drawing this step's figures…", max_entries=64)
 def lesson_charts(key: ModelKey, page: str, state: dict) -> list[Chart]:
     """The figures a lesson's step shows for this model (the page's main charts with the step's settings)."""
-    return view_charts(page, load_model(key), state, PerModel(lambda: tables(key), lambda: mean_head_outputs(key)))
+    return view_charts(page, load_model(key), state, _per_model(key))
+
+
+def _per_model(key: ModelKey) -> PerModel:
+    """A lesson's per-model values through this module's caches: a step's computed values and its figures read the
+    same causal runs, and the causal tracing page the same again."""
+    return PerModel(lambda: tables(key), lambda: mean_head_outputs(key),
+                    lambda request, exact: exact_patching(key, request) if exact else attribution_patching(key, request),
+                    lambda request: noise_trace(key, request))
 
 
 @st.cache_resource(show_spinner=False)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 from urllib.parse import urlencode
 
-from viz_app.lessons.computed import COMPUTED, POSITION_KEYS, Finding, NotComputable, StepFacts
+from viz_app.lessons.computed import COMPUTED, POSITION_KEYS, Finding, NotComputable, PerModel, StepFacts
 from viz_app.lessons.format import PLACEHOLDER, ComputedValue, Lesson
 from viz_app.navigation import DEFAULT_PAGE, LINK_PARAMS
 from viz_app.params import DEFAULT_TEXT, MODEL_PARAM
@@ -56,9 +56,11 @@ def step_state(lesson: Lesson, index: int, session: Mapping[str, Any]) -> dict[s
 
 
 def resolve(lesson: Lesson, index: int, loaded, session: Mapping[str, Any] | None = None,
-            escape: Callable[[str], str] = lambda text: text) -> ResolvedStep:
+            escape: Callable[[str], str] = lambda text: text, per_model: PerModel | None = None) -> ResolvedStep:
     """Step `index` (from 0) for `loaded` (a viz_app.models.LoadedModel). `escape` is applied to computed values
-    before they go into the texts (Markdown escaping in the app; the HTML export escapes the whole text)."""
+    before they go into the texts (Markdown escaping in the app; the HTML export escapes the whole text).
+    per_model: the runs its figures read too (default: a new `PerModel.of(loaded)`)."""
+    per_model = per_model or PerModel.of(loaded)
     step = lesson.steps[index]
     state = step_state(lesson, index, session or {})
     problems: list[str] = []
@@ -78,7 +80,7 @@ def resolve(lesson: Lesson, index: int, loaded, session: Mapping[str, Any] | Non
             del state[key]
             if found := find(value.name, plain, value.arguments):
                 state[key] = [found.position] if key == "masks" else found.position
-    facts = StepFacts(loaded, state["text"], state["pair"], state.get("masks", ()), state["truncate"], state)
+    facts = StepFacts(loaded, state["text"], state["pair"], state.get("masks", ()), state["truncate"], state, per_model)
     for key, value in computed.items():
         if key in state and isinstance(state[key], ComputedValue):
             del state[key]

@@ -9,24 +9,21 @@ cached functions (viz_app/cache.py), an exported lesson one per lesson.
 """
 from __future__ import annotations
 
-import functools
-from dataclasses import dataclass
 from typing import Any, Callable, Mapping
-
-import numpy as np
 
 from bert.analysis.representations.logit_lens import logit_lens
 from bert.data import builtin_sentences
 from bert.errors import BertError
 from viz_app import probe_runs
-from viz_app.causal_tracing import CausalSettings, resolve_patching, resolve_trace, run_patching, run_trace
+from viz_app.causal_tracing import CausalSettings, resolve_patching, resolve_trace
 from viz_app.charts.base import Chart
 from viz_app.forward import PreparedInput, prepare_input, record
-from viz_app.head_ablation import head_ranking, mean_head_outputs
+from viz_app.head_ablation import head_ranking
+from viz_app.lessons.computed import PerModel
 from viz_app.models import LoadedModel
 from viz_app.navigation import LINK_PARAMS, PAGES
 from viz_app.sentence_tasks import class_probabilities
-from viz_app.tables import EmbeddingTables, model_tables, table_subspaces
+from viz_app.tables import table_subspaces
 from viz_app.views import chosen_mask
 from viz_app.views.attention import AttentionSettings, attention_view
 from viz_app.views.causal_tracing import patching_view, tracing_view
@@ -36,19 +33,6 @@ from viz_app.views.logit_lens import logit_lens_view
 from viz_app.views.prediction import PredictionSettings, prediction_view
 from viz_app.views.probes import ProbeViewSettings, probes_view
 from viz_app.views.sentence_tasks import chosen_class, classes_view
-
-
-@dataclass(frozen=True)
-class PerModel:
-    """What steps read that is computed once per model, each as a function of no arguments."""
-    tables: Callable[[], EmbeddingTables]  # the embedding tables' analysis (viz_app/tables.py)
-    mean_head_outputs: Callable[[], np.ndarray]  # [layer, head, head_dim] (viz_app/head_ablation.py)
-
-    @classmethod
-    def of(cls, loaded: LoadedModel) -> PerModel:
-        """Each computed on first use and kept by this object (the app passes its caches instead)."""
-        return cls(functools.cache(lambda: model_tables(loaded.model, loaded.tokenizer, loaded.summary.vocab)),
-                   functools.cache(lambda: mean_head_outputs(loaded)))
 
 
 class PageState:
@@ -139,12 +123,13 @@ def causal_tracing_charts(view: PageState) -> list[Chart]:
     if not view.loaded.model.has_mlm_head:
         return []
     settings = CausalSettings.from_state(view.state)
+    runs = view.per_model  # the same runs as the step's computed values (viz_app/lessons/computed.py)
     try:
         if settings.mode == "one":
-            return list(tracing_view(run_trace(view.loaded, resolve_trace(view.loaded, settings.trace))).values())
+            return list(tracing_view(runs.trace(resolve_trace(view.loaded, settings.trace))).values())
         request = resolve_patching(view.loaded, settings.patching)
-        approximate = run_patching(view.loaded, request, exact=False)
-        exact = run_patching(view.loaded, request, exact=True) if settings.exact else None
+        approximate = runs.patching(request, False)
+        exact = runs.patching(request, True) if settings.exact else None
     except BertError:  # sentences the page would refuse with a message
         return []
     return list(patching_view(exact or approximate, approximate if exact else None, settings.compare).values())
