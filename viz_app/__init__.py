@@ -14,8 +14,10 @@ test_layers.py walks the imports).
    - `charts/`: chart builders: arrays in, a `Chart` (a plotly figure with the numbers behind it) out.
    - `views/`: one module per page that has a view, each with one function that turns the page's settings
      and its result into the page's charts (see "How a page is written" below).
-   - `params.py`: every URL parameter a link or a lesson's step can set (`PARAMS`, `BOUND`, `LINK_PARAMS`).
-   - `navigation.py`: every page once (its address, file, title, icon, group).
+   - `navigation.py`: every page once, one `Page` entry each (its address, file, title, icon, group, whether it
+     shows the sentence box, its URL parameters, its lesson view); the navigation, the sentence box, `LINK_PARAMS`
+     (`PARAMS`, `BOUND`) and the lessons' pages and choices are read from it. `params.py`: how a URL parameter is
+     spelt (`Param`) and those every page shares (the sentence box's, the sidebar's).
    - `page_context.py`: the `Context` Home.py hands the running page: the picked model, the sentence box's
      input and the visitor (a context variable, so a page never sees another session's).
    - who may do what: `access.py` (the owner at the server's machine, the presenter, students: the models each
