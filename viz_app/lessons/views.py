@@ -113,7 +113,7 @@ def head_ablation_charts(view: PageState) -> list[Chart]:
 
 
 def sentence_task_charts(view: PageState) -> list[Chart]:
-    if "classify" not in view.loaded.model.sentence_heads:
+    if "classifier" not in view.loaded.model.output_heads:
         return []
     table = class_probabilities(view.loaded.model, view.prepared.base)
     return list(classes_view(table, chosen_class(table, view["tasks_class"])).values())
