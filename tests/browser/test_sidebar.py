@@ -6,6 +6,8 @@ $SCREENSHOT_DIR/sidebar.png when it is set.
 """
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from browser_support import open_page, screenshot_dir, settle
 from viz_app.navigation import PAGES
 
@@ -27,13 +29,12 @@ def test_the_model_picker_is_on_the_first_screen_above_the_page_list(browser, ap
     assert _inside(picker.bounding_box()), picker.bounding_box()
     summary = sidebar.get_by_text("layers", exact=False).first  # the one-line summary: "... 6 layers, 12 heads ..."
     assert _inside(summary.bounding_box()), summary.bounding_box()
-    links = sidebar.get_by_role("link")
-    titles = [links.nth(i).inner_text().strip() for i in range(links.count())]
-    assert [page.title for page in PAGES.values()] == [t for t in titles if t in {p.title for p in PAGES.values()}]
-    first_link = sidebar.get_by_role("link", name=PAGES["prediction"].title)
-    assert first_link.bounding_box()["y"] > summary.bounding_box()["y"]
+    links = [sidebar.get_by_role("link", name=page.title) for page in PAGES.values()]  # the registry's order
+    assert all(link.count() == 1 for link in links), [page.title for page in PAGES.values()]
+    tops = [link.bounding_box()["y"] for link in links]
+    assert tops == sorted(tops) and tops[0] > summary.bounding_box()["y"], tops
     sidebar.get_by_role("link", name=PAGES["attention"].title).click()
     settle(page, charts=1)
-    assert page.url.rstrip("/").endswith("/attention")
+    assert urlsplit(page.url).path.rstrip("/").endswith("/attention"), page.url
     assert page.get_by_role("heading", name="Attention").count() >= 1
     assert not errors, errors
