@@ -5,7 +5,7 @@ import streamlit as st
 from bert.errors import InvalidInputError
 from viz_app import cache, state, widgets
 from viz_app.causal_tracing import (
-    COMPARE, DIRECTION_LABELS, EXACT_RUNS_AT_ONCE, MODES, CausalSettings, default_corrupt, exact_runs, pick_answer_foil,
+    COMPARE, DIRECTION_LABELS, EXACT_RUNS_AT_ONCE, MODES, CausalSettings, default_corrupt_of, exact_runs, pick_answer_foil,
     trace_runs,
 )
 from viz_app.navigation import LINK_PARAMS
@@ -108,12 +108,12 @@ else:
         encoding = loaded.tokenizer.encode(text, max_length=loaded.summary.max_positions)
     except InvalidInputError as problem:
         stop_with(problem)
-    masks = encoding.tokens.count("[MASK]")
+    masks = len(loaded.tokenizer.mask_positions(encoding))
     if masks != 1:
         st.warning(f"The sentence has {masks} [MASK]; causal tracing needs exactly one, where the answer goes.")
         st.stop()
-    positions = [i for i, special in enumerate(encoding.special) if not special and encoding.tokens[i] != "[MASK]"]
-    state.clamp_subset("trace_corrupt", positions, default_corrupt(encoding.tokens, encoding.special))
+    positions = [i for i, special in enumerate(encoding.special) if not special and encoding.input_ids[i] != loaded.tokenizer.mask_id]
+    state.clamp_subset("trace_corrupt", positions, default_corrupt_of(encoding))
     columns = st.columns([3, 1, 1])
     corrupt = columns[0].multiselect("Tokens to noise (say, the subject)", positions, key="trace_corrupt",
                                      persist_state="session", format_func=lambda i: f"{i} {encoding.tokens[i]}")
