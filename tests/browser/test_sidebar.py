@@ -34,7 +34,7 @@ def test_the_model_picker_is_on_the_first_screen_above_the_page_list(browser, ap
     tops = [link.bounding_box()["y"] for link in links]
     assert tops == sorted(tops) and tops[0] > summary.bounding_box()["y"], tops
     sidebar.get_by_role("link", name=PAGES["attention"].title).click()
+    page.wait_for_url(lambda url: urlsplit(url).path.rstrip("/").endswith("/attention"))
     settle(page, charts=1)
-    assert urlsplit(page.url).path.rstrip("/").endswith("/attention"), page.url
     assert page.get_by_role("heading", name="Attention").count() >= 1
     assert not errors, errors
