@@ -3,11 +3,11 @@ from pathlib import Path
 
 import streamlit as st
 
-from bert.analysis.features.feature_labels import labels_json, set_label
+from bert.analysis.features.feature_labels import MAX_BYTES as LABELS_BYTES, labels_json, set_label
 from bert.analysis.features.neurons import tag_mix, top_examples
 from bert.analysis.features.sae import SaeFileError
 from bert.errors import BertError
-from viz_app import access, cache, widgets
+from viz_app import access, cache, uploads, widgets
 from viz_app import features as feature_logic
 from viz_app.views.features import FeatureSettings, feature_view, neuron_view, sentence_view, strongest_feature
 
@@ -37,7 +37,8 @@ def corpus_picker(key: str):
         return cache.index_feature_corpus(context.key, folder, feature_logic.index_stamp(folder))
     if choice != feature_logic.UPLOAD:
         return choice, cache.feature_corpus(context.key, choice)
-    upload = st.file_uploader("Text file", type=["txt"], key=f"{key}_upload")
+    upload = uploads.upload_box("Text file", ["txt"], f"{key}_upload", uploads.TEXT_BYTES,
+                                help="One sentence per line.")
     if upload is None:
         return None, "Upload a .txt file with one sentence per line."
     return cache.uploaded_feature_corpus(context.key, upload.getvalue(), upload.name)
@@ -95,8 +96,8 @@ if problem:
     st.warning(problem)
 typed = feature_logic.typed_labels(st.session_state, name)
 with st.expander("Feature labels: download them, or upload a file of them"):
-    upload = st.file_uploader("A labels file (JSON: feature number → label, as the download writes)", type=["json"],
-                              key=f"feature_labels_upload:{name}")
+    upload = uploads.upload_box("A labels file (JSON: feature number → label, as the download writes)", ["json"],
+                                f"feature_labels_upload:{name}", LABELS_BYTES)
     uploaded, problem = feature_logic.uploaded_labels(upload.getvalue() if upload else None,
                                                       upload.name if upload else "", config.features)
     if problem:
