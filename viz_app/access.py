@@ -133,6 +133,12 @@ class Visitor:
     choices: tuple[ModelChoice, ...]  # what this visitor's model pickers list (picker_choices)
     room: ClassRoom | None  # the server's class, in class mode
     presenter_key: str | None = None  # the presenter's key, for the presenter only
+    address: str | None = None  # the address the browser connects from (None: none to read); names a voter
+
+    def voter(self, session: str) -> str:
+        """Who answers a class's question: the visitor's address, one per machine as far as the server can tell
+        (viz_app/class_room.py); the browser session's name where there is no address to read."""
+        return f"address {self.address}" if self.address else f"session {session}"
 
     @property
     def follows_class(self) -> bool:
