@@ -9,6 +9,7 @@ from bert.analysis.features.sae import SaeFileError
 from bert.errors import BertError
 from viz_app import access, cache, uploads, widgets
 from viz_app import features as feature_logic
+from viz_app.text import escape_markdown
 from viz_app.views.features import FeatureSettings, feature_view, neuron_view, sentence_view, strongest_feature
 
 widgets.page_header(
@@ -111,7 +112,7 @@ with st.expander("Feature labels: download them, or upload a file of them"):
                f" {len(saved)} kept with it, {len(uploaded)} uploaded, {len(typed)} typed now.")
 shown = st.slider("Features in the heatmap", 4, 64, 24, key="features_shown", bind="query-params", persist_state="session")
 st.caption(f"Layer {config.layer}'s output (hidden_states[{config.layer}]), {config.features} features, at most {config.k} "
-           f"active per token; trained on {config.data}.")
+           f"active per token; trained on {escape_markdown(feature_logic.training_data(config.data, context.visitor.role))}.")
 widgets.show_chart(sentence_view(FeatureSettings(shown=shown), z, tokens, config.layer, labels)["heatmap"], key="features_heatmap")
 
 if st.session_state.get("features_feature") is None:
