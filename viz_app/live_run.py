@@ -73,7 +73,7 @@ def render(role: Role) -> None:
 
 
 def _queued(runs: TinyTrainingRuns, owner: str) -> None:
-    """Where this session stands in the queue, redrawn every second; the page reruns once its run starts."""
+    """Where this browser session stands in the queue, redrawn every second; the page reruns once its run starts."""
     @st.fragment(run_every=1.0)
     def panel():
         place, current = runs.place(owner), runs.current

@@ -84,7 +84,7 @@ class TinyTrainingRuns:
     def start(self, settings: TinySettings, owner: str, limit_s: float | None = None,
               queue: bool = False) -> tuple[str, Job | None]:
         """("finished", the kept job) | ("started", the new job) | ("busy", the job that is training) |
-        ("queued", the job that is training; `place(owner)` says where this session stands) | ("full", the same,
+        ("queued", the job that is training; `place(owner)` says where this browser session stands) | ("full", the same,
         when MAX_QUEUE sessions wait already). `queue`: wait in turn instead of being told "busy"."""
         with self._lock:
             if settings in self._finished:
