@@ -65,7 +65,7 @@ if view == "MLP neurons":
     scan = cache.neuron_scan(context.key, corpus_id, layer, corpus)
     mixes = {column: tag_mix(scan, corpus, int(neuron), column) for column in corpus.tags}  # a treebank: upos, deprel
     charts = neuron_view(int(neuron), layer, scan, mixes)
-    st.subheader(f"Where neuron {neuron} of layer {layer} fires most ({corpus.name})")
+    st.subheader(f"Where neuron {neuron} of layer {layer} fires most ({escape_markdown(corpus.name)})")
     show_examples(top_examples(scan, corpus, int(neuron)), corpus)
     widgets.show_chart(charts["histogram"], key="neuron_histogram")
     mix_charts = [chart for chart in charts if chart.startswith("tag_mix:")]
@@ -94,7 +94,7 @@ tokens = list(prepared.masked.tokens)
 may_save = feature_logic.may_save_labels(context.visitor.role, folder)
 saved, problem = feature_logic.saved_labels(folder, config.features)  # read on every run: the owner may have saved one
 if problem:
-    st.warning(problem)
+    st.warning(escape_markdown(problem))  # it quotes the file
 typed = feature_logic.typed_labels(st.session_state, name)
 with st.expander("Feature labels: download them, or upload a file of them"):
     upload = uploads.upload_box("A labels file (JSON: feature number → label, as the download writes)", ["json"],
@@ -102,7 +102,7 @@ with st.expander("Feature labels: download them, or upload a file of them"):
     uploaded, problem = feature_logic.uploaded_labels(upload.getvalue() if upload else None,
                                                       upload.name if upload else "", config.features)
     if problem:
-        st.warning(problem)
+        st.warning(escape_markdown(problem))  # it quotes the file
     labels = saved | uploaded | typed  # typed in this browser session first, then uploaded, then kept with the SAE
     st.download_button("Download the labels (JSON)", labels_json(labels), file_name=f"{Path(folder).name}-labels.json",
                        mime="application/json", key="feature_labels_download")
@@ -141,7 +141,7 @@ if isinstance(corpus, str):
     scan = None
 else:
     scan = cache.feature_scan(context.key, folder, corpus_id, corpus)
-    st.subheader(f"Where feature {feature} fires most ({corpus.name})")
+    st.subheader(f"Where feature {feature} fires most ({escape_markdown(corpus.name)})")
     examples = top_examples(scan, corpus, feature)
     if examples:
         show_examples(examples, corpus)

@@ -4,13 +4,12 @@ viz_app/charts/; the analyses themselves live in the package.
 """
 from __future__ import annotations
 
-import html
-
 import streamlit as st
 
 from bert.data import LabelledSentence, builtin_sentences, split_sentences
 from viz_app import uploads, widgets
 from viz_app.page_context import Context
+from viz_app.text import escape_markdown
 from viz_app.views import chosen_mask
 
 BUILTIN = "Built-in sentences (WordNet examples)"
@@ -44,7 +43,7 @@ def sentence_source(key: str, most: int = 1000, choice: str | None = None) -> tu
     if len(sentences) < 10:
         st.warning(f"Found {len(sentences)} sentence(s) in that file; the analyses need at least 10.")
         return None
-    return sentences, f"{len(sentences)} sentences from {html.escape(upload.name)}"
+    return sentences, f"{len(sentences)} sentences from {escape_markdown(upload.name)}"  # shown in Markdown
 
 
 def mask_picker(context: Context, key: str) -> int | None:
