@@ -54,7 +54,7 @@ class Job:
     finished: threading.Event = field(default_factory=threading.Event)
     away_since: float | None = None  # when its session was first found with no browser connected (None: connected)
     limit_s: float | None = None  # stopped after this many seconds of training (None: no limit)
-    started_at: float | None = None  # the room's clock when training began
+    started_at: float | None = None  # the room's clock when the run took the slot (its time limit counts from there)
     timed_out: bool = False  # stopped by its time limit
 
     @property
@@ -96,7 +96,7 @@ class TinyTrainingRuns:
                     return "full", self.current
                 self._queue[owner] = (settings, limit_s)  # one place per session: a new ask keeps it
                 return "queued", self.current
-            job = self.current = Job(settings, owner, limit_s=limit_s)
+            job = self.current = Job(settings, owner, limit_s=limit_s, started_at=self._clock())
         self._launch(job)
         return "started", job
 
@@ -117,7 +117,7 @@ class TinyTrainingRuns:
         while self._queue:
             owner, (settings, limit_s) = self._queue.popitem(last=False)
             if self._connected(owner) and settings not in self._finished:
-                self.current = Job(settings, owner, limit_s=limit_s)
+                self.current = Job(settings, owner, limit_s=limit_s, started_at=self._clock())
                 return self.current
         return None
 
@@ -150,7 +150,6 @@ class TinyTrainingRuns:
         folder = Path(tempfile.mkdtemp(prefix=job.settings.name + "-", dir=self.root))
         threads = torch.get_num_threads()
         torch.set_num_threads(1)  # one core: on a small shared machine two threads wait on each other
-        job.started_at = self._clock()
         try:
             result, model, _ = train_tiny(job.settings, folder / "work", lambda grown: setattr(job, "log", grown),
                                           lambda: job.stop.is_set() or self._gone(job) or self._over_time(job))
