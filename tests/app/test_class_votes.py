@@ -10,6 +10,8 @@ from app_helpers import no_exception
 from viz_app import cache, visitor
 from viz_app.lessons.format import parse_lesson
 
+pytestmark = pytest.mark.slow  # several sessions of the app each
+
 QUESTION = """
 title: A question
 about: One step, one question.

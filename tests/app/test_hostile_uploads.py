@@ -34,6 +34,7 @@ def lessons_upload(at, name: str, content: bytes):
     return at
 
 
+@pytest.mark.slow
 def test_the_lesson_box_states_its_cap_and_refuses_a_larger_file_unread():
     at = open_page("lessons", {})
     at.selectbox(key="lesson_name").set_value("upload").run()
@@ -44,6 +45,7 @@ def test_the_lesson_box_states_its_cap_and_refuses_a_larger_file_unread():
     assert not at.error  # never parsed
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("content, message", [
     (b'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\n'
      b"c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\ntitle: *c\nsteps: [*c]\n", "line 1: this is not valid YAML (anchors and aliases"),
@@ -51,7 +53,7 @@ def test_the_lesson_box_states_its_cap_and_refuses_a_larger_file_unread():
     (b"title: T\nsteps:\n- title: S\n  page: [x]\n  text: x\n", "step 1 (S): page: unknown page a list"),
     (b"title: T\nsteps:\n- title: S\n  page: attention\n  text: x\n  state: {layer: " + b"9" * 5000 + b"}\n",
      "line 6: this is not valid YAML (a number 5,000 characters long; at most 30)"),
-])
+], ids=["alias bomb", "50 kB of brackets", "page a list", "5,000-digit number"])
 def test_a_hostile_lesson_file_gets_one_line(content, message):
     at = lessons_upload(open_page("lessons", {}), "mine.yaml", content)
     assert len(at.error) == 1
@@ -69,6 +71,7 @@ def failing_page(monkeypatch):
     monkeypatch.setattr(widgets, "page_header", fail)
 
 
+@pytest.mark.slow
 def test_a_failing_page_shows_a_student_one_line_and_logs_the_traceback(failing_page, monkeypatch, caplog):
     monkeypatch.setattr(visitor, "address", lambda: STUDENT_ADDRESS)
     at = AppTest.from_file(str(HOME), default_timeout=TIMEOUT)
@@ -81,6 +84,7 @@ def test_a_failing_page_shows_a_student_one_line_and_logs_the_traceback(failing_
     assert record.exc_info and "/srv/private/weights.bin" in str(record.exc_info[1])
 
 
+@pytest.mark.slow
 def test_a_failing_page_shows_the_owner_the_error(failing_page):
     at = AppTest.from_file(str(HOME), default_timeout=TIMEOUT)
     at.run()

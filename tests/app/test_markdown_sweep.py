@@ -86,6 +86,7 @@ def test_every_declared_parameter_is_swept():
     assert swept == set(LINK_PARAMS) | {MODEL_PARAM}
 
 
+@pytest.mark.slow
 def test_causal_tracing_quotes_link_words_as_text(open_app):
     at = open_app(**RUNS["settings, one-sentence tracing"])
     go(at, "causal_tracing")
@@ -95,6 +96,7 @@ def test_causal_tracing_quotes_link_words_as_text(open_app):
     assert live_markup(at) == []
 
 
+@pytest.mark.slow
 def test_a_model_named_by_a_link_is_quoted_as_text(open_app):
     at = open_app(**RUNS["model"])
     assert any("Could not load" in w.value for w in at.warning), [w.value for w in at.warning]

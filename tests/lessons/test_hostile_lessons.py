@@ -52,7 +52,7 @@ def test_an_alias_alone_is_refused_too():
 @pytest.mark.parametrize("text, line", [
     ("[" * 50_000, 1),  # 50 kB of brackets: PyYAML's composer would recurse until RecursionError
     ("title: T\nsteps:\n- title: S\n  page: attention\n  text: x\n  state: {layer: " + "[" * 30 + "]" * 30 + "}\n", 6),
-])
+], ids=["50 kB of brackets", "a value 30 deep"])
 def test_deep_nesting_is_refused_at_its_line(text, line):
     assert error_of(text) == f"bad.yaml, line {line}: this is not valid YAML (nested more than {safe_yaml.MAX_DEPTH} levels deep)"
 
