@@ -41,7 +41,7 @@ def word_choice(column, label: str, key: str, guesses: list[str], chosen: str, h
 
 
 def stop_with(problem: InvalidInputError) -> None:
-    st.warning(str(problem))
+    st.warning(escape_markdown(str(problem)))  # it quotes the words typed or linked
     st.stop()
 
 

@@ -11,10 +11,11 @@ import dataclasses
 
 import streamlit as st
 
-from bert.errors import BertError
+from bert.errors import BertError, quoted
 from viz_app import access, cache, download, models, state
 from viz_app.access import Visitor
 from viz_app.models import ModelKey, PickedModel
+from viz_app.text import escape_markdown
 
 
 DOWNLOAD_SUGGESTION = "bert-base-uncased"
@@ -115,7 +116,8 @@ def _pick_model(visitor: Visitor) -> PickedModel:
     try:
         loaded = cache.load_model(key)
     except (BertError, OSError, ValueError, RuntimeError) as error:
-        message = f"Could not load {source!r} ({access.failure(error, visitor.role)}). Pick another model."
+        message = escape_markdown(f"Could not load {quoted(source)} ({access.failure(error, visitor.role)}). "
+                                  "Pick another model.")
         st.error(message)
         return PickedModel(key, None, message)
     summary = loaded.summary

@@ -32,13 +32,15 @@ class ResolvedStep:
     choices: tuple[str, ...] = ()  # the question's short answers, for a class to pick from
 
     def query(self, model: str | None) -> dict[str, str]:
-        """The step's state as a link's query parameters (the model first)."""
+        """The step's state as a link's query parameters (the model first). `model`: the loaded model as this
+        visitor's links name it (a teacher's folder by its offered name); None: the step's own `model:`. The step's
+        `model:` as written (it may be a folder on the server) never overrides `model`: a student's address bar
+        and history would keep it."""
+        model = model or self.state.get(MODEL_PARAM)
         wanted = {MODEL_PARAM: model} if model else {}
         for key, value in self.state.items():
             if key != MODEL_PARAM and value != LINK_PARAMS[key].default:
                 wanted[key] = LINK_PARAMS[key].dump(value)
-        if MODEL_PARAM in self.state:
-            wanted[MODEL_PARAM] = self.state[MODEL_PARAM]
         return wanted
 
     def link(self, base_url: str, model: str | None) -> str:
