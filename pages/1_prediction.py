@@ -48,7 +48,7 @@ if not prepared.all_masks:
     st.info("No [MASK] yet: click a token above, or type [MASK] in the sentence.")
     st.stop()
 
-result = cache.predictions(context.key, prepared)  # records nothing: the fused attention path
+result = cache.predictions_and_attention(context.key, prepared)  # the attention page reuses this pass
 if len(prepared.all_masks) == len(maskable):
     st.caption("Every token is masked: with no context left, the model can only guess frequent words.")
 

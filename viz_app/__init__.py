@@ -54,9 +54,11 @@ One value for one idea:
   `state.py` mirrors it in the URL like every other parameter; the prediction page's chips are a widget
   showing it; editing the sentence or the pair, or picking another model, clears it.
 - The recorded pass: `ActivationCache` (the library's, from `run_with_cache`) becomes one `ForwardResult` in
-  `forward.record`: read-only numpy arrays shared by every session. Pages that show no attention pattern and
-  no activation (the prediction page) ask for predictions only, which records nothing and lets the model take
-  the fused attention path (`cache.predictions`); the pages that draw activations read `cache.forward`.
+  `forward.record`: read-only numpy arrays shared by every session. The pass records q and k but no pattern, so
+  the model takes the fused attention path; a `ForwardResult`'s `attention` is computed from its q and k when
+  first read. The prediction, attention and rollout pages share one pass per input
+  (`cache.predictions_and_attention`: predictions, q and k); the pages that draw MLP activations or embeddings
+  read `cache.forward`, which records those too.
 
 How a page is written (Streamlit's own `hello` app does the same), top to bottom, with no writes meant for
 the next rerun:
