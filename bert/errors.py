@@ -74,5 +74,21 @@ class TreebankError(DataFileError):
         super().__init__(message)
 
 
+QUOTE_LIMIT = 60  # characters of a value a message quotes at most
+
+
+def shortened(text: str, limit: int = QUOTE_LIMIT) -> str:
+    """`text` cut to `limit` characters, with its full length said when it was longer."""
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
+
+
+def quoted(value, limit: int = QUOTE_LIMIT) -> str:
+    """A value as an error message quotes it: its repr, shortened (a list or mapping by its kind only), so a
+    message stays one short line whatever a file or a link held."""
+    if isinstance(value, (list, dict, tuple, set)):
+        return f"a {type(value).__name__}"
+    return shortened(repr(value), limit)
+
+
 class StoppedError(BertError):
     """A computation stopped before its end because whoever asked for it no longer needs it (bert/stopping.py)."""

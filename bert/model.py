@@ -76,8 +76,7 @@ class PureSelfAttentionLayer(nn.Module):
         k = self.hook_k(attn.split_heads(self.project_key(x), self.num_heads))
         v = self.hook_v(attn.split_heads(self.project_value(x), self.num_heads))
         if self.hook_scores.is_watched() or self.hook_pattern.is_watched():
-            scores = attn.mask_padding(attn.attention_scores(q, k), attention_mask)
-            scores = self.hook_scores(attn.mask_future(scores) if self.causal else scores)
+            scores = self.hook_scores(attn.masked_scores(q, k, attention_mask, self.causal))
             pattern = self.hook_pattern(scores.softmax(dim=-1))
             z = attn.weighted_values(self.dropout(pattern), v)
         else:  # nobody looks at the scores or the pattern: the same z from one fused kernel

@@ -3,6 +3,7 @@ against a second word, and a deletion curve that tests the map."""
 import streamlit as st
 
 from bert.analysis.attribution.saliency import METHODS
+from bert.errors import InvalidInputError
 from viz_app import analysis_widgets, cache, heavy, page_costs, state, widgets
 from viz_app.views.logit_lens import lens_at
 from viz_app.views.saliency import METHOD_NAMES, integral_is_rough, method_note, saliency_view
@@ -53,6 +54,10 @@ deletion = page_costs.deletion(context.loaded, context.prepared.masked)
 if st.toggle(f"Draw the deletion curve: mask the tokens in the map's order and in 10 random orders "
              f"({deletion.describe()})", key="saliency_deletion", persist_state="session"):
     if heavy.allowed(context, deletion, "deletion"):
-        with heavy.job(context, deletion, "Masking tokens in the map's order and at random"):
-            curve = cache.deletion_curve(*explained)
-        widgets.show_chart(saliency_view(result, curve)["deletion"], key="deletion")
+        try:
+            with heavy.job(context, deletion, "Masking tokens in the map's order and at random"):
+                curve = cache.deletion_curve(*explained)
+        except InvalidInputError as problem:  # every token is [CLS], [SEP] or [MASK]: nothing to remove
+            st.info(f"No deletion curve: {problem}. Add a word to the sentence to test the map.")
+        else:
+            widgets.show_chart(saliency_view(result, curve)["deletion"], key="deletion")
