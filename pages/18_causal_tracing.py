@@ -82,7 +82,7 @@ if mode == "two":
     try:
         approximate = cache.attribution_patching(context.key, request)
         if exact:
-            cost = page_costs.exact_patching(loaded, len(approximate.tokens), head_layer)
+            cost = page_costs.exact_patching(loaded, len(approximate.tokens), request.head_layer)
             exact = heavy.allowed(context, cost, "exact_patching")
             if not exact:
                 st.caption("Attribution patching is shown below instead.")
