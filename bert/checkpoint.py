@@ -107,7 +107,9 @@ def model_from_state_dict(config: BertConfig, state: dict[str, torch.Tensor], so
     missing = [theirs for theirs in table.values() if theirs not in state]
     unexpected = sorted(set(state) - set(table.values()) - set(spec.derived))
     if missing:
-        raise CheckpointError(f"{source}: missing tensor {missing[0]!r} ({len(missing)} missing in all)")
+        raise CheckpointError(
+            f"{source}: missing tensor {missing[0]!r} ({len(missing)} missing in all; config.json's model_type is {config.family!r})"
+        )
     if unexpected:
         raise CheckpointError(
             f"{source}: unexpected tensor {unexpected[0]!r} ({len(unexpected)} unexpected in all); "
