@@ -133,6 +133,23 @@ class BertConfig:
         fields = dict(family="electra", pooler=False, sequence_head="dense_gelu", mlm_activation="gelu")
         return cls(**{**fields, **overrides})
 
+    @classmethod
+    def of_family(cls, family: str, **fields) -> "BertConfig":
+        """A config of any size with the family's differences (what the named constructors set besides sizes):
+        e.g. `BertConfig.of_family("roberta", hidden_size=64, num_layers=2, ...)` for a fresh small RoBERTa.
+        ALBERT's embeddings are E = min(128, H) wide unless embedding_size is given."""
+        differences = {
+            "bert": {},
+            "roberta": dict(type_vocab_size=1, position_offset=fields.get("pad_token_id", 0) + 1, mlm_activation="gelu",
+                            sequence_head="dense_tanh"),
+            "distilbert": dict(type_vocab_size=0, pooler=False, sequence_head="dense_relu"),
+            "albert": dict(shared_layers=True, activation="gelu_tanh", embedding_size=min(128, fields.get("hidden_size", 768))),
+            "electra": dict(pooler=False, sequence_head="dense_gelu", mlm_activation="gelu"),
+        }
+        if family not in differences:
+            raise ConfigError(f"family must be one of {FAMILIES}, not {family!r}")
+        return cls(**{"family": family, **differences[family], **fields})
+
     def replace(self, **changes) -> "BertConfig":
         return dataclasses.replace(self, **changes)
 
