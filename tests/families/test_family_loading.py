@@ -89,3 +89,16 @@ def test_saved_folder_loads_in_transformers_with_the_same_logits(family, archite
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
     if architecture == "AlbertForPreTraining":
         torch.testing.assert_close(after.sop_logits, before.sop_logits, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("family,architecture", ARCHITECTURES, ids=[name for _, name in ARCHITECTURES])
+def test_parameter_counts_equal_transformers_models(family, architecture, save_hf_model):
+    """bert.count_parameters from the config and the heads against the number of parameters transformers' model
+    of the family holds (a tied tensor counted once)."""
+    from bert.params import model_heads
+
+    fields = {"num_labels": 2} if architecture == "AlbertForPreTraining" else {}
+    theirs = build_hf(family, architecture, **fields)
+    ours, _ = bert.load_pretrained(str(save_hf_model(theirs)))
+    counts = bert.count_parameters(ours.config, **model_heads(ours))
+    assert counts["total"] == sum(p.numel() for p in theirs.parameters()) == sum(p.numel() for p in ours.parameters())
