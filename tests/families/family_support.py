@@ -85,7 +85,7 @@ def compare(ours, theirs, family: str, architecture: str, batch) -> None:
     input_ids, token_type_ids, attention_mask = batch
     keep = attention_mask.bool()
     reference = run_transformers(theirs, family, batch)
-    output = ("classify" if architecture.endswith("SequenceClassification") else "tag" if architecture.endswith("TokenClassification")
+    output = ("classifier" if architecture.endswith("SequenceClassification") else "tagger" if architecture.endswith("TokenClassification")
               else "replaced" if architecture == "ElectraForPreTraining" else "mlm")
     with torch.no_grad():
         logits, cache = ours.run_with_cache(input_ids, token_type_ids, attention_mask, output=output)
@@ -97,7 +97,7 @@ def compare(ours, theirs, family: str, architecture: str, batch) -> None:
         real_query = keep[:, None, :].expand(cache["pattern", layer].shape[:3])
         assert_close_where(cache["pattern", layer], reference.attentions[layer], real_query, f"layer {layer} attention")
     their_logits = reference.prediction_logits if architecture == "AlbertForPreTraining" else reference.logits
-    if output == "classify":
+    if output == "classifier":
         torch.testing.assert_close(logits, their_logits, **TOLERANCE)
     else:
         assert_close_where(logits, their_logits, keep, f"{architecture} logits")

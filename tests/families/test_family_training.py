@@ -50,7 +50,7 @@ def test_pretraining_from_a_fresh_config_updates_every_part(family, tmp_path, to
 @pytest.mark.parametrize("family", FAMILIES)
 def test_finetuning_a_checkpoint_of_each_family(family, save_hf_model, tmp_path, tokenizer):
     ours, _ = bert.load_pretrained(str(save_hf_model(build_hf(family, PRETRAINING[family][0]))))
-    ours.add_heads(classifier_labels=["pet", "place"])
+    ours.add_output_heads(classifier_labels=["pet", "place"])
     rng = random.Random(1)
     examples = [Example(" ".join(rng.choice(WORDS) for _ in range(4)) + f" {key}", None, label, f"toy:{i}")
                 for i, (key, label) in enumerate([("dog", "pet"), ("park", "place")] * 6)]
@@ -62,4 +62,4 @@ def test_finetuning_a_checkpoint_of_each_family(family, save_hf_model, tmp_path,
     ids = torch.tensor([tokenizer.encode("the dog went to the park").input_ids])
     types = torch.zeros_like(ids)
     with torch.no_grad():
-        torch.testing.assert_close(reloaded.classify(ids, types), ours.eval().classify(ids, types))
+        torch.testing.assert_close(reloaded(ids, types, output="classifier"), ours.eval()(ids, types, output="classifier"))
