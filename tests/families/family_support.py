@@ -21,6 +21,15 @@ ARCHITECTURES = [
     for family in FAMILIES
     for name in PRETRAINING[family] + [f"{CLASS_PREFIX[family]}ForSequenceClassification", f"{CLASS_PREFIX[family]}ForTokenClassification"]
 ]
+# The pre-training architectures run in the fast run; the classification heads' repeats of a check are slow.
+def fast_pretraining_only():
+    """ARCHITECTURES as pytest params, the classification heads marked slow."""
+    import pytest
+
+    return [pytest.param(family, name, id=name, marks=() if name in PRETRAINING[family] else pytest.mark.slow)
+            for family, name in ARCHITECTURES]
+
+
 PAD_ID = {"roberta": 1}  # RoBERTa's <pad>; the others pad with 0
 
 

@@ -10,7 +10,7 @@ from safetensors.torch import load_file, save_file
 
 import bert
 from bert.errors import CheckpointError
-from family_support import ARCHITECTURES, FAMILIES, PRETRAINING, build_hf, family_batch, run_transformers
+from family_support import ARCHITECTURES, FAMILIES, PRETRAINING, build_hf, family_batch, fast_pretraining_only, run_transformers
 
 AUTO = {"ForMaskedLM": "AutoModelForMaskedLM", "ForPreTraining": "AutoModelForPreTraining",
         "ForSequenceClassification": "AutoModelForSequenceClassification", "ForTokenClassification": "AutoModelForTokenClassification"}
@@ -66,7 +66,7 @@ def test_a_config_that_says_another_family_is_refused_naming_the_tensor(saved):
         bert.load_pretrained(str(folder))
 
 
-@pytest.mark.parametrize("family,architecture", ARCHITECTURES, ids=[name for _, name in ARCHITECTURES])
+@pytest.mark.parametrize("family,architecture", fast_pretraining_only())
 def test_saved_folder_loads_in_transformers_with_the_same_logits(family, architecture, save_hf_model, tmp_path, tiny_vocab_file):
     import transformers
 
@@ -91,6 +91,7 @@ def test_saved_folder_loads_in_transformers_with_the_same_logits(family, archite
         torch.testing.assert_close(after.sop_logits, before.sop_logits, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family,architecture", ARCHITECTURES, ids=[name for _, name in ARCHITECTURES])
 def test_parameter_counts_equal_transformers_models(family, architecture, save_hf_model):
     """bert.count_parameters from the config and the heads against the number of parameters transformers' model
