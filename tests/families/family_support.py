@@ -2,6 +2,8 @@
 comparison of our model with theirs: logits, every hidden state, every attention pattern."""
 from __future__ import annotations
 
+import json
+
 import torch
 
 from bert_test_support import TINY_LAYOUT, TINY_VOCAB, pad_rows, random_rows, randomize_
@@ -31,6 +33,13 @@ def fast_pretraining_only():
 
 
 PAD_ID = {"roberta": 1}  # RoBERTa's <pad>; the others pad with 0
+
+
+def write_tiny_tokenizer(folder, vocab_file) -> None:
+    """The tiny vocabulary (vocab.txt) with BERT's special tokens named by role, for a folder of any family."""
+    (folder / "vocab.txt").write_bytes(vocab_file.read_bytes())
+    roles = {"cls_token": "[CLS]", "sep_token": "[SEP]", "mask_token": "[MASK]", "pad_token": "[PAD]", "unk_token": "[UNK]"}
+    (folder / "special_tokens_map.json").write_text(json.dumps(roles))
 
 
 def hf_family_config(family: str, **fields):

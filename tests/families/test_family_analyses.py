@@ -12,7 +12,7 @@ from bert.analysis.probing.pipeline import ProbeSettings, run_probes
 from bert.analysis.probing.treebank import TreebankSentence, read_treebank
 from bert.analysis.probing.word_features import extract_word_features
 from bert_test_support import synthetic_conllu
-from family_support import FAMILIES, build_hf, run_transformers
+from family_support import FAMILIES, build_hf, run_transformers, write_tiny_tokenizer
 
 MASKED_LM = {"roberta": "RobertaForMaskedLM", "distilbert": "DistilBertForMaskedLM", "albert": "AlbertForMaskedLM",
              "electra": "ElectraForMaskedLM"}  # ELECTRA: the generator, the family's masked-LM
@@ -25,7 +25,7 @@ def loaded(request, tmp_path_factory, tiny_vocab_file):
     theirs = build_hf(family, MASKED_LM[family])
     folder = tmp_path_factory.mktemp(family)
     theirs.save_pretrained(folder)
-    (folder / "vocab.txt").write_bytes(tiny_vocab_file.read_bytes())
+    write_tiny_tokenizer(folder, tiny_vocab_file)
     ours, tokenizer = bert.load_pretrained(str(folder))
     return family, ours, tokenizer, theirs
 

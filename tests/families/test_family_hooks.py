@@ -8,7 +8,7 @@ import torch
 
 import bert
 from bert.hooks import LAYER_HOOKS
-from family_support import FAMILIES, PRETRAINING, build_hf, family_batch, run_transformers
+from family_support import FAMILIES, PRETRAINING, build_hf, family_batch, run_transformers, write_tiny_tokenizer
 
 
 @pytest.fixture(scope="module", params=FAMILIES)
@@ -18,7 +18,7 @@ def pair(request, tmp_path_factory, tiny_vocab_file):
     theirs = build_hf(family, PRETRAINING[family][0], **({"num_labels": 2} if family == "albert" else {}))
     folder = tmp_path_factory.mktemp(family)
     theirs.save_pretrained(folder)
-    (folder / "vocab.txt").write_bytes(tiny_vocab_file.read_bytes())
+    write_tiny_tokenizer(folder, tiny_vocab_file)
     ours, _ = bert.load_pretrained(str(folder))
     return family, ours, theirs
 
