@@ -25,7 +25,7 @@ GROUPS: dict[str, list[PageEntry]] = {
         PageEntry("logit_lens", "7_logit_lens.py", "Logit lens", ":material/layers:"),
         PageEntry("head_ablation", "8_head_ablation.py", "Head ablation", ":material/content_cut:"),
         PageEntry("causal_tracing", "18_causal_tracing.py", "Causal tracing", ":material/route:"),
-        PageEntry("rollout", "9_rollout.py", "Rollout and flow", ":material/water:"),
+        PageEntry("rollout", "9_rollout.py", "What each word takes", ":material/water:"),
         PageEntry("head_statistics", "10_head_statistics.py", "Head statistics", ":material/bar_chart:"),
         PageEntry("saliency", "11_saliency.py", "Saliency", ":material/highlight:"),
         PageEntry("corpus_search", "14_corpus_search.py", "Corpus search", ":material/manage_search:"),

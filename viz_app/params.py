@@ -98,6 +98,11 @@ PARAMS: dict[str, Param] = {
     "probe_erase": Param(_bool, lambda v: "1" if v else "0", False),  # amnesic probing of one task at one layer
     "probe_erase_task": Param(str, str, None),  # None: the first label task of the run
     "probe_erase_layer": Param(int, str, None),  # shown by its name; None: the task's best layer
+    # Context mixing (pages/9_rollout.py): the method (bert/analysis/attention/mixing.py), the one beside it (or
+    # "none"), the token whose row is drawn as bars (None: the first [MASK], else the first word)
+    "mixing_method": Param(str, str, "attention"),
+    "mixing_compare": Param(str, str, "alti"),
+    "mixing_query": Param(int, str, None),
 }
 # The parameters Streamlit binds itself (bind="query-params"): how a link or a lesson file spells each, and the
 # value the widget starts from (a page may start it elsewhere when that depends on the model, e.g. the last layer).
@@ -113,7 +118,7 @@ BOUND: dict[str, Param] = {
     "k": Param(int, str, 16),
     "probes_count": Param(int, str, 300),
     "probe_seed": Param(int, str, 0),
-    "rollout_layer": Param(int, str, None),
+    "rollout_layer": Param(int, str, None),  # the context-mixing page's layer (its address is still /rollout)
     "stats_count": Param(int, str, 200),
     "stats_statistic": Param(str, str, "sep"),
     "saliency_steps": Param(int, str, 32),
