@@ -20,6 +20,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import bert  # noqa: E402
 from bert.evaluation import run_benchmarks  # noqa: E402
+from bert.cli_arguments import add_model_argument
 
 EXTERNAL_VARIABLE = "BERT_INSIDE_EXTERNAL"
 
@@ -34,7 +35,7 @@ def table(results, model_name: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", default="minilm", help="minilm, a Hugging Face folder, or a cached hub id")
+    add_model_argument(parser)
     parser.add_argument("--external", default=os.environ.get(EXTERNAL_VARIABLE),
                         help=f"folder of the published data sets (default: ${EXTERNAL_VARIABLE})")
     parser.add_argument("--json", help="also write every per-item result to this file")

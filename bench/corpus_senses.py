@@ -11,11 +11,12 @@ import argparse
 
 import bert
 from bert.analysis.representations.sense_neighbours import load_senses, sense_agreement
+from bert.cli_arguments import add_model_argument
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", default="minilm")
+    add_model_argument(parser)
     parser.add_argument("--k", type=int, default=10)
     args = parser.parse_args()
     model, tokenizer = bert.load_pretrained(args.model, pack_for_cpu=True)

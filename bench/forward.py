@@ -12,7 +12,7 @@ Three comparisons, each a table:
   identity intervention on every pattern), ours through scaled_dot_product_attention (what a plain call takes),
   and transformers' BertModel with its default attention (sdpa).
 - training (16 x 128 tokens): one fine-tuning step, forward, backward and AdamW step, of a sequence classifier
-  (2 labels, dropout on) over the encoder: ours (`add_heads(classifier_labels=2)`, the fused attention) against
+  (2 labels, dropout on) over the encoder: ours (`add_output_heads(classifier_labels=2)`, the fused attention) against
   transformers' BertForSequenceClassification (sdpa).
 Per row: the median time of each configuration over `--repeats` alternating runs after a warm-up (so drift in
 the machine's load hits all alike), the spread (min–max), the ratio of the medians to transformers' (below
@@ -82,7 +82,7 @@ class Models:
 
     def ours_classifier(self):
         torch.manual_seed(0)
-        return load_pretrained(str(self.folder), pack_for_cpu=False)[0].add_heads(classifier_labels=2).train()
+        return load_pretrained(str(self.folder), pack_for_cpu=False)[0].add_output_heads(classifier_labels=2).train()
 
 
 def inputs(shape: str):
@@ -133,7 +133,7 @@ def training_step(name: str, models: Models, ids, types, attention_mask) -> Call
 
     def step():
         if name == "ours_step":
-            loss = F.cross_entropy(model.classify(ids, types, attention_mask), labels)
+            loss = F.cross_entropy(model(ids, types, attention_mask, output="classifier"), labels)
         else:
             loss = model(input_ids=ids, token_type_ids=types, attention_mask=attention_mask, labels=labels).loss
         loss.backward()

@@ -26,6 +26,7 @@ import torch  # noqa: E402
 import bert  # noqa: E402
 from bert.data.sample_inputs import PAIRS, SENTENCES  # noqa: E402
 from bert.devices import model_device  # noqa: E402
+from bert.cli_arguments import add_model_argument
 
 
 @torch.no_grad()
@@ -75,7 +76,7 @@ def timings(models: dict[str, bert.Bert], tokenizer: bert.BertTokenizer, repeats
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", default="minilm")
+    add_model_argument(parser)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--repeats", type=int, default=5, help="timed passes per dtype (0: no timing)")

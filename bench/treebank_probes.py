@@ -26,6 +26,7 @@ import bert  # noqa: E402
 from bert.analysis.probing.probe_cli import format_tables  # noqa: E402
 from bert.analysis.probing.treebank import builtin_treebank  # noqa: E402
 from bert.analysis.probing.pipeline import ProbeSettings, run_probes  # noqa: E402
+from bert.cli_arguments import add_model_argument
 
 TASKS = ["upos", "xpos", "deprel", "arcs", "distance", "depth"]
 
@@ -57,7 +58,7 @@ def timed_run(model, tokenizer, name: str, settings: ProbeSettings, tasks: list[
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", default="minilm")
+    add_model_argument(parser)
     parser.add_argument("--mdl", action="store_true", help="also time MDL (upos, xpos, deprel and their controls) on its own")
     parser.add_argument("--pieces", default="first")
     parser.add_argument("--json", type=Path)

@@ -13,6 +13,7 @@ from dataclasses import asdict
 
 from .devices import DTYPES, add_device_argument, log_device, resolve_device
 from .errors import BertError
+from .cli_arguments import add_model_argument
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -21,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     predict = commands.add_parser("predict", help="top predictions for every [MASK] in a sentence")
     predict.add_argument("text", help='a sentence with [MASK] in it, e.g. "The [MASK] barked at the mailman."')
     predict.add_argument("--pair", help="an optional second sentence (segment B)")
-    predict.add_argument("--model", default="minilm", help="minilm, a Hugging Face folder, or a cached hub id")
+    add_model_argument(predict)
     predict.add_argument("--top-k", type=int, default=5)
     predict.add_argument("--json", action="store_true", help="machine-readable output")
     predict.add_argument("--dtype", choices=DTYPES, help="bfloat16 or float16: reduced-precision inference (default float32)")
@@ -108,7 +109,7 @@ def _predict(args) -> int:
 
     model, tokenizer = load_pretrained(args.model, device=args.device, dtype=args.dtype, pack_for_cpu=True)
     log_device(model)
-    encoding = tokenizer.encode(args.text, args.pair, max_length=model.config.max_position_embeddings)
+    encoding = tokenizer.encode(args.text, args.pair)
     predictions = predict_masks(model, tokenizer, encoding, args.top_k)
     if args.json:
         print(json.dumps([asdict(p) for p in predictions], indent=2))

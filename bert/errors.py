@@ -22,7 +22,7 @@ class InputTooLongError(InvalidInputError):
 
 
 class MissingHeadError(InvalidInputError):
-    """A head the model does not have: classify() without a classifier, next_sentence() without an NSP head..."""
+    """An output head the model does not have: output="classifier" without a classifier, "nsp" without an NSP head..."""
 
 
 class UnknownHookError(BertError, KeyError):

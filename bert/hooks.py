@@ -48,13 +48,13 @@ LAYER_HOOKS = {  # kind -> path below transformer.{layer}
     "mlp_result": "residual.hook_result",
     "layer_out": "hook_out",
 }
-LM_HEAD_HOOKS = {"lm_transform": "lm_head.hook_transform", "logits": "lm_head.hook_logits"}
-# the sentence-level and task heads, present when the model has them (reached by run_with_cache's output=...)
-HEAD_HOOKS = {
+MLM_HOOKS = {"lm_transform": "lm_head.hook_transform", "logits": "lm_head.hook_logits"}  # the masked-LM output head
+# the pooler and the other output heads, present when the model has them (reached by run_with_cache's output=...)
+OUTPUT_HEAD_HOOKS = {
     "pooled": "pooler.hook_out",
     "nsp_logits": "nsp_head.hook_logits",
-    "class_logits": "classifier.hook_logits",
-    "tag_logits": "tagger.hook_logits",
+    "classifier_logits": "classifier.hook_logits",
+    "tagger_logits": "tagger.hook_logits",
 }
 # the three embeddings that are summed, by the names the app and saliency give them (segment = token type)
 EMBEDDING_PARTS = {"token": EMBEDDING_HOOKS["token"], "position": EMBEDDING_HOOKS["position"], "segment": EMBEDDING_HOOKS["token_type"]}
@@ -64,7 +64,7 @@ PER_HEAD_KINDS = frozenset({"q", "k", "v", "scores", "pattern", "z"})  # [batch,
 def hook_name(kind: str, layer: int | None = None) -> str:
     """The name of a hook: `hook_name("pattern", 3)`, `hook_name("token")`, `hook_name("logits")`.
     Per-layer kinds need a layer, the others take none (the kinds are the keys of the three tables above)."""
-    kinds = EMBEDDING_HOOKS | LAYER_HOOKS | LM_HEAD_HOOKS | HEAD_HOOKS
+    kinds = EMBEDDING_HOOKS | LAYER_HOOKS | MLM_HOOKS | OUTPUT_HEAD_HOOKS
     if kind not in kinds:
         raise UnknownHookError(f"unknown hook kind {kind!r}; kinds: {sorted(kinds)}")
     if kind in LAYER_HOOKS:
@@ -73,7 +73,7 @@ def hook_name(kind: str, layer: int | None = None) -> str:
         return f"transformer.{int(layer)}.{LAYER_HOOKS[kind]}"
     if layer is not None:
         raise InvalidInputError(f"hook kind {kind!r} is not per layer; per-layer kinds are {sorted(LAYER_HOOKS)}")
-    return EMBEDDING_HOOKS.get(kind) or LM_HEAD_HOOKS.get(kind) or HEAD_HOOKS[kind]
+    return EMBEDDING_HOOKS.get(kind) or MLM_HOOKS.get(kind) or OUTPUT_HEAD_HOOKS[kind]
 
 
 def every_layer(kind: str, num_layers: int) -> list[str]:
@@ -81,13 +81,13 @@ def every_layer(kind: str, num_layers: int) -> list[str]:
     return [hook_name(kind, layer) for layer in range(num_layers)]
 
 
-def every_hook_name(num_layers: int, lm_head: bool = True, heads: Iterable[str] = ()) -> list[str]:
+def every_hook_name(num_layers: int, lm_head: bool = True, output_hooks: Iterable[str] = ()) -> list[str]:
     """Every name `hook_name` builds for a model of `num_layers` layers (with or without the LM head, with the
-    HEAD_HOOKS kinds in `heads`, e.g. ("pooled", "nsp_logits")): for users who want the list of what a run can
+    OUTPUT_HEAD_HOOKS kinds in `output_hooks`, e.g. ("pooled", "nsp_logits")): for users who want the list of what a run can
     record before running one (the library itself records by name)."""
     names = list(EMBEDDING_HOOKS.values())
     names += [name for layer in range(num_layers) for name in (hook_name(kind, layer) for kind in LAYER_HOOKS)]
-    return names + (list(LM_HEAD_HOOKS.values()) if lm_head else []) + [hook_name(kind) for kind in heads]
+    return names + (list(MLM_HOOKS.values()) if lm_head else []) + [hook_name(kind) for kind in output_hooks]
 
 
 def is_per_head(name: str) -> bool:

@@ -180,19 +180,20 @@ class LinearHead(nn.Linear):
 
 
 Labels = Union[int, Sequence[str], None]  # a number of labels (named LABEL_0, LABEL_1, ...) or their names
-OUTPUTS = ("mlm", "classify", "tag", "next_sentence")  # the output heads run_with_cache(output=...) can run
-_HEAD_MODULES = {"next_sentence": "nsp_head", "classify": "classifier", "tag": "tagger"}  # the heads past the MLM one
-_MISSING_HEAD = {
-    "classify": "this model has no sequence classifier: load a BertForSequenceClassification checkpoint, or fine-tune one (python -m bert finetune)",
-    "tag": "this model has no token classifier: load a BertForTokenClassification checkpoint, or fine-tune one (python -m bert finetune --task tokens)",
-    "next_sentence": "this model has no next-sentence head: load one that has (a BertForPreTraining or BertForNextSentencePrediction checkpoint)",
+# The output heads, one name each: forward(output=...), run_with_cache(output=...), output_heads, `{name}_logits`.
+_OUTPUT_MODULES = {"mlm": "lm_head", "nsp": "nsp_head", "classifier": "classifier", "tagger": "tagger"}  # name -> module
+OUTPUTS = tuple(_OUTPUT_MODULES)
+_MISSING_OUTPUT = {
+    "classifier": "this model has no sequence classifier: load a BertForSequenceClassification checkpoint, or fine-tune one (python -m bert finetune)",
+    "tagger": "this model has no token classifier: load a BertForTokenClassification checkpoint, or fine-tune one (python -m bert finetune --task tokens)",
+    "nsp": "this model has no next-sentence (NSP) head: load one that has (a BertForPreTraining or BertForNextSentencePrediction checkpoint)",
 }
 
 
 class Bert(nn.Module):
     """(LongTensor[batch, seq], LongTensor[batch, seq]) -> FloatTensor[batch, seq, vocab].
 
-    Heads are optional so that any checkpoint loads as it is: an encoder-only checkpoint has no `lm_head`
+    Output heads are optional so that any checkpoint loads as it is: an encoder-only checkpoint has no `lm_head`
     (forward then returns None); `pooler` and `nsp_head` exist when a checkpoint has them or for pre-training.
     One task head at most, for fine-tuning (Devlin et al. 2019, figure 4): `classifier` (sequence or
     sequence-pair classification, or regression with one label, over the pooler) or `tagger` (token classification).
@@ -224,7 +225,7 @@ class Bert(nn.Module):
         self._hook_names = name_hook_points(self)
         self.apply(self._init_weights)  # costs nothing on the meta device, where the loader builds (bert/checkpoint.py)
 
-    def add_heads(
+    def add_output_heads(
         self, mlm_head: bool = False, nsp_head: bool = False, classifier_labels: Labels = None,
         tagger_labels: Labels = None, problem_type: str | None = None,
     ) -> "Bert":
@@ -291,17 +292,18 @@ class Bert(nn.Module):
         return self.tagger is not None
 
     @property
-    def sentence_heads(self) -> list[str]:
-        """The run_with_cache heads besides "mlm" this model has: "next_sentence", "classify", "tag"."""
-        return [head for head, module in _HEAD_MODULES.items() if getattr(self, module) is not None]
+    def output_heads(self) -> list[str]:
+        """The output heads this model has, by their `output=` names: some of "mlm", "nsp", "classifier", "tagger"."""
+        return [output for output, module in _OUTPUT_MODULES.items() if getattr(self, module) is not None]
 
     def hook_names(self) -> list[str]:
         """Every hook point, in the order the forward pass reaches them."""
         return list(self._hook_names)
 
-    def encode(self, input_ids, token_type_ids, attention_mask=None) -> torch.Tensor:
-        """The final hidden states: [batch, seq, hidden]."""
-        self._check_inputs(input_ids, token_type_ids, attention_mask)
+    def encode(self, input_ids, token_type_ids=None, attention_mask=None) -> torch.Tensor:
+        """The final hidden states: [batch, seq, hidden]. token_type_ids None: all segment A (zeros), as in
+        Hugging Face and TransformerLens."""
+        token_type_ids = self._check_inputs(input_ids, token_type_ids, attention_mask)
         if attention_mask is not None and bool(attention_mask.all()):
             attention_mask = None  # nothing padded: the same result, and the fused kernel is faster without a mask
         x = self.embedding(input_ids, token_type_ids)
@@ -309,9 +311,17 @@ class Bert(nn.Module):
             x = layer(x, attention_mask)
         return x
 
-    def forward(self, input_ids, token_type_ids, attention_mask=None, logit_mask=None) -> torch.Tensor | None:
-        """Logits [batch, seq, vocab]; with `logit_mask` (bool [batch, seq]) only there: [selected, vocab]."""
-        return self.mlm_logits(self.encode(input_ids, token_type_ids, attention_mask), logit_mask)
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None, logit_mask=None, output: str = "mlm") -> torch.Tensor | None:
+        """The logits of one output head (`output`, one of OUTPUTS): "mlm" [batch, seq, vocab] (None without a
+        masked-LM head; with `logit_mask`, bool [batch, seq], only there: [selected, vocab]), "nsp" [batch, 2],
+        "classifier" [batch, labels] (names in `labels`), "tagger" [batch, seq, labels]."""
+        if output not in OUTPUTS:
+            raise InvalidInputError(f"output must be one of {OUTPUTS}, not {output!r}")
+        if logit_mask is not None and output != "mlm":
+            raise InvalidInputError("logit_mask selects masked-LM positions: it only goes with output='mlm'")
+        self._require(output)  # before the forward pass
+        hidden = self.encode(input_ids, token_type_ids, attention_mask)
+        return self.mlm_logits(hidden, logit_mask) if output == "mlm" else getattr(self, f"{output}_logits")(hidden)
 
     def mlm_logits(self, hidden: torch.Tensor, logit_mask: torch.Tensor | None = None) -> torch.Tensor | None:
         if self.lm_head is None:
@@ -324,44 +334,29 @@ class Bert(nn.Module):
 
     def nsp_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """[batch, 2]: is sentence B the true next sentence (index 0) or a random one (index 1)?"""
-        self._require("next_sentence")
+        self._require("nsp")
         return self.nsp_head(self.pooler(hidden))
 
     def classifier_logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """[batch, labels] from [CLS]'s pooled vector."""
-        self._require("classify")
+        """[batch, labels] from [CLS]'s pooled vector (sequence or pair: [CLS] A [SEP] B [SEP])."""
+        self._require("classifier")
         return self.classifier(self.pooler(hidden))
 
     def tagger_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """[batch, seq, labels]: one prediction per token."""
-        self._require("tag")
+        self._require("tagger")
         return self.tagger(hidden)
-
-    def classify(self, input_ids, token_type_ids, attention_mask=None) -> torch.Tensor:
-        """Sequence (or pair: [CLS] A [SEP] B [SEP]) classification logits, [batch, labels]; names in `labels`."""
-        self._require("classify")
-        return self.classifier_logits(self.encode(input_ids, token_type_ids, attention_mask))
-
-    def tag(self, input_ids, token_type_ids, attention_mask=None) -> torch.Tensor:
-        """Token classification logits, [batch, seq, labels]; names in `labels`."""
-        self._require("tag")
-        return self.tagger_logits(self.encode(input_ids, token_type_ids, attention_mask))
-
-    def next_sentence(self, input_ids, token_type_ids, attention_mask=None) -> torch.Tensor:
-        """[batch, 2]: index 0 "B follows A", index 1 "B is a random sentence" (BERT's NSP head)."""
-        self._require("next_sentence")
-        return self.nsp_logits(self.encode(input_ids, token_type_ids, attention_mask))
 
     def _require(self, output: str) -> None:
         """Fail before any forward pass when the output head is missing (the masked-LM head may be: forward
         returns None)."""
-        if output != "mlm" and getattr(self, _HEAD_MODULES[output]) is None:
-            raise MissingHeadError(_MISSING_HEAD[output])
+        if output != "mlm" and getattr(self, _OUTPUT_MODULES[output]) is None:
+            raise MissingHeadError(_MISSING_OUTPUT[output])
 
     def run_with_cache(
         self,
         input_ids: torch.Tensor,
-        token_type_ids: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
         attention_mask: torch.Tensor | None = None,
         names: NameFilter = None,
         interventions: Mapping[str, Intervention] | Iterable[tuple[str, Intervention]] | None = None,
@@ -375,16 +370,11 @@ class Bert(nn.Module):
         kind kept at every layer is written into one [layer, ...] tensor as the pass goes (`cache.stack(kind)`
         then copies nothing).
         interventions: {hook name: fn(activation, name) -> activation of the same shape}, or (name, fn) pairs.
-        output: which output head to run: "mlm" (logits, or None without an MLM head), "classify", "tag" or
-        "next_sentence" (the methods of the same names). Only the hooks that head's pass reaches are recorded.
+        output: which output head to run, as in forward: "mlm" (logits, or None without an MLM head), "nsp",
+        "classifier" or "tagger". Only the hooks that head's pass reaches are recorded.
         Returns (that head's output, an ActivationCache: {hook name: tensor}, also `cache["pattern", 3]`).
         A pass that keeps and changes none of q, k, scores and pattern takes the fused attention path.
         """
-        if output not in OUTPUTS:
-            raise InvalidInputError(f"output must be one of {OUTPUTS}, not {output!r}")
-        if logit_mask is not None and output != "mlm":
-            raise InvalidInputError("logit_mask selects masked-LM positions: it only goes with output='mlm'")
-        self._require(output)
         run = HookRun(
             keep=make_filter(names, self._hook_names),
             interventions=group_interventions(interventions, self._hook_names),
@@ -393,13 +383,11 @@ class Bert(nn.Module):
             num_layers=self.config.num_layers,
         )
         with active_run(run):
-            if output == "mlm":
-                result = self(input_ids, token_type_ids, attention_mask, logit_mask)
-            else:
-                result = getattr(self, output)(input_ids, token_type_ids, attention_mask)
+            result = self(input_ids, token_type_ids, attention_mask, logit_mask, output=output)
         return result, ActivationCache(run.cache, self.config.num_layers, run.stacks)
 
-    def _check_inputs(self, input_ids, token_type_ids, attention_mask) -> None:
+    def _check_inputs(self, input_ids, token_type_ids, attention_mask) -> torch.Tensor:
+        """Checks the inputs; returns token_type_ids (zeros when None)."""
         cfg = self.config
         if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2 or input_ids.dtype != torch.long:
             raise InvalidInputError("input_ids must be a LongTensor of shape [batch, seq]")
@@ -408,11 +396,14 @@ class Bert(nn.Module):
         if input_ids.shape[1] > cfg.max_position_embeddings:
             raise InputTooLongError(input_ids.shape[1], cfg.max_position_embeddings)
         _check_ids("input_ids", input_ids, cfg.vocab_size)
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
         if not isinstance(token_type_ids, torch.Tensor) or token_type_ids.shape != input_ids.shape or token_type_ids.dtype != torch.long:
             raise InvalidInputError(f"token_type_ids must be a LongTensor shaped like input_ids {tuple(input_ids.shape)}")
         _check_ids("token_type_ids", token_type_ids, cfg.type_vocab_size)
         if attention_mask is not None and attention_mask.shape != input_ids.shape:
             raise InvalidInputError(f"attention_mask must be shaped like input_ids {tuple(input_ids.shape)}")
+        return token_type_ids
 
 
 def _check_ids(name: str, ids: torch.Tensor, limit: int) -> None:

@@ -84,7 +84,7 @@ def load_folder(
     model = model_from_state_dict(config, state, source=str(weights), hf_config=hf_config)
     if not model.has_mlm_head:
         log.info("%s has no masked-LM head: it loads as an encoder and its logits are None", folder)
-    return model, BertTokenizer.from_folder(folder)
+    return model, BertTokenizer.from_folder(folder, model_max_length=config.max_position_embeddings)
 
 
 def minilm_folder() -> Path:

@@ -72,7 +72,10 @@ class Encoding:
 
 
 class BertTokenizer:
-    def __init__(self, tokenizer: Tokenizer):
+    def __init__(self, tokenizer: Tokenizer, model_max_length: int = 512):
+        """model_max_length: the longest input its model reads (config.max_position_embeddings; the loaders set it),
+        what `encode` allows when given no max_length, as Hugging Face's tokenizers."""
+        self.model_max_length = model_max_length
         tokenizer.no_truncation()  # we cut explicitly, never silently
         tokenizer.no_padding()
         self._tokenizer = tokenizer
@@ -81,19 +84,19 @@ class BertTokenizer:
         self.unk_id = self._special_id("[UNK]")
 
     @classmethod
-    def from_folder(cls, folder: str | Path) -> "BertTokenizer":
+    def from_folder(cls, folder: str | Path, model_max_length: int = 512) -> "BertTokenizer":
         """tokenizer.json if the folder has one, else vocab.txt (lower-casing as tokenizer_config.json says)."""
         folder = Path(folder)
         if (folder / "tokenizer.json").is_file():
-            return cls(Tokenizer.from_file(str(folder / "tokenizer.json")))
+            return cls(Tokenizer.from_file(str(folder / "tokenizer.json")), model_max_length)
         if (folder / "vocab.txt").is_file():
-            return cls.from_vocab(folder / "vocab.txt", lowercase=_reads_lowercase(folder))
+            return cls.from_vocab(folder / "vocab.txt", lowercase=_reads_lowercase(folder), model_max_length=model_max_length)
         raise ModelNotFoundError(f"{folder} has neither tokenizer.json nor vocab.txt")
 
     @classmethod
-    def from_vocab(cls, vocab_file: str | Path, lowercase: bool = True) -> "BertTokenizer":
+    def from_vocab(cls, vocab_file: str | Path, lowercase: bool = True, model_max_length: int = 512) -> "BertTokenizer":
         wordpiece = BertWordPieceTokenizer(str(vocab_file), lowercase=lowercase, strip_accents=None if lowercase else False)
-        return cls(wordpiece._tokenizer)
+        return cls(wordpiece._tokenizer, model_max_length)
 
     def save(self, folder: str | Path) -> None:
         """vocab.txt (one token per line, in id order) and tokenizer_config.json (lower-casing), as BERT folders have."""
@@ -122,14 +125,28 @@ class BertTokenizer:
     def token_to_id(self, token: str) -> int | None:
         return self._tokenizer.token_to_id(token)
 
+    def one_token_id(self, word: str | int, role: str = "answer") -> int:
+        """The vocabulary id of a word the model knows whole ("he"), or an id itself (checked): where the library asks
+        for a word (an answer, a foil), words and ids are accepted alike. Else InvalidInputError naming `role`."""
+        if isinstance(word, int) and not isinstance(word, bool):
+            if not 0 <= word < self.vocab_size:
+                raise InvalidInputError(f"the {role} id {word} is not in the vocabulary (0..{self.vocab_size - 1})")
+            return word
+        pieces = self.subwords(word.strip()) if isinstance(word, str) else []
+        if len(pieces) != 1:
+            split = f"it splits into {pieces}" if pieces else "it is empty"
+            raise InvalidInputError(f"the {role} {word!r} is not one vocabulary token ({split}); choose a word the model knows whole")
+        return self.token_to_id(pieces[0])
+
     def subwords(self, word: str) -> list[str]:
         """How WordPiece splits one word: "kroxldyphivc" -> ['k', '##ro', '##x', '##ld', '##yp', '##hi', '##vc'].
         For users exploring the vocabulary (the library itself encodes whole sentences with `encode`)."""
         return self._tokenizer.encode(word, add_special_tokens=False).tokens
 
-    def encode(self, text: str, pair: str | None = None, max_length: int = 512, truncate: bool = False) -> Encoding:
-        """[CLS] text [SEP] (pair [SEP]). Too long for max_length: InputTooLongError, or with truncate=True the
-        longer sentence loses tokens from its end and `Encoding.truncated` says how many."""
+    def encode(self, text: str, pair: str | None = None, max_length: int | None = None, truncate: bool = False) -> Encoding:
+        """[CLS] text [SEP] (pair [SEP]). Too long for max_length (None: model_max_length): InputTooLongError, or
+        with truncate=True the longer sentence loses tokens from its end and `Encoding.truncated` says how many."""
+        max_length = self.model_max_length if max_length is None else max_length
         if not isinstance(text, str) or (pair is not None and not isinstance(pair, str)):
             raise InvalidInputError("text (and pair, if given) must be strings")
         sentences = [self._pieces(text)] + ([self._pieces(pair)] if pair is not None else [])
@@ -142,10 +159,12 @@ class BertTokenizer:
         keep = _fit(sentences, budget)
         return self._assemble(sentences, keep, truncated=needed - sum(keep))
 
-    def encode_words(self, words: list[str], max_length: int = 512) -> Encoding:
+    def encode_words(self, words: list[str], max_length: int | None = None) -> Encoding:
         """[CLS] pieces of each word [SEP] for text already split into words (a treebank's): `word_ids` give each
         piece's word index; a word the tokenizer turns into nothing (e.g. a lone control character) becomes [UNK],
-        so every word has a piece. Offsets are in the words joined by single spaces. Too long: InputTooLongError."""
+        so every word has a piece. Offsets are in the words joined by single spaces. Too long (max_length None:
+        model_max_length): InputTooLongError."""
+        max_length = self.model_max_length if max_length is None else max_length
         pieces = self._tokenizer.encode(words, is_pretokenized=True, add_special_tokens=False)
         ids, tokens, word_ids, offsets = [], [], [], []
         starts = [0, *itertools.accumulate(len(w) + 1 for w in words)]  # each word's offset in the joined text

@@ -18,11 +18,11 @@ widgets.page_header(
 )
 context = widgets.require()
 model, key, prepared = context.loaded.model, context.key, context.prepared
-heads = model.sentence_heads
-if not heads:
+outputs = [output for output in model.output_heads if output != "mlm"]
+if not outputs:
     st.warning(
         "This model has no sentence-level head. For \"does B follow A?\" pick "
-        f"{sentence_tasks.WHICH_MODEL['next_sentence']}; for classes, {sentence_tasks.WHICH_MODEL['classify']}."
+        f"{sentence_tasks.WHICH_MODEL['nsp']}; for classes, {sentence_tasks.WHICH_MODEL['classifier']}."
     )
     st.stop()
 
@@ -41,7 +41,7 @@ def explain(output: str, target: int, labels, position: int = 0) -> None:
     result = cache.saliency(key, prepared, method, position, target, 32, output)
     widgets.show_chart(saliency_chart(result), key=f"saliency_{output}")
     split = "to each token's token, position and segment embeddings" if len(result.parts) > 1 else "to each input token"
-    of_token = f" at '{escape_markdown(prepared.base.tokens[position])}'" if output == "tag" else ""
+    of_token = f" at '{escape_markdown(prepared.base.tokens[position])}'" if output == "tagger" else ""
     st.caption(
         f"Attributions of log p('{escape_markdown(labels[target])}'){of_token} {split}. "
         "Bars above zero pushed towards this answer."
@@ -49,7 +49,7 @@ def explain(output: str, target: int, labels, position: int = 0) -> None:
     st.caption(escape_markdown(method_note(result)))
 
 
-if "next_sentence" in heads:
+if "nsp" in outputs:
     st.subheader("Does B follow A?")
     if not prepared.pair.strip() or prepared.pair_dropped:
         st.info("Type a second sentence (segment B) at the top: the model then says whether it follows the first.")
@@ -69,9 +69,9 @@ if "next_sentence" in heads:
                 "(bert/weights/MODEL_CARD.md). bert-base-uncased's own head is far better."
             )
         if st.toggle("Which tokens drove it?", key="tasks_explain_nsp"):
-            explain("next_sentence", 0 if result.follows >= 0.5 else 1, NEXT_SENTENCE_LABELS)
+            explain("nsp", 0 if result.follows >= 0.5 else 1, NEXT_SENTENCE_LABELS)
 
-if "classify" in heads:
+if "classifier" in outputs:
     st.subheader("Classes")
     table = cache.class_probabilities(key, prepared)
     labels = list(table["label"])
@@ -81,9 +81,9 @@ if "classify" in heads:
     widgets.show_chart(classes_view(table, chosen)["classes"], key="classes")
     if legend := label_legend(labels):
         st.caption(f"What the labels mean: {legend}")  # only our own words and codes
-    explain("classify", labels.index(chosen), labels)
+    explain("classifier", labels.index(chosen), labels)
 
-if "tag" in heads:
+if "tagger" in outputs:
     st.subheader("Token labels")
     table = cache.token_labels(key, prepared)
     st.markdown(sentence_tasks.label_chips(table), unsafe_allow_html=True)  # tokens and labels escaped in label_chips
@@ -96,9 +96,9 @@ if "tag" in heads:
     if words:
         position = widgets.select_int("Which tokens drove the label of", "tasks_tag_token", words, default=words[0],
                                       format_func=lambda i: f"{i}: {table.at[i, 'token']} ({table.at[i, 'label']})")
-        explain("tag", model.labels.index(table.at[position, "label"]), model.labels, position)
+        explain("tagger", model.labels.index(table.at[position, "label"]), model.labels, position)
 
-missing = [head for head in ("next_sentence", "classify", "tag") if head not in heads]
+missing = [output for output in ("nsp", "classifier", "tagger") if output not in outputs]
 if missing:
-    names = {"next_sentence": "next-sentence prediction", "classify": "classes", "tag": "token labels"}
+    names = {"nsp": "next-sentence prediction", "classifier": "classes", "tagger": "token labels"}
     st.caption(" · ".join(f"For {names[h]}, pick {sentence_tasks.WHICH_MODEL[h]}." for h in missing))

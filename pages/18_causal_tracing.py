@@ -5,7 +5,7 @@ import streamlit as st
 from bert.errors import InvalidInputError
 from viz_app import cache, state, widgets
 from viz_app.causal_tracing import (
-    COMPARE, DIRECTIONS, EXACT_RUNS_AT_ONCE, MODES, PatchingRequest, TraceRequest, default_corrupt, exact_runs, pick_answer_foil,
+    COMPARE, DIRECTION_LABELS, EXACT_RUNS_AT_ONCE, MODES, PatchingRequest, TraceRequest, default_corrupt, exact_runs, pick_answer_foil,
     trace_runs,
 )
 from viz_app.params import LINK_PARAMS
@@ -66,8 +66,8 @@ if mode == "two":
                          "The word the clean sentence should favour; its top guesses are listed first. Type any other word.")
     foil = word_choice(columns[1], "Foil", "patch_foil", corrupted_guesses + clean_guesses, foil,
                        "The word it is compared with; the corrupted sentence's top guesses are listed first.")
-    state.clamp("patch_direction", list(DIRECTIONS))
-    direction = columns[2].radio("Patch", list(DIRECTIONS), key="patch_direction", format_func=DIRECTIONS.get,
+    state.clamp("patch_direction", list(DIRECTION_LABELS))
+    direction = columns[2].radio("Patch", list(DIRECTION_LABELS), key="patch_direction", format_func=DIRECTION_LABELS.get,
                                  persist_state="session", help="Clean into corrupted: does this one activation restore the "
                                  "clean guess? Corrupted into clean: does it break it?")
     exact = columns[3].toggle("Exact sweep", key="patch_exact", persist_state="session",

@@ -127,7 +127,7 @@ def report(model_name: str, name: str) -> None:
     with torch.inference_mode():
         for row in rows:
             input_ids, token_type_ids = tokenizer.encode(row["text"], max_length=64, truncate=True).tensors()
-            predicted.append(model.labels[int(model.classify(input_ids, token_type_ids).argmax())])
+            predicted.append(model.labels[int(model(input_ids, token_type_ids, output="classifier").argmax())])
     print(classification_report([row["label"] for row in rows], predicted, digits=3, zero_division=0))
 
 

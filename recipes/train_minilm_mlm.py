@@ -82,7 +82,7 @@ def build_everyday_mix(corpus: Path = CORPUS, out: Path = EVERYDAY_MIX, cloze: P
 
 def start_model():
     model, tokenizer = load_pretrained("minilm-encoder")
-    return model.add_heads(mlm_head=True), tokenizer
+    return model.add_output_heads(mlm_head=True), tokenizer
 
 
 def trained_model(run: Path):

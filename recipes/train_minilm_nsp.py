@@ -81,7 +81,7 @@ def build_documents() -> dict[str, int]:
 
 def start_model():
     model, tokenizer = load_folder(minilm_folder(), read_state_dict(MINILM_HEAD_FILE))  # `minilm` without the NSP file
-    return model.add_heads(nsp_head=True), tokenizer
+    return model.add_output_heads(nsp_head=True), tokenizer
 
 
 @torch.no_grad()

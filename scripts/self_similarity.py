@@ -13,11 +13,12 @@ import bert
 from bert.analysis.corpus.batching import layer_names
 from bert.analysis.representations.self_similarity import EXAMPLES, anisotropy_baseline, word_self_similarity
 from bert.data import builtin_sentences
+from bert.cli_arguments import add_model_argument
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", default="minilm", help="minilm, minilm-encoder, a folder or a cached hub id")
+    add_model_argument(parser)
     parser.add_argument("--baseline-sentences", type=int, default=200, help="built-in sentences for the baseline")
     parser.add_argument("--samples", type=int, default=2000, help="random token pairs for the baseline")
     parser.add_argument("--seed", type=int, default=0)

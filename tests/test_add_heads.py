@@ -1,4 +1,4 @@
-"""add_heads gives a loaded encoder fresh heads to pre-train without touching what it loaded."""
+"""add_output_heads gives a loaded encoder fresh heads to pre-train without touching what it loaded."""
 import torch
 
 from bert import Bert, BertConfig
@@ -9,7 +9,7 @@ def test_add_heads_keeps_the_tied_token_embedding_and_initialises_the_rest():
     encoder = Bert(BertConfig(vocab_size=50, hidden_size=16, num_layers=1, num_heads=2, intermediate_size=32), mlm_head=False)
     with torch.no_grad():
         encoder.embedding.token_embedding.weight.fill_(0.5)  # a value init would never produce
-    encoder.add_heads(mlm_head=True, nsp_head=True)
+    encoder.add_output_heads(mlm_head=True, nsp_head=True)
     assert torch.all(encoder.embedding.token_embedding.weight == 0.5)
     assert encoder.lm_head.unembedding.weight is encoder.embedding.token_embedding.weight
     assert torch.all(encoder.lm_head.unembedding.bias == 0)

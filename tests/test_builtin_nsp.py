@@ -28,7 +28,7 @@ def test_minilm_loads_it_and_the_encoder_does_not():
         torch.testing.assert_close(model.pooler.dense.weight, weights.get_tensor("pooler.dense.weight").float())
     ids, types = tokenizer.encode("The man went to the store.", "He bought a gallon of milk.").tensors()
     with torch.no_grad():
-        probabilities = model.next_sentence(ids, types).softmax(-1)
+        probabilities = model(ids, types, output="nsp").softmax(-1)
     assert probabilities.shape == (1, 2) and torch.isfinite(probabilities).all()
     encoder, _ = load_pretrained("minilm-encoder")
     assert not encoder.has_nsp_head

@@ -38,8 +38,8 @@ def test_every_hook_is_present_with_its_shape(tiny_model, tiny_batch, full_run):
     batch, seq = tiny_batch[0].shape
     expected = expected_hooks(batch, seq, config.hidden_size, config.num_heads, config.intermediate_size, config.vocab_size, config.num_layers)
     logits, cache = full_run
-    sentence_heads = {"pooler.hook_out", "nsp_head.hook_logits"}  # on the model, not on the masked-LM path
-    assert set(tiny_model.hook_names()) == set(expected) | sentence_heads
+    output_heads = {"pooler.hook_out", "nsp_head.hook_logits"}  # on the model, not on the masked-LM path
+    assert set(tiny_model.hook_names()) == set(expected) | output_heads
     assert set(cache) == set(expected)
     assert {name: tuple(cache[name].shape) for name in expected} == expected
     assert logits.shape == (batch, seq, config.vocab_size)
@@ -182,13 +182,13 @@ def _hook_name_tests_model(mlm_head: bool):
 
 @pytest.mark.parametrize("mlm_head", [True, False], ids=["every head", "encoder only"])
 def test_hook_name_builds_every_hook_of_the_model(mlm_head):
-    from bert.hooks import EMBEDDING_HOOKS, LAYER_HOOKS, LM_HEAD_HOOKS, every_hook_name
+    from bert.hooks import EMBEDDING_HOOKS, LAYER_HOOKS, MLM_HOOKS, every_hook_name
 
     model = _hook_name_tests_model(mlm_head)
     heads = ("pooled", "nsp_logits") if mlm_head else ()
-    built = every_hook_name(model.config.num_layers, lm_head=mlm_head, heads=heads)
+    built = every_hook_name(model.config.num_layers, lm_head=mlm_head, output_hooks=heads)
     assert set(model.hook_names()) == set(built) and len(built) == len(set(built))
-    assert len(built) == len(EMBEDDING_HOOKS) + 3 * len(LAYER_HOOKS) + (len(LM_HEAD_HOOKS) + 2 if mlm_head else 0)
+    assert len(built) == len(EMBEDDING_HOOKS) + 3 * len(LAYER_HOOKS) + (len(MLM_HOOKS) + 2 if mlm_head else 0)
 
 
 def test_hook_name_spells_the_module_paths_and_refuses_nonsense(tiny_model):

@@ -16,12 +16,12 @@ from bert_test_support import TINY_VOCAB, hf_config, randomize_
 TOLERANCE = dict(atol=1e-5, rtol=1e-5)
 LABELS = ["ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM"]
 
-# architecture -> (extra transformers config, our method, the hook holding its logits)
+# architecture -> (extra transformers config, our output head, the hook holding its logits)
 HEADS = {
-    "BertForSequenceClassification": (dict(num_labels=6, id2label=dict(enumerate(LABELS))), "classify", "classifier.hook_logits"),
-    "regression": (dict(num_labels=1, problem_type="regression"), "classify", "classifier.hook_logits"),
-    "BertForTokenClassification": (dict(num_labels=5), "tag", "tagger.hook_logits"),
-    "BertForNextSentencePrediction": ({}, "next_sentence", "nsp_head.hook_logits"),
+    "BertForSequenceClassification": (dict(num_labels=6, id2label=dict(enumerate(LABELS))), "classifier", "classifier.hook_logits"),
+    "regression": (dict(num_labels=1, problem_type="regression"), "classifier", "classifier.hook_logits"),
+    "BertForTokenClassification": (dict(num_labels=5), "tagger", "tagger.hook_logits"),
+    "BertForNextSentencePrediction": ({}, "nsp", "nsp_head.hook_logits"),
 }
 
 
@@ -56,12 +56,12 @@ def test_transformers_task_checkpoint_loads_and_matches(architecture, tiny_hf_co
     batch = tuple(t[:, : tiny_hf_config.max_position_embeddings] for t in tiny_batch)  # has padding and pairs
     expected = reference_logits(theirs, batch)
     with torch.no_grad():  # both on the same path (without gradients: oneDNN-packed weights)
-        direct = getattr(ours, method)(*batch)
+        direct = ours(*batch, output=method)
         recorded, cache = ours.run_with_cache(*batch, output=method)  # every hook: the step-by-step attention
-    assert_same_logits(direct, expected, batch[2], f"{architecture} {method}()")
+    assert_same_logits(direct, expected, batch[2], f"{architecture} forward(output={method!r})")
     assert_same_logits(recorded, expected, batch[2], f"{architecture} run_with_cache(output={method!r})")
     assert torch.equal(cache[hook], recorded)
-    if method != "next_sentence":
+    if method != "nsp":
         assert ours.labels == [tiny_hf_config.id2label[i] for i in range(tiny_hf_config.num_labels)]
     if architecture == "regression":
         assert ours.problem_type == "regression" and ours.labels == ["LABEL_0"]
@@ -72,19 +72,19 @@ def test_our_task_folder_loads_in_transformers(architecture, tmp_path, tiny_voca
     extra, method, _ = HEADS[architecture]
     config = bert.BertConfig(vocab_size=len(TINY_VOCAB), hidden_size=48, num_layers=2, num_heads=4, intermediate_size=64, max_position_embeddings=32)
     labels = [extra["id2label"][i] for i in range(6)] if "id2label" in extra else extra.get("num_labels")
-    heads = {"classify": dict(classifier_labels=labels, problem_type=extra.get("problem_type")),
-             "tag": dict(tagger_labels=labels), "next_sentence": dict(nsp_head=True)}[method]
+    heads = {"classifier": dict(classifier_labels=labels, problem_type=extra.get("problem_type")),
+             "tagger": dict(tagger_labels=labels), "nsp": dict(nsp_head=True)}[method]
     ours = randomize_(bert.Bert(config, mlm_head=False, **heads), seed=12)
     folder = save_hf_folder(ours, tmp_path / "ours", tiny_vocab_file)
     written = json.loads((folder / "config.json").read_text())
     assert written["architectures"] == [reference_class(architecture).__name__]
     theirs, loading = reference_class(architecture).from_pretrained(folder, attn_implementation="eager", output_loading_info=True)
     assert not loading["missing_keys"] and not loading["mismatched_keys"], loading
-    if method != "next_sentence":
+    if method != "nsp":
         assert [theirs.config.id2label[i] for i in range(theirs.config.num_labels)] == ours.labels
         assert theirs.config.problem_type == ours.problem_type
     with torch.no_grad():
-        assert_same_logits(getattr(ours, method)(*tiny_batch), reference_logits(theirs.eval(), tiny_batch), tiny_batch[2], architecture)
+        assert_same_logits(ours(*tiny_batch, output=method), reference_logits(theirs.eval(), tiny_batch), tiny_batch[2], architecture)
     reloaded, _ = bert.load_pretrained(str(folder))
     assert reloaded.labels == ours.labels and reloaded.problem_type == ours.problem_type
 
@@ -144,9 +144,9 @@ def test_id2label_that_disagrees_with_the_weights(classifier_folder):
 
 def test_missing_heads_raise_before_running(tiny_model, tiny_batch):
     assert tiny_model.labels is None and not tiny_model.has_classifier and not tiny_model.has_tagger
-    for method in ("classify", "tag"):
+    for method in ("classifier", "tagger"):
         with pytest.raises(MissingHeadError, match="fine-tune"):
-            getattr(tiny_model, method)(*tiny_batch)
+            tiny_model(*tiny_batch, output=method)
         with pytest.raises(MissingHeadError):
             tiny_model.run_with_cache(*tiny_batch, output=method)
     with pytest.raises(InvalidInputError, match="output must be one of"):
@@ -154,27 +154,27 @@ def test_missing_heads_raise_before_running(tiny_model, tiny_batch):
 
 
 def test_run_with_cache_records_only_the_chosen_heads_path(tiny_model, tiny_batch):
-    nsp, cache = tiny_model.run_with_cache(*tiny_batch, output="next_sentence")
+    nsp, cache = tiny_model.run_with_cache(*tiny_batch, output="nsp")
     assert nsp.shape == (tiny_batch[0].shape[0], 2)
     assert cache["pooler.hook_out"].shape == (tiny_batch[0].shape[0], tiny_model.config.hidden_size)
     assert "nsp_head.hook_logits" in cache and "lm_head.hook_logits" not in cache
-    assert [bert.hook_name(kind) for kind in ("pooled", "nsp_logits", "class_logits", "tag_logits")] == [
+    assert [bert.hook_name(kind) for kind in ("pooled", "nsp_logits", "classifier_logits", "tagger_logits")] == [
         "pooler.hook_out", "nsp_head.hook_logits", "classifier.hook_logits", "tagger.hook_logits"]
     _, cache = tiny_model.run_with_cache(*tiny_batch)
     assert "lm_head.hook_logits" in cache and "nsp_head.hook_logits" not in cache
 
 
-def test_add_heads_gives_an_encoder_a_fresh_classifier_and_keeps_the_pooler():
+def test_add_output_heads_gives_an_encoder_a_fresh_classifier_and_keeps_the_pooler():
     torch.manual_seed(0)
     config = bert.BertConfig(vocab_size=30, hidden_size=16, num_layers=1, num_heads=2, intermediate_size=32, classifier_dropout=0.3)
     encoder = bert.Bert(config, mlm_head=False, pooler=True)
     pooler = encoder.pooler.dense.weight.clone()
-    encoder.add_heads(classifier_labels=["neg", "pos"])
+    encoder.add_output_heads(classifier_labels=["neg", "pos"])
     assert torch.equal(encoder.pooler.dense.weight, pooler)
     assert encoder.labels == ["neg", "pos"] and encoder.problem_type == "single_label_classification"
     assert encoder.classifier.dropout.p == 0.3 and torch.all(encoder.classifier.bias == 0)
     assert "classifier.hook_logits" in encoder.hook_names()
     with pytest.raises(InvalidInputError, match="already has a task head"):
-        encoder.add_heads(tagger_labels=3)
+        encoder.add_output_heads(tagger_labels=3)
     with pytest.raises(InvalidInputError, match="not both"):
         bert.Bert(config, classifier_labels=2, tagger_labels=2)

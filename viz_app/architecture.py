@@ -41,7 +41,7 @@ def hook_shapes(model: Bert, tokenizer: BertTokenizer, encoding: Encoding) -> di
     shapes: dict[str, tuple[int, ...]] = {}
     with torch.inference_mode():
         shapes |= model.run_with_cache(input_ids, token_type_ids, logit_mask=logit_mask)[1].shapes
-        for output in model.sentence_heads:
+        for output in (output for output in model.output_heads if output != "mlm"):  # the masked-LM pass is above
             shapes |= model.run_with_cache(input_ids, token_type_ids, output=output)[1].shapes
     return shapes
 

@@ -18,10 +18,10 @@ from bert.predict import predict_masks
 from viz_app.params import LINK_PARAMS
 
 MODES = {"two": "Two sentences (activation patching)", "one": "One sentence with noise (causal tracing)"}
-DIRECTIONS = {"denoise": "clean into corrupted", "noise": "corrupted into clean"}
+DIRECTION_LABELS = {"denoise": "clean into corrupted", "noise": "corrupted into clean"}  # patching.DIRECTIONS, in words
 COMPARE = ("residual", "attention", "mlp", "heads")
 FUNCTION_WORDS = {"the", "a", "an", "this", "that", "these", "those", "my", "his", "her", "our", "their", "its", "your"}
-TRACE_SITES = {False: ("residual",), True: ("residual", "attention", "mlp")}
+SITES_FOR_BLOCKS = {False: ("residual",), True: ("residual", "attention", "mlp")}  # "also the blocks" -> tracing.TRACE_SITES
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class PatchingRequest:
     corrupted: str
     answer: str | None = None  # None: the clean sentence's top guess
     foil: str | None = None  # None: the corrupted sentence's top guess that is not the answer
-    direction: str = "denoise"  # a key of DIRECTIONS
+    direction: str = "denoise"  # a key of DIRECTION_LABELS
     head_layer: int | None = None  # the layer of the heads-by-position grid; None: the last layer
 
 
@@ -61,7 +61,7 @@ class CausalSettings:
         return cls(
             _choice(value("causal_mode"), MODES),
             PatchingRequest(value("patch_clean"), value("patch_corrupted"), value("patch_answer"), value("patch_foil"),
-                            _choice(value("patch_direction"), DIRECTIONS), value("patch_head_layer")),
+                            _choice(value("patch_direction"), DIRECTION_LABELS), value("patch_head_layer")),
             TraceRequest(value("trace_text"), None if corrupt is None else tuple(corrupt), value("trace_answer"),
                          max(1, int(value("trace_samples"))), bool(value("trace_blocks"))),
             bool(value("patch_exact")), _choice(value("patch_compare"), COMPARE),
@@ -168,8 +168,5 @@ def run_trace(loaded, request: TraceRequest, progress: Progress | None = None) -
     """Causal tracing for a resolved request."""
     tokenizer = loaded.tokenizer
     encoding = tokenizer.encode(request.text, max_length=loaded.summary.max_positions)
-    answer_id = tokenizer.token_to_id(request.answer) if request.answer else None
-    if request.answer and answer_id is None:
-        raise InvalidInputError(f"{request.answer!r} is not one vocabulary token; choose one of the model's guesses")
-    return causal_trace(loaded.model, tokenizer, encoding, list(request.corrupt or ()), answer_id, TRACE_SITES[request.blocks],
+    return causal_trace(loaded.model, tokenizer, encoding, list(request.corrupt or ()), request.answer or None, SITES_FOR_BLOCKS[request.blocks],
                         samples=request.samples, batch_size=patching_batch(len(encoding)), progress=progress)

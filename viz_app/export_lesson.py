@@ -16,6 +16,7 @@ from bert.errors import BertError
 from viz_app import models
 from viz_app.lessons.export import lesson_html
 from viz_app.lessons.format import builtin_lessons, load_lesson
+from bert.cli_arguments import add_model_argument
 
 logger = logging.getLogger(__name__)
 
@@ -25,7 +26,7 @@ def parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("name", nargs="?", help="a built-in lesson (see --list) or a lesson file (.yaml)")
     parser.add_argument("--list", action="store_true", help="print the built-in lessons, one per line, and stop")
-    parser.add_argument("--model", default="minilm", help="minilm, a Hugging Face folder, or a cached hub id")
+    add_model_argument(parser)
     parser.add_argument("--out", type=Path, help="the HTML file to write (default: NAME.html)")
     parser.add_argument("--app-url", help="the app's address, e.g. http://classroom-pc:8501, to give each step its link")
     return parser

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from bert.pretraining.miniature import DIRECTIONS, SIZES, RunLog, TinySettings
+from bert.pretraining.miniature import READING_DIRECTION_RUNS, SIZES, RunLog, TinySettings
 from bert.pretraining.nsp import IS_NEXT
 from bert.pretraining.walkthrough import MaskedExample, PairExample
 from viz_app import widgets
@@ -61,7 +61,7 @@ def _shipped(settings: tuple[TinySettings, ...], describe) -> dict[str, RunLog]:
 
 
 def direction_comparison() -> None:
-    runs = _shipped(DIRECTIONS, lambda s: "left-to-right" if s.causal else "masked LM")
+    runs = _shipped(READING_DIRECTION_RUNS, lambda s: "left-to-right" if s.causal else "masked LM")
     if len(runs) < 2:
         st.info("The shipped runs are missing: make them with `python recipes/tiny_runs.py`.")
         return

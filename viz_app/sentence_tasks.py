@@ -1,4 +1,4 @@
-"""The sentence-level heads in the app: next-sentence probability (typed and swapped pair), class probabilities,
+"""The sentence-level output heads in the app: next-sentence probability (typed and swapped pair), class probabilities,
 token labels, the token-label chips. Plain functions on a loaded model (tested without Streamlit); their cached
 calls are in viz_app/cache.py, their chart in viz_app/charts/sentence_tasks.py.
 """
@@ -17,9 +17,9 @@ from bert.tokenizer import Encoding
 
 # Which model to pick for a head this model lacks (shown when the page cannot draw a section).
 WHICH_MODEL = {
-    "next_sentence": "the built-in minilm (its next-sentence head was trained here) or bert-base-uncased, once cached",
-    "classify": "a fine-tuned classifier, such as a folder written by `python -m bert finetune`",
-    "tag": "a fine-tuned token classifier (a BertForTokenClassification folder, e.g. from `python -m bert finetune --task tokens`)",
+    "nsp": "the built-in minilm (its next-sentence head was trained here) or bert-base-uncased, once cached",
+    "classifier": "a fine-tuned classifier, such as a folder written by `python -m bert finetune`",
+    "tagger": "a fine-tuned token classifier (a BertForTokenClassification folder, e.g. from `python -m bert finetune --task tokens`)",
 }
 LABEL_COLOURS = ["#3b6fb6", "#e08a2e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
 
@@ -36,7 +36,7 @@ def next_sentence(model: Bert, tokenizer: BertTokenizer, text: str, pair: str, m
     probabilities = []
     for first, second in ((text, pair), (pair, text)):
         ids, types = tokenizer.encode(first, second, max_length=max_length, truncate=truncate).tensors(model_device(model))
-        probabilities.append(float(model.next_sentence(ids, types).float().softmax(-1)[0, 0]))
+        probabilities.append(float(model(ids, types, output="nsp").float().softmax(-1)[0, 0]))
     return NextSentence(*probabilities)
 
 
@@ -44,7 +44,7 @@ def next_sentence(model: Bert, tokenizer: BertTokenizer, text: str, pair: str, m
 def class_probabilities(model: Bert, encoding: Encoding) -> pd.DataFrame:
     """One row per label: label, probability (softmax of the classifier's logits), in the head's order."""
     ids, types = encoding.tensors(model_device(model))
-    probabilities = as_numpy(model.classify(ids, types).float().softmax(-1)[0])
+    probabilities = as_numpy(model(ids, types, output="classifier").float().softmax(-1)[0])
     return pd.DataFrame({"label": model.labels, "probability": probabilities})
 
 
@@ -52,7 +52,7 @@ def class_probabilities(model: Bert, encoding: Encoding) -> pd.DataFrame:
 def token_labels(model: Bert, encoding: Encoding) -> pd.DataFrame:
     """One row per token: position, token, its most likely label and that label's probability."""
     ids, types = encoding.tensors(model_device(model))
-    probabilities = model.tag(ids, types).float().softmax(-1)[0]  # [seq, labels]
+    probabilities = model(ids, types, output="tagger").float().softmax(-1)[0]  # [seq, labels]
     best = probabilities.max(-1)
     return pd.DataFrame({
         "position": np.arange(len(encoding)), "token": encoding.tokens,

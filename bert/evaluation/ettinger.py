@@ -62,7 +62,7 @@ def read_test(folder: str | Path, test: Test) -> list[ClozeProbe]:
 
 
 def top_k_tokens(model: Bert, tokenizer: BertTokenizer, context: str, k: int = K) -> list[str]:
-    encoding = tokenizer.encode(context + ".", max_length=model.config.max_position_embeddings)
+    encoding = tokenizer.encode(context + ".")
     logits = logits_at_mask(model, encoding.input_ids, tokenizer.mask_id)
     return [tokenizer.id_to_token(int(i)) for i in logits.topk(k).indices]
 

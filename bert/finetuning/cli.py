@@ -52,7 +52,7 @@ def _finetune(args, ranks: Ranks, device: torch.device) -> int:
     torch.manual_seed(args.seed)  # the new head's initialisation (with several ranks, rank 0's reaches every rank)
     labels = label_names(train_examples) if args.task != "regression" else 1
     output_head = {"tokens": dict(tagger_labels=labels)}.get(args.task, dict(classifier_labels=labels))
-    model.add_heads(**output_head, problem_type="regression" if args.task == "regression" else None)
+    model.add_output_heads(**output_head, problem_type="regression" if args.task == "regression" else None)
     config = FinetuneConfig(
         task=args.task, epochs=args.epochs, batch_size=args.batch_size, max_length=args.max_length,
         learning_rate=args.learning_rate, warmup_fraction=args.warmup_fraction, weight_decay=args.weight_decay,

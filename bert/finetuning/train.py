@@ -158,10 +158,10 @@ def task_loss(model: Bert, batch: Batch, task: str, total: int | None = None) ->
     regression: a mean over the batch (labelled_count). With `total`, the count of a global batch of which this
     batch is one rank's share, this share's sum divided by it: the ranks' losses add up to the global mean."""
     if task == "tokens":
-        logits = model.tag(batch.input_ids, batch.token_type_ids, batch.attention_mask)
+        logits = model(batch.input_ids, batch.token_type_ids, batch.attention_mask, output="tagger")
         summed = F.cross_entropy(logits.flatten(0, 1).float(), batch.labels.flatten(), ignore_index=IGNORE, reduction="sum")
     else:
-        logits = model.classify(batch.input_ids, batch.token_type_ids, batch.attention_mask).float()
+        logits = model(batch.input_ids, batch.token_type_ids, batch.attention_mask, output="classifier").float()
         if task == "regression":
             summed = F.mse_loss(logits.squeeze(-1), batch.labels, reduction="sum")
         else:

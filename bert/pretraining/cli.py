@@ -63,7 +63,7 @@ def _pretrain(args, device, ranks: Ranks) -> int:
         model = Bert(config, mlm_head=not args.no_mlm, nsp_head=pairs)
     else:
         model, tokenizer = load_pretrained(args.init)
-        model.add_heads(mlm_head=not args.no_mlm, nsp_head=pairs)
+        model.add_output_heads(mlm_head=not args.no_mlm, nsp_head=pairs)
     train_config = TrainConfig(
         steps=args.steps, learning_rate=args.learning_rate, warmup_steps=args.warmup_steps, weight_decay=args.weight_decay,
         seed=args.seed, train=args.train, freeze_token_embedding=args.freeze_token_embedding,

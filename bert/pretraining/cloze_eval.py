@@ -21,6 +21,7 @@ from ..errors import DataFileError
 from ..model import Bert
 from ..predict import predict_masks
 from ..tokenizer import BertTokenizer
+from ..cli_arguments import add_model_argument
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +63,7 @@ def everyday_cloze_accuracy(model: Bert, tokenizer: BertTokenizer, path: str | P
         log.warning("answers not in this vocabulary as one token (they can never be predicted): %s", ", ".join(unknown))
     rows = []
     for item in items:
-        encoding = tokenizer.encode(item.sentence, max_length=model.config.max_position_embeddings)
+        encoding = tokenizer.encode(item.sentence)
         (prediction,) = predict_masks(model, tokenizer, encoding, top_k=k)
         tokens = [c.token.lower() for c in prediction.candidates]
         rank = next((i for i, token in enumerate(tokens, 1) if token in item.answers), None)
@@ -94,7 +95,7 @@ def format_report(result: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bert.pretraining.cloze_eval", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", default="minilm", help="minilm, a Hugging Face folder, or a cached hub id")
+    add_model_argument(parser)
     parser.add_argument("--path", default=str(EVERYDAY_CLOZE), help="a cloze TSV (default: the everyday set)")
     parser.add_argument("--top-k", type=int, default=5)
     parser.add_argument("--json", action="store_true", help="machine-readable output")

@@ -76,10 +76,10 @@ class TinySettings:
 
 
 # Figure 5 in miniature: the same model, data and steps, ten times as many as the live default.
-DIRECTIONS = (TinySettings(steps=8000, eval_every=400), TinySettings(steps=8000, eval_every=400, causal=True))
+READING_DIRECTION_RUNS = (TinySettings(steps=8000, eval_every=400), TinySettings(steps=8000, eval_every=400, causal=True))
 # Table 6 in miniature: three sizes, the same steps, at a learning rate the largest also trains stably with.
 SIZES = tuple(TinySettings(layers=layers, hidden=hidden, heads=heads, learning_rate=5e-4) for layers, hidden, heads in ((1, 64, 1), (2, 128, 2), (4, 256, 4)))
-DEFAULT_RUNS = (TinySettings(),) + DIRECTIONS + SIZES  # the runs recipes/tiny_runs.py ships logs of: the live default first
+DEFAULT_RUNS = (TinySettings(),) + READING_DIRECTION_RUNS + SIZES  # the runs recipes/tiny_runs.py ships logs of: the live default first
 
 
 @dataclass

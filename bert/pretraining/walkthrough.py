@@ -87,7 +87,7 @@ def sentence_pairs(tokenizer: BertTokenizer, text: str, seed: int, task: str = "
 def next_sentence_probability(model: Bert, pair: PairExample) -> float:
     """The model's P(B follows A) for this pair (its NSP head's index 0)."""
     batch = pair.batch.to(model_device(model))
-    return float(model.next_sentence(batch.input_ids, batch.token_type_ids, batch.attention_mask).float().softmax(-1)[0, IS_NEXT])
+    return float(model(batch.input_ids, batch.token_type_ids, batch.attention_mask, output="nsp").float().softmax(-1)[0, IS_NEXT])
 
 
 @dataclass(frozen=True)

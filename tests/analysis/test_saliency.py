@@ -102,7 +102,7 @@ def nsp_model(tokenizer):
 def test_class_attributions_add_up_to_the_log_probability_difference(nsp_model, tokenizer):
     encoding = tokenizer.encode("the dog went to the park", "her dog sat at the cat")
     for target in (0, 1):
-        result = saliency(nsp_model, tokenizer, encoding, "integrated_gradients", steps=64, output="next_sentence", target_id=target)
+        result = saliency(nsp_model, tokenizer, encoding, "integrated_gradients", steps=64, output="nsp", target_id=target)
         difference = result.score - result.baseline_score
         assert abs(difference) > 1e-3
         assert result.total == pytest.approx(difference, rel=0.01, abs=1e-4)
@@ -117,13 +117,13 @@ def test_class_attributions_add_up_to_the_log_probability_difference(nsp_model, 
 
 def test_class_gradient_matches_a_finite_difference(nsp_model, tokenizer):
     encoding = tokenizer.encode("the dog went to the park", "her dog sat at the cat")
-    result = saliency(nsp_model, tokenizer, encoding, "gradient_x_input", output="next_sentence")
+    result = saliency(nsp_model, tokenizer, encoding, "gradient_x_input", output="nsp")
     k, eps = 3, 1e-3
     input_ids, token_type_ids = encoding.tensors()
 
     def score(scale: float) -> float:
         with torch.no_grad():
-            logits, _ = nsp_model.run_with_cache(input_ids, token_type_ids, names=[], output="next_sentence",
+            logits, _ = nsp_model.run_with_cache(input_ids, token_type_ids, names=[], output="nsp",
                                                  interventions={"embedding.hook_token_type": scale_token(k, scale)})
         return float(logits[0].double().log_softmax(-1)[result.target.token_id])
 
@@ -134,13 +134,13 @@ def test_class_gradient_matches_a_finite_difference(nsp_model, tokenizer):
 
 def test_an_output_the_model_lacks_is_named(smooth_model, nsp_model, tokenizer):
     with pytest.raises(InvalidInputError, match="no classifier head"):
-        saliency(nsp_model, tokenizer, tokenizer.encode("the dog", "a cat"), output="classify")
+        saliency(nsp_model, tokenizer, tokenizer.encode("the dog", "a cat"), output="classifier")
     with pytest.raises(InvalidInputError, match="no next-sentence head"):
-        saliency(smooth_model, tokenizer, tokenizer.encode("the dog", "a cat"), output="next_sentence")
+        saliency(smooth_model, tokenizer, tokenizer.encode("the dog", "a cat"), output="nsp")
     with pytest.raises(InvalidInputError, match="masked-LM head"):
         saliency(nsp_model, tokenizer, tokenizer.encode("the [MASK]"))
     with pytest.raises(InvalidInputError, match="not one of the 2 outputs"):
-        saliency(nsp_model, tokenizer, tokenizer.encode("the dog", "a cat"), output="next_sentence", target_id=2)
+        saliency(nsp_model, tokenizer, tokenizer.encode("the dog", "a cat"), output="nsp", target_id=2)
 
 
 def test_classifier_attributions_add_up_and_carry_the_label_name(tokenizer):
@@ -151,15 +151,15 @@ def test_classifier_attributions_add_up_and_carry_the_label_name(tokenizer):
     with torch.no_grad():
         model.classifier.weight.mul_(50)
     encoding = tokenizer.encode("her dog went to the park")
-    result = saliency(model, tokenizer, encoding, "integrated_gradients", steps=64, output="classify", target_id=2)
+    result = saliency(model, tokenizer, encoding, "integrated_gradients", steps=64, output="classifier", target_id=2)
     difference = result.score - result.baseline_score
     assert abs(difference) > 1e-3 and result.total == pytest.approx(difference, rel=0.01, abs=1e-4)
     input_ids, token_type_ids = encoding.tensors()
     with torch.no_grad():
-        expected = model.classify(input_ids, token_type_ids)[0].double().log_softmax(-1)[2]
+        expected = model(input_ids, token_type_ids, output="classifier")[0].double().log_softmax(-1)[2]
     assert result.score == pytest.approx(float(expected), abs=1e-5) and result.target.token == "happy"
     with pytest.raises(InvalidInputError, match="no next-sentence head"):
-        saliency(model, tokenizer, encoding, output="next_sentence")
+        saliency(model, tokenizer, encoding, output="nsp")
 
 
 # --- Captum against the hand-written integral; the perturbation methods; tags; contrastive targets -----------
@@ -306,7 +306,7 @@ def test_contrastive_shapley_values_add_up_to_the_logit_difference_from_all_mask
 
 
 def test_a_token_tag_is_explained_at_its_token(tokenizer):
-    """output "tag": f = log p(label) of one token, from the token-classification head's own logits."""
+    """output "tagger": f = log p(label) of one token, from the token-classification head's own logits."""
     config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_layers=2, num_heads=4, intermediate_size=48,
                         max_position_embeddings=64)
     torch.manual_seed(3)
@@ -316,15 +316,15 @@ def test_a_token_tag_is_explained_at_its_token(tokenizer):
     encoding = tokenizer.encode("her dog went to the park")
     input_ids, token_type_ids = encoding.tensors()
     with torch.no_grad():
-        expected = model.tag(input_ids, token_type_ids)[0, 2].double().log_softmax(-1)
+        expected = model(input_ids, token_type_ids, output="tagger")[0, 2].double().log_softmax(-1)
     for method in METHODS:
-        result = saliency(model, tokenizer, encoding, method, output="tag", position=2, target_id=1, steps=64, samples=4)
+        result = saliency(model, tokenizer, encoding, method, output="tagger", position=2, target_id=1, steps=64, samples=4)
         assert result.score == pytest.approx(float(expected[1]), abs=1e-5) and result.target.token == "B-ANIMAL"
         assert result.position == 2 and np.abs(result.attributions).max() > 1e-4
         if method == "integrated_gradients":
             assert result.total == pytest.approx(result.score - result.baseline_score, rel=0.01, abs=1e-4)
     with pytest.raises(InvalidInputError, match="no token-classification head"):
-        saliency(Bert(config, classifier_labels=2).eval(), tokenizer, encoding, output="tag")
+        saliency(Bert(config, classifier_labels=2).eval(), tokenizer, encoding, output="tagger")
 
 
 def test_bad_perturbation_settings_get_clear_errors(smooth_model, tokenizer):

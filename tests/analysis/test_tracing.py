@@ -89,7 +89,8 @@ def test_a_traced_cell_equals_transformers_with_noisy_embeddings(models):
         (TEXT, {"sites": ("heads",)}, "sites must be some of residual, attention, mlp"),
         (TEXT, {"noise_scale": -1}, "noise_scale must be 0 or more"),
         (TEXT, {"samples": 0}, "samples must be at least 1"),
-        (TEXT, {"answer_id": 10_000}, r"answer_id 10000 is not in the vocabulary"),
+        (TEXT, {"answer": 10_000}, r"answer id 10000 is not in the vocabulary"),
+        (TEXT, {"answer": "kroxldyphivc"}, r"answer .kroxldyphivc. is not one vocabulary token"),
     ],
 )
 def test_bad_tracing_input_says_what_is_wrong(models, text, options, message):

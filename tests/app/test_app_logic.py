@@ -98,8 +98,8 @@ def test_record_keeps_what_the_pages_need(encoder):
     assert set(result.embeddings) == {"token", "position", "segment"}
     shapes = architecture.hook_shapes(encoder.model, encoder.tokenizer, prepared.masked)
     assert shapes["transformer.0.attention.attention.hook_pattern"] == (1, config.num_heads, seq, seq)
-    sentence_heads = ("pooler.", "nsp_head.", "classifier.", "tagger.")  # hooks off the masked-LM path
-    assert len(shapes) == len([name for name in encoder.model.hook_names() if not name.startswith(sentence_heads)])
+    output_heads = ("pooler.", "nsp_head.", "classifier.", "tagger.")  # hooks off the masked-LM path
+    assert len(shapes) == len([name for name in encoder.model.hook_names() if not name.startswith(output_heads)])
     assert result.masks == ()  # no MLM head: no predictions, but everything else
     stats = attention_view.head_statistics(result)
     assert stats.shape == (config.num_layers, config.num_heads)
@@ -197,7 +197,7 @@ def test_the_arithmetic_has_a_row_per_head_and_its_total_is_the_models(heads, ro
                                    dict(nsp_head=True)])
 def test_every_hook_point_of_a_model_with_a_sentence_head_gets_its_shape(heads, tiny_vocab_file):
     """hook_shapes records the encoder and the MLM head, then the sentence heads' hooks, with the shapes their own
-    methods (classify, tag, next_sentence) give."""
+    own forward passes (output="classifier", "tagger", "nsp") give."""
     from bert import Bert, BertConfig, BertTokenizer
 
     tokenizer = BertTokenizer.from_vocab(tiny_vocab_file)
@@ -210,9 +210,9 @@ def test_every_hook_point_of_a_model_with_a_sentence_head_gets_its_shape(heads, 
     hooks = [row for row in rows if row.activation]
     assert len(hooks) == len(model.hook_names()) and all(row.activation != "not reached" for row in hooks)
     ids, types = prepared.masked.tensors()
-    method, hook = {"classifier_labels": ("classify", "classifier.hook_logits"), "tagger_labels": ("tag", "tagger.hook_logits"),
-                    "nsp_head": ("next_sentence", "nsp_head.hook_logits")}[next(iter(heads))]
-    assert shapes[hook] == tuple(getattr(model, method)(ids, types).shape)
+    method, hook = {"classifier_labels": ("classifier", "classifier.hook_logits"), "tagger_labels": ("tagger", "tagger.hook_logits"),
+                    "nsp_head": ("nsp", "nsp_head.hook_logits")}[next(iter(heads))]
+    assert shapes[hook] == tuple(model(ids, types, output=method).shape)
 
 
 def test_tied_unembedding_is_counted_once(tiny_mlm_folder):

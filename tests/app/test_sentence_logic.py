@@ -33,7 +33,7 @@ def test_next_sentence_reads_both_orders(tokenizer):
                                  ("her cat sat", "the dog went to the park", result.swapped)):
         ids, types = tokenizer.encode(first, second).tensors()
         with torch.no_grad():
-            assert shown == pytest.approx(float(model.next_sentence(ids, types).softmax(-1)[0, 0]))
+            assert shown == pytest.approx(float(model(ids, types, output="nsp").softmax(-1)[0, 0]))
     assert result.follows != pytest.approx(result.swapped)  # segments and positions differ: so do the answers
 
 
@@ -41,7 +41,7 @@ def test_class_probabilities_carry_the_label_names(tokenizer):
     model = tiny(tokenizer, mlm_head=False, classifier_labels=["sad", "calm", "happy"])
     table = sentence_tasks.class_probabilities(model, tokenizer.encode("the dog"))
     assert list(table["label"]) == ["sad", "calm", "happy"] and table["probability"].sum() == pytest.approx(1.0)
-    assert model.sentence_heads == ["classify"]
+    assert model.output_heads == ["classifier"]
 
 
 def test_token_label_chips_escape_what_the_user_typed(tokenizer):

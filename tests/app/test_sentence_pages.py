@@ -40,7 +40,7 @@ def test_next_sentence_for_the_typed_and_the_swapped_pair(open_page):
                           "P(A follows B), swapped": ("He bought a gallon of milk.", "The man went to the store.")}.items():
         ids, types = tokenizer.encode(a, b).tensors()
         with torch.no_grad():
-            expected = float(model.next_sentence(ids, types).softmax(-1)[0, 0])
+            expected = float(model(ids, types, output="nsp").softmax(-1)[0, 0])
         assert shown[label] == f"{expected:.1%}"
     at.toggle(key="tasks_explain_nsp").set_value(True).run()
     no_exception(at)
@@ -155,11 +155,11 @@ def test_which_tokens_drove_a_chosen_tokens_label(open_page, tmp_path, vocab_fil
     encoding = tokenizer.encode("the dog went to the park")
     ids, types = encoding.tensors()
     with torch.no_grad():
-        log_probs = model.tag(ids, types).log_softmax(-1)[0, 2]
+        log_probs = model(ids, types, output="tagger").log_softmax(-1)[0, 2]
         label = int(log_probs.argmax())
         masked = ids.repeat(len(encoding), 1)
         masked[torch.arange(len(encoding)), torch.arange(len(encoding))] = tokenizer.token_to_id("[MASK]")
-        without = model.tag(masked, types.expand_as(masked)).log_softmax(-1)[:, 2, label]
+        without = model(masked, types.expand_as(masked), output="tagger").log_softmax(-1)[:, 2, label]
     words = [i for i, special in enumerate(encoding.special) if not special]
     assert model.labels[label] in bars["layout"]["title"]["text"]
     assert array(bars["data"][0]["y"])[words] == pytest.approx((log_probs[label] - without[words]).numpy(), abs=1e-4)
@@ -201,7 +201,7 @@ def test_the_shipped_question_classifier_and_its_base(open_page):
     model, tokenizer = load_pretrained("minilm-trec")
     ids, types = tokenizer.encode("Who wrote Hamlet?").tensors()
     with torch.no_grad():
-        expected = model.classify(ids, types).softmax(-1)[0].numpy()
+        expected = model(ids, types, output="classifier").softmax(-1)[0].numpy()
     assert list(probabilities["data"][0]["y"]) == model.labels
     assert array(probabilities["data"][0]["x"]) == pytest.approx(expected, abs=1e-6)
     assert at.selectbox(key="tasks_class").value == model.labels[expected.argmax()]

@@ -75,7 +75,7 @@ def test_saved_folder_loads_in_transformers_with_equal_logits(trained_classifier
     mask = (torch.arange(longest) < torch.tensor([len(e) for e in encodings])[:, None]).long()
     types = torch.zeros_like(ids)
     with torch.no_grad():
-        torch.testing.assert_close(ours.classify(ids, types, mask), theirs(input_ids=ids, token_type_ids=types, attention_mask=mask).logits, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(ours(ids, types, mask, output="classifier"), theirs(input_ids=ids, token_type_ids=types, attention_mask=mask).logits, atol=1e-5, rtol=1e-5)
 
 
 def test_a_killed_run_resumes_from_its_checkpoint_and_ends_as_an_unbroken_run(tmp_path, tokenizer, monkeypatch):

@@ -43,7 +43,7 @@ def test_loads_as_a_labelled_classifier_and_matches_transformers(minilm_path):
     for question in QUESTIONS:
         input_ids, token_type_ids = tokenizer.encode(question).tensors()
         with torch.no_grad():
-            torch.testing.assert_close(model.classify(input_ids, token_type_ids), theirs(input_ids=input_ids, token_type_ids=token_type_ids).logits, atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(model(input_ids, token_type_ids, output="classifier"), theirs(input_ids=input_ids, token_type_ids=token_type_ids).logits, atol=1e-5, rtol=1e-5)
 
 
 def test_plain_questions_get_their_type():
@@ -52,5 +52,5 @@ def test_plain_questions_get_their_type():
     for question in QUESTIONS:
         input_ids, token_type_ids = tokenizer.encode(question).tensors()
         with torch.no_grad():
-            predicted[question] = model.labels[int(model.classify(input_ids, token_type_ids).argmax())]
+            predicted[question] = model.labels[int(model(input_ids, token_type_ids, output="classifier").argmax())]
     assert predicted == QUESTIONS

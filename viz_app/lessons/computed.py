@@ -178,7 +178,7 @@ def _last_layer(facts: StepFacts) -> Finding:
 
 def _next_sentence(facts: StepFacts) -> Finding:
     model = facts.loaded.model
-    if "next_sentence" not in model.sentence_heads:
+    if "nsp" not in model.output_heads:
         raise NotComputable("this model has no next-sentence head")
     base = facts.prepared.base
     if not any(t == 1 for t in base.token_type_ids):

@@ -23,7 +23,7 @@ from bert.analysis.probing.task_table import TEXT_TASKS
 from bert.analysis.attribution.saliency import METHODS
 from bert.errors import BertError
 from viz_app import navigation
-from viz_app.causal_tracing import COMPARE, DIRECTIONS, MODES
+from viz_app.causal_tracing import COMPARE, DIRECTION_LABELS, MODES
 from viz_app.lessons.computed import COMPUTED
 from viz_app.params import LINK_PARAMS, MODEL_PARAM
 
@@ -43,7 +43,7 @@ CHOICES = {  # state keys whose value is one of a few names (each subset key: a 
     "units": ("word pieces", "words"),
     "probe_tasks": (*TEXT_TASKS, "pos"),  # the built-in sentences' tasks
     "causal_mode": tuple(MODES),
-    "patch_direction": tuple(DIRECTIONS),
+    "patch_direction": tuple(DIRECTION_LABELS),
     "patch_compare": COMPARE,
 }
 LESSON_KEYS = {"title", "about", "state", "steps"}

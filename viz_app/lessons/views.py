@@ -129,7 +129,7 @@ def _head_ablation(view: PageState) -> list[Chart]:
 
 
 def _sentence_tasks(view: PageState) -> list[Chart]:
-    if "classify" not in view.loaded.model.sentence_heads:
+    if "classifier" not in view.loaded.model.output_heads:
         return []
     table = class_probabilities(view.loaded.model, view.prepared.base)
     return list(classes_view(table, chosen_class(table, view["tasks_class"])).values())

@@ -78,15 +78,16 @@ class Saliency:
 
 def saliency(
     model: Bert, tokenizer: BertTokenizer, encoding: Encoding, method: str = "integrated_gradients",
-    position: int | None = None, target_id: int | None = None, steps: int = 32, batch_size: int = 32,
-    output: str = "mlm", foil_id: int | None = None, samples: int = 25, window: int = 1,
+    position: int | None = None, target_id: int | str | None = None, steps: int = 32, batch_size: int = 32,
+    output: str = "mlm", foil_id: int | str | None = None, samples: int = 25, window: int = 1,
     score: str = "log_probability", seed: int = 0,
 ) -> Saliency:
     """Attributions of f (log p(target), p(target), or logit(target) - logit(foil)) to the input tokens.
 
     output "mlm": the word `target_id` at `position` (default: the first [MASK]; target default: the model's top
-    prediction there); "tag": the label `target_id` of the token at `position`; "next_sentence" or "classify": the
-    class `target_id` (default: the top class). steps: integrated gradients' points; samples: Shapley value
+    prediction there); "tagger": the label `target_id` of the token at `position`; "nsp" or "classifier": the
+    class `target_id` (default: the top class). target_id and foil_id take an id or, alike, a word ("he") or a
+    label's name. steps: integrated gradients' points; samples: Shapley value
     sampling's random orders (seeded by `seed`); window: occlusion's width in tokens; batch_size: rows per pass.
     """
     if method not in METHODS:

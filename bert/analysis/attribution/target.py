@@ -1,7 +1,7 @@
 """What an attribution explains: one output of the model, written as a function of the three embedding parts.
 
-output "mlm": a word at a [MASK]; "tag": the label of one token (a token-classification head); "next_sentence"
-(B follows A, or not) and "classify" (a fine-tuned classifier's labels): a class read from [CLS].
+output "mlm": a word at a [MASK]; "tagger": the label of one token (a token-classification head); "nsp"
+(B follows A, or not) and "classifier" (a fine-tuned classifier's labels): a class read from [CLS].
 
 The explained score f is log p(answer) (score "log_probability"), or p(answer) (score "probability"). With a
 foil it is contrastive, f = logit(answer) - logit(foil) ("why *she* rather than *he*"; Yin and Neubig 2022):
@@ -25,7 +25,7 @@ from ...tokenizer import BertTokenizer, Encoding
 
 PARTS = ("token", "position", "segment")
 HOOKS = EMBEDDING_PARTS
-OUTPUTS = ("mlm", "next_sentence", "classify", "tag")  # a masked word, a class read from [CLS], a token's label
+OUTPUTS = ("mlm", "nsp", "classifier", "tagger")  # a masked word, a class read from [CLS], a token's label
 SCORES = ("log_probability", "probability")
 NEXT_SENTENCE_LABELS = ("B follows A", "B does not follow A")  # the NSP head's two classes, in index order
 
@@ -45,16 +45,17 @@ class Target:
 
 def choose_target(
     model: Bert, tokenizer: BertTokenizer, encoding: Encoding, output: str = "mlm", position: int | None = None,
-    answer_id: int | None = None, foil_id: int | None = None, score: str = "log_probability",
+    answer_id: int | str | None = None, foil_id: int | str | None = None, score: str = "log_probability",
 ) -> Target:
-    """Check the request and fill in the defaults: the first [MASK] (mlm) or the first word token (tag); [CLS] for
-    a class; the model's top output there as the answer."""
+    """Check the request and fill in the defaults: the first [MASK] (mlm) or the first word token (tagger); [CLS] for
+    a class; the model's top output there as the answer. answer_id and foil_id take an id or, alike, a word (mlm)
+    or a label's name (the other outputs)."""
     if output not in OUTPUTS:
         raise InvalidInputError(f"output must be one of {OUTPUTS}, not {output!r}")
     if score not in SCORES:
         raise InvalidInputError(f"score must be one of {SCORES}, not {score!r}")
     _check_output(model, output)
-    if output in ("next_sentence", "classify"):
+    if output in ("nsp", "classifier"):
         position = 0  # sentence-level heads read [CLS]
     elif position is None and output == "mlm":
         masks = tokenizer.mask_positions(encoding)
@@ -68,6 +69,7 @@ def choose_target(
     target = Target(output, position, 0, None, score)
     with torch.no_grad():
         logits = TargetFunction(model, encoding, target).logits_of_ids(_ids(model, encoding))[0]
+    answer_id, foil_id = (_output_id(model, tokenizer, output, choice, role) for choice, role in ((answer_id, "target"), (foil_id, "foil")))
     if answer_id is None:
         answer_id = int(logits.argmax())
     for name, choice in (("target", answer_id), ("foil", foil_id)):
@@ -82,7 +84,7 @@ def describe(model: Bert, tokenizer: BertTokenizer, output: str, output_id: int,
     """An answer or foil as the app shows it: its word or label, its index and its probability."""
     if output == "mlm":
         return make_candidate(tokenizer, output_id, probability)
-    labels = NEXT_SENTENCE_LABELS if output == "next_sentence" else (model.labels or [])
+    labels = NEXT_SENTENCE_LABELS if output == "nsp" else (model.labels or [])
     label = labels[output_id] if output_id < len(labels) else f"class {output_id}"
     return Candidate(label, output_id, probability, is_continuation=False)
 
@@ -138,17 +140,29 @@ class TargetFunction:
                                                   logit_mask=self.at_position.expand(rows, -1), detach=detach)
             return logits  # [rows, vocab]: only the target's position
         logits, _ = self.model.run_with_cache(input_ids, types, names=[], interventions=interventions, detach=detach, output=output)
-        return logits[:, self.target.position] if output == "tag" else logits  # [rows, labels]
+        return logits[:, self.target.position] if output == "tagger" else logits  # [rows, labels]
+
+
+def _output_id(model: Bert, tokenizer: BertTokenizer, output: str, choice: int | str | None, role: str) -> int | None:
+    """An output's index from an id, a word (mlm) or a label's name."""
+    if not isinstance(choice, str):
+        return choice
+    if output == "mlm":
+        return tokenizer.one_token_id(choice, role)
+    labels = list(NEXT_SENTENCE_LABELS if output == "nsp" else (model.labels or []))
+    if choice not in labels:
+        raise InvalidInputError(f"the {role} {choice!r} is not one of the {output} head's labels {labels}")
+    return labels.index(choice)
 
 
 def _check_output(model: Bert, output: str) -> None:
     if output == "mlm" and not model.has_mlm_head:
         raise InvalidInputError("saliency of a masked prediction needs a model with a masked-LM head")
-    if output == "next_sentence" and not model.has_nsp_head:
+    if output == "nsp" and not model.has_nsp_head:
         raise InvalidInputError("this model has no next-sentence head; the built-in minilm and bert-base-uncased have one")
-    if output == "classify" and not model.has_classifier:
+    if output == "classifier" and not model.has_classifier:
         raise InvalidInputError("this model has no classifier head: load a fine-tuned sequence classifier")
-    if output == "tag" and not model.has_tagger:
+    if output == "tagger" and not model.has_tagger:
         raise InvalidInputError("this model has no token-classification head: load a fine-tuned tagger")
 
 

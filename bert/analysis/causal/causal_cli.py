@@ -18,10 +18,11 @@ from pathlib import Path
 
 from ...devices import add_device_argument, log_device
 from ...errors import InvalidInputError
+from ...cli_arguments import add_model_argument
 
 
 def add_patch_arguments(parser) -> None:
-    parser.add_argument("--model", default="minilm", help="minilm, a Hugging Face folder, or a cached hub id")
+    add_model_argument(parser)
     parser.add_argument("--clean", required=True, help='the sentence whose behaviour is restored, with one [MASK]')
     parser.add_argument("--corrupted", required=True, help="the same number of word pieces, the [MASK] at the same place")
     parser.add_argument("--answer", required=True, help="the word the clean sentence should favour (one vocabulary token)")
@@ -42,7 +43,7 @@ def add_erase_arguments(parser) -> None:
     parser.add_argument("--train", help="fit on this file and test on --data (default: a seeded 80/20 split of --data)")
     parser.add_argument("--task", required=True, help="the label column to erase: upos, xpos, deprel, or a file's column")
     parser.add_argument("--layer", type=int, required=True, help="hidden_states numbering: 0 = the embeddings, i = after layer i")
-    parser.add_argument("--model", default="minilm", help="minilm, a Hugging Face folder, or a cached hub id")
+    add_model_argument(parser)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-train-words", type=int, default=10_000, help="words to fit on, whole sentences, seeded (0: all)")
     parser.add_argument("--max-test-words", type=int, default=5_000, help="words to probe on, whole sentences, seeded (0: all)")

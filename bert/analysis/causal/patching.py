@@ -95,19 +95,11 @@ def prepare_contrast(tokenizer: BertTokenizer, clean: str, corrupted: str, answe
     if masks[0] != masks[1]:
         raise InvalidInputError(f"the [MASK] is at token {masks[0][0]} in the clean sentence and at {masks[1][0]} in the "
                                 f"corrupted one: put it at the same place")
-    answer_token, answer_id = _one_token(tokenizer, answer, "answer")
-    foil_token, foil_id = _one_token(tokenizer, foil, "foil")
+    answer_id, foil_id = tokenizer.one_token_id(answer, "answer"), tokenizer.one_token_id(foil, "foil")
+    answer_token, foil_token = tokenizer.id_to_token(answer_id), tokenizer.id_to_token(foil_id)
     if answer_id == foil_id:
         raise InvalidInputError(f"the answer and the foil are the same token ({answer_token!r}): the metric compares two different words")
     return Contrast(clean_encoding, corrupted_encoding, masks[0][0], answer_token, answer_id, foil_token, foil_id)
-
-
-def _one_token(tokenizer: BertTokenizer, word: str, role: str) -> tuple[str, int]:
-    pieces = tokenizer.subwords(word.strip()) if isinstance(word, str) else []
-    if len(pieces) != 1:
-        split = f"it splits into {pieces}" if pieces else "it is empty"
-        raise InvalidInputError(f"the {role} {word!r} is not one vocabulary token ({split}); choose a word the model knows whole")
-    return pieces[0], tokenizer.token_to_id(pieces[0])
 
 
 @dataclass(frozen=True)

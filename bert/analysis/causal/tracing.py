@@ -44,11 +44,12 @@ class TraceResult:
 
 @torch.no_grad()
 def causal_trace(
-    model: Bert, tokenizer: BertTokenizer, encoding: Encoding, corrupt: Sequence[int], answer_id: int | None = None,
+    model: Bert, tokenizer: BertTokenizer, encoding: Encoding, corrupt: Sequence[int], answer: str | int | None = None,
     sites: Sequence[str] = ("residual",), noise_scale: float = 3.0, samples: int = 10, seed: int = 0,
     batch_size: int = 64, progress: Progress | None = None,
 ) -> TraceResult:
-    """Noise the token embeddings at `corrupt`, restore each clean state in turn (see the module docstring)."""
+    """Noise the token embeddings at `corrupt`, restore each clean state in turn (see the module docstring).
+    answer: the word whose probability is traced ("Paris", or its vocabulary id); None: the clean run's top guess."""
     mask_position = _check(model, tokenizer, encoding, corrupt, sites, noise_scale, samples)
     hooks = sorted({site_hook(site, layer) for site in sites for layer in range(model.config.num_layers + (site == "residual"))})
     input_ids, token_type_ids = encoding.tensors(model_device(model))
@@ -56,9 +57,7 @@ def causal_trace(
     at_mask[0, mask_position] = True
     logits, clean = model.run_with_cache(input_ids, token_type_ids, names=hooks, logit_mask=at_mask)
     probabilities = logits[0].float().softmax(-1)
-    answer_id = int(probabilities.argmax()) if answer_id is None else answer_id
-    if not 0 <= answer_id < probabilities.shape[0]:
-        raise InvalidInputError(f"answer_id {answer_id} is not in the vocabulary (0..{probabilities.shape[0] - 1})")
+    answer_id = int(probabilities.argmax()) if answer is None else tokenizer.one_token_id(answer, "answer")
     embeddings = model.embedding.token_embedding.weight
     noise_std = noise_scale * float(embeddings.float().std())
     noise = torch.randn(samples, len(corrupt), embeddings.shape[1], generator=torch.Generator().manual_seed(seed)) * noise_std

@@ -144,7 +144,7 @@ class CorpusIndex:
     ) -> dict[Key, torch.Tensor]:
         """The token at `position` of `text` ([CLS] = 0) as this index's matrices hold it: {layer or (layer,
         head): vector}, for `keys` (None: all the index has), from one forward pass; each a query for `search`."""
-        encoding = tokenizer.encode(text, max_length=model.config.max_position_embeddings)
+        encoding = tokenizer.encode(text)
         return self.encoding_vectors(model, tokenizer, encoding, position, keys)
 
     def encoding_vectors(
@@ -236,7 +236,7 @@ def build_index(
     encodings = []
     for number, text in enumerate(texts):
         try:
-            encodings.append(tokenizer.encode(text, max_length=model.config.max_position_embeddings))
+            encodings.append(tokenizer.encode(text))
         except InputTooLongError as error:
             raise InvalidInputError(f"sentence {number} is too long: {error}") from error
     per_sentence: dict[Key, list] = {key: [None] * len(encodings) for key in keys}

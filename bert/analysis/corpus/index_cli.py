@@ -15,12 +15,13 @@ from tqdm import tqdm
 
 from ...devices import add_device_argument, log_device, process_device
 from ...errors import InvalidInputError
+from ...cli_arguments import add_model_argument
 
 log = logging.getLogger(__name__)
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--model", default="minilm", help="minilm, a Hugging Face folder, or a cached hub id")
+    add_model_argument(parser)
     parser.add_argument("--sentences", required=True,
                         help='a UTF-8 text file, one sentence per line; or "builtin" for the 992 WordNet sentences')
     parser.add_argument("--out", required=True, type=Path, help="folder to write the index into")

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ...devices import add_device_argument, log_device
 from ...errors import InvalidInputError
+from ...cli_arguments import add_model_argument
 
 log = logging.getLogger(__name__)
 DATA_HELP = ("a UTF-8 text file (one sentence per line), a .conllu treebank, a corpus-index folder, builtin "
@@ -29,7 +30,7 @@ DATA_HELP = ("a UTF-8 text file (one sentence per line), a .conllu treebank, a c
 
 
 def add_neuron_arguments(parser) -> None:
-    parser.add_argument("--model", default="minilm", help="minilm, a Hugging Face folder, or a cached hub id")
+    add_model_argument(parser)
     parser.add_argument("--layer", type=int, required=True, help="0-based layer whose MLP neuron to read")
     parser.add_argument("--neuron", type=int, required=True, help="0-based neuron of the MLP's GELU output")
     parser.add_argument("--data", default="ud-ewt", help=DATA_HELP + " (dev + test; default)")
@@ -65,7 +66,7 @@ def run_neurons(args) -> int:
 def add_sae_arguments(parser) -> None:
     actions = parser.add_subparsers(dest="sae_action", required=True)
     train = actions.add_parser("train", help="train a TopK sparse autoencoder on one layer's residual stream")
-    train.add_argument("--model", default="minilm", help="minilm, a Hugging Face folder, or a cached hub id")
+    add_model_argument(train)
     train.add_argument("--layer", type=int, required=True, help="hidden_states[LAYER]: 0 = embeddings, i = output of layer i")
     train.add_argument("--data", required=True, help="a UTF-8 text file (one sentence per line), builtin, or ud-ewt "
                                                      "(EWT dev; EWT test stays for measuring)")
@@ -86,7 +87,7 @@ def add_sae_arguments(parser) -> None:
     add_device_argument(train)
     measure = actions.add_parser("measure", help="the held-out figures of a trained SAE on other text")
     measure.add_argument("--sae", type=Path, required=True, help="a folder written by sae train")
-    measure.add_argument("--model", default="minilm", help="the model it was trained on")
+    add_model_argument(measure, help="the model it was trained on")
     measure.add_argument("--data", required=True, help="a text file, a .conllu file, builtin or ud-ewt-test")
     measure.add_argument("--json", type=Path, help="write the figures as JSON here")
     add_device_argument(measure)

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ...devices import add_device_argument, log_device
 from ...errors import InvalidInputError
+from ...cli_arguments import add_model_argument
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +35,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--tasks", help="comma-separated: upos, xpos, deprel (or a file's label columns), arcs, distance, depth, "
                                         "or a text task (position, segment, continuation, punctuation, frequency, "
                                         "masked_identity) (default: every task the data offers)")
-    parser.add_argument("--model", default="minilm", help="minilm, a Hugging Face folder, or a cached hub id")
+    add_model_argument(parser)
     parser.add_argument("--pieces", choices=("first", "mean", "last"), default="first",
                         help="a word's vector: its first (default), mean or last word piece's")
     parser.add_argument("--json", type=Path, help="write the results as JSON here")
