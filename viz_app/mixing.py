@@ -22,7 +22,7 @@ def decompx_output(loaded: LoadedModel) -> str:
     if model.has_mlm_head:
         return "mlm"
     if model.has_classifier:
-        return "classify"
+        return "classifier"
     raise InvalidInputError("DecompX decomposes an output head's logit, and this model has neither a masked-LM head "
                             "nor a classifier: pick another method or another model")
 

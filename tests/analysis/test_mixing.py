@@ -143,9 +143,9 @@ def test_decompx_parts_sum_to_the_classifiers_logit():
     input_ids = torch.tensor([[2, 10, 11, 12, 13, 3]])
     _, cache = record_for_mixing(model, input_ids, torch.zeros_like(input_ids))
     for target in range(3):
-        result = decompx(model, recorded_layers(model, cache), output="classify", targets=torch.tensor([target]))
+        result = decompx(model, recorded_layers(model, cache), output="classifier", targets=torch.tensor([target]))
         with torch.no_grad():
-            expected = model.classify(input_ids, torch.zeros_like(input_ids))[0, target]
+            expected = model(input_ids, torch.zeros_like(input_ids), output="classifier")[0, target]
         assert result.logit_parts.shape == (1, 6)
         torch.testing.assert_close(result.logit_parts.sum() + result.logit_bias[0], expected, atol=1e-4, rtol=0)
     with pytest.raises(MissingHeadError, match="masked-LM head"):

@@ -110,19 +110,19 @@ def _classifier_head(model: nn.Module, final: torch.Tensor, parts: torch.Tensor,
 def decompx(model: nn.Module, layers: list[RecordedLayer], output: str = "mlm", targets: torch.Tensor | None = None,
             progress: Progress | None = None) -> DecompX:
     """The decomposition of one recorded sentence. output: "mlm" (each position's logit of `targets`, [query] token
-    ids; default: each position's top prediction) or "classify" (the [CLS] logit of `targets`, [1] label index;
+    ids; default: each position's top prediction) or "classifier" (the [CLS] logit of `targets`, [1] label index;
     default: the top label)."""
     final = layers[-1].layer_out
     if output == "mlm":
         if model.lm_head is None:
-            raise MissingHeadError("this model has no masked-LM head: use output='classify', or load a model with one")
+            raise MissingHeadError("this model has no masked-LM head: use output='classifier', or load a model with one")
         logits, head = model.lm_head(final), _mlm_head
-    elif output == "classify":
+    elif output == "classifier":
         if model.classifier is None:
             raise MissingHeadError("this model has no sequence classifier: use output='mlm', or load a classifier")
         logits, head = model.classifier(model.pooler(final[None]))[0][None], _classifier_head
     else:
-        raise MissingHeadError(f"output must be 'mlm' or 'classify', not {output!r}")
+        raise MissingHeadError(f"output must be 'mlm' or 'classifier', not {output!r}")
     targets = logits.argmax(-1) if targets is None else targets.to(final.device)
     seq, hidden = final.shape
     norms = final.new_empty(len(layers), seq, seq)

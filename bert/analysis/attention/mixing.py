@@ -102,7 +102,7 @@ def context_mixing(model: nn.Module, cache: ActivationCache, method: str,
                    decompx_output: str = "mlm") -> ContextMixing:
     """The method's [query, key] matrix for every layer of sentence `row` of a recorded pass (its first `length`
     positions: the real tokens), and the whole model's. progress(done, total) between batched passes (value
-    zeroing, DecompX): raise there to stop. decompx_output: the head DecompX decomposes ("mlm" or "classify")."""
+    zeroing, DecompX): raise there to stop. decompx_output: the head DecompX decomposes ("mlm" or "classifier")."""
     info = check_method(method)
     layers = recorded_layers(model, cache, row, length)
     if method == "decompx":

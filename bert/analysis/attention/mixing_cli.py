@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ...cli_arguments import add_model_argument
 from ...devices import add_device_argument, log_device
 from ...errors import InvalidInputError
 from .mixing import METHODS, context_mixing, cost_in_layer_passes, record_for_mixing
@@ -24,7 +25,7 @@ log = logging.getLogger(__name__)
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--model", default="minilm", help="minilm, a Hugging Face folder, or a cached hub id")
+    add_model_argument(parser)
     parser.add_argument("--text", required=True, help='a sentence, e.g. "The [MASK] barked at the mailman."')
     parser.add_argument("--method", required=True, choices=list(METHODS),
                         help="attention, norm (Kobayashi et al. 2020), norm-residual (Kobayashi et al. 2021), globenc "
@@ -41,7 +42,7 @@ def run(args) -> int:
         raise InvalidInputError("--text is empty: give a sentence")
     model, tokenizer = load_pretrained(args.model, device=args.device, pack_for_cpu=True)
     encoding = tokenizer.encode(args.text, max_length=model.config.max_position_embeddings)
-    output = "mlm" if model.lm_head is not None else "classify"
+    output = "mlm" if model.lm_head is not None else "classifier"
     if args.method == "decompx" and model.lm_head is None and model.classifier is None:
         raise InvalidInputError("decompx decomposes an output head's logit and this model has neither a masked-LM head nor a classifier")
     log_device(model)  # after the checks: bad input leaves one line on stderr
