@@ -18,7 +18,8 @@ import numpy as np
 from bert.analysis.representations.logit_lens import logit_lens
 from bert.data import builtin_sentences
 from bert.errors import BertError
-from viz_app import probe_runs
+from viz_app import mixing, probe_runs
+from viz_app.mixing import NO_SECOND
 from viz_app.causal_tracing import CausalSettings, resolve_patching, resolve_trace, run_patching, run_trace
 from viz_app.charts.base import Chart
 from viz_app.forward import PreparedInput, prepare_input, record
@@ -33,6 +34,7 @@ from viz_app.views.causal_tracing import patching_view, tracing_view
 from viz_app.views.embeddings import EmbeddingSettings, embeddings_view
 from viz_app.views.head_ablation import head_ablation_view
 from viz_app.views.logit_lens import logit_lens_view
+from viz_app.views.mixing import MixingSettings, mixing_view
 from viz_app.views.prediction import PredictionSettings, prediction_view
 from viz_app.views.probes import ProbeViewSettings, probes_view
 from viz_app.views.sentence_tasks import chosen_class, classes_view
@@ -150,6 +152,17 @@ def _causal_tracing(view: PageState) -> list[Chart]:
     return list(patching_view(exact or approximate, approximate if exact else None, settings.compare).values())
 
 
+def _mixing(view: PageState) -> list[Chart]:
+    """The context-mixing page: each method's layer matrix and its row of the chosen token (the whole model's are
+    drawn in the app)."""
+    tokens = list(view.prepared.masked.tokens)
+    settings = MixingSettings.from_state(view.state, view.loaded.summary.layers, tokens)
+    first = mixing.compute(view.loaded, view.prepared, settings.method)
+    second = None if settings.compare == NO_SECOND else mixing.compute(view.loaded, view.prepared, settings.compare)
+    charts = mixing_view(settings, tokens, first, second)
+    return [charts[name] for name in ("first_layer", "first_row", "second_layer", "second_row") if name in charts]
+
+
 BUILDERS: dict[str, Callable[[PageState], list[Chart]]] = {
     "prediction": _prediction,
     "attention": _attention,
@@ -158,6 +171,7 @@ BUILDERS: dict[str, Callable[[PageState], list[Chart]]] = {
     "logit_lens": _logit_lens,
     "head_ablation": _head_ablation,
     "causal_tracing": _causal_tracing,
+    "rollout": _mixing,
     "sentence_tasks": _sentence_tasks,
 }
 
