@@ -82,23 +82,26 @@ def value_zeroing(layers: list[RecordedLayer], progress: Progress | None = None)
 
 
 @torch.no_grad()
+def one_token_zeroed(model: nn.Module, recorded: RecordedLayer, key: int | None) -> torch.Tensor:
+    """The model's own layer run on its recorded input with token `key`'s values zeroed by an intervention on the
+    layer's value hook (None: nothing zeroed): [query, hidden]."""
+    def zero_value(v: torch.Tensor, name: str) -> torch.Tensor:
+        v = v.clone()
+        v[:, :, key] = 0  # [batch, head, key, head_dim]
+        return v
+
+    interventions = {} if key is None else {hook_name("v", recorded.layer): [zero_value]}
+    with active_run(HookRun(keep=lambda _: False, interventions=interventions, known=model.hook_names())):
+        return recorded.module(recorded.x[None], None)[0]
+
+
 def value_zeroing_loop(model: nn.Module, layers: list[RecordedLayer]) -> torch.Tensor:
-    """The same as `value_zeroing`, one zeroed token per pass of the model's own layer (its value hook set to
-    zero at that position): seq passes per layer. [layer, query, key]."""
+    """The same as `value_zeroing`, one zeroed token per pass of the model's own layer (`one_token_zeroed`): seq
+    passes per layer. [layer, query, key]."""
     matrices = []
     for recorded in layers:
-        original = recorded.module(recorded.x[None], None)[0]
-        seq = recorded.x.shape[0]
-        distances = recorded.x.new_empty(seq, seq)
-        for key in range(seq):
-            def zero_value(v: torch.Tensor, name: str, key: int = key) -> torch.Tensor:
-                v = v.clone()
-                v[:, :, key] = 0  # [batch, head, key, head_dim]
-                return v
-
-            name = hook_name("v", recorded.layer)
-            with active_run(HookRun(keep=lambda _: False, interventions={name: [zero_value]}, known=model.hook_names())):
-                changed = recorded.module(recorded.x[None], None)[0]
-            distances[:, key] = cosine_distance(changed, original)
+        original = one_token_zeroed(model, recorded, None)
+        distances = torch.stack([cosine_distance(one_token_zeroed(model, recorded, key), original)
+                                 for key in range(recorded.x.shape[0])], dim=1)
         matrices.append(normalise_rows(distances))
     return torch.stack(matrices)
