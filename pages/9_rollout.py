@@ -4,6 +4,7 @@ import streamlit as st
 
 from bert.analysis.attention.mixing import METHODS
 from bert.analysis.attention.rollout import FLOW_TOKEN_LIMIT
+from bert.errors import BertError
 from viz_app import cache, state, widgets
 from viz_app.mixing import METHOD_TITLES, NO_SECOND, cost_text, starts_by_itself
 from viz_app.views.mixing import MixingSettings, method_charts, mixing_view
@@ -28,12 +29,12 @@ with beside:
     compare = st.selectbox("Beside it", seconds, format_func=lambda m: "nothing" if m == NO_SECOND else METHOD_TITLES[m],
                            key="mixing_compare", persist_state="session")
 with at_layer:
-    st.selectbox("Layer", range(num_layers), index=num_layers - 1, key="rollout_layer", bind="query-params",
-                 persist_state="session")
+    layer = st.selectbox("Layer", range(num_layers), index=num_layers - 1, key="rollout_layer", bind="query-params",
+                         persist_state="session")
 defaults = MixingSettings.from_state(st.session_state, num_layers, tokens)
 query = widgets.select_int("Token whose row is drawn as bars", "mixing_query", list(range(len(tokens))),
                            format_func=lambda i: f"{i}: {tokens[i]}", default=defaults.query)
-settings = MixingSettings(method, compare, defaults.layer, query)
+settings = MixingSettings(method, compare, layer, query)
 
 
 def computed(name: str, side: str):
@@ -45,7 +46,11 @@ def computed(name: str, side: str):
             return None
     elif METHODS[name].heavy:
         st.caption(f"{METHODS[name].title}: {cost}.")
-    return cache.context_mixing(context.key, context.prepared, name)
+    try:
+        return cache.context_mixing(context.key, context.prepared, name)
+    except BertError as problem:  # DecompX on a model with no output head to decompose
+        st.warning(str(problem))
+        return None
 
 
 sides = st.columns(2) if compare != NO_SECOND else [st.container()]
