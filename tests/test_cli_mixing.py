@@ -64,3 +64,17 @@ def test_unknown_method_is_refused_by_argparse(tiny_mlm_folder, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["mixing", "--model", str(tiny_mlm_folder), "--text", TEXT, "--method", "gradients"])
     assert exit_info.value.code == 2 and "invalid choice: 'gradients'" in capsys.readouterr().err
+
+
+def test_decompx_without_an_output_head_is_one_line_and_exit_2(save_hf_model, capsys):
+    """An encoder alone (transformers' BertModel) has no logit for DecompX to decompose; the other methods run."""
+    from transformers import BertModel
+
+    from bert_test_support import TINY_CONFIGS, hf_config
+
+    folder = save_hf_model(BertModel(hf_config(**TINY_CONFIGS["1layer-h32-2heads"])), "encoder")
+    capsys.readouterr()  # transformers' own progress bars while saving
+    assert main(["mixing", "--model", str(folder), "--text", TEXT, "--method", "decompx"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "neither a masked-LM head nor a classifier" in err and len(err.splitlines()) == 1
+    assert main(["mixing", "--model", str(folder), "--text", TEXT, "--method", "alti"]) == 0

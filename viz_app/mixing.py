@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from bert.analysis.attention.decompx import default_output
 from bert.analysis.attention.mixing import METHODS, ContextMixing, context_mixing, cost_in_layer_passes, record_for_mixing
 from bert.devices import model_device
-from bert.errors import InvalidInputError
 from viz_app.forward import PreparedInput
 from viz_app.models import LoadedModel
 
@@ -16,21 +16,10 @@ METHOD_TITLES = {name: f"{info.title} ({info.paper})" for name, info in METHODS.
 AUTO_TOKENS = 32  # value zeroing and DecompX start by themselves up to this many tokens; longer inputs on request
 
 
-def decompx_output(loaded: LoadedModel) -> str:
-    """The head DecompX decomposes: the masked-LM head where there is one, else the classifier."""
-    model = loaded.model
-    if model.has_mlm_head:
-        return "mlm"
-    if model.has_classifier:
-        return "classifier"
-    raise InvalidInputError("DecompX decomposes an output head's logit, and this model has neither a masked-LM head "
-                            "nor a classifier: pick another method or another model")
-
-
 def compute(loaded: LoadedModel, prepared: PreparedInput, method: str, progress=None) -> ContextMixing:
     """The method's matrices for the input the model reads (its masks applied). progress(done, total) between
     batched passes of the heavy methods; raising there stops the work."""
-    output = decompx_output(loaded) if method == "decompx" else "mlm"
+    output = default_output(loaded.model) if method == "decompx" else "mlm"
     input_ids, token_type_ids = prepared.masked.tensors(model_device(loaded.model))
     _, cache = record_for_mixing(loaded.model, input_ids, token_type_ids)
     return context_mixing(loaded.model, cache, method, progress=progress, decompx_output=output)

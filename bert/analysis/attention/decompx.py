@@ -106,6 +106,16 @@ def _classifier_head(model: nn.Module, final: torch.Tensor, parts: torch.Tensor,
     return logits + model.classifier.bias[targets][:, None] if bias else logits
 
 
+def default_output(model: nn.Module) -> str:
+    """The head DecompX decomposes when none is named: the masked-LM head where there is one, else the classifier."""
+    if model.lm_head is not None:
+        return "mlm"
+    if model.classifier is not None:
+        return "classifier"
+    raise MissingHeadError("DecompX decomposes an output head's logit, and this model has neither a masked-LM head "
+                           "nor a classifier: pick another method or another model")
+
+
 @torch.no_grad()
 def decompx(model: nn.Module, layers: list[RecordedLayer], output: str = "mlm", targets: torch.Tensor | None = None,
             progress: Progress | None = None) -> DecompX:

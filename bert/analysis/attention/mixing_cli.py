@@ -19,6 +19,7 @@ import numpy as np
 from ...cli_arguments import add_model_argument
 from ...devices import add_device_argument, log_device
 from ...errors import InvalidInputError
+from .decompx import default_output
 from .mixing import METHODS, context_mixing, cost_in_layer_passes, record_for_mixing
 
 log = logging.getLogger(__name__)
@@ -42,9 +43,7 @@ def run(args) -> int:
         raise InvalidInputError("--text is empty: give a sentence")
     model, tokenizer = load_pretrained(args.model, device=args.device, pack_for_cpu=True)
     encoding = tokenizer.encode(args.text, max_length=model.config.max_position_embeddings)
-    output = "mlm" if model.lm_head is not None else "classifier"
-    if args.method == "decompx" and model.lm_head is None and model.classifier is None:
-        raise InvalidInputError("decompx decomposes an output head's logit and this model has neither a masked-LM head nor a classifier")
+    output = default_output(model) if args.method == "decompx" else "mlm"
     log_device(model)  # after the checks: bad input leaves one line on stderr
     log.info("%s: about %d layer passes over %d tokens", args.method,
              cost_in_layer_passes(args.method, len(encoding.tokens), model.config.num_layers), len(encoding.tokens))
