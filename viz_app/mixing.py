@@ -42,9 +42,10 @@ def middle_layers(num_layers: int) -> range:
     return range(num_layers // 4, num_layers - num_layers // 4)
 
 
-def is_special(token: str) -> bool:
-    """[SEP] and punctuation: the tokens Clark et al. 2019 found heads resting on."""
-    return token == "[SEP]" or (len(token) == 1 and not token.isalnum())
+def is_special(token: str, special: bool, position: int) -> bool:
+    """[SEP] (a special token past the first: </s> in a RoBERTa-style vocabulary) and punctuation: the tokens
+    Clark et al. 2019 found heads resting on."""
+    return (special and position > 0) or (len(token) == 1 and not token.isalnum())
 
 
 def shares_to(matrices: np.ndarray, columns: np.ndarray) -> np.ndarray:

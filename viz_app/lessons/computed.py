@@ -239,7 +239,9 @@ def _after(row: int) -> str:
 
 
 def _special_columns(facts: StepFacts) -> np.ndarray:
-    columns = np.array([mixing.is_special(token) for token in facts.result.tokens])
+    result = facts.result
+    columns = np.array([mixing.is_special(token, special, position)
+                        for position, (token, special) in enumerate(zip(result.tokens, result.special))])
     if not columns.any():
         raise NotComputable("the step's sentence has no [SEP] or punctuation")
     return columns
