@@ -114,9 +114,8 @@ def layer_norm_scale(total: torch.Tensor, layer_norm: nn.LayerNorm) -> torch.Ten
 def layer_norm_parts(parts: torch.Tensor, scale: torch.Tensor, layer_norm: nn.LayerNorm) -> torch.Tensor:
     """γ ⊙ (z − mean(z)) / s for each part z: the share of each part in LN(Σ parts + bias), the LayerNorm's bias β
     and the bias's own share left out. parts [query, ..., hidden]; scale [query, 1] (from layer_norm_scale)."""
-    centred = parts - parts.mean(dim=-1, keepdim=True)
-    scale = scale.reshape(scale.shape[0], *([1] * (parts.dim() - 1)))
-    return layer_norm.weight * centred / scale
+    centred = parts - parts.mean(dim=-1, keepdim=True)  # a new tensor: scaled in place, no more copies
+    return centred.mul_(layer_norm.weight).div_(scale.reshape(scale.shape[0], *([1] * (parts.dim() - 1))))
 
 
 def layer_norm_bias_part(bias: torch.Tensor, scale: torch.Tensor, layer_norm: nn.LayerNorm) -> torch.Tensor:
@@ -127,8 +126,7 @@ def layer_norm_bias_part(bias: torch.Tensor, scale: torch.Tensor, layer_norm: nn
 
 def residual_parts(parts: torch.Tensor, x: torch.Tensor, keys: slice = slice(None)) -> torch.Tensor:
     """parts_ij + δ_ij x_i: the attention parts with each token's own vector added through the residual
-    connection. parts [query, key, hidden] for the keys in `keys`; x [seq, hidden]."""
-    with_residual = parts.clone()
+    connection, in place (returns `parts`). parts [query, key, hidden] for the keys in `keys`; x [seq, hidden]."""
     positions = torch.arange(x.shape[0], device=x.device)[keys]
-    with_residual[positions, torch.arange(len(positions), device=x.device)] += x[positions]
-    return with_residual
+    parts[positions, torch.arange(len(positions), device=x.device)] += x[positions]
+    return parts
