@@ -17,7 +17,7 @@ widgets.page_header(
     "column), and, where its paper does, for the whole model.",
 )
 context = widgets.require()
-tokens = list(cache.forward(context.key, context.prepared).tokens)
+tokens = list(cache.predictions_and_attention(context.key, context.prepared).tokens)
 num_layers = context.loaded.summary.layers
 methods, seconds = list(METHODS), [NO_SECOND, *METHODS]
 pick, beside, at_layer = st.columns(3)
@@ -75,7 +75,7 @@ if len(tokens) > FLOW_TOKEN_LIMIT:
     st.info(f"This input has {len(tokens)} tokens; attention flow is offered up to {FLOW_TOKEN_LIMIT}. "
             f"Shorten the sentence to see it.")
 elif st.toggle("Compute attention flow", key="rollout_flow"):
-    attention = cache.forward(context.key, context.prepared).attention
+    attention = cache.predictions_and_attention(context.key, context.prepared).attention
     flow = cache.attention_flow(np.ascontiguousarray(attention), settings.layer)
     widgets.show_chart(mixing_view(settings, tokens, cache.context_mixing(context.key, context.prepared, "attention"),
                                    flow=flow)["flow"], key="flow")
