@@ -9,7 +9,8 @@ import pytest
 from google.protobuf.json_format import MessageToDict
 
 from app_helpers import PAGES, go, no_exception
-from viz_app.params import LINK_PARAMS, MODEL_PARAM
+from viz_app.navigation import LINK_PARAMS
+from viz_app.params import MODEL_PARAM
 
 PAYLOAD = "[Click](http://x) ![](http://x/i.png) <img src=x> **b**"
 LIVE_MARKDOWN = {  # each as a Markdown renderer would read it; a backslash before a character makes it literal
