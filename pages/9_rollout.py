@@ -4,9 +4,9 @@ import streamlit as st
 
 from bert.analysis.attention.mixing import METHODS
 from bert.analysis.attention.rollout import FLOW_TOKEN_LIMIT
-from bert.errors import BertError
-from viz_app import cache, state, widgets
-from viz_app.mixing import METHOD_TITLES, NO_SECOND, cost_text, starts_by_itself
+from bert.errors import MissingHeadError
+from viz_app import cache, heavy, page_costs, state, widgets
+from viz_app.mixing import METHOD_TITLES, NO_SECOND
 from viz_app.views.mixing import MixingSettings, method_charts, mixing_view
 
 widgets.page_header(
@@ -38,17 +38,18 @@ settings = MixingSettings(method, compare, layer, query)
 
 
 def computed(name: str, side: str):
-    """The method's matrices, or None while a heavy one waits for the visitor to start it (its cost said first)."""
-    cost = cost_text(name, len(tokens), num_layers)
-    if not starts_by_itself(name, len(tokens)):
-        if not st.toggle(f"Compute {METHODS[name].title} ({cost})", key=f"mixing_run_{side}"):
-            st.info(f"{METHODS[name].title} costs {cost}. Switch it on above to start; it can be stopped at any time.")
-            return None
-    elif METHODS[name].heavy:
-        st.caption(f"{METHODS[name].title}: {cost}.")
+    """The method's matrices, or None where they are not computed: a heavy one (value zeroing, DecompX) over the
+    server's budget (viz_app/heavy.py says why, or asks the owner and the presenter first)."""
+    cost = page_costs.context_mixing(name, len(tokens))
     try:
-        return cache.context_mixing(context.key, context.prepared, name)
-    except BertError as problem:  # DecompX on a model with no output head to decompose
+        if not METHODS[name].heavy:
+            return cache.context_mixing(context.key, context.prepared, name)
+        if not heavy.allowed(context, cost, f"mixing_{side}"):
+            return None
+        st.caption(f"{METHODS[name].title}: {cost.describe()}.")
+        with heavy.job(context, cost, f"Computing {METHODS[name].title}"):
+            return cache.context_mixing(context.key, context.prepared, name)
+    except MissingHeadError as problem:  # DecompX on a model with no output head to decompose
         st.warning(str(problem))
         return None
 

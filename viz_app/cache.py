@@ -49,7 +49,7 @@ import torch
 
 from bert.analysis.attention import head_stats, rollout
 from bert.analysis.attention.attention_stats import HeadStatistics
-from bert.analysis.attention.mixing import METHODS, ContextMixing
+from bert.analysis.attention.mixing import ContextMixing
 from bert.analysis.attention.words import word_groups
 from bert.analysis.attribution import deletion
 from bert.analysis.attribution import saliency as attributions
@@ -240,13 +240,9 @@ def attention_flow(attention: np.ndarray, layer: int) -> np.ndarray:
 
 @st.cache_data(show_spinner=False, max_entries=32, hash_funcs=BY_INPUT)
 def context_mixing(key: ModelKey, prepared: PreparedInput, method: str) -> ContextMixing:
-    """One method's matrices (viz_app/mixing.py), with a progress bar: value zeroing and DecompX go one batched
-    layer pass at a time, and a visitor who stops or leaves stops them at the next one."""
-    bar = st.progress(0.0, f"{METHODS[method].title}…")
-    result = mixing.compute(load_model(key), prepared, method,
-                            progress=lambda done, total: bar.progress(done / total, f"{METHODS[method].title}: {done:,} of {total:,} rows"))
-    bar.empty()
-    return result
+    """One method's matrices (viz_app/mixing.py). Value zeroing and DecompX are heavy: the page runs them inside
+    viz_app/heavy.py's job (the budget, the slot, the stop)."""
+    return mixing.compute(load_model(key), prepared, method)
 
 
 @st.cache_data(show_spinner=False, max_entries=32, hash_funcs=BY_INPUT)

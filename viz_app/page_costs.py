@@ -3,6 +3,7 @@ the library's cost functions (bert/costs.py) as the page runs them. The pages ch
 (viz_app/heavy.py) before they start anything. Plain Python."""
 from __future__ import annotations
 
+from bert.analysis.attention.mixing import mixing_cost
 from bert.analysis.attribution.deletion import deletion_cost
 from bert.analysis.attribution.saliency import saliency_cost, swappable
 from bert.analysis.causal.ablation import rank_heads_cost
@@ -28,6 +29,11 @@ def saliency(loaded: LoadedModel, encoding: Encoding, method: str, steps: int, s
 def deletion(loaded: LoadedModel, encoding: Encoding) -> Cost:
     """The deletion curve alone (its saliency map is computed, and paid for, first)."""
     return deletion_cost(len(encoding), _swappable(loaded, encoding), RANDOM_ORDERS)
+
+
+def context_mixing(method: str, tokens: int) -> Cost:
+    """One mixing method's matrices, its recorded pass included (the page records once per method)."""
+    return mixing_cost(method, tokens)
 
 
 def exact_patching(loaded: LoadedModel, tokens: int, head_layer: int | None) -> Cost:

@@ -7,6 +7,8 @@ import pytest
 import torch
 
 from bert import Bert, BertConfig
+from bert.analysis.attention import decompx as decompx_module, value_zeroing as value_zeroing_module
+from bert.analysis.attention.mixing import METHODS as MIXING_METHODS, context_mixing, mixing_cost, record_for_mixing
 from bert.analysis.attribution.deletion import deletion_cost, deletion_curve
 from bert.analysis.attribution.saliency import METHODS, saliency, saliency_cost, swappable
 from bert.analysis.causal.ablation import rank_heads, rank_heads_cost
@@ -152,3 +154,68 @@ def test_a_watcher_stops_every_saliency_method_at_its_next_pass(counted_model, t
     counted.reset()
     saliency(model, tokenizer, encoding, "gradient_x_input")  # outside the block nobody watches
     assert counted.forward == 4
+
+
+class LayerRows:
+    """Rows through each layer's MLP block (the model's own layers, batched value zeroing's recomputed ones) and
+    DecompX's parts carried through each layer (it runs the layer's weights, not its modules): over the number of
+    layers, forward-pass equivalents."""
+
+    def __init__(self, model: Bert, monkeypatch):
+        self.rows = 0
+        for layer in model.transformer:
+            layer.residual.register_forward_pre_hook(self._count)
+        through_layer = decompx_module.through_layer
+
+        def counted_through_layer(recorded, parts, bias, config):
+            self.rows += parts.shape[1]  # [query, part, hidden]: one row per part
+            return through_layer(recorded, parts, bias, config)
+
+        monkeypatch.setattr(decompx_module, "through_layer", counted_through_layer)
+
+    def _count(self, module, args):
+        self.rows += args[0].shape[0]
+
+
+@pytest.mark.parametrize("text", [SHORT, LONG])
+@pytest.mark.parametrize("method", MIXING_METHODS)
+def test_context_mixing_makes_the_layer_passes_its_cost_says(counted_model, tokenizer, monkeypatch, text, method):
+    """Value zeroing and DecompX in several batches (small memory budgets): tokens + 1 rows through every layer
+    after the recorded pass. The norm-based methods' one layer pass per layer is their own arithmetic on the
+    recorded vectors, not the model's modules: the model makes only the recorded pass."""
+    model, counted = counted_model
+    monkeypatch.setattr(value_zeroing_module, "ROWS_BUDGET", 3 * 16 * model.config.intermediate_size)
+    monkeypatch.setattr(decompx_module, "PARTS_BUDGET", 3 * 16 * model.config.intermediate_size)
+    layer_rows = LayerRows(model, monkeypatch)
+    encoding = tokenizer.encode(text)
+    cost = mixing_cost(method, len(encoding))
+    counted.reset()
+    _, cache = record_for_mixing(model, *encoding.tensors())
+    context_mixing(model, cache, method)
+    assert counted.forward == 1 and counted.backward == 0  # the recorded pass
+    passes = layer_rows.rows / model.config.num_layers
+    light_extra = 0 if MIXING_METHODS[method].heavy else (1 if method != "attention" else 0)
+    assert passes + light_extra == cost.forward_passes and cost.tokens == len(encoding)
+    assert MIXING_METHODS[method].heavy == (cost.forward_passes > 2)  # the light ones cost what a light page does
+
+
+@pytest.mark.parametrize("method", [name for name, info in MIXING_METHODS.items() if info.heavy])
+def test_a_watcher_stops_value_zeroing_and_decompx_between_their_batches(counted_model, tokenizer, monkeypatch, method):
+    model, _ = counted_model
+    encoding = tokenizer.encode(LONG)
+    first_batch = 3  # rows in one batched pass at these memory budgets
+    monkeypatch.setattr(value_zeroing_module, "ROWS_BUDGET", first_batch * len(encoding) * model.config.intermediate_size)
+    monkeypatch.setattr(decompx_module, "PARTS_BUDGET", first_batch * len(encoding) * model.config.intermediate_size)
+    _, cache = record_for_mixing(model, *encoding.tensors())
+    layer_rows = LayerRows(model, monkeypatch)
+    checks = []
+
+    def stop_at_the_second_batch(rows: int) -> None:
+        checks.append(rows)
+        if len(checks) == 2:
+            raise StoppedError("the visitor left")
+
+    with pytest.raises(StoppedError), watching(stop_at_the_second_batch):
+        context_mixing(model, cache, method)
+    # value zeroing: the unchanged row of the first layer, then one batch of it; DecompX: one batch through each layer
+    assert layer_rows.rows == (1 + first_batch if method == "value-zeroing" else first_batch * model.config.num_layers)

@@ -1,6 +1,6 @@
 """AppTest for the context-mixing page (pages/9_rollout.py, still at /rollout): the method and the one beside it,
-the layer's and the whole model's matrices and a token's row, heavy methods waiting for the visitor beyond
-AUTO_TOKENS tokens, the settings in the URL, attention flow."""
+the layer's and the whole model's matrices and a token's row, the heavy methods against the server's budget
+(viz_app/heavy.py, as tests/app/test_heavy_pages.py does for saliency), the settings in the URL, attention flow."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,6 +9,7 @@ import pytest
 import bert
 from bert.analysis.attention.mixing import context_mixing, record_for_mixing
 from app_helpers import array, figures, no_exception, open_page as open_in_app, texts
+from viz_app import visitor
 
 @pytest.fixture
 def open_page():
@@ -40,7 +41,7 @@ def test_settings_from_the_url_value_zeroing_and_decompx(open_page):
     names = titles(at)
     assert names[:2] == ["Value zeroing, layer 2", "Value zeroing, layer 2: what [MASK] takes"]
     assert "DecompX, whole model: what [MASK] takes" in names
-    assert "forward passes of these 10 tokens" in texts(at)
+    assert "Value zeroing: 12 forward passes of 10 tokens." in texts(at)  # the recorded pass, then 10 + 1 rows
 
 
 @pytest.mark.slow
@@ -50,13 +51,33 @@ def test_a_method_without_a_whole_model_says_so(open_page):
     assert "define no whole-model aggregate" in texts(at)
 
 
+# value zeroing on the built-in MiniLM (1/8 of BERT-base per token) at "The [MASK] barked."'s 6 tokens: the recorded
+# pass and 6 + 1 rows through every layer, 8 passes x 6 tokens / 8 = 6 BERT-base token passes, over a budget of 5
+OVER_THE_BUDGET = {"text": "The [MASK] barked.", "mixing_method": "value-zeroing", "mixing_compare": "none"}
+
+
 @pytest.mark.slow
-def test_heavy_methods_wait_for_the_visitor_on_long_inputs(open_page):
-    at = open_page(text=" ".join(["word"] * 40), mixing_method="value-zeroing", mixing_compare="none")
-    assert figures(at) == [] and "Switch it on above to start" in texts(at)
-    at.toggle(key="mixing_run_first").set_value(True).run()
+def test_over_the_budget_value_zeroing_does_not_start_for_a_student(open_page, monkeypatch):
+    monkeypatch.setenv("BERT_INSIDE_REQUEST_BUDGET", "5")
+    monkeypatch.setattr(visitor, "address", lambda: "192.168.1.20")  # a visitor from another machine
+    at = open_page(**OVER_THE_BUDGET)
+    shown = texts(at)
+    assert "This needs 8 forward passes of 6 tokens: 6 BERT-base token passes" in shown
+    assert "a computation may cost 5" in shown and "Lower the method or a shorter text" in shown
+    assert figures(at) == [] and not at.button  # no chart, nothing to confirm
+    at.selectbox(key="mixing_method").set_value("alti").run()  # a light method starts by itself
     no_exception(at)
-    assert titles(at)[0] == "Value zeroing, layer 5"
+    assert titles(at)[0] == "ALTI, layer 5" and "BERT-base token passes" not in texts(at)
+
+
+@pytest.mark.slow
+def test_over_the_budget_value_zeroing_starts_for_the_owner_once_confirmed(open_page, monkeypatch):
+    monkeypatch.setenv("BERT_INSIDE_REQUEST_BUDGET", "5")
+    at = open_page(**OVER_THE_BUDGET)  # tests/app/conftest.py: the person at the server's machine
+    assert "6 BERT-base token passes" in texts(at) and figures(at) == []
+    at.button(key="heavy_confirm_mixing_first").click().run()
+    no_exception(at)
+    assert titles(at)[:2] == ["Value zeroing, layer 5", "Value zeroing, layer 5: what [MASK] takes"]
 
 
 @pytest.mark.slow

@@ -18,8 +18,9 @@ Methods (definitions in the modules named):
 - decompx: each token's vector decomposed over the input tokens through every layer and the output head
   (Modarressi et al. 2023; decompx.py). whole_model: each position's predicted logit over the input tokens.
 
-Cost, as a number of BERT layer passes over the sentence (`cost_in_layer_passes`): the norm-based methods a few
-per layer; value zeroing and DecompX about `seq` per layer (each input token is one more batch row).
+Cost (`mixing_cost`, a bert.costs.Cost in forward passes of the sentence): the recorded pass, then the norm-based
+methods about one layer pass per layer; value zeroing and DecompX seq + 1 rows through every layer (one per input
+token, batched, and the unchanged or bias row), so seq + 1 forward passes' worth.
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ import torch
 from torch import nn
 
 from ...activation_cache import ActivationCache
+from ...costs import Cost
 from ...devices import as_numpy
 from ...errors import InvalidInputError
 from .decompx import decompx
@@ -75,12 +77,15 @@ def check_method(method: str) -> MethodInfo:
     return METHODS[method]
 
 
-def cost_in_layer_passes(method: str, seq: int, num_layers: int) -> int:
-    """What a method costs, in passes of one BERT layer over a sentence of `seq` tokens (one forward pass is
-    num_layers of them): the unit the app and docs/app.md state costs in."""
-    if check_method(method).heavy:
-        return (seq + 1) * num_layers
-    return {"attention": 0, "norm": 1, "norm-residual": 1, "globenc": 1, "alti": 1}[method] * num_layers
+LIGHT_PASSES = {"attention": 0, "norm": 1, "norm-residual": 1, "globenc": 1, "alti": 1}  # after the recorded pass
+
+
+def mixing_cost(method: str, tokens: int) -> Cost:
+    """What `record_for_mixing` and `context_mixing(method)` cost over a sentence of `tokens` tokens: the recorded
+    pass, then value zeroing and DecompX tokens + 1 rows through every layer (each counts as a forward pass), the
+    norm-based methods about one layer pass per layer, attention nothing more."""
+    extra = tokens + 1 if check_method(method).heavy else LIGHT_PASSES[method]
+    return Cost(1 + extra, tokens, ("the method", "a shorter text"))
 
 
 def record_for_mixing(model: nn.Module, input_ids: torch.Tensor, token_type_ids: torch.Tensor,

@@ -20,7 +20,7 @@ from ...cli_arguments import add_model_argument
 from ...devices import add_device_argument, log_device
 from ...errors import InvalidInputError
 from .decompx import default_output
-from .mixing import METHODS, context_mixing, cost_in_layer_passes, record_for_mixing
+from .mixing import METHODS, context_mixing, mixing_cost, record_for_mixing
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +45,7 @@ def run(args) -> int:
     encoding = tokenizer.encode(args.text, max_length=model.config.max_position_embeddings)
     output = default_output(model) if args.method == "decompx" else "mlm"
     log_device(model)  # after the checks: bad input leaves one line on stderr
-    log.info("%s: about %d layer passes over %d tokens", args.method,
-             cost_in_layer_passes(args.method, len(encoding.tokens), model.config.num_layers), len(encoding.tokens))
+    log.info("%s: about %s", args.method, mixing_cost(args.method, len(encoding.tokens)).describe())
     input_ids, token_type_ids = encoding.tensors(next(model.parameters()).device)
     _, cache = record_for_mixing(model, input_ids, token_type_ids)
     mixing = context_mixing(model, cache, args.method, decompx_output=output)

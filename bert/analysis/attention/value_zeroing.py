@@ -24,6 +24,7 @@ from einops import rearrange
 from torch import nn
 
 from ...hooks import HookRun, active_run, hook_name
+from ...stopping import checkpoint
 from .mixing_parts import RecordedLayer, value_vectors
 
 Progress = Callable[[int, int], None]  # (layer passes' rows done, total): also where a caller may stop the work
@@ -58,6 +59,7 @@ def value_zeroing_layer(recorded: RecordedLayer, progress: Progress | None = Non
     distances = recorded.x.new_empty(seq, seq)
     step = rows_per_pass(seq, width)
     for start in range(0, seq, step):
+        checkpoint()  # whoever watches this thread's runs may stop here (bert/stopping.py)
         keys = torch.arange(start, min(start + step, seq), device=recorded.x.device)
         keep = torch.ones(len(keys), seq, dtype=recorded.x.dtype, device=recorded.x.device)
         keep[torch.arange(len(keys)), keys] = 0
