@@ -2,7 +2,7 @@
 import pandas as pd
 import streamlit as st
 
-from bert.analysis.corpus.batching import layer_names
+from bert.analysis.corpus.batching import residual_names
 from bert.errors import BertError
 from viz_app import analysis_widgets
 from viz_app import corpus_search
@@ -48,7 +48,7 @@ position = st.pills("Click a token of your sentence (## marks a piece that conti
                     format_func=labels.get, key="search_position", required=True, persist_state="session")
 query = tokens[position]
 st.html(f"<p>Your token in its sentence: {corpus_search.highlighted_in(context.prepared.text, encoding, position)}</p>")
-names = dict(enumerate(layer_names(loaded.model)))
+names = dict(enumerate(residual_names(loaded.model)))
 state.clamp("search_by", list(corpus_search.COMPARE_BY), default=corpus_search.LAYER_OUTPUT)
 by = st.radio("Compare tokens by", list(corpus_search.COMPARE_BY), key="search_by", horizontal=True, format_func=corpus_search.COMPARE_BY.get,
               persist_state="session")

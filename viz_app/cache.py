@@ -51,7 +51,7 @@ from bert.analysis.causal import ablation
 from bert.analysis.causal.erasure import ErasureReport
 from bert.analysis.causal.patching import PatchingResult
 from bert.analysis.causal.tracing import TraceResult
-from bert.analysis.corpus.batching import layer_names
+from bert.analysis.corpus.batching import residual_names
 from bert.analysis.corpus.corpus_search import CorpusIndex, Hit, build_index
 from bert.analysis.features.corpora import Corpus
 from bert.analysis.features.feature_pages import GuessChange, mask_guess_change, promoted, scan_features
@@ -370,7 +370,7 @@ def word_in_contexts(key: ModelKey, word: str, sentences: tuple[str, ...]) -> wo
     """Raises WordNotFoundError (not cached) when a sentence lacks the word."""
     loaded = load_model(key)
     contexts = self_similarity.word_contexts(loaded.model, loaded.tokenizer, word, list(sentences))
-    return word_contexts.WordResult(layer_names(loaded.model), contexts.self_similarity().numpy(),
+    return word_contexts.WordResult(residual_names(loaded.model), contexts.self_similarity().numpy(),
                                     contexts.cosines().numpy(), contexts.pieces)
 
 

@@ -155,6 +155,6 @@ def test_training_is_deterministic_for_a_seed_and_checks_its_input():
     with pytest.raises(InvalidInputError, match="kinds"):
         fit_structural_probes(features, kinds=("height",))
     no_trees = WordFeatures(features.vectors, features.starts, tuple(TreebankSentence(s.words, {}) for s in features.sentences),
-                            features.layer_names, "first")
+                            features.residual_names, "first")
     with pytest.raises(InvalidInputError, match="tree"):
         fit_structural_probes(no_trees)

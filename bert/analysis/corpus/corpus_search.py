@@ -236,7 +236,7 @@ def build_index(
     encodings = []
     for number, text in enumerate(texts):
         try:
-            encodings.append(tokenizer.encode(text))
+            encodings.append(tokenizer.encode(text, max_length=model.config.max_position_embeddings))
         except InputTooLongError as error:
             raise InvalidInputError(f"sentence {number} is too long: {error}") from error
     per_sentence: dict[Key, list] = {key: [None] * len(encodings) for key in keys}
