@@ -3,6 +3,7 @@ import pandas as pd
 import streamlit as st
 
 from bert.analysis.corpus.batching import residual_names
+from bert.layers import head_label, layer_labels
 from bert.errors import BertError
 from viz_app import analysis_widgets
 from viz_app import corpus_search
@@ -48,11 +49,13 @@ position = st.pills("Click a token of your sentence (## marks a piece that conti
                     format_func=labels.get, key="search_position", required=True, persist_state="session")
 query = tokens[position]
 st.html(f"<p>Your token in its sentence: {corpus_search.highlighted_in(context.prepared.text, encoding, position)}</p>")
-names = dict(enumerate(residual_names(loaded.model)))
+residual = dict(enumerate(residual_names(loaded.model)))  # hidden_states index -> "embeddings", "after layer 0", ...
+heads_of = dict(enumerate(layer_labels(loaded.model.config.num_layers)))  # a layer (from 0) -> "layer 0", ...
 state.clamp("search_by", list(corpus_search.COMPARE_BY), default=corpus_search.LAYER_OUTPUT)
 by = st.radio("Compare tokens by", list(corpus_search.COMPARE_BY), key="search_by", horizontal=True, format_func=corpus_search.COMPARE_BY.get,
               persist_state="session")
-layers = list(names) if by == corpus_search.LAYER_OUTPUT else list(names)[1:]  # heads live in layers 1 .. N
+names = residual if by == corpus_search.LAYER_OUTPUT else heads_of
+layers = list(names)
 state.clamp("search_layer", layers, default=layers[-1])
 columns = st.columns([3, 1])
 layer = columns[0].select_slider("Layer", layers, key="search_layer", format_func=names.get, persist_state="session")
@@ -75,7 +78,7 @@ if by == corpus_search.LAYER_OUTPUT:
     hits, where = by_layer[layer], names[layer]
 else:
     by_head = cache.head_neighbours(key, corpus, context.prepared, position, k, layer)
-    hits, where = by_head[head], f"head {head} of {names[layer]}"
+    hits, where = by_head[head], head_label(layer, head)
 summary = corpus_search.summarize(hits, query.word)
 shown = escape_markdown(query.word)
 st.markdown(f"**{summary.same_word} of {len(hits)}** matches at {where} are “{shown}” itself; "

@@ -3,6 +3,7 @@ noise on one sentence (Meng et al. 2022)."""
 import streamlit as st
 
 from bert.errors import InvalidInputError
+from bert.layers import head_label, layer_label
 from viz_app import cache, state, widgets
 from viz_app.causal_tracing import (
     COMPARE, DIRECTION_LABELS, EXACT_RUNS_AT_ONCE, MODES, PatchingRequest, TraceRequest, default_corrupt, exact_runs, pick_answer_foil,
@@ -76,7 +77,7 @@ if mode == "two":
     columns = st.columns(2)
     with columns[0]:
         head_layer = widgets.select_int("Heads by position: layer", "patch_head_layer", list(range(layers)),
-                                        default=layers - 1, format_func=lambda layer: f"layer {layer}")
+                                        default=layers - 1, format_func=layer_label)
     compare = "residual"
     if exact:
         state.clamp("patch_compare", list(COMPARE))

@@ -43,6 +43,7 @@ import streamlit as st
 import torch
 
 from bert.analysis.attention import head_stats, rollout
+from bert.layers import layer_label
 from bert.analysis.attention.attention_stats import HeadStatistics
 from bert.analysis.attention.words import word_groups
 from bert.analysis.attribution import deletion
@@ -330,11 +331,11 @@ def corpus_index(key: ModelKey, corpus: corpus_search.Corpus) -> CorpusIndex:
 
 @st.cache_resource(show_spinner=False, max_entries=4, ttl=3600, hash_funcs=BY_CORPUS)
 def head_index(key: ModelKey, corpus: corpus_search.Corpus, layer: int) -> CorpusIndex:
-    """Every head's output in `layer` (1 .. N) for every token of a corpus: built on first use per (model, text,
+    """Every head's output in `layer` (from 0) for every token of a corpus: built on first use per (model, text,
     layer), then shared like corpus_index."""
     loaded = load_model(key)
     heads = [(layer, head) for head in range(loaded.model.config.num_heads)]
-    return _build_index(loaded, corpus, f"Indexing what each head of layer {layer} passes on, for every token of "
+    return _build_index(loaded, corpus, f"Indexing what each head of {layer_label(layer)} passes on, for every token of "
                         "the sentences", layers=[], heads=heads)
 
 

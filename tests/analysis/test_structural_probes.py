@@ -101,7 +101,7 @@ def planted_features(num_sentences: int, hidden: int, seed: int, longest: int = 
         sentences.append(TreebankSentence(tuple(f"w{i}" for i in range(len(heads))), {}, heads))
     starts = np.cumsum([0] + [len(s) for s in sentences]).tolist()
     stacked = torch.tensor(np.concatenate(vectors, axis=1), dtype=torch.float32)
-    return WordFeatures(stacked, tuple(starts), tuple(sentences), ("embeddings", "layer 1"), "first")
+    return WordFeatures(stacked, tuple(starts), tuple(sentences), ("embeddings", "after layer 0"), "first")
 
 
 def test_planted_vectors_have_the_tree_distances_and_depths():

@@ -79,20 +79,20 @@ def test_searching_by_one_heads_output_finds_the_copy_and_charts_every_head(open
     from bert.analysis.corpus.corpus_search import build_index
 
     lines = ["A cat sat on the mat.", SENTENCE, "Her dog went to the park."]
-    at = open_search(upload=("\n".join(lines) + "\n").encode(), search_position=2, search_by="head", search_layer=3)
-    assert at.radio(key="search_by").value == "head" and at.select_slider(key="search_layer").options[0] == "layer 1"
+    at = open_search(upload=("\n".join(lines) + "\n").encode(), search_position=2, search_by="head", search_layer=2)
+    assert at.radio(key="search_by").value == "head" and at.select_slider(key="search_layer").options[0] == "layer 0"
     for head in (0, 7):
         at.select_slider(key="search_head").set_value(head).run()
         no_exception(at)
         model, tokenizer = load_pretrained("minilm")
-        expected = build_index(model, tokenizer, lines, layers=[], heads=[(3, head)]).search_token(
-            model, tokenizer, SENTENCE, 2, 3, k=10, head=head)
+        expected = build_index(model, tokenizer, lines, layers=[], heads=[(2, head)]).search_token(
+            model, tokenizer, SENTENCE, 2, 2, k=10, head=head)
         found = matches(at)
         assert found[0] == (pytest.approx(1.0, abs=2e-3), "The <b><mark>dog</mark></b> barked at the mailman.")
         assert [c for c, _ in found] == pytest.approx([h.cosine for h in expected], abs=2e-3)  # float16 storage
-        assert f"matches at head {head} of layer 3" in texts(at)
+        assert f"matches at layer 2, head {head}" in texts(at)
     by_head = figures(at)[1]
-    assert list(by_head["data"][0]["x"]) == [f"head {h}" for h in range(12)] and "head by head in layer 3" in by_head["layout"]["title"]["text"]
+    assert list(by_head["data"][0]["x"]) == [f"head {h}" for h in range(12)] and "head by head in layer 2" in by_head["layout"]["title"]["text"]
 
 
 def test_uploaded_text_is_escaped(open_search):

@@ -1,5 +1,7 @@
-"""A notebook view (viz_app.notebook) draws the figure the app's page draws for the same input and settings: the
-page's figure with the same title carries the same data, trace by trace."""
+"""A notebook view (viz_app.notebook) draws the figure the app's page draws for the same input and settings (the
+page's figure with the same title carries the same data, trace by trace), and what both draw is checked against an
+independent reference: transformers' attention probabilities on the same weights, and the app's own numbers
+recorded through a separate forward pass."""
 from __future__ import annotations
 
 import json
@@ -62,6 +64,25 @@ def test_a_notebook_view_is_the_pages_figure(run, page, query, view):
         at.toggle(key="ablation_rank").set_value(True).run()  # the page ranks the heads on request
     figure = view(notebook, run)
     same_data(json.loads(figure.to_json()), page_figure(at, figure))
+
+
+@pytest.mark.slow
+def test_the_attention_view_and_page_draw_transformers_attention_probabilities(run, minilm_path):
+    """Layer 2, head 3 (both from 0) of the notebook view and of the page: transformers' BertModel on the same MiniLM
+    weights, `output_attentions`, attentions[2][0, 3]."""
+    import torch
+    from transformers import BertModel
+    from viz_app import notebook
+
+    reference = BertModel.from_pretrained(minilm_path, attn_implementation="eager").eval()
+    input_ids, token_type_ids = run.tokenizer.encode(TEXT).tensors()
+    with torch.no_grad():
+        expected = reference(input_ids=input_ids, token_type_ids=token_type_ids, output_attentions=True).attentions[2][0, 3]
+    view = json.loads(notebook.attention(run, layer=2, head=3).to_json())
+    page = page_figure(open_in_app("attention", {"model": "minilm", "text": TEXT, "layer": 2, "head": 3}),
+                       notebook.attention(run, layer=2, head=3))
+    for figure in (view, page):
+        np.testing.assert_allclose(array(figure["data"][0]["z"]), expected.numpy(), atol=2e-3)  # packed float weights
 
 
 @pytest.mark.slow

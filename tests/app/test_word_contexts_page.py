@@ -84,7 +84,7 @@ def test_an_example_fills_in_and_a_split_word_is_averaged(open_contexts):
 def test_a_link_reopens_the_view_and_nonsense_falls_back(open_contexts):
     at = open_contexts(contexts_word="light", contexts_sentences="Turn on the light.\nThe box is light.", contexts_layer=2)
     assert at.select_slider(key="contexts_layer").value == 2
-    assert "layer 2" in figures(at)[1]["layout"]["title"]["text"]
+    assert "after layer 1" in figures(at)[1]["layout"]["title"]["text"]  # hidden_states[2]
     assert at.query_params["contexts_word"] == "light" and at.query_params["contexts_layer"] == "2"
     at = open_contexts(contexts_layer=99)
     assert at.select_slider(key="contexts_layer").value == 6  # the last layer
