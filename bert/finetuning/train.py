@@ -194,7 +194,7 @@ def evaluate(model: Bert, batches: list[Batch], config: FinetuneConfig, labels: 
     for batch in batches:
         inputs = (batch.input_ids.to(device), batch.token_type_ids.to(device), batch.attention_mask.to(device))
         with autocast(device, config.bf16):
-            logits = (model.tag if config.task == "tokens" else model.classify)(*inputs).float().cpu()
+            logits = model(*inputs, output="tagger" if config.task == "tokens" else "classifier").float().cpu()
         if config.task == "tokens":
             for row_logits, row_labels in zip(logits, batch.labels):
                 labelled = row_labels != IGNORE  # each word's first piece
