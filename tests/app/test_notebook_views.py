@@ -68,13 +68,20 @@ def test_a_notebook_view_is_the_pages_figure(run, page, query, view):
 
 @pytest.mark.slow
 def test_the_attention_view_and_page_draw_transformers_attention_probabilities(run, minilm_path):
-    """Layer 2, head 3 (both from 0) of the notebook view and of the page: transformers' BertModel on the same MiniLM
-    weights, `output_attentions`, attentions[2][0, 3]."""
+    """Layer 2, head 3 (both from 0) of the notebook view and of the page: transformers' BertModel on the same weights
+    (the package's MiniLM with the encoder tensors the built-in model trained, read from their file), with
+    `output_attentions`, attentions[2][0, 3]."""
     import torch
     from transformers import BertModel
+
+    from bert.checkpoint import read_state_dict
+    from bert.pretrained import MINILM_HEAD_FILE
     from viz_app import notebook
 
     reference = BertModel.from_pretrained(minilm_path, attn_implementation="eager").eval()
+    trained = {name: tensor for name, tensor in read_state_dict(MINILM_HEAD_FILE).items() if not name.startswith("cls.")}
+    missing, unexpected = reference.load_state_dict(trained, strict=False)
+    assert not unexpected
     input_ids, token_type_ids = run.tokenizer.encode(TEXT).tensors()
     with torch.no_grad():
         expected = reference(input_ids=input_ids, token_type_ids=token_type_ids, output_attentions=True).attentions[2][0, 3]
