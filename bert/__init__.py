@@ -8,10 +8,10 @@ from .model import Bert
 from .packed_linear import pack_for_cpu_inference
 from .params import count_parameters
 from .pretrained import load_pretrained
-from .tokenizer import BertTokenizer, Encoding
+from .tokenizer import BertTokenizer, Encoding, load_tokenizer
 
 __all__ = [
-    "Bert", "BertConfig", "BertTokenizer", "Encoding", "load_pretrained", "pack_for_cpu_inference", "save_hf_folder", "count_parameters",
+    "Bert", "BertConfig", "BertTokenizer", "Encoding", "load_pretrained", "load_tokenizer", "pack_for_cpu_inference", "save_hf_folder", "count_parameters",
     "ActivationCache", "hook_name", "stack_layers",
     "BertError", "CheckpointError", "DataFileError", "InputTooLongError", "InvalidInputError", "MissingHeadError",
     "ModelNotFoundError", "UnknownHookError",

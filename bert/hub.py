@@ -1,6 +1,7 @@
-"""The Hugging Face hub: find a BERT in the local cache, or download one into it (with huggingface_hub).
+"""The Hugging Face hub: find a BERT-family model in the local cache, or download one into it (with huggingface_hub).
 
-    folder = download("bert-base-uncased")       # config, safetensors weights and vocabulary only
+    folder = download("bert-base-uncased")       # config, safetensors weights and tokenizer files only
+    folder = download("roberta-base")            # RoBERTa, DistilBERT, ALBERT and ELECTRA too (MODEL_TYPES)
     folder = cached_folder("bert-base-uncased")  # None when it is not in the local cache
 
 The endpoint (HF_ENDPOINT) and the cache (HF_HUB_CACHE, HF_HOME) are read at each call, not when huggingface_hub
@@ -19,9 +20,14 @@ from .checkpoint import WEIGHT_FILES
 from .errors import DownloadError, ModelNotFoundError
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
-# What loading a BERT needs; never the .bin, .h5, .msgpack or ONNX copies many repositories also hold.
-NEEDED_FILES = ["config.json", "*.safetensors", "*.safetensors.index.json", "vocab.txt", "tokenizer.json",
-                "tokenizer_config.json"]
+# The config.json model types this project loads: BERT and the families that share its architecture (RoBERTa,
+# Liu et al. 2019; DistilBERT, Sanh et al. 2019; ALBERT, Lan et al. 2020; ELECTRA, Clark et al. 2020).
+MODEL_TYPES = ("bert", "roberta", "distilbert", "albert", "electra")
+# What loading one needs: config, safetensors weights and every file its tokenizer may be read from (tokenizer.json;
+# vocab.txt for WordPiece; vocab.json + merges.txt for RoBERTa's byte-level BPE; spiece.model for ALBERT's
+# SentencePiece; the special tokens by role). Never the .bin, .h5, .msgpack or ONNX copies many repositories also hold.
+NEEDED_FILES = ["config.json", "*.safetensors", "*.safetensors.index.json", "tokenizer.json", "vocab.txt", "vocab.json",
+                "merges.txt", "spiece.model", "special_tokens_map.json", "tokenizer_config.json"]
 REACHABLE_TIMEOUT_S = 3.0  # offline should cost seconds, not minutes of retries
 
 
@@ -88,7 +94,7 @@ def offline_message() -> str:
 
 
 def download(repo_id: str, tqdm_class=None) -> Path:
-    """A BERT from the hub into the local cache (nothing is fetched when it is already there); its snapshot folder.
+    """A BERT-family model (MODEL_TYPES) from the hub into the local cache (nothing is fetched when it is already there); its snapshot folder.
 
     tqdm_class: huggingface_hub's progress bars by default (on the terminal); any tqdm subclass to follow the
     progress elsewhere. Raises DownloadError with reason "offline", "unknown", "not_bert" or "failed".
@@ -109,8 +115,9 @@ def download(repo_id: str, tqdm_class=None) -> Path:
     try:
         config = json.loads(Path(hf_hub_download(repo_id, "config.json", **common)).read_text(encoding="utf-8"))
         model_type = config.get("model_type")
-        if model_type != "bert":
-            raise DownloadError("not_bert", f"{repo_id!r} is not a BERT (its config.json says model_type {model_type!r})")
+        if model_type not in MODEL_TYPES:
+            raise DownloadError("not_bert", f"{repo_id!r} is not a BERT (its config.json says model_type {model_type!r}); "
+                                            f"the families loaded here: {', '.join(MODEL_TYPES)}")
         folder = Path(_snapshot_download()(repo_id, allow_patterns=NEEDED_FILES, tqdm_class=tqdm_class, **common))
     except DownloadError:
         raise

@@ -17,7 +17,7 @@ class Candidate:
     token: str
     token_id: int
     probability: float
-    is_continuation: bool  # a "##" piece that only continues a word, not a word on its own
+    is_continuation: bool  # a piece that only continues a word ("##ing"; RoBERTa's "ing" without "Ġ"), not a word on its own
 
 
 @dataclass(frozen=True)
@@ -89,4 +89,4 @@ def check_top_k(top_k: int) -> None:
 
 def make_candidate(tokenizer: BertTokenizer, token_id: int, probability: float) -> Candidate:
     token = tokenizer.id_to_token(token_id)
-    return Candidate(token, token_id, probability, token.startswith("##"))
+    return Candidate(token, token_id, probability, tokenizer.pieces.is_continuation(token))

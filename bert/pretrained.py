@@ -15,7 +15,7 @@ from .devices import model_device, resolve_device, resolve_dtype
 from .errors import CheckpointError, ModelNotFoundError
 from .model import Bert
 from .packed_linear import pack_for_cpu_inference
-from .tokenizer import BertTokenizer
+from .tokenizer import BertTokenizer, load_tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ def load_folder(
     model = model_from_state_dict(config, state, source=str(weights), hf_config=hf_config)
     if not model.has_mlm_head:
         log.info("%s has no masked-LM head: it loads as an encoder and its logits are None", folder)
-    return model, BertTokenizer.from_folder(folder, model_max_length=config.max_position_embeddings)
+    return model, load_tokenizer(folder, hf_config)
 
 
 def minilm_folder() -> Path:

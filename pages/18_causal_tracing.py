@@ -6,7 +6,7 @@ from bert.errors import InvalidInputError
 from bert.layers import head_label, layer_label
 from viz_app import cache, state, widgets
 from viz_app.causal_tracing import (
-    COMPARE, DIRECTION_LABELS, EXACT_RUNS_AT_ONCE, MODES, PatchingRequest, TraceRequest, default_corrupt, exact_runs, pick_answer_foil,
+    COMPARE, DIRECTION_LABELS, EXACT_RUNS_AT_ONCE, MODES, PatchingRequest, TraceRequest, default_corrupt_of, exact_runs, pick_answer_foil,
     trace_runs,
 )
 from viz_app.params import LINK_PARAMS
@@ -110,13 +110,13 @@ else:
         encoding = loaded.tokenizer.encode(text, max_length=loaded.summary.max_positions)
     except InvalidInputError as problem:
         stop_with(problem)
-    masks = encoding.tokens.count("[MASK]")
+    masks = len(loaded.tokenizer.mask_positions(encoding))
     if masks != 1:
         st.warning(f"The sentence has {masks} [MASK]; causal tracing needs exactly one, where the answer goes.")
         st.stop()
-    positions = [i for i, special in enumerate(encoding.special) if not special and encoding.tokens[i] != "[MASK]"]
+    positions = [i for i, special in enumerate(encoding.special) if not special and encoding.input_ids[i] != loaded.tokenizer.mask_id]
     if st.session_state.get("trace_corrupt") is None:
-        st.session_state["trace_corrupt"] = default_corrupt(encoding.tokens, encoding.special)
+        st.session_state["trace_corrupt"] = default_corrupt_of(encoding)
     state.clamp_subset("trace_corrupt", positions)
     columns = st.columns([3, 1, 1])
     corrupt = columns[0].multiselect("Tokens to noise (say, the subject)", positions, key="trace_corrupt",

@@ -75,7 +75,7 @@ def mask_picker(context: Context, key: str) -> int | None:
         return None
     tokens = context.prepared.base.tokens
     def describe(i: int) -> str:
-        return f"position {i} (typed [MASK])" if tokens[i] == "[MASK]" else f"position {i} (was '{tokens[i]}')"
+        return f"position {i} (typed [MASK])" if i in context.prepared.typed_masks else f"position {i} (was '{tokens[i]}')"
 
     return widgets.select_int("[MASK] to analyse", f"{key}_mask", masks, format_func=describe,
                               default=chosen_mask(None, tuple(masks)))

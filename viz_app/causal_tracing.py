@@ -15,6 +15,7 @@ from bert.analysis.causal.patching import PatchingResult, Progress, attribution_
 from bert.analysis.causal.tracing import TraceResult, causal_trace
 from bert.errors import InvalidInputError
 from bert.predict import predict_masks
+from bert.tokenizer import Encoding
 from viz_app.params import LINK_PARAMS
 
 MODES = {"two": "Two sentences (activation patching)", "one": "One sentence with noise (causal tracing)"}
@@ -94,17 +95,28 @@ def pick_answer_foil(clean_guesses: list[str], corrupted_guesses: list[str], ans
     return answer, foil
 
 
-def default_corrupt(tokens: list[str], special: list[bool]) -> list[int]:
+def default_corrupt(tokens: list[str], special: list[bool], continues: list[bool] | None = None,
+                    mask_token: str = "[MASK]") -> list[int]:
     """The tokens causal tracing noises unless told: the pieces of the first word that is not a function word
-    ("man" in "The man said ..."), as Meng et al. noise the subject."""
+    ("man" in "The man said ..."), as Meng et al. noise the subject. `tokens` are the pieces' texts; `continues`
+    says which pieces continue a word (WordPiece's "##" pieces when None)."""
+    continues = [token.startswith("##") for token in tokens] if continues is None else continues
     for start, token in enumerate(tokens):
-        if special[start] or token.startswith("##") or token == "[MASK]" or token in FUNCTION_WORDS:
+        if special[start] or continues[start] or token == mask_token or token.lower() in FUNCTION_WORDS:
             continue
         end = start + 1
-        while end < len(tokens) and tokens[end].startswith("##"):
+        while end < len(tokens) and continues[end]:
             end += 1
         return list(range(start, end))
     return []
+
+
+def default_corrupt_of(encoding: Encoding) -> list[int]:
+    """`default_corrupt` for an encoded input of any family: pieces without their word-start marker ("Ġman" is
+    "man"), continuations by word id (bert/pieces.py)."""
+    return default_corrupt([encoding.pieces.text(t) if not s else t for t, s in zip(encoding.tokens, encoding.special)],
+                           encoding.special, [encoding.is_continuation(i) for i in range(len(encoding))],
+                           encoding.pieces.mask_token)
 
 
 def resolve_patching(loaded, request: PatchingRequest) -> PatchingRequest:
@@ -128,7 +140,7 @@ def resolve_trace(loaded, request: TraceRequest) -> TraceRequest:
             encoding = tokenizer.encode(request.text, max_length=positions)
         except InvalidInputError:
             encoding = None
-        corrupt = tuple(default_corrupt(encoding.tokens, encoding.special)) if encoding else ()
+        corrupt = tuple(default_corrupt_of(encoding)) if encoding else ()
     return replace(request, answer=answer, corrupt=corrupt)
 
 

@@ -17,6 +17,7 @@ import torch
 from bert import BertTokenizer, Encoding, InputTooLongError
 from bert.devices import as_numpy, model_device
 from bert.hooks import EMBEDDING_PARTS, every_layer
+from bert.pieces import WORDPIECE, PieceStyle
 from bert.model import Bert
 from bert.predict import MaskPrediction, at_positions, mask_predictions
 
@@ -85,7 +86,7 @@ def prepare_input(
             num_tokens=error.num_tokens,
         ) from error
     pair_dropped = False
-    if pair is not None and not any(not s and t == 1 for s, t in zip(base.special, base.token_type_ids)):
+    if pair is not None and not any(not s and t == 1 for s, t in zip(base.special, base.sentences)):
         base = tokenizer.encode(text, None, max_length=max_positions, truncate=truncate)  # B had nothing left
         pair_dropped = True
     if all(base.special):
@@ -117,7 +118,7 @@ class MaskResult:
     position: int  # index of this [MASK] among the input's tokens
     tokens: tuple[str, ...]  # candidates, best first
     probabilities: np.ndarray  # [candidate], read-only
-    is_continuation: tuple[bool, ...]  # "##" pieces, which only continue a word
+    is_continuation: tuple[bool, ...]  # pieces that only continue a word ("##s"; RoBERTa's "s" without "Ġ")
     original: str | None = None  # the token that was masked; None for a [MASK] typed in the text
     original_probability: float | None = None
     original_rank: int | None = None  # 1 = the model's first guess
@@ -139,6 +140,7 @@ class ForwardResult:
     embeddings: Mapping[str, np.ndarray] | None = None  # token/position/segment: [seq, hidden]
     queries: np.ndarray | None = None  # [layer, head, query, head_dim] every head's query vectors (hook_q)
     keys: np.ndarray | None = None  # [layer, head, key, head_dim] every head's key vectors (hook_k)
+    pieces: PieceStyle = WORDPIECE  # how the tokenizer writes its pieces and its mask token (bert/pieces.py)
 
     @property
     def seq(self) -> int:
@@ -183,6 +185,7 @@ def record(model: Bert, tokenizer: BertTokenizer, prepared: PreparedInput, activ
         token_type_ids=tuple(prepared.masked.token_type_ids),
         special=tuple(prepared.masked.special),
         masks=tuple(_mask_result(p, prepared) for p in predictions),
+        pieces=prepared.masked.pieces,
         **recorded,
     )
 

@@ -11,7 +11,7 @@ import torch
 import bert
 from bert.checkpoint import WEIGHT_FILES
 from bert.devices import model_device
-from bert.hub import hub_cache_dir
+from bert.hub import MODEL_TYPES, hub_cache_dir
 from bert.pretrained import FINETUNED_FILES, MINILM_HEAD_FILE, MINILM_NSP_FILE
 
 FOLDER = "folder"  # the picker's "a local Hugging Face folder" choice
@@ -76,7 +76,8 @@ class LoadedModel:
 
 
 def cached_bert_models(cache_dir: Path | None = None) -> list[ModelChoice]:
-    """BERT checkpoints in the local hub cache (config.json says model_type bert, with weights), preferred first."""
+    """BERT-family checkpoints in the local hub cache (config.json says a model type of bert.hub.MODEL_TYPES, with
+    weights), preferred first."""
     try:
         from huggingface_hub import scan_cache_dir
         from huggingface_hub.errors import CacheNotFound
@@ -146,17 +147,20 @@ def load(key: ModelKey) -> LoadedModel:
     Raises bert.errors.* (and OSError for unreadable files) with a message for the user."""
     model, tokenizer = bert.load_pretrained(key.folder or key.source, device=os.environ.get(DEVICE_VARIABLE, "auto"), pack_for_cpu=True)
     model.eval()
-    return LoadedModel(key, model, tokenizer, summarize(model))
+    return LoadedModel(key, model, tokenizer, summarize(model, tokenizer))
 
 
-def summarize(model: bert.Bert) -> ModelSummary:
+def summarize(model: bert.Bert, tokenizer: bert.BertTokenizer | None = None) -> ModelSummary:
+    """max_positions: the longest input, the tokenizer's when it knows fewer (RoBERTa's positions start after its
+    padding index, so 514 positions read 512 tokens)."""
     config = model.config
+    longest = config.max_position_embeddings if tokenizer is None else min(config.max_position_embeddings, tokenizer.model_max_length)
     return ModelSummary(
         layers=config.num_layers,
         heads=config.num_heads,
         hidden=config.hidden_size,
         intermediate=config.intermediate_size,
-        max_positions=config.max_position_embeddings,
+        max_positions=longest,
         vocab=config.vocab_size,
         parameters=sum(p.numel() for p in model.parameters()),  # parameters() yields a tied tensor once
         has_mlm_head=model.has_mlm_head,
@@ -175,7 +179,7 @@ def _is_bert_folder(folder: Path) -> bool:
         config = json.loads((folder / "config.json").read_text())
     except (OSError, ValueError):
         return False
-    return config.get("model_type") == "bert" and any((folder / name).is_file() for name in WEIGHT_FILES)
+    return config.get("model_type") in MODEL_TYPES and any((folder / name).is_file() for name in WEIGHT_FILES)
 
 
 def _preference(repo_id: str) -> int:

@@ -41,20 +41,22 @@ def detokenize(pieces: list[tuple[str, str, bool]]) -> str:
 
 
 def filled_in_sentence(result: ForwardResult, escape: Callable[[str], str] = lambda s: s) -> str:
-    """The input with every [MASK] replaced by the model's first guess in bold (Markdown); the [SEP] between
-    two sentences shown as " / ". `escape` makes each token literal in Markdown."""
+    """The input with every [MASK] replaced by the model's first guess in bold (Markdown); the separator between
+    two sentences ([SEP], RoBERTa's </s></s>) shown as " / ". Pieces are joined as their scheme marks them
+    ("##s", "Ġword": bert/pieces.py). `escape` makes each token literal in Markdown."""
     best = {m.position: m.tokens[0] for m in result.masks}
-    pieces = []
+    pieces, after_separator = [], False
     last = len(result.tokens) - 1
     for position, token in enumerate(result.tokens):
-        if token == "[CLS]" or (token == "[SEP]" and position == last):
-            continue
-        if token == "[SEP]":
-            pieces.append(("/", "/", False))
+        if result.special[position]:  # [CLS]/<s> and the last [SEP] are left out
+            if 0 < position < last and not after_separator:
+                pieces.append(("/", "/", False))
+            after_separator = 0 < position < last
             continue
         guess = best.get(position)
         word = guess if guess is not None else token
-        continues = word.startswith("##")
-        raw = word[2:] if continues else word
+        continues = result.pieces.is_continuation(word) and not after_separator
+        raw = result.pieces.text(word)
         pieces.append((raw, f"**{escape(raw)}**" if guess is not None else escape(raw), continues))
+        after_separator = False
     return detokenize(pieces)

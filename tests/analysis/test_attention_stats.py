@@ -14,8 +14,8 @@ def one_hot_rows(targets: list[int], seq: int) -> np.ndarray:
 
 
 def test_punctuation_tokens():
-    assert [is_punctuation(t) for t in [".", ",", "##!", "...", "dog", "[SEP]", "[CLS]", "", "5", "##s"]] == [
-        True, True, True, True, False, False, False, False, False, False,
+    assert [is_punctuation(t) for t in [".", ",", "##!", "...", "dog", "[SEP]", "[CLS]", "", "5", "##s", "Ġ(", "▁\"", "Ġ"]] == [
+        True, True, True, True, False, False, False, False, False, False, True, True, False,
     ]
 
 
@@ -24,6 +24,17 @@ def test_key_roles_from_tokens():
     assert roles.cls.tolist() == [True, False, False, False, False]
     assert roles.sep.tolist() == [False, False, False, False, True]
     assert roles.punctuation.tolist() == [False, False, False, True, False]
+
+
+def test_key_roles_from_special_positions_in_every_family():
+    bert_roles = KeyRoles.from_special(TOKENS, [True, False, False, False, True])
+    expected = KeyRoles.from_tokens(TOKENS)
+    assert all((getattr(bert_roles, r) == getattr(expected, r)).all() for r in ("cls", "sep", "punctuation"))
+    roberta = ["<s>", "The", "Ġdog", "Ġ(", "!", "</s>", "</s>", "It", "</s>"]  # <s> A </s></s> B </s>
+    roles = KeyRoles.from_special(roberta, [True, False, False, False, False, True, True, False, True])
+    assert roles.cls.tolist() == [True] + [False] * 8
+    assert roles.sep.tolist() == [False] * 5 + [True, True, False, True]
+    assert roles.punctuation.tolist() == [False, False, False, True, True, False, False, False, False]
 
 
 def test_entropy_uniform_and_one_hot():

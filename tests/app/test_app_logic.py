@@ -7,6 +7,7 @@ import torch
 
 from bert import count_parameters
 from bert.hooks import EMBEDDING_PARTS
+from bert.pieces import byte_level_bpe
 from viz_app import architecture, forward, models, text
 from viz_app.charts.attention import _pool
 from viz_app.charts.base import token_labels
@@ -139,11 +140,18 @@ def test_detokenize_and_filled_in_sentence():
     assert text.detokenize(pieces) == "the mailman. (x)"
     result = forward.ForwardResult(
         tokens=["[CLS]", "the", "[MASK]", "barked", "[SEP]", "it", "[MASK]", "[SEP]"],
-        original_tokens=[], token_type_ids=[], special=[],
+        original_tokens=[], token_type_ids=[], special=[True, False, False, False, True, False, False, True],
         masks=(forward.MaskResult(2, ("dog",), np.ones(1), (False,)), forward.MaskResult(6, ("##s",), np.ones(1), (True,))),
         attention=np.zeros(0), neurons=np.zeros(0),
     )
     assert text.filled_in_sentence(result) == "the **dog** barked / it**s**"
+    roberta = forward.ForwardResult(  # byte-level pieces: "Ġ" starts a word, bytes decoded; </s></s> between sentences
+        tokens=["<s>", "The", "<mask>", "Ġbark", "ed", "</s>", "</s>", "It", "Ġwas", "ĠcafÃ©", "<mask>", "</s>"],
+        original_tokens=[], token_type_ids=[0] * 12, special=[True, False, False, False, False, True, True] + [False] * 4 + [True],
+        masks=(forward.MaskResult(2, ("Ġdog",), np.ones(1), (False,)), forward.MaskResult(10, ("s",), np.ones(1), (True,))),
+        pieces=byte_level_bpe(),
+    )
+    assert text.filled_in_sentence(roberta) == "The **dog** barked / It was café**s**"
 
 
 def test_pooling_keeps_rows_summing_to_one():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from viz_app.causal_tracing import CausalSettings, PatchingRequest, default_corrupt, patching_batch, pick_answer_foil
+from viz_app.causal_tracing import CausalSettings, PatchingRequest, default_corrupt, default_corrupt_of, patching_batch, pick_answer_foil
 from viz_app.params import LINK_PARAMS
 
 
@@ -39,6 +39,18 @@ def test_the_first_content_word_is_noised_with_all_its_pieces():
     special = [True] + [False] * 9 + [True]
     assert default_corrupt(tokens, special) == [2, 3, 4]
     assert default_corrupt(["[CLS]", "the", "[MASK]", "[SEP]"], [True, False, False, True]) == []
+
+
+def test_the_first_content_word_in_a_byte_level_input():
+    """RoBERTa's pieces: "Ġ" starts a word, the first word has none, the pieces of a word share its word id."""
+    from bert import Encoding
+    from bert.pieces import byte_level_bpe
+
+    tokens = ["<s>", "The", "ĠE", "iff", "el", "Ġtower", "Ġis", "Ġin", "<mask>", ".", "</s>"]
+    word_ids = [None, 0, 1, 1, 1, 2, 3, 4, 5, 6, None]
+    encoding = Encoding(list(range(11)), [0] * 11, tokens, [(0, 0)] * 11, [w is None for w in word_ids], word_ids,
+                        pieces=byte_level_bpe())
+    assert default_corrupt_of(encoding) == [2, 3, 4]
 
 
 def test_fewer_rows_per_pass_for_long_inputs():

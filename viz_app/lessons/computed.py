@@ -182,7 +182,7 @@ def _next_sentence(facts: StepFacts) -> Finding:
     if "nsp" not in model.output_heads:
         raise NotComputable("this model has no next-sentence head")
     base = facts.prepared.base
-    if not any(t == 1 for t in base.token_type_ids):
+    if not any(t == 1 for t in base.sentences):
         raise NotComputable("the step has no second sentence")
     result = next_sentence(model, facts.loaded.tokenizer, facts.text, facts.pair, facts.loaded.summary.max_positions,
                            facts.truncate)
@@ -194,7 +194,7 @@ def _patching(facts: StepFacts) -> Finding:
     [MASK]'s from some layer on, and which attention block and head move it (layers counted from 0, as the page)."""
     exact, attribution = facts.patching
     tokens, residual = exact.tokens, exact.residual.numpy()
-    mask = tokens.index("[MASK]")
+    mask = tokens.index(facts.loaded.tokenizer.mask_token)
     carrier = max((p for p in range(len(tokens)) if p != mask), key=lambda p: residual[0, p])  # the changed word
     carried = [i for i in range(len(residual)) if residual[i, carrier] >= 0.5]
     at_mask = [i for i in range(len(residual)) if residual[i, mask] >= 0.5]

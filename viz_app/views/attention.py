@@ -55,7 +55,7 @@ class AttentionSettings:
 
 def head_statistics(result: ForwardResult) -> HeadStatistics:
     """Per-head statistics [layer, head] of this input's attention (read-only arrays)."""
-    stats = statistics_of(result.attention, KeyRoles.from_tokens(result.tokens))
+    stats = statistics_of(result.attention, KeyRoles.from_special(result.tokens, result.special))
     for values in stats.means.values():
         values.flags.writeable = False
     return stats

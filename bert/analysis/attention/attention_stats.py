@@ -30,8 +30,9 @@ STATISTICS = {
 
 
 def is_punctuation(token: str) -> bool:
-    """True for a token made only of punctuation characters ('.', ',', '##!', '...'); never for [CLS]/[SEP]."""
-    text = token[2:] if token.startswith("##") else token
+    """True for a token made only of punctuation characters ('.', ',', '##!', '...', RoBERTa's 'Ġ(', ALBERT's '▁"');
+    never for [CLS]/[SEP]."""
+    text = token[2:] if token.startswith("##") else token.removeprefix("Ġ").removeprefix("▁")
     return bool(text) and all(unicodedata.category(char).startswith("P") for char in text)
 
 
@@ -49,6 +50,16 @@ class KeyRoles:
             cls=np.array([t == cls_token for t in tokens], dtype=bool),
             sep=np.array([t == sep_token for t in tokens], dtype=bool),
             punctuation=np.array([is_punctuation(t) for t in tokens], dtype=bool),
+        )
+
+    @classmethod
+    def from_special(cls, tokens: Sequence[str], special: Sequence[bool]) -> "KeyRoles":
+        """Roles by position, for every family's special tokens: the first special token is [CLS] (RoBERTa's <s>),
+        every later one a [SEP] (RoBERTa's </s>)."""
+        return cls(
+            cls=np.array([s and i == 0 for i, s in enumerate(special)], dtype=bool),
+            sep=np.array([s and i > 0 for i, s in enumerate(special)], dtype=bool),
+            punctuation=np.array([is_punctuation(t) and not s for t, s in zip(tokens, special)], dtype=bool),
         )
 
 

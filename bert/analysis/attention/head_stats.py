@@ -122,7 +122,7 @@ def corpus_head_statistics(
         patterns = as_numpy(cache.stack("pattern"))  # [layer, batch, head, query, key]
         for row, encoding in enumerate(chosen):
             n = len(encoding)
-            roles = KeyRoles.from_tokens(encoding.tokens)
+            roles = KeyRoles.from_special(encoding.tokens, encoding.special)
             results.append(head_statistics(patterns[:, row, :, :n, :n], roles))
     if progress:
         progress(1.0, "done")

@@ -57,13 +57,14 @@ def word_groups(encoding: Encoding) -> WordGroups:
     [SEP] alone."""
     positions: list[list[int]] = []
     current = None  # (segment, word id) of the word being collected
-    for position, (word_id, segment) in enumerate(zip(encoding.word_ids, encoding.token_type_ids)):
+    for position, (word_id, segment) in enumerate(zip(encoding.word_ids, encoding.sentences)):
         key = None if word_id is None else (segment, word_id)
         if key is None or key != current:
             positions.append([])
         positions[-1].append(position)
         current = key
-    labels = ["".join(_piece_text(encoding.tokens[p], first=i == 0) for i, p in enumerate(group)) for group in positions]
+    labels = [encoding.tokens[group[0]] if encoding.special[group[0]] else encoding.pieces.word([encoding.tokens[p] for p in group])
+              for group in positions]
     return WordGroups(tuple(map(tuple, positions)), tuple(labels), len(encoding))
 
 
@@ -94,6 +95,3 @@ def _check_tokens(shape: tuple[int, ...], groups: WordGroups, what: str) -> None
     if any(size != groups.tokens for size in shape):
         raise InvalidInputError(f"{what} has shape {shape}, but the input has {groups.tokens} tokens")
 
-
-def _piece_text(token: str, first: bool) -> str:
-    return token[2:] if token.startswith("##") and not first else token

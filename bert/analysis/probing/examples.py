@@ -75,7 +75,7 @@ def text_examples(name: str, train: WordFeatures, test: WordFeatures) -> tuple[E
     if name == "position":
         label = _position
     elif name == "continuation":
-        label = _unless_special(lambda token: "continuation" if token.startswith("##") else "word start")
+        label = _continuation
     elif name == "punctuation":
         label = _unless_special(lambda token: "punctuation" if is_punctuation(token) else "other")
     elif name == "frequency":
@@ -83,6 +83,13 @@ def text_examples(name: str, train: WordFeatures, test: WordFeatures) -> tuple[E
     else:
         raise InvalidInputError(f"unknown text task {name!r}")
     return _token_examples(sides[0], label), _token_examples(sides[1], label)
+
+
+def _continuation(encoding, position: int) -> str | None:
+    """A piece that continues its word ("##ing"; in RoBERTa and ALBERT, a later piece of the same word) or starts one."""
+    if encoding.special[position]:
+        return None
+    return "continuation" if encoding.is_continuation(position) else "word start"
 
 
 def _unless_special(label):
@@ -115,7 +122,7 @@ def _position(encoding, position: int) -> str | None:
 
 
 def _segment(encoding, position: int) -> str | None:
-    return None if encoding.special[position] else "AB"[encoding.token_type_ids[position]]
+    return None if encoding.special[position] else "AB"[encoding.sentences[position]]
 
 
 def _frequency_bands(sides: tuple[TokenFeatures, TokenFeatures]):

@@ -27,7 +27,7 @@ def pair_features(model: Bert, tokenizer: BertTokenizer, features: WordFeatures,
     encodings = []
     for a, b in zip(sentences[0::2], sentences[1::2]):
         try:
-            encodings.append(tokenizer.encode(a.text, b.text, max_length=model.config.max_position_embeddings))
+            encodings.append(tokenizer.encode(a.text, b.text, max_length=min(model.config.max_position_embeddings, tokenizer.model_max_length)))
         except InputTooLongError:
             continue
     rows = [(index, position) for index, e in enumerate(encodings) for position, special in enumerate(e.special) if not special]
