@@ -75,13 +75,13 @@ except BertError as error:
 st.caption(f"Searching {len(index):,} tokens of {escape_markdown(corpus.name)}.")
 if by == corpus_search.LAYER_OUTPUT:
     by_layer = cache.neighbours(key, corpus, context.prepared, position, k)
-    hits, where = by_layer[layer], names[layer]
+    hits, where = by_layer[layer], "at the embeddings" if layer == 0 else names[layer]  # "after layer i"
 else:
     by_head = cache.head_neighbours(key, corpus, context.prepared, position, k, layer)
-    hits, where = by_head[head], head_label(layer, head)
+    hits, where = by_head[head], f"at {head_label(layer, head)}"
 summary = corpus_search.summarize(hits, query.word)
 shown = escape_markdown(query.word)
-st.markdown(f"**{summary.same_word} of {len(hits)}** matches at {where} are “{shown}” itself; "
+st.markdown(f"**{summary.same_word} of {len(hits)}** matches {where} are “{shown}” itself; "
             f"{len(summary.words)} different word(s).")
 left, right = st.columns([3, 2])
 with left:

@@ -36,7 +36,7 @@ def test_default_example_draws_self_similarity_against_the_baseline(open_context
     line, heatmap = figures(at)
     names = [trace["name"] for trace in line["data"]]
     assert names == ["“bank” across the sentences", "random tokens (baseline)", "difference"]
-    assert list(line["data"][0]["x"]) == ["embeddings"] + [f"layer {i}" for i in range(1, 7)]
+    assert list(line["data"][0]["x"]) == ["embeddings"] + [f"after layer {i}" for i in range(6)]  # hidden_states[0..6]
     model, tokenizer = bert.load_pretrained("minilm")
     expected = word_self_similarity(model, tokenizer, "bank", EXAMPLES["bank"]).numpy()
     np.testing.assert_allclose(array(line["data"][0]["y"]), expected, atol=1e-5)
