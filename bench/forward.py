@@ -1,6 +1,11 @@
 """Our BERT against transformers', same BERT-base weights, configurations timed in turn in one process.
 
     python -m bench.forward [--parts recorded plain training] [--repeats 9] [--no-memory] [--no-packing]
+    python -m bench.forward --family roberta      # or distilbert, albert, electra: that family at base size
+
+With --family, the same tables for that family's base-size model (bench/make_random_bert.py's BASE_CONFIGS),
+against transformers' classes of the family (Auto classes: its masked-LM model eager, its bare model with sdpa,
+its sequence classifier); ELECTRA's masked-LM head is the generator's, on the base-size encoder.
 
 Three comparisons, each a table:
 - recorded (1 x 16, 128, 512 tokens): ours keeping every hook (`run_with_cache`, names=None, logits at every
@@ -46,7 +51,7 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from bench.make_random_bert import make_random_bert
+from bench.make_random_bert import BASE_CONFIGS, make_random_bert
 from bert import hook_name, load_pretrained
 from viz_app.forward import recorded_names
 
@@ -62,8 +67,8 @@ PARTS = {  # part -> (configurations, the reference last; shapes as "BATCHxTOKEN
 class Models:
     """Each model loaded once, when a configuration first needs it (a memory subprocess loads only its own)."""
 
-    def __init__(self, folder: Path, packing: bool):
-        self.folder, self.packing = folder, packing
+    def __init__(self, folder: Path, packing: bool, family: str = "bert"):
+        self.folder, self.packing, self.family = folder, packing, family
 
     @cache
     def ours(self):
@@ -74,11 +79,12 @@ class Models:
         import transformers
 
         if kind == "eager_mlm":
-            return transformers.BertForMaskedLM.from_pretrained(self.folder, attn_implementation="eager").eval()
+            return transformers.AutoModelForMaskedLM.from_pretrained(self.folder, attn_implementation="eager").eval()
         if kind == "sdpa_encoder":
-            return transformers.BertModel.from_pretrained(self.folder, add_pooling_layer=False).eval()
+            pooler = {"add_pooling_layer": False} if self.family in ("bert", "roberta", "albert") else {}
+            return transformers.AutoModel.from_pretrained(self.folder, **pooler).eval()
         torch.manual_seed(0)
-        return transformers.BertForSequenceClassification.from_pretrained(self.folder, num_labels=2).train()
+        return transformers.AutoModelForSequenceClassification.from_pretrained(self.folder, num_labels=2).train()
 
     def ours_classifier(self):
         torch.manual_seed(0)
@@ -100,16 +106,18 @@ def inputs(shape: str):
 
 def runner(name: str, models: Models, shape: str) -> Callable[[], object]:
     ids, types, attention_mask, masks = inputs(shape)
+    segments = {} if models.family == "distilbert" else {"token_type_ids": types}  # DistilBERT takes none
     if name.endswith("_step"):
         return training_step(name, models, ids, types, attention_mask)
     if name == "ours_full":
         call = lambda: models.ours().run_with_cache(ids, types)  # noqa: E731
     elif name == "ours_app":
-        names = recorded_names(models.ours().config.num_layers)
+        known = set(models.ours().hook_names())  # DistilBERT has no segment embedding to record
+        names = [name for name in recorded_names(models.ours().config.num_layers) if name in known]
         call = lambda: models.ours().run_with_cache(ids, types, names=names, logit_mask=masks)  # noqa: E731
     elif name == "transformers_eager":
         reference = models.transformers("eager_mlm")
-        call = lambda: reference(input_ids=ids, token_type_ids=types, output_attentions=True, output_hidden_states=True)  # noqa: E731
+        call = lambda: reference(input_ids=ids, **segments, output_attentions=True, output_hidden_states=True)  # noqa: E731
     elif name == "ours_eager":
         step_by_step = [(hook_name("pattern", layer), lambda pattern, _: pattern) for layer in range(models.ours().config.num_layers)]
         call = lambda: models.ours().run_with_cache(ids, types, attention_mask, names=[], interventions=step_by_step, output="mlm", logit_mask=torch.zeros_like(masks))  # noqa: E731
@@ -117,7 +125,7 @@ def runner(name: str, models: Models, shape: str) -> Callable[[], object]:
         call = lambda: models.ours().encode(ids, types, attention_mask)  # noqa: E731
     else:
         reference = models.transformers("sdpa_encoder")
-        call = lambda: reference(input_ids=ids, token_type_ids=types, attention_mask=attention_mask).last_hidden_state  # noqa: E731
+        call = lambda: reference(input_ids=ids, **segments, attention_mask=attention_mask).last_hidden_state  # noqa: E731
 
     def inference():
         with torch.inference_mode():
@@ -135,7 +143,8 @@ def training_step(name: str, models: Models, ids, types, attention_mask) -> Call
         if name == "ours_step":
             loss = F.cross_entropy(model(ids, types, attention_mask, output="classifier"), labels)
         else:
-            loss = model(input_ids=ids, token_type_ids=types, attention_mask=attention_mask, labels=labels).loss
+            segments = {} if models.family == "distilbert" else {"token_type_ids": types}
+            loss = model(input_ids=ids, **segments, attention_mask=attention_mask, labels=labels).loss
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
@@ -182,8 +191,9 @@ def peak_memory(models: Models, name: str, shape: str) -> float:
     return (peak - before) / 1024
 
 
-def measure_memory(folder: Path, name: str, shape: str, packing: bool) -> float:
-    command = [sys.executable, "-m", "bench.forward", "--memory-of", name, shape, "--folder", str(folder), "--threads", str(torch.get_num_threads())]
+def measure_memory(folder: Path, name: str, shape: str, packing: bool, family: str = "bert") -> float:
+    command = [sys.executable, "-m", "bench.forward", "--memory-of", name, shape, "--folder", str(folder), "--threads", str(torch.get_num_threads()),
+               "--family", family]
     command += [] if packing else ["--no-packing"]
     # a fixed mmap threshold: big blocks come from the kernel and go back to it when freed, so the resident set
     # before the call holds nothing freed that the call could reuse unseen
@@ -217,6 +227,7 @@ def main() -> None:
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory subprocesses")
     parser.add_argument("--no-packing", action="store_true", help="ours inference with nn.Linear, not oneDNN-packed weights")
     parser.add_argument("--json", type=Path, help="also write the measurements here")
+    parser.add_argument("--family", choices=list(BASE_CONFIGS), default="bert", help="which family, at base size")
     parser.add_argument("--memory-of", nargs=2, metavar=("CONFIG", "SHAPE"), help=argparse.SUPPRESS)
     parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -224,26 +235,26 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.memory_of:
-        print(peak_memory(Models(args.folder, packing), *args.memory_of))
+        print(peak_memory(Models(args.folder, packing, args.family), *args.memory_of))
         return
 
     results: dict[str, dict] = {}
     with tempfile.TemporaryDirectory() as scratch:
-        folder = Path(scratch) / "random-bert-base"
-        make_random_bert(folder)
-        models = Models(folder, packing)
+        folder = Path(scratch) / f"random-{args.family}-base"
+        make_random_bert(folder, family=args.family)
+        models = Models(folder, packing, args.family)
         for part in args.parts:
             names, shapes = PARTS[part]
             results[part] = {}
             for shape in (s for s in shapes if not args.shapes or s in args.shapes):
                 times = compare(models, names, shape, args.repeats)
-                memory = {} if args.no_memory else {name: measure_memory(folder, name, shape, packing) for name in names}
+                memory = {} if args.no_memory else {name: measure_memory(folder, name, shape, packing, args.family) for name in names}
                 results[part][shape] = {"times": times, "peak_mb": memory}
                 print(f"{part} {shape}: " + ", ".join(f"{n} {statistics.median(times[n]):.3f} s" for n in names), flush=True)
 
     load = os.getloadavg()
     linear = "oneDNN-packed weights" if packing else "nn.Linear (no packing)"
-    print(f"\ntorch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs, ours' inference with {linear}; "
+    print(f"\n{args.family}-base; torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs, ours' inference with {linear}; "
           f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}; median of {args.repeats} alternating runs, spread min–max; "
           "ratio = ours / transformers (last column); peak = extra resident memory during one call (VmHWM)\n")
     for part, rows in results.items():

@@ -1,10 +1,13 @@
 """A BERT-base-shaped checkpoint folder with random weights, for timing (speed does not depend on the values).
 
     python -m bench.make_random_bert out/random-bert-base      # config.json, model.safetensors, vocab.txt
+    python -m bench.make_random_bert out/random-roberta-base --family roberta
 
 transformers' BertForMaskedLM with its default config (12 layers, 768 hidden, 12 heads, 30,522 tokens), saved as
 safetensors beside bert-base-uncased's vocabulary (the built-in model's vocab.txt is that vocabulary). No real
-BERT-base is needed offline. transformers is a benchmark-only dependency here.
+BERT-base is needed offline. With --family, the family's masked-LM class at its base size (BASE_CONFIGS: RoBERTa-
+base, DistilBERT-base, ALBERT-base, and ELECTRA-base's shape with the generator's masked-LM head); the vocab.txt
+is only there for the loader (timing feeds ids). transformers is a benchmark-only dependency here.
 """
 from __future__ import annotations
 
@@ -15,13 +18,27 @@ from pathlib import Path
 from bert.pretrained import minilm_folder
 
 
-def make_random_bert(folder: Path, seed: int = 0):
+# family -> (transformers' config class, its base-size fields; its defaults where none are given)
+BASE_CONFIGS = {
+    "bert": ("BertConfig", {}),
+    "roberta": ("RobertaConfig", dict(vocab_size=50265, max_position_embeddings=514, type_vocab_size=1, layer_norm_eps=1e-5)),
+    "distilbert": ("DistilBertConfig", {}),
+    "albert": ("AlbertConfig", dict(hidden_size=768, num_attention_heads=12, intermediate_size=3072, embedding_size=128)),
+    "electra": ("ElectraConfig", dict(hidden_size=768, num_attention_heads=12, intermediate_size=3072, embedding_size=768)),
+}
+MASKED_LM = {"bert": "BertForMaskedLM", "roberta": "RobertaForMaskedLM", "distilbert": "DistilBertForMaskedLM",
+             "albert": "AlbertForMaskedLM", "electra": "ElectraForMaskedLM"}
+
+
+def make_random_bert(folder: Path, seed: int = 0, family: str = "bert"):
     """Write the checkpoint into `folder` (created) and return transformers' model (eager attention)."""
     import torch
     import transformers
 
     torch.manual_seed(seed)
-    reference = transformers.BertForMaskedLM(transformers.BertConfig(attn_implementation="eager")).eval()
+    config_class, fields = BASE_CONFIGS[family]
+    config = getattr(transformers, config_class)(**fields, attn_implementation="eager")
+    reference = getattr(transformers, MASKED_LM[family])(config).eval()
     folder.mkdir(parents=True, exist_ok=True)
     reference.save_pretrained(folder, safe_serialization=True)
     shutil.copy(minilm_folder() / "vocab.txt", folder / "vocab.txt")
@@ -40,9 +57,10 @@ def reference_for(config):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("folder", type=Path)
+    parser.add_argument("--family", choices=list(BASE_CONFIGS), default="bert")
     args = parser.parse_args()
-    make_random_bert(args.folder)
-    print(f"wrote a random BERT-base checkpoint to {args.folder}")
+    make_random_bert(args.folder, family=args.family)
+    print(f"wrote a random {args.family}-base checkpoint to {args.folder}")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@ side), head (attention heads), head_dim (dimensions per head, hidden // heads = 
 The two products are `torch.matmul` over the named axes (einops.einsum routes through extra permutes and a
 separate scaling pass, about 10% slower at 512 tokens); the scale is applied in place on the scores.
 
-`fused_attention` computes the same z in one call to PyTorch's `scaled_dot_product_attention` (flash and
+`attention_pattern` gives a pattern from q and k alone (the app computes the patterns a page draws from the q and
+k a fused pass recorded). `fused_attention` computes the same z in one call to PyTorch's `scaled_dot_product_attention` (flash and
 memory-efficient kernels on a GPU, a fused kernel on the CPU), without a [query, key] tensor anyone could see:
 the model takes it when nobody records or changes the scores or the pattern.
 """
@@ -43,6 +44,19 @@ def mask_future(scores: torch.Tensor) -> torch.Tensor:
     query, key = scores.shape[-2:]
     future = torch.ones(query, key, dtype=torch.bool, device=scores.device).triu(1)  # [query, key]
     return scores.masked_fill(future, torch.finfo(scores.dtype).min)
+
+
+def masked_scores(q: torch.Tensor, k: torch.Tensor, attention_mask: torch.Tensor | None, causal: bool = False) -> torch.Tensor:
+    """attention_scores with padded keys (and, if causal, the keys to the right of each query) at the lowest score:
+    what hook_scores records."""
+    scores = mask_padding(attention_scores(q, k), attention_mask)
+    return mask_future(scores) if causal else scores
+
+
+def attention_pattern(q: torch.Tensor, k: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                      causal: bool = False) -> torch.Tensor:
+    """softmax of masked_scores, [batch, head, query, key]: what hook_pattern records, from q and k alone."""
+    return masked_scores(q, k, attention_mask, causal).softmax(dim=-1)
 
 
 def weighted_values(pattern: torch.Tensor, v: torch.Tensor) -> torch.Tensor:

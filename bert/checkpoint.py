@@ -15,95 +15,60 @@ from safetensors.torch import load_file, save_file
 
 from .config import BertConfig
 from .errors import CheckpointError
+from .families.key_tables import BASE_MODEL_PARTS, FAMILIES, Heads
 from .model import Bert
 
 # The weight files a Hugging Face folder may hold, in the order loading looks for them. Only the safetensors ones
 # are fetched from the hub (bert/hub.py); a pytorch_model.bin is read with torch.load(weights_only=True).
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
-# Keys a checkpoint may carry that hold nothing of their own: a position-index buffer, and the decoder,
-# which BERT ties to the token embedding (its weight) and to cls.predictions.bias (its bias).
-_DERIVED_KEYS = {
-    "embeddings.position_ids": None,
-    "embeddings.token_type_ids": None,
-    "cls.predictions.decoder.weight": "embeddings.word_embeddings.weight",
-    "cls.predictions.decoder.bias": "cls.predictions.bias",
-}
-
-
-# Task heads Hugging Face stores as `classifier.weight/bias`: which of ours it is, by config.json's architectures.
-_TASK_HEADS = {"BertForSequenceClassification": "classifier", "BertForTokenClassification": "tagger"}
-_NO_PREFIX = ("cls.", "classifier.")  # head tensors that sit beside the `bert.` encoder, not inside it
 
 
 def key_table(
-    config: BertConfig, mlm_head: bool, pooler: bool, nsp_head: bool, classifier: bool = False, tagger: bool = False
+    config: BertConfig, mlm_head: bool, pooler: bool, nsp_head: bool, classifier: bool = False, tagger: bool = False,
+    discriminator: bool = False,
 ) -> dict[str, str]:
-    """ours -> Hugging Face, one line per tensor (without the `bert.` prefix that task models add)."""
-    table = {
-        "embedding.token_embedding.weight": "embeddings.word_embeddings.weight",
-        "embedding.position_embedding.weight": "embeddings.position_embeddings.weight",
-        "embedding.token_type_embedding.weight": "embeddings.token_type_embeddings.weight",
-        "embedding.layer_norm.weight": "embeddings.LayerNorm.weight",
-        "embedding.layer_norm.bias": "embeddings.LayerNorm.bias",
-    }
-    for i in range(config.num_layers):
-        ours, theirs = f"transformer.{i}", f"encoder.layer.{i}"
-        for param in ("weight", "bias"):
-            table |= {
-                f"{ours}.attention.attention.project_query.{param}": f"{theirs}.attention.self.query.{param}",
-                f"{ours}.attention.attention.project_key.{param}": f"{theirs}.attention.self.key.{param}",
-                f"{ours}.attention.attention.project_value.{param}": f"{theirs}.attention.self.value.{param}",
-                f"{ours}.attention.mlp.{param}": f"{theirs}.attention.output.dense.{param}",
-                f"{ours}.attention.layer_norm.{param}": f"{theirs}.attention.output.LayerNorm.{param}",
-                f"{ours}.residual.mlp1.{param}": f"{theirs}.intermediate.dense.{param}",
-                f"{ours}.residual.mlp2.{param}": f"{theirs}.output.dense.{param}",
-                f"{ours}.residual.layer_norm.{param}": f"{theirs}.output.LayerNorm.{param}",
-            }
-    if mlm_head:
-        table |= {
-            "lm_head.mlp.weight": "cls.predictions.transform.dense.weight",
-            "lm_head.mlp.bias": "cls.predictions.transform.dense.bias",
-            "lm_head.layer_norm.weight": "cls.predictions.transform.LayerNorm.weight",
-            "lm_head.layer_norm.bias": "cls.predictions.transform.LayerNorm.bias",
-            "lm_head.unembedding.bias": "cls.predictions.bias",
-        }
-    if pooler:
-        table |= {"pooler.dense.weight": "pooler.dense.weight", "pooler.dense.bias": "pooler.dense.bias"}
-    if nsp_head:
-        table |= {"nsp_head.weight": "cls.seq_relationship.weight", "nsp_head.bias": "cls.seq_relationship.bias"}
-    if classifier:
-        table |= {"classifier.weight": "classifier.weight", "classifier.bias": "classifier.bias"}
-    if tagger:
-        table |= {"tagger.weight": "classifier.weight", "tagger.bias": "classifier.bias"}
-    return table
+    """ours -> Hugging Face, one line per tensor, for the config's family (without the base model's prefix, e.g.
+    `bert.`, that task models add). The tables themselves: bert/families/key_tables.py."""
+    heads = Heads(mlm_head, pooler, nsp_head, classifier, tagger, discriminator)
+    return FAMILIES[config.family].table(config, heads)
 
 
-def task_head(hf_config: dict, state: dict[str, torch.Tensor], source: str) -> dict:
-    """Bert's task-head arguments (classifier_labels or tagger_labels, problem_type) for a checkpoint:
-    none without `classifier.weight`; otherwise config.json's `architectures` says which, `id2label` names the labels."""
-    if "classifier.weight" not in state:
+def task_head(hf_config: dict, state: dict[str, torch.Tensor], source: str, family: str = "bert") -> dict:
+    """Bert's task-head arguments (classifier_labels or tagger_labels, problem_type) for a checkpoint: none
+    without `classifier.weight` (or the family's sequence-classifier tensors); where the tensors alone do not say
+    whether it classifies sequences or tokens (BERT, ALBERT), config.json's `architectures` says which, and
+    `id2label` names the labels."""
+    spec = FAMILIES[family]
+    if spec.sequence_key is not None and spec.sequence_key in state:
+        kind, out_key = "classifier", spec.sequence_out
+    elif "classifier.weight" in state and spec.sequence_key is not None:
+        kind, out_key = "tagger", "classifier.weight"
+    elif "classifier.weight" in state:
+        names = {f"{spec.class_prefix}ForSequenceClassification": "classifier", f"{spec.class_prefix}ForTokenClassification": "tagger"}
+        architectures = hf_config.get("architectures") or []
+        kinds = {names[a] for a in architectures if a in names}
+        if len(kinds) != 1:
+            raise CheckpointError(
+                f"{source} has a `classifier` head, but config.json's architectures {architectures} do not say whether it "
+                f"classifies sequences or tokens: set \"architectures\" to [\"{spec.class_prefix}ForSequenceClassification\"] or "
+                f"[\"{spec.class_prefix}ForTokenClassification\"]"
+            )
+        kind, out_key = kinds.pop(), "classifier.weight"
+    else:
         return {}
-    architectures = hf_config.get("architectures") or []
-    kinds = {_TASK_HEADS[a] for a in architectures if a in _TASK_HEADS}
-    if len(kinds) != 1:
-        raise CheckpointError(
-            f"{source} has a `classifier` head, but config.json's architectures {architectures} do not say whether it "
-            f"classifies sequences or tokens: set \"architectures\" to [\"BertForSequenceClassification\"] or "
-            f"[\"BertForTokenClassification\"]"
-        )
-    num_labels = state["classifier.weight"].shape[0]
+    num_labels = state[out_key].shape[0]
     id2label = hf_config.get("id2label") or {}
     labels = [str(id2label.get(str(i), id2label.get(i, f"LABEL_{i}"))) for i in range(num_labels)]
     if id2label and len(id2label) != num_labels:
         raise CheckpointError(
-            f"{source}: config.json's id2label has {len(id2label)} labels, but classifier.weight has {num_labels} rows"
+            f"{source}: config.json's id2label has {len(id2label)} labels, but {out_key} has {num_labels} rows"
         )
-    return {f"{kinds.pop()}_labels": labels, "problem_type": hf_config.get("problem_type")}
+    return {f"{kind}_labels": labels, "problem_type": hf_config.get("problem_type")}
 
 
-def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
+def read_state_dict(path: str | Path, family: str = "bert") -> dict[str, torch.Tensor]:
     """Tensors of a .safetensors, sharded .index.json or .bin file, with Hugging Face's names normalised:
-    no `bert.` prefix, LayerNorm gamma/beta as weight/bias (old TensorFlow conversions)."""
+    no base-model prefix (`bert.`, `roberta.`, ...), LayerNorm gamma/beta as weight/bias (old TensorFlow conversions)."""
     path = Path(path)
     if path.name.endswith(".index.json"):
         weight_map = read_json(path).get("weight_map")
@@ -113,7 +78,7 @@ def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
         raw = {k: v for shard in shards for k, v in _read_tensors(path.parent / shard).items()}
     else:
         raw = _read_tensors(path)
-    return {_normalise(key): tensor for key, tensor in raw.items()}
+    return {_normalise(key, FAMILIES[family].prefix): tensor for key, tensor in raw.items()}
 
 
 def find_weights(folder: Path) -> Path:
@@ -124,30 +89,38 @@ def find_weights(folder: Path) -> Path:
 
 
 def model_from_state_dict(config: BertConfig, state: dict[str, torch.Tensor], source: str, hf_config: dict | None = None) -> Bert:
-    """Build a Bert with the heads the checkpoint has and fill it, strictly, through the key table.
+    """Build a Bert with the heads the checkpoint has and fill it, strictly, through the family's key table.
     `hf_config` (config.json as a dict) says what a `classifier` head is and names its labels."""
-    nsp_head = "cls.seq_relationship.weight" in state
-    task = task_head(hf_config or {}, state, source)
+    spec = FAMILIES[config.family]
+    found = {head: key in state for head, key in spec.head_keys.items()}
+    task = task_head(hf_config or {}, state, source, config.family)
     heads = dict(
-        mlm_head="cls.predictions.transform.dense.weight" in state,
-        # the NSP head and the sequence classifier read the pooler: it must be there too
-        pooler="pooler.dense.weight" in state or nsp_head or "classifier_labels" in task,
-        nsp_head=nsp_head,
+        mlm_head=found.get("mlm_head", False),
+        # the NSP head and the sequence classifier (in BERT and ALBERT) read the pooler: it must be there too
+        pooler=config.pooler and (found.get("pooler", False) or found.get("nsp_head", False)
+                                  or ("classifier_labels" in task and config.sequence_head == "pooler")),
+        nsp_head=found.get("nsp_head", False),
+        discriminator=found.get("discriminator", False),
     )
     table = key_table(config, **heads, classifier="classifier_labels" in task, tagger="tagger_labels" in task)
-    _check_derived_keys(state, source)
+    _check_derived_keys(state, source, spec.derived)
     missing = [theirs for theirs in table.values() if theirs not in state]
-    unexpected = sorted(set(state) - set(table.values()) - set(_DERIVED_KEYS))
+    unexpected = sorted(set(state) - set(table.values()) - set(spec.derived))
     if missing:
-        raise CheckpointError(f"{source}: missing tensor {missing[0]!r} ({len(missing)} missing in all)")
+        raise CheckpointError(
+            f"{source}: missing tensor {missing[0]!r} ({len(missing)} missing in all; config.json's model_type is {config.family!r})"
+        )
     if unexpected:
-        raise CheckpointError(f"{source}: unexpected tensor {unexpected[0]!r} ({len(unexpected)} unexpected in all); is this a BERT checkpoint?")
+        raise CheckpointError(
+            f"{source}: unexpected tensor {unexpected[0]!r} ({len(unexpected)} unexpected in all); "
+            f"is this a {spec.class_prefix} checkpoint (config.json's model_type is {config.family!r})?"
+        )
     with torch.device("meta"):  # shapes only: no memory, no random weights; every tensor is assigned below
         model = Bert(config, **heads, **task)
     shapes = {key: tensor.shape for key, tensor in model.state_dict().items()}
     unfilled = set(shapes) - set(table) - {"lm_head.unembedding.weight"}  # the tied one is set below
     if unfilled:
-        raise CheckpointError(f"{source}: the key table has no entry for {sorted(unfilled)[0]!r} (a bug in bert/checkpoint.py)")
+        raise CheckpointError(f"{source}: the key table has no entry for {sorted(unfilled)[0]!r} (a bug in bert/families/key_tables.py)")
     ours = {}
     for our_key, their_key in table.items():
         tensor = state[their_key]
@@ -165,21 +138,30 @@ def model_from_state_dict(config: BertConfig, state: dict[str, torch.Tensor], so
 
 
 def to_hf_state_dict(model: Bert) -> dict[str, torch.Tensor]:
-    """Our weights under Hugging Face's names (task-model layout, `bert.` prefix on the encoder), on the CPU."""
-    table = key_table(model.config, model.has_mlm_head, model.pooler is not None, model.has_nsp_head, model.has_classifier, model.has_tagger)
+    """Our weights under Hugging Face's names (task-model layout: the base model's prefix on the encoder), on the CPU."""
+    table = key_table(model.config, model.has_mlm_head, model.pooler is not None, model.has_nsp_head, model.has_classifier,
+                      model.has_tagger, model.has_discriminator)
+    prefix = FAMILIES[model.config.family].prefix + "."
     ours = model.state_dict()
-    return {("" if theirs.startswith(_NO_PREFIX) else "bert.") + theirs: ours[k].cpu().contiguous() for k, theirs in table.items()}
+    return {(prefix if theirs.startswith(BASE_MODEL_PARTS) else "") + theirs: ours[k].cpu().contiguous() for k, theirs in table.items()}
 
 
 def hf_architecture(model: Bert) -> str:
     """The transformers class that loads all of this model's heads."""
+    name = FAMILIES[model.config.family].class_prefix
     if model.has_classifier:
-        return "BertForSequenceClassification"
+        return f"{name}ForSequenceClassification"
     if model.has_tagger:
-        return "BertForTokenClassification"
+        return f"{name}ForTokenClassification"
+    if model.has_discriminator:
+        if model.has_mlm_head:
+            raise CheckpointError("no transformers class holds both ELECTRA heads: save the generator and the discriminator apart")
+        return "ElectraForPreTraining"
     if model.has_nsp_head:
+        if model.config.family == "albert":
+            return "AlbertForPreTraining" if model.has_mlm_head else "AlbertModel"
         return "BertForPreTraining" if model.has_mlm_head else "BertForNextSentencePrediction"
-    return "BertForMaskedLM" if model.has_mlm_head else "BertModel"
+    return f"{name}ForMaskedLM" if model.has_mlm_head else f"{name}Model"
 
 
 def hf_config_dict(model: Bert) -> dict:
@@ -202,14 +184,14 @@ def save_hf_folder(model: Bert, folder: str | Path, vocab_file: str | Path | Non
     return folder
 
 
-def _normalise(key: str) -> str:
-    key = key.removeprefix("bert.")
+def _normalise(key: str, prefix: str = "bert") -> str:
+    key = key.removeprefix(prefix + ".")
     return key.replace("LayerNorm.gamma", "LayerNorm.weight").replace("LayerNorm.beta", "LayerNorm.bias")
 
 
-def _check_derived_keys(state: dict[str, torch.Tensor], source: str) -> None:
+def _check_derived_keys(state: dict[str, torch.Tensor], source: str, derived_keys: dict[str, str | None]) -> None:
     """A decoder stored beside what it is tied to must equal it; then it carries nothing new."""
-    for derived, original in _DERIVED_KEYS.items():
+    for derived, original in derived_keys.items():
         if derived in state and original is not None:
             if original not in state:
                 state[original] = state[derived]  # e.g. only decoder.bias stored, as newer versions do

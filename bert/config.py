@@ -1,4 +1,9 @@
-"""The one configuration object every BERT in this project is built from."""
+"""The one configuration object every model in this project is built from: BERT and its family.
+
+BERT (Devlin et al. 2019) is the default; RoBERTa (Liu et al. 2019), DistilBERT (Sanh et al. 2019), ALBERT
+(Lan et al. 2020) and ELECTRA (Clark et al. 2020) are the same module tree with the differences the fields below
+state. Each family's Hugging Face config.json is read and written by bert/families/hf_configs.py.
+"""
 from __future__ import annotations
 
 import dataclasses
@@ -6,36 +11,81 @@ from dataclasses import dataclass
 
 from .errors import ConfigError
 
+FAMILIES = ("bert", "roberta", "distilbert", "albert", "electra")  # Hugging Face's model_type of each
+ACTIVATIONS = ("gelu", "gelu_tanh", "relu", "silu")  # exact GELU, its tanh approximation, ReLU, SiLU (swish)
+# How a sequence classifier reads the encoder: through the pooler (BERT, ALBERT); or from the first token's
+# vector through dense + tanh (RoBERTa), dense + ReLU (DistilBERT's pre_classifier) or dense + GELU (ELECTRA).
+SEQUENCE_HEADS = ("pooler", "dense_tanh", "dense_relu", "dense_gelu")
+
 
 @dataclass(frozen=True)
 class BertConfig:
     vocab_size: int = 30522  # WordPiece vocabulary (Devlin et al. 2019: "a 30,000 token vocabulary")
     hidden_size: int = 768  # H: width of every token's vector in the residual stream
-    num_layers: int = 12  # L: number of stacked BertLayer blocks
+    num_layers: int = 12  # L: number of stacked BertLayer blocks (ALBERT: applications of its one shared layer)
     num_heads: int = 12  # A: attention heads per layer; each head gets hidden_size // num_heads dims
     intermediate_size: int = 3072  # MLP width, 4 * H in BERT
-    max_position_embeddings: int = 512  # longest input the position table covers
-    type_vocab_size: int = 2  # segments: sentence A = 0, sentence B = 1
+    max_position_embeddings: int = 512  # longest input the position table covers (RoBERTa's table has position_offset more rows)
+    type_vocab_size: int = 2  # segments: sentence A = 0, sentence B = 1; RoBERTa 1; DistilBERT 0 (no segment embedding)
     layer_norm_eps: float = 1e-12  # epsilon inside every LayerNorm, as in the released checkpoints
     hidden_dropout: float = 0.1  # dropout on embeddings and on each sub-layer's output (training only)
     attention_dropout: float = 0.1  # dropout on attention patterns (training only)
-    activation: str = "gelu"  # "gelu" (exact, erf) or "gelu_tanh" (the tanh approximation, HF's "gelu_new")
-    pad_token_id: int = 0  # id of [PAD]
+    activation: str = "gelu"  # the MLP's: one of ACTIVATIONS ("gelu_tanh" is Hugging Face's "gelu_new")
+    pad_token_id: int = 0  # id of [PAD] (RoBERTa's <pad> is 1)
     classifier_dropout: float | None = None  # dropout before a classifier or tagger; None: hidden_dropout (as Hugging Face)
     causal: bool = False  # True: each position attends only to itself and its left (a left-to-right model); BERT: False
+    family: str = "bert"  # one of FAMILIES: which checkpoints' names and heads this model has (bert/families/)
+    # RoBERTa: pad_token_id + 1. Positions then count from pad_token_id + 1 and a padded token takes position
+    # pad_token_id (Hugging Face's create_position_ids_from_input_ids). 0: positions count from 0 (the others).
+    position_offset: int = 0
+    embedding_size: int | None = None  # E: width of the embeddings; None: H. ALBERT, small ELECTRAs: E < H, projected to H
+    shared_layers: bool = False  # ALBERT: one layer's weights applied num_layers times (Lan et al. 2020, section 3.1)
+    mlm_activation: str | None = None  # the masked-LM head's activation; None: `activation` (RoBERTa, ELECTRA: "gelu")
+    sequence_head: str = "pooler"  # one of SEQUENCE_HEADS: what the sequence classifier reads
+    pooler: bool = True  # whether the family has a pooler (DistilBERT and ELECTRA have none)
 
     def __post_init__(self):
         if self.hidden_size % self.num_heads:
             raise ConfigError(
                 f"hidden_size {self.hidden_size} is not divisible by num_heads {self.num_heads}"
             )
-        if self.activation not in ("gelu", "gelu_tanh"):
-            raise ConfigError(f"activation must be 'gelu' or 'gelu_tanh', not {self.activation!r}")
+        for field, value in (("activation", self.activation), ("mlm_activation", self.mlm_activation or "gelu")):
+            if value not in ACTIVATIONS:
+                raise ConfigError(f"{field} must be one of {ACTIVATIONS}, not {value!r}")
+        if self.family not in FAMILIES:
+            raise ConfigError(f"family must be one of {FAMILIES}, not {self.family!r}")
+        if self.sequence_head not in SEQUENCE_HEADS:
+            raise ConfigError(f"sequence_head must be one of {SEQUENCE_HEADS}, not {self.sequence_head!r}")
+        if self.sequence_head == "pooler" and not self.pooler:
+            raise ConfigError("sequence_head 'pooler' needs a pooler")
+        if self.position_offset not in (0, self.pad_token_id + 1):
+            raise ConfigError(f"position_offset must be 0 or pad_token_id + 1 ({self.pad_token_id + 1}), not {self.position_offset}")
+        if self.type_vocab_size < 0:
+            raise ConfigError(f"type_vocab_size must be 0 (no segment embedding) or more, not {self.type_vocab_size}")
 
     @property
     def head_size(self) -> int:
         """Dimensions per head: 768 / 12 = 64 for BERT-base (Devlin et al. 2019)."""
         return self.hidden_size // self.num_heads
+
+    @property
+    def embedding_width(self) -> int:
+        """E: the embeddings' width (hidden_size unless the family projects them)."""
+        return self.embedding_size or self.hidden_size
+
+    @property
+    def projects_embeddings(self) -> bool:
+        """Whether a linear map takes the embeddings from E to H (ALBERT always, ELECTRA when E != H)."""
+        return self.family == "albert" or self.embedding_width != self.hidden_size
+
+    @property
+    def position_rows(self) -> int:
+        """Rows of the position table: max_position_embeddings, plus RoBERTa's offset."""
+        return self.max_position_embeddings + self.position_offset
+
+    @property
+    def lm_activation(self) -> str:
+        return self.mlm_activation or self.activation
 
     @classmethod
     def base(cls, **overrides) -> "BertConfig":
@@ -48,42 +98,71 @@ class BertConfig:
         fields = dict(hidden_size=1024, num_layers=24, num_heads=16, intermediate_size=4096)
         return cls(**{**fields, **overrides})
 
+    @classmethod
+    def roberta_base(cls, **overrides) -> "BertConfig":
+        """RoBERTa-base (Liu et al. 2019): BERT-base's shape, a 50,265-token byte-level BPE, one segment, positions
+        after the padding index, no next-sentence head."""
+        fields = dict(family="roberta", vocab_size=50265, type_vocab_size=1, pad_token_id=1, position_offset=2,
+                      layer_norm_eps=1e-5, mlm_activation="gelu", sequence_head="dense_tanh")
+        return cls(**{**fields, **overrides})
+
+    @classmethod
+    def distilbert_base(cls, **overrides) -> "BertConfig":
+        """DistilBERT-base (Sanh et al. 2019): six layers distilled from BERT-base, no segments, no pooler."""
+        fields = dict(family="distilbert", num_layers=6, type_vocab_size=0, pooler=False, sequence_head="dense_relu")
+        return cls(**{**fields, **overrides})
+
+    @classmethod
+    def albert_base(cls, **overrides) -> "BertConfig":
+        """ALBERT-base (Lan et al. 2020): E=128 embeddings projected to H=768, one layer shared by all twelve,
+        a 30,000-token SentencePiece vocabulary, sentence-order prediction instead of next sentence."""
+        fields = dict(family="albert", vocab_size=30000, embedding_size=128, shared_layers=True, activation="gelu_tanh",
+                      pad_token_id=0, hidden_dropout=0.0, attention_dropout=0.0)
+        return cls(**{**fields, **overrides})
+
+    @classmethod
+    def electra_small(cls, **overrides) -> "BertConfig":
+        """ELECTRA-small (Clark et al. 2020) discriminator: E=128, H=256, 4 heads, projected embeddings, no pooler."""
+        fields = dict(family="electra", hidden_size=256, num_heads=4, intermediate_size=1024, embedding_size=128,
+                      pooler=False, sequence_head="dense_gelu", mlm_activation="gelu")
+        return cls(**{**fields, **overrides})
+
+    @classmethod
+    def electra_base(cls, **overrides) -> "BertConfig":
+        """ELECTRA-base (Clark et al. 2020) discriminator: BERT-base's shape, no pooler."""
+        fields = dict(family="electra", pooler=False, sequence_head="dense_gelu", mlm_activation="gelu")
+        return cls(**{**fields, **overrides})
+
+    @classmethod
+    def of_family(cls, family: str, **fields) -> "BertConfig":
+        """A config of any size with the family's differences (what the named constructors set besides sizes):
+        e.g. `BertConfig.of_family("roberta", hidden_size=64, num_layers=2, ...)` for a fresh small RoBERTa.
+        ALBERT's embeddings are E = min(128, H) wide unless embedding_size is given."""
+        differences = {
+            "bert": {},
+            "roberta": dict(type_vocab_size=1, position_offset=fields.get("pad_token_id", 0) + 1, mlm_activation="gelu",
+                            sequence_head="dense_tanh"),
+            "distilbert": dict(type_vocab_size=0, pooler=False, sequence_head="dense_relu"),
+            "albert": dict(shared_layers=True, activation="gelu_tanh", embedding_size=min(128, fields.get("hidden_size", 768))),
+            "electra": dict(pooler=False, sequence_head="dense_gelu", mlm_activation="gelu"),
+        }
+        if family not in differences:
+            raise ConfigError(f"family must be one of {FAMILIES}, not {family!r}")
+        return cls(**{"family": family, **differences[family], **fields})
+
     def replace(self, **changes) -> "BertConfig":
         return dataclasses.replace(self, **changes)
 
-    # Hugging Face config.json <-> ours. One table, used both ways.
-    _HF_FIELDS = {
-        "vocab_size": "vocab_size",
-        "hidden_size": "hidden_size",
-        "num_hidden_layers": "num_layers",
-        "num_attention_heads": "num_heads",
-        "intermediate_size": "intermediate_size",
-        "max_position_embeddings": "max_position_embeddings",
-        "type_vocab_size": "type_vocab_size",
-        "layer_norm_eps": "layer_norm_eps",
-        "hidden_dropout_prob": "hidden_dropout",
-        "attention_probs_dropout_prob": "attention_dropout",
-        "pad_token_id": "pad_token_id",
-        "classifier_dropout": "classifier_dropout",
-        "is_decoder": "causal",  # Hugging Face's BertModel attends left-to-right when is_decoder is true
-    }
-    _HF_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh"}
-
     @classmethod
     def from_hf_dict(cls, hf: dict) -> "BertConfig":
-        """Read a Hugging Face BERT config.json (as a dict). Raises ConfigError (a ValueError) for what we cannot run."""
-        if hf.get("model_type", "bert") != "bert":
-            raise ConfigError(f"model_type is {hf.get('model_type')!r}; only 'bert' checkpoints are supported")
-        position_type = hf.get("position_embedding_type", "absolute")
-        if position_type != "absolute":
-            raise ConfigError(f"position_embedding_type {position_type!r} is not supported (only 'absolute')")
-        hidden_act = hf.get("hidden_act", "gelu")
-        if hidden_act not in cls._HF_ACTIVATIONS:
-            raise ConfigError(f"hidden_act {hidden_act!r} is not supported; expected one of {sorted(cls._HF_ACTIVATIONS)}")
-        fields = {ours: hf[theirs] for theirs, ours in cls._HF_FIELDS.items() if hf.get(theirs) is not None}
-        return cls(activation=cls._HF_ACTIVATIONS[hidden_act], **fields)
+        """Read a Hugging Face config.json (as a dict) of any family, by its model_type. Raises ConfigError (a
+        ValueError) for what we cannot run."""
+        from .families.hf_configs import config_from_hf
+
+        return config_from_hf(cls, hf)
 
     def to_hf_dict(self) -> dict:
-        hf = {theirs: getattr(self, ours) for theirs, ours in self._HF_FIELDS.items()}
-        activation = {"gelu": "gelu", "gelu_tanh": "gelu_new"}[self.activation]
-        return {"model_type": "bert", "hidden_act": activation, **hf}
+        """config.json for this family, as transformers writes it."""
+        from .families.hf_configs import config_to_hf
+
+        return config_to_hf(self)

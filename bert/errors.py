@@ -72,3 +72,19 @@ class TreebankError(DataFileError):
     def __init__(self, message: str, line: int | None = None):
         self.line = line
         super().__init__(message)
+
+
+QUOTE_LIMIT = 60  # characters of a value a message quotes at most
+
+
+def shortened(text: str, limit: int = QUOTE_LIMIT) -> str:
+    """`text` cut to `limit` characters, with its full length said when it was longer."""
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
+
+
+def quoted(value, limit: int = QUOTE_LIMIT) -> str:
+    """A value as an error message quotes it: its repr, shortened (a list or mapping by its kind only), so a
+    message stays one short line whatever a file or a link held."""
+    if isinstance(value, (list, dict, tuple, set)):
+        return f"a {type(value).__name__}"
+    return shortened(repr(value), limit)

@@ -7,6 +7,11 @@ Recording and intervening are per call, never state on the (shared) model: `Bert
 `HookRun` in a context variable, which every thread (and so every Streamlit session) sees on its own. A hook
 that the run neither keeps nor intervenes on returns its input at once.
 
+A layer applied more than once (ALBERT's one shared layer, bert/model.py's SharedLayer) is recorded once per
+application, under its depth: its hook points are named `transformer.{depth}.<path in the layer>`, and the run
+knows the depth it is at (`HookRun.depth`, set by the SharedLayer as it applies the layer), so the model holds
+no state of a call.
+
 `hook_name(kind, layer)` is the one place that spells a hook's name: code says `hook_name("pattern", 3)`, never
 the path by hand. What a run records comes back as an ActivationCache (bert/activation_cache.py).
 """
@@ -48,6 +53,11 @@ LAYER_HOOKS = {  # kind -> path below transformer.{layer}
     "mlp_result": "residual.hook_result",
     "layer_out": "hook_out",
 }
+# what some families have more (hook_name spells them; a model lists them when it has them)
+FAMILY_HOOKS = {
+    "embedding_norm": "embedding.hook_norm",  # ALBERT, small ELECTRAs: [batch, seq, embedding_size] before the projection to H
+    "replaced_logits": "discriminator.hook_logits",  # ELECTRA's discriminator: [batch, seq], one logit per token
+}
 MLM_HOOKS = {"lm_transform": "lm_head.hook_transform", "logits": "lm_head.hook_logits"}  # the masked-LM output head
 # the pooler and the other output heads, present when the model has them (reached by run_with_cache's output=...)
 OUTPUT_HEAD_HOOKS = {
@@ -64,7 +74,7 @@ PER_HEAD_KINDS = frozenset({"q", "k", "v", "scores", "pattern", "z"})  # [batch,
 def hook_name(kind: str, layer: int | None = None) -> str:
     """The name of a hook: `hook_name("pattern", 3)`, `hook_name("token")`, `hook_name("logits")`.
     Per-layer kinds need a layer, the others take none (the kinds are the keys of the three tables above)."""
-    kinds = EMBEDDING_HOOKS | LAYER_HOOKS | MLM_HOOKS | OUTPUT_HEAD_HOOKS
+    kinds = EMBEDDING_HOOKS | LAYER_HOOKS | MLM_HOOKS | OUTPUT_HEAD_HOOKS | FAMILY_HOOKS
     if kind not in kinds:
         raise UnknownHookError(f"unknown hook kind {kind!r}; kinds: {sorted(kinds)}")
     if kind in LAYER_HOOKS:
@@ -73,7 +83,7 @@ def hook_name(kind: str, layer: int | None = None) -> str:
         return f"transformer.{int(layer)}.{LAYER_HOOKS[kind]}"
     if layer is not None:
         raise InvalidInputError(f"hook kind {kind!r} is not per layer; per-layer kinds are {sorted(LAYER_HOOKS)}")
-    return EMBEDDING_HOOKS.get(kind) or MLM_HOOKS.get(kind) or OUTPUT_HEAD_HOOKS[kind]
+    return EMBEDDING_HOOKS.get(kind) or MLM_HOOKS.get(kind) or OUTPUT_HEAD_HOOKS.get(kind) or FAMILY_HOOKS[kind]
 
 
 def every_layer(kind: str, num_layers: int) -> list[str]:
@@ -110,11 +120,16 @@ class HookPoint(nn.Module):
 
     def __init__(self):
         super().__init__()
-        self.name = "<unnamed>"  # set by the root model to this module's path
+        self.name = "<unnamed>"  # set by the root model to this module's path ("{depth}" in it: in a shared layer)
+        self.repeated = False  # True in a layer applied more than once: the name takes the run's depth
 
     def forward(self, activation: torch.Tensor) -> torch.Tensor:
         run = _ACTIVE_RUN.get()
-        return activation if run is None else run.visit(self.name, activation)
+        return activation if run is None else run.visit(self.name_in(run), activation)
+
+    def name_in(self, run: "HookRun") -> str:
+        """This point's name in this run: with the depth the run is at, in a shared layer."""
+        return self.name.format(depth=run.depth) if self.repeated else self.name
 
     def __call__(self, activation: torch.Tensor) -> torch.Tensor:
         """Straight to forward, past nn.Module's call machinery (it costs more than the identity itself, about
@@ -127,7 +142,7 @@ class HookPoint(nn.Module):
         """Whether this call records or replaces this point's activation, or a PyTorch hook sits on it
         (else the point is the identity, and the pass may skip computing what only it would show)."""
         run = _ACTIVE_RUN.get()
-        return bool(self._forward_hooks or self._forward_pre_hooks) or (run is not None and run.watches(self.name))
+        return bool(self._forward_hooks or self._forward_pre_hooks) or (run is not None and run.watches(self.name_in(run)))
 
     def extra_repr(self) -> str:
         return self.name
@@ -148,6 +163,7 @@ class HookRun:
     num_layers: int = 0  # the model's, to stack the kinds kept at every layer
     cache: dict[str, torch.Tensor] = field(default_factory=dict)
     stacks: dict[str, torch.Tensor] = field(default_factory=dict)
+    depth: int = 0  # the application of a shared layer the pass is in (set by SharedLayer; 0 elsewhere)
 
     def __post_init__(self):
         self.kept = frozenset(name for name in self.known if self.keep(name))
@@ -187,13 +203,32 @@ class HookRun:
 
 
 def name_hook_points(root: nn.Module) -> list[str]:
-    """Give every HookPoint below `root` its module path as its name; return the names in forward order."""
-    names = []
+    """Give every HookPoint below `root` its module path as its name; return the names in forward order.
+
+    Below a module with `repeats` (the number of times it is applied) and a `layer`, the path's `layer` becomes
+    `{depth}`, and the names list each application's names in turn (`transformer.0....`, `transformer.1....`)."""
+    names: list[str] = []
+    repeated: dict[str, tuple[int, list[str]]] = {}  # path of the repeating module -> (times, names with {depth})
     for path, module in root.named_modules():
-        if isinstance(module, HookPoint):
-            module.name = path
+        owner = next((prefix for prefix in repeated if path.startswith(prefix + ".layer.")), None)
+        if hasattr(module, "repeats") and hasattr(module, "layer"):
+            repeated[path] = (module.repeats, [])
+            names.append(path)  # a placeholder: its applications' names go here
+        elif isinstance(module, HookPoint) and owner is not None:
+            module.name = owner + ".{depth}." + path[len(owner) + len(".layer."):]
+            module.repeated = True
+            repeated[owner][1].append(module.name)
+        elif isinstance(module, HookPoint):
+            module.name, module.repeated = path, False
             names.append(path)
-    return names
+    expanded = []
+    for name in names:
+        if name in repeated:
+            times, templates = repeated[name]
+            expanded += [template.format(depth=depth) for depth in range(times) for template in templates]
+        else:
+            expanded.append(name)
+    return expanded
 
 
 def make_filter(names: NameFilter, known: list[str]) -> Callable[[str], bool]:

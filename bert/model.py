@@ -1,5 +1,10 @@
 """BERT, module by module, in the order BERT computes (Devlin et al. 2019, section 3): embedding, layers, LM head.
 
+The same tree runs BERT's family, with the differences BertConfig states (bert/config.py): RoBERTa's positions
+after the padding index (Liu et al. 2019), DistilBERT without segments or pooler (Sanh et al. 2019), ALBERT's
+narrow embeddings projected to H and its one layer applied at every depth (Lan et al. 2020, `SharedLayer`),
+ELECTRA's projection and its discriminator head (Clark et al. 2020, `ReplacedTokenHead`).
+
 Every `hook_*` attribute is a HookPoint whose name is its module path; the comment beside it gives its shape.
 """
 from __future__ import annotations
@@ -15,38 +20,66 @@ from . import attention as attn
 from .activation_cache import ActivationCache
 from .config import BertConfig
 from .errors import InputTooLongError, InvalidInputError, MissingHeadError
-from .hooks import HookPoint, HookRun, Intervention, NameFilter, active_run, group_interventions, make_filter, name_hook_points
+from .hooks import _ACTIVE_RUN, HookPoint, HookRun, Intervention, NameFilter, active_run, group_interventions, make_filter, name_hook_points
+
+
+def activate(x: torch.Tensor, activation: str) -> torch.Tensor:
+    """One of bert/config.py's ACTIVATIONS."""
+    if activation == "gelu_tanh":
+        return F.gelu(x, approximate="tanh")
+    if activation == "relu":
+        return F.relu(x)
+    if activation == "silu":
+        return F.silu(x)
+    return F.gelu(x)
 
 
 def gelu(x: torch.Tensor, config: BertConfig) -> torch.Tensor:
-    return F.gelu(x, approximate="tanh" if config.activation == "gelu_tanh" else "none")
+    """The MLP's activation (its name from BERT, whose is GELU)."""
+    return activate(x, config.activation)
 
 
 class BertEmbedding(nn.Module):
-    """token + position + segment embeddings, summed, then LayerNorm and dropout."""
+    """token + position + segment embeddings, summed, then LayerNorm and dropout; where E < H (ALBERT, small
+    ELECTRAs) a linear projection to H follows. A family without segments (DistilBERT) has no segment embedding."""
 
     def __init__(self, config: BertConfig):
         super().__init__()
-        self.token_embedding = nn.Embedding(config.vocab_size, config.hidden_size)
-        self.position_embedding = nn.Embedding(config.max_position_embeddings, config.hidden_size)
-        self.token_type_embedding = nn.Embedding(config.type_vocab_size, config.hidden_size)
-        self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        width = config.embedding_width  # E
+        self.pad_token_id, self.position_offset = config.pad_token_id, config.position_offset
+        self.token_embedding = nn.Embedding(config.vocab_size, width)
+        self.position_embedding = nn.Embedding(config.position_rows, width)
+        self.token_type_embedding = nn.Embedding(config.type_vocab_size, width) if config.type_vocab_size else None
+        self.layer_norm = nn.LayerNorm(width, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout)
-        self.hook_token = HookPoint()  # [batch, seq, hidden]
-        self.hook_position = HookPoint()  # [batch, seq, hidden]
-        self.hook_token_type = HookPoint()  # [batch, seq, hidden]
-        self.hook_sum = HookPoint()  # [batch, seq, hidden] before LayerNorm
-        self.hook_out = HookPoint()  # [batch, seq, hidden] after LayerNorm
+        # ALBERT's embedding_hidden_mapping_in, ELECTRA's embeddings_project: E -> H
+        self.projection = nn.Linear(width, config.hidden_size) if config.projects_embeddings else None
+        self.hook_token = HookPoint()  # [batch, seq, E]
+        self.hook_position = HookPoint()  # [batch, seq, E]
+        if self.token_type_embedding is not None:
+            self.hook_token_type = HookPoint()  # [batch, seq, E]
+        self.hook_sum = HookPoint()  # [batch, seq, E] before LayerNorm
+        if self.projection is not None:
+            self.hook_norm = HookPoint()  # [batch, seq, E] after LayerNorm, before the projection
+        self.hook_out = HookPoint()  # [batch, seq, hidden] what enters the first layer (after LayerNorm, or the projection)
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
         batch, seq = input_ids.shape
-        # Positions count from 0 for this input's length (a fixed span of 512 would not add to a shorter input).
-        positions = torch.arange(seq, device=input_ids.device)
         token = self.hook_token(self.token_embedding(input_ids))
-        position = self.hook_position(repeat(self.position_embedding(positions), "seq hidden -> batch seq hidden", batch=batch))
-        token_type = self.hook_token_type(self.token_type_embedding(token_type_ids))
-        summed = self.hook_sum(token + position + token_type)
-        return self.dropout(self.hook_out(self.layer_norm(summed)))
+        if self.position_offset:  # RoBERTa: from pad_token_id + 1 on; a padded token at pad_token_id
+            not_padding = input_ids.ne(self.pad_token_id).long()
+            positions = torch.cumsum(not_padding, dim=1) * not_padding + self.pad_token_id
+            position = self.hook_position(self.position_embedding(positions))
+        else:  # positions count from 0 for this input's length (a fixed span of 512 would not add to a shorter input)
+            positions = torch.arange(seq, device=input_ids.device)
+            position = self.hook_position(repeat(self.position_embedding(positions), "seq hidden -> batch seq hidden", batch=batch))
+        summed = token + position
+        if self.token_type_embedding is not None:
+            summed = summed + self.hook_token_type(self.token_type_embedding(token_type_ids))
+        summed = self.hook_sum(summed)
+        if self.projection is None:
+            return self.dropout(self.hook_out(self.layer_norm(summed)))
+        return self.hook_out(self.projection(self.dropout(self.hook_norm(self.layer_norm(summed)))))
 
 
 class PureSelfAttentionLayer(nn.Module):
@@ -75,8 +108,7 @@ class PureSelfAttentionLayer(nn.Module):
         k = self.hook_k(attn.split_heads(self.project_key(x), self.num_heads))
         v = self.hook_v(attn.split_heads(self.project_value(x), self.num_heads))
         if self.hook_scores.is_watched() or self.hook_pattern.is_watched():
-            scores = attn.mask_padding(attn.attention_scores(q, k), attention_mask)
-            scores = self.hook_scores(attn.mask_future(scores) if self.causal else scores)
+            scores = self.hook_scores(attn.masked_scores(q, k, attention_mask, self.causal))
             pattern = self.hook_pattern(scores.softmax(dim=-1))
             z = attn.weighted_values(self.dropout(pattern), v)
         else:  # nobody looks at the scores or the pattern: the same z from one fused kernel
@@ -134,22 +166,110 @@ class BertLayer(nn.Module):
         return self.hook_out(self.residual(self.attention(x, attention_mask)))
 
 
+class SharedLayer(nn.Module):
+    """ALBERT's one layer, applied `repeats` times (Lan et al. 2020, section 3.1: cross-layer parameter sharing).
+
+    Iterating gives one callable per application, so `for layer in model.transformer` reads as for BERT; each
+    application records its hooks under its own depth (`transformer.3....` for the fourth)."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.layer = BertLayer(config)
+        self.repeats = config.num_layers
+
+    def extra_repr(self) -> str:
+        return f"applied {self.repeats} times"
+
+    def __len__(self) -> int:
+        return self.repeats
+
+    def __iter__(self):
+        return iter([LayerApplication(self.layer, depth) for depth in range(self.repeats)])
+
+    def __getitem__(self, index):
+        return list(self)[index]
+
+
+class LayerApplication:
+    """The shared layer at one depth: calling it applies the layer with the run's hooks at that depth. Its
+    parameters are the shared layer's (freezing or training one application does so for all)."""
+
+    def __init__(self, layer: BertLayer, depth: int):
+        self.layer, self.depth = layer, depth
+
+    def __call__(self, x: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
+        run = _ACTIVE_RUN.get()
+        if run is None:
+            return self.layer(x, attention_mask)
+        outer, run.depth = run.depth, self.depth
+        try:
+            return self.layer(x, attention_mask)
+        finally:
+            run.depth = outer
+
+    def parameters(self):
+        return self.layer.parameters()
+
+    def requires_grad_(self, requires_grad: bool = True) -> "LayerApplication":
+        self.layer.requires_grad_(requires_grad)
+        return self
+
+
 class BertLMHead(nn.Module):
-    """dense, GELU, LayerNorm, then the unembedding, whose weight is the token embedding (tied)."""
+    """dense (H -> E), activation, LayerNorm, then the unembedding (E -> vocab), whose weight is the token
+    embedding (tied). RoBERTa's lm_head, DistilBERT's vocab_* layers, ALBERT's predictions and ELECTRA's
+    generator head are this module."""
 
     def __init__(self, config: BertConfig, token_embedding: nn.Embedding):
         super().__init__()
-        self.config = config
-        self.mlp = nn.Linear(config.hidden_size, config.hidden_size)
-        self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.unembedding = nn.Linear(config.hidden_size, config.vocab_size)
+        self.activation = config.lm_activation
+        self.mlp = nn.Linear(config.hidden_size, config.embedding_width)
+        self.layer_norm = nn.LayerNorm(config.embedding_width, eps=config.layer_norm_eps)
+        self.unembedding = nn.Linear(config.embedding_width, config.vocab_size)
         self.unembedding.weight = token_embedding.weight  # tied: one tensor, two uses
-        self.hook_transform = HookPoint()  # [*positions, hidden] after dense, GELU, LayerNorm
+        self.hook_transform = HookPoint()  # [*positions, E] after dense, activation, LayerNorm
         self.hook_logits = HookPoint()  # [*positions, vocab]
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        transformed = self.hook_transform(self.layer_norm(gelu(self.mlp(hidden), self.config)))
+        transformed = self.hook_transform(self.layer_norm(activate(self.mlp(hidden), self.activation)))
         return self.hook_logits(self.unembedding(transformed))
+
+
+class ReplacedTokenHead(nn.Module):
+    """ELECTRA's discriminator (Clark et al. 2020, section 2): dense, activation, then one logit per token that
+    says "this token was replaced" (positive) or "original" (negative)."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.activation = config.activation
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.prediction = nn.Linear(config.hidden_size, 1)
+        self.hook_logits = HookPoint()  # [batch, seq]
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.hook_logits(self.prediction(activate(self.dense(hidden), self.activation)).squeeze(-1))
+
+
+class FirstTokenClassifier(nn.Module):
+    """The sequence classifier of the families without BERT's pooler path: the first token's vector through
+    dense and an activation, then to the labels. RoBERTa: tanh (RobertaClassificationHead); DistilBERT: ReLU
+    (pre_classifier); ELECTRA: GELU (ElectraClassificationHead)."""
+
+    def __init__(self, config: BertConfig, num_labels: int, dropout: float):
+        super().__init__()
+        self.kind = config.sequence_head  # "dense_tanh", "dense_relu" or "dense_gelu"
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.out_proj = nn.Linear(config.hidden_size, num_labels)
+        self.dropout = nn.Dropout(dropout)
+        self.hook_logits = HookPoint()  # [batch, labels]
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        x = hidden[:, 0]
+        if self.kind != "dense_relu":  # DistilBERT has no dropout before its pre_classifier
+            x = self.dropout(x)
+        x = self.dense(x)
+        x = torch.tanh(x) if self.kind == "dense_tanh" else F.relu(x) if self.kind == "dense_relu" else F.gelu(x)
+        return self.hook_logits(self.out_proj(self.dropout(x)))
 
 
 class BertPooler(nn.Module):
@@ -181,12 +301,14 @@ class LinearHead(nn.Linear):
 
 Labels = Union[int, Sequence[str], None]  # a number of labels (named LABEL_0, LABEL_1, ...) or their names
 # The output heads, one name each: forward(output=...), run_with_cache(output=...), output_heads, `{name}_logits`.
-_OUTPUT_MODULES = {"mlm": "lm_head", "nsp": "nsp_head", "classifier": "classifier", "tagger": "tagger"}  # name -> module
+# "replaced": ELECTRA's discriminator (Clark et al. 2020), in place of a masked-LM head.
+_OUTPUT_MODULES = {"mlm": "lm_head", "nsp": "nsp_head", "classifier": "classifier", "tagger": "tagger", "replaced": "discriminator"}
 OUTPUTS = tuple(_OUTPUT_MODULES)
 _MISSING_OUTPUT = {
     "classifier": "this model has no sequence classifier: load a BertForSequenceClassification checkpoint, or fine-tune one (python -m bert finetune)",
     "tagger": "this model has no token classifier: load a BertForTokenClassification checkpoint, or fine-tune one (python -m bert finetune --task tokens)",
     "nsp": "this model has no next-sentence (NSP) head: load one that has (a BertForPreTraining or BertForNextSentencePrediction checkpoint)",
+    "replaced": "this model has no replaced-token head: load an ELECTRA discriminator (ElectraForPreTraining)",
 }
 
 
@@ -197,6 +319,8 @@ class Bert(nn.Module):
     (forward then returns None); `pooler` and `nsp_head` exist when a checkpoint has them or for pre-training.
     One task head at most, for fine-tuning (Devlin et al. 2019, figure 4): `classifier` (sequence or
     sequence-pair classification, or regression with one label, over the pooler) or `tagger` (token classification).
+    ELECTRA's discriminator has `discriminator` (one replaced-token logit per token) in place of an MLM head; in
+    the families without a pooler the classifier reads the first token (FirstTokenClassifier).
     """
 
     def __init__(
@@ -208,16 +332,20 @@ class Bert(nn.Module):
         classifier_labels: Labels = None,
         tagger_labels: Labels = None,
         problem_type: str | None = None,
+        discriminator: bool = False,
     ):
         super().__init__()
         if classifier_labels is not None and tagger_labels is not None:
             raise InvalidInputError("a model has one task head: give classifier_labels or tagger_labels, not both")
         self.config = config
+        _check_family_heads(config, nsp_head, discriminator)
         self.embedding = BertEmbedding(config)
-        self.transformer = nn.ModuleList(BertLayer(config) for _ in range(config.num_layers))
+        self.transformer = SharedLayer(config) if config.shared_layers else nn.ModuleList(BertLayer(config) for _ in range(config.num_layers))
         self.lm_head = BertLMHead(config, self.embedding.token_embedding) if mlm_head else None
-        self.pooler = BertPooler(config) if pooler or nsp_head or classifier_labels is not None else None
-        self.nsp_head = LinearHead(config.hidden_size, 2) if nsp_head else None  # [is next, is random]
+        self.discriminator = ReplacedTokenHead(config) if discriminator else None
+        self.pooler = BertPooler(config) if config.pooler and (pooler or nsp_head or self._pooled(classifier_labels)) else None
+        # [is next, is random]; ALBERT's sentence-order head: [in order, swapped] (Lan et al. 2020, section 4.1)
+        self.nsp_head = LinearHead(config.hidden_size, 2) if nsp_head else None
         self.classifier = self.tagger = None
         self.labels: list[str] | None = None  # the task head's label names, in logit order (id2label)
         self.problem_type: str | None = None  # as Hugging Face's config.json: "single_label_classification", "regression", ...
@@ -225,18 +353,25 @@ class Bert(nn.Module):
         self._hook_names = name_hook_points(self)
         self.apply(self._init_weights)  # costs nothing on the meta device, where the loader builds (bert/checkpoint.py)
 
+    def _pooled(self, classifier_labels: Labels) -> bool:
+        """Whether a sequence classifier with these labels reads the pooler (BERT, ALBERT)."""
+        return classifier_labels is not None and self.config.sequence_head == "pooler"
+
     def add_output_heads(
         self, mlm_head: bool = False, nsp_head: bool = False, classifier_labels: Labels = None,
-        tagger_labels: Labels = None, problem_type: str | None = None,
+        tagger_labels: Labels = None, problem_type: str | None = None, discriminator: bool = False,
     ) -> "Bert":
         """Give a loaded encoder fresh, randomly initialised heads, to pre-train or fine-tune them
         (the pooler comes with NSP and with the classifier, kept if the checkpoint had one)."""
+        _check_family_heads(self.config, nsp_head, discriminator)
+        if discriminator and self.discriminator is None:
+            self.discriminator = ReplacedTokenHead(self.config).apply(self._init_weights)
         if mlm_head and self.lm_head is None:
             self.lm_head = BertLMHead(self.config, self.embedding.token_embedding)
             for module in (self.lm_head.mlp, self.lm_head.layer_norm):  # not the unembedding: it is the token embedding
                 module.apply(self._init_weights)
             nn.init.zeros_(self.lm_head.unembedding.bias)
-        if (nsp_head or classifier_labels is not None) and self.pooler is None:
+        if (nsp_head or self._pooled(classifier_labels)) and self.pooler is None:
             self.pooler = BertPooler(self.config).apply(self._init_weights)
         if nsp_head and self.nsp_head is None:
             self.nsp_head = LinearHead(self.config.hidden_size, 2).apply(self._init_weights)
@@ -256,7 +391,10 @@ class Bert(nn.Module):
         if not names:
             raise InvalidInputError("a task head needs at least one label")
         dropout = self.config.hidden_dropout if self.config.classifier_dropout is None else self.config.classifier_dropout
-        output_head = LinearHead(self.config.hidden_size, len(names), dropout)
+        if classifier_labels is not None and not self._pooled(classifier_labels):
+            output_head = FirstTokenClassifier(self.config, len(names), dropout)
+        else:
+            output_head = LinearHead(self.config.hidden_size, len(names), dropout)
         if classifier_labels is not None:
             self.classifier = output_head
             problem_type = problem_type or ("regression" if len(names) == 1 else "single_label_classification")
@@ -292,8 +430,13 @@ class Bert(nn.Module):
         return self.tagger is not None
 
     @property
+    def has_discriminator(self) -> bool:
+        return self.discriminator is not None
+
+    @property
     def output_heads(self) -> list[str]:
-        """The output heads this model has, by their `output=` names: some of "mlm", "nsp", "classifier", "tagger"."""
+        """The output heads this model has, by their `output=` names: some of "mlm", "nsp", "classifier", "tagger",
+        "replaced"."""
         return [output for output, module in _OUTPUT_MODULES.items() if getattr(self, module) is not None]
 
     def hook_names(self) -> list[str]:
@@ -314,7 +457,7 @@ class Bert(nn.Module):
     def forward(self, input_ids, token_type_ids=None, attention_mask=None, logit_mask=None, output: str = "mlm") -> torch.Tensor | None:
         """The logits of one output head (`output`, one of OUTPUTS): "mlm" [batch, seq, vocab] (None without a
         masked-LM head; with `logit_mask`, bool [batch, seq], only there: [selected, vocab]), "nsp" [batch, 2],
-        "classifier" [batch, labels] (names in `labels`), "tagger" [batch, seq, labels]."""
+        "classifier" [batch, labels] (names in `labels`), "tagger" [batch, seq, labels], "replaced" [batch, seq]."""
         if output not in OUTPUTS:
             raise InvalidInputError(f"output must be one of {OUTPUTS}, not {output!r}")
         if logit_mask is not None and output != "mlm":
@@ -338,9 +481,15 @@ class Bert(nn.Module):
         return self.nsp_head(self.pooler(hidden))
 
     def classifier_logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """[batch, labels] from [CLS]'s pooled vector (sequence or pair: [CLS] A [SEP] B [SEP])."""
+        """[batch, labels] from [CLS]'s pooled vector (sequence or pair: [CLS] A [SEP] B [SEP]); in the families
+        without a pooler, from the first token's vector (FirstTokenClassifier)."""
         self._require("classifier")
-        return self.classifier(self.pooler(hidden))
+        return self.classifier(self.pooler(hidden) if self.config.sequence_head == "pooler" else hidden)
+
+    def replaced_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """[batch, seq]: ELECTRA's replaced-token detection (Clark et al. 2020), > 0 where a token looks replaced."""
+        self._require("replaced")
+        return self.discriminator(hidden)
 
     def tagger_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """[batch, seq, labels]: one prediction per token."""
@@ -371,7 +520,7 @@ class Bert(nn.Module):
         then copies nothing).
         interventions: {hook name: fn(activation, name) -> activation of the same shape}, or (name, fn) pairs.
         output: which output head to run, as in forward: "mlm" (logits, or None without an MLM head), "nsp",
-        "classifier" or "tagger". Only the hooks that head's pass reaches are recorded.
+        "classifier", "tagger" or "replaced". Only the hooks that head's pass reaches are recorded.
         Returns (that head's output, an ActivationCache: {hook name: tensor}, also `cache["pattern", 3]`).
         A pass that keeps and changes none of q, k, scores and pattern takes the fused attention path.
         """
@@ -400,10 +549,17 @@ class Bert(nn.Module):
             token_type_ids = torch.zeros_like(input_ids)
         if not isinstance(token_type_ids, torch.Tensor) or token_type_ids.shape != input_ids.shape or token_type_ids.dtype != torch.long:
             raise InvalidInputError(f"token_type_ids must be a LongTensor shaped like input_ids {tuple(input_ids.shape)}")
-        _check_ids("token_type_ids", token_type_ids, cfg.type_vocab_size)
+        _check_ids("token_type_ids", token_type_ids, max(cfg.type_vocab_size, 1))  # without segments: all 0
         if attention_mask is not None and attention_mask.shape != input_ids.shape:
             raise InvalidInputError(f"attention_mask must be shaped like input_ids {tuple(input_ids.shape)}")
         return token_type_ids
+
+
+def _check_family_heads(config: BertConfig, nsp_head: bool, discriminator: bool) -> None:
+    if nsp_head and not config.pooler:
+        raise InvalidInputError(f"a {config.family} model has no pooler, so no next-sentence head")
+    if discriminator and config.family != "electra":
+        raise InvalidInputError("only ELECTRA has a replaced-token (discriminator) head")
 
 
 def _check_ids(name: str, ids: torch.Tensor, limit: int) -> None:

@@ -68,19 +68,20 @@ def load_pretrained(
 def load_folder(
     folder: str | Path, overlay: dict[str, torch.Tensor] | None = None, config_updates: dict | None = None
 ) -> tuple[Bert, BertTokenizer]:
-    """A folder with config.json, weights (safetensors or .bin) and vocab.txt or tokenizer.json.
+    """A folder with config.json, weights (safetensors or .bin) and its tokenizer's files. config.json's
+    model_type picks the family (bert, roberta, distilbert, albert, electra; bert/families/).
     `overlay` replaces or adds tensors (Hugging Face names) after reading, e.g. a fine-tuned head;
     `config_updates` replaces or adds config.json fields (e.g. the head's architectures and id2label)."""
     folder = Path(folder)
     if not (folder / "config.json").is_file():
-        raise ModelNotFoundError(f"{folder} has no config.json; is it a Hugging Face BERT folder?")
+        raise ModelNotFoundError(f"{folder} has no config.json; is it a Hugging Face folder of BERT or its family?")
     hf_config = read_json(folder / "config.json") | (config_updates or {})
     try:
         config = BertConfig.from_hf_dict(hf_config)
     except (ValueError, TypeError) as error:
         raise CheckpointError(f"{folder / 'config.json'}: {error}") from error
     weights = find_weights(folder)
-    state = read_state_dict(weights) | (overlay or {})
+    state = read_state_dict(weights, config.family) | (overlay or {})
     model = model_from_state_dict(config, state, source=str(weights), hf_config=hf_config)
     if not model.has_mlm_head:
         log.info("%s has no masked-LM head: it loads as an encoder and its logits are None", folder)

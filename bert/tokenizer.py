@@ -160,9 +160,8 @@ class BertTokenizer:
         vocab = sorted(self._tokenizer.get_vocab().items(), key=lambda item: item[1])
         (folder / "vocab.txt").write_text("".join(token + "\n" for token, _ in vocab), encoding="utf-8")
         lowercase = bool(getattr(self._tokenizer.normalizer, "lowercase", True))
-        config = {"do_lower_case": lowercase, "tokenizer_class": "BertTokenizer"}
-        if self.special_tokens != BERT_SPECIAL_TOKENS:
-            config |= roles
+        # the roles always: a folder's family (config.json) would otherwise supply its own defaults on reading
+        config = {"do_lower_case": lowercase, "tokenizer_class": "BertTokenizer"} | roles
         (folder / "tokenizer_config.json").write_text(json.dumps(config, indent=2))
 
     @property

@@ -3,6 +3,7 @@ import pandas as pd
 import streamlit as st
 
 from bert.analysis.attention.attention_stats import STATISTICS
+from bert.errors import BertError
 from bert.analysis.attention.head_stats import CLARK_2019, CLARK_2019_SOURCE, clark_2019_reference, is_bert_base, top_heads
 from viz_app import analysis_widgets
 from viz_app import cache, widgets
@@ -21,7 +22,11 @@ pairs = st.toggle("Pair consecutive sentences as A and B", key="stats_pairs", pe
 if picked is None:
     st.stop()
 sentences, description = picked
-statistics = cache.corpus_statistics(context.key, sentences, pairs)
+try:
+    statistics = cache.corpus_statistics(context.key, sentences, pairs)
+except BertError as error:  # e.g. a pair longer than the model's positions
+    st.warning(f"The model cannot read these sentences: {error}. Pick fewer or shorter sentences, or another model.")
+    st.stop()
 names = list(STATISTICS)
 statistic = st.segmented_control("Statistic", names, default="sep", key="stats_statistic", bind="query-params", required=True,
                                  persist_state="session")

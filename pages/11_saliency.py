@@ -3,6 +3,7 @@ against a second word, and a deletion curve that tests the map."""
 import streamlit as st
 
 from bert.analysis.attribution.saliency import METHODS
+from bert.errors import InvalidInputError
 from viz_app import analysis_widgets, cache, state, widgets
 from viz_app.views.logit_lens import lens_at
 from viz_app.views.saliency import METHOD_NAMES, integral_is_rough, method_note, saliency_view
@@ -38,10 +39,17 @@ explained = (context.key, context.prepared, method, position, target.token_id, s
 result = cache.saliency(*explained)
 words = widgets.units_picker(context, "Words: a word's attribution is the sum of its pieces' attributions (the "
                              "totals stay the same). The deletion curve below still removes word pieces.")
-charts = saliency_view(result, cache.deletion_curve(*explained), words)
+try:
+    curve, no_curve = cache.deletion_curve(*explained), None
+except InvalidInputError as problem:  # every token is [CLS], [SEP] or [MASK]: nothing to remove
+    curve, no_curve = None, problem
+charts = saliency_view(result, curve, words)
 widgets.show_chart(charts["attributions"], key="saliency")
 st.caption(method_note(result))
 if integral_is_rough(result):
     st.warning("The integral is not yet accurate at this many steps (the path crosses a sharp change): raise the steps.")
 st.subheader("Can this map be trusted?")
-widgets.show_chart(charts["deletion"], key="deletion")
+if no_curve:
+    st.info(f"No deletion curve: {no_curve}. Add a word to the sentence to test the map.")
+else:
+    widgets.show_chart(charts["deletion"], key="deletion")

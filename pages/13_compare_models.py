@@ -4,6 +4,7 @@ import streamlit as st
 from bert.errors import BertError
 from viz_app import access, analysis_widgets, cache, model_comparison, models, state, widgets
 from viz_app.models import ModelKey
+from viz_app.text import escape_markdown
 from viz_app.charts import compare as charts
 
 widgets.page_header(
@@ -40,7 +41,7 @@ except (BertError, OSError, ValueError, RuntimeError) as error:
     st.stop()
 problem = cache.vocabulary_problem(key_a, key_b)
 if problem:
-    st.error(f"These two models cannot be compared: {problem}.")
+    st.error(f"These two models cannot be compared: {escape_markdown(problem)}.")
     st.stop()
 name_a, name_b = context.key.source, source_b
 
@@ -60,7 +61,7 @@ sentences, description = picked
 try:
     result = cache.model_comparison(key_a, key_b, tuple(s.text for s in sentences))
 except BertError as error:
-    st.error(f"These two models cannot be compared: {error}.")
+    st.error(f"These two models cannot be compared: {escape_markdown(str(error))}.")
     st.stop()
 st.caption(f"Over {description}: {result.num_tokens:,} tokens, every token of every sentence.")
 if result.same_depth:

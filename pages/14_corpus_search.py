@@ -7,7 +7,7 @@ from bert.layers import head_label, layer_labels
 from bert.errors import BertError
 from viz_app import analysis_widgets
 from viz_app import corpus_search
-from viz_app import cache, state, widgets
+from viz_app import cache, state, uploads, widgets
 from viz_app.charts.corpus_search import by_layer_chart, match_words_chart
 from viz_app.text import chip_labels, escape_markdown
 
@@ -23,13 +23,13 @@ key = context.key
 
 choice = st.radio("Search in", [analysis_widgets.BUILTIN, analysis_widgets.UPLOAD], key="search_corpus", horizontal=True)
 if choice == analysis_widgets.UPLOAD:
-    upload = st.file_uploader(f"A .txt file, one sentence per line: at most {corpus_search.MAX_LINES:,} lines and "
-                              f"{corpus_search.MAX_TOKENS:,} tokens", type=["txt"], key="search_file")
+    upload = uploads.upload_box(f"A .txt file, one sentence per line: at most {corpus_search.MAX_LINES:,} lines and "
+                                f"{corpus_search.MAX_TOKENS:,} tokens", ["txt"], "search_file", uploads.TEXT_BYTES)
     if upload is None:
         st.info(f"Choose a .txt file with one sentence per line (at most {corpus_search.MAX_LINES:,} lines and "
                 f"{corpus_search.MAX_TOKENS:,} tokens) to search your own text.")
         st.stop()
-    text = analysis_widgets.read_upload(upload)
+    text = uploads.read_text(upload)
     corpus = None if text is None else corpus_search.upload_corpus(text, upload.name, loaded.tokenizer, loaded.summary.max_positions)
     if isinstance(corpus, str):
         st.warning(corpus)

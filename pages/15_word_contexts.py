@@ -45,15 +45,15 @@ if len(sentences) > word_contexts.MAX_SENTENCES:
 key = context.key
 try:
     result = cache.word_in_contexts(key, word, tuple(sentences))
+    base = cache.anisotropy_baseline(key)
 except WordNotFoundError as error:
     st.warning(f"“{escape_markdown(word)}” is not a word of sentence {error.sentence_index + 1}: "
                f"“{escape_markdown(error.sentence)}”. Use the word as it is written in every sentence (capital "
                "letters do not matter; “banks” is not “bank”), or remove that sentence.")
     st.stop()
-except BertError as error:  # e.g. a sentence longer than the model's positions
+except BertError as error:  # a sentence, or a built-in one, longer than the model's positions
     st.warning(f"The model cannot read these sentences: {escape_markdown(str(error))}.")
     st.stop()
-base = cache.anisotropy_baseline(key)
 shown = escape_markdown(word)
 widgets.show_chart(self_similarity_chart(word, result.layers, result.self_similarity, base), key="self_similarity")
 st.markdown(word_contexts.reading(shown, result, base))

@@ -7,6 +7,7 @@ from bert.errors import BertError
 from bert.pretraining import walkthrough
 from viz_app import access, cache, live_run, models, page_context, widgets
 from viz_app.access import Role
+from viz_app.text import escape_markdown
 from viz_app import pretraining_figures as figures
 from viz_app.charts import training as charts
 
@@ -40,7 +41,7 @@ whole_word = whole_column.toggle("Whole-word masking (hide all pieces of a word 
 try:
     batch, truncated = walkthrough.sentence_batch(tokenizer, text)
 except BertError as error:
-    st.info(f"Type some text above: {error}.")
+    st.info(f"Type some text above: {escape_markdown(str(error))}.")
     st.stop()
 masked = walkthrough.mask_example(tokenizer, batch, seed, whole_word, truncated)
 st.markdown(charts.legend_chips(), unsafe_allow_html=True)  # our own words only
@@ -55,7 +56,7 @@ task = st.radio("Pairs for", list(TASKS), format_func=TASKS.get, key="pair_task"
 try:
     pairs = walkthrough.sentence_pairs(tokenizer, text, seed, task)
 except BertError as error:
-    st.info(f"{error}.")
+    st.info(f"{escape_markdown(str(error))}.")
     pairs = []
 for number, pair in enumerate(pairs, 1):
     st.markdown(f"**Pair {number}: {figures.pair_label(pair, task)}**<br>{charts.pair_chips(pair)}", unsafe_allow_html=True)

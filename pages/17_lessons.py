@@ -3,9 +3,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from bert.errors import BertError
-from viz_app import access, cache, state, widgets
+from viz_app import access, cache, state, uploads, widgets
 from viz_app.forward import InputProblem
-from viz_app.analysis_widgets import read_upload
 from viz_app.access import Role
 from viz_app.lessons import following, session
 from viz_app.lessons.export import lesson_html
@@ -37,9 +36,9 @@ else:
     name = st.selectbox("Lesson", [*lessons, UPLOAD], key="lesson_name", persist_state="session",
                         format_func=lambda n: "Your own lesson file (.yaml)…" if n == UPLOAD else lessons[n].title)
 if name == UPLOAD and not presenting:
-    upload = st.file_uploader("A lesson file (docs/teaching.md shows how to write one)", type=["yaml", "yml"],
-                              key="lesson_file")
-    text = read_upload(upload) if upload is not None else None
+    upload = uploads.upload_box("A lesson file (docs/teaching.md shows how to write one)", ["yaml", "yml"],
+                                "lesson_file", uploads.LESSON_BYTES)
+    text = uploads.read_text(upload, uploads.LESSON_BYTES) if upload is not None else None
     if text is not None:
         try:
             st.session_state[session.UPLOADED] = parse_lesson(text, upload.name.rsplit(".", 1)[0], source=upload.name)

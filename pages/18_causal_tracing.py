@@ -3,13 +3,13 @@ noise on one sentence (Meng et al. 2022)."""
 import streamlit as st
 
 from bert.errors import InvalidInputError
-from bert.layers import head_label, layer_label
+from bert.layers import layer_label
 from viz_app import cache, state, widgets
 from viz_app.causal_tracing import (
-    COMPARE, DIRECTION_LABELS, EXACT_RUNS_AT_ONCE, MODES, PatchingRequest, TraceRequest, default_corrupt_of, exact_runs, pick_answer_foil,
+    COMPARE, DIRECTION_LABELS, EXACT_RUNS_AT_ONCE, MODES, CausalSettings, default_corrupt_of, exact_runs, pick_answer_foil,
     trace_runs,
 )
-from viz_app.params import LINK_PARAMS
+from viz_app.navigation import LINK_PARAMS
 from viz_app.text import escape_markdown
 from viz_app.views.causal_tracing import patching_view, tracing_view
 
@@ -37,13 +37,12 @@ def word_choice(column, label: str, key: str, guesses: list[str], chosen: str, h
     options = list(dict.fromkeys([chosen, *guesses])) if chosen else guesses
     if not options:
         return ""
-    if st.session_state.get(key) not in options:
-        st.session_state[key] = options[0]
+    state.clamp(key, options)
     return column.selectbox(label, options, key=key, accept_new_options=True, help=help, persist_state="session")
 
 
 def stop_with(problem: InvalidInputError) -> None:
-    st.warning(str(problem))
+    st.warning(escape_markdown(str(problem)))  # it quotes the words typed or linked
     st.stop()
 
 
@@ -63,9 +62,9 @@ if mode == "two":
     answer, foil = pick_answer_foil(clean_guesses, corrupted_guesses, st.session_state.get("patch_answer"),
                                     st.session_state.get("patch_foil"))
     columns = st.columns(4)
-    answer = word_choice(columns[0], "Answer", "patch_answer", clean_guesses, answer,
+    word_choice(columns[0], "Answer", "patch_answer", clean_guesses, answer,
                          "The word the clean sentence should favour; its top guesses are listed first. Type any other word.")
-    foil = word_choice(columns[1], "Foil", "patch_foil", corrupted_guesses + clean_guesses, foil,
+    word_choice(columns[1], "Foil", "patch_foil", corrupted_guesses + clean_guesses, foil,
                        "The word it is compared with; the corrupted sentence's top guesses are listed first.")
     state.clamp("patch_direction", list(DIRECTION_LABELS))
     direction = columns[2].radio("Patch", list(DIRECTION_LABELS), key="patch_direction", format_func=DIRECTION_LABELS.get,
@@ -76,14 +75,14 @@ if mode == "two":
                                    "(one forward and one backward pass), fast even for long inputs.")
     columns = st.columns(2)
     with columns[0]:
-        head_layer = widgets.select_int("Heads by position: layer", "patch_head_layer", list(range(layers)),
+        widgets.select_int("Heads by position: layer", "patch_head_layer", list(range(layers)),
                                         default=layers - 1, format_func=layer_label)
     compare = "residual"
     if exact:
         state.clamp("patch_compare", list(COMPARE))
         compare = columns[1].radio("Compare attribution patching with the exact values on", list(COMPARE),
                                    key="patch_compare", horizontal=True, persist_state="session")
-    request = PatchingRequest(clean, corrupted, answer, foil, direction, head_layer)
+    request = CausalSettings.from_state(st.session_state).patching  # as a link or a lesson step gives it
     try:
         approximate = cache.attribution_patching(context.key, request)
         runs = exact_runs(loaded.summary, len(approximate.tokens))
@@ -115,9 +114,7 @@ else:
         st.warning(f"The sentence has {masks} [MASK]; causal tracing needs exactly one, where the answer goes.")
         st.stop()
     positions = [i for i, special in enumerate(encoding.special) if not special and encoding.input_ids[i] != loaded.tokenizer.mask_id]
-    if st.session_state.get("trace_corrupt") is None:
-        st.session_state["trace_corrupt"] = default_corrupt_of(encoding)
-    state.clamp_subset("trace_corrupt", positions)
+    state.clamp_subset("trace_corrupt", positions, default_corrupt_of(encoding))
     columns = st.columns([3, 1, 1])
     corrupt = columns[0].multiselect("Tokens to noise (say, the subject)", positions, key="trace_corrupt",
                                      persist_state="session", format_func=lambda i: f"{i} {encoding.tokens[i]}")
@@ -140,7 +137,7 @@ else:
         if not st.checkbox(f"Run all {runs:,} anyway", key="trace_anyway"):
             st.stop()
     try:
-        trace = cache.noise_trace(context.key, TraceRequest(text, tuple(corrupt), answer, samples, blocks))
+        trace = cache.noise_trace(context.key, CausalSettings.from_state(st.session_state).trace)
     except InvalidInputError as problem:
         stop_with(problem)
     st.markdown(

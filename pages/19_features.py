@@ -3,13 +3,14 @@ from pathlib import Path
 
 import streamlit as st
 
-from bert.analysis.features.feature_labels import labels_json, set_label
+from bert.analysis.features.feature_labels import MAX_BYTES as LABELS_BYTES, labels_json, set_label
 from bert.analysis.features.neurons import tag_mix, top_examples
 from bert.analysis.features.sae import SaeFileError
 from bert.layers import residual_label
 from bert.errors import BertError
-from viz_app import access, cache, widgets
+from viz_app import access, cache, uploads, widgets
 from viz_app import features as feature_logic
+from viz_app.text import escape_markdown
 from viz_app.views.features import FeatureSettings, feature_view, neuron_view, sentence_view, strongest_feature
 
 widgets.page_header(
@@ -38,7 +39,8 @@ def corpus_picker(key: str):
         return cache.index_feature_corpus(context.key, folder, feature_logic.index_stamp(folder))
     if choice != feature_logic.UPLOAD:
         return choice, cache.feature_corpus(context.key, choice)
-    upload = st.file_uploader("Text file", type=["txt"], key=f"{key}_upload")
+    upload = uploads.upload_box("Text file", ["txt"], f"{key}_upload", uploads.TEXT_BYTES,
+                                help="One sentence per line.")
     if upload is None:
         return None, "Upload a .txt file with one sentence per line."
     return cache.uploaded_feature_corpus(context.key, upload.getvalue(), upload.name)
@@ -64,7 +66,7 @@ if view == "MLP neurons":
     scan = cache.neuron_scan(context.key, corpus_id, layer, corpus)
     mixes = {column: tag_mix(scan, corpus, int(neuron), column) for column in corpus.tags}  # a treebank: upos, deprel
     charts = neuron_view(int(neuron), layer, scan, mixes)
-    st.subheader(f"Where neuron {neuron} of layer {layer} fires most ({corpus.name})")
+    st.subheader(f"Where neuron {neuron} of layer {layer} fires most ({escape_markdown(corpus.name)})")
     show_examples(top_examples(scan, corpus, int(neuron)), corpus)
     widgets.show_chart(charts["histogram"], key="neuron_histogram")
     mix_charts = [chart for chart in charts if chart.startswith("tag_mix:")]
@@ -93,15 +95,15 @@ tokens = list(prepared.masked.tokens)
 may_save = feature_logic.may_save_labels(context.visitor.role, folder)
 saved, problem = feature_logic.saved_labels(folder, config.features)  # read on every run: the owner may have saved one
 if problem:
-    st.warning(problem)
+    st.warning(escape_markdown(problem))  # it quotes the file
 typed = feature_logic.typed_labels(st.session_state, name)
 with st.expander("Feature labels: download them, or upload a file of them"):
-    upload = st.file_uploader("A labels file (JSON: feature number → label, as the download writes)", type=["json"],
-                              key=f"feature_labels_upload:{name}")
+    upload = uploads.upload_box("A labels file (JSON: feature number → label, as the download writes)", ["json"],
+                                f"feature_labels_upload:{name}", LABELS_BYTES)
     uploaded, problem = feature_logic.uploaded_labels(upload.getvalue() if upload else None,
                                                       upload.name if upload else "", config.features)
     if problem:
-        st.warning(problem)
+        st.warning(escape_markdown(problem))  # it quotes the file
     labels = saved | uploaded | typed  # typed in this browser session first, then uploaded, then kept with the SAE
     st.download_button("Download the labels (JSON)", labels_json(labels), file_name=f"{Path(folder).name}-labels.json",
                        mime="application/json", key="feature_labels_download")
@@ -140,7 +142,7 @@ if isinstance(corpus, str):
     scan = None
 else:
     scan = cache.feature_scan(context.key, folder, corpus_id, corpus)
-    st.subheader(f"Where feature {feature} fires most ({corpus.name})")
+    st.subheader(f"Where feature {feature} fires most ({escape_markdown(corpus.name)})")
     examples = top_examples(scan, corpus, feature)
     if examples:
         show_examples(examples, corpus)

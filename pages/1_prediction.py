@@ -21,10 +21,7 @@ typed = set(prepared.typed_masks)
 
 def masks_changed() -> None:
     """The chips show every mask; `masks` keeps the clicked ones (a typed [MASK] stays in the sentence)."""
-    chosen = set(st.session_state["mask_chips"])
-    st.session_state["masks"] = sorted(chosen - typed)
-    if typed - chosen:
-        st.session_state["_typed_mask_note"] = True
+    st.session_state["masks"] = sorted(set(st.session_state["mask_chips"]) - typed)
 
 
 st.session_state["mask_chips"] = list(prepared.all_masks)
@@ -36,7 +33,7 @@ st.pills(
     key="mask_chips",
     on_change=masks_changed,
 )
-if st.session_state.pop("_typed_mask_note", False):
+if typed:
     st.caption("A [MASK] typed in the sentence stays masked: edit the sentence to remove it.")
 
 if not context.loaded.summary.has_mlm_head:
@@ -51,7 +48,7 @@ if not prepared.all_masks:
     st.info("No [MASK] yet: click a token above, or type [MASK] in the sentence.")
     st.stop()
 
-result = cache.predictions(context.key, prepared)  # records nothing: the fused attention path
+result = cache.predictions_and_attention(context.key, prepared)  # the attention page reuses this pass
 if len(prepared.all_masks) == len(maskable):
     st.caption("Every token is masked: with no context left, the model can only guess frequent words.")
 

@@ -17,7 +17,7 @@ WORDS_NOTE = ("Words: each word's pieces merged as Clark et al. (2019) did. Atte
               "attention to its pieces, attention from a word the mean of its pieces' rows, so a row still sums to 1. "
               "The query-key section below stays with the pieces, which is what the model computes.")
 context = widgets.require()
-result = cache.forward(context.key, context.prepared)
+result = cache.predictions_and_attention(context.key, context.prepared)  # the prediction page's pass
 summary = context.loaded.summary
 tokens = result.tokens
 

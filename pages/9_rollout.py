@@ -13,7 +13,7 @@ widgets.page_header(
     "layer's head-averaged attention A becomes 0.5·A + 0.5·I, rows renormalised to sum to 1.",
 )
 context = widgets.require()
-result = cache.forward(context.key, context.prepared)
+result = cache.predictions_and_attention(context.key, context.prepared)
 tokens = result.tokens
 layers = range(context.loaded.summary.layers)
 layer = st.selectbox("Up to layer", layers, index=len(layers) - 1, key="rollout_layer", bind="query-params",

@@ -171,12 +171,13 @@ def test_config_json_that_is_not_json(folder):
 @pytest.mark.parametrize(
     "change, message",
     [
-        (dict(model_type="roberta"), "only 'bert'"),
+        (dict(model_type="gpt2"), "model_type is 'gpt2'; supported: bert, roberta"),
+        (dict(model_type="roberta"), "missing tensor 'embeddings.word_embeddings.weight'.*model_type is 'roberta'"),
         (dict(position_embedding_type="relative_key"), "position_embedding_type"),
-        (dict(hidden_act="relu"), "hidden_act"),
+        (dict(hidden_act="tanh"), "hidden_act"),
         (dict(num_attention_heads=5), "not divisible"),
     ],
-    ids=["roberta", "relative-positions", "relu", "heads-do-not-divide"],
+    ids=["gpt2", "bert-weights-named-roberta", "relative-positions", "tanh", "heads-do-not-divide"],
 )
 def test_config_we_cannot_run(folder, change, message):
     config = json.loads((folder / "config.json").read_text())

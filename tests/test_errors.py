@@ -44,7 +44,7 @@ def test_every_error_class_of_the_package_is_a_bert_error():
     assert len(classes) > 10 and all(issubclass(c, errors.BertError) for c in classes)
 
 
-@pytest.mark.parametrize("fields", [dict(hidden_size=10, num_heads=3), dict(activation="relu")])
+@pytest.mark.parametrize("fields", [dict(hidden_size=10, num_heads=3), dict(activation="tanh"), dict(family="gpt2")])
 def test_a_bad_config_is_a_config_error_and_still_a_value_error(fields):
     with pytest.raises(errors.ConfigError) as raised:
         BertConfig(**fields)

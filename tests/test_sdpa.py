@@ -143,3 +143,42 @@ def test_minilm_fused_and_step_by_step_agree_on_real_sentences(minilm, minilm_ba
         _, cache = model.run_with_cache(*minilm_batch, names=[hook_name("layer_out", 5), *every_layer("pattern", model.config.num_layers)])
     assert len(fused_calls) == model.config.num_layers
     torch.testing.assert_close(fused[keep], cache["layer_out", 5][keep], **CLOSE)
+
+
+def test_patterns_from_the_fused_pass_q_and_k_match_transformers(save_hf_model, tiny_batch, fused_calls):
+    """A pass that records q and k only stays fused; attention_pattern(q, k) on what it recorded gives
+    transformers' eager output_attentions (padding included) and what the step-by-step path records."""
+    from transformers import BertModel
+
+    theirs = randomize_(BertModel(hf_config(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, intermediate_size=80)), seed=5).eval()
+    ours, _ = bert.load_pretrained(str(save_hf_model(theirs)))
+    theirs = BertModel.from_pretrained(save_hf_model(theirs), attn_implementation="eager").eval()
+    layers = ours.config.num_layers
+    with torch.no_grad():
+        reference = theirs(input_ids=tiny_batch[0], token_type_ids=tiny_batch[1], attention_mask=tiny_batch[2],
+                           output_attentions=True).attentions
+        _, cache = ours.run_with_cache(*tiny_batch, names=every_layer("q", layers) + every_layer("k", layers))
+        assert len(fused_calls) == layers
+        _, recorded = ours.run_with_cache(*tiny_batch, names=every_layer("pattern", layers))
+    keep = tiny_batch[2].bool()
+    for layer in range(layers):
+        pattern = attention.attention_pattern(cache["q", layer], cache["k", layer], tiny_batch[2])
+        rows = lambda patterns: patterns.transpose(1, 2)[keep]  # the real queries' rows: [query, head, key]
+        torch.testing.assert_close(rows(pattern), rows(reference[layer]), **CLOSE)
+        torch.testing.assert_close(pattern, recorded["pattern", layer], **CLOSE)
+
+
+def test_the_causal_pattern_from_q_and_k_is_the_recorded_one():
+    """With causal=True the pattern from q and k hides every key right of its query, as the step-by-step path does."""
+    config = bert.BertConfig(vocab_size=40, hidden_size=32, num_layers=2, num_heads=4, intermediate_size=48,
+                             max_position_embeddings=32, causal=True)
+    torch.manual_seed(0)
+    model = randomize_(bert.Bert(config), seed=4).eval()
+    ids = torch.randint(0, 40, (2, 9))
+    with torch.no_grad():
+        _, cache = model.run_with_cache(ids, torch.zeros_like(ids), names=["transformer.1.attention.attention.hook_q",
+                                                                           "transformer.1.attention.attention.hook_k",
+                                                                           "transformer.1.attention.attention.hook_pattern"])
+    pattern = attention.attention_pattern(cache["q", 1], cache["k", 1], causal=True)
+    assert torch.all(pattern.triu(1) == 0)
+    torch.testing.assert_close(pattern, cache["pattern", 1], rtol=0, atol=0)

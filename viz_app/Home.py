@@ -4,12 +4,17 @@ The entry script: sets up the page, reads a shared link's query parameters once,
 (the model) and, at the top of every page that reads it, the sentence box, then runs the chosen page from the
 top-level pages/ folder (every page is listed once, in viz_app/navigation.py).
 """
+import logging
+
 import streamlit as st
 
 from viz_app import access, page_context, sentence_box, sidebar, state, visitor
 from viz_app.lessons import following
 from viz_app.navigation import DEFAULT_PAGE, GROUPS
 from viz_app.server_settings import SettingsError
+
+log = logging.getLogger("viz_app.Home")
+PAGE_FAILED = "This page failed; the server's log says why. Change a setting, or open another page."
 
 st.set_page_config(page_title="Inside BERT", page_icon="🔍", layout="wide")
 state.load_from_url()
@@ -25,14 +30,21 @@ pages = {
             for p in entries]
     for group, entries in GROUPS.items()
 }
-page = st.navigation(pages, expanded=True)  # every page listed: collapsed, the later groups hide behind "View N more"
+page = st.navigation(pages, position="hidden")  # the sidebar lists the pages below the model picker
 if this_visitor.follows_class:
     following.join_if_asked()
     following.follow_if_moved(this_visitor)  # before any widget is drawn: the class's step sets them
-model = sidebar.render(this_visitor)
+model = sidebar.render(this_visitor, pages)
 if this_visitor.follows_class:
     following.student_panel(this_visitor)
 sentence = sentence_box.render(page.url_path, model.loaded)  # None where the page reads no sentence
 state.write_url(model.key.source if model.key else None)
 with page_context.serve(page_context.Context(model, sentence, this_visitor)):  # pages get it from widgets.require()
-    page.run()
+    try:
+        page.run()
+    except Exception as error:  # a page's own failure (st.stop and page switches are not Exceptions)
+        log.exception("the %s page failed", page.url_path)  # the traceback, for the server's log
+        if this_visitor.role.may_choose_any_model:  # the owner and the presenter may read the server's paths
+            st.exception(error)
+        else:
+            st.error(PAGE_FAILED, icon=":material/error:")

@@ -14,8 +14,10 @@ test_layers.py walks the imports).
    - `charts/`: chart builders: arrays in, a `Chart` (a plotly figure with the numbers behind it) out.
    - `views/`: one module per page that has a view, each with one function that turns the page's settings
      and its result into the page's charts (see "How a page is written" below).
-   - `params.py`: every URL parameter a link or a lesson's step can set (`PARAMS`, `BOUND`, `LINK_PARAMS`).
-   - `navigation.py`: every page once (its address, file, title, icon, group).
+   - `navigation.py`: every page once, one `Page` entry each (its address, file, title, icon, group, whether it
+     shows the sentence box, its URL parameters, its lesson view); the navigation, the sentence box, `LINK_PARAMS`
+     (`PARAMS`, `BOUND`) and the lessons' pages and choices are read from it. `params.py`: how a URL parameter is
+     spelt (`Param`) and those every page shares (the sentence box's, the sidebar's).
    - `page_context.py`: the `Context` Home.py hands the running page: the picked model, the sentence box's
      input and the visitor (a context variable, so a page never sees another session's).
    - who may do what: `access.py` (the owner at the server's machine, the presenter, students: the models each
@@ -52,9 +54,11 @@ One value for one idea:
   `state.py` mirrors it in the URL like every other parameter; the prediction page's chips are a widget
   showing it; editing the sentence or the pair, or picking another model, clears it.
 - The recorded pass: `ActivationCache` (the library's, from `run_with_cache`) becomes one `ForwardResult` in
-  `forward.record`: read-only numpy arrays shared by every session. Pages that show no attention pattern and
-  no activation (the prediction page) ask for predictions only, which records nothing and lets the model take
-  the fused attention path (`cache.predictions`); the pages that draw activations read `cache.forward`.
+  `forward.record`: read-only numpy arrays shared by every session. The pass records q and k but no pattern, so
+  the model takes the fused attention path; a `ForwardResult`'s `attention` is computed from its q and k when
+  first read. The prediction, attention and rollout pages share one pass per input
+  (`cache.predictions_and_attention`: predictions, q and k); the pages that draw MLP activations or embeddings
+  read `cache.forward`, which records those too.
 
 How a page is written (Streamlit's own `hello` app does the same), top to bottom, with no writes meant for
 the next rerun:

@@ -21,6 +21,7 @@ import enum
 import ipaddress
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Sequence
 
 from viz_app.class_room import ClassRoom
@@ -118,9 +119,25 @@ def resolve(requested: str, choices: Sequence[ModelChoice], role: Role) -> Resol
     default = by_source.get(first_choice(list(choices))) or by_source.get(default_source()) or choices[0]
     if not requested or requested in ("minilm", "minilm-encoder"):  # e.g. minilm before its head file exists
         return Resolution(default)
+    if role.may_choose_any_model:
+        offered = _listed_folder(requested, choices)  # a teacher's folder by its path: by its name, as students see it
+        if offered is not None:
+            return Resolution(offered)
     if role.may_choose_any_model and FOLDER in by_source:
         return Resolution(by_source[FOLDER], folder=requested)
     return Resolution(default, refused=not_offered(choices))
+
+
+def _listed_folder(requested: str, choices: Sequence[ModelChoice]) -> ModelChoice | None:
+    """The picker's entry whose folder `requested` names by its path, if any: a teacher's offered folder
+    (viz_app/server_settings.py keeps each resolved) or a cached hub model's snapshot."""
+    offered = {c.folder: c for c in choices if c.folder}
+    if not offered or not requested.strip():
+        return None
+    try:
+        return offered.get(str(Path(requested).expanduser().resolve()))
+    except (OSError, RuntimeError, ValueError):
+        return None
 
 
 @dataclass(frozen=True)
@@ -133,6 +150,12 @@ class Visitor:
     choices: tuple[ModelChoice, ...]  # what this visitor's model pickers list (picker_choices)
     room: ClassRoom | None  # the server's class, in class mode
     presenter_key: str | None = None  # the presenter's key, for the presenter only
+    address: str | None = None  # the address the browser connects from (None: none to read); names a voter
+
+    def voter(self, session: str) -> str:
+        """Who answers a class's question: the visitor's address, one per machine as far as the server can tell
+        (viz_app/class_room.py); the browser session's name where there is no address to read."""
+        return f"address {self.address}" if self.address else f"session {session}"
 
     @property
     def follows_class(self) -> bool:

@@ -1,19 +1,17 @@
 """Widgets the analysis pages share: the sentence-set picker (built-in or an upload), reading an upload within
-limits, the [MASK] picker. Their cached analyses are in viz_app/cache.py, their charts in
+limits (viz_app/uploads.py), the [MASK] picker. Their cached analyses are in viz_app/cache.py, their charts in
 viz_app/charts/; the analyses themselves live in the package.
 """
 from __future__ import annotations
 
-import html
-
 import streamlit as st
 
 from bert.data import LabelledSentence, builtin_sentences, split_sentences
-from viz_app import widgets
+from viz_app import uploads, widgets
 from viz_app.page_context import Context
+from viz_app.text import escape_markdown
 from viz_app.views import chosen_mask
 
-MAX_UPLOAD_BYTES = 2_000_000
 BUILTIN = "Built-in sentences (WordNet examples)"
 UPLOAD = "Upload a .txt file"
 FIRST_SENTENCES = {"probes": 300, "stats": 200, "compare": 100}  # how many built-in sentences each page starts with
@@ -33,35 +31,19 @@ def sentence_source(key: str, most: int = 1000, choice: str | None = None) -> tu
         count = st.slider("How many", 20, high, value=min(FIRST_SENTENCES[key], high), step=10, key=f"{key}_count",
                           bind="query-params", persist_state="session")
         return builtin_sentences(count), f"the first {count} built-in sentences"
-    upload = st.file_uploader("A plain-text file: one sentence per line, or running text", type=["txt"], key=f"{key}_file")
+    upload = uploads.upload_box("A plain-text file: one sentence per line, or running text", ["txt"], f"{key}_file",
+                                uploads.TEXT_BYTES)
     if upload is None:
         st.info("Choose a .txt file to probe your own text.")
         return None
-    text = read_upload(upload)
+    text = uploads.read_text(upload)
     if text is None:
         return None
     sentences = split_sentences(text, max_sentences=most)
     if len(sentences) < 10:
         st.warning(f"Found {len(sentences)} sentence(s) in that file; the analyses need at least 10.")
         return None
-    return sentences, f"{len(sentences)} sentences from {html.escape(upload.name)}"
-
-
-def read_upload(upload, most_bytes: int = MAX_UPLOAD_BYTES) -> str | None:
-    """An uploaded file's text, or None after a message: too large (checked before decoding), not UTF-8, empty."""
-    size = upload.size
-    if size > most_bytes:
-        st.warning(f"That file is {size:,} bytes; the limit is {most_bytes:,} bytes. Upload a shorter text.")
-        return None
-    try:
-        text = upload.getvalue().decode("utf-8")
-    except UnicodeDecodeError:
-        st.warning("That file is not UTF-8 text. Save it as plain UTF-8 text and upload it again.")
-        return None
-    if not text.strip():
-        st.warning("That file is empty. Upload a .txt file with some sentences in it.")
-        return None
-    return text
+    return sentences, f"{len(sentences)} sentences from {escape_markdown(upload.name)}"  # shown in Markdown
 
 
 def mask_picker(context: Context, key: str) -> int | None:

@@ -4,13 +4,16 @@
   nothing ever changes it: recording and interventions are per call (bert.hooks uses a context variable).
 - one forward pass per (model, prepared input): `st.cache_resource`, so every page and every session that
   asks for the same input gets the same object, neither pickled nor copied (docs/benchmarks.md#the-app says
-  what that saves). Sharing is safe because the result cannot change: tuples, and numpy arrays
+  what that saves). Two kinds: `predictions_and_attention` (the predictions, q and k; the patterns follow from
+  q and k when first read) for the prediction, attention and rollout pages, so the attention page after the
+  prediction page runs no second pass; `forward` adds the MLP activations and the embeddings. Neither records
+  a pattern, so both take the fused attention path. Sharing is safe because the result cannot change: tuples, and numpy arrays
   marked read-only (`flags.writeable = False`), so a page that tried to write would fail loudly instead of
   disturbing another session. Memory stays bounded: at most FORWARD_ENTRIES inputs (the least recently used
-  goes first), each kept at most an hour. A 512-token BERT-base input holds about 220 MB (so 3.5 GB at worst),
-  a classroom sentence of 20 tokens under 4 MB; an evicted input is simply run again when asked for.
-- the prediction page's pass, which records no activation (so the model takes its fused attention path), kept
-  the same way; the architecture page's hook shapes, from a pass that records everything.
+  goes first), each kept at most an hour. A 512-token BERT-base input holds about 270 MB once its patterns are
+  read (so 4.3 GB at worst per kind), a classroom sentence of 20 tokens under 5 MB; an evicted input is simply
+  run again when asked for.
+- the architecture page's hook shapes, from a pass that records everything.
 - what a view derives from that pass, computed once per input and shared the same way: the per-head
   attention statistics (only the attention page pays for them).
 - the embedding tables' analysis per model (PCA, cosines, subspaces): `st.cache_data`.
@@ -115,14 +118,16 @@ HOUR = 3600
 
 @st.cache_resource(show_spinner="Running the model…", max_entries=FORWARD_ENTRIES, ttl=HOUR, hash_funcs=BY_INPUT)
 def forward(key: ModelKey, prepared: PreparedInput) -> ForwardResult:
-    """The recorded pass the pages draw: attention, q and k, MLP activations, embeddings, predictions."""
+    """The recorded pass the MLP and embeddings pages draw: MLP activations, embeddings, q and k (attention),
+    predictions."""
     loaded = load_model(key)
     return record(loaded.model, loaded.tokenizer, prepared)
 
 
 @st.cache_resource(show_spinner="Running the model…", max_entries=FORWARD_ENTRIES, ttl=HOUR, hash_funcs=BY_INPUT)
-def predictions(key: ModelKey, prepared: PreparedInput) -> ForwardResult:
-    """The predictions at each [MASK] only: nothing recorded, so the fused attention path (the prediction page)."""
+def predictions_and_attention(key: ModelKey, prepared: PreparedInput) -> ForwardResult:
+    """The predictions at each [MASK] and every head's q and k, from which `attention` (every pattern) is computed
+    when first read: the pass the prediction page runs and the attention and rollout pages reuse."""
     loaded = load_model(key)
     return record(loaded.model, loaded.tokenizer, prepared, activations=False)
 
@@ -137,7 +142,7 @@ def hook_shapes(key: ModelKey, prepared: PreparedInput) -> dict[str, tuple[int, 
 @st.cache_resource(show_spinner=False, max_entries=4 * FORWARD_ENTRIES, ttl=HOUR, hash_funcs=BY_INPUT)
 def head_statistics(key: ModelKey, prepared: PreparedInput) -> HeadStatistics:
     """The attention page's per-head statistics of one input (a few kB, read-only)."""
-    return attention_statistics(forward(key, prepared))
+    return attention_statistics(predictions_and_attention(key, prepared))
 
 
 @st.cache_resource(show_spinner=False, max_entries=4 * FORWARD_ENTRIES, ttl=HOUR, hash_funcs=BY_INPUT)
@@ -145,7 +150,7 @@ def attention_charts(key: ModelKey, prepared: PreparedInput, settings: Attention
     """The attention page's charts for one input and its settings (in words or word pieces), built once and shared
     by every session that asks for the same: a class on one step asks thirty times. Streamlit only reads them."""
     groups = word_groups(prepared.masked) if words else None
-    return attention_view(settings, forward(key, prepared), head_statistics(key, prepared), groups)
+    return attention_view(settings, predictions_and_attention(key, prepared), head_statistics(key, prepared), groups)
 
 
 @st.cache_data(show_spinner="Analysing the embedding tables (once per model)…", max_entries=4)
@@ -430,13 +435,22 @@ def lesson_step(key: ModelKey, lesson: Lesson, index: int, sentence: tuple[str, 
                 escape_markdown: bool = True) -> ResolvedStep:
     """A lesson's step for this model; `sentence` (text, pair, truncate) is the session's, for steps that set none."""
     session = dict(zip(SIDEBAR_KEYS, sentence))
-    return resolve(lesson, index, load_model(key), session, text.escape_markdown if escape_markdown else (lambda s: s))
+    return resolve(lesson, index, load_model(key), session, text.escape_markdown if escape_markdown else (lambda s: s),
+                   _per_model(key))
 
 
 @st.cache_data(show_spinner="Drawing this step's figures…", max_entries=64)
 def lesson_charts(key: ModelKey, page: str, state: dict) -> list[Chart]:
     """The figures a lesson's step shows for this model (the page's main charts with the step's settings)."""
-    return view_charts(page, load_model(key), state, PerModel(lambda: tables(key), lambda: mean_head_outputs(key)))
+    return view_charts(page, load_model(key), state, _per_model(key))
+
+
+def _per_model(key: ModelKey) -> PerModel:
+    """A lesson's per-model values through this module's caches: a step's computed values and its figures read the
+    same causal runs, and the causal tracing page the same again."""
+    return PerModel(lambda: tables(key), lambda: mean_head_outputs(key),
+                    lambda request, exact: exact_patching(key, request) if exact else attribution_patching(key, request),
+                    lambda request: noise_trace(key, request))
 
 
 @st.cache_resource(show_spinner=False)

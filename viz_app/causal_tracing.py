@@ -16,11 +16,11 @@ from bert.analysis.causal.tracing import TraceResult, causal_trace
 from bert.errors import InvalidInputError
 from bert.predict import predict_masks
 from bert.tokenizer import Encoding
-from viz_app.params import LINK_PARAMS
+from viz_app.navigation import LINK_PARAMS
 
-MODES = {"two": "Two sentences (activation patching)", "one": "One sentence with noise (causal tracing)"}
-DIRECTION_LABELS = {"denoise": "clean into corrupted", "noise": "corrupted into clean"}  # patching.DIRECTIONS, in words
-COMPARE = ("residual", "attention", "mlp", "heads")
+MODES = LINK_PARAMS["causal_mode"].choices  # {name: label}, as the page's registry entry gives them
+DIRECTION_LABELS = LINK_PARAMS["patch_direction"].choices  # patching.DIRECTIONS, in words
+COMPARE = LINK_PARAMS["patch_compare"].choices
 FUNCTION_WORDS = {"the", "a", "an", "this", "that", "these", "those", "my", "his", "her", "our", "their", "its", "your"}
 SITES_FOR_BLOCKS = {False: ("residual",), True: ("residual", "attention", "mlp")}  # "also the blocks" -> tracing.TRACE_SITES
 

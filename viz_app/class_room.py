@@ -6,9 +6,16 @@ change bumps `version`. A following student's page asks for `version` every seco
 `current` (the lesson itself, so a lesson the presenter loaded from a file reaches the students too). While it
 asks, it also says whether its student follows (`heartbeat`): `followers()` counts the students heard from within
 the last HEARTBEAT_WINDOW_S seconds. A step with a question collects one answer per student while it shows.
+
+A student, as far as the server can tell, is an address: the app names a voter by the address its browser
+connects from (viz_app/lessons/following.py), so four tabs of one laptop give one answer, the last one clicked.
+Students behind one address (a school's NAT or proxy between them and the server) count as one; docs/teaching.md
+says so. At most MAX_SESSIONS voters per step: the answer of one more is refused (Answer.FULL), and the presenter's
+box says the table is full, never dropping an answer silently.
 """
 from __future__ import annotations
 
+import enum
 import secrets
 import socket
 import threading
@@ -20,6 +27,14 @@ from typing import Any, Callable
 HEARTBEAT_WINDOW_S = 5.0  # a student not heard from for this long no longer counts (their tab was closed)
 MAX_SESSIONS = 1000  # students tracked at most; the ones not heard from longest are forgotten first
 KEY_BYTES = 16  # a random key: 22 URL-safe characters
+
+
+class Answer(enum.Enum):
+    """What became of a student's answer."""
+
+    COUNTED = "counted"  # theirs now (a new click replaces their earlier one)
+    MOVED_ON = "moved on"  # the class left that step before the click arrived: dropped
+    FULL = "full"  # MAX_SESSIONS others answered first: refused, and the presenter's box says so
 
 
 class NotPresenterError(PermissionError):
@@ -45,7 +60,8 @@ class ClassRoom:
         self._current: ClassStep | None = None
         self._version = 0
         self._heard: dict[str, tuple[float, bool]] = {}  # session -> (when last heard, follows)
-        self._answers: dict[str, str] = {}  # session -> its answer to the step showing
+        self._answers: dict[str, str] = {}  # voter -> its answer to the step showing
+        self._refused = 0  # answers refused because the table was full, for the step showing
 
     def is_presenter_key(self, key: str | None) -> bool:
         return isinstance(key, str) and secrets.compare_digest(key.encode(), self.key.encode())
@@ -66,7 +82,7 @@ class ClassRoom:
         with self._lock:
             self._version += 1
             self._current = ClassStep(lesson, step, self._version, model)
-            self._answers = {}
+            self._answers, self._refused = {}, 0
             return self._current
 
     def end(self, key: str | None) -> None:
@@ -74,7 +90,7 @@ class ClassRoom:
         self._check(key)
         with self._lock:
             self._version += 1
-            self._current, self._answers = None, {}
+            self._current, self._answers, self._refused = None, {}, 0
 
     def heartbeat(self, session: str, following: bool) -> None:
         with self._lock:
@@ -89,24 +105,29 @@ class ClassRoom:
         with self._lock:
             return sum(1 for when, following in self._heard.values() if following and when >= since)
 
-    def answer(self, session: str, choice: str, version: int) -> bool:
-        """A student's answer to the step showing at `version` (one per student; a new click replaces theirs).
-        False when the class has moved on since (the answer is dropped)."""
+    def answer(self, voter: str, choice: str, version: int) -> Answer:
+        """A student's answer to the step showing at `version`, one per voter (a new click replaces theirs)."""
         with self._lock:
             if self._current is None or version != self._version:
-                return False
-            if session in self._answers or len(self._answers) < MAX_SESSIONS:
-                self._answers[session] = choice
-            return True
+                return Answer.MOVED_ON
+            if voter not in self._answers and len(self._answers) >= MAX_SESSIONS:
+                self._refused += 1
+                return Answer.FULL
+            self._answers[voter] = choice
+            return Answer.COUNTED
+
+    def refused(self) -> int:
+        """Answers refused for the step showing because MAX_SESSIONS voters had answered."""
+        return self._refused
 
     def answers(self) -> dict[str, int]:
         """How many students gave each answer to the step showing."""
         with self._lock:
             return dict(Counter(self._answers.values()))
 
-    def answer_of(self, session: str) -> str | None:
+    def answer_of(self, voter: str) -> str | None:
         with self._lock:
-            return self._answers.get(session)
+            return self._answers.get(voter)
 
     def _check(self, key: str | None) -> None:
         if not self.is_presenter_key(key):

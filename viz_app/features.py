@@ -63,6 +63,14 @@ def offered_saes(model_source: str) -> dict[str, Path]:
     return offered
 
 
+def training_data(data: str, role: Role) -> str:
+    """What an SAE was trained on (its config's `data`), as this visitor may read it: the owner and the presenter
+    the whole path; a student the file's name only, never a folder of the server (viz_app/access.py)."""
+    if role.may_choose_any_model or not data:
+        return data or "an unnamed text"
+    return Path(data.replace("\\", "/")).name or "a text on the server"
+
+
 LABEL_KEY = "feature_label:{sae}:{feature}"  # the session's label box of one feature of one offered SAE
 
 

@@ -3,11 +3,13 @@
 `prepare_input` turns text, an optional second sentence and the chosen mask positions into a `PreparedInput`
 (tokenized once; every later step reads it), or raises `InputProblem` with a message that says what to do.
 `record` runs the model once and turns the library's ActivationCache into a `ForwardResult`: read-only numpy
-arrays, which viz_app/cache.py shares between sessions without copying.
+arrays, which viz_app/cache.py shares between sessions without copying. The pass records q and k but no pattern,
+so the model takes its fused attention path; the patterns are computed from q and k when a page first reads them.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from types import MappingProxyType
 from typing import Mapping
 
@@ -15,6 +17,7 @@ import numpy as np
 import torch
 
 from bert import BertTokenizer, Encoding, InputTooLongError
+from bert.attention import attention_pattern
 from bert.devices import as_numpy, model_device
 from bert.hooks import EMBEDDING_PARTS, every_layer
 from bert.pieces import WORDPIECE, PieceStyle
@@ -128,56 +131,77 @@ class MaskResult:
 class ForwardResult:
     """One input's forward pass: what the pages read. Shared by every session that asks for the same input
     (see viz_app/cache.py), so nothing in it can be changed: tuples, and float32 numpy arrays marked read-only.
-    The activations are None in a pass recorded without them (`record(..., activations=False)`)."""
+    The MLP activations and the embeddings are None in a pass recorded without them (`record(..., activations=False)`).
+    `attention` is computed from `queries` and `keys` when first read, once (then kept, read-only)."""
 
     tokens: tuple[str, ...]  # as the model read them (masked positions say [MASK])
     original_tokens: tuple[str, ...]  # before clicked masks were applied
     token_type_ids: tuple[int, ...]
     special: tuple[bool, ...]
     masks: tuple[MaskResult, ...]  # one per [MASK]; empty for a model without an MLM head
-    attention: np.ndarray | None = None  # [layer, head, query, key], every layer's attention pattern
     neurons: np.ndarray | None = None  # [layer, seq, intermediate], every layer's MLP activations (after GELU)
     embeddings: Mapping[str, np.ndarray] | None = None  # token/position/segment: [seq, hidden]
     queries: np.ndarray | None = None  # [layer, head, query, head_dim] every head's query vectors (hook_q)
     keys: np.ndarray | None = None  # [layer, head, key, head_dim] every head's key vectors (hook_k)
     pieces: PieceStyle = WORDPIECE  # how the tokenizer writes its pieces and its mask token (bert/pieces.py)
+    causal: bool = False  # the model's: no query sees the keys to its right (the patterns' mask)
 
     @property
     def seq(self) -> int:
         return len(self.tokens)
 
+    @cached_property
+    def attention(self) -> np.ndarray | None:
+        """[layer, head, query, key], every layer's attention pattern (what hook_pattern records), computed from
+        `queries` and `keys` on first use; None without them."""
+        if self.queries is None or self.keys is None:
+            return None
+        return patterns_of(self.queries, self.keys, self.causal)
 
-RECORDED_KINDS = ("pattern", "q", "k", "mlp_post")  # per layer, as `record` keeps them
+
+def patterns_of(queries: np.ndarray, keys: np.ndarray, causal: bool = False) -> np.ndarray:
+    """[layer, head, query, key] patterns from [layer, head, seq, head_dim] queries and keys, layer by layer into
+    one read-only array (bert.attention.attention_pattern: the model's own step-by-step computation)."""
+    layers, heads, seq, _ = queries.shape
+    patterns = torch.empty((layers, heads, seq, keys.shape[2]), dtype=torch.float32)
+    with torch.inference_mode():
+        for layer in range(layers):  # torch.tensor copies: the shared arrays are read-only
+            patterns[layer] = attention_pattern(torch.tensor(queries[layer]), torch.tensor(keys[layer]), causal=causal)
+    return read_only(patterns)
 
 
-def recorded_names(num_layers: int) -> list[str]:
-    """The hooks `record` keeps: the three embeddings and RECORDED_KINDS at every layer."""
-    return list(EMBEDDING_PARTS.values()) + [name for kind in RECORDED_KINDS for name in every_layer(kind, num_layers)]
+RECORDED_KINDS = ("q", "k", "mlp_post")  # per layer, as `record` keeps them with its activations
+
+
+def recorded_names(num_layers: int, activations: bool = True) -> list[str]:
+    """The hooks `record` keeps: q and k at every layer; with `activations` the three embeddings and the MLP
+    activations too (RECORDED_KINDS). None of them is the scores or the pattern, so the pass stays fused."""
+    kinds = RECORDED_KINDS if activations else ("q", "k")
+    parts = list(EMBEDDING_PARTS.values()) if activations else []
+    return parts + [name for kind in kinds for name in every_layer(kind, num_layers)]
 
 
 def record(model: Bert, tokenizer: BertTokenizer, prepared: PreparedInput, activations: bool = True,
            top_k: int = TOP_K_STORED) -> ForwardResult:
-    """Run the model once on `prepared.masked`: the predictions at each [MASK] (the LM head runs only there) and,
-    with `activations`, the attention patterns with their query and key vectors, the MLP activations (after
-    GELU) and the three embeddings. Without them nothing is recorded, so the model takes its fused attention
-    path."""
+    """Run the model once on `prepared.masked`: the predictions at each [MASK] (the LM head runs only there), the
+    query and key vectors of every head (the attention patterns follow from them on first use) and, with
+    `activations`, the MLP activations (after GELU) and the three embeddings. Nothing recorded is the scores or
+    the pattern, so every layer takes the fused attention path (recording q and k costs about nothing more:
+    docs/benchmarks.md#the-app)."""
     device = model_device(model)
     input_ids, token_type_ids = prepared.masked.tensors(device)
     positions = tokenizer.mask_positions(prepared.masked)
-    names = recorded_names(model.config.num_layers) if activations else []
+    names = recorded_names(model.config.num_layers, activations)
     with torch.inference_mode():
         logits, cache = model.run_with_cache(input_ids, token_type_ids, names=names,
                                              logit_mask=at_positions(positions, len(prepared.masked), device))
         originals = {position: prepared.base.input_ids[position] for position in prepared.masks}
         predictions = [] if logits is None else mask_predictions(logits, positions, tokenizer, top_k, originals)
-    recorded = {}
+    recorded = dict(queries=read_only(cache.stack("q")[:, 0]), keys=read_only(cache.stack("k")[:, 0]))
     if activations:
-        recorded = dict(
-            attention=read_only(cache.stack("pattern")[:, 0]),
+        recorded.update(
             neurons=read_only(cache.stack("mlp_post")[:, 0]),
             embeddings=MappingProxyType({part: read_only(cache[name][0]) for part, name in EMBEDDING_PARTS.items()}),
-            queries=read_only(cache.stack("q")[:, 0]),
-            keys=read_only(cache.stack("k")[:, 0]),
         )
     return ForwardResult(
         tokens=tuple(prepared.masked.tokens),
@@ -186,6 +210,7 @@ def record(model: Bert, tokenizer: BertTokenizer, prepared: PreparedInput, activ
         special=tuple(prepared.masked.special),
         masks=tuple(_mask_result(p, prepared) for p in predictions),
         pieces=prepared.masked.pieces,
+        causal=model.config.causal,
         **recorded,
     )
 

@@ -1,5 +1,6 @@
 """The "watch a tiny BERT learn" section: settings, the shipped log at once, "train it yourself" live, stop, the
-queue when another session's run holds the server, and opening the trained model in the other pages."""
+queue when another session's run holds the server (a student's run stops at its time limit, so the queue moves),
+and opening the trained model in the other pages."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,7 +12,7 @@ from viz_app.access import Role
 from viz_app.charts import training as charts
 from viz_app.charts.attention import pattern_heatmap
 from viz_app.text import escape_markdown
-from viz_app.tiny_training import Job, shipped_log
+from viz_app.tiny_training import STUDENT_LIMIT_S, Job, TinyTrainingRuns, shipped_log
 
 SIZES = {"1 layer, hidden 64": (1, 64, 1), "2 layers, hidden 128": (2, 128, 2), "4 layers, hidden 256": (4, 256, 4)}
 ATTENTION = {"both sides (masked LM, as BERT)": False, "left side only (left-to-right)": True}
@@ -34,15 +35,21 @@ def render(role: Role) -> None:
     runs.sweep()  # the runs of sessions that are gone, stopped or removed with their folders
     owner = sessions.this_session()
     mine: Job | None = st.session_state.get("tiny_job")
+    current = runs.current
+    if current is not None and current.owner == owner and mine is not current:  # started from the queue
+        st.session_state["tiny_job"] = mine = current
+    limit_s = None if may_open_folder else STUDENT_LIMIT_S  # the owner's and the presenter's runs take their time
     if st.button("Train it yourself", icon=":material/play_arrow:", type="primary", key="tiny_train",
                  disabled=mine is not None and not mine.finished.is_set()):
-        status, job = runs.start(settings, owner)
-        if status == "busy":
+        status, job = runs.start(settings, owner, limit_s=limit_s, queue=True)
+        if status == "full":
             st.warning(f"Busy: another run ({_describe(job.settings)}, step {job.step} of {job.settings.steps}) is training "
-                       "on this server, and only one runs at a time. Press the button again once it ends; meanwhile the "
-                       "run shipped with the app is shown.", icon=":material/hourglass_top:")
-        else:
+                       "and the queue is full. Press the button again later; meanwhile the run shipped with the app is "
+                       "shown.", icon=":material/hourglass_top:")
+        elif status in ("started", "finished"):
             st.session_state["tiny_job"] = mine = job
+    if runs.place(owner) is not None:
+        _queued(runs, owner)
     elif runs.current is not None and runs.current.owner != owner:
         st.info(f"Another run is training on this server ({_describe(runs.current.settings)}, step {runs.current.step} of "
                 f"{runs.current.settings.steps}): yours can start when it ends.", icon=":material/group:")
@@ -63,6 +70,23 @@ def render(role: Role) -> None:
         _draw(shipped, settings)
     else:
         st.info("No run with these settings yet: press “Train it yourself”.")
+
+
+def _queued(runs: TinyTrainingRuns, owner: str) -> None:
+    """Where this browser session stands in the queue, redrawn every second; the page reruns once its run starts."""
+    @st.fragment(run_every=1.0)
+    def panel():
+        place, current = runs.place(owner), runs.current
+        if place is None:
+            st.rerun(scope="app")
+        ahead = (f"the run training now ({_describe(current.settings)}, step {current.step} of {current.settings.steps})"
+                 if current is not None else "the run that has just ended")
+        st.info(f"Only one run trains at a time on this server: yours is number {place} in the queue, after {ahead}. "
+                f"A student's run stops after {STUDENT_LIMIT_S / 60:g} minutes, so the queue moves; yours starts here "
+                "by itself.", icon=":material/hourglass_top:")
+        st.button("Leave the queue", key="tiny_leave_queue", on_click=runs.leave_queue, args=(owner,))
+
+    panel()
 
 
 def _live(job: Job) -> None:
@@ -86,7 +110,9 @@ def _draw(log: RunLog, settings: TinySettings, job: Job | None = None, live: boo
     if live:
         st.progress(min(steps_done / settings.steps, 1.0), text=f"Training: step {steps_done} of {settings.steps}")
     elif log.stopped_at is not None:
-        st.caption(f"Stopped at step {log.stopped_at} of {settings.steps}.")
+        limit = (f" when its time ran out ({job.limit_s / 60:g} minutes per student's run, so that every student gets "
+                 "a turn)") if job is not None and job.timed_out else ""
+        st.caption(f"Stopped at step {log.stopped_at} of {settings.steps}{limit}.")
     widgets.show_chart(charts.loss_curves({_describe(settings): log}, "Loss while it learns"), key="tiny_loss")
     latest = log.evals[-1]
     guesses = ", ".join(f"**{escape_markdown(token)}** {p:.1%}" for token, p in latest["guesses"])

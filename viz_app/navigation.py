@@ -1,45 +1,147 @@
-"""Every page of the app, once: its group in the sidebar's navigation, its address (url path), its file in pages/,
-its title and icon. viz_app/Home.py builds the navigation from it; lessons check the pages their steps open."""
+"""Every page of the app, once: one `Page` entry each, with everything the app knows about the page besides its
+file in pages/. Adding a page is that file plus one entry here (docs/app.md, "Adding a page").
+
+Everything else is read from these entries: the navigation Home.py builds (`GROUPS`), which pages show the
+sentence box (`NO_SENTENCE_BOX`), every URL parameter a link or a lesson's step can set (`LINK_PARAMS`: the shared
+ones of viz_app/params.py and each page's own), the values a lesson may give (`Param.choices`), the pages a lesson
+step opens and how it draws them (`lesson_view`, a builder in viz_app/lessons/views.py). Plain Python.
+"""
 from __future__ import annotations
 
-from typing import NamedTuple
+from dataclasses import dataclass, field
+
+from bert.analysis.attention.attention_stats import STATISTICS
+from bert.analysis.attribution.saliency import METHODS
+from bert.analysis.causal import ablation
+from bert.analysis.probing.task_table import TEXT_TASKS
+from bert.analysis.representations.self_similarity import EXAMPLES
+from viz_app.params import SHARED, Param, bound, choice, flag, heads, integer, ints, text, words
 
 
-class PageEntry(NamedTuple):
+@dataclass(frozen=True)
+class Page:
     url_path: str  # the address: http://host:8501/<url_path> ("prediction" is the app's default page, at /)
     file: str  # in the top-level pages/ folder
     title: str
     icon: str
+    group: str  # the navigation's heading it is listed under
+    reads_sentence: bool = True  # False: no sentence box at the top (the page has its own inputs or none)
+    params: dict[str, Param] = field(default_factory=dict)  # its URL parameters (a link or a lesson's step sets them)
+    lesson_view: str | None = None  # the builder in viz_app/lessons/views.py that draws it for a lesson step
 
 
-GROUPS: dict[str, list[PageEntry]] = {
-    "See inside": [
-        PageEntry("prediction", "1_prediction.py", "Masked prediction", ":material/edit_note:"),
-        PageEntry("attention", "2_attention.py", "Attention", ":material/grid_on:"),
-        PageEntry("embeddings", "3_embeddings.py", "Embeddings", ":material/scatter_plot:"),
-        PageEntry("mlp", "4_mlp.py", "MLP activations", ":material/bolt:"),
-        PageEntry("architecture", "5_architecture.py", "Architecture", ":material/account_tree:"),
-    ],
-    "Experiments": [
-        PageEntry("probes", "6_probes.py", "Layer probes", ":material/science:"),
-        PageEntry("logit_lens", "7_logit_lens.py", "Logit lens", ":material/layers:"),
-        PageEntry("head_ablation", "8_head_ablation.py", "Head ablation", ":material/content_cut:"),
-        PageEntry("causal_tracing", "18_causal_tracing.py", "Causal tracing", ":material/route:"),
-        PageEntry("rollout", "9_rollout.py", "Rollout and flow", ":material/water:"),
-        PageEntry("head_statistics", "10_head_statistics.py", "Head statistics", ":material/bar_chart:"),
-        PageEntry("saliency", "11_saliency.py", "Saliency", ":material/highlight:"),
-        PageEntry("corpus_search", "14_corpus_search.py", "Corpus search", ":material/manage_search:"),
-        PageEntry("word_contexts", "15_word_contexts.py", "One word, many contexts", ":material/compare_arrows:"),
-        PageEntry("features", "19_features.py", "Features", ":material/category:"),
-    ],
-    "How it was trained": [
-        PageEntry("how_bert_was_trained", "16_how_bert_was_trained.py", "How BERT was trained", ":material/model_training:"),
-    ],
-    "Fine-tuning": [
-        PageEntry("sentence_tasks", "12_sentence_tasks.py", "Sentence tasks", ":material/rule:"),
-        PageEntry("compare_models", "13_compare_models.py", "Compare two models", ":material/compare:"),
-    ],
-    "Teaching": [PageEntry("lessons", "17_lessons.py", "Lessons", ":material/school:")],
-}
-PAGES: dict[str, PageEntry] = {page.url_path: page for group in GROUPS.values() for page in group}
+# Parameters several pages read: one object each, so every page reads the same spelling and default.
+UNITS = bound("word pieces", str, ("word pieces", "words"))  # "word pieces" or "words" (Clark et al. 2019)
+SALIENCY_METHOD = choice(tuple(METHODS), "integrated_gradients")
+
+SEE_INSIDE, EXPERIMENTS, TRAINED, FINE_TUNING, TEACHING = (
+    "See inside", "Experiments", "How it was trained", "Fine-tuning", "Teaching")
+REGISTRY: tuple[Page, ...] = (
+    Page("prediction", "1_prediction.py", "Masked prediction", ":material/edit_note:", SEE_INSIDE,
+         params={"top_k": bound(10)}, lesson_view="prediction_charts"),
+    Page("attention", "2_attention.py", "Attention", ":material/grid_on:", SEE_INSIDE, params={
+        "focus": integer(1), "hide_special": flag(False), "layer": bound(0), "head": bound(0),
+        "statistic": bound("entropy", str, tuple(STATISTICS)), "units": UNITS,
+    }, lesson_view="attention_charts"),
+    Page("embeddings", "3_embeddings.py", "Embeddings", ":material/scatter_plot:", SEE_INSIDE,
+         params={"k": bound(16)}, lesson_view="embedding_charts"),
+    Page("mlp", "4_mlp.py", "MLP activations", ":material/bolt:", SEE_INSIDE, params={
+        "mlp_token": integer(1), "neuron": integer(None),  # None: the strongest neuron of the chosen token
+        "mlp_layer": bound(0), "neurons_shown": bound(48), "units": UNITS,
+    }),
+    Page("architecture", "5_architecture.py", "Architecture", ":material/account_tree:", SEE_INSIDE),
+    # Layer probes (viz_app/probe_data.py): lists, toggles, choices shown by a label, None defaults
+    Page("probes", "6_probes.py", "Layer probes", ":material/science:", EXPERIMENTS, reads_sentence=False, params={
+        "probe_tasks": words(["position", "continuation", "pos"], (*TEXT_TASKS, "pos")),  # the built-in sentences'
+        "probes_count": bound(300), "probe_seed": bound(0),
+        "probes_source": choice(("wordnet", "ud_ewt", "labelled", "text")),
+        "probe_treebank_tasks": words(["upos", "deprel", "distance", "depth"]),
+        "probe_pieces": choice(("first", "mean", "last")), "probe_mdl": flag(False),
+        "probe_measure": text(None),  # None: the first measure of the run
+        "probe_tree_sentence": integer(0),  # index of a scored sentence, shown by its text
+        "probe_tree_layer": integer(None),  # shown by its name; None: the distance probe's best layer
+        "probe_erase": flag(False),  # amnesic probing of one task at one layer
+        "probe_erase_task": text(None),  # None: the first label task of the run
+        "probe_erase_layer": integer(None),  # shown by its name; None: the task's best layer
+    }, lesson_view="probe_charts"),
+    Page("logit_lens", "7_logit_lens.py", "Logit lens", ":material/layers:", EXPERIMENTS,
+         params={"lens_mask": integer(None)}, lesson_view="logit_lens_charts"),  # None: the first [MASK]
+    Page("head_ablation", "8_head_ablation.py", "Head ablation", ":material/content_cut:", EXPERIMENTS, params={
+        "ablation_mask": integer(None), "ablation_mode": choice(ablation.MODES), "ablation_heads": heads(),
+        "ablation_layers": ints([]),
+    }, lesson_view="head_ablation_charts"),
+    # None: the page picks (the top guesses, the first content word, the last layer); see viz_app/causal_tracing.py
+    Page("causal_tracing", "18_causal_tracing.py", "Causal tracing", ":material/route:", EXPERIMENTS,
+         reads_sentence=False, params={
+             "causal_mode": choice({"two": "Two sentences (activation patching)",
+                                    "one": "One sentence with noise (causal tracing)"}),
+             "patch_clean": bound("The man said that [MASK] was tired.", str),
+             "patch_corrupted": bound("The woman said that [MASK] was tired.", str),
+             "patch_answer": text(None), "patch_foil": text(None),
+             "patch_direction": choice({"denoise": "clean into corrupted", "noise": "corrupted into clean"}),
+             "patch_exact": flag(True), "patch_head_layer": integer(None),
+             "patch_compare": choice(("residual", "attention", "mlp", "heads")),
+             "trace_text": bound("The man said that [MASK] was tired.", str),
+             "trace_corrupt": ints(None), "trace_answer": text(None),
+             "trace_samples": bound(10), "trace_blocks": flag(False),
+         }, lesson_view="causal_tracing_charts"),
+    Page("rollout", "9_rollout.py", "Rollout and flow", ":material/water:", EXPERIMENTS,
+         params={"rollout_layer": bound(None)}),
+    Page("head_statistics", "10_head_statistics.py", "Head statistics", ":material/bar_chart:", EXPERIMENTS,
+         reads_sentence=False, params={
+             "stats_pairs": flag(True), "stats_count": bound(200),
+             "stats_statistic": bound("sep", str, tuple(STATISTICS)),
+         }),
+    Page("saliency", "11_saliency.py", "Saliency", ":material/highlight:", EXPERIMENTS, params={
+        "saliency_mask": integer(None), "saliency_method": SALIENCY_METHOD, "saliency_steps": bound(32),
+        "saliency_samples": bound(25), "units": UNITS,
+    }),
+    Page("corpus_search", "14_corpus_search.py", "Corpus search", ":material/manage_search:", EXPERIMENTS, params={
+        "search_position": integer(None), "search_layer": integer(None),  # None: the first token, the last layer
+        "search_by": choice(("layer", "head")),  # a layer's output, or one head's output
+        "search_head": bound(0), "search_k": bound(10),
+    }),
+    Page("word_contexts", "15_word_contexts.py", "One word, many contexts", ":material/compare_arrows:", EXPERIMENTS,
+         reads_sentence=False, params={"contexts_layer": integer(None), "contexts_word": bound("bank", str),
+                                       "contexts_sentences": bound("\n".join(EXAMPLES["bank"]), str)}),
+    Page("features", "19_features.py", "Features", ":material/category:", EXPERIMENTS, params={
+        "features_look_at": bound("Sparse-autoencoder features", str),  # or "MLP neurons"
+        "features_shown": bound(24), "features_corpus": bound("builtin", str),  # builtin, ud-ewt-test or upload
+        "neurons_layer": bound(0), "neurons_corpus": bound("builtin", str),
+    }),
+    Page("how_bert_was_trained", "16_how_bert_was_trained.py", "How BERT was trained", ":material/model_training:",
+         TRAINED, reads_sentence=False),
+    Page("sentence_tasks", "12_sentence_tasks.py", "Sentence tasks", ":material/rule:", FINE_TUNING, params={
+        "tasks_method": SALIENCY_METHOD,
+        "tasks_tag_token": integer(None),  # the token whose label is explained; None: the first word token
+        "tasks_class": bound(None, str),  # None: the top class
+    }, lesson_view="sentence_task_charts"),
+    Page("compare_models", "13_compare_models.py", "Compare two models", ":material/compare:", FINE_TUNING, params={
+        "compare_with": text(None),  # model B's source; None: the page picks a partner for model A
+        "compare_folder": bound("", str), "compare_count": bound(100),
+    }),
+    Page("lessons", "17_lessons.py", "Lessons", ":material/school:", TEACHING),
+)
 DEFAULT_PAGE = "prediction"
+
+PAGES: dict[str, Page] = {page.url_path: page for page in REGISTRY}
+GROUPS: dict[str, list[Page]] = {}
+for _page in REGISTRY:
+    GROUPS.setdefault(_page.group, []).append(_page)
+NO_SENTENCE_BOX = frozenset(page.url_path for page in REGISTRY if not page.reads_sentence)
+
+
+def _link_params() -> dict[str, Param]:
+    """The shared parameters and every page's own; a name two pages read must be the same `Param`."""
+    found = dict(SHARED)
+    for page in REGISTRY:
+        for name, param in page.params.items():
+            if found.setdefault(name, param) is not param:
+                raise ValueError(f"the URL parameter {name!r} of page {page.url_path!r} is declared twice")
+    return found
+
+
+LINK_PARAMS: dict[str, Param] = _link_params()  # every parameter a link, or a lesson's step, can set
+BOUND: dict[str, Param] = {name: param for name, param in LINK_PARAMS.items() if param.bound}  # the widget binds it
+PARAMS: dict[str, Param] = {name: param for name, param in LINK_PARAMS.items() if not param.bound}  # state.py keeps it
+CHOICES: dict[str, tuple[str, ...]] = {name: tuple(param.choices) for name, param in LINK_PARAMS.items() if param.choices}

@@ -15,7 +15,7 @@ from bert.analysis.probing.scoring import MDL_KINDS
 from bert.analysis.probing.task_table import TASKS, task
 from bert.errors import BertError
 from viz_app import analysis_widgets
-from viz_app import state
+from viz_app import state, uploads
 from viz_app import probe_runs
 from viz_app.probe_runs import MAX_LABELLED_BYTES, PIECES, ProbeData
 from viz_app.text import escape_markdown
@@ -71,18 +71,15 @@ def ud_ewt_data() -> ProbeData:
 
 
 def uploaded_data(read: Callable[[bytes, str], Treebank | str]) -> ProbeData | None:
-    upload = st.file_uploader(
+    upload = uploads.upload_box(
         "A CoNLL-U file (any Universal Dependencies treebank), or one token per line with label columns after the "
         "word (e.g. CoNLL-2003) and a blank line between sentences",
-        type=LABELLED_TYPES, key="probes_labelled_file",
-        help=f"At most {MAX_LABELLED_BYTES / 1e6:.0f} MB. Every label column becomes a task; a CoNLL-U file's heads "
-        "give the tree tasks too. Sentences with a problem are left out and counted.",
+        LABELLED_TYPES, "probes_labelled_file", MAX_LABELLED_BYTES,
+        help="Every label column becomes a task; a CoNLL-U file's heads give the tree tasks too. Sentences with a "
+        "problem are left out and counted.",
     )
     if upload is None:
         st.info("Choose a .conllu, .conll, .tsv or .txt file with labels to probe your own data.")
-        return None
-    if upload.size > MAX_LABELLED_BYTES:
-        st.warning(f"That file is {upload.size:,} bytes; the limit is {MAX_LABELLED_BYTES:,} bytes. Use a part of it.")
         return None
     data = upload.getvalue()
     treebank = read(data, upload.name)

@@ -12,14 +12,12 @@ import streamlit as st
 from viz_app import models
 from viz_app.state import clear_masks
 from viz_app.forward import InputProblem, SentenceInput, prepare_input
-
-
-PAGES_WITHOUT = {"probes", "head_statistics", "word_contexts", "how_bert_was_trained", "causal_tracing"}  # pages (url_path) that read no shared sentence: no box
+from viz_app.navigation import NO_SENTENCE_BOX
 
 
 def render(url_path: str, loaded: models.LoadedModel | None) -> SentenceInput | None:
-    """The box, unless the page `url_path` reads no sentence (then None)."""
-    if url_path in PAGES_WITHOUT:
+    """The box, unless the page `url_path` reads no sentence (its registry entry says so; then None)."""
+    if url_path in NO_SENTENCE_BOX:
         return None
     sentence, second = st.columns([3, 2])
     text = sentence.text_area(

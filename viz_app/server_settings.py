@@ -30,6 +30,7 @@ from typing import Mapping, Sequence
 import yaml
 
 from bert.errors import BertError
+from viz_app import safe_yaml
 
 CLASS_VARIABLE = "BERT_INSIDE_CLASS"
 SETTINGS_VARIABLE = "BERT_INSIDE_SETTINGS"
@@ -103,7 +104,7 @@ def read_settings(argv: Sequence[str], environ: Mapping[str, str]) -> ServerSett
 
 def _read_file(path: Path) -> dict:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = safe_yaml.load(path.read_text(encoding="utf-8"))
     except OSError as error:
         raise SettingsError(f"the settings file {path} cannot be read: {error.strerror or error}") from None
     except yaml.YAMLError as error:

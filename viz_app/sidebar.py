@@ -1,6 +1,7 @@
-"""The shared sidebar: the model picker (with the download box) and the model's size, the chart format.
+"""The shared sidebar: the model picker and the model's size at the top, the page list, the download box, the chart
+format.
 
-`render(visitor)` runs on every page (Home.py calls it) and returns the model it picked; the sentence box is in the
+`render(visitor, pages)` runs on every page (Home.py calls it) and returns the model it picked; the sentence box is in the
 main area (viz_app/sentence_box.py). A student (viz_app/access.py) picks among the offered models only: no folder
 box, no download box, and no server path in any message.
 """
@@ -10,10 +11,11 @@ import dataclasses
 
 import streamlit as st
 
-from bert.errors import BertError
+from bert.errors import BertError, quoted
 from viz_app import access, cache, download, models, state
 from viz_app.access import Visitor
 from viz_app.models import ModelKey, PickedModel
+from viz_app.text import escape_markdown
 
 
 DOWNLOAD_SUGGESTION = "bert-base-uncased"
@@ -22,11 +24,20 @@ PICKER_HELP = ("minilm is built in and works offline. bert-base-uncased appears 
 STUDENT_HELP = "The models this server offers; minilm is built in."
 
 
-def render(visitor: Visitor) -> PickedModel:
+def render(visitor: Visitor, pages: dict[str, list]) -> PickedModel:
+    """The sidebar, top to bottom: the model picker with the model's summary (first, so that a teacher on a small
+    screen never scrolls to it), the page list (`pages`: heading -> st.Page, Home.py's navigation), the download
+    box and the chart format."""
     with st.sidebar:
         st.markdown("### :material/search: Inside BERT")
-        picked = _model_picker(visitor)
+        picker = st.container()  # drawn first; the download box below runs first, so a new model can be chosen
+        _page_list(pages)
         st.divider()
+        if visitor.role.may_choose_any_model and (downloaded := _download_box()):
+            cache.forget_model_choices()  # the new model is in the cache now: list it on the next run
+            st.session_state["model_choice"] = downloaded
+            choices = access.picker_choices(cache.model_choices(), visitor.settings, visitor.role)
+            visitor = dataclasses.replace(visitor, choices=tuple(choices))
         st.radio(
             "Download charts as",
             ["png", "svg"],
@@ -37,18 +48,16 @@ def render(visitor: Visitor) -> PickedModel:
             "the CSV button under a chart downloads the numbers behind it.",
         )
         st.caption("The address bar holds this view (page, model, sentence, masks, selections): copy it to share.")
-    return picked
+        with picker:
+            return _pick_model(visitor)
 
 
-def _model_picker(visitor: Visitor) -> PickedModel:
-    picker = st.container()  # drawn first; the download box below runs first, so a new model can be chosen
-    if visitor.role.may_choose_any_model and (downloaded := _download_box()):
-        cache.forget_model_choices()  # the new model is in the cache now: list it on the next run
-        st.session_state["model_choice"] = downloaded
-        choices = access.picker_choices(cache.model_choices(), visitor.settings, visitor.role)
-        visitor = dataclasses.replace(visitor, choices=tuple(choices))
-    with picker:
-        return _pick_model(visitor)
+def _page_list(pages: dict[str, list]) -> None:
+    """Every page under its heading (st.navigation's own list would sit above the picker)."""
+    for heading, group in pages.items():
+        st.caption(heading)
+        for page in group:
+            st.page_link(page)
 
 
 def _download_box() -> str | None:
@@ -107,7 +116,8 @@ def _pick_model(visitor: Visitor) -> PickedModel:
     try:
         loaded = cache.load_model(key)
     except (BertError, OSError, ValueError, RuntimeError) as error:
-        message = f"Could not load {source!r} ({access.failure(error, visitor.role)}). Pick another model."
+        message = escape_markdown(f"Could not load {quoted(source)} ({access.failure(error, visitor.role)}). "
+                                  "Pick another model.")
         st.error(message)
         return PickedModel(key, None, message)
     summary = loaded.summary

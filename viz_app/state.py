@@ -18,7 +18,8 @@ import copy
 import streamlit as st
 
 from viz_app.access import Resolution, Visitor
-from viz_app.params import MAX_URL_TEXT, MODEL_PARAM, PARAMS
+from viz_app.navigation import PARAMS
+from viz_app.params import MAX_URL_TEXT, MODEL_PARAM
 
 REFUSED = "_model_refused"  # the line that says a requested model is not offered, shown once by the sidebar
 
@@ -76,10 +77,12 @@ def clamp(key: str, options: list, default=None) -> None:
         st.session_state[key] = default if default in options else options[0]
 
 
-def clamp_subset(key: str, options: list) -> None:
-    """Keep a multi-selection to the options there are (a link may name layers this model lacks)."""
-    default = _default(key, None)
-    chosen = st.session_state.get(key, default)
+def clamp_subset(key: str, options: list, default: list | None = None) -> None:
+    """Keep a multi-selection to the options there are (a link may name layers this model lacks); `default` where
+    it holds none (nothing chosen yet, or "the page picks")."""
+    default = _default(key, default)
+    chosen = st.session_state.get(key)
+    chosen = default if chosen is None else chosen
     st.session_state[key] = [value for value in chosen if value in options] if isinstance(chosen, list) else copy.copy(default)
 
 

@@ -10,6 +10,11 @@ than the time a browser may take to reconnect), its run is stopped if it still t
 folder if it finished, even though another session could still have shown it: a finished run is a cache of the
 same settings and seed, so pressing "Train it yourself" again gives the same run. The training loop checks at
 every step; `sweep()` checks the finished runs whenever a session opens the training room (viz_app/live_run.py).
+
+The slot is shared in turn: a run may carry a time limit (the page gives a student's STUDENT_LIMIT_S; the
+training loop stops it there, as if its owner had pressed Stop), and a session that asks while another run trains
+joins a queue (at most MAX_QUEUE sessions, one place each) whose first session still connected starts as soon as
+the slot is free. `place(owner)` is where a session stands in it.
 """
 from __future__ import annotations
 
@@ -34,6 +39,8 @@ log = logging.getLogger(__name__)
 
 SHIPPED_RUNS = Path(__file__).resolve().parent.parent / "bert" / "data" / "tiny_runs"  # recipes/tiny_runs.py
 KEPT_RUNS = 8  # finished runs kept (each a few kB of log and a 6 MB model folder)
+STUDENT_LIMIT_S = 180.0  # seconds of training a student's run may take (the default settings: 61 s in their shipped log)
+MAX_QUEUE = 30  # sessions waiting for the slot at most
 
 
 @dataclass
@@ -46,6 +53,9 @@ class Job:
     stop: threading.Event = field(default_factory=threading.Event)
     finished: threading.Event = field(default_factory=threading.Event)
     away_since: float | None = None  # when its session was first found with no browser connected (None: connected)
+    limit_s: float | None = None  # stopped after this many seconds of training (None: no limit)
+    started_at: float | None = None  # the room's clock when the run took the slot (its time limit counts from there)
+    timed_out: bool = False  # stopped by its time limit
 
     @property
     def step(self) -> int:
@@ -69,17 +79,47 @@ class TinyTrainingRuns:
         self._lock = threading.Lock()
         self.current: Job | None = None
         self._finished: OrderedDict[TinySettings, Job] = OrderedDict()
+        self._queue: OrderedDict[str, tuple[TinySettings, float | None]] = OrderedDict()  # owner -> its run, in turn
 
-    def start(self, settings: TinySettings, owner: str) -> tuple[str, Job | None]:
-        """("finished", the kept job) | ("started", the new job) | ("busy", the job that is training)."""
+    def start(self, settings: TinySettings, owner: str, limit_s: float | None = None,
+              queue: bool = False) -> tuple[str, Job | None]:
+        """("finished", the kept job) | ("started", the new job) | ("busy", the job that is training) |
+        ("queued", the job that is training; `place(owner)` says where this browser session stands) | ("full", the same,
+        when MAX_QUEUE sessions wait already). `queue`: wait in turn instead of being told "busy"."""
         with self._lock:
             if settings in self._finished:
                 return "finished", self._finished[settings]
             if self.current is not None:
-                return "busy", self.current
-            job = self.current = Job(settings, owner)
-        threading.Thread(target=self._train, args=(job,), name=f"tiny-bert {settings.name}", daemon=True).start()
+                if not queue or self.current.owner == owner:
+                    return "busy", self.current
+                if owner not in self._queue and len(self._queue) >= MAX_QUEUE:
+                    return "full", self.current
+                self._queue[owner] = (settings, limit_s)  # one place per session: a new ask keeps it
+                return "queued", self.current
+            job = self.current = Job(settings, owner, limit_s=limit_s, started_at=self._clock())
+        self._launch(job)
         return "started", job
+
+    def place(self, owner: str) -> int | None:
+        """Where `owner` stands in the queue (1: next), None when it does not wait."""
+        with self._lock:
+            return next((n for n, waiting in enumerate(self._queue, 1) if waiting == owner), None)
+
+    def leave_queue(self, owner: str) -> None:
+        with self._lock:
+            self._queue.pop(owner, None)
+
+    def _launch(self, job: Job) -> None:
+        threading.Thread(target=self._train, args=(job,), name=f"tiny-bert {job.settings.name}", daemon=True).start()
+
+    def _next_in_queue(self) -> Job | None:
+        """Under the lock, once the slot is free: the first waiting session still connected becomes the current job."""
+        while self._queue:
+            owner, (settings, limit_s) = self._queue.popitem(last=False)
+            if self._connected(owner) and settings not in self._finished:
+                self.current = Job(settings, owner, limit_s=limit_s, started_at=self._clock())
+                return self.current
+        return None
 
     def finished(self, settings: TinySettings) -> Job | None:
         with self._lock:
@@ -112,7 +152,7 @@ class TinyTrainingRuns:
         torch.set_num_threads(1)  # one core: on a small shared machine two threads wait on each other
         try:
             result, model, _ = train_tiny(job.settings, folder / "work", lambda grown: setattr(job, "log", grown),
-                                          lambda: job.stop.is_set() or self._gone(job))
+                                          lambda: job.stop.is_set() or self._gone(job) or self._over_time(job))
             job.log = result
             job.model_folder = str(save_hf_folder(model, folder / "model", TINY_VOCAB))
         except Exception as error:  # a failed run must make way for the next and say why, not take the server down
@@ -130,7 +170,15 @@ class TinyTrainingRuns:
                     job.model_folder = None
                     shutil.rmtree(folder, ignore_errors=True)
                 self.current = None
+                following = self._next_in_queue()
             job.finished.set()
+            if following is not None:
+                self._launch(following)
+
+    def _over_time(self, job: Job) -> bool:
+        if job.limit_s is not None and self._clock() - job.started_at >= job.limit_s:
+            job.timed_out = True
+        return job.timed_out
 
 
 def _remove_model_folder(job: Job) -> None:

@@ -55,6 +55,7 @@ def of_the_browser_session() -> Visitor:
             st.session_state[PRESENTER] = key
     key = st.session_state.get(PRESENTER)
     presenter = room is not None and room.is_presenter_key(key)
-    role = access.role_of(address(), settings.class_mode, presenter)
+    where = address()
+    role = access.role_of(where, settings.class_mode, presenter)
     choices = tuple(access.picker_choices(cache.model_choices(), settings, role))
-    return Visitor(role, settings, choices, room, key if role is Role.PRESENTER else None)
+    return Visitor(role, settings, choices, room, key if role is Role.PRESENTER else None, where)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import torch
 
-from ..config import BertConfig
+from ..config import FAMILIES, BertConfig
 from ..devices import add_device_argument, log_device
 from ..errors import InvalidInputError
 from ..model import Bert
@@ -25,6 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--init", default="scratch", help="'scratch', or a model to start from (minilm-encoder, a folder, a hub id)")
     parser.add_argument("--layers", type=int, default=2, help="from scratch: number of layers")
     parser.add_argument("--hidden", type=int, default=128, help="from scratch: hidden size")
+    parser.add_argument("--family", default="bert", choices=FAMILIES,
+                        help="from scratch: the family's differences (bert/config.py), e.g. roberta: one segment, no NSP")
     parser.add_argument("--heads", type=int, default=2, help="from scratch: attention heads")
     parser.add_argument("--vocab", help="from scratch: vocab.txt (default: the built-in model's uncased vocabulary)")
     parser.add_argument("--max-length", type=int, default=128)
@@ -58,8 +60,9 @@ def _pretrain(args, device, ranks: Ranks) -> int:
     pairs = args.nsp or args.sop  # both tasks train the same two-way head over the pooled [CLS]
     if args.init == "scratch":
         tokenizer = BertTokenizer.from_vocab(args.vocab or minilm_folder() / "vocab.txt")
-        config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=args.hidden, num_layers=args.layers,
-                            num_heads=args.heads, intermediate_size=4 * args.hidden, max_position_embeddings=max(args.max_length, 512))
+        config = BertConfig.of_family(args.family, vocab_size=tokenizer.vocab_size, hidden_size=args.hidden, num_layers=args.layers,
+                                      num_heads=args.heads, intermediate_size=4 * args.hidden, max_position_embeddings=max(args.max_length, 512),
+                                      pad_token_id=tokenizer.pad_id)
         model = Bert(config, mlm_head=not args.no_mlm, nsp_head=pairs)
     else:
         model, tokenizer = load_pretrained(args.init)

@@ -152,7 +152,7 @@ def autocast(device: torch.device, bf16: bool):
 def freeze_unused_heads(model: Bert, config: TrainConfig, data: DataConfig) -> None:
     """Heads no loss reads get no gradient; frozen, DistributedDataParallel does not wait for one. (A single
     process is unchanged: AdamW skips parameters without a gradient.)"""
-    freeze_heads(model, ([] if data.next_sentence else ["pooler", "nsp_head"]) + ([] if config.mlm else ["lm_head"]))
+    freeze_heads(model, ([] if data.pair_task else ["pooler", "nsp_head"]) + ([] if config.mlm else ["lm_head"]))
 
 
 def freeze_heads(model: Bert, names: list[str]) -> None:

@@ -39,6 +39,10 @@ def test_labels_round_trip_through_the_loader(folder):
     ('{"8": "barking"}', "feature 8 is outside this SAE's 0 .. 7"),
     ('{"2": 3}', "the label of feature 2 is 3, not text"),
     ('{"2": "' + "x" * (MAX_LABEL + 1) + '"}', f"is {MAX_LABEL + 1} characters long; at most {MAX_LABEL}"),
+    pytest.param("[" * 200_000, "is nested too deeply", id="200 kB deep"),  # json's decoder recurses: RecursionError, caught
+    pytest.param('{"2": ' + "9" * 5000 + "}", "holds a number too long to read", id="5,000-digit label"),  # int(): ValueError
+    pytest.param('{"' + "9" * 5000 + '": "x"}', "'99999", id="5,000-digit key"),  # quoted short, never converted
+    pytest.param('{"2": [' + "1, " * 100_000 + "1]}", "the label of feature 2 is a list, not text", id="a long list"),
 ])
 def test_a_bad_labels_file_is_refused_with_a_message_naming_the_problem(folder, text, problem):
     (folder / LABELS_FILE).write_text(text, encoding="utf-8")

@@ -90,6 +90,10 @@ BAD_SENTENCES = {  # case: (the bad sentence, its message, the line (within the 
     "two roots": ("\n".join([row(1, "a", 0), row(2, "b", 0)]), "two roots (words 1 and 2)", 2),
     "ids out of order": ("\n".join([row(1, "a", 0), row(3, "b", 1)]), "word id 3 where 2 was due", 2),
     "bad head value": ("\n".join([row(1, "a", 0), row(2, "b", "x")]), "'x' is not a valid value", 2),
+    # Python refuses to convert more than 4,300 digits (ValueError, not conllu's ParseException): refused unread
+    "5,000-digit word id": ("\n".join([row(1, "a", 0), row("9" * 5000, "b", 1)]),
+                            "the word id (column 1) is 5,000 characters long", 2),
+    "5,000-digit head": ("\n".join([row(1, "a", 0), row(2, "b", "9" * 5000)]), "the head (column 7) is 5,000 characters long", 2),
 }
 
 

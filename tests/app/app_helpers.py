@@ -7,12 +7,12 @@ from pathlib import Path
 
 import numpy as np
 
-from viz_app import navigation, sentence_box
+from viz_app import navigation
 
 ROOT = Path(__file__).resolve().parents[2]
 HOME = ROOT / "viz_app" / "Home.py"
 PAGES = {url_path: f"../pages/{page.file}" for url_path, page in navigation.PAGES.items()}  # every page, as Home.py lists them
-NO_SENTENCE = sentence_box.PAGES_WITHOUT | {"lessons"}  # pages that run without a sentence (the lessons page has the box)
+NO_SENTENCE = navigation.NO_SENTENCE_BOX | {"lessons"}  # pages that run without a sentence (the lessons page has the box)
 NO_MODEL = {"how_bert_was_trained"}  # pages that show the picked model nothing (their own built-in model, shipped runs)
 TIMEOUT = 600  # seconds per script run: generous, the CPUs are shared with training runs
 

@@ -88,6 +88,25 @@ def test_the_owner_and_the_presenter_may_open_any_folder():
         assert (resolution.choice.source, resolution.folder, resolution.refused) == (FOLDER, "/home/teacher/my-bert", None)
 
 
+def test_a_teachers_folder_named_by_its_path_opens_by_its_offered_name():
+    """A lesson's `model: /srv/models/bert-sst2` opened by the presenter moves the class to "sentiment": the name
+    is what every following student's address bar then holds, never the path."""
+    for role in (Role.OWNER, Role.PRESENTER):
+        for spelling in ("/srv/models/bert-sst2", "/srv/models/bert-sst2/", "/srv/models/../models/bert-sst2"):
+            resolution = resolve(spelling, picker_choices(MACHINE, SETTINGS, role), role)
+            assert (resolution.choice.source, resolution.folder, resolution.refused) == ("sentiment", None, None)
+
+
+def test_a_steps_link_names_the_loaded_model_never_the_folder_the_step_wrote():
+    from viz_app.lessons.resolve import ResolvedStep
+
+    step = ResolvedStep(number=1, total=1, title="T", text="", question="", answer="", notice="", page="attention",
+                        state={"model": "/srv/models/bert-sst2", "text": "A b.", "layer": 2})
+    assert step.query("sentiment") == {"model": "sentiment", "text": "A b.", "layer": "2"}
+    assert step.link("http://h:8501", "sentiment") == "http://h:8501/attention?model=sentiment&text=A+b.&layer=2"
+    assert step.query(None)["model"] == "/srv/models/bert-sst2"  # no model loaded (an export's own key): the step's
+
+
 def test_without_a_cached_hub_model_the_default_is_the_builtin_one():
     builtin_only = [c for c in MACHINE if c.folder is None]
     resolution = resolve("/etc", picker_choices(builtin_only, ServerSettings(), Role.STUDENT), Role.STUDENT)

@@ -30,23 +30,33 @@ def test_prepare_input_masks_and_typed_masks(encoder):
     assert 0 not in prepared.maskable and prepared.maskable[-1] == len(prepared.base) - 2
 
 
-def test_recorded_pass_keeps_what_a_plain_recording_keeps(tiny_model, tiny_batch):
-    """The app's one pass (the hooks forward.record keeps) writes patterns and MLP activations straight into
-    [layer, ...] tensors; the numbers must be those of run_with_cache keeping every hook, and the logits those of
-    a pass that records nothing (to float rounding: that pass takes the fused attention kernel)."""
+def test_recorded_pass_keeps_what_a_plain_recording_keeps(tiny_model, tiny_batch, monkeypatch):
+    """The app's one pass (the hooks forward.record keeps) records no pattern, so every layer takes the fused
+    kernel; it writes q, k and the MLP activations straight into [layer, ...] tensors, with the numbers of
+    run_with_cache keeping every hook (the step-by-step path, so to float rounding), and the patterns computed
+    from its q and k are those that path records."""
+    from bert import attention
+
     input_ids, token_type_ids, _ = tiny_batch
     logit_mask = torch.zeros_like(input_ids, dtype=torch.bool)
     logit_mask[:, 1:3] = True
     names = forward.recorded_names(tiny_model.config.num_layers)
+    calls = []
+    fused = attention.fused_attention
+    monkeypatch.setattr(attention, "fused_attention", lambda *args, **kwargs: calls.append(1) or fused(*args, **kwargs))
     with torch.inference_mode():
         logits, recorded = tiny_model.run_with_cache(input_ids, token_type_ids, names=names, logit_mask=logit_mask)
+        assert len(calls) == tiny_model.config.num_layers
         plain_logits = tiny_model(input_ids, token_type_ids, logit_mask=logit_mask)
         _, cache = tiny_model.run_with_cache(input_ids, token_type_ids)
-    torch.testing.assert_close(logits, plain_logits, rtol=1e-5, atol=1e-5)
-    for kind in ("pattern", "mlp_post", "q", "k"):
+    torch.testing.assert_close(logits, plain_logits, rtol=0, atol=0)  # the same fused pass, recorded or not
+    for kind in ("mlp_post", "q", "k"):
         stacked = recorded.stack(kind)
         assert recorded[kind, 1].data_ptr() == stacked[1].data_ptr()  # written into one tensor as the pass went
-        torch.testing.assert_close(stacked, cache.stack(kind), rtol=0, atol=0)
+        torch.testing.assert_close(stacked, cache.stack(kind), rtol=1e-5, atol=1e-5)
+    for row in range(input_ids.shape[0]):
+        patterns = forward.patterns_of(recorded.stack("q")[:, row].numpy(), recorded.stack("k")[:, row].numpy())
+        np.testing.assert_allclose(patterns, cache.stack("pattern")[:, row].numpy(), rtol=0, atol=1e-6)
     for part, name in EMBEDDING_PARTS.items():
         torch.testing.assert_close(recorded[name], cache[name], rtol=0, atol=0)
 
@@ -67,9 +77,10 @@ def test_truncation_is_explicit(encoder):
     assert len(prepared.base) == 512 and prepared.base.truncated == 602 - 512
 
 
-def test_predictions_alone_take_the_fused_path_and_match_bert_predict(tiny_mlm_folder, monkeypatch):
-    """The prediction page's pass records nothing, so every layer takes the fused attention kernel; its
-    candidates are those of bert.predict.predict_masks on the same input, and those of the full recorded pass."""
+def test_both_passes_take_the_fused_path_and_match_bert_predict(tiny_mlm_folder, monkeypatch):
+    """The pass of the prediction and attention pages (q and k only) and the one that also keeps the MLP
+    activations and the embeddings record no pattern, so every layer of both takes the fused attention kernel;
+    their candidates are the same to the last bit, and those of bert.predict.predict_masks on the same input."""
     from bert import attention
     from bert.predict import predict_masks
 
@@ -78,16 +89,26 @@ def test_predictions_alone_take_the_fused_path_and_match_bert_predict(tiny_mlm_f
     calls = []
     fused = attention.fused_attention
     monkeypatch.setattr(attention, "fused_attention", lambda *args, **kwargs: calls.append(1) or fused(*args, **kwargs))
-    alone = forward.record(loaded.model, loaded.tokenizer, prepared, activations=False)
-    assert len(calls) == loaded.model.config.num_layers and alone.attention is None and alone.neurons is None
+    light = forward.record(loaded.model, loaded.tokenizer, prepared, activations=False)
+    assert len(calls) == loaded.model.config.num_layers and light.neurons is None and light.embeddings is None
+    assert light.attention.shape == (loaded.model.config.num_layers, loaded.model.config.num_heads, 8, 8)
     full = forward.record(loaded.model, loaded.tokenizer, prepared)
-    assert len(calls) == loaded.model.config.num_layers  # the recorded pass went step by step
+    assert len(calls) == 2 * loaded.model.config.num_layers and full.neurons is not None
+    np.testing.assert_array_equal(light.attention, full.attention)
     [expected] = predict_masks(loaded.model, loaded.tokenizer, prepared.masked, top_k=forward.TOP_K_STORED)
-    for result in (alone, full):
+    np.testing.assert_array_equal(light.masks[0].probabilities, full.masks[0].probabilities)
+    for result in (light, full):
         [mask] = result.masks
         assert mask.position == expected.position
         assert mask.tokens[:5] == tuple(c.token for c in expected.candidates[:5])
         np.testing.assert_allclose(mask.probabilities, [c.probability for c in expected.candidates], atol=1e-5)
+
+
+def test_the_patterns_are_computed_once_and_read_only(encoder):
+    prepared = forward.prepare_input(encoder.tokenizer, "The dog barked.", None, [], False, 512)
+    result = forward.record(encoder.model, encoder.tokenizer, prepared, activations=False)
+    assert result.attention is result.attention and not result.attention.flags.writeable
+    np.testing.assert_allclose(result.attention.sum(-1), 1.0, atol=1e-5)
 
 
 def test_record_keeps_what_the_pages_need(encoder):
@@ -142,7 +163,7 @@ def test_detokenize_and_filled_in_sentence():
         tokens=["[CLS]", "the", "[MASK]", "barked", "[SEP]", "it", "[MASK]", "[SEP]"],
         original_tokens=[], token_type_ids=[], special=[True, False, False, False, True, False, False, True],
         masks=(forward.MaskResult(2, ("dog",), np.ones(1), (False,)), forward.MaskResult(6, ("##s",), np.ones(1), (True,))),
-        attention=np.zeros(0), neurons=np.zeros(0),
+        neurons=np.zeros(0),
     )
     assert text.filled_in_sentence(result) == "the **dog** barked / it**s**"
     roberta = forward.ForwardResult(  # byte-level pieces: "Ġ" starts a word, bytes decoded; </s></s> between sentences

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from viz_app.causal_tracing import CausalSettings, PatchingRequest, default_corrupt, default_corrupt_of, patching_batch, pick_answer_foil
-from viz_app.params import LINK_PARAMS
+from viz_app.navigation import LINK_PARAMS
 
 
 def test_settings_from_a_link_and_their_defaults():

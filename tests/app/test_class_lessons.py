@@ -12,7 +12,7 @@ from bert.pretrained import MINILM_HEAD_FILE
 from viz_app import models
 from viz_app.lessons.format import PAGES, builtin_lessons
 from viz_app.lessons.resolve import resolve
-from viz_app.params import LINK_PARAMS
+from viz_app.navigation import LINK_PARAMS
 
 pytestmark = [pytest.mark.slow,  # two sessions run every step of every lesson
               pytest.mark.skipif(not MINILM_HEAD_FILE.is_file(), reason=f"{MINILM_HEAD_FILE} is not there yet")]

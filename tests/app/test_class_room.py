@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from viz_app.class_room import HEARTBEAT_WINDOW_S, ClassRoom, NotPresenterError, class_links
+from viz_app.class_room import HEARTBEAT_WINDOW_S, Answer, ClassRoom, NotPresenterError, class_links
 
 
 @dataclass(frozen=True)
@@ -74,16 +74,16 @@ def test_followers_are_counted_by_heartbeat():
 
 def test_one_answer_per_student_for_the_step_showing():
     room = ClassRoom()
-    assert not room.answer("a", "yes", room.version)  # no lesson yet
+    assert room.answer("a", "yes", room.version) is Answer.MOVED_ON  # no lesson yet
     shown = room.show(room.key, SIX_STEPS, 3)
-    assert room.answer("a", "yes", shown.version) and room.answer("b", "yes", shown.version)
-    assert room.answer("c", "no", shown.version)
-    assert room.answer("a", "no", shown.version)  # a changes their mind: still one answer
+    assert room.answer("a", "yes", shown.version) is room.answer("b", "yes", shown.version) is Answer.COUNTED
+    assert room.answer("c", "no", shown.version) is Answer.COUNTED
+    assert room.answer("a", "no", shown.version) is Answer.COUNTED  # a changes their mind: still one answer
     assert room.answers() == {"yes": 1, "no": 2} and room.answer_of("a") == "no"
     moved = room.show(room.key, SIX_STEPS, 4)
     assert room.answers() == {}  # a new step starts afresh
-    assert not room.answer("b", "late", shown.version)  # an answer to the step before is dropped
-    assert room.answer("b", "new", moved.version) and room.answers() == {"new": 1}
+    assert room.answer("b", "late", shown.version) is Answer.MOVED_ON  # an answer to the step before is dropped
+    assert room.answer("b", "new", moved.version) is Answer.COUNTED and room.answers() == {"new": 1}
 
 
 def test_many_threads_at_once():
@@ -131,6 +131,9 @@ def test_memory_stays_bounded(monkeypatch):
     room.heartbeat("student 3", following=True)  # heard again: kept as the newest
     assert room.followers() == 10  # the ten heard from last
     shown = room.show(room.key, SIX_STEPS, 0)
-    for student in range(25):
-        room.answer(f"student {student}", "yes", shown.version)
-    assert room.answers() == {"yes": 10}
+    results = [room.answer(f"student {student}", "yes", shown.version) for student in range(25)]
+    assert results == [Answer.COUNTED] * 10 + [Answer.FULL] * 15  # refused, and said so: never dropped silently
+    assert room.answers() == {"yes": 10} and room.refused() == 15
+    assert room.answer("student 3", "no", shown.version) is Answer.COUNTED  # one already counted may change theirs
+    room.show(room.key, SIX_STEPS, 1)
+    assert room.refused() == 0

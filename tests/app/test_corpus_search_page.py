@@ -107,7 +107,7 @@ def test_uploaded_text_is_escaped(open_search):
     [
         (b"", "That file is empty"),
         (b"\n  \n\n", "That file is empty"),
-        (b"The dog barked.\n" * 700_000, "the limit is 2,000,000 bytes"),  # 10.5 MB
+        (b"The dog barked.\n" * 700_000, "this box takes at most 2,000,000 bytes"),  # 10.5 MB
         (b"Dog.\n" * 2001, "the limit is 2,000 sentences"),
         (b"The dog barked at the mailman because he came to the door every morning.\n" * 1000, "the limit is 15,000 tokens"),
         ("word " * 600 + "\n", "Line 1 is 602 tokens long"),

@@ -190,4 +190,30 @@ def test_a_student_sees_the_saved_labels_and_cannot_write(labelled_copy, student
     (folder / "labels.json").write_text("{broken", encoding="utf-8")
     at.run()
     no_exception(at)
-    assert "labels.json of mine is not JSON" in texts(at) and str(folder.parent) not in texts(at)
+    assert "labels.json of mine is not JSON" in texts(at).replace("\\", "") and str(folder.parent) not in texts(at)
+
+
+@pytest.mark.slow
+def test_a_student_reads_the_training_files_name_never_its_folder(labelled_copy, student):
+    import json
+
+    folder, name = labelled_copy
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    (folder / "config.json").write_text(json.dumps(config | {"data": "/srv/teacher/corpora/wiki.txt"}), encoding="utf-8")
+    at = open_sae(name)
+    assert "trained on wiki\\.txt" in texts(at) and "/srv/teacher" not in texts(at)
+    deep = b"[" * 200_000  # a labels file nested 200 kB deep: one line, no traceback
+    at.file_uploader(key=f"feature_labels_upload:{name}").set_value(("deep.json", deep, "application/json")).run()
+    no_exception(at)
+    assert "That labels file cannot be used: deep.json is nested too deeply" in texts(at).replace("\\", "")
+
+
+def test_training_data_by_role():
+    from viz_app.access import Role
+    from viz_app.features import training_data
+
+    assert training_data("/srv/teacher/corpora/wiki.txt", Role.OWNER) == "/srv/teacher/corpora/wiki.txt"
+    assert training_data("/srv/teacher/corpora/wiki.txt", Role.PRESENTER) == "/srv/teacher/corpora/wiki.txt"
+    assert training_data("/srv/teacher/corpora/wiki.txt", Role.STUDENT) == "wiki.txt"
+    assert training_data("C:\\corpora\\wiki.txt", Role.STUDENT) == "wiki.txt"
+    assert training_data("", Role.STUDENT) == "an unnamed text"

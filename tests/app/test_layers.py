@@ -1,9 +1,11 @@
 """The app's dependencies point one way (viz_app/__init__.py): bert/ <- pure helpers <- caches <- widgets and
 sidebar <- pages. Read from the source: every import, at the top of a module or inside a function (only imports
-under `if TYPE_CHECKING:`, which never run, are left out)."""
+under `if TYPE_CHECKING:`, which never run, are left out); which module is a pure helper and which draws widgets is
+read from what it imports of Streamlit, so a new module is checked without being listed anywhere."""
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import subprocess
 import sys
@@ -12,20 +14,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("bert", "viz_app")
-# The pure helpers: plain Python, no Streamlit (the lessons' own modules included, but not their Streamlit side).
-PURE = [
-    "viz_app.models", "viz_app.forward", "viz_app.text", "viz_app.params", "viz_app.navigation", "viz_app.tables",
-    "viz_app.architecture", "viz_app.sentence_tasks", "viz_app.word_contexts", "viz_app.model_comparison",
-    "viz_app.corpus_search", "viz_app.tiny_training", "viz_app.export_html", "viz_app.download",
-    "viz_app.label_names", "viz_app.page_context", "viz_app.export_lesson", "viz_app.features", "viz_app.lessons.format",
-    "viz_app.lessons.computed", "viz_app.lessons.resolve", "viz_app.lessons.views", "viz_app.lessons.export",
-    "viz_app.notebook", "viz_app.head_ablation",
-    *sorted(f"viz_app.views.{path.stem}" for path in (ROOT / "viz_app" / "views").glob("*.py") if path.stem != "__init__"),
-    "viz_app.access", "viz_app.server_settings", "viz_app.class_room", "viz_app.class_links",
-]
-WIDGETS = {"viz_app.widgets", "viz_app.analysis_widgets", "viz_app.sidebar", "viz_app.sentence_box", "viz_app.state",
-           "viz_app.lessons.session", "viz_app.live_run", "viz_app.pretraining_figures", "viz_app.visitor",
-           "viz_app.lessons.following"}
+# What of Streamlit the caches use (a module using only these is no widget module): the cache decorators, a long
+# computation's progress bar, the server's options and its sessions.
+RUNTIME_ONLY = {"cache_data", "cache_resource", "progress", "get_option", "runtime"}
 
 
 def module_files() -> dict[str, Path]:
@@ -64,6 +55,7 @@ def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
     return found
 
 
+@functools.cache  # read once per test run
 def import_graph() -> dict[str, set[str]]:
     files = module_files()
     return {name: imports_of(name, path, set(files)) for name, path in files.items()}
@@ -112,10 +104,49 @@ def _closure(graph: dict[str, set[str]], start: str) -> set[str]:
     return seen
 
 
+def streamlit_uses(path: Path) -> set[str]:
+    """What the module takes from Streamlit: the names after `st.` and those imported from streamlit; an empty set
+    for a module that does not import Streamlit."""
+    tree = ast.parse(path.read_text())
+    aliases, used = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            aliases |= {alias.asname or alias.name for alias in node.names if alias.name.split(".")[0] == "streamlit"}
+        elif isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "streamlit":
+            used |= {node.module.split(".", 1)[1].split(".")[0] if "." in node.module else alias.name for alias in node.names}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
+            used.add(node.attr)
+    return used or ({"streamlit"} if aliases else set())
+
+
+@functools.cache
+def app_layers() -> tuple[set[str], set[str]]:
+    """(pure helpers, widget modules) of viz_app, read from the imports: a pure helper imports no Streamlit, a
+    widget module uses more of it than the caches' runtime (RUNTIME_ONLY)."""
+    files = {name: path for name, path in module_files().items() if name.startswith("viz_app")}
+    uses = {name: streamlit_uses(path) for name, path in files.items()}
+    pure = {name for name, used in uses.items() if not used}
+    widgets = {name for name, used in uses.items() if used - RUNTIME_ONLY}
+    return pure, widgets
+
+
+def test_the_layers_are_read_from_the_imports():
+    """The inference sees what it should: caches and the session runtime are not widgets, a sidebar is."""
+    pure, widgets = app_layers()
+    assert {"viz_app.cache", "viz_app.sessions"} & (pure | widgets) == set()
+    assert {"viz_app.sidebar", "viz_app.state", "viz_app.widgets", "viz_app.Home"} <= widgets
+    assert {"viz_app.navigation", "viz_app.params", "viz_app.forward", "viz_app.text"} <= pure
+    assert len(pure) > 40
+
+
 def test_pure_helpers_and_caches_import_no_widget():
     graph = import_graph()
-    for name in [*PURE, "viz_app.cache"]:
-        assert not _closure(graph, name) & WIDGETS, name
+    pure, widgets = app_layers()
+    for name in sorted(pure | {"viz_app.cache", "viz_app.sessions"}):
+        assert not _closure(graph, name) & widgets, name
+    for name in sorted(pure):
+        assert not _closure(graph, name) - pure - {n for n in graph if n.startswith("bert")}, name
 
 
 def _loaded_after_import(modules: list[str]) -> list[str]:
@@ -136,4 +167,5 @@ def test_text_and_the_chart_builders_import_neither_streamlit_nor_the_analyses()
 
 
 def test_pure_helpers_import_no_streamlit():
-    assert not [m for m in _loaded_after_import(PURE) if m.startswith("streamlit")]
+    pure, _ = app_layers()
+    assert not [m for m in _loaded_after_import(sorted(pure)) if m.startswith("streamlit")]

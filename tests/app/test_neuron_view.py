@@ -47,8 +47,9 @@ def test_products_sum_to_the_recorded_score(recorded):
     seq = len(prepared.masked)
     for layer in layers:
         scores, pattern = cache[hook_name("scores", layer)][0].numpy(), cache[hook_name("pattern", layer)][0].numpy()
-        np.testing.assert_array_equal(result.queries[layer], cache[hook_name("q", layer)][0].numpy())
-        np.testing.assert_array_equal(result.keys[layer], cache[hook_name("k", layer)][0].numpy())
+        # the app's pass is fused, this one step by step (it records the scores): equal to float rounding
+        np.testing.assert_allclose(result.queries[layer], cache[hook_name("q", layer)][0].numpy(), atol=1e-5)
+        np.testing.assert_allclose(result.keys[layer], cache[hook_name("k", layer)][0].numpy(), atol=1e-5)
         for head in range(model.config.num_heads):
             for query in range(seq):
                 for key in range(seq):

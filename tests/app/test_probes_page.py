@@ -82,6 +82,8 @@ def test_an_upload_with_a_bad_sentence_leaves_it_out_and_says_where(open_probes)
     ("latin1.conllu", "1\tcaf\xe9\t_\t_\t_\t_\t0\troot\t_\t_\n".encode("latin-1"), "line 1: not UTF-8"),
     ("one.tsv", b"word\nother\n", "line 1: one column only"),
     ("cycle.conllu", b"1\ta\t_\t_\t_\t_\t2\tdep\t_\t_\n2\tb\t_\t_\t_\t_\t1\tdep\t_\t_\n", "no usable sentence: line 1: no root"),
+    ("huge_id.conllu", b"1\ta\t_\t_\t_\t_\t0\troot\t_\t_\n" + b"9" * 5000 + b"\tb\t_\t_\t_\t_\t1\tdep\t_\t_\n",
+     "no usable sentence: line 2: the word id (column 1) is 5,000 characters long"),
 ])
 def test_a_bad_file_gets_a_message_naming_the_line(open_probes, name, content, message):
     at = upload(open_probes(probes_source="labelled"), name, content)
@@ -91,7 +93,7 @@ def test_a_bad_file_gets_a_message_naming_the_line(open_probes, name, content, m
 
 def test_a_too_large_file_is_refused_before_reading(open_probes):
     at = upload(open_probes(probes_source="labelled"), "big.conllu", b"#" * 5_000_001)
-    assert "the limit is 5,000,000 bytes" in shown(at)
+    assert "this box takes at most 5,000,000 bytes (5 MB)" in shown(at)
 
 
 def test_a_file_with_too_few_sentences_says_so(open_probes):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from app_helpers import no_exception
-from viz_app.sentence_box import PAGES_WITHOUT
+from viz_app.navigation import NO_SENTENCE_BOX
 
 pytestmark = pytest.mark.slow  # every test here takes seconds
 
@@ -18,7 +18,7 @@ WITHOUT = {"probes": "../pages/6_probes.py", "head_statistics": "../pages/10_hea
 
 
 def test_the_box_is_on_pages_that_read_the_sentence_and_keeps_it_across_them(open_app):
-    assert set(WITHOUT) == PAGES_WITHOUT
+    assert set(WITHOUT) == NO_SENTENCE_BOX
     at = open_app(text="Dogs chase [MASK] cats.", pair="They run.")
     assert not at.sidebar.text_area and [box.key for box in at.sidebar.text_input] == ["download_repo_id"]
     at.main.text_area(key="text").input("Birds sing at [MASK].").run()

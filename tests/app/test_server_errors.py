@@ -26,7 +26,8 @@ def visitor_from(request, monkeypatch) -> bool:
 
 
 def shown(at) -> str:
-    return texts(at) + "\n" + "\n".join(str(e.value) for e in at.sidebar.error)
+    """What the page reads as (the Markdown escapes of quoted text removed)."""
+    return (texts(at) + "\n" + "\n".join(str(e.value) for e in at.sidebar.error)).replace("\\", "")
 
 
 def check(at, owner: bool, line: str) -> None:

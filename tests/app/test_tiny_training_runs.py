@@ -107,3 +107,34 @@ def test_streamlits_runtime_says_which_sessions_are_connected(monkeypatch):
     assert sessions.is_connected("connected") and not sessions.is_connected("closed tab")
     with pytest.raises(sessions.NoSessionError):
         sessions.this_session()  # not inside a run of the app's script
+
+
+@pytest.mark.slow
+def test_a_run_stops_at_its_time_limit_and_the_queue_moves_on(tmp_path):
+    server = Server("session A", "session B", "session C")
+    room = TinyTrainingRuns(tmp_path, connected=server.is_connected, clock=server.clock)
+    status, first = room.start(LONG, "session A", limit_s=60.0, queue=True)
+    assert status == "started"
+    assert room.start(QUICK, "session B", limit_s=60.0, queue=True) == ("queued", first)
+    assert room.start(LONG, "session C", queue=True) == ("queued", first)
+    assert room.start(QUICK, "session B", queue=True) == ("queued", first)  # asking again keeps one place
+    assert (room.place("session B"), room.place("session C"), room.place("session A")) == (1, 2, None)
+    server.connected.discard("session C")  # gone while waiting: skipped when the slot frees
+    server.now += 61.0  # a minute of training: past session A's limit
+    assert first.finished.wait(WAIT) and first.timed_out
+    assert first.log.stopped_at is not None and first.log.stopped_at < LONG.steps
+    second = room.current
+    assert second is not None and second.owner == "session B" and second.settings == QUICK  # started by itself
+    assert second.finished.wait(WAIT) and not second.timed_out and room.finished(QUICK) is second
+    assert room.current is None and room.place("session C") is None
+
+
+def test_the_queue_is_bounded(tmp_path, monkeypatch):
+    monkeypatch.setattr("viz_app.tiny_training.MAX_QUEUE", 2)
+    room = TinyTrainingRuns(tmp_path)
+    room.current = holder = SimpleNamespace(owner="session A")  # a run holding the slot (nothing trains)
+    assert [room.start(QUICK, f"session {n}", queue=True)[0] for n in "BCD"] == ["queued", "queued", "full"]
+    assert room.start(QUICK, "session B", queue=True) == ("queued", holder)  # one already waiting keeps its place
+    assert room.start(QUICK, "session D")[0] == "busy"  # without queueing: told who holds the slot
+    room.leave_queue("session B")
+    assert room.place("session C") == 1

@@ -74,16 +74,25 @@ def test_a_live_run_of_a_few_steps_then_open_the_model():
     assert "2 layers · 2 heads · hidden 128" in texts(at), "the sidebar now runs the tiny model"
 
 
-def test_a_second_session_sees_the_server_busy_not_a_crash():
+def test_a_second_session_waits_in_the_queue_not_a_crash(monkeypatch):
+    from viz_app import sessions
+
+    def as_session(name: str, at):  # AppTest gives every session one id: each tab plays its own
+        monkeypatch.setattr(sessions, "this_session", lambda: name)
+        return at
+
     first, second = open_page(), open_page()
-    first.number_input(key="tiny_steps").set_value(3000).run()
+    as_session("first", first).number_input(key="tiny_steps").set_value(3000).run()
     first.button(key="tiny_train").click().run()
     no_exception(first)
-    second.number_input(key="tiny_steps").set_value(20).run()  # settings no earlier test has finished
+    as_session("second", second).number_input(key="tiny_steps").set_value(20).run()  # settings no earlier test has finished
     second.button(key="tiny_train").click().run()
     no_exception(second)
-    assert any("Busy: another run" in w.value for w in second.warning)
-    first.button(key="tiny_stop").click().run()
+    assert any("yours is number 1 in the queue" in i.value for i in second.info)  # waits its turn, told where
+    second.button(key="tiny_leave_queue").click().run()
+    no_exception(second)
+    assert not any("in the queue" in i.value for i in second.info)
+    as_session("first", first).button(key="tiny_stop").click().run()
     until(first, lambda at: any("Stopped at step" in c.value for c in at.caption), "stopped run")
 
 

@@ -7,8 +7,7 @@ the prediction page's first screen goes to $SCREENSHOT_DIR/first_screen.png when
 from __future__ import annotations
 
 from browser_support import new_page, screenshot, settle
-from viz_app.navigation import DEFAULT_PAGE, PAGES
-from viz_app.sentence_box import PAGES_WITHOUT
+from viz_app.navigation import DEFAULT_PAGE, NO_SENTENCE_BOX, PAGES
 
 LAPTOP = {"width": 1366, "height": 768}
 
@@ -21,12 +20,12 @@ def _url_paths() -> list[str]:
 def test_the_sentence_box_is_on_the_first_screen_of_every_page_that_reads_it(browser, app_url):
     page = new_page(browser, LAPTOP)
     paths = _url_paths()
-    assert len(paths) >= 15 and set(PAGES_WITHOUT) <= set(paths)
+    assert len(paths) >= 15 and set(NO_SENTENCE_BOX) <= set(paths)
     for path in paths:
         page.goto(f"{app_url}/{path}")
         settle(page, charts=0)
         box = page.locator("[data-testid=stMain]").get_by_label("Sentence", exact=True)
-        if path in PAGES_WITHOUT:
+        if path in NO_SENTENCE_BOX:
             assert box.count() == 0, f"/{path} reads no sentence but shows the box"
             continue
         assert box.count() == 1, f"/{path}: no Sentence box in the main area"

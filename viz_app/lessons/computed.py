@@ -7,6 +7,7 @@ sets when a step's state uses it (a head, a layer, a token position).
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Callable, Mapping
@@ -20,8 +21,10 @@ from bert.analysis.causal.tracing import TraceResult
 from bert.errors import BertError
 from bert.layers import head_label, layer_label
 from viz_app import causal_tracing
+from viz_app.head_ablation import mean_head_outputs
 from viz_app.forward import ForwardResult, InputProblem, PreparedInput, prepare_input, record
 from viz_app.sentence_tasks import next_sentence
+from viz_app.tables import EmbeddingTables, model_tables
 from viz_app.views.attention import head_statistics
 
 HEAD_KEYS = ("head", "layer", "ablation_heads", "search_head")
@@ -43,12 +46,33 @@ class Finding:
     position: int | None = None  # a token's index in the input
 
 
+@dataclass(frozen=True)
+class PerModel:
+    """What steps read that is computed once per model (each a function of no arguments) or once per request (the
+    causal runs, which a step's computed values and its figures both read). The app passes its caches
+    (viz_app/cache.py); `of(loaded)` keeps each result in this object."""
+    tables: Callable[[], EmbeddingTables]  # the embedding tables' analysis (viz_app/tables.py)
+    mean_head_outputs: Callable[[], np.ndarray]  # [layer, head, head_dim] (viz_app/head_ablation.py)
+    patching: Callable[[causal_tracing.PatchingRequest, bool], PatchingResult]  # (resolved request, exact)
+    trace: Callable[[causal_tracing.TraceRequest], TraceResult]  # a resolved request
+
+    @classmethod
+    def of(cls, loaded) -> PerModel:
+        """Each computed on first use and kept by this object."""
+        return cls(functools.cache(lambda: model_tables(loaded.model, loaded.tokenizer, loaded.summary.vocab)),
+                   functools.cache(lambda: mean_head_outputs(loaded)),
+                   functools.cache(lambda request, exact: causal_tracing.run_patching(loaded, request, exact)),
+                   functools.cache(lambda request: causal_tracing.run_trace(loaded, request)))
+
+
 class StepFacts:
     """What computed values read, for one model and one step's input; each part is computed when first asked."""
 
-    def __init__(self, loaded, text: str, pair: str, masks=(), truncate: bool = False, state: Mapping[str, Any] | None = None):
+    def __init__(self, loaded, text: str, pair: str, masks=(), truncate: bool = False, state: Mapping[str, Any] | None = None,
+                 per_model: PerModel | None = None):
         self.loaded, self.text, self.pair, self.masks, self.truncate = loaded, text, pair, tuple(masks), truncate
         self.state = dict(state or {})  # the step's whole state: what the causal tracing page reads besides the sentence
+        self.per_model = per_model or PerModel.of(loaded)
 
     @cached_property
     def prepared(self) -> PreparedInput:
@@ -76,8 +100,7 @@ class StepFacts:
         """(exact, attribution) patching for the step's two sentences (viz_app/causal_tracing.py)."""
         request = causal_tracing.resolve_patching(self.loaded, causal_tracing.CausalSettings.from_state(self.state).patching)
         try:
-            return (causal_tracing.run_patching(self.loaded, request, exact=True),
-                    causal_tracing.run_patching(self.loaded, request, exact=False))
+            return self.per_model.patching(request, True), self.per_model.patching(request, False)
         except BertError as problem:
             raise NotComputable(str(problem)) from None
 
@@ -85,7 +108,7 @@ class StepFacts:
     def trace(self) -> TraceResult:
         request = causal_tracing.resolve_trace(self.loaded, causal_tracing.CausalSettings.from_state(self.state).trace)
         try:
-            return causal_tracing.run_trace(self.loaded, request)
+            return self.per_model.trace(request)
         except BertError as problem:
             raise NotComputable(str(problem)) from None
 

@@ -19,12 +19,12 @@ def lesson_html(lesson: Lesson, loaded: LoadedModel, model_name: str, base_url: 
                 charts_for: ChartsFor | None = None) -> str:
     """The handout. base_url: the app's address, to give each step its link (None: name the page only).
     charts_for: how to build a step's charts (the app passes a cached one); default views.view_charts."""
+    per_model = PerModel.of(loaded)  # what several steps, their values and their figures read: computed once
     if charts_for is None:
-        per_model = PerModel.of(loaded)  # what several steps read, computed once for the whole lesson
         charts_for = lambda step: view_charts(step.page, loaded, step.state, per_model)  # noqa: E731
     sections, session, drawn = [], {}, {}
     for index in range(len(lesson.steps)):
-        step = resolve(lesson, index, loaded, session)
+        step = resolve(lesson, index, loaded, session, per_model=per_model)
         session |= step.state  # a step without a sentence keeps the one before, as in the presenter view
         view = (step.page, tuple(step.query(None).items()))  # the same page in the same state: the same figures
         if view in drawn:

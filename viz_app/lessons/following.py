@@ -15,11 +15,11 @@ import streamlit as st
 
 from viz_app import state
 from viz_app.access import Visitor
-from viz_app.class_room import FOLLOW_PARAM, ClassStep, class_links, network_host
+from viz_app.class_room import FOLLOW_PARAM, Answer, ClassRoom, ClassStep, class_links, network_host
 from viz_app.lessons import session
 from viz_app.lessons.format import PAGES
 from viz_app.models import ModelKey
-from viz_app.params import BOUND
+from viz_app.navigation import BOUND
 
 POLL_S = 0.5  # a following student's page asks the room this often (half of it, on average, is the wait)
 COUNTS_S = 2.0  # the presenter's count of followers and answers is redrawn this often
@@ -27,6 +27,7 @@ FOLLOWING = "_class_following"  # True while the student follows the class
 SEEN = "_class_seen"  # the room's version this browser session last took
 SESSION = "_class_session"  # this browser session's name for the room (heartbeats, answers)
 SHOWN = "_class_step_shown"  # the texts of the step this student was last moved to
+ANSWERED = "_class_answered"  # (the room's version, what became of this student's last click)
 
 
 @dataclass(frozen=True)
@@ -111,12 +112,18 @@ def _draw(current: ClassStep | None, following: bool, visitor: Visitor) -> None:
         if shown.question:
             st.markdown(f"**Question.** {shown.question}")
         if shown.choices:
-            mine = visitor.room.answer_of(st.session_state[SESSION])
+            voter = visitor.voter(st.session_state[SESSION])
+            mine = visitor.room.answer_of(voter)
             buttons = st.columns(len(shown.choices))
             for number, (column, choice) in enumerate(zip(buttons, shown.choices)):
                 column.button(choice, key=f"class_choice_{number}", type="primary" if choice == mine else "secondary",
-                              on_click=visitor.room.answer, args=(st.session_state[SESSION], choice, current.version),
-                              width="stretch")
+                              on_click=_answer, args=(visitor.room, voter, choice, current.version), width="stretch")
+            if st.session_state.get(ANSWERED) == (current.version, Answer.FULL):
+                st.warning("Your answer was not counted: the class's table of answers is full. Tell your teacher.")
+
+
+def _answer(room: ClassRoom, voter: str, choice: str, version: int) -> None:
+    st.session_state[ANSWERED] = (version, room.answer(voter, choice, version))
 
 
 def _set_following(following: bool) -> None:
@@ -146,6 +153,9 @@ def _counts(visitor: Visitor) -> None:
         answers = room.answers()
         st.markdown(" · ".join(f"{choice}: **{answers.get(choice, 0)}**"
                                for choice in current.lesson.steps[current.step].choices))
+        st.caption("One answer per address: students behind one address (a school's proxy) count as one.")
+        if room.refused():
+            st.warning(f"The table of answers is full: {room.refused():,} later answer(s) were refused, not counted.")
 
 
 def _students_base() -> str:

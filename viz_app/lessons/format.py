@@ -17,35 +17,18 @@ from typing import Any
 
 import yaml
 
-from bert.analysis.causal import ablation
-from bert.analysis.attention.attention_stats import STATISTICS
-from bert.analysis.probing.task_table import TEXT_TASKS
-from bert.analysis.attribution.saliency import METHODS
-from bert.errors import BertError
-from viz_app import navigation
-from viz_app.causal_tracing import COMPARE, DIRECTION_LABELS, MODES
+from bert.errors import BertError, quoted, shortened
+from viz_app import safe_yaml
 from viz_app.lessons.computed import COMPUTED
-from viz_app.params import LINK_PARAMS, MODEL_PARAM
+from viz_app.navigation import CHOICES, LINK_PARAMS
+from viz_app.navigation import PAGES as APP_PAGES
+from viz_app.params import MODEL_PARAM
 
 BUILTIN_FOLDER = Path(__file__).parent / "builtin"
 
 # url name -> (file in pages/, title): the pages a step can open, every page of the app but this one
-PAGES = {url: (page.file, page.title) for url, page in navigation.PAGES.items() if url != "lessons"}
-STATE_KEYS = (MODEL_PARAM, *LINK_PARAMS)
-CHOICES = {  # state keys whose value is one of a few names (each subset key: a list of them)
-    "statistic": tuple(STATISTICS),
-    "stats_statistic": tuple(STATISTICS),
-    "ablation_mode": ablation.MODES,
-    "saliency_method": tuple(METHODS),
-    "tasks_method": tuple(METHODS),
-    "image_format": ("png", "svg"),
-    "search_by": ("layer", "head"),
-    "units": ("word pieces", "words"),
-    "probe_tasks": (*TEXT_TASKS, "pos"),  # the built-in sentences' tasks
-    "causal_mode": tuple(MODES),
-    "patch_direction": tuple(DIRECTION_LABELS),
-    "patch_compare": COMPARE,
-}
+PAGES = {url: (page.file, page.title) for url, page in APP_PAGES.items() if url != "lessons"}
+STATE_KEYS = (MODEL_PARAM, *LINK_PARAMS)  # CHOICES: state keys whose value is one of a few names (each list: of them)
 LESSON_KEYS = {"title", "about", "state", "steps"}
 STEP_KEYS = {"title", "text", "page", "state", "question", "answer", "choices", "notice"}
 CHOICE_COUNT = (2, 6)  # a question's choices: at least, at most
@@ -105,9 +88,19 @@ def load_lesson(path: str | Path, name: str | None = None) -> Lesson:
 
 
 def parse_lesson(text: str, name: str, source: str = "lesson") -> Lesson:
-    """Read and check a lesson; raises LessonError with a one-line message (file, line or step, key)."""
+    """Read and check a lesson; raises LessonError with a one-line message (file, line or step, key), whatever the
+    text holds (viz_app/safe_yaml.py refuses aliases, deep nesting and huge numbers before building anything)."""
     try:
-        data = yaml.safe_load(text)
+        return _lesson(text, name, source)
+    except LessonError:
+        raise
+    except (ValueError, TypeError, RecursionError) as error:  # a check this module missed: still one line, no traceback
+        raise LessonError(f"{source}: this lesson cannot be read ({type(error).__name__})") from error
+
+
+def _lesson(text: str, name: str, source: str) -> Lesson:
+    try:
+        data = safe_yaml.load(text)
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f", line {mark.line + 1}" if mark is not None else ""
@@ -133,8 +126,8 @@ def _step(data: Any, number: int, source: str) -> Step:
         where += f" ({data['title']})"
     _no_unknown(data, STEP_KEYS, where)
     page = data.get("page")
-    if page not in PAGES:
-        raise LessonError(f"{where}: page: unknown page {page!r}; use one of {', '.join(PAGES)}")
+    if not isinstance(page, str) or page not in PAGES:
+        raise LessonError(f"{where}: page: unknown page {quoted(page)}; use one of {', '.join(PAGES)}")
     step = Step(
         title=_text(data, "title", where, required=True), text=_text(data, "text", where, required=True), page=page,
         state=_state(data.get("state") or {}, f"{where}: state"), question=_text(data, "question", where),
@@ -154,7 +147,7 @@ def _step(data: Any, number: int, source: str) -> Step:
 def _no_unknown(data: dict, allowed: set[str], where: str) -> None:
     unknown = sorted(str(key) for key in data if key not in allowed)
     if unknown:
-        raise LessonError(f"{where}: {unknown[0]}: unknown key; use {', '.join(sorted(allowed))}")
+        raise LessonError(f"{where}: {shortened(unknown[0])}: unknown key; use {', '.join(sorted(allowed))}")
 
 
 def _text(data: dict, key: str, where: str, required: bool = False) -> str:
@@ -183,7 +176,7 @@ def _choices(value: Any, where: str) -> tuple[str, ...]:
 def _state(data: Any, where: str) -> tuple[tuple[str, Any], ...]:
     if not isinstance(data, dict):
         raise LessonError(f"{where}: give a mapping of keys to values, e.g. layer: 3")
-    return tuple((str(key), _value(str(key), value, f"{where}: {key}")) for key, value in data.items())
+    return tuple((str(key), _value(str(key), value, f"{where}: {shortened(str(key))}")) for key, value in data.items())
 
 
 def _value(key: str, value: Any, where: str) -> Any:
@@ -201,13 +194,13 @@ def _value(key: str, value: Any, where: str) -> Any:
     try:
         parsed = LINK_PARAMS[key].parse(_as_link_text(value))
     except (ValueError, TypeError):
-        raise LessonError(f"{where}: bad value {value!r}") from None
+        raise LessonError(f"{where}: bad value {quoted(value)}") from None
     allowed = CHOICES.get(key)
     chosen = parsed if isinstance(parsed, list) else [parsed]
     if allowed and any(choice not in allowed for choice in chosen):
-        raise LessonError(f"{where}: bad value {value!r}; use {', '.join(allowed)}")
+        raise LessonError(f"{where}: bad value {quoted(value)}; use {', '.join(allowed)}")
     if isinstance(parsed, int) and not isinstance(parsed, bool) and parsed < 0:
-        raise LessonError(f"{where}: bad value {value!r}; give a number from 0")
+        raise LessonError(f"{where}: bad value {quoted(value)}; give a number from 0")
     return parsed
 
 
@@ -224,8 +217,8 @@ def _as_link_text(value: Any) -> str:
 
 def _computed(key: str, value: dict, where: str) -> ComputedValue:
     name = value.get("computed")
-    if name not in COMPUTED:
-        raise LessonError(f"{where}: computed: unknown value {name!r}; use one of {', '.join(COMPUTED)}")
+    if not isinstance(name, str) or name not in COMPUTED:
+        raise LessonError(f"{where}: computed: unknown value {quoted(name)}; use one of {', '.join(COMPUTED)}")
     kind = COMPUTED[name]
     if key not in kind.state_keys:
         raise LessonError(f"{where}: {name} cannot set {key}; it sets {', '.join(kind.state_keys) or 'nothing (texts only)'}")

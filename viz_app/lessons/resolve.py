@@ -6,10 +6,10 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 from urllib.parse import urlencode
 
-from viz_app.lessons.computed import COMPUTED, POSITION_KEYS, Finding, NotComputable, StepFacts
+from viz_app.lessons.computed import COMPUTED, POSITION_KEYS, Finding, NotComputable, PerModel, StepFacts
 from viz_app.lessons.format import PLACEHOLDER, ComputedValue, Lesson
-from viz_app.navigation import DEFAULT_PAGE
-from viz_app.params import DEFAULT_TEXT, LINK_PARAMS, MODEL_PARAM
+from viz_app.navigation import DEFAULT_PAGE, LINK_PARAMS
+from viz_app.params import DEFAULT_TEXT, MODEL_PARAM
 
 NOT_AVAILABLE = "(not available for this model)"
 SIDEBAR_KEYS = ("text", "pair", "truncate")  # drawn before any page: applied before the next run starts
@@ -32,13 +32,15 @@ class ResolvedStep:
     choices: tuple[str, ...] = ()  # the question's short answers, for a class to pick from
 
     def query(self, model: str | None) -> dict[str, str]:
-        """The step's state as a link's query parameters (the model first)."""
+        """The step's state as a link's query parameters (the model first). `model`: the loaded model as this
+        visitor's links name it (a teacher's folder by its offered name); None: the step's own `model:`. The step's
+        `model:` as written (it may be a folder on the server) never overrides `model`: a student's address bar
+        and history would keep it."""
+        model = model or self.state.get(MODEL_PARAM)
         wanted = {MODEL_PARAM: model} if model else {}
         for key, value in self.state.items():
             if key != MODEL_PARAM and value != LINK_PARAMS[key].default:
                 wanted[key] = LINK_PARAMS[key].dump(value)
-        if MODEL_PARAM in self.state:
-            wanted[MODEL_PARAM] = self.state[MODEL_PARAM]
         return wanted
 
     def link(self, base_url: str, model: str | None) -> str:
@@ -56,9 +58,11 @@ def step_state(lesson: Lesson, index: int, session: Mapping[str, Any]) -> dict[s
 
 
 def resolve(lesson: Lesson, index: int, loaded, session: Mapping[str, Any] | None = None,
-            escape: Callable[[str], str] = lambda text: text) -> ResolvedStep:
+            escape: Callable[[str], str] = lambda text: text, per_model: PerModel | None = None) -> ResolvedStep:
     """Step `index` (from 0) for `loaded` (a viz_app.models.LoadedModel). `escape` is applied to computed values
-    before they go into the texts (Markdown escaping in the app; the HTML export escapes the whole text)."""
+    before they go into the texts (Markdown escaping in the app; the HTML export escapes the whole text).
+    per_model: the runs its figures read too (default: a new `PerModel.of(loaded)`)."""
+    per_model = per_model or PerModel.of(loaded)
     step = lesson.steps[index]
     state = step_state(lesson, index, session or {})
     problems: list[str] = []
@@ -78,7 +82,7 @@ def resolve(lesson: Lesson, index: int, loaded, session: Mapping[str, Any] | Non
             del state[key]
             if found := find(value.name, plain, value.arguments):
                 state[key] = [found.position] if key == "masks" else found.position
-    facts = StepFacts(loaded, state["text"], state["pair"], state.get("masks", ()), state["truncate"], state)
+    facts = StepFacts(loaded, state["text"], state["pair"], state.get("masks", ()), state["truncate"], state, per_model)
     for key, value in computed.items():
         if key in state and isinstance(state[key], ComputedValue):
             del state[key]

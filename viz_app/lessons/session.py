@@ -12,7 +12,7 @@ from viz_app.access import Role, Visitor
 from viz_app.models import ModelKey
 from viz_app.lessons.format import MODEL_PARAM, PAGES, Lesson
 from viz_app.lessons.resolve import SIDEBAR_KEYS, ResolvedStep, step_state
-from viz_app.params import BOUND, LINK_PARAMS
+from viz_app.navigation import BOUND, LINK_PARAMS
 
 KEPT = ("image_format",)  # the teacher's own settings, which no step changes
 STEP = "lesson_step"  # the step showing (from 0); None: the lesson's overview

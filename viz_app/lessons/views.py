@@ -9,24 +9,21 @@ cached functions (viz_app/cache.py), an exported lesson one per lesson.
 """
 from __future__ import annotations
 
-import functools
-from dataclasses import dataclass
 from typing import Any, Callable, Mapping
-
-import numpy as np
 
 from bert.analysis.representations.logit_lens import logit_lens
 from bert.data import builtin_sentences
 from bert.errors import BertError
 from viz_app import probe_runs
-from viz_app.causal_tracing import CausalSettings, resolve_patching, resolve_trace, run_patching, run_trace
+from viz_app.causal_tracing import CausalSettings, resolve_patching, resolve_trace
 from viz_app.charts.base import Chart
 from viz_app.forward import PreparedInput, prepare_input, record
-from viz_app.head_ablation import head_ranking, mean_head_outputs
+from viz_app.head_ablation import head_ranking
+from viz_app.lessons.computed import PerModel
 from viz_app.models import LoadedModel
-from viz_app.params import LINK_PARAMS
+from viz_app.navigation import LINK_PARAMS, PAGES
 from viz_app.sentence_tasks import class_probabilities
-from viz_app.tables import EmbeddingTables, model_tables, table_subspaces
+from viz_app.tables import table_subspaces
 from viz_app.views import chosen_mask
 from viz_app.views.attention import AttentionSettings, attention_view
 from viz_app.views.causal_tracing import patching_view, tracing_view
@@ -36,19 +33,6 @@ from viz_app.views.logit_lens import logit_lens_view
 from viz_app.views.prediction import PredictionSettings, prediction_view
 from viz_app.views.probes import ProbeViewSettings, probes_view
 from viz_app.views.sentence_tasks import chosen_class, classes_view
-
-
-@dataclass(frozen=True)
-class PerModel:
-    """What steps read that is computed once per model, each as a function of no arguments."""
-    tables: Callable[[], EmbeddingTables]  # the embedding tables' analysis (viz_app/tables.py)
-    mean_head_outputs: Callable[[], np.ndarray]  # [layer, head, head_dim] (viz_app/head_ablation.py)
-
-    @classmethod
-    def of(cls, loaded: LoadedModel) -> PerModel:
-        """Each computed on first use and kept by this object (the app passes its caches instead)."""
-        return cls(functools.cache(lambda: model_tables(loaded.model, loaded.tokenizer, loaded.summary.vocab)),
-                   functools.cache(lambda: mean_head_outputs(loaded)))
 
 
 class PageState:
@@ -67,7 +51,7 @@ class PageState:
         return chosen_mask(self[key], self.prepared.all_masks)
 
 
-def _prediction(view: PageState) -> list[Chart]:
+def prediction_charts(view: PageState) -> list[Chart]:
     if not view.loaded.model.has_mlm_head:
         return []
     result = record(view.loaded.model, view.loaded.tokenizer, view.prepared, activations=False)
@@ -78,13 +62,13 @@ ATTENTION_CHARTS = ("pattern", "bars", "overview")  # what a step shows of the a
 EMBEDDING_CHARTS = ("norms", "cosines", "position_cosines", "angles", "surviving")  # ... of the embeddings page
 
 
-def _attention(view: PageState) -> list[Chart]:
-    result = record(view.loaded.model, view.loaded.tokenizer, view.prepared)
+def attention_charts(view: PageState) -> list[Chart]:
+    result = record(view.loaded.model, view.loaded.tokenizer, view.prepared, activations=False)
     charts = attention_view(AttentionSettings.from_state(view.state, view.loaded.summary, result), result)
     return [charts[name] for name in ATTENTION_CHARTS]
 
 
-def _embeddings(view: PageState) -> list[Chart]:
+def embedding_charts(view: PageState) -> list[Chart]:
     result = record(view.loaded.model, view.loaded.tokenizer, view.prepared)
     tables = view.per_model.tables()
     settings = EmbeddingSettings.from_state(view.state, view.loaded.summary)
@@ -93,7 +77,7 @@ def _embeddings(view: PageState) -> list[Chart]:
     return [charts[name] for name in EMBEDDING_CHARTS]
 
 
-def _probes(view: PageState) -> list[Chart]:
+def probe_charts(view: PageState) -> list[Chart]:
     """The built-in sentences (or the first sentences of UD EWT) with the step's tasks; a file or a text to upload
     has no figure here."""
     if view["probes_source"] == "ud_ewt":
@@ -111,7 +95,7 @@ def _probes(view: PageState) -> list[Chart]:
     return list(probes_view(ProbeViewSettings.from_state(view.state), run).values())
 
 
-def _logit_lens(view: PageState) -> list[Chart]:
+def logit_lens_charts(view: PageState) -> list[Chart]:
     position = view.mask_position("lens_mask")
     if position is None or not view.loaded.model.has_mlm_head:
         return []
@@ -119,7 +103,7 @@ def _logit_lens(view: PageState) -> list[Chart]:
     return list(logit_lens_view(lenses, position, view.prepared).values())
 
 
-def _head_ablation(view: PageState) -> list[Chart]:
+def head_ablation_charts(view: PageState) -> list[Chart]:
     position = view.mask_position("ablation_mask")
     if position is None or not view.loaded.model.has_mlm_head:
         return []
@@ -128,38 +112,32 @@ def _head_ablation(view: PageState) -> list[Chart]:
     return list(head_ablation_view(ranking).values())
 
 
-def _sentence_tasks(view: PageState) -> list[Chart]:
+def sentence_task_charts(view: PageState) -> list[Chart]:
     if "classifier" not in view.loaded.model.output_heads:
         return []
     table = class_probabilities(view.loaded.model, view.prepared.base)
     return list(classes_view(table, chosen_class(table, view["tasks_class"])).values())
 
 
-def _causal_tracing(view: PageState) -> list[Chart]:
+def causal_tracing_charts(view: PageState) -> list[Chart]:
     if not view.loaded.model.has_mlm_head:
         return []
     settings = CausalSettings.from_state(view.state)
+    runs = view.per_model  # the same runs as the step's computed values (viz_app/lessons/computed.py)
     try:
         if settings.mode == "one":
-            return list(tracing_view(run_trace(view.loaded, resolve_trace(view.loaded, settings.trace))).values())
+            return list(tracing_view(runs.trace(resolve_trace(view.loaded, settings.trace))).values())
         request = resolve_patching(view.loaded, settings.patching)
-        approximate = run_patching(view.loaded, request, exact=False)
-        exact = run_patching(view.loaded, request, exact=True) if settings.exact else None
+        approximate = runs.patching(request, False)
+        exact = runs.patching(request, True) if settings.exact else None
     except BertError:  # sentences the page would refuse with a message
         return []
     return list(patching_view(exact or approximate, approximate if exact else None, settings.compare).values())
 
 
+# url_path -> the builder its registry entry names (viz_app/navigation.py, `Page.lesson_view`)
 BUILDERS: dict[str, Callable[[PageState], list[Chart]]] = {
-    "prediction": _prediction,
-    "attention": _attention,
-    "embeddings": _embeddings,
-    "probes": _probes,
-    "logit_lens": _logit_lens,
-    "head_ablation": _head_ablation,
-    "causal_tracing": _causal_tracing,
-    "sentence_tasks": _sentence_tasks,
-}
+    url: globals()[page.lesson_view] for url, page in PAGES.items() if page.lesson_view}
 
 
 def view_charts(page: str, loaded: LoadedModel, state: Mapping[str, Any],

@@ -16,12 +16,13 @@ import json
 import os
 from pathlib import Path
 
-from ...errors import CheckpointError
+from ...errors import CheckpointError, quoted
 from .shipped import is_shipped
 
 LABELS_FILE = "labels.json"
 MAX_LABEL = 200  # characters per label
 MAX_BYTES = 2_000_000  # a labels file larger than this is refused unread
+MAX_FEATURE_DIGITS = 9  # digits of a feature number at most (an SAE has thousands of features, not billions)
 
 
 class FeatureLabelsError(CheckpointError):
@@ -39,6 +40,10 @@ def parse_labels(data: str | bytes, features: int, name: str = LABELS_FILE) -> d
         raw = json.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise FeatureLabelsError(f"{name} is not JSON (UTF-8): {error}") from error
+    except RecursionError:  # arrays or objects nested thousands deep
+        raise FeatureLabelsError(f"{name} is nested too deeply; a labels file is one flat object") from None
+    except ValueError:  # a number with more digits than Python converts (sys.get_int_max_str_digits)
+        raise FeatureLabelsError(f"{name} holds a number too long to read; a labels file holds only text labels") from None
     if not isinstance(raw, dict):
         kind = {list: "an array", str: "a string", bool: "true or false", type(None): "null"}.get(type(raw), "a number")
         raise FeatureLabelsError(f"{name} must be a JSON object of feature number to label, like "
@@ -54,7 +59,7 @@ def check_labels(labels: dict[int, str], features: int, name: str = LABELS_FILE)
         if not 0 <= feature < features:
             raise FeatureLabelsError(f"{name}: feature {feature} is outside this SAE's 0 .. {features - 1}")
         if not isinstance(label, str):
-            raise FeatureLabelsError(f"{name}: the label of feature {feature} is {label!r}, not text (a string)")
+            raise FeatureLabelsError(f"{name}: the label of feature {feature} is {quoted(label)}, not text (a string)")
         if len(label) > MAX_LABEL:
             raise FeatureLabelsError(f"{name}: the label of feature {feature} is {len(label)} characters long; "
                                      f"at most {MAX_LABEL}")
@@ -98,6 +103,6 @@ def set_label(folder: str | Path, feature: int, text: str, features: int) -> Pat
 
 
 def _feature_number(key: str, name: str) -> int:
-    if not (isinstance(key, str) and key.isascii() and key.isdigit()):
-        raise FeatureLabelsError(f"{name}: {key!r} is not a feature number; the keys are whole numbers like \"812\"")
+    if not (isinstance(key, str) and key.isascii() and key.isdigit() and len(key) <= MAX_FEATURE_DIGITS):
+        raise FeatureLabelsError(f"{name}: {quoted(key)} is not a feature number; the keys are whole numbers like \"812\"")
     return int(key)

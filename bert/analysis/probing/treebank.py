@@ -32,7 +32,7 @@ from pathlib import Path
 
 import torch
 
-from ...errors import TreebankError
+from ...errors import TreebankError, shortened
 from .task_table import supported_tasks
 
 log = logging.getLogger(__name__)
@@ -41,6 +41,8 @@ BUILTIN_FOLDER = Path(__file__).resolve().parents[2] / "data" / "ud_english_ewt"
 BUILTIN_FILES = {"dev": "en_ewt-ud-dev.conllu", "test": "en_ewt-ud-test.conllu"}
 BUILTIN_NAMES = ("ud-ewt", "ud-ewt-dev", "ud-ewt-test")  # what --data accepts for the shipped treebank
 MAX_BYTES = 100_000_000  # default size limit of a file to read
+MAX_ID_CHARACTERS = 12  # a CoNLL-U word id or head ("12", "3-4", "8.1") longer than this is refused unparsed
+ID_COLUMN, HEAD_COLUMN = "word id (column 1)", "head (column 7)"
 CONLLU_COLUMNS = 10
 CONLLU_LABELS = ("upos", "xpos", "deprel")  # the label columns a CoNLL-U file can give
 MISSING = "_"  # CoNLL's "no value"
@@ -240,10 +242,14 @@ def _read_conllu(text: str, name: str, strict: bool) -> Treebank:
             columns = line.split("\t")
             if len(columns) != CONLLU_COLUMNS:
                 raise _BadSentence(number, f"{len(columns)} tab-separated columns; CoNLL-U has {CONLLU_COLUMNS}")
+            for column, value in ((ID_COLUMN, columns[0]), (HEAD_COLUMN, columns[6])):
+                if len(value) > MAX_ID_CHARACTERS:
+                    raise _BadSentence(number, f"the {column} is {len(value):,} characters long; ids are small "
+                                               "whole numbers (1, 2, 3, ...)")
             try:
                 token = parse_line(line, DEFAULT_FIELDS)
-            except ParseException as error:
-                raise _BadSentence(number, str(error)) from None
+            except (ParseException, ValueError) as error:
+                raise _BadSentence(number, shortened(str(error))) from None
             if isinstance(token["id"], int):  # "1-2" multiword tokens and "8.1" empty nodes are tuples
                 rows.append((number, token))
         if not rows:

@@ -1,0 +1,212 @@
+"""One strict key table per family: our parameter name <- the Hugging Face checkpoint's, one line per tensor.
+
+Hugging Face names are written without the base model's prefix (`bert.`, `roberta.`, `distilbert.`, `albert.`,
+`electra.`), which task models put before the encoder's tensors and bare encoders do not (bert/checkpoint.py
+removes it on reading and adds it on writing). Each table takes the heads the model has (`Heads`); a family
+built later (another encoder of the same shape) adds a function here and a `Family` in FAMILIES.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from ..config import BertConfig
+
+Table = dict[str, str]
+
+
+@dataclass(frozen=True)
+class Heads:
+    """Which heads a model has, as the key tables and Bert's constructor name them."""
+
+    mlm_head: bool = False
+    pooler: bool = False
+    nsp_head: bool = False
+    classifier: bool = False
+    tagger: bool = False
+    discriminator: bool = False
+
+
+def _pairs(ours: str, theirs: str, params: tuple[str, ...] = ("weight", "bias")) -> Table:
+    return {f"{ours}.{param}": f"{theirs}.{param}" for param in params}
+
+
+def _embeddings(config: BertConfig) -> Table:
+    """BERT's embedding names, shared by RoBERTa, ALBERT and ELECTRA (DistilBERT: without token types)."""
+    table = {
+        "embedding.token_embedding.weight": "embeddings.word_embeddings.weight",
+        "embedding.position_embedding.weight": "embeddings.position_embeddings.weight",
+    }
+    if config.type_vocab_size:
+        table["embedding.token_type_embedding.weight"] = "embeddings.token_type_embeddings.weight"
+    return table | _pairs("embedding.layer_norm", "embeddings.LayerNorm")
+
+
+def _bert_layer(ours: str, theirs: str) -> Table:
+    """One of BERT's layers (also RoBERTa's and ELECTRA's): ours at `ours`, Hugging Face's at `theirs`."""
+    return (
+        _pairs(f"{ours}.attention.attention.project_query", f"{theirs}.attention.self.query")
+        | _pairs(f"{ours}.attention.attention.project_key", f"{theirs}.attention.self.key")
+        | _pairs(f"{ours}.attention.attention.project_value", f"{theirs}.attention.self.value")
+        | _pairs(f"{ours}.attention.mlp", f"{theirs}.attention.output.dense")
+        | _pairs(f"{ours}.attention.layer_norm", f"{theirs}.attention.output.LayerNorm")
+        | _pairs(f"{ours}.residual.mlp1", f"{theirs}.intermediate.dense")
+        | _pairs(f"{ours}.residual.mlp2", f"{theirs}.output.dense")
+        | _pairs(f"{ours}.residual.layer_norm", f"{theirs}.output.LayerNorm")
+    )
+
+
+def _bert_encoder(config: BertConfig) -> Table:
+    return {k: v for i in range(config.num_layers) for k, v in _bert_layer(f"transformer.{i}", f"encoder.layer.{i}").items()}
+
+
+def _mlm(dense: str, layer_norm: str, bias: str) -> Table:
+    """The masked-LM head: its dense, its LayerNorm and the output bias (the output weight is the token embedding)."""
+    return _pairs("lm_head.mlp", dense) | _pairs("lm_head.layer_norm", layer_norm) | {"lm_head.unembedding.bias": bias}
+
+
+def _linear_heads(heads: Heads, pooler: str, nsp: str) -> Table:
+    """The pooler, the two-way sentence head over it, and the classifier and tagger as single linear maps."""
+    table = {}
+    if heads.pooler:
+        table |= _pairs("pooler.dense", pooler)
+    if heads.nsp_head:
+        table |= _pairs("nsp_head", nsp)
+    if heads.classifier:
+        table |= _pairs("classifier", "classifier")
+    if heads.tagger:
+        table |= _pairs("tagger", "classifier")
+    return table
+
+
+def _first_token_heads(heads: Heads, dense: str, out: str) -> Table:
+    """The classifier over the first token (FirstTokenClassifier) and the tagger."""
+    table = {}
+    if heads.classifier:
+        table |= _pairs("classifier.dense", dense) | _pairs("classifier.out_proj", out)
+    if heads.tagger:
+        table |= _pairs("tagger", "classifier")
+    return table
+
+
+def bert_table(config: BertConfig, heads: Heads) -> Table:
+    """BertModel, BertForPreTraining, BertForMaskedLM, BertForNextSentencePrediction, BertFor{Sequence,Token}Classification."""
+    table = _embeddings(config) | _bert_encoder(config)
+    if heads.mlm_head:
+        table |= _mlm("cls.predictions.transform.dense", "cls.predictions.transform.LayerNorm", "cls.predictions.bias")
+    return table | _linear_heads(heads, pooler="pooler.dense", nsp="cls.seq_relationship")
+
+
+def roberta_table(config: BertConfig, heads: Heads) -> Table:
+    """RobertaModel, RobertaForMaskedLM, RobertaFor{Sequence,Token}Classification (the sequence head:
+    RobertaClassificationHead's dense and out_proj)."""
+    table = _embeddings(config) | _bert_encoder(config)
+    if heads.mlm_head:
+        table |= _mlm("lm_head.dense", "lm_head.layer_norm", "lm_head.bias")
+    if heads.pooler:
+        table |= _pairs("pooler.dense", "pooler.dense")
+    return table | _first_token_heads(heads, dense="classifier.dense", out="classifier.out_proj")
+
+
+def distilbert_table(config: BertConfig, heads: Heads) -> Table:
+    """DistilBertModel, DistilBertForMaskedLM, DistilBertFor{Sequence,Token}Classification (the sequence head:
+    pre_classifier, then classifier)."""
+    table = _embeddings(config)
+    for i in range(config.num_layers):
+        ours, theirs = f"transformer.{i}", f"transformer.layer.{i}"
+        table |= (
+            _pairs(f"{ours}.attention.attention.project_query", f"{theirs}.attention.q_lin")
+            | _pairs(f"{ours}.attention.attention.project_key", f"{theirs}.attention.k_lin")
+            | _pairs(f"{ours}.attention.attention.project_value", f"{theirs}.attention.v_lin")
+            | _pairs(f"{ours}.attention.mlp", f"{theirs}.attention.out_lin")
+            | _pairs(f"{ours}.attention.layer_norm", f"{theirs}.sa_layer_norm")
+            | _pairs(f"{ours}.residual.mlp1", f"{theirs}.ffn.lin1")
+            | _pairs(f"{ours}.residual.mlp2", f"{theirs}.ffn.lin2")
+            | _pairs(f"{ours}.residual.layer_norm", f"{theirs}.output_layer_norm")
+        )
+    if heads.mlm_head:
+        table |= _mlm("vocab_transform", "vocab_layer_norm", "vocab_projector.bias")
+    return table | _first_token_heads(heads, dense="pre_classifier", out="classifier")
+
+
+def albert_table(config: BertConfig, heads: Heads) -> Table:
+    """AlbertModel, AlbertForPreTraining (masked LM + sentence order), AlbertForMaskedLM,
+    AlbertFor{Sequence,Token}Classification. One layer (group 0, layer 0) for every depth."""
+    layer = "encoder.albert_layer_groups.0.albert_layers.0"
+    table = _embeddings(config) | _pairs("embedding.projection", "encoder.embedding_hidden_mapping_in") | {
+        **_pairs("transformer.layer.attention.attention.project_query", f"{layer}.attention.query"),
+        **_pairs("transformer.layer.attention.attention.project_key", f"{layer}.attention.key"),
+        **_pairs("transformer.layer.attention.attention.project_value", f"{layer}.attention.value"),
+        **_pairs("transformer.layer.attention.mlp", f"{layer}.attention.dense"),
+        **_pairs("transformer.layer.attention.layer_norm", f"{layer}.attention.LayerNorm"),
+        **_pairs("transformer.layer.residual.mlp1", f"{layer}.ffn"),
+        **_pairs("transformer.layer.residual.mlp2", f"{layer}.ffn_output"),
+        **_pairs("transformer.layer.residual.layer_norm", f"{layer}.full_layer_layer_norm"),
+    }
+    if heads.mlm_head:
+        table |= _mlm("predictions.dense", "predictions.LayerNorm", "predictions.bias")
+    return table | _linear_heads(heads, pooler="pooler", nsp="sop_classifier.classifier")
+
+
+def electra_table(config: BertConfig, heads: Heads) -> Table:
+    """ElectraModel, ElectraForPreTraining (the discriminator), ElectraForMaskedLM (the generator),
+    ElectraFor{Sequence,Token}Classification (the sequence head: ElectraClassificationHead's dense and out_proj)."""
+    table = _embeddings(config) | _bert_encoder(config)
+    if config.projects_embeddings:
+        table |= _pairs("embedding.projection", "embeddings_project")
+    if heads.mlm_head:
+        table |= _mlm("generator_predictions.dense", "generator_predictions.LayerNorm", "generator_lm_head.bias")
+    if heads.discriminator:
+        table |= _pairs("discriminator.dense", "discriminator_predictions.dense")
+        table |= _pairs("discriminator.prediction", "discriminator_predictions.dense_prediction")
+    return table | _first_token_heads(heads, dense="classifier.dense", out="classifier.out_proj")
+
+
+@dataclass(frozen=True)
+class Family:
+    """What loading and saving need to know of a family besides its key table."""
+
+    prefix: str  # the base model's attribute in Hugging Face's task models ("roberta")
+    class_prefix: str  # the transformers class names' start ("Roberta")
+    table: Callable[[BertConfig, Heads], Table]
+    head_keys: dict[str, str]  # head -> the tensor whose presence says a checkpoint has it
+    # tensors a checkpoint may carry that hold nothing of their own: buffers (None) and the tied output layer
+    # (-> the tensor it equals: the token embedding, or the output bias)
+    derived: dict[str, str | None]
+    sequence_key: str | None = None  # the tensor that only a sequence classifier has (None: config.json says)
+    sequence_out: str = "classifier.weight"  # the sequence classifier's last weight (its rows: the labels)
+
+
+_BUFFERS = {"embeddings.position_ids": None, "embeddings.token_type_ids": None}
+WORDS = "embeddings.word_embeddings.weight"
+FAMILIES = {
+    "bert": Family(
+        "bert", "Bert", bert_table,
+        {"mlm_head": "cls.predictions.transform.dense.weight", "nsp_head": "cls.seq_relationship.weight", "pooler": "pooler.dense.weight"},
+        _BUFFERS | {"cls.predictions.decoder.weight": WORDS, "cls.predictions.decoder.bias": "cls.predictions.bias"},
+    ),
+    "roberta": Family(
+        "roberta", "Roberta", roberta_table,
+        {"mlm_head": "lm_head.dense.weight", "pooler": "pooler.dense.weight"},
+        _BUFFERS | {"lm_head.decoder.weight": WORDS, "lm_head.decoder.bias": "lm_head.bias"},
+        sequence_key="classifier.out_proj.weight", sequence_out="classifier.out_proj.weight",
+    ),
+    "distilbert": Family(
+        "distilbert", "DistilBert", distilbert_table,
+        {"mlm_head": "vocab_transform.weight"},
+        _BUFFERS | {"vocab_projector.weight": WORDS},
+        sequence_key="pre_classifier.weight",
+    ),
+    "albert": Family(
+        "albert", "Albert", albert_table,
+        {"mlm_head": "predictions.dense.weight", "nsp_head": "sop_classifier.classifier.weight", "pooler": "pooler.weight"},
+        _BUFFERS | {"predictions.decoder.weight": WORDS, "predictions.decoder.bias": "predictions.bias"},
+    ),
+    "electra": Family(
+        "electra", "Electra", electra_table,
+        {"mlm_head": "generator_predictions.dense.weight", "discriminator": "discriminator_predictions.dense.weight"},
+        _BUFFERS | {"generator_lm_head.weight": WORDS},
+        sequence_key="classifier.out_proj.weight", sequence_out="classifier.out_proj.weight",
+    ),
+}
+BASE_MODEL_PARTS = ("embeddings.", "embeddings_project.", "encoder.", "transformer.", "pooler.")  # under the prefix

@@ -1,0 +1,73 @@
+"""A page is its file in pages/ plus one entry in viz_app/navigation.py: the two agree, and what the app derives from
+the entries (the navigation, the sentence box, the URL parameters, the lessons' pages and views) covers every page."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from viz_app import navigation
+from viz_app.lessons import format as lesson_format
+from viz_app.lessons import views as lesson_views
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_page_file_has_one_entry_and_every_entry_a_file():
+    files = sorted(path.name for path in (ROOT / "pages").glob("*.py"))
+    entries = sorted(page.file for page in navigation.REGISTRY)
+    assert entries == files, f"files without an entry: {set(files) - set(entries)}; entries without a file: {set(entries) - set(files)}"
+    assert len(navigation.PAGES) == len(navigation.REGISTRY)  # one address per page
+    assert navigation.DEFAULT_PAGE in navigation.PAGES
+
+
+def test_the_navigation_lists_every_entry_under_its_group():
+    listed = [page for group in navigation.GROUPS.values() for page in group]
+    assert sorted(listed, key=lambda p: p.url_path) == sorted(navigation.REGISTRY, key=lambda p: p.url_path)
+    assert all(page.group == group for group, pages in navigation.GROUPS.items() for page in pages)
+
+
+def test_lessons_open_every_page_but_their_own_and_draw_those_with_a_lesson_view():
+    assert set(lesson_format.PAGES) == set(navigation.PAGES) - {"lessons"}
+    with_view = {page.url_path for page in navigation.REGISTRY if page.lesson_view}
+    assert set(lesson_views.BUILDERS) == with_view and len(with_view) >= 8
+    assert all(callable(builder) for builder in lesson_views.BUILDERS.values())
+
+
+def test_every_page_parameter_is_a_link_parameter_with_a_valid_default():
+    for page in navigation.REGISTRY:
+        for name, param in page.params.items():
+            assert navigation.LINK_PARAMS[name] is param, (page.url_path, name)
+            if param.choices:
+                defaults = param.default if isinstance(param.default, list) else [param.default]
+                assert set(defaults) <= set(param.choices), (page.url_path, name)
+            if param.default is not None and not isinstance(param.default, list):
+                assert param.parse(param.dump(param.default)) == param.default, (page.url_path, name)
+    assert set(navigation.BOUND) | set(navigation.PARAMS) == set(navigation.LINK_PARAMS)
+    assert not set(navigation.BOUND) & set(navigation.PARAMS)
+
+
+def _bound_keys(path: Path) -> set[str]:
+    """The keys of the widgets a page file binds to the URL itself (`key="...", bind="query-params"`)."""
+    keys = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.Call):
+            continue
+        words = {kw.arg: kw.value for kw in node.keywords}
+        bind, key = words.get("bind"), words.get("key")
+        if isinstance(bind, ast.Constant) and bind.value == "query-params" and isinstance(key, ast.Constant):
+            keys.add(key.value)
+    return keys
+
+
+def test_each_page_declares_the_url_parameters_its_widgets_bind():
+    """A widget bound to the URL in a page file is in that page's entry, as bound: so a lesson step and a link may
+    set it, with the same default."""
+    for page in navigation.REGISTRY:
+        bound = _bound_keys(ROOT / "pages" / page.file)
+        undeclared = {key for key in bound if key not in page.params or not page.params[key].bound}
+        assert not undeclared, f"{page.file} binds {sorted(undeclared)} to the URL; add them to its entry's params"
+
+
+def test_the_pages_without_a_sentence_box_come_from_their_entries():
+    assert navigation.NO_SENTENCE_BOX == {"probes", "head_statistics", "word_contexts", "how_bert_was_trained",
+                                          "causal_tracing"}

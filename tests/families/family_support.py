@@ -1,0 +1,123 @@
+"""Tiny random checkpoints of BERT's family, built by `transformers`' own classes (the reference), and the
+comparison of our model with theirs: logits, every hidden state, every attention pattern."""
+from __future__ import annotations
+
+import json
+
+import torch
+
+from bert_test_support import TINY_LAYOUT, TINY_VOCAB, pad_rows, random_rows, randomize_
+
+TOLERANCE = dict(atol=1e-5, rtol=1e-5)
+FAMILIES = ("roberta", "distilbert", "albert", "electra")
+CLASS_PREFIX = {"roberta": "Roberta", "distilbert": "DistilBert", "albert": "Albert", "electra": "Electra"}
+# The pre-training heads of each family, then the two classification heads every family has.
+PRETRAINING = {
+    "roberta": ["RobertaForMaskedLM"],
+    "distilbert": ["DistilBertForMaskedLM"],
+    "albert": ["AlbertForMaskedLM", "AlbertForPreTraining"],
+    "electra": ["ElectraForPreTraining", "ElectraForMaskedLM"],
+}
+ARCHITECTURES = [
+    (family, name)
+    for family in FAMILIES
+    for name in PRETRAINING[family] + [f"{CLASS_PREFIX[family]}ForSequenceClassification", f"{CLASS_PREFIX[family]}ForTokenClassification"]
+]
+# The pre-training architectures run in the fast run; the classification heads' repeats of a check are slow.
+def fast_pretraining_only():
+    """ARCHITECTURES as pytest params, the classification heads marked slow."""
+    import pytest
+
+    return [pytest.param(family, name, id=name, marks=() if name in PRETRAINING[family] else pytest.mark.slow)
+            for family, name in ARCHITECTURES]
+
+
+PAD_ID = {"roberta": 1}  # RoBERTa's <pad>; the others pad with 0
+
+
+def write_tiny_tokenizer(folder, vocab_file) -> None:
+    """The tiny vocabulary (vocab.txt) with BERT's special tokens named by role, for a folder of any family."""
+    (folder / "vocab.txt").write_bytes(vocab_file.read_bytes())
+    roles = {"cls_token": "[CLS]", "sep_token": "[SEP]", "mask_token": "[MASK]", "pad_token": "[PAD]", "unk_token": "[UNK]"}
+    (folder / "special_tokens_map.json").write_text(json.dumps(roles))
+
+
+def hf_family_config(family: str, **fields):
+    """A tiny transformers config of the family, for the tiny vocabulary, eager attention (attentions returned).
+    Each has something of its own: RoBERTa one segment and pad id 1, ALBERT E < H and three applications of its
+    one layer, ELECTRA E < H, DistilBERT's own field names."""
+    import transformers
+
+    common = dict(vocab_size=len(TINY_VOCAB), attn_implementation="eager", num_labels=3)
+    if family == "roberta":
+        config = transformers.RobertaConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=40,
+                                            max_position_embeddings=66, type_vocab_size=1, pad_token_id=1, bos_token_id=2,
+                                            eos_token_id=3, layer_norm_eps=1e-5, hidden_act="gelu_new", **common)
+    elif family == "distilbert":
+        config = transformers.DistilBertConfig(dim=32, n_layers=2, n_heads=2, hidden_dim=40, max_position_embeddings=64,
+                                               activation="gelu", pad_token_id=0, **common)
+    elif family == "albert":
+        config = transformers.AlbertConfig(embedding_size=16, hidden_size=32, num_hidden_layers=3, num_attention_heads=2,
+                                           intermediate_size=40, max_position_embeddings=64, hidden_act="gelu_new",
+                                           pad_token_id=0, **common)
+    else:
+        config = transformers.ElectraConfig(embedding_size=16, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                            intermediate_size=40, max_position_embeddings=64, hidden_act="gelu", **common)
+    for key, value in fields.items():
+        setattr(config, key, value)
+    return config
+
+
+def build_hf(family: str, architecture: str, seed: int = 3, **fields):
+    """A transformers model of that class with random values in every parameter."""
+    import transformers
+
+    torch.manual_seed(0)
+    return randomize_(getattr(transformers, architecture)(hf_family_config(family, **fields)), seed=seed)
+
+
+def family_batch(family: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The tiny batch (padding, pairs) with the family's pad id; one segment (all 0) where it has no second."""
+    input_ids, token_type_ids, attention_mask = pad_rows(random_rows(len(TINY_VOCAB), TINY_LAYOUT, seed=0), PAD_ID.get(family, 0))
+    if family in ("roberta", "distilbert"):
+        token_type_ids = torch.zeros_like(token_type_ids)
+    return input_ids, token_type_ids, attention_mask
+
+
+def run_transformers(theirs, family: str, batch):
+    input_ids, token_type_ids, attention_mask = batch
+    kwargs = dict(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True, output_attentions=True)
+    if family != "distilbert":
+        kwargs["token_type_ids"] = token_type_ids
+    with torch.no_grad():
+        return theirs(**kwargs)
+
+
+def assert_close_where(ours, theirs, keep, what):
+    assert ours.shape == theirs.shape, f"{what}: shape {tuple(ours.shape)} vs transformers {tuple(theirs.shape)}"
+    torch.testing.assert_close(ours[keep], theirs[keep], **TOLERANCE, msg=lambda m: f"{what}: {m}")
+
+
+def compare(ours, theirs, family: str, architecture: str, batch) -> None:
+    """Every hidden state and attention pattern, and the head's logits, at the real (unpadded) positions."""
+    input_ids, token_type_ids, attention_mask = batch
+    keep = attention_mask.bool()
+    reference = run_transformers(theirs, family, batch)
+    output = ("classifier" if architecture.endswith("SequenceClassification") else "tagger" if architecture.endswith("TokenClassification")
+              else "replaced" if architecture == "ElectraForPreTraining" else "mlm")
+    with torch.no_grad():
+        logits, cache = ours.run_with_cache(input_ids, token_type_ids, attention_mask, output=output)
+    layers = ours.config.num_layers
+    assert len(reference.hidden_states) == layers + 1 and len(reference.attentions) == layers
+    assert_close_where(cache["embedding_out"], reference.hidden_states[0], keep, "embedding output")
+    for layer in range(layers):
+        assert_close_where(cache["layer_out", layer], reference.hidden_states[layer + 1], keep, f"layer {layer} output")
+        real_query = keep[:, None, :].expand(cache["pattern", layer].shape[:3])
+        assert_close_where(cache["pattern", layer], reference.attentions[layer], real_query, f"layer {layer} attention")
+    their_logits = reference.prediction_logits if architecture == "AlbertForPreTraining" else reference.logits
+    if output == "classifier":
+        torch.testing.assert_close(logits, their_logits, **TOLERANCE)
+    else:
+        assert_close_where(logits, their_logits, keep, f"{architecture} logits")
+    if architecture == "AlbertForPreTraining":
+        torch.testing.assert_close(ours.nsp_logits(cache["layer_out", layers - 1]), reference.sop_logits, **TOLERANCE)

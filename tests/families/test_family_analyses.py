@@ -1,0 +1,71 @@
+"""The analyses run end to end on every family: the treebank probes (their word features are transformers'
+hidden states at the words' pieces) and activation patching (the clean and corrupted metrics are transformers'
+logits; patching the whole first residual restores the clean run)."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import bert
+from bert.analysis.causal.patching import Patch, patched_metric, patching_sweep, prepare_contrast
+from bert.analysis.probing.pipeline import ProbeSettings, run_probes
+from bert.analysis.probing.treebank import TreebankSentence, read_treebank
+from bert.analysis.probing.word_features import extract_word_features
+from bert_test_support import synthetic_conllu
+from family_support import FAMILIES, build_hf, run_transformers, write_tiny_tokenizer
+
+MASKED_LM = {"roberta": "RobertaForMaskedLM", "distilbert": "DistilBertForMaskedLM", "albert": "AlbertForMaskedLM",
+             "electra": "ElectraForMaskedLM"}  # ELECTRA: the generator, the family's masked-LM
+CLEAN, CORRUPTED, ANSWER, FOIL = "the dog [MASK] at the park .", "her cat [MASK] to the mail .", "barked", "mail"
+
+
+@pytest.fixture(scope="module", params=FAMILIES)
+def loaded(request, tmp_path_factory, tiny_vocab_file):
+    family = request.param
+    theirs = build_hf(family, MASKED_LM[family])
+    folder = tmp_path_factory.mktemp(family)
+    theirs.save_pretrained(folder)
+    write_tiny_tokenizer(folder, tiny_vocab_file)
+    ours, tokenizer = bert.load_pretrained(str(folder))
+    return family, ours, tokenizer, theirs
+
+
+def _batch(family, ids):
+    ids = torch.tensor([ids])
+    return ids, torch.zeros_like(ids), torch.ones_like(ids)
+
+
+def test_word_features_are_transformers_hidden_states_at_the_first_pieces(loaded):
+    family, ours, tokenizer, theirs = loaded
+    words = ("the", "mailman", "barked")
+    features = extract_word_features(ours, tokenizer, [TreebankSentence(words, {})], "first", batch_size=1)
+    reference = run_transformers(theirs, family, _batch(family, tokenizer.encode_words(list(words)).input_ids))
+    states = torch.stack(reference.hidden_states)[:, 0]  # [layer + 1, token, hidden]
+    torch.testing.assert_close(features.sentence(0), states[:, [1, 2, 4]], atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.slow
+def test_treebank_probes_run_at_every_layer(loaded):
+    family, ours, tokenizer, _ = loaded
+    report = run_probes(ours, tokenizer, read_treebank(synthetic_conllu(20).encode(), name="synthetic.conllu"),
+                        settings=ProbeSettings(seed=1, mdl=False, max_train_words=60), model_name=family)
+    assert {"upos", "deprel", "distance", "depth"} <= set(report.tasks)
+    for name in ("upos", "distance"):
+        assert [row["layer"] for row in report.tasks[name].layers] == list(range(ours.config.num_layers + 1))
+
+
+def test_patching_runs_and_its_metrics_are_transformers_logits(loaded):
+    family, ours, tokenizer, theirs = loaded
+    contrast = prepare_contrast(tokenizer, CLEAN, CORRUPTED, ANSWER, FOIL)
+    for encoding, name in ((contrast.clean, "clean"), (contrast.corrupted, "corrupted")):
+        logits = run_transformers(theirs, family, _batch(family, encoding.input_ids)).logits[0, contrast.mask_position]
+        expected = float(logits[contrast.answer_id] - logits[contrast.foil_id])
+        assert getattr(patching_sweep(ours, contrast, sites=["residual"]), f"{name}_metric") == pytest.approx(expected, abs=1e-4)
+    assert patched_metric(ours, contrast, [Patch("residual", 0)]) == pytest.approx(1.0, abs=1e-5)
+    result = patching_sweep(ours, contrast, head_layer=1)
+    last = ours.config.num_layers
+    expected = torch.zeros(len(contrast.clean))
+    expected[contrast.mask_position] = 1  # the masked-LM head reads the [MASK] position only
+    torch.testing.assert_close(result.residual[last], expected, atol=1e-4, rtol=0)
+    assert result.heads.shape == (last, ours.config.num_heads)
+    assert result.head_positions.shape == (ours.config.num_heads, len(contrast.clean))
