@@ -6,6 +6,19 @@
     python -m bench.class_server --students 1 --rounds 40 --profile out/one_student.txt   # where the time goes
     python -m bench.class_server --summarise-profile out/one_student.txt                  # that profile's shares again
     python -m bench.class_server --follow --students 30 --steps 6   # a class following the presenter, in class mode
+    python -m bench.class_server --follow --students 30 --hostile 3  # 27 follow, 3 ask for the heaviest they may
+    python -m bench.class_server --saliency-link   # the attention page while a student runs the 511-token saliency link
+
+`--hostile N` (with `--follow`): N of the students do not follow; each keeps asking for the heaviest computation
+the default budget lets a student start (bench/hostile.py: occlusion on a 511-token paragraph, one word changed
+after each), from before the first step until the last; then their tabs close and the report says how long the
+server took to be idle again.
+
+`--saliency-link`: in class mode, one session opens the attention page on three new sentences, alone (its quiet
+time); then a student opens the 511-token saliency link (`--link-method`, default occlusion, the heaviest allowed;
+the link's default, gradient x input, costs 6 passes) and the attention page is opened on three more sentences
+meanwhile; then the saliency tab closes and the report says when the server was idle again; last, a student
+changes the input while the 511-token occlusion runs, and the report says how soon the page ran for the new one.
 
 `--follow`: bench/class_following.py's class instead of typing students: the presenter moves a lesson through
 `--steps` steps, every student's page follows; the time from the presenter's press to each student's new step and
@@ -50,7 +63,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from urllib.parse import urlencode
 
-from bench import class_following, classroom
+from bench import class_following, classroom, hostile
 from bench.streamlit_session import Session
 from viz_app.local_server import ROOT, serve
 
@@ -237,13 +250,60 @@ def _own_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def measure_following(count: int, steps: int, timeout_s: float, log: Path) -> dict:
-    """Start a class-mode server and let `count` students follow the presenter through `steps` steps."""
+def measure_following(count: int, steps: int, timeout_s: float, log: Path, hostile_count: int = 0) -> dict:
+    """Start a class-mode server and let `count` students follow the presenter through `steps` steps; with
+    `hostile_count`, that many of the count ask for heavy computations instead (bench/hostile.py)."""
     args = ("--class", "--presenter-key", class_following.KEY)
     with serve(log, app_args=args) as (url, server):
-        result = class_following.run_following(url, count, steps, timeout_s, server.pid)
+        heavy = hostile.Hostile(url, hostile_count) if hostile_count else None
+        if heavy:
+            time.sleep(10)  # their computations are running before the class starts
+        result = class_following.run_following(url, count - hostile_count, steps, timeout_s, server.pid)
+        if heavy:
+            closed = heavy.close()
+            result["hostile"] = {"requests": heavy.requests, "finished": heavy.finished, "refused": heavy.refused,
+                                 "idle_after_close_s": hostile.idle_after(server.pid, closed)}
         result["peak_mb"] = classroom.peak_memory_mb(server.pid)
     return result
+
+
+def measure_saliency_link(timeout_s: float, log: Path, method: str) -> dict:
+    """The attention page's time alone and while a student's 511-token saliency link runs; then the idle time."""
+    sentences = classroom.sentences(6)
+    with serve(log, app_args=("--class",)) as (url, server):
+        hostile.attention_seconds(url, ["A sentence that warms the [MASK] up."], timeout_s)
+        quiet = hostile.attention_seconds(url, sentences[:3], timeout_s)
+        heavy = hostile.Hostile(url, 1, method)
+        time.sleep(10)  # the computation runs
+        busy_cpu, busy_start = classroom.cpu_seconds(server.pid), time.monotonic()
+        loaded = hostile.attention_seconds(url, sentences[3:], timeout_s)
+        busy_cores = (classroom.cpu_seconds(server.pid) - busy_cpu) / (time.monotonic() - busy_start)
+        closed = heavy.close()
+        idle = hostile.idle_after(server.pid, closed)
+        changed_s, changed_shown = hostile.changed_input_seconds(url, timeout_s)
+    return {"quiet_s": quiet, "with_saliency_s": loaded, "server_cores_meanwhile": busy_cores,
+            "idle_after_close_s": idle, "saliency_requests": heavy.requests, "saliency_refused": heavy.refused,
+            "changed_input_s": changed_s, "changed_input_shown": changed_shown}
+
+
+def report_saliency_link(args, result: dict, load_before, load) -> int:
+    quiet, loaded = hostile.median(result["quiet_s"]), hostile.median(result["with_saliency_s"])
+    idle = result["idle_after_close_s"]
+    print(f"{os.cpu_count()} CPUs; load average before {load_before[0]:.1f} {load_before[1]:.1f} {load_before[2]:.1f}, "
+          f"after {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}. The link: {args.link_method} on 511 tokens "
+          f"({'refused by the budget' if result['saliency_refused'][0] else 'started'}).\n")
+    print("| attention page alone, median (s) | while the saliency link runs, median (s) | ratio (target ≤ 2) | "
+          "server cores meanwhile | idle after the tab closed (s, target ≤ 30) |")
+    print("| ---: | ---: | ---: | ---: | ---: |")
+    print(f"| {quiet:.2f} ({', '.join(f'{s:.2f}' for s in result['quiet_s'])}) | {loaded:.2f} "
+          f"({', '.join(f'{s:.2f}' for s in result['with_saliency_s'])}) | {loaded / quiet:.2f} | "
+          f"{result['server_cores_meanwhile']:.2f} | {'not within 60 s' if idle is None else f'{idle:.1f}'} |")
+    print(f"\nThe input changed while the 511-token computation ran: the page had run for the new sentence "
+          f"{result['changed_input_s']:.1f} s later ({'with' if result['changed_input_shown'] else 'without'} its chart).")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"load_average": [load_before, load], **result}, indent=2))
+    return 0 if idle is not None and loaded <= 2 * quiet else 1
 
 
 def report_following(args, result: dict, load_before, load) -> int:
@@ -258,11 +318,17 @@ def report_following(args, result: dict, load_before, load) -> int:
           f"{load_before[0]:.1f} {load_before[1]:.1f} {load_before[2]:.1f}, after {load[0]:.1f} {load[1]:.1f} "
           f"{load[2]:.1f}. Polling alone: {result['polling_cpu_s_per_s']:.3f} s of server CPU per second for the "
           f"class; the steps: {result['steps_cpu_s']:.2f} s of CPU over {result['steps_wall_s']:.1f} s.\n")
+    heavy = result.get("hostile")
+    if heavy:
+        idle = heavy["idle_after_close_s"]
+        print(f"Hostile students: {len(heavy['requests'])}, computations asked for {heavy['requests']}, ran to their "
+              f"end {heavy['finished']}, refused by the budget {heavy['refused']}; the server was idle "
+              f"{'not within 60 s' if idle is None else f'{idle:.1f} s'} after their tabs closed.\n")
     print("| students | steps | every step reached every student | server CPU per student per step (s) | p95 press to "
           "step shown (s) | p95 press to page finished (s) | slowest (s) | polling CPU per student (% of a core) |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     if finished:
-        print(f"| {args.students} | {args.steps} | {correct} of {len(followers)} | {result['cpu_per_student_step_s']:.3f} | "
+        print(f"| {len(followers)} | {args.steps} | {correct} of {len(followers)} | {result['cpu_per_student_step_s']:.3f} | "
               f"{classroom.percentile(shown, 0.95):.2f} | {classroom.percentile(finished, 0.95):.2f} | "
               f"{max(finished):.2f} | {100 * result['polling_cpu_s_per_s'] / args.students:.2f} |")
     if args.json:
@@ -288,10 +354,20 @@ def main() -> int:
     parser.add_argument("--log", type=Path, default=ROOT / "out" / "class_server_streamlit.log", help="the server's output")
     parser.add_argument("--follow", action="store_true", help="a class following the presenter (class mode) instead")
     parser.add_argument("--steps", type=int, default=6, help="with --follow: steps the presenter shows")
+    parser.add_argument("--hostile", type=int, default=0, help="with --follow: this many of the students ask for the "
+                        "heaviest computations the budget allows instead of following")
+    parser.add_argument("--saliency-link", action="store_true", help="the attention page's time while a student runs "
+                        "the 511-token saliency link, and the server's idle time after that tab closes")
+    parser.add_argument("--link-method", default="occlusion", help="with --saliency-link: the link's saliency method")
     args = parser.parse_args()
+    if args.saliency_link:
+        load_before = os.getloadavg()
+        result = measure_saliency_link(args.timeout, args.log.with_name("saliency_link_streamlit.log"), args.link_method)
+        return report_saliency_link(args, result, load_before, os.getloadavg())
     if args.follow:
         load_before = os.getloadavg()
-        result = measure_following(args.students, args.steps, args.timeout, args.log.with_name("class_following_streamlit.log"))
+        result = measure_following(args.students, args.steps, args.timeout, args.log.with_name("class_following_streamlit.log"),
+                                   args.hostile)
         return report_following(args, result, load_before, os.getloadavg())
     if args.summarise_profile:
         for name, share in summarise_profile(args.summarise_profile):

@@ -43,14 +43,11 @@ class Session:
     def close(self) -> None:
         self.connection.close()
 
-    def rerun(self, widget_states: dict[str, str] | None = None, on_chart=None, press: str | None = None,
-              fragment: str | None = None, on_markdown=None) -> Page:
-        """Send a rerun (the query string and page as the browser would, plus `widget_states` {id: text}) and read
-        until script_finished. `press`: a button's id, pressed; `fragment`: rerun only that fragment, as the
-        browser's timer does for `st.fragment(run_every=...)`. `on_chart(spec)` and `on_markdown(text)` are called
-        as each chart and each text arrives."""
+    def send_rerun(self, widget_states: dict[str, str] | None = None, press: str | None = None,
+                   fragment: str | None = None) -> None:
+        """Send a rerun as `rerun` does, without reading what comes back (a reader in another thread may be
+        waiting for the run before it: a browser that changes a widget while the page runs)."""
         from streamlit.proto.BackMsg_pb2 import BackMsg
-        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
         back = BackMsg()
         state = back.rerun_script
@@ -67,6 +64,16 @@ class Session:
             widget = state.widget_states.widgets.add()
             widget.id, widget.trigger_value = press, True
         self.socket.send(back.SerializeToString())
+
+    def rerun(self, widget_states: dict[str, str] | None = None, on_chart=None, press: str | None = None,
+              fragment: str | None = None, on_markdown=None) -> Page:
+        """Send a rerun (the query string and page as the browser would, plus `widget_states` {id: text}) and read
+        until script_finished. `press`: a button's id, pressed; `fragment`: rerun only that fragment, as the
+        browser's timer does for `st.fragment(run_every=...)`. `on_chart(spec)` and `on_markdown(text)` are called
+        as each chart and each text arrives."""
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        self.send_rerun(widget_states, press, fragment)
         page = Page()
         deadline = time.monotonic() + self.timeout_s
         while True:

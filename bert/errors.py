@@ -88,3 +88,7 @@ def quoted(value, limit: int = QUOTE_LIMIT) -> str:
     if isinstance(value, (list, dict, tuple, set)):
         return f"a {type(value).__name__}"
     return shortened(repr(value), limit)
+
+
+class StoppedError(BertError):
+    """A computation stopped before its end because whoever asked for it no longer needs it (bert/stopping.py)."""

@@ -21,6 +21,7 @@ from .activation_cache import ActivationCache
 from .config import BertConfig
 from .errors import InputTooLongError, InvalidInputError, MissingHeadError
 from .hooks import _ACTIVE_RUN, HookPoint, HookRun, Intervention, NameFilter, active_run, group_interventions, make_filter, name_hook_points
+from .stopping import checkpoint
 
 
 def activate(x: torch.Tensor, activation: str) -> torch.Tensor:
@@ -449,9 +450,11 @@ class Bert(nn.Module):
         token_type_ids = self._check_inputs(input_ids, token_type_ids, attention_mask)
         if attention_mask is not None and bool(attention_mask.all()):
             attention_mask = None  # nothing padded: the same result, and the fused kernel is faster without a mask
+        checkpoint(input_ids.shape[0])  # whoever watches this thread's runs may stop here (bert/stopping.py)
         x = self.embedding(input_ids, token_type_ids)
         for layer in self.transformer:
             x = layer(x, attention_mask)
+            checkpoint()
         return x
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None, logit_mask=None, output: str = "mlm") -> torch.Tensor | None:

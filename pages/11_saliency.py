@@ -4,7 +4,7 @@ import streamlit as st
 
 from bert.analysis.attribution.saliency import METHODS
 from bert.errors import InvalidInputError
-from viz_app import analysis_widgets, cache, state, widgets
+from viz_app import analysis_widgets, cache, heavy, page_costs, state, widgets
 from viz_app.views.logit_lens import lens_at
 from viz_app.views.saliency import METHOD_NAMES, integral_is_rough, method_note, saliency_view
 
@@ -12,7 +12,8 @@ widgets.page_header(
     "Saliency",
     "Which input tokens push the prediction at a [MASK]? Gradient methods also split each token into its token, "
     "position and segment embeddings; perturbation methods mask tokens and watch the prediction. Pick a second "
-    "word to ask why the model prefers one word to the other, and check below whether the map can be trusted.",
+    "word to ask why the model prefers one word to the other, and check below whether the map can be trusted. "
+    "Gradient × input is one pass; the other methods run the model once per step, window or order.",
 )
 context = widgets.require()
 position = analysis_widgets.mask_picker(context, "saliency")
@@ -36,20 +37,27 @@ samples = settings[1].slider("Shapley orders (samples)", 5, 100, value=25, step=
                              bind="query-params", persist_state="session", disabled=method != "shapley_value_sampling")
 explained = (context.key, context.prepared, method, position, target.token_id, steps, "mlm",
              None if foil is None else foil.token_id, samples)
-result = cache.saliency(*explained)
+cost = page_costs.saliency(context.loaded, context.prepared.masked, method, steps, samples)
+if not heavy.allowed(context, cost, "saliency"):
+    st.stop()
+with heavy.job(context, cost, "Computing attributions"):
+    result = cache.saliency(*explained)
 words = widgets.units_picker(context, "Words: a word's attribution is the sum of its pieces' attributions (the "
                              "totals stay the same). The deletion curve below still removes word pieces.")
-try:
-    curve, no_curve = cache.deletion_curve(*explained), None
-except InvalidInputError as problem:  # every token is [CLS], [SEP] or [MASK]: nothing to remove
-    curve, no_curve = None, problem
-charts = saliency_view(result, curve, words)
+charts = saliency_view(result, None, words)
 widgets.show_chart(charts["attributions"], key="saliency")
 st.caption(method_note(result))
 if integral_is_rough(result):
     st.warning("The integral is not yet accurate at this many steps (the path crosses a sharp change): raise the steps.")
 st.subheader("Can this map be trusted?")
-if no_curve:
-    st.info(f"No deletion curve: {no_curve}. Add a word to the sentence to test the map.")
-else:
-    widgets.show_chart(charts["deletion"], key="deletion")
+deletion = page_costs.deletion(context.loaded, context.prepared.masked)
+if st.toggle(f"Draw the deletion curve: mask the tokens in the map's order and in 10 random orders "
+             f"({deletion.describe()})", key="saliency_deletion", persist_state="session"):
+    if heavy.allowed(context, deletion, "deletion"):
+        try:
+            with heavy.job(context, deletion, "Masking tokens in the map's order and at random"):
+                curve = cache.deletion_curve(*explained)
+        except InvalidInputError as problem:  # every token is [CLS], [SEP] or [MASK]: nothing to remove
+            st.info(f"No deletion curve: {problem}. Add a word to the sentence to test the map.")
+        else:
+            widgets.show_chart(saliency_view(result, curve)["deletion"], key="deletion")

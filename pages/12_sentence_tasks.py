@@ -3,7 +3,7 @@ drove each."""
 import streamlit as st
 
 from bert.analysis.attribution.saliency import METHODS, NEXT_SENTENCE_LABELS
-from viz_app import cache, sentence_tasks, state, widgets
+from viz_app import cache, heavy, page_costs, sentence_tasks, state, widgets
 from viz_app.charts.saliency import saliency_chart
 from viz_app.label_names import label_legend
 from viz_app.text import escape_markdown
@@ -38,7 +38,11 @@ def explain(output: str, target: int, labels, position: int = 0) -> None:
         chosen_method.append(st.radio("Attribution method", METHODS, horizontal=True, key="tasks_method",
                                       persist_state="session", format_func=METHOD_NAMES.get))
     method = chosen_method[0]
-    result = cache.saliency(key, prepared, method, position, target, 32, output)
+    cost = page_costs.saliency(context.loaded, prepared.base, method, 32, 25)
+    if not heavy.allowed(context, cost, f"saliency_{output}"):
+        return
+    with heavy.job(context, cost, "Computing attributions"):
+        result = cache.saliency(key, prepared, method, position, target, 32, output)
     widgets.show_chart(saliency_chart(result), key=f"saliency_{output}")
     split = "to each token's token, position and segment embeddings" if len(result.parts) > 1 else "to each input token"
     of_token = f" at '{escape_markdown(prepared.base.tokens[position])}'" if output == "tagger" else ""

@@ -7,7 +7,7 @@ from bert.layers import head_label, layer_labels
 from bert.errors import BertError
 from viz_app import analysis_widgets
 from viz_app import corpus_search
-from viz_app import cache, state, uploads, widgets
+from viz_app import cache, heavy, page_costs, state, uploads, widgets
 from viz_app.charts.corpus_search import by_layer_chart, match_words_chart
 from viz_app.text import chip_labels, escape_markdown
 
@@ -67,8 +67,12 @@ if by == corpus_search.HEAD_OUTPUT:
                f"({loaded.model.config.hidden_size // len(heads)} numbers) before the layer mixes the heads: the "
                "search compares those vectors.")
 
-try:  # only the index this view needs: every layer's output, or this layer's heads
-    index = cache.corpus_index(key, corpus) if by == corpus_search.LAYER_OUTPUT else cache.head_index(key, corpus, layer)
+try:  # only the index this view needs: every layer's output, or this layer's heads (built once, then shared)
+    cost = page_costs.corpus_pass(cache.corpus_lengths(key, corpus))
+    if not heavy.allowed(context, cost, "corpus_index"):
+        st.stop()
+    with heavy.job(context, cost, "Indexing the corpus"):
+        index = cache.corpus_index(key, corpus) if by == corpus_search.LAYER_OUTPUT else cache.head_index(key, corpus, layer)
 except BertError as error:
     st.warning(f"That text cannot be indexed: {escape_markdown(str(error))}.")
     st.stop()

@@ -4,11 +4,8 @@ import streamlit as st
 
 from bert.errors import InvalidInputError
 from bert.layers import layer_label
-from viz_app import cache, state, widgets
-from viz_app.causal_tracing import (
-    COMPARE, DIRECTION_LABELS, EXACT_RUNS_AT_ONCE, MODES, CausalSettings, default_corrupt_of, exact_runs, pick_answer_foil,
-    trace_runs,
-)
+from viz_app import cache, heavy, page_costs, state, widgets
+from viz_app.causal_tracing import COMPARE, DIRECTION_LABELS, MODES, CausalSettings, default_corrupt_of, pick_answer_foil
 from viz_app.navigation import LINK_PARAMS
 from viz_app.text import escape_markdown
 from viz_app.views.causal_tracing import patching_view, tracing_view
@@ -85,12 +82,16 @@ if mode == "two":
     request = CausalSettings.from_state(st.session_state).patching  # as a link or a lesson step gives it
     try:
         approximate = cache.attribution_patching(context.key, request)
-        runs = exact_runs(loaded.summary, len(approximate.tokens))
-        if exact and runs > EXACT_RUNS_AT_ONCE:
-            st.info(f"The exact sweeps of this input are {runs:,} patched runs, which can take minutes: attribution "
-                    "patching is shown below until you ask for them.")
-            exact = st.checkbox(f"Run all {runs:,} anyway", key="patch_exact_anyway")
-        result = cache.exact_patching(context.key, request) if exact else approximate
+        if exact:
+            cost = page_costs.exact_patching(loaded, len(approximate.tokens), request.head_layer)
+            exact = heavy.allowed(context, cost, "exact_patching")
+            if not exact:
+                st.caption("Attribution patching is shown below instead.")
+        if exact:
+            with heavy.job(context, cost, "Patching"):
+                result = cache.exact_patching(context.key, request)
+        else:
+            result = approximate
     except InvalidInputError as problem:
         stop_with(problem)
     base, source = ("corrupted", "clean") if direction == "denoise" else ("clean", "corrupted")
@@ -130,14 +131,12 @@ else:
     if not answer:
         st.warning("The model makes no whole-word guess here to trace.")
         st.stop()
-    runs = trace_runs(loaded.summary, len(encoding), samples, blocks)
-    if runs > EXACT_RUNS_AT_ONCE:
-        st.info(f"This trace is {runs:,} restored runs, which can take minutes. Fewer samples or a shorter sentence "
-                "make it faster.")
-        if not st.checkbox(f"Run all {runs:,} anyway", key="trace_anyway"):
-            st.stop()
+    cost = page_costs.trace(loaded, len(encoding), samples, blocks)
+    if not heavy.allowed(context, cost, "trace"):
+        st.stop()
     try:
-        trace = cache.noise_trace(context.key, CausalSettings.from_state(st.session_state).trace)
+        with heavy.job(context, cost, "Tracing"):
+            trace = cache.noise_trace(context.key, CausalSettings.from_state(st.session_state).trace)
     except InvalidInputError as problem:
         stop_with(problem)
     st.markdown(

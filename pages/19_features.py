@@ -8,7 +8,7 @@ from bert.analysis.features.neurons import tag_mix, top_examples
 from bert.analysis.features.sae import SaeFileError
 from bert.layers import residual_label
 from bert.errors import BertError
-from viz_app import access, cache, uploads, widgets
+from viz_app import access, cache, heavy, page_costs, uploads, widgets
 from viz_app import features as feature_logic
 from viz_app.text import escape_markdown
 from viz_app.views.features import FeatureSettings, feature_view, neuron_view, sentence_view, strongest_feature
@@ -63,7 +63,11 @@ if view == "MLP neurons":
     if isinstance(corpus, str):
         st.info(corpus)
         st.stop()
-    scan = cache.neuron_scan(context.key, corpus_id, layer, corpus)
+    cost = page_costs.corpus_pass([len(encoding) for encoding in corpus.encodings])
+    if not heavy.allowed(context, cost, "neuron_scan"):
+        st.stop()
+    with heavy.job(context, cost, "Reading every neuron over the corpus"):
+        scan = cache.neuron_scan(context.key, corpus_id, layer, corpus)
     mixes = {column: tag_mix(scan, corpus, int(neuron), column) for column in corpus.tags}  # a treebank: upos, deprel
     charts = neuron_view(int(neuron), layer, scan, mixes)
     st.subheader(f"Where neuron {neuron} of layer {layer} fires most ({escape_markdown(corpus.name)})")
@@ -137,18 +141,21 @@ factor = st.select_slider("Switch the feature", [0.0, 0.5, 1.0, 2.0, 4.0, 8.0], 
                           help="Multiply the feature's activation in the forward pass and watch the [MASK] guess.")
 guess = cache.feature_guess(context.key, folder, prepared, feature, factor) if prepared.all_masks else None
 promoted = cache.promoted_tokens(context.key, folder, feature)
+scan = None
 if isinstance(corpus, str):
     st.info(corpus)
-    scan = None
 else:
-    scan = cache.feature_scan(context.key, folder, corpus_id, corpus)
+    cost = page_costs.corpus_pass([len(encoding) for encoding in corpus.encodings])
+    if heavy.allowed(context, cost, "feature_scan"):
+        with heavy.job(context, cost, "Finding every feature's top examples"):
+            scan = cache.feature_scan(context.key, folder, corpus_id, corpus)
+if scan is not None:
     st.subheader(f"Where feature {feature} fires most ({escape_markdown(corpus.name)})")
     examples = top_examples(scan, corpus, feature)
     if examples:
         show_examples(examples, corpus)
     else:
         st.info("This feature never fires on this corpus.")
-if scan is not None:
     charts = feature_view(feature, scan, promoted, guess, factor)
     left, right = st.columns(2)
     with left:

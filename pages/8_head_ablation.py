@@ -5,7 +5,7 @@ import torch
 
 from bert.analysis.causal import ablation
 from bert.layers import head_label, layer_label
-from viz_app import analysis_widgets, cache, state, widgets
+from viz_app import analysis_widgets, cache, heavy, page_costs, state, widgets
 from viz_app.views.head_ablation import head_ablation_view
 
 widgets.page_header(
@@ -49,6 +49,8 @@ st.caption(
     f"Each of the {len(all_heads)} heads is ablated alone ({mode}), all in batched forward passes (one row per "
     "head), and the change in log-probability of the intact model's top prediction is measured."
 )
-if st.toggle("Rank all heads", key="ablation_rank"):
-    ranking = cache.head_ranking(context.key, context.prepared, position, mode)
+cost = page_costs.head_ranking(loaded, len(encoding))
+if st.toggle(f"Rank all heads ({cost.describe()})", key="ablation_rank") and heavy.allowed(context, cost, "ablation_rank"):
+    with heavy.job(context, cost, "Ablating every head, one per row of a batch"):
+        ranking = cache.head_ranking(context.key, context.prepared, position, mode)
     widgets.show_chart(head_ablation_view(ranking)["ranking"], key="ranking")

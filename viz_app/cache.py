@@ -32,6 +32,8 @@
   layer, or every feature, from one pass): `st.cache_resource`, shared read-only (arrays marked so); a
   sentence's features, a feature's promoted tokens and the [MASK] guess with a feature switched: `st.cache_data`.
 - the class a presenter moves (viz_app/class_room.py), one per server and presenter key: `st.cache_resource`.
+- the server's heavy computations (viz_app/heavy_jobs.py: slots, one per visitor, each visitor's hour):
+  `st.cache_resource`, one per server.
 """
 
 from __future__ import annotations
@@ -72,11 +74,12 @@ from bert.analysis.representations.compare import Comparison, check_comparable, 
 from bert.data import LabelledSentence, builtin_sentences
 from bert.devices import model_device
 from bert.errors import InvalidInputError
-from viz_app import (architecture, causal_tracing, corpus_search, features, head_ablation, models, probe_runs,
+from viz_app import (architecture, causal_tracing, corpus_search, features, head_ablation, models, page_costs, probe_runs,
                      sentence_tasks, sessions, text, word_contexts)
 from viz_app.class_room import ClassRoom, class_links, network_host
 from viz_app.charts.base import Chart
 from viz_app.forward import ForwardResult, PreparedInput, record
+from viz_app.heavy_jobs import HeavyJobs, nicer_thread
 from viz_app.lessons.format import Lesson
 from viz_app.lessons.resolve import SIDEBAR_KEYS, ResolvedStep, resolve
 from viz_app.lessons.views import PerModel, view_charts
@@ -114,6 +117,12 @@ def _model_choices(cache_dir: str, minilm_head_present: bool) -> list[models.Mod
 
 FORWARD_ENTRIES = 16
 HOUR = 3600
+
+
+@st.cache_resource(show_spinner=False)
+def heavy_jobs(slots: int) -> HeavyJobs:
+    """The server's heavy computations: `slots` at a time; each stops when its browser session is gone."""
+    return HeavyJobs(slots, connected=sessions.is_connected, lower_priority=nicer_thread)
 
 
 @st.cache_resource(show_spinner="Running the model…", max_entries=FORWARD_ENTRIES, ttl=HOUR, hash_funcs=BY_INPUT)
@@ -235,7 +244,7 @@ def logit_lens(key: ModelKey, prepared: PreparedInput, top_k: int):
     return lens_analysis.logit_lens(loaded.model, loaded.tokenizer, prepared.masked, top_k=top_k)
 
 
-@st.cache_data(show_spinner="Ablating every head, one per row of a batch…", max_entries=32, hash_funcs=BY_INPUT)
+@st.cache_data(show_spinner=False, max_entries=32, hash_funcs=BY_INPUT)
 def head_ranking(key: ModelKey, prepared: PreparedInput, position: int, mode: str) -> ablation.HeadRanking:
     return head_ablation.head_ranking(load_model(key), prepared, position, mode, lambda: mean_head_outputs(key))
 
@@ -257,20 +266,14 @@ def attribution_patching(key: ModelKey, request: causal_tracing.PatchingRequest)
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def exact_patching(key: ModelKey, request: causal_tracing.PatchingRequest) -> PatchingResult:
-    bar = st.progress(0.0, "Patching…")
-    result = causal_tracing.run_patching(load_model(key), request, exact=True,
-                                         progress=lambda done, total: bar.progress(done / total, f"{done:,} of {total:,} patched runs"))
-    bar.empty()
-    return result
+    """A heavy computation: the page runs it inside viz_app/heavy.py's job (the progress bar, the stop)."""
+    return causal_tracing.run_patching(load_model(key), request, exact=True)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def noise_trace(key: ModelKey, request: causal_tracing.TraceRequest) -> TraceResult:
-    bar = st.progress(0.0, "Tracing…")
-    trace = causal_tracing.run_trace(load_model(key), request,
-                                     progress=lambda done, total: bar.progress(done / total, f"{done:,} of {total:,} restored runs"))
-    bar.empty()
-    return trace
+    """A heavy computation: the page runs it inside viz_app/heavy.py's job (the progress bar, the stop)."""
+    return causal_tracing.run_trace(load_model(key), request)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -285,23 +288,26 @@ def erasure(key: ModelKey, data_key: tuple, _data: probe_runs.ProbeData, task: s
     return report
 
 
-@st.cache_data(show_spinner="Computing attributions…", max_entries=32, hash_funcs=BY_INPUT)
+@st.cache_data(show_spinner=False, max_entries=32, hash_funcs=BY_INPUT)
 def saliency(key: ModelKey, prepared: PreparedInput, method: str, position: int, target_id: int, steps: int,
              output: str = "mlm", foil_id: int | None = None, samples: int = 25):
     """Of a masked word (output "mlm": the input the model reads, with its masks) or of a sentence-level head's
     class (the input as typed); contrastive against `foil_id` when given."""
-    loaded = load_model(key)
-    return attributions.saliency(loaded.model, loaded.tokenizer, _explained_input(prepared, output), method, position,
-                                 target_id, steps=steps, output=output, foil_id=foil_id, samples=samples)
+    loaded, explained = load_model(key), _explained_input(prepared, output)
+    return attributions.saliency(loaded.model, loaded.tokenizer, explained, method, position, target_id, steps=steps,
+                                 output=output, foil_id=foil_id, samples=samples,
+                                 batch_size=causal_tracing.patching_batch(len(explained)))  # 8 rows a pass at 512 tokens
 
 
-@st.cache_data(show_spinner="Masking tokens in the map's order and at random…", max_entries=32, hash_funcs=BY_INPUT)
+@st.cache_data(show_spinner=False, max_entries=32, hash_funcs=BY_INPUT)
 def deletion_curve(key: ModelKey, prepared: PreparedInput, method: str, position: int, target_id: int, steps: int,
                    output: str = "mlm", foil_id: int | None = None, samples: int = 25) -> deletion.DeletionCurve:
-    """The deletion curve of that saliency map against 10 random orders."""
+    """The deletion curve of that saliency map against RANDOM_ORDERS random orders (viz_app/page_costs.py)."""
     loaded = load_model(key)
     result = saliency(key, prepared, method, position, target_id, steps, output, foil_id, samples)
-    return deletion.deletion_curve(loaded.model, loaded.tokenizer, _explained_input(prepared, output), result)
+    explained = _explained_input(prepared, output)
+    return deletion.deletion_curve(loaded.model, loaded.tokenizer, explained, result, random_orders=page_costs.RANDOM_ORDERS,
+                                   batch_size=causal_tracing.patching_batch(len(explained)))
 
 
 def _explained_input(prepared: PreparedInput, output: str):
@@ -324,6 +330,14 @@ def _build_index(loaded: models.LoadedModel, corpus: corpus_search.Corpus, what:
                         **choice)
     bar.empty()
     return built
+
+
+@st.cache_data(show_spinner="Counting the corpus's tokens…", max_entries=16, hash_funcs=BY_CORPUS)
+def corpus_lengths(key: ModelKey, corpus: corpus_search.Corpus) -> list[int]:
+    """Each sentence's length in tokens, as the index reads it: what indexing it costs (viz_app/page_costs.py)."""
+    sentences = builtin_sentences() if corpus.digest == corpus_search.BUILTIN else list(corpus.sentences)
+    tokenizer, longest = load_model(key).tokenizer, load_model(key).model.config.max_position_embeddings
+    return [len(tokenizer.encode(getattr(s, "text", s), max_length=longest)) for s in sentences]
 
 
 @st.cache_resource(show_spinner=False, max_entries=4, ttl=3600, hash_funcs=BY_CORPUS)

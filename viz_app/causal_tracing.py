@@ -144,24 +144,9 @@ def resolve_trace(loaded, request: TraceRequest) -> TraceRequest:
     return replace(request, answer=answer, corrupt=corrupt)
 
 
-EXACT_RUNS_AT_ONCE = 5_000  # more patched runs than this wait for the user to ask (minilm at 128 tokens: 4,040)
-
-
-def exact_runs(summary, tokens: int) -> int:
-    """How many patched runs the page's exact sweeps take: residual (layers + 1) x tokens, attention and MLP
-    layers x tokens each, heads layers x heads, one layer's heads by position heads x tokens."""
-    layers, heads = summary.layers, summary.heads
-    return (layers + 1) * tokens + 2 * layers * tokens + layers * heads + heads * tokens
-
-
-def trace_runs(summary, tokens: int, samples: int, blocks: bool) -> int:
-    """How many runs a trace takes: per noise sample, the noisy run and one per restored state."""
-    layers = summary.layers
-    return samples * (1 + (layers + 1) * tokens + (2 * layers * tokens if blocks else 0))
-
-
 def patching_batch(tokens: int) -> int:
-    """Patched runs per forward pass: fewer for long inputs, so that one pass stays within a few hundred MB."""
+    """Rows per forward pass (patched runs, saliency's perturbations): fewer for long inputs, so that one pass stays
+    within a few hundred MB, and a computation reaches its next stop check within a second or two."""
     return max(1, min(64, 4096 // max(tokens, 1)))
 
 

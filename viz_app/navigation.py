@@ -32,7 +32,7 @@ class Page:
 
 # Parameters several pages read: one object each, so every page reads the same spelling and default.
 UNITS = bound("word pieces", str, ("word pieces", "words"))  # "word pieces" or "words" (Clark et al. 2019)
-SALIENCY_METHOD = choice(tuple(METHODS), "integrated_gradients")
+SALIENCY_METHOD = choice(tuple(METHODS), "gradient_x_input")  # one pass and its gradient: the cheapest (docs/app.md)
 
 SEE_INSIDE, EXPERIMENTS, TRAINED, FINE_TUNING, TEACHING = (
     "See inside", "Experiments", "How it was trained", "Fine-tuning", "Teaching")

@@ -10,11 +10,20 @@ Three places, read in this order, each overriding the one before (folders add up
        cached_hub_models: true      # offer the BERTs already in the server's Hugging Face cache (default: true)
        folders:                     # model folders students may load, by the name they see (default: none)
          sentiment: /srv/models/bert-sst2
+       request_budget: 60000        # what one computation of a student may cost, in BERT-base token passes
+       visitor_budget: 300000       # what a student's computations may cost in an hour, together
+       heavy_jobs: 1                # heavy computations the server runs at once (default: cores - 1, at least 1)
 
-2. environment variables: BERT_INSIDE_CLASS=1, BERT_INSIDE_PRESENTER_KEY=...
+2. environment variables: BERT_INSIDE_CLASS=1, BERT_INSIDE_PRESENTER_KEY=..., BERT_INSIDE_REQUEST_BUDGET=...,
+   BERT_INSIDE_VISITOR_BUDGET=..., BERT_INSIDE_HEAVY_JOBS=...
 3. flags after `--`: `streamlit run viz_app/Home.py -- --class --offer sentiment=/srv/models/bert-sst2
-   --presenter-key ... --no-cached-hub-models --settings FILE` (scripts/start_app.sh passes them on, except the
-   key, which it passes in BERT_INSIDE_PRESENTER_KEY: a command line is visible to every user of the machine).
+   --presenter-key ... --no-cached-hub-models --settings FILE --request-budget N --visitor-budget N
+   --heavy-jobs N` (scripts/start_app.sh passes them on, except the key, which it passes in
+   BERT_INSIDE_PRESENTER_KEY: a command line is visible to every user of the machine).
+
+The budgets count BERT-base token passes (bert/costs.py): one forward pass of one token through BERT-base is 1, a
+512-token pass 512, a backward pass twice its forward pass, a smaller model's passes less. viz_app/budget.py
+applies them: above them a student is told the numbers and what to lower, the owner and the presenter confirm.
 
 The defaults are safe: without any of these, visitors from other machines are students (viz_app/access.py) and
 no folder is offered to them.
@@ -22,6 +31,7 @@ no folder is offered to them.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +45,13 @@ from viz_app import safe_yaml
 CLASS_VARIABLE = "BERT_INSIDE_CLASS"
 SETTINGS_VARIABLE = "BERT_INSIDE_SETTINGS"
 KEY_VARIABLE = "BERT_INSIDE_PRESENTER_KEY"
-FILE_KEYS = {"class", "presenter_key", "cached_hub_models", "folders"}
+NUMBER_VARIABLES = {"request_budget": "BERT_INSIDE_REQUEST_BUDGET", "visitor_budget": "BERT_INSIDE_VISITOR_BUDGET",
+                    "heavy_jobs": "BERT_INSIDE_HEAVY_JOBS"}
+FILE_KEYS = {"class", "presenter_key", "cached_hub_models", "folders", *NUMBER_VARIABLES}
+# a 30-student class on 2 cores: one computation of a student at most ~100 BERT-base passes of 512 tokens (integrated
+# gradients with 32 steps at 511 tokens is 51,100), an hour of a student's at most five such (docs/teaching.md)
+REQUEST_BUDGET = 60_000
+VISITOR_BUDGET = 300_000
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")  # a folder's name for students: no "/", unlike a hub id
 KEY = re.compile(r"[A-Za-z0-9_-]{8,128}")  # travels in a link: URL-safe, long enough not to be guessed
 RESERVED_NAMES = {"folder", "minilm", "minilm-encoder"}  # the picker's own entries
@@ -51,6 +67,14 @@ class ServerSettings:
     presenter_key: str | None = None  # None: viz_app/class_room.py makes a random one per start
     cached_hub_models: bool = True  # students may load the BERTs already in the server's Hugging Face cache
     folders: tuple[tuple[str, str], ...] = ()  # (name students see, folder on the server), in the teacher's order
+    request_budget: int = REQUEST_BUDGET  # BERT-base token passes one computation of a student may cost
+    visitor_budget: int = VISITOR_BUDGET  # BERT-base token passes a student's computations may cost in an hour
+    heavy_jobs: int = 0  # heavy computations at once; 0: the server's cores - 1, at least 1
+
+    @property
+    def heavy_slots(self) -> int:
+        """How many heavy computations run at once: the rest wait their turn, and a core stays for light pages."""
+        return self.heavy_jobs or max(1, (os.cpu_count() or 2) - 1)
 
     @property
     def folder_names(self) -> tuple[str, ...]:
@@ -69,6 +93,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--presenter-key")
     parser.add_argument("--offer", action="append", default=[], metavar="NAME=FOLDER")
     parser.add_argument("--no-cached-hub-models", dest="cached_hub_models", action="store_false", default=None)
+    for name in NUMBER_VARIABLES:
+        parser.add_argument("--" + name.replace("_", "-"), dest=name)
     return parser
 
 
@@ -88,6 +114,10 @@ def read_settings(argv: Sequence[str], environ: Mapping[str, str]) -> ServerSett
         values["presenter_key"] = flags.presenter_key
     if flags.cached_hub_models is not None:
         values["cached_hub_models"] = False
+    for name, variable in NUMBER_VARIABLES.items():
+        given = getattr(flags, name) or environ.get(variable)
+        if given:
+            values[name] = given
     folders = dict(values.get("folders") or {})
     for offer in flags.offer:
         name, sep, folder = offer.partition("=")
@@ -99,6 +129,9 @@ def read_settings(argv: Sequence[str], environ: Mapping[str, str]) -> ServerSett
         presenter_key=_key(values.get("presenter_key")),
         cached_hub_models=bool(values.get("cached_hub_models", True)),
         folders=tuple((_name(name), _folder(name, folder)) for name, folder in folders.items()),
+        request_budget=_count(values.get("request_budget", REQUEST_BUDGET), "request_budget"),
+        visitor_budget=_count(values.get("visitor_budget", VISITOR_BUDGET), "visitor_budget"),
+        heavy_jobs=_count(values.get("heavy_jobs", 0), "heavy_jobs"),
     )
 
 
@@ -129,6 +162,14 @@ def _yes(value: str, variable: str) -> bool:
     if value.lower() in ("0", "false", "no", "off"):
         return False
     raise SettingsError(f"{variable}={value!r}: write 1 (on) or 0 (off)")
+
+
+def _count(value, name: str) -> int:
+    """A whole number, 0 or more, from the file (an int) or a flag or variable (its text)."""
+    text = str(value).replace("_", "").replace(",", "")
+    if isinstance(value, bool) or not text.isdigit() or len(text) > 15:
+        raise SettingsError(f"{name} must be a whole number of 0 or more (e.g. {name}: 60000), not {value!r}")
+    return int(text)
 
 
 def _key(value) -> str | None:

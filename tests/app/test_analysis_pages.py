@@ -58,8 +58,10 @@ def test_rollout_refuses_flow_for_long_inputs(open_page):
 def test_saliency_every_method_with_its_deletion_curve(open_page):
     """Gradient methods: a bar per embedding part; perturbation methods: one per token, with their sample counts;
     every map with its deletion curve against random orders."""
-    at = open_page("saliency", text="The [MASK] barked.")
+    at = open_page("saliency", text="The [MASK] barked.", saliency_method="integrated_gradients")
     at.slider(key="saliency_steps").set_value(8).run()
+    assert len(figures(at)) == 1  # the deletion curve on request only
+    at.toggle(key="saliency_deletion").set_value(True).run()
     no_exception(at)
     bars, curve = figures(at)
     assert [trace["name"] for trace in bars["data"]] == ["token", "position", "segment"]
@@ -93,6 +95,7 @@ def test_saliency_against_a_second_word(open_page):
     answer = at.selectbox(key="saliency_target").value
     assert at.selectbox(key="saliency_foil").value is None  # no second word until one is picked
     at.selectbox(key="saliency_foil").select_index(2).run()
+    at.toggle(key="saliency_deletion").set_value(True).run()
     no_exception(at)
     bars, curve = figures(at)
     foil = at.selectbox(key="saliency_foil").value
@@ -164,7 +167,7 @@ def test_nonsense_in_an_experiment_link_is_replaced_by_defaults(open_page):
     assert at.multiselect(key="ablation_heads").value == []  # "7" is not layer.head: the whole value is ignored
     assert at.multiselect(key="ablation_layers").value == [1]  # MiniLM has no layer 40
     at = open_page("saliency", saliency_method="guess", saliency_steps=7)
-    assert (at.radio(key="saliency_method").value, at.slider(key="saliency_steps").value) == ("integrated_gradients", 32)
+    assert (at.radio(key="saliency_method").value, at.slider(key="saliency_steps").value) == ("gradient_x_input", 32)
     at = open_page("probes", probe_tasks="nope,pos", probes_count=5, probe_seed=-3)
     assert at.multiselect(key="probe_tasks").value == ["pos"]
     assert (at.slider(key="probes_count").value, at.number_input(key="probe_seed").value) == (300, 0)

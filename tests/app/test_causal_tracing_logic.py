@@ -2,6 +2,8 @@
 picks from the model's guesses, the word it noises, the batch size by length."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from viz_app.causal_tracing import CausalSettings, PatchingRequest, default_corrupt, default_corrupt_of, patching_batch, pick_answer_foil
@@ -57,29 +59,21 @@ def test_fewer_rows_per_pass_for_long_inputs():
     assert patching_batch(10) == 64 and patching_batch(512) == 8 and patching_batch(5000) == 1
 
 
-def test_exact_runs_count_every_cell_of_the_page(tiny_mlm_folder):
-    """The count against the cells the library's sweep actually runs (its progress callback's total)."""
+def test_the_pages_costs_count_every_cell_it_runs(tiny_mlm_folder):
+    """The page's costs against the cells the library's sweeps actually run (their progress callbacks' totals),
+    plus the clean and corrupted runs (patching) or the clean run (tracing)."""
     import bert
     from bert.analysis.causal.patching import patching_sweep, prepare_contrast
-    from viz_app.causal_tracing import exact_runs
-    from viz_app.models import summarize
-
+    from bert.analysis.causal.tracing import causal_trace
+    from viz_app import page_costs
     model, tokenizer = bert.load_pretrained(str(tiny_mlm_folder))
+    loaded = SimpleNamespace(model=model, tokenizer=tokenizer)  # what page_costs reads of a LoadedModel
     contrast = prepare_contrast(tokenizer, "the dog [MASK] at the park .", "her cat [MASK] to the mail .", "barked", "mail")
     totals = []
     patching_sweep(model, contrast, head_layer=1, progress=lambda done, total: totals.append(total))
-    assert exact_runs(summarize(model), len(contrast.clean)) == totals[-1]
-
-
-def test_trace_runs_count_every_restored_run(tiny_mlm_folder):
-    import bert
-    from bert.analysis.causal.tracing import causal_trace
-    from viz_app.causal_tracing import trace_runs
-    from viz_app.models import summarize
-
-    model, tokenizer = bert.load_pretrained(str(tiny_mlm_folder))
+    assert page_costs.exact_patching(loaded, len(contrast.clean), 1).forward_passes == 2 + totals[-1]
     encoding = tokenizer.encode("the dog [MASK] at the park .")
     for blocks, sites in ((False, ("residual",)), (True, ("residual", "attention", "mlp"))):
         totals = []
         causal_trace(model, tokenizer, encoding, [2], sites=sites, samples=3, progress=lambda done, total: totals.append(total))
-        assert trace_runs(summarize(model), len(encoding), 3, blocks) == totals[-1]
+        assert page_costs.trace(loaded, len(encoding), 3, blocks).forward_passes == 1 + totals[-1]

@@ -69,12 +69,13 @@ def test_noise_tracing_without_a_mask_says_what_to_do(open_page):
     assert "needs exactly one" in texts(at) and not figures(at)
 
 
-def test_a_long_input_shows_attribution_until_the_exact_sweep_is_asked_for(open_page):
+def test_a_long_input_shows_attribution_until_the_exact_sweep_is_confirmed(open_page):
     tail = " and then the long day went on" * 25
     at = open_page(patch_clean=f"The man said that [MASK] was tired{tail}.", patch_corrupted=f"The woman said that [MASK] was tired{tail}.")
-    assert "patched runs, which can take minutes" in texts(at)
+    assert "BERT-base token passes; on this server a computation may cost 60,000" in texts(at)
+    assert "Attribution patching is shown below instead." in texts(at)
     assert len(figures(at)) == 5  # the sweeps from attribution patching, no comparison
-    assert at.checkbox(key="patch_exact_anyway").value is False
+    assert at.button(key="heavy_confirm_exact_patching")  # the person at the server's machine may start it
 
 
 def test_a_typed_foil_of_several_word_pieces_says_which_and_its_pieces(open_page):

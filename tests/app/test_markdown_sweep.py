@@ -1,4 +1,4 @@
-"""Text from a link is text: every URL parameter the app declares (viz_app/params.py, and the model), set to
+"""Text from a link is text: every URL parameter the page registry declares (viz_app/navigation.py, and the model), set to
 Markdown and HTML, on every page. No element the browser renders as Markdown or HTML may carry a live link, image,
 tag or emphasis from it: each page escapes what it quotes (viz_app/text.py's escape_markdown, html.escape)."""
 from __future__ import annotations
@@ -9,7 +9,8 @@ import pytest
 from google.protobuf.json_format import MessageToDict
 
 from app_helpers import PAGES, go, no_exception
-from viz_app.params import LINK_PARAMS, MODEL_PARAM
+from viz_app.navigation import LINK_PARAMS
+from viz_app.params import MODEL_PARAM
 
 PAYLOAD = "[Click](http://x) ![](http://x/i.png) <img src=x> **b**"
 LIVE_MARKDOWN = {  # each as a Markdown renderer would read it; a backslash before a character makes it literal

@@ -62,6 +62,8 @@ def test_a_notebook_view_is_the_pages_figure(run, page, query, view):
     at = open_in_app(page, {"model": "minilm", "text": TEXT, **query})
     if page == "head_ablation":
         at.toggle(key="ablation_rank").set_value(True).run()  # the page ranks the heads on request
+    if page == "saliency":
+        at.toggle(key="saliency_deletion").set_value(True).run()  # and draws the deletion curve on request
     figure = view(notebook, run)
     same_data(json.loads(figure.to_json()), page_figure(at, figure))
 

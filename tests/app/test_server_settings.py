@@ -87,3 +87,37 @@ def test_the_settings_file_in_the_docs(tmp_path, bert_folder):
     settings = read_settings(["--settings", str(file)], {})
     assert settings.class_mode and settings.presenter_key == "a-long-secret"
     assert settings.folders == (("sentiment", str(bert_folder)),)
+
+
+def test_the_budgets_from_the_file_the_environment_and_the_flags(tmp_path):
+    defaults = read_settings([], {})
+    assert (defaults.request_budget, defaults.visitor_budget, defaults.heavy_jobs) == (60_000, 300_000, 0)
+    assert defaults.heavy_slots >= 1  # the cores less one, at least one
+    file = tmp_path / "class.yaml"
+    file.write_text("request_budget: 1000\nvisitor_budget: 5000\nheavy_jobs: 2\n")
+    from_file = read_settings(["--settings", str(file)], {})
+    assert (from_file.request_budget, from_file.visitor_budget, from_file.heavy_slots) == (1_000, 5_000, 2)
+    environment = {"BERT_INSIDE_REQUEST_BUDGET": "2,000", "BERT_INSIDE_HEAVY_JOBS": "3"}
+    assert read_settings(["--settings", str(file)], environment).request_budget == 2_000  # the environment wins
+    flags = read_settings(["--settings", str(file), "--request-budget", "3000", "--visitor-budget", "0"], environment)
+    assert (flags.request_budget, flags.visitor_budget, flags.heavy_slots) == (3_000, 0, 3)  # the flags win
+
+
+@pytest.mark.parametrize("argv, environment, text", [
+    (["--request-budget", "lots"], {}, "request_budget must be a whole number"),
+    ([], {"BERT_INSIDE_VISITOR_BUDGET": "-5"}, "visitor_budget must be a whole number"),
+    (["--heavy-jobs", "1.5"], {}, "heavy_jobs must be a whole number"),
+])
+def test_a_budget_that_is_not_a_count_says_so(argv, environment, text):
+    with pytest.raises(SettingsError, match=text):
+        read_settings(argv, environment)
+
+
+def test_the_budgets_in_the_docs(tmp_path):
+    text = (Path(__file__).resolve().parents[2] / "docs" / "teaching.md").read_text()
+    examples = [block.split("```", 1)[0] for block in text.split("```yaml\n")[1:]]
+    example = next(example for example in examples if "request_budget" in example)
+    file = tmp_path / "class.yaml"
+    file.write_text(example)
+    settings = read_settings(["--settings", str(file)], {})
+    assert (settings.request_budget, settings.visitor_budget, settings.heavy_slots) == (200_000, 1_000_000, 3)

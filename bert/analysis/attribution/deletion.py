@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ...costs import Cost
 from ...devices import as_numpy
 from ...errors import InvalidInputError
 from ...model import Bert
@@ -43,6 +44,12 @@ class DeletionCurve:
     @property
     def beats_random(self) -> bool:
         return self.area < self.random_area
+
+
+def deletion_cost(tokens: int, swappable_tokens: int, random_orders: int = 10) -> Cost:
+    """The passes `deletion_curve` makes: for the map's order and each random one, the input with 0, 1, ..., all
+    swappable tokens swapped."""
+    return Cost((1 + random_orders) * (swappable_tokens + 1), tokens, ("random orders", "a shorter text"))
 
 
 def deletion_curve(

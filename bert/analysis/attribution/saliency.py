@@ -29,6 +29,7 @@ import numpy as np
 import torch
 from captum.attr import InputXGradient, IntegratedGradients, Occlusion, ShapleyValueSampling
 
+from ...costs import Cost
 from ...devices import as_numpy, model_device
 from ...errors import InvalidInputError
 from ...model import Bert
@@ -37,10 +38,29 @@ from ...tokenizer import BertTokenizer, Encoding
 from .target import HOOKS, NEXT_SENTENCE_LABELS, OUTPUTS, PARTS, Target, TargetFunction, choose_target, describe
 
 __all__ = ["METHODS", "GRADIENT_METHODS", "PARTS", "OUTPUTS", "NEXT_SENTENCE_LABELS", "Saliency", "saliency",
-           "embedding_parts", "baseline_parts", "swappable"]
+           "embedding_parts", "baseline_parts", "swappable", "saliency_cost"]
 
 GRADIENT_METHODS = ("gradient_x_input", "integrated_gradients")
 METHODS = (*GRADIENT_METHODS, "occlusion", "shapley_value_sampling")
+PREPARATION_PASSES = 3  # before any method: the target's top output, the embedding parts, f(x)
+
+
+def saliency_cost(method: str, tokens: int, swappable_tokens: int, steps: int = 32, samples: int = 25, window: int = 1) -> Cost:
+    """The passes `saliency` makes, before it starts. swappable_tokens: how many tokens the perturbation methods
+    swap (`sum(swappable(tokenizer, encoding))`). Batching changes nothing: a pass is one row."""
+    if method not in METHODS:
+        raise InvalidInputError(f"method must be one of {METHODS}, not {method!r}")
+    shorter = "a shorter text"
+    if method == "gradient_x_input":  # one pass with its gradient
+        return Cost(PREPARATION_PASSES + 1, tokens, (shorter,), backward_passes=1)
+    if method == "integrated_gradients":  # a pass with its gradient per step, and f(baseline)
+        return Cost(PREPARATION_PASSES + steps + 1, tokens, ("integration steps", "the method", shorter), backward_passes=steps)
+    if method == "occlusion":  # the input itself, then one pass per window position
+        return Cost(PREPARATION_PASSES + 1 + max(tokens - window + 1, 0), tokens, ("the method", shorter))
+    # Shapley value sampling: every [MASK]ed, then per order one pass per feature (each swappable token, and the
+    # others together, never changed)
+    features = swappable_tokens + (tokens > swappable_tokens)
+    return Cost(PREPARATION_PASSES + 1 + samples * features, tokens, ("Shapley orders", "the method", shorter))
 
 
 @dataclass(frozen=True)

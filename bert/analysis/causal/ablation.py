@@ -16,6 +16,8 @@ from typing import Iterable, Sequence
 
 import torch
 
+from ...config import BertConfig
+from ...costs import Cost
 from ...data import LabelledSentence
 from ...devices import model_device
 from ...errors import InvalidInputError
@@ -97,6 +99,12 @@ class HeadRanking:
         order = self.effect.flatten().abs().argsort(descending=True, stable=True)
         heads = self.effect.shape[1]
         return [(int(i) // heads, int(i) % heads, float(self.effect.flatten()[i])) for i in order]
+
+
+def rank_heads_cost(config: BertConfig, tokens: int) -> Cost:
+    """The passes `rank_heads` makes: the intact model, then one row per head ablated (the mean over the built-in
+    sentences that "mean" ablation needs is computed once per model: `mean_head_outputs`)."""
+    return Cost(1 + config.num_layers * config.num_heads, tokens, ("a shorter text",))
 
 
 @torch.no_grad()

@@ -29,6 +29,8 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 import torch
 
+from ...config import BertConfig
+from ...costs import Cost
 from ...devices import model_device
 from ...errors import InvalidInputError
 from ...hooks import hook_name
@@ -223,6 +225,22 @@ def run_patched(
         if progress is not None:
             progress(start + len(chunk), len(rows))
     return values
+
+
+def sweep_cells(config: BertConfig, site: str, seq: int) -> int:
+    """How many cells `sweep_patches` lists for a site."""
+    layers = config.num_layers
+    return {"residual": (layers + 1) * seq, "heads": layers * config.num_heads}.get(site, layers * seq)
+
+
+def patching_cost(config: BertConfig, tokens: int, sites: Sequence[str] = SITES, head_layer: int | None = None,
+                  exact: bool = True) -> Cost:
+    """The passes `patching_sweep` (exact) or `attribution_sweep` makes for a pair of `tokens`-token sentences:
+    the clean and the corrupted run, then one patched run per cell, or one pass with its gradient."""
+    if not exact:
+        return Cost(3, tokens, ("a shorter pair of sentences",), backward_passes=1)
+    cells = sum(sweep_cells(config, site, tokens) for site in sites) + (0 if head_layer is None else config.num_heads * tokens)
+    return Cost(2 + cells, tokens, ("a shorter pair of sentences", "attribution patching instead of the exact sweep"))
 
 
 def sweep_patches(model: Bert, site: str, seq: int) -> list[Patch]:

@@ -18,14 +18,23 @@ from typing import Sequence
 
 import torch
 
+from ...config import BertConfig
+from ...costs import Cost
 from ...devices import model_device
 from ...errors import InvalidInputError
 from ...hooks import hook_name
 from ...model import Bert
 from ...tokenizer import BertTokenizer, Encoding
-from .patching import Progress, run_patched, site_hook, sweep_patches
+from .patching import Progress, run_patched, site_hook, sweep_cells, sweep_patches
 
 TRACE_SITES = ("residual", "attention", "mlp")
+
+
+def trace_cost(config: BertConfig, tokens: int, samples: int = 10, sites: Sequence[str] = ("residual",)) -> Cost:
+    """The passes `causal_trace` makes: the clean run, then per noise sample the noisy run and one run per
+    restored state."""
+    restored = sum(sweep_cells(config, site, tokens) for site in sites)
+    return Cost(1 + samples * (1 + restored), tokens, ("noise samples", "the restored blocks", "a shorter sentence"))
 
 
 @dataclass(frozen=True)

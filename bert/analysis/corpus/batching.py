@@ -9,6 +9,7 @@ from typing import Callable, Iterator, Sequence
 import torch
 
 from ...activation_cache import ActivationCache
+from ...costs import Cost
 from ...devices import model_device
 from ...hooks import every_layer, hook_name
 from ...layers import residual_labels
@@ -55,6 +56,17 @@ def batches(encodings: Sequence[Encoding], batch_size: int) -> Iterator[list[int
     order = sorted(range(len(encodings)), key=lambda i: len(encodings[i]))
     for start in range(0, len(order), batch_size):
         yield order[start : start + batch_size]
+
+
+def batches_cost(lengths: Sequence[int], batch_size: int = 32, lower: tuple[str, ...] = ("a smaller corpus",)) -> Cost:
+    """The passes `hook_batches` makes over encodings of these lengths: one per encoding, each padded to its
+    batch's longest (batches sorted by length); tokens: the padded tokens per pass, rounded up."""
+    if not lengths:
+        return Cost(0, 0, lower)
+    ordered = sorted(lengths)
+    padded = sum(max(ordered[start : start + batch_size]) * len(ordered[start : start + batch_size])
+                 for start in range(0, len(ordered), batch_size))
+    return Cost(len(ordered), -(-padded // len(ordered)), lower)
 
 
 ProgressCallback = Callable[[int, int], None]  # (encodings done, total), e.g. for a progress bar

@@ -1,0 +1,60 @@
+"""What a computation costs, known before it starts: forward passes of the model, each over `tokens` tokens.
+
+Every heavy analysis has a pure `*_cost` function beside it (bert/analysis/attribution, bert/analysis/causal,
+bert/analysis/corpus, bert/analysis/features) that returns a Cost from the input's length and the settings; the
+tests count the passes the analysis actually makes and compare. One forward pass is one input row through the
+model, whatever the batch it rides in (a batch of 32 rows is 32 passes). A backward pass (the gradient methods)
+costs about two forward passes (Kaplan et al. 2020, section 2.1: 2N FLOPs per token forward, 4N backward), so
+`equivalent_passes` counts it as two.
+
+The work of a pass grows with its tokens (the MLPs and projections, linearly; attention scores, quadratically,
+a small share up to 512 tokens in BERT-base) and with the model's width and depth: `work` is in BERT-base token
+passes, so one budget serves a small model and BERT-base alike.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .config import BertConfig
+
+BACKWARD_PASS = 2  # forward-pass equivalents of one backward pass
+BERT_BASE_LAYER_WEIGHTS = 12 * 12 * 768 * 768  # layers x the 12 hidden x hidden matrices' worth of one layer
+
+
+@dataclass(frozen=True)
+class Cost:
+    forward_passes: int  # input rows run forward through the model
+    tokens: int  # tokens in each row
+    lower: tuple[str, ...] = ()  # the settings that make it cheaper, in the words a page uses ("integration steps")
+    backward_passes: int = 0  # rows whose gradient is also taken (one backward pass each)
+
+    @property
+    def equivalent_passes(self) -> int:
+        """Forward-pass equivalents: a backward pass counts as BACKWARD_PASS forward passes."""
+        return self.forward_passes + BACKWARD_PASS * self.backward_passes
+
+    def work(self, config: BertConfig | None = None) -> float:
+        """BERT-base token passes: equivalent passes x tokens x the model's size relative to BERT-base's layers
+        (1 without a config)."""
+        return self.equivalent_passes * self.tokens * (1.0 if config is None else relative_size(config))
+
+    def __add__(self, other: "Cost") -> "Cost":
+        """Both computations (over the longer input of the two, when they differ)."""
+        lower = self.lower + tuple(setting for setting in other.lower if setting not in self.lower)
+        return Cost(self.forward_passes + other.forward_passes, max(self.tokens, other.tokens), lower,
+                    self.backward_passes + other.backward_passes)
+
+    def describe(self) -> str:
+        """"4,088 forward passes of 511 tokens (and 32 backward passes)"."""
+        text = f"{self.forward_passes:,} forward pass{'' if self.forward_passes == 1 else 'es'} of {self.tokens:,} tokens"
+        if self.backward_passes:
+            text += f" (and {self.backward_passes:,} backward pass{'' if self.backward_passes == 1 else 'es'})"
+        return text
+
+
+def relative_size(config: BertConfig) -> float:
+    """A model's work per token relative to BERT-base's: its layers' weights (4 hidden x hidden attention matrices
+    and 2 hidden x intermediate MLP matrices per layer) over BERT-base's."""
+    hidden = config.hidden_size
+    per_layer = 4 * hidden * hidden + 2 * hidden * config.intermediate_size
+    return config.num_layers * per_layer / BERT_BASE_LAYER_WEIGHTS

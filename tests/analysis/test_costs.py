@@ -1,0 +1,154 @@
+"""Every heavy analysis's cost, known before it starts, against the passes it actually makes: a forward pre-hook
+on the embedding counts the rows of every forward pass, a backward hook on the last layer counts backward
+passes. And a watcher (bert/stopping.py) stops each of them, Captum's loops included, at its next pass."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from bert import Bert, BertConfig
+from bert.analysis.attribution.deletion import deletion_cost, deletion_curve
+from bert.analysis.attribution.saliency import METHODS, saliency, saliency_cost, swappable
+from bert.analysis.causal.ablation import rank_heads, rank_heads_cost
+from bert.analysis.causal.patching import SITES, attribution_sweep, patching_cost, patching_sweep, prepare_contrast
+from bert.analysis.causal.tracing import TRACE_SITES, causal_trace, trace_cost
+from bert.analysis.corpus.batching import batches_cost, hook_batches
+from bert.costs import Cost, relative_size
+from bert.errors import StoppedError
+from bert.hooks import hook_name
+from bert.stopping import watching
+
+SHORT = "the dog [MASK] at the cat"
+LONG = "the dog [MASK] at the cat and her dog went to the park . the cat is"
+
+
+class Counted:
+    """The passes a model makes: rows of each forward pass, rows of each backward pass through the last layer."""
+
+    def __init__(self, model: Bert):
+        self.forward, self.backward = 0, 0
+        model.embedding.register_forward_pre_hook(self._forward)
+        model.transformer[-1].register_full_backward_hook(self._backward)
+
+    def _forward(self, module, args):
+        self.forward += args[0].shape[0]
+
+    def _backward(self, module, grad_input, grad_output):
+        self.backward += grad_output[0].shape[0]
+
+    def reset(self) -> "Counted":
+        self.forward, self.backward = 0, 0
+        return self
+
+    def assert_matches(self, cost: Cost) -> None:
+        assert (self.forward, self.backward) == (cost.forward_passes, cost.backward_passes)
+
+
+@pytest.fixture(scope="module")
+def counted_model(tokenizer):
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_layers=2, num_heads=4, intermediate_size=48,
+                        max_position_embeddings=64)
+    torch.manual_seed(0)
+    model = Bert(config).eval()
+    return model, Counted(model)
+
+
+@pytest.mark.parametrize("text", [SHORT, LONG])
+@pytest.mark.parametrize("method, settings", [
+    ("gradient_x_input", {}), ("integrated_gradients", {"steps": 8, "batch_size": 3}), ("integrated_gradients", {"steps": 16}),
+    ("occlusion", {"window": 1}), ("occlusion", {"window": 3, "batch_size": 4}),
+    ("shapley_value_sampling", {"samples": 3}), ("shapley_value_sampling", {"samples": 5, "batch_size": 7}),
+])
+def test_saliency_makes_the_passes_its_cost_says(counted_model, tokenizer, text, method, settings):
+    model, counted = counted_model
+    encoding = tokenizer.encode(text)
+    cost = saliency_cost(method, len(encoding), sum(swappable(tokenizer, encoding)),
+                         **{k: v for k, v in settings.items() if k != "batch_size"})
+    counted.reset()
+    saliency(model, tokenizer, encoding, method, **settings)
+    counted.assert_matches(cost)
+    assert cost.tokens == len(encoding)
+
+
+@pytest.mark.parametrize("text", [SHORT, LONG])
+def test_deletion_curve_makes_the_passes_its_cost_says(counted_model, tokenizer, text):
+    model, counted = counted_model
+    encoding = tokenizer.encode(text)
+    result = saliency(model, tokenizer, encoding, "gradient_x_input")
+    counted.reset()
+    deletion_curve(model, tokenizer, encoding, result, random_orders=3, batch_size=5)
+    counted.assert_matches(deletion_cost(len(encoding), sum(swappable(tokenizer, encoding)), random_orders=3))
+
+
+@pytest.mark.parametrize("sites, head_layer", [(SITES, None), (SITES, 1), (("residual",), 0), (("mlp", "heads"), None)])
+def test_patching_makes_the_passes_its_cost_says(counted_model, tokenizer, sites, head_layer):
+    model, counted = counted_model
+    contrast = prepare_contrast(tokenizer, "the dog [MASK] at the park .", "her cat [MASK] to the mail .", "barked", "mail")
+    tokens = len(contrast.clean)
+    counted.reset()
+    patching_sweep(model, contrast, sites, head_layer=head_layer, batch_size=7)
+    counted.assert_matches(patching_cost(model.config, tokens, sites, head_layer))
+    counted.reset()
+    attribution_sweep(model, contrast, sites, head_layer=head_layer)
+    counted.assert_matches(patching_cost(model.config, tokens, sites, head_layer, exact=False))
+
+
+@pytest.mark.parametrize("sites, samples", [(("residual",), 2), (TRACE_SITES, 3)])
+def test_causal_trace_makes_the_passes_its_cost_says(counted_model, tokenizer, sites, samples):
+    model, counted = counted_model
+    encoding = tokenizer.encode(SHORT)
+    counted.reset()
+    causal_trace(model, tokenizer, encoding, [1, 2], sites=sites, samples=samples, batch_size=5)
+    counted.assert_matches(trace_cost(model.config, len(encoding), samples, sites))
+
+
+def test_head_ranking_makes_the_passes_its_cost_says(counted_model, tokenizer):
+    model, counted = counted_model
+    encoding = tokenizer.encode(LONG)
+    counted.reset()
+    rank_heads(model, tokenizer, encoding, batch_size=3)
+    counted.assert_matches(rank_heads_cost(model.config, len(encoding)))
+
+
+def test_corpus_passes_and_their_padded_tokens(counted_model, tokenizer):
+    model, counted = counted_model
+    encodings = [tokenizer.encode(text) for text in (SHORT, LONG, "the cat", "her dog went to the park", SHORT + " " + SHORT)]
+    padded = []
+    model.embedding.register_forward_pre_hook(lambda module, args: padded.append(args[0].numel()))
+    counted.reset()
+    for _ in hook_batches(model, encodings, tokenizer.pad_id, [hook_name("embedding_out")], batch_size=2):
+        pass
+    cost = batches_cost([len(e) for e in encodings], batch_size=2)
+    counted.assert_matches(cost)
+    assert sum(padded) <= cost.forward_passes * cost.tokens < sum(padded) + cost.forward_passes  # rounded up per pass
+
+
+def test_work_is_in_bert_base_token_passes():
+    assert relative_size(BertConfig()) == 1.0
+    assert relative_size(BertConfig.large()) == pytest.approx(24 * 12 * 1024**2 / (12 * 12 * 768**2))
+    cost = Cost(10, 512, backward_passes=4)
+    assert cost.equivalent_passes == 18 and cost.work() == 18 * 512
+    assert (cost + Cost(2, 20, ("a shorter text",))).forward_passes == 12
+    assert cost.describe() == "10 forward passes of 512 tokens (and 4 backward passes)"
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_watcher_stops_every_saliency_method_at_its_next_pass(counted_model, tokenizer, method):
+    """Captum's loops call the model through their own forward function: the watcher still sees every pass."""
+    model, counted = counted_model
+    encoding = tokenizer.encode(LONG)
+    seen = []
+
+    def stop_after_the_preparation(rows: int) -> None:
+        seen.append(rows)
+        if sum(seen) > 3:
+            raise StoppedError("the visitor left")
+
+    counted.reset()
+    with pytest.raises(StoppedError), watching(stop_after_the_preparation):
+        saliency(model, tokenizer, encoding, method, steps=16, samples=3, batch_size=1)
+    assert counted.forward == 3  # the pass after the preparation never started
+    assert seen.count(0) >= 3 * model.config.num_layers  # between layers too, so one long pass can stop midway
+    counted.reset()
+    saliency(model, tokenizer, encoding, "gradient_x_input")  # outside the block nobody watches
+    assert counted.forward == 4

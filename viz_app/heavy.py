@@ -1,0 +1,72 @@
+"""A heavy computation on a page: its cost against the budgets before it starts (viz_app/budget.py), then a slot,
+a spinner that says its passes, and a stop when the browser session goes or the input changes
+(viz_app/heavy_jobs.py).
+
+    cost = page_costs.saliency(context.loaded, encoding, method, steps, samples)     # viz_app/page_costs.py
+    if heavy.allowed(context, cost, key="saliency"):     # says why not, or asks the owner and the presenter first
+        with heavy.job(context, cost, "Computing attributions"):
+            result = cache.saliency(...)
+
+A visitor is its browser session (Streamlit's session id): a second tab is a second visitor, with its own hour.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator
+
+import streamlit as st
+
+from bert.costs import Cost
+from bert.errors import StoppedError
+from viz_app import cache, sessions
+from viz_app.budget import Verdict, decide
+from viz_app.heavy_jobs import BusyError, HeavyJobs
+from viz_app.page_context import Context
+
+CONFIRMED = "_heavy_confirmed"  # (key, cost) pairs this browser session's owner or presenter confirmed
+
+
+def visitor() -> str:
+    try:
+        return sessions.this_session()
+    except sessions.NoSessionError:
+        return "script"  # outside a run of the app's script (a test's bare call): one visitor
+
+
+def server_jobs(context: Context) -> HeavyJobs:
+    return cache.heavy_jobs(context.visitor.settings.heavy_slots)
+
+
+def allowed(context: Context, cost: Cost, key: str) -> bool:
+    """Whether the page may start the computation now. Within the budgets: True. Above them: a student reads the
+    numbers and what to lower (False); the owner and the presenter read the same and a button: True once pressed,
+    and on later runs for the same cost."""
+    decision = decide(cost, context.loaded.model.config, context.visitor.role, context.visitor.settings,
+                      server_jobs(context).spent_this_hour(visitor()))
+    if decision.verdict is Verdict.START:
+        return True
+    confirmed = st.session_state.setdefault(CONFIRMED, set())
+    if decision.verdict is Verdict.CONFIRM and (key, cost) in confirmed:
+        return True
+    st.warning(decision.message)
+    if decision.verdict is Verdict.CONFIRM and st.button("Start it anyway", key=f"heavy_confirm_{key}"):
+        confirmed.add((key, cost))
+        return True
+    return False
+
+
+@contextlib.contextmanager
+def job(context: Context, cost: Cost, label: str) -> Iterator[None]:
+    """Run the block (a cached computation) as this visitor's heavy computation, under a spinner that says its cost.
+    Between forward passes it lets Streamlit stop the run (its input changed) and stops when its browser session is
+    gone. When it cannot run now (another of the visitor's computations runs) the page says so and stops."""
+    try:
+        with st.spinner(f"{label}: {cost.describe()} (after the computations that hold the server's slots)…"), \
+                server_jobs(context).job(visitor(), visitor(), cost.work(context.loaded.model.config), cost.forward_passes,
+                                         lambda share, text: sessions.let_streamlit_stop()):
+            yield
+    except BusyError as busy:
+        st.warning(f"Not started: {busy}.")
+        st.stop()
+    except StoppedError:
+        st.stop()

@@ -1,0 +1,48 @@
+"""What each heavy computation a page can start costs, from the loaded model, the input and the page's settings:
+the library's cost functions (bert/costs.py) as the page runs them. The pages check these against the budgets
+(viz_app/heavy.py) before they start anything. Plain Python."""
+from __future__ import annotations
+
+from bert.analysis.attribution.deletion import deletion_cost
+from bert.analysis.attribution.saliency import saliency_cost, swappable
+from bert.analysis.causal.ablation import rank_heads_cost
+from bert.analysis.causal.patching import patching_cost
+from bert.analysis.causal.tracing import trace_cost
+from bert.analysis.corpus.batching import batches_cost
+from bert.costs import Cost
+from bert.tokenizer import Encoding
+from viz_app.causal_tracing import SITES_FOR_BLOCKS
+from viz_app.models import LoadedModel
+
+RANDOM_ORDERS = 10  # the deletion curve's random orders (viz_app/cache.py)
+
+
+def _swappable(loaded: LoadedModel, encoding: Encoding) -> int:
+    return sum(swappable(loaded.tokenizer, encoding))
+
+
+def saliency(loaded: LoadedModel, encoding: Encoding, method: str, steps: int, samples: int) -> Cost:
+    return saliency_cost(method, len(encoding), _swappable(loaded, encoding), steps=steps, samples=samples)
+
+
+def deletion(loaded: LoadedModel, encoding: Encoding) -> Cost:
+    """The deletion curve alone (its saliency map is computed, and paid for, first)."""
+    return deletion_cost(len(encoding), _swappable(loaded, encoding), RANDOM_ORDERS)
+
+
+def exact_patching(loaded: LoadedModel, tokens: int, head_layer: int | None) -> Cost:
+    return patching_cost(loaded.model.config, tokens, head_layer=head_layer)
+
+
+def trace(loaded: LoadedModel, tokens: int, samples: int, blocks: bool) -> Cost:
+    return trace_cost(loaded.model.config, tokens, samples, SITES_FOR_BLOCKS[blocks])
+
+
+def head_ranking(loaded: LoadedModel, tokens: int) -> Cost:
+    return rank_heads_cost(loaded.model.config, tokens)
+
+
+def corpus_pass(lengths: list[int]) -> Cost:
+    """One pass over a corpus (its index for the search, a scan of every neuron or feature), from the sentences'
+    lengths in tokens: batches of 32, sorted by length (bert/analysis/corpus/batching.py)."""
+    return batches_cost(lengths, 32, ("a smaller corpus (fewer or shorter sentences)",))
