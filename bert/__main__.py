@@ -1,6 +1,7 @@
 """Command line: `python -m bert predict "The [MASK] barked." --model minilm`, `python -m bert pretrain ...`,
 `python -m bert finetune --train-file questions.csv --out out/trec`, `python -m bert probe --data ud-ewt`,
-`python -m bert patch --clean ... --corrupted ... --answer he --foil she`, `python -m bert erase --data ud-ewt --task upos --hidden-states-index 3`,
+`python -m bert patch --clean ... --corrupted ... --answer he --foil she`,
+`python -m bert mixing --text "The [MASK] barked." --method alti`, `python -m bert erase --data ud-ewt --task upos --hidden-states-index 3`,
 and `python -m bert download bert-base-uncased` (once, while online: the app then offers it first)."""
 from __future__ import annotations
 
@@ -49,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
 
     causal_cli.add_patch_arguments(commands.add_parser("patch", help="activation patching: which layer and position restore the answer"))
     causal_cli.add_erase_arguments(commands.add_parser("erase", help="amnesic probing: erase a property from a layer with LEACE"))
+    from .analysis.attention import mixing_cli
+
+    mixing_cli.add_arguments(commands.add_parser("mixing", help="what each token takes from the others, by one context-mixing method"))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
@@ -68,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
             return features_cli.run_neurons(args)
         if args.command == "sae":
             return features_cli.run_sae(args)
+        if args.command == "mixing":
+            return mixing_cli.run(args)
         if args.command in ("patch", "erase"):
             return causal_cli.run_patch(args) if args.command == "patch" else causal_cli.run_erase(args)
         from .pretraining.cli import run

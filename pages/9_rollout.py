@@ -1,38 +1,81 @@
-"""Attention rollout and attention flow beside raw attention."""
+"""What does each word take from the others? Context mixing by method, one or two side by side; rollout and flow."""
 import numpy as np
 import streamlit as st
 
+from bert.analysis.attention.mixing import METHODS
 from bert.analysis.attention.rollout import FLOW_TOKEN_LIMIT
-from viz_app import cache, widgets
-from viz_app.views.rollout import rollout_view
+from bert.errors import BertError
+from viz_app import cache, state, widgets
+from viz_app.mixing import METHOD_TITLES, NO_SECOND, cost_text, starts_by_itself
+from viz_app.views.mixing import MixingSettings, method_charts, mixing_view
 
 widgets.page_header(
-    "Rollout and flow",
-    "Raw attention shows one layer. Rollout and flow (Abnar & Zuidema 2020) follow attention through all layers "
-    "up to the chosen one, to estimate how much each input token reaches each position. Residual convention: each "
-    "layer's head-averaged attention A becomes 0.5·A + 0.5·I, rows renormalised to sum to 1.",
+    "What does each word take from the others?",
+    "An attention weight is not an influence: a token with a large weight can bring a tiny vector, and the residual "
+    "connection and the LayerNorms decide how much of a token's own vector survives (Kobayashi et al. 2020, 2021). "
+    "Each method below answers, per layer, how much each token's output (a row) takes from each input token (a "
+    "column), and, where its paper does, for the whole model.",
 )
 context = widgets.require()
-result = cache.predictions_and_attention(context.key, context.prepared)
-tokens = result.tokens
-layers = range(context.loaded.summary.layers)
-layer = st.selectbox("Up to layer", layers, index=len(layers) - 1, key="rollout_layer", bind="query-params",
-                     persist_state="session")
-charts = rollout_view(layer, result)
-raw, rolled = st.columns(2)
-with raw:
-    widgets.show_chart(charts["raw"], key="raw")
-with rolled:
-    widgets.show_chart(charts["rollout"], key="rollout")
-limit = FLOW_TOKEN_LIMIT
+tokens = list(cache.predictions_and_attention(context.key, context.prepared).tokens)
+num_layers = context.loaded.summary.layers
+methods, seconds = list(METHODS), [NO_SECOND, *METHODS]
+pick, beside, at_layer = st.columns(3)
+state.clamp("mixing_method", methods)
+state.clamp("mixing_compare", seconds)
+with pick:
+    method = st.selectbox("Method", methods, format_func=METHOD_TITLES.get, key="mixing_method", persist_state="session")
+with beside:
+    compare = st.selectbox("Beside it", seconds, format_func=lambda m: "nothing" if m == NO_SECOND else METHOD_TITLES[m],
+                           key="mixing_compare", persist_state="session")
+with at_layer:
+    layer = st.selectbox("Layer", range(num_layers), index=num_layers - 1, key="rollout_layer", bind="query-params",
+                         persist_state="session")
+defaults = MixingSettings.from_state(st.session_state, num_layers, tokens)
+query = widgets.select_int("Token whose row is drawn as bars", "mixing_query", list(range(len(tokens))),
+                           format_func=lambda i: f"{i}: {tokens[i]}", default=defaults.query)
+settings = MixingSettings(method, compare, layer, query)
+
+
+def computed(name: str, side: str):
+    """The method's matrices, or None while a heavy one waits for the visitor to start it (its cost said first)."""
+    cost = cost_text(name, len(tokens), num_layers)
+    if not starts_by_itself(name, len(tokens)):
+        if not st.toggle(f"Compute {METHODS[name].title} ({cost})", key=f"mixing_run_{side}"):
+            st.info(f"{METHODS[name].title} costs {cost}. Switch it on above to start; it can be stopped at any time.")
+            return None
+    elif METHODS[name].heavy:
+        st.caption(f"{METHODS[name].title}: {cost}.")
+    try:
+        return cache.context_mixing(context.key, context.prepared, name)
+    except BertError as problem:  # DecompX on a model with no output head to decompose
+        st.warning(str(problem))
+        return None
+
+
+sides = st.columns(2) if compare != NO_SECOND else [st.container()]
+for column, side, name in zip(sides, ("first", "second"), (method, compare)):
+    with column:
+        result = computed(name, side)
+        if result is None:
+            continue
+        for chart_name, chart in method_charts(settings, tokens, result, side).items():
+            widgets.show_chart(chart, key=chart_name)
+        if result.whole_model is None:
+            st.caption(f"{METHODS[name].paper} define no whole-model aggregate for this method.")
+widgets.download_view("What each word takes from the others", "context_mixing")
+
 st.subheader("Attention flow")
 st.caption(
     f"A max-flow problem per (position, input token) on the layered graph whose edge capacities are the mixed "
-    f"attention weights; each row normalised to sum to 1. Limited to inputs of {limit} tokens; at that length "
-    f"it can take half a minute."
+    f"attention weights (Abnar & Zuidema 2020); each row normalised to sum to 1. Limited to inputs of "
+    f"{FLOW_TOKEN_LIMIT} tokens; at that length it can take half a minute."
 )
-if len(tokens) > limit:
-    st.info(f"This input has {len(tokens)} tokens; attention flow is offered up to {limit}. Shorten the sentence to see it.")
+if len(tokens) > FLOW_TOKEN_LIMIT:
+    st.info(f"This input has {len(tokens)} tokens; attention flow is offered up to {FLOW_TOKEN_LIMIT}. "
+            f"Shorten the sentence to see it.")
 elif st.toggle("Compute attention flow", key="rollout_flow"):
-    flow = cache.attention_flow(np.ascontiguousarray(result.attention), layer)
-    widgets.show_chart(rollout_view(layer, result, flow)["flow"], key="flow")
+    attention = cache.predictions_and_attention(context.key, context.prepared).attention
+    flow = cache.attention_flow(np.ascontiguousarray(attention), settings.layer)
+    widgets.show_chart(mixing_view(settings, tokens, cache.context_mixing(context.key, context.prepared, "attention"),
+                                   flow=flow)["flow"], key="flow")

@@ -22,7 +22,7 @@
 - the probes' word vectors, per (model, data, word pieces, inputs): `st.cache_resource`, shared read-only (the
   probes only read them), at most PROBE_FEATURE_ENTRIES sets for an hour: BERT-base on all of UD EWT is about
   2 GB. Each run of the probes on them: `st.cache_data`, so other tasks or seeds on the same data skip the model.
-- every other analysis a page runs (corpus head statistics, logit lens, head ablation, attention flow,
+- every other analysis a page runs (corpus head statistics, logit lens, head ablation, attention flow, context mixing,
   saliency, a word's contexts, sentence tasks, model comparison, a lesson's step and its figures):
   `st.cache_data`, keyed by the model's `ModelKey` and the inputs, never by the model object. A `PreparedInput`
   is keyed by its `key` (text, pair, masks, truncate): it is tokenized once, by the sentence box, and never here
@@ -50,6 +50,7 @@ import torch
 from bert.analysis.attention import head_stats, rollout
 from bert.layers import layer_label
 from bert.analysis.attention.attention_stats import HeadStatistics
+from bert.analysis.attention.mixing import METHODS, ContextMixing
 from bert.analysis.attention.words import word_groups
 from bert.analysis.attribution import deletion
 from bert.analysis.attribution import saliency as attributions
@@ -74,8 +75,8 @@ from bert.analysis.representations.compare import Comparison, check_comparable, 
 from bert.data import LabelledSentence, builtin_sentences
 from bert.devices import model_device
 from bert.errors import InvalidInputError
-from viz_app import (architecture, causal_tracing, corpus_search, features, head_ablation, models, page_costs, probe_runs,
-                     sentence_tasks, sessions, text, word_contexts)
+from viz_app import (architecture, causal_tracing, corpus_search, features, head_ablation, mixing, models, page_costs,
+                     probe_runs, sentence_tasks, sessions, text, word_contexts)
 from viz_app.class_room import ClassRoom, class_links, network_host
 from viz_app.charts.base import Chart
 from viz_app.forward import ForwardResult, PreparedInput, record
@@ -236,6 +237,17 @@ def corpus_statistics(key: ModelKey, sentences: list, pairs: bool):
 @st.cache_data(show_spinner="Solving the max-flow problems…", max_entries=16)
 def attention_flow(attention: np.ndarray, layer: int) -> np.ndarray:
     return rollout.attention_flow(rollout.head_average(attention), layer=layer)
+
+
+@st.cache_data(show_spinner=False, max_entries=32, hash_funcs=BY_INPUT)
+def context_mixing(key: ModelKey, prepared: PreparedInput, method: str) -> ContextMixing:
+    """One method's matrices (viz_app/mixing.py), with a progress bar: value zeroing and DecompX go one batched
+    layer pass at a time, and a visitor who stops or leaves stops them at the next one."""
+    bar = st.progress(0.0, f"{METHODS[method].title}…")
+    result = mixing.compute(load_model(key), prepared, method,
+                            progress=lambda done, total: bar.progress(done / total, f"{METHODS[method].title}: {done:,} of {total:,} rows"))
+    bar.empty()
+    return result
 
 
 @st.cache_data(show_spinner=False, max_entries=32, hash_funcs=BY_INPUT)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bert.analysis.attention.attention_stats import STATISTICS
+from bert.analysis.attention.mixing import METHODS as MIXING_METHODS
 from bert.analysis.attribution.saliency import METHODS
 from bert.analysis.causal import ablation
 from bert.analysis.probing.task_table import TEXT_TASKS
@@ -85,8 +86,13 @@ REGISTRY: tuple[Page, ...] = (
              "trace_corrupt": ints(None), "trace_answer": text(None),
              "trace_samples": bound(10), "trace_blocks": flag(False),
          }, lesson_view="causal_tracing_charts"),
-    Page("rollout", "9_rollout.py", "Rollout and flow", ":material/water:", EXPERIMENTS,
-         params={"rollout_layer": bound(None)}),
+    # Context mixing, still at /rollout: the method, the one beside it (or "none"), the layer (None: the last), the
+    # token whose row is drawn as bars (None: the first [MASK], else the first word)
+    Page("rollout", "9_rollout.py", "What each word takes", ":material/water:", EXPERIMENTS, params={
+        "mixing_method": choice(tuple(MIXING_METHODS), "attention"),
+        "mixing_compare": choice((*MIXING_METHODS, "none"), "alti"),  # "none": viz_app/mixing.py NO_SECOND
+        "rollout_layer": bound(None), "mixing_query": integer(None),
+    }, lesson_view="mixing_charts"),
     Page("head_statistics", "10_head_statistics.py", "Head statistics", ":material/bar_chart:", EXPERIMENTS,
          reads_sentence=False, params={
              "stats_pairs": flag(True), "stats_count": bound(200),

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -63,8 +64,13 @@ def bound_to_url(widget) -> str:
 
 
 def texts(at) -> str:
-    """All text the page shows in markdown, captions, alerts and titles, joined: for "the page says X" checks."""
+    """All text the page shows in markdown, captions, alerts and titles, joined, as a reader sees it (a backslash
+    that keeps a character literal in Markdown dropped): for "the page says X" checks."""
     parts = []
-    for kind in ("title", "markdown", "caption", "info", "warning", "error", "subheader", "code"):
-        parts += [str(element.value) for element in getattr(at, kind)]
+    for kind in ("title", "markdown", "caption", "info", "warning", "error", "subheader"):
+        parts += [_MARKDOWN_ESCAPE.sub(r"\1", str(element.value)) for element in getattr(at, kind)]
+    parts += [str(element.value) for element in at.code]
     return "\n".join(parts)
+
+
+_MARKDOWN_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")  # a backslash before ASCII punctuation (CommonMark)

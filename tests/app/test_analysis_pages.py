@@ -1,4 +1,5 @@
-"""AppTest for the analysis pages (probes, logit lens, head ablation, rollout, head statistics, saliency): each
+"""AppTest for the analysis pages (probes, logit lens, head ablation, rollout, head statistics, saliency; the rest of the
+context-mixing page at /rollout: tests/app/test_mixing_page.py): each
 opens in the app on the default sentence, draws its charts, and answers bad input with a message."""
 from __future__ import annotations
 
@@ -39,14 +40,6 @@ def test_head_ablation_changes_and_ranks(open_page):
     no_exception(at)
     (heatmap,) = figures(at)
     assert heatmap["data"][0]["type"] == "heatmap"
-
-
-def test_rollout_and_flow(open_page):
-    at = open_page("rollout", text="The [MASK] barked.")
-    assert len(figures(at)) == 2
-    at.toggle(key="rollout_flow").set_value(True).run()
-    no_exception(at)
-    assert len(figures(at)) == 3
 
 
 def test_rollout_refuses_flow_for_long_inputs(open_page):

@@ -20,7 +20,8 @@ from bert.analysis.causal.patching import PatchingResult
 from bert.analysis.causal.tracing import TraceResult
 from bert.errors import BertError
 from bert.layers import head_label, layer_label
-from viz_app import causal_tracing
+from bert.analysis.attention.mixing import ContextMixing
+from viz_app import causal_tracing, mixing
 from viz_app.head_ablation import mean_head_outputs
 from viz_app.forward import ForwardResult, InputProblem, PreparedInput, prepare_input, record
 from viz_app.sentence_tasks import next_sentence
@@ -73,6 +74,7 @@ class StepFacts:
         self.loaded, self.text, self.pair, self.masks, self.truncate = loaded, text, pair, tuple(masks), truncate
         self.state = dict(state or {})  # the step's whole state: what the causal tracing page reads besides the sentence
         self.per_model = per_model or PerModel.of(loaded)
+        self._mixing: dict[str, ContextMixing] = {}  # method -> matrices, computed when first asked
 
     @cached_property
     def prepared(self) -> PreparedInput:
@@ -111,6 +113,12 @@ class StepFacts:
             return self.per_model.trace(request)
         except BertError as problem:
             raise NotComputable(str(problem)) from None
+
+    def mixing(self, method: str) -> ContextMixing:
+        """One context-mixing method's matrices for the step's input (viz_app/mixing.py), computed once."""
+        if method not in self._mixing:
+            self._mixing[method] = mixing.compute(self.loaded, self.prepared, method)
+        return self._mixing[method]
 
     @property
     def first_mask(self):
@@ -255,6 +263,42 @@ def _after(row: int) -> str:
     return "the embeddings" if row == 0 else layer_label(row - 1)
 
 
+def _special_columns(facts: StepFacts) -> np.ndarray:
+    result = facts.result
+    columns = np.array([mixing.is_special(token, special, position)
+                        for position, (token, special) in enumerate(zip(result.tokens, result.special))])
+    if not columns.any():
+        raise NotComputable("the step's sentence has no [SEP] or punctuation")
+    return columns
+
+
+def _to_special(method: str) -> Callable[[StepFacts], Finding]:
+    """The mean share of a row that goes to [SEP] and punctuation under `method`, over the middle layers; the layer
+    is the middle layer where the attention weights give them the most (the same for every method, so steps agree)."""
+    def compute(facts: StepFacts) -> Finding:
+        columns = _special_columns(facts)
+        middle = mixing.middle_layers(facts.loaded.summary.layers)
+        shares = mixing.shares_to(facts.mixing(method).layers, columns)
+        weights = mixing.shares_to(facts.mixing("attention").layers, columns)
+        layer = max(middle, key=lambda index: weights[index])
+        tokens = " ".join(f"“{t}”" for t in dict.fromkeys(t for t, special in zip(facts.result.tokens, columns) if special))
+        fields = {"share": _percent(float(shares[list(middle)].mean())), "layer": str(layer),
+                  "at_layer": _percent(float(shares[layer])), "tokens": tokens,
+                  "middle": f"layers {middle.start} to {middle.stop - 1}"}
+        return Finding(fields["share"], fields, layer=layer)
+
+    return compute
+
+
+def _residual_keeps(facts: StepFacts) -> Finding:
+    """The mean share of a token's own column, over every layer: in the norms without the residual (norm) and with
+    it (norm-residual, Kobayashi et al. 2021), and in ALTI's contributions."""
+    fields = {name.replace("-", "_"): _percent(float(mixing.own_share(facts.mixing(method).layers).mean()))
+              for name, method in (("without", "norm"), ("with", "norm-residual"), ("alti", "alti"),
+                                   ("attention", "attention"))}
+    return Finding(fields["with"], fields)
+
+
 def _statistic_head(statistic: str, what: str) -> Computation:
     return Computation(f"the head with the highest {what} in the step's sentence", _strongest(statistic), HEAD_KEYS,
                        ("layer", "head", "share"))
@@ -285,6 +329,18 @@ COMPUTED: dict[str, Computation] = {
         "travels to the [MASK]", _patching, (),
         ("answer", "foil", "clean", "corrupted", "word", "carried_until", "mask_from", "attention_layer", "attention_share",
          "head", "head_share", "r")),
+    "weight_to_special": Computation(
+        "the share of attention weight on [SEP] and punctuation in the middle layers (context-mixing page); its layer: "
+        "the middle layer where it is largest", _to_special("attention"), LAYER_KEYS,
+        ("share", "layer", "at_layer", "tokens", "middle")),
+    "norm_to_special": Computation("the same share by the norms ‖αf(x)‖ (Kobayashi et al. 2020), at the same layers",
+                                   _to_special("norm"), LAYER_KEYS, ("share", "layer", "at_layer", "tokens", "middle")),
+    "zeroing_to_special": Computation("the same share by value zeroing (Mohebbi et al. 2023), at the same layers",
+                                      _to_special("value-zeroing"), LAYER_KEYS,
+                                      ("share", "layer", "at_layer", "tokens", "middle")),
+    "residual_keeps": Computation(
+        "the mean share of each token's own column over every layer: norms without the residual, with it, ALTI, "
+        "attention weights", _residual_keeps, (), ("without", "with", "alti", "attention")),
     "trace": Computation("causal tracing with noise on the step's sentence (causal tracing page)", _trace, (),
                          ("answer", "clean", "noisy", "noised", "word_until", "mask_from")),
 }

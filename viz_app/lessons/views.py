@@ -14,7 +14,7 @@ from typing import Any, Callable, Mapping
 from bert.analysis.representations.logit_lens import logit_lens
 from bert.data import builtin_sentences
 from bert.errors import BertError
-from viz_app import probe_runs
+from viz_app import mixing, probe_runs
 from viz_app.causal_tracing import CausalSettings, resolve_patching, resolve_trace
 from viz_app.charts.base import Chart
 from viz_app.forward import PreparedInput, prepare_input, record
@@ -30,6 +30,7 @@ from viz_app.views.causal_tracing import patching_view, tracing_view
 from viz_app.views.embeddings import EmbeddingSettings, embeddings_view
 from viz_app.views.head_ablation import head_ablation_view
 from viz_app.views.logit_lens import logit_lens_view
+from viz_app.views.mixing import MixingSettings, mixing_view
 from viz_app.views.prediction import PredictionSettings, prediction_view
 from viz_app.views.probes import ProbeViewSettings, probes_view
 from viz_app.views.sentence_tasks import chosen_class, classes_view
@@ -133,6 +134,17 @@ def causal_tracing_charts(view: PageState) -> list[Chart]:
     except BertError:  # sentences the page would refuse with a message
         return []
     return list(patching_view(exact or approximate, approximate if exact else None, settings.compare).values())
+
+
+def mixing_charts(view: PageState) -> list[Chart]:
+    """The context-mixing page: each method's layer matrix and its row of the chosen token (the whole model's are
+    drawn in the app)."""
+    tokens = list(view.prepared.masked.tokens)
+    settings = MixingSettings.from_state(view.state, view.loaded.summary.layers, tokens)
+    first = mixing.compute(view.loaded, view.prepared, settings.method)
+    second = None if settings.compare == mixing.NO_SECOND else mixing.compute(view.loaded, view.prepared, settings.compare)
+    charts = mixing_view(settings, tokens, first, second)
+    return [charts[name] for name in ("first_layer", "first_row", "second_layer", "second_row") if name in charts]
 
 
 # url_path -> the builder its registry entry names (viz_app/navigation.py, `Page.lesson_view`)

@@ -1,0 +1,104 @@
+"""Context mixing's cost on a BERT-base-shaped model (random weights: speed does not depend on the values).
+
+    OMP_NUM_THREADS=2 python -m bench.mixing [--tokens 128 512] [--repeats 3] [--heavy-repeats 1] [--loop-keys 16]
+        [--methods attention norm ...] [--json out/mixing_bench.json]
+
+For each length: one recorded pass (record_for_mixing, the reference), then each method of
+bert/analysis/attention/mixing.py from that recorded pass, side by side, `--repeats` times (value zeroing and
+DecompX `--heavy-repeats` times); printed as median and spread (min-max) of the wall time and as a ratio to the
+recorded pass's median. Value zeroing batched (value_zeroing.value_zeroing: one batched pass of a layer per layer)
+against the one-token loop (value_zeroing_loop: one pass of the model's own layer per token and layer): the loop
+runs on the first `--loop-keys` tokens of every layer and is scaled to all of them (each token's pass costs the same;
+0: the whole loop). The machine's load average is printed with every figure.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "2")
+
+import torch  # noqa: E402
+
+from bert import Bert, BertConfig  # noqa: E402
+from bert.analysis.attention import value_zeroing as zeroing  # noqa: E402
+from bert.analysis.attention.mixing import METHODS, context_mixing, record_for_mixing  # noqa: E402
+from bert.analysis.attention.mixing_parts import recorded_layers  # noqa: E402
+
+
+def times(fn, repeats: int) -> list[float]:
+    runs = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        runs.append(time.perf_counter() - start)
+    return runs
+
+
+def report(name: str, runs: list[float], reference: float | None, results: dict) -> None:
+    median = statistics.median(runs)
+    results[name] = {"median_s": median, "min_s": min(runs), "max_s": max(runs), "runs": len(runs),
+                     "ratio_to_recorded_pass": None if reference is None else median / reference,
+                     "load_average_1min": os.getloadavg()[0]}
+    ratio = "" if reference is None else f"  {median / reference:>8.1f}x the recorded pass"
+    print(f"{name:<36} median {median:>9.3f} s  ({min(runs):.3f}-{max(runs):.3f}, {len(runs)} runs){ratio}  "
+          f"load {os.getloadavg()[0]:.1f}", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tokens", type=int, nargs="+", default=[128, 512])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--heavy-repeats", type=int, default=1)
+    parser.add_argument("--loop-keys", type=int, default=16)
+    parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS),
+                        help="the methods to time (value zeroing's loop runs with value-zeroing)")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+    torch.manual_seed(0)
+    model = Bert(BertConfig.base()).eval()
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), {os.cpu_count()} cores, {platform.machine()}; "
+          f"BERT-base shape, random weights; load average (1 min) {os.getloadavg()[0]:.1f}", flush=True)
+    results = {}
+    for seq in args.tokens:
+        print(f"\n{seq} tokens", flush=True)
+        input_ids = torch.randint(1000, 30000, (1, seq))
+        token_type_ids = torch.zeros_like(input_ids)
+        at = results.setdefault(str(seq), {})
+        report("recorded pass", times(lambda: record_for_mixing(model, input_ids, token_type_ids), args.repeats), None, at)
+        reference = at["recorded pass"]["median_s"]
+        _, cache = record_for_mixing(model, input_ids, token_type_ids)
+        for method, info in METHODS.items():
+            if method not in args.methods:
+                continue
+            repeats = args.heavy_repeats if info.heavy else args.repeats
+            report(method, times(lambda: context_mixing(model, cache, method), repeats), reference, at)
+        if "value-zeroing" not in args.methods:
+            continue
+        layers = recorded_layers(model, cache)
+        keys = seq if args.loop_keys == 0 else min(args.loop_keys, seq)
+
+        def loop_some() -> None:  # the loop's passes for the first `keys` tokens of every layer
+            for layer in layers:
+                original = zeroing.one_token_zeroed(model, layer, None)
+                for key in range(keys):
+                    zeroing.cosine_distance(zeroing.one_token_zeroed(model, layer, key), original)
+
+        runs = [run * seq / keys for run in times(loop_some, args.heavy_repeats)]
+        report("value zeroing, one-token loop", runs, reference, at)
+        at["value zeroing, one-token loop"]["tokens_timed_per_layer"] = keys
+        print(f"  (the loop timed on {keys} of {seq} tokens per layer and scaled) batched is "
+              f"{at['value zeroing, one-token loop']['median_s'] / at['value-zeroing']['median_s']:.1f}x faster", flush=True)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()

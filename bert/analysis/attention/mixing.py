@@ -1,0 +1,120 @@
+"""What each token's output takes from each input token: context mixing, by method, for one recorded sentence.
+
+    _, cache = record_for_mixing(model, input_ids, token_type_ids)
+    mixing = context_mixing(model, cache, "alti")
+    mixing.layers        # [layer, query, key], layer 0 the first transformer layer
+    mixing.whole_model   # [query, key] the rollout over every layer, or None where the method's paper has none
+
+Methods (definitions in the modules named):
+- attention: the attention weights, the mean of the heads (rollout: Abnar & Zuidema 2020, 0.5·A + 0.5·I; rollout.py).
+- norm: ‖Σ_h α^h_ij f^h(x_j)‖ (Kobayashi et al. 2020; norm_based.py). No rollout.
+- norm-residual: the same through the residual and LN1 (Kobayashi et al. 2021; norm_based.py). No rollout.
+- globenc: also through the second residual and LN2 (Modarressi et al. 2022; norm_based.py); rollout of the
+  row-normalised matrices, with no extra residual.
+- alti: Manhattan-distance contributions through the residual and LN1 (Ferrando et al. 2022; norm_based.py);
+  rollout with no extra residual.
+- value-zeroing: the cosine distance of each output when one token's values are zeroed (Mohebbi et al. 2023;
+  value_zeroing.py); rollout with no extra residual.
+- decompx: each token's vector decomposed over the input tokens through every layer and the output head
+  (Modarressi et al. 2023; decompx.py). whole_model: each position's predicted logit over the input tokens.
+
+Cost, as a number of BERT layer passes over the sentence (`cost_in_layer_passes`): the norm-based methods a few
+per layer; value zeroing and DecompX about `seq` per layer (each input token is one more batch row).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import torch
+from torch import nn
+
+from ...activation_cache import ActivationCache
+from ...devices import as_numpy
+from ...errors import InvalidInputError
+from .decompx import decompx
+from .mixing_parts import mixing_hook_names, recorded_layers
+from .norm_based import NORM_METHODS, norm_matrix
+from .rollout import RESIDUAL_WEIGHT, attention_rollout
+from .value_zeroing import value_zeroing
+
+Progress = Callable[[int, int], None]  # (steps done, steps in all), called between batched passes
+
+
+@dataclass(frozen=True)
+class MethodInfo:
+    title: str
+    paper: str
+    rows_sum_to_one: bool  # whether each layer's rows are shares (else norms, in the hidden space's units)
+    rollout_residual: float | None  # the residual share rollout adds (None: the paper has no rollout)
+    heavy: bool  # about seq layer passes per layer (value zeroing, DecompX) rather than a few
+
+
+METHODS: dict[str, MethodInfo] = {
+    "attention": MethodInfo("Attention weights", "Abnar & Zuidema 2020 (rollout)", True, RESIDUAL_WEIGHT, False),
+    "norm": MethodInfo("Norm ‖αf(x)‖", "Kobayashi et al. 2020", False, None, False),
+    "norm-residual": MethodInfo("Norm through residual and LayerNorm", "Kobayashi et al. 2021", False, None, False),
+    "globenc": MethodInfo("GlobEnc", "Modarressi et al. 2022", False, 0.0, False),
+    "alti": MethodInfo("ALTI", "Ferrando et al. 2022", True, 0.0, False),
+    "value-zeroing": MethodInfo("Value zeroing", "Mohebbi et al. 2023", True, 0.0, True),
+    "decompx": MethodInfo("DecompX", "Modarressi et al. 2023", True, None, True),
+}
+
+
+@dataclass(frozen=True)
+class ContextMixing:
+    method: str
+    layers: np.ndarray  # [layer, query, key]
+    whole_model: np.ndarray | None  # [query, key]; None where the method's paper aggregates nothing
+
+
+def check_method(method: str) -> MethodInfo:
+    if method not in METHODS:
+        raise InvalidInputError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
+    return METHODS[method]
+
+
+def cost_in_layer_passes(method: str, seq: int, num_layers: int) -> int:
+    """What a method costs, in passes of one BERT layer over a sentence of `seq` tokens (one forward pass is
+    num_layers of them): the unit the app and docs/app.md state costs in."""
+    if check_method(method).heavy:
+        return (seq + 1) * num_layers
+    return {"attention": 0, "norm": 1, "norm-residual": 1, "globenc": 1, "alti": 1}[method] * num_layers
+
+
+def record_for_mixing(model: nn.Module, input_ids: torch.Tensor, token_type_ids: torch.Tensor,
+                      output: str = "mlm") -> tuple[torch.Tensor | None, ActivationCache]:
+    """One recorded pass with what every method needs (inputs [1, seq]): run_with_cache's (output, cache)."""
+    with torch.no_grad():
+        return model.run_with_cache(input_ids, token_type_ids, names=mixing_hook_names(model.config.num_layers),
+                                    output=output)
+
+
+def rollout(matrices: np.ndarray, residual: float) -> np.ndarray:
+    """The whole-model matrix: rows renormalised, (1 − residual)·M + residual·I per layer, multiplied from the
+    first layer to the last (rollout.attention_rollout's last entry)."""
+    return attention_rollout(matrices, residual)[-1]
+
+
+def context_mixing(model: nn.Module, cache: ActivationCache, method: str,
+                   row: int = 0, length: int | None = None, progress: Progress | None = None,
+                   decompx_output: str = "mlm") -> ContextMixing:
+    """The method's [query, key] matrix for every layer of sentence `row` of a recorded pass (its first `length`
+    positions: the real tokens), and the whole model's. progress(done, total) between batched passes (value
+    zeroing, DecompX): raise there to stop. decompx_output: the head DecompX decomposes ("mlm" or "classifier")."""
+    info = check_method(method)
+    layers = recorded_layers(model, cache, row, length)
+    if method == "decompx":
+        result = decompx(model, layers, output=decompx_output, progress=progress)
+        return ContextMixing(method, as_numpy(result.layers).astype(np.float64), as_numpy(result.logit_parts).astype(np.float64))
+    if method == "attention":
+        matrices = torch.stack([recorded.pattern.mean(0) for recorded in layers])
+    elif method == "value-zeroing":
+        matrices = value_zeroing(layers, progress)
+    else:
+        assert method in NORM_METHODS
+        matrices = torch.stack([norm_matrix(recorded, method) for recorded in layers])
+    matrices = as_numpy(matrices).astype(np.float64)
+    whole = None if info.rollout_residual is None else rollout(matrices, info.rollout_residual)
+    return ContextMixing(method, matrices, whole)
