@@ -76,8 +76,8 @@ def main() -> None:
     timed(f"attention flow, {len(long_encoding)} tokens", lambda: rollout.attention_flow(long_attention), results)
     timed("corpus head statistics, 992 sentences", lambda: head_stats.corpus_head_statistics(model, tokenizer, builtin_sentences()), results)
     for task, result in report.tasks.items():
-        best = result.layers[result.best_layer]
-        print(f"  probe {task:<16} best {report.layer_names[result.best_layer]:<10} accuracy {best['accuracy']:.3f} "
+        best = result.layers[result.best_hidden_states_index]
+        print(f"  probe {task:<16} best {report.residual_names[result.best_hidden_states_index]:<10} accuracy {best['accuracy']:.3f} "
               f"(control {best['control_accuracy']:.3f}); embeddings {result.layers[0]['accuracy']:.3f}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -1,7 +1,7 @@
 """Command line: `python -m bert predict "The [MASK] barked." --model minilm`, `python -m bert pretrain ...`,
 `python -m bert finetune --train-file questions.csv --out out/trec`, `python -m bert probe --data ud-ewt`,
 `python -m bert patch --clean ... --corrupted ... --answer he --foil she`,
-`python -m bert mixing --text "The [MASK] barked." --method alti`, `python -m bert erase --data ud-ewt --task upos --layer 3`,
+`python -m bert mixing --text "The [MASK] barked." --method alti`, `python -m bert erase --data ud-ewt --task upos --hidden-states-index 3`,
 and `python -m bert download bert-base-uncased` (once, while online: the app then offers it first)."""
 from __future__ import annotations
 

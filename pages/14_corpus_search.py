@@ -2,7 +2,8 @@
 import pandas as pd
 import streamlit as st
 
-from bert.analysis.corpus.batching import layer_names
+from bert.analysis.corpus.batching import residual_names
+from bert.layers import head_label, layer_labels
 from bert.errors import BertError
 from viz_app import analysis_widgets
 from viz_app import corpus_search
@@ -48,11 +49,13 @@ position = st.pills("Click a token of your sentence (## marks a piece that conti
                     format_func=labels.get, key="search_position", required=True, persist_state="session")
 query = tokens[position]
 st.html(f"<p>Your token in its sentence: {corpus_search.highlighted_in(context.prepared.text, encoding, position)}</p>")
-names = dict(enumerate(layer_names(loaded.model)))
+residual = dict(enumerate(residual_names(loaded.model)))  # hidden_states index -> "embeddings", "after layer 0", ...
+heads_of = dict(enumerate(layer_labels(loaded.model.config.num_layers)))  # a layer (from 0) -> "layer 0", ...
 state.clamp("search_by", list(corpus_search.COMPARE_BY), default=corpus_search.LAYER_OUTPUT)
 by = st.radio("Compare tokens by", list(corpus_search.COMPARE_BY), key="search_by", horizontal=True, format_func=corpus_search.COMPARE_BY.get,
               persist_state="session")
-layers = list(names) if by == corpus_search.LAYER_OUTPUT else list(names)[1:]  # heads live in layers 1 .. N
+names = residual if by == corpus_search.LAYER_OUTPUT else heads_of
+layers = list(names)
 state.clamp("search_layer", layers, default=layers[-1])
 columns = st.columns([3, 1])
 layer = columns[0].select_slider("Layer", layers, key="search_layer", format_func=names.get, persist_state="session")
@@ -76,13 +79,13 @@ except BertError as error:
 st.caption(f"Searching {len(index):,} tokens of {escape_markdown(corpus.name)}.")
 if by == corpus_search.LAYER_OUTPUT:
     by_layer = cache.neighbours(key, corpus, context.prepared, position, k)
-    hits, where = by_layer[layer], names[layer]
+    hits, where = by_layer[layer], "at the embeddings" if layer == 0 else names[layer]  # "after layer i"
 else:
     by_head = cache.head_neighbours(key, corpus, context.prepared, position, k, layer)
-    hits, where = by_head[head], f"head {head} of {names[layer]}"
+    hits, where = by_head[head], f"at {head_label(layer, head)}"
 summary = corpus_search.summarize(hits, query.word)
 shown = escape_markdown(query.word)
-st.markdown(f"**{summary.same_word} of {len(hits)}** matches at {where} are “{shown}” itself; "
+st.markdown(f"**{summary.same_word} of {len(hits)}** matches {where} are “{shown}” itself; "
             f"{len(summary.words)} different word(s).")
 left, right = st.columns([3, 2])
 with left:

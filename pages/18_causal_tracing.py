@@ -3,6 +3,7 @@ noise on one sentence (Meng et al. 2022)."""
 import streamlit as st
 
 from bert.errors import InvalidInputError
+from bert.layers import layer_label
 from viz_app import cache, heavy, page_costs, state, widgets
 from viz_app.causal_tracing import COMPARE, DIRECTION_LABELS, MODES, CausalSettings, default_corrupt_of, pick_answer_foil
 from viz_app.navigation import LINK_PARAMS
@@ -72,7 +73,7 @@ if mode == "two":
     columns = st.columns(2)
     with columns[0]:
         widgets.select_int("Heads by position: layer", "patch_head_layer", list(range(layers)),
-                                        default=layers - 1, format_func=lambda layer: f"layer {layer}")
+                                        default=layers - 1, format_func=layer_label)
     compare = "residual"
     if exact:
         state.clamp("patch_compare", list(COMPARE))

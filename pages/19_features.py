@@ -6,6 +6,7 @@ import streamlit as st
 from bert.analysis.features.feature_labels import MAX_BYTES as LABELS_BYTES, labels_json, set_label
 from bert.analysis.features.neurons import tag_mix, top_examples
 from bert.analysis.features.sae import SaeFileError
+from bert.layers import residual_label
 from bert.errors import BertError
 from viz_app import access, cache, heavy, page_costs, uploads, widgets
 from viz_app import features as feature_logic
@@ -115,8 +116,8 @@ with st.expander("Feature labels: download them, or upload a file of them"):
                 "download them to keep them, and upload the file next time.") +
                f" {len(saved)} kept with it, {len(uploaded)} uploaded, {len(typed)} typed now.")
 shown = st.slider("Features in the heatmap", 4, 64, 24, key="features_shown", bind="query-params", persist_state="session")
-st.caption(f"Layer {config.layer}'s output (hidden_states[{config.layer}]), {config.features} features, at most {config.k} "
-           f"active per token; trained on {escape_markdown(feature_logic.training_data(config.data, context.visitor.role))}.")
+st.caption(f"The residual stream {residual_label(config.layer)} (hidden_states[{config.layer}]), {config.features} features, at most {config.k} "
+           f"active per token; trained on {config.data}.")
 widgets.show_chart(sentence_view(FeatureSettings(shown=shown), z, tokens, config.layer, labels)["heatmap"], key="features_heatmap")
 
 if st.session_state.get("features_feature") is None:

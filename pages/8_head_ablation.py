@@ -4,6 +4,7 @@ import streamlit as st
 import torch
 
 from bert.analysis.causal import ablation
+from bert.layers import head_label, layer_label
 from viz_app import analysis_widgets, cache, heavy, page_costs, state, widgets
 from viz_app.views.head_ablation import head_ablation_view
 
@@ -26,9 +27,9 @@ state.clamp_subset("ablation_heads", all_heads)
 state.clamp_subset("ablation_layers", list(range(summary.layers)))
 columns = st.columns(2)
 chosen_heads = columns[0].multiselect("Heads to ablate", all_heads, key="ablation_heads", persist_state="session",
-                                      format_func=lambda lh: f"layer {lh[0]} head {lh[1]}")
+                                      format_func=lambda lh: head_label(*lh))
 chosen_layers = columns[1].multiselect("Whole layers to ablate", list(range(summary.layers)), key="ablation_layers", persist_state="session",
-                                       format_func=lambda l: f"layer {l}")
+                                       format_func=layer_label)
 heads = sorted(set(chosen_heads) | set(ablation.layer_heads(context.loaded.model, chosen_layers)))
 mean_z = torch.from_numpy(cache.mean_head_outputs(context.key)) if mode == "mean" else None
 loaded, encoding = context.loaded, context.prepared.masked

@@ -10,7 +10,7 @@ import argparse
 import torch
 
 import bert
-from bert.analysis.corpus.batching import layer_names
+from bert.analysis.corpus.batching import residual_names
 from bert.analysis.representations.self_similarity import EXAMPLES, anisotropy_baseline, word_self_similarity
 from bert.data import builtin_sentences
 from bert.cli_arguments import add_model_argument
@@ -33,7 +33,7 @@ def main() -> None:
           f"{args.samples} random token pairs of the first {args.baseline_sentences} built-in sentences, seed {args.seed}")
     print("| layer | " + " | ".join(words) + " | mean | baseline | mean - baseline |")
     print("| --- " * (len(words) + 4) + "|")
-    for layer, name in enumerate(layer_names(model)):
+    for layer, name in enumerate(residual_names(model)):
         cells = [f"{per_word[w][layer]:.3f}" for w in words]
         print(f"| {name} | " + " | ".join(cells) + f" | {mean[layer]:.3f} | {baseline[layer]:.3f} | "
               f"{mean[layer] - baseline[layer]:+.3f} |")

@@ -63,11 +63,11 @@ def test_patch_bad_input_exits_2_with_one_line(tiny_mlm_folder, capsys, case):
 
 def test_erase_json_has_the_documented_shape(tiny_mlm_folder, conllu_file, tmp_path):
     out = tmp_path / "erase.json"
-    assert main(["erase", "--data", str(conllu_file), "--task", "upos", "--layer", "1", "--model", str(tiny_mlm_folder),
+    assert main(["erase", "--data", str(conllu_file), "--task", "upos", "--hidden-states-index", "1", "--model", str(tiny_mlm_folder),
                  "--json", str(out)]) == 0
     result = json.loads(out.read_text())
-    assert list(result) == ["model", "task", "layer", "rank", "probe", "mlm"]
-    assert result["task"] == "upos" and result["layer"] == 1 and result["rank"] == 4 and result["model"] == str(tiny_mlm_folder)
+    assert list(result) == ["model", "task", "hidden_states_index", "rank", "probe", "mlm"]
+    assert result["task"] == "upos" and result["hidden_states_index"] == 1 and result["rank"] == 4 and result["model"] == str(tiny_mlm_folder)
     assert list(result["probe"]) == ["before", "after", "majority", "random_control"]
     assert list(result["mlm"]) == ["before", "after", "random_control"]
     assert all(0 <= value <= 1 for part in ("probe", "mlm") for value in result[part].values())
@@ -76,11 +76,11 @@ def test_erase_json_has_the_documented_shape(tiny_mlm_folder, conllu_file, tmp_p
 @pytest.mark.parametrize("case", ["missing file", "unknown task", "layer", "ud-ewt with --train", "negative limit"])
 def test_erase_bad_input_exits_2_with_one_line(tiny_mlm_folder, conllu_file, tmp_path, capsys, case):
     arguments = {
-        "missing file": ["--data", str(tmp_path / "nothing.conllu"), "--task", "upos", "--layer", "1"],
-        "unknown task": ["--data", str(conllu_file), "--task", "ner", "--layer", "1"],
-        "layer": ["--data", str(conllu_file), "--task", "upos", "--layer", "7"],
-        "ud-ewt with --train": ["--data", "ud-ewt", "--train", str(conllu_file), "--task", "upos", "--layer", "1"],
-        "negative limit": ["--data", str(conllu_file), "--task", "upos", "--layer", "1", "--max-mlm-words", "-1"],
+        "missing file": ["--data", str(tmp_path / "nothing.conllu"), "--task", "upos", "--hidden-states-index", "1"],
+        "unknown task": ["--data", str(conllu_file), "--task", "ner", "--hidden-states-index", "1"],
+        "layer": ["--data", str(conllu_file), "--task", "upos", "--hidden-states-index", "7"],
+        "ud-ewt with --train": ["--data", "ud-ewt", "--train", str(conllu_file), "--task", "upos", "--hidden-states-index", "1"],
+        "negative limit": ["--data", str(conllu_file), "--task", "upos", "--hidden-states-index", "1", "--max-mlm-words", "-1"],
     }[case]
     assert main(["erase", *arguments, "--model", str(tiny_mlm_folder)]) == 2
     lines = capsys.readouterr().err.strip().splitlines()

@@ -50,11 +50,11 @@ def test_neurons_bad_input_is_one_line_and_exit_2(tiny_mlm_folder, capsys, argum
 
 def test_sae_train_writes_weights_and_config(tiny_mlm_folder, text_file, tmp_path, capsys):
     out = tmp_path / "sae"
-    assert main(["sae", "train", "--model", str(tiny_mlm_folder), "--layer", "2", "--data", str(text_file), "--features", "32",
+    assert main(["sae", "train", "--model", str(tiny_mlm_folder), "--hidden-states-index", "2", "--data", str(text_file), "--features", "32",
                  "--k", "4", "--steps", "3", "--batch-tokens", "64", "--buffer-tokens", "256", "--out", str(out), "--measure", str(text_file.with_name("m.txt")),
                  "--device", "cpu"]) == 2  # the measuring file does not exist yet
     text_file.with_name("m.txt").write_text("her dog went to the park\nthe cat barked at the man\n")
-    assert main(["sae", "train", "--model", str(tiny_mlm_folder), "--layer", "2", "--data", str(text_file), "--features", "32",
+    assert main(["sae", "train", "--model", str(tiny_mlm_folder), "--hidden-states-index", "2", "--data", str(text_file), "--features", "32",
                  "--k", "4", "--steps", "3", "--batch-tokens", "64", "--buffer-tokens", "256", "--out", str(out), "--measure", str(text_file.with_name("m.txt")),
                  "--float16", "--device", "cpu"]) == 0
     tensors = load_file(out / "sae.safetensors")
@@ -67,15 +67,15 @@ def test_sae_train_writes_weights_and_config(tiny_mlm_folder, text_file, tmp_pat
     assert {"variance_explained", "l0", "dead_share", "mlm_loss", "loss_recovered", "top1_agreement"} <= set(config["held_out"])
     printed = json.loads(capsys.readouterr().out)
     assert printed["held_out"] == config["held_out"]
-    assert main(["sae", "train", "--model", str(tiny_mlm_folder), "--layer", "2", "--data", str(text_file), "--features", "32",
+    assert main(["sae", "train", "--model", str(tiny_mlm_folder), "--hidden-states-index", "2", "--data", str(text_file), "--features", "32",
                  "--k", "4", "--steps", "3", "--out", str(out), "--measure", "builtin", "--device", "cpu"]) == 2
     assert "less than one batch" in capsys.readouterr().err  # the finished run's checkpoint, and too little text left
 
 
 @pytest.mark.parametrize("arguments, message", [
-    (["--layer", "1", "--features", "4", "--k", "8"], "features >= k"),
-    (["--layer", "7", "--features", "8", "--k", "2"], "--layer must lie"),
-    (["--layer", "1", "--features", "8", "--k", "2", "--data", "ud-ewt", "--measure", "ud-ewt-dev"], "same text"),
+    (["--hidden-states-index", "1", "--features", "4", "--k", "8"], "features >= k"),
+    (["--hidden-states-index", "7", "--features", "8", "--k", "2"], "--hidden-states-index must lie"),
+    (["--hidden-states-index", "1", "--features", "8", "--k", "2", "--data", "ud-ewt", "--measure", "ud-ewt-dev"], "same text"),
 ])
 def test_sae_bad_input_is_one_line_and_exit_2(tiny_mlm_folder, text_file, tmp_path, capsys, arguments, message):
     command = ["sae", "train", "--model", str(tiny_mlm_folder), "--out", str(tmp_path / "x"), "--device", "cpu"]
@@ -99,7 +99,7 @@ def train_on_two_ranks(model_folder, data, tmp_path, steps: int):
     measure.write_text("her dog went to the park\nthe cat barked at the man\n")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": str(repo)}
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(free_port()),
-               "-m", "bert", "sae", "train", "--model", str(model_folder), "--layer", "1", "--data", str(data),
+               "-m", "bert", "sae", "train", "--model", str(model_folder), "--hidden-states-index", "1", "--data", str(data),
                "--features", "32", "--k", "4", "--steps", str(steps), "--batch-tokens", "32", "--buffer-tokens", "128",
                "--checkpoint-every", "2", "--out", str(tmp_path / "sae"), "--measure", str(measure), "--device", "cpu"]
     done = subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, timeout=300)

@@ -36,14 +36,14 @@ def test_json_and_csv_have_the_documented_shape(tiny_mlm_folder, conllu_file, tm
     assert result["pieces"] == "mean" and result["seed"] == 2 and result["data"] == "synthetic.conllu"
     assert list(result["tasks"]) == ["upos", "deprel", "arcs", "distance", "depth"]
     for name, task in result["tasks"].items():
-        assert [layer["layer"] for layer in task["layers"]] == [0, 1, 2] and task["best_layer"] in (0, 1, 2)
+        assert [layer["hidden_states_index"] for layer in task["layers"]] == [0, 1, 2] and task["best_hidden_states_index"] in (0, 1, 2)
         expected = MEASURES if name in ("upos", "deprel", "arcs") else {"uuas", "spearman"} if name == "distance" else {"root_accuracy", "spearman"}
-        assert all(set(layer) == expected | {"layer"} for layer in task["layers"]), name
-    assert {"linear_uuas", "layer0_uuas", "layer0_root_accuracy"} <= set(result["baselines"])
+        assert all(set(layer) == expected | {"hidden_states_index"} for layer in task["layers"]), name
+    assert {"linear_uuas", "embeddings_uuas", "embeddings_root_accuracy"} <= set(result["baselines"])
     rows = list(csv.DictReader(out_csv.open()))
-    assert len(rows) == 5 * 3 and rows[0]["task"] == "upos" and rows[0]["layer_name"] == "embeddings"
+    assert len(rows) == 5 * 3 and rows[0]["task"] == "upos" and rows[0]["residual_name"] == "embeddings"
     table = capsys.readouterr().out
-    assert "upos (best layer" in table and "linear_uuas" in table and "control_accuracy" in table
+    assert "upos (best " in table and "linear_uuas" in table and "control_accuracy" in table
 
 
 def test_with_a_training_file_it_tests_on_data(tiny_mlm_folder, conllu_file, tmp_path):
@@ -69,9 +69,9 @@ def test_the_builtin_wordnet_sentences_go_through_the_same_probes(tiny_mlm_folde
     skipped = sum(int(note.split()[0]) for note in result["notes"] if "longer than the model's" in note)
     assert kept + skipped == 992 and abs(result["num_test_sentences"] / kept - 0.2) < 0.02
     for task in result["tasks"].values():
-        assert all(set(layer) == MEASURES | {"layer"} for layer in task["layers"])
+        assert all(set(layer) == MEASURES | {"hidden_states_index"} for layer in task["layers"])
     assert result["tasks"]["pos"]["num_test"] == result["num_test_sentences"]  # one headword per held-out sentence
-    assert {"majority_pos", "layer0_position_accuracy"} <= set(result["baselines"])
+    assert {"majority_pos", "embeddings_position_accuracy"} <= set(result["baselines"])
 
 
 @pytest.mark.parametrize("case", ["missing file", "unknown task", "no usable sentence", "not utf-8", "ud-ewt with --train"])
@@ -106,7 +106,7 @@ def test_torchrun_on_two_ranks_gives_the_results_of_one_process(tiny_mlm_folder,
     for name, command in runs.items():
         done = subprocess.run(command + ["--json", str(tmp_path / f"{name}.json")], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr[-3000:]
-        assert done.stdout.count("upos (best layer") == 1  # one table: rank 0's
+        assert done.stdout.count("upos (best ") == 1  # one table: rank 0's
         results[name] = json.loads((tmp_path / f"{name}.json").read_text())
     assert results["torchrun"]["tasks"] == results["alone"]["tasks"]
     assert results["torchrun"]["baselines"] == results["alone"]["baselines"]

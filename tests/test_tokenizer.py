@@ -107,8 +107,10 @@ def test_first_sentence_is_the_text_encoded_alone(tokenizer):
     assert alone.first_sentence() == alone
 
 
-def test_seed_004_subword_example(tokenizer):
-    assert tokenizer.subwords("kroxldyphivc") == ["k", "##ro", "##x", "##ld", "##yp", "##hi", "##vc"]
+def test_an_unknown_word_splits_into_word_pieces_as_transformers_splits_it(tokenizer, legacy):
+    """A made-up word is spelled in word pieces, the first whole and the rest continuations ("##"), as the
+    reference tokenizer (transformers, same vocabulary) splits it."""
+    assert tokenizer.subwords("kroxldyphivc") == legacy.tokenize("kroxldyphivc") == ["k", "##ro", "##x", "##ld", "##yp", "##hi", "##vc"]
     encoding = tokenizer.encode("kroxldyphivc")
     assert encoding.word_ids == [None] + [0] * 7 + [None]
     assert [encoding.is_continuation(i) for i in range(1, 8)] == [False] + [True] * 6

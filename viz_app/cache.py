@@ -48,6 +48,7 @@ import streamlit as st
 import torch
 
 from bert.analysis.attention import head_stats, rollout
+from bert.layers import layer_label
 from bert.analysis.attention.attention_stats import HeadStatistics
 from bert.analysis.attention.mixing import ContextMixing
 from bert.analysis.attention.words import word_groups
@@ -57,7 +58,7 @@ from bert.analysis.causal import ablation
 from bert.analysis.causal.erasure import ErasureReport
 from bert.analysis.causal.patching import PatchingResult
 from bert.analysis.causal.tracing import TraceResult
-from bert.analysis.corpus.batching import layer_names
+from bert.analysis.corpus.batching import residual_names
 from bert.analysis.corpus.corpus_search import CorpusIndex, Hit, build_index
 from bert.analysis.features.corpora import Corpus
 from bert.analysis.features.feature_pages import GuessChange, mask_guess_change, promoted, scan_features
@@ -357,11 +358,11 @@ def corpus_index(key: ModelKey, corpus: corpus_search.Corpus) -> CorpusIndex:
 
 @st.cache_resource(show_spinner=False, max_entries=4, ttl=3600, hash_funcs=BY_CORPUS)
 def head_index(key: ModelKey, corpus: corpus_search.Corpus, layer: int) -> CorpusIndex:
-    """Every head's output in `layer` (1 .. N) for every token of a corpus: built on first use per (model, text,
+    """Every head's output in `layer` (from 0) for every token of a corpus: built on first use per (model, text,
     layer), then shared like corpus_index."""
     loaded = load_model(key)
     heads = [(layer, head) for head in range(loaded.model.config.num_heads)]
-    return _build_index(loaded, corpus, f"Indexing what each head of layer {layer} passes on, for every token of "
+    return _build_index(loaded, corpus, f"Indexing what each head of {layer_label(layer)} passes on, for every token of "
                         "the sentences", layers=[], heads=heads)
 
 
@@ -397,7 +398,7 @@ def word_in_contexts(key: ModelKey, word: str, sentences: tuple[str, ...]) -> wo
     """Raises WordNotFoundError (not cached) when a sentence lacks the word."""
     loaded = load_model(key)
     contexts = self_similarity.word_contexts(loaded.model, loaded.tokenizer, word, list(sentences))
-    return word_contexts.WordResult(layer_names(loaded.model), contexts.self_similarity().numpy(),
+    return word_contexts.WordResult(residual_names(loaded.model), contexts.self_similarity().numpy(),
                                     contexts.cosines().numpy(), contexts.pieces)
 
 

@@ -16,6 +16,7 @@ from bert.analysis.features.neurons import NeuronExample
 from bert.analysis.features.sae import CONFIG_FILE, SaeFileError, read_config
 from bert.analysis.features.shipped import is_shipped, shipped_sae
 from bert.errors import BertError
+from bert.layers import residual_label
 from bert.tokenizer import BertTokenizer
 from viz_app.access import Role
 
@@ -49,7 +50,7 @@ def offered_saes(model_source: str) -> dict[str, Path]:
     offered = {}
     shipped = shipped_sae(model_source)
     if shipped is not None:
-        offered[f"shipped: layer {read_config(shipped).layer}, {read_config(shipped).features} features"] = shipped
+        offered[f"shipped: {residual_label(read_config(shipped).layer)}, {read_config(shipped).features} features"] = shipped
     root = os.environ.get(SAE_FOLDERS_VARIABLE)
     if root and Path(root).is_dir():
         for folder in sorted(p for p in Path(root).iterdir() if (p / CONFIG_FILE).is_file()):
@@ -58,7 +59,7 @@ def offered_saes(model_source: str) -> dict[str, Path]:
             except SaeFileError:
                 continue
             if config.model == model_source:
-                offered[f"{folder.name}: layer {config.layer}, {config.features} features"] = folder
+                offered[f"{folder.name}: {residual_label(config.layer)}, {config.features} features"] = folder
     return offered
 
 
@@ -107,8 +108,8 @@ def typed_labels(state: Mapping, sae_name: str) -> dict[int, str]:
 
 def train_command(model_source: str, layer: int) -> str:
     """The command line that trains an SAE for this model (the page shows it when none is offered)."""
-    return (f"python -m bert sae train --model {shlex.quote(model_source)} --layer {layer} --data my_sentences.txt "
-            f"--features 4096 --k 32 --out saes/{shlex.quote(Path(model_source).name or 'model')}-layer{layer}")
+    return (f"python -m bert sae train --model {shlex.quote(model_source)} --hidden-states-index {layer} --data my_sentences.txt "
+            f"--features 4096 --k 32 --out saes/{shlex.quote(Path(model_source).name or 'model')}-hidden-states-{layer}")
 
 
 def builtin_corpus(name: str, tokenizer: BertTokenizer, max_length: int) -> Corpus:

@@ -19,12 +19,12 @@ from viz_app.views.probes import ProbeViewSettings, pieces_note, probes_view, re
 def show(result: ProbeRun, data: ProbeData) -> None:
     """Everything a finished run shows, top to bottom."""
     run = result.run
-    names = run["layer_names"]
+    names = run["residual_names"]
     for task, reason in run["skipped_tasks"].items():
         st.warning(f"{escape_markdown(task)}: {escape_markdown(reason)}")
     if not run["tasks"]:
         return
-    measure, controls, layer0 = curve_settings(run)
+    measure, controls, embeddings_line = curve_settings(run)
     curves = st.container()
     st.subheader("Summary per task")
     show_summary(run, names)
@@ -40,7 +40,7 @@ def show(result: ProbeRun, data: ProbeData) -> None:
         tree = st.container()
     elif "distance" in data.tasks:
         st.caption("Add the distance task to see one sentence's predicted tree drawn against its gold tree.")
-    charts = probes_view(ProbeViewSettings(measure, controls, layer0, sentence, layer), result)
+    charts = probes_view(ProbeViewSettings(measure, controls, embeddings_line, sentence, layer), result)
     with curves:
         widgets.show_chart(charts["curves"], key="probe_curves")
     if tree is not None:
@@ -56,11 +56,11 @@ def erase_property(context: Context, result: ProbeRun, data: ProbeData, seed: in
     if not tasks:
         return
     st.subheader("Erase this property")
-    names = run["layer_names"]
+    names = run["residual_names"]
     columns = st.columns([2, 2, 1])
     state.clamp("probe_erase_task", tasks)
     task = columns[0].selectbox("Property", tasks, key="probe_erase_task", persist_state="session")
-    best = run["tasks"][task]["best_layer"]
+    best = run["tasks"][task]["best_hidden_states_index"]
     with columns[1]:
         layer = widgets.select_int("From the layer", "probe_erase_layer", list(range(len(names))), format_func=names.__getitem__,
                                    default=best, help="Its best layer is chosen first.")
@@ -88,18 +88,19 @@ def erase_property(context: Context, result: ProbeRun, data: ProbeData, seed: in
                f"{report.num_test_words:,} test words, {report.num_mlm_words:,} masked.")
 
 
-def summary_table(run: dict, layer_names: list[str]) -> pd.DataFrame:
-    """Per task: its main measure at the best layer and at layer 0, the best layer, Tenney's expected layer, the
+def summary_table(run: dict, residual_names: list[str]) -> pd.DataFrame:
+    """Per task: its main measure at its best hidden state and at the embeddings, that hidden state's label
+    (bert/layers.py), Tenney's expected layer as a hidden_states index, the
     selectivity at the best layer, the majority baseline and how many examples trained and scored the probes."""
     rows = []
     for name, task in run["tasks"].items():
-        measure, best = task["primary_measure"], task["best_layer"]
-        expected = task["expected_layer"]
-        rows.append({"task": name, "measure": MEASURES[measure][0], "best layer": layer_names[best],
-                     "score at the best layer": task["layers"][best][measure],
-                     "score at layer 0": task["layers"][0][measure],
-                     "expected layer": None if expected is None else round(expected, 2),
-                     "selectivity at the best layer": task["selectivity_at_best"],
+        measure, best = task["primary_measure"], task["best_hidden_states_index"]
+        expected = task["expected_hidden_states_index"]
+        rows.append({"task": name, "measure": MEASURES[measure][0], "best hidden state": residual_names[best],
+                     "score at the best hidden state": task["layers"][best][measure],
+                     "score at the embeddings": task["layers"][0][measure],
+                     "expected hidden_states index": None if expected is None else round(expected, 2),
+                     "selectivity at the best hidden state": task["selectivity_at_best"],
                      "majority baseline": task["majority_accuracy"],
                      "training examples": task["num_train"], "test examples": task["num_test"]})
     return pd.DataFrame(rows)
@@ -113,20 +114,21 @@ def curve_settings(run: dict) -> tuple[str, bool, bool]:
                              persist_state="session")
     controls = middle.toggle("Control tasks", value=True, key="probe_show_controls",
                              help="Dashed: the same probe on random labels fixed per word type (Hewitt & Liang 2019).")
-    layer0 = right.toggle("Layer-0 lines", value=True, key="probe_show_layer0",
+    embeddings_line = right.toggle("Embeddings lines", value=True, key="probe_show_layer0",
                           help="Dotted: each task's score at the embeddings, before any layer has mixed the words.")
-    return measure, controls, layer0
+    return measure, controls, embeddings_line
 
 
-def show_summary(run: dict, layer_names: list[str]) -> None:
+def show_summary(run: dict, residual_names: list[str]) -> None:
     scores = {column: st.column_config.NumberColumn(format="%.3f") for column in
-              ("score at the best layer", "score at layer 0", "selectivity at the best layer")}
-    scores["expected layer"] = st.column_config.NumberColumn(
-        help="Sum over the layers of layer × its gain, divided by the sum of the gains; a layer's gain is how much it "
-        "raises the best score so far. Empty when no layer beats the embeddings.")
+              ("score at the best hidden state", "score at the embeddings", "selectivity at the best hidden state")}
+    scores["expected hidden_states index"] = st.column_config.NumberColumn(
+        help="Tenney et al.'s expected layer: the sum over hidden_states indices i (i = after layer i-1) of i × its "
+        "gain, divided by the sum of the gains; a gain is how much hidden_states[i] raises the best score so far. "
+        "Empty when no layer beats the embeddings.")
     scores["majority baseline"] = st.column_config.NumberColumn(
         format="%.3f", help="Accuracy of always answering the label most frequent in training.")
-    st.dataframe(summary_table(run, layer_names), hide_index=True, column_config=scores)
+    st.dataframe(summary_table(run, residual_names), hide_index=True, column_config=scores)
     baseline = run["baselines"].get("linear_uuas")
     pieces = f"{pieces_note(run['pieces']).capitalize()} ({run['pieces']}). " if reads_words(run) else ""
     st.caption(
@@ -146,17 +148,17 @@ def downloads(result: ProbeRun, name: str) -> None:
                           icon=":material/download:")
 
 
-def tree_pickers(result: ProbeRun, layer_names: list[str]) -> tuple[int, int]:
+def tree_pickers(result: ProbeRun, residual_names: list[str]) -> tuple[int, int]:
     trees = result.trees
     options = list(range(len(trees)))
     state.clamp("probe_tree_sentence", options, 0)
     index = st.selectbox(f"Sentence (the first {len(trees)} scored ones)", options, key="probe_tree_sentence",
                          persist_state="session", format_func=lambda i: f"{i + 1}: {_shorten(' '.join(trees[i].words))}")
-    layers = list(range(len(layer_names)))
-    state.clamp("probe_tree_layer", layers, result.run["tasks"]["distance"]["best_layer"])
-    layer = st.select_slider("Layer", layers, key="probe_tree_layer", format_func=layer_names.__getitem__,
+    layers = list(range(len(residual_names)))
+    state.clamp("probe_tree_layer", layers, result.run["tasks"]["distance"]["best_hidden_states_index"])
+    layer = st.select_slider("Hidden state", layers, key="probe_tree_layer", format_func=residual_names.__getitem__,
                              persist_state="session",
-                             help="Starts at the distance probe's best layer (highest UUAS).")
+                             help="Starts at the distance probe's best hidden state (highest UUAS).")
     return index, layer
 
 

@@ -41,18 +41,19 @@ def test_vectors_are_transformers_hidden_states_normalised(minilm, minilm_path, 
 
 
 def test_head_vectors_are_transformers_self_attention_outputs_normalised(minilm, minilm_path):
-    """Head h of layer n: columns h*64 .. (h+1)*64 of BertSelfAttention's output (before the output projection)."""
+    """Head h of layer n (both from 0): columns h*64 .. (h+1)*64 of encoder.layer[n]'s BertSelfAttention output (before
+    the output projection)."""
     from transformers import BertModel
 
     model, tokenizer = minilm
-    heads = [(1, 0), (4, 7), (6, 11)]
+    heads = [(0, 0), (3, 7), (5, 11)]
     index = build_index(model, tokenizer, SENTENCES[:6], layers=[], heads=heads, batch_size=4)
     assert index.layers == () and index.heads == tuple(heads) and index.keys == tuple(heads)
     reference = BertModel.from_pretrained(minilm_path).eval()
     size = model.config.hidden_size // model.config.num_heads
     for number in (0, 5):
         outputs = {}
-        hooks = [reference.encoder.layer[layer - 1].attention.self.register_forward_hook(
+        hooks = [reference.encoder.layer[layer].attention.self.register_forward_hook(
                  lambda module, args, output, layer=layer: outputs.__setitem__(layer, output[0][0])) for layer, _ in heads]
         input_ids, token_type_ids = tokenizer.encode(SENTENCES[number]).tensors()
         with torch.no_grad():
@@ -66,9 +67,9 @@ def test_head_vectors_are_transformers_self_attention_outputs_normalised(minilm,
 
 
 def test_a_heads_exact_copy_comes_first_and_survives_save_and_load(tiny_model, tokenizer, tmp_path):
-    index = build_index(tiny_model, tokenizer, TINY_SENTENCES, layers=[2], heads=[(1, 3), (2, 0)])
+    index = build_index(tiny_model, tokenizer, TINY_SENTENCES, layers=[2], heads=[(0, 3), (2, 0)])
     loaded = CorpusIndex.load(index.save(tmp_path / "index"), model=tiny_model)
-    assert loaded.heads == ((1, 3), (2, 0)) and loaded.layers == (2,)
+    assert loaded.heads == ((0, 3), (2, 0)) and loaded.layers == (2,)
     for layer, head in loaded.heads:
         hits = loaded.search_token(tiny_model, tokenizer, TINY_SENTENCES[2], 4, layer, k=3, head=head)
         assert (hits[0].sentence_index, hits[0].position) == (2, 4) and abs(hits[0].cosine - 1) < 1e-5
@@ -77,13 +78,13 @@ def test_a_heads_exact_copy_comes_first_and_survives_save_and_load(tiny_model, t
         assert [h.cosine for h in hits] == pytest.approx([h.cosine for h in before], abs=1e-6)
         torch.testing.assert_close(loaded.vectors[(layer, head)], index.vectors[(layer, head)], atol=0, rtol=0)
     every = loaded.token_vectors(tiny_model, tokenizer, TINY_SENTENCES[2], 4)  # one pass, every matrix
-    assert list(every) == [2, (1, 3), (2, 0)]
+    assert list(every) == [2, (0, 3), (2, 0)]
     encoded = tokenizer.encode(TINY_SENTENCES[2], "a second sentence").first_sentence()
     for key, vector in loaded.encoding_vectors(tiny_model, tokenizer, encoded, 4).items():
         torch.testing.assert_close(vector, every[key], atol=0, rtol=0)
     for key, vector in every.items():
         torch.testing.assert_close(F.normalize(vector, dim=0), index.vectors[key][index.entries.rows(2)[4]], atol=1e-6, rtol=0)
-    with pytest.raises(InvalidInputError, match="head 1 of layer 1 is not in this index"):
+    with pytest.raises(InvalidInputError, match="layer 1, head 1 is not in this index"):
         loaded.search(1, torch.ones(8), 3, head=1)
 
 
@@ -163,7 +164,7 @@ def test_an_index_of_another_model_is_refused(tiny_model, tokenizer, tmp_path):
 def test_shards_of_a_torchrun_job_load_as_the_unsharded_index(tiny_mlm_folder, tmp_path, monkeypatch):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(TINY_SENTENCES * 2) + "\n\n")
-    arguments = ["index", "--model", str(tiny_mlm_folder), "--sentences", str(corpus), "--batch-size", "3", "--heads", "2.1"]
+    arguments = ["index", "--model", str(tiny_mlm_folder), "--sentences", str(corpus), "--batch-size", "3", "--heads", "1.1"]
     assert main(arguments + ["--out", str(tmp_path / "whole")]) == 0
     for rank in range(3):
         monkeypatch.setenv("RANK", str(rank))
@@ -174,7 +175,7 @@ def test_shards_of_a_torchrun_job_load_as_the_unsharded_index(tiny_mlm_folder, t
     for joined in (CorpusIndex.load(tmp_path / "sharded"), CorpusIndex.load_shards(reversed(shards))):
         assert [s.shard for s in map(CorpusIndex.load, shards)] == [(0, 3), (1, 3), (2, 3)]
         assert joined.sentences == whole.sentences == TINY_SENTENCES * 2 and joined.entries == whole.entries
-        assert joined.heads == whole.heads == ((2, 1),)
+        assert joined.heads == whole.heads == ((1, 1),)
         for key in whole.keys:
             torch.testing.assert_close(joined.vectors[key], whole.vectors[key], atol=1e-6, rtol=0)
     with pytest.raises(CorpusIndexError, match="ranks"):
@@ -196,7 +197,7 @@ def test_bad_input_gives_typed_errors(tiny_model, tokenizer, tmp_path):
         lambda: index.search_token(tiny_model, tokenizer, "the dog.", 5, 0, 3),  # [CLS] the dog . [SEP]: 0 .. 4
         lambda: index.search_token(tiny_model, tokenizer, "the dog.", -1, 0, 3),
         lambda: build_index(tiny_model, tokenizer, ["the dog."], layers=[]),  # nothing to index
-        lambda: build_index(tiny_model, tokenizer, ["the dog."], heads=[(0, 1)]),  # layers count from 1
+        lambda: build_index(tiny_model, tokenizer, ["the dog."], heads=[(3, 1)]),  # 3 layers: 0 .. 2
         lambda: build_index(tiny_model, tokenizer, ["the dog."], heads=[(1, 4)]),  # 4 heads: 0 .. 3
         lambda: build_index(tiny_model, tokenizer, ["the dog."], heads=[(1, 2), (1, 2)]),
         lambda: build_index(tiny_model, tokenizer, ["the dog."], heads="1.2"),

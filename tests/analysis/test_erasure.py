@@ -91,7 +91,7 @@ def test_mlm_accuracy_is_predict_masks_one_word_at_a_time(tiny, treebank):
 def test_amnesic_probing_report(tiny, treebank):
     model, tokenizer = tiny
     train, test = treebank
-    report = amnesic_probing(model, tokenizer, train.sentences, test.sentences, "upos", layer=2, model_name="tiny")
+    report = amnesic_probing(model, tokenizer, train.sentences, test.sentences, "upos", hidden_states_index=2, model_name="tiny")
     assert report.rank == 4  # five tags: DET NOUN VERB ADP PUNCT
     assert report.probe_before > report.probe_majority + 0.3
     assert report.probe_after <= report.probe_majority + 0.05
@@ -99,28 +99,28 @@ def test_amnesic_probing_report(tiny, treebank):
     for value in (report.mlm_before, report.mlm_after, report.mlm_random):
         assert 0 <= value <= 1
     data = report.to_dict()
-    assert list(data) == ["model", "task", "layer", "rank", "probe", "mlm"]
+    assert list(data) == ["model", "task", "hidden_states_index", "rank", "probe", "mlm"]
     assert list(data["probe"]) == ["before", "after", "majority", "random_control"]
     assert list(data["mlm"]) == ["before", "after", "random_control"]
-    again = amnesic_probing(model, tokenizer, train.sentences, test.sentences, "upos", layer=2, model_name="tiny")
+    again = amnesic_probing(model, tokenizer, train.sentences, test.sentences, "upos", hidden_states_index=2, model_name="tiny")
     assert again == report  # seeded
 
 
 def test_bad_erasure_requests_say_what_to_change(tiny, treebank):
     model, tokenizer = tiny
     train, test = (t.sentences for t in treebank)
-    with pytest.raises(InvalidInputError, match=r"layer must be 0 \(the embeddings\) to 2 \(the last layer\), not 3"):
-        amnesic_probing(model, tokenizer, train, test, "upos", layer=3)
+    with pytest.raises(InvalidInputError, match=r"hidden_states index must be 0 \(the embeddings\) to 2 \(after the last layer\), not 3"):
+        amnesic_probing(model, tokenizer, train, test, "upos", hidden_states_index=3)
     with pytest.raises(InvalidInputError, match=r"has no 'ner' labels; its label columns are \['deprel', 'upos'\]"):
-        amnesic_probing(model, tokenizer, train, test, "ner", layer=1)
+        amnesic_probing(model, tokenizer, train, test, "ner", hidden_states_index=1)
     with pytest.raises(InvalidInputError, match="no test sentences"):
-        amnesic_probing(model, tokenizer, train, [], "upos", layer=1)
+        amnesic_probing(model, tokenizer, train, [], "upos", hidden_states_index=1)
     one_tag = [replace(s, labels={"upos": ("X",) * len(s)}) for s in train]
     with pytest.raises(InvalidInputError, match=r"the training words have 1 upos label\(s\); erasing needs at least two"):
-        amnesic_probing(model, tokenizer, one_tag, test, "upos", layer=1)
+        amnesic_probing(model, tokenizer, one_tag, test, "upos", hidden_states_index=1)
     encoder = bert.Bert(model.config, mlm_head=False).eval()
     with pytest.raises(InvalidInputError, match="load a model with a masked-LM head"):
-        amnesic_probing(encoder, tokenizer, train, test, "upos", layer=1)
+        amnesic_probing(encoder, tokenizer, train, test, "upos", hidden_states_index=1)
 
 
 @pytest.mark.slow  # BERT-base over the EWT treebank when the model is cached
@@ -135,6 +135,6 @@ def test_bert_base_upos_erasure_hurts_the_masked_lm_more_than_random_erasure():
         pytest.skip("bert-base-uncased is not in the local Hugging Face cache (python -m bert download bert-base-uncased)")
     model, tokenizer = bert.load_pretrained("bert-base-uncased")
     report = amnesic_probing(model, tokenizer, builtin_treebank("dev").sentences, builtin_treebank("test").sentences, "upos",
-                             layer=6, max_mlm_words=1000)
+                             hidden_states_index=6, max_mlm_words=1000)
     assert report.probe_after < report.probe_before - 0.3
     assert report.mlm_before - report.mlm_after > report.mlm_before - report.mlm_random, report

@@ -57,9 +57,29 @@ def test_statistics_are_shares_and_cover_every_head(tokenizer):
 
 def test_published_findings_apply_to_bert_base_only(tokenizer):
     assert not is_bert_base(previous_token_model(tokenizer.vocab_size))
-    assert {finding.statistic for finding in CLARK_2019} >= {"sep", "previous", "next"}
+    assert is_bert_base(Bert(BertConfig(), mlm_head=False).to("meta"))  # BertConfig() is BERT-base
+
+
+def test_the_papers_layers_are_converted_to_count_from_0():
+    """Clark et al. 2019 count layers from 1: their "layers 6-10" (the [SEP] finding) are layers 5-9 here, and the
+    shaded region and the published table follow (checked against the digitised figure, read here on its own)."""
+    import csv
+
+    from bert.analysis.attention.head_stats import CLARK_2019_FILE, clark_2019_reference
+    from viz_app.charts.head_statistics import statistic_by_layer_chart
+    from viz_app.charts.published import published_table
+
     sep = next(f for f in CLARK_2019 if f.statistic == "sep")
-    assert sep.layers == (6, 7, 8, 9, 10)
+    assert sep.paper_layers == (6, 7, 8, 9, 10) and sep.layers == (5, 6, 7, 8, 9)
+    assert "layers 5-9" in sep.claim and "the paper's layers 6-10, counted from 1" in sep.claim
+    assert all([layer - 1 for layer in f.paper_layers] == list(f.layers) for f in CLARK_2019)
+    shaded = statistic_by_layer_chart(np.zeros((12, 12)), "sep", [sep]).figure.layout.shapes[0]
+    assert (shaded.x0, shaded.x1) == (4.5, 9.5)  # around layers 5 .. 9 on an axis that starts at layer 0
+    with CLARK_2019_FILE.open(encoding="utf-8") as file:
+        rows = {(r["statistic"], r["measure"]): r for r in csv.DictReader(line for line in file if not line.startswith("#"))}
+    table = published_table(clark_2019_reference()["sep"])
+    assert table["layer"].tolist() == list(range(12))
+    assert table.loc[table["layer"] == 5, "published layer mean"].item() == float(rows[("sep", "layer_mean")]["L6"])
 
 
 def test_builtin_sentences_run_through(tokenizer):

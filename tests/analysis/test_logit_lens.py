@@ -29,7 +29,7 @@ def test_each_layer_reads_that_layer_through_the_lm_head(tiny_model, tokenizer):
     with torch.no_grad():
         hidden = tiny_model.transformer[0](tiny_model.embedding(input_ids, token_type_ids), None)
         probabilities = tiny_model.lm_head(hidden[0, lens.position]).softmax(-1)
-    assert lens.layers[1].name == "layer 1"
+    assert lens.layers[1].name == "after layer 0"  # hidden_states[1] (bert/layers.py)
     assert lens.layers[1].top[0].token_id == int(probabilities.argmax())
     final_probability = float(probabilities[lens.final.token_id])
     assert lens.layers[1].final_probability == pytest.approx(final_probability, abs=1e-6)

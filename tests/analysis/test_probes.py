@@ -40,7 +40,7 @@ def tiny_sentences(count: int, seed: int):
 def test_position_probe_is_near_perfect_at_the_embedding_layer(position_model, tokenizer):
     report = run_probes(position_model, tokenizer, tiny_sentences(80, seed=0), tasks=["position"])
     result = report.tasks["position"]
-    assert report.layer_names[0] == "embeddings" and len(result.layers) == 3
+    assert report.residual_names[0] == "embeddings" and len(result.layers) == 3
     assert result.measure("accuracy")[0] > 0.97
     assert result.measure("accuracy")[0] > result.majority_accuracy + 0.5
 

@@ -199,7 +199,7 @@ def test_mis_shaped_weights_are_refused(saved, tiny):
 
 
 def test_another_model_or_layer_is_refused(saved, tiny, tiny_model):
-    with pytest.raises(SaeFileError, match="layer 1"):
+    with pytest.raises(SaeFileError, match=r"hidden_states\[1\]"):
         load_sae(saved, tiny[0], layer=1)
     model = tiny[0]
     changed = dataclasses.replace(load_sae(saved).config, fingerprint="0" * 32)
@@ -239,7 +239,7 @@ def test_resuming_refuses_a_checkpoint_of_another_model_layer_or_k(tmp_path, tin
                            sentences_per_batch=8)
     train_sae(model, tokenizer, lines, 2, settings, tmp_path, "tiny", "test lines")
     more = dataclasses.replace(settings, steps=4)
-    with pytest.raises(SaeFileError, match="layer 2 there, 1 here"):
+    with pytest.raises(SaeFileError, match="--hidden-states-index 2 there, 1 here"):
         train_sae(model, tokenizer, lines, 1, more, tmp_path, "tiny", "test lines")
     with pytest.raises(SaeFileError, match="--k 4 there, 8 here"):
         train_sae(model, tokenizer, lines, 2, dataclasses.replace(more, k=8), tmp_path, "tiny", "test lines")

@@ -101,7 +101,7 @@ def planted_features(num_sentences: int, hidden: int, seed: int, longest: int = 
         sentences.append(TreebankSentence(tuple(f"w{i}" for i in range(len(heads))), {}, heads))
     starts = np.cumsum([0] + [len(s) for s in sentences]).tolist()
     stacked = torch.tensor(np.concatenate(vectors, axis=1), dtype=torch.float32)
-    return WordFeatures(stacked, tuple(starts), tuple(sentences), ("embeddings", "layer 1"), "first")
+    return WordFeatures(stacked, tuple(starts), tuple(sentences), ("embeddings", "after layer 0"), "first")
 
 
 def test_planted_vectors_have_the_tree_distances_and_depths():
@@ -155,6 +155,6 @@ def test_training_is_deterministic_for_a_seed_and_checks_its_input():
     with pytest.raises(InvalidInputError, match="kinds"):
         fit_structural_probes(features, kinds=("height",))
     no_trees = WordFeatures(features.vectors, features.starts, tuple(TreebankSentence(s.words, {}) for s in features.sentences),
-                            features.layer_names, "first")
+                            features.residual_names, "first")
     with pytest.raises(InvalidInputError, match="tree"):
         fit_structural_probes(no_trees)

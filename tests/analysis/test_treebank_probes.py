@@ -13,7 +13,7 @@ from bert import BertTokenizer
 from bert.analysis.corpus.batching import residual_hooks
 from bert.analysis.probing.mdl import EPSILON, block_ends, online_codelength
 from bert.analysis.probing.treebank import TreebankSentence, read_treebank
-from bert.analysis.probing.pipeline import ProbeSettings, expected_layer, run_probes
+from bert.analysis.probing.pipeline import ProbeSettings, expected_hidden_states_index, run_probes
 from bert.analysis.probing.word_features import extract_word_features, word_pieces
 from bert.errors import InvalidInputError
 from bert_test_support import spawn_two_gloo_ranks, synthetic_conllu
@@ -93,10 +93,10 @@ def test_mdl_is_shorter_for_a_learnable_task_than_for_its_random_control():
 
 
 def test_expected_layer_of_hand_made_gains():
-    assert expected_layer([0.5, 0.7, 0.8, 0.8]) == pytest.approx((1 * 0.2 + 2 * 0.1) / 0.3)
+    assert expected_hidden_states_index([0.5, 0.7, 0.8, 0.8]) == pytest.approx((1 * 0.2 + 2 * 0.1) / 0.3)
     # a layer worse than one below it gains nothing (running best 0.5 0.7 0.7 0.9): gains 0.2 at 1, 0.2 at 3
-    assert expected_layer([0.5, 0.7, 0.6, 0.9]) == pytest.approx((1 * 0.2 + 3 * 0.2) / 0.4)
-    assert expected_layer([0.5, 0.4, 0.4]) is None
+    assert expected_hidden_states_index([0.5, 0.7, 0.6, 0.9]) == pytest.approx((1 * 0.2 + 3 * 0.2) / 0.4)
+    assert expected_hidden_states_index([0.5, 0.4, 0.4]) is None
 
 
 @pytest.mark.slow
@@ -109,16 +109,16 @@ def test_report_shape_and_determinism(tiny, treebank):
     layers = model.config.num_layers + 1
     for name in ("upos", "deprel", "arcs"):
         result = report.tasks[name]
-        assert [l["layer"] for l in result.layers] == list(range(layers))
+        assert [l["hidden_states_index"] for l in result.layers] == list(range(layers))
         assert all(l["selectivity"] == pytest.approx(l["accuracy"] - l["control_accuracy"]) for l in result.layers)
-        assert result.selectivity_at_best == result.layers[result.best_layer]["selectivity"]
+        assert result.selectivity_at_best == result.layers[result.best_hidden_states_index]["selectivity"]
         assert result.num_train == 100 and any("seeded sample of 100" in note for note in result.notes)
     assert {"codelength", "compression", "control_codelength"} <= set(report.tasks["upos"].layers[0])
     assert "codelength" not in report.tasks["arcs"].layers[0]  # MDL: word-tag tasks only
     assert {"uuas", "spearman"} <= set(report.tasks["distance"].layers[0]) and "root_accuracy" in report.tasks["depth"].layers[0]
     # synthetic sentences all have one shape: the chain finds the/NOUN, NOUN/VERB, at/the... 3 of 5 edges
     assert report.baselines["linear_uuas"] == pytest.approx(3 / 5)
-    assert report.baselines["layer0_uuas"] == report.tasks["distance"].layers[0]["uuas"]
+    assert report.baselines["embeddings_uuas"] == report.tasks["distance"].layers[0]["uuas"]
     again = run_probes(model, tokenizer, treebank, settings=settings, model_name="tiny")
     assert again.to_dict() | {"timings_s": {}} == report.to_dict() | {"timings_s": {}}
     edges = report.predicted_edges(0, 1)
@@ -164,5 +164,5 @@ def test_bert_base_distance_probe_peaks_in_the_middle_layers():
     model, tokenizer = bert.load_pretrained("bert-base-uncased")
     report = run_probes(model, tokenizer, builtin_treebank("dev"), builtin_treebank("test"), tasks=["distance"])
     uuas = report.tasks["distance"].measure("uuas")
-    assert 6 <= report.tasks["distance"].best_layer <= 9, uuas
+    assert 6 <= report.tasks["distance"].best_hidden_states_index <= 9, uuas
     assert max(uuas) > report.baselines["linear_uuas"] and max(uuas) > uuas[0]

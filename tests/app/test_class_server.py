@@ -47,7 +47,7 @@ def test_three_students_follow_the_presenter_through_three_steps(tmp_path):
     for follower in run["followers"]:
         assert sorted(follower["finished"]) == ["1", "2", "3"]
         assert all(follower["finished"][step] >= run["presses"][int(step) - 1] for step in follower["finished"])
-    assert run["cpu_per_student_step_s"] >= 0 and run["polling_cpu_s_per_s"] > 0  # the server's CPU was read
+    assert run["polling_cpu_s_per_s"] > 0  # the server's CPU was read while students polled
 
 
 def test_the_profile_summary_sorts_samples_into_categories(tmp_path):

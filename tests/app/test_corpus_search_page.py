@@ -57,7 +57,7 @@ def test_builtin_corpus_finds_neighbours_with_a_summary(open_search):
     words, by_layer = figures(at)
     assert sum(array(words["data"][0]["y"])) == 10
     assert len(by_layer["data"][0]["x"]) == 7  # embeddings + 6 layers
-    assert "matches at layer 6" in texts(at)
+    assert "matches after layer 5" in texts(at)
 
 
 def test_a_copy_of_the_sentence_is_found_first_at_every_layer(open_search):
@@ -71,7 +71,7 @@ def test_a_copy_of_the_sentence_is_found_first_at_every_layer(open_search):
         assert cosine == pytest.approx(1.0, abs=2e-3)  # vectors are stored in half precision
         assert sentence == "The <b><mark>dog</mark></b> barked at the mailman."
     assert at.dataframe[1].value["sentence"][0] == SENTENCE
-    assert "of 10** matches at layer 6 are “dog” itself" in texts(at)
+    assert "of 10** matches after layer 5 are “dog” itself" in texts(at)
 
 
 def test_searching_by_one_heads_output_finds_the_copy_and_charts_every_head(open_search):
@@ -79,20 +79,20 @@ def test_searching_by_one_heads_output_finds_the_copy_and_charts_every_head(open
     from bert.analysis.corpus.corpus_search import build_index
 
     lines = ["A cat sat on the mat.", SENTENCE, "Her dog went to the park."]
-    at = open_search(upload=("\n".join(lines) + "\n").encode(), search_position=2, search_by="head", search_layer=3)
-    assert at.radio(key="search_by").value == "head" and at.select_slider(key="search_layer").options[0] == "layer 1"
+    at = open_search(upload=("\n".join(lines) + "\n").encode(), search_position=2, search_by="head", search_layer=2)
+    assert at.radio(key="search_by").value == "head" and at.select_slider(key="search_layer").options[0] == "layer 0"
     for head in (0, 7):
         at.select_slider(key="search_head").set_value(head).run()
         no_exception(at)
         model, tokenizer = load_pretrained("minilm")
-        expected = build_index(model, tokenizer, lines, layers=[], heads=[(3, head)]).search_token(
-            model, tokenizer, SENTENCE, 2, 3, k=10, head=head)
+        expected = build_index(model, tokenizer, lines, layers=[], heads=[(2, head)]).search_token(
+            model, tokenizer, SENTENCE, 2, 2, k=10, head=head)
         found = matches(at)
         assert found[0] == (pytest.approx(1.0, abs=2e-3), "The <b><mark>dog</mark></b> barked at the mailman.")
         assert [c for c, _ in found] == pytest.approx([h.cosine for h in expected], abs=2e-3)  # float16 storage
-        assert f"matches at head {head} of layer 3" in texts(at)
+        assert f"matches at layer 2, head {head}" in texts(at)
     by_head = figures(at)[1]
-    assert list(by_head["data"][0]["x"]) == [f"head {h}" for h in range(12)] and "head by head in layer 3" in by_head["layout"]["title"]["text"]
+    assert list(by_head["data"][0]["x"]) == [f"head {h}" for h in range(12)] and "head by head in layer 2" in by_head["layout"]["title"]["text"]
 
 
 def test_uploaded_text_is_escaped(open_search):
@@ -131,7 +131,7 @@ def test_no_upload_yet_says_what_to_do(open_search):
 def test_a_link_reopens_the_search_and_nonsense_falls_back(open_search):
     at = open_search(search_position=5, search_layer=2, search_k=20)
     assert (at.pills(key="search_position").value, at.select_slider(key="search_layer").value) == (5, 2)
-    assert len(matches(at)) == 20 and "matches at layer 2" in texts(at)
+    assert len(matches(at)) == 20 and "matches after layer 1" in texts(at)
     assert at.query_params["search_k"] == "20"
     at = open_search(search_position=40, search_layer=9, search_k=500)
     assert (at.pills(key="search_position").value, at.select_slider(key="search_layer").value) == (3, 6)

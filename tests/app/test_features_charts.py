@@ -74,8 +74,8 @@ def test_offered_saes_shipped_and_the_teachers_folder(tmp_path, monkeypatch):
         (tmp_path / name / "config.json").write_text(SaeConfig(model, "", 2, 8, 16, 2, True).to_json())
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "config.json").write_text("{not json")
-    assert list(feature_logic.offered_saes("my-bert")) == ["mine: layer 2, 16 features"]
-    assert "--model my-bert --layer 3" in feature_logic.train_command("my-bert", 3)
+    assert list(feature_logic.offered_saes("my-bert")) == ["mine: after layer 1, 16 features"]  # hidden_states[2]
+    assert "--model my-bert --hidden-states-index 3" in feature_logic.train_command("my-bert", 3)
 
 
 

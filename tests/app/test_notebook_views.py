@@ -1,5 +1,7 @@
-"""A notebook view (viz_app.notebook) draws the figure the app's page draws for the same input and settings: the
-page's figure with the same title carries the same data, trace by trace."""
+"""A notebook view (viz_app.notebook) draws the figure the app's page draws for the same input and settings (the
+page's figure with the same title carries the same data, trace by trace), and what both draw is checked against an
+independent reference: transformers' attention probabilities on the same weights, and the app's own numbers
+recorded through a separate forward pass."""
 from __future__ import annotations
 
 import json
@@ -64,6 +66,32 @@ def test_a_notebook_view_is_the_pages_figure(run, page, query, view):
         at.toggle(key="saliency_deletion").set_value(True).run()  # and draws the deletion curve on request
     figure = view(notebook, run)
     same_data(json.loads(figure.to_json()), page_figure(at, figure))
+
+
+@pytest.mark.slow
+def test_the_attention_view_and_page_draw_transformers_attention_probabilities(run, minilm_path):
+    """Layer 2, head 3 (both from 0) of the notebook view and of the page: transformers' BertModel on the same weights
+    (the package's MiniLM with the encoder tensors the built-in model trained, read from their file), with
+    `output_attentions`, attentions[2][0, 3]."""
+    import torch
+    from transformers import BertModel
+
+    from bert.checkpoint import read_state_dict
+    from bert.pretrained import MINILM_HEAD_FILE
+    from viz_app import notebook
+
+    reference = BertModel.from_pretrained(minilm_path, attn_implementation="eager").eval()
+    trained = {name: tensor for name, tensor in read_state_dict(MINILM_HEAD_FILE).items() if not name.startswith("cls.")}
+    missing, unexpected = reference.load_state_dict(trained, strict=False)
+    assert not unexpected
+    input_ids, token_type_ids = run.tokenizer.encode(TEXT).tensors()
+    with torch.no_grad():
+        expected = reference(input_ids=input_ids, token_type_ids=token_type_ids, output_attentions=True).attentions[2][0, 3]
+    view = json.loads(notebook.attention(run, layer=2, head=3).to_json())
+    page = page_figure(open_in_app("attention", {"model": "minilm", "text": TEXT, "layer": 2, "head": 3}),
+                       notebook.attention(run, layer=2, head=3))
+    for figure in (view, page):
+        np.testing.assert_allclose(array(figure["data"][0]["z"]), expected.numpy(), atol=2e-3)  # packed float weights
 
 
 @pytest.mark.slow

@@ -3,15 +3,16 @@ from __future__ import annotations
 
 import pytest
 
+from bert.layers import residual_labels
 from viz_app.charts.probe_layers import layer_curves_chart, measures_in
 
-NAMES = ["embeddings", "layer 1", "layer 2"]
+NAMES = residual_labels(2)  # "embeddings", "after layer 0", "after layer 1"
 RUN = {
     "tasks": {
-        "upos": {"layers": [{"layer": l, "accuracy": a, "control_accuracy": c, "selectivity": a - c}
-                            for l, a, c in [(0, 0.6, 0.5), (1, 0.8, 0.55), (2, 0.9, 0.5)]], "best_layer": 2},
-        "distance": {"layers": [{"layer": l, "uuas": u, "spearman": s} for l, u, s in [(0, 0.3, 0.5), (1, 0.5, 0.7), (2, 0.4, 0.6)]],
-                     "best_layer": 1},
+        "upos": {"layers": [{"hidden_states_index": l, "accuracy": a, "control_accuracy": c, "selectivity": a - c}
+                            for l, a, c in [(0, 0.6, 0.5), (1, 0.8, 0.55), (2, 0.9, 0.5)]], "best_hidden_states_index": 2},
+        "distance": {"layers": [{"hidden_states_index": l, "uuas": u, "spearman": s} for l, u, s in [(0, 0.3, 0.5), (1, 0.5, 0.7), (2, 0.4, 0.6)]],
+                     "best_hidden_states_index": 1},
     },
     "baselines": {"linear_uuas": 0.45},
 }
@@ -25,15 +26,15 @@ def test_the_measures_of_a_run_in_a_fixed_order():
     assert measures_in(RUN) == ["accuracy", "selectivity", "uuas", "spearman"]
 
 
-def test_accuracy_with_its_control_dashed_and_the_layer0_line():
+def test_accuracy_with_its_control_dashed_and_the_embeddings_line():
     chart = layer_curves_chart(RUN, "accuracy", NAMES)
     traces = _traces(chart)
-    assert set(traces) == {"upos", "upos (control task)", "upos at the embeddings (layer 0)"}  # distance has no accuracy
+    assert set(traces) == {"upos", "upos (control task)", "upos at the embeddings"}  # distance has no accuracy
     assert list(traces["upos"].x) == NAMES and list(traces["upos"].y) == [0.6, 0.8, 0.9]
     assert list(traces["upos (control task)"].y) == [0.5, 0.55, 0.5] and traces["upos (control task)"].line.dash == "dash"
-    assert list(traces["upos at the embeddings (layer 0)"].y) == [0.6, 0.6]
+    assert list(traces["upos at the embeddings"].y) == [0.6, 0.6]
     assert chart.data["control_accuracy"].tolist() == [0.5, 0.55, 0.5]
-    bare = _traces(layer_curves_chart(RUN, "accuracy", NAMES, controls=False, layer0=False))
+    bare = _traces(layer_curves_chart(RUN, "accuracy", NAMES, controls=False, embeddings_line=False))
     assert set(bare) == {"upos"}
 
 

@@ -40,10 +40,10 @@ def test_the_trees_drawn_are_the_librarys_trees(report):
 
 def test_the_summary_reads_the_run(report):
     run = report.to_dict()
-    table = summary_table(run, list(report.layer_names))
+    table = summary_table(run, list(report.residual_names))
     upos = report.tasks["upos"]
     row = table.set_index("task").loc["upos"]
-    assert row["best layer"] == report.layer_names[upos.best_layer]
-    assert row["score at the best layer"] == upos.layers[upos.best_layer]["accuracy"] == max(upos.measure("accuracy"))
-    assert row["selectivity at the best layer"] == upos.selectivity_at_best
+    assert row["best hidden state"] == report.residual_names[upos.best_hidden_states_index]
+    assert row["score at the best hidden state"] == upos.layers[upos.best_hidden_states_index]["accuracy"] == max(upos.measure("accuracy"))
+    assert row["selectivity at the best hidden state"] == upos.selectivity_at_best
     assert table.set_index("task").loc["distance", "measure"] == "UUAS"

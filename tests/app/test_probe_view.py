@@ -9,7 +9,7 @@ from test_probe_layer_chart import RUN as LAYER_RUN
 from viz_app.probe_runs import ProbeRun, SentenceTrees
 from viz_app.views.probes import ProbeViewSettings, probes_view
 
-RUN = LAYER_RUN | {"layer_names": NAMES, "pieces": "mean"}  # the hand-made run of the curves' tests, as the page keeps it
+RUN = LAYER_RUN | {"residual_names": NAMES, "pieces": "mean"}  # the hand-made run of the curves' tests, as the page keeps it
 TREE = SentenceTrees(("the", "dog", "barked"), ((0, 1), (1, 2)), (((0, 2), (1, 2)), ((0, 1), (1, 2)), ((0, 1), (0, 2))),
                      {frozenset((0, 1)): "det", frozenset((1, 2)): "nsubj"}, ())
 
@@ -22,14 +22,14 @@ def test_the_curves_of_the_chosen_measure_and_the_tree_at_the_best_layer():
     charts = probes_view(ProbeViewSettings(measure="uuas"), run())
     assert set(charts) == {"curves", "tree"}
     assert charts["curves"].figure.layout.title.text == "UUAS by layer · a word's vector is the mean of its pieces"
-    assert charts["tree"].figure.layout.title.text == "layer 1: 2 of the 2 gold arcs found"  # distance's best layer
+    assert charts["tree"].figure.layout.title.text == "after layer 0: 2 of the 2 gold arcs found"  # distance's best layer
     assert probes_view(ProbeViewSettings(tree_layer=0), run())["tree"].figure.layout.title.text == "embeddings: 1 of the 2 gold arcs found"
 
 
 def test_settings_the_run_lacks_fall_back_as_the_pickers_do():
     charts = probes_view(ProbeViewSettings(measure="codelength", tree_sentence=5, tree_layer=9), run())
     assert charts["curves"].figure.layout.title.text.startswith("Accuracy by layer")  # the run's first measure
-    assert charts["tree"].figure.layout.title.text.startswith("layer 1:")
+    assert charts["tree"].figure.layout.title.text.startswith("after layer 0:")
     assert set(probes_view(ProbeViewSettings(), run(trees=()))) == {"curves"}
     assert probes_view(ProbeViewSettings(), ProbeRun("{}", RUN | {"tasks": {}}, [], ())) == {}
 
@@ -40,6 +40,6 @@ def test_a_lesson_steps_state_gives_the_pages_charts():
     assert settings == ProbeViewSettings("selectivity", False, True, 0, 2)
     charts = probes_view(settings, run())
     names = [trace.name for trace in charts["curves"].figure.data]
-    assert names == ["upos", "upos at the embeddings (layer 0)"]  # no control curve
+    assert names == ["upos", "upos at the embeddings"]  # no control curve
     assert list(charts["curves"].figure.data[0].y) == [0.6 - 0.5, 0.8 - 0.55, 0.9 - 0.5]
     assert charts["tree"].name == "probe_tree_1_layer_2"

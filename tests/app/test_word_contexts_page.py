@@ -36,7 +36,7 @@ def test_default_example_draws_self_similarity_against_the_baseline(open_context
     line, heatmap = figures(at)
     names = [trace["name"] for trace in line["data"]]
     assert names == ["“bank” across the sentences", "random tokens (baseline)", "difference"]
-    assert list(line["data"][0]["x"]) == ["embeddings"] + [f"layer {i}" for i in range(1, 7)]
+    assert list(line["data"][0]["x"]) == ["embeddings"] + [f"after layer {i}" for i in range(6)]  # hidden_states[0..6]
     model, tokenizer = bert.load_pretrained("minilm")
     expected = word_self_similarity(model, tokenizer, "bank", EXAMPLES["bank"]).numpy()
     np.testing.assert_allclose(array(line["data"][0]["y"]), expected, atol=1e-5)
@@ -84,7 +84,7 @@ def test_an_example_fills_in_and_a_split_word_is_averaged(open_contexts):
 def test_a_link_reopens_the_view_and_nonsense_falls_back(open_contexts):
     at = open_contexts(contexts_word="light", contexts_sentences="Turn on the light.\nThe box is light.", contexts_layer=2)
     assert at.select_slider(key="contexts_layer").value == 2
-    assert "layer 2" in figures(at)[1]["layout"]["title"]["text"]
+    assert "after layer 1" in figures(at)[1]["layout"]["title"]["text"]  # hidden_states[2]
     assert at.query_params["contexts_word"] == "light" and at.query_params["contexts_layer"] == "2"
     at = open_contexts(contexts_layer=99)
     assert at.select_slider(key="contexts_layer").value == 6  # the last layer

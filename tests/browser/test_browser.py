@@ -93,7 +93,7 @@ def test_an_experiment_link_reopens_its_selections_and_nonsense_falls_back(brows
     page = new_page(browser)
     page.goto(app_url + "/head_ablation?text=The+%5BMASK%5D+barked.&ablation_mode=mean&ablation_heads=0.1,5.11&ablation_layers=2,40")
     page.get_by_text("14 head(s) ablated").wait_for(timeout=SLOW)  # layer 2's 12 heads and the two named
-    for chip in ("layer 0 head 1", "layer 5 head 11", "layer 2"):
+    for chip in ("layer 0, head 1", "layer 5, head 11", "layer 2"):
         assert page.get_by_text(chip, exact=True).count() >= 1, chip
     assert page.get_by_role("radio", name="mean (corpus average)").is_checked()
     screenshot(page, "head_ablation_shared_link")

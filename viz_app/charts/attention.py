@@ -5,6 +5,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from bert.layers import head_short_label, layer_labels
 from viz_app.charts.base import (
     ATTENTION_SCALE,
     HIGHLIGHT_COLOUR,
@@ -181,8 +182,8 @@ def statistic_heatmap(values: np.ndarray, name: str, description: str, selected:
     )
     data = pd.DataFrame(
         values,
-        index=pd.Index([f"layer {n}" for n in range(layers)], name="layer \\ head"),
-        columns=[f"head {h}" for h in range(heads)],
+        index=pd.Index(layer_labels(layers), name="layer \\ head"),
+        columns=[head_short_label(h) for h in range(heads)],
     )
     return Chart(figure, data, f"head_{name}", caption=f"{name}: {description}.", keep_index=True)
 

@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 if TYPE_CHECKING:  # the analyses' results, read here, never imported at run time
     from bert.analysis.representations.compare import Comparison
 
+from bert.layers import head_short_label, layer_labels
 from viz_app.charts.base import ATTENTION_SCALE, HIGHLIGHT_COLOUR, Chart, heatmap_height, layout
 
 
@@ -43,13 +44,13 @@ def attention_change(comparison: Comparison) -> Chart:
     js = comparison.attention_js
     layers, heads = js.shape
     figure = go.Figure(go.Heatmap(
-        z=js, x=[f"head {h}" for h in range(heads)], y=[f"layer {l + 1}" for l in range(layers)], zmin=0,
+        z=js, x=[head_short_label(h) for h in range(heads)], y=layer_labels(layers), zmin=0,
         zmax=max(float(js.max()), 1e-6), colorscale=ATTENTION_SCALE, colorbar=dict(title="JS distance", thickness=12),
         hovertemplate="%{y}, %{x}: %{z:.3f}<extra></extra>",
     ))
     layout(figure, "How much each head's attention changed (Jensen-Shannon distance; 0 = the same pattern, 1 = disjoint)",
            height=heatmap_height(layers, per_row=34, least=300), xaxis=dict(type="category"),
            yaxis=dict(type="category", autorange="reversed"))
-    data = pd.DataFrame({"layer": np.repeat(np.arange(1, layers + 1), heads), "head": np.tile(np.arange(heads), layers),
+    data = pd.DataFrame({"layer": np.repeat(np.arange(layers), heads), "head": np.tile(np.arange(heads), layers),
                          "js_distance": js.flatten()})
     return Chart(figure, data, "attention_change")

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from bert.layers import residual_label
 from viz_app.charts.base import HIGHLIGHT_COLOUR, WORD_COLOUR, Chart, heatmap_height, layout, row_labels, token_labels
 
 
@@ -33,7 +34,7 @@ def token_feature_heatmap(z: np.ndarray, tokens: list[str], features: np.ndarray
         zmax=max(float(shown.max(initial=0)), 1e-6), colorbar=dict(title="activation", thickness=12),
         hovertemplate="<b>%{y}</b>, feature %{x}<br>activation %{z:.3f}<extra></extra>",
     ))
-    layout(figure, f"Sparse-autoencoder features of layer {layer}: the {len(features)} strongest on this sentence",
+    layout(figure, f"Sparse-autoencoder features {residual_label(layer)}: the {len(features)} strongest on this sentence",
            height=heatmap_height(len(tokens), per_row=20, least=320, most=820),
            xaxis=dict(title="feature", type="category", tickangle=-60), yaxis=dict(type="category", autorange="reversed"))
     data = pd.DataFrame(shown, index=pd.Index(row_labels(tokens), name="token \\ feature"), columns=[f"f{f}" for f in features])

@@ -1,6 +1,6 @@
 """Per-layer curves of the treebank probes, read from a probe run's JSON form:
 
-    {"tasks": {NAME: {"layers": [{"layer": 0, "accuracy": ..., "control_accuracy": ...}, ...], "best_layer": ...}},
+    {"tasks": {NAME: {"layers": [{"hidden_states_index": 0, "accuracy": ..., "control_accuracy": ...}, ...], "best_hidden_states_index": ...}},
      "baselines": {"linear_uuas": ...}}
 
 One chart per measure: a line per task, its control task dashed (where the run has `control_<measure>`), the
@@ -36,9 +36,9 @@ def measures_in(run: dict) -> list[str]:
     return [measure for measure in MEASURES if measure in present]
 
 
-def layer_curves_chart(run: dict, measure: str, layer_names: list[str], controls: bool = True, layer0: bool = True,
+def layer_curves_chart(run: dict, measure: str, residual_names: list[str], controls: bool = True, embeddings_line: bool = True,
                        note: str = "") -> Chart:
-    """layer_names[i]: how layer i is called ("embeddings", "layer 1", ...); note: said after the title (and in a
+    """residual_names[i]: the label of hidden_states[i] ("embeddings", "after layer 0", ...; bert/layers.py); note: said after the title (and in a
     column of the CSV), e.g. how a word's vector was made."""
     called, title, percent = MEASURES[measure]
     scale = 1e-3 if measure == "codelength" else 1.0
@@ -48,20 +48,20 @@ def layer_curves_chart(run: dict, measure: str, layer_names: list[str], controls
     for colour, (task_name, task) in zip(PALETTE * 4, tasks):
         name = html.escape(task_name, quote=False)  # an uploaded file names its columns; plotly reads tags in names
         layers = [row for row in task["layers"] if measure in row]
-        x = [layer_names[row["layer"]] for row in layers]
+        x = [residual_names[row["hidden_states_index"]] for row in layers]
         y = [_scaled(row[measure], scale) for row in layers]
         figure.add_scatter(x=x, y=y, name=name, mode="lines+markers", line=dict(color=colour))
         control = [row.get(f"control_{measure}") for row in layers]
         if controls and any(f"control_{measure}" in row for row in layers):
             figure.add_scatter(x=x, y=[_scaled(value, scale) for value in control], name=f"{name} (control task)", mode="lines",
                                line=dict(color=colour, dash="dash"), opacity=0.7)
-        if layer0 and layers[0]["layer"] == 0 and y[0] is not None:
-            figure.add_scatter(x=[x[0], x[-1]], y=[y[0], y[0]], name=f"{name} at the embeddings (layer 0)", mode="lines",
+        if embeddings_line and layers[0]["hidden_states_index"] == 0 and y[0] is not None:
+            figure.add_scatter(x=[x[0], x[-1]], y=[y[0], y[0]], name=f"{name} at the embeddings", mode="lines",
                                line=dict(color=colour, dash="dot", width=1))
-        rows += [{"task": task_name, "layer": row["layer"], "layer_name": layer_names[row["layer"]], measure: row[measure],
+        rows += [{"task": task_name, "hidden_states_index": row["hidden_states_index"], "residual_name": residual_names[row["hidden_states_index"]], measure: row[measure],
                   **({f"control_{measure}": row[f"control_{measure}"]} if f"control_{measure}" in row else {})}
                  for row in layers]
-    x_all = list(layer_names)
+    x_all = list(residual_names)
     for key, what in BASELINES.items():
         value = run.get("baselines", {}).get(key)
         if value is not None and key.endswith(measure):

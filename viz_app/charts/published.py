@@ -17,8 +17,9 @@ PUBLISHED_COLOUR = "#7f7f7f"
 
 
 def published_table(values: PublishedValues) -> pd.DataFrame:
-    """One row per layer (from 1): the published layer mean (when the paper drew one) and strongest head."""
-    table = pd.DataFrame({"layer": np.arange(1, len(values.strongest_head) + 1)})
+    """One row per layer (from 0; the paper's layer 1 is layer 0): the published layer mean (when the paper drew one)
+    and strongest head."""
+    table = pd.DataFrame({"layer": np.arange(len(values.strongest_head))})
     if values.layer_mean is not None:
         table["published layer mean"] = values.layer_mean
     table["published strongest head"] = values.strongest_head
@@ -26,10 +27,10 @@ def published_table(values: PublishedValues) -> pd.DataFrame:
 
 
 def with_published_values(chart: Chart, values: PublishedValues) -> Chart:
-    """The by-layer chart (x = layer from 1) with the published layer mean as a dashed line and each layer's
+    """The by-layer chart (x = layer from 0) with the published layer mean as a dashed line and each layer's
     published strongest head as a cross; their numbers join the chart's CSV as columns."""
     figure = chart.figure
-    layers = np.arange(1, len(values.strongest_head) + 1)
+    layers = np.arange(len(values.strongest_head))
     if values.layer_mean is not None:
         figure.add_scatter(x=layers, y=values.layer_mean, mode="lines+markers", name="Clark et al. 2019: layer mean",
                            line=dict(color=PUBLISHED_COLOUR, dash="dash"),

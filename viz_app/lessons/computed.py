@@ -19,6 +19,7 @@ from bert.analysis.causal import ablation
 from bert.analysis.causal.patching import PatchingResult
 from bert.analysis.causal.tracing import TraceResult
 from bert.errors import BertError
+from bert.layers import head_label, layer_label
 from bert.analysis.attention.mixing import ContextMixing
 from viz_app import causal_tracing, mixing
 from viz_app.head_ablation import mean_head_outputs
@@ -142,7 +143,7 @@ def _percent(value: float) -> str:
 
 
 def _head(layer: int, head: int, **fields: str) -> Finding:
-    return Finding(f"layer {layer}, head {head}", {"layer": str(layer), "head": str(head), **fields}, head=(layer, head),
+    return Finding(head_label(layer, head), {"layer": str(layer), "head": str(head), **fields}, head=(layer, head),
                  layer=layer)
 
 
@@ -234,8 +235,8 @@ def _patching(facts: StepFacts) -> Finding:
     fields = {
         "answer": exact.answer, "foil": exact.foil, "clean": f"{exact.clean_metric:.2f}", "corrupted": f"{exact.corrupted_metric:.2f}",
         "word": tokens[carrier], "carried_until": _after(max(carried, default=0)),
-        "mask_from": _after(min(at_mask, default=len(residual) - 1)), "attention_layer": f"layer {int(attention.argmax())}",
-        "attention_share": f"{float(attention.max()):.2f}", "head": f"layer {int(layer)}, head {int(head)}",
+        "mask_from": _after(min(at_mask, default=len(residual) - 1)), "attention_layer": layer_label(int(attention.argmax())),
+        "attention_share": f"{float(attention.max()):.2f}", "head": head_label(int(layer), int(head)),
         "head_share": f"{float(exact.heads[layer, head]):.2f}", "r": f"{r:.2f}",
     }
     return Finding(f"logit({exact.answer}) − logit({exact.foil})", fields)
@@ -257,8 +258,9 @@ def _trace(facts: StepFacts) -> Finding:
 
 
 def _after(row: int) -> str:
-    """A residual-stream row's name, layers counted from 0: row 0 is the embeddings, row i > 0 layer i - 1's output."""
-    return "the embeddings" if row == 0 else f"layer {row - 1}"
+    """Whose output a residual-stream row is, for "the output of ..." in a lesson's text (bert/layers.py's numbering):
+    row 0 is "the embeddings", row i > 0 "layer i-1" (hidden_states[i] is after layer i-1)."""
+    return "the embeddings" if row == 0 else layer_label(row - 1)
 
 
 def _special_columns(facts: StepFacts) -> np.ndarray:

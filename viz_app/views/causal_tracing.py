@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from bert.analysis.causal.patching import PatchingResult
 from bert.analysis.causal.tracing import TraceResult
+from bert.layers import head_short_label, layer_label, layer_labels, residual_labels
 from viz_app.charts.base import Chart
 from viz_app.charts.causal import attribution_scatter, patching_heatmap, probability_heatmap
 
@@ -22,9 +23,9 @@ SWEEP_CAPTIONS = {
 
 
 def _rows(site: str, count: int) -> list[str]:
-    """Row labels, layers counted from 0 as everywhere in the app: the residual stream's row i > 0 is layer i - 1's
-    output (Hugging Face's hidden_states[i])."""
-    return ["embeddings"] + [f"after layer {i}" for i in range(count - 1)] if site == "residual" else [f"layer {i}" for i in range(count)]
+    """Row labels (bert/layers.py): the residual stream's row i is hidden_states[i] ("embeddings", "after layer
+    i-1"), the other sweeps' row i is layer i."""
+    return residual_labels(count - 1) if site == "residual" else layer_labels(count)
 
 
 def patching_view(result: PatchingResult, attribution: PatchingResult | None = None, compare: str = "residual") -> dict[str, Chart]:
@@ -36,18 +37,18 @@ def patching_view(result: PatchingResult, attribution: PatchingResult | None = N
         grid = getattr(result, site)
         if grid is None:
             continue
-        columns = [f"head {h}" for h in range(grid.shape[1])] if site == "heads" else result.tokens
+        columns = [head_short_label(h) for h in range(grid.shape[1])] if site == "heads" else result.tokens
         charts[site] = patching_heatmap(grid.numpy(), _rows(site, grid.shape[0]), columns, f"{title} ({method})",
                                         f"patching_{site}", SWEEP_CAPTIONS[site], "head" if site == "heads" else "token")
     if result.head_positions is not None:
         grid = result.head_positions
         charts["head_positions"] = patching_heatmap(
-            grid.numpy(), [f"head {h}" for h in range(grid.shape[0])], result.tokens,
-            f"Layer {result.head_layer}'s heads, one position at a time ({method})", "patching_head_positions",
+            grid.numpy(), [head_short_label(h) for h in range(grid.shape[0])], result.tokens,
+            f"The heads of {layer_label(result.head_layer)}, one position at a time ({method})", "patching_head_positions",
             "Which head, reading at which position, carries the difference.")
     if attribution is not None and getattr(result, compare) is not None and getattr(attribution, compare) is not None:
         exact, approximate = getattr(result, compare), getattr(attribution, compare)
-        columns = [f"head {h}" for h in range(exact.shape[1])] if compare == "heads" else result.tokens
+        columns = [head_short_label(h) for h in range(exact.shape[1])] if compare == "heads" else result.tokens
         cells = [f"{row}, {column}" for row in _rows(compare, exact.shape[0]) for column in columns]
         charts["comparison"] = attribution_scatter(exact.numpy(), approximate.numpy(), cells, f"attribution_{compare}")
     return charts

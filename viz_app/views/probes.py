@@ -22,7 +22,7 @@ from viz_app.views import setting
 class ProbeViewSettings:
     measure: str | None = None  # one of measures_in(run); None (or one the run lacks): its first
     controls: bool = True  # the control tasks' curves, dashed
-    layer0: bool = True  # each task's score at the embeddings, dotted
+    embeddings_line: bool = True  # each task's score at the embeddings, dotted
     tree_sentence: int = 0  # which of the run's test sentences with a tree (an index into run.trees)
     tree_layer: int | None = None  # None (or a layer the model lacks): the distance probe's best layer
 
@@ -40,22 +40,22 @@ def probes_view(settings: ProbeViewSettings, run: ProbeRun) -> dict[str, Chart]:
     result = run.run
     if not result["tasks"]:
         return {}
-    names = result["layer_names"]
+    names = result["residual_names"]
     measures = measures_in(result)
     measure = settings.measure if settings.measure in measures else measures[0]
     note = pieces_note(result["pieces"]) if reads_words(result) else ""
-    charts = {"curves": layer_curves_chart(result, measure, names, settings.controls, settings.layer0, note=note)}
+    charts = {"curves": layer_curves_chart(result, measure, names, settings.controls, settings.embeddings_line, note=note)}
     if run.trees:
         index = settings.tree_sentence if 0 <= settings.tree_sentence < len(run.trees) else 0
         layer = settings.tree_layer
         if not (isinstance(layer, int) and 0 <= layer < len(names)):
-            layer = result["tasks"]["distance"]["best_layer"]
+            layer = result["tasks"]["distance"]["best_hidden_states_index"]
         charts["tree"] = sentence_tree_chart(run, index, layer)
     return charts
 
 
 def sentence_tree_chart(run: ProbeRun, index: int, layer: int) -> Chart:
-    names = run.run["layer_names"]
+    names = run.run["residual_names"]
     tree = run.trees[index]
     predicted = tree.predicted[layer]
     found = len(set(tree.gold) & set(predicted))

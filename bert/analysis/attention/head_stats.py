@@ -24,6 +24,7 @@ import torch
 from ...data import LabelledSentence
 from ...devices import as_numpy, model_device
 from ...errors import InvalidInputError
+from ...layers import from_one_based
 from ...model import Bert
 from ...tokenizer import BertTokenizer
 from .attention_stats import HeadStatistics, KeyRoles, combine, head_statistics
@@ -33,13 +34,19 @@ from ..corpus.batching import batches, pad, record_encoder
 @dataclass(frozen=True)
 class PublishedFinding:
     statistic: str  # a key of attention_stats.STATISTICS
-    layers: tuple[int, ...]  # 1-based, as in the paper
-    claim: str
+    paper_layers: tuple[int, ...]  # as the paper counts them, from 1
+    claim: str  # in this project's numbering (bert/layers.py), saying the paper's where it quotes a number
+
+    @property
+    def layers(self) -> tuple[int, ...]:
+        """The paper's layers in this project's numbering (from 0)."""
+        return tuple(from_one_based(layer) for layer in self.paper_layers)
 
 
-# Clark, Khandelwal, Levy & Manning (2019), BlackboxNLP, section 3 and figure 2, for BERT-base (uncased).
+# Clark, Khandelwal, Levy & Manning (2019), BlackboxNLP, section 3 and figure 2, for BERT-base (uncased). The paper
+# counts layers from 1; the claims below count from 0, as everything here does.
 CLARK_2019 = (
-    PublishedFinding("sep", (6, 7, 8, 9, 10), "more than half of the attention in layers 6-10 goes to [SEP]"),
+    PublishedFinding("sep", (6, 7, 8, 9, 10), "more than half of the attention in layers 5-9 goes to [SEP] (the paper's layers 6-10, counted from 1)"),
     PublishedFinding("cls", (1, 2, 3), "early layers' heads attend to [CLS] more than later ones"),
     PublishedFinding("punctuation", (10, 11, 12), "heads in the last layers attend much to periods and commas"),
     PublishedFinding("previous", (1, 2, 3, 4), "previous-token heads (over half their attention on the previous token) are found mainly in early layers"),
@@ -53,7 +60,8 @@ CLARK_2019_FILE = Path(__file__).resolve().parents[2] / "data" / "clark2019_refe
 
 @dataclass(frozen=True)
 class PublishedValues:
-    """Clark et al. 2019's Figure 2 for one statistic, layers 1-12 (NaN where the figure shows no value)."""
+    """Clark et al. 2019's Figure 2 for one statistic, indexed by layer from 0 (the paper's layer 1 is [0]; NaN where
+    the figure shows no value)."""
 
     statistic: str  # a key of attention_stats.STATISTICS
     layer_mean: np.ndarray | None  # [layer] the mean over the layer's heads; None where the paper drew no mean
@@ -90,11 +98,13 @@ def corpus_head_statistics(
 ) -> HeadStatistics:
     """Statistics of every head, [layer, head] each, averaged over all query tokens of the sentences.
 
-    pairs: feed consecutive sentences as A and B (as Clark et al. did); else each sentence alone.
+    pairs: feed consecutive sentences as A and B (as Clark et al. did); else each sentence alone. max_tokens: each
+    input is cut to this many tokens (at most the model's positions), as the page says.
     Special tokens are queries too, as in the paper; padding is never a query nor a key.
     """
     if not sentences:
         raise InvalidInputError("head statistics need at least one sentence")
+    max_tokens = min(max_tokens, model.config.max_position_embeddings)
     if pairs and len(sentences) >= 2:
         encodings = [
             tokenizer.encode(a.text, b.text, max_length=max_tokens, truncate=True)

@@ -2,13 +2,14 @@
 
     python -m bert patch --model minilm --clean "The doctor said that [MASK] was tired." \\
         --corrupted "The nurse said that [MASK] was tired." --answer he --foil she --json out/patch.json
-    python -m bert erase --data ud-ewt --task upos --layer 3 --model minilm --json out/erase.json
+    python -m bert erase --data ud-ewt --task upos --hidden-states-index 3 --model minilm --json out/erase.json
 
 patch writes {"model", "clean", "corrupted", "answer", "foil", "clean_metric", "corrupted_metric", "tokens",
-"residual", "attention", "mlp", "heads"}: residual one row per layer 0..L (hidden_states numbering) with a value per
-position, attention and mlp one row per 0-based layer, heads one row per 0-based layer with a value per head; every
+"residual", "attention", "mlp", "heads"}: residual one row per hidden_states index 0..L (0 = embeddings, i = after
+layer i-1) with a value per position, attention and mlp one row per layer (from 0), heads one row per layer with a
+value per head (from 0); layers and heads are numbered as bert/layers.py says; every
 value normalised as (patched - corrupted) / (clean - corrupted) (bert/analysis/causal/patching.py).
-erase writes {"model", "task", "layer", "rank", "probe": {"before", "after", "majority", "random_control"},
+erase writes {"model", "task", "hidden_states_index", "rank", "probe": {"before", "after", "majority", "random_control"},
 "mlm": {"before", "after", "random_control"}} (bert/analysis/causal/erasure.py). Bad input: one line on stderr, exit 2.
 """
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from ...devices import add_device_argument, log_device
 from ...errors import InvalidInputError
+from ...layers import head_short_label, layer_label, residual_label
 from ...cli_arguments import add_model_argument
 
 
@@ -42,7 +44,8 @@ def add_erase_arguments(parser) -> None:
                                                        "(the built-in UD English EWT: fits on dev, tests on test)")
     parser.add_argument("--train", help="fit on this file and test on --data (default: a seeded 80/20 split of --data)")
     parser.add_argument("--task", required=True, help="the label column to erase: upos, xpos, deprel, or a file's column")
-    parser.add_argument("--layer", type=int, required=True, help="hidden_states numbering: 0 = the embeddings, i = after layer i")
+    parser.add_argument("--hidden-states-index", type=int, required=True, metavar="I",
+                        help="erase from hidden_states[I]: 0 = the embeddings, i = after layer i-1 (bert/layers.py)")
     add_model_argument(parser)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-train-words", type=int, default=10_000, help="words to fit on, whole sentences, seeded (0: all)")
@@ -73,17 +76,21 @@ def run_patch(args) -> int:
 
 
 def format_patching(result) -> str:
-    """The metrics and each sweep's strongest cells, as text: residual rows by their `hidden_states[i]` index, the
-    other sweeps' rows by 0-based layer."""
+    """The metrics and each sweep's strongest cells, as text: residual rows by their `hidden_states[i]` index and
+    label ("after layer i-1"), the other sweeps' rows by layer (from 0)."""
     lines = [f"logit({result.answer}) - logit({result.foil}) at [MASK]: clean {result.clean_metric:.3f}, "
              f"corrupted {result.corrupted_metric:.3f} ({result.method} {result.direction}; 1 = the patch restores it all)"]
     for name, columns in (("residual", result.tokens), ("attention", result.tokens), ("mlp", result.tokens),
-                          ("heads", [f"head {h}" for h in range(result.heads.shape[1])])):
-        row_name = "hidden_states[{}]" if name == "residual" else "layer {}"
-        cells = ", ".join(f"{row_name.format(row)} {columns[column]}: {value:.3f}"
+                          ("heads", [head_short_label(h) for h in range(result.heads.shape[1])])):
+        cells = ", ".join(f"{_row_label(name, row)} {columns[column]}: {value:.3f}"
                           for row, column, value in result.strongest(name))
         lines.append(f"{name:<10} strongest: {cells}")
     return "\n".join(lines)
+
+
+def _row_label(sweep: str, row: int) -> str:
+    """bert/layers.py's label of a sweep's row: hidden_states[i] for the residual stream, layer i for the others."""
+    return f"hidden_states[{row}] ({residual_label(row)})" if sweep == "residual" else layer_label(row)
 
 
 def run_erase(args) -> int:
@@ -103,12 +110,12 @@ def run_erase(args) -> int:
     else:
         train, test = read_treebank(args.data).split(0.2, seed=args.seed)
     model, tokenizer = load_pretrained(args.model, device=args.device, pack_for_cpu=True)
-    check_erasure(model, train.sentences, test.sentences, args.task, args.layer)
+    check_erasure(model, train.sentences, test.sentences, args.task, args.hidden_states_index)
     log_device(model)
-    report = amnesic_probing(model, tokenizer, train.sentences, test.sentences, args.task, args.layer, args.seed,
+    report = amnesic_probing(model, tokenizer, train.sentences, test.sentences, args.task, args.hidden_states_index, args.seed,
                              args.max_train_words or None, args.max_test_words or None, args.max_mlm_words or None,
                              model_name=args.model)
-    print(f"{args.task} erased from hidden_states[{report.layer}] of {args.model} by LEACE (rank {report.rank}); "
+    print(f"{args.task} erased from hidden_states[{report.hidden_states_index}] ({residual_label(report.hidden_states_index)}) of {args.model} by LEACE (rank {report.rank}); "
           f"{report.num_train_words} training, {report.num_test_words} test words, {report.num_mlm_words} masked one at a time")
     print(f"probe accuracy   before {report.probe_before:.3f}  after {report.probe_after:.3f}  "
           f"random erasure {report.probe_random:.3f}  majority {report.probe_majority:.3f}")

@@ -1,10 +1,10 @@
 """Amnesic probing (Elazar et al. 2021): erase a property from one layer and see whether the model's guesses suffer.
 
-    report = amnesic_probing(model, tokenizer, train.sentences, test.sentences, task="upos", layer=3)
+    report = amnesic_probing(model, tokenizer, train.sentences, test.sentences, task="upos", hidden_states_index=3)
     report.probe_before, report.probe_after, report.probe_majority, report.probe_random
     report.mlm_before, report.mlm_after, report.mlm_random
 
-1. The layer's word vectors (hidden_states[layer], a word's first word piece) of the training sentences and their
+1. The layer's word vectors (hidden_states[hidden_states_index], a word's first word piece) of the training sentences and their
    labels fit a LEACE eraser (Belrose et al. 2023, the `concept-erasure` package): the least-squares affine edit
    after which no linear classifier can read the label better than a constant. Its rank (how many directions it
    removes) is at most the number of labels minus one.
@@ -12,7 +12,7 @@
    vectors before and after erasure, beside the majority baseline (the most frequent training label).
 3. Masked-LM accuracy on the test words: every word that is one word piece (and not [UNK]) is masked alone, one
    word per input, and the model's top guess is compared with it; after erasure the eraser is applied to every
-   position (every token, [MASK] included) of hidden_states[layer] and the forward pass goes on from there.
+   position (every token, [MASK] included) of hidden_states[hidden_states_index] and the forward pass goes on from there.
 4. The control (Elazar et al.): the same measures with a random erasure of the same rank (random orthonormal
    directions projected out around the training mean), so a drop can be told apart from the damage any edit of
    that size does.
@@ -43,7 +43,7 @@ Progress = Callable[[float, str], None]  # (fraction done, what is running)
 class ErasureReport:
     model: str
     task: str
-    layer: int  # hidden_states numbering: 0 = the embeddings' output, i = after layer i
+    hidden_states_index: int  # 0 = the embeddings' output, i = after layer i-1 (bert/layers.py)
     rank: int  # directions the LEACE eraser removes (the random control removes as many)
     probe_before: float  # test accuracy of a probe on the layer's word vectors
     probe_after: float  # ... on the erased vectors (a probe trained on erased training vectors)
@@ -59,7 +59,7 @@ class ErasureReport:
     def to_dict(self) -> dict:
         """The shape `python -m bert erase --json` writes."""
         return {
-            "model": self.model, "task": self.task, "layer": self.layer, "rank": self.rank,
+            "model": self.model, "task": self.task, "hidden_states_index": self.hidden_states_index, "rank": self.rank,
             "probe": {"before": self.probe_before, "after": self.probe_after, "majority": self.probe_majority,
                       "random_control": self.probe_random},
             "mlm": {"before": self.mlm_before, "after": self.mlm_after, "random_control": self.mlm_random},
@@ -86,15 +86,15 @@ def random_eraser(mean: torch.Tensor, rank: int, seed: int = 0) -> LeaceEraser:
     return LeaceEraser(directions, directions.T.contiguous(), mean.float())
 
 
-def erase_intervention(layer: int, eraser: LeaceEraser, device: torch.device):
-    """(hook, intervention): apply the eraser at every position of hidden_states[layer]."""
+def erase_intervention(hidden_states_index: int, eraser: LeaceEraser, device: torch.device):
+    """(hook, intervention): apply the eraser at every position of hidden_states[hidden_states_index]."""
     left, right = eraser.proj_left.to(device), eraser.proj_right.to(device)
     moved = LeaceEraser(left, right, None if eraser.bias is None else eraser.bias.to(device))
 
     def erase(activation: torch.Tensor, name: str) -> torch.Tensor:
         return moved(activation.float()).to(activation.dtype)
 
-    return site_hook("residual", layer), erase
+    return site_hook("residual", hidden_states_index), erase
 
 
 def sample_sentences(sentences: Sequence[TreebankSentence], max_words: int | None, seed: int) -> list[TreebankSentence]:
@@ -112,28 +112,28 @@ def sample_sentences(sentences: Sequence[TreebankSentence], max_words: int | Non
     return [sentences[i] for i in sorted(kept)]
 
 
-def _labelled(model, tokenizer, sentences, task: str, layer: int) -> tuple[torch.Tensor, list[str]]:
+def _labelled(model, tokenizer, sentences, task: str, hidden_states_index: int) -> tuple[torch.Tensor, list[str]]:
     """(word vectors at the layer [word, hidden], their labels), words without a label left out."""
     features = extract_word_features(model, tokenizer, sentences)
     labels = [label for sentence in features.sentences for label in sentence.labels[task]]
     keep = torch.tensor([label != MISSING for label in labels], dtype=torch.bool)
-    return features.vectors[layer][keep], [label for label in labels if label != MISSING]
+    return features.vectors[hidden_states_index][keep], [label for label in labels if label != MISSING]
 
 
 def amnesic_probing(
     model: Bert, tokenizer: BertTokenizer, train: Sequence[TreebankSentence], test: Sequence[TreebankSentence], task: str,
-    layer: int, seed: int = 0, max_train_words: int | None = 10_000, max_test_words: int | None = 5_000,
+    hidden_states_index: int, seed: int = 0, max_train_words: int | None = 10_000, max_test_words: int | None = 5_000,
     max_mlm_words: int | None = 2_000, batch_size: int = 64, model_name: str = "", progress: Progress | None = None,
 ) -> ErasureReport:
-    """Erase `task` (a label column: upos, xpos, deprel, ...) from hidden_states[`layer`]; see the module docstring.
+    """Erase `task` (a label column: upos, xpos, deprel, ...) from hidden_states[`hidden_states_index`]; see the module docstring.
     The samples (training and test sentences up to the word limits, masked words) are seeded."""
-    check_erasure(model, train, test, task, layer)
+    check_erasure(model, train, test, task, hidden_states_index)
     report = progress or (lambda fraction, what: None)
     report(0.0, "word vectors of the training sentences")
-    train_x, train_labels = _labelled(model, tokenizer, sample_sentences(train, max_train_words, seed), task, layer)
+    train_x, train_labels = _labelled(model, tokenizer, sample_sentences(train, max_train_words, seed), task, hidden_states_index)
     report(0.2, "word vectors of the test sentences")
     test_sentences = sample_sentences(test, max_test_words, seed + 1)
-    test_x, test_labels = _labelled(model, tokenizer, test_sentences, task, layer)
+    test_x, test_labels = _labelled(model, tokenizer, test_sentences, task, hidden_states_index)
     names = sorted(set(train_labels))
     if len(names) < 2:
         raise InvalidInputError(f"the training words have {len(names)} {task} label(s); erasing needs at least two")
@@ -151,9 +151,9 @@ def amnesic_probing(
     masked = masked_words(tokenizer, test_sentences, max_mlm_words, seed + 2, model.config.max_position_embeddings)
     device = model_device(model)
     mlm = [mlm_accuracy(model, tokenizer, masked, interventions, batch_size) for interventions in
-           ([], [erase_intervention(layer, eraser, device)], [erase_intervention(layer, control, device)])]
+           ([], [erase_intervention(hidden_states_index, eraser, device)], [erase_intervention(hidden_states_index, control, device)])]
     report(1.0, "done")
-    return ErasureReport(model_name, task, layer, rank, float(accuracy[0]), float(accuracy[1]), majority, float(accuracy[2]),
+    return ErasureReport(model_name, task, hidden_states_index, rank, float(accuracy[0]), float(accuracy[1]), majority, float(accuracy[2]),
                          mlm[0], mlm[1], mlm[2], len(train_y), len(test_y), len(masked))
 
 
@@ -198,12 +198,13 @@ def mlm_accuracy(model: Bert, tokenizer: BertTokenizer, masked: Sequence[tuple[E
     return correct / len(masked)
 
 
-def check_erasure(model: Bert, train, test, task: str, layer: int) -> None:
+def check_erasure(model: Bert, train, test, task: str, hidden_states_index: int) -> None:
     """InvalidInputError for a request amnesic_probing cannot run, before any forward pass."""
     if not model.has_mlm_head:
         raise InvalidInputError("amnesic probing measures masked-word guesses: load a model with a masked-LM head")
-    if not 0 <= layer <= model.config.num_layers:
-        raise InvalidInputError(f"layer must be 0 (the embeddings) to {model.config.num_layers} (the last layer), not {layer}")
+    if not 0 <= hidden_states_index <= model.config.num_layers:
+        raise InvalidInputError(f"the hidden_states index must be 0 (the embeddings) to {model.config.num_layers} (after the "
+                                f"last layer), not {hidden_states_index}")
     for name, sentences in (("training", train), ("test", test)):
         if not sentences:
             raise InvalidInputError(f"no {name} sentences")

@@ -12,6 +12,7 @@ from ...activation_cache import ActivationCache
 from ...costs import Cost
 from ...devices import model_device
 from ...hooks import every_layer, hook_name
+from ...layers import residual_labels
 from ...model import Bert
 from ...tokenizer import Encoding
 
@@ -30,9 +31,10 @@ def residual_hooks(model: Bert) -> list[str]:
     return [hook_name("embedding_out")] + every_layer("layer_out", model.config.num_layers)
 
 
-def layer_names(model: Bert) -> list[str]:
-    """Display names for the entries of `residual_hooks`: "embeddings", "layer 1", ..., "layer L"."""
-    return ["embeddings"] + [f"layer {i + 1}" for i in range(model.config.num_layers)]
+def residual_names(model: Bert) -> list[str]:
+    """The labels of the entries of `residual_hooks` (bert/layers.py): "embeddings", "after layer 0", ...,
+    "after layer L-1"."""
+    return residual_labels(model.config.num_layers)
 
 
 def pad(encodings: Sequence[Encoding], pad_id: int, device: torch.device | str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

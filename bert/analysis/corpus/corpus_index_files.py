@@ -16,7 +16,7 @@ from safetensors.torch import load_file, save_file
 from ...errors import CorpusIndexError, StaleIndexError
 
 FORMAT = "bert-inside corpus index"
-VERSION = 1
+VERSION = 2  # 2: head keys count layers from 0 (bert/layers.py); 1 counted them from 1
 PARTS = ("index.json", "vectors.safetensors", "entries.parquet", "sentences.parquet")
 ENTRY_TYPES = {"sentence_index": pa.int32(), "position": pa.int32(), "token": pa.string(), "word": pa.string(),
                "part_of_speech": pa.string()}
@@ -100,7 +100,7 @@ def _read_one(folder: Path) -> dict:
     try:
         meta = json.loads((folder / "index.json").read_text())
         if meta.get("format") != FORMAT or meta.get("version") != VERSION:
-            raise CorpusIndexError(f"{folder}/index.json is not a version-{VERSION} {FORMAT}")
+            raise CorpusIndexError(f"{folder}/index.json is not a version-{VERSION} {FORMAT}: build it again (python -m bert index)")
         tensors = load_file(folder / "vectors.safetensors")
         columns = pq.read_table(folder / "entries.parquet").to_pydict()
         sentences = pq.read_table(folder / "sentences.parquet").column("text").to_pylist()

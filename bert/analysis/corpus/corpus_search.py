@@ -1,8 +1,8 @@
 """Corpus search: every token of a corpus, at every layer, and its nearest neighbours by cosine (as in exBERT).
 
-    index = build_index(model, tokenizer, builtin_sentences())      # all layers: 0 = embeddings, n = layer n
+    index = build_index(model, tokenizer, builtin_sentences())      # every hidden_states index: 0 = embeddings, i = after layer i-1
     index.search_token(model, tokenizer, "He sat on the bank of the river.", position=5, layer=6, k=10)
-    heads = build_index(model, tokenizer, builtin_sentences(), layers=[], heads=[(3, 5)])  # one head's output
+    heads = build_index(model, tokenizer, builtin_sentences(), layers=[], heads=[(3, 5)])  # head 5 of layer 3 (from 0)
     heads.search_token(model, tokenizer, "He sat on the bank of the river.", position=5, layer=3, k=10, head=5)
 
 An index holds one matrix of unit-length rows per layer ([token, hidden], float32 or float16), and optionally
@@ -28,6 +28,7 @@ from ...errors import InputTooLongError, InvalidInputError
 from ...model import Bert
 from ...tokenizer import BertTokenizer, Encoding
 from ...hooks import hook_name
+from ...layers import head_label, residual_label
 from .batching import ProgressCallback, hook_batches, residual_hooks
 from .corpus_index_files import check_fingerprint, join_shards, read_index, save_index
 from .model_fingerprint import model_fingerprint
@@ -35,7 +36,7 @@ from .model_fingerprint import model_fingerprint
 Method = Literal["exact", "approximate"]
 APPROXIMATE_FROM = 500_000  # rows per layer from which method=None searches approximately
 PartOfSpeechSpans = Sequence[tuple[int, int, str]]  # (start, end, part of speech) character spans of a sentence
-Key = int | tuple[int, int]  # what a matrix holds: a layer's output (0 = embeddings), or (layer, head): that head's output
+Key = int | tuple[int, int]  # what a matrix holds: hidden_states[i] (0 = embeddings), or (layer, head): that head's output
 
 
 @dataclass(frozen=True)
@@ -74,12 +75,12 @@ class CorpusIndex:
     """Token vectors of a corpus at chosen layers. Read-only once built: safe to share between threads."""
 
     sentences: list[str]
-    layers: tuple[int, ...]  # 0 = embedding output, n = output of layer n
+    layers: tuple[int, ...]  # hidden_states indices: 0 = embedding output, i = after layer i-1 (bert/layers.py)
     entries: Entries
     vectors: dict[Key, torch.Tensor]  # layer or (layer, head) -> [row, hidden or head_size], unit rows, on the CPU
     fingerprint: str  # of the model that made it (model_fingerprint)
     shard: tuple[int, int] | None = None  # (rank, world size) when one rank of a torchrun job made it
-    heads: tuple[tuple[int, int], ...] = ()  # (layer n >= 1, head h >= 0): head h's output in layer n
+    heads: tuple[tuple[int, int], ...] = ()  # (layer, head), both from 0: that head's output in that layer
     _approximate: dict[Key, object] = field(default_factory=dict, repr=False)  # -> faiss index, built on demand
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     probes: int = 64  # inverted lists the approximate search visits (more: slower, better recall)
@@ -110,8 +111,8 @@ class CorpusIndex:
     def search(
         self, layer: int, query_vector: torch.Tensor, k: int = 10, method: Method | None = None, head: int | None = None
     ) -> list[Hit]:
-        """The k rows nearest to `query_vector` ([hidden], or [head_size] with `head`) by cosine at `layer` (or
-        at that layer's `head`), nearest first (fewer if the index is smaller). method: "exact" (matrix
+        """The k rows nearest to `query_vector` ([hidden], or [head_size] with `head`) by cosine at hidden_states[`layer`]
+        (or, with `head`, at head `head` of transformer layer `layer`), nearest first (fewer if the index is smaller). method: "exact" (matrix
         product), "approximate" (faiss), None = exact below APPROXIMATE_FROM rows."""
         key = self._key(layer, head)
         if not isinstance(k, int) or k < 1:
@@ -198,7 +199,7 @@ class CorpusIndex:
         key = layer if head is None else (layer, head)
         if key not in self.keys:
             heads = f" and heads (layer, head) {list(self.heads)}" if self.heads else ""
-            raise InvalidInputError(f"{_describe(key)} is not in this index; it has layers {list(self.layers)}{heads}")
+            raise InvalidInputError(f"{_describe(key)} is not in this index; it has hidden_states {list(self.layers)}{heads}")
         return key
 
     def _approximate_top_k(self, key: Key, query: torch.Tensor, k: int):
@@ -224,8 +225,8 @@ def build_index(
 ) -> CorpusIndex:
     """Index every token of `sentences` (strings, or LabelledSentence: its headword carries its part of speech).
 
-    layers: None = all (0 = embedding output, n = output of layer n, 1 .. N); one int or a list ([] with heads).
-    heads: (layer n, head h) pairs, n from 1, h from 0: also index head h's output in layer n.
+    layers: hidden_states indices, None = all (0 = embedding output, i = after layer i-1); one int or a list ([] with heads).
+    heads: (layer, head) pairs, both from 0: also index that head's output in that layer.
     parts_of_speech: optional, one per sentence: (start, end, part of speech) character spans, or None.
     progress: optional callable(sentences done, total). Runs on the model's device, batched by length.
     """
@@ -236,7 +237,7 @@ def build_index(
     encodings = []
     for number, text in enumerate(texts):
         try:
-            encodings.append(tokenizer.encode(text))
+            encodings.append(tokenizer.encode(text, max_length=model.config.max_position_embeddings))
         except InputTooLongError as error:
             raise InvalidInputError(f"sentence {number} is too long: {error}") from error
     per_sentence: dict[Key, list] = {key: [None] * len(encodings) for key in keys}
@@ -258,7 +259,7 @@ def build_index(
 def _vector_batches(model: Bert, encodings, pad_id: int, keys: list[Key], batch_size: int = 32, progress=None):
     """hook_batches, as (encoding indices, {key: [batch, seq, width]}): a layer's output, or one head's."""
     layer_hooks = residual_hooks(model)
-    hooks = {key: hook_name("z", key[0] - 1) if isinstance(key, tuple) else layer_hooks[key] for key in keys}
+    hooks = {key: hook_name("z", key[0]) if isinstance(key, tuple) else layer_hooks[key] for key in keys}
     for batch, cache in hook_batches(model, encodings, pad_id, list(dict.fromkeys(hooks.values())), batch_size, progress):
         # z: [batch, head, seq, head_size]
         yield batch, {key: cache[hooks[key]][:, key[1]] if isinstance(key, tuple) else cache[hooks[key]] for key in keys}
@@ -289,7 +290,7 @@ def _check_layers(model: Bert, layers, allow_none: bool = False) -> list[int]:
     layers = list(range(last + 1)) if layers is None else [layers] if isinstance(layers, int) else list(layers)
     bad = [layer for layer in layers if not isinstance(layer, int) or not 0 <= layer <= last]
     if (not layers and not allow_none) or bad or len(set(layers)) != len(layers):
-        raise InvalidInputError(f"layers must be distinct whole numbers from 0 (embeddings) to {last}; got {layers}")
+        raise InvalidInputError(f"layers must be distinct hidden_states indices from 0 (embeddings) to {last}; got {layers}")
     return layers
 
 
@@ -300,15 +301,15 @@ def _check_heads(model: Bert, heads) -> list[tuple[int, int]]:
     except (TypeError, ValueError):
         raise InvalidInputError(f"heads must be (layer, head) pairs, e.g. [(3, 5)]; got {heads!r}") from None
     bad = [p for p in pairs if not all(isinstance(v, int) for v in p)
-           or not (1 <= p[0] <= config.num_layers and 0 <= p[1] < config.num_heads)]
+           or not (0 <= p[0] < config.num_layers and 0 <= p[1] < config.num_heads)]
     if bad or len(set(pairs)) != len(pairs):
-        raise InvalidInputError(f"heads must be distinct (layer, head) pairs, layer 1 .. {config.num_layers}, head "
+        raise InvalidInputError(f"heads must be distinct (layer, head) pairs, layer 0 .. {config.num_layers - 1}, head "
                                 f"0 .. {config.num_heads - 1}; got {list(heads)}")
     return pairs
 
 
 def _describe(key: Key) -> str:
-    return f"head {key[1]} of layer {key[0]}" if isinstance(key, tuple) else f"layer {key}"
+    return head_label(*key) if isinstance(key, tuple) else f"hidden_states[{key}] ({residual_label(key)})"
 
 
 def _entries(texts: list[str], encodings: list[Encoding], spans) -> Entries:

@@ -25,9 +25,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--sentences", required=True,
                         help='a UTF-8 text file, one sentence per line; or "builtin" for the 992 WordNet sentences')
     parser.add_argument("--out", required=True, type=Path, help="folder to write the index into")
-    parser.add_argument("--layers", type=int, nargs="*", help="0 = embeddings, n = layer n (default: all; none with --heads)")
+    parser.add_argument("--layers", type=int, nargs="*", help="hidden_states indices: 0 = embeddings, i = after layer i-1 (default: all; none with --heads)")
     parser.add_argument("--heads", type=head_pair, nargs="+", default=[], metavar="LAYER.HEAD",
-                        help="also index these heads' outputs: 3.5 = head 5 of layer 3 (layers from 1, heads from 0)")
+                        help="also index these heads' outputs: 3.5 = head 5 of layer 3 (layers and heads from 0)")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--float16", action="store_true", help="store half-precision vectors (half the size)")
     add_device_argument(parser)

@@ -67,7 +67,8 @@ def add_sae_arguments(parser) -> None:
     actions = parser.add_subparsers(dest="sae_action", required=True)
     train = actions.add_parser("train", help="train a TopK sparse autoencoder on one layer's residual stream")
     add_model_argument(train)
-    train.add_argument("--layer", type=int, required=True, help="hidden_states[LAYER]: 0 = embeddings, i = output of layer i")
+    train.add_argument("--hidden-states-index", type=int, required=True, metavar="I",
+                       help="the residual stream it reads, hidden_states[I]: 0 = embeddings, i = after layer i-1 (bert/layers.py)")
     train.add_argument("--data", required=True, help="a UTF-8 text file (one sentence per line), builtin, or ud-ewt "
                                                      "(EWT dev; EWT test stays for measuring)")
     train.add_argument("--features", type=int, required=True, help="dictionary size F")
@@ -120,11 +121,12 @@ def run_sae(args) -> int:
     ranks, device = start(args.device)
     try:
         model, tokenizer = load_pretrained(args.model, device=device, pack_for_cpu=True)
-        if not 0 <= args.layer <= model.config.num_layers:
-            raise InvalidInputError(f"--layer must lie in 0 .. {model.config.num_layers} (0 = embeddings), not {args.layer}")
+        if not 0 <= args.hidden_states_index <= model.config.num_layers:
+            raise InvalidInputError(f"--hidden-states-index must lie in 0 .. {model.config.num_layers} (0 = embeddings), "
+                                    f"not {args.hidden_states_index}")
         if ranks.main:
             log_device(model)
-        sae, config = train_sae(model, tokenizer, lines, args.layer, settings, args.out, args.model, data_name, ranks)
+        sae, config = train_sae(model, tokenizer, lines, args.hidden_states_index, settings, args.out, args.model, data_name, ranks)
         if ranks.main:
             corpus = load_corpus(args.measure, tokenizer, model, model.config.max_position_embeddings)
             figures = measure_sae(model, tokenizer, sae, corpus)

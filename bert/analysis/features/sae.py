@@ -49,7 +49,7 @@ class SaeFileError(CheckpointError):
 class SaeConfig:
     model: str  # the model it was trained on, as loaded ("minilm", a folder, a hub id)
     fingerprint: str  # model_fingerprint of that model: a file for other weights is refused
-    layer: int  # hidden_states[layer]: 0 = the embeddings, i = the output of layer i (1-based)
+    layer: int  # the hidden_states index it reads (config.json's "layer"): 0 = the embeddings, i = after layer i-1
     hidden: int  # the model's hidden size
     features: int  # F, the dictionary's size
     k: int  # features kept per token
@@ -164,7 +164,7 @@ def load_sae(folder: str | Path, model: Bert | None = None, layer: int | None = 
     folder = Path(folder)
     config = read_config(folder)
     if layer is not None and layer != config.layer:
-        raise SaeFileError(f"this SAE reads hidden_states[{config.layer}], not [{layer}]: train one for layer {layer}")
+        raise SaeFileError(f"this SAE reads hidden_states[{config.layer}], not [{layer}]: train one for hidden_states[{layer}]")
     if model is not None:
         check_model(config, model)
     path = folder / WEIGHTS_FILE
@@ -191,11 +191,11 @@ def load_sae(folder: str | Path, model: Bert | None = None, layer: int | None = 
 
 def check_model(config: SaeConfig, model: Bert) -> None:
     if config.hidden != model.config.hidden_size or config.layer > model.config.num_layers:
-        raise SaeFileError(f"this SAE is for a model of hidden size {config.hidden} (layer {config.layer}); this one has "
+        raise SaeFileError(f"this SAE is for a model of hidden size {config.hidden} (hidden_states[{config.layer}]); this one has "
                            f"hidden size {model.config.hidden_size} and {model.config.num_layers} layers")
     if config.fingerprint != model_fingerprint(model):
         raise SaeFileError(f"this SAE was trained on other weights ({config.model}, fingerprint {config.fingerprint}); "
-                           f"train one for this model: python -m bert sae train --model ... --layer {config.layer}")
+                           f"train one for this model: python -m bert sae train --model ... --hidden-states-index {config.layer}")
 
 
 def splice(sae: TopKSae, keep: torch.Tensor | None = None) -> Intervention:

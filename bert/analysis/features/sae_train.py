@@ -286,9 +286,9 @@ def check_checkpoint(path: Path, state: dict, config: SaeConfig) -> None:
         raise SaeFileError(f"{path} does not say which model, layer and k it was trained for, so it cannot be resumed: "
                            "give another --out folder, or delete the checkpoint to start afresh")
     wanted = _trained_for(config)
-    names = {"fingerprint": "model weights (fingerprint)", "layer": "layer", "hidden": "hidden size",
+    names = {"fingerprint": "model weights (fingerprint)", "layer": "--hidden-states-index", "hidden": "hidden size",
              "features": "--features", "k": "--k"}
     differ = [f"{names[key]} {saved.get(key)!r} there, {value!r} here" for key, value in wanted.items() if saved.get(key) != value]
     if differ:
         raise SaeFileError(f"{path} is a checkpoint of another run ({'; '.join(differ)}): resume with the same --model, "
-                           "--layer, --features and --k, or give another --out folder to start afresh")
+                           "--hidden-states-index, --features and --k, or give another --out folder to start afresh")

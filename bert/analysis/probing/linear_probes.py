@@ -8,7 +8,7 @@ types, so
 
 tells how much of the accuracy the representation itself gives.
 
-Axes: layer (0 = embeddings, i = after layer i), example (one probed word, word piece or arc), hidden, class.
+Axes: hidden_states index (0 = embeddings, i = after layer i-1; bert/layers.py), example (one probed word, word piece or arc), hidden, class.
 """
 from __future__ import annotations
 

@@ -7,12 +7,12 @@
                         tasks=["upos", "deprel", "arcs", "distance", "depth"], settings=ProbeSettings(seed=0),
                         model_name="minilm", progress=lambda fraction, message: ...)
     report = run_probes(model, tokenizer, sentence_set(builtin_sentences(300), "built-in"), tasks=["position", "pos"])
-    report.tasks["upos"].layers       # ({"layer": 0, "accuracy": ..., "control_accuracy": ..., "selectivity": ...}, ...)
-    report.tasks["upos"].best_layer, report.tasks["upos"].expected_layer
-    report.baselines                  # {"linear_uuas": ..., "layer0_uuas": ..., "majority_upos": ...}
+    report.tasks["upos"].layers       # ({"hidden_states_index": 0, "accuracy": ..., "control_accuracy": ..., "selectivity": ...}, ...)
+    report.tasks["upos"].best_hidden_states_index, report.tasks["upos"].expected_hidden_states_index
+    report.baselines                  # {"linear_uuas": ..., "embeddings_uuas": ..., "majority_upos": ...}
     report.skipped_tasks              # {task: why it could not run on these sentences}
     report.to_json()                  # the JSON of `python -m bert probe --json`
-    report.csv_rows()                 # one row per (task, layer)
+    report.csv_rows()                 # one row per (task, hidden state)
     report.predicted_edges(sentence, layer), report.predicted_trees(sentence), report.gold_edges(sentence)   # the distance probe's tree, test sentence i
     report.test_features.sentences[sentence].words                          # ... and its words, to draw them
 
@@ -31,7 +31,7 @@ Tasks (task_table.py; Treebank.tasks says which the data offers):
 - arcs: Tenney et al.'s (2019) edge probing on dependencies: the deprel of a (head, dependent) arc from the two
   words' vectors side by side [h_head; h_dependent].
 - distance, depth: Hewitt & Manning's (2019) structural probes (structural_probe.py), scored with UUAS and distance
-  Spearman, root accuracy and norm Spearman (tree_metrics.py); baselines: the linear chain and layer 0.
+  Spearman, root accuracy and norm Spearman (tree_metrics.py); baselines: the linear chain and the embeddings (hidden_states[0]).
 
 Probes: a logistic regression per layer (linear_probes.py) for the text, tag and arc tasks, beside a control task
 (Hewitt & Liang 2019: a random label per word type, drawn from the task's label distribution); selectivity =
@@ -62,8 +62,8 @@ from ...errors import InvalidInputError
 from ...model import Bert
 from ...tokenizer import BertTokenizer
 from . import tree_metrics
-from .scoring import (  # noqa: F401  (TaskResult, expected_layer: part of this module's API)
-    CannotProbe, ProbeSettings, TaskResult, classification_task, expected_layer, score_structural, sentence_tree,
+from .scoring import (  # noqa: F401  (TaskResult, expected_hidden_states_index: part of this module's API)
+    CannotProbe, ProbeSettings, TaskResult, classification_task, expected_hidden_states_index, score_structural, sentence_tree,
     structural_baselines,
 )
 from .structural_probe import StructuralProbes, fit_structural_probes, one_cpu_thread
@@ -84,7 +84,7 @@ class ProbeReport:
     model: str
     data: str  # the test data's name (and the training data's, when separate)
     settings: ProbeSettings
-    layer_names: tuple[str, ...]
+    residual_names: tuple[str, ...]
     tasks: dict[str, TaskResult]
     baselines: dict[str, float]
     skipped_tasks: dict[str, str] = field(default_factory=dict)  # task -> why it could not run
@@ -97,13 +97,13 @@ class ProbeReport:
 
     def to_dict(self) -> dict:
         """The JSON shape of `python -m bert probe --json`: {"model", "data", "tasks": {name: {"layers": [...],
-        "best_layer", ...}}, "baselines": {...}}, plus settings, notes and timings."""
+        "best_hidden_states_index", ...}}, "baselines": {...}}, plus settings, notes and timings."""
         return {
             "model": self.model,
             "data": self.data,
             "tasks": {name: {"layers": list(result.layers), **result.summary()} for name, result in self.tasks.items()},
             "baselines": dict(self.baselines),
-            "layer_names": list(self.layer_names),
+            "residual_names": list(self.residual_names),
             "pieces": self.settings.pieces,
             "seed": self.settings.seed,
             "num_train_sentences": self.num_train_sentences,
@@ -117,11 +117,12 @@ class ProbeReport:
         return json.dumps(_finite(self.to_dict()), indent=indent)
 
     def csv_rows(self) -> list[dict]:
-        """One row per (task, layer): task, layer, layer_name and every measure (empty where it does not apply)."""
+        """One row per (task, hidden state): task, residual_name, hidden_states_index and every measure (empty where it does
+        not apply)."""
         rows = []
         for name, result in self.tasks.items():
             for layer in result.layers:
-                rows.append({"task": name, "layer_name": self.layer_names[layer["layer"]], **layer})
+                rows.append({"task": name, "residual_name": self.residual_names[layer["hidden_states_index"]], **layer})
         return rows
 
     def gold_edges(self, sentence: int) -> set[tuple[int, int]]:
@@ -270,11 +271,11 @@ def probe_features(
         if result.majority_accuracy is not None:
             baselines[f"majority_{name}"] = result.majority_accuracy
         if result.kind in ("tag", "text", "arcs"):
-            baselines[f"layer0_{name}_accuracy"] = result.layers[0]["accuracy"]
+            baselines[f"embeddings_{name}_accuracy"] = result.layers[0]["accuracy"]
     report(1.0, "done")
     notes += [f"{name}: {note}" for name, result in results.items() for note in result.notes]
     return ProbeReport(
-        model_name, data.name, settings, train_features.layer_names, results, baselines, skipped_tasks, tuple(notes),
+        model_name, data.name, settings, train_features.residual_names, results, baselines, skipped_tasks, tuple(notes),
         len(train_features.sentences), len(test_features.sentences), {k: round(v, 2) for k, v in timings.items()},
         structural, test_features,
     )

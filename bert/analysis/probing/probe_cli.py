@@ -6,8 +6,10 @@
     python -m bert probe --data test.conllu --train train.conllu --pieces mean --csv out/probes.csv --mdl
 
 One file: a seeded 80/20 split by sentence; with --train: train on that file, test on --data. Prints a table per
-task (a row per layer); --json writes {"model", "data", "tasks": {name: {"layers": [...], "best_layer", ...}},
-"baselines"}; --csv a row per (task, layer). Bad input: one line on stderr, exit status 2.
+task (a row per hidden state: the embeddings, then after each layer); --json writes {"model", "data", "tasks": {name:
+{"layers": [{"hidden_states_index": i, ...}, ...], "best_hidden_states_index", ...}}, "residual_names", "baselines"}
+(residual_names[i] labels hidden_states[i]: "embeddings", "after layer 0", ...; bert/layers.py); --csv a row per
+(task, hidden state). Bad input: one line on stderr, exit status 2.
 
 Under torchrun each rank runs the model over its share of the sentences; rank 0 trains the probes and writes.
 """
@@ -39,7 +41,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--pieces", choices=("first", "mean", "last"), default="first",
                         help="a word's vector: its first (default), mean or last word piece's")
     parser.add_argument("--json", type=Path, help="write the results as JSON here")
-    parser.add_argument("--csv", type=Path, help="write one row per (task, layer) as CSV here")
+    parser.add_argument("--csv", type=Path, help="write one row per (task, hidden state) as CSV here")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--mdl", action="store_true", help="also the MDL online code length (Voita & Titov 2020) of the word-tag tasks")
     parser.add_argument("--max-train-words", type=int, default=5000,
@@ -100,17 +102,18 @@ def _probe_and_write(args, data, tasks, settings, device) -> None:
 
 
 def format_tables(report) -> str:
-    """A plain-text table per task, a row per layer, then the baselines and notes."""
+    """A plain-text table per task, a row per hidden state (labelled as bert/layers.py says), then the baselines and notes."""
     lines = [f"model {report.model}, data {report.data}, pieces {report.settings.pieces}, seed {report.settings.seed}: "
              f"{report.num_train_sentences} training and {report.num_test_sentences} test sentences"]
     for name, result in report.tasks.items():
-        measures = [k for k in result.layers[0] if k != "layer"]
-        lines += ["", f"{name} (best layer {result.best_layer} by {result.primary}, expected layer "
-                      f"{'-' if result.expected_layer is None else f'{result.expected_layer:.2f}'}"
+        measures = [k for k in result.layers[0] if k != "hidden_states_index"]
+        best = result.best_hidden_states_index
+        lines += ["", f"{name} (best {report.residual_names[best]}, hidden_states[{best}], by {result.primary}; expected "
+                      f"hidden_states index {'-' if result.expected_hidden_states_index is None else f'{result.expected_hidden_states_index:.2f}'}"
                       f"{'' if result.selectivity_at_best is None else f', selectivity there {result.selectivity_at_best:.3f}'})"]
-        lines.append(f"{'layer':<12}" + "".join(f"{m:>20}" for m in measures))
+        lines.append(f"{'hidden state':<16}" + "".join(f"{m:>20}" for m in measures))
         for layer in result.layers:
-            lines.append(f"{report.layer_names[layer['layer']]:<12}" + "".join(f"{_number(layer[m]):>20}" for m in measures))
+            lines.append(f"{report.residual_names[layer['hidden_states_index']]:<16}" + "".join(f"{_number(layer[m]):>20}" for m in measures))
     if report.baselines:
         lines += ["", "baselines: " + ", ".join(f"{k} {_number(v)}" for k, v in report.baselines.items())]
     for task, why in report.skipped_tasks.items():

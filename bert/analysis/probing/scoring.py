@@ -42,10 +42,10 @@ class ProbeSettings:
 class TaskResult:
     task: str
     kind: str  # "tag", "text", "arcs", "distance" or "depth" (task_table.Task.kind)
-    layers: tuple[dict, ...]  # per layer {"layer": 0, "accuracy": ..., ...}: layer 0 = embeddings
+    layers: tuple[dict, ...]  # per hidden state {"hidden_states_index": 0, "accuracy": ..., ...}: 0 = embeddings, i = after layer i-1
     primary: str  # the measure the best layer is chosen by: "accuracy", "uuas" or "root_accuracy"
-    best_layer: int
-    expected_layer: float | None  # Tenney et al.'s expected layer from the per-layer gains (None: no gain)
+    best_hidden_states_index: int
+    expected_hidden_states_index: float | None  # Tenney et al.'s expected layer from the per-layer gains (None: no gain)
     selectivity_at_best: float | None  # classification tasks
     num_train: int  # training examples used (words, word pieces or arcs; sentences for structural probes)
     num_test: int
@@ -59,7 +59,7 @@ class TaskResult:
 
     def summary(self) -> dict:
         return {
-            "best_layer": self.best_layer, "expected_layer": self.expected_layer, "primary_measure": self.primary,
+            "best_hidden_states_index": self.best_hidden_states_index, "expected_hidden_states_index": self.expected_hidden_states_index, "primary_measure": self.primary,
             "selectivity_at_best": self.selectivity_at_best, "num_train": self.num_train, "num_test": self.num_test,
             "majority_accuracy": self.majority_accuracy, "notes": list(self.notes),
         }
@@ -104,7 +104,7 @@ def _classify(name: str, kind: str, train: Examples, test: Examples, settings: P
     control_accuracy = fit_layers(train_x, control_train[sample], test_x, control_test, max_iter=settings.max_iter)
     majority = torch.bincount(train_y[sample], minlength=len(class_names)).argmax()
     layers = tuple(
-        {"layer": layer, "accuracy": float(a), "control_accuracy": float(c), "selectivity": float(a - c)}
+        {"hidden_states_index": layer, "accuracy": float(a), "control_accuracy": float(c), "selectivity": float(a - c)}
         for layer, (a, c) in enumerate(zip(accuracy.tolist(), control_accuracy.tolist()))
     )
     unseen_count = int((test_y == unseen).sum())
@@ -160,11 +160,11 @@ def score_structural(probes: StructuralProbes, test: WordFeatures, kinds, num_tr
     results = {}
     if "distance" in kinds:
         gold_trees = tree_metrics.spanning_tree_edges_of(gold_distances, keeps)
-        scores = [{"layer": layer, "uuas": tree_metrics.uuas(predicted_distances[layer], gold_distances, keeps, gold_trees),
+        scores = [{"hidden_states_index": layer, "uuas": tree_metrics.uuas(predicted_distances[layer], gold_distances, keeps, gold_trees),
                    "spearman": tree_metrics.distance_spearman(predicted_distances[layer], gold_distances)} for layer in range(layers)]
         results["distance"] = summarise("distance", "distance", tuple(scores), num_train, len(test.sentences), ())
     if "depth" in kinds:
-        scores = [{"layer": layer, "root_accuracy": tree_metrics.root_accuracy(predicted_depths[layer], heads, keeps),
+        scores = [{"hidden_states_index": layer, "root_accuracy": tree_metrics.root_accuracy(predicted_depths[layer], heads, keeps),
                    "spearman": tree_metrics.depth_spearman(predicted_depths[layer], gold_depths)} for layer in range(layers)]
         results["depth"] = summarise("depth", "depth", tuple(scores), num_train, len(test.sentences), ())
     return results
@@ -176,21 +176,21 @@ def structural_baselines(test: WordFeatures, results: dict[str, TaskResult]) -> 
         gold = [tree_metrics.tree_distances(s.heads) for s in test.sentences]
         keeps = [sentence_tree(s)[1] for s in test.sentences]
         baselines["linear_uuas"] = tree_metrics.linear_uuas(gold, keeps)
-        baselines["layer0_uuas"] = results["distance"].layers[0]["uuas"]
-        baselines["layer0_distance_spearman"] = results["distance"].layers[0]["spearman"]
+        baselines["embeddings_uuas"] = results["distance"].layers[0]["uuas"]
+        baselines["embeddings_distance_spearman"] = results["distance"].layers[0]["spearman"]
     if "depth" in results:
-        baselines["layer0_root_accuracy"] = results["depth"].layers[0]["root_accuracy"]
+        baselines["embeddings_root_accuracy"] = results["depth"].layers[0]["root_accuracy"]
     return baselines
 
 
 # ---- summary ----------------------------------------------------------------------------------------------------
 
 
-def expected_layer(scores: Sequence[float]) -> float | None:
-    """Tenney et al.'s expected layer, sum_l l Δ_l / sum_l Δ_l (l = 1..L), with Δ_l the gain of the best score up to
-    layer l over the best up to layer l - 1. Their probes mix layers 0..l, so their scores never fall; the running
+def expected_hidden_states_index(scores: Sequence[float]) -> float | None:
+    """Tenney et al.'s expected layer as a hidden_states index, sum_l l Δ_l / sum_l Δ_l (l = 1..L, hidden_states[l]
+    = after layer l-1), with Δ_l the gain of the best score up to hidden_states[l] over the best up to [l - 1]. Their probes mix layers 0..l, so their scores never fall; the running
     best is what such a probe can reach from independent per-layer probes (it can ignore a worse later layer).
-    None when nothing beats layer 0."""
+    None when nothing beats the embeddings."""
     best_so_far = np.maximum.accumulate(np.asarray(scores, dtype=float))
     gains = np.diff(best_so_far)
     if not np.isfinite(gains).all() or gains.sum() <= 0:
@@ -203,4 +203,4 @@ def summarise(name: str, kind: str, layers: tuple[dict, ...], num_train: int, nu
     scores = [layer[primary] for layer in layers]
     best = int(np.nanargmax(scores))
     selectivity = layers[best].get("selectivity")
-    return TaskResult(name, kind, layers, primary, best, expected_layer(scores), selectivity, num_train, num_test, notes=notes)
+    return TaskResult(name, kind, layers, primary, best, expected_hidden_states_index(scores), selectivity, num_train, num_test, notes=notes)

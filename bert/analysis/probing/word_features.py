@@ -1,7 +1,7 @@
 """Every layer's vector for every word of a treebank: words to word pieces, one forward pass per batch.
 
     features = extract_word_features(model, tokenizer, treebank.sentences, pieces="first")
-    features.vectors            # [layer, word, hidden]: layer 0 = embeddings, layer i = after layer i
+    features.vectors            # [hidden_states index, word, hidden]: 0 = embeddings, i = after layer i-1
     features.sentence(3)        # [layer, words of sentence 3, hidden]
     features.sentences          # the sentences kept (in the order given)
     features.skipped            # (SkippedSentence, ...): longer than the model's positions, never cut
@@ -27,7 +27,7 @@ import torch.distributed as dist
 from ...errors import InputTooLongError, InvalidInputError
 from ...model import Bert
 from ...tokenizer import BertTokenizer, Encoding
-from ..corpus.batching import ProgressCallback, layer_names, residual_batches
+from ..corpus.batching import ProgressCallback, residual_names, residual_batches
 from .task_table import MAX_POSITION
 from .treebank import SkippedSentence, TreebankSentence
 
@@ -48,10 +48,10 @@ class TokenFeatures:
 
 @dataclass(frozen=True)
 class WordFeatures:
-    vectors: torch.Tensor  # [layer, word, hidden], the kept sentences' words one after another, on the CPU
+    vectors: torch.Tensor  # [hidden_states index, word, hidden], the kept sentences' words one after another, on the CPU
     starts: tuple[int, ...]  # sentence i's words are vectors[:, starts[i]:starts[i + 1]]; len = sentences + 1
     sentences: tuple[TreebankSentence, ...]  # the sentences kept
-    layer_names: tuple[str, ...]  # "embeddings", "layer 1", ...
+    residual_names: tuple[str, ...]  # "embeddings", "after layer 0", ... (bert/layers.py)
     pieces: str  # "first", "mean" or "last"
     skipped: tuple[SkippedSentence, ...] = ()  # sentences left out (too long for the model), with why
     encodings: tuple[Encoding, ...] = ()  # the kept sentences as the model read them
@@ -139,7 +139,7 @@ def join_features(parts: Sequence[WordFeatures]) -> WordFeatures:
                                tuple(e for p in parts for e in p.tokens.encodings), tuple(rows))
     return WordFeatures(
         torch.cat([p.vectors for p in parts], dim=1), tuple(starts), tuple(s for p in parts for s in p.sentences),
-        first.layer_names, first.pieces, tuple(s for p in parts for s in p.skipped),
+        first.residual_names, first.pieces, tuple(s for p in parts for s in p.skipped),
         tuple(e for p in parts for e in p.encodings), tokens,
     )
 
@@ -191,5 +191,5 @@ def _extract(model, tokenizer, sentences, pieces, batch_size, dtype, progress, t
     if tokens:
         rows = tuple((index, position) for index, positions in enumerate(token_positions) for position in positions)
         token_features = TokenFeatures(token_vectors, tuple(encodings), rows)
-    return WordFeatures(vectors, tuple(starts), kept_sentences, tuple(layer_names(model)), pieces, tuple(skipped),
+    return WordFeatures(vectors, tuple(starts), kept_sentences, tuple(residual_names(model)), pieces, tuple(skipped),
                         tuple(encodings), token_features)

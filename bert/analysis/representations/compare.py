@@ -22,7 +22,7 @@ from ...errors import InvalidInputError
 from ...hooks import hook_name
 from ...model import Bert
 from ...tokenizer import BertTokenizer
-from ..corpus.batching import batches, layer_names, pad, record_encoder
+from ..corpus.batching import batches, residual_names, pad, record_encoder
 
 
 def linear_cka(x: np.ndarray | torch.Tensor, y: np.ndarray | torch.Tensor) -> float:
@@ -134,7 +134,7 @@ def compare_models(
     cka = np.array([[linear_cka(a, b) for b in states_b] for a in states_a])
     num_tokens = states_a.shape[1]
     return Comparison(
-        layer_names(model_a), layer_names(model_b), cka,
+        residual_names(model_a), residual_names(model_b), cka,
         None if js_sum is None else js_sum / num_tokens, len(encodings), num_tokens,
     )
 

@@ -16,7 +16,7 @@ from ...hooks import hook_name
 from ...model import Bert
 from ...predict import Candidate, make_candidate
 from ...tokenizer import BertTokenizer, Encoding
-from ..corpus.batching import layer_names, record_encoder
+from ..corpus.batching import residual_names, record_encoder
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ def logit_lens(model: Bert, tokenizer: BertTokenizer, encoding: Encoding, top_k:
     # rank = 1 + how many tokens are strictly more probable than the final prediction
     ranks = 1 + (probabilities > final_probs[..., None]).sum(-1)  # [layer, mask]
     best = probabilities.topk(min(top_k, probabilities.shape[-1]), dim=-1)
-    names = layer_names(model)
+    names = residual_names(model)
     lenses = []
     for m, position in enumerate(positions):
         layers = [

@@ -176,11 +176,13 @@ def anisotropy_baseline(
     batch_size: int = 32,
 ) -> torch.Tensor:
     """[layer] the mean cosine similarity between `samples` random pairs of tokens of the sentences ([CLS] and
-    [SEP] left out; a pair is two different occurrences, from any sentences). Deterministic for a seed."""
+    [SEP] left out; a pair is two different occurrences, from any sentences; sentences longer than the model's
+    positions are left out of the sample). Deterministic for a seed."""
     if samples < 1:
         raise InvalidInputError(f"samples must be at least 1; got {samples}")
     max_length = model.config.max_position_embeddings
-    encodings = [tokenizer.encode(sentence, max_length=max_length) for sentence in sentences]
+    encodings = [tokenizer.encode(sentence, max_length=max_length, truncate=True) for sentence in sentences]
+    encodings = [encoding for encoding in encodings if not encoding.truncated]
     tokens = [(i, p) for i, encoding in enumerate(encodings) for p, special in enumerate(encoding.special) if not special]
     pairs = random_pairs(len(tokens), samples, seed)
     used = sorted(set(pairs.flatten().tolist()))  # run the model only on sentences holding a sampled token
