@@ -52,7 +52,7 @@ def test_the_chart_draws_them_beside_the_models():
     import plotly.graph_objects as go
 
     published = head_stats.clark_2019_reference()["sep"]
-    chart = Chart(go.Figure(), pd.DataFrame({"layer": [1, 12], "head": [0, 0], "sep": [0.1, 0.2]}), "sep")
+    chart = Chart(go.Figure(), pd.DataFrame({"layer": [0, 11], "head": [0, 0], "sep": [0.1, 0.2]}), "sep")
     drawn = with_published_values(chart, published)
     mean, strongest = drawn.figure.data
     np.testing.assert_array_equal(mean.y, published.layer_mean)
