@@ -116,8 +116,9 @@ with st.expander("Feature labels: download them, or upload a file of them"):
                 "download them to keep them, and upload the file next time.") +
                f" {len(saved)} kept with it, {len(uploaded)} uploaded, {len(typed)} typed now.")
 shown = st.slider("Features in the heatmap", 4, 64, 24, key="features_shown", bind="query-params", persist_state="session")
-st.caption(f"The residual stream {residual_label(config.layer)} (hidden_states[{config.layer}]), {config.features} features, at most {config.k} "
-           f"active per token; trained on {config.data}.")
+trained_on = escape_markdown(feature_logic.training_data(config.data, context.visitor.role))  # a student: the file's name
+st.caption(f"The residual stream {residual_label(config.layer)} (hidden_states[{config.layer}]), {config.features} features, "
+           f"at most {config.k} active per token; trained on {trained_on}.")
 widgets.show_chart(sentence_view(FeatureSettings(shown=shown), z, tokens, config.layer, labels)["heatmap"], key="features_heatmap")
 
 if st.session_state.get("features_feature") is None:

@@ -365,3 +365,13 @@ def test_a_pass_split_at_a_layer_gives_the_logits_of_transformers(tiny, tiny_mlm
     for layer in (0, 1, 2):
         split = logits_above(model, layer, residual_at(model, layer, input_ids, token_type_ids))
         torch.testing.assert_close(split, expected, atol=1e-4, rtol=1e-4)
+
+
+def test_the_shipped_sae_belongs_to_the_built_in_model(minilm_path):
+    """The fingerprint covers the config and the weights: a config field added later (at its default) must not
+    orphan the SAE shipped with the built-in model."""
+    import bert
+    from bert.analysis.features.shipped import SHIPPED_SAE
+
+    model, _ = bert.load_pretrained("minilm")
+    assert json.loads((SHIPPED_SAE / "config.json").read_text())["fingerprint"] == model_fingerprint(model)

@@ -68,9 +68,14 @@ def texts(at) -> str:
     that keeps a character literal in Markdown dropped): for "the page says X" checks."""
     parts = []
     for kind in ("title", "markdown", "caption", "info", "warning", "error", "subheader"):
-        parts += [_MARKDOWN_ESCAPE.sub(r"\1", str(element.value)) for element in getattr(at, kind)]
+        parts += [as_read(str(element.value)) for element in getattr(at, kind)]
     parts += [str(element.value) for element in at.code]
     return "\n".join(parts)
 
 
-_MARKDOWN_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")  # a backslash before ASCII punctuation (CommonMark)
+def as_read(markdown: str) -> str:
+    """Markdown as a reader sees it: a backslash that keeps ASCII punctuation literal (CommonMark) dropped."""
+    return _MARKDOWN_ESCAPE.sub(r"\1", markdown)
+
+
+_MARKDOWN_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from app_helpers import array, figures, go, no_exception, texts
+from app_helpers import array, as_read, figures, go, no_exception, texts
 from viz_app import cache, forward, models
 
 
@@ -78,7 +78,7 @@ def test_picker_offers_bert_base_first_and_a_broken_cache_entry_gets_a_message(o
     assert picker.options[0].startswith("bert-base-uncased")
     assert picker.value == "bert-base-uncased"  # offered first and chosen for a new session
     no_exception(at)
-    assert any("Could not load 'bert-base-uncased'" in e.value for e in at.sidebar.error)  # the fake has no real weights
+    assert any("Could not load 'bert-base-uncased'" in as_read(e.value) for e in at.sidebar.error)  # the fake has no real weights
     assert "Pick another model" in texts(at)
     picker.select(models.default_source()).run()
     no_exception(at)

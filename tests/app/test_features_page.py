@@ -142,7 +142,7 @@ def labelled_copy(tmp_path, monkeypatch):
     for part in ("sae.safetensors", "config.json"):
         shutil.copy(SHIPPED_SAE / part, folder / part)
     monkeypatch.setenv("BERT_INSIDE_SAES", str(tmp_path / "saes"))
-    return folder, "mine: layer 3, 4096 features"
+    return folder, "mine: after layer 2, 4096 features"  # hidden_states[3]
 
 
 def heatmap_columns(at) -> list[str]:
@@ -201,7 +201,7 @@ def test_a_student_reads_the_training_files_name_never_its_folder(labelled_copy,
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     (folder / "config.json").write_text(json.dumps(config | {"data": "/srv/teacher/corpora/wiki.txt"}), encoding="utf-8")
     at = open_sae(name)
-    assert "trained on wiki\\.txt" in texts(at) and "/srv/teacher" not in texts(at)
+    assert "trained on wiki.txt" in texts(at) and "/srv/teacher" not in texts(at)
     deep = b"[" * 200_000  # a labels file nested 200 kB deep: one line, no traceback
     at.file_uploader(key=f"feature_labels_upload:{name}").set_value(("deep.json", deep, "application/json")).run()
     no_exception(at)

@@ -10,6 +10,10 @@ import torch
 
 from ...model import Bert
 
+# Config fields added with the model families: left out of the fingerprint at their default (BERT's) value, so a
+# BERT's fingerprint, and the SAEs and corpus indexes saved with it, stay what they were before the fields existed.
+FAMILY_FIELDS = ("family", "position_offset", "embedding_size", "shared_layers", "mlm_activation", "sequence_head", "pooler")
+
 _cache: "weakref.WeakKeyDictionary[Bert, tuple[tuple, str]]" = weakref.WeakKeyDictionary()
 
 
@@ -22,9 +26,15 @@ def model_fingerprint(model: Bert) -> str:
     if cached is not None and cached[0] == versions:
         return cached[1]
     digest = hashlib.blake2b(digest_size=16)
-    digest.update(json.dumps(dataclasses.asdict(model.config), sort_keys=True, default=str).encode())
+    digest.update(json.dumps(_config_fields(model.config), sort_keys=True, default=str).encode())
     for name, tensor in sorted(state.items()):
         digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)}".encode())
         digest.update(tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
     _cache[model] = (versions, digest.hexdigest())
     return digest.hexdigest()
+
+
+def _config_fields(config) -> dict:
+    defaults = {field.name: field.default for field in dataclasses.fields(config)}
+    return {name: value for name, value in dataclasses.asdict(config).items()
+            if not (name in FAMILY_FIELDS and value == defaults[name])}
