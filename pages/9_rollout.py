@@ -10,7 +10,7 @@ from viz_app.mixing import METHOD_TITLES, NO_SECOND
 from viz_app.views.mixing import MixingSettings, method_charts, mixing_view
 
 widgets.page_header(
-    "What does each word take from the others?",
+    "What each word takes from the others",
     "An attention weight is not an influence: a token with a large weight can bring a tiny vector, and the residual "
     "connection and the LayerNorms decide how much of a token's own vector survives (Kobayashi et al. 2020, 2021). "
     "Each method below answers, per layer, how much each token's output (a row) takes from each input token (a "
