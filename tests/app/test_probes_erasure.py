@@ -27,7 +27,7 @@ def test_erasing_upos_shows_the_library_s_accuracies(open_probes):
     at.toggle(key="probe_erase").set_value(True).run()
     no_exception(at)
     bars = figures(at)[-1]
-    assert bars["layout"]["title"]["text"] == "Erasing upos from layer 3"
+    assert bars["layout"]["title"]["text"] == "Erasing upos from the residual stream (after layer 2)"
     model, tokenizer = bert.load_pretrained("minilm")
     dev, test = builtin_treebank("dev"), builtin_treebank("test")
     report = amnesic_probing(model, tokenizer, dev.sentences[:20], test.sentences[:20], "upos", 3, max_mlm_words=1000)

@@ -121,7 +121,7 @@ def test_a_few_sentences_of_ud_ewt_give_curves_a_summary_and_a_tree(open_probes)
     no_exception(at)
     curves, tree = figures(at)
     assert curves["layout"]["title"]["text"] == "Accuracy by layer · a word's vector is its first word piece"
-    assert [trace["name"] for trace in curves["data"]][:3] == ["upos", "upos (control task)", "upos at the embeddings (layer 0)"]
+    assert [trace["name"] for trace in curves["data"]][:3] == ["upos", "upos (control task)", "upos at the embeddings"]
     summary = at.dataframe[0].value
     assert summary["task"].tolist() == ["upos", "distance"]
     assert summary["measure"].tolist() == ["Accuracy", "UUAS"]

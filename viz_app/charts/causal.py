@@ -71,7 +71,7 @@ def erasure_bars(probe: dict, mlm: dict, task: str, layer: str) -> Chart:
                         for key, (name, colour) in series.items()])
     figure.add_hline(y=probe["majority"], line_dash="dot", line_color="#555555",
                      annotation_text=f"majority baseline {probe['majority']:.3f}", annotation_position="top left")
-    layout(figure, f"Erasing {task} from {layer}", height=420, barmode="group", yaxis=dict(title="accuracy", range=[0, 1]),
+    layout(figure, f"Erasing {task} from the residual stream ({layer})", height=420, barmode="group", yaxis=dict(title="accuracy", range=[0, 1]),
            **legend_on_top())
     data = pd.DataFrame([{"measure": group, **{key: values[key] for key in series}, "majority": probe["majority"] if group == groups[0] else None}
                          for group, values in zip(groups, (probe, mlm))])
