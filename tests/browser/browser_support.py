@@ -6,7 +6,7 @@ import os
 import time
 from pathlib import Path
 
-SLOW = 600_000  # ms: the CPUs may be shared with training runs
+SLOW = 180_000  # ms: patient with a busy 2-core machine, yet a missing element fails within minutes, not ten
 SCREENSHOT_VARIABLE = "SCREENSHOT_DIR"  # screenshots are taken only when this names a folder
 
 

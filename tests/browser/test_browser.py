@@ -55,8 +55,8 @@ def test_every_page_and_a_typed_mask(browser, app_url):
 EXPERIMENTS = {  # navigation title -> (page heading, charts drawn with the default sentence)
     "Logit lens": ("Logit lens", 1),
     "Head ablation": ("Head ablation", 0),
-    "Rollout and flow": ("Rollout and flow", 2),
-    "Saliency": ("Saliency", 2),  # the attributions and their deletion curve
+    "What each word takes": ("What each word takes from the others", 2),
+    "Saliency": ("Saliency", 1),  # the attributions (the deletion curve waits for its toggle)
     "Head statistics": ("Head statistics over a corpus", 0),
     "Layer probes": ("Layer probes", 0),
 }
@@ -99,7 +99,7 @@ def test_an_experiment_link_reopens_its_selections_and_nonsense_falls_back(brows
     screenshot(page, "head_ablation_shared_link")
     page.goto(app_url + "/saliency?text=The+%5BMASK%5D+barked.&saliency_method=guess&saliency_steps=7")
     settle(page, charts=1)
-    assert page.get_by_role("radio", name="integrated gradients").is_checked()
+    assert page.get_by_role("radio", name="gradient × input").is_checked()  # the default, one pass
     assert not page.get_by_text("Traceback").count()
     page.context.close()
 

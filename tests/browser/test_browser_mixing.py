@@ -21,7 +21,7 @@ def _wait_for_url(page, wanted: str, timeout_s: float = SLOW / 1000) -> None:
 def test_two_methods_side_by_side_hover_and_the_url(browser, app_url):
     page, errors = open_page(browser, app_url + "/rollout?text=The+%5BMASK%5D+barked+at+the+mailman."
                                                 "&mixing_method=norm-residual&mixing_compare=value-zeroing")
-    page.get_by_role("heading", name="What does each word take from the others?", exact=True).wait_for(timeout=SLOW)
+    page.get_by_role("heading", name="What each word takes from the others", exact=True).wait_for(timeout=SLOW)
     settle(page, charts=6)  # norm-residual: layer and row; value zeroing: layer, row, whole model and its row
     assert page.get_by_text("Value zeroing, whole model").count() >= 1
     heatmap = page.locator(".js-plotly-plot").first

@@ -51,7 +51,7 @@ def test_treebank_probes_run_at_every_layer(loaded):
                         settings=ProbeSettings(seed=1, mdl=False, max_train_words=60), model_name=family)
     assert {"upos", "deprel", "distance", "depth"} <= set(report.tasks)
     for name in ("upos", "distance"):
-        assert [row["layer"] for row in report.tasks[name].layers] == list(range(ours.config.num_layers + 1))
+        assert [row["hidden_states_index"] for row in report.tasks[name].layers] == list(range(ours.config.num_layers + 1))
 
 
 def test_patching_runs_and_its_metrics_are_transformers_logits(loaded):
