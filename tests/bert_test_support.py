@@ -65,6 +65,17 @@ def randomize_(model: torch.nn.Module, seed: int) -> torch.nn.Module:
     return model.eval()
 
 
+def small_bert(vocab_size: int, seed: int = 0, max_positions: int = 64, **heads):
+    """A random two-layer `bert.Bert` (hidden 32, 4 heads, MLP 48) at BERT's initialisation, built after
+    `torch.manual_seed(seed)`, in eval mode; `heads` as Bert's own (mlm_head=False, classifier_labels=..., ...)."""
+    from bert import Bert, BertConfig
+
+    config = BertConfig(vocab_size=vocab_size, hidden_size=32, num_layers=2, num_heads=4, intermediate_size=48,
+                        max_position_embeddings=max_positions)
+    torch.manual_seed(seed)
+    return Bert(config, **heads).eval()
+
+
 def random_rows(vocab_size: int, layout: list[tuple[int, int]], seed: int) -> list[tuple[list[int], list[int]]]:
     """Rows of (input_ids, token_type_ids) shaped like real inputs: [CLS] A [SEP] (B [SEP]).
     layout: (tokens in A, tokens in B) per row, B = 0 for a single sentence."""

@@ -4,7 +4,6 @@ passes. And a watcher (bert/stopping.py) stops each of them, Captum's loops incl
 from __future__ import annotations
 
 import pytest
-import torch
 
 from bert import Bert, BertConfig
 from bert.analysis.attention import decompx as decompx_module, value_zeroing as value_zeroing_module
@@ -19,6 +18,7 @@ from bert.costs import Cost, relative_size
 from bert.errors import StoppedError
 from bert.hooks import hook_name
 from bert.stopping import watching
+from bert_test_support import small_bert
 
 SHORT = "the dog [MASK] at the cat"
 LONG = "the dog [MASK] at the cat and her dog went to the park . the cat is"
@@ -48,10 +48,7 @@ class Counted:
 
 @pytest.fixture(scope="module")
 def counted_model(tokenizer):
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_layers=2, num_heads=4, intermediate_size=48,
-                        max_position_embeddings=64)
-    torch.manual_seed(0)
-    model = Bert(config).eval()
+    model = small_bert(tokenizer.vocab_size, seed=0)
     return model, Counted(model)
 
 

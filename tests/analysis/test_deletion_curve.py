@@ -6,18 +6,15 @@ import numpy as np
 import pytest
 import torch
 
-from bert import Bert, BertConfig
 from bert.analysis.attribution.deletion import deletion_curve
 from bert.analysis.attribution.saliency import saliency
 from bert.errors import InvalidInputError
+from bert_test_support import small_bert
 
 
 @pytest.fixture(scope="module")
 def model(tokenizer):
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_layers=2, num_heads=4, intermediate_size=48,
-                        max_position_embeddings=64)
-    torch.manual_seed(3)
-    model = Bert(config).eval()
+    model = small_bert(tokenizer.vocab_size, seed=3)
     with torch.no_grad():  # token embeddings that stand out from position ones, peakier probabilities: p moves visibly
         model.embedding.token_embedding.weight.mul_(10)
         model.lm_head.layer_norm.weight.mul_(3)

@@ -13,7 +13,7 @@ from bert.analysis.attention.mixing import METHODS, check_method, context_mixing
 from bert.analysis.attention.mixing_parts import attention_parts, recorded_layers, transformed_values
 from bert.analysis.attention.norm_based import alti_contributions, bias_parts, norm_matrix, token_parts
 from bert.errors import InvalidInputError, MissingHeadError
-from bert_test_support import TINY_VOCAB, randomize_
+from bert_test_support import TINY_VOCAB, randomize_, small_bert
 
 SEQ = 9
 
@@ -136,10 +136,7 @@ def test_decompx_parts_sum_to_the_masked_lm_logits(recorded, tiny_model):
 
 
 def test_decompx_parts_sum_to_the_classifiers_logit():
-    config = BertConfig(vocab_size=len(TINY_VOCAB), hidden_size=32, num_layers=2, num_heads=4, intermediate_size=48,
-                        max_position_embeddings=64)
-    torch.manual_seed(0)
-    model = randomize_(Bert(config, mlm_head=False, classifier_labels=3), seed=4).eval()
+    model = randomize_(small_bert(len(TINY_VOCAB), seed=0, mlm_head=False, classifier_labels=3), seed=4).eval()
     input_ids = torch.tensor([[2, 10, 11, 12, 13, 3]])
     _, cache = record_for_mixing(model, input_ids, torch.zeros_like(input_ids))
     for target in range(3):

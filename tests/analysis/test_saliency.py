@@ -7,19 +7,16 @@ import numpy as np
 import pytest
 import torch
 
-from bert import Bert, BertConfig
 from bert.analysis.attribution.saliency import METHODS, PARTS, baseline_parts, embedding_parts, saliency
 from bert.analysis.attribution.target import TargetFunction
 from bert.errors import InvalidInputError
+from bert_test_support import small_bert
 
 
 @pytest.fixture(scope="module")
 def smooth_model(tokenizer):
     """A tiny random BERT at BERT's own initialisation scale: a smooth function of its embeddings."""
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_layers=2, num_heads=4, intermediate_size=48,
-                        max_position_embeddings=64)
-    torch.manual_seed(0)
-    model = Bert(config).eval()
+    model = small_bert(tokenizer.vocab_size, seed=0)
     with torch.no_grad():
         for layer in model.transformer:  # sharper attention than at initialisation, so that the test means something
             layer.attention.attention.project_query.weight.mul_(20)
@@ -88,10 +85,7 @@ def test_bad_requests_get_clear_errors(smooth_model, tokenizer):
 
 @pytest.fixture(scope="module")
 def nsp_model(tokenizer):
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_layers=2, num_heads=4, intermediate_size=48,
-                        max_position_embeddings=64)
-    torch.manual_seed(1)
-    model = Bert(config, mlm_head=False, nsp_head=True).eval()
+    model = small_bert(tokenizer.vocab_size, seed=1, mlm_head=False, nsp_head=True)
     with torch.no_grad():
         for layer in model.transformer:
             layer.attention.attention.project_query.weight.mul_(20)
@@ -144,10 +138,7 @@ def test_an_output_the_model_lacks_is_named(smooth_model, nsp_model, tokenizer):
 
 
 def test_classifier_attributions_add_up_and_carry_the_label_name(tokenizer):
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_layers=2, num_heads=4, intermediate_size=48,
-                        max_position_embeddings=64)
-    torch.manual_seed(2)
-    model = Bert(config, mlm_head=False, classifier_labels=["sad", "calm", "happy"]).eval()
+    model = small_bert(tokenizer.vocab_size, seed=2, mlm_head=False, classifier_labels=["sad", "calm", "happy"])
     with torch.no_grad():
         model.classifier.weight.mul_(50)
     encoding = tokenizer.encode("her dog went to the park")
@@ -307,10 +298,7 @@ def test_contrastive_shapley_values_add_up_to_the_logit_difference_from_all_mask
 
 def test_a_token_tag_is_explained_at_its_token(tokenizer):
     """output "tagger": f = log p(label) of one token, from the token-classification head's own logits."""
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_layers=2, num_heads=4, intermediate_size=48,
-                        max_position_embeddings=64)
-    torch.manual_seed(3)
-    model = Bert(config, mlm_head=False, tagger_labels=["O", "B-ANIMAL", "I-ANIMAL"]).eval()
+    model = small_bert(tokenizer.vocab_size, seed=3, mlm_head=False, tagger_labels=["O", "B-ANIMAL", "I-ANIMAL"])
     with torch.no_grad():
         model.tagger.weight.mul_(50)
     encoding = tokenizer.encode("her dog went to the park")
@@ -324,7 +312,7 @@ def test_a_token_tag_is_explained_at_its_token(tokenizer):
         if method == "integrated_gradients":
             assert result.total == pytest.approx(result.score - result.baseline_score, rel=0.01, abs=1e-4)
     with pytest.raises(InvalidInputError, match="no token-classification head"):
-        saliency(Bert(config, classifier_labels=2).eval(), tokenizer, encoding, output="tagger")
+        saliency(small_bert(tokenizer.vocab_size, classifier_labels=2), tokenizer, encoding, output="tagger")
 
 
 def test_bad_perturbation_settings_get_clear_errors(smooth_model, tokenizer):

@@ -7,7 +7,6 @@ import threading
 import time
 
 import pytest
-import torch
 
 from bert import Bert, BertConfig
 from bert.analysis.attribution.saliency import saliency
@@ -17,6 +16,7 @@ from viz_app.access import Role
 from viz_app.budget import Verdict, decide
 from viz_app.heavy_jobs import HOUR, HeavyJobs
 from viz_app.server_settings import ServerSettings
+from bert_test_support import small_bert
 
 LONG = "the dog [MASK] at the cat and her dog went to the park . the cat is"
 
@@ -34,10 +34,7 @@ class Sessions:
 @pytest.fixture(scope="module")
 def slow_model(tokenizer):
     """A tiny BERT whose every forward pass takes 20 ms and is counted (rows), like a long input on a busy CPU."""
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_layers=2, num_heads=4, intermediate_size=48,
-                        max_position_embeddings=64)
-    torch.manual_seed(0)
-    model = Bert(config).eval()
+    model = small_bert(tokenizer.vocab_size, seed=0)
     model.passes = 0
 
     def count_and_wait(module, args):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bert import Bert, BertConfig, BertTokenizer
-from bert_test_support import TINY_VOCAB
+from bert import Bert, BertTokenizer
+from bert_test_support import TINY_VOCAB, small_bert
 from viz_app import model_comparison, sentence_tasks
 from viz_app.forward import prepare_input
 from viz_app.models import LoadedModel, ModelKey, summarize
@@ -20,10 +20,7 @@ def tokenizer(tmp_path_factory):
 
 
 def tiny(tokenizer, seed=0, **heads) -> Bert:
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_layers=2, num_heads=4, intermediate_size=48,
-                        max_position_embeddings=64)
-    torch.manual_seed(seed)
-    return Bert(config, **heads).eval()
+    return small_bert(tokenizer.vocab_size, seed, **heads)
 
 
 def test_next_sentence_reads_both_orders(tokenizer):

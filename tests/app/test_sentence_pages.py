@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from app_helpers import array, bound_to_url, figures, no_exception, open_page as open_in_app, texts
+from bert_test_support import small_bert
 
 
 @pytest.fixture
@@ -94,13 +95,10 @@ def test_a_model_b_that_does_not_load_is_named(open_page, tmp_path):
 
 
 def tiny_folder(path, vocab_file, seed=0, **heads):
-    from bert import Bert, BertConfig
     from bert.checkpoint import save_hf_folder
 
     vocab = vocab_file.read_text().split()
-    config = BertConfig(vocab_size=len(vocab), hidden_size=32, num_layers=2, num_heads=4, intermediate_size=48, max_position_embeddings=64)
-    torch.manual_seed(seed)
-    return str(save_hf_folder(Bert(config, mlm_head=False, **heads).eval(), path, vocab_file))
+    return str(save_hf_folder(small_bert(len(vocab), seed, mlm_head=False, **heads), path, vocab_file))
 
 
 @pytest.fixture
