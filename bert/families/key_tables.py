@@ -42,22 +42,26 @@ def _embeddings(config: BertConfig) -> Table:
     return table | _pairs("embedding.layer_norm", "embeddings.LayerNorm")
 
 
-def _bert_layer(ours: str, theirs: str) -> Table:
-    """One of BERT's layers (also RoBERTa's and ELECTRA's): ours at `ours`, Hugging Face's at `theirs`."""
-    return (
-        _pairs(f"{ours}.attention.attention.project_query", f"{theirs}.attention.self.query")
-        | _pairs(f"{ours}.attention.attention.project_key", f"{theirs}.attention.self.key")
-        | _pairs(f"{ours}.attention.attention.project_value", f"{theirs}.attention.self.value")
-        | _pairs(f"{ours}.attention.mlp", f"{theirs}.attention.output.dense")
-        | _pairs(f"{ours}.attention.layer_norm", f"{theirs}.attention.output.LayerNorm")
-        | _pairs(f"{ours}.residual.mlp1", f"{theirs}.intermediate.dense")
-        | _pairs(f"{ours}.residual.mlp2", f"{theirs}.output.dense")
-        | _pairs(f"{ours}.residual.layer_norm", f"{theirs}.output.LayerNorm")
-    )
+LAYER_PARTS = ("attention.attention.project_query", "attention.attention.project_key", "attention.attention.project_value",
+               "attention.mlp", "attention.layer_norm", "residual.mlp1", "residual.mlp2", "residual.layer_norm")
+BERT_LAYER = ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense",
+              "attention.output.LayerNorm", "intermediate.dense", "output.dense", "output.LayerNorm")  # RoBERTa's, ELECTRA's
+DISTILBERT_LAYER = ("attention.q_lin", "attention.k_lin", "attention.v_lin", "attention.out_lin", "sa_layer_norm",
+                    "ffn.lin1", "ffn.lin2", "output_layer_norm")
+ALBERT_LAYER = ("attention.query", "attention.key", "attention.value", "attention.dense", "attention.LayerNorm", "ffn",
+                "ffn_output", "full_layer_layer_norm")
+
+
+def _layer(ours: str, theirs: str, their_parts: tuple[str, ...]) -> Table:
+    """One encoder layer: our LAYER_PARTS under `ours`, the family's parts (in the same order) under `theirs`."""
+    table = {}
+    for mine, their_part in zip(LAYER_PARTS, their_parts, strict=True):
+        table |= _pairs(f"{ours}.{mine}", f"{theirs}.{their_part}")
+    return table
 
 
 def _bert_encoder(config: BertConfig) -> Table:
-    return {k: v for i in range(config.num_layers) for k, v in _bert_layer(f"transformer.{i}", f"encoder.layer.{i}").items()}
+    return {k: v for i in range(config.num_layers) for k, v in _layer(f"transformer.{i}", f"encoder.layer.{i}", BERT_LAYER).items()}
 
 
 def _mlm(dense: str, layer_norm: str, bias: str) -> Table:
@@ -113,17 +117,7 @@ def distilbert_table(config: BertConfig, heads: Heads) -> Table:
     pre_classifier, then classifier)."""
     table = _embeddings(config)
     for i in range(config.num_layers):
-        ours, theirs = f"transformer.{i}", f"transformer.layer.{i}"
-        table |= (
-            _pairs(f"{ours}.attention.attention.project_query", f"{theirs}.attention.q_lin")
-            | _pairs(f"{ours}.attention.attention.project_key", f"{theirs}.attention.k_lin")
-            | _pairs(f"{ours}.attention.attention.project_value", f"{theirs}.attention.v_lin")
-            | _pairs(f"{ours}.attention.mlp", f"{theirs}.attention.out_lin")
-            | _pairs(f"{ours}.attention.layer_norm", f"{theirs}.sa_layer_norm")
-            | _pairs(f"{ours}.residual.mlp1", f"{theirs}.ffn.lin1")
-            | _pairs(f"{ours}.residual.mlp2", f"{theirs}.ffn.lin2")
-            | _pairs(f"{ours}.residual.layer_norm", f"{theirs}.output_layer_norm")
-        )
+        table |= _layer(f"transformer.{i}", f"transformer.layer.{i}", DISTILBERT_LAYER)
     if heads.mlm_head:
         table |= _mlm("vocab_transform", "vocab_layer_norm", "vocab_projector.bias")
     return table | _first_token_heads(heads, dense="pre_classifier", out="classifier")
@@ -133,16 +127,8 @@ def albert_table(config: BertConfig, heads: Heads) -> Table:
     """AlbertModel, AlbertForPreTraining (masked LM + sentence order), AlbertForMaskedLM,
     AlbertFor{Sequence,Token}Classification. One layer (group 0, layer 0) for every depth."""
     layer = "encoder.albert_layer_groups.0.albert_layers.0"
-    table = _embeddings(config) | _pairs("embedding.projection", "encoder.embedding_hidden_mapping_in") | {
-        **_pairs("transformer.layer.attention.attention.project_query", f"{layer}.attention.query"),
-        **_pairs("transformer.layer.attention.attention.project_key", f"{layer}.attention.key"),
-        **_pairs("transformer.layer.attention.attention.project_value", f"{layer}.attention.value"),
-        **_pairs("transformer.layer.attention.mlp", f"{layer}.attention.dense"),
-        **_pairs("transformer.layer.attention.layer_norm", f"{layer}.attention.LayerNorm"),
-        **_pairs("transformer.layer.residual.mlp1", f"{layer}.ffn"),
-        **_pairs("transformer.layer.residual.mlp2", f"{layer}.ffn_output"),
-        **_pairs("transformer.layer.residual.layer_norm", f"{layer}.full_layer_layer_norm"),
-    }
+    table = (_embeddings(config) | _pairs("embedding.projection", "encoder.embedding_hidden_mapping_in")
+             | _layer("transformer.layer", layer, ALBERT_LAYER))
     if heads.mlm_head:
         table |= _mlm("predictions.dense", "predictions.LayerNorm", "predictions.bias")
     return table | _linear_heads(heads, pooler="pooler", nsp="sop_classifier.classifier")
