@@ -6,7 +6,7 @@ from bert.analysis.attention.attention_stats import STATISTICS
 from bert.errors import BertError
 from bert.analysis.attention.head_stats import CLARK_2019, CLARK_2019_SOURCE, clark_2019_reference, is_bert_base, top_heads
 from viz_app import analysis_widgets
-from viz_app import cache, widgets
+from viz_app import cache, heavy, page_costs, widgets
 from viz_app.charts.head_statistics import statistic_by_layer_chart
 from viz_app.charts.published import published_table, with_published_values
 
@@ -23,7 +23,11 @@ if picked is None:
     st.stop()
 sentences, description = picked
 try:
-    statistics = cache.corpus_statistics(context.key, sentences, pairs)
+    cost = page_costs.head_statistics(context.loaded, sentences, pairs)
+    if not heavy.allowed(context, cost, "head_statistics"):
+        st.stop()
+    with heavy.job(context, cost, "Averaging every head's attention over the sentences"):
+        statistics = cache.corpus_statistics(context.key, sentences, pairs)
 except BertError as error:  # e.g. a pair longer than the model's positions
     st.warning(f"The model cannot read these sentences: {error}. Pick fewer or shorter sentences, or another model.")
     st.stop()

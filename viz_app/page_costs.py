@@ -3,6 +3,7 @@ the library's cost functions (bert/costs.py) as the page runs them. The pages ch
 (viz_app/heavy.py) before they start anything. Plain Python."""
 from __future__ import annotations
 
+from bert.analysis.attention.head_stats import head_statistics_cost
 from bert.analysis.attention.mixing import mixing_cost
 from bert.analysis.attribution.deletion import deletion_cost
 from bert.analysis.attribution.saliency import saliency_cost, swappable
@@ -52,3 +53,8 @@ def corpus_pass(lengths: list[int]) -> Cost:
     """One pass over a corpus (its index for the search, a scan of every neuron or feature), from the sentences'
     lengths in tokens: batches of 32, sorted by length (bert/analysis/corpus/batching.py)."""
     return batches_cost(lengths, 32, ("a smaller corpus (fewer or shorter sentences)",))
+
+
+def head_statistics(loaded: LoadedModel, sentences: list, pairs: bool) -> Cost:
+    """Every head's statistics over a sentence set (bert/analysis/attention/head_stats.py), each input cut to 128 tokens."""
+    return head_statistics_cost(loaded.tokenizer, sentences, loaded.model.config.max_position_embeddings, pairs=pairs)

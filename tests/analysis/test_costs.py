@@ -13,8 +13,10 @@ from bert.analysis.attribution.saliency import METHODS, saliency, saliency_cost,
 from bert.analysis.causal.ablation import rank_heads, rank_heads_cost
 from bert.analysis.causal.patching import SITES, attribution_sweep, patching_cost, patching_sweep, prepare_contrast
 from bert.analysis.causal.tracing import TRACE_SITES, causal_trace, trace_cost
+from bert.analysis.attention.head_stats import corpus_head_statistics, head_statistics_cost
 from bert.analysis.corpus.batching import batches_cost, hook_batches
 from bert.costs import Cost, relative_size
+from bert.data import LabelledSentence
 from bert.errors import StoppedError
 from bert.hooks import hook_name
 from bert.stopping import watching
@@ -120,6 +122,22 @@ def test_corpus_passes_and_their_padded_tokens(counted_model, tokenizer):
     cost = batches_cost([len(e) for e in encodings], batch_size=2)
     counted.assert_matches(cost)
     assert sum(padded) <= cost.forward_passes * cost.tokens < sum(padded) + cost.forward_passes  # rounded up per pass
+
+
+@pytest.mark.parametrize("pairs", [False, True])
+def test_head_statistics_make_the_passes_their_cost_says(counted_model, tokenizer, pairs):
+    model, counted = counted_model
+    sentences = [LabelledSentence(text) for text in (SHORT, LONG, "the cat", "her dog went to the park", SHORT + " " + LONG)]
+    padded = []
+    handle = model.embedding.register_forward_pre_hook(lambda module, args: padded.append(args[0].numel()))
+    counted.reset()
+    corpus_head_statistics(model, tokenizer, sentences, pairs=pairs, max_tokens=20, batch_size=2)
+    handle.remove()
+    cost = head_statistics_cost(tokenizer, sentences, model.config.max_position_embeddings, pairs=pairs, max_tokens=20,
+                                batch_size=2)
+    counted.assert_matches(cost)
+    assert cost.forward_passes == (2 if pairs else 5)  # pairs: the first four, two by two; the fifth has no partner
+    assert sum(padded) <= cost.forward_passes * cost.tokens < sum(padded) + cost.forward_passes
 
 
 def test_work_is_in_bert_base_token_passes():

@@ -42,3 +42,23 @@ def test_over_the_budget_it_starts_for_the_owner_once_confirmed():
     assert bars["layout"]["title"]["text"].startswith("integrated gradients: log p(")
     at.run()  # the next run of the page keeps the confirmation for the same computation
     assert len(figures(at)) == 1 and "BERT-base token passes" not in texts(at)
+
+
+def test_head_statistics_over_the_budget_wait_for_a_smaller_set_for_a_student(monkeypatch):
+    monkeypatch.setattr(visitor, "address", lambda: "192.168.1.20")
+    monkeypatch.setenv("BERT_INSIDE_REQUEST_BUDGET", "100")  # 200 sentences in pairs: 325 (100 passes of 26 tokens / 8)
+    at = open_page("head_statistics", {"stats_count": 200})
+    shown = texts(at)
+    assert "This needs 100 forward passes of" in shown  # one per pair of consecutive sentences (the default) and "Lower the number of sentences" in shown
+    assert not figures(at) and not at.button
+    at.slider(key="stats_count").set_value(20).run()  # 10 pairs: 56 BERT-base token passes
+    no_exception(at)
+    assert len(figures(at)) == 1
+
+
+def test_head_statistics_over_the_budget_start_for_the_owner_once_confirmed():
+    at = open_page("head_statistics", {"stats_count": 200})
+    assert not figures(at)
+    at.button(key="heavy_confirm_head_statistics").click().run()
+    no_exception(at)
+    assert len(figures(at)) == 1

@@ -23,12 +23,13 @@ import torch
 
 from ...data import LabelledSentence
 from ...devices import as_numpy, model_device
+from ...costs import Cost
 from ...errors import InvalidInputError
 from ...layers import from_one_based
 from ...model import Bert
 from ...tokenizer import BertTokenizer
 from .attention_stats import HeadStatistics, KeyRoles, combine, head_statistics
-from ..corpus.batching import batches, pad, record_encoder
+from ..corpus.batching import batches, batches_cost, pad, record_encoder
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,24 @@ def is_bert_base(model: Bert) -> bool:
 
 
 @torch.no_grad()
+def _inputs(tokenizer: BertTokenizer, sentences: Sequence[LabelledSentence], pairs: bool, max_tokens: int) -> list:
+    """The model's inputs: consecutive sentences as A and B (pairs), or each sentence alone, cut to max_tokens."""
+    if not sentences:
+        raise InvalidInputError("head statistics need at least one sentence")
+    if pairs and len(sentences) >= 2:
+        return [tokenizer.encode(a.text, b.text, max_length=max_tokens, truncate=True)
+                for a, b in zip(sentences[0::2], sentences[1::2])]
+    return [tokenizer.encode(s.text, max_length=max_tokens, truncate=True) for s in sentences]
+
+
+def head_statistics_cost(tokenizer: BertTokenizer, sentences: Sequence[LabelledSentence], max_positions: int,
+                         pairs: bool = True, max_tokens: int = 128, batch_size: int = 32) -> Cost:
+    """The passes `corpus_head_statistics` makes over these sentences, before it starts (max_positions: the
+    model's longest input)."""
+    encodings = _inputs(tokenizer, sentences, pairs, min(max_tokens, max_positions))
+    return batches_cost([len(e) for e in encodings], batch_size, ("the number of sentences",))
+
+
 def corpus_head_statistics(
     model: Bert,
     tokenizer: BertTokenizer,
@@ -102,16 +121,7 @@ def corpus_head_statistics(
     input is cut to this many tokens (at most the model's positions), as the page says.
     Special tokens are queries too, as in the paper; padding is never a query nor a key.
     """
-    if not sentences:
-        raise InvalidInputError("head statistics need at least one sentence")
-    max_tokens = min(max_tokens, model.config.max_position_embeddings)
-    if pairs and len(sentences) >= 2:
-        encodings = [
-            tokenizer.encode(a.text, b.text, max_length=max_tokens, truncate=True)
-            for a, b in zip(sentences[0::2], sentences[1::2])
-        ]
-    else:
-        encodings = [tokenizer.encode(s.text, max_length=max_tokens, truncate=True) for s in sentences]
+    encodings = _inputs(tokenizer, sentences, pairs, min(max_tokens, model.config.max_position_embeddings))
     results = []
     for done, batch in enumerate(batches(encodings, batch_size)):
         if progress:
