@@ -14,6 +14,7 @@ from viz_app.lessons.views import view_charts
 LESSON = "where_a_word_travels"
 
 
+@pytest.mark.slow  # the built-in model's exact sweep
 def test_patching_values_are_read_off_the_sweep(loaded_minilm):
     lesson = builtin_lessons()[LESSON]
     step = resolve(lesson, 1, loaded_minilm)
@@ -30,6 +31,7 @@ def test_patching_values_are_read_off_the_sweep(loaded_minilm):
     assert f"layer {layer}, head {head} restores {heads[layer, head]:.2f}" in resolve(lesson, 3, loaded_minilm).text.replace("\n", " ")
 
 
+@pytest.mark.slow  # the built-in model's noise trace
 def test_trace_values_are_read_off_the_trace(loaded_minilm):
     lesson = builtin_lessons()[LESSON]
     step = resolve(lesson, 5, loaded_minilm)
@@ -38,7 +40,7 @@ def test_trace_values_are_read_off_the_trace(loaded_minilm):
     assert f'p("{trace.answer}") from {trace.clean_probability:.0%} to {trace.corrupted_probability:.0%}' in step.text.replace("\n", " ")
 
 
-@pytest.mark.parametrize("model", ["loaded_minilm", "loaded_small"])
+@pytest.mark.parametrize("model", [pytest.param("loaded_minilm", marks=pytest.mark.slow), "loaded_small"])
 def test_every_step_resolves_and_draws(model, request):
     loaded = request.getfixturevalue(model)
     lesson = builtin_lessons()[LESSON]
