@@ -116,8 +116,8 @@ def download(repo_id: str, tqdm_class=None) -> Path:
         config = json.loads(Path(hf_hub_download(repo_id, "config.json", **common)).read_text(encoding="utf-8"))
         model_type = config.get("model_type")
         if model_type not in MODEL_TYPES:
-            raise DownloadError("not_bert", f"{repo_id!r} is not a BERT (its config.json says model_type {model_type!r}); "
-                                            f"the families loaded here: {', '.join(MODEL_TYPES)}")
+            raise DownloadError("not_bert", f"{repo_id!r} is not a BERT-family encoder (its config.json says model_type "
+                                            f"{model_type!r}); the families loaded here: {', '.join(MODEL_TYPES)}")
         folder = Path(_snapshot_download()(repo_id, allow_patterns=NEEDED_FILES, tqdm_class=tqdm_class, **common))
     except DownloadError:
         raise
@@ -125,9 +125,10 @@ def download(repo_id: str, tqdm_class=None) -> Path:
         raise DownloadError("unknown", f"no model {repo_id!r} on the Hugging Face hub (or it is private): "
                                        f"check the spelling, e.g. bert-base-uncased") from error
     except EntryNotFoundError as error:
-        raise DownloadError("not_bert", f"{repo_id!r} is not a BERT (it has no config.json)") from error
+        raise DownloadError("not_bert", f"{repo_id!r} is not a BERT-family encoder (it has no config.json)") from error
     except ValueError as error:  # config.json that is not JSON
-        raise DownloadError("not_bert", f"{repo_id!r} is not a BERT (its config.json is not readable: {error})") from error
+        raise DownloadError("not_bert", f"{repo_id!r} is not a BERT-family encoder (its config.json is not readable: "
+                                        f"{error})") from error
     except Exception as error:  # connection dropped, disk full, hub error...
         raise DownloadError("failed", f"downloading {repo_id!r} failed: {type(error).__name__}: {error}".splitlines()[0]) from error
     if not has_weights(folder):

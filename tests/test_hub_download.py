@@ -48,8 +48,8 @@ def test_cli_download(local_hub, capsys):
 @pytest.mark.slow
 @pytest.mark.parametrize(("repo_id", "reason", "message"), [
     ("nobody/no-such-model", "unknown", "no model 'nobody/no-such-model' on the Hugging Face hub"),
-    ("gpt-like", "not_bert", "'gpt-like' is not a BERT (its config.json says model_type 'gpt2')"),
-    ("no-config", "not_bert", "'no-config' is not a BERT (it has no config.json)"),
+    ("gpt-like", "not_bert", "'gpt-like' is not a BERT-family encoder (its config.json says model_type 'gpt2')"),
+    ("no-config", "not_bert", "'no-config' is not a BERT-family encoder (it has no config.json)"),
     ("bert-without-safetensors", "not_bert", "has no safetensors weights"),
     ("not a valid id!", "unknown", "check the spelling"),
 ])

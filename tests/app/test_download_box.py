@@ -34,7 +34,7 @@ def test_unknown_and_non_bert_models_are_explained(open_app, local_hub):
     assert [e.value for e in at.error] == ["Could not download: no model 'nobody/no-such-model' on the Hugging Face "
                                            "hub (or it is private): check the spelling, e.g. bert-base-uncased"]
     download(at, "gpt-like")
-    assert [e.value for e in at.error] == ["Could not download: 'gpt-like' is not a BERT (its config.json says "
+    assert [e.value for e in at.error] == ["Could not download: 'gpt-like' is not a BERT-family encoder (its config.json says "
                                            "model_type 'gpt2'); the families loaded here: bert, roberta, distilbert, "
                                            "albert, electra"]
 
