@@ -2,7 +2,7 @@
 import streamlit as st
 
 from bert.errors import BertError
-from viz_app import access, analysis_widgets, cache, model_comparison, models, state, widgets
+from viz_app import access, analysis_widgets, cache, heavy, model_comparison, models, page_costs, state, widgets
 from viz_app.models import ModelKey
 from viz_app.text import escape_markdown
 from viz_app.charts import compare as charts
@@ -58,8 +58,13 @@ picked = analysis_widgets.sentence_source("compare", most=500)
 if picked is None:
     st.stop()
 sentences, description = picked
+texts = tuple(s.text for s in sentences)
+cost, counted_at = page_costs.model_comparison(context.loaded, loaded_b, list(texts))
+if not heavy.allowed(context, cost, "compare_models", counted_at):
+    st.stop()
 try:
-    result = cache.model_comparison(key_a, key_b, tuple(s.text for s in sentences))
+    with heavy.job(context, cost, "Running the sentences through both models", counted_at):
+        result = cache.model_comparison(key_a, key_b, texts)
 except BertError as error:
     st.error(f"These two models cannot be compared: {escape_markdown(str(error))}.")
     st.stop()

@@ -16,6 +16,7 @@ from typing import Iterator
 
 import streamlit as st
 
+from bert.config import BertConfig
 from bert.costs import Cost
 from bert.errors import StoppedError
 from viz_app import cache, sessions
@@ -37,11 +38,12 @@ def server_jobs(context: Context) -> HeavyJobs:
     return cache.heavy_jobs(context.visitor.settings.heavy_slots)
 
 
-def allowed(context: Context, cost: Cost, key: str) -> bool:
+def allowed(context: Context, cost: Cost, key: str, config: BertConfig | None = None) -> bool:
     """Whether the page may start the computation now. Within the budgets: True. Above them: a student reads the
     numbers and what to lower (False); the owner and the presenter read the same and a button: True once pressed,
-    and on later runs for the same cost."""
-    decision = decide(cost, context.loaded.model.config, context.visitor.role, context.visitor.settings,
+    and on later runs for the same cost. `config`: the model whose size the passes are counted at (default: the
+    page's model)."""
+    decision = decide(cost, config or context.loaded.model.config, context.visitor.role, context.visitor.settings,
                       server_jobs(context).spent_this_hour(visitor()))
     if decision.verdict is Verdict.START:
         return True
@@ -56,13 +58,14 @@ def allowed(context: Context, cost: Cost, key: str) -> bool:
 
 
 @contextlib.contextmanager
-def job(context: Context, cost: Cost, label: str) -> Iterator[None]:
+def job(context: Context, cost: Cost, label: str, config: BertConfig | None = None) -> Iterator[None]:
     """Run the block (a cached computation) as this visitor's heavy computation, under a spinner that says its cost.
     Between forward passes it lets Streamlit stop the run (its input changed) and stops when its browser session is
     gone. When it cannot run now (another of the visitor's computations runs) the page says so and stops."""
+    work = cost.work(config or context.loaded.model.config)
     try:
         with st.spinner(f"{label}: {cost.describe()} (after the computations that hold the server's slots)…"), \
-                server_jobs(context).job(visitor(), visitor(), cost.work(context.loaded.model.config), cost.forward_passes,
+                server_jobs(context).job(visitor(), visitor(), work, cost.forward_passes,
                                          lambda share, text: sessions.let_streamlit_stop()):
             yield
     except BusyError as busy:

@@ -11,6 +11,9 @@ from bert.analysis.causal.ablation import rank_heads_cost
 from bert.analysis.causal.patching import patching_cost
 from bert.analysis.causal.tracing import trace_cost
 from bert.analysis.corpus.batching import batches_cost
+from bert.analysis.representations.compare import comparison_cost
+from bert.config import BertConfig
+from bert.costs import relative_size
 from bert.costs import Cost
 from bert.tokenizer import Encoding
 from viz_app.causal_tracing import SITES_FOR_BLOCKS
@@ -58,3 +61,10 @@ def corpus_pass(lengths: list[int]) -> Cost:
 def head_statistics(loaded: LoadedModel, sentences: list, pairs: bool) -> Cost:
     """Every head's statistics over a sentence set (bert/analysis/attention/head_stats.py), each input cut to 128 tokens."""
     return head_statistics_cost(loaded.tokenizer, sentences, loaded.model.config.max_position_embeddings, pairs=pairs)
+
+
+def model_comparison(loaded_a: LoadedModel, loaded_b: LoadedModel, sentences: list[str]) -> tuple[Cost, BertConfig]:
+    """Both models over the sentences, and the config to count the passes at: the larger model's (an upper bound
+    when the two differ in size)."""
+    cost = comparison_cost(loaded_a.model, loaded_b.model, loaded_a.tokenizer, sentences)
+    return cost, max(loaded_a.model.config, loaded_b.model.config, key=relative_size)

@@ -15,6 +15,7 @@ from bert.analysis.causal.patching import SITES, attribution_sweep, patching_cos
 from bert.analysis.causal.tracing import TRACE_SITES, causal_trace, trace_cost
 from bert.analysis.attention.head_stats import corpus_head_statistics, head_statistics_cost
 from bert.analysis.corpus.batching import batches_cost, hook_batches
+from bert.analysis.representations.compare import compare_models, comparison_cost
 from bert.costs import Cost, relative_size
 from bert.data import LabelledSentence
 from bert.errors import StoppedError
@@ -138,6 +139,18 @@ def test_head_statistics_make_the_passes_their_cost_says(counted_model, tokenize
     counted.assert_matches(cost)
     assert cost.forward_passes == (2 if pairs else 5)  # pairs: the first four, two by two; the fifth has no partner
     assert sum(padded) <= cost.forward_passes * cost.tokens < sum(padded) + cost.forward_passes
+
+
+def test_comparing_two_models_makes_the_passes_its_cost_says(tokenizer):
+    model_a, model_b = small_bert(tokenizer.vocab_size, seed=0), small_bert(tokenizer.vocab_size, seed=1, max_positions=12)
+    counted_a, counted_b = Counted(model_a), Counted(model_b)
+    sentences = [SHORT, LONG, "the cat", "her dog went to the park", SHORT + " " + LONG]  # the last cut to 12 tokens
+    padded = []
+    model_b.embedding.register_forward_pre_hook(lambda module, args: padded.append(args[0].numel()))
+    compare_models(model_a, model_b, tokenizer, sentences, batch_size=2)
+    cost = comparison_cost(model_a, model_b, tokenizer, sentences, batch_size=2)
+    assert (counted_a.forward, counted_b.forward, cost.forward_passes) == (5, 5, 10)
+    assert sum(padded) * 2 <= cost.forward_passes * cost.tokens < sum(padded) * 2 + cost.forward_passes
 
 
 def test_work_is_in_bert_base_token_passes():

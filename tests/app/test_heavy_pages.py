@@ -62,3 +62,15 @@ def test_head_statistics_over_the_budget_start_for_the_owner_once_confirmed():
     at.button(key="heavy_confirm_head_statistics").click().run()
     no_exception(at)
     assert len(figures(at)) == 1
+
+
+def test_comparing_two_models_waits_for_a_smaller_set_for_a_student(monkeypatch):
+    monkeypatch.setattr(visitor, "address", lambda: "192.168.1.20")
+    monkeypatch.setenv("BERT_INSIDE_REQUEST_BUDGET", "200")
+    at = open_page("compare_models", {"text": "The [MASK] barked."})  # minilm beside minilm-encoder, 100 sentences
+    shown = texts(at)
+    assert "This needs 200 forward passes of" in shown and "Lower the number of sentences" in shown  # 100 per model
+    assert not figures(at) and not at.button
+    at.slider(key="compare_count").set_value(20).run()  # 40 passes in one padded batch per model: 165
+    no_exception(at)
+    assert len(figures(at)) == 3  # the layers' CKA, the layer-by-layer matrix, the heads' distances

@@ -17,12 +17,13 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from ...costs import Cost
 from ...devices import model_device
 from ...errors import InvalidInputError
 from ...hooks import hook_name
 from ...model import Bert
 from ...tokenizer import BertTokenizer
-from ..corpus.batching import batches, residual_names, pad, record_encoder
+from ..corpus.batching import batches, batches_cost, residual_names, pad, record_encoder
 
 
 def linear_cka(x: np.ndarray | torch.Tensor, y: np.ndarray | torch.Tensor) -> float:
@@ -103,6 +104,20 @@ def check_comparable(model_a: Bert, model_b: Bert, tokenizer_a: BertTokenizer, t
         )
 
 
+def _inputs(model_a: Bert, model_b: Bert, tokenizer: BertTokenizer, sentences: Sequence[str]) -> list:
+    """The sentences as both models read them: cut to the shorter of the two models' positions."""
+    max_length = min(model_a.config.max_position_embeddings, model_b.config.max_position_embeddings)
+    return [tokenizer.encode(s, max_length=max_length, truncate=True) for s in sentences]
+
+
+def comparison_cost(model_a: Bert, model_b: Bert, tokenizer: BertTokenizer, sentences: Sequence[str],
+                    batch_size: int = 32) -> Cost:
+    """The passes `compare_models` makes, before it starts: every sentence through model A, then through model B."""
+    one_model = batches_cost([len(e) for e in _inputs(model_a, model_b, tokenizer, sentences)], batch_size,
+                             ("the number of sentences",))
+    return one_model + one_model
+
+
 @torch.no_grad()
 def compare_models(
     model_a: Bert, model_b: Bert, tokenizer: BertTokenizer, sentences: Sequence[str],
@@ -116,8 +131,7 @@ def compare_models(
     check_comparable(model_a, model_b, tokenizer, tokenizer_b)
     if len(sentences) < 2:
         raise InvalidInputError("compare over at least two sentences")
-    max_length = min(model_a.config.max_position_embeddings, model_b.config.max_position_embeddings)
-    encodings = [tokenizer.encode(s, max_length=max_length, truncate=True) for s in sentences]
+    encodings = _inputs(model_a, model_b, tokenizer, sentences)
     same_shape = (model_a.config.num_layers, model_a.config.num_heads) == (model_b.config.num_layers, model_b.config.num_heads)
     states_a, states_b, js_sum = [], [], None
     for batch in batches(encodings, batch_size):
