@@ -8,7 +8,8 @@ As Mohebbi et al. 2023 (section 5) compare value zeroing with blank-out: each bu
 p of the model's top prediction there) scores the input tokens, and each method's [MASK] row of its whole-model
 matrix (bert.analysis.attention.mixing) scores them too; the Spearman correlation (scipy) is taken over the tokens
 occlusion perturbs. Methods whose paper has no whole-model aggregate (norm, norm-residual) use their last layer's
-row; "attention (last layer)" and "attention rollout" are the baselines. Printed: the mean and median correlation
+row; "attention (last layer)" and "attention rollout" are the baselines; value zeroing's last layer is shown beside
+its rollout. Printed: the mean and median correlation
 per method, the number of sentences, and the load of the machine.
 """
 from __future__ import annotations
@@ -31,7 +32,8 @@ from bert.analysis.attention.mixing import METHODS, context_mixing, record_for_m
 from bert.analysis.attribution.saliency import saliency, swappable  # noqa: E402
 from bert.data import builtin_sentences  # noqa: E402
 
-ROWS = ("attention (last layer)", "attention rollout", *[method for method in METHODS if method != "attention"])
+ROWS = ("attention (last layer)", "attention rollout", *[method for method in METHODS if method != "attention"],
+        "value-zeroing (last layer)")
 
 
 def mask_rows(model, cache, mask: int) -> dict[str, np.ndarray]:
@@ -44,6 +46,8 @@ def mask_rows(model, cache, mask: int) -> dict[str, np.ndarray]:
             rows["attention rollout"] = mixing.whole_model[mask]
         else:
             rows[method] = (mixing.layers[-1] if mixing.whole_model is None else mixing.whole_model)[mask]
+        if method == "value-zeroing":  # its rollout smears the row (no residual added): the last layer beside it
+            rows["value-zeroing (last layer)"] = mixing.layers[-1][mask]
     return rows
 
 
@@ -72,13 +76,13 @@ def main() -> None:
     sentences = len(correlations[ROWS[0]])
     print(f"\n{sentences} sentences ({skipped} with fewer than three word tokens skipped), "
           f"{time.perf_counter() - start:.0f} s; load average (1 min) at the end {os.getloadavg()[0]:.1f}")
-    print(f"{'method':<24} {'mean rho':>9} {'median':>8} {'sd':>6}")
+    print(f"{'method':<27} {'mean rho':>9} {'median':>8} {'sd':>6}")
     summary = {}
     for row, values in correlations.items():
         values = np.array(values, dtype=float)
         summary[row] = {"mean": float(np.nanmean(values)), "median": float(np.nanmedian(values)),
                         "sd": float(np.nanstd(values)), "sentences": int(np.isfinite(values).sum())}
-        print(f"{row:<24} {summary[row]['mean']:>9.3f} {summary[row]['median']:>8.3f} {summary[row]['sd']:>6.3f}")
+        print(f"{row:<27} {summary[row]['mean']:>9.3f} {summary[row]['median']:>8.3f} {summary[row]['sd']:>6.3f}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"summary": summary, "correlations": correlations}, indent=1))
