@@ -87,7 +87,6 @@ def is_bert_base(model: Bert) -> bool:
     return (config.num_layers, config.num_heads, config.hidden_size) == (12, 12, 768)
 
 
-@torch.no_grad()
 def _inputs(tokenizer: BertTokenizer, sentences: Sequence[LabelledSentence], pairs: bool, max_tokens: int) -> list:
     """The model's inputs: consecutive sentences as A and B (pairs), or each sentence alone, cut to max_tokens."""
     if not sentences:
@@ -106,6 +105,7 @@ def head_statistics_cost(tokenizer: BertTokenizer, sentences: Sequence[LabelledS
     return batches_cost([len(e) for e in encodings], batch_size, ("the number of sentences",))
 
 
+@torch.no_grad()
 def corpus_head_statistics(
     model: Bert,
     tokenizer: BertTokenizer,
