@@ -93,6 +93,7 @@ def test_an_experiment_link_reopens_its_selections_and_nonsense_falls_back(brows
     page = new_page(browser)
     page.goto(app_url + "/head_ablation?text=The+%5BMASK%5D+barked.&ablation_mode=mean&ablation_heads=0.1,5.11&ablation_layers=2,40")
     page.get_by_text("14 head(s) ablated").wait_for(timeout=SLOW)  # layer 2's 12 heads and the two named
+    settle(page, charts=0)  # the script has finished: every element it writes is there
     for chip in ("layer 0, head 1", "layer 5, head 11", "layer 2"):
         assert page.get_by_text(chip, exact=True).count() >= 1, chip
     assert page.get_by_role("radio", name="mean (corpus average)").is_checked()
@@ -112,8 +113,8 @@ def test_sentence_tasks_and_model_comparison(browser, app_url):
     if MINILM_NSP_FILE.is_file():
         page.goto(app_url + "/sentence_tasks?model=minilm&text=The+man+went+to+the+store.&pair=He+bought+a+gallon+of+milk.")
         page.get_by_text("P(B follows A), as typed").wait_for(timeout=SLOW)
+        settle(page, charts=0)  # the swapped pair's metric comes in the next delta
         assert page.get_by_text("P(A follows B), swapped").count() == 1
-        settle(page, charts=0)
         screenshot(page, "sentence_tasks")
         page.goto(app_url + "/sentence_tasks?model=minilm&text=The+man+went+to+the+store.")  # no pair
         page.get_by_text("Type a second sentence").wait_for(timeout=SLOW)
@@ -128,6 +129,7 @@ def test_sentence_tasks_and_model_comparison(browser, app_url):
         screenshot(page, "sentence_tasks_classifier")
     page.goto(app_url + "/sentence_tasks?model=minilm-encoder&text=Hello+there.&pair=Hi.")  # no head for it
     page.get_by_text("no sentence-level head", exact=False).wait_for(timeout=SLOW)
+    settle(page, charts=0)
     assert page.get_by_text("built-in minilm", exact=False).count() >= 1
 
     page.goto(app_url + "/compare_models?model=minilm&compare_count=20")
