@@ -38,15 +38,15 @@ settings = MixingSettings(method, compare, layer, query)
 
 
 def computed(name: str, side: str):
-    """The method's matrices, or None where they are not computed: a heavy one (value zeroing, DecompX) over the
-    server's budget (viz_app/heavy.py says why, or asks the owner and the presenter first)."""
+    """The method's matrices, or None where they are not computed: over the server's budget (viz_app/heavy.py says
+    why, or asks the owner and the presenter first). Every method but the attention weights grows with the tokens
+    (at 512 tokens on BERT-base, the recorded pass included: ALTI as long as 19 forward passes, value zeroing 514)."""
     cost = page_costs.context_mixing(name, len(tokens))
     try:
-        if not METHODS[name].heavy:
-            return cache.context_mixing(context.key, context.prepared, name)
         if not heavy.allowed(context, cost, f"mixing_{side}"):
             return None
-        st.caption(f"{METHODS[name].title}: {cost.describe()}.")
+        if cost.forward_passes > 2:
+            st.caption(f"{METHODS[name].title}: about {cost.describe()}.")
         with heavy.job(context, cost, f"Computing {METHODS[name].title}"):
             return cache.context_mixing(context.key, context.prepared, name)
     except MissingHeadError as problem:  # DecompX on a model with no output head to decompose

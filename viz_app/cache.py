@@ -241,8 +241,8 @@ def attention_flow(attention: np.ndarray, layer: int) -> np.ndarray:
 
 @st.cache_data(show_spinner=False, max_entries=32, hash_funcs=BY_INPUT)
 def context_mixing(key: ModelKey, prepared: PreparedInput, method: str) -> ContextMixing:
-    """One method's matrices (viz_app/mixing.py). Value zeroing and DecompX are heavy: the page runs them inside
-    viz_app/heavy.py's job (the budget, the slot, the stop)."""
+    """One method's matrices (viz_app/mixing.py). The page runs every method inside viz_app/heavy.py's job (the
+    budget, the slot, the stop): all but the attention weights grow with the tokens."""
     return mixing.compute(load_model(key), prepared, method)
 
 

@@ -3,11 +3,15 @@ on the embedding counts the rows of every forward pass, a backward hook on the l
 passes. And a watcher (bert/stopping.py) stops each of them, Captum's loops included, at its next pass."""
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from bert import Bert, BertConfig
-from bert.analysis.attention import decompx as decompx_module, value_zeroing as value_zeroing_module
-from bert.analysis.attention.mixing import METHODS as MIXING_METHODS, context_mixing, mixing_cost, record_for_mixing
+from bert.analysis.attention import decompx as decompx_module, norm_based as norm_based_module
+from bert.analysis.attention import value_zeroing as value_zeroing_module
+from bert.analysis.attention.mixing import METHODS as MIXING_METHODS, NORM_PASSES_AT_512, context_mixing, mixing_cost
+from bert.analysis.attention.mixing import record_for_mixing
 from bert.analysis.attribution.deletion import deletion_cost, deletion_curve
 from bert.analysis.attribution.saliency import METHODS, saliency, saliency_cost, swappable
 from bert.analysis.causal.ablation import rank_heads, rank_heads_cost
@@ -209,8 +213,8 @@ class LayerRows:
 @pytest.mark.parametrize("method", MIXING_METHODS)
 def test_context_mixing_makes_the_layer_passes_its_cost_says(counted_model, tokenizer, monkeypatch, text, method):
     """Value zeroing and DecompX in several batches (small memory budgets): tokens + 1 rows through every layer
-    after the recorded pass. The norm-based methods' one layer pass per layer is their own arithmetic on the
-    recorded vectors, not the model's modules: the model makes only the recorded pass."""
+    after the recorded pass. The norm-based methods' arithmetic on the recorded vectors is not the model's modules:
+    the model makes only the recorded pass, and their cost's extra passes are the time they take (below)."""
     model, counted = counted_model
     monkeypatch.setattr(value_zeroing_module, "ROWS_BUDGET", 3 * 16 * model.config.intermediate_size)
     monkeypatch.setattr(decompx_module, "PARTS_BUDGET", 3 * 16 * model.config.intermediate_size)
@@ -222,9 +226,42 @@ def test_context_mixing_makes_the_layer_passes_its_cost_says(counted_model, toke
     context_mixing(model, cache, method)
     assert counted.forward == 1 and counted.backward == 0  # the recorded pass
     passes = layer_rows.rows / model.config.num_layers
-    light_extra = 0 if MIXING_METHODS[method].heavy else (1 if method != "attention" else 0)
-    assert passes + light_extra == cost.forward_passes and cost.tokens == len(encoding)
-    assert MIXING_METHODS[method].heavy == (cost.forward_passes > 2)  # the light ones cost what a light page does
+    arithmetic = NORM_PASSES_AT_512.get(method, 0) and max(1, math.ceil(NORM_PASSES_AT_512[method] * len(encoding) / 512))
+    assert passes + arithmetic == cost.forward_passes and cost.tokens == len(encoding)
+
+
+@pytest.mark.parametrize("method", NORM_PASSES_AT_512)
+def test_the_norm_based_methods_cost_grows_with_the_tokens_as_measured(method):
+    """As long as NORM_PASSES_AT_512 passes at 512 tokens (bench/mixing.py's ratio, rounded up), linearly fewer at
+    fewer tokens, never less than one; attention adds nothing to its recorded pass."""
+    assert mixing_cost(method, 512).forward_passes == 1 + NORM_PASSES_AT_512[method]
+    assert mixing_cost(method, 128).forward_passes == 1 + math.ceil(NORM_PASSES_AT_512[method] / 4)
+    assert mixing_cost(method, 8).forward_passes == 2
+    assert mixing_cost("attention", 512).forward_passes == 1
+    assert mixing_cost(method, 512).forward_passes < mixing_cost("value-zeroing", 512).forward_passes
+
+
+@pytest.mark.parametrize("method", NORM_PASSES_AT_512)
+def test_a_watcher_stops_the_norm_based_methods_between_key_chunks(counted_model, tokenizer, monkeypatch, method):
+    """Their chunks of keys are the points a watcher may stop them at: one chunk of three keys, then the stop."""
+    model, _ = counted_model
+    encoding = tokenizer.encode(LONG)
+    monkeypatch.setattr(norm_based_module, "PARTS_BUDGET", 3 * len(encoding) * model.config.hidden_size)
+    _, cache = record_for_mixing(model, *encoding.tensors())
+    chunks = []
+
+    def stop_at_the_second_chunk(rows: int) -> None:
+        chunks.append(rows)
+        if len(chunks) == 2:
+            raise StoppedError("the visitor left")
+
+    with pytest.raises(StoppedError), watching(stop_at_the_second_chunk):
+        context_mixing(model, cache, method)
+    assert chunks == [0, 0]
+    with watching(chunks.append):
+        context_mixing(model, cache, method)
+    keys = len(encoding)
+    assert len(chunks) == 2 + model.config.num_layers * math.ceil(keys / 3)  # every chunk of every layer
 
 
 @pytest.mark.parametrize("method", [name for name, info in MIXING_METHODS.items() if info.heavy])

@@ -41,7 +41,7 @@ def test_settings_from_the_url_value_zeroing_and_decompx(open_page):
     names = titles(at)
     assert names[:2] == ["Value zeroing, layer 2", "Value zeroing, layer 2: what [MASK] takes"]
     assert "DecompX, whole model: what [MASK] takes" in names
-    assert "Value zeroing: 12 forward passes of 10 tokens." in texts(at)  # the recorded pass, then 10 + 1 rows
+    assert "Value zeroing: about 12 forward passes of 10 tokens." in texts(at)  # the recorded pass, then 10 + 1 rows
 
 
 @pytest.mark.slow
@@ -68,6 +68,20 @@ def test_over_the_budget_value_zeroing_does_not_start_for_a_student(open_page, m
     at.selectbox(key="mixing_method").set_value("alti").run()  # a light method starts by itself
     no_exception(at)
     assert titles(at)[0] == "ALTI, layer 5" and "BERT-base token passes" not in texts(at)
+
+
+@pytest.mark.slow
+def test_alti_goes_through_the_budget_too_its_cost_growing_with_the_tokens(open_page, monkeypatch):
+    """ALTI over 25 tokens: the recorded pass and the time of one more (18 x 25 / 512, rounded up), 2 x 25 / 8 = 6.25
+    BERT-base token passes on the built-in MiniLM, over a budget of 5; the attention weights (one pass: 3.1) start."""
+    monkeypatch.setenv("BERT_INSIDE_REQUEST_BUDGET", "5")
+    monkeypatch.setattr(visitor, "address", lambda: "192.168.1.20")
+    text = "The [MASK] barked at the mailman, who ran down the street and over the hill until the dog was tired."
+    at = open_page(text=text, mixing_method="attention", mixing_compare="alti")
+    no_exception(at)
+    assert "This needs 2 forward passes of 25 tokens: 6 BERT-base token passes" in texts(at)
+    assert titles(at)[0] == "Attention weights, layer 5" and not at.button
+    assert len([title for title in titles(at) if title.startswith("ALTI")]) == 0
 
 
 @pytest.mark.slow

@@ -19,11 +19,13 @@ Methods (definitions in the modules named):
   (Modarressi et al. 2023; decompx.py). whole_model: each position's predicted logit over the input tokens.
 
 Cost (`mixing_cost`, a bert.costs.Cost in forward passes of the sentence): the recorded pass, then the norm-based
-methods about one layer pass per layer; value zeroing and DecompX seq + 1 rows through every layer (one per input
-token, batched, and the unchanged or bias row), so seq + 1 forward passes' worth.
+methods' arithmetic, which grows with the tokens (at 512 tokens as long as 7 to 18 passes, measured); value zeroing
+and DecompX seq + 1 rows through every layer (one per input token, batched, and the unchanged or bias row), so
+seq + 1 forward passes' worth.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -77,14 +79,27 @@ def check_method(method: str) -> MethodInfo:
     return METHODS[method]
 
 
-LIGHT_PASSES = {"attention": 0, "norm": 1, "norm-residual": 1, "globenc": 1, "alti": 1}  # after the recorded pass
+# The norm-based methods' time at 512 tokens in recorded passes, rounded up (`python -m bench.mixing`, BERT-base
+# shape, one thread: norm 6.5, norm-residual 9.9, GlobEnc 15.6, ALTI 17.5; docs/benchmarks.md). Their work per layer
+# grows as tokens² × hidden (every query's part from every key), a pass's as tokens × hidden², so the ratio grows
+# linearly with the tokens: 128 tokens measured 1.3, 2.4, 4.0 and 4.6.
+NORM_PASSES_AT_512 = {"norm": 7, "norm-residual": 10, "globenc": 16, "alti": 18}
+CHECKED_LENGTH = 512
 
 
 def mixing_cost(method: str, tokens: int) -> Cost:
-    """What `record_for_mixing` and `context_mixing(method)` cost over a sentence of `tokens` tokens: the recorded
-    pass, then value zeroing and DecompX tokens + 1 rows through every layer (each counts as a forward pass), the
-    norm-based methods about one layer pass per layer, attention nothing more."""
-    extra = tokens + 1 if check_method(method).heavy else LIGHT_PASSES[method]
+    """What `record_for_mixing` and `context_mixing(method)` cost over a sentence of `tokens` tokens, in forward
+    passes of it: the recorded pass, then
+    - value zeroing and DecompX: tokens + 1 rows through every layer (each counts as a forward pass);
+    - the norm-based methods: their arithmetic on the recorded vectors, as the forward passes it takes as long as
+      (NORM_PASSES_AT_512 scaled by tokens / 512, at least one);
+    - attention: nothing more."""
+    if check_method(method).heavy:
+        extra = tokens + 1
+    elif method == "attention":
+        extra = 0
+    else:
+        extra = max(1, math.ceil(NORM_PASSES_AT_512[method] * tokens / CHECKED_LENGTH))
     return Cost(1 + extra, tokens, ("the method", "a shorter text"))
 
 

@@ -21,13 +21,14 @@ bert/analysis/attention/mixing_parts.py), for one layer of a recorded pass: [que
   rolled out over the layers with no extra residual.
 
 Keys go `key_chunk` at a time through the [query, key, hidden] parts, so memory stays at
-query × key_chunk × hidden floats.
+query × key_chunk × hidden floats; before each chunk a watcher (bert/stopping.py) may stop the computation.
 """
 from __future__ import annotations
 
 import torch
 
 from ...errors import InvalidInputError
+from ...stopping import checkpoint
 from .mixing_parts import (
     RecordedLayer, attention_parts, layer_norm_bias_part, layer_norm_parts, layer_norm_scale, residual_parts,
     transformed_values,
@@ -78,6 +79,7 @@ def alti_contributions(recorded: RecordedLayer) -> torch.Tensor:
     size = key_chunk(seq, hidden)
     for start in range(0, seq, size):
         keys = slice(start, min(start + size, seq))
+        checkpoint()  # a watcher may stop it here (bert/stopping.py)
         parts = token_parts(recorded, keys, "ln1")
         distance = (resultant[:, None] - parts).abs().sum(-1)
         contributions[:, keys] = (resultant.abs().sum(-1, keepdim=True) - distance).clamp(min=0)
@@ -97,5 +99,6 @@ def norm_matrix(recorded: RecordedLayer, method: str) -> torch.Tensor:
     size = key_chunk(seq, hidden)
     for start in range(0, seq, size):
         keys = slice(start, min(start + size, seq))
+        checkpoint()
         norms[:, keys] = token_parts(recorded, keys, through).norm(dim=-1)
     return norms
