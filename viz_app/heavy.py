@@ -7,7 +7,9 @@ a spinner that says its passes, and a stop when the browser session goes or the 
         with heavy.job(context, cost, "Computing attributions"):
             result = cache.saliency(...)
 
-A visitor is its browser session (Streamlit's session id): a second tab is a second visitor, with its own hour.
+A visitor is its browser session (Streamlit's session id): one heavy computation at a time each. The hour's
+budget is the address's (`payer`): a second tab on the same machine shares it, as it shares a vote (students behind
+one address, a school's NAT, share one hour: docs/teaching.md says how to raise it).
 """
 from __future__ import annotations
 
@@ -34,6 +36,11 @@ def visitor() -> str:
         return "script"  # outside a run of the app's script (a test's bare call): one visitor
 
 
+def payer(context: Context) -> str:
+    """Whose hour a computation counts in: the visitor's address where there is one to read, else its session."""
+    return context.visitor.voter(visitor())
+
+
 def server_jobs(context: Context) -> HeavyJobs:
     return cache.heavy_jobs(context.visitor.settings.heavy_slots)
 
@@ -44,7 +51,7 @@ def allowed(context: Context, cost: Cost, key: str, config: BertConfig | None = 
     and on later runs for the same cost. `config`: the model whose size the passes are counted at (default: the
     page's model)."""
     decision = decide(cost, config or context.loaded.model.config, context.visitor.role, context.visitor.settings,
-                      server_jobs(context).spent_this_hour(visitor()))
+                      server_jobs(context).spent_this_hour(payer(context)))
     if decision.verdict is Verdict.START:
         return True
     confirmed = st.session_state.setdefault(CONFIRMED, set())
@@ -66,7 +73,7 @@ def job(context: Context, cost: Cost, label: str, config: BertConfig | None = No
     try:
         with st.spinner(f"{label}: {cost.describe()} (after the computations that hold the server's slots)…"), \
                 server_jobs(context).job(visitor(), visitor(), work, cost.forward_passes,
-                                         lambda share, text: sessions.let_streamlit_stop()):
+                                         lambda share, text: sessions.let_streamlit_stop(), payer(context)):
             yield
     except BusyError as busy:
         st.warning(f"Not started: {busy}.")

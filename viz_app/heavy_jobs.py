@@ -10,7 +10,8 @@ No Streamlit here (viz_app/heavy.py shows it on a page; tests give a fake sessio
   every `check_every_s` seconds, whether the visitor's browser session is still connected, and stops
   (StoppedError) when it is not; `on_progress` is called then too (where the page lets Streamlit stop a run
   whose input changed, viz_app/sessions.py's let_streamlit_stop).
-- The hour's spending of each visitor, for the per-visitor budget (viz_app/budget.py).
+- The hour's spending of each payer, for the per-visitor budget (viz_app/budget.py): the payer is the visitor
+  unless the page names another (viz_app/heavy.py: the visitor's address, so that a second tab shares the hour).
 - Priority: the thread that takes a slot may be made nicer (`lower_priority`, the server's `nicer_thread`), so
   that on a busy machine the light pages' threads go first. Streamlit runs each run of a page in a new thread, so
   the nicer thread ends with the run that computed.
@@ -45,11 +46,11 @@ class HeavyJobs:
         self._lock = threading.Condition()
         self._running: dict[str, threading.Event] = {}  # visitor -> its computation's stop request
         self._waiting: list[str] = []  # visitors waiting for a slot, in arrival order
-        self._spent: dict[str, deque] = defaultdict(deque)  # visitor -> (time, work) of its computations
+        self._spent: dict[str, deque] = defaultdict(deque)  # payer -> (time, work) of its computations
 
-    def spent_this_hour(self, visitor: str) -> float:
+    def spent_this_hour(self, payer: str) -> float:
         with self._lock:
-            return self._prune(visitor)
+            return self._prune(payer)
 
     def running(self) -> int:
         """Visitors with a heavy computation now (running or waiting for a slot)."""
@@ -58,11 +59,13 @@ class HeavyJobs:
 
     @contextlib.contextmanager
     def job(self, visitor: str, session: str, work: float, total_passes: int,
-            on_progress: Callable[[float, str], None] = lambda share, text: None) -> Iterator[None]:
+            on_progress: Callable[[float, str], None] = lambda share, text: None,
+            payer: str | None = None) -> Iterator[None]:
         """Run the block as `visitor`'s heavy computation (`session`: its browser session; `work`: its cost in
-        BERT-base token passes; `total_passes`: the forward passes it makes, for the progress). The slot is taken
-        at its first forward pass, and the work counted then: a result that comes from a cache costs nothing and
-        never waits. Raises BusyError, or StoppedError once the session is gone."""
+        BERT-base token passes; `total_passes`: the forward passes it makes, for the progress; `payer`: whose hour
+        it counts in, the visitor's by default). The slot is taken at its first forward pass, and the work counted
+        then: a result that comes from a cache costs nothing and never waits. Raises BusyError, or StoppedError
+        once the session is gone."""
         stop = threading.Event()
         with self._lock:
             if visitor in self._running:
@@ -72,7 +75,7 @@ class HeavyJobs:
             self._running[visitor] = stop
         held = [False]
         try:
-            with watching(self._check(visitor, session, work, total_passes, on_progress, held, stop)):
+            with watching(self._check(visitor, session, work, total_passes, on_progress, held, stop, payer or visitor)):
                 yield
         finally:
             if held[0]:
@@ -85,7 +88,7 @@ class HeavyJobs:
                 self._lock.notify_all()
 
     def _check(self, visitor: str, session: str, work: float, total_passes: int, on_progress, held: list[bool],
-               stop: threading.Event):
+               stop: threading.Event, payer: str):
         done, last = [0], [self._clock()]
 
         def check(rows: int) -> None:
@@ -96,7 +99,7 @@ class HeavyJobs:
                 held[0] = True
                 self._lower_priority()
                 with self._lock:
-                    self._spent[visitor].append((self._clock(), work))
+                    self._spent[payer].append((self._clock(), work))
             done[0] += rows
             now = self._clock()
             if now - last[0] < self._check_every_s:
@@ -126,8 +129,8 @@ class HeavyJobs:
         if not self._connected(session):
             raise StoppedError("the browser session that asked for this computation is gone")
 
-    def _prune(self, visitor: str) -> float:
-        spent = self._spent[visitor]
+    def _prune(self, payer: str) -> float:
+        spent = self._spent[payer]
         while spent and spent[0][0] < self._clock() - HOUR:
             spent.popleft()
         return sum(work for _, work in spent)

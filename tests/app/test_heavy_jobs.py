@@ -142,6 +142,20 @@ def test_the_hour_counts_the_work_of_computations_that_ran(tokenizer):
     assert jobs.spent_this_hour("student") == 0
 
 
+def test_two_tabs_of_one_address_share_the_hour_and_still_run_one_each(tokenizer):
+    """The payer (the address) pays for both tabs' computations; each tab (a visitor) keeps its own one-at-a-time."""
+    jobs = HeavyJobs(2, lambda session: True)
+    model = Bert(BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_layers=1, num_heads=4,
+                            intermediate_size=48, max_position_embeddings=64)).eval()
+    encoding = tokenizer.encode("the [MASK] barked")
+    with jobs.job("tab 1", "tab 1", 300.0, 4, payer="address 10.0.0.5"):
+        with jobs.job("tab 2", "tab 2", 200.0, 4, payer="address 10.0.0.5"):  # not a replacement: another visitor
+            saliency(model, tokenizer, encoding, "gradient_x_input")
+        saliency(model, tokenizer, encoding, "gradient_x_input")
+    assert jobs.spent_this_hour("address 10.0.0.5") == 500.0
+    assert jobs.spent_this_hour("tab 1") == jobs.spent_this_hour("tab 2") == 0
+
+
 SETTINGS = ServerSettings(request_budget=1_000, visitor_budget=3_000)
 BASE = BertConfig()
 

@@ -74,3 +74,21 @@ def test_comparing_two_models_waits_for_a_smaller_set_for_a_student(monkeypatch)
     at.slider(key="compare_count").set_value(20).run()  # 40 passes in one padded batch per model: 165
     no_exception(at)
     assert len(figures(at)) == 3  # the layers' CKA, the layer-by-layer matrix, the heads' distances
+
+
+def test_a_second_tab_of_the_same_address_shares_the_hour(monkeypatch):
+    """The visitor budget is the address's: a second tab on one machine reads what is left of the same hour, another
+    machine has its own. (AppTest gives every test the same session id, so only the address tells them apart.)
+    Gradient x input costs 4.5 BERT-base token passes at 6 tokens; the hour holds 8."""
+    monkeypatch.setenv("BERT_INSIDE_VISITOR_BUDGET", "8")
+    monkeypatch.setattr(visitor, "address", lambda: "192.0.2.71")
+    first_tab = open_page("saliency", {"text": "The [MASK] howled."})
+    no_exception(first_tab)
+    assert len(figures(first_tab)) == 1
+    second_tab = open_page("saliency", {"text": "The [MASK] growled."})
+    shown = texts(second_tab)
+    assert "a visitor's computations may cost 8 an hour, 4 of which are left" in shown and not figures(second_tab)
+    monkeypatch.setattr(visitor, "address", lambda: "192.0.2.72")  # another machine
+    other_machine = open_page("saliency", {"text": "The [MASK] growled."})
+    no_exception(other_machine)
+    assert len(figures(other_machine)) == 1
