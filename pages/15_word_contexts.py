@@ -3,7 +3,7 @@ import streamlit as st
 
 from bert.analysis.representations.self_similarity import ETHAYARAJH_2019, ETHAYARAJH_2019_SOURCE, EXAMPLES, WordNotFoundError
 from bert.errors import BertError
-from viz_app import cache, params, state, widgets
+from viz_app import cache, heavy, page_costs, params, state, widgets
 from viz_app import word_contexts
 from viz_app.charts.token_matrix import token_heatmap
 from viz_app.charts.word_contexts import self_similarity_chart
@@ -43,9 +43,14 @@ if len(sentences) > word_contexts.MAX_SENTENCES:
     st.warning(f"That is {len(sentences)} sentences; this page compares at most {word_contexts.MAX_SENTENCES}. Remove some.")
     st.stop()
 key = context.key
+cost, baseline_cost = page_costs.word_contexts(context.loaded, sentences), page_costs.anisotropy_baseline(context.loaded)
+if not (heavy.allowed(context, cost, "word_contexts") and heavy.allowed(context, baseline_cost, "word_contexts_baseline")):
+    st.stop()
 try:
-    result = cache.word_in_contexts(key, word, tuple(sentences))
-    base = cache.anisotropy_baseline(key)
+    with heavy.job(context, cost, "Running the sentences"):
+        result = cache.word_in_contexts(key, word, tuple(sentences))
+    with heavy.job(context, baseline_cost, "Measuring the baseline on the built-in sentences (once per model)"):
+        base = cache.anisotropy_baseline(key)
 except WordNotFoundError as error:
     st.warning(f"“{escape_markdown(word)}” is not a word of sentence {error.sentence_index + 1}: "
                f"“{escape_markdown(error.sentence)}”. Use the word as it is written in every sentence (capital "

@@ -31,7 +31,13 @@ chosen_heads = columns[0].multiselect("Heads to ablate", all_heads, key="ablatio
 chosen_layers = columns[1].multiselect("Whole layers to ablate", list(range(summary.layers)), key="ablation_layers", persist_state="session",
                                        format_func=layer_label)
 heads = sorted(set(chosen_heads) | set(ablation.layer_heads(context.loaded.model, chosen_layers)))
-mean_z = torch.from_numpy(cache.mean_head_outputs(context.key)) if mode == "mean" else None
+mean_z = None
+if mode == "mean":  # the heads' mean output over the built-in sentences, once per model, shared by every visitor
+    mean_cost = page_costs.mean_ablation(context.loaded)
+    if not heavy.allowed(context, mean_cost, "ablation_mean"):
+        st.stop()
+    with heavy.job(context, mean_cost, "Averaging every head's output over the built-in sentences"):
+        mean_z = torch.from_numpy(cache.mean_head_outputs(context.key))
 loaded, encoding = context.loaded, context.prepared.masked
 intact = {p.position: p for p in ablation.predict_ablated(loaded.model, loaded.tokenizer, encoding, top_k=10)}
 after = {p.position: p for p in ablation.predict_ablated(loaded.model, loaded.tokenizer, encoding, heads, mode, mean_z, top_k=10)}

@@ -7,16 +7,20 @@ from bert.analysis.attention.head_stats import head_statistics_cost
 from bert.analysis.attention.mixing import mixing_cost
 from bert.analysis.attribution.deletion import deletion_cost
 from bert.analysis.attribution.saliency import saliency_cost, swappable
-from bert.analysis.causal.ablation import rank_heads_cost
+from bert.analysis.causal.ablation import mean_head_outputs_cost, rank_heads_cost
 from bert.analysis.causal.patching import patching_cost
 from bert.analysis.causal.tracing import trace_cost
 from bert.analysis.corpus.batching import batches_cost
 from bert.analysis.representations.compare import comparison_cost
+from bert.analysis.representations.self_similarity import anisotropy_baseline_cost, word_contexts_cost
 from bert.config import BertConfig
 from bert.costs import relative_size
 from bert.costs import Cost
+from bert.data import builtin_sentences
 from bert.tokenizer import Encoding
 from viz_app.causal_tracing import SITES_FOR_BLOCKS
+from viz_app import word_contexts as word_contexts_page
+from viz_app.head_ablation import MEAN_SENTENCES
 from viz_app.models import LoadedModel
 
 RANDOM_ORDERS = 10  # the deletion curve's random orders (viz_app/cache.py)
@@ -50,6 +54,23 @@ def trace(loaded: LoadedModel, tokens: int, samples: int, blocks: bool) -> Cost:
 
 def head_ranking(loaded: LoadedModel, tokens: int) -> Cost:
     return rank_heads_cost(loaded.model.config, tokens)
+
+
+def mean_ablation(loaded: LoadedModel) -> Cost:
+    """Every head's mean output over the built-in sentences, which "mean" ablation needs (once per model)."""
+    return mean_head_outputs_cost(loaded.tokenizer, builtin_sentences(MEAN_SENTENCES), loaded.model.config.max_position_embeddings)
+
+
+def word_contexts(loaded: LoadedModel, sentences: list[str]) -> Cost:
+    """The word's sentences through the model."""
+    return word_contexts_cost(loaded.tokenizer, sentences, loaded.model.config.max_position_embeddings)
+
+
+def anisotropy_baseline(loaded: LoadedModel) -> Cost:
+    """The baseline's built-in sentences (once per model, shared by every visitor)."""
+    texts = [s.text for s in builtin_sentences(word_contexts_page.BASELINE_SENTENCES)]
+    return anisotropy_baseline_cost(loaded.tokenizer, texts, loaded.model.config.max_position_embeddings,
+                                     word_contexts_page.BASELINE_SAMPLES, word_contexts_page.BASELINE_SEED)
 
 
 def corpus_pass(lengths: list[int]) -> Cost:

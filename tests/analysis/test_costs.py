@@ -14,12 +14,15 @@ from bert.analysis.attention.mixing import METHODS as MIXING_METHODS, NORM_PASSE
 from bert.analysis.attention.mixing import record_for_mixing
 from bert.analysis.attribution.deletion import deletion_cost, deletion_curve
 from bert.analysis.attribution.saliency import METHODS, saliency, saliency_cost, swappable
-from bert.analysis.causal.ablation import rank_heads, rank_heads_cost
+from bert.analysis.causal.ablation import mean_head_outputs, mean_head_outputs_cost, rank_heads, rank_heads_cost
 from bert.analysis.causal.patching import SITES, attribution_sweep, patching_cost, patching_sweep, prepare_contrast
 from bert.analysis.causal.tracing import TRACE_SITES, causal_trace, trace_cost
 from bert.analysis.attention.head_stats import corpus_head_statistics, head_statistics_cost
 from bert.analysis.corpus.batching import batches_cost, hook_batches
 from bert.analysis.representations.compare import compare_models, comparison_cost
+from bert.analysis.representations.self_similarity import (
+    anisotropy_baseline, anisotropy_baseline_cost, word_contexts, word_contexts_cost,
+)
 from bert.costs import Cost, relative_size
 from bert.data import LabelledSentence
 from bert.errors import StoppedError
@@ -97,6 +100,41 @@ def test_patching_makes_the_passes_its_cost_says(counted_model, tokenizer, sites
     counted.reset()
     attribution_sweep(model, contrast, sites, head_layer=head_layer)
     counted.assert_matches(patching_cost(model.config, tokens, sites, head_layer, exact=False))
+
+
+def test_the_mean_for_mean_ablation_makes_the_passes_its_cost_says(counted_model, tokenizer):
+    """One pass a sentence (each cut to 128 tokens, or the model's 64 positions), padded to its batch's longest: 7
+    sentences in batches of 3."""
+    model, counted = counted_model
+    sentences = [LabelledSentence(text=" ".join(["dog"] * n)) for n in (3, 9, 4, 200, 6, 5, 12)]
+    cost = mean_head_outputs_cost(tokenizer, sentences, model.config.max_position_embeddings, batch_size=3)
+    counted.reset()
+    mean_head_outputs(model, tokenizer, sentences, batch_size=3)
+    counted.assert_matches(cost)
+    # sorted lengths with [CLS] and [SEP]: 5 6 7 | 8 11 14 | 64 -> padded 3 x 7 + 3 x 14 + 64 = 127 tokens
+    assert model.config.max_position_embeddings == 64 and cost.tokens == -(-127 // 7)
+
+
+def test_one_word_in_many_contexts_makes_the_passes_its_cost_says(counted_model, tokenizer):
+    model, counted = counted_model
+    sentences = ["the dog barked", "her dog went to the park . the cat is", "the dog", "a cat and a dog"]
+    cost = word_contexts_cost(tokenizer, sentences, model.config.max_position_embeddings, batch_size=3)
+    counted.reset()
+    word_contexts(model, tokenizer, "dog", sentences, batch_size=3)
+    counted.assert_matches(cost)
+
+
+@pytest.mark.parametrize("samples", [1, 3, 200])
+def test_the_anisotropy_baseline_makes_the_passes_its_cost_says(counted_model, tokenizer, samples):
+    """Only the sentences holding a sampled token are run: few samples, few sentences; a sentence too long for the
+    model is left out."""
+    model, counted = counted_model
+    sentences = [f"the {'dog ' * n}barked" for n in range(1, 12)] + ["the cat " * 40]
+    cost = anisotropy_baseline_cost(tokenizer, sentences, model.config.max_position_embeddings, samples, seed=3, batch_size=4)
+    counted.reset()
+    anisotropy_baseline(model, tokenizer, sentences, samples, seed=3, batch_size=4)
+    counted.assert_matches(cost)
+    assert cost.forward_passes <= 2 * samples and cost.forward_passes <= 11
 
 
 @pytest.mark.parametrize("sites, samples", [(("residual",), 2), (TRACE_SITES, 3)])

@@ -92,3 +92,35 @@ def test_a_second_tab_of_the_same_address_shares_the_hour(monkeypatch):
     other_machine = open_page("saliency", {"text": "The [MASK] growled."})
     no_exception(other_machine)
     assert len(figures(other_machine)) == 1
+
+
+def test_mean_ablation_s_mean_goes_through_the_budget(monkeypatch):
+    """The heads' mean output over the 200 built-in sentences: one pass each, more than a budget of 50 on MiniLM.
+    A student reads the numbers and that zero ablation needs none; the owner confirms and gets the mean-ablated table."""
+    monkeypatch.setattr(visitor, "address", lambda: "192.0.2.80")
+    query = {"text": "The [MASK] barked.", "ablation_mode": "mean", "ablation_heads": "0.1"}
+    at = open_page("head_ablation", query)
+    shown = texts(at)
+    assert "This needs 200 forward passes of" in shown and "Lower the ablation (zero)" in shown and not at.dataframe
+    at.radio(key="ablation_mode").set_value("zero").run()
+    no_exception(at)
+    assert len(at.dataframe) == 1
+    monkeypatch.setattr(visitor, "address", lambda: "127.0.0.1")  # the person at the server's machine
+    owner = open_page("head_ablation", query)
+    owner.button(key="heavy_confirm_ablation_mean").click().run()
+    no_exception(owner)
+    assert len(owner.dataframe) == 1 and "1 head(s) ablated" in texts(owner)
+
+
+def test_one_word_many_contexts_goes_through_the_budget(monkeypatch):
+    """The word's sentences (the "bank" example's, one pass each) cost more than a budget of 5 on MiniLM."""
+    monkeypatch.setenv("BERT_INSIDE_REQUEST_BUDGET", "5")
+    monkeypatch.setattr(visitor, "address", lambda: "192.0.2.81")
+    at = open_page("word_contexts", {})
+    shown = texts(at)
+    assert "This needs" in shown and "Lower the number of sentences or shorter sentences" in shown
+    assert not figures(at) and not at.button
+    monkeypatch.setenv("BERT_INSIDE_REQUEST_BUDGET", "60000")
+    at.run()
+    no_exception(at)
+    assert len(figures(at)) == 2  # self-similarity by layer, the sentences' cosines

@@ -26,10 +26,26 @@ from ...interventions import mean_heads, zero_heads
 from ...model import Bert
 from ...predict import Candidate, MaskPrediction, make_candidate, predict_masks
 from ...tokenizer import BertTokenizer, Encoding
-from ..corpus.batching import batches, pad, record_encoder
+from ..corpus.batching import batches, batches_cost, pad, record_encoder
 
 Head = tuple[int, int]  # (layer, head), both counted from 0
 MODES = ("zero", "mean")
+
+
+MEAN_MAX_TOKENS = 128  # each sentence averaged over is cut to this many tokens
+
+
+def _mean_inputs(tokenizer: BertTokenizer, sentences: Sequence[LabelledSentence], max_positions: int) -> list[Encoding]:
+    longest = min(MEAN_MAX_TOKENS, max_positions)
+    return [tokenizer.encode(s.text, max_length=longest, truncate=True) for s in sentences]
+
+
+def mean_head_outputs_cost(tokenizer: BertTokenizer, sentences: Sequence[LabelledSentence], max_positions: int,
+                           batch_size: int = 32) -> Cost:
+    """The passes `mean_head_outputs` makes over these sentences (max_positions: the model's longest input): one
+    each, padded to its batch's longest."""
+    inputs = _mean_inputs(tokenizer, sentences, max_positions)
+    return batches_cost([len(e) for e in inputs], batch_size, ("the ablation (zero)",))
 
 
 @torch.no_grad()
@@ -41,7 +57,7 @@ def mean_head_outputs(
     if not sentences:
         raise InvalidInputError("mean ablation needs at least one sentence to average over")
     config = model.config
-    encodings = [tokenizer.encode(s.text, max_length=128, truncate=True) for s in sentences]
+    encodings = _mean_inputs(tokenizer, sentences, config.max_position_embeddings)
     hooks = every_layer("z", config.num_layers)
     device = model_device(model)
     total = torch.zeros(config.num_layers, config.num_heads, config.head_size, device=device)  # float32 sums

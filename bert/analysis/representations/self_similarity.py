@@ -20,10 +20,11 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
+from ...costs import Cost
 from ...errors import InvalidInputError
 from ...model import Bert
 from ...tokenizer import BertTokenizer
-from ..corpus.batching import gather_residuals
+from ..corpus.batching import batches_cost, gather_residuals
 
 ETHAYARAJH_2019 = (
     "Ethayarajh (2019) found for BERT-base that a word's self-similarity falls in the upper layers (its vectors "
@@ -151,6 +152,13 @@ def word_contexts(
     return WordContexts(word, sums / counts[None, :, None], pieces)
 
 
+def word_contexts_cost(tokenizer: BertTokenizer, sentences: Sequence[str], max_positions: int, batch_size: int = 32) -> Cost:
+    """The passes `word_contexts` makes over these sentences, before it starts: one each, padded to its batch's
+    longest (a sentence longer than max_positions stops it before any pass: counted at that length)."""
+    lengths = [len(tokenizer.encode(sentence, max_length=max_positions, truncate=True)) for sentence in sentences]
+    return batches_cost(lengths, batch_size, ("the number of sentences", "shorter sentences"))
+
+
 def word_self_similarity(model: Bert, tokenizer: BertTokenizer, word: str, sentences: Sequence[str]) -> torch.Tensor:
     """[layer] the mean pairwise cosine of `word`'s vectors between the sentences (layer 0 = embedding output)."""
     return word_contexts(model, tokenizer, word, sentences).self_similarity()
@@ -171,6 +179,26 @@ def pair_cosines(vectors: torch.Tensor, pairs: torch.Tensor) -> torch.Tensor:
     return F.cosine_similarity(vectors[:, pairs[:, 0]].double(), vectors[:, pairs[:, 1]].double(), dim=-1).mean(dim=-1).float()
 
 
+def _baseline_plan(tokenizer: BertTokenizer, sentences: Sequence[str], max_positions: int, samples: int, seed: int):
+    """(encodings that fit, their (encoding, position) tokens, the sampled pairs of tokens, the tokens used)."""
+    if samples < 1:
+        raise InvalidInputError(f"samples must be at least 1; got {samples}")
+    encodings = [tokenizer.encode(sentence, max_length=max_positions, truncate=True) for sentence in sentences]
+    encodings = [encoding for encoding in encodings if not encoding.truncated]
+    tokens = [(i, p) for i, encoding in enumerate(encodings) for p, special in enumerate(encoding.special) if not special]
+    pairs = random_pairs(len(tokens), samples, seed)
+    used = sorted(set(pairs.flatten().tolist()))  # run the model only on sentences holding a sampled token
+    return encodings, tokens, pairs, used
+
+
+def anisotropy_baseline_cost(tokenizer: BertTokenizer, sentences: Sequence[str], max_positions: int, samples: int = 2000,
+                             seed: int = 0, batch_size: int = 32) -> Cost:
+    """The passes `anisotropy_baseline` makes: one for each sentence that holds a sampled token."""
+    encodings, tokens, _, used = _baseline_plan(tokenizer, sentences, max_positions, samples, seed)
+    holding = {tokens[t][0] for t in used}
+    return batches_cost([len(encodings[i]) for i in sorted(holding)], batch_size, ("the number of sentences",))
+
+
 def anisotropy_baseline(
     model: Bert, tokenizer: BertTokenizer, sentences: Sequence[str], samples: int = 2000, seed: int = 0,
     batch_size: int = 32,
@@ -178,14 +206,7 @@ def anisotropy_baseline(
     """[layer] the mean cosine similarity between `samples` random pairs of tokens of the sentences ([CLS] and
     [SEP] left out; a pair is two different occurrences, from any sentences; sentences longer than the model's
     positions are left out of the sample). Deterministic for a seed."""
-    if samples < 1:
-        raise InvalidInputError(f"samples must be at least 1; got {samples}")
-    max_length = model.config.max_position_embeddings
-    encodings = [tokenizer.encode(sentence, max_length=max_length, truncate=True) for sentence in sentences]
-    encodings = [encoding for encoding in encodings if not encoding.truncated]
-    tokens = [(i, p) for i, encoding in enumerate(encodings) for p, special in enumerate(encoding.special) if not special]
-    pairs = random_pairs(len(tokens), samples, seed)
-    used = sorted(set(pairs.flatten().tolist()))  # run the model only on sentences holding a sampled token
+    encodings, tokens, pairs, used = _baseline_plan(tokenizer, sentences, model.config.max_position_embeddings, samples, seed)
     residuals = gather_residuals(model, encodings, [tokens[t] for t in used], tokenizer.pad_id, batch_size)
     row = {t: r for r, t in enumerate(used)}
     return pair_cosines(residuals, pairs.apply_(row.__getitem__))
