@@ -3,10 +3,10 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from bert.errors import BertError
-from viz_app import access, cache, state, uploads, widgets
+from viz_app import access, cache, heavy, state, uploads, widgets
 from viz_app.forward import InputProblem
 from viz_app.access import Role
-from viz_app.lessons import following, session
+from viz_app.lessons import costs as lesson_costs, following, session
 from viz_app.lessons.export import lesson_html
 from viz_app.lessons.format import PAGES, LessonError, builtin_lessons, parse_lesson
 from viz_app.text import escape_markdown
@@ -63,37 +63,20 @@ def download_lesson() -> str:
 download = dict(data=download_lesson, file_name=f"{lesson.name}.html", mime="text/html", on_click="ignore",
                 icon=":material/download:", help="One HTML file with every step's figures for the loaded model, "
                 "the texts, and the questions with their answers folded away. It opens without the app or a network.")
+if not heavy.within_budget(context, lesson_costs.lesson_cost(lesson, context.loaded, st.session_state)):
+    download |= dict(disabled=True, help="Every step's figures together cost more than one computation may on this "
+                     "server: download this lesson at the server's machine, or ask the teacher to raise the budget.")
 
-if index is None:  # the overview: what the lesson covers
-    st.subheader(lesson.title)
-    st.markdown(lesson.about)
-    st.markdown("\n".join(f"{n}. {s.title} ({PAGES[s.page][1]})" for n, s in enumerate(lesson.steps, 1)))
-    left, right = st.columns([1, 3])
-    left.button("Start the lesson", type="primary", icon=":material/play_arrow:", on_click=session.go_to,
-                args=(lesson, 0, context.visitor), key="lesson_start")
-    with right:
-        st.download_button("Download this lesson", key="lesson_download", **download)
-    if presenter:
-        following.presenter_box(context.visitor)
-    st.stop()
 
-sentence = (st.session_state.get("text", ""), st.session_state.get("pair", ""), bool(st.session_state.get("truncate")))
-step = cache.lesson_step(key, lesson, index, sentence)
-session.apply(lesson, step, context.key.source)
-session.switch_if_asked(step, context.key.source)
-
-st.html(STAGE_CSS)
-with st.container(key="lesson_stage"):
+def show_step(step, figures: list, trouble: Exception | None) -> None:
+    """The step on the stage: its texts, its figures (or why there are none), its question and notice."""
     st.caption(f"{lesson.title} · **step {step.number} of {step.total}** · {PAGES[step.page][1]} page")
     st.header(step.title, anchor=False)
     st.markdown(step.text)
     for problem in step.problems:
         st.warning(problem, icon=":material/info:")
-    try:
-        figures = cache.lesson_charts(key, step.page, step.state)
-    except (BertError, InputProblem, ValueError, RuntimeError) as error:  # never break the lesson: say so, go on
-        figures = []
-        st.warning(f"The figures of this step could not be drawn here ({access.failure(error, context.visitor.role)}); "
+    if trouble is not None:
+        st.warning(f"The figures of this step could not be drawn here ({access.failure(trouble, context.visitor.role)}); "
                    "open the page instead.")
     columns = st.columns(2) if len(figures) > 1 else [st.container()]
     for number, chart in enumerate(figures):
@@ -109,13 +92,46 @@ with st.container(key="lesson_stage"):
     if step.notice:
         st.info(f"**Notice:** {step.notice}", icon=":material/visibility:")
 
+
+if index is None:  # the overview: what the lesson covers
+    st.subheader(lesson.title)
+    st.markdown(lesson.about)
+    st.markdown("\n".join(f"{n}. {s.title} ({PAGES[s.page][1]})" for n, s in enumerate(lesson.steps, 1)))
+    left, right = st.columns([1, 3])
+    left.button("Start the lesson", type="primary", icon=":material/play_arrow:", on_click=session.go_to,
+                args=(lesson, 0, context.visitor), key="lesson_start")
+    with right:
+        st.download_button("Download this lesson", key="lesson_download", **download)
+    if presenter:
+        following.presenter_box(context.visitor)
+    st.stop()
+
+sentence = (st.session_state.get("text", ""), st.session_state.get("pair", ""), bool(st.session_state.get("truncate")))
+cost = lesson_costs.step_cost(lesson, index, context.loaded, dict(zip(("text", "pair", "truncate"), sentence)))
+st.html(STAGE_CSS)
+step, figures, trouble = None, [], None
+if heavy.allowed(context, cost, f"lesson_step_{index}"):  # a long sentence or a heavy value may be over the budget
+    with heavy.job(context, cost, "Working out this step and its figures for the loaded model"):
+        step = cache.lesson_step(key, lesson, index, sentence)
+        try:
+            figures = cache.lesson_charts(key, step.page, step.state)
+        except (BertError, InputProblem, ValueError, RuntimeError) as error:  # never break the lesson: say so, go on
+            trouble = error
+    session.apply(lesson, step, context.key.source)
+    session.switch_if_asked(step, context.key.source)
+with st.container(key="lesson_stage"):
+    if step is None:
+        st.caption(f"{lesson.title} · **step {index + 1} of {len(lesson.steps)}**")
+    else:
+        show_step(step, figures, trouble)
+
 buttons = st.columns([0.9, 0.9, 1.9, 1.5, 1.9])
 buttons[0].button("Back", icon=":material/arrow_back:", shortcut="Left", key="lesson_back", disabled=index == 0,
                   on_click=session.go_to, args=(lesson, index - 1, context.visitor), width="stretch")
 buttons[1].button("Next", icon=":material/arrow_forward:", shortcut="Right", key="lesson_next", type="primary",
                   disabled=index == len(lesson.steps) - 1, on_click=session.go_to, args=(lesson, index + 1, context.visitor),
                   width="stretch")
-buttons[2].button("Open this step in the app", icon=":material/open_in_new:", key="lesson_open",
+buttons[2].button("Open this step in the app", icon=":material/open_in_new:", key="lesson_open", disabled=step is None,
                   on_click=session.open_page, args=(step,), width="stretch",
                   help="Goes to the step's page, set as the step says; it stays so when you leave the lesson.")
 buttons[3].button("Leave the lesson", icon=":material/close:", key="lesson_leave", on_click=session.go_to,
@@ -124,6 +140,6 @@ with buttons[4]:
     st.download_button("Download this lesson", key="lesson_download", width="stretch", **download)
 if presenter:
     following.presenter_box(context.visitor)
-link = step.link(session.base_url(), context.key.source)
-st.caption("For students: open this link on your own laptop to reach the same view (the button on the right copies it).")
-st.code(link, language=None, wrap_lines=True)
+if step is not None:
+    st.caption("For students: open this link on your own laptop to reach the same view (the button on the right copies it).")
+    st.code(step.link(session.base_url(), context.key.source), language=None, wrap_lines=True)

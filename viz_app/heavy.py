@@ -50,8 +50,7 @@ def allowed(context: Context, cost: Cost, key: str, config: BertConfig | None = 
     numbers and what to lower (False); the owner and the presenter read the same and a button: True once pressed,
     and on later runs for the same cost. `config`: the model whose size the passes are counted at (default: the
     page's model)."""
-    decision = decide(cost, config or context.loaded.model.config, context.visitor.role, context.visitor.settings,
-                      server_jobs(context).spent_this_hour(payer(context)))
+    decision = _decision(context, cost, config)
     if decision.verdict is Verdict.START:
         return True
     confirmed = st.session_state.setdefault(CONFIRMED, set())
@@ -62,6 +61,16 @@ def allowed(context: Context, cost: Cost, key: str, config: BertConfig | None = 
         confirmed.add((key, cost))
         return True
     return False
+
+
+def within_budget(context: Context, cost: Cost, config: BertConfig | None = None) -> bool:
+    """Whether the computation may start now without asking anyone (nothing is shown)."""
+    return _decision(context, cost, config).verdict is Verdict.START
+
+
+def _decision(context: Context, cost: Cost, config: BertConfig | None):
+    return decide(cost, config or context.loaded.model.config, context.visitor.role, context.visitor.settings,
+                  server_jobs(context).spent_this_hour(payer(context)))
 
 
 @contextlib.contextmanager

@@ -1,0 +1,169 @@
+"""What a lesson step costs before it is worked out: its computed values (viz_app/lessons/computed.py) and its
+figures (viz_app/lessons/views.py), in forward passes (bert/costs.py), from the step's literal state and the
+sentences it names. The lesson page checks it against the server's budgets (viz_app/heavy.py) before it resolves
+the step, as every page does before a heavy computation; a lesson file a student uploads goes through the same
+check. Plain Python.
+
+The costs are the library's cost functions of the computations the step makes; where a value or a figure reads a
+recorded pass of the step's sentence, that pass counts once per value (the app shares it, so this is an upper
+bound). A step whose sentence cannot be read costs nothing: it runs nothing and says why.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Mapping
+
+from bert.analysis.attention.mixing import mixing_cost
+from bert.analysis.causal.ablation import mean_head_outputs_cost, rank_heads_cost
+from bert.analysis.causal.patching import patching_cost
+from bert.analysis.causal.tracing import trace_cost
+from bert.costs import Cost
+from bert.data import builtin_sentences
+from bert.errors import BertError
+from viz_app import probe_runs
+from viz_app.causal_tracing import SITES_FOR_BLOCKS, CausalSettings
+from viz_app.forward import InputProblem, prepare_input
+from viz_app.head_ablation import MEAN_SENTENCES
+from viz_app.lessons.computed import COMPUTED
+from viz_app.lessons.format import PLACEHOLDER, ComputedValue, Lesson
+from viz_app.lessons.resolve import step_state
+from viz_app.models import LoadedModel
+from viz_app.navigation import LINK_PARAMS
+from viz_app.views.mixing import MixingSettings
+
+NOTHING = Cost(0, 0)
+GUESSES = 1  # the pass that finds the model's top guess where a causal request leaves the answer to the page
+
+
+class StepInput:
+    """The step's state and the lengths of the sentences it names, for one model; no forward pass."""
+
+    def __init__(self, loaded: LoadedModel, state: Mapping[str, Any]):
+        self.loaded, self.state = loaded, state
+        self.config = loaded.model.config
+
+    def __getitem__(self, key: str):
+        return self.state.get(key, LINK_PARAMS[key].default)
+
+    @property
+    def tokens(self) -> int:
+        """The step's sentence (and pair) as the page reads it; 0 when it cannot be read."""
+        try:
+            return len(prepare_input(self.loaded.tokenizer, self["text"], self["pair"], (), self["truncate"],
+                                     self.loaded.summary.max_positions).masked)
+        except InputProblem:
+            return 0
+
+    def length_of(self, text: str) -> int:
+        try:
+            return len(self.loaded.tokenizer.encode(text, max_length=self.loaded.summary.max_positions))
+        except BertError:
+            return 0
+
+    def passes(self, count: int) -> Cost:
+        return Cost(count, self.tokens) if self.tokens else NOTHING
+
+
+def _mixing(*methods: str) -> Callable[[StepInput], Cost]:
+    def cost(step: StepInput) -> Cost:
+        tokens = step.tokens
+        return sum((mixing_cost(method, tokens) for method in methods), NOTHING) if tokens else NOTHING
+    return cost
+
+
+def _ranking(step: StepInput) -> Cost:
+    return rank_heads_cost(step.config, step.tokens) + step.passes(1) if step.tokens else NOTHING
+
+
+def _patching(step: StepInput, exact: bool = True) -> Cost:
+    request = CausalSettings.from_state(step.state).patching
+    tokens = max(step.length_of(request.clean), step.length_of(request.corrupted))
+    if not tokens:
+        return NOTHING
+    found = Cost(2 * GUESSES, tokens)  # the answer and the foil, from each sentence's guesses
+    approximate = patching_cost(step.config, tokens, exact=False)
+    return found + approximate + (patching_cost(step.config, tokens, head_layer=request.head_layer) if exact else NOTHING)
+
+
+def _trace(step: StepInput) -> Cost:
+    request = CausalSettings.from_state(step.state).trace
+    tokens = step.length_of(request.text)
+    samples = request.samples if isinstance(request.samples, int) and request.samples > 0 else 1
+    return Cost(GUESSES, tokens) + trace_cost(step.config, tokens, samples, SITES_FOR_BLOCKS[bool(request.blocks)]) if tokens else NOTHING
+
+
+# computed value -> its cost; every other value reads one recorded pass of the step's sentence
+VALUE_COSTS: dict[str, Callable[[StepInput], Cost]] = {
+    "most_helpful_head": _ranking,
+    "next_sentence": lambda step: step.passes(2),
+    "patching": _patching,
+    "weight_to_special": _mixing("attention"),
+    "norm_to_special": _mixing("norm", "attention"),
+    "zeroing_to_special": _mixing("value-zeroing", "attention"),
+    "residual_keeps": _mixing("norm", "norm-residual", "alti", "attention"),
+    "trace": _trace,
+}
+
+
+def _mixing_figures(step: StepInput) -> Cost:
+    settings = MixingSettings.from_state(step.state, step.loaded.summary.layers, [])
+    methods = (settings.method,) if settings.compare == "none" else (settings.method, settings.compare)
+    return _mixing(*methods)(step)
+
+
+def _ablation_figures(step: StepInput) -> Cost:
+    mean = NOTHING
+    if step["ablation_mode"] == "mean":
+        mean = mean_head_outputs_cost(step.loaded.tokenizer, builtin_sentences(MEAN_SENTENCES),
+                                      step.loaded.summary.max_positions)
+    return _ranking(step) + mean
+
+
+def _causal_figures(step: StepInput) -> Cost:
+    settings = CausalSettings.from_state(step.state)
+    return _trace(step) if settings.mode == "one" else _patching(step, exact=bool(settings.exact))
+
+
+def _probe_figures(step: StepInput) -> Cost:
+    """The probes' sentences through the model, twice at most (the masked-word task runs each again): the
+    training of the probes themselves is not counted in passes."""
+    source = step["probes_source"]
+    if source == "wordnet":
+        sentences = [s.text for s in builtin_sentences()[: max(step["probes_count"], 20)]]
+    elif source == "ud_ewt":
+        count = step.state.get("probes_ud_count", probe_runs.UD_SENTENCES)
+        count = count if isinstance(count, int) and count >= 10 else probe_runs.UD_SENTENCES
+        sentences = [" ".join(s.words) for s in probe_runs.ud_ewt_data(count).train.sentences]
+    else:
+        return NOTHING
+    lengths = [step.length_of(sentence) for sentence in sentences]
+    return Cost(2 * len(lengths), max(lengths, default=0), ("the number of sentences",)) if lengths else NOTHING
+
+
+# page -> the cost of the figures a lesson step draws for it (views.BUILDERS); the other pages read one recorded pass
+FIGURE_COSTS: dict[str, Callable[[StepInput], Cost]] = {
+    "rollout": _mixing_figures,
+    "head_ablation": _ablation_figures,
+    "causal_tracing": _causal_figures,
+    "probes": _probe_figures,
+}
+
+
+def step_cost(lesson: Lesson, index: int, loaded: LoadedModel, session: Mapping[str, Any]) -> Cost:
+    """Step `index`'s computed values and figures for `loaded`, the session's sentence where the step sets none."""
+    step = StepInput(loaded, step_state(lesson, index, session))
+    values = sum((VALUE_COSTS.get(name, lambda s: s.passes(1))(step) for name in value_names(lesson, index)), NOTHING)
+    return values + FIGURE_COSTS.get(lesson.steps[index].page, lambda s: s.passes(1))(step)
+
+
+def lesson_cost(lesson: Lesson, loaded: LoadedModel, session: Mapping[str, Any]) -> Cost:
+    """Every step's: what an exported lesson computes."""
+    return sum((step_cost(lesson, index, loaded, session) for index in range(len(lesson.steps))), NOTHING)
+
+
+def value_names(lesson: Lesson, index: int) -> Iterable[str]:
+    """The computed values step `index` reads: in its state and in the placeholders of its texts, each once."""
+    step = lesson.steps[index]
+    names = [value.name for value in (dict(lesson.state) | step.state_dict).values() if isinstance(value, ComputedValue)]
+    for key in ("title", "text", "question", "answer", "notice"):
+        names += [match.group(1) for match in PLACEHOLDER.finditer(getattr(step, key) or "")]
+    return [name for name in dict.fromkeys(names) if name in COMPUTED]
