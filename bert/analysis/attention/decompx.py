@@ -1,16 +1,21 @@
 """DecompX (Modarressi et al. 2023, "DecompX: Explaining Transformers Decisions by Propagating Token
 Decomposition", section 3): each token's vector, from the embeddings to the output head's logit, kept as a sum of
-one part per input token plus a part no token brings (the biases).
+one part per input token plus a part no token brings (the biases; the paper instead spreads the biases over the
+token parts by its AbsDot weights, Eqs. 5-6).
 
-Start: after the embeddings, token i's vector is all its own: x_i = Σ_k x_i[k] with x_i[k] = δ_ik x_i.
+Start: after the embeddings, token i's vector is all its own: x_i = Σ_k x_i[k] (Eq. 1) with x_i[k] = δ_ik x_i.
 Through a layer, every step is applied to each part (mixing_parts.py has the notation):
-- attention: z_i[k] = Σ_j Σ_h α^h_ij (x_j[k] W_V^h) W_O^h  (the biases b_V, b_O go to the bias part);
-- residual: + x_i[k];  LN1: γ1 ⊙ (z − mean(z)) / s1_i with the recorded divisor (β1 to the bias part);
-- MLP: W_1, then GELU made linear at the recorded pre-activation t, as the paper does: each part is multiplied
-  by GELU(t)/t (a line through zero that meets GELU at t, so the parts still sum to GELU(t)); W_2; residual; LN2.
-The output head the same way: for the masked-LM head, dense, GELU (linear as above), LayerNorm, and the dot
-product with the predicted token's embedding (+ its bias); for the classifier, the pooler (dense, tanh made linear
-the same way: tanh(t)/t) and the classifier's row of the predicted label.
+- attention: z_i[k] = Σ_j Σ_h α^h_ij (x_j[k] W_V^h) W_O^h  (Eq. 4, its W_Att^h being W_V^h W_O^h; the biases
+  b_V, b_O go to the bias part);
+- residual: + x_i[k] (Eq. 7);  LN1: γ1 ⊙ (z − mean(z)) / s1_i with the recorded divisor (Eq. 8; β1 to the bias
+  part);
+- MLP (Eqs. 9, 11): W_1, then GELU made linear at the recorded pre-activation t, as the paper does (Eq. 10): each
+  part is multiplied by GELU(t)/t (a line through zero that meets GELU at t, so the parts still sum to GELU(t));
+  W_2; residual; LN2 (Eq. 12).
+The output head the same way: for the masked-LM head (not in the paper, whose head is the classifier), dense,
+GELU (linear as above), LayerNorm, and the dot product with the predicted token's embedding (+ its bias); for the
+classifier (Eq. 13), the pooler (dense, tanh made linear the same way: tanh(t)/t) and the classifier's row of the
+predicted label, so the logit is a sum over the input tokens (Eq. 14).
 
 Exact: the parts (with the bias part) sum to the logit, to float rounding; nothing is approximated but the
 reading of GELU and tanh as lines at the recorded point.

@@ -6,7 +6,8 @@
     mixing.whole_model   # [query, key] the rollout over every layer, or None where the method's paper has none
 
 Methods (definitions in the modules named):
-- attention: the attention weights, the mean of the heads (rollout: Abnar & Zuidema 2020, 0.5·A + 0.5·I; rollout.py).
+- attention: the attention weights, the mean of the heads (rollout: Abnar & Zuidema 2020, Eq. 1 over 0.5·A + 0.5·I;
+  rollout.py).
 - norm: ‖Σ_h α^h_ij f^h(x_j)‖ (Kobayashi et al. 2020; norm_based.py). No rollout.
 - norm-residual: the same through the residual and LN1 (Kobayashi et al. 2021; norm_based.py). No rollout.
 - globenc: also through the second residual and LN2 (Modarressi et al. 2022; norm_based.py); rollout of the
@@ -113,7 +114,7 @@ def record_for_mixing(model: nn.Module, input_ids: torch.Tensor, token_type_ids:
 
 def rollout(matrices: np.ndarray, residual: float) -> np.ndarray:
     """The whole-model matrix: rows renormalised, (1 − residual)·M + residual·I per layer, multiplied from the
-    first layer to the last (rollout.attention_rollout's last entry)."""
+    first layer to the last (rollout.attention_rollout's last entry; Abnar & Zuidema 2020, Eq. 1)."""
     return attention_rollout(matrices, residual)[-1]
 
 

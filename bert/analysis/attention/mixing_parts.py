@@ -8,9 +8,10 @@ A BERT layer (post-LN, Devlin et al. 2019) computes, for the input vectors x_1 .
     layer_out_i        = LN2(attention_out_i + W_2 GELU(W_1 attention_out_i + b_1) + b_2)
 
 where α^h is head h's attention pattern, W_V^h the head's columns of the value projection and W_O^h its rows of
-the output projection. Everything but the softmax, GELU and the LayerNorms' division is linear, so a vector that
-is a sum of parts (one per input token j) maps to a sum of parts. A LayerNorm is linear too once its divisor is
-fixed at the recorded one (Kobayashi et al. 2021, section 3):
+the output projection (the first line is Eq. 2 of Modarressi et al. 2023). Everything but the softmax, GELU and
+the LayerNorms' division is linear, so a vector that is a sum of parts (one per input token j) maps to a sum of
+parts. A LayerNorm is linear too once its divisor is fixed at the recorded one (Kobayashi et al. 2021, section
+3.2, Eqs. 12-13; here with a bias b kept as its own part):
 
     LN(Σ_j z_j + b) = Σ_j γ ⊙ (z_j − mean(z_j)) / s  +  γ ⊙ (b − mean(b)) / s + β,   s = sqrt(var(Σ_j z_j + b) + ε)
 

@@ -2,18 +2,20 @@
 bert/analysis/attention/mixing_parts.py), for one layer of a recorded pass: [query, key] matrices.
 
 - norm (Kobayashi et al. 2020, "Attention is Not Only a Weight: Analyzing Transformers with Vector Norms",
-  section 3, the norm-based analysis ‖αf(x)‖ of the whole multi-head block):
+  section 3, the norm-based analysis ‖αf(x)‖ of the whole multi-head block; GlobEnc restates it as its Eqs. 3-4):
       N_ij = ‖Σ_h α^h_ij f^h(x_j)‖,   f^h(x) = (x W_V^h + b_V^h) W_O^h.
   Summed over j (the vectors, not the norms) and with b_O added: the attention block's output before the residual.
 - norm-residual (Kobayashi et al. 2021, "Incorporating Residual and Normalization Layers into Analysis of Masked
-  Language Models", section 3, ATTN + RES + LN): the same parts with the residual added to token i's own and
-  passed through LN1 with its recorded divisor:
+  Language Models", section 3.2, ATTN + RES + LN): the same parts with the residual added to token i's own and
+  passed through LN1 with its recorded divisor (the block as a sum over inputs, Eq. 16; LN split by Eqs. 12-13;
+  GlobEnc's Eq. 7):
       N_ij = ‖g1(Σ_h α^h_ij f^h(x_j) + δ_ij x_i)‖,   g1(z) = γ1 ⊙ (z − mean(z)) / s1_i.
 - globenc (Modarressi et al. 2022, "GlobEnc: Quantifying Global Token Attribution by Incorporating the Whole
-  Encoder Layer in Transformers", section 2): also through the second residual and LN2; the MLP's own output is
-  left out, as the paper does (it bypasses the feed-forward network):
-      N_ij = ‖g2(g1(Σ_h α^h_ij f^h(x_j) + δ_ij x_i))‖,   g2(z) = γ2 ⊙ (z − mean(z)) / s2_i.
-  Rows normalised to sum to 1 and rolled out over the layers with no extra residual (it is inside already).
+  Encoder Layer in Transformers", section 3): also through the second residual and LN2; the MLP's own output is
+  left out, as the paper does (it bypasses the feed-forward network; Eqs. 9-10):
+      N_ij = ‖g2(g1(Σ_h α^h_ij f^h(x_j) + δ_ij x_i))‖,   g2(z) = γ2 ⊙ (z − mean(z)) / s2_i    (Eq. 11).
+  Rows normalised to sum to 1 and rolled out over the layers with no extra residual (it is inside already):
+  the paper's Eq. 12 without Eq. 13's 0.5·A + 0.5·I.
 - alti (Ferrando et al. 2022, "Measuring the Mixing of Contextual Information in the Transformer", section 3):
   T_i(x_j) = g1(Σ_h α^h_ij f^h(x_j) + δ_ij x_i), y_i = Σ_j T_i(x_j) (the biases left out, as the authors' code
   does), and the Manhattan-distance contribution

@@ -3,14 +3,15 @@
 Raw attention says where one layer looks; these estimate how much each *input* token reaches each position after
 several layers, treating the network as a graph whose edges are attention weights.
 
-Residual convention (the paper's): a layer's output is half attention, half residual, so each layer's
-head-averaged attention A becomes  Ã = 0.5·A + 0.5·I,  rows renormalised to sum to 1.
+Residual convention (the paper's, section 3, unnumbered): a layer's output is half attention, half residual, so
+each layer's head-averaged attention A becomes  Ã = 0.5·A + 0.5·I,  rows renormalised to sum to 1.
 
-- rollout: multiply the Ã's, Ã_L ··· Ã_2 Ã_1: the share of paths from each input token to each position.
-- flow: a max-flow problem per (output position, input token): nodes are the positions at layers 0..L, an edge
-  from position j at layer l-1 to position i at layer l has capacity Ã_l[i, j]; the flow value from input token
-  j to position i at the top is how much of i "comes from" j when the edges' capacities limit it. As in the
-  paper's code, each output position's flows are then normalised to sum to 1.
+- rollout: multiply the Ã's, Ã_L ··· Ã_2 Ã_1 (Eq. 1; there Ã names the rollout and A the residual-mixed
+  attention, our Ã): the share of paths from each input token to each position.
+- flow (section 3, no numbered equation): a max-flow problem per (output position, input token): nodes are the
+  positions at layers 0..L, an edge from position j at layer l-1 to position i at layer l has capacity Ã_l[i, j];
+  the flow value from input token j to position i at the top is how much of i "comes from" j when the edges'
+  capacities limit it. As in the paper's code, each output position's flows are then normalised to sum to 1.
 
 Max flow: scipy's `maximum_flow` (Dinic's algorithm, compiled). It takes integer capacities, so the weights
 (all <= 1) are scaled by 1e9 and rounded: a resolution of 1e-9 per edge, and a flow value within about
@@ -47,7 +48,7 @@ def head_average(patterns: np.ndarray) -> np.ndarray:
 
 
 def attention_rollout(attention: np.ndarray, residual: float = RESIDUAL_WEIGHT) -> np.ndarray:
-    """Rollout after each layer: [layer, query, key] -> [layer, query, key], entry l = Ã_l ··· Ã_1.
+    """Rollout after each layer: [layer, query, key] -> [layer, query, key], entry l = Ã_l ··· Ã_1 (paper's Eq. 1).
 
     attention: each layer's attention (head-averaged), [layer, query, key]. Rows of the result sum to 1.
     """

@@ -6,8 +6,8 @@ residual, LN1, MLP, residual, LN2) and compare each token i's new output x̃_i^{
 
     C_ij = 1 − cos(x̃_i^{¬j}, x̃_i),   rows normalised to sum to 1 (C_ij / Σ_k C_ik), as the paper does.
 
-The whole model: the rollout of the normalised matrices, C_L ··· C_1, with no extra residual (the residual is
-inside the recomputed layer); the paper's code rolls them out this way.
+The whole model: the rollout of the normalised matrices, C_L ··· C_1 (Abnar & Zuidema 2020's Eq. 1 with C for A),
+with no extra residual (the residual is inside the recomputed layer); the paper's code rolls them out this way.
 
 Batched: the n zeroings of a layer are one batch of n copies of that layer (`rows_per_pass` at a time, so memory
 stays at rows × seq × intermediate floats): one layer pass per layer over all j, never a full forward per token.
