@@ -70,8 +70,9 @@ def _mixing(*methods: str) -> Callable[[StepInput], Cost]:
     return cost
 
 
-def _ranking(step: StepInput) -> Cost:
-    return rank_heads_cost(step.config, step.tokens) + step.passes(1) if step.tokens else NOTHING
+def _ranking(step: StepInput, more: int = 1) -> Cost:
+    """Every head ablated alone, and `more` passes beside: the recorded one (and the best head's prediction)."""
+    return rank_heads_cost(step.config, step.tokens) + step.passes(more) if step.tokens else NOTHING
 
 
 def _patching(step: StepInput, exact: bool = True) -> Cost:
@@ -93,12 +94,12 @@ def _trace(step: StepInput) -> Cost:
 
 # computed value -> its cost; every other value reads one recorded pass of the step's sentence
 VALUE_COSTS: dict[str, Callable[[StepInput], Cost]] = {
-    "most_helpful_head": _ranking,
+    "most_helpful_head": lambda step: _ranking(step, more=2),
     "next_sentence": lambda step: step.passes(2),
     "patching": _patching,
-    "weight_to_special": _mixing("attention"),
-    "norm_to_special": _mixing("norm", "attention"),
-    "zeroing_to_special": _mixing("value-zeroing", "attention"),
+    "weight_to_special": lambda step: step.passes(1) + _mixing("attention")(step),  # the tokens, then the shares
+    "norm_to_special": lambda step: step.passes(1) + _mixing("norm", "attention")(step),
+    "zeroing_to_special": lambda step: step.passes(1) + _mixing("value-zeroing", "attention")(step),
     "residual_keeps": _mixing("norm", "norm-residual", "alti", "attention"),
     "trace": _trace,
 }
