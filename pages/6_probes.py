@@ -4,7 +4,7 @@ structural probes (Hewitt & Manning 2019) and one sentence's predicted tree."""
 import streamlit as st
 
 from bert.errors import BertError
-from viz_app import cache, probe_data, probe_results, widgets
+from viz_app import cache, heavy, probe_data, probe_results, widgets
 from viz_app.text import escape_markdown
 
 widgets.page_header(
@@ -35,10 +35,14 @@ if not probe_data.run_toggle():
     st.caption(f"Ready: {data.description}; tasks {', '.join(map(escape_markdown, tasks))}.")
     st.stop()
 try:
-    run = cache.probe_run(context.key, data.key, data, tuple(tasks), pieces, seed, mdl)
+    cost, erase_cost = cache.probe_costs(context.key, data.key, data, tuple(tasks), pieces, seed)
+    if not heavy.allowed(context, cost, "probes"):
+        st.stop()
+    with heavy.job(context, cost, "Reading every layer's word vectors, then training the probes"):
+        run = cache.probe_run(context.key, data.key, data, tuple(tasks), pieces, seed, mdl)
 except BertError as error:
     st.warning(f"The probes cannot run on this data: {escape_markdown(str(error))}.")
     st.stop()
 probe_results.show(run, data)
-probe_results.erase_property(context, run, data, seed)
+probe_results.erase_property(context, run, data, seed, erase_cost)
 widgets.download_view("Layer probes", "probes_view")

@@ -72,6 +72,7 @@ from bert.analysis.representations import embedding_subspaces
 from bert.analysis.representations import logit_lens as lens_analysis
 from bert.analysis.representations import self_similarity
 from bert.analysis.representations.compare import Comparison, check_comparable, compare_models
+from bert.costs import Cost
 from bert.data import LabelledSentence, builtin_sentences
 from bert.devices import model_device
 from bert.errors import InvalidInputError
@@ -282,6 +283,17 @@ def exact_patching(key: ModelKey, request: causal_tracing.PatchingRequest) -> Pa
 def noise_trace(key: ModelKey, request: causal_tracing.TraceRequest) -> TraceResult:
     """A heavy computation: the page runs it inside viz_app/heavy.py's job (the progress bar, the stop)."""
     return causal_tracing.run_trace(load_model(key), request)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def probe_costs(key: ModelKey, data_key: tuple, _data: probe_runs.ProbeData, tasks: tuple[str, ...], pieces: str,
+                seed: int) -> tuple[Cost, Cost]:
+    """(the probes' word vectors, "Erase this property") on the data: what they cost, worked out once per data and
+    settings (a file's sentences are tokenized for it)."""
+    loaded = load_model(key)
+    positions = loaded.model.config.max_position_embeddings
+    return (probe_runs.features_cost(loaded.tokenizer, _data, tasks, pieces, seed, positions),
+            probe_runs.erase_cost(loaded.tokenizer, _data, seed, positions))
 
 
 @st.cache_data(show_spinner=False, max_entries=16)

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from bert.costs import Cost
 from bert.errors import BertError
-from viz_app import cache, state, widgets
+from viz_app import cache, heavy, state, widgets
 from viz_app.charts.causal import erasure_bars
 from viz_app.page_context import Context
 from viz_app.text import escape_markdown
@@ -48,7 +49,7 @@ def show(result: ProbeRun, data: ProbeData) -> None:
             widgets.show_chart(charts["tree"], key="probe_tree")
 
 
-def erase_property(context: Context, result: ProbeRun, data: ProbeData, seed: int) -> None:
+def erase_property(context: Context, result: ProbeRun, data: ProbeData, seed: int, cost: Cost) -> None:
     """"Erase this property": amnesic probing (Elazar et al. 2021) of one probed label at one layer, with LEACE, and
     the before/after bars beside a random erasure of the same rank."""
     run = result.run
@@ -77,8 +78,11 @@ def erase_property(context: Context, result: ProbeRun, data: ProbeData, seed: in
     if not context.loaded.summary.has_mlm_head:
         st.warning("This model has no masked-LM head, so there are no guesses to compare. Pick minilm or a BERT with its MLM head.")
         return
+    if not heavy.allowed(context, cost, "probe_erase"):
+        return
     try:
-        report = cache.erasure(context.key, data.key, data, task, layer, seed)
+        with heavy.job(context, cost, "Erasing the property and measuring the probe and the masked LM again"):
+            report = cache.erasure(context.key, data.key, data, task, layer, seed)
     except BertError as error:
         st.warning(f"The property cannot be erased here: {escape_markdown(str(error))}.")
         return

@@ -13,11 +13,12 @@ import json
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
-from bert.analysis.causal.erasure import ErasureReport, amnesic_probing
+from bert.analysis.causal.erasure import ErasureReport, amnesic_probing, amnesic_probing_cost
 from bert.analysis.probing import tree_metrics
 from bert.analysis.probing.treebank import Treebank, builtin_treebank, read_treebank
-from bert.analysis.probing.pipeline import ProbeReport, ProbeSettings, extract_features, probe_features
+from bert.analysis.probing.pipeline import ProbeReport, ProbeSettings, extract_features, extract_features_cost, probe_features
 from bert.analysis.probing.sentence_sets import builtin_set, sentence_set
+from bert.costs import Cost
 from bert.devices import model_device
 from bert.errors import TreebankError
 from viz_app.charts.dependency_tree import Edge
@@ -116,11 +117,28 @@ def erasable_tasks(data: ProbeData, run: dict) -> list[str]:
     return [task for task in run["tasks"] if task in data.train.label_columns and not data.from_text]
 
 
+def features_cost(tokenizer, data: ProbeData, tasks: Sequence[str], pieces: str, seed: int, max_positions: int) -> Cost:
+    """What `features` costs, before it starts (the probes' training is not in it)."""
+    return extract_features_cost(tokenizer, data.train, data.test, list(tasks), settings(pieces, split_seed(data, seed)),
+                                 max_positions)
+
+
+def _erasure_split(data: ProbeData, seed: int):
+    return (data.train, data.test) if data.test is not None else data.train.split(0.2, seed=seed)
+
+
+def erase_cost(tokenizer, data: ProbeData, seed: int, max_positions: int) -> Cost:
+    """What `erase` costs, before it starts."""
+    train, test = _erasure_split(data, seed)
+    return amnesic_probing_cost(tokenizer, train.sentences, test.sentences, max_positions, seed,
+                                max_mlm_words=ERASURE_MLM_WORDS)
+
+
 def erase(model, tokenizer, data: ProbeData, task: str, layer: int, seed: int, model_name: str = "",
           progress: Callable[[float, str], None] | None = None) -> ErasureReport:
     """Amnesic probing (bert.analysis.causal.erasure) of `task` at `layer` on the data: its training and test
     sentences, or one set split 80/20 by `seed` as the probes split it."""
-    train, test = (data.train, data.test) if data.test is not None else data.train.split(0.2, seed=seed)
+    train, test = _erasure_split(data, seed)
     return amnesic_probing(model, tokenizer, train.sentences, test.sentences, task, layer, seed,
                            max_mlm_words=ERASURE_MLM_WORDS, model_name=model_name, progress=progress)
 

@@ -15,6 +15,10 @@ from bert.analysis.attention.mixing import record_for_mixing
 from bert.analysis.attribution.deletion import deletion_cost, deletion_curve
 from bert.analysis.attribution.saliency import METHODS, saliency, saliency_cost, swappable
 from bert.analysis.causal.ablation import mean_head_outputs, mean_head_outputs_cost, rank_heads, rank_heads_cost
+from bert.analysis.causal.erasure import amnesic_probing, amnesic_probing_cost
+from bert.analysis.probing.pipeline import ProbeSettings, extract_features, extract_features_cost
+from bert.analysis.probing.sentence_sets import sentence_set
+from bert.analysis.probing.treebank import builtin_treebank
 from bert.analysis.causal.patching import SITES, attribution_sweep, patching_cost, patching_sweep, prepare_contrast
 from bert.analysis.causal.tracing import TRACE_SITES, causal_trace, trace_cost
 from bert.analysis.attention.head_stats import corpus_head_statistics, head_statistics_cost
@@ -24,7 +28,7 @@ from bert.analysis.representations.self_similarity import (
     anisotropy_baseline, anisotropy_baseline_cost, word_contexts, word_contexts_cost,
 )
 from bert.costs import Cost, relative_size
-from bert.data import LabelledSentence
+from bert.data import LabelledSentence, builtin_sentences
 from bert.errors import StoppedError
 from bert.hooks import hook_name
 from bert.stopping import watching
@@ -135,6 +139,31 @@ def test_the_anisotropy_baseline_makes_the_passes_its_cost_says(counted_model, t
     anisotropy_baseline(model, tokenizer, sentences, samples, seed=3, batch_size=4)
     counted.assert_matches(cost)
     assert cost.forward_passes <= 2 * samples and cost.forward_passes <= 11
+
+
+@pytest.mark.parametrize("tasks", [["pos"], ["segment", "masked_identity", "position"]])
+def test_the_probes_word_vectors_make_the_passes_their_cost_says(tokenizer, tasks):
+    """One set split 80/20; the segment task's pairs and the masked words' sentences counted too; sentences longer
+    than the model's 64 positions left out of both."""
+    model = small_bert(tokenizer.vocab_size, seed=0)
+    counted = Counted(model)
+    data = sentence_set(builtin_sentences(60), "built-in")
+    settings = ProbeSettings(seed=2, batch_size=7)
+    cost = extract_features_cost(tokenizer, data, None, tasks, settings, model.config.max_position_embeddings)
+    features = extract_features(model, tokenizer, data, tasks=tasks, settings=settings)
+    counted.assert_matches(cost)
+    assert cost.forward_passes >= len(features.train.sentences) + len(features.test.sentences)
+
+
+def test_amnesic_probing_makes_the_passes_its_cost_says(tokenizer):
+    model = small_bert(tokenizer.vocab_size, seed=0, mlm_head=True)
+    counted = Counted(model)
+    sentences = builtin_treebank("dev").sentences[:40]
+    train, test = sentences[:30], sentences[30:]
+    limits = dict(seed=1, max_train_words=200, max_test_words=150, max_mlm_words=25, batch_size=9)
+    cost = amnesic_probing_cost(tokenizer, train, test, model.config.max_position_embeddings, **limits)
+    amnesic_probing(model, tokenizer, train, test, "upos", 1, **limits)
+    counted.assert_matches(cost)
 
 
 @pytest.mark.parametrize("sites, samples", [(("residual",), 2), (TRACE_SITES, 3)])

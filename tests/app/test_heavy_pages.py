@@ -124,3 +124,21 @@ def test_one_word_many_contexts_goes_through_the_budget(monkeypatch):
     at.run()
     no_exception(at)
     assert len(figures(at)) == 2  # self-similarity by layer, the sentences' cosines
+
+
+def test_the_probes_and_their_erasure_go_through_the_budget(monkeypatch):
+    """The sentences' word vectors (one pass each) cost more than 50 on MiniLM: a student reads what to lower; with a
+    budget that holds 20 + 20 treebank sentences but not the erasure's masked words (three passes each), the probes
+    run and "Erase it" says why not."""
+    monkeypatch.setattr(visitor, "address", lambda: "192.0.2.82")
+    at = open_page("probes", {"probes_source": "ud_ewt", "probes_ud_count": 20})
+    at.toggle(key="probe_run").set_value(True).run()
+    shown = texts(at)
+    assert "This needs" in shown and "Lower the number of sentences" in shown and not figures(at)
+    monkeypatch.setenv("BERT_INSIDE_REQUEST_BUDGET", "400")
+    at.run()
+    no_exception(at)
+    assert figures(at) and "This needs" not in texts(at)
+    at.toggle(key="probe_erase").set_value(True).run()
+    no_exception(at)
+    assert "This needs" in texts(at) and "a computation may cost 400" in texts(at)

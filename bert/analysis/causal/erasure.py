@@ -26,15 +26,18 @@ from typing import Callable, Sequence
 import torch
 from concept_erasure import LeaceEraser
 
+from ...costs import Cost
 from ...devices import model_device
 from ...errors import InvalidInputError
 from ...model import Bert
 from ...tokenizer import BertTokenizer, Encoding
-from ..corpus.batching import batches, pad
+from ..corpus.batching import batches, batches_cost, pad
 from ..probing.linear_probes import train_probes
 from ..probing.treebank import MISSING, TreebankSentence
-from ..probing.word_features import extract_word_features
+from ..probing.word_features import encode_sentences, extract_word_features
 from .patching import site_hook
+
+WORD_BATCH = 32  # sentences per pass when reading the word vectors
 
 Progress = Callable[[float, str], None]  # (fraction done, what is running)
 
@@ -114,10 +117,28 @@ def sample_sentences(sentences: Sequence[TreebankSentence], max_words: int | Non
 
 def _labelled(model, tokenizer, sentences, task: str, hidden_states_index: int) -> tuple[torch.Tensor, list[str]]:
     """(word vectors at the layer [word, hidden], their labels), words without a label left out."""
-    features = extract_word_features(model, tokenizer, sentences)
+    features = extract_word_features(model, tokenizer, sentences, batch_size=WORD_BATCH)
     labels = [label for sentence in features.sentences for label in sentence.labels[task]]
     keep = torch.tensor([label != MISSING for label in labels], dtype=torch.bool)
     return features.vectors[hidden_states_index][keep], [label for label in labels if label != MISSING]
+
+
+def amnesic_probing_cost(
+    tokenizer: BertTokenizer, train: Sequence[TreebankSentence], test: Sequence[TreebankSentence], max_positions: int,
+    seed: int = 0, max_train_words: int | None = 10_000, max_test_words: int | None = 5_000,
+    max_mlm_words: int | None = 2_000, batch_size: int = 64,
+) -> Cost:
+    """The passes `amnesic_probing` makes with the same samples, before it starts (max_positions: the model's
+    longest input): the sampled sentences' word vectors, then every masked word three times (intact, erased, the
+    random control)."""
+    lower = ("the number of sentences",)
+    cost = Cost(0, 0, lower)
+    for sentences in (sample_sentences(train, max_train_words, seed), sample_sentences(test, max_test_words, seed + 1)):
+        _, encodings, _ = encode_sentences(tokenizer, sentences, max_positions)
+        cost += batches_cost([len(e) for e in encodings], WORD_BATCH, lower)
+    masked = masked_words(tokenizer, sample_sentences(test, max_test_words, seed + 1), max_mlm_words, seed + 2, max_positions)
+    once = batches_cost([len(encoding) for encoding, _, _ in masked], batch_size, lower)
+    return cost + once + once + once
 
 
 def amnesic_probing(

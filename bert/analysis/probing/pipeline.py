@@ -57,10 +57,12 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
+from ...costs import Cost
 from ...devices import model_device
 from ...errors import InvalidInputError
 from ...model import Bert
 from ...tokenizer import BertTokenizer
+from ..corpus.batching import batches_cost
 from . import tree_metrics
 from .scoring import (  # noqa: F401  (TaskResult, expected_hidden_states_index: part of this module's API)
     CannotProbe, ProbeSettings, TaskResult, classification_task, expected_hidden_states_index, score_structural, sentence_tree,
@@ -68,9 +70,9 @@ from .scoring import (  # noqa: F401  (TaskResult, expected_hidden_states_index:
 )
 from .structural_probe import StructuralProbes, fit_structural_probes, one_cpu_thread
 from .task_table import TASKS, TEXT_TASKS, TREE_TASKS, can_run, needs, supported_tasks
-from .text_inputs import masked_features, masked_vocabulary, pair_features
+from .text_inputs import maskable, masked_features, masked_vocabulary, pair_encodings, pair_features, vocabulary_of
 from .treebank import Treebank
-from .word_features import PIECES, WordFeatures, extract_word_features
+from .word_features import PIECES, WordFeatures, encode_sentences, extract_word_features
 
 log = logging.getLogger(__name__)
 
@@ -180,6 +182,35 @@ def inputs_needed(tasks: Sequence[str]) -> tuple[str, ...]:
     """The word-piece inputs the text tasks among `tasks` read: "tokens" (the sentences' own), "pairs", "masked"."""
     kinds = {TASKS[t].inputs for t in tasks if t in TEXT_TASKS}
     return tuple(name for name, inputs in (("tokens", "single"), ("pairs", "pair"), ("masked", "masked")) if inputs in kinds)
+
+
+def extract_features_cost(
+    tokenizer: BertTokenizer, train: Treebank, test: Treebank | None, tasks: Sequence[str] | None, settings: ProbeSettings | None,
+    max_positions: int,
+) -> Cost:
+    """The passes `extract_features` makes, before it starts (max_positions: the model's longest input): each kept
+    sentence once, each pair of consecutive sentences for the segment task, each sentence with a frequent word
+    again with it masked; padded to their batch's longest. The probes' training is not in it."""
+    settings = settings or ProbeSettings()
+    if test is None:
+        if len(train) < MIN_SPLIT_SENTENCES:
+            return Cost(0, 0)  # refused before any pass
+        train, test = train.split(settings.test_fraction, settings.seed)
+    inputs = inputs_needed(list(tasks) if tasks is not None else [t for t in train.tasks if t in test.tasks])
+    lower = ("the number of sentences",)
+    cost, parts = Cost(0, 0, lower), []
+    for treebank in (train, test):
+        kept, encodings, _ = encode_sentences(tokenizer, treebank.sentences, max_positions)
+        parts.append(encodings)
+        cost += batches_cost([len(e) for e in encodings], settings.batch_size, lower)
+        if "pairs" in inputs:
+            pairs = pair_encodings(tokenizer, [treebank.sentences[i] for i in kept], max_positions)
+            cost += batches_cost([len(e) for e in pairs], settings.batch_size, lower)
+    if "masked" in inputs:
+        wanted = set(vocabulary_of(parts))
+        for encodings in parts:
+            cost += batches_cost([len(e) for e in encodings if maskable(e, wanted)], settings.batch_size, lower)
+    return cost
 
 
 def extract_features(
