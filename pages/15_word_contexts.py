@@ -43,7 +43,7 @@ if len(sentences) > word_contexts.MAX_SENTENCES:
     st.warning(f"That is {len(sentences)} sentences; this page compares at most {word_contexts.MAX_SENTENCES}. Remove some.")
     st.stop()
 key = context.key
-cost, baseline_cost = page_costs.word_contexts(context.loaded, sentences), page_costs.anisotropy_baseline(context.loaded)
+cost, baseline_cost = page_costs.word_contexts(context.loaded, sentences), cache.per_model_cost(key, "anisotropy_baseline")
 if not (heavy.allowed(context, cost, "word_contexts") and heavy.allowed(context, baseline_cost, "word_contexts_baseline")):
     st.stop()
 try:

@@ -33,7 +33,7 @@ chosen_layers = columns[1].multiselect("Whole layers to ablate", list(range(summ
 heads = sorted(set(chosen_heads) | set(ablation.layer_heads(context.loaded.model, chosen_layers)))
 mean_z = None
 if mode == "mean":  # the heads' mean output over the built-in sentences, once per model, shared by every visitor
-    mean_cost = page_costs.mean_ablation(context.loaded)
+    mean_cost = cache.per_model_cost(context.key, "mean_ablation")
     if not heavy.allowed(context, mean_cost, "ablation_mean"):
         st.stop()
     with heavy.job(context, mean_cost, "Averaging every head's output over the built-in sentences"):

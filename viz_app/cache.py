@@ -220,6 +220,13 @@ def probe_run(key: ModelKey, data_key: tuple, _data: probe_runs.ProbeData, tasks
     return result
 
 
+@st.cache_data(show_spinner=False, max_entries=16)
+def per_model_cost(key: ModelKey, name: str) -> Cost:
+    """What a computation made once per model costs ("mean_ablation", "anisotropy_baseline": viz_app/page_costs.py),
+    worked out once per model: it tokenizes the built-in sentences."""
+    return {"mean_ablation": page_costs.mean_ablation, "anisotropy_baseline": page_costs.anisotropy_baseline}[name](load_model(key))
+
+
 @st.cache_data(show_spinner="Averaging every head's output over 200 built-in sentences (once per model)…", max_entries=4)
 def mean_head_outputs(key: ModelKey) -> np.ndarray:
     return head_ablation.mean_head_outputs(load_model(key))
