@@ -1,12 +1,13 @@
 """The analyses run end to end on every family: the treebank probes (their word features are transformers'
-hidden states at the words' pieces) and activation patching (the clean and corrupted metrics are transformers'
-logits; patching the whole first residual restores the clean run)."""
+hidden states at the words' pieces), activation patching (the clean and corrupted metrics are transformers'
+logits; patching the whole first residual restores the clean run) and saliency (over the parts each family sums)."""
 from __future__ import annotations
 
 import pytest
 import torch
 
 import bert
+from bert.analysis.attribution.saliency import PARTS, saliency
 from bert.analysis.causal.patching import Patch, patched_metric, patching_sweep, prepare_contrast
 from bert.analysis.probing.pipeline import ProbeSettings, run_probes
 from bert.analysis.probing.treebank import TreebankSentence, read_treebank
@@ -69,3 +70,19 @@ def test_patching_runs_and_its_metrics_are_transformers_logits(loaded):
     torch.testing.assert_close(result.residual[last], expected, atol=1e-4, rtol=0)
     assert result.heads.shape == (last, ours.config.num_heads)
     assert result.head_positions.shape == (ours.config.num_heads, len(contrast.clean))
+
+
+def test_saliency_splits_over_the_parts_the_family_sums(loaded):
+    """Integrated gradients on every family: a row per embedding part the model sums (DistilBERT has no segment
+    embedding), f(x) is transformers' log p at the [MASK], and the rows add up to f(x) - f(baseline)."""
+    family, ours, tokenizer, theirs = loaded
+    encoding = tokenizer.encode("the dog [MASK] at the park .")
+    result = saliency(ours, tokenizer, encoding, "integrated_gradients", steps=64)
+    assert result.parts == (("token", "position") if family == "distilbert" else PARTS)
+    assert result.attributions.shape == (len(result.parts), len(encoding.input_ids))
+    reference = run_transformers(theirs, family, _batch(family, encoding.input_ids))
+    expected = reference.logits[0, result.position].log_softmax(-1)[result.explained.answer_id]
+    assert result.score == pytest.approx(float(expected), abs=1e-4)
+    difference = result.score - result.baseline_score
+    assert result.total == pytest.approx(difference, rel=0.01, abs=1e-3)
+
