@@ -18,7 +18,7 @@ widgets.page_header(
 )
 context = widgets.require()
 model, key, prepared = context.loaded.model, context.key, context.prepared
-outputs = [output for output in model.output_heads if output != "mlm"]
+outputs = [output for output in model.output_heads if output in ("nsp", "classifier", "tagger")]  # not ELECTRA's "replaced"
 if not outputs:
     st.warning(
         "This model has no sentence-level head. For \"does B follow A?\" pick "
@@ -53,19 +53,27 @@ def explain(output: str, target: int, labels, position: int = 0) -> None:
     st.caption(escape_markdown(method_note(result)))
 
 
+sentence_order = model.config.family == "albert"  # its head's classes: [in order, swapped] (Lan et al. 2020)
 if "nsp" in outputs:
-    st.subheader("Does B follow A?")
+    st.subheader("Are A and B in their order?" if sentence_order else "Does B follow A?")
     if not prepared.pair.strip() or prepared.pair_dropped:
         st.info("Type a second sentence (segment B) at the top: the model then says whether it follows the first.")
     else:
         result = cache.next_sentence(key, prepared)
         typed, swapped = st.columns(2)
-        typed.metric("P(B follows A), as typed", f"{result.follows:.1%}")
-        swapped.metric("P(A follows B), swapped", f"{result.swapped:.1%}")
-        st.caption(
-            "Pre-training showed BERT pairs where B was the true next sentence half of the time and a random sentence "
-            "otherwise; the swapped pair (B first) is the question sentence-order prediction (ALBERT) asks instead."
-        )
+        if sentence_order:
+            typed.metric("P(in order), as typed", f"{result.follows:.1%}")
+            swapped.metric("P(in order), swapped", f"{result.swapped:.1%}")
+            st.caption("ALBERT was pre-trained on sentence order instead of next sentences: two sentences that follow "
+                       "each other, half of the time swapped. Its head says whether A and B are in their order.")
+        else:
+            typed.metric("P(B follows A), as typed", f"{result.follows:.1%}")
+            swapped.metric("P(A follows B), swapped", f"{result.swapped:.1%}")
+            st.caption(
+                "Pre-training showed BERT pairs where B was the true next sentence half of the time and a random "
+                "sentence otherwise; the swapped pair (B first) is the question sentence-order prediction (ALBERT) asks "
+                "instead."
+            )
         if key.source == "minilm":
             st.caption(
                 "The built-in model's head was trained here on top of a frozen encoder and is weak: it is right on about "
@@ -73,7 +81,7 @@ if "nsp" in outputs:
                 "(bert/weights/MODEL_CARD.md). bert-base-uncased's own head is far better."
             )
         if st.toggle("Which tokens drove it?", key="tasks_explain_nsp"):
-            explain("nsp", 0 if result.follows >= 0.5 else 1, NEXT_SENTENCE_LABELS)
+            explain("nsp", 0 if result.follows >= 0.5 else 1, ("in order", "swapped") if sentence_order else NEXT_SENTENCE_LABELS)
 
 if "classifier" in outputs:
     st.subheader("Classes")

@@ -37,10 +37,12 @@ if typed:
     st.caption("A [MASK] typed in the sentence stays masked: edit the sentence to remove it.")
 
 if not context.loaded.summary.has_mlm_head:
+    released_as = ("ELECTRA's discriminator, whose head only tells whether each token was replaced"
+                   if "replaced" in context.loaded.model.output_heads
+                   else "an encoder only (its final vectors are meant for other tasks)")
     st.warning(
-        "This model has no masked-LM head, so it cannot guess masked words: it was released as an encoder only "
-        "(its final vectors are meant for other tasks). Pick “MiniLM-L6 + masked-LM head” or bert-base-uncased "
-        "in the sidebar. Every other page works with this model."
+        f"This model has no masked-LM head, so it cannot guess masked words: it was released as {released_as}. "
+        "Pick “MiniLM-L6 + masked-LM head” or bert-base-uncased in the sidebar. The pages that look inside it (attention, embeddings, MLP, probes) work with this model."
     )
     st.stop()
 

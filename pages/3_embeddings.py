@@ -13,6 +13,10 @@ widgets.page_header(
     "separate subspaces in any rotation.",
 )
 context = widgets.require()
+if not context.loaded.model.config.type_vocab_size:
+    st.info("This model has no segment embeddings (DistilBERT adds only token and position embeddings), so this page's "
+            "three-part comparison does not apply: pick a BERT, RoBERTa, ALBERT or ELECTRA model.")
+    st.stop()
 result = cache.forward(context.key, context.prepared)
 summary = context.loaded.summary
 tables = cache.tables(context.key)
@@ -77,8 +81,10 @@ with left:
 with right:
     widgets.show_chart(charts["surviving"], key="surviving")
 st.markdown(subspace_reading(report))
+segments = ("This model has one segment embedding, added to every token alike" if np.isnan(tables.segment_cosine)
+            else f"The two segment embeddings have cosine {tables.segment_cosine:.2f} with each other")
 st.caption(
-    f"The two segment embeddings have cosine {tables.segment_cosine:.2f} with each other; the token table spreads its "
+    f"{segments}; the token table spreads its "
     f"variance over many directions (its first component holds {tables.token_variance[0]:.1%}), the position table "
     f"over few (its first holds {tables.position_variance[0]:.0%}). Try other k with the slider."
 )

@@ -140,7 +140,7 @@ class ForwardResult:
     special: tuple[bool, ...]
     masks: tuple[MaskResult, ...]  # one per [MASK]; empty for a model without an MLM head
     neurons: np.ndarray | None = None  # [layer, seq, intermediate], every layer's MLP activations (after GELU)
-    embeddings: Mapping[str, np.ndarray] | None = None  # token/position/segment: [seq, hidden]
+    embeddings: Mapping[str, np.ndarray] | None = None  # token/position/segment (none without segments): [seq, hidden]
     queries: np.ndarray | None = None  # [layer, head, query, head_dim] every head's query vectors (hook_q)
     keys: np.ndarray | None = None  # [layer, head, key, head_dim] every head's key vectors (hook_k)
     pieces: PieceStyle = WORDPIECE  # how the tokenizer writes its pieces and its mask token (bert/pieces.py)
@@ -191,7 +191,9 @@ def record(model: Bert, tokenizer: BertTokenizer, prepared: PreparedInput, activ
     device = model_device(model)
     input_ids, token_type_ids = prepared.masked.tensors(device)
     positions = tokenizer.mask_positions(prepared.masked)
-    names = recorded_names(model.config.num_layers, activations)
+    known = set(model.hook_names())
+    parts = {part: name for part, name in EMBEDDING_PARTS.items() if name in known}  # DistilBERT has no segment part
+    names = [name for name in recorded_names(model.config.num_layers, activations) if name in known]
     with torch.inference_mode():
         logits, cache = model.run_with_cache(input_ids, token_type_ids, names=names,
                                              logit_mask=at_positions(positions, len(prepared.masked), device))
@@ -201,7 +203,7 @@ def record(model: Bert, tokenizer: BertTokenizer, prepared: PreparedInput, activ
     if activations:
         recorded.update(
             neurons=read_only(cache.stack("mlp_post")[:, 0]),
-            embeddings=MappingProxyType({part: read_only(cache[name][0]) for part, name in EMBEDDING_PARTS.items()}),
+            embeddings=MappingProxyType({part: read_only(cache[name][0]) for part, name in parts.items()}),
         )
     return ForwardResult(
         tokens=tuple(prepared.masked.tokens),

@@ -1,12 +1,17 @@
 """The analyses run end to end on every family: the treebank probes (their word features are transformers'
-hidden states at the words' pieces) and activation patching (the clean and corrupted metrics are transformers'
-logits; patching the whole first residual restores the clean run)."""
+hidden states at the words' pieces), activation patching (the clean and corrupted metrics are transformers'
+logits; patching the whole first residual restores the clean run), saliency (over the parts each family sums) and context mixing."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
 import bert
+from bert.analysis.attention.mixing import METHODS as MIXING_METHODS, context_mixing, record_for_mixing
+from bert.analysis.attention.mixing_parts import recorded_layers
+from bert.analysis.attention.value_zeroing import zeroed_outputs
+from bert.analysis.attribution.saliency import PARTS, saliency
 from bert.analysis.causal.patching import Patch, patched_metric, patching_sweep, prepare_contrast
 from bert.analysis.probing.pipeline import ProbeSettings, run_probes
 from bert.analysis.probing.treebank import TreebankSentence, read_treebank
@@ -69,3 +74,34 @@ def test_patching_runs_and_its_metrics_are_transformers_logits(loaded):
     torch.testing.assert_close(result.residual[last], expected, atol=1e-4, rtol=0)
     assert result.heads.shape == (last, ours.config.num_heads)
     assert result.head_positions.shape == (ours.config.num_heads, len(contrast.clean))
+
+
+def test_saliency_splits_over_the_parts_the_family_sums(loaded):
+    """Integrated gradients on every family: a row per embedding part the model sums (DistilBERT has no segment
+    embedding), f(x) is transformers' log p at the [MASK], and the rows add up to f(x) - f(baseline)."""
+    family, ours, tokenizer, theirs = loaded
+    encoding = tokenizer.encode("the dog [MASK] at the park .")
+    result = saliency(ours, tokenizer, encoding, "integrated_gradients", steps=64)
+    assert result.parts == (("token", "position") if family == "distilbert" else PARTS)
+    assert result.attributions.shape == (len(result.parts), len(encoding.input_ids))
+    reference = run_transformers(theirs, family, _batch(family, encoding.input_ids))
+    expected = reference.logits[0, result.position].log_softmax(-1)[result.explained.answer_id]
+    assert result.score == pytest.approx(float(expected), abs=1e-4)
+    difference = result.score - result.baseline_score
+    assert result.total == pytest.approx(difference, rel=0.01, abs=1e-3)
+
+
+def test_context_mixing_runs_on_every_family(loaded):
+    """Every mixing method on every family (ALBERT's one layer is applied at each depth): a finite [layer, query,
+    key] matrix, and a layer recomputed from its recorded parts with no value zeroed is transformers' layer."""
+    family, ours, tokenizer, theirs = loaded
+    ids = tokenizer.encode("the dog [MASK] at the park .").input_ids
+    input_ids, token_type_ids, _ = _batch(family, ids)
+    _, cache = record_for_mixing(ours, input_ids, token_type_ids)
+    reference = run_transformers(theirs, family, _batch(family, ids))
+    for recorded in recorded_layers(ours, cache):
+        unchanged = zeroed_outputs(recorded, recorded.x.new_ones(1, len(ids)))[0]
+        torch.testing.assert_close(unchanged, reference.hidden_states[recorded.layer + 1][0], atol=1e-5, rtol=1e-5)
+    for method in MIXING_METHODS:
+        layers = context_mixing(ours, cache, method).layers
+        assert layers.shape == (ours.config.num_layers, len(ids), len(ids)) and np.isfinite(layers).all(), method

@@ -70,6 +70,8 @@ def attention_charts(view: PageState) -> list[Chart]:
 
 
 def embedding_charts(view: PageState) -> list[Chart]:
+    if not view.loaded.model.config.type_vocab_size:  # no segment part to compare (DistilBERT)
+        return []
     result = record(view.loaded.model, view.loaded.tokenizer, view.prepared)
     tables = view.per_model.tables()
     settings = EmbeddingSettings.from_state(view.state, view.loaded.summary)

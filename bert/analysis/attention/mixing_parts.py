@@ -29,6 +29,7 @@ from torch import nn
 from ...activation_cache import ActivationCache
 from ...errors import InvalidInputError
 from ...hooks import hook_name
+from ...model import LayerApplication
 
 # what a recorded pass must keep for every method (the hook kinds of bert/hooks.py)
 MIXING_KINDS = ("embedding_out", "pattern", "attention_result", "attention_out", "mlp_pre", "mlp_result", "layer_out")
@@ -74,6 +75,8 @@ def recorded_layers(model: nn.Module, cache: ActivationCache, row: int = 0, leng
 
     layers, x = [], read("embedding_out")[:length]
     for layer, module in enumerate(model.transformer):
+        if isinstance(module, LayerApplication):  # ALBERT: the one shared BertLayer, applied at every depth
+            module = module.layer
         layers.append(RecordedLayer(
             layer, module, x, read("pattern", layer)[:, :length, :length], read("attention_result", layer)[:length],
             read("attention_out", layer)[:length], read("mlp_pre", layer)[:length], read("mlp_result", layer)[:length],

@@ -35,7 +35,7 @@ from ...errors import InvalidInputError
 from ...model import Bert
 from ...predict import Candidate
 from ...tokenizer import BertTokenizer, Encoding
-from .target import HOOKS, NEXT_SENTENCE_LABELS, OUTPUTS, PARTS, Target, TargetFunction, choose_target, describe
+from .target import HOOKS, NEXT_SENTENCE_LABELS, OUTPUTS, PARTS, Target, TargetFunction, choose_target, describe, parts_of
 
 __all__ = ["METHODS", "GRADIENT_METHODS", "PARTS", "OUTPUTS", "NEXT_SENTENCE_LABELS", "Saliency", "saliency",
            "embedding_parts", "baseline_parts", "swappable", "saliency_cost"]
@@ -70,7 +70,7 @@ class Saliency:
     explained: Target  # output, position, answer, foil, score
     target: Candidate  # the answer as shown: its word or label, index and probability
     foil: Candidate | None  # the foil, for a contrastive target
-    parts: tuple[str, ...]  # PARTS for gradient methods, ("token",) for perturbation methods
+    parts: tuple[str, ...]  # PARTS for gradient methods (no "segment" without one: DistilBERT), ("token",) for perturbation methods
     attributions: np.ndarray  # [part, token]
     score: float  # f(x)
     baseline_score: float | None = None  # f(b), integrated gradients only
@@ -119,7 +119,7 @@ def saliency(
     function = TargetFunction(model, encoding, target)
     input_ids, token_type_ids = encoding.tensors(model_device(model))
     parts = embedding_parts(model, input_ids, token_type_ids)
-    inputs = tuple(parts[part] for part in PARTS)
+    inputs = tuple(parts[part] for part in function.parts)
     with torch.no_grad():
         logits = function.logits_of_parts(*inputs)
         value = float(function.score(logits)[0])
@@ -130,7 +130,7 @@ def saliency(
                                                   batch_size, seed)
     answer = describe(model, tokenizer, target.output, target.answer_id, float(probabilities[target.answer_id]))
     foil = None if foil_id is None else describe(model, tokenizer, target.output, target.foil_id, float(probabilities[target.foil_id]))
-    return Saliency(method, encoding.tokens, target, answer, foil, PARTS if method in GRADIENT_METHODS else ("token",),
+    return Saliency(method, encoding.tokens, target, answer, foil, function.parts if method in GRADIENT_METHODS else ("token",),
                     rows, value, baseline_score, counts, function.rows_evaluated)
 
 
@@ -139,12 +139,12 @@ def _attribute(method, function: TargetFunction, tokenizer, encoding, parts, ste
     if method not in GRADIENT_METHODS:
         counts, token_row = _perturbed(method, function, tokenizer, encoding, parts, samples, window, batch_size, seed)
         return token_row[None], counts, None
-    inputs = tuple(parts[part].clone().requires_grad_(True) for part in PARTS)
+    inputs = tuple(parts[part].clone().requires_grad_(True) for part in function.parts)
     if method == "gradient_x_input":
         attributed, counts, baseline_score = InputXGradient(function).attribute(inputs), None, None
     else:
         base = baseline_parts(function.model, tokenizer, encoding, parts)
-        baselines = tuple(base[part] for part in PARTS)
+        baselines = tuple(base[part] for part in function.parts)
         attributed = IntegratedGradients(function).attribute(
             inputs, baselines, n_steps=steps, method="riemann_middle", internal_batch_size=batch_size)
         with torch.no_grad():
@@ -160,9 +160,11 @@ def swappable(tokenizer: BertTokenizer, encoding: Encoding) -> list[bool]:
 
 @torch.no_grad()
 def embedding_parts(model: Bert, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> dict[str, torch.Tensor]:
-    """{part: [1, seq, hidden]} the three embeddings that the model sums."""
-    _, cache = model.run_with_cache(input_ids, token_type_ids, names=list(HOOKS.values()), logit_mask=torch.zeros_like(input_ids, dtype=torch.bool))
-    return {part: cache[HOOKS[part]] for part in PARTS}
+    """{part: [1, seq, hidden]} the embeddings that the model sums (parts_of: no segment for DistilBERT)."""
+    parts = parts_of(model)
+    _, cache = model.run_with_cache(input_ids, token_type_ids, names=[HOOKS[part] for part in parts],
+                                    logit_mask=torch.zeros_like(input_ids, dtype=torch.bool))
+    return {part: cache[HOOKS[part]] for part in parts}
 
 
 @torch.no_grad()
@@ -173,19 +175,21 @@ def baseline_parts(model: Bert, tokenizer: BertTokenizer, encoding: Encoding, pa
     pad = embedding.token_embedding.weight[tokenizer.pad_id].detach()
     token = torch.where(keep[:, None], parts["token"][0], pad)
     position = parts["position"][0].mean(dim=0).expand_as(parts["position"][0])
-    segment = embedding.token_type_embedding.weight[0].detach().expand_as(parts["segment"][0])
-    return {"token": token[None], "position": position[None], "segment": segment[None]}
+    base = {"token": token[None], "position": position[None]}
+    if "segment" in parts:
+        base["segment"] = embedding.token_type_embedding.weight[0].detach().expand_as(parts["segment"][0])[None]
+    return base
 
 
 def _perturbed(method, function: TargetFunction, tokenizer, encoding, parts, samples, window, batch_size, seed):
     """(windows or orders, attribution per token [seq]) of a perturbation method on the token part."""
-    token, position, segment = parts["token"], parts["position"], parts["segment"]
+    token, others = parts["token"], [parts[part] for part in function.parts[1:]]  # position (and segment) stay
     swap = torch.tensor(swappable(tokenizer, encoding), device=token.device)
     mask_embedding = function.model.embedding.token_embedding.weight[tokenizer.mask_id].detach()
     masked = torch.where(swap[:, None], mask_embedding, token[0])[None]  # [1, seq, hidden]
 
     def of_token(token_part: torch.Tensor) -> torch.Tensor:
-        return function(token_part, position, segment)
+        return function(token_part, *others)
 
     seq, hidden = token.shape[1:]
     with torch.no_grad():

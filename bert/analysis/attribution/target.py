@@ -30,6 +30,11 @@ SCORES = ("log_probability", "probability")
 NEXT_SENTENCE_LABELS = ("B follows A", "B does not follow A")  # the NSP head's two classes, in index order
 
 
+def parts_of(model: Bert) -> tuple[str, ...]:
+    """The embedding parts the model sums: PARTS, without "segment" where it has no segment embedding (DistilBERT)."""
+    return PARTS if model.embedding.token_type_embedding is not None else PARTS[:2]
+
+
 @dataclass(frozen=True)
 class Target:
     output: str  # one of OUTPUTS
@@ -95,20 +100,22 @@ class TargetFunction:
 
     def __init__(self, model: Bert, encoding: Encoding, target: Target):
         self.model, self.target = model, target
+        self.parts = parts_of(model)  # what __call__ takes, in this order
         self.input_ids, self.token_type_ids = _ids(model, encoding), encoding.tensors(model_device(model))[1]
         self.at_position = torch.zeros_like(self.input_ids, dtype=torch.bool)
         self.at_position[0, target.position] = True
         self.rows_evaluated = 0
 
-    def __call__(self, token: torch.Tensor, position: torch.Tensor, segment: torch.Tensor) -> torch.Tensor:
-        """f per row, [rows], for parts of shape [rows or 1, seq, hidden] (Captum's forward function)."""
-        return self.score(self.logits_of_parts(token, position, segment))
+    def __call__(self, *parts: torch.Tensor) -> torch.Tensor:
+        """f per row, [rows], for the parts of `self.parts` (token, position, segment), each [rows or 1, seq, hidden]
+        (Captum's forward function)."""
+        return self.score(self.logits_of_parts(*parts))
 
-    def logits_of_parts(self, token: torch.Tensor, position: torch.Tensor, segment: torch.Tensor) -> torch.Tensor:
-        rows = max(token.shape[0], position.shape[0], segment.shape[0])
-        values = {"token": token, "position": position, "segment": segment}
-        shape = (rows, *token.shape[1:])
-        interventions = [(HOOKS[part], lambda activation, name, value=values[part]: value.expand(shape)) for part in PARTS]
+    def logits_of_parts(self, *parts: torch.Tensor) -> torch.Tensor:
+        values = dict(zip(self.parts, parts, strict=True))
+        rows = max(value.shape[0] for value in parts)
+        shape = (rows, *parts[0].shape[1:])
+        interventions = [(HOOKS[part], lambda activation, name, value=values[part]: value.expand(shape)) for part in self.parts]
         return self._logits(self.input_ids.expand(rows, -1), interventions)
 
     def logits_of_ids(self, input_ids: torch.Tensor) -> torch.Tensor:
