@@ -24,6 +24,18 @@ class PieceStyle:
     byte_level: bool = False  # pieces are bytes written as printable characters (GPT-2's table): "Ã©" is "é"
     mask_token: str = "[MASK]"  # the model's own mask token, what a typed "[MASK]" becomes
 
+    @property
+    def marker_note(self) -> str:
+        """How the scheme marks its pieces, in words: "## marks a piece that continues a word"."""
+        if self.continuation_prefix:
+            return f"{self.continuation_prefix} marks a piece that continues a word"
+        return f"{self.word_start} marks a piece that starts a word"
+
+    @property
+    def continuation_kind(self) -> str:
+        """A piece that only continues a word, named for a legend: "word piece (##)", "word piece (no Ġ)"."""
+        return f"word piece ({self.continuation_prefix or 'no ' + self.word_start})"
+
     def display(self, token: str) -> str:
         """The piece as a reader should see it, its scheme's marker kept: "Ġcafé" (bytes decoded), "##ing", "▁play".
         A byte-level piece that holds only part of a character (one byte of an emoji) stays as written."""

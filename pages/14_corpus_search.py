@@ -45,7 +45,7 @@ query_tokens = corpus_search.query_tokens(encoding, context.prepared.text)
 tokens = {t.position: t for t in query_tokens}
 labels = chip_labels(encoding.tokens, list(tokens))
 state.clamp("search_position", list(tokens), default=corpus_search.default_position(query_tokens))
-position = st.pills("Click a token of your sentence (## marks a piece that continues a word)", list(tokens),
+position = st.pills(f"Click a token of your sentence ({escape_markdown(context.loaded.tokenizer.pieces.marker_note)})", list(tokens),
                     format_func=labels.get, key="search_position", required=True, persist_state="session")
 query = tokens[position]
 st.html(f"<p>Your token in its sentence: {corpus_search.highlighted_in(context.prepared.text, encoding, position)}</p>")

@@ -12,7 +12,7 @@ widgets.page_header(
     "sentence); the model reads the whole sentence, left and right, and guesses every [MASK] at once.",
 )
 context = widgets.require()
-prepared = context.prepared
+prepared, tokenizer = context.prepared, context.loaded.tokenizer
 tokens = prepared.base.tokens
 maskable = prepared.maskable
 labels = chip_labels(tokens, maskable)
@@ -26,7 +26,8 @@ def masks_changed() -> None:
 
 st.session_state["mask_chips"] = list(prepared.all_masks)
 st.pills(
-    "Click tokens to mask them ([CLS] and [SEP] cannot be masked; ## marks a piece that continues a word)",
+    f"Click tokens to mask them ({escape_markdown(tokenizer.cls_token)} and {escape_markdown(tokenizer.sep_token)} "
+    f"cannot be masked; {escape_markdown(tokenizer.pieces.marker_note)})",
     maskable,
     selection_mode="multi",
     format_func=lambda position: labels[position],

@@ -10,21 +10,24 @@ import pandas as pd
 if TYPE_CHECKING:  # the analyses' results, read here, never imported at run time
     from viz_app.forward import MaskResult
 
+from bert.pieces import WORDPIECE, PieceStyle
 from viz_app.charts.base import HIGHLIGHT_COLOUR, PIECE_COLOUR, WORD_COLOUR, Chart, layout_spec, unchecked_figure
 
 
-def prediction_bars(mask: MaskResult, top_k: int, number: int) -> Chart:
-    """Top-k candidates for one [MASK] as horizontal bars, best on top; "##" pieces in another colour;
+def prediction_bars(mask: MaskResult, top_k: int, number: int, pieces: PieceStyle = WORDPIECE) -> Chart:
+    """Top-k candidates for one [MASK] as horizontal bars, best on top; pieces that only continue a word ("##" in
+    WordPiece, no "Ġ" in byte-level BPE: `pieces`, the tokenizer's scheme) in another colour;
     the masked-out original token, when it is among them, outlined in red. Built from plain dicts (see
     unchecked_figure): every student's key press draws one, so it must cost the server little."""
     k = min(top_k, len(mask.tokens))
-    tokens, pieces = mask.tokens[:k], mask.is_continuation[:k]
+    tokens = mask.tokens[:k]
     probabilities = mask.probabilities[:k].astype(float)
-    kinds = ["word piece (##)" if p else "whole word" for p in pieces]
+    piece_kind = pieces.continuation_kind
+    kinds = [piece_kind if p else "whole word" for p in mask.is_continuation[:k]]
     is_original = [t == mask.original for t in tokens]
     labels = [f"{rank}. {html.escape(token, quote=False)}" for rank, token in enumerate(tokens, 1)]
     traces = []
-    for kind, colour in (("whole word", WORD_COLOUR), ("word piece (##)", PIECE_COLOUR)):
+    for kind, colour in (("whole word", WORD_COLOUR), (piece_kind, PIECE_COLOUR)):
         rows = [i for i in range(k) if kinds[i] == kind]
         if not rows:
             continue
@@ -62,7 +65,7 @@ def prediction_bars(mask: MaskResult, top_k: int, number: int) -> Chart:
     data = pd.DataFrame(
         {"rank": range(1, k + 1), "token": tokens, "probability": probabilities, "kind": kinds, "is_original": is_original}
     )
-    caption = "Blue: whole words. Orange: ## pieces that only continue a word."
+    caption = f"Blue: whole words. Orange: pieces that only continue a word ({pieces.marker_note})."
     if mask.original is not None:
         caption += " Red outline: the token you masked, if it is among these."
     return Chart(figure, data, f"predictions_mask{number}_pos{mask.position}", caption=caption)

@@ -23,4 +23,5 @@ class PredictionSettings:
 def prediction_view(settings: PredictionSettings, result: ForwardResult) -> dict[str, Chart]:
     """"mask_<i>" -> the candidates at the i-th [MASK] (from 0), for the masks shown."""
     shown = range(len(result.masks)) if settings.shown is None else settings.shown
-    return {f"mask_{index}": prediction_bars(result.masks[index], settings.top_k, index + 1) for index in shown}
+    return {f"mask_{index}": prediction_bars(result.masks[index], settings.top_k, index + 1, result.pieces)
+            for index in shown}
