@@ -7,7 +7,7 @@ transformers' BertForMaskedLM with its default config (12 layers, 768 hidden, 12
 safetensors beside bert-base-uncased's vocabulary (the built-in model's vocab.txt is that vocabulary). No real
 BERT-base is needed offline. With --family, the family's masked-LM class at its base size (BASE_CONFIGS: RoBERTa-
 base, DistilBERT-base, ALBERT-base, and ELECTRA-base's shape with the generator's masked-LM head); the vocab.txt
-is only there for the loader (timing feeds ids). transformers is a benchmark-only dependency here.
+(RoBERTa: a small byte-level BPE with its special tokens) is only there for the loader (timing feeds ids). transformers is a benchmark-only dependency here.
 """
 from __future__ import annotations
 
@@ -41,8 +41,27 @@ def make_random_bert(folder: Path, seed: int = 0, family: str = "bert"):
     reference = getattr(transformers, MASKED_LM[family])(config).eval()
     folder.mkdir(parents=True, exist_ok=True)
     reference.save_pretrained(folder, safe_serialization=True)
-    shutil.copy(minilm_folder() / "vocab.txt", folder / "vocab.txt")
+    if family == "roberta":
+        write_byte_level_bpe(folder)
+    else:
+        shutil.copy(minilm_folder() / "vocab.txt", folder / "vocab.txt")
+    if family == "albert":  # its SentencePiece specials, beside [CLS], [SEP] and [MASK]
+        with open(folder / "vocab.txt", "a", encoding="utf-8") as vocab:
+            vocab.write("<pad>\n<unk>\n")
     return reference
+
+
+def write_byte_level_bpe(folder: Path) -> None:
+    """vocab.json and merges.txt of a small byte-level BPE with RoBERTa's special tokens, trained here on the
+    built-in sentences: the loader needs <s>, </s> and <mask>; the timing feeds ids."""
+    from tokenizers.implementations import ByteLevelBPETokenizer
+
+    from bert.data import builtin_sentences
+
+    tokenizer = ByteLevelBPETokenizer()
+    tokenizer.train_from_iterator([s.text for s in builtin_sentences(200)], vocab_size=1000, min_frequency=1,
+                                  special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    tokenizer.save_model(str(folder))
 
 
 def reference_for(config):

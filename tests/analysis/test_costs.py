@@ -351,3 +351,22 @@ def test_a_watcher_stops_value_zeroing_and_decompx_between_their_batches(counted
         context_mixing(model, cache, method)
     # value zeroing: the unchanged row of the first layer, then one batch of it; DecompX: one batch through each layer
     assert layer_rows.rows == (1 + first_batch if method == "value-zeroing" else first_batch * model.config.num_layers)
+
+
+def test_a_watcher_stops_the_probes_between_their_tasks(tokenizer):
+    """The probes' training makes no forward pass: between tasks it asks the watcher, which may stop it."""
+    from bert.analysis.probing.pipeline import probe_features
+
+    model = small_bert(tokenizer.vocab_size, seed=0)
+    data = sentence_set(builtin_sentences(40), "built-in")
+    features = extract_features(model, tokenizer, data, tasks=["pos", "position"], settings=ProbeSettings(seed=2))
+    asked = []
+
+    def stop_at_the_second_task(rows: int) -> None:
+        asked.append(rows)
+        if len(asked) == 2:
+            raise StoppedError("the visitor left")
+
+    with pytest.raises(StoppedError), watching(stop_at_the_second_task):
+        probe_features(features, ["pos", "position"], ProbeSettings(seed=2))
+    assert asked == [0, 0]

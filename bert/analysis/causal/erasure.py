@@ -30,6 +30,7 @@ from ...costs import Cost
 from ...devices import model_device
 from ...errors import InvalidInputError
 from ...model import Bert
+from ...stopping import checkpoint
 from ...tokenizer import BertTokenizer, Encoding
 from ..corpus.batching import batches, batches_cost, pad
 from ..probing.linear_probes import train_probes
@@ -149,7 +150,12 @@ def amnesic_probing(
     """Erase `task` (a label column: upos, xpos, deprel, ...) from hidden_states[`hidden_states_index`]; see the module docstring.
     The samples (training and test sentences up to the word limits, masked words) are seeded."""
     check_erasure(model, train, test, task, hidden_states_index)
-    report = progress or (lambda fraction, what: None)
+
+    def report(fraction: float, what: str) -> None:
+        checkpoint()  # between its stages a watcher (bert/stopping.py) may stop it
+        if progress:
+            progress(fraction, what)
+
     report(0.0, "word vectors of the training sentences")
     train_x, train_labels = _labelled(model, tokenizer, sample_sentences(train, max_train_words, seed), task, hidden_states_index)
     report(0.2, "word vectors of the test sentences")

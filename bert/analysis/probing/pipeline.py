@@ -61,6 +61,7 @@ from ...costs import Cost
 from ...devices import model_device
 from ...errors import InvalidInputError
 from ...model import Bert
+from ...stopping import checkpoint
 from ...tokenizer import BertTokenizer
 from ..corpus.batching import batches_cost
 from . import tree_metrics
@@ -273,7 +274,12 @@ def probe_features(
         raise InvalidInputError(f"these sentences do not support the task(s) {unknown or tasks}; they support {', '.join(offered) or 'none'}")
     notes: list[str] = list(data.notes)
     timings: dict[str, float] = {"features": data.seconds}
-    report = lambda fraction, message: progress(fraction, message) if progress else None  # noqa: E731
+
+    def report(fraction: float, message: str) -> None:
+        checkpoint()  # between tasks a watcher (bert/stopping.py) may stop the training
+        if progress:
+            progress(fraction, message)
+
 
     results: dict[str, TaskResult] = {}
     skipped_tasks: dict[str, str] = {}
