@@ -38,6 +38,18 @@ SHORT = "the dog [MASK] at the cat"
 LONG = "the dog [MASK] at the cat and her dog went to the park . the cat is"
 
 
+def stopping_at_the_second_check():
+    """(the rows of each check, a watcher that raises StoppedError at its second check)."""
+    checks: list[int] = []
+
+    def stop(rows: int) -> None:
+        checks.append(rows)
+        if len(checks) == 2:
+            raise StoppedError("the visitor left")
+
+    return checks, stop
+
+
 class Counted:
     """The passes a model makes: rows of each forward pass, rows of each backward pass through the last layer."""
 
@@ -315,14 +327,8 @@ def test_a_watcher_stops_the_norm_based_methods_between_key_chunks(counted_model
     encoding = tokenizer.encode(LONG)
     monkeypatch.setattr(norm_based_module, "PARTS_BUDGET", 3 * len(encoding) * model.config.hidden_size)
     _, cache = record_for_mixing(model, *encoding.tensors())
-    chunks = []
-
-    def stop_at_the_second_chunk(rows: int) -> None:
-        chunks.append(rows)
-        if len(chunks) == 2:
-            raise StoppedError("the visitor left")
-
-    with pytest.raises(StoppedError), watching(stop_at_the_second_chunk):
+    chunks, stop = stopping_at_the_second_check()
+    with pytest.raises(StoppedError), watching(stop):
         context_mixing(model, cache, method)
     assert chunks == [0, 0]
     with watching(chunks.append):
@@ -340,14 +346,8 @@ def test_a_watcher_stops_value_zeroing_and_decompx_between_their_batches(counted
     monkeypatch.setattr(decompx_module, "PARTS_BUDGET", first_batch * len(encoding) * model.config.intermediate_size)
     _, cache = record_for_mixing(model, *encoding.tensors())
     layer_rows = LayerRows(model, monkeypatch)
-    checks = []
-
-    def stop_at_the_second_batch(rows: int) -> None:
-        checks.append(rows)
-        if len(checks) == 2:
-            raise StoppedError("the visitor left")
-
-    with pytest.raises(StoppedError), watching(stop_at_the_second_batch):
+    checks, stop = stopping_at_the_second_check()
+    with pytest.raises(StoppedError), watching(stop):
         context_mixing(model, cache, method)
     # value zeroing: the unchanged row of the first layer, then one batch of it; DecompX: one batch through each layer
     assert layer_rows.rows == (1 + first_batch if method == "value-zeroing" else first_batch * model.config.num_layers)
@@ -360,13 +360,7 @@ def test_a_watcher_stops_the_probes_between_their_tasks(tokenizer):
     model = small_bert(tokenizer.vocab_size, seed=0)
     data = sentence_set(builtin_sentences(40), "built-in")
     features = extract_features(model, tokenizer, data, tasks=["pos", "position"], settings=ProbeSettings(seed=2))
-    asked = []
-
-    def stop_at_the_second_task(rows: int) -> None:
-        asked.append(rows)
-        if len(asked) == 2:
-            raise StoppedError("the visitor left")
-
-    with pytest.raises(StoppedError), watching(stop_at_the_second_task):
+    asked, stop = stopping_at_the_second_check()
+    with pytest.raises(StoppedError), watching(stop):
         probe_features(features, ["pos", "position"], ProbeSettings(seed=2))
     assert asked == [0, 0]
