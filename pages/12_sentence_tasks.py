@@ -57,7 +57,8 @@ sentence_order = model.config.family == "albert"  # its head's classes: [in orde
 if "nsp" in outputs:
     st.subheader("Are A and B in their order?" if sentence_order else "Does B follow A?")
     if not prepared.pair.strip() or prepared.pair_dropped:
-        st.info("Type a second sentence (segment B) at the top: the model then says whether it follows the first.")
+        asked = "whether the two are in their order" if sentence_order else "whether it follows the first"
+        st.info(f"Type a second sentence (segment B) at the top: the model then says {asked}.")
     else:
         result = cache.next_sentence(key, prepared)
         typed, swapped = st.columns(2)
