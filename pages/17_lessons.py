@@ -2,11 +2,12 @@
 import plotly.graph_objects as go
 import streamlit as st
 
+from bert.costs import Cost
 from bert.errors import BertError
 from viz_app import access, cache, heavy, state, uploads, widgets
 from viz_app.forward import InputProblem
 from viz_app.access import Role
-from viz_app.lessons import costs as lesson_costs, following, session
+from viz_app.lessons import following, session
 from viz_app.lessons.export import lesson_html
 from viz_app.lessons.format import PAGES, LessonError, builtin_lessons, parse_lesson
 from viz_app.text import escape_markdown
@@ -63,7 +64,9 @@ def download_lesson() -> str:
 download = dict(data=download_lesson, file_name=f"{lesson.name}.html", mime="text/html", on_click="ignore",
                 icon=":material/download:", help="One HTML file with every step's figures for the loaded model, "
                 "the texts, and the questions with their answers folded away. It opens without the app or a network.")
-if not heavy.within_budget(context, lesson_costs.lesson_cost(lesson, context.loaded, st.session_state)):
+sentence = (st.session_state.get("text", ""), st.session_state.get("pair", ""), bool(st.session_state.get("truncate")))
+step_costs = cache.lesson_step_costs(key, lesson, sentence)
+if not heavy.within_budget(context, sum(step_costs, Cost(0, 0))):
     download |= dict(disabled=True, help="Every step's figures together cost more than one computation may on this "
                      "server: download this lesson at the server's machine, or ask the teacher to raise the budget.")
 
@@ -106,8 +109,7 @@ if index is None:  # the overview: what the lesson covers
         following.presenter_box(context.visitor)
     st.stop()
 
-sentence = (st.session_state.get("text", ""), st.session_state.get("pair", ""), bool(st.session_state.get("truncate")))
-cost = lesson_costs.step_cost(lesson, index, context.loaded, dict(zip(("text", "pair", "truncate"), sentence)))
+cost = step_costs[index]
 st.html(STAGE_CSS)
 step, figures, trouble = None, [], None
 if heavy.allowed(context, cost, f"lesson_step_{index}"):  # a long sentence or a heavy value may be over the budget

@@ -82,6 +82,7 @@ from viz_app.class_room import ClassRoom, class_links, network_host
 from viz_app.charts.base import Chart
 from viz_app.forward import ForwardResult, PreparedInput, record
 from viz_app.heavy_jobs import HeavyJobs, nicer_thread
+from viz_app.lessons import costs as lesson_costs
 from viz_app.lessons.format import Lesson
 from viz_app.lessons.resolve import SIDEBAR_KEYS, ResolvedStep, resolve
 from viz_app.lessons.views import PerModel, view_charts
@@ -478,6 +479,15 @@ def lesson_step(key: ModelKey, lesson: Lesson, index: int, sentence: tuple[str, 
     session = dict(zip(SIDEBAR_KEYS, sentence))
     return resolve(lesson, index, load_model(key), session, text.escape_markdown if escape_markdown else (lambda s: s),
                    _per_model(key))
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def lesson_step_costs(key: ModelKey, lesson: Lesson, sentence: tuple[str, str, bool]) -> tuple[Cost, ...]:
+    """Each step's cost for this model (viz_app/lessons/costs.py), the session's sentence where a step sets none:
+    worked out once, not on every rerun of a following class (a probes step tokenizes its sentences)."""
+    session = dict(zip(SIDEBAR_KEYS, sentence))
+    loaded = load_model(key)
+    return tuple(lesson_costs.step_cost(lesson, index, loaded, session) for index in range(len(lesson.steps)))
 
 
 @st.cache_data(show_spinner="Drawing this step's figures…", max_entries=64)

@@ -13,19 +13,18 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Mapping
 
 from bert.analysis.attention.mixing import mixing_cost
-from bert.analysis.causal.ablation import mean_head_outputs_cost, rank_heads_cost
+from bert.analysis.causal.ablation import rank_heads_cost
 from bert.analysis.causal.patching import patching_cost
 from bert.analysis.causal.tracing import trace_cost
 from bert.costs import Cost
-from bert.data import builtin_sentences
 from bert.errors import BertError
-from viz_app import probe_runs
+from viz_app import page_costs, probe_runs
 from viz_app.causal_tracing import SITES_FOR_BLOCKS, CausalSettings
 from viz_app.forward import InputProblem, prepare_input
-from viz_app.head_ablation import MEAN_SENTENCES
 from viz_app.lessons.computed import COMPUTED
 from viz_app.lessons.format import PLACEHOLDER, ComputedValue, Lesson
 from viz_app.lessons.resolve import step_state
+from viz_app.lessons.views import probe_data
 from viz_app.models import LoadedModel
 from viz_app.navigation import LINK_PARAMS
 from viz_app.views.mixing import MixingSettings
@@ -112,10 +111,7 @@ def _mixing_figures(step: StepInput) -> Cost:
 
 
 def _ablation_figures(step: StepInput) -> Cost:
-    mean = NOTHING
-    if step["ablation_mode"] == "mean":
-        mean = mean_head_outputs_cost(step.loaded.tokenizer, builtin_sentences(MEAN_SENTENCES),
-                                      step.loaded.summary.max_positions)
+    mean = page_costs.mean_ablation(step.loaded) if step["ablation_mode"] == "mean" else NOTHING
     return _ranking(step) + mean
 
 
@@ -125,19 +121,13 @@ def _causal_figures(step: StepInput) -> Cost:
 
 
 def _probe_figures(step: StepInput) -> Cost:
-    """The probes' sentences through the model, twice at most (the masked-word task runs each again): the
-    training of the probes themselves is not counted in passes."""
-    source = step["probes_source"]
-    if source == "wordnet":
-        sentences = [s.text for s in builtin_sentences()[: max(step["probes_count"], 20)]]
-    elif source == "ud_ewt":
-        count = step.state.get("probes_ud_count", probe_runs.UD_SENTENCES)
-        count = count if isinstance(count, int) and count >= 10 else probe_runs.UD_SENTENCES
-        sentences = [" ".join(s.words) for s in probe_runs.ud_ewt_data(count).train.sentences]
-    else:
+    """The passes that read the probes' word vectors (the probes' training is not counted in passes)."""
+    found = probe_data(step)
+    if found is None:
         return NOTHING
-    lengths = [step.length_of(sentence) for sentence in sentences]
-    return Cost(2 * len(lengths), max(lengths, default=0), ("the number of sentences",)) if lengths else NOTHING
+    data, tasks = found
+    return probe_runs.features_cost(step.loaded.tokenizer, data, tasks, step["probe_pieces"], step["probe_seed"],
+                                    step.config.max_position_embeddings)
 
 
 # page -> the cost of the figures a lesson step draws for it (views.BUILDERS); the other pages read one recorded pass

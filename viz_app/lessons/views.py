@@ -80,19 +80,27 @@ def embedding_charts(view: PageState) -> list[Chart]:
     return [charts[name] for name in EMBEDDING_CHARTS]
 
 
-def probe_charts(view: PageState) -> list[Chart]:
-    """The built-in sentences (or the first sentences of UD EWT) with the step's tasks; a file or a text to upload
-    has no figure here."""
+def probe_data(view) -> tuple[probe_runs.ProbeData, list[str]] | None:
+    """The data and tasks a probes step draws (`view`: a PageState or anything that reads a step's state the same
+    way): the built-in sentences or the first sentences of UD EWT; None for a file or a text to upload, which has
+    no figure here, or no task the data offers."""
     if view["probes_source"] == "ud_ewt":
         count = view.state.get("probes_ud_count", probe_runs.UD_SENTENCES)
         data, tasks = probe_runs.ud_ewt_data(count if isinstance(count, int) and count >= 10 else probe_runs.UD_SENTENCES), view["probe_treebank_tasks"]
     elif view["probes_source"] == "wordnet":
         data, tasks = probe_runs.builtin_data(min(max(view["probes_count"], 20), len(builtin_sentences()))), view["probe_tasks"]
     else:
-        return []
+        return None
     tasks = [task for task in tasks if task in data.tasks]
-    if not tasks:
+    return (data, tasks) if tasks else None
+
+
+def probe_charts(view: PageState) -> list[Chart]:
+    """The probes page's charts for the step's data and tasks (probe_data)."""
+    found = probe_data(view)
+    if found is None:
         return []
+    data, tasks = found
     run = probe_runs.probe_run(view.loaded.model, view.loaded.tokenizer, data, tasks, view["probe_pieces"],
                                view["probe_seed"], view["probe_mdl"])
     return list(probes_view(ProbeViewSettings.from_state(view.state), run).values())
