@@ -22,7 +22,7 @@ SEQUENCE_HEADS = ("pooler", "dense_tanh", "dense_relu", "dense_gelu")
 class BertConfig:
     vocab_size: int = 30522  # WordPiece vocabulary (Devlin et al. 2019: "a 30,000 token vocabulary")
     hidden_size: int = 768  # H: width of every token's vector in the residual stream
-    num_layers: int = 12  # L: number of stacked BertLayer blocks (ALBERT: applications of its one shared layer)
+    num_layers: int = 12  # L: number of stacked BertLayer blocks (ALBERT: applications of its shared layers, every inner layer counted)
     num_heads: int = 12  # A: attention heads per layer; each head gets hidden_size // num_heads dims
     intermediate_size: int = 3072  # MLP width, 4 * H in BERT
     max_position_embeddings: int = 512  # longest input the position table covers (RoBERTa's table has position_offset more rows)
@@ -40,6 +40,13 @@ class BertConfig:
     position_offset: int = 0
     embedding_size: int | None = None  # E: width of the embeddings; None: H. ALBERT, small ELECTRAs: E < H, projected to H
     shared_layers: bool = False  # ALBERT: one layer's weights applied num_layers times (Lan et al. 2020, section 3.1)
+    # ALBERT's num_hidden_groups (G): the shared layers come in G groups with their own weights; the group
+    # applications (num_layers / layers_per_group, Hugging Face's num_hidden_layers) go to group 0 first, then
+    # group 1, ..., the same number each. 1: every depth shares one set of weights (the released checkpoints).
+    layer_groups: int = 1
+    # ALBERT's inner_group_num (P): distinct layers in each group, applied one after another each time the group
+    # is; each counts as a layer of its own (num_layers = group applications * P). 1: the released checkpoints.
+    layers_per_group: int = 1
     mlm_activation: str | None = None  # the masked-LM head's activation; None: `activation` (RoBERTa, ELECTRA: "gelu")
     sequence_head: str = "pooler"  # one of SEQUENCE_HEADS: what the sequence classifier reads
     pooler: bool = True  # whether the family has a pooler (DistilBERT and ELECTRA have none)
@@ -62,11 +69,48 @@ class BertConfig:
             raise ConfigError(f"position_offset must be 0 or pad_token_id + 1 ({self.pad_token_id + 1}), not {self.position_offset}")
         if self.type_vocab_size < 0:
             raise ConfigError(f"type_vocab_size must be 0 (no segment embedding) or more, not {self.type_vocab_size}")
+        self._check_layer_groups()
+
+    def _check_layer_groups(self) -> None:
+        """ALBERT's groups: whole numbers of group applications and of applications per group."""
+        groups, inner = self.layer_groups, self.layers_per_group
+        if groups < 1 or inner < 1:
+            raise ConfigError(f"layer_groups (num_hidden_groups) and layers_per_group (inner_group_num) must be 1 or more, "
+                              f"not {groups} and {inner}")
+        if (groups, inner) != (1, 1) and not self.shared_layers:
+            raise ConfigError("layer_groups and layers_per_group other than 1 need shared_layers (ALBERT)")
+        if self.num_layers % inner:
+            raise ConfigError(f"num_layers {self.num_layers} is not a multiple of layers_per_group (inner_group_num) {inner}: "
+                              f"each application of a group runs all its {inner} layers")
+        if self.group_applications % groups:
+            raise ConfigError(f"{self.group_applications} group applications (Hugging Face's num_hidden_layers) are not a "
+                              f"multiple of layer_groups (num_hidden_groups) {groups}: each group is applied as often")
 
     @property
     def head_size(self) -> int:
         """Dimensions per head: 768 / 12 = 64 for BERT-base (Devlin et al. 2019)."""
         return self.hidden_size // self.num_heads
+
+    @property
+    def group_applications(self) -> int:
+        """How many times a layer group is applied in all (Hugging Face's ALBERT num_hidden_layers): num_layers for
+        BERT and for ALBERT with one layer per group."""
+        return self.num_layers // self.layers_per_group
+
+    @property
+    def distinct_layers(self) -> int:
+        """Layers with weights of their own: num_layers, or with shared layers layer_groups * layers_per_group."""
+        return self.layer_groups * self.layers_per_group if self.shared_layers else self.num_layers
+
+    def shared_layer_at(self, depth: int) -> tuple[int, int]:
+        """(group, inner layer) of the shared layer applied at `depth` (0 .. num_layers - 1), as Hugging Face's
+        AlbertTransformer: application i = depth // layers_per_group goes to group i // (applications per group)."""
+        application, inner = divmod(depth, self.layers_per_group)
+        return application // (self.group_applications // self.layer_groups), inner
+
+    def depths_of(self, group: int, inner: int) -> list[int]:
+        """The depths at which inner layer `inner` of group `group` is applied (shared_layer_at's inverse)."""
+        return [depth for depth in range(self.num_layers) if self.shared_layer_at(depth) == (group, inner)]
 
     @property
     def embedding_width(self) -> int:

@@ -7,10 +7,10 @@ Recording and intervening are per call, never state on the (shared) model: `Bert
 `HookRun` in a context variable, which every thread (and so every Streamlit session) sees on its own. A hook
 that the run neither keeps nor intervenes on returns its input at once.
 
-A layer applied more than once (ALBERT's one shared layer, bert/model.py's SharedLayer) is recorded once per
-application, under its depth: its hook points are named `transformer.{depth}.<path in the layer>`, and the run
-knows the depth it is at (`HookRun.depth`, set by the SharedLayer as it applies the layer), so the model holds
-no state of a call.
+A layer applied more than once (ALBERT's shared layers, bert/model.py's SharedLayer, several of them in
+LayerGroups) is recorded once per application, under its depth: its hook points are named
+`transformer.{depth}.<path in the layer>`, and the run knows the depth it is at (`HookRun.depth`, set by the
+SharedLayer as it applies the layer), so the model holds no state of a call.
 
 `hook_name(kind, layer)` is the one place that spells a hook's name: code says `hook_name("pattern", 3)`, never
 the path by hand. What a run records comes back as an ActivationCache (bert/activation_cache.py).
@@ -205,27 +205,30 @@ class HookRun:
 def name_hook_points(root: nn.Module) -> list[str]:
     """Give every HookPoint below `root` its module path as its name; return the names in forward order.
 
-    Below a module with `repeats` (the number of times it is applied) and a `layer`, the path's `layer` becomes
-    `{depth}`, and the names list each application's names in turn (`transformer.0....`, `transformer.1....`)."""
+    Below a module applied at several depths (one with `depths` and a `layer`: ALBERT's SharedLayer), a hook
+    point is named `{stack}.{depth}.{path in the layer}`, where `stack` is the top-level module holding it
+    (`transformer`), and the names list every depth's names in turn (`transformer.0....`, `transformer.1....`)."""
     names: list[str] = []
-    repeated: dict[str, tuple[int, list[str]]] = {}  # path of the repeating module -> (times, names with {depth})
+    repeated: dict[str, list[int]] = {}  # path of each repeating module -> the depths it is applied at
+    templates: dict[int, list[str]] = {}  # depth -> its names, with {depth}
     for path, module in root.named_modules():
         owner = next((prefix for prefix in repeated if path.startswith(prefix + ".layer.")), None)
-        if hasattr(module, "repeats") and hasattr(module, "layer"):
-            repeated[path] = (module.repeats, [])
-            names.append(path)  # a placeholder: its applications' names go here
+        if hasattr(module, "depths") and hasattr(module, "layer"):
+            repeated[path] = module.depths
+            if "{depth}" not in names:
+                names.append("{depth}")  # a placeholder: every application's names go here
         elif isinstance(module, HookPoint) and owner is not None:
-            module.name = owner + ".{depth}." + path[len(owner) + len(".layer."):]
+            module.name = owner.split(".")[0] + ".{depth}." + path[len(owner) + len(".layer."):]
             module.repeated = True
-            repeated[owner][1].append(module.name)
+            for depth in repeated[owner]:
+                templates.setdefault(depth, []).append(module.name)
         elif isinstance(module, HookPoint):
             module.name, module.repeated = path, False
             names.append(path)
     expanded = []
     for name in names:
-        if name in repeated:
-            times, templates = repeated[name]
-            expanded += [template.format(depth=depth) for depth in range(times) for template in templates]
+        if name == "{depth}":
+            expanded += [template.format(depth=depth) for depth in sorted(templates) for template in templates[depth]]
         else:
             expanded.append(name)
     return expanded

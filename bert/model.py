@@ -2,7 +2,8 @@
 
 The same tree runs BERT's family, with the differences BertConfig states (bert/config.py): RoBERTa's positions
 after the padding index (Liu et al. 2019), DistilBERT without segments or pooler (Sanh et al. 2019), ALBERT's
-narrow embeddings projected to H and its one layer applied at every depth (Lan et al. 2020, `SharedLayer`),
+narrow embeddings projected to H and its one layer applied at every depth (Lan et al. 2020, `SharedLayer`; several
+shared layers in groups: `LayerGroups`),
 ELECTRA's projection and its discriminator head (Clark et al. 2020, `ReplacedTokenHead`).
 
 Every `hook_*` attribute is a HookPoint whose name is its module path; the comment beside it gives its shape.
@@ -171,24 +172,75 @@ class SharedLayer(nn.Module):
     """ALBERT's one layer, applied `repeats` times (Lan et al. 2020, section 3.1: cross-layer parameter sharing).
 
     Iterating gives one callable per application, so `for layer in model.transformer` reads as for BERT; each
-    application records its hooks under its own depth (`transformer.3....` for the fourth)."""
+    application records its hooks under its own depth (`transformer.3....` for the fourth). Within LayerGroups,
+    one of several shared layers, applied at `depths` only."""
 
-    def __init__(self, config: BertConfig):
+    def __init__(self, config: BertConfig, depths: Sequence[int] | None = None):
         super().__init__()
         self.layer = BertLayer(config)
-        self.repeats = config.num_layers
+        self.depths = list(range(config.num_layers)) if depths is None else list(depths)
+        self.every_depth = depths is None
+        self.repeats = len(self.depths)
 
     def extra_repr(self) -> str:
-        return f"applied {self.repeats} times"
+        where = "" if self.every_depth else f", at depths {', '.join(map(str, self.depths))}"
+        return f"applied {self.repeats} times{where}"
 
     def __len__(self) -> int:
         return self.repeats
 
     def __iter__(self):
-        return iter([LayerApplication(self.layer, depth) for depth in range(self.repeats)])
+        return iter([LayerApplication(self.layer, depth) for depth in self.depths])
 
     def __getitem__(self, index):
         return list(self)[index]
+
+
+class LayerGroups(nn.Module):
+    """ALBERT with several shared layers (Hugging Face's num_hidden_groups, inner_group_num): `groups[g][j]` is
+    inner layer j of group g, a SharedLayer. Each application of a group runs its inner layers in order, and
+    every inner layer's application is a layer of its own (a depth, with its hooks and its hidden state, as
+    transformers' hidden_states and attentions count them). The group applications go to group 0 first, then
+    group 1, ... (BertConfig.shared_layer_at).
+
+    Iterating gives one callable per depth, in order, as SharedLayer does."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.groups = nn.ModuleList(
+            nn.ModuleList(SharedLayer(config, config.depths_of(group, inner)) for inner in range(config.layers_per_group))
+            for group in range(config.layer_groups)
+        )
+        self.num_layers = config.num_layers
+
+    def extra_repr(self) -> str:
+        groups, inner = len(self.groups), len(self.groups[0])
+        return f"{groups} groups of {inner} layers, {self.num_layers} layer applications"
+
+    def __len__(self) -> int:
+        return self.num_layers
+
+    def __iter__(self):
+        applications = [application for group in self.groups for shared in group for application in shared]
+        return iter(sorted(applications, key=lambda application: application.depth))
+
+    def __getitem__(self, index):
+        return list(self)[index]
+
+
+def shared_layer_path(config: BertConfig, group: int, inner: int) -> str:
+    """Where inner layer `inner` of group `group` sits in ALBERT's module tree: `transformer.layer` for the one
+    shared layer, `transformer.groups.{group}.{inner}.layer` in LayerGroups."""
+    if (config.layer_groups, config.layers_per_group) == (1, 1):
+        return "transformer.layer"
+    return f"transformer.groups.{group}.{inner}.layer"
+
+
+def layer_stack(config: BertConfig) -> nn.Module:
+    """The encoder's layers: BERT's ModuleList, ALBERT's SharedLayer, or LayerGroups."""
+    if not config.shared_layers:
+        return nn.ModuleList(BertLayer(config) for _ in range(config.num_layers))
+    return SharedLayer(config) if (config.layer_groups, config.layers_per_group) == (1, 1) else LayerGroups(config)
 
 
 class LayerApplication:
@@ -341,7 +393,7 @@ class Bert(nn.Module):
         self.config = config
         _check_family_heads(config, nsp_head, discriminator)
         self.embedding = BertEmbedding(config)
-        self.transformer = SharedLayer(config) if config.shared_layers else nn.ModuleList(BertLayer(config) for _ in range(config.num_layers))
+        self.transformer = layer_stack(config)
         self.lm_head = BertLMHead(config, self.embedding.token_embedding) if mlm_head else None
         self.discriminator = ReplacedTokenHead(config) if discriminator else None
         self.pooler = BertPooler(config) if config.pooler and (pooler or nsp_head or self._pooled(classifier_labels)) else None

@@ -10,7 +10,8 @@ def count_parameters(
     """Counts per part; 'total' counts the tied decoder weight once (as the model stores it). The sequence
     classifier (over the pooler, which it brings; in the families without one, over its own dense layer) and the
     token classifier count as many outputs as labels. The family's differences count too: E-wide embeddings and
-    their projection (ALBERT, small ELECTRAs), one shared layer (ALBERT), no segments or pooler (DistilBERT)."""
+    their projection (ALBERT, small ELECTRAs), ALBERT's shared layers (one, or layer_groups * layers_per_group), no
+    segments or pooler (DistilBERT)."""
     h, i, v, e = config.hidden_size, config.intermediate_size, config.vocab_size, config.embedding_width
     layer_norm = 2 * h
     projection = (e * h + h) if config.projects_embeddings else 0
@@ -22,7 +23,7 @@ def count_parameters(
         "mlp_per_layer": (h * i + i) + (i * h + h) + layer_norm,
     }
     counts["layer"] = counts["attention_per_layer"] + counts["mlp_per_layer"]
-    counts["encoder_layers"] = (1 if config.shared_layers else config.num_layers) * counts["layer"]  # ALBERT: one, shared
+    counts["encoder_layers"] = config.distinct_layers * counts["layer"]  # ALBERT: one shared (or one per group's inner layer)
     pooled_classifier = classifier_labels and config.sequence_head == "pooler"
     heads = {
         "pooler": (h * h + h) if config.pooler and (pooler or nsp_head or pooled_classifier) else 0,

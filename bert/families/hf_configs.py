@@ -35,7 +35,8 @@ FIELDS = {
     "bert": _BERT_FIELDS,
     "roberta": _BERT_FIELDS,
     "electra": _BERT_FIELDS | {"embedding_size": "embedding_size"},
-    "albert": _BERT_FIELDS | {"embedding_size": "embedding_size", "classifier_dropout_prob": "classifier_dropout"},
+    "albert": _BERT_FIELDS | {"embedding_size": "embedding_size", "classifier_dropout_prob": "classifier_dropout",
+                              "num_hidden_groups": "layer_groups", "inner_group_num": "layers_per_group"},
     "distilbert": _DISTILBERT_FIELDS,
 }
 # What each family fixes that its config.json does not say (besides `family`).
@@ -58,8 +59,6 @@ def config_from_hf(cls, hf: dict):
     position_type = hf.get("position_embedding_type", "absolute")
     if position_type != "absolute":
         raise ConfigError(f"position_embedding_type {position_type!r} is not supported (only 'absolute')")
-    if family == "albert" and (hf.get("num_hidden_groups", 1) != 1 or hf.get("inner_group_num", 1) != 1):
-        raise ConfigError("ALBERT with num_hidden_groups or inner_group_num other than 1 is not supported")
     hidden_act = hf.get("activation" if family == "distilbert" else "hidden_act", "gelu")
     if hidden_act not in ACTIVATIONS:
         raise ConfigError(f"hidden_act {hidden_act!r} is not supported; expected one of {sorted(ACTIVATIONS)}")
@@ -68,6 +67,8 @@ def config_from_hf(cls, hf: dict):
     if family == "roberta":  # the position table's first pad_token_id + 1 rows are never used by a token
         fields["position_offset"] = fields.get("pad_token_id", 1) + 1
         fields["max_position_embeddings"] = fields.get("max_position_embeddings", 514) - fields["position_offset"]
+    if family == "albert":  # num_hidden_layers counts group applications; our layers, every inner layer's
+        fields["num_layers"] = fields.get("num_layers", 12) * fields.get("layers_per_group", 1)
     if family == "electra" and fields.get("embedding_size") == fields.get("hidden_size", 768):
         fields["embedding_size"] = None
     return cls(**fields)
@@ -81,6 +82,6 @@ def config_to_hf(config) -> dict:
     if "embedding_size" in hf:
         hf["embedding_size"] = config.embedding_width
     if family == "albert":
-        hf |= {"num_hidden_groups": 1, "inner_group_num": 1}
+        hf["num_hidden_layers"] = config.group_applications
     activation_key = "activation" if family == "distilbert" else "hidden_act"
     return {"model_type": family, activation_key: _WRITTEN_ACTIVATION[config.activation], **hf}

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..config import BertConfig
+from ..model import shared_layer_path
 
 Table = dict[str, str]
 
@@ -125,10 +126,13 @@ def distilbert_table(config: BertConfig, heads: Heads) -> Table:
 
 def albert_table(config: BertConfig, heads: Heads) -> Table:
     """AlbertModel, AlbertForPreTraining (masked LM + sentence order), AlbertForMaskedLM,
-    AlbertFor{Sequence,Token}Classification. One layer (group 0, layer 0) for every depth."""
-    layer = "encoder.albert_layer_groups.0.albert_layers.0"
-    table = (_embeddings(config) | _pairs("embedding.projection", "encoder.embedding_hidden_mapping_in")
-             | _layer("transformer.layer", layer, ALBERT_LAYER))
+    AlbertFor{Sequence,Token}Classification. Each group's inner layers (released checkpoints: one layer, group 0
+    layer 0, for every depth)."""
+    table = _embeddings(config) | _pairs("embedding.projection", "encoder.embedding_hidden_mapping_in")
+    for group in range(config.layer_groups):
+        for inner in range(config.layers_per_group):
+            theirs = f"encoder.albert_layer_groups.{group}.albert_layers.{inner}"
+            table |= _layer(shared_layer_path(config, group, inner), theirs, ALBERT_LAYER)
     if heads.mlm_head:
         table |= _mlm("predictions.dense", "predictions.LayerNorm", "predictions.bias")
     return table | _linear_heads(heads, pooler="pooler", nsp="sop_classifier.classifier")

@@ -12,7 +12,8 @@ from ...model import Bert
 
 # Config fields added with the model families: left out of the fingerprint at their default (BERT's) value, so a
 # BERT's fingerprint, and the SAEs and corpus indexes saved with it, stay what they were before the fields existed.
-FAMILY_FIELDS = ("family", "position_offset", "embedding_size", "shared_layers", "mlm_activation", "sequence_head", "pooler")
+FAMILY_FIELDS = ("family", "position_offset", "embedding_size", "shared_layers", "layer_groups", "layers_per_group",
+                 "mlm_activation", "sequence_head", "pooler")
 
 _cache: "weakref.WeakKeyDictionary[Bert, tuple[tuple, str]]" = weakref.WeakKeyDictionary()
 
