@@ -2,7 +2,8 @@
 first table). Every label a user reads (app, charts, lessons, CLI text, JSON) comes from here.
 
 - Transformer layers count from 0: "layer 0" is `transformer.0` (Hugging Face's `encoder.layer.0`,
-  TransformerLens's `blocks.0`), the last of L is "layer L-1".
+  TransformerLens's `blocks.0`), the last of L is "layer L-1". In ALBERT a layer is one application of a shared
+  layer; with layer groups of several inner layers, of one inner layer (as transformers' hidden_states count).
 - Attention heads count from 0 within their layer: "layer 3, head 7" is `cache["pattern", 3][:, 7]`.
 - The residual stream has L + 1 positions, by Hugging Face's `hidden_states` index i: 0 is "embeddings" (the
   embedding LayerNorm's output), i >= 1 is "after layer i-1" (that layer's output, `hook_name("layer_out", i - 1)`).
