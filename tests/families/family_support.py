@@ -93,6 +93,28 @@ def run_transformers(theirs, family: str, batch):
         return theirs(**kwargs)
 
 
+def zero_head_patches(head: int, head_size: int, call: int | None = None):
+    """Two ways of zeroing attention head `head`: a forward pre-hook for transformers' attention output projection
+    (it zeroes the head's slice of the projection's input, at the projection's `call`-th call only, counted from
+    0; None: at every call), an intervention on our `hook_z`, and the list of the pre-hook's calls."""
+    calls = []
+
+    def in_transformers(module, args):
+        calls.append(1)
+        if call is not None and len(calls) - 1 != call:
+            return None
+        x = args[0].clone()
+        x[..., head * head_size:(head + 1) * head_size] = 0
+        return (x,)
+
+    def in_ours(z, name):
+        z = z.clone()
+        z[:, head] = 0
+        return z
+
+    return in_transformers, in_ours, calls
+
+
 def assert_close_where(ours, theirs, keep, what):
     assert ours.shape == theirs.shape, f"{what}: shape {tuple(ours.shape)} vs transformers {tuple(theirs.shape)}"
     torch.testing.assert_close(ours[keep], theirs[keep], **TOLERANCE, msg=lambda m: f"{what}: {m}")

@@ -14,7 +14,7 @@ import bert
 from bert import Bert, BertConfig
 from bert.errors import CheckpointError, ConfigError
 from bert.hooks import every_hook_name
-from family_support import build_hf, compare, family_batch, run_transformers, write_tiny_tokenizer
+from family_support import build_hf, compare, family_batch, run_transformers, write_tiny_tokenizer, zero_head_patches
 
 GROUPS = dict(num_hidden_groups=2, inner_group_num=2, num_hidden_layers=4)
 HEADS = [pytest.param("AlbertForPreTraining", id="AlbertForPreTraining"), pytest.param("AlbertForMaskedLM", id="AlbertForMaskedLM"),
@@ -91,22 +91,7 @@ def test_zeroing_a_head_equals_transformers_forward_hooks(pair, depth, head):
     ours, theirs, _ = pair
     group, inner = ORDER[depth]
     call_to_patch = ORDER[:depth].count((group, inner))
-    head_size = ours.config.head_size
-    calls = []
-
-    def zero_head_in_transformers(module, args):
-        calls.append(1)
-        if len(calls) - 1 != call_to_patch:
-            return None
-        x = args[0].clone()
-        x[..., head * head_size:(head + 1) * head_size] = 0
-        return (x,)
-
-    def zero_head_in_ours(z, name):
-        z = z.clone()
-        z[:, head] = 0
-        return z
-
+    zero_head_in_transformers, zero_head_in_ours, calls = zero_head_patches(head, ours.config.head_size, call_to_patch)
     module = theirs.albert.encoder.albert_layer_groups[group].albert_layers[inner].attention.dense
     handle = module.register_forward_pre_hook(zero_head_in_transformers)
     batch = family_batch("albert")

@@ -8,7 +8,7 @@ import torch
 
 import bert
 from bert.hooks import LAYER_HOOKS
-from family_support import FAMILIES, PRETRAINING, build_hf, family_batch, run_transformers, write_tiny_tokenizer
+from family_support import FAMILIES, PRETRAINING, build_hf, family_batch, run_transformers, write_tiny_tokenizer, zero_head_patches
 
 
 @pytest.fixture(scope="module", params=FAMILIES)
@@ -78,22 +78,9 @@ def _output_projection(theirs, family: str):
 def test_zeroing_a_head_equals_transformers_forward_hooks(pair, layer, head):
     family, ours, theirs = pair
     batch = family_batch(family)
-    head_size = ours.config.head_size
-    calls = []
-
-    def zero_head_in_transformers(module, args):
-        calls.append(1)
-        if len(calls) - 1 != layer and family == "albert":  # the shared layer's module runs at every depth
-            return None
-        x = args[0].clone()
-        x[..., head * head_size:(head + 1) * head_size] = 0
-        return (x,)
-
-    def zero_head_in_ours(z, name):
-        z = z.clone()
-        z[:, head] = 0
-        return z
-
+    # the shared layer's module runs at every depth: patched at the layer's call only
+    zero_head_in_transformers, zero_head_in_ours, _ = zero_head_patches(head, ours.config.head_size,
+                                                                        layer if family == "albert" else None)
     handle = _output_projection(theirs, family)(layer).register_forward_pre_hook(zero_head_in_transformers)
     try:
         reference = run_transformers(theirs, family, batch)
