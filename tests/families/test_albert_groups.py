@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
@@ -215,3 +216,25 @@ def test_config_checks_its_group_fields():
     model = Bert(BertConfig.of_family("albert", num_layers=6, layer_groups=3, layers_per_group=1, **sizes))
     assert [application.depth for application in model.transformer[4:]] == [4, 5]
     assert [model.config.shared_layer_at(depth) for depth in range(6)] == [(0, 0), (0, 0), (1, 0), (1, 0), (2, 0), (2, 0)]
+
+
+def test_context_mixing_recomputes_each_layer_as_transformers(pair):
+    """The analyses walk `model.transformer` as BERT's layers: each of the eight layers, recomputed from its
+    recorded parts with the weights it was applied with (no value zeroed), is transformers' hidden state."""
+    from bert.analysis.attention.mixing import METHODS, context_mixing, record_for_mixing
+    from bert.analysis.attention.mixing_parts import recorded_layers
+    from bert.analysis.attention.value_zeroing import zeroed_outputs
+
+    ours, theirs, _ = pair
+    input_ids, token_type_ids, attention_mask = (row[:1, :6] for row in family_batch("albert"))
+    assert bool(attention_mask.all())
+    _, cache = record_for_mixing(ours, input_ids, token_type_ids)
+    reference = run_transformers(theirs, "albert", (input_ids, token_type_ids, attention_mask))
+    layers = recorded_layers(ours, cache)
+    assert [recorded.layer for recorded in layers] == list(range(8))
+    for recorded in layers:
+        unchanged = zeroed_outputs(recorded, recorded.x.new_ones(1, 6))[0]
+        torch.testing.assert_close(unchanged, reference.hidden_states[recorded.layer + 1][0], atol=1e-5, rtol=1e-5)
+    for method in METHODS:
+        mixing = context_mixing(ours, cache, method).layers
+        assert mixing.shape == (8, 6, 6) and np.isfinite(mixing).all(), method
