@@ -22,7 +22,7 @@ SEQUENCE_HEADS = ("pooler", "dense_tanh", "dense_relu", "dense_gelu")
 class BertConfig:
     vocab_size: int = 30522  # WordPiece vocabulary (Devlin et al. 2019: "a 30,000 token vocabulary")
     hidden_size: int = 768  # H: width of every token's vector in the residual stream
-    num_layers: int = 12  # L: number of stacked BertLayer blocks (ALBERT: applications of its shared layers, every inner layer counted)
+    num_layers: int = 12  # L: number of stacked BertLayer blocks (ALBERT: every application of a shared layer)
     num_heads: int = 12  # A: attention heads per layer; each head gets hidden_size // num_heads dims
     intermediate_size: int = 3072  # MLP width, 4 * H in BERT
     max_position_embeddings: int = 512  # longest input the position table covers (RoBERTa's table has position_offset more rows)
