@@ -3,7 +3,7 @@ import pandas as pd
 import streamlit as st
 
 from viz_app import cache, widgets
-from viz_app.architecture import module_rows, parameter_arithmetic, tree_text
+from viz_app.architecture import architecture_note, module_rows, parameter_arithmetic, tree_text
 from viz_app.charts.architecture import parameter_treemap
 
 widgets.page_header(
@@ -18,8 +18,7 @@ model = context.loaded.model
 
 rows = module_rows(model, cache.hook_shapes(context.key, context.prepared))
 st.code(tree_text(rows), language=None)
-if len(model.transformer) > 1:
-    st.caption(f"Layers 1–{len(model.transformer) - 1} repeat layer 0 (same modules and shapes, their own weights).")
+st.caption(architecture_note(model.config))
 
 widgets.show_chart(parameter_treemap(rows), key="treemap")
 

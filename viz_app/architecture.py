@@ -46,6 +46,19 @@ def hook_shapes(model: Bert, tokenizer: BertTokenizer, encoding: Encoding) -> di
     return shapes
 
 
+def architecture_note(config: BertConfig) -> str:
+    """One line under the tree: what the layers after layer 0 are (their own weights, or ALBERT's shared ones)."""
+    if config.num_layers < 2:
+        return "One layer."
+    if not config.shared_layers:
+        return f"Layers 1–{config.num_layers - 1} repeat layer 0 (same modules and shapes, their own weights)."
+    distinct = config.distinct_layers
+    shared = ("one layer's weights" if distinct == 1 else
+              f"{distinct} layers' weights ({config.layer_groups} group(s) of {config.layers_per_group})")
+    return (f"ALBERT shares weights across depth (Lan et al. 2020, section 3.1): the {config.num_layers} layers "
+            f"apply {shared} again and again, so each layer reads the same tensors as the one it repeats.")
+
+
 def module_rows(model: Bert, hook_shapes: dict[str, tuple[int, ...]], first_layer_only: bool = True) -> list[ModuleRow]:
     """One row per module, in the order of model.named_modules(). With first_layer_only, layers after the
     first are summarised in one row (they are identical in structure), like the outline's "... more layers"."""

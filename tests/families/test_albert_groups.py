@@ -238,3 +238,16 @@ def test_context_mixing_recomputes_each_layer_as_transformers(pair):
     for method in METHODS:
         mixing = context_mixing(ours, cache, method).layers
         assert mixing.shape == (8, 6, 6) and np.isfinite(mixing).all(), method
+
+
+def test_architecture_note_counts_transformers_distinct_layers(pair):
+    """The Architecture page's line under the tree names as many distinct layers as transformers builds modules."""
+    from transformers.models.albert.modeling_albert import AlbertLayer
+
+    from viz_app.architecture import architecture_note
+
+    ours, theirs = pair[0], pair[1]
+    distinct = sum(isinstance(module, AlbertLayer) for module in theirs.modules())
+    note = architecture_note(ours.config)
+    assert f"the {len(ours.transformer)} layers apply {distinct} layers' weights" in note
+    assert ours.config.distinct_layers == distinct == 4
