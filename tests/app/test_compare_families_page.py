@@ -10,6 +10,8 @@ import pytest
 from app_helpers import array, figures, no_exception, open_page, texts
 from tokenizer_support import family_folder
 
+pytestmark = pytest.mark.slow  # five folders built, then the page run over 20 sentences per pair (the fast run
+# covers the page's word-by-word comparison in tests/app/test_sentence_pages.py)
 COUNT = 20  # built-in sentences
 TEXT = "the dog [MASK] at the cat."
 
