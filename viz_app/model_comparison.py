@@ -30,7 +30,8 @@ def side_by_side(a: LoadedModel, b: LoadedModel, prepared: PreparedInput, shared
     input, clicked masks included. Else B reads the text in its own tokens, and the typed [MASK]s (the only ones
     both inputs have) are paired in order."""
     shared = same_vocabulary(a.tokenizer, b.tokenizer) if shared is None else shared
-    own = prepared.base if shared else b.tokenizer.encode(prepared.text, prepared.pair or None, b.summary.max_positions, truncate=True)
+    own = (prepared.base if shared else  # B's own tokens of the text (and pair)
+           b.tokenizer.encode(prepared.text, prepared.pair or None, b.summary.max_positions, truncate=True))
     rows = []
     if a.model.has_mlm_head and b.model.has_mlm_head:
         inputs = (prepared.masked, prepared.masked) if shared else (prepared.base, own)

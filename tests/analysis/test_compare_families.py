@@ -203,3 +203,11 @@ def test_the_cost_counts_each_models_own_tokens(loaded):
     assert passes == {"a": 5, "b": 5} and cost.forward_passes == 10  # the skipped sentence is run by neither
     padded = [sum(r * s for r, s in shapes) for shapes in rows.values()]
     assert max(padded) / 5 <= cost.tokens < max(padded) / 5 + 1  # the longer model's tokens per pass, rounded up
+
+
+def test_of_a_pair_only_sentence_a_has_words(loaded):
+    (_, tokenizer_a), (_, tokenizer_b) = loaded["bert"], loaded["roberta"]
+    a, b = tokenizer_a.encode(HAND, "the dog"), tokenizer_b.encode(HAND, "the dog")
+    for encoding, words in zip((a, b), shared_words(HAND, a, b)):
+        assert word_texts(HAND, encoding, words) == HAND_WORDS
+        assert all(w is None for w, sentence in zip(words, encoding.sentences) if sentence == 1)

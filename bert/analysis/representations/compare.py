@@ -108,11 +108,12 @@ def shared_words(text: str, encoding_a: Encoding, encoding_b: Encoding) -> tuple
     spaces only, the one word "isn't". This is the finest split both tokenizers agree on. It goes by character
     offsets, so each model reads the sentence exactly as typed; feeding the tokenizers pre-split words instead
     would change what RoBERTa and ALBERT read ("dog ." for "dog."). A word of white space only (byte-level BPE
-    keeps tabs, new lines and runs of spaces as words of their own) is left out. Where a shared word has pieces in one encoding only (a character one
-    tokenizer drops and the other keeps as a word of its own, such as a zero-width space), the two disagree.
+    keeps tabs, new lines and runs of spaces as words of their own) is left out. Where a shared word has pieces
+    in one encoding only (a character one tokenizer drops and the other keeps as a word of its own, such as a
+    zero-width space), the two disagree.
 
-    An encoding cut to fit its model (`Encoding.truncated`) loses its last word, which may be cut inside, and
-    the shared words past the end of its last whole word are left out of both.
+    Of a pair, sentence A's words only. An encoding cut to fit its model (`Encoding.truncated`) loses its last
+    word, which may be cut inside, and the shared words past the end of its last whole word are left out of both.
     """
     spans, limit = [], None
     for side, encoding in enumerate((encoding_a, encoding_b)):
@@ -133,8 +134,9 @@ def shared_words(text: str, encoding_a: Encoding, encoding_b: Encoding) -> tuple
     if any(len({side for side, _ in members}) < 2 for members in kept):
         return None
     shared = [{word: index for index, members in enumerate(kept) for s, word in members if s == side} for side in (0, 1)]
-    return ([shared[0].get(w) if w is not None else None for w in encoding_a.word_ids],
-            [shared[1].get(w) if w is not None else None for w in encoding_b.word_ids])
+    return tuple([shared[side].get(word) if word is not None and sentence == 0 else None
+                  for word, sentence in zip(encoding.word_ids, encoding.sentences)]
+                 for side, encoding in enumerate((encoding_a, encoding_b)))
 
 
 def pool_words(states: torch.Tensor, token_words: Sequence[int | None]) -> torch.Tensor:
@@ -169,7 +171,8 @@ def _plan(model_a: Bert, model_b: Bert, tokenizer_a: BertTokenizer, tokenizer_b:
     tokenizer_b = tokenizer_b or tokenizer_a
     shared = tokenizer_b is tokenizer_a or same_vocabulary(tokenizer_a, tokenizer_b)
     if unit not in (None, "token", "word"):
-        raise InvalidInputError(f"unit must be 'token' or 'word' (or None: tokens when the vocabularies match); got {unit!r}")
+        raise InvalidInputError(f"unit must be 'token' or 'word' (or None: tokens when the vocabularies match); "
+                                f"got {unit!r}")
     if unit == "token" and not shared:
         raise InvalidInputError("the two models have different vocabularies, so their tokens do not pair up: compare "
                                 "them by words (unit='word')")
