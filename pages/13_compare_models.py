@@ -9,8 +9,8 @@ from viz_app.charts import compare as charts
 
 widgets.page_header(
     "Compare two models",
-    "The same sentences through two models that share a vocabulary, for example a pre-trained model and one "
-    "fine-tuned from it. CKA (centred kernel alignment) scores how alike two layers' token vectors are: 1 when they "
+    "The same sentences through two models: a pre-trained model and one fine-tuned from it, or two of BERT's family "
+    "(BERT and RoBERTa, say). CKA (centred kernel alignment) scores how alike two layers' vectors are: 1 when they "
     "differ only by a rotation and a uniform scale. The Jensen-Shannon distance scores how far each attention head's "
     "pattern moved: 0 for the same pattern.",
 )
@@ -26,7 +26,8 @@ if source_b == models.FOLDER:
     folder_b = st.text_input("Folder of model B", key="compare_folder", bind="query-params", persist_state="session",
                              placeholder="/path/to/a/fine-tuned/bert").strip()
     if not folder_b:
-        st.info("Type the path of a Hugging Face BERT folder (config.json, weights, vocab.txt) to compare with.")
+        st.info("Type the path of a Hugging Face folder of a BERT-family model (config.json, weights, its tokenizer) "
+                "to compare with.")
         st.stop()
     source_b = folder_b
 key_a, key_b = context.key, ModelKey.of(source_b, folder_b)
@@ -39,14 +40,11 @@ except (BertError, OSError, ValueError, RuntimeError) as error:
     st.error(f"Could not load model B, {source_b!r} ({access.failure(error, context.visitor.role)}). "
              "Pick another model.")
     st.stop()
-problem = cache.vocabulary_problem(key_a, key_b)
-if problem:
-    st.error(f"These two models cannot be compared: {escape_markdown(problem)}.")
-    st.stop()
+shared = cache.same_vocabulary(key_a, key_b)
 name_a, name_b = context.key.source, source_b
 
 st.subheader("Predictions side by side")
-table = model_comparison.side_by_side(context.loaded, loaded_b, context.prepared)
+table = model_comparison.side_by_side(context.loaded, loaded_b, context.prepared, shared)
 if table.empty:
     st.info("Nothing both models can predict for this input: put a [MASK] in the sentence (both need a masked-LM "
             "head), or compare two classifiers, or two models with a next-sentence head and a second sentence.")
@@ -68,10 +66,16 @@ try:
 except BertError as error:
     st.error(f"These two models cannot be compared: {escape_markdown(str(error))}.")
     st.stop()
-st.caption(f"Over {description}: {result.num_tokens:,} tokens, every token of every sentence.")
+if result.unit == "token":
+    st.caption(f"Over {description}: {result.num_examples:,} tokens, every token of every sentence.")
+else:
+    st.caption(f"The two models split words into different pieces, so their vectors are aligned by words: a word's "
+               f"vector is the mean of its pieces' vectors. Over {description}: {result.num_examples:,} words in "
+               f"{result.num_sentences:,} sentences; {result.skipped:,} sentence{'' if result.skipped == 1 else 's'} "
+               "skipped, where the two tokenizers split the words differently.")
 if result.same_depth:
     widgets.show_chart(charts.cka_by_layer(result, name_a, name_b), key="cka_by_layer")
-    halves = result.lower_and_upper()
+    halves = result.lower_and_upper() if result.unit == "token" else None  # fine-tuning's pattern: one vocabulary
     if halves is not None:
         lower, upper = halves
         verdict = ("agrees: the upper layers changed more" if upper < lower - 0.02 else
@@ -85,5 +89,7 @@ if result.same_depth:
 widgets.show_chart(charts.cka_matrix(result, name_a, name_b), key="cka_matrix")
 if result.attention_js is not None:
     widgets.show_chart(charts.attention_change(result), key="attention_change")
+elif result.unit == "word":
+    st.info("The two models read different tokens, so their attention patterns cannot be paired up head by head.")
 else:
     st.info("The two models have different numbers of layers or heads, so their heads cannot be paired up.")

@@ -96,3 +96,31 @@ def build_tokenizer(family: str, folder: Path):
     reference.save_pretrained(folder)
     (folder / "config.json").write_text(json.dumps(CONFIGS[family]))
     return reference
+
+
+# A tiny transformers model of each family, for `family_folder`: BERT's class and each family's own
+# (tests/families/family_support.py); the pre-training heads with a masked-LM head where the family has one.
+MODEL_CLASSES = {"bert": "BertForMaskedLM", "roberta": "RobertaForMaskedLM", "distilbert": "DistilBertForMaskedLM",
+                 "albert": "AlbertForMaskedLM", "electra": "ElectraForMaskedLM"}
+
+
+def family_folder(family: str, folder: Path, seed: int = 3, **fields) -> Path:
+    """A saved folder of a tiny random model of `family` with the family's own tokenizer (`build_tokenizer`):
+    WordPiece for BERT, DistilBERT and ELECTRA, byte-level BPE for RoBERTa, SentencePiece for ALBERT, each
+    trained here on CORPUS. The model is built by transformers' class and its config.json replaces the
+    tokenizer's. fields: config fields (num_hidden_layers=3, ...)."""
+    from families.family_support import build_hf
+
+    folder.mkdir(parents=True, exist_ok=True)
+    reference = build_tokenizer(family, folder)
+    if family == "bert":
+        import transformers
+
+        from bert_test_support import hf_config, randomize_
+
+        settings = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=40) | fields
+        model = transformers.BertForMaskedLM(hf_config(vocab_size=len(reference), **settings))
+        randomize_(model, seed).save_pretrained(folder)
+    else:
+        build_hf(family, MODEL_CLASSES[family], seed=seed, vocab_size=len(reference), **fields).save_pretrained(folder)
+    return folder

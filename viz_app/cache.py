@@ -71,11 +71,11 @@ from bert.analysis.probing.treebank import Treebank
 from bert.analysis.representations import embedding_subspaces
 from bert.analysis.representations import logit_lens as lens_analysis
 from bert.analysis.representations import self_similarity
-from bert.analysis.representations.compare import Comparison, check_comparable, compare_models
+from bert.analysis.representations import compare
+from bert.analysis.representations.compare import Comparison, compare_models
 from bert.costs import Cost
 from bert.data import LabelledSentence, builtin_sentences
 from bert.devices import model_device
-from bert.errors import InvalidInputError
 from viz_app import (architecture, causal_tracing, corpus_search, features, head_ablation, mixing, models, page_costs,
                      probe_runs, sentence_tasks, sessions, text, word_contexts)
 from viz_app.class_room import ClassRoom, class_links, network_host
@@ -452,19 +452,15 @@ def token_labels(key: ModelKey, prepared: PreparedInput) -> pd.DataFrame:
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def vocabulary_problem(key_a: ModelKey, key_b: ModelKey) -> str | None:
-    """Why the two models cannot read the same input, or None when they share a vocabulary."""
-    a, b = load_model(key_a), load_model(key_b)
-    try:
-        check_comparable(a.model, b.model, a.tokenizer, b.tokenizer)
-    except InvalidInputError as error:
-        return str(error)
-    return None
+def same_vocabulary(key_a: ModelKey, key_b: ModelKey) -> bool:
+    """Do the two models read the same token ids? Then they are compared token by token, else word by word."""
+    return compare.same_vocabulary(load_model(key_a).tokenizer, load_model(key_b).tokenizer)
 
 
 @st.cache_data(show_spinner="Running both models over the sentences…", max_entries=16)
 def model_comparison(key_a: ModelKey, key_b: ModelKey, sentences: tuple[str, ...]) -> Comparison:
-    """Raises bert.errors.InvalidInputError for different vocabularies."""
+    """Token by token for one vocabulary, else word by word. Raises bert.errors.InvalidInputError when the two
+    tokenizers split every sentence differently."""
     a, b = load_model(key_a), load_model(key_b)
     return compare_models(a.model, b.model, a.tokenizer, list(sentences), tokenizer_b=b.tokenizer)
 

@@ -87,5 +87,5 @@ def head_statistics(loaded: LoadedModel, sentences: list, pairs: bool) -> Cost:
 def model_comparison(loaded_a: LoadedModel, loaded_b: LoadedModel, sentences: list[str]) -> tuple[Cost, BertConfig]:
     """Both models over the sentences, and the config to count the passes at: the larger model's (an upper bound
     when the two differ in size)."""
-    cost = comparison_cost(loaded_a.model, loaded_b.model, loaded_a.tokenizer, sentences)
+    cost = comparison_cost(loaded_a.model, loaded_b.model, loaded_a.tokenizer, sentences, tokenizer_b=loaded_b.tokenizer)
     return cost, max(loaded_a.model.config, loaded_b.model.config, key=relative_size)

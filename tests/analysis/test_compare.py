@@ -76,7 +76,7 @@ def test_a_model_compared_with_itself_is_identical_everywhere(tokenizer):
     np.testing.assert_allclose(result.layer_cka, 1.0, atol=1e-9)
     np.testing.assert_allclose(result.attention_js, 0.0, atol=1e-6)
     assert result.attention_js.shape == (2, 4) and result.cka.shape == (3, 3)
-    assert result.num_sentences == 8 and result.num_tokens == sum(len(tokenizer.encode(s)) for s in SENTENCES[:8])
+    assert result.num_sentences == 8 and result.num_examples == sum(len(tokenizer.encode(s)) for s in SENTENCES[:8])
 
 
 def test_changing_only_the_top_layer_leaves_the_lower_layers_at_cka_one(tokenizer):
@@ -115,12 +115,16 @@ def test_different_depths_give_a_layer_by_layer_matrix_and_no_head_distances(tok
     assert result.cka[0, 0] == pytest.approx(1.0)  # the same embedding tables
 
 
-def test_models_with_different_vocabularies_are_refused(tokenizer, tmp_path):
+def test_models_with_different_vocabularies_are_compared_by_words(tokenizer, tmp_path):
     other_vocab = tmp_path / "vocab.txt"
     other_vocab.write_text("\n".join(list(reversed(TINY_VOCAB[5:])) + TINY_VOCAB[:5]) + "\n")  # same size, other ids
     other = BertTokenizer.from_vocab(other_vocab)
     model = tiny_bert(tokenizer.vocab_size, 0)
+    result = compare_models(model, model, tokenizer, SENTENCES[:4], tokenizer_b=other)
+    assert result.unit == "word" and result.attention_js is None and result.skipped == 0
+    words = sum(len(set(e.word_ids) - {None}) for e in map(tokenizer.encode, SENTENCES[:4]))  # "hi" "." ...
+    assert result.num_examples == words < sum(len(e) - 2 for e in map(tokenizer.encode, SENTENCES[:4]))
+    by_tokens = compare_models(model, model, tokenizer, SENTENCES[:4])
+    assert by_tokens.unit == "token"
     with pytest.raises(InvalidInputError, match="different vocabularies"):
-        compare_models(model, model, tokenizer, SENTENCES[:4], tokenizer_b=other)
-    with pytest.raises(InvalidInputError, match="different vocabularies"):
-        compare_models(model, tiny_bert(tokenizer.vocab_size + 1, 0), tokenizer, SENTENCES[:4])
+        compare_models(model, model, tokenizer, SENTENCES[:4], tokenizer_b=other, unit="token")

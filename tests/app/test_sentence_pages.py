@@ -169,7 +169,7 @@ def test_which_tokens_drove_a_chosen_tokens_label(open_page, tmp_path, vocab_fil
     assert re.search(r"Shapley value sampling: 25 random orders .*, \d+ runs of the model", texts(at).replace("\\", ""))
 
 
-def test_models_with_different_vocabularies_are_refused_with_a_message(open_page, tmp_path, vocab_file):
+def test_models_with_different_vocabularies_are_compared_by_words(open_page, tmp_path, vocab_file):
     from bert_test_support import TINY_VOCAB
 
     other_vocab = tmp_path / "other_vocab.txt"
@@ -179,7 +179,9 @@ def test_models_with_different_vocabularies_are_refused_with_a_message(open_page
     at = open_page("compare_models", model=first, compare_with="folder", compare_count=20)
     at.text_input(key="compare_folder").set_value(second).run()
     no_exception(at)
-    assert "cannot be compared" in texts(at) and "different vocabularies" in texts(at) and not figures(at)
+    assert "aligned by words" in texts(at) and "0 sentences skipped" in texts(at) and "cannot be compared" not in texts(at)
+    line, matrix = figures(at)  # no heads: different tokens
+    assert array(matrix["data"][0]["z"]).shape == (3, 3) and array(line["data"][0]["y"])[0] < 1
 
 
 def shipped_classifier() -> bool:
