@@ -463,11 +463,7 @@ def generator_choices(key: ModelKey, choices: tuple[models.ModelChoice, ...]) ->
 def generator_problem(key: ModelKey, generator: ModelKey) -> str | None:
     """Why `generator` cannot fill the blanks that the discriminator `key` reads, or None when it can."""
     discriminator, filler = load_model(key), load_model(generator)
-    try:
-        check_pair(filler.model, discriminator.model, discriminator.tokenizer, filler.tokenizer)
-    except InvalidInputError as error:
-        return str(error)
-    return None
+    return _why_not(check_pair, filler.model, discriminator.model, discriminator.tokenizer, filler.tokenizer)
 
 
 @st.cache_data(show_spinner=False, max_entries=64, hash_funcs=BY_INPUT)
@@ -487,8 +483,13 @@ def replaced_tokens(key: ModelKey, prepared: PreparedInput, generator: ModelKey 
 def vocabulary_problem(key_a: ModelKey, key_b: ModelKey) -> str | None:
     """Why the two models cannot read the same input, or None when they share a vocabulary."""
     a, b = load_model(key_a), load_model(key_b)
+    return _why_not(check_comparable, a.model, b.model, a.tokenizer, b.tokenizer)
+
+
+def _why_not(check, *args) -> str | None:
+    """The message of the InvalidInputError `check(*args)` raises, or None when it passes."""
     try:
-        check_comparable(a.model, b.model, a.tokenizer, b.tokenizer)
+        check(*args)
     except InvalidInputError as error:
         return str(error)
     return None
