@@ -1,4 +1,5 @@
-"""Masked prediction: hide tokens, see what the model guesses for each [MASK]."""
+"""Masked prediction: hide tokens, see what the model guesses for each [MASK]. With ELECTRA's discriminator, which has
+no masked-LM head: which words look replaced, the [MASK]s filled by a generator first."""
 import pandas as pd
 import streamlit as st
 
@@ -49,8 +50,7 @@ def pick_generator():
     if context.visitor.role.may_choose_any_model:
         offered[models.FOLDER] = models.ModelChoice(models.FOLDER, "A local Hugging Face folder…")
     if not offered:
-        st.caption("No ELECTRA generator with this model's vocabulary is on offer here, so the blanks stay as "
-                   "typed: the discriminator reads [MASK] itself, a token it never saw in pre-training.")
+        st.caption("No ELECTRA generator with this model's vocabulary is on offer here, so the blanks stay as typed.")
         return None
     options = [NO_GENERATOR, *offered]
     state.clamp("generator", options, next((s for s in offered if s != models.FOLDER), NO_GENERATOR))
@@ -102,8 +102,12 @@ def which_words_look_replaced() -> None:
     cost, counted_at = page_costs.replaced_tokens(context.loaded, generator, encoding)
     if not heavy.allowed(context, cost, "replaced_tokens", counted_at):
         st.stop()
-    with heavy.job(context, cost, "Filling the blanks and scoring every word" if fills else "Scoring every word", counted_at):
-        report = cache.replaced_tokens(context.key, prepared, generator.key if fills else None, sample, seed)
+    try:
+        with heavy.job(context, cost, "Filling the blanks and scoring every word" if fills else "Scoring every word", counted_at):
+            report = cache.replaced_tokens(context.key, prepared, generator.key if fills else None, sample, seed)
+    except BertError as error:  # e.g. a generator with fewer positions than the input has tokens
+        st.error(escape_markdown(f"The generator cannot read this input: {error}."))
+        st.stop()
     if report.filled:
         filled = marked_sentence(encoding.tokens, encoding.special, encoding.pieces,
                                  {p: report.encoding.tokens[p] for p in report.filled}, escape_markdown)

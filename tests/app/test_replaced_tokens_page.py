@@ -24,12 +24,14 @@ BLANKS = "the dog [MASK] at the [MASK]."
 
 @pytest.fixture(scope="module")
 def electra(tmp_path_factory, tiny_vocab_file):
-    """name -> folder: the discriminator, a narrower generator with the same vocabulary, and one whose vocabulary
-    has two pieces swapped (same size)."""
+    """name -> folder: the discriminator, a narrower generator with the same vocabulary, one whose vocabulary has
+    two pieces swapped (same size), and one that reads at most 6 tokens."""
     folders = {}
     for name, architecture, fields, seed in (("discriminator", "ElectraForPreTraining", {}, 3),
                                              ("generator", "ElectraForMaskedLM", {"hidden_size": 16, "intermediate_size": 24}, 5),
-                                             ("other", "ElectraForMaskedLM", {"hidden_size": 16, "intermediate_size": 24}, 6)):
+                                             ("other", "ElectraForMaskedLM", {"hidden_size": 16, "intermediate_size": 24}, 6),
+                                             ("short", "ElectraForMaskedLM", {"hidden_size": 16, "intermediate_size": 24,
+                                                                              "max_position_embeddings": 6}, 5)):
         folder = tmp_path_factory.mktemp(name)
         build_hf("electra", architecture, seed=seed, **fields).save_pretrained(folder)
         write_tiny_tokenizer(folder, tiny_vocab_file)
@@ -43,9 +45,9 @@ def electra(tmp_path_factory, tiny_vocab_file):
 
 @pytest.fixture
 def offered(electra, tmp_path, monkeypatch):
-    """The teacher offers all three folders by name (the settings file)."""
+    """The teacher offers the discriminator and two generators by name (the settings file)."""
     settings = tmp_path / "settings.yaml"
-    settings.write_text("folders:\n" + "".join(f"  electra-{name}: {folder}\n" for name, folder in electra.items()))
+    settings.write_text("folders:\n" + "".join(f"  electra-{name}: {electra[name]}\n" for name in ("discriminator", "generator", "other")))
     monkeypatch.setenv("BERT_INSIDE_SETTINGS", str(settings))
 
 
@@ -118,6 +120,14 @@ def test_a_generator_folder_with_another_vocabulary_is_refused_in_one_line(open_
     assert "The blanks stay as typed" in texts(at)
     _, _, filled = drawn(at)
     assert not any(filled)
+
+
+def test_a_generator_too_short_for_the_input_is_one_line(open_app, electra):
+    at = open_app(model=str(electra["discriminator"]), text=BLANKS, generator="folder",
+                  generator_folder=str(electra["short"]))
+    no_exception(at)
+    assert [e.value for e in at.error if "The generator cannot read this input" in str(e.value)]
+    assert "Traceback" not in texts(at)
 
 
 def test_a_student_picks_among_the_offered_generators_only(open_app, electra, offered, monkeypatch):
