@@ -149,3 +149,18 @@ def test_an_electra_generator_predicts_as_a_masked_lm(open_app, electra):
     no_exception(at)
     assert "Which words look replaced?" not in texts(at) and not generator_picker(at)
     assert len([f for f in figures(at) if "[MASK]" in f["layout"]["title"]["text"]]) == 2
+
+
+def test_the_page_counts_one_pass_or_two_at_the_larger_models_size(electra):
+    from bert.costs import relative_size
+    from viz_app import models, page_costs
+
+    discriminator, generator = (models.load(models.ModelKey.of(str(electra[name]), str(electra[name])))
+                                for name in ("discriminator", "generator"))
+    assert relative_size(discriminator.model.config) > relative_size(generator.model.config)  # hidden 32 and 16
+    blanks, typed = (discriminator.tokenizer.encode(text) for text in (BLANKS, TYPED))
+    cost, config = page_costs.replaced_tokens(discriminator, generator, blanks)
+    assert (cost.forward_passes, cost.tokens, config) == (2, len(blanks), discriminator.model.config)
+    for model, encoding in ((generator, typed), (None, blanks)):  # nothing to fill, or nothing to fill with
+        cost, config = page_costs.replaced_tokens(discriminator, model, encoding)
+        assert (cost.forward_passes, cost.tokens, config) == (1, len(encoding), discriminator.model.config)
