@@ -76,7 +76,9 @@ from bert.analysis.representations.compare import Comparison, compare_models
 from bert.costs import Cost
 from bert.data import LabelledSentence, builtin_sentences
 from bert.devices import model_device
-from viz_app import (architecture, causal_tracing, corpus_search, features, head_ablation, mixing, models, page_costs,
+from bert.errors import InvalidInputError
+from bert.replaced_tokens import ReplacedTokens, check_pair, fill_and_detect, replaced_token_scores
+from viz_app import (architecture, causal_tracing, corpus_search, features, generators, head_ablation, mixing, models, page_costs,
                      probe_runs, sentence_tasks, sessions, text, word_contexts)
 from viz_app.class_room import ClassRoom, class_links, network_host
 from viz_app.charts.base import Chart
@@ -451,10 +453,46 @@ def token_labels(key: ModelKey, prepared: PreparedInput) -> pd.DataFrame:
     return sentence_tasks.token_labels(load_model(key).model, prepared.base)
 
 
+@st.cache_data(show_spinner=False, ttl=60)
+def generator_choices(key: ModelKey, choices: tuple[models.ModelChoice, ...]) -> list[models.ModelChoice]:
+    """The ELECTRA generators among the visitor's `choices` that share the model's vocabulary (for a minute: a
+    teacher may add a folder)."""
+    return generators.generator_choices(choices, load_model(key).tokenizer)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def generator_problem(key: ModelKey, generator: ModelKey) -> str | None:
+    """Why `generator` cannot fill the blanks that the discriminator `key` reads, or None when it can."""
+    discriminator, filler = load_model(key), load_model(generator)
+    return _why_not(check_pair, filler.model, discriminator.model, discriminator.tokenizer, filler.tokenizer)
+
+
+@st.cache_data(show_spinner=False, max_entries=64, hash_funcs=BY_INPUT)
+def replaced_tokens(key: ModelKey, prepared: PreparedInput, generator: ModelKey | None, sample: bool,
+                    seed: int) -> ReplacedTokens:
+    """The discriminator's scores on the input as the page masks it; with a generator, on the input once the
+    generator has filled its [MASK]s (argmax, or a draw seeded by `seed` when `sample`)."""
+    discriminator = load_model(key)
+    if generator is None:
+        return ReplacedTokens(prepared.masked, replaced_token_scores(discriminator.model, prepared.masked))
+    filler = load_model(generator)
+    return fill_and_detect(filler.model, discriminator.model, discriminator.tokenizer, prepared.masked,
+                           filler.tokenizer, sample=sample, seed=seed)
+
+
 @st.cache_data(show_spinner=False, max_entries=16)
 def same_vocabulary(key_a: ModelKey, key_b: ModelKey) -> bool:
     """Do the two models read the same token ids? Then they are compared token by token, else word by word."""
     return compare.same_vocabulary(load_model(key_a).tokenizer, load_model(key_b).tokenizer)
+
+
+def _why_not(check, *args) -> str | None:
+    """The message of the InvalidInputError `check(*args)` raises, or None when it passes."""
+    try:
+        check(*args)
+    except InvalidInputError as error:
+        return str(error)
+    return None
 
 
 @st.cache_data(show_spinner="Running both models over the sentences…", max_entries=16)

@@ -39,7 +39,9 @@ SEE_INSIDE, EXPERIMENTS, TRAINED, FINE_TUNING, TEACHING = (
     "See inside", "Experiments", "How it was trained", "Fine-tuning", "Teaching")
 REGISTRY: tuple[Page, ...] = (
     Page("prediction", "1_prediction.py", "Masked prediction", ":material/edit_note:", SEE_INSIDE,
-         params={"top_k": bound(10)}, lesson_view="prediction_charts"),
+         params={"top_k": bound(10),
+                 "generator": text(None),  # ELECTRA's generator for a discriminator's blanks; None: the first on offer
+                 "generator_folder": bound("", str)}, lesson_view="prediction_charts"),
     Page("attention", "2_attention.py", "Attention", ":material/grid_on:", SEE_INSIDE, params={
         "focus": integer(1), "hide_special": flag(False), "layer": bound(0), "head": bound(0),
         "statistic": bound("entropy", str, tuple(STATISTICS)), "units": UNITS,

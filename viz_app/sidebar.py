@@ -126,6 +126,9 @@ def _pick_model(visitor: Visitor) -> PickedModel:
         st.caption(":material/check_circle: Masked-LM head: it can fill in [MASK].")
         if source == "minilm" and visitor.role.may_choose_any_model:  # the note points at the download box
             st.caption(":material/info: " + models.BUILTIN_NOTE)
+    elif "replaced" in loaded.model.output_heads:
+        st.caption(":material/block: No masked-LM head: ELECTRA's discriminator. The prediction page shows which "
+                   "words look replaced.")
     else:
         st.caption(":material/block: No masked-LM head: every page works except prediction.")
     return PickedModel(key, loaded, None)

@@ -3,9 +3,10 @@ Plain Python: no Streamlit, no analyses."""
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
-if TYPE_CHECKING:  # for the annotation only: forward.py imports torch
+if TYPE_CHECKING:  # for the annotations only: forward.py imports torch
+    from bert.pieces import PieceStyle
     from viz_app.forward import ForwardResult
 
 _NO_SPACE_BEFORE = set(".,!?;:)]}'%")
@@ -41,22 +42,28 @@ def detokenize(pieces: list[tuple[str, str, bool]]) -> str:
 
 
 def filled_in_sentence(result: ForwardResult, escape: Callable[[str], str] = lambda s: s) -> str:
-    """The input with every [MASK] replaced by the model's first guess in bold (Markdown); the separator between
-    two sentences ([SEP], RoBERTa's </s></s>) shown as " / ". Pieces are joined as their scheme marks them
-    ("##s", "Ġword": bert/pieces.py). `escape` makes each token literal in Markdown."""
-    best = {m.position: m.tokens[0] for m in result.masks}
-    pieces, after_separator = [], False
-    last = len(result.tokens) - 1
-    for position, token in enumerate(result.tokens):
-        if result.special[position]:  # [CLS]/<s> and the last [SEP] are left out
+    """The input with every [MASK] replaced by the model's first guess in bold (Markdown); see `marked_sentence`."""
+    return marked_sentence(result.tokens, result.special, result.pieces, {m.position: m.tokens[0] for m in result.masks},
+                           escape)
+
+
+def marked_sentence(tokens: Sequence[str], special: Sequence[bool], pieces: PieceStyle, words: Mapping[int, str],
+                    escape: Callable[[str], str] = lambda s: s) -> str:
+    """The input's tokens as text, with `words` ({position: token}) in place of those positions' tokens, in bold
+    (Markdown); the separator between two sentences ([SEP], RoBERTa's </s></s>) shown as " / ". Pieces are joined as
+    their scheme marks them ("##s", "Ġword": bert/pieces.py). `escape` makes each token literal in Markdown."""
+    out, after_separator = [], False
+    last = len(tokens) - 1
+    for position, token in enumerate(tokens):
+        if special[position]:  # [CLS]/<s> and the last [SEP] are left out
             if 0 < position < last and not after_separator:
-                pieces.append(("/", "/", False))
+                out.append(("/", "/", False))
             after_separator = 0 < position < last
             continue
-        guess = best.get(position)
-        word = guess if guess is not None else token
-        continues = result.pieces.is_continuation(word) and not after_separator
-        raw = result.pieces.text(word)
-        pieces.append((raw, f"**{escape(raw)}**" if guess is not None else escape(raw), continues))
+        replacement = words.get(position)
+        word = replacement if replacement is not None else token
+        continues = pieces.is_continuation(word) and not after_separator
+        raw = pieces.text(word)
+        out.append((raw, f"**{escape(raw)}**" if replacement is not None else escape(raw), continues))
         after_separator = False
-    return detokenize(pieces)
+    return detokenize(out)

@@ -15,7 +15,8 @@ from app_helpers import HOME, PAGES, TIMEOUT, go, no_exception, texts
 from families.family_support import build_hf, write_tiny_tokenizer
 
 # name -> (family, transformers class, config fields): each family's pre-training heads. ALBERT's has the
-# sentence-order head (two classes, as in the published checkpoints); ELECTRA's discriminator has no masked-LM head.
+# sentence-order head (two classes, as in the published checkpoints); ELECTRA's discriminator has no masked-LM head
+# (the prediction page shows which words look replaced instead).
 MODELS = {
     "roberta": ("roberta", "RobertaForMaskedLM", {}),
     "distilbert": ("distilbert", "DistilBertForMaskedLM", {}),
@@ -29,8 +30,6 @@ NO_SENTENCE_HEAD = "This model has no sentence-level head."
 # (model, page) -> the one line the page shows instead of its charts
 CANNOT = {
     ("distilbert", "embeddings"): "This model has no segment embeddings",
-    ("electra-discriminator", "prediction"): "This model has no masked-LM head, so it cannot guess masked words: it "
-                                             "was released as ELECTRA's discriminator",
     ("electra-discriminator", "logit_lens"): NO_MLM_HEAD,
     ("electra-discriminator", "head_ablation"): NO_MLM_HEAD,
     ("electra-discriminator", "saliency"): NO_MLM_HEAD,
@@ -42,6 +41,7 @@ CANNOT = {
 SHOWS = {
     ("roberta", "embeddings"): "This model has one segment embedding, added to every token alike",
     ("albert", "sentence_tasks"): "Are A and B in their order?",
+    ("electra-discriminator", "prediction"): "Which words look replaced?",  # its replaced-token head, in place of guesses
     **{(name, "corpus_search"): "Searching " for name in MODELS},  # the built-in corpus indexed: 256 positions
 }
 

@@ -37,3 +37,21 @@ def test_plotly_validation_accepts_the_chart_and_changes_nothing(name, top_k):
     ranks = sorted((int(label.split(".")[0]), p) for label, p in shown)
     np.testing.assert_allclose([p for _, p in ranks], mask.probabilities[:k], rtol=1e-6)
     assert chart.data["probability"].tolist() == pytest.approx(mask.probabilities[:k].tolist())
+
+
+@pytest.mark.parametrize("filled", [(False, False, False), (False, True, False), (True, True, True)])
+def test_plotly_validation_accepts_the_replaced_token_chart_and_it_draws_every_piece(filled):
+    """ELECTRA's chart (viz_app/charts/replaced_tokens.py): each bar where its position says, the generator's
+    words in their own trace, tokens escaped, a repeated token still its own bar."""
+    from viz_app.charts.replaced_tokens import FILLED, replaced_token_bars
+
+    probabilities = np.array([0.9, 0.02, 0.5], dtype=np.float32)
+    chart = replaced_token_bars([1, 2, 3], ["<b>", "dog", "<b>"], probabilities, list(filled))
+    unchecked = chart.figure.to_dict()
+    assert as_json(go.Figure(unchecked).to_dict()) == as_json(unchecked)
+    bars = sorted((label, float(p), trace["name"] == FILLED)
+                  for trace in unchecked["data"] for label, p in zip(trace["x"], array(trace["y"])))
+    assert [label.split()[0] for label, _, _ in bars] == ["1", "2", "3"] and all("<b>" not in label for label, _, _ in bars)
+    np.testing.assert_allclose([p for _, p, _ in bars], probabilities, rtol=1e-6)
+    assert tuple(f for _, _, f in bars) == filled
+    assert chart.data["probability replaced"].tolist() == pytest.approx(probabilities.tolist())
