@@ -53,6 +53,10 @@ _MODERNBERT_FIELDS = {  # its config.json's own names (Warner et al. 2024)
     "decoder_bias": "decoder_bias",
     "classifier_pooling": "classifier_pooling",
 }
+# transformers' ModernBertConfig defaults (ModernBERT-base's), by our names, for the fields config.json may leave out
+_MODERNBERT_DEFAULTS = dict(vocab_size=50368, hidden_size=768, num_layers=22, num_heads=12, intermediate_size=1152,
+                            max_position_embeddings=8192, layer_norm_eps=1e-5, hidden_dropout=0.0, attention_dropout=0.0,
+                            pad_token_id=50283, classifier_dropout=0.0)
 FIELDS = {
     "bert": _BERT_FIELDS,
     "roberta": _BERT_FIELDS,
@@ -110,12 +114,11 @@ def _modernbert_from_hf(hf: dict) -> dict:
     """ModernBERT's fields: its released config.json names the global layers' spacing and both rotary bases
     (global_attn_every_n_layers, global_rope_theta, local_rope_theta); transformers 5 writes them as layer_types
     and rope_parameters too. Either is read."""
-    fields = {ours: hf[theirs] for theirs, ours in _MODERNBERT_FIELDS.items() if hf.get(theirs) is not None}
+    fields = dict(MODERNBERT_DIFFERENCES) | _MODERNBERT_DEFAULTS  # what transformers takes where config.json is silent
+    fields |= {ours: hf[theirs] for theirs, ours in _MODERNBERT_FIELDS.items() if hf.get(theirs) is not None}
     fields |= {"family": "modernbert", **FAMILY_FIXED["modernbert"], "activation": _activation(hf, "hidden_activation"),
                "mlm_activation": _activation(hf, "classifier_activation")}
-    layers = fields.get("num_layers", 22)
-    fields.setdefault("global_attn_every_n_layers", 3)
-    fields.setdefault("local_attention", 128)
+    layers = fields["num_layers"]
     layer_types = hf.get("layer_types")
     if layer_types:
         every = next((n for n in range(1, layers + 1)
