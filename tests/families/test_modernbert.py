@@ -234,3 +234,13 @@ def test_hf_config_of_the_tiny_model_reads_back(save_hf_model):
     expected = hf_family_config("modernbert")
     assert (config.num_layers, config.local_attention, config.global_attn_every_n_layers) == (
         expected.num_hidden_layers, expected.local_attention, 3)
+
+
+@pytest.mark.parametrize("architecture,variant", CASES)
+def test_parameter_counts_equal_transformers_models(architecture, variant, save_hf_model):
+    """bert.count_parameters from the config and the heads against the parameters transformers' model holds."""
+    from bert.params import model_heads
+
+    ours, theirs = _loaded(architecture, variant, save_hf_model)
+    counts = bert.count_parameters(ours.config, **model_heads(ours))
+    assert counts["total"] == sum(p.numel() for p in theirs.parameters()) == sum(p.numel() for p in ours.parameters())
