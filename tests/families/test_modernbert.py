@@ -244,3 +244,19 @@ def test_parameter_counts_equal_transformers_models(architecture, variant, save_
     ours, theirs = _loaded(architecture, variant, save_hf_model)
     counts = bert.count_parameters(ours.config, **model_heads(ours))
     assert counts["total"] == sum(p.numel() for p in theirs.parameters()) == sum(p.numel() for p in ours.parameters())
+
+
+def test_context_mixing_refuses_pre_norm_layers_in_words(pair):
+    """The mixing decompositions take BERT's post-LN layer apart; on ModernBERT they say so instead of giving numbers,
+    and the attention weights themselves are transformers' patterns."""
+    from bert.analysis.attention.mixing import context_mixing, record_for_mixing
+
+    ours, _ = pair
+    input_ids = family_batch("modernbert")[0][:1]
+    _, cache = record_for_mixing(ours, input_ids, torch.zeros_like(input_ids))
+    for method in ("norm", "globenc", "alti", "decompx", "value-zeroing"):
+        with pytest.raises(bert.errors.InvalidInputError, match="pre-norm"):
+            context_mixing(ours, cache, method)
+    reference = run_transformers(pair[1], "modernbert", (input_ids, torch.zeros_like(input_ids), torch.ones_like(input_ids)))
+    expected = torch.stack([pattern[0].mean(0) for pattern in reference.attentions]).numpy()
+    assert abs(context_mixing(ours, cache, "attention").layers - expected).max() < 1e-5
