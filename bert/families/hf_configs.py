@@ -4,14 +4,17 @@ from __future__ import annotations
 from ..config import MODERNBERT_DIFFERENCES
 from ..errors import ConfigError
 
-# HF field -> ours, for the families that use BERT's field names (RoBERTa, ALBERT and ELECTRA add theirs).
-_BERT_FIELDS = {
+# HF field -> ours: the sizes, named alike in BERT's config.json and ModernBERT's
+_SIZES = {
     "vocab_size": "vocab_size",
     "hidden_size": "hidden_size",
     "num_hidden_layers": "num_layers",
     "num_attention_heads": "num_heads",
     "intermediate_size": "intermediate_size",
     "max_position_embeddings": "max_position_embeddings",
+}
+# HF field -> ours, for the families that use BERT's field names (RoBERTa, ALBERT and ELECTRA add theirs).
+_BERT_FIELDS = _SIZES | {
     "type_vocab_size": "type_vocab_size",
     "layer_norm_eps": "layer_norm_eps",
     "hidden_dropout_prob": "hidden_dropout",
@@ -32,13 +35,7 @@ _DISTILBERT_FIELDS = {
     "pad_token_id": "pad_token_id",
     "seq_classif_dropout": "classifier_dropout",
 }
-_MODERNBERT_FIELDS = {  # its config.json's own names (Warner et al. 2024)
-    "vocab_size": "vocab_size",
-    "hidden_size": "hidden_size",
-    "num_hidden_layers": "num_layers",
-    "num_attention_heads": "num_heads",
-    "intermediate_size": "intermediate_size",
-    "max_position_embeddings": "max_position_embeddings",
+_MODERNBERT_FIELDS = _SIZES | {  # and its config.json's own names (Warner et al. 2024)
     "norm_eps": "layer_norm_eps",
     "embedding_dropout": "hidden_dropout",
     "attention_dropout": "attention_dropout",
