@@ -180,7 +180,7 @@ def modernbert_table(config: BertConfig, heads: Heads) -> Table:
     """ModernBertModel, ModernBertForMaskedLM, ModernBertFor{Sequence,Token}Classification (Warner et al. 2024).
     Biases only where the config's norm_bias, attention_bias, mlp_bias, head_bias and decoder_bias say; layer 0
     has no attention LayerNorm (attn_norm is the identity there); the classifiers' dense and LayerNorm are the
-    `head` that the masked-LM model also has."""
+    `head` that the masked-LM model also has, so a model with a task head saves that head and not the masked-LM's."""
     norm = _params(config.norm_bias)
     table = {"embedding.token_embedding.weight": "embeddings.tok_embeddings.weight"}
     table |= _pairs("embedding.layer_norm", "embeddings.norm", norm)
@@ -199,7 +199,7 @@ def modernbert_table(config: BertConfig, heads: Heads) -> Table:
     def head(dense: str, layer_norm: str) -> Table:  # ModernBertPredictionHead: dense, activation, LayerNorm
         return _pairs(dense, "head.dense", _params(config.head_bias)) | _pairs(layer_norm, "head.norm", norm)
 
-    if heads.mlm_head:
+    if heads.mlm_head and not (heads.classifier or heads.tagger):  # one `head` per checkpoint: a task model's has none
         table |= head("lm_head.mlp", "lm_head.layer_norm")
         if config.decoder_bias:
             table["lm_head.unembedding.bias"] = "decoder.bias"

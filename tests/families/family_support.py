@@ -17,6 +17,7 @@ PRETRAINING = {
     "distilbert": ["DistilBertForMaskedLM"],
     "albert": ["AlbertForMaskedLM", "AlbertForPreTraining"],
     "electra": ["ElectraForPreTraining", "ElectraForMaskedLM"],
+    "modernbert": ["ModernBertForMaskedLM"],  # its own tests: tests/families/test_modernbert.py
 }
 ARCHITECTURES = [
     (family, name)
