@@ -64,21 +64,21 @@ def test_checkpoint_loads_and_matches_transformers(architecture, variant, save_h
 
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory, tiny_vocab_file):
-    """(ours, transformers' ModernBertForMaskedLM) on the same random weights."""
+    """(ours, transformers' ModernBertForMaskedLM, the tiny tokenizer) on the same random weights."""
     from family_support import write_tiny_tokenizer
 
     theirs = build_hf("modernbert", "ModernBertForMaskedLM")
     folder = tmp_path_factory.mktemp("modernbert")
     theirs.save_pretrained(folder)
     write_tiny_tokenizer(folder, tiny_vocab_file)
-    ours, _ = bert.load_pretrained(str(folder))
-    return ours, theirs
+    ours, tokenizer = bert.load_pretrained(str(folder))
+    return ours, theirs, tokenizer
 
 
 def test_local_layers_see_a_band_and_global_layers_everything(pair):
     """Layers 0 and 3 attend globally, 1 and 2 within ±4 (global every third layer from layer 0): transformers'
     patterns are zero outside `window_band` exactly in the local layers, and ours say which layer is which."""
-    ours, theirs = pair
+    ours, theirs, _ = pair
     batch = family_batch("modernbert")
     reference = run_transformers(theirs, "modernbert", batch)
     seq = batch[0].shape[1]
@@ -114,7 +114,7 @@ def test_rotation_turns_each_pair_of_dimensions_by_its_angle():
 
 
 def test_hooks_record_rotated_q_and_k_and_the_modernbert_parts(pair):
-    ours, _ = pair
+    ours, *_ = pair
     names = set(ours.hook_names())
     assert bert.hook_name("position") not in names and bert.hook_name("token_type") not in names  # rotary, no segments
     assert bert.hook_name("final_norm") in names and bert.hook_name("attention_in", 0) not in names  # layer 0: normed embeddings
@@ -135,7 +135,7 @@ def test_hooks_record_rotated_q_and_k_and_the_modernbert_parts(pair):
 
 
 def test_the_outline_shows_what_modernbert_changes(pair):
-    ours, _ = pair
+    ours, *_ = pair
     outline = str(ours)
     for part in ("window=±4, rotary theta=10000", "global, rotary theta=160000", "(gate): Linear", "(final_norm): FinalNorm",
                  "bias=False"):
@@ -251,7 +251,7 @@ def test_context_mixing_refuses_pre_norm_layers_in_words(pair):
     and the attention weights themselves are transformers' patterns."""
     from bert.analysis.attention.mixing import context_mixing, record_for_mixing
 
-    ours, _ = pair
+    ours, *_ = pair
     input_ids = family_batch("modernbert")[0][:1]
     _, cache = record_for_mixing(ours, input_ids, torch.zeros_like(input_ids))
     for method in ("norm", "globenc", "alti", "decompx", "value-zeroing"):
@@ -260,3 +260,19 @@ def test_context_mixing_refuses_pre_norm_layers_in_words(pair):
     reference = run_transformers(pair[1], "modernbert", (input_ids, torch.zeros_like(input_ids), torch.ones_like(input_ids)))
     expected = torch.stack([pattern[0].mean(0) for pattern in reference.attentions]).numpy()
     assert abs(context_mixing(ours, cache, "attention").layers - expected).max() < 1e-5
+
+
+def test_saliency_splits_over_the_token_embedding_alone(pair):
+    """Integrated gradients on ModernBERT: its embedding is the token's alone (positions turn q and k), f(x) is
+    transformers' log p at the [MASK], and the attributions add up to f(x) - f(baseline)."""
+    from bert.analysis.attribution.saliency import saliency
+
+    ours, theirs, tokenizer = pair
+    encoding = tokenizer.encode("the dog [MASK] at the park .")
+    result = saliency(ours, tokenizer, encoding, "integrated_gradients", steps=64)
+    assert result.parts == ("token",) and result.attributions.shape == (1, len(encoding.input_ids))
+    ids = torch.tensor([encoding.input_ids])
+    reference = run_transformers(theirs, "modernbert", (ids, torch.zeros_like(ids), torch.ones_like(ids)))
+    expected = reference.logits[0, result.position].log_softmax(-1)[result.explained.answer_id]
+    assert result.score == pytest.approx(float(expected), abs=1e-4)
+    assert result.total == pytest.approx(result.score - result.baseline_score, rel=0.01, abs=1e-3)
