@@ -542,7 +542,12 @@ class Bert(nn.Module):
         for layer in self.transformer:
             x = layer(x, attention_mask)
             checkpoint()
-        return x if self.final_norm is None else self.final_norm(x)
+        return self.final_hidden(x)
+
+    def final_hidden(self, residual: torch.Tensor) -> torch.Tensor:
+        """A residual-stream vector as the output heads read it: through the final LayerNorm in a pre-norm model
+        (ModernBERT's final_norm), unchanged otherwise. The logit lens reads earlier layers through it too."""
+        return residual if self.final_norm is None else self.final_norm(residual)
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None, logit_mask=None, output: str = "mlm") -> torch.Tensor | None:
         """The logits of one output head (`output`, one of OUTPUTS): "mlm" [batch, seq, vocab] (None without a

@@ -276,3 +276,26 @@ def test_saliency_splits_over_the_token_embedding_alone(pair):
     expected = reference.logits[0, result.position].log_softmax(-1)[result.explained.answer_id]
     assert result.score == pytest.approx(float(expected), abs=1e-4)
     assert result.total == pytest.approx(result.score - result.baseline_score, rel=0.01, abs=1e-3)
+
+
+def test_logit_lens_and_split_passes_read_through_the_final_layer_norm(pair):
+    """A pre-norm model's heads read the residual stream through final_norm: the logit lens at every layer is
+    transformers' head and decoder over model.final_norm(hidden_states[i]), and a pass split at a layer
+    (residual_at, then logits_above) gives transformers' logits."""
+    from bert.analysis.features.residuals import logits_above, residual_at
+    from bert.analysis.representations.logit_lens import logit_lens
+
+    ours, theirs, tokenizer = pair
+    encoding = tokenizer.encode("the dog [MASK] at the park .")
+    ids = torch.tensor([encoding.input_ids])
+    reference = run_transformers(theirs, "modernbert", (ids, torch.zeros_like(ids), torch.ones_like(ids)))
+    (lens,) = logit_lens(ours, tokenizer, encoding, top_k=3)
+    with torch.no_grad():
+        for index, layer in enumerate(lens.layers):
+            hidden = reference.hidden_states[index][0, lens.position]
+            if index < len(lens.layers) - 1:  # the last hidden state is already normed
+                hidden = theirs.model.final_norm(hidden)
+            probabilities = theirs.decoder(theirs.head(hidden)).softmax(-1)
+            assert [candidate.token_id for candidate in layer.top] == probabilities.topk(3).indices.tolist()
+        split = logits_above(ours, 2, residual_at(ours, 2, ids, torch.zeros_like(ids)))
+    torch.testing.assert_close(split, reference.logits, **TOLERANCE)
