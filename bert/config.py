@@ -25,7 +25,8 @@ POOLINGS = ("cls", "mean")  # ModernBERT's classifier_pooling: the first token's
 MODERNBERT_DIFFERENCES = dict(
     type_vocab_size=0, pooler=False, sequence_head="dense_norm", mlm_activation="gelu", pre_norm=True, norm_bias=False,
     attention_bias=False, mlp_bias=False, gated_mlp=True, rotary=True, global_rope_theta=160000.0,
-    local_rope_theta=10000.0, local_attention=128, global_attn_every_n_layers=3, head_bias=False,
+    local_rope_theta=10000.0, local_attention=128, global_attn_every_n_layers=3, head_bias=False, layer_norm_eps=1e-5,
+    hidden_dropout=0.0, attention_dropout=0.0, classifier_dropout=0.0,
 )
 
 
@@ -179,8 +180,7 @@ class BertConfig:
     def modernbert_base(cls, **overrides) -> "BertConfig":
         """ModernBERT-base (Warner et al. 2024): 22 pre-norm layers, H=768, 12 heads, GeGLU of 1,152, no biases,
         rotary positions, a 128-token window in every layer but each third, a 50,368-token BPE, 8,192 positions."""
-        fields = dict(vocab_size=50368, num_layers=22, intermediate_size=1152, max_position_embeddings=8192,
-                      pad_token_id=50283, layer_norm_eps=1e-5, hidden_dropout=0.0, attention_dropout=0.0, classifier_dropout=0.0)
+        fields = dict(vocab_size=50368, num_layers=22, intermediate_size=1152, max_position_embeddings=8192, pad_token_id=50283)
         return cls.of_family("modernbert", **{**fields, **overrides})
 
     @classmethod

@@ -145,11 +145,15 @@ class SelfAttentionLayer(nn.Module):
     def __init__(self, config: BertConfig, layer: int = 0):
         super().__init__()
         self.pre_norm = config.pre_norm
+        has_norm = not (config.pre_norm and layer == 0)
+        norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps, bias=config.norm_bias) if has_norm else None
+        if self.pre_norm:  # registered in the order of computing, so that print(model) reads top to bottom
+            self.layer_norm = norm
         self.attention = PureSelfAttentionLayer(config, layer)
         # the output projection (Hugging Face: attention.output.dense)
         self.mlp = nn.Linear(config.hidden_size, config.hidden_size, bias=config.attention_bias)
-        has_norm = not (config.pre_norm and layer == 0)
-        self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps, bias=config.norm_bias) if has_norm else None
+        if not self.pre_norm:
+            self.layer_norm = norm
         self.dropout = nn.Dropout(config.hidden_dropout)
         if self.pre_norm and has_norm:
             self.hook_in = HookPoint()  # [batch, seq, hidden] the LayerNorm'd input that attention reads
@@ -173,10 +177,14 @@ class NormedResidualLayer(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
         self.config = config
+        norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps, bias=config.norm_bias)
+        if config.pre_norm:  # registered in the order of computing
+            self.layer_norm = norm
         self.mlp1 = nn.Linear(config.hidden_size, config.intermediate_size, bias=config.mlp_bias)
         self.gate = nn.Linear(config.hidden_size, config.intermediate_size, bias=config.mlp_bias) if config.gated_mlp else None
         self.mlp2 = nn.Linear(config.intermediate_size, config.hidden_size, bias=config.mlp_bias)
-        self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps, bias=config.norm_bias)
+        if not config.pre_norm:
+            self.layer_norm = norm
         self.dropout = nn.Dropout(config.hidden_dropout)
         if config.pre_norm:
             self.hook_in = HookPoint()  # [batch, seq, hidden] the LayerNorm'd input that the MLP reads
