@@ -51,9 +51,9 @@ _MODERNBERT_FIELDS = _SIZES | {  # and its config.json's own names (Warner et al
     "classifier_pooling": "classifier_pooling",
 }
 # transformers' ModernBertConfig defaults (ModernBERT-base's), by our names, for the fields config.json may leave out
+# (its epsilon and dropouts: MODERNBERT_DIFFERENCES)
 _MODERNBERT_DEFAULTS = dict(vocab_size=50368, hidden_size=768, num_layers=22, num_heads=12, intermediate_size=1152,
-                            max_position_embeddings=8192, layer_norm_eps=1e-5, hidden_dropout=0.0, attention_dropout=0.0,
-                            pad_token_id=50283, classifier_dropout=0.0)
+                            max_position_embeddings=8192, pad_token_id=50283)
 FIELDS = {
     "bert": _BERT_FIELDS,
     "roberta": _BERT_FIELDS,
