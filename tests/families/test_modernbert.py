@@ -299,3 +299,24 @@ def test_logit_lens_and_split_passes_read_through_the_final_layer_norm(pair):
             assert [candidate.token_id for candidate in layer.top] == probabilities.topk(3).indices.tolist()
         split = logits_above(ours, 2, residual_at(ours, 2, ids, torch.zeros_like(ids)))
     torch.testing.assert_close(split, reference.logits, **TOLERANCE)
+
+
+def test_a_folder_with_tokenizer_json_loads_whole_and_predicts_as_transformers(tmp_path):
+    """A folder as ModernBERT's hub folders are: tokenizer.json (byte-level BPE, BERT's special tokens) beside the
+    weights. bert.load_pretrained reads both; a typed [MASK] gives transformers' logits for its own tokenizer's ids."""
+    import transformers
+
+    from tokenizer_support import build_tokenizer
+
+    reference = build_tokenizer("modernbert", tmp_path)
+    theirs = build_hf("modernbert", "ModernBertForMaskedLM", vocab_size=len(reference), pad_token_id=reference.pad_token_id)
+    theirs.save_pretrained(tmp_path)
+    ours, tokenizer = bert.load_pretrained(str(tmp_path))
+    text = "Paris is the [MASK] of France, a country in Europe with many old towns and rivers."
+    encoding = tokenizer.encode(text)
+    expected = reference(text, return_tensors="pt")
+    assert encoding.input_ids == expected["input_ids"][0].tolist() and len(encoding) > ours.config.local_attention
+    ids = torch.tensor([encoding.input_ids])
+    with torch.no_grad():
+        torch.testing.assert_close(ours(ids), theirs(**expected).logits, **TOLERANCE)
+    assert isinstance(transformers.AutoTokenizer.from_pretrained(tmp_path)("x")["input_ids"], list)
