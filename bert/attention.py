@@ -1,5 +1,9 @@
 """Scaled dot-product attention as small pure functions with named axes.
 
+Rotary position embeddings (Su et al. 2021; ModernBERT, Warner et al. 2024) turn each pair of q's and k's
+dimensions by an angle that grows with the position (`rotate`), so that q·k depends on how far apart two tokens
+are. A local layer's window (`window_band`) lets each query see the keys at most `window` positions away.
+
 Axes: batch (sentences), seq (positions), query / key (positions seen from the attending and the attended
 side), head (attention heads), head_dim (dimensions per head, hidden // heads = 64 in BERT-base).
 
@@ -46,17 +50,50 @@ def mask_future(scores: torch.Tensor) -> torch.Tensor:
     return scores.masked_fill(future, torch.finfo(scores.dtype).min)
 
 
-def masked_scores(q: torch.Tensor, k: torch.Tensor, attention_mask: torch.Tensor | None, causal: bool = False) -> torch.Tensor:
-    """attention_scores with padded keys (and, if causal, the keys to the right of each query) at the lowest score:
-    what hook_scores records."""
-    scores = mask_padding(attention_scores(q, k), attention_mask)
+def window_band(seq: int, window: int, device: torch.device | str | None = None) -> torch.Tensor:
+    """bool [query, key]: True where |query - key| <= window, the keys a local layer's query sees (a band around
+    the diagonal, 2 * window + 1 wide; ModernBERT's window = local_attention // 2)."""
+    positions = torch.arange(seq, device=device)
+    return (positions[:, None] - positions[None, :]).abs() <= window
+
+
+def mask_outside_window(scores: torch.Tensor, window: int | None) -> torch.Tensor:
+    """Give every key farther than `window` positions from its query the lowest score (None: no window)."""
+    if window is None:
+        return scores
+    outside = ~window_band(scores.shape[-1], window, scores.device)  # [query, key]
+    return scores.masked_fill(outside, torch.finfo(scores.dtype).min)
+
+
+def rotary_angles(seq: int, head_dim: int, theta: float, device: torch.device | str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(cos, sin), each [seq, head_dim]: position p turns dimension pair (i, i + head_dim / 2) by p * theta^(-2i / head_dim)
+    (Su et al. 2021, in the half-split layout Hugging Face's checkpoints use)."""
+    frequencies = 1.0 / theta ** (torch.arange(0, head_dim, 2, dtype=torch.float, device=device) / head_dim)  # [head_dim / 2]
+    angles = torch.arange(seq, device=device, dtype=torch.float)[:, None] * frequencies  # [seq, head_dim / 2]
+    angles = torch.cat((angles, angles), dim=-1)  # [seq, head_dim]
+    return angles.cos(), angles.sin()
+
+
+def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """q or k [batch, head, seq, head_dim] turned by the rotary angles: x * cos + (-x2, x1) * sin, where x1 and x2
+    are the first and second halves of head_dim (computed in float32, returned in x's dtype)."""
+    first, second = x.float().chunk(2, dim=-1)
+    turned = torch.cat((-second, first), dim=-1)
+    return (x.float() * cos + turned * sin).to(x.dtype)
+
+
+def masked_scores(q: torch.Tensor, k: torch.Tensor, attention_mask: torch.Tensor | None, causal: bool = False,
+                  window: int | None = None) -> torch.Tensor:
+    """attention_scores with padded keys (and, if causal, the keys to the right of each query; with a window, the
+    keys farther than it) at the lowest score: what hook_scores records."""
+    scores = mask_outside_window(mask_padding(attention_scores(q, k), attention_mask), window)
     return mask_future(scores) if causal else scores
 
 
 def attention_pattern(q: torch.Tensor, k: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                      causal: bool = False) -> torch.Tensor:
+                      causal: bool = False, window: int | None = None) -> torch.Tensor:
     """softmax of masked_scores, [batch, head, query, key]: what hook_pattern records, from q and k alone."""
-    return masked_scores(q, k, attention_mask, causal).softmax(dim=-1)
+    return masked_scores(q, k, attention_mask, causal, window).softmax(dim=-1)
 
 
 def weighted_values(pattern: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
@@ -76,12 +113,15 @@ def padding_bias(attention_mask: torch.Tensor | None, dtype: torch.dtype) -> tor
 
 def fused_attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attention_mask: torch.Tensor | None, dropout: float = 0.0,
-    causal: bool = False,
+    causal: bool = False, window: int | None = None,
 ) -> torch.Tensor:
     """softmax(q·k / sqrt(head_dim) + padding) · v in one kernel: [batch, head, query, head_dim], what
-    attention_scores, mask_padding, (mask_future if causal,) softmax and weighted_values give (dropout: on the
-    pattern, training only)."""
+    attention_scores, mask_padding, (mask_outside_window with a window, mask_future if causal,) softmax and
+    weighted_values give (dropout: on the pattern, training only)."""
     bias = padding_bias(attention_mask, q.dtype)
+    if window is not None:  # the band as a [1 or batch, 1, query, key] bias
+        seq = q.shape[-2]
+        bias = mask_outside_window(q.new_zeros(1, 1, seq, seq) if bias is None else bias.expand(-1, -1, seq, -1), window)
     if causal and bias is not None:  # SDPA takes a mask or is_causal, not both: fold the future into the mask
         bias, causal = mask_future(bias.expand(-1, -1, q.shape[-2], -1)), False
     return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=dropout, is_causal=causal)

@@ -15,7 +15,7 @@ from safetensors.torch import load_file, save_file
 
 from .config import BertConfig
 from .errors import CheckpointError
-from .families.key_tables import BASE_MODEL_PARTS, FAMILIES, Heads
+from .families.key_tables import BASE_MODEL_PARTS, FAMILIES, Heads, split_key
 from .model import Bert
 
 # The weight files a Hugging Face folder may hold, in the order loading looks for them. Only the safetensors ones
@@ -95,7 +95,7 @@ def model_from_state_dict(config: BertConfig, state: dict[str, torch.Tensor], so
     found = {head: key in state for head, key in spec.head_keys.items()}
     task = task_head(hf_config or {}, state, source, config.family)
     heads = dict(
-        mlm_head=found.get("mlm_head", False),
+        mlm_head=found.get("mlm_head", False) and not (spec.head_shared and task),
         # the NSP head and the sequence classifier (in BERT and ALBERT) read the pooler: it must be there too
         pooler=config.pooler and (found.get("pooler", False) or found.get("nsp_head", False)
                                   or ("classifier_labels" in task and config.sequence_head == "pooler")),
@@ -104,8 +104,9 @@ def model_from_state_dict(config: BertConfig, state: dict[str, torch.Tensor], so
     )
     table = key_table(config, **heads, classifier="classifier_labels" in task, tagger="tagger_labels" in task)
     _check_derived_keys(state, source, spec.derived)
-    missing = [theirs for theirs in table.values() if theirs not in state]
-    unexpected = sorted(set(state) - set(table.values()) - set(spec.derived))
+    their_keys = list(dict.fromkeys(split_key(theirs)[0] for theirs in table.values()))  # fused tensors once
+    missing = [theirs for theirs in their_keys if theirs not in state]
+    unexpected = sorted(set(state) - set(their_keys) - set(spec.derived))
     if missing:
         raise CheckpointError(
             f"{source}: missing tensor {missing[0]!r} ({len(missing)} missing in all; config.json's model_type is {config.family!r})"
@@ -122,13 +123,15 @@ def model_from_state_dict(config: BertConfig, state: dict[str, torch.Tensor], so
     if unfilled:
         raise CheckpointError(f"{source}: the key table has no entry for {sorted(unfilled)[0]!r} (a bug in bert/families/key_tables.py)")
     ours = {}
-    for our_key, their_key in table.items():
-        tensor = state[their_key]
-        if tensor.shape != shapes[our_key]:
+    for our_key, entry in table.items():
+        their_key, index, count = split_key(entry)
+        tensor, shape = state[their_key], shapes[our_key]
+        implied = (shape[0] * count, *shape[1:])  # a fused tensor holds `count` blocks of our shape
+        if tensor.shape != implied:
             raise CheckpointError(
-                f"{source}: tensor {their_key!r} has shape {tuple(tensor.shape)}, but config.json implies {tuple(shapes[our_key])}"
+                f"{source}: tensor {their_key!r} has shape {tuple(tensor.shape)}, but config.json implies {implied}"
             )
-        ours[our_key] = tensor.float()
+        ours[our_key] = tensor.float().chunk(count)[index]
     if heads["mlm_head"]:
         ours["lm_head.unembedding.weight"] = ours["embedding.token_embedding.weight"]
     model.load_state_dict(ours, strict=True, assign=True)
@@ -143,7 +146,10 @@ def to_hf_state_dict(model: Bert) -> dict[str, torch.Tensor]:
                       model.has_tagger, model.has_discriminator)
     prefix = FAMILIES[model.config.family].prefix + "."
     ours = model.state_dict()
-    return {(prefix if theirs.startswith(BASE_MODEL_PARTS) else "") + theirs: ours[k].cpu().contiguous() for k, theirs in table.items()}
+    blocks: dict[str, list[torch.Tensor]] = {}  # checkpoint key -> its blocks in order (one for most)
+    for our_key, entry in sorted(table.items(), key=lambda item: split_key(item[1])[1]):
+        blocks.setdefault(split_key(entry)[0], []).append(ours[our_key].cpu())
+    return {(prefix if theirs.startswith(BASE_MODEL_PARTS) else "") + theirs: torch.cat(parts).contiguous() for theirs, parts in blocks.items()}
 
 
 def hf_architecture(model: Bert) -> str:

@@ -1,8 +1,8 @@
 """The one configuration object every model in this project is built from: BERT and its family.
 
 BERT (Devlin et al. 2019) is the default; RoBERTa (Liu et al. 2019), DistilBERT (Sanh et al. 2019), ALBERT
-(Lan et al. 2020) and ELECTRA (Clark et al. 2020) are the same module tree with the differences the fields below
-state. Each family's Hugging Face config.json is read and written by bert/families/hf_configs.py.
+(Lan et al. 2020) and ELECTRA (Clark et al. 2020) and ModernBERT (Warner et al. 2024) are the same module tree with the differences the
+fields below state. Each family's Hugging Face config.json is read and written by bert/families/hf_configs.py.
 """
 from __future__ import annotations
 
@@ -11,11 +11,23 @@ from dataclasses import dataclass
 
 from .errors import ConfigError
 
-FAMILIES = ("bert", "roberta", "distilbert", "albert", "electra")  # Hugging Face's model_type of each
+FAMILIES = ("bert", "roberta", "distilbert", "albert", "electra", "modernbert")  # Hugging Face's model_type of each
 ACTIVATIONS = ("gelu", "gelu_tanh", "relu", "silu")  # exact GELU, its tanh approximation, ReLU, SiLU (swish)
 # How a sequence classifier reads the encoder: through the pooler (BERT, ALBERT); or from the first token's
-# vector through dense + tanh (RoBERTa), dense + ReLU (DistilBERT's pre_classifier) or dense + GELU (ELECTRA).
-SEQUENCE_HEADS = ("pooler", "dense_tanh", "dense_relu", "dense_gelu")
+# vector through dense + tanh (RoBERTa), dense + ReLU (DistilBERT's pre_classifier) or dense + GELU (ELECTRA); or
+# (ModernBERT) the first token's vector or the mean over the real tokens (classifier_pooling) through dense,
+# mlm_activation and LayerNorm, as its token classifier also reads each token ("dense_norm").
+SEQUENCE_HEADS = ("pooler", "dense_tanh", "dense_relu", "dense_gelu", "dense_norm")
+POOLINGS = ("cls", "mean")  # ModernBERT's classifier_pooling: the first token's vector, or the mean over real tokens
+
+
+# What ModernBERT (Warner et al. 2024) changes, sizes aside (its released configs' values).
+MODERNBERT_DIFFERENCES = dict(
+    type_vocab_size=0, pooler=False, sequence_head="dense_norm", mlm_activation="gelu", pre_norm=True, norm_bias=False,
+    attention_bias=False, mlp_bias=False, gated_mlp=True, rotary=True, global_rope_theta=160000.0,
+    local_rope_theta=10000.0, local_attention=128, global_attn_every_n_layers=3, head_bias=False, layer_norm_eps=1e-5,
+    hidden_dropout=0.0, attention_dropout=0.0, classifier_dropout=0.0,
+)
 
 
 @dataclass(frozen=True)
@@ -50,6 +62,20 @@ class BertConfig:
     mlm_activation: str | None = None  # the masked-LM head's activation; None: `activation` (RoBERTa, ELECTRA: "gelu")
     sequence_head: str = "pooler"  # one of SEQUENCE_HEADS: what the sequence classifier reads
     pooler: bool = True  # whether the family has a pooler (DistilBERT and ELECTRA have none)
+    # --- ModernBERT (Warner et al. 2024): pre-norm layers, no biases, GeGLU, rotary positions, local attention ---
+    pre_norm: bool = False  # True: LayerNorm on each sub-layer's input (none before layer 0's attention: the embeddings are normed), residual added after, a final LayerNorm after the last layer; False: BERT's post-LN
+    norm_bias: bool = True  # LayerNorms have a bias (ModernBERT's released configs: False)
+    attention_bias: bool = True  # q, k, v and the attention's output projection have biases (ModernBERT: False)
+    mlp_bias: bool = True  # the MLP's linear maps have biases (ModernBERT: False)
+    gated_mlp: bool = False  # GeGLU (Shazeer 2020): one map gives input and gate, activation(input) * gate, then out
+    rotary: bool = False  # rotary position embeddings on q and k (Su et al. 2021) instead of a position table
+    global_rope_theta: float = 10000.0  # RoPE base of the global (full-attention) layers (ModernBERT: 160,000)
+    local_rope_theta: float = 10000.0  # RoPE base of the local (sliding-window) layers (ModernBERT: 10,000)
+    local_attention: int | None = None  # window of the local layers: a token sees keys within ±local_attention // 2; None: all global
+    global_attn_every_n_layers: int = 1  # layer i attends globally when i % n == 0, locally otherwise (ModernBERT: 3)
+    head_bias: bool = True  # the dense map of the masked-LM head and the classifiers has a bias (ModernBERT's classifier_bias: False)
+    decoder_bias: bool = True  # the masked-LM output (unembedding) has a bias
+    classifier_pooling: str = "cls"  # one of POOLINGS: what the "dense_norm" sequence classifier reads
 
     def __post_init__(self):
         if self.hidden_size % self.num_heads:
@@ -67,6 +93,12 @@ class BertConfig:
             raise ConfigError("sequence_head 'pooler' needs a pooler")
         if self.position_offset not in (0, self.pad_token_id + 1):
             raise ConfigError(f"position_offset must be 0 or pad_token_id + 1 ({self.pad_token_id + 1}), not {self.position_offset}")
+        if self.classifier_pooling not in POOLINGS:
+            raise ConfigError(f"classifier_pooling must be one of {POOLINGS}, not {self.classifier_pooling!r}")
+        if self.local_attention is not None and (self.local_attention < 2 or self.global_attn_every_n_layers < 1):
+            raise ConfigError("local_attention must be at least 2 and global_attn_every_n_layers at least 1")
+        if self.rotary and self.head_size % 2:
+            raise ConfigError(f"rotary position embeddings need an even head size, not {self.head_size}")
         if self.type_vocab_size < 0:
             raise ConfigError(f"type_vocab_size must be 0 (no segment embedding) or more, not {self.type_vocab_size}")
         self._check_layer_groups()
@@ -127,6 +159,17 @@ class BertConfig:
         """Rows of the position table: max_position_embeddings, plus RoBERTa's offset."""
         return self.max_position_embeddings + self.position_offset
 
+    def window(self, layer: int) -> int | None:
+        """Half-width of layer `layer`'s attention window (a query sees keys at most this far away), None where the
+        layer attends globally: ModernBERT's layers 0, n, 2n, ... (n = global_attn_every_n_layers)."""
+        if self.local_attention is None or layer % self.global_attn_every_n_layers == 0:
+            return None
+        return self.local_attention // 2
+
+    def rope_theta(self, layer: int) -> float:
+        """The rotary base of layer `layer`: local_rope_theta in a windowed layer, global_rope_theta otherwise."""
+        return self.global_rope_theta if self.window(layer) is None else self.local_rope_theta
+
     @property
     def lm_activation(self) -> str:
         return self.mlm_activation or self.activation
@@ -178,6 +221,13 @@ class BertConfig:
         return cls(**{**fields, **overrides})
 
     @classmethod
+    def modernbert_base(cls, **overrides) -> "BertConfig":
+        """ModernBERT-base (Warner et al. 2024): 22 pre-norm layers, H=768, 12 heads, GeGLU of 1,152, no biases,
+        rotary positions, a 128-token window in every layer but each third, a 50,368-token BPE, 8,192 positions."""
+        fields = dict(vocab_size=50368, num_layers=22, intermediate_size=1152, max_position_embeddings=8192, pad_token_id=50283)
+        return cls.of_family("modernbert", **{**fields, **overrides})
+
+    @classmethod
     def of_family(cls, family: str, **fields) -> "BertConfig":
         """A config of any size with the family's differences (what the named constructors set besides sizes):
         e.g. `BertConfig.of_family("roberta", hidden_size=64, num_layers=2, ...)` for a fresh small RoBERTa.
@@ -189,6 +239,7 @@ class BertConfig:
             "distilbert": dict(type_vocab_size=0, pooler=False, sequence_head="dense_relu"),
             "albert": dict(shared_layers=True, activation="gelu_tanh", embedding_size=min(128, fields.get("hidden_size", 768))),
             "electra": dict(pooler=False, sequence_head="dense_gelu", mlm_activation="gelu"),
+            "modernbert": MODERNBERT_DIFFERENCES,
         }
         if family not in differences:
             raise ConfigError(f"family must be one of {FAMILIES}, not {family!r}")

@@ -57,6 +57,13 @@ LAYER_HOOKS = {  # kind -> path below transformer.{layer}
 FAMILY_HOOKS = {
     "embedding_norm": "embedding.hook_norm",  # ALBERT, small ELECTRAs: [batch, seq, embedding_size] before the projection to H
     "replaced_logits": "discriminator.hook_logits",  # ELECTRA's discriminator: [batch, seq], one logit per token
+    "final_norm": "final_norm.hook_out",  # pre-norm models (ModernBERT): [batch, seq, hidden] the last layer's output, LayerNorm'd
+}
+# per layer, what some families have more (ModernBERT's pre-norm layers and gated MLP, Warner et al. 2024)
+FAMILY_LAYER_HOOKS = {
+    "attention_in": "attention.hook_in",  # [batch, seq, hidden] the LayerNorm'd input of attention (pre-norm; not in layer 0)
+    "mlp_in": "residual.hook_in",  # [batch, seq, hidden] the LayerNorm'd input of the MLP (pre-norm)
+    "mlp_gate": "residual.hook_gate",  # [batch, seq, intermediate] the GeGLU gate, multiplied with the activation
 }
 MLM_HOOKS = {"lm_transform": "lm_head.hook_transform", "logits": "lm_head.hook_logits"}  # the masked-LM output head
 # the pooler and the other output heads, present when the model has them (reached by run_with_cache's output=...)
@@ -73,14 +80,15 @@ PER_HEAD_KINDS = frozenset({"q", "k", "v", "scores", "pattern", "z"})  # [batch,
 
 def hook_name(kind: str, layer: int | None = None) -> str:
     """The name of a hook: `hook_name("pattern", 3)`, `hook_name("token")`, `hook_name("logits")`.
-    Per-layer kinds need a layer, the others take none (the kinds are the keys of the three tables above)."""
-    kinds = EMBEDDING_HOOKS | LAYER_HOOKS | MLM_HOOKS | OUTPUT_HEAD_HOOKS | FAMILY_HOOKS
+    Per-layer kinds need a layer, the others take none (the kinds are the keys of the tables above)."""
+    per_layer = LAYER_HOOKS | FAMILY_LAYER_HOOKS
+    kinds = EMBEDDING_HOOKS | per_layer | MLM_HOOKS | OUTPUT_HEAD_HOOKS | FAMILY_HOOKS
     if kind not in kinds:
         raise UnknownHookError(f"unknown hook kind {kind!r}; kinds: {sorted(kinds)}")
-    if kind in LAYER_HOOKS:
+    if kind in per_layer:
         if layer is None:
             raise InvalidInputError(f"hook kind {kind!r} is per layer: give a layer")
-        return f"transformer.{int(layer)}.{LAYER_HOOKS[kind]}"
+        return f"transformer.{int(layer)}.{per_layer[kind]}"
     if layer is not None:
         raise InvalidInputError(f"hook kind {kind!r} is not per layer; per-layer kinds are {sorted(LAYER_HOOKS)}")
     return EMBEDDING_HOOKS.get(kind) or MLM_HOOKS.get(kind) or OUTPUT_HEAD_HOOKS.get(kind) or FAMILY_HOOKS[kind]

@@ -3,8 +3,9 @@
 The same tree runs BERT's family, with the differences BertConfig states (bert/config.py): RoBERTa's positions
 after the padding index (Liu et al. 2019), DistilBERT without segments or pooler (Sanh et al. 2019), ALBERT's
 narrow embeddings projected to H and its one layer applied at every depth (Lan et al. 2020, `SharedLayer`; several
-shared layers in groups: `LayerGroups`),
-ELECTRA's projection and its discriminator head (Clark et al. 2020, `ReplacedTokenHead`).
+shared layers in groups: `LayerGroups`), ELECTRA's projection and its discriminator head (Clark et al. 2020,
+`ReplacedTokenHead`), ModernBERT's pre-norm layers without biases, GeGLU MLP, rotary positions, local attention
+windows and final LayerNorm (Warner et al. 2024).
 
 Every `hook_*` attribute is a HookPoint whose name is its module path; the comment beside it gives its shape.
 """
@@ -43,21 +44,23 @@ def gelu(x: torch.Tensor, config: BertConfig) -> torch.Tensor:
 
 class BertEmbedding(nn.Module):
     """token + position + segment embeddings, summed, then LayerNorm and dropout; where E < H (ALBERT, small
-    ELECTRAs) a linear projection to H follows. A family without segments (DistilBERT) has no segment embedding."""
+    ELECTRAs) a linear projection to H follows. A family without segments (DistilBERT, ModernBERT) has no segment
+    embedding; one with rotary positions (ModernBERT) no position table: its positions turn q and k in attention."""
 
     def __init__(self, config: BertConfig):
         super().__init__()
         width = config.embedding_width  # E
         self.pad_token_id, self.position_offset = config.pad_token_id, config.position_offset
         self.token_embedding = nn.Embedding(config.vocab_size, width)
-        self.position_embedding = nn.Embedding(config.position_rows, width)
+        self.position_embedding = None if config.rotary else nn.Embedding(config.position_rows, width)
         self.token_type_embedding = nn.Embedding(config.type_vocab_size, width) if config.type_vocab_size else None
-        self.layer_norm = nn.LayerNorm(width, eps=config.layer_norm_eps)
+        self.layer_norm = nn.LayerNorm(width, eps=config.layer_norm_eps, bias=config.norm_bias)
         self.dropout = nn.Dropout(config.hidden_dropout)
         # ALBERT's embedding_hidden_mapping_in, ELECTRA's embeddings_project: E -> H
         self.projection = nn.Linear(width, config.hidden_size) if config.projects_embeddings else None
         self.hook_token = HookPoint()  # [batch, seq, E]
-        self.hook_position = HookPoint()  # [batch, seq, E]
+        if self.position_embedding is not None:
+            self.hook_position = HookPoint()  # [batch, seq, E]
         if self.token_type_embedding is not None:
             self.hook_token_type = HookPoint()  # [batch, seq, E]
         self.hook_sum = HookPoint()  # [batch, seq, E] before LayerNorm
@@ -68,14 +71,15 @@ class BertEmbedding(nn.Module):
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
         batch, seq = input_ids.shape
         token = self.hook_token(self.token_embedding(input_ids))
-        if self.position_offset:  # RoBERTa: from pad_token_id + 1 on; a padded token at pad_token_id
+        if self.position_embedding is None:  # rotary positions: added in attention, not here
+            summed = token
+        elif self.position_offset:  # RoBERTa: from pad_token_id + 1 on; a padded token at pad_token_id
             not_padding = input_ids.ne(self.pad_token_id).long()
             positions = torch.cumsum(not_padding, dim=1) * not_padding + self.pad_token_id
-            position = self.hook_position(self.position_embedding(positions))
+            summed = token + self.hook_position(self.position_embedding(positions))
         else:  # positions count from 0 for this input's length (a fixed span of 512 would not add to a shorter input)
             positions = torch.arange(seq, device=input_ids.device)
-            position = self.hook_position(repeat(self.position_embedding(positions), "seq hidden -> batch seq hidden", batch=batch))
-        summed = token + position
+            summed = token + self.hook_position(repeat(self.position_embedding(positions), "seq hidden -> batch seq hidden", batch=batch))
         if self.token_type_embedding is not None:
             summed = summed + self.hook_token_type(self.token_type_embedding(token_type_ids))
         summed = self.hook_sum(summed)
@@ -88,79 +92,125 @@ class PureSelfAttentionLayer(nn.Module):
     """Multi-head scaled dot-product attention, before the output projection. Step by step (scores, pattern,
     weighted values) when a call records or changes the scores or the pattern; otherwise through PyTorch's fused
     scaled_dot_product_attention, which gives the same z (to float rounding) faster and, on a GPU, without ever
-    holding the [query, key] matrix (bert/attention.py)."""
+    holding the [query, key] matrix (bert/attention.py).
 
-    def __init__(self, config: BertConfig):
+    With rotary positions (ModernBERT) q and k are turned by their positions before the scores, and hook_q and
+    hook_k record them turned: the q and k whose product is the scores, as in every family. A local layer's
+    queries see only the keys within `window` positions (`attention.window_band` draws it)."""
+
+    def __init__(self, config: BertConfig, layer: int = 0):
         super().__init__()
         self.num_heads = config.num_heads
         self.causal = config.causal  # left-to-right: no query sees the keys to its right
-        self.project_query = nn.Linear(config.hidden_size, config.hidden_size)
-        self.project_key = nn.Linear(config.hidden_size, config.hidden_size)
-        self.project_value = nn.Linear(config.hidden_size, config.hidden_size)
+        self.window = config.window(layer)  # a local layer's half-width (ModernBERT: local_attention // 2); None: global
+        self.rope_theta = config.rope_theta(layer) if config.rotary else None  # rotary base; None: no rotation
+        bias = config.attention_bias
+        self.project_query = nn.Linear(config.hidden_size, config.hidden_size, bias=bias)
+        self.project_key = nn.Linear(config.hidden_size, config.hidden_size, bias=bias)
+        self.project_value = nn.Linear(config.hidden_size, config.hidden_size, bias=bias)
         self.dropout = nn.Dropout(config.attention_dropout)
-        self.hook_q = HookPoint()  # [batch, head, query, head_dim]
-        self.hook_k = HookPoint()  # [batch, head, key, head_dim]
+        self.hook_q = HookPoint()  # [batch, head, query, head_dim] (rotary: after the rotation)
+        self.hook_k = HookPoint()  # [batch, head, key, head_dim] (rotary: after the rotation)
         self.hook_v = HookPoint()  # [batch, head, key, head_dim]
-        self.hook_scores = HookPoint()  # [batch, head, query, key] scaled, padded (and, if causal, later) keys at the dtype's minimum
+        self.hook_scores = HookPoint()  # [batch, head, query, key] scaled; padded keys (if causal, later ones; local: those outside the window) at the dtype's minimum
         self.hook_pattern = HookPoint()  # [batch, head, query, key] softmax of the scores; rows sum to 1
         self.hook_z = HookPoint()  # [batch, head, query, head_dim] each head's output (weighted values)
 
+    def extra_repr(self) -> str:
+        parts = [f"window=±{self.window}" if self.window is not None else "global"]
+        return ", ".join(parts + ([f"rotary theta={self.rope_theta:g}"] if self.rope_theta is not None else []))
+
     def forward(self, x: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
-        q = self.hook_q(attn.split_heads(self.project_query(x), self.num_heads))
-        k = self.hook_k(attn.split_heads(self.project_key(x), self.num_heads))
+        q = attn.split_heads(self.project_query(x), self.num_heads)
+        k = attn.split_heads(self.project_key(x), self.num_heads)
+        if self.rope_theta is not None:  # turn q and k by their positions (Su et al. 2021)
+            cos, sin = attn.rotary_angles(x.shape[1], q.shape[-1], self.rope_theta, x.device)
+            q, k = attn.rotate(q, cos, sin), attn.rotate(k, cos, sin)
+        q, k = self.hook_q(q), self.hook_k(k)
         v = self.hook_v(attn.split_heads(self.project_value(x), self.num_heads))
         if self.hook_scores.is_watched() or self.hook_pattern.is_watched():
-            scores = self.hook_scores(attn.masked_scores(q, k, attention_mask, self.causal))
+            scores = self.hook_scores(attn.masked_scores(q, k, attention_mask, self.causal, self.window))
             pattern = self.hook_pattern(scores.softmax(dim=-1))
             z = attn.weighted_values(self.dropout(pattern), v)
         else:  # nobody looks at the scores or the pattern: the same z from one fused kernel
             z = attn.fused_attention(q, k, v, attention_mask, dropout=self.dropout.p if self.training else 0.0,
-                                     causal=self.causal)
+                                     causal=self.causal, window=self.window)
         return attn.merge_heads(self.hook_z(z))  # [batch, seq, hidden]
 
 
 class SelfAttentionLayer(nn.Module):
-    """Attention, output projection, dropout, then residual + LayerNorm (post-LN, as in BERT)."""
+    """Attention, output projection, dropout, then residual + LayerNorm (post-LN, as in BERT). Pre-norm
+    (ModernBERT): LayerNorm on the input, then attention, projection, dropout, residual; layer 0 has no LayerNorm
+    here, its input being the normed embeddings."""
 
-    def __init__(self, config: BertConfig):
+    def __init__(self, config: BertConfig, layer: int = 0):
         super().__init__()
-        self.attention = PureSelfAttentionLayer(config)
-        self.mlp = nn.Linear(config.hidden_size, config.hidden_size)  # the output projection (Hugging Face: attention.output.dense)
-        self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.pre_norm = config.pre_norm
+        has_norm = not (config.pre_norm and layer == 0)
+        norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps, bias=config.norm_bias) if has_norm else None
+        if self.pre_norm:  # registered in the order of computing, so that print(model) reads top to bottom
+            self.layer_norm = norm
+        self.attention = PureSelfAttentionLayer(config, layer)
+        # the output projection (Hugging Face: attention.output.dense)
+        self.mlp = nn.Linear(config.hidden_size, config.hidden_size, bias=config.attention_bias)
+        if not self.pre_norm:
+            self.layer_norm = norm
         self.dropout = nn.Dropout(config.hidden_dropout)
+        if self.pre_norm and has_norm:
+            self.hook_in = HookPoint()  # [batch, seq, hidden] the LayerNorm'd input that attention reads
         self.hook_result = HookPoint()  # [batch, seq, hidden] what attention adds to the residual stream
-        self.hook_out = HookPoint()  # [batch, seq, hidden] after residual + LayerNorm
+        self.hook_out = HookPoint()  # [batch, seq, hidden] after residual + LayerNorm (pre-norm: after the residual)
 
     def forward(self, x: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
-        result = self.hook_result(self.mlp(self.attention(x, attention_mask)))
-        return self.hook_out(self.layer_norm(x + self.dropout(result)))
+        if not self.pre_norm:
+            result = self.hook_result(self.mlp(self.attention(x, attention_mask)))
+            return self.hook_out(self.layer_norm(x + self.dropout(result)))
+        normed = x if self.layer_norm is None else self.hook_in(self.layer_norm(x))
+        result = self.hook_result(self.mlp(self.attention(normed, attention_mask)))
+        return self.hook_out(x + self.dropout(result))
 
 
 class NormedResidualLayer(nn.Module):
-    """The MLP block: hidden -> intermediate, GELU, -> hidden, dropout, residual + LayerNorm."""
+    """The MLP block: hidden -> intermediate, GELU, -> hidden, dropout, residual + LayerNorm. Pre-norm
+    (ModernBERT): LayerNorm on the input, the MLP, dropout, residual. Gated (ModernBERT's GeGLU, Shazeer 2020):
+    a second map of the normed input, the gate, multiplies the activation (Hugging Face's Wi holds mlp1 and gate)."""
 
     def __init__(self, config: BertConfig):
         super().__init__()
         self.config = config
-        self.mlp1 = nn.Linear(config.hidden_size, config.intermediate_size)
-        self.mlp2 = nn.Linear(config.intermediate_size, config.hidden_size)
-        self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps, bias=config.norm_bias)
+        if config.pre_norm:  # registered in the order of computing
+            self.layer_norm = norm
+        self.mlp1 = nn.Linear(config.hidden_size, config.intermediate_size, bias=config.mlp_bias)
+        self.gate = nn.Linear(config.hidden_size, config.intermediate_size, bias=config.mlp_bias) if config.gated_mlp else None
+        self.mlp2 = nn.Linear(config.intermediate_size, config.hidden_size, bias=config.mlp_bias)
+        if not config.pre_norm:
+            self.layer_norm = norm
         self.dropout = nn.Dropout(config.hidden_dropout)
+        if config.pre_norm:
+            self.hook_in = HookPoint()  # [batch, seq, hidden] the LayerNorm'd input that the MLP reads
         self.hook_pre = HookPoint()  # [batch, seq, intermediate] before GELU
-        self.hook_post = HookPoint()  # [batch, seq, intermediate] after GELU: the neuron activations
+        if self.gate is not None:
+            self.hook_gate = HookPoint()  # [batch, seq, intermediate] the gate, multiplied with GELU(pre)
+        self.hook_post = HookPoint()  # [batch, seq, intermediate] after GELU (gated: times the gate): the neuron activations
         self.hook_result = HookPoint()  # [batch, seq, hidden] what the MLP adds to the residual stream
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        pre = self.hook_pre(self.mlp1(x))
-        post = self.hook_post(gelu(pre, self.config))
-        result = self.hook_result(self.mlp2(post))
+        normed = self.hook_in(self.layer_norm(x)) if self.config.pre_norm else x
+        pre = self.hook_pre(self.mlp1(normed))
+        post = gelu(pre, self.config)
+        if self.gate is not None:
+            post = post * self.hook_gate(self.gate(normed))
+        result = self.hook_result(self.mlp2(self.hook_post(post)))
+        if self.config.pre_norm:
+            return x + self.dropout(result)
         return self.layer_norm(x + self.dropout(result))
 
 
 class BertLayer(nn.Module):
-    def __init__(self, config: BertConfig):
+    def __init__(self, config: BertConfig, layer: int = 0):
         super().__init__()
-        self.attention = SelfAttentionLayer(config)
+        self.attention = SelfAttentionLayer(config, layer)
         self.residual = NormedResidualLayer(config)
         self.hook_out = HookPoint()  # [batch, seq, hidden] the layer's output, input of the next layer
 
@@ -239,7 +289,7 @@ def shared_layer_path(config: BertConfig, group: int, inner: int) -> str:
 def layer_stack(config: BertConfig) -> nn.Module:
     """The encoder's layers: BERT's ModuleList, ALBERT's SharedLayer, or LayerGroups."""
     if not config.shared_layers:
-        return nn.ModuleList(BertLayer(config) for _ in range(config.num_layers))
+        return nn.ModuleList(BertLayer(config, i) for i in range(config.num_layers))
     return SharedLayer(config) if (config.layer_groups, config.layers_per_group) == (1, 1) else LayerGroups(config)
 
 
@@ -270,15 +320,15 @@ class LayerApplication:
 
 class BertLMHead(nn.Module):
     """dense (H -> E), activation, LayerNorm, then the unembedding (E -> vocab), whose weight is the token
-    embedding (tied). RoBERTa's lm_head, DistilBERT's vocab_* layers, ALBERT's predictions and ELECTRA's
-    generator head are this module."""
+    embedding (tied). RoBERTa's lm_head, DistilBERT's vocab_* layers, ALBERT's predictions, ELECTRA's
+    generator head and ModernBERT's head + decoder are this module."""
 
     def __init__(self, config: BertConfig, token_embedding: nn.Embedding):
         super().__init__()
         self.activation = config.lm_activation
-        self.mlp = nn.Linear(config.hidden_size, config.embedding_width)
-        self.layer_norm = nn.LayerNorm(config.embedding_width, eps=config.layer_norm_eps)
-        self.unembedding = nn.Linear(config.embedding_width, config.vocab_size)
+        self.mlp = nn.Linear(config.hidden_size, config.embedding_width, bias=config.head_bias)
+        self.layer_norm = nn.LayerNorm(config.embedding_width, eps=config.layer_norm_eps, bias=config.norm_bias)
+        self.unembedding = nn.Linear(config.embedding_width, config.vocab_size, bias=config.decoder_bias)
         self.unembedding.weight = token_embedding.weight  # tied: one tensor, two uses
         self.hook_transform = HookPoint()  # [*positions, E] after dense, activation, LayerNorm
         self.hook_logits = HookPoint()  # [*positions, vocab]
@@ -323,6 +373,47 @@ class FirstTokenClassifier(nn.Module):
         x = self.dense(x)
         x = torch.tanh(x) if self.kind == "dense_tanh" else F.relu(x) if self.kind == "dense_relu" else F.gelu(x)
         return self.hook_logits(self.out_proj(self.dropout(x)))
+
+
+class NormedHeadClassifier(nn.Module):
+    """ModernBERT's classifiers (Hugging Face's ModernBertPredictionHead, then dropout and a linear map): dense,
+    activation, LayerNorm, dropout, then to the labels. The sequence classifier reads the first token's vector
+    or the mean over the real tokens (`pooling`, the config's classifier_pooling); the token classifier
+    (`pooling` None) reads every token."""
+
+    def __init__(self, config: BertConfig, num_labels: int, dropout: float, pooling: str | None):
+        super().__init__()
+        self.activation, self.pooling = config.lm_activation, pooling
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size, bias=config.head_bias)
+        self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps, bias=config.norm_bias)
+        self.dropout = nn.Dropout(dropout)
+        self.out_proj = nn.Linear(config.hidden_size, num_labels)
+        self.hook_logits = HookPoint()  # [batch, labels], or [batch, seq, labels] for the token classifier
+
+    def extra_repr(self) -> str:
+        return f"pooling={self.pooling}" if self.pooling else "every token"
+
+    def forward(self, hidden: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        if self.pooling == "cls":
+            hidden = hidden[:, 0]
+        elif self.pooling == "mean":  # over the real tokens: [batch, seq, hidden] -> [batch, hidden]
+            weights = torch.ones(hidden.shape[:2], device=hidden.device) if attention_mask is None else attention_mask.to(hidden.dtype)
+            hidden = (hidden * weights[..., None]).sum(dim=1) / weights.sum(dim=1, keepdim=True)
+        x = self.layer_norm(activate(self.dense(hidden), self.activation))
+        return self.hook_logits(self.out_proj(self.dropout(x)))
+
+
+class FinalNorm(nn.Module):
+    """The LayerNorm after the last layer of a pre-norm model (ModernBERT's final_norm): its output is what the
+    output heads read (transformers' last hidden state)."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps, bias=config.norm_bias)
+        self.hook_out = HookPoint()  # [batch, seq, hidden]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.hook_out(self.layer_norm(x))
 
 
 class BertPooler(nn.Module):
@@ -394,6 +485,7 @@ class Bert(nn.Module):
         _check_family_heads(config, nsp_head, discriminator)
         self.embedding = BertEmbedding(config)
         self.transformer = layer_stack(config)
+        self.final_norm = FinalNorm(config) if config.pre_norm else None
         self.lm_head = BertLMHead(config, self.embedding.token_embedding) if mlm_head else None
         self.discriminator = ReplacedTokenHead(config) if discriminator else None
         self.pooler = BertPooler(config) if config.pooler and (pooler or nsp_head or self._pooled(classifier_labels)) else None
@@ -423,7 +515,8 @@ class Bert(nn.Module):
             self.lm_head = BertLMHead(self.config, self.embedding.token_embedding)
             for module in (self.lm_head.mlp, self.lm_head.layer_norm):  # not the unembedding: it is the token embedding
                 module.apply(self._init_weights)
-            nn.init.zeros_(self.lm_head.unembedding.bias)
+            if self.lm_head.unembedding.bias is not None:
+                nn.init.zeros_(self.lm_head.unembedding.bias)
         if (nsp_head or self._pooled(classifier_labels)) and self.pooler is None:
             self.pooler = BertPooler(self.config).apply(self._init_weights)
         if nsp_head and self.nsp_head is None:
@@ -444,7 +537,10 @@ class Bert(nn.Module):
         if not names:
             raise InvalidInputError("a task head needs at least one label")
         dropout = self.config.hidden_dropout if self.config.classifier_dropout is None else self.config.classifier_dropout
-        if classifier_labels is not None and not self._pooled(classifier_labels):
+        if self.config.sequence_head == "dense_norm":
+            pooling = self.config.classifier_pooling if classifier_labels is not None else None
+            output_head = NormedHeadClassifier(self.config, len(names), dropout, pooling)
+        elif classifier_labels is not None and not self._pooled(classifier_labels):
             output_head = FirstTokenClassifier(self.config, len(names), dropout)
         else:
             output_head = LinearHead(self.config.hidden_size, len(names), dropout)
@@ -460,11 +556,10 @@ class Bert(nn.Module):
         """BERT's initialisation (Devlin et al. 2019): normal(0, 0.02) weights, zero biases, LayerNorm at identity."""
         if isinstance(module, (nn.Linear, nn.Embedding)):
             nn.init.normal_(module.weight, std=0.02)
-        if isinstance(module, nn.Linear):
+        if isinstance(module, (nn.Linear, nn.LayerNorm)) and module.bias is not None:
             nn.init.zeros_(module.bias)
         if isinstance(module, nn.LayerNorm):
             nn.init.ones_(module.weight)
-            nn.init.zeros_(module.bias)
 
     @property
     def has_mlm_head(self) -> bool:
@@ -507,7 +602,12 @@ class Bert(nn.Module):
         for layer in self.transformer:
             x = layer(x, attention_mask)
             checkpoint()
-        return x
+        return self.final_hidden(x)
+
+    def final_hidden(self, residual: torch.Tensor) -> torch.Tensor:
+        """A residual-stream vector as the output heads read it: through the final LayerNorm in a pre-norm model
+        (ModernBERT's final_norm), unchanged otherwise. The logit lens reads earlier layers through it too."""
+        return residual if self.final_norm is None else self.final_norm(residual)
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None, logit_mask=None, output: str = "mlm") -> torch.Tensor | None:
         """The logits of one output head (`output`, one of OUTPUTS): "mlm" [batch, seq, vocab] (None without a
@@ -519,6 +619,8 @@ class Bert(nn.Module):
             raise InvalidInputError("logit_mask selects masked-LM positions: it only goes with output='mlm'")
         self._require(output)  # before the forward pass
         hidden = self.encode(input_ids, token_type_ids, attention_mask)
+        if output == "classifier":  # ModernBERT's mean pooling reads the mask
+            return self.classifier_logits(hidden, attention_mask)
         return self.mlm_logits(hidden, logit_mask) if output == "mlm" else getattr(self, f"{output}_logits")(hidden)
 
     def mlm_logits(self, hidden: torch.Tensor, logit_mask: torch.Tensor | None = None) -> torch.Tensor | None:
@@ -535,10 +637,13 @@ class Bert(nn.Module):
         self._require("nsp")
         return self.nsp_head(self.pooler(hidden))
 
-    def classifier_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+    def classifier_logits(self, hidden: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
         """[batch, labels] from [CLS]'s pooled vector (sequence or pair: [CLS] A [SEP] B [SEP]); in the families
-        without a pooler, from the first token's vector (FirstTokenClassifier)."""
+        without a pooler, from the first token's vector (FirstTokenClassifier); in ModernBERT, from the first token
+        or the mean over the tokens attention_mask keeps (NormedHeadClassifier)."""
         self._require("classifier")
+        if self.config.sequence_head == "dense_norm":
+            return self.classifier(hidden, attention_mask)
         return self.classifier(self.pooler(hidden) if self.config.sequence_head == "pooler" else hidden)
 
     def replaced_logits(self, hidden: torch.Tensor) -> torch.Tensor:

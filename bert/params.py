@@ -11,31 +11,42 @@ def count_parameters(
     classifier (over the pooler, which it brings; in the families without one, over its own dense layer) and the
     token classifier count as many outputs as labels. The family's differences count too: E-wide embeddings and
     their projection (ALBERT, small ELECTRAs), ALBERT's shared layers (one, or layer_groups * layers_per_group), no
-    segments or pooler (DistilBERT)."""
+    segments or pooler (DistilBERT); ModernBERT's missing biases, gate, rotary positions (no table), final LayerNorm
+    and normed classifiers."""
     h, i, v, e = config.hidden_size, config.intermediate_size, config.vocab_size, config.embedding_width
-    layer_norm = 2 * h
+    norms = 2 if config.norm_bias else 1  # a LayerNorm's weight (and bias), per dimension
+    layer_norm = norms * h
+    attention_bias, mlp_bias, head_bias = int(config.attention_bias), int(config.mlp_bias), int(config.head_bias)
     projection = (e * h + h) if config.projects_embeddings else 0
+    positions = 0 if config.rotary else config.position_rows
     counts = {
-        "embedding": (v + config.position_rows + config.type_vocab_size) * e + 2 * e + projection,
+        "embedding": (v + positions + config.type_vocab_size) * e + norms * e + projection,
         "attention_qkv_weights_per_layer": 3 * h * h,  # 1,769,472 for BERT-base
-        "attention_per_layer": 3 * (h * h + h) + (h * h + h) + layer_norm,  # Q, K, V, output projection, LayerNorm
-        "mlp_weights_per_layer": 2 * h * i,  # 4,718,592 for BERT-base
-        "mlp_per_layer": (h * i + i) + (i * h + h) + layer_norm,
+        # Q, K, V, output projection, LayerNorm
+        "attention_per_layer": 4 * (h * h + attention_bias * h) + layer_norm,
+        "mlp_weights_per_layer": (3 if config.gated_mlp else 2) * h * i,  # 4,718,592 for BERT-base
+        "mlp_per_layer": (2 if config.gated_mlp else 1) * (h * i + mlp_bias * i) + (i * h + mlp_bias * h) + layer_norm,
     }
     counts["layer"] = counts["attention_per_layer"] + counts["mlp_per_layer"]
     counts["encoder_layers"] = config.distinct_layers * counts["layer"]  # ALBERT: one shared (or one per group's inner layer)
+    if config.pre_norm:  # layer 0's attention reads the normed embeddings: no LayerNorm of its own
+        counts["encoder_layers"] -= layer_norm
+    counts["final_norm"] = layer_norm if config.pre_norm else 0  # pre-norm: one LayerNorm after the last layer
     pooled_classifier = classifier_labels and config.sequence_head == "pooler"
+    normed_head = (h * h + head_bias * h + layer_norm) if config.sequence_head == "dense_norm" else 0  # ModernBERT's
+    first_token_dense = (h * h + h) if config.sequence_head not in ("pooler", "dense_norm") else normed_head
     heads = {
         "pooler": (h * h + h) if config.pooler and (pooler or nsp_head or pooled_classifier) else 0,
         "nsp_head": (2 * h + 2) if nsp_head else 0,
-        "lm_head": (h * e + e + 2 * e + v) if mlm_head else 0,  # dense, LayerNorm, output bias; weight tied
+        # dense, LayerNorm, output bias; weight tied
+        "lm_head": (h * e + head_bias * e + norms * e + int(config.decoder_bias) * v) if mlm_head else 0,
         # one weight row and one bias per label (and the dense layer of the families that read the first token)
-        "classifier": classifier_labels * (h + 1) + ((h * h + h) if classifier_labels and not pooled_classifier else 0),
-        "tagger": tagger_labels * (h + 1),
+        "classifier": classifier_labels * (h + 1) + (first_token_dense if classifier_labels else 0),
+        "tagger": tagger_labels * (h + 1) + (normed_head if tagger_labels else 0),
         "discriminator": (h * h + h + h + 1) if discriminator else 0,
     }
     counts.update(heads)
-    counts["total"] = counts["embedding"] + counts["encoder_layers"] + sum(heads.values())
+    counts["total"] = counts["embedding"] + counts["encoder_layers"] + counts["final_norm"] + sum(heads.values())
     return counts
 
 

@@ -55,10 +55,12 @@ def randomize_(model: torch.nn.Module, seed: int) -> torch.nn.Module:
     """Random values in every parameter, LayerNorms and biases included, so that no part can hide behind
     an identity or zero initialisation. Tied parameters are one tensor and stay tied."""
     generator = torch.Generator().manual_seed(seed)
+    norms = {f"{module_name}.{param}".lstrip(".") for module_name, module in model.named_modules()
+             if isinstance(module, torch.nn.LayerNorm) for param in ("weight", "bias")}  # any family's names
     with torch.no_grad():
         for name, parameter in model.named_parameters():
             noise = torch.randn(parameter.shape, generator=generator)
-            if "LayerNorm" in name or "layer_norm" in name:
+            if name in norms:
                 parameter.copy_(1 + 0.1 * noise if name.endswith("weight") else 0.1 * noise)
             else:
                 parameter.copy_(0.1 * noise)

@@ -78,9 +78,10 @@ def test_special_tokens_by_role(family):
 
 def test_the_longest_input_is_the_models(family):
     name, _, _, ours = family
-    assert ours.model_max_length == 512  # RoBERTa: 514 positions, numbered from its padding index + 1
-    with pytest.raises(InputTooLongError, match="512 positions"):
-        ours.encode("word " * 600)
+    longest = 8192 if name == "modernbert" else 512  # RoBERTa: 514 positions, numbered from its padding index + 1
+    assert ours.model_max_length == longest
+    with pytest.raises(InputTooLongError, match=f"{longest} positions"):
+        ours.encode("word " * (longest + 100))
 
 
 def test_typed_mask_means_the_models_mask_token(family):
@@ -119,6 +120,11 @@ def test_vocab_files_without_tokenizer_json_read_the_same(family, tmp_path):
     name, folder, _, ours = family
     if name == "albert":
         return _spiece_only_is_refused_with_how_to_convert(tmp_path)
+    if name == "modernbert":  # its folders hold tokenizer.json only: without it there is nothing to read
+        (tmp_path / "config.json").write_text(json.dumps(CONFIGS["modernbert"]))
+        with pytest.raises(ModelNotFoundError, match="no tokenizer"):
+            load_tokenizer(tmp_path)
+        return
     for file in folder.iterdir():
         if file.name != "tokenizer.json":
             (tmp_path / file.name).write_bytes(file.read_bytes())
@@ -159,7 +165,8 @@ def test_pieces_are_shown_in_each_schemes_way(family):
         assert ours.starts_word("Ġcafé") and not ours.starts_word("ing") and ours.starts_word(",")
     words = word_groups(ours.encode("The café unbelievably tokenization!"))
     expected = {"albert": ["[CLS]", "the", "cafe", "unbelievably", "tokenization!", "[SEP]"],  # lower-cased, no accents
-                "roberta": ["<s>", "The", "café", "unbelievably", "tokenization", "!", "</s>"]}
+                "roberta": ["<s>", "The", "café", "unbelievably", "tokenization", "!", "</s>"],
+                "modernbert": ["[CLS]", "The", "café", "unbelievably", "tokenization", "!", "[SEP]"]}
     assert list(words.labels) == expected.get(name, ["[CLS]", "the", "cafe", "unbelievably", "tokenization", "!", "[SEP]"])
     if name == "roberta":  # an emoji split over byte pieces is one word, whole again
         emoji = ours.encode("I like 🎻 music")
@@ -184,3 +191,18 @@ def test_word_ids_of_pre_split_words_keep_every_word(family):
         if not special and token != ours.unk_token and end > start:
             assert joined[start:end].strip() in words[word] or words[word] in joined[start:end]
 
+
+
+def test_modernbert_pairs_and_mask(tmp_path):
+    """ModernBERT's byte-level BPE with BERT's special tokens: [CLS] A [SEP] B [SEP], one token type, and a typed
+    [MASK] that takes the space before it, as transformers' fast tokenizer of the same tokenizer.json gives them."""
+    reference = build_tokenizer("modernbert", tmp_path)
+    ours = load_tokenizer(tmp_path)
+    encoding = ours.encode("Paris is the [MASK] of France.", "It is big.")
+    assert encoding.input_ids == reference("Paris is the [MASK] of France.", "It is big.")["input_ids"]
+    assert encoding.tokens[0] == "[CLS]" and encoding.tokens.count("[SEP]") == 2
+    assert encoding.tokens[encoding.tokens.index("[MASK]") - 1] == "Ġthe"  # [MASK] took the space before it
+    first_end = encoding.tokens.index("[SEP]")
+    assert encoding.sentences == [0] * (first_end + 1) + [1] * (len(encoding) - first_end - 1)
+    assert set(encoding.token_type_ids) == {0}
+    assert ours.display("ĠcafÃ©") == "Ġcafé" and ours.mask_id == reference.mask_token_id

@@ -51,7 +51,7 @@ CORPUS = [s for s, _ in INPUTS] + [p for _, p in INPUTS if p] + [
     "the of and to in is was for that on with as by at from his her they this which",
     "Paris capital city France country river Seine tower museum painting",
 ]
-FAMILIES = ("bert", "distilbert", "electra", "roberta", "albert")
+FAMILIES = ("bert", "distilbert", "electra", "roberta", "albert", "modernbert")
 # what each family's config.json says about its input (base-size models' numbers)
 CONFIGS = {
     "bert": {"model_type": "bert", "max_position_embeddings": 512, "type_vocab_size": 2},
@@ -59,6 +59,7 @@ CONFIGS = {
     "electra": {"model_type": "electra", "max_position_embeddings": 512, "type_vocab_size": 2},
     "roberta": {"model_type": "roberta", "max_position_embeddings": 514, "type_vocab_size": 1, "pad_token_id": 1},
     "albert": {"model_type": "albert", "max_position_embeddings": 512, "type_vocab_size": 2},
+    "modernbert": {"model_type": "modernbert", "max_position_embeddings": 8192},
 }
 
 
@@ -88,6 +89,8 @@ def build_tokenizer(family: str, folder: Path):
         reference = transformers.RobertaTokenizer(  # roberta-base's <mask> takes the space before it
             vocab=model["vocab"], merges=[tuple(m) for m in model["merges"]], mask_token=AddedToken("<mask>", lstrip=True))
         trainer.save_model(str(folder))  # vocab.json and merges.txt, as roberta-base's folder also has them
+    elif family == "modernbert":
+        reference = _modernbert_tokenizer(transformers, AddedToken, ByteLevelBPETokenizer)
     else:
         trainer = SentencePieceUnigramTokenizer()
         trainer.train_from_iterator(CORPUS, vocab_size=300, unk_token="<unk>",
@@ -124,3 +127,22 @@ def family_folder(family: str, folder: Path, seed: int = 3, **fields) -> Path:
     else:
         build_hf(family, MODEL_CLASSES[family], seed=seed, vocab_size=len(reference), **fields).save_pretrained(folder)
     return folder
+
+
+def _modernbert_tokenizer(transformers, AddedToken, ByteLevelBPETokenizer):
+    """ModernBERT's layout (Warner et al. 2024): one tokenizer.json holding a byte-level BPE and BERT's special
+    tokens in a [CLS] A [SEP] (B [SEP]) template, its [MASK] taking the space before it, read by transformers'
+    generic fast tokenizer (ModernBERT has no tokenizer class of its own)."""
+    from tokenizers.processors import TemplateProcessing
+
+    specials = ["[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]"]
+    trainer = ByteLevelBPETokenizer()
+    trainer.train_from_iterator(CORPUS, vocab_size=500, min_frequency=1, special_tokens=specials)
+    tokenizer = trainer._tokenizer
+    tokenizer.add_special_tokens([AddedToken("[MASK]", lstrip=True, special=True)])  # as ModernBERT's tokenizer.json
+    cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
+    tokenizer.post_processor = TemplateProcessing(single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+                                                  special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
+    return transformers.PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer, cls_token="[CLS]", sep_token="[SEP]", pad_token="[PAD]", unk_token="[UNK]",
+        mask_token=AddedToken("[MASK]", lstrip=True))

@@ -1,16 +1,20 @@
 """Hugging Face config.json <-> BertConfig, per family. One field table per family, used both ways."""
 from __future__ import annotations
 
+from ..config import MODERNBERT_DIFFERENCES
 from ..errors import ConfigError
 
-# HF field -> ours, for the families that use BERT's field names (RoBERTa, ALBERT and ELECTRA add theirs).
-_BERT_FIELDS = {
+# HF field -> ours: the sizes, named alike in BERT's config.json and ModernBERT's
+_SIZES = {
     "vocab_size": "vocab_size",
     "hidden_size": "hidden_size",
     "num_hidden_layers": "num_layers",
     "num_attention_heads": "num_heads",
     "intermediate_size": "intermediate_size",
     "max_position_embeddings": "max_position_embeddings",
+}
+# HF field -> ours, for the families that use BERT's field names (RoBERTa, ALBERT and ELECTRA add theirs).
+_BERT_FIELDS = _SIZES | {
     "type_vocab_size": "type_vocab_size",
     "layer_norm_eps": "layer_norm_eps",
     "hidden_dropout_prob": "hidden_dropout",
@@ -31,6 +35,25 @@ _DISTILBERT_FIELDS = {
     "pad_token_id": "pad_token_id",
     "seq_classif_dropout": "classifier_dropout",
 }
+_MODERNBERT_FIELDS = _SIZES | {  # and its config.json's own names (Warner et al. 2024)
+    "norm_eps": "layer_norm_eps",
+    "embedding_dropout": "hidden_dropout",
+    "attention_dropout": "attention_dropout",
+    "pad_token_id": "pad_token_id",
+    "classifier_dropout": "classifier_dropout",
+    "norm_bias": "norm_bias",
+    "attention_bias": "attention_bias",
+    "mlp_bias": "mlp_bias",
+    "local_attention": "local_attention",
+    "global_attn_every_n_layers": "global_attn_every_n_layers",
+    "classifier_bias": "head_bias",
+    "decoder_bias": "decoder_bias",
+    "classifier_pooling": "classifier_pooling",
+}
+# transformers' ModernBertConfig defaults (ModernBERT-base's), by our names, for the fields config.json may leave out
+# (its epsilon and dropouts: MODERNBERT_DIFFERENCES)
+_MODERNBERT_DEFAULTS = dict(vocab_size=50368, hidden_size=768, num_layers=22, num_heads=12, intermediate_size=1152,
+                            max_position_embeddings=8192, pad_token_id=50283)
 FIELDS = {
     "bert": _BERT_FIELDS,
     "roberta": _BERT_FIELDS,
@@ -38,6 +61,7 @@ FIELDS = {
     "albert": _BERT_FIELDS | {"embedding_size": "embedding_size", "classifier_dropout_prob": "classifier_dropout",
                               "num_hidden_groups": "layer_groups", "inner_group_num": "layers_per_group"},
     "distilbert": _DISTILBERT_FIELDS,
+    "modernbert": _MODERNBERT_FIELDS,
 }
 # What each family fixes that its config.json does not say (besides `family`).
 FAMILY_FIXED = {
@@ -46,6 +70,7 @@ FAMILY_FIXED = {
     "distilbert": {"type_vocab_size": 0, "pooler": False, "sequence_head": "dense_relu", "layer_norm_eps": 1e-12},
     "albert": {"shared_layers": True},
     "electra": {"pooler": False, "sequence_head": "dense_gelu", "mlm_activation": "gelu"},  # the generator's head: fixed GELU
+    "modernbert": {key: MODERNBERT_DIFFERENCES[key] for key in ("type_vocab_size", "pooler", "sequence_head", "pre_norm", "gated_mlp", "rotary")},
 }
 ACTIVATIONS = {"gelu": "gelu", "gelu_python": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
                "relu": "relu", "silu": "silu", "swish": "silu"}
@@ -59,6 +84,8 @@ def config_from_hf(cls, hf: dict):
     position_type = hf.get("position_embedding_type", "absolute")
     if position_type != "absolute":
         raise ConfigError(f"position_embedding_type {position_type!r} is not supported (only 'absolute')")
+    if family == "modernbert":
+        return cls(**_modernbert_from_hf(hf))
     hidden_act = hf.get("activation" if family == "distilbert" else "hidden_act", "gelu")
     if hidden_act not in ACTIVATIONS:
         raise ConfigError(f"hidden_act {hidden_act!r} is not supported; expected one of {sorted(ACTIVATIONS)}")
@@ -74,8 +101,52 @@ def config_from_hf(cls, hf: dict):
     return cls(**fields)
 
 
+def _activation(hf: dict, key: str) -> str:
+    name = hf.get(key, "gelu")
+    if name not in ACTIVATIONS:
+        raise ConfigError(f"{key} {name!r} is not supported; expected one of {sorted(ACTIVATIONS)}")
+    return ACTIVATIONS[name]
+
+
+def _modernbert_from_hf(hf: dict) -> dict:
+    """ModernBERT's fields: its released config.json names the global layers' spacing and both rotary bases
+    (global_attn_every_n_layers, global_rope_theta, local_rope_theta); transformers 5 writes them as layer_types
+    and rope_parameters too. Either is read."""
+    fields = dict(MODERNBERT_DIFFERENCES) | _MODERNBERT_DEFAULTS  # what transformers takes where config.json is silent
+    fields |= {ours: hf[theirs] for theirs, ours in _MODERNBERT_FIELDS.items() if hf.get(theirs) is not None}
+    fields |= {"family": "modernbert", **FAMILY_FIXED["modernbert"], "activation": _activation(hf, "hidden_activation"),
+               "mlm_activation": _activation(hf, "classifier_activation")}
+    layers = fields["num_layers"]
+    layer_types = hf.get("layer_types")
+    if layer_types:
+        every = next((n for n in range(1, layers + 1)
+                      if layer_types == ["full_attention" if i % n == 0 else "sliding_attention" for i in range(layers)]), None)
+        if every is None:
+            raise ConfigError(f"layer_types {layer_types} are not global every n-th layer (from layer 0) and local between")
+        fields["global_attn_every_n_layers"] = every
+    rope = hf.get("rope_parameters") or {}
+    for kind, field, default in (("full_attention", "global_rope_theta", 160000.0), ("sliding_attention", "local_rope_theta", 10000.0)):
+        parameters = rope.get(kind) or {}
+        if parameters.get("rope_type", "default") != "default" or hf.get("rope_scaling"):
+            raise ConfigError(f"rotary scaling ({parameters.get('rope_type') or 'rope_scaling'}) is not supported, only plain RoPE")
+        fields[field] = float(parameters.get("rope_theta", hf.get(field, default)))
+    return fields
+
+
+def _modernbert_to_hf(config) -> dict:
+    hf = {theirs: getattr(config, ours) for theirs, ours in _MODERNBERT_FIELDS.items()}
+    if config.local_attention is None:  # every layer global
+        hf |= {"local_attention": 128, "global_attn_every_n_layers": 1}
+    return {"model_type": "modernbert", "hidden_activation": _WRITTEN_ACTIVATION[config.activation],
+            "classifier_activation": _WRITTEN_ACTIVATION[config.lm_activation], **hf,
+            "global_rope_theta": config.global_rope_theta, "local_rope_theta": config.local_rope_theta,
+            "mlp_dropout": 0.0, "tie_word_embeddings": True}
+
+
 def config_to_hf(config) -> dict:
     family = config.family
+    if family == "modernbert":
+        return _modernbert_to_hf(config)
     hf = {theirs: getattr(config, ours) for theirs, ours in FIELDS[family].items()}
     if family == "roberta":
         hf["max_position_embeddings"] = config.position_rows

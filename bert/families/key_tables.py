@@ -1,9 +1,13 @@
 """One strict key table per family: our parameter name <- the Hugging Face checkpoint's, one line per tensor.
 
 Hugging Face names are written without the base model's prefix (`bert.`, `roberta.`, `distilbert.`, `albert.`,
-`electra.`), which task models put before the encoder's tensors and bare encoders do not (bert/checkpoint.py
+`electra.`, ModernBERT's `model.`), which task models put before the encoder's tensors and bare encoders do not (bert/checkpoint.py
 removes it on reading and adds it on writing). Each table takes the heads the model has (`Heads`); a family
 built later (another encoder of the same shape) adds a function here and a `Family` in FAMILIES.
+
+Where a checkpoint fuses tensors that our modules keep apart (ModernBERT's Wqkv holds q, k and v; its Wi the
+MLP's input and gate), the table names one block of rows of it: `chunk("layers.0.attn.Wqkv.weight", 1, 3)`, the
+key's second third (`split_key` reads it back); loading cuts the tensor, saving joins the blocks in order.
 """
 from __future__ import annotations
 
@@ -30,6 +34,20 @@ class Heads:
 
 def _pairs(ours: str, theirs: str, params: tuple[str, ...] = ("weight", "bias")) -> Table:
     return {f"{ours}.{param}": f"{theirs}.{param}" for param in params}
+
+
+def chunk(key: str, index: int, count: int) -> str:
+    """Block `index` of `count` equal blocks of rows of the checkpoint's tensor `key`: "key[index/count]"."""
+    return f"{key}[{index}/{count}]"
+
+
+def split_key(theirs: str) -> tuple[str, int, int]:
+    """(checkpoint key, block index, block count) of a table entry; (key, 0, 1) for a whole tensor."""
+    if not theirs.endswith("]") or "[" not in theirs:
+        return theirs, 0, 1
+    key, block = theirs[:-1].rsplit("[", 1)
+    index, count = block.split("/")
+    return key, int(index), int(count)
 
 
 def _embeddings(config: BertConfig) -> Table:
@@ -152,6 +170,49 @@ def electra_table(config: BertConfig, heads: Heads) -> Table:
     return table | _first_token_heads(heads, dense="classifier.dense", out="classifier.out_proj")
 
 
+def _params(bias: bool) -> tuple[str, ...]:
+    return ("weight", "bias") if bias else ("weight",)
+
+
+def _chunks(ours: tuple[str, ...], theirs: str, bias: bool) -> Table:
+    """Our modules `ours`, in order, as equal blocks of rows of the fused Linear `theirs`."""
+    return {f"{mine}.{param}": chunk(f"{theirs}.{param}", index, len(ours))
+            for index, mine in enumerate(ours) for param in _params(bias)}
+
+
+def modernbert_table(config: BertConfig, heads: Heads) -> Table:
+    """ModernBertModel, ModernBertForMaskedLM, ModernBertFor{Sequence,Token}Classification (Warner et al. 2024).
+    Biases only where the config's norm_bias, attention_bias, mlp_bias, head_bias and decoder_bias say; layer 0
+    has no attention LayerNorm (attn_norm is the identity there); the classifiers' dense and LayerNorm are the
+    `head` that the masked-LM model also has, so a model with a task head saves that head and not the masked-LM's."""
+    norm = _params(config.norm_bias)
+    table = {"embedding.token_embedding.weight": "embeddings.tok_embeddings.weight"}
+    table |= _pairs("embedding.layer_norm", "embeddings.norm", norm)
+    for i in range(config.num_layers):
+        ours, theirs = f"transformer.{i}", f"layers.{i}"
+        projections = tuple(f"{ours}.attention.attention.project_{part}" for part in ("query", "key", "value"))
+        table |= _chunks(projections, f"{theirs}.attn.Wqkv", config.attention_bias)
+        table |= _pairs(f"{ours}.attention.mlp", f"{theirs}.attn.Wo", _params(config.attention_bias))
+        if i > 0:
+            table |= _pairs(f"{ours}.attention.layer_norm", f"{theirs}.attn_norm", norm)
+        table |= _chunks((f"{ours}.residual.mlp1", f"{ours}.residual.gate"), f"{theirs}.mlp.Wi", config.mlp_bias)
+        table |= _pairs(f"{ours}.residual.mlp2", f"{theirs}.mlp.Wo", _params(config.mlp_bias))
+        table |= _pairs(f"{ours}.residual.layer_norm", f"{theirs}.mlp_norm", norm)
+    table |= _pairs("final_norm.layer_norm", "final_norm", norm)
+
+    def head(dense: str, layer_norm: str) -> Table:  # ModernBertPredictionHead: dense, activation, LayerNorm
+        return _pairs(dense, "head.dense", _params(config.head_bias)) | _pairs(layer_norm, "head.norm", norm)
+
+    if heads.mlm_head and not (heads.classifier or heads.tagger):  # one `head` per checkpoint: a task model's has none
+        table |= head("lm_head.mlp", "lm_head.layer_norm")
+        if config.decoder_bias:
+            table["lm_head.unembedding.bias"] = "decoder.bias"
+    for name, present in (("classifier", heads.classifier), ("tagger", heads.tagger)):
+        if present:
+            table |= head(f"{name}.dense", f"{name}.layer_norm") | _pairs(f"{name}.out_proj", "classifier")
+    return table
+
+
 @dataclass(frozen=True)
 class Family:
     """What loading and saving need to know of a family besides its key table."""
@@ -165,6 +226,8 @@ class Family:
     derived: dict[str, str | None]
     sequence_key: str | None = None  # the tensor that only a sequence classifier has (None: config.json says)
     sequence_out: str = "classifier.weight"  # the sequence classifier's last weight (its rows: the labels)
+    # the masked-LM head's tensors are named as the classifiers' (ModernBERT's `head`): with a task head, no MLM head
+    head_shared: bool = False
 
 
 _BUFFERS = {"embeddings.position_ids": None, "embeddings.token_type_ids": None}
@@ -198,5 +261,12 @@ FAMILIES = {
         _BUFFERS | {"generator_lm_head.weight": WORDS},
         sequence_key="classifier.out_proj.weight", sequence_out="classifier.out_proj.weight",
     ),
+    "modernbert": Family(
+        "model", "ModernBert", modernbert_table,
+        {"mlm_head": "head.dense.weight"},
+        {"decoder.weight": WORDS},
+        head_shared=True,
+    ),
 }
-BASE_MODEL_PARTS = ("embeddings.", "embeddings_project.", "encoder.", "transformer.", "pooler.")  # under the prefix
+# under the prefix
+BASE_MODEL_PARTS = ("embeddings.", "embeddings_project.", "encoder.", "transformer.", "pooler.", "layers.", "final_norm.")

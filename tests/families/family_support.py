@@ -17,6 +17,7 @@ PRETRAINING = {
     "distilbert": ["DistilBertForMaskedLM"],
     "albert": ["AlbertForMaskedLM", "AlbertForPreTraining"],
     "electra": ["ElectraForPreTraining", "ElectraForMaskedLM"],
+    "modernbert": ["ModernBertForMaskedLM"],  # its own tests: tests/families/test_modernbert.py
 }
 ARCHITECTURES = [
     (family, name)
@@ -33,6 +34,10 @@ def fast_pretraining_only():
 
 
 PAD_ID = {"roberta": 1}  # RoBERTa's <pad>; the others pad with 0
+NO_TOKEN_TYPES = ("distilbert", "modernbert")  # their forward takes no token_type_ids
+MODERNBERT = ["ModernBertForMaskedLM", "ModernBertForSequenceClassification", "ModernBertForTokenClassification"]
+# rows longer than ModernBERT's tiny window (local_attention 8: each token sees ±4) and a padded batch
+LONG_LAYOUT = [(22, 0), (9, 0), (10, 8)]
 
 
 def write_tiny_tokenizer(folder, vocab_file) -> None:
@@ -60,6 +65,12 @@ def hf_family_config(family: str, **fields):
         config = transformers.AlbertConfig(embedding_size=16, hidden_size=32, num_hidden_layers=3, num_attention_heads=2,
                                            intermediate_size=40, max_position_embeddings=64, hidden_act="gelu_new",
                                            pad_token_id=0, **common)
+    elif family == "modernbert":  # 4 layers: global, local, local, global; biases as its released configs (none)
+        ids = {f"{role}_token_id": TINY_VOCAB.index(token) for role, token in (("cls", "[CLS]"), ("sep", "[SEP]"), ("bos", "[CLS]"), ("eos", "[SEP]"))}
+        config = transformers.ModernBertConfig(hidden_size=32, num_hidden_layers=4, num_attention_heads=2, intermediate_size=40,
+                                               max_position_embeddings=64, local_attention=8, global_attn_every_n_layers=3,
+                                               global_rope_theta=160000.0, local_rope_theta=10000.0, pad_token_id=0,
+                                               **ids, **common)
     else:
         config = transformers.ElectraConfig(embedding_size=16, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                                             intermediate_size=40, max_position_embeddings=64, hidden_act="gelu", **common)
@@ -77,9 +88,11 @@ def build_hf(family: str, architecture: str, seed: int = 3, **fields):
 
 
 def family_batch(family: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The tiny batch (padding, pairs) with the family's pad id; one segment (all 0) where it has no second."""
-    input_ids, token_type_ids, attention_mask = pad_rows(random_rows(len(TINY_VOCAB), TINY_LAYOUT, seed=0), PAD_ID.get(family, 0))
-    if family in ("roberta", "distilbert"):
+    """The tiny batch (padding, pairs) with the family's pad id; one segment (all 0) where it has no second.
+    ModernBERT's rows are longer than its local window (LONG_LAYOUT)."""
+    layout = LONG_LAYOUT if family == "modernbert" else TINY_LAYOUT
+    input_ids, token_type_ids, attention_mask = pad_rows(random_rows(len(TINY_VOCAB), layout, seed=0), PAD_ID.get(family, 0))
+    if family in ("roberta", "distilbert", "modernbert"):
         token_type_ids = torch.zeros_like(token_type_ids)
     return input_ids, token_type_ids, attention_mask
 
@@ -87,7 +100,7 @@ def family_batch(family: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 def run_transformers(theirs, family: str, batch):
     input_ids, token_type_ids, attention_mask = batch
     kwargs = dict(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True, output_attentions=True)
-    if family != "distilbert":
+    if family not in NO_TOKEN_TYPES:
         kwargs["token_type_ids"] = token_type_ids
     with torch.no_grad():
         return theirs(**kwargs)
@@ -121,7 +134,8 @@ def assert_close_where(ours, theirs, keep, what):
 
 
 def compare(ours, theirs, family: str, architecture: str, batch) -> None:
-    """Every hidden state and attention pattern, and the head's logits, at the real (unpadded) positions."""
+    """Every hidden state and attention pattern, and the head's logits, at the real (unpadded) positions. In a
+    pre-norm model (ModernBERT) transformers' last hidden state is the final LayerNorm's output."""
     input_ids, token_type_ids, attention_mask = batch
     keep = attention_mask.bool()
     reference = run_transformers(theirs, family, batch)
@@ -133,7 +147,9 @@ def compare(ours, theirs, family: str, architecture: str, batch) -> None:
     assert len(reference.hidden_states) == layers + 1 and len(reference.attentions) == layers
     assert_close_where(cache["embedding_out"], reference.hidden_states[0], keep, "embedding output")
     for layer in range(layers):
-        assert_close_where(cache["layer_out", layer], reference.hidden_states[layer + 1], keep, f"layer {layer} output")
+        last_normed = layer == layers - 1 and ours.final_norm is not None
+        hidden = cache["final_norm"] if last_normed else cache["layer_out", layer]
+        assert_close_where(hidden, reference.hidden_states[layer + 1], keep, f"layer {layer} output")
         real_query = keep[:, None, :].expand(cache["pattern", layer].shape[:3])
         assert_close_where(cache["pattern", layer], reference.attentions[layer], real_query, f"layer {layer} attention")
     their_logits = reference.prediction_logits if architecture == "AlbertForPreTraining" else reference.logits

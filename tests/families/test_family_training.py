@@ -1,4 +1,4 @@
-"""Pre-training and fine-tuning take every family: one short run from a fresh config of each (the family's
+"""Pre-training and fine-tuning take every family (ModernBERT too): one short run from a fresh config of each (the family's
 pre-training heads), and fine-tuning from a transformers checkpoint of each, through the project's own loops."""
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def corpus(path, documents: int = 6, seed: int = 0):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", FAMILIES + ("modernbert",))
 def test_pretraining_from_a_fresh_config_updates_every_part(family, tmp_path, tokenizer):
     torch.manual_seed(0)
     sizes = dict(vocab_size=len(TINY_VOCAB), hidden_size=16, num_layers=2, num_heads=2, intermediate_size=32,
@@ -47,7 +47,7 @@ def test_pretraining_from_a_fresh_config_updates_every_part(family, tmp_path, to
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", FAMILIES + ("modernbert",))
 def test_finetuning_a_checkpoint_of_each_family(family, save_hf_model, tmp_path, tokenizer):
     ours, _ = bert.load_pretrained(str(save_hf_model(build_hf(family, PRETRAINING[family][0]))))
     ours.add_output_heads(classifier_labels=["pet", "place"])

@@ -125,6 +125,11 @@ def context_mixing(model: nn.Module, cache: ActivationCache, method: str,
     positions: the real tokens), and the whole model's. progress(done, total) between batched passes (value
     zeroing, DecompX): raise there to stop. decompx_output: the head DecompX decomposes ("mlm" or "classifier")."""
     info = check_method(method)
+    if model.config.pre_norm and method != "attention":
+        raise InvalidInputError(
+            f"{method} decomposes post-LN layers (LayerNorm after each residual, as in BERT); this model's layers are "
+            "pre-norm (ModernBERT), which it does not cover yet: use the attention weights ('attention')"
+        )
     layers = recorded_layers(model, cache, row, length)
     if method == "decompx":
         result = decompx(model, layers, output=decompx_output, progress=progress)

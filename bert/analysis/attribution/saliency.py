@@ -174,8 +174,9 @@ def baseline_parts(model: Bert, tokenizer: BertTokenizer, encoding: Encoding, pa
     keep = ~torch.tensor(swappable(tokenizer, encoding), device=parts["token"].device)  # [seq]
     pad = embedding.token_embedding.weight[tokenizer.pad_id].detach()
     token = torch.where(keep[:, None], parts["token"][0], pad)
-    position = parts["position"][0].mean(dim=0).expand_as(parts["position"][0])
-    base = {"token": token[None], "position": position[None]}
+    base = {"token": token[None]}
+    if "position" in parts:
+        base["position"] = parts["position"][0].mean(dim=0).expand_as(parts["position"][0])[None]
     if "segment" in parts:
         base["segment"] = embedding.token_type_embedding.weight[0].detach().expand_as(parts["segment"][0])[None]
     return base

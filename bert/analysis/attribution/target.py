@@ -31,8 +31,11 @@ NEXT_SENTENCE_LABELS = ("B follows A", "B does not follow A")  # the NSP head's 
 
 
 def parts_of(model: Bert) -> tuple[str, ...]:
-    """The embedding parts the model sums: PARTS, without "segment" where it has no segment embedding (DistilBERT)."""
-    return PARTS if model.embedding.token_type_embedding is not None else PARTS[:2]
+    """The embedding parts the model sums: PARTS, without "segment" where it has no segment embedding (DistilBERT),
+    without "position" where positions turn q and k instead (ModernBERT's rotary positions)."""
+    has = {"token": True, "position": model.embedding.position_embedding is not None,
+           "segment": model.embedding.token_type_embedding is not None}
+    return tuple(part for part in PARTS if has[part])
 
 
 @dataclass(frozen=True)

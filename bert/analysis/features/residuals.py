@@ -43,7 +43,7 @@ def logits_above(model: Bert, layer: int, hidden: torch.Tensor, attention_mask=N
         attention_mask = None
     for block in model.transformer[layer:]:
         hidden = block(hidden, attention_mask)
-    return model.mlm_logits(hidden, logit_mask)
+    return model.mlm_logits(model.final_hidden(hidden), logit_mask)
 
 
 def residual_stream(

@@ -244,5 +244,5 @@ def promoted_tokens(sae: TopKSae, model: Bert, feature: int, strength: float | N
         raise InvalidInputError("promoted tokens need a masked-LM head; this model has none")
     base = sae.b_dec / sae.config.input_scale
     direction = sae.W_dec[feature] * (1.0 if strength is None else strength) / sae.config.input_scale
-    logits = model.lm_head(torch.stack([base, base + direction]).to(model_device(model)))
+    logits = model.lm_head(model.final_hidden(torch.stack([base, base + direction]).to(model_device(model))))
     return (logits[1] - logits[0]).float().cpu()

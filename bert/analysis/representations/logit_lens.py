@@ -47,7 +47,7 @@ def logit_lens(model: Bert, tokenizer: BertTokenizer, encoding: Encoding, top_k:
         return []
     cache = record_encoder(model, input_ids, token_type_ids, None, [hook_name("embedding_out")], stacked=("layer_out",))
     hidden = cache.residual_stream()[:, 0, positions]  # [layer, mask, hidden]
-    probabilities = model.mlm_logits(hidden).float().softmax(-1).cpu()  # [layer, mask, vocab], float32
+    probabilities = model.mlm_logits(model.final_hidden(hidden)).float().softmax(-1).cpu()  # [layer, mask, vocab], float32
     final_ids = probabilities[-1].argmax(-1)  # [mask]
     final_probs = probabilities.gather(-1, final_ids.expand(len(hidden), -1)[..., None])[..., 0]  # [layer, mask]
     # rank = 1 + how many tokens are strictly more probable than the final prediction
