@@ -10,6 +10,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from .errors import ConfigError
+from .families.differences import MODERNBERT_DIFFERENCES
 
 FAMILIES = ("bert", "roberta", "distilbert", "albert", "electra", "modernbert")  # Hugging Face's model_type of each
 ACTIVATIONS = ("gelu", "gelu_tanh", "relu", "silu")  # exact GELU, its tanh approximation, ReLU, SiLU (swish)
@@ -19,15 +20,6 @@ ACTIVATIONS = ("gelu", "gelu_tanh", "relu", "silu")  # exact GELU, its tanh appr
 # mlm_activation and LayerNorm, as its token classifier also reads each token ("dense_norm").
 SEQUENCE_HEADS = ("pooler", "dense_tanh", "dense_relu", "dense_gelu", "dense_norm")
 POOLINGS = ("cls", "mean")  # ModernBERT's classifier_pooling: the first token's vector, or the mean over real tokens
-
-
-# What ModernBERT (Warner et al. 2024) changes, sizes aside (its released configs' values).
-MODERNBERT_DIFFERENCES = dict(
-    type_vocab_size=0, pooler=False, sequence_head="dense_norm", mlm_activation="gelu", pre_norm=True, norm_bias=False,
-    attention_bias=False, mlp_bias=False, gated_mlp=True, rotary=True, global_rope_theta=160000.0,
-    local_rope_theta=10000.0, local_attention=128, global_attn_every_n_layers=3, head_bias=False, layer_norm_eps=1e-5,
-    hidden_dropout=0.0, attention_dropout=0.0, classifier_dropout=0.0,
-)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Hugging Face config.json <-> BertConfig, per family. One field table per family, used both ways."""
 from __future__ import annotations
 
-from ..config import MODERNBERT_DIFFERENCES
+from .differences import MODERNBERT_DIFFERENCES
 from ..errors import ConfigError
 
 # HF field -> ours: the sizes, named alike in BERT's config.json and ModernBERT's

@@ -10,10 +10,12 @@ import torch
 
 from ...model import Bert
 
-# Config fields added with the model families: left out of the fingerprint at their default (BERT's) value, so a
-# BERT's fingerprint, and the SAEs and corpus indexes saved with it, stay what they were before the fields existed.
-FAMILY_FIELDS = ("family", "position_offset", "embedding_size", "shared_layers", "layer_groups", "layers_per_group",
-                 "mlm_activation", "sequence_head", "pooler")
+# The config fields BERT had before the model families: always in the fingerprint. Every field added since (each
+# family's differences) is left out at its default (BERT's) value, so a BERT's fingerprint, and the SAEs and corpus
+# indexes saved with it, stay what they were before the field existed.
+BERT_FIELDS = ("vocab_size", "hidden_size", "num_layers", "num_heads", "intermediate_size", "max_position_embeddings",
+               "type_vocab_size", "layer_norm_eps", "hidden_dropout", "attention_dropout", "activation", "pad_token_id",
+               "classifier_dropout", "causal")
 
 _cache: "weakref.WeakKeyDictionary[Bert, tuple[tuple, str]]" = weakref.WeakKeyDictionary()
 
@@ -38,4 +40,4 @@ def model_fingerprint(model: Bert) -> str:
 def _config_fields(config) -> dict:
     defaults = {field.name: field.default for field in dataclasses.fields(config)}
     return {name: value for name, value in dataclasses.asdict(config).items()
-            if not (name in FAMILY_FIELDS and value == defaults[name])}
+            if name in BERT_FIELDS or value != defaults[name]}
