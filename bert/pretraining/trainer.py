@@ -58,6 +58,12 @@ class TrainConfig:
     eval_batches: int = 50  # held-out batches per evaluation
     checkpoint_every: int = 200  # steps between checkpoints
 
+    def __post_init__(self):
+        if self.max_ngram < 1:
+            raise InvalidInputError(f"max_ngram is the longest span masked, 1 or more, not {self.max_ngram}")
+        if not 0.0 <= self.mask_share <= 1.0:
+            raise InvalidInputError(f"mask_share is a share of the chosen tokens, from 0 to 1, not {self.mask_share}")
+
 
 def lr_factor(step: int, warmup: int, total: int) -> float:
     """Multiplier of the peak learning rate at `step`: 0 -> 1 over warm-up, then 1 -> 0 at `total`."""
