@@ -46,15 +46,15 @@ DOCUMENT_LINES = 4  # the corpus's sentences, grouped into documents for the sen
 
 @dataclass(frozen=True)
 class ComparisonSettings:
-    steps: int = 100  # optimizer updates per run
-    sentences: int = 256  # tiny-corpus sentences trained on beside the visitor's: few, so that each comes back often
+    steps: int = 60  # optimizer updates per run
+    sentences: int = 128  # tiny-corpus sentences trained on beside the visitor's: few, so that each comes back often
     layers: int = 1
     hidden: int = 64
     heads: int = 2
     batch_size: int = 16
     max_length: int = 32  # tokens per example
     learning_rate: float = 2e-3
-    eval_every: int = 25  # steps between held-out evaluations
+    eval_every: int = 15  # steps between held-out evaluations
     eval_batches: int = 4  # held-out batches per evaluation
     seed: int = 0
 
