@@ -2,8 +2,8 @@
 device, or data-parallel on several under `torchrun --nproc_per_node N -m bert pretrain ...` (distributed.py).
 
 Each family's own objective: BERT `--nsp`; RoBERTa `--full-sentences` (masks are redrawn at every step unless
-`--static-masks`); ALBERT `--sop --max-ngram 3`; ELECTRA from scratch trains a generator and a discriminator
-(electra.py)."""
+`--static-masks`); ALBERT `--sop --max-ngram 3`; ELECTRA trains a generator and a discriminator (electra.py),
+from scratch or from an ELECTRA checkpoint's discriminator beside a fresh generator."""
 from __future__ import annotations
 
 import argparse
@@ -78,7 +78,10 @@ def _pretrain(args, device, ranks: Ranks) -> int:
         model = Electra.from_config(config) if electra else Bert(config, mlm_head=not args.no_mlm, nsp_head=pairs)
     else:
         model, tokenizer = load_pretrained(args.init)
-        model.add_output_heads(mlm_head=not args.no_mlm, nsp_head=pairs)
+        if model.config.family == "electra" and not (args.no_mlm or pairs):  # the checkpoint's discriminator, a fresh generator
+            model = Electra.around(model)
+        else:
+            model.add_output_heads(mlm_head=not args.no_mlm, nsp_head=pairs)
     train_config = TrainConfig(
         steps=args.steps, learning_rate=args.learning_rate, warmup_steps=args.warmup_steps, weight_decay=args.weight_decay,
         seed=args.seed, train=args.train, freeze_token_embedding=args.freeze_token_embedding,

@@ -57,11 +57,22 @@ class Electra(nn.Module):
         as wide (hidden size, heads, MLP), reading the discriminator's embedding width."""
         if config.family != "electra":
             raise InvalidInputError(f"ELECTRA's pre-training needs an electra config, not {config.family!r}")
+        return cls.around(Bert(config, mlm_head=False, discriminator=True), generator_fraction, discriminator_weight)
+
+    @classmethod
+    def around(cls, discriminator: Bert, generator_fraction: float = GENERATOR_FRACTION,
+               discriminator_weight: float = DISCRIMINATOR_WEIGHT) -> "Electra":
+        """A fresh generator beside an existing discriminator (a loaded ELECTRA checkpoint, which holds no generator;
+        a replaced-token head is added if it has none), sharing its embeddings from then on."""
+        config = discriminator.config
+        if config.family != "electra":
+            raise InvalidInputError(f"ELECTRA's pre-training needs an electra model, not {config.family!r}")
         heads = max(1, round(config.num_heads * generator_fraction))
         head_size = max(1, round(config.hidden_size * generator_fraction / heads))
         generator_config = replace(config, hidden_size=heads * head_size, num_heads=heads, embedding_size=config.embedding_width,
                                    intermediate_size=max(1, round(config.intermediate_size * generator_fraction)))
-        return cls(Bert(generator_config, mlm_head=True), Bert(config, mlm_head=False, discriminator=True), discriminator_weight)
+        discriminator.add_output_heads(discriminator=True)
+        return cls(Bert(generator_config, mlm_head=True), discriminator, discriminator_weight)
 
     def forward(self, batch: Batch, corrupted: torch.Tensor, labels: torch.Tensor, totals: tuple[int, int] | None = None,
                 sampler: torch.Generator | None = None) -> dict[str, torch.Tensor]:
