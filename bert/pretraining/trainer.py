@@ -183,6 +183,9 @@ def objective_of(model: Bert | Electra, config: TrainConfig) -> nn.Module:
 
 
 class ElectraObjective(nn.Module):
+    """ELECTRA's pair under the trainer's call: its discriminator's loss is a mean over the global batch's
+    non-padding tokens (totals[2]), its generator's over the masked ones (totals[0])."""
+
     def __init__(self, electra: Electra):
         super().__init__()
         self.electra = electra
