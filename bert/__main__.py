@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
         add_device_argument(command)
     from .pretraining.cli import add_arguments
 
-    add_arguments(commands.add_parser("pretrain", help="pre-train or fine-tune with MLM (and NSP)"))
+    add_arguments(commands.add_parser("pretrain", help="pre-train or fine-tune with MLM (and NSP or SOP), or ELECTRA's replaced-token detection"))
     from .finetuning.cli import add_arguments as add_finetune_arguments
 
     add_finetune_arguments(commands.add_parser("finetune", help="train a classifier, regressor or token tagger on labelled data"))

@@ -1,11 +1,12 @@
 """How BERT was trained: the masking draw and next-sentence pairs on your text, the loss of one example, and tiny
-BERTs learning (live), masked-LM against left-to-right, and size against held-out loss (Devlin et al. 2019)."""
+BERTs learning (live), masked-LM against left-to-right, and size against held-out loss (Devlin et al. 2019); then
+what RoBERTa, ALBERT and ELECTRA changed, on your text and in tiny runs side by side."""
 import pandas as pd
 import streamlit as st
 
 from bert.errors import BertError
 from bert.pretraining import walkthrough
-from viz_app import access, cache, live_run, models, page_context, widgets
+from viz_app import access, cache, live_run, models, page_context, successor_runs, widgets
 from viz_app.access import Role
 from viz_app.text import escape_markdown
 from viz_app import pretraining_figures as figures
@@ -90,3 +91,6 @@ figures.direction_comparison()
 st.header("6. Model size against held-out loss, in miniature")
 st.caption(figures.SIZE_NOTE)
 figures.size_comparison()
+
+st.header("7. What came after BERT")
+successor_runs.render(context, tokenizer, text, batch, seed)

@@ -76,6 +76,7 @@ from bert.analysis.representations.compare import Comparison, compare_models
 from bert.costs import Cost
 from bert.data import LabelledSentence, builtin_sentences
 from bert.devices import model_device
+from bert.pretraining.successors import ComparisonSettings, ObjectiveRun, compare
 from bert.errors import InvalidInputError
 from bert.replaced_tokens import ReplacedTokens, check_pair, fill_and_detect, replaced_token_scores
 from viz_app import (architecture, causal_tracing, corpus_search, features, generators, head_ablation, mixing, models, page_costs,
@@ -536,6 +537,18 @@ def _per_model(key: ModelKey) -> PerModel:
     return PerModel(lambda: tables(key), lambda: mean_head_outputs(key),
                     lambda request, exact: exact_patching(key, request) if exact else attribution_patching(key, request),
                     lambda request: noise_trace(key, request))
+
+
+@st.cache_data(show_spinner=False, max_entries=16, ttl=HOUR)
+def successor_runs(text: str, settings: ComparisonSettings, objectives: tuple[str, ...]) -> dict[str, ObjectiveRun]:
+    """The successors' tiny runs on this text (bert/pretraining/successors.py), on one core as the live run
+    (viz_app/tiny_training.py): on a small shared machine two threads wait on each other."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return compare(text, settings, objectives)
+    finally:
+        torch.set_num_threads(threads)
 
 
 @st.cache_resource(show_spinner=False)

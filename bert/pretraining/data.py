@@ -42,6 +42,11 @@ class Batch:
         """The examples at `index` (a LongTensor of row numbers)."""
         return Batch(*(None if t is None else t[index] for t in self._tensors()))
 
+    def sequence(self, row: int) -> "Batch":
+        """Example `row` alone, a batch of one without its padding."""
+        length = int(self.attention_mask[row].sum())
+        return Batch(*(None if t is None else t[row : row + 1, :length] if t.dim() == 2 else t[row : row + 1] for t in self._tensors()))
+
     def _tensors(self) -> list[torch.Tensor | None]:
         return [getattr(self, field.name) for field in dataclasses.fields(self)]
 
@@ -53,10 +58,13 @@ class DataConfig:
     chunk_lines: int = 20000  # lines read, shuffled and tokenized together (bounds memory)
     next_sentence: bool = False  # build [CLS] A [SEP] B [SEP] pairs with NSP labels
     sentence_order: bool = False  # build pairs with sentence-order labels instead: label 1 is A and B swapped (ALBERT)
+    full_sentences: bool = False  # pack consecutive lines into each example, up to max_length, no pairs (RoBERTa)
 
     def __post_init__(self):
         if self.next_sentence and self.sentence_order:
             raise InvalidInputError("choose next-sentence or sentence-order pairs, not both: they share one head")
+        if self.full_sentences and self.pair_task:
+            raise InvalidInputError("full-sentence inputs have no sentence pairs: drop next-sentence or sentence-order prediction")
 
     @property
     def pair_task(self) -> str | None:
@@ -69,7 +77,10 @@ def batches(path: str | Path, tokenizer: BertTokenizer, config: DataConfig, seed
     rng = random.Random(f"{seed}-{epoch}")
     with open(path, encoding="utf-8") as lines:
         while chunk := list(itertools.islice(lines, config.chunk_lines)):
-            examples = pair_examples(chunk, tokenizer, config, rng) if config.pair_task else single_examples(chunk, tokenizer, config)
+            if config.pair_task:
+                examples = pair_examples(chunk, tokenizer, config, rng)
+            else:
+                examples = (full_sentence_examples if config.full_sentences else single_examples)(chunk, tokenizer, config)
             rng.shuffle(examples)
             examples.sort(key=lambda e: len(e[0]))  # similar lengths together: little padding
             groups = [examples[i : i + config.batch_size] for i in range(0, len(examples), config.batch_size)]
@@ -119,6 +130,35 @@ def single_examples(chunk: list[str], tokenizer: BertTokenizer, config: DataConf
         for ids in tokenizer.encode_plain(texts)
         if ids
     ]
+
+
+def full_sentence_examples(chunk: list[str], tokenizer: BertTokenizer, config: DataConfig):
+    """RoBERTa's FULL-SENTENCES inputs (Liu et al. 2019, section 4.2): consecutive lines packed into
+    [CLS] line line ... [SEP], up to max_length tokens, with no next-sentence pairs; where a document ends (a blank
+    line) and the example goes on into the next, an extra [SEP] between them. A line longer than an example is cut.
+    (ids, segment ids, -1), in the chunk's order."""
+    room, examples, current = config.max_length - 2, [], []
+    lines, ends = [], []  # each non-empty line, and whether a document ends after it
+    for line in chunk:
+        if line.strip():
+            lines.append(line.strip())
+            ends.append(False)
+        elif ends:
+            ends[-1] = True
+    for ids, document_ends in zip(tokenizer.encode_plain(lines), ends):
+        if not ids:
+            continue
+        ids = ids[:room]
+        if current and len(current) + len(ids) > room:
+            examples.append(current)
+            current = []
+        current = current + ids
+        if document_ends and current and len(current) < room:
+            current.append(tokenizer.sep_id)
+    if current:
+        examples.append(current)
+    examples = [ids[:-1] if ids[-1] == tokenizer.sep_id else ids for ids in examples]  # [SEP] closes the example anyway
+    return [([tokenizer.cls_id] + ids + [tokenizer.sep_id], [0] * (len(ids) + 2), -1) for ids in examples]
 
 
 def pair_examples(chunk: list[str], tokenizer: BertTokenizer, config: DataConfig, rng: random.Random):

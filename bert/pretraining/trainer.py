@@ -1,5 +1,9 @@
 """The pre-training loop: AdamW (no decay on biases and LayerNorm), warm-up then linear decay, clipping,
-seeded and resumable, with periodic held-out masked-token accuracy and perplexity (Devlin et al. 2019)."""
+seeded and resumable, with periodic held-out masked-token accuracy and perplexity (Devlin et al. 2019).
+
+The successors' objectives go through the same loop: masks redrawn at every step or drawn once per sequence
+(RoBERTa, dynamic_masking.py), n-gram spans (ALBERT, ngram_masking.py), and a generator and discriminator
+trained together (ELECTRA, electra.py: pass an `Electra` as the model)."""
 from __future__ import annotations
 
 import itertools
@@ -25,7 +29,10 @@ from ..model import Bert
 from ..tokenizer import BertTokenizer
 from .data import Batch, DataConfig, batches, infinite_batches, word_numbers
 from .distributed import Ranks, barrier, seed_dropout, share, sum_over_ranks
-from .masking import IGNORE, mask_tokens
+from .dynamic_masking import static_masks
+from .electra import Electra, electra_losses
+from .masking import IGNORE, choose_tokens, corrupt
+from .ngram_masking import choose_ngrams
 
 log = logging.getLogger(__name__)
 
@@ -42,11 +49,20 @@ class TrainConfig:
     freeze_token_embedding: bool = False  # keep the (tied) token embedding as it is (always kept unless train="all")
     mask_probability: float = 0.15  # share of non-special tokens chosen for the MLM loss
     whole_word: bool = False  # choose whole words, not word pieces (ALBERT-style)
+    max_ngram: int = 1  # choose spans of up to this many pieces (or words), p(n) ~ 1/n (ALBERT: 3; ngram_masking.py)
+    static_masks: bool = False  # mask each sequence once, the same whenever it comes back (BERT's data); False: redrawn every step (RoBERTa)
+    mask_share: float = 0.8  # of the chosen tokens, the share shown as [MASK]; the rest half random, half kept (ELECTRA: 1.0)
     mlm: bool = True  # masked-LM loss on
     bf16: bool = False  # autocast to bfloat16 on the model's device, where it is native (CUDA; CPUs with AVX512-BF16 or AMX)
     eval_every: int = 200  # steps between held-out evaluations
     eval_batches: int = 50  # held-out batches per evaluation
     checkpoint_every: int = 200  # steps between checkpoints
+
+    def __post_init__(self):
+        if self.max_ngram < 1:
+            raise InvalidInputError(f"max_ngram is the longest span masked, 1 or more, not {self.max_ngram}")
+        if not 0.0 <= self.mask_share <= 1.0:
+            raise InvalidInputError(f"mask_share is a share of the chosen tokens, from 0 to 1, not {self.mask_share}")
 
 
 def lr_factor(step: int, warmup: int, total: int) -> float:
@@ -56,12 +72,16 @@ def lr_factor(step: int, warmup: int, total: int) -> float:
     return max(0.0, (total - step) / max(total - warmup, 1))
 
 
-def select_trainable(model: Bert, what: str, freeze_token_embedding: bool) -> list[torch.nn.Parameter]:
+def select_trainable(model: Bert | Electra, what: str, freeze_token_embedding: bool) -> list[torch.nn.Parameter]:
     """Freeze all but what should learn; return the parameters that learn.
 
     The LM head's output matrix is the token embedding (tied), the encoder's input. It learns only with
-    train="all": "head" and "top:N" leave the layers below them exactly as they were.
+    train="all": "head" and "top:N" leave the layers below them exactly as they were. ELECTRA's pair learns whole.
     """
+    if isinstance(model, Electra):
+        if what != "all" or freeze_token_embedding:
+            raise InvalidInputError("ELECTRA's generator and discriminator pre-train whole: train='all', embeddings learning")
+        return list(model.parameters())
     heads = [m for m in (model.lm_head, model.pooler, model.nsp_head, model.classifier, model.tagger) if m is not None]
     num_layers = len(model.transformer)
     if what == "all":
@@ -97,8 +117,21 @@ def make_scheduler(optimizer: torch.optim.Optimizer, warmup_steps: int, steps: i
 
 
 def mask_batch(batch: Batch, tokenizer: BertTokenizer, config: TrainConfig, generator: torch.Generator):
+    """(corrupted, labels): tokens, words or n-grams chosen as `config` says, then shown as [MASK], random or kept."""
     words = word_numbers(batch.input_ids, batch.maskable, tokenizer) if config.whole_word else None
-    return mask_tokens(batch.input_ids, batch.maskable, tokenizer.mask_id, tokenizer.vocab_size, generator, config.mask_probability, words)
+    if config.max_ngram > 1:
+        chosen = choose_ngrams(batch.maskable, generator, config.mask_probability, config.max_ngram, words)
+    else:
+        chosen = choose_tokens(batch.maskable, generator, config.mask_probability, words)
+    return corrupt(batch.input_ids, chosen, tokenizer.mask_id, tokenizer.vocab_size, generator, config.mask_share)
+
+
+def step_masks(batch: Batch, tokenizer: BertTokenizer, config: TrainConfig, step: int):
+    """The masks of training step `step`: drawn anew from (seed, step), or, with static_masks, each sequence's own
+    draw whatever the step (dynamic_masking.py)."""
+    if config.static_masks:
+        return static_masks(batch, config.seed, lambda alone, generator: mask_batch(alone, tokenizer, config, generator))
+    return mask_batch(batch, tokenizer, config, masking_generator(config.seed, step))
 
 
 def masking_generator(seed: int, step: int) -> torch.Generator:
@@ -139,8 +172,26 @@ class PretrainingObjective(nn.Module):
         super().__init__()
         self.model, self.mlm = model, mlm
 
-    def forward(self, batch: Batch, corrupted: torch.Tensor, labels: torch.Tensor, totals: tuple[int, int]) -> dict[str, torch.Tensor]:
-        return pretraining_loss(self.model, batch, corrupted, labels, self.mlm, totals)
+    def forward(self, batch: Batch, corrupted: torch.Tensor, labels: torch.Tensor, totals: tuple[int, int, int]) -> dict[str, torch.Tensor]:
+        """totals: (chosen tokens, pairs, non-padding tokens) of the global batch."""
+        return pretraining_loss(self.model, batch, corrupted, labels, self.mlm, totals[:2])
+
+
+def objective_of(model: Bert | Electra, config: TrainConfig) -> nn.Module:
+    """The module whose forward gives the losses: ELECTRA's pair is one already."""
+    return ElectraObjective(model) if isinstance(model, Electra) else PretrainingObjective(model, config.mlm)
+
+
+class ElectraObjective(nn.Module):
+    """ELECTRA's pair under the trainer's call: its discriminator's loss is a mean over the global batch's
+    non-padding tokens (totals[2]), its generator's over the masked ones (totals[0])."""
+
+    def __init__(self, electra: Electra):
+        super().__init__()
+        self.electra = electra
+
+    def forward(self, batch: Batch, corrupted: torch.Tensor, labels: torch.Tensor, totals: tuple[int, int, int]) -> dict[str, torch.Tensor]:
+        return self.electra(batch, corrupted, labels, (totals[0], totals[2]))
 
 
 def autocast(device: torch.device, bf16: bool):
@@ -158,6 +209,8 @@ def freeze_unused_heads(model: Bert, config: TrainConfig, data: DataConfig) -> N
 def freeze_heads(model: Bert, names: list[str]) -> None:
     """Stop the named heads (attributes of `model`: "lm_head", "pooler", "nsp_head", "classifier", "tagger")
     from learning, those the model has. The LM head's output matrix is the token embedding: it keeps learning."""
+    if isinstance(model, Electra):
+        return  # the pair has the two heads its losses read
     for name in names:
         output_head = getattr(model, name)
         if name == "lm_head" and output_head is not None:  # all but the unembedding weight: the embedding's tensor
@@ -168,21 +221,28 @@ def freeze_heads(model: Bert, names: list[str]) -> None:
 
 
 @torch.no_grad()
-def evaluate(model: Bert, tokenizer: BertTokenizer, heldout: list[Batch], config: TrainConfig) -> dict[str, float]:
-    """Masked-token top-1 / top-5 accuracy and perplexity on held-out text, masked the same way every time."""
+def evaluate(model: Bert | Electra, tokenizer: BertTokenizer, heldout: list[Batch], config: TrainConfig) -> dict[str, float]:
+    """Masked-token top-1 / top-5 accuracy and perplexity on held-out text, masked the same way every time. For
+    ELECTRA: the generator's, and the discriminator's loss per token (`replaced_loss`, its samples drawn the same
+    way every time)."""
     was_training = model.training
     model.eval()
     device = model_device(model)
     generator = torch.Generator().manual_seed(config.seed + 1)  # masking on the CPU: the same on every device
-    nll = top1 = top5 = count = 0.0
+    sampler = torch.Generator().manual_seed(config.seed + 2)  # ELECTRA's samples, likewise
+    nll = top1 = top5 = count = replaced = tokens = 0.0
     for batch in heldout:
         corrupted, labels = mask_batch(batch, tokenizer, config, generator)
         batch, corrupted, labels = batch.to(device), corrupted.to(device), labels.to(device)
         chosen = labels != IGNORE
         if not chosen.any():
             continue
+        masked_lm = model.generator if isinstance(model, Electra) else model
         with autocast(device, config.bf16):
-            logits = model(corrupted, batch.token_type_ids, batch.attention_mask, logit_mask=chosen).float()
+            logits = masked_lm(corrupted, batch.token_type_ids, batch.attention_mask, logit_mask=chosen).float()
+            if isinstance(model, Electra):
+                replaced += float(electra_losses(model, batch, corrupted, labels, sampler=sampler)[0]["replaced"]) * batch.num_tokens
+                tokens += batch.num_tokens
         targets = labels[chosen]
         nll += float(F.cross_entropy(logits, targets, reduction="sum"))
         best = logits.topk(5, dim=-1).indices
@@ -191,11 +251,12 @@ def evaluate(model: Bert, tokenizer: BertTokenizer, heldout: list[Batch], config
         count += len(targets)
     model.train(was_training)
     count = max(count, 1)
-    return {"top1": top1 / count, "top5": top5 / count, "perplexity": math.exp(nll / count), "masked_tokens": int(count)}
+    metrics = {"top1": top1 / count, "top5": top5 / count, "perplexity": math.exp(nll / count), "masked_tokens": int(count)}
+    return metrics | ({"replaced_loss": replaced / max(tokens, 1)} if isinstance(model, Electra) else {})
 
 
 def train(
-    model: Bert,
+    model: Bert | Electra,
     tokenizer: BertTokenizer,
     train_file: str | Path,
     heldout_file: str | Path | None,
@@ -233,7 +294,7 @@ def train(
     evaluating = heldout_file and ranks.main  # rank 0 evaluates
     heldout = list(itertools.islice(batches(heldout_file, tokenizer, global_data, config.seed, 0), config.eval_batches)) if evaluating else []
     stream = infinite_batches(train_file, tokenizer, global_data, config.seed, skip=step)
-    objective = PretrainingObjective(model, config.mlm)
+    objective = objective_of(model, config)
     if ranks.world > 1:
         objective = DistributedDataParallel(objective, device_ids=[device.index] if device.type == "cuda" else None)
     model.train()
@@ -268,15 +329,14 @@ def train(
 def train_step(objective, tokenizer, batch: Batch, optimizer, scheduler, config: TrainConfig, step: int) -> dict[str, float]:
     """One update on one global batch; `objective` is a PretrainingObjective, wrapped in DDP with several ranks.
 
-    Masking draws from a generator seeded by (seed, step), on the CPU, over the whole global batch, on every
-    rank: a resumed run and any number of ranks mask alike. Dropout draws from (seed, step, rank).
+    Masking draws from a generator seeded by (seed, step) (or each sequence's own, step_masks), on the CPU, over
+    the whole global batch, on every rank: a resumed run and any number of ranks mask alike. Dropout draws from (seed, step, rank).
     Returns the global batch's losses.
     """
     ranks, device = Ranks.current(), model_device(objective)
-    generator = masking_generator(config.seed, step)
-    seed_dropout(config.seed, step, ranks)
-    corrupted, labels = mask_batch(batch, tokenizer, config, generator)
-    totals = (int((labels != IGNORE).sum()), len(batch.input_ids) if batch.nsp_labels is not None else 0)
+    seed_dropout(config.seed, step, ranks)  # and ELECTRA's samples
+    corrupted, labels = step_masks(batch, tokenizer, config, step)
+    totals = (int((labels != IGNORE).sum()), len(batch.input_ids) if batch.nsp_labels is not None else 0, batch.num_tokens)
     mine, corrupted, labels = share(batch, corrupted, labels, ranks)
     with autocast(device, config.bf16):
         losses = objective(mine.to(device), corrupted.to(device), labels.to(device), totals)
@@ -303,7 +363,8 @@ def save_checkpoint(folder: Path, model, optimizer, scheduler, step: int, config
     shutil.rmtree(tmp, ignore_errors=True)
     shutil.rmtree(old, ignore_errors=True)
     tmp.mkdir(parents=True)
-    state = {k: v.cpu().contiguous() for k, v in model.state_dict().items() if k != "lm_head.unembedding.weight"}
+    twins = tied_names(model)
+    state = {k: v.cpu().contiguous() for k, v in model.state_dict().items() if k not in twins}  # a tied tensor once
     save_file(state, str(tmp / "model.safetensors"))
     torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}, tmp / "optimizer.pt")
     (tmp / "state.json").write_text(json.dumps({"step": step, "global_batch": global_batch, "config": asdict(config)}, indent=2))
@@ -341,7 +402,17 @@ def complete_checkpoint(folder: Path) -> Path | None:
 def load_checkpoint_weights(folder: Path, model) -> int:
     """Fill `model` (strictly) from a complete checkpoint folder; return its step."""
     state = load_file(str(folder / "model.safetensors"))
-    if model.lm_head is not None:
-        state["lm_head.unembedding.weight"] = state["embedding.token_embedding.weight"]  # tied, saved once
+    for name, first in tied_names(model).items():  # tied, saved once
+        state[name] = state[first]
     model.load_state_dict(state, strict=True)
     return json.loads((folder / "state.json").read_text())["step"]
+
+
+def tied_names(model: nn.Module) -> dict[str, str]:
+    """{name: the first name of the same tensor} for every state_dict entry that repeats an earlier one (the LM
+    head's unembedding is the token embedding; ELECTRA's generator reads the discriminator's embeddings)."""
+    first, twins = {}, {}
+    for name, tensor in model.state_dict(keep_vars=True).items():
+        twins.update({name: first[id(tensor)]} if id(tensor) in first else {})
+        first.setdefault(id(tensor), name)
+    return twins

@@ -18,7 +18,7 @@ from ..tokenizer import BertTokenizer
 from .data import Batch, DataConfig, collate, pair_examples, single_examples
 from .masking import IGNORE
 from .nsp import IS_NEXT
-from .trainer import TrainConfig, mask_batch, masking_generator, pretraining_loss
+from .trainer import TrainConfig, pretraining_loss, step_masks
 
 MAX_LENGTH = DataConfig().max_length  # 128 tokens, as the trainer's default
 OTHER_DOCUMENTS = 300  # built-in sentences a random sentence B is drawn from
@@ -57,11 +57,13 @@ def sentence_batch(tokenizer: BertTokenizer, text: str) -> tuple[Batch, bool]:
     return collate(examples, tokenizer), pieces > MAX_LENGTH - 2
 
 
-def mask_example(tokenizer: BertTokenizer, batch: Batch, seed: int, whole_word: bool = False, truncated: bool = False) -> MaskedExample:
-    """The draw the trainer makes at step 0 of a run seeded `seed` for a batch of this one example
-    (trainer.mask_batch with trainer.masking_generator(seed, 0)): 15% chosen, then 80/10/10."""
-    config = TrainConfig(seed=seed, whole_word=whole_word)
-    corrupted, labels = mask_batch(batch, tokenizer, config, masking_generator(seed, 0))
+def mask_example(tokenizer: BertTokenizer, batch: Batch, seed: int, whole_word: bool = False, truncated: bool = False,
+                 step: int = 0, static: bool = False, max_ngram: int = 1) -> MaskedExample:
+    """The draw the trainer makes at step `step` (default 0) of a run seeded `seed` for a batch of this one example
+    (trainer.step_masks): 15% chosen (tokens, whole words, or n-grams up to `max_ngram`), then 80/10/10; with
+    `static`, the sequence's own draw at every step (dynamic_masking.py)."""
+    config = TrainConfig(seed=seed, whole_word=whole_word, static_masks=static, max_ngram=max_ngram)
+    corrupted, labels = step_masks(batch, tokenizer, config, step)
     original, corrupted, labels = batch.input_ids[0].tolist(), corrupted[0].tolist(), labels[0].tolist()
     kinds = [None if label == IGNORE else "mask" if shown == tokenizer.mask_id else "kept" if shown == token else "random"
              for token, shown, label in zip(original, corrupted, labels)]

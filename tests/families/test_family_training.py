@@ -63,3 +63,24 @@ def test_finetuning_a_checkpoint_of_each_family(family, save_hf_model, tmp_path,
     types = torch.zeros_like(ids)
     with torch.no_grad():
         torch.testing.assert_close(reloaded(ids, types, output="classifier"), ours.eval()(ids, types, output="classifier"))
+
+
+def test_electra_pretraining_from_a_checkpoint_keeps_its_discriminator(save_hf_model, tmp_path, tokenizer):
+    """A checkpoint holds the discriminator only: the CLI trains it beside a fresh generator (Clark et al. 2020)."""
+    from safetensors.torch import load_file
+
+    from bert.__main__ import main
+
+    folder = save_hf_model(build_hf("electra", "ElectraForPreTraining"))
+    loaded, _ = bert.load_pretrained(str(folder))
+    out = tmp_path / "run"
+    code = main(["pretrain", "--init", str(folder), "--train-file", str(corpus(tmp_path / "train.txt")), "--out", str(out),
+                 "--steps", "1", "--batch-size", "4", "--max-length", "16", "--learning-rate", "0"])
+    assert code == 0
+    weights = load_file(str(out / "checkpoint" / "model.safetensors"))
+    mine = {f"discriminator.{name}": tensor for name, tensor in loaded.state_dict().items()}
+    for name, tensor in mine.items():  # a learning rate of 0: the checkpoint's discriminator, unchanged
+        # the shared token and position embeddings are saved once, under the generator's names
+        saved = weights.get(name, weights.get(name.replace("discriminator.embedding.", "generator.embedding.")))
+        assert saved is not None and torch.equal(saved, tensor), name
+    assert any(name.startswith("generator.lm_head.") for name in weights)

@@ -20,11 +20,11 @@ LONG = " ".join(f"Sentence number {n} tells a short story about unbelievable kro
 
 
 def trainer_step(model: Bert, tokenizer, batch, config: TrainConfig, monkeypatch=None) -> tuple[dict, list]:
-    """One real training step on `batch` (step 0); returns its losses and what trainer.mask_tokens returned."""
+    """One real training step on `batch` (step 0); returns its losses and what trainer.corrupt (the masking's last step) returned."""
     drawn = []
     if monkeypatch is not None:
-        real = trainer.mask_tokens
-        monkeypatch.setattr(trainer, "mask_tokens", lambda *a, **k: drawn.append(real(*a, **k)) or drawn[-1])
+        real = trainer.corrupt
+        monkeypatch.setattr(trainer, "corrupt", lambda *a, **k: drawn.append(real(*a, **k)) or drawn[-1])
     optimizer = make_optimizer(model, config)
     losses = train_step(PretrainingObjective(model, True), tokenizer, batch, optimizer, make_scheduler(optimizer, 1, 10), config, 0)
     return losses, drawn

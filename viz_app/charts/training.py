@@ -9,6 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from bert.pretraining.miniature import RunLog
+from bert.pretraining.successors import ObjectiveRun
 from bert.pretraining.walkthrough import MaskedExample, PairExample
 from viz_app.charts.base import Chart, layout, legend_on_top
 
@@ -101,3 +102,25 @@ def guesses_table(run: RunLog) -> pd.DataFrame:
     """The watched sentence's five best guesses at each evaluation."""
     return pd.DataFrame([{"step": e["step"], **{f"#{i + 1}": f"{token} ({p:.1%})" for i, (token, p) in enumerate(e["guesses"])}}
                          for e in run.evals])
+
+
+def successor_losses(runs: dict[str, ObjectiveRun], labels: dict[str, str]) -> Chart:
+    """Held-out masked-token loss per evaluation, one line per objective (labels: objective -> its name); ELECTRA's
+    discriminator's own held-out loss (binary, per token) dotted, on the right-hand axis."""
+    figure, rows = go.Figure(), []
+    for index, (objective, run) in enumerate(runs.items()):
+        colour = RUN_COLOURS[index % len(RUN_COLOURS)]
+        figure.add_trace(go.Scatter(x=run.steps, y=run.heldout_loss, mode="lines+markers", name=html.escape(labels[objective]),
+                                    line=dict(color=colour, width=3)))
+        rows += [{"objective": objective, "step": s, "heldout_loss": v} for s, v in zip(run.steps, run.heldout_loss)]
+        if run.replaced_loss:
+            figure.add_trace(go.Scatter(x=run.steps, y=run.replaced_loss, mode="lines+markers", yaxis="y2",
+                                        name="its discriminator (right axis)", line=dict(color=colour, width=2, dash="dot")))
+            rows += [{"objective": objective, "step": s, "replaced_loss": v} for s, v in zip(run.steps, run.replaced_loss)]
+    right = dict(yaxis2=dict(title="replaced or not: loss per token", overlaying="y", side="right")) \
+        if any(run.replaced_loss for run in runs.values()) else {}
+    layout(figure, "Held-out loss of each objective, same model size, text and steps", height=380, xaxis=dict(title="step"),
+           yaxis=dict(title="masked-token loss (nats)"), **right, **legend_on_top())
+    return Chart(figure, pd.DataFrame(rows), "successor_losses",
+                 "Every run is measured the same way: held-out sentences, 15% of their pieces hidden, the same draw for all. "
+                 "ELECTRA's line is its generator's, a model a quarter as wide.")
