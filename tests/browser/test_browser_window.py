@@ -15,7 +15,7 @@ from browser_support import SLOW, open_page, screenshot, settle
 from viz_app.charts.attention import OUTSIDE_WINDOW
 
 SENTENCE = "the dog barked at the cat and the man went to the park with the [MASK]."
-# every drawn plotly figure's traces as the page holds them: (name, z), z a list or plotly's typed array {dtype, bdata}
+# every drawn plotly figure's traces as the page holds them: (name, z), z plotly's typed array {dtype, bdata}
 TRACES = """() => [...document.querySelectorAll('.js-plotly-plot')].flatMap(figure => (figure.data || []).map(
     trace => [trace.name || '', trace.z ? {dtype: trace.z.dtype, bdata: trace.z.bdata} : null]))"""
 
