@@ -2,7 +2,7 @@
 import numpy as np
 import streamlit as st
 
-from bert.analysis.attention.mixing import METHODS
+from bert.analysis.attention.mixing import METHODS, PRE_NORM_REASON, methods_for
 from bert.analysis.attention.rollout import FLOW_TOKEN_LIMIT
 from bert.errors import MissingHeadError
 from viz_app import cache, heavy, page_costs, state, widgets
@@ -19,7 +19,10 @@ widgets.page_header(
 context = widgets.require()
 tokens = list(cache.predictions_and_attention(context.key, context.prepared).tokens)
 num_layers = context.loaded.summary.layers
-methods, seconds = list(METHODS), [NO_SECOND, *METHODS]
+methods = methods_for(context.loaded.model.config)
+seconds = [NO_SECOND, *methods]
+if len(methods) < len(METHODS):
+    st.caption(f"Only the attention weights here: {PRE_NORM_REASON}.")
 pick, beside, at_layer = st.columns(3)
 state.clamp("mixing_method", methods)
 state.clamp("mixing_compare", seconds)

@@ -165,7 +165,8 @@ def attention_charts(key: ModelKey, prepared: PreparedInput, settings: Attention
     """The attention page's charts for one input and its settings (in words or word pieces), built once and shared
     by every session that asks for the same: a class on one step asks thirty times. Streamlit only reads them."""
     groups = word_groups(prepared.masked) if words else None
-    return attention_view(settings, predictions_and_attention(key, prepared), head_statistics(key, prepared), groups)
+    return attention_view(settings, predictions_and_attention(key, prepared), head_statistics(key, prepared), groups,
+                          load_model(key).model.config)
 
 
 @st.cache_data(show_spinner="Analysing the embedding tables (once per model)…", max_entries=4)

@@ -145,6 +145,7 @@ class ForwardResult:
     keys: np.ndarray | None = None  # [layer, head, key, head_dim] every head's key vectors (hook_k)
     pieces: PieceStyle = WORDPIECE  # how the tokenizer writes its pieces and its mask token (bert/pieces.py)
     causal: bool = False  # the model's: no query sees the keys to its right (the patterns' mask)
+    windows: tuple[int | None, ...] = ()  # per layer, a local layer's half-width (config.window); empty: all global
 
     @property
     def seq(self) -> int:
@@ -156,17 +157,21 @@ class ForwardResult:
         `queries` and `keys` on first use; None without them."""
         if self.queries is None or self.keys is None:
             return None
-        return patterns_of(self.queries, self.keys, self.causal)
+        return patterns_of(self.queries, self.keys, self.causal, self.windows)
 
 
-def patterns_of(queries: np.ndarray, keys: np.ndarray, causal: bool = False) -> np.ndarray:
+def patterns_of(queries: np.ndarray, keys: np.ndarray, causal: bool = False,
+                windows: tuple[int | None, ...] = ()) -> np.ndarray:
     """[layer, head, query, key] patterns from [layer, head, seq, head_dim] queries and keys, layer by layer into
-    one read-only array (bert.attention.attention_pattern: the model's own step-by-step computation)."""
+    one read-only array (bert.attention.attention_pattern: the model's own step-by-step computation). windows: per
+    layer, a local layer's half-width (ModernBERT); empty: every layer global."""
     layers, heads, seq, _ = queries.shape
+    windows = windows or (None,) * layers
     patterns = torch.empty((layers, heads, seq, keys.shape[2]), dtype=torch.float32)
     with torch.inference_mode():
         for layer in range(layers):  # torch.tensor copies: the shared arrays are read-only
-            patterns[layer] = attention_pattern(torch.tensor(queries[layer]), torch.tensor(keys[layer]), causal=causal)
+            patterns[layer] = attention_pattern(torch.tensor(queries[layer]), torch.tensor(keys[layer]), causal=causal,
+                                                window=windows[layer])
     return read_only(patterns)
 
 
@@ -213,6 +218,7 @@ def record(model: Bert, tokenizer: BertTokenizer, prepared: PreparedInput, activ
         masks=tuple(_mask_result(p, prepared) for p in predictions),
         pieces=prepared.masked.pieces,
         causal=model.config.causal,
+        windows=tuple(model.config.window(layer) for layer in range(model.config.num_layers)),
         **recorded,
     )
 

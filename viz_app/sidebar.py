@@ -122,6 +122,8 @@ def _pick_model(visitor: Visitor) -> PickedModel:
         return PickedModel(key, None, message)
     summary = loaded.summary
     st.caption(summary.one_line())
+    for note in models.family_notes(loaded.model.config):
+        st.caption(":material/info: " + note)
     if summary.has_mlm_head:
         st.caption(":material/check_circle: Masked-LM head: it can fill in [MASK].")
         if source == "minilm" and visitor.role.may_choose_any_model:  # the note points at the download box

@@ -16,13 +16,15 @@ from families.family_support import build_hf, write_tiny_tokenizer
 
 # name -> (family, transformers class, config fields): each family's pre-training heads. ALBERT's has the
 # sentence-order head (two classes, as in the published checkpoints); ELECTRA's discriminator has no masked-LM head
-# (the prediction page shows which words look replaced instead).
+# (the prediction page shows which words look replaced instead); ModernBERT (Warner et al. 2024): rotary positions,
+# pre-norm layers, local attention in layers 1 and 2 of its four.
 MODELS = {
     "roberta": ("roberta", "RobertaForMaskedLM", {}),
     "distilbert": ("distilbert", "DistilBertForMaskedLM", {}),
     "albert": ("albert", "AlbertForPreTraining", {"num_labels": 2}),
     "electra-discriminator": ("electra", "ElectraForPreTraining", {}),
     "electra-generator": ("electra", "ElectraForMaskedLM", {}),
+    "modernbert": ("modernbert", "ModernBertForMaskedLM", {}),
 }
 QUERY = {"text": "the dog barked at the [MASK].", "pair": "the cat went to the park."}
 NO_MLM_HEAD = "This model has no masked-LM head, so there is no prediction to analyse."
@@ -34,14 +36,17 @@ CANNOT = {
     ("electra-discriminator", "head_ablation"): NO_MLM_HEAD,
     ("electra-discriminator", "saliency"): NO_MLM_HEAD,
     ("electra-discriminator", "causal_tracing"): "This model has no masked-LM head, so it makes no guess to trace.",
+    ("modernbert", "embeddings"): "This model has no position or segment embeddings: it rotates each position",
     **{(name, "sentence_tasks"): NO_SENTENCE_HEAD
-       for name in ("roberta", "distilbert", "electra-discriminator", "electra-generator")},
+       for name in ("roberta", "distilbert", "electra-discriminator", "electra-generator", "modernbert")},
 }
 # (model, page) -> what the page shows where a family does something of its own
 SHOWS = {
     ("roberta", "embeddings"): "This model has one segment embedding, added to every token alike",
     ("albert", "sentence_tasks"): "Are A and B in their order?",
     ("electra-discriminator", "prediction"): "Which words look replaced?",  # its replaced-token head, in place of guesses
+    ("modernbert", "prediction"): "Local attention: layers 0, 3, 6, … see the whole input, the others only the 4",
+    ("modernbert", "rollout"): "Only the attention weights here: the decompositions follow BERT's post-LN layers",
     **{(name, "corpus_search"): "Searching " for name in MODELS},  # the built-in corpus indexed: 256 positions
 }
 

@@ -20,8 +20,16 @@ from viz_app.charts.base import (
 OVERVIEW_TILE = 32  # a head's pattern is average-pooled to at most this many rows and columns in the overview
 
 
-def pattern_heatmap(pattern: np.ndarray, tokens: list[str], positions: list[int], layer: int, head: int) -> Chart:
-    """pattern [query, key] of one head, restricted to `positions` (e.g. without [CLS]/[SEP])."""
+OUTSIDE_WINDOW = "outside the window"  # the name of the trace that greys the pairs a local layer cannot reach
+OUTSIDE_SCALE = [[0, "rgba(120, 120, 120, 0.55)"], [1, "rgba(120, 120, 120, 0.55)"]]
+
+
+def pattern_heatmap(pattern: np.ndarray, tokens: list[str], positions: list[int], layer: int, head: int,
+                    band: np.ndarray | None = None) -> Chart:
+    """pattern [query, key] of one head, restricted to `positions` (e.g. without [CLS]/[SEP]). band: bool [query,
+    key] over every position, True where a local layer's query sees the key (bert.attention.window_band); the
+    pairs outside it are greyed by a second heatmap trace named OUTSIDE_WINDOW (1 there, empty inside). None: a
+    global layer, every pair reachable."""
     shown = _restrict(pattern, positions)
     names = [tokens[p] for p in positions]
     labels = token_labels(names)
@@ -37,6 +45,13 @@ def pattern_heatmap(pattern: np.ndarray, tokens: list[str], positions: list[int]
             hovertemplate="<b>%{y}</b> looks at <b>%{x}</b><br>attention %{z:.3f}<extra></extra>",
         )
     )
+    if band is not None:
+        outside = np.where(_restrict(np.asarray(band, dtype=bool), positions), np.nan, 1.0)
+        figure.add_trace(go.Heatmap(
+            z=outside, x=labels, y=labels, name=OUTSIDE_WINDOW, colorscale=OUTSIDE_SCALE, zmin=0, zmax=1,
+            showscale=False, hoverongaps=False,
+            hovertemplate="<b>%{y}</b> cannot reach <b>%{x}</b>: outside this layer's window<extra></extra>",
+        ))
     layout(
         figure,
         f"Layer {layer}, head {head}: where each token (row) looks",

@@ -65,7 +65,8 @@ EMBEDDING_CHARTS = ("norms", "cosines", "position_cosines", "angles", "surviving
 
 def attention_charts(view: PageState) -> list[Chart]:
     result = record(view.loaded.model, view.loaded.tokenizer, view.prepared, activations=False)
-    charts = attention_view(AttentionSettings.from_state(view.state, view.loaded.summary, result), result)
+    charts = attention_view(AttentionSettings.from_state(view.state, view.loaded.summary, result), result,
+                            config=view.loaded.model.config)
     return [charts[name] for name in ATTENTION_CHARTS]
 
 

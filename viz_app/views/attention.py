@@ -2,13 +2,15 @@
 glance and the per-head statistics."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 from bert.analysis.attention.attention_stats import STATISTICS, HeadStatistics, KeyRoles
 from bert.analysis.attention.attention_stats import head_statistics as statistics_of
 from bert.analysis.attention.query_key import QueryKeyProduct, query_key_product
 from bert.analysis.attention.words import WordGroups, merge_attention
+from bert.attention import window_band
+from bert.config import BertConfig
 from viz_app.charts.attention import attention_bars, heads_overview, pattern_heatmap, statistic_heatmap
 from viz_app.charts.base import Chart
 from viz_app.charts.query_key import query_key_terms, query_scores
@@ -70,17 +72,37 @@ def query_key(settings: AttentionSettings, result: ForwardResult) -> QueryKeyPro
     return query_key_product(result.queries[layer, head], result.keys[layer, head], settings.focus, key)
 
 
+def window_caption(config: BertConfig, layer: int, words: bool = False) -> str:
+    """One line on layer `layer`'s reach: empty for a global layer of a model without local layers; for a local
+    layer (ModernBERT, Warner et al. 2024; sliding windows as in Beltagy et al. 2020) how far it sees and which
+    layers see everything."""
+    window = config.window(layer)
+    if window is None:
+        return ""
+    every = config.global_attn_every_n_layers
+    line = (f"Layer {layer} is local: each token sees only the {window} tokens on each side (grey: out of its reach); "
+            f"layers 0, {every}, {2 * every}, … see the whole input.")
+    return line + (" The grey band is drawn in word pieces: switch words off to see it." if words else "")
+
+
 def attention_view(settings: AttentionSettings, result: ForwardResult, statistics: HeadStatistics | None = None,
-                   words: WordGroups | None = None) -> dict[str, Chart]:
+                   words: WordGroups | None = None, config: BertConfig | None = None) -> dict[str, Chart]:
     """"pattern", "bars", "query_key", "query_scores", "overview", and "stat" when `statistics` are given. With
     `words`, the pattern, the bars and the overview are word by word (Clark et al. 2019's merge: attention to a word
-    summed over its pieces, from a word averaged); the query-key view stays with the pieces the model computes."""
+    summed over its pieces, from a word averaged); the query-key view stays with the pieces the model computes.
+    config: the model's; where the layer is local (config.window) the pattern greys the pairs outside its window
+    (in word pieces) and says so in its caption."""
     layer, head = settings.layer, settings.head
     attention, tokens, positions, focus = _units(settings, result, words)
     pattern = attention[layer, head]
     terms = query_key(settings, result)
+    window = None if config is None else config.window(layer)
+    band = None if window is None or words is not None else window_band(len(result.tokens), window).numpy()
+    heatmap = pattern_heatmap(pattern, tokens, positions, layer, head, band=band)
+    if window is not None:
+        heatmap = replace(heatmap, caption=window_caption(config, layer, words is not None))
     charts = {
-        "pattern": pattern_heatmap(pattern, tokens, positions, layer, head),
+        "pattern": heatmap,
         "bars": attention_bars(pattern[focus], tokens, positions, focus, layer, head),
         "query_key": query_key_terms(terms, list(result.tokens), layer, head),
         "query_scores": query_scores(terms, list(result.tokens), shown_positions(result, settings.hide_special),

@@ -74,6 +74,17 @@ class ContextMixing:
     whole_model: np.ndarray | None  # [query, key]; None where the method's paper aggregates nothing
 
 
+# Why the decompositions skip a pre-norm model: each one splits a post-LN layer (LayerNorm after the residual).
+PRE_NORM_REASON = ("the decompositions follow BERT's post-LN layers (LayerNorm after each residual); this model's "
+                   "layers are pre-norm (ModernBERT: LayerNorm before each sub-layer), which they do not cover yet")
+
+
+def methods_for(config) -> list[str]:
+    """The METHODS that apply to a model of this config: all of them for post-LN layers, the attention weights
+    alone for pre-norm ones (PRE_NORM_REASON)."""
+    return ["attention"] if config.pre_norm else list(METHODS)
+
+
 def check_method(method: str) -> MethodInfo:
     if method not in METHODS:
         raise InvalidInputError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
@@ -125,11 +136,8 @@ def context_mixing(model: nn.Module, cache: ActivationCache, method: str,
     positions: the real tokens), and the whole model's. progress(done, total) between batched passes (value
     zeroing, DecompX): raise there to stop. decompx_output: the head DecompX decomposes ("mlm" or "classifier")."""
     info = check_method(method)
-    if model.config.pre_norm and method != "attention":
-        raise InvalidInputError(
-            f"{method} decomposes post-LN layers (LayerNorm after each residual, as in BERT); this model's layers are "
-            "pre-norm (ModernBERT), which it does not cover yet: use the attention weights ('attention')"
-        )
+    if method not in methods_for(model.config):
+        raise InvalidInputError(f"{method}: {PRE_NORM_REASON}; use the attention weights ('attention')")
     layers = recorded_layers(model, cache, row, length)
     if method == "decompx":
         result = decompx(model, layers, output=decompx_output, progress=progress)
