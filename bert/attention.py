@@ -125,3 +125,42 @@ def fused_attention(
     if causal and bias is not None:  # SDPA takes a mask or is_causal, not both: fold the future into the mask
         bias, causal = mask_future(bias.expand(-1, -1, q.shape[-2], -1)), False
     return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=dropout, is_causal=causal)
+
+
+def log_buckets(relative: torch.Tensor, buckets: int, max_distance: int) -> torch.Tensor:
+    """DeBERTa's bucketed relative positions (He et al. 2023; Hugging Face's make_log_bucket_position): a distance
+    d with |d| < buckets // 2 keeps its value; farther ones share log-spaced buckets, so that max_distance - 1
+    lands in bucket buckets - 1 (same sign as d). Integer-valued float tensor, shaped like `relative`."""
+    middle = buckets // 2
+    sign = torch.sign(relative)
+    near = (relative < middle) & (relative > -middle)
+    distance = torch.where(near, torch.tensor(middle - 1).type_as(relative), relative.abs())
+    log_position = torch.ceil(torch.log(distance / middle) / torch.tensor((max_distance - 1) / middle).log() * (middle - 1)) + middle
+    return torch.where(distance <= middle, relative.type_as(log_position), log_position * sign)
+
+
+def relative_index(seq: int, buckets: int, max_distance: int, span: int, device: torch.device | str | None = None) -> torch.Tensor:
+    """LongTensor [query, key]: the row of DeBERTa's relative-position embeddings (2 * span rows) that a query
+    reads for a key: (bucket of query - key) + span, clamped to the table (buckets 0: the exact distance)."""
+    positions = torch.arange(seq, device=device)
+    relative = positions[:, None] - positions[None, :]  # [query, key]
+    if buckets > 0:
+        relative = log_buckets(relative, buckets, max_distance)
+    return torch.clamp(relative.long() + span, 0, 2 * span - 1)
+
+
+def content_to_position(q: torch.Tensor, position_keys: torch.Tensor, index: torch.Tensor, scale: float) -> torch.Tensor:
+    """DeBERTa's c2p term (He et al. 2021, eq. 2): each query's content against the key of its relative position
+    to each key: q [batch, head, query, head_dim] x position_keys [head, 2 * span, head_dim], read at
+    index [query, key] -> [batch, head, query, key], divided by `scale`."""
+    every = torch.matmul(q, position_keys.transpose(-1, -2))  # [batch, head, query, 2 * span]
+    return torch.gather(every, -1, index.expand(*every.shape[:2], -1, -1)) / scale
+
+
+def position_to_content(k: torch.Tensor, position_queries: torch.Tensor, index: torch.Tensor, scale: float) -> torch.Tensor:
+    """DeBERTa's p2c term: each key's content against the query of its relative position, k [batch, head, key,
+    head_dim] x position_queries [head, 2 * span, head_dim] -> [batch, head, query, key] / `scale`. The relative
+    position is query - key's as in content_to_position (the buckets are symmetric: bucket(-d) = -bucket(d))."""
+    every = torch.matmul(k, position_queries.transpose(-1, -2))  # [batch, head, key, 2 * span]
+    read = torch.gather(every, -1, index.transpose(0, 1).expand(*every.shape[:2], -1, -1))  # [batch, head, key, query]
+    return read.transpose(-1, -2) / scale

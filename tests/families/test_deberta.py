@@ -1,0 +1,210 @@
+"""DeBERTa-v3 (He et al. 2021, "DeBERTa: Decoding-enhanced BERT with Disentangled Attention"; He et al. 2023,
+"DeBERTaV3") against `transformers` on the same random weights: tiny DebertaV2 checkpoints saved by transformers'
+own classes load through bert.load_pretrained (config.json's model_type "deberta-v2" picks the family) and give the
+same logits, every hidden state and every attention pattern within 1e-5, in a padded batch whose longest row (32
+tokens) is far longer than the tiny configs' 8 position buckets, so that the log buckets are used; the three terms of
+the disentangled scores are each transformers' own; strict loading names the tensor; a folder we save loads in
+transformers with the same logits.
+
+The reference runs with attn_implementation="eager": transformers' DeBERTa-v2 has no other attention, and eager is
+the implementation that returns the attention patterns, so that every one can be compared.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+import bert
+from bert import attention as attn
+from bert.config import BertConfig
+from bert.errors import CheckpointError, ConfigError
+from bert_test_support import TINY_VOCAB, pad_rows, random_rows, randomize_
+from family_support import compare, run_transformers, write_tiny_tokenizer
+
+TOLERANCE = dict(atol=1e-5, rtol=1e-5)
+LAYOUT = [(30, 0), (9, 0), (10, 8)]  # the longest row 32 tokens (with [CLS] and [SEP]); a pair; padding
+ARCHITECTURES = ["DebertaV2ForMaskedLM", "DebertaV2ForSequenceClassification", "DebertaV2ForTokenClassification"]
+# deberta-v3-base's config.json, small; then exact distances (no buckets) with c2p only; then segments
+VARIANTS = {
+    "v3": {},
+    "c2p-exact": dict(position_buckets=-1, max_relative_positions=12, pos_att_type="c2p"),
+    "segments": dict(type_vocab_size=2),
+}
+CASES = [pytest.param(architecture, "v3", id=architecture) for architecture in ARCHITECTURES] + [
+    pytest.param("DebertaV2ForMaskedLM", "c2p-exact", id="DebertaV2ForMaskedLM-c2p-exact"),
+    pytest.param("DebertaV2ForSequenceClassification", "segments", id="DebertaV2ForSequenceClassification-segments"),
+]
+
+
+def hf_deberta_config(**fields):
+    """A tiny transformers DebertaV2Config as deberta-v3-base's config.json (relative attention, shared keys, p2c
+    and c2p, LayerNorm'd relative embeddings, no position table, no segments), with 8 buckets over 64 positions."""
+    import transformers
+
+    v3 = dict(relative_attention=True, position_buckets=8, max_relative_positions=-1, pos_att_type="p2c|c2p",
+              share_att_key=True, norm_rel_ebd="layer_norm", position_biased_input=False, type_vocab_size=0,
+              layer_norm_eps=1e-7, hidden_act="gelu")
+    sizes = dict(vocab_size=len(TINY_VOCAB), hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=40,
+                 max_position_embeddings=64, pad_token_id=0, num_labels=3, attn_implementation="eager")
+    return transformers.DebertaV2Config(**{**sizes, **v3, **fields})
+
+
+def build(architecture: str, seed: int = 3, **fields):
+    import transformers
+
+    torch.manual_seed(0)
+    return randomize_(getattr(transformers, architecture)(hf_deberta_config(**fields)), seed=seed)
+
+
+def batch(segments: bool = False):
+    input_ids, token_type_ids, attention_mask = pad_rows(random_rows(len(TINY_VOCAB), LAYOUT, seed=0))
+    return input_ids, token_type_ids if segments else torch.zeros_like(token_type_ids), attention_mask
+
+
+def loaded(architecture, save_hf_model, **fields):
+    theirs = build(architecture, **fields)
+    ours, _ = bert.load_pretrained(str(save_hf_model(theirs)))
+    return ours, theirs
+
+
+@pytest.mark.parametrize("architecture,variant", CASES)
+def test_checkpoint_loads_and_matches_transformers(architecture, variant, save_hf_model):
+    ours, theirs = loaded(architecture, save_hf_model, **VARIANTS[variant])
+    assert ours.config.family == "deberta-v2" and ours.embedding.position_embedding is None
+    inputs = batch(segments=variant == "segments")
+    assert not inputs[2].all() and inputs[0].shape[1] > 2 * ours.config.relative_span // 2  # padded; beyond the exact buckets
+    compare(ours, theirs, "deberta-v2", architecture, inputs)
+
+
+def test_log_buckets_as_transformers():
+    """attention.log_buckets against transformers' make_log_bucket_position, for deberta-v3-base's 256 buckets over
+    512 positions and the tests' 8 over 64; distances below half the buckets keep their value."""
+    from transformers.models.deberta_v2.modeling_deberta_v2 import make_log_bucket_position
+
+    distances = torch.arange(-700, 700)
+    for buckets, max_distance in ((256, 512), (8, 64)):
+        ours = attn.log_buckets(distances, buckets, max_distance)
+        assert torch.equal(ours, make_log_bucket_position(distances, buckets, max_distance))
+        near = distances.abs() < buckets // 2
+        assert torch.equal(ours[near], distances[near].float())
+    index = attn.relative_index(32, 8, 64, 8)
+    assert index.min() >= 0 and index.max() < 16 and index[0, 31] < index[0, 3] < index[3, 0] < index[31, 0]
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory, tiny_vocab_file):
+    """(ours, transformers' DebertaV2ForMaskedLM) on the same random weights."""
+    theirs = build("DebertaV2ForMaskedLM")
+    folder = tmp_path_factory.mktemp("deberta")
+    theirs.save_pretrained(folder)
+    write_tiny_tokenizer(folder, tiny_vocab_file)
+    ours, _ = bert.load_pretrained(str(folder))
+    return ours, theirs
+
+
+def test_three_score_terms_are_transformers_terms_and_sum_to_the_scores(pair):
+    """Each layer's c2c, c2p and p2c hooks against transformers' own computation on the same layer input (its
+    query and key maps, its disentangled_attention_bias restricted to one term at a time, the same scale
+    sqrt(3 * head_dim)); the three hooks add up exactly to hook_scores where no key is padded (compared where query and key are real tokens)."""
+    ours, theirs = pair
+    input_ids, token_type_ids, attention_mask = batch()
+    with torch.no_grad():
+        _, cache = ours.run_with_cache(input_ids, token_type_ids, attention_mask)
+        reference = run_transformers(theirs, "deberta-v2", (input_ids, token_type_ids, attention_mask))
+    encoder = theirs.deberta.encoder
+    heads, seq = ours.config.num_heads, input_ids.shape[1]
+    for layer in range(ours.config.num_layers):
+        module = encoder.layer[layer].attention.self
+        x = reference.hidden_states[layer]
+        with torch.no_grad():
+            q = module.transpose_for_scores(module.query_proj(x), heads)  # [batch * head, seq, head_dim]
+            k = module.transpose_for_scores(module.key_proj(x), heads)
+            scale = (q.shape[-1] * 3) ** 0.5
+            relative_pos = encoder.get_rel_pos(x)
+            terms = {"c2c": torch.bmm(q, k.transpose(-1, -2)) / scale}
+            for term in ("c2p", "p2c"):
+                module.pos_att_type = [term]
+                terms[term] = module.disentangled_attention_bias(q, k, relative_pos, encoder.get_rel_embedding(), 3)
+            module.pos_att_type = ["p2c", "c2p"]
+        real = attention_mask.bool()
+        real_keys = real[:, None, None, :].expand(-1, heads, seq, -1)
+        real_pairs = real_keys & real[:, None, :, None]  # padded rows differ: transformers zeroes padded embeddings
+        for term, theirs_term in terms.items():
+            mine = cache[f"transformer.{layer}.attention.attention.hook_scores_{term}"]
+            torch.testing.assert_close(mine[real_pairs], theirs_term.view(-1, heads, seq, seq)[real_pairs], **TOLERANCE,
+                                       msg=lambda m: f"layer {layer} {term}: {m}")
+        total = sum(cache[f"transformer.{layer}.attention.attention.hook_scores_{term}"] for term in ("c2c", "c2p", "p2c"))
+        assert torch.equal(total[real_keys], cache["scores", layer][real_keys])
+    assert bert.hook_name("scores_c2p", 1) == "transformer.1.attention.attention.hook_scores_c2p"
+    torch.testing.assert_close(cache["relative_embeddings"], encoder.get_rel_embedding(), **TOLERANCE)
+
+
+def test_split_pass_reads_the_relative_positions(pair):
+    """residual_at and logits_above (the split pass the logit lens and interventions use) give the whole pass's logits."""
+    from bert.analysis.features.residuals import logits_above, residual_at
+
+    ours, theirs = pair
+    input_ids, token_type_ids, attention_mask = batch()
+    hidden = residual_at(ours, 1, input_ids, token_type_ids, attention_mask)
+    with torch.no_grad():
+        whole = ours(input_ids, token_type_ids, attention_mask)
+    keep = attention_mask.bool()
+    torch.testing.assert_close(logits_above(ours, 1, hidden, attention_mask)[keep], whole[keep], **TOLERANCE)
+
+
+def test_released_encoder_without_head_loads(save_hf_model):
+    """deberta-v3-base ships the encoder only (DebertaV2Model): it loads without a masked-LM head, and its last
+    hidden state is transformers'."""
+    theirs = build("DebertaV2Model")
+    ours, _ = bert.load_pretrained(str(save_hf_model(theirs)))
+    assert not ours.has_mlm_head and ours.output_heads == []
+    input_ids, token_type_ids, attention_mask = batch()
+    with torch.no_grad():
+        expected = theirs(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        hidden = ours.encode(input_ids, token_type_ids, attention_mask)
+    keep = attention_mask.bool()
+    torch.testing.assert_close(hidden[keep], expected[keep], **TOLERANCE)
+
+
+def test_strict_loading_names_the_tensor(save_hf_model):
+    folder = save_hf_model(build("DebertaV2ForMaskedLM"))
+    state = load_file(str(folder / "model.safetensors"))
+    key = "deberta.encoder.rel_embeddings.weight"
+    missing = {k: v for k, v in state.items() if k != key}
+    save_file(missing, str(folder / "model.safetensors"))
+    with pytest.raises(CheckpointError, match="encoder.rel_embeddings.weight"):
+        bert.load_pretrained(str(folder))
+    save_file({**state, key: state[key][:-2]}, str(folder / "model.safetensors"))
+    with pytest.raises(CheckpointError, match="rel_embeddings.weight.*shape"):
+        bert.load_pretrained(str(folder))
+    save_file({**state, "deberta.encoder.conv.conv.weight": torch.zeros(1)}, str(folder / "model.safetensors"))
+    with pytest.raises(CheckpointError, match="conv.conv.weight"):
+        bert.load_pretrained(str(folder))
+
+
+@pytest.mark.parametrize("field,value", [("conv_kernel_size", 3), ("share_att_key", False), ("position_biased_input", True),
+                                          ("relative_attention", False), ("norm_rel_ebd", "none"), ("legacy", False)])
+def test_what_deberta_v3_has_not_is_refused_by_name(field, value):
+    hf = hf_deberta_config().to_dict() | {field: value}
+    with pytest.raises(ConfigError, match=field):
+        BertConfig.from_hf_dict(hf)
+
+
+@pytest.mark.parametrize("architecture", ARCHITECTURES)
+def test_saved_folder_loads_in_transformers(architecture, save_hf_model, tmp_path, tiny_vocab_file):
+    import transformers
+
+    ours, theirs = loaded(architecture, save_hf_model)
+    bert.save_hf_folder(ours, tmp_path / "ours", tiny_vocab_file)
+    config = json.loads((tmp_path / "ours" / "config.json").read_text())
+    assert config["model_type"] == "deberta-v2" and config["architectures"] == [architecture]
+    again = getattr(transformers, architecture).from_pretrained(tmp_path / "ours", attn_implementation="eager").eval()
+    input_ids, token_type_ids, attention_mask = batch()
+    with torch.no_grad():
+        expected = theirs(input_ids=input_ids, attention_mask=attention_mask).logits
+        got = again(input_ids=input_ids, attention_mask=attention_mask).logits
+    torch.testing.assert_close(got, expected, **TOLERANCE)
+    assert BertConfig.from_hf_dict(config) == ours.config
