@@ -4,6 +4,10 @@ Rotary position embeddings (Su et al. 2021; ModernBERT, Warner et al. 2024) turn
 dimensions by an angle that grows with the position (`rotate`), so that q·k depends on how far apart two tokens
 are. A local layer's window (`window_band`) lets each query see the keys at most `window` positions away.
 
+DeBERTa (He et al. 2021, 2023) adds to q·k two terms read from relative-position embeddings: `log_buckets` and
+`relative_index` say which row each query-key pair reads, `content_to_position` and `position_to_content` compute
+the terms.
+
 Axes: batch (sentences), seq (positions), query / key (positions seen from the attending and the attended
 side), head (attention heads), head_dim (dimensions per head, hidden // heads = 64 in BERT-base).
 

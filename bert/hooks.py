@@ -81,7 +81,8 @@ OUTPUT_HEAD_HOOKS = {
 }
 # the three embeddings that are summed, by the names the app and saliency give them (segment = token type)
 EMBEDDING_PARTS = {"token": EMBEDDING_HOOKS["token"], "position": EMBEDDING_HOOKS["position"], "segment": EMBEDDING_HOOKS["token_type"]}
-PER_HEAD_KINDS = frozenset({"q", "k", "v", "scores", "pattern", "z"})  # [batch, head, seq, ...]: positions on axis 2
+# [batch, head, seq, ...]: positions on axis 2 (DeBERTa's score terms too)
+PER_HEAD_KINDS = frozenset({"q", "k", "v", "scores", "pattern", "z", "scores_c2c", "scores_c2p", "scores_p2c"})
 
 
 def hook_name(kind: str, layer: int | None = None) -> str:
@@ -115,8 +116,9 @@ def every_hook_name(num_layers: int, lm_head: bool = True, output_hooks: Iterabl
 
 
 def is_per_head(name: str) -> bool:
-    """Whether the hook holds [batch, head, seq, ...] (q, k, v, scores, pattern, z)."""
-    return any(name.endswith("." + LAYER_HOOKS[kind]) for kind in PER_HEAD_KINDS)
+    """Whether the hook holds [batch, head, seq, ...] (q, k, v, scores, pattern, z; DeBERTa's score terms)."""
+    per_layer = LAYER_HOOKS | FAMILY_LAYER_HOOKS
+    return any(name.endswith("." + per_layer[kind]) for kind in PER_HEAD_KINDS)
 
 
 def stack_layers(cache: Mapping[str, torch.Tensor], kind: str) -> torch.Tensor:

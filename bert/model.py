@@ -420,7 +420,7 @@ class ReplacedTokenHead(nn.Module):
 class FirstTokenClassifier(nn.Module):
     """The sequence classifier of the families without BERT's pooler path: the first token's vector through
     dense and an activation, then to the labels. RoBERTa: tanh (RobertaClassificationHead); DistilBERT: ReLU
-    (pre_classifier); ELECTRA: GELU (ElectraClassificationHead)."""
+    (pre_classifier); ELECTRA: GELU (ElectraClassificationHead); DeBERTa: GELU (ContextPooler, then the classifier)."""
 
     def __init__(self, config: BertConfig, num_labels: int, dropout: float):
         super().__init__()

@@ -21,6 +21,7 @@ import bert
 from bert import attention as attn
 from bert.config import BertConfig
 from bert.errors import CheckpointError, ConfigError
+from bert.hooks import is_per_head
 from bert_test_support import TINY_VOCAB, pad_rows, random_rows, randomize_
 from family_support import compare, run_transformers, write_tiny_tokenizer
 
@@ -139,6 +140,7 @@ def test_three_score_terms_are_transformers_terms_and_sum_to_the_scores(pair):
         total = sum(cache[f"transformer.{layer}.attention.attention.hook_scores_{term}"] for term in ("c2c", "c2p", "p2c"))
         assert torch.equal(total[real_keys], cache["scores", layer][real_keys])
     assert bert.hook_name("scores_c2p", 1) == "transformer.1.attention.attention.hook_scores_c2p"
+    assert is_per_head(bert.hook_name("scores_p2c", 0))  # position interventions cut its axis 2, as for the scores
     torch.testing.assert_close(cache["relative_embeddings"], encoder.get_rel_embedding(), **TOLERANCE)
 
 
