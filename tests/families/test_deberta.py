@@ -23,7 +23,7 @@ from bert.config import BertConfig
 from bert.errors import CheckpointError, ConfigError
 from bert.hooks import is_per_head
 from bert_test_support import TINY_VOCAB, pad_rows, random_rows, randomize_
-from family_support import compare, run_transformers, write_tiny_tokenizer
+from family_support import compare, load_saved, run_transformers
 
 TOLERANCE = dict(atol=1e-5, rtol=1e-5)
 LAYOUT = [(30, 0), (9, 0), (10, 8)]  # the longest row 32 tokens (with [CLS] and [SEP]); a pair; padding
@@ -99,11 +99,7 @@ def test_log_buckets_as_transformers():
 def pair(tmp_path_factory, tiny_vocab_file):
     """(ours, transformers' DebertaV2ForMaskedLM) on the same random weights."""
     theirs = build("DebertaV2ForMaskedLM")
-    folder = tmp_path_factory.mktemp("deberta")
-    theirs.save_pretrained(folder)
-    write_tiny_tokenizer(folder, tiny_vocab_file)
-    ours, _ = bert.load_pretrained(str(folder))
-    return ours, theirs
+    return load_saved(theirs, tmp_path_factory.mktemp("deberta"), tiny_vocab_file), theirs
 
 
 def test_three_score_terms_are_transformers_terms_and_sum_to_the_scores(pair):
