@@ -117,18 +117,21 @@ def padding_bias(attention_mask: torch.Tensor | None, dtype: torch.dtype) -> tor
 
 def fused_attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attention_mask: torch.Tensor | None, dropout: float = 0.0,
-    causal: bool = False, window: int | None = None,
+    causal: bool = False, window: int | None = None, bias: torch.Tensor | None = None, scale: float | None = None,
 ) -> torch.Tensor:
     """softmax(q·k / sqrt(head_dim) + padding) · v in one kernel: [batch, head, query, head_dim], what
     attention_scores, mask_padding, (mask_outside_window with a window, mask_future if causal,) softmax and
-    weighted_values give (dropout: on the pattern, training only)."""
-    bias = padding_bias(attention_mask, q.dtype)
+    weighted_values give (dropout: on the pattern, training only). bias: [batch, head, query, key] added to the
+    scores (DeBERTa's position terms); scale: q·k's factor instead of 1 / sqrt(head_dim)."""
+    extra, bias = bias, padding_bias(attention_mask, q.dtype)
+    if extra is not None:
+        bias = extra if bias is None else extra + bias
     if window is not None:  # the band as a [1 or batch, 1, query, key] bias
         seq = q.shape[-2]
         bias = mask_outside_window(q.new_zeros(1, 1, seq, seq) if bias is None else bias.expand(-1, -1, seq, -1), window)
     if causal and bias is not None:  # SDPA takes a mask or is_causal, not both: fold the future into the mask
         bias, causal = mask_future(bias.expand(-1, -1, q.shape[-2], -1)), False
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=dropout, is_causal=causal)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=dropout, is_causal=causal, scale=scale)
 
 
 def log_buckets(relative: torch.Tensor, buckets: int, max_distance: int) -> torch.Tensor:

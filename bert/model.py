@@ -130,12 +130,12 @@ class PureSelfAttentionLayer(nn.Module):
     hook_k record them turned: the q and k whose product is the scores, as in every family. A local layer's
     queries see only the keys within `window` positions (`attention.window_band` draws it).
 
-    DeBERTa's disentangled attention (He et al. 2021, eq. 4) always goes step by step: the scores are the sum of
-    three terms, each recorded on its own and each already divided by sqrt(head_dim * config.score_scale), so that
+    DeBERTa's disentangled attention (He et al. 2021, eq. 4): the scores are the sum of three terms, each recorded on its own and each already divided by sqrt(head_dim * config.score_scale), so that
     hook_scores_c2c + hook_scores_c2p + hook_scores_p2c is hook_scores before masking: content-to-content
     (q·k), content-to-position (each query against the position key of its distance to each key) and
     position-to-content (each key against the position query of that distance). The position keys and queries are
-    the relative-position embeddings through this layer's own key and query maps (share_att_key)."""
+    the relative-position embeddings through this layer's own key and query maps (share_att_key). When nobody
+    records or changes a term, the scores or the pattern, the fused kernel adds c2p + p2c to its own q·k."""
 
     def __init__(self, config: BertConfig, layer: int = 0):
         super().__init__()
@@ -167,17 +167,26 @@ class PureSelfAttentionLayer(nn.Module):
         parts = [f"window=±{self.window}" if self.window is not None else "global"]
         return ", ".join(parts + ([f"rotary theta={self.rope_theta:g}"] if self.rope_theta is not None else []))
 
-    def disentangled_scores(self, q: torch.Tensor, k: torch.Tensor, relative: RelativeInput) -> torch.Tensor:
-        """DeBERTa's unmasked scores [batch, head, query, key]: c2c + c2p + p2c, each term through its hook."""
-        scores = self.hook_scores_c2c(torch.matmul(q, k.transpose(-1, -2)) / self.scale)
+    def disentangled_scores(self, q: torch.Tensor, k: torch.Tensor, relative: RelativeInput, content: bool = True) -> torch.Tensor | None:
+        """DeBERTa's unmasked scores [batch, head, query, key]: c2c + c2p + p2c, each term through its hook.
+        content False: c2p + p2c only (None without position terms), the bias the fused kernel adds to its q·k."""
+        scores = self.hook_scores_c2c(torch.matmul(q, k.transpose(-1, -2)) / self.scale) if content else None
         positions = relative.embeddings[None]  # [1, 2 * span, hidden]
         if "c2p" in self.position_attention:
             position_keys = attn.split_heads(self.project_key(positions), self.num_heads)[0]  # [head, 2 * span, head_dim]
-            scores = scores + self.hook_scores_c2p(attn.content_to_position(q, position_keys, relative.index, self.scale))
+            c2p = self.hook_scores_c2p(attn.content_to_position(q, position_keys, relative.index, self.scale))
+            scores = c2p if scores is None else scores + c2p
         if "p2c" in self.position_attention:
             position_queries = attn.split_heads(self.project_query(positions), self.num_heads)[0]  # [head, 2 * span, head_dim]
-            scores = scores + self.hook_scores_p2c(attn.position_to_content(k, position_queries, relative.index, self.scale))
+            p2c = self.hook_scores_p2c(attn.position_to_content(k, position_queries, relative.index, self.scale))
+            scores = p2c if scores is None else scores + p2c
         return scores
+
+    def _watched(self) -> bool:
+        """Whether this call records or changes the scores, the pattern or (DeBERTa) a term of the scores."""
+        terms = ("c2c", *self.position_attention) if self.position_attention is not None else ()
+        return any(getattr(self, f"hook_scores{suffix}").is_watched() for suffix in ("", *(f"_{term}" for term in terms))) \
+            or self.hook_pattern.is_watched()
 
     def forward(self, x: torch.Tensor, attention_mask: torch.Tensor | None, relative: RelativeInput | None = None) -> torch.Tensor:
         q = attn.split_heads(self.project_query(x), self.num_heads)
@@ -187,18 +196,21 @@ class PureSelfAttentionLayer(nn.Module):
             q, k = attn.rotate(q, cos, sin), attn.rotate(k, cos, sin)
         q, k = self.hook_q(q), self.hook_k(k)
         v = self.hook_v(attn.split_heads(self.project_value(x), self.num_heads))
-        if self.position_attention is not None:
-            if relative is None:
-                raise InvalidInputError("a relative-attention layer needs the relative positions: Bert.relative_input(seq)")
+        if self.position_attention is not None and relative is None:
+            raise InvalidInputError("a relative-attention layer needs the relative positions: Bert.relative_input(seq)")
+        dropout = self.dropout.p if self.training else 0.0
+        if self.position_attention is not None and self._watched():
             scores = self.hook_scores(attn.mask_padding(self.disentangled_scores(q, k, relative), attention_mask))
             z = attn.weighted_values(self.dropout(self.hook_pattern(scores.softmax(dim=-1))), v)
+        elif self.position_attention is not None:  # DeBERTa, nobody looking: c2p + p2c as a bias on the fused kernel's q·k
+            z = attn.fused_attention(q, k, v, attention_mask, dropout=dropout, bias=self.disentangled_scores(q, k, relative, content=False),
+                                     scale=1 / self.scale)
         elif self.hook_scores.is_watched() or self.hook_pattern.is_watched():
             scores = self.hook_scores(attn.masked_scores(q, k, attention_mask, self.causal, self.window))
             pattern = self.hook_pattern(scores.softmax(dim=-1))
             z = attn.weighted_values(self.dropout(pattern), v)
         else:  # nobody looks at the scores or the pattern: the same z from one fused kernel
-            z = attn.fused_attention(q, k, v, attention_mask, dropout=self.dropout.p if self.training else 0.0,
-                                     causal=self.causal, window=self.window)
+            z = attn.fused_attention(q, k, v, attention_mask, dropout=dropout, causal=self.causal, window=self.window)
         return attn.merge_heads(self.hook_z(z))  # [batch, seq, hidden]
 
 

@@ -4,7 +4,8 @@ own classes load through bert.load_pretrained (config.json's model_type "deberta
 same logits, every hidden state and every attention pattern within 1e-5, in a padded batch whose longest row (32
 tokens) is far longer than the tiny configs' 8 position buckets, so that the log buckets are used; the three terms of
 the disentangled scores are each transformers' own; strict loading names the tensor; a folder we save loads in
-transformers with the same logits.
+transformers with the same logits; without recording, the fused kernel with the position terms as a bias gives the
+same logits.
 
 The reference runs with attn_implementation="eager": transformers' DeBERTa-v2 has no other attention, and eager is
 the implementation that returns the attention patterns, so that every one can be compared.
@@ -72,12 +73,26 @@ def loaded(architecture, save_hf_model, **fields):
 
 
 @pytest.mark.parametrize("architecture,variant", CASES)
-def test_checkpoint_loads_and_matches_transformers(architecture, variant, save_hf_model):
+def test_checkpoint_loads_and_matches_transformers(architecture, variant, save_hf_model, monkeypatch):
     ours, theirs = loaded(architecture, save_hf_model, **VARIANTS[variant])
     assert ours.config.family == "deberta-v2" and ours.embedding.position_embedding is None
     inputs = batch(segments=variant == "segments")
     assert not inputs[2].all() and inputs[0].shape[1] > 2 * ours.config.relative_span // 2  # padded; beyond the exact buckets
     compare(ours, theirs, "deberta-v2", architecture, inputs)
+    # nobody records: c2p + p2c go as a bias into the fused kernel, with the same logits
+    calls = []
+    fused = attn.fused_attention
+    monkeypatch.setattr(attn, "fused_attention", lambda *args, **kwargs: calls.append(1) or fused(*args, **kwargs))
+    output = {"DebertaV2ForMaskedLM": "mlm", "DebertaV2ForSequenceClassification": "classifier"}.get(architecture, "tagger")
+    with torch.no_grad():
+        logits = ours(*inputs, output=output)
+    assert len(calls) == ours.config.num_layers
+    expected = run_transformers(theirs, "deberta-v2", inputs).logits
+    keep = inputs[2].bool()
+    if output == "classifier":
+        torch.testing.assert_close(logits, expected, **TOLERANCE)
+    else:
+        torch.testing.assert_close(logits[keep], expected[keep], **TOLERANCE)
 
 
 def test_log_buckets_as_transformers():
