@@ -39,12 +39,19 @@ def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     return torch.matmul(q, k.transpose(-1, -2)).mul_(q.shape[-1] ** -0.5)
 
 
-def mask_padding(scores: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
-    """Give padded keys (attention_mask == 0) the lowest score, so softmax gives them zero attention."""
+def padded_pairs(attention_mask: torch.Tensor, queries: bool = False) -> torch.Tensor:
+    """bool [batch, 1, 1 or query, key]: True at padded keys (attention_mask == 0); with queries, at every key of a
+    padded query too (DeBERTa: its row is all masked, so softmax spreads it evenly)."""
+    padded = rearrange(attention_mask == 0, "batch key -> batch 1 1 key")
+    return padded | rearrange(attention_mask == 0, "batch query -> batch 1 query 1") if queries else padded
+
+
+def mask_padding(scores: torch.Tensor, attention_mask: torch.Tensor | None, queries: bool = False) -> torch.Tensor:
+    """Give padded keys (attention_mask == 0) the lowest score, so softmax gives them zero attention (with
+    queries: every key of a padded query as well)."""
     if attention_mask is None:
         return scores
-    padded_key = rearrange(attention_mask == 0, "batch key -> batch 1 1 key")
-    return scores.masked_fill(padded_key, torch.finfo(scores.dtype).min)
+    return scores.masked_fill(padded_pairs(attention_mask, queries), torch.finfo(scores.dtype).min)
 
 
 def mask_future(scores: torch.Tensor) -> torch.Tensor:
@@ -106,24 +113,26 @@ def weighted_values(pattern: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     return torch.matmul(pattern, v)
 
 
-def padding_bias(attention_mask: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
-    """[batch, 1, 1, key], added to the scores: 0 for real keys, the dtype's minimum for padded ones
+def padding_bias(attention_mask: torch.Tensor | None, dtype: torch.dtype, queries: bool = False) -> torch.Tensor | None:
+    """[batch, 1, 1 or query, key], added to the scores: 0 for real keys, the dtype's minimum for padded ones
     (attention_mask == 0), as `mask_padding` gives them."""
     if attention_mask is None:
         return None
-    padded_key = rearrange(attention_mask == 0, "batch key -> batch 1 1 key")
-    return torch.zeros(padded_key.shape, dtype=dtype, device=attention_mask.device).masked_fill_(padded_key, torch.finfo(dtype).min)
+    padded = padded_pairs(attention_mask, queries)
+    return torch.zeros(padded.shape, dtype=dtype, device=attention_mask.device).masked_fill_(padded, torch.finfo(dtype).min)
 
 
 def fused_attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attention_mask: torch.Tensor | None, dropout: float = 0.0,
     causal: bool = False, window: int | None = None, bias: torch.Tensor | None = None, scale: float | None = None,
+    padded_queries: bool = False,
 ) -> torch.Tensor:
     """softmax(q·k / sqrt(head_dim) + padding) · v in one kernel: [batch, head, query, head_dim], what
     attention_scores, mask_padding, (mask_outside_window with a window, mask_future if causal,) softmax and
     weighted_values give (dropout: on the pattern, training only). bias: [batch, head, query, key] added to the
-    scores (DeBERTa's position terms); scale: q·k's factor instead of 1 / sqrt(head_dim)."""
-    extra, bias = bias, padding_bias(attention_mask, q.dtype)
+    scores (DeBERTa's position terms); scale: q·k's factor instead of 1 / sqrt(head_dim); padded_queries: mask
+    every key of a padded query too (mask_padding's queries)."""
+    extra, bias = bias, padding_bias(attention_mask, q.dtype, padded_queries)
     if extra is not None:
         bias = extra if bias is None else extra + bias
     if window is not None:  # the band as a [1 or batch, 1, query, key] bias

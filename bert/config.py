@@ -34,7 +34,7 @@ MODERNBERT_DIFFERENCES = dict(
 # and no segments; disentangled attention over 256 log buckets of relative position in both directions.
 DEBERTA_DIFFERENCES = dict(
     type_vocab_size=0, pooler=False, sequence_head="dense_gelu", layer_norm_eps=1e-7, absolute_positions=False,
-    relative_attention=True, position_buckets=256, position_attention=("p2c", "c2p"),
+    relative_attention=True, position_buckets=256, position_attention=("p2c", "c2p"), padded_rows_zero=True,
 )
 POSITION_ATTENTION = ("c2p", "p2c")  # DeBERTa's pos_att_type terms: content-to-position, position-to-content
 
@@ -91,6 +91,9 @@ class BertConfig:
     position_buckets: int = 0  # relative distances fall in this many log buckets each way (v3: 256); 0: exact distances
     max_relative_positions: int | None = None  # the farthest distance the buckets reach; None: max_position_embeddings
     position_attention: tuple[str, ...] = ()  # which of POSITION_ATTENTION the scores add (v3: both; pos_att_type)
+    # True (Hugging Face's DeBERTa): a padded position's embedding is zeroed and its query attends to no key in
+    # particular (every key masked: a uniform pattern). No real token reads either; it changes padded rows only.
+    padded_rows_zero: bool = False
 
     def __post_init__(self):
         if self.hidden_size % self.num_heads:

@@ -53,6 +53,7 @@ DeBERTa-v3 none either: its attention reads relative positions (RelativePosition
         super().__init__()
         width = config.embedding_width  # E
         self.pad_token_id, self.position_offset = config.pad_token_id, config.position_offset
+        self.padded_rows_zero = config.padded_rows_zero  # DeBERTa: padded positions' embeddings zeroed after LayerNorm
         self.token_embedding = nn.Embedding(config.vocab_size, width)
         table = config.absolute_positions and not config.rotary
         self.position_embedding = nn.Embedding(config.position_rows, width) if table else None
@@ -71,7 +72,7 @@ DeBERTa-v3 none either: its attention reads relative positions (RelativePosition
             self.hook_norm = HookPoint()  # [batch, seq, E] after LayerNorm, before the projection
         self.hook_out = HookPoint()  # [batch, seq, hidden] what enters the first layer (after LayerNorm, or the projection)
 
-    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
         batch, seq = input_ids.shape
         token = self.hook_token(self.token_embedding(input_ids))
         if self.position_embedding is None:  # rotary or relative positions: in attention, not here
@@ -87,7 +88,10 @@ DeBERTa-v3 none either: its attention reads relative positions (RelativePosition
             summed = summed + self.hook_token_type(self.token_type_embedding(token_type_ids))
         summed = self.hook_sum(summed)
         if self.projection is None:
-            return self.dropout(self.hook_out(self.layer_norm(summed)))
+            normed = self.layer_norm(summed)
+            if self.padded_rows_zero and attention_mask is not None:
+                normed = normed * attention_mask[..., None].to(normed.dtype)
+            return self.dropout(self.hook_out(normed))
         return self.hook_out(self.projection(self.dropout(self.hook_norm(self.layer_norm(summed)))))
 
 
@@ -152,6 +156,7 @@ class PureSelfAttentionLayer(nn.Module):
         self.hook_k = HookPoint()  # [batch, head, key, head_dim] (rotary: after the rotation)
         self.hook_v = HookPoint()  # [batch, head, key, head_dim]
         self.position_attention = config.position_attention if config.relative_attention else None
+        self.padded_queries = config.padded_rows_zero  # DeBERTa: a padded query's row is all masked
         if self.position_attention is not None:  # DeBERTa: each term scaled by 1 / sqrt(head_dim * score_scale)
             self.scale = (config.head_size * config.score_scale) ** 0.5
             self.hook_scores_c2c = HookPoint()  # [batch, head, query, key] content-to-content, scaled
@@ -200,11 +205,11 @@ class PureSelfAttentionLayer(nn.Module):
             raise InvalidInputError("a relative-attention layer needs the relative positions: Bert.relative_input(seq)")
         dropout = self.dropout.p if self.training else 0.0
         if self.position_attention is not None and self._watched():
-            scores = self.hook_scores(attn.mask_padding(self.disentangled_scores(q, k, relative), attention_mask))
+            scores = self.hook_scores(attn.mask_padding(self.disentangled_scores(q, k, relative), attention_mask, self.padded_queries))
             z = attn.weighted_values(self.dropout(self.hook_pattern(scores.softmax(dim=-1))), v)
         elif self.position_attention is not None:  # DeBERTa, nobody looking: c2p + p2c as a bias on the fused kernel's q·k
             z = attn.fused_attention(q, k, v, attention_mask, dropout=dropout, bias=self.disentangled_scores(q, k, relative, content=False),
-                                     scale=1 / self.scale)
+                                     scale=1 / self.scale, padded_queries=self.padded_queries)
         elif self.hook_scores.is_watched() or self.hook_pattern.is_watched():
             scores = self.hook_scores(attn.masked_scores(q, k, attention_mask, self.causal, self.window))
             pattern = self.hook_pattern(scores.softmax(dim=-1))
@@ -675,7 +680,7 @@ class Bert(nn.Module):
         if attention_mask is not None and bool(attention_mask.all()):
             attention_mask = None  # nothing padded: the same result, and the fused kernel is faster without a mask
         checkpoint(input_ids.shape[0])  # whoever watches this thread's runs may stop here (bert/stopping.py)
-        x = self.embedding(input_ids, token_type_ids)
+        x = self.embedding(input_ids, token_type_ids, attention_mask)
         relative = self.relative_input(input_ids.shape[1])
         for layer in self.transformer:
             x = layer(x, attention_mask) if relative is None else layer(x, attention_mask, relative)

@@ -80,7 +80,8 @@ FAMILY_FIXED = {
     "albert": {"shared_layers": True},
     "electra": {"pooler": False, "sequence_head": "dense_gelu", "mlm_activation": "gelu"},  # the generator's head: fixed GELU
     "modernbert": {key: MODERNBERT_DIFFERENCES[key] for key in ("type_vocab_size", "pooler", "sequence_head", "pre_norm", "gated_mlp", "rotary")},
-    "deberta-v2": {key: DEBERTA_DIFFERENCES[key] for key in ("pooler", "sequence_head", "absolute_positions", "relative_attention")},
+    "deberta-v2": {key: DEBERTA_DIFFERENCES[key] for key in ("pooler", "sequence_head", "absolute_positions", "relative_attention",
+                                                             "padded_rows_zero")},
 }
 ACTIVATIONS = {"gelu": "gelu", "gelu_python": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
                "relu": "relu", "silu": "silu", "swish": "silu"}

@@ -1,7 +1,7 @@
 """DeBERTa-v3 (He et al. 2021, "DeBERTa: Decoding-enhanced BERT with Disentangled Attention"; He et al. 2023,
 "DeBERTaV3") against `transformers` on the same random weights: tiny DebertaV2 checkpoints saved by transformers'
 own classes load through bert.load_pretrained (config.json's model_type "deberta-v2" picks the family) and give the
-same logits, every hidden state and every attention pattern within 1e-5, in a padded batch whose longest row (32
+same logits, every hidden state and every attention pattern within 1e-5 (padded positions included), in a padded batch whose longest row (32
 tokens) is far longer than the tiny configs' 8 position buckets, so that the log buckets are used; the three terms of
 the disentangled scores are each transformers' own; strict loading names the tensor; a folder we save loads in
 transformers with the same logits; without recording, the fused kernel with the position terms as a bias gives the
@@ -79,6 +79,7 @@ def test_checkpoint_loads_and_matches_transformers(architecture, variant, save_h
     inputs = batch(segments=variant == "segments")
     assert not inputs[2].all() and inputs[0].shape[1] > 2 * ours.config.relative_span // 2  # padded; beyond the exact buckets
     compare(ours, theirs, "deberta-v2", architecture, inputs)
+    padded_rows_too(ours, theirs, inputs)
     # nobody records: c2p + p2c go as a bias into the fused kernel, with the same logits
     calls = []
     fused = attn.fused_attention
@@ -93,6 +94,19 @@ def test_checkpoint_loads_and_matches_transformers(architecture, variant, save_h
         torch.testing.assert_close(logits, expected, **TOLERANCE)
     else:
         torch.testing.assert_close(logits[keep], expected[keep], **TOLERANCE)
+
+
+def padded_rows_too(ours, theirs, inputs):
+    """Every hidden state and pattern at every position, padded ones included: transformers' DeBERTa zeroes a padded
+    position's embedding and masks its query's whole row (a uniform pattern), and so does ours."""
+    reference = run_transformers(theirs, "deberta-v2", inputs)
+    with torch.no_grad():
+        _, cache = ours.run_with_cache(*inputs, names=lambda name: name.endswith(("embedding.hook_out", ".hook_out", "hook_pattern")))
+    torch.testing.assert_close(cache["embedding_out"], reference.hidden_states[0], **TOLERANCE)
+    assert reference.hidden_states[0][~inputs[2].bool()].abs().max() == 0
+    for layer in range(ours.config.num_layers):
+        torch.testing.assert_close(cache["layer_out", layer], reference.hidden_states[layer + 1], **TOLERANCE)
+        torch.testing.assert_close(cache["pattern", layer], reference.attentions[layer], **TOLERANCE)
 
 
 def test_log_buckets_as_transformers():
@@ -120,7 +134,8 @@ def pair(tmp_path_factory, tiny_vocab_file):
 def test_three_score_terms_are_transformers_terms_and_sum_to_the_scores(pair):
     """Each layer's c2c, c2p and p2c hooks against transformers' own computation on the same layer input (its
     query and key maps, its disentangled_attention_bias restricted to one term at a time, the same scale
-    sqrt(3 * head_dim)); the three hooks add up exactly to hook_scores where no key is padded (compared where query and key are real tokens)."""
+    sqrt(3 * head_dim)); the three hooks add up exactly to hook_scores where neither key nor query is padded, and
+    hook_scores holds the lowest score where one is."""
     ours, theirs = pair
     input_ids, token_type_ids, attention_mask = batch()
     with torch.no_grad():
@@ -142,14 +157,14 @@ def test_three_score_terms_are_transformers_terms_and_sum_to_the_scores(pair):
                 terms[term] = module.disentangled_attention_bias(q, k, relative_pos, encoder.get_rel_embedding(), 3)
             module.pos_att_type = ["p2c", "c2p"]
         real = attention_mask.bool()
-        real_keys = real[:, None, None, :].expand(-1, heads, seq, -1)
-        real_pairs = real_keys & real[:, None, :, None]  # padded rows differ: transformers zeroes padded embeddings
+        real_pairs = real[:, None, None, :] & real[:, None, :, None]  # [batch, 1, query, key]: neither padded
         for term, theirs_term in terms.items():
             mine = cache[f"transformer.{layer}.attention.attention.hook_scores_{term}"]
-            torch.testing.assert_close(mine[real_pairs], theirs_term.view(-1, heads, seq, seq)[real_pairs], **TOLERANCE,
-                                       msg=lambda m: f"layer {layer} {term}: {m}")
+            torch.testing.assert_close(mine, theirs_term.view(-1, heads, seq, seq), **TOLERANCE, msg=lambda m: f"layer {layer} {term}: {m}")
         total = sum(cache[f"transformer.{layer}.attention.attention.hook_scores_{term}"] for term in ("c2c", "c2p", "p2c"))
-        assert torch.equal(total[real_keys], cache["scores", layer][real_keys])
+        scores = cache["scores", layer]
+        assert torch.equal(total[real_pairs.expand_as(total)], scores[real_pairs.expand_as(scores)])
+        assert (scores[~real_pairs.expand_as(scores)] == torch.finfo(scores.dtype).min).all()  # a padded key or query
     assert bert.hook_name("scores_c2p", 1) == "transformer.1.attention.attention.hook_scores_c2p"
     assert is_per_head(bert.hook_name("scores_p2c", 0))  # position interventions cut its axis 2, as for the scores
     torch.testing.assert_close(cache["relative_embeddings"], encoder.get_rel_embedding(), **TOLERANCE)
