@@ -236,3 +236,43 @@ def test_saved_folder_loads_in_transformers(architecture, save_hf_model, tmp_pat
         got = again(input_ids=input_ids, attention_mask=attention_mask).logits
     torch.testing.assert_close(got, expected, **TOLERANCE)
     assert BertConfig.from_hf_dict(config) == ours.config
+
+
+def test_a_folder_with_tokenizer_json_loads_whole_and_predicts_as_transformers(tmp_path):
+    """A DeBERTa-v3 folder with its SentencePiece tokenizer.json (BERT's special tokens) beside the weights:
+    bert.load_pretrained reads both; a typed [MASK] gives transformers' logits for its own tokenizer's ids, on more
+    tokens than the buckets tell apart exactly."""
+    from tokenizer_support import build_tokenizer
+
+    reference = build_tokenizer("deberta-v2", tmp_path)
+    theirs = build("DebertaV2ForMaskedLM", vocab_size=len(reference), pad_token_id=reference.pad_token_id)
+    theirs.save_pretrained(tmp_path)
+    ours, tokenizer = bert.load_pretrained(str(tmp_path))
+    text = "Paris is the [MASK] of France, a country in Europe with many old towns and rivers."
+    encoding = tokenizer.encode(text)
+    expected = reference(text.replace("[MASK]", reference.mask_token), return_tensors="pt")
+    assert encoding.input_ids == expected["input_ids"][0].tolist() and len(encoding) > ours.config.position_buckets
+    assert encoding.input_ids[tokenizer.mask_positions(encoding)[0]] == reference.mask_token_id
+    ids = torch.tensor([encoding.input_ids])
+    with torch.no_grad():
+        torch.testing.assert_close(ours(ids), theirs(**expected).logits, **TOLERANCE)
+
+
+def test_pretraining_from_a_fresh_config_updates_every_part(tmp_path, tokenizer):
+    """Two steps of the project's pre-training loop on a fresh DeBERTa-v3 config: every tensor learns, the shared
+    relative-position embeddings and their LayerNorm too."""
+    from bert.pretraining.data import DataConfig
+    from bert.pretraining.trainer import TrainConfig, train
+
+    torch.manual_seed(0)
+    config = BertConfig.of_family("deberta-v2", vocab_size=len(TINY_VOCAB), hidden_size=16, num_layers=2, num_heads=2,
+                                  intermediate_size=32, max_position_embeddings=32, position_buckets=4, pad_token_id=tokenizer.pad_id)
+    model = bert.Bert(config, mlm_head=True)
+    before = {name: p.detach().clone() for name, p in model.named_parameters()}
+    corpus = tmp_path / "train.txt"
+    corpus.write_text("\n\n".join("\n".join(["the dog barked at the mail man", "her cat went to the park"] * 2) for _ in range(4)) + "\n")
+    metrics = train(model, tokenizer, corpus, None, tmp_path / "run",
+                    TrainConfig(steps=2, warmup_steps=0, learning_rate=1e-2, eval_every=2, checkpoint_every=2),
+                    DataConfig(max_length=16, batch_size=4))
+    assert metrics["step"] == 2 and torch.isfinite(torch.tensor(metrics["train_loss"]))
+    assert [name for name, p in model.named_parameters() if torch.equal(p, before[name])] == []
