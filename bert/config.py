@@ -131,6 +131,10 @@ class BertConfig:
             raise ConfigError("position_attention (pos_att_type) needs relative_attention")
         if self.relative_attention and (self.rotary or self.relative_span < 1):
             raise ConfigError("relative_attention needs position_buckets or max_relative_positions of 1 or more, and no rotary positions")
+        if self.relative_attention and (self.shared_layers or self.pre_norm):
+            raise ConfigError("relative_attention (DeBERTa) goes with BERT's post-LN layers of their own, not shared or pre-norm ones")
+        if self.padded_rows_zero and self.projects_embeddings:
+            raise ConfigError("padded_rows_zero (DeBERTa) needs embeddings as wide as hidden_size (no projection)")
 
     def _check_layer_groups(self) -> None:
         """ALBERT's groups: whole numbers of group applications and of applications per group."""

@@ -221,6 +221,15 @@ def test_what_deberta_v3_has_not_is_refused_by_name(field, value):
         BertConfig.from_hf_dict(hf)
 
 
+@pytest.mark.parametrize("fields,words", [
+    (dict(shared_layers=True), "not shared or pre-norm"), (dict(embedding_size=8), "no projection"),
+    (dict(position_attention=("c2c",)), "among"), (dict(relative_attention=False), "needs relative_attention"),
+])
+def test_fresh_configs_that_cannot_run_are_refused(fields, words):
+    with pytest.raises(ConfigError, match=words):
+        BertConfig.of_family("deberta-v2", hidden_size=16, num_heads=2, **fields)
+
+
 @pytest.mark.parametrize("architecture", ARCHITECTURES)
 def test_saved_folder_loads_in_transformers(architecture, save_hf_model, tmp_path, tiny_vocab_file):
     import transformers
