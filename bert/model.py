@@ -47,7 +47,8 @@ class BertEmbedding(nn.Module):
     """token + position + segment embeddings, summed, then LayerNorm and dropout; where E < H (ALBERT, small
     ELECTRAs) a linear projection to H follows. A family without segments (DistilBERT, ModernBERT) has no segment
     embedding; one with rotary positions (ModernBERT) no position table: its positions turn q and k in attention;
-DeBERTa-v3 none either: its attention reads relative positions (RelativePositions)."""
+    DeBERTa-v3 none either: its attention reads relative positions (RelativePositions), and its padded positions'
+    embeddings are zeroed (padded_rows_zero), as Hugging Face's DeBERTa does."""
 
     def __init__(self, config: BertConfig):
         super().__init__()
@@ -134,12 +135,14 @@ class PureSelfAttentionLayer(nn.Module):
     hook_k record them turned: the q and k whose product is the scores, as in every family. A local layer's
     queries see only the keys within `window` positions (`attention.window_band` draws it).
 
-    DeBERTa's disentangled attention (He et al. 2021, eq. 4): the scores are the sum of three terms, each recorded on its own and each already divided by sqrt(head_dim * config.score_scale), so that
-    hook_scores_c2c + hook_scores_c2p + hook_scores_p2c is hook_scores before masking: content-to-content
-    (q·k), content-to-position (each query against the position key of its distance to each key) and
-    position-to-content (each key against the position query of that distance). The position keys and queries are
-    the relative-position embeddings through this layer's own key and query maps (share_att_key). When nobody
-    records or changes a term, the scores or the pattern, the fused kernel adds c2p + p2c to its own q·k."""
+    DeBERTa's disentangled attention (He et al. 2021, eq. 4): the scores are the sum of three terms, each recorded
+    on its own and each already divided by sqrt(head_dim * config.score_scale), so that hook_scores_c2c +
+    hook_scores_c2p + hook_scores_p2c is hook_scores before masking: content-to-content (q·k), content-to-position
+    (each query against the position key of its distance to each key) and position-to-content (each key against the
+    position query of that distance). The position keys and queries are the relative-position embeddings through
+    this layer's own key and query maps (share_att_key). When nobody records or changes a term, the scores or the
+    pattern, the fused kernel adds c2p + p2c to its own q·k. A padded query's row is masked whole (DeBERTa's
+    padded_rows_zero: softmax spreads it evenly)."""
 
     def __init__(self, config: BertConfig, layer: int = 0):
         super().__init__()

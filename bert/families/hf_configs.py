@@ -161,7 +161,7 @@ def _modernbert_to_hf(config) -> dict:
 def _check_deberta(hf: dict) -> None:
     """DeBERTa-v3's architecture only: what v2 checkpoints add (a convolution beside layer 0, a position table,
     separate position projections, a projected or narrower embedding) is refused by name."""
-    if hf.get("conv_kernel_size", 0) > 0:
+    if (hf.get("conv_kernel_size") or 0) > 0:
         raise ConfigError(f"conv_kernel_size {hf['conv_kernel_size']}: DeBERTa-v2's convolution layer is not supported (DeBERTa-v3 has none)")
     for key, value in _DEBERTA_REQUIRED.items():
         given = hf.get(key, value if key in ("share_att_key", "legacy") else None)
@@ -182,9 +182,9 @@ def _deberta_positions(hf: dict) -> dict:
     terms = hf.get("pos_att_type") or []
     if isinstance(terms, str):
         terms = [term.strip() for term in terms.lower().split("|")]
-    fields = {"position_attention": tuple(terms), "position_buckets": max(hf.get("position_buckets", -1), 0),
+    fields = {"position_attention": tuple(terms), "position_buckets": max(hf.get("position_buckets") or -1, 0),
               "layer_norm_eps": hf.get("layer_norm_eps", 1e-7), "type_vocab_size": hf.get("type_vocab_size", 0)}
-    if hf.get("max_relative_positions", -1) >= 1:
+    if (hf.get("max_relative_positions") or -1) >= 1:
         fields["max_relative_positions"] = hf["max_relative_positions"]
     return fields
 
