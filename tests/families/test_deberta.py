@@ -285,3 +285,12 @@ def test_pretraining_from_a_fresh_config_updates_every_part(tmp_path, tokenizer)
                     DataConfig(max_length=16, batch_size=4))
     assert metrics["step"] == 2 and torch.isfinite(torch.tensor(metrics["train_loss"]))
     assert [name for name, p in model.named_parameters() if torch.equal(p, before[name])] == []
+
+
+def test_cost_counts_the_position_terms():
+    """DeBERTa-v3-base's work per token: BERT-base's 12 hidden x hidden matrices per layer, plus two terms that each
+    multiply hidden numbers with 2 * 256 relative positions."""
+    from bert.costs import relative_size
+
+    assert relative_size(BertConfig.deberta_v3_base()) == pytest.approx((12 * 768**2 + 2 * 512 * 768) / (12 * 768**2))
+    assert relative_size(BertConfig.deberta_v3_base(position_attention=())) == 1.0
