@@ -294,3 +294,30 @@ def test_cost_counts_the_position_terms():
 
     assert relative_size(BertConfig.deberta_v3_base()) == pytest.approx((12 * 768**2 + 2 * 512 * 768) / (12 * 768**2))
     assert relative_size(BertConfig.deberta_v3_base(position_attention=())) == 1.0
+
+
+def test_finetuning_a_checkpoint_saves_a_classifier_transformers_reads(save_hf_model, tmp_path, tokenizer):
+    """The project's fine-tuning loop gives a DeBERTa-v3 encoder a fresh classifier (ContextPooler's dense + GELU,
+    then `classifier`), trains it and saves it; transformers' DebertaV2ForSequenceClassification reads the folder
+    and gives our logits."""
+    import random
+
+    import transformers
+
+    from bert.finetuning.data import Example
+    from bert.finetuning.train import FinetuneConfig, finetune
+
+    ours, _ = bert.load_pretrained(str(save_hf_model(build("DebertaV2Model"))))
+    ours.add_output_heads(classifier_labels=["pet", "place"])
+    rng = random.Random(1)
+    words = ["the", "dog", "cat", "barked", "at", "mail", "park", "and", "her", "went", "to", "is", "of"]
+    examples = [Example(" ".join(rng.choice(words) for _ in range(rng.randint(3, 6))) + f" {key}", None, label, f"toy:{i}")
+                for i, (key, label) in enumerate([("dog", "pet"), ("park", "place")] * 6)]
+    finetune(ours, tokenizer, examples, examples[:4], tmp_path / "out",
+             FinetuneConfig(epochs=1, batch_size=4, max_length=16, learning_rate=1e-3, patience=0))
+    reloaded, _ = bert.load_pretrained(str(tmp_path / "out" / "model"))
+    theirs = transformers.DebertaV2ForSequenceClassification.from_pretrained(tmp_path / "out" / "model").eval()
+    assert reloaded.labels == ["pet", "place"] and theirs.config.id2label == {0: "pet", 1: "place"}
+    ids = torch.tensor([tokenizer.encode("the dog went to the park").input_ids])
+    with torch.no_grad():
+        torch.testing.assert_close(reloaded(ids, output="classifier"), theirs(input_ids=ids).logits, **TOLERANCE)
