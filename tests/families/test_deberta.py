@@ -267,6 +267,7 @@ def test_a_folder_with_tokenizer_json_loads_whole_and_predicts_as_transformers(t
         torch.testing.assert_close(ours(ids), theirs(**expected).logits, **TOLERANCE)
 
 
+@pytest.mark.slow
 def test_pretraining_from_a_fresh_config_updates_every_part(tmp_path, tokenizer):
     """Two steps of the project's pre-training loop on a fresh DeBERTa-v3 config: every tensor learns, the shared
     relative-position embeddings and their LayerNorm too."""
@@ -296,6 +297,7 @@ def test_cost_counts_the_position_terms():
     assert relative_size(BertConfig.deberta_v3_base(position_attention=())) == 1.0
 
 
+@pytest.mark.slow
 def test_finetuning_a_checkpoint_saves_a_classifier_transformers_reads(save_hf_model, tmp_path, tokenizer):
     """The project's fine-tuning loop gives a DeBERTa-v3 encoder a fresh classifier (ContextPooler's dense + GELU,
     then `classifier`), trains it and saves it; transformers' DebertaV2ForSequenceClassification reads the folder
