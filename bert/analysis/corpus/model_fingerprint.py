@@ -13,7 +13,14 @@ from ...model import Bert
 # Config fields added with the model families: left out of the fingerprint at their default (BERT's) value, so a
 # BERT's fingerprint, and the SAEs and corpus indexes saved with it, stay what they were before the fields existed.
 FAMILY_FIELDS = ("family", "position_offset", "embedding_size", "shared_layers", "layer_groups", "layers_per_group",
-                 "mlm_activation", "sequence_head", "pooler")
+                 "mlm_activation", "sequence_head", "pooler",
+                 # ModernBERT's (Warner et al. 2024)
+                 "pre_norm", "norm_bias", "attention_bias", "mlp_bias", "gated_mlp", "rotary", "global_rope_theta",
+                 "local_rope_theta", "local_attention", "global_attn_every_n_layers", "head_bias", "decoder_bias",
+                 "classifier_pooling",
+                 # DeBERTa's (He et al. 2021, 2023)
+                 "absolute_positions", "relative_attention", "position_buckets", "max_relative_positions",
+                 "position_attention", "padded_rows_zero")
 
 _cache: "weakref.WeakKeyDictionary[Bert, tuple[tuple, str]]" = weakref.WeakKeyDictionary()
 
