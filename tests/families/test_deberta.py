@@ -170,6 +170,26 @@ def test_three_score_terms_are_transformers_terms_and_sum_to_the_scores(pair):
     torch.testing.assert_close(cache["relative_embeddings"], encoder.get_rel_embedding(), **TOLERANCE)
 
 
+def test_zeroing_a_term_is_transformers_without_it(pair, monkeypatch):
+    """An intervention that zeroes layer 0's content-to-position term gives the logits of transformers' model whose
+    layer 0 has only position-to-content (pos_att_type ["p2c"]) at the same scale, sqrt(3 * head_dim)."""
+    from transformers.models.deberta_v2 import modeling_deberta_v2
+
+    ours, theirs = pair
+    input_ids, token_type_ids, attention_mask = batch()
+    with torch.no_grad():
+        changed, _ = ours.run_with_cache(input_ids, token_type_ids, attention_mask, names=[],
+                                         interventions={bert.hook_name("scores_c2p", 0): lambda scores, name: torch.zeros_like(scores)})
+        unchanged = ours(input_ids, token_type_ids, attention_mask)
+    monkeypatch.setattr(modeling_deberta_v2, "scaled_size_sqrt", lambda layer, factor: torch.sqrt(torch.tensor(layer.size(-1) * 3.0)))
+    module = theirs.deberta.encoder.layer[0].attention.self
+    monkeypatch.setattr(module, "pos_att_type", ["p2c"])
+    expected = run_transformers(theirs, "deberta-v2", (input_ids, token_type_ids, attention_mask)).logits
+    keep = attention_mask.bool()
+    torch.testing.assert_close(changed[keep], expected[keep], **TOLERANCE)
+    assert (changed[keep] - unchanged[keep]).abs().max() > 1e-3  # the term mattered
+
+
 def test_split_pass_reads_the_relative_positions(pair):
     """residual_at and logits_above (the split pass the logit lens and interventions use) give the whole pass's logits."""
     from bert.analysis.features.residuals import logits_above, residual_at
