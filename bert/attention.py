@@ -4,6 +4,10 @@ Rotary position embeddings (Su et al. 2021; ModernBERT, Warner et al. 2024) turn
 dimensions by an angle that grows with the position (`rotate`), so that q·k depends on how far apart two tokens
 are. A local layer's window (`window_band`) lets each query see the keys at most `window` positions away.
 
+DeBERTa (He et al. 2021, 2023) adds to q·k two terms read from relative-position embeddings: `log_buckets` and
+`relative_index` say which row each query-key pair reads, `content_to_position` and `position_to_content` compute
+the terms.
+
 Axes: batch (sentences), seq (positions), query / key (positions seen from the attending and the attended
 side), head (attention heads), head_dim (dimensions per head, hidden // heads = 64 in BERT-base).
 
@@ -35,12 +39,19 @@ def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     return torch.matmul(q, k.transpose(-1, -2)).mul_(q.shape[-1] ** -0.5)
 
 
-def mask_padding(scores: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
-    """Give padded keys (attention_mask == 0) the lowest score, so softmax gives them zero attention."""
+def padded_pairs(attention_mask: torch.Tensor, queries: bool = False) -> torch.Tensor:
+    """bool [batch, 1, 1 or query, key]: True at padded keys (attention_mask == 0); with queries, at every key of a
+    padded query too (DeBERTa: its row is all masked, so softmax spreads it evenly)."""
+    padded = rearrange(attention_mask == 0, "batch key -> batch 1 1 key")
+    return padded | rearrange(attention_mask == 0, "batch query -> batch 1 query 1") if queries else padded
+
+
+def mask_padding(scores: torch.Tensor, attention_mask: torch.Tensor | None, queries: bool = False) -> torch.Tensor:
+    """Give padded keys (attention_mask == 0) the lowest score, so softmax gives them zero attention (with
+    queries: every key of a padded query as well)."""
     if attention_mask is None:
         return scores
-    padded_key = rearrange(attention_mask == 0, "batch key -> batch 1 1 key")
-    return scores.masked_fill(padded_key, torch.finfo(scores.dtype).min)
+    return scores.masked_fill(padded_pairs(attention_mask, queries), torch.finfo(scores.dtype).min)
 
 
 def mask_future(scores: torch.Tensor) -> torch.Tensor:
@@ -102,26 +113,70 @@ def weighted_values(pattern: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     return torch.matmul(pattern, v)
 
 
-def padding_bias(attention_mask: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
-    """[batch, 1, 1, key], added to the scores: 0 for real keys, the dtype's minimum for padded ones
+def padding_bias(attention_mask: torch.Tensor | None, dtype: torch.dtype, queries: bool = False) -> torch.Tensor | None:
+    """[batch, 1, 1 or query, key], added to the scores: 0 for real keys, the dtype's minimum for padded ones
     (attention_mask == 0), as `mask_padding` gives them."""
     if attention_mask is None:
         return None
-    padded_key = rearrange(attention_mask == 0, "batch key -> batch 1 1 key")
-    return torch.zeros(padded_key.shape, dtype=dtype, device=attention_mask.device).masked_fill_(padded_key, torch.finfo(dtype).min)
+    padded = padded_pairs(attention_mask, queries)
+    return torch.zeros(padded.shape, dtype=dtype, device=attention_mask.device).masked_fill_(padded, torch.finfo(dtype).min)
 
 
 def fused_attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attention_mask: torch.Tensor | None, dropout: float = 0.0,
-    causal: bool = False, window: int | None = None,
+    causal: bool = False, window: int | None = None, bias: torch.Tensor | None = None, scale: float | None = None,
+    padded_queries: bool = False,
 ) -> torch.Tensor:
     """softmax(q·k / sqrt(head_dim) + padding) · v in one kernel: [batch, head, query, head_dim], what
     attention_scores, mask_padding, (mask_outside_window with a window, mask_future if causal,) softmax and
-    weighted_values give (dropout: on the pattern, training only)."""
-    bias = padding_bias(attention_mask, q.dtype)
+    weighted_values give (dropout: on the pattern, training only). bias: [batch, head, query, key] added to the
+    scores (DeBERTa's position terms); scale: q·k's factor instead of 1 / sqrt(head_dim); padded_queries: mask
+    every key of a padded query too (mask_padding's queries)."""
+    extra, bias = bias, padding_bias(attention_mask, q.dtype, padded_queries)
+    if extra is not None:
+        bias = extra if bias is None else extra + bias
     if window is not None:  # the band as a [1 or batch, 1, query, key] bias
         seq = q.shape[-2]
         bias = mask_outside_window(q.new_zeros(1, 1, seq, seq) if bias is None else bias.expand(-1, -1, seq, -1), window)
     if causal and bias is not None:  # SDPA takes a mask or is_causal, not both: fold the future into the mask
         bias, causal = mask_future(bias.expand(-1, -1, q.shape[-2], -1)), False
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=dropout, is_causal=causal)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=dropout, is_causal=causal, scale=scale)
+
+
+def log_buckets(relative: torch.Tensor, buckets: int, max_distance: int) -> torch.Tensor:
+    """DeBERTa's bucketed relative positions (He et al. 2023; Hugging Face's make_log_bucket_position): a distance
+    d with |d| < buckets // 2 keeps its value; farther ones share log-spaced buckets, so that max_distance - 1
+    lands in bucket buckets - 1 (same sign as d). Integer-valued float tensor, shaped like `relative`."""
+    middle = buckets // 2
+    sign = torch.sign(relative)
+    near = (relative < middle) & (relative > -middle)
+    distance = torch.where(near, torch.tensor(middle - 1).type_as(relative), relative.abs())
+    log_position = torch.ceil(torch.log(distance / middle) / torch.tensor((max_distance - 1) / middle).log() * (middle - 1)) + middle
+    return torch.where(distance <= middle, relative.type_as(log_position), log_position * sign)
+
+
+def relative_index(seq: int, buckets: int, max_distance: int, span: int, device: torch.device | str | None = None) -> torch.Tensor:
+    """LongTensor [query, key]: the row of DeBERTa's relative-position embeddings (2 * span rows) that a query
+    reads for a key: (bucket of query - key) + span, clamped to the table (buckets 0: the exact distance)."""
+    positions = torch.arange(seq, device=device)
+    relative = positions[:, None] - positions[None, :]  # [query, key]
+    if buckets > 0:
+        relative = log_buckets(relative, buckets, max_distance)
+    return torch.clamp(relative.long() + span, 0, 2 * span - 1)
+
+
+def content_to_position(q: torch.Tensor, position_keys: torch.Tensor, index: torch.Tensor, scale: float) -> torch.Tensor:
+    """DeBERTa's c2p term (He et al. 2021, eq. 2): each query's content against the key of its relative position
+    to each key: q [batch, head, query, head_dim] x position_keys [head, 2 * span, head_dim], read at
+    index [query, key] -> [batch, head, query, key], divided by `scale`."""
+    every = torch.matmul(q, position_keys.transpose(-1, -2))  # [batch, head, query, 2 * span]
+    return torch.gather(every, -1, index.expand(*every.shape[:2], -1, -1)) / scale
+
+
+def position_to_content(k: torch.Tensor, position_queries: torch.Tensor, index: torch.Tensor, scale: float) -> torch.Tensor:
+    """DeBERTa's p2c term: each key's content against the query of its relative position, k [batch, head, key,
+    head_dim] x position_queries [head, 2 * span, head_dim] -> [batch, head, query, key] / `scale`. The relative
+    position is query - key's as in content_to_position (the buckets are symmetric: bucket(-d) = -bucket(d))."""
+    every = torch.matmul(k, position_queries.transpose(-1, -2))  # [batch, head, key, 2 * span]
+    read = torch.gather(every, -1, index.transpose(0, 1).expand(*every.shape[:2], -1, -1))  # [batch, head, key, query]
+    return read.transpose(-1, -2) / scale

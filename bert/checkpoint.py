@@ -144,12 +144,13 @@ def to_hf_state_dict(model: Bert) -> dict[str, torch.Tensor]:
     """Our weights under Hugging Face's names (task-model layout: the base model's prefix on the encoder), on the CPU."""
     table = key_table(model.config, model.has_mlm_head, model.pooler is not None, model.has_nsp_head, model.has_classifier,
                       model.has_tagger, model.has_discriminator)
-    prefix = FAMILIES[model.config.family].prefix + "."
+    spec = FAMILIES[model.config.family]
+    prefix, base_parts = spec.prefix + ".", spec.base_parts or BASE_MODEL_PARTS
     ours = model.state_dict()
     blocks: dict[str, list[torch.Tensor]] = {}  # checkpoint key -> its blocks in order (one for most)
     for our_key, entry in sorted(table.items(), key=lambda item: split_key(item[1])[1]):
         blocks.setdefault(split_key(entry)[0], []).append(ours[our_key].cpu())
-    return {(prefix if theirs.startswith(BASE_MODEL_PARTS) else "") + theirs: torch.cat(parts).contiguous() for theirs, parts in blocks.items()}
+    return {(prefix if theirs.startswith(base_parts) else "") + theirs: torch.cat(parts).contiguous() for theirs, parts in blocks.items()}
 
 
 def hf_architecture(model: Bert) -> str:

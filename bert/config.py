@@ -1,7 +1,8 @@
 """The one configuration object every model in this project is built from: BERT and its family.
 
 BERT (Devlin et al. 2019) is the default; RoBERTa (Liu et al. 2019), DistilBERT (Sanh et al. 2019), ALBERT
-(Lan et al. 2020) and ELECTRA (Clark et al. 2020) and ModernBERT (Warner et al. 2024) are the same module tree with the differences the
+(Lan et al. 2020), ELECTRA (Clark et al. 2020), ModernBERT (Warner et al. 2024) and DeBERTa-v3 (He et al. 2021, 2023;
+Hugging Face's "deberta-v2" model type) are the same module tree with the differences the
 fields below state. Each family's Hugging Face config.json is read and written by bert/families/hf_configs.py.
 """
 from __future__ import annotations
@@ -10,9 +11,9 @@ import dataclasses
 from dataclasses import dataclass
 
 from .errors import ConfigError
-from .families.differences import MODERNBERT_DIFFERENCES
+from .families.differences import DEBERTA_DIFFERENCES, MODERNBERT_DIFFERENCES
 
-FAMILIES = ("bert", "roberta", "distilbert", "albert", "electra", "modernbert")  # Hugging Face's model_type of each
+FAMILIES = ("bert", "roberta", "distilbert", "albert", "electra", "modernbert", "deberta-v2")  # Hugging Face's model_type of each
 ACTIVATIONS = ("gelu", "gelu_tanh", "relu", "silu")  # exact GELU, its tanh approximation, ReLU, SiLU (swish)
 # How a sequence classifier reads the encoder: through the pooler (BERT, ALBERT); or from the first token's
 # vector through dense + tanh (RoBERTa), dense + ReLU (DistilBERT's pre_classifier) or dense + GELU (ELECTRA); or
@@ -20,6 +21,10 @@ ACTIVATIONS = ("gelu", "gelu_tanh", "relu", "silu")  # exact GELU, its tanh appr
 # mlm_activation and LayerNorm, as its token classifier also reads each token ("dense_norm").
 SEQUENCE_HEADS = ("pooler", "dense_tanh", "dense_relu", "dense_gelu", "dense_norm")
 POOLINGS = ("cls", "mean")  # ModernBERT's classifier_pooling: the first token's vector, or the mean over real tokens
+
+
+POSITION_ATTENTION = ("c2p", "p2c")  # DeBERTa's pos_att_type terms: content-to-position, position-to-content
+
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,15 @@ class BertConfig:
     head_bias: bool = True  # the dense map of the masked-LM head and the classifiers has a bias (ModernBERT's classifier_bias: False)
     decoder_bias: bool = True  # the masked-LM output (unembedding) has a bias
     classifier_pooling: str = "cls"  # one of POOLINGS: what the "dense_norm" sequence classifier reads
+    # --- DeBERTa-v3 (He et al. 2021 "DeBERTa: Decoding-enhanced BERT with Disentangled Attention"; He et al. 2023) ---
+    absolute_positions: bool = True  # a position table added to the embeddings (DeBERTa's position_biased_input; v3: False)
+    relative_attention: bool = False  # disentangled attention: scores add terms read from shared relative-position embeddings
+    position_buckets: int = 0  # relative distances fall in this many log buckets each way (v3: 256); 0: exact distances
+    max_relative_positions: int | None = None  # the farthest distance the buckets reach; None: max_position_embeddings
+    position_attention: tuple[str, ...] = ()  # which of POSITION_ATTENTION the scores add (v3: both; pos_att_type)
+    # True (Hugging Face's DeBERTa): a padded position's embedding is zeroed and its query attends to no key in
+    # particular (every key masked: a uniform pattern). No real token reads either; it changes padded rows only.
+    padded_rows_zero: bool = False
 
     def __post_init__(self):
         if self.hidden_size % self.num_heads:
@@ -94,6 +108,21 @@ class BertConfig:
         if self.type_vocab_size < 0:
             raise ConfigError(f"type_vocab_size must be 0 (no segment embedding) or more, not {self.type_vocab_size}")
         self._check_layer_groups()
+        self._check_relative()
+
+    def _check_relative(self) -> None:
+        """DeBERTa's disentangled attention: its terms need relative positions, and rotary positions exclude them."""
+        unknown = [term for term in self.position_attention if term not in POSITION_ATTENTION]
+        if unknown:
+            raise ConfigError(f"position_attention (pos_att_type) terms must be among {POSITION_ATTENTION}, not {unknown}")
+        if self.position_attention and not self.relative_attention:
+            raise ConfigError("position_attention (pos_att_type) needs relative_attention")
+        if self.relative_attention and (self.rotary or self.relative_span < 1):
+            raise ConfigError("relative_attention needs position_buckets or max_relative_positions of 1 or more, and no rotary positions")
+        if self.relative_attention and (self.shared_layers or self.pre_norm):
+            raise ConfigError("relative_attention (DeBERTa) goes with BERT's post-LN layers of their own, not shared or pre-norm ones")
+        if self.padded_rows_zero and self.projects_embeddings:
+            raise ConfigError("padded_rows_zero (DeBERTa) needs embeddings as wide as hidden_size (no projection)")
 
     def _check_layer_groups(self) -> None:
         """ALBERT's groups: whole numbers of group applications and of applications per group."""
@@ -163,6 +192,23 @@ class BertConfig:
         return self.global_rope_theta if self.window(layer) is None else self.local_rope_theta
 
     @property
+    def relative_distance(self) -> int:
+        """The farthest relative distance DeBERTa's buckets reach (max_relative_positions, or max_position_embeddings)."""
+        return self.max_relative_positions or self.max_position_embeddings
+
+    @property
+    def relative_span(self) -> int:
+        """k: the relative-position embeddings have 2k rows, for distances -k .. k - 1 (position_buckets, else the
+        farthest distance)."""
+        return self.position_buckets if self.position_buckets > 0 else self.relative_distance
+
+    @property
+    def score_scale(self) -> int:
+        """DeBERTa divides every score term by sqrt(head_size * this): 1 + the number of position terms (He et al.
+        2021, eq. 4 with both terms: sqrt(3d)); 1 elsewhere."""
+        return 1 + len(self.position_attention)
+
+    @property
     def lm_activation(self) -> str:
         return self.mlm_activation or self.activation
 
@@ -220,6 +266,12 @@ class BertConfig:
         return cls.of_family("modernbert", **{**fields, **overrides})
 
     @classmethod
+    def deberta_v3_base(cls, **overrides) -> "BertConfig":
+        """DeBERTa-v3-base (He et al. 2023): BERT-base's shape, a 128,100-token SentencePiece vocabulary, no position
+        table, disentangled attention over 256 log buckets of relative position."""
+        return cls.of_family("deberta-v2", **{"vocab_size": 128100, **overrides})
+
+    @classmethod
     def of_family(cls, family: str, **fields) -> "BertConfig":
         """A config of any size with the family's differences (what the named constructors set besides sizes):
         e.g. `BertConfig.of_family("roberta", hidden_size=64, num_layers=2, ...)` for a fresh small RoBERTa.
@@ -232,6 +284,7 @@ class BertConfig:
             "albert": dict(shared_layers=True, activation="gelu_tanh", embedding_size=min(128, fields.get("hidden_size", 768))),
             "electra": dict(pooler=False, sequence_head="dense_gelu", mlm_activation="gelu"),
             "modernbert": MODERNBERT_DIFFERENCES,
+            "deberta-v2": DEBERTA_DIFFERENCES,
         }
         if family not in differences:
             raise ConfigError(f"family must be one of {FAMILIES}, not {family!r}")

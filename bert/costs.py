@@ -54,7 +54,10 @@ class Cost:
 
 def relative_size(config: BertConfig) -> float:
     """A model's work per token relative to BERT-base's: its layers' weights (4 hidden x hidden attention matrices
-    and 2 hidden x intermediate MLP matrices per layer) over BERT-base's."""
+    and 2 hidden x intermediate MLP matrices per layer) over BERT-base's. DeBERTa's position terms add, per token
+    and term, a product of hidden numbers with each of the 2k relative positions (k: config.relative_span)."""
     hidden = config.hidden_size
     per_layer = 4 * hidden * hidden + 2 * hidden * config.intermediate_size
+    if config.relative_attention:
+        per_layer += len(config.position_attention) * 2 * config.relative_span * hidden
     return config.num_layers * per_layer / BERT_BASE_LAYER_WEIGHTS

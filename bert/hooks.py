@@ -58,12 +58,18 @@ FAMILY_HOOKS = {
     "embedding_norm": "embedding.hook_norm",  # ALBERT, small ELECTRAs: [batch, seq, embedding_size] before the projection to H
     "replaced_logits": "discriminator.hook_logits",  # ELECTRA's discriminator: [batch, seq], one logit per token
     "final_norm": "final_norm.hook_out",  # pre-norm models (ModernBERT): [batch, seq, hidden] the last layer's output, LayerNorm'd
+    "relative_embeddings": "relative_positions.hook_embeddings",  # DeBERTa: [2 * span, hidden] the relative-position rows after LayerNorm
 }
 # per layer, what some families have more (ModernBERT's pre-norm layers and gated MLP, Warner et al. 2024)
 FAMILY_LAYER_HOOKS = {
     "attention_in": "attention.hook_in",  # [batch, seq, hidden] the LayerNorm'd input of attention (pre-norm; not in layer 0)
     "mlp_in": "residual.hook_in",  # [batch, seq, hidden] the LayerNorm'd input of the MLP (pre-norm)
     "mlp_gate": "residual.hook_gate",  # [batch, seq, intermediate] the GeGLU gate, multiplied with the activation
+    # DeBERTa's disentangled attention (He et al. 2021): the three terms of the scores, each [batch, head, query, key],
+    # each already scaled; their sum is the scores before masking
+    "scores_c2c": "attention.attention.hook_scores_c2c",  # content-to-content
+    "scores_c2p": "attention.attention.hook_scores_c2p",  # content-to-position
+    "scores_p2c": "attention.attention.hook_scores_p2c",  # position-to-content
 }
 MLM_HOOKS = {"lm_transform": "lm_head.hook_transform", "logits": "lm_head.hook_logits"}  # the masked-LM output head
 # the pooler and the other output heads, present when the model has them (reached by run_with_cache's output=...)
@@ -75,7 +81,8 @@ OUTPUT_HEAD_HOOKS = {
 }
 # the three embeddings that are summed, by the names the app and saliency give them (segment = token type)
 EMBEDDING_PARTS = {"token": EMBEDDING_HOOKS["token"], "position": EMBEDDING_HOOKS["position"], "segment": EMBEDDING_HOOKS["token_type"]}
-PER_HEAD_KINDS = frozenset({"q", "k", "v", "scores", "pattern", "z"})  # [batch, head, seq, ...]: positions on axis 2
+# [batch, head, seq, ...]: positions on axis 2 (DeBERTa's score terms too)
+PER_HEAD_KINDS = frozenset({"q", "k", "v", "scores", "pattern", "z", "scores_c2c", "scores_c2p", "scores_p2c"})
 
 
 def hook_name(kind: str, layer: int | None = None) -> str:
@@ -109,8 +116,9 @@ def every_hook_name(num_layers: int, lm_head: bool = True, output_hooks: Iterabl
 
 
 def is_per_head(name: str) -> bool:
-    """Whether the hook holds [batch, head, seq, ...] (q, k, v, scores, pattern, z)."""
-    return any(name.endswith("." + LAYER_HOOKS[kind]) for kind in PER_HEAD_KINDS)
+    """Whether the hook holds [batch, head, seq, ...] (q, k, v, scores, pattern, z; DeBERTa's score terms)."""
+    per_layer = LAYER_HOOKS | FAMILY_LAYER_HOOKS
+    return any(name.endswith("." + per_layer[kind]) for kind in PER_HEAD_KINDS)
 
 
 def stack_layers(cache: Mapping[str, torch.Tensor], kind: str) -> torch.Tensor:

@@ -5,13 +5,14 @@ after the padding index (Liu et al. 2019), DistilBERT without segments or pooler
 narrow embeddings projected to H and its one layer applied at every depth (Lan et al. 2020, `SharedLayer`; several
 shared layers in groups: `LayerGroups`), ELECTRA's projection and its discriminator head (Clark et al. 2020,
 `ReplacedTokenHead`), ModernBERT's pre-norm layers without biases, GeGLU MLP, rotary positions, local attention
-windows and final LayerNorm (Warner et al. 2024).
+windows and final LayerNorm (Warner et al. 2024), DeBERTa-v3's disentangled attention over shared, log-bucketed
+relative-position embeddings instead of a position table (He et al. 2021, 2023; `RelativePositions`).
 
 Every `hook_*` attribute is a HookPoint whose name is its module path; the comment beside it gives its shape.
 """
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Sequence, Union
+from typing import Iterable, Mapping, NamedTuple, Sequence, Union
 
 import torch
 import torch.nn.functional as F
@@ -45,14 +46,18 @@ def gelu(x: torch.Tensor, config: BertConfig) -> torch.Tensor:
 class BertEmbedding(nn.Module):
     """token + position + segment embeddings, summed, then LayerNorm and dropout; where E < H (ALBERT, small
     ELECTRAs) a linear projection to H follows. A family without segments (DistilBERT, ModernBERT) has no segment
-    embedding; one with rotary positions (ModernBERT) no position table: its positions turn q and k in attention."""
+    embedding; one with rotary positions (ModernBERT) no position table: its positions turn q and k in attention;
+    DeBERTa-v3 none either: its attention reads relative positions (RelativePositions), and its padded positions'
+    embeddings are zeroed (padded_rows_zero), as Hugging Face's DeBERTa does."""
 
     def __init__(self, config: BertConfig):
         super().__init__()
         width = config.embedding_width  # E
         self.pad_token_id, self.position_offset = config.pad_token_id, config.position_offset
+        self.padded_rows_zero = config.padded_rows_zero  # DeBERTa: padded positions' embeddings zeroed after LayerNorm
         self.token_embedding = nn.Embedding(config.vocab_size, width)
-        self.position_embedding = None if config.rotary else nn.Embedding(config.position_rows, width)
+        table = config.absolute_positions and not config.rotary
+        self.position_embedding = nn.Embedding(config.position_rows, width) if table else None
         self.token_type_embedding = nn.Embedding(config.type_vocab_size, width) if config.type_vocab_size else None
         self.layer_norm = nn.LayerNorm(width, eps=config.layer_norm_eps, bias=config.norm_bias)
         self.dropout = nn.Dropout(config.hidden_dropout)
@@ -68,10 +73,10 @@ class BertEmbedding(nn.Module):
             self.hook_norm = HookPoint()  # [batch, seq, E] after LayerNorm, before the projection
         self.hook_out = HookPoint()  # [batch, seq, hidden] what enters the first layer (after LayerNorm, or the projection)
 
-    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
         batch, seq = input_ids.shape
         token = self.hook_token(self.token_embedding(input_ids))
-        if self.position_embedding is None:  # rotary positions: added in attention, not here
+        if self.position_embedding is None:  # rotary or relative positions: in attention, not here
             summed = token
         elif self.position_offset:  # RoBERTa: from pad_token_id + 1 on; a padded token at pad_token_id
             not_padding = input_ids.ne(self.pad_token_id).long()
@@ -84,8 +89,40 @@ class BertEmbedding(nn.Module):
             summed = summed + self.hook_token_type(self.token_type_embedding(token_type_ids))
         summed = self.hook_sum(summed)
         if self.projection is None:
-            return self.dropout(self.hook_out(self.layer_norm(summed)))
+            normed = self.layer_norm(summed)
+            if self.padded_rows_zero and attention_mask is not None:
+                normed = normed * attention_mask[..., None].to(normed.dtype)
+            return self.dropout(self.hook_out(normed))
         return self.hook_out(self.projection(self.dropout(self.hook_norm(self.layer_norm(summed)))))
+
+
+class RelativeInput(NamedTuple):
+    """What DeBERTa's attention layers read of the relative positions, computed once per forward pass."""
+
+    index: torch.Tensor  # LongTensor [query, key]: the row of `embeddings` for each query-key pair
+    embeddings: torch.Tensor  # [2 * span, hidden] the relative-position embeddings after their LayerNorm
+
+
+class RelativePositions(nn.Module):
+    """DeBERTa's relative-position embeddings (He et al. 2021, section 3.1), one table shared by every layer
+    (Hugging Face's encoder.rel_embeddings, then encoder.LayerNorm): 2k rows for the relative distances -k .. k - 1,
+    which DeBERTa-v3 reaches through log buckets (attention.relative_index; k = position_buckets)."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.span, self.buckets, self.max_distance = config.relative_span, config.position_buckets, config.relative_distance
+        self.embedding = nn.Embedding(2 * self.span, config.hidden_size)
+        self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout)
+        self.hook_embeddings = HookPoint()  # [2 * span, hidden] after LayerNorm: what each layer projects to position keys and queries
+
+    def extra_repr(self) -> str:
+        return f"span={self.span}, buckets={self.buckets}, max_distance={self.max_distance}"
+
+    def forward(self, seq: int) -> RelativeInput:
+        device = self.embedding.weight.device
+        index = attn.relative_index(seq, self.buckets, self.max_distance, self.span, device)
+        return RelativeInput(index, self.dropout(self.hook_embeddings(self.layer_norm(self.embedding.weight))))
 
 
 class PureSelfAttentionLayer(nn.Module):
@@ -96,7 +133,16 @@ class PureSelfAttentionLayer(nn.Module):
 
     With rotary positions (ModernBERT) q and k are turned by their positions before the scores, and hook_q and
     hook_k record them turned: the q and k whose product is the scores, as in every family. A local layer's
-    queries see only the keys within `window` positions (`attention.window_band` draws it)."""
+    queries see only the keys within `window` positions (`attention.window_band` draws it).
+
+    DeBERTa's disentangled attention (He et al. 2021, eq. 4): the scores are the sum of three terms, each recorded
+    on its own and each already divided by sqrt(head_dim * config.score_scale), so that hook_scores_c2c +
+    hook_scores_c2p + hook_scores_p2c is hook_scores before masking: content-to-content (q·k), content-to-position
+    (each query against the position key of its distance to each key) and position-to-content (each key against the
+    position query of that distance). The position keys and queries are the relative-position embeddings through
+    this layer's own key and query maps (share_att_key). When nobody records or changes a term, the scores or the
+    pattern, the fused kernel adds c2p + p2c to its own q·k. A padded query's row is masked whole (DeBERTa's
+    padded_rows_zero: softmax spreads it evenly)."""
 
     def __init__(self, config: BertConfig, layer: int = 0):
         super().__init__()
@@ -112,6 +158,15 @@ class PureSelfAttentionLayer(nn.Module):
         self.hook_q = HookPoint()  # [batch, head, query, head_dim] (rotary: after the rotation)
         self.hook_k = HookPoint()  # [batch, head, key, head_dim] (rotary: after the rotation)
         self.hook_v = HookPoint()  # [batch, head, key, head_dim]
+        self.position_attention = config.position_attention if config.relative_attention else None
+        self.padded_queries = config.padded_rows_zero  # DeBERTa: a padded query's row is all masked
+        if self.position_attention is not None:  # DeBERTa: each term scaled by 1 / sqrt(head_dim * score_scale)
+            self.scale = (config.head_size * config.score_scale) ** 0.5
+            self.hook_scores_c2c = HookPoint()  # [batch, head, query, key] content-to-content, scaled
+            if "c2p" in self.position_attention:
+                self.hook_scores_c2p = HookPoint()  # [batch, head, query, key] content-to-position, scaled
+            if "p2c" in self.position_attention:
+                self.hook_scores_p2c = HookPoint()  # [batch, head, query, key] position-to-content, scaled
         self.hook_scores = HookPoint()  # [batch, head, query, key] scaled; padded keys (if causal, later ones; local: those outside the window) at the dtype's minimum
         self.hook_pattern = HookPoint()  # [batch, head, query, key] softmax of the scores; rows sum to 1
         self.hook_z = HookPoint()  # [batch, head, query, head_dim] each head's output (weighted values)
@@ -120,7 +175,28 @@ class PureSelfAttentionLayer(nn.Module):
         parts = [f"window=±{self.window}" if self.window is not None else "global"]
         return ", ".join(parts + ([f"rotary theta={self.rope_theta:g}"] if self.rope_theta is not None else []))
 
-    def forward(self, x: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
+    def disentangled_scores(self, q: torch.Tensor, k: torch.Tensor, relative: RelativeInput, content: bool = True) -> torch.Tensor | None:
+        """DeBERTa's unmasked scores [batch, head, query, key]: c2c + c2p + p2c, each term through its hook.
+        content False: c2p + p2c only (None without position terms), the bias the fused kernel adds to its q·k."""
+        scores = self.hook_scores_c2c(torch.matmul(q, k.transpose(-1, -2)) / self.scale) if content else None
+        positions = relative.embeddings[None]  # [1, 2 * span, hidden]
+        if "c2p" in self.position_attention:
+            position_keys = attn.split_heads(self.project_key(positions), self.num_heads)[0]  # [head, 2 * span, head_dim]
+            c2p = self.hook_scores_c2p(attn.content_to_position(q, position_keys, relative.index, self.scale))
+            scores = c2p if scores is None else scores + c2p
+        if "p2c" in self.position_attention:
+            position_queries = attn.split_heads(self.project_query(positions), self.num_heads)[0]  # [head, 2 * span, head_dim]
+            p2c = self.hook_scores_p2c(attn.position_to_content(k, position_queries, relative.index, self.scale))
+            scores = p2c if scores is None else scores + p2c
+        return scores
+
+    def _watched(self) -> bool:
+        """Whether this call records or changes the scores, the pattern or (DeBERTa) a term of the scores."""
+        terms = ("c2c", *self.position_attention) if self.position_attention is not None else ()
+        return any(getattr(self, f"hook_scores{suffix}").is_watched() for suffix in ("", *(f"_{term}" for term in terms))) \
+            or self.hook_pattern.is_watched()
+
+    def forward(self, x: torch.Tensor, attention_mask: torch.Tensor | None, relative: RelativeInput | None = None) -> torch.Tensor:
         q = attn.split_heads(self.project_query(x), self.num_heads)
         k = attn.split_heads(self.project_key(x), self.num_heads)
         if self.rope_theta is not None:  # turn q and k by their positions (Su et al. 2021)
@@ -128,13 +204,21 @@ class PureSelfAttentionLayer(nn.Module):
             q, k = attn.rotate(q, cos, sin), attn.rotate(k, cos, sin)
         q, k = self.hook_q(q), self.hook_k(k)
         v = self.hook_v(attn.split_heads(self.project_value(x), self.num_heads))
-        if self.hook_scores.is_watched() or self.hook_pattern.is_watched():
+        if self.position_attention is not None and relative is None:
+            raise InvalidInputError("a relative-attention layer needs the relative positions: Bert.relative_input(seq)")
+        dropout = self.dropout.p if self.training else 0.0
+        if self.position_attention is not None and self._watched():
+            scores = self.hook_scores(attn.mask_padding(self.disentangled_scores(q, k, relative), attention_mask, self.padded_queries))
+            z = attn.weighted_values(self.dropout(self.hook_pattern(scores.softmax(dim=-1))), v)
+        elif self.position_attention is not None:  # DeBERTa, nobody looking: c2p + p2c as a bias on the fused kernel's q·k
+            z = attn.fused_attention(q, k, v, attention_mask, dropout=dropout, bias=self.disentangled_scores(q, k, relative, content=False),
+                                     scale=1 / self.scale, padded_queries=self.padded_queries)
+        elif self.hook_scores.is_watched() or self.hook_pattern.is_watched():
             scores = self.hook_scores(attn.masked_scores(q, k, attention_mask, self.causal, self.window))
             pattern = self.hook_pattern(scores.softmax(dim=-1))
             z = attn.weighted_values(self.dropout(pattern), v)
         else:  # nobody looks at the scores or the pattern: the same z from one fused kernel
-            z = attn.fused_attention(q, k, v, attention_mask, dropout=self.dropout.p if self.training else 0.0,
-                                     causal=self.causal, window=self.window)
+            z = attn.fused_attention(q, k, v, attention_mask, dropout=dropout, causal=self.causal, window=self.window)
         return attn.merge_heads(self.hook_z(z))  # [batch, seq, hidden]
 
 
@@ -161,9 +245,9 @@ class SelfAttentionLayer(nn.Module):
         self.hook_result = HookPoint()  # [batch, seq, hidden] what attention adds to the residual stream
         self.hook_out = HookPoint()  # [batch, seq, hidden] after residual + LayerNorm (pre-norm: after the residual)
 
-    def forward(self, x: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, attention_mask: torch.Tensor | None, relative: RelativeInput | None = None) -> torch.Tensor:
         if not self.pre_norm:
-            result = self.hook_result(self.mlp(self.attention(x, attention_mask)))
+            result = self.hook_result(self.mlp(self.attention(x, attention_mask, relative)))
             return self.hook_out(self.layer_norm(x + self.dropout(result)))
         normed = x if self.layer_norm is None else self.hook_in(self.layer_norm(x))
         result = self.hook_result(self.mlp(self.attention(normed, attention_mask)))
@@ -214,8 +298,8 @@ class BertLayer(nn.Module):
         self.residual = NormedResidualLayer(config)
         self.hook_out = HookPoint()  # [batch, seq, hidden] the layer's output, input of the next layer
 
-    def forward(self, x: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
-        return self.hook_out(self.residual(self.attention(x, attention_mask)))
+    def forward(self, x: torch.Tensor, attention_mask: torch.Tensor | None, relative: RelativeInput | None = None) -> torch.Tensor:
+        return self.hook_out(self.residual(self.attention(x, attention_mask, relative)))
 
 
 class SharedLayer(nn.Module):
@@ -356,7 +440,7 @@ class ReplacedTokenHead(nn.Module):
 class FirstTokenClassifier(nn.Module):
     """The sequence classifier of the families without BERT's pooler path: the first token's vector through
     dense and an activation, then to the labels. RoBERTa: tanh (RobertaClassificationHead); DistilBERT: ReLU
-    (pre_classifier); ELECTRA: GELU (ElectraClassificationHead)."""
+    (pre_classifier); ELECTRA: GELU (ElectraClassificationHead); DeBERTa: GELU (ContextPooler, then the classifier)."""
 
     def __init__(self, config: BertConfig, num_labels: int, dropout: float):
         super().__init__()
@@ -484,6 +568,7 @@ class Bert(nn.Module):
         self.config = config
         _check_family_heads(config, nsp_head, discriminator)
         self.embedding = BertEmbedding(config)
+        self.relative_positions = RelativePositions(config) if config.relative_attention else None
         self.transformer = layer_stack(config)
         self.final_norm = FinalNorm(config) if config.pre_norm else None
         self.lm_head = BertLMHead(config, self.embedding.token_embedding) if mlm_head else None
@@ -598,11 +683,17 @@ class Bert(nn.Module):
         if attention_mask is not None and bool(attention_mask.all()):
             attention_mask = None  # nothing padded: the same result, and the fused kernel is faster without a mask
         checkpoint(input_ids.shape[0])  # whoever watches this thread's runs may stop here (bert/stopping.py)
-        x = self.embedding(input_ids, token_type_ids)
+        x = self.embedding(input_ids, token_type_ids, attention_mask)
+        relative = self.relative_input(input_ids.shape[1])
         for layer in self.transformer:
-            x = layer(x, attention_mask)
+            x = layer(x, attention_mask) if relative is None else layer(x, attention_mask, relative)
             checkpoint()
         return self.final_hidden(x)
+
+    def relative_input(self, seq: int) -> RelativeInput | None:
+        """What DeBERTa's layers read of the relative positions for `seq` tokens (pass it as each layer's third
+        argument); None in the families without relative attention."""
+        return None if self.relative_positions is None else self.relative_positions(seq)
 
     def final_hidden(self, residual: torch.Tensor) -> torch.Tensor:
         """A residual-stream vector as the output heads read it: through the final LayerNorm in a pre-norm model

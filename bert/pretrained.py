@@ -69,7 +69,7 @@ def load_folder(
     folder: str | Path, overlay: dict[str, torch.Tensor] | None = None, config_updates: dict | None = None
 ) -> tuple[Bert, BertTokenizer]:
     """A folder with config.json, weights (safetensors or .bin) and its tokenizer's files. config.json's
-    model_type picks the family (bert, roberta, distilbert, albert, electra; bert/families/).
+    model_type picks the family (bert, roberta, distilbert, albert, electra, modernbert, deberta-v2; bert/families/).
     `overlay` replaces or adds tensors (Hugging Face names) after reading, e.g. a fine-tuned head;
     `config_updates` replaces or adds config.json fields (e.g. the head's architectures and id2label)."""
     folder = Path(folder)

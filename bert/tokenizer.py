@@ -33,6 +33,7 @@ DEFAULT_SPECIAL_TOKENS = {
     "bert": BERT_SPECIAL_TOKENS, "distilbert": BERT_SPECIAL_TOKENS, "electra": BERT_SPECIAL_TOKENS,
     "roberta": {"cls": "<s>", "sep": "</s>", "mask": "<mask>", "pad": "<pad>", "unk": "<unk>"},
     "albert": {"cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]", "pad": "<pad>", "unk": "<unk>"},
+    "deberta-v2": BERT_SPECIAL_TOKENS,  # DeBERTa-v3's SentencePiece vocabulary names them as BERT does
 }
 # tokenizer_config.json / special_tokens_map.json keys for each role, the first one present wins
 _ROLE_KEYS = {"cls": ("cls_token", "bos_token"), "sep": ("sep_token", "eos_token"), "mask": ("mask_token",),
@@ -336,8 +337,9 @@ class _Pieces:
 def load_tokenizer(folder: str | Path, config: dict | None = None) -> BertTokenizer:
     """The tokenizer of a Hugging Face folder, whatever its family: tokenizer.json when the folder has one, else
     vocab.txt (WordPiece: BERT, DistilBERT, ELECTRA) or vocab.json + merges.txt (byte-level BPE: RoBERTa). An
-    ALBERT folder with only spiece.model is refused with how to convert it (reading a SentencePiece model needs
-    the `sentencepiece` package, which this project does not depend on; its hub folders have tokenizer.json).
+    ALBERT folder with only spiece.model (DeBERTa-v3's: spm.model) is refused with how to convert it (reading a
+    SentencePiece model needs the `sentencepiece` package, which this project does not depend on; ALBERT's hub
+    folders have tokenizer.json).
 
     config: the model's config.json as a dict (read from the folder when None). It gives the family (model_type),
     the longest input (max_position_embeddings; RoBERTa's positions start after its padding index, so 2 fewer)
@@ -372,9 +374,10 @@ def _read_tokenizer(folder: Path, model_type: str | None, special_tokens: dict[s
             (sep, bpe.token_to_id(sep)), (cls, bpe.token_to_id(cls)), trim_offsets=bool(tokenizer_config.get("trim_offsets", True)),
             add_prefix_space=bool(tokenizer_config.get("add_prefix_space", False)))
         return bpe._tokenizer
-    if (folder / "spiece.model").is_file():
+    model_file = next((name for name in ("spiece.model", "spm.model") if (folder / name).is_file()), None)
+    if model_file is not None:  # ALBERT's spiece.model, DeBERTa-v3's spm.model
         raise ModelNotFoundError(
-            f"{folder} has only a SentencePiece model (spiece.model): convert it once to tokenizer.json with "
+            f"{folder} has only a SentencePiece model ({model_file}): convert it once to tokenizer.json with "
             f"transformers and sentencepiece (pip install sentencepiece; AutoTokenizer.from_pretrained(folder)"
             f".save_pretrained(folder)), or download the model again (its hub folder has tokenizer.json)")
     raise ModelNotFoundError(f"{folder} has no tokenizer: neither tokenizer.json nor vocab.txt nor vocab.json with merges.txt")

@@ -118,8 +118,8 @@ def test_roberta_pairs_and_mask(roberta):
 def test_vocab_files_without_tokenizer_json_read_the_same(family, tmp_path):
     """The older layouts: vocab.txt (WordPiece) and vocab.json + merges.txt (byte-level BPE)."""
     name, folder, _, ours = family
-    if name == "albert":
-        return _spiece_only_is_refused_with_how_to_convert(tmp_path)
+    if name in ("albert", "deberta-v2"):  # ALBERT's spiece.model, DeBERTa-v3's spm.model
+        return _spiece_only_is_refused_with_how_to_convert(tmp_path, name)
     if name == "modernbert":  # its folders hold tokenizer.json only: without it there is nothing to read
         (tmp_path / "config.json").write_text(json.dumps(CONFIGS["modernbert"]))
         with pytest.raises(ModelNotFoundError, match="no tokenizer"):
@@ -136,10 +136,11 @@ def test_vocab_files_without_tokenizer_json_read_the_same(family, tmp_path):
         assert legacy.encode(text, pair) == ours.encode(text, pair), (text, pair)
 
 
-def _spiece_only_is_refused_with_how_to_convert(folder):
-    (folder / "spiece.model").write_bytes(b"\x0a\x00")
-    (folder / "config.json").write_text(json.dumps(CONFIGS["albert"]))
-    with pytest.raises(ModelNotFoundError, match="spiece.model.*tokenizer.json.*sentencepiece"):
+def _spiece_only_is_refused_with_how_to_convert(folder, family="albert"):
+    model_file = "spm.model" if family == "deberta-v2" else "spiece.model"
+    (folder / model_file).write_bytes(b"\x0a\x00")
+    (folder / "config.json").write_text(json.dumps(CONFIGS[family]))
+    with pytest.raises(ModelNotFoundError, match=f"{model_file}.*tokenizer.json.*sentencepiece"):
         load_tokenizer(folder)
 
 
@@ -166,7 +167,8 @@ def test_pieces_are_shown_in_each_schemes_way(family):
     words = word_groups(ours.encode("The café unbelievably tokenization!"))
     expected = {"albert": ["[CLS]", "the", "cafe", "unbelievably", "tokenization!", "[SEP]"],  # lower-cased, no accents
                 "roberta": ["<s>", "The", "café", "unbelievably", "tokenization", "!", "</s>"],
-                "modernbert": ["[CLS]", "The", "café", "unbelievably", "tokenization", "!", "[SEP]"]}
+                "modernbert": ["[CLS]", "The", "café", "unbelievably", "tokenization", "!", "[SEP]"],
+                "deberta-v2": ["[CLS]", "The", "café", "unbelievably", "tokenization!", "[SEP]"]}  # cased; words split at spaces
     assert list(words.labels) == expected.get(name, ["[CLS]", "the", "cafe", "unbelievably", "tokenization", "!", "[SEP]"])
     if name == "roberta":  # an emoji split over byte pieces is one word, whole again
         emoji = ours.encode("I like 🎻 music")

@@ -51,7 +51,7 @@ CORPUS = [s for s, _ in INPUTS] + [p for _, p in INPUTS if p] + [
     "the of and to in is was for that on with as by at from his her they this which",
     "Paris capital city France country river Seine tower museum painting",
 ]
-FAMILIES = ("bert", "distilbert", "electra", "roberta", "albert", "modernbert")
+FAMILIES = ("bert", "distilbert", "electra", "roberta", "albert", "modernbert", "deberta-v2")
 # what each family's config.json says about its input (base-size models' numbers)
 CONFIGS = {
     "bert": {"model_type": "bert", "max_position_embeddings": 512, "type_vocab_size": 2},
@@ -60,6 +60,7 @@ CONFIGS = {
     "roberta": {"model_type": "roberta", "max_position_embeddings": 514, "type_vocab_size": 1, "pad_token_id": 1},
     "albert": {"model_type": "albert", "max_position_embeddings": 512, "type_vocab_size": 2},
     "modernbert": {"model_type": "modernbert", "max_position_embeddings": 8192},
+    "deberta-v2": {"model_type": "deberta-v2", "max_position_embeddings": 512, "type_vocab_size": 0},
 }
 
 
@@ -91,6 +92,12 @@ def build_tokenizer(family: str, folder: Path):
         trainer.save_model(str(folder))  # vocab.json and merges.txt, as roberta-base's folder also has them
     elif family == "modernbert":
         reference = _modernbert_tokenizer(transformers, AddedToken, ByteLevelBPETokenizer)
+    elif family == "deberta-v2":  # DeBERTa-v3's SentencePiece (He et al. 2023), its special tokens BERT's
+        trainer = SentencePieceUnigramTokenizer()
+        trainer.train_from_iterator(CORPUS, vocab_size=300, unk_token="[UNK]",
+                                    special_tokens=["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]"])
+        vocab = [tuple(v) for v in json.loads(trainer._tokenizer.to_str())["model"]["vocab"]]
+        reference = transformers.DebertaV2Tokenizer(vocab=vocab)
     else:
         trainer = SentencePieceUnigramTokenizer()
         trainer.train_from_iterator(CORPUS, vocab_size=300, unk_token="<unk>",

@@ -1,7 +1,7 @@
 """Hugging Face config.json <-> BertConfig, per family. One field table per family, used both ways."""
 from __future__ import annotations
 
-from .differences import MODERNBERT_DIFFERENCES
+from .differences import DEBERTA_DIFFERENCES, MODERNBERT_DIFFERENCES
 from ..errors import ConfigError
 
 # HF field -> ours: the sizes, named alike in BERT's config.json and ModernBERT's
@@ -54,6 +54,14 @@ _MODERNBERT_FIELDS = _SIZES | {  # and its config.json's own names (Warner et al
 # (its epsilon and dropouts: MODERNBERT_DIFFERENCES)
 _MODERNBERT_DEFAULTS = dict(vocab_size=50368, hidden_size=768, num_layers=22, num_heads=12, intermediate_size=1152,
                             max_position_embeddings=8192, pad_token_id=50283)
+# DeBERTa-v2/v3 (He et al. 2021, 2023): BERT's names, its classifier dropout as cls_dropout, and the buckets
+_DEBERTA_FIELDS = {k: v for k, v in _BERT_FIELDS.items() if k not in ("is_decoder", "classifier_dropout")} | {
+    "cls_dropout": "classifier_dropout",
+    "position_buckets": "position_buckets",
+}
+# what our DeBERTa runs, as DeBERTa-v3's config.json says it (transformers' DebertaV2Config defaults are v2's)
+_DEBERTA_REQUIRED = {"relative_attention": True, "share_att_key": True, "position_biased_input": False,
+                     "norm_rel_ebd": "layer_norm", "pooler_hidden_act": "gelu", "legacy": True}
 FIELDS = {
     "bert": _BERT_FIELDS,
     "roberta": _BERT_FIELDS,
@@ -62,6 +70,7 @@ FIELDS = {
                               "num_hidden_groups": "layer_groups", "inner_group_num": "layers_per_group"},
     "distilbert": _DISTILBERT_FIELDS,
     "modernbert": _MODERNBERT_FIELDS,
+    "deberta-v2": _DEBERTA_FIELDS,
 }
 # What each family fixes that its config.json does not say (besides `family`).
 FAMILY_FIXED = {
@@ -71,6 +80,8 @@ FAMILY_FIXED = {
     "albert": {"shared_layers": True},
     "electra": {"pooler": False, "sequence_head": "dense_gelu", "mlm_activation": "gelu"},  # the generator's head: fixed GELU
     "modernbert": {key: MODERNBERT_DIFFERENCES[key] for key in ("type_vocab_size", "pooler", "sequence_head", "pre_norm", "gated_mlp", "rotary")},
+    "deberta-v2": {key: DEBERTA_DIFFERENCES[key] for key in ("pooler", "sequence_head", "absolute_positions", "relative_attention",
+                                                             "padded_rows_zero")},
 }
 ACTIVATIONS = {"gelu": "gelu", "gelu_python": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
                "relu": "relu", "silu": "silu", "swish": "silu"}
@@ -86,6 +97,8 @@ def config_from_hf(cls, hf: dict):
         raise ConfigError(f"position_embedding_type {position_type!r} is not supported (only 'absolute')")
     if family == "modernbert":
         return cls(**_modernbert_from_hf(hf))
+    if family == "deberta-v2":
+        _check_deberta(hf)
     hidden_act = hf.get("activation" if family == "distilbert" else "hidden_act", "gelu")
     if hidden_act not in ACTIVATIONS:
         raise ConfigError(f"hidden_act {hidden_act!r} is not supported; expected one of {sorted(ACTIVATIONS)}")
@@ -96,6 +109,8 @@ def config_from_hf(cls, hf: dict):
         fields["max_position_embeddings"] = fields.get("max_position_embeddings", 514) - fields["position_offset"]
     if family == "albert":  # num_hidden_layers counts group applications; our layers, every inner layer's
         fields["num_layers"] = fields.get("num_layers", 12) * fields.get("layers_per_group", 1)
+    if family == "deberta-v2":
+        fields |= _deberta_positions(hf)
     if family == "electra" and fields.get("embedding_size") == fields.get("hidden_size", 768):
         fields["embedding_size"] = None
     return cls(**fields)
@@ -143,6 +158,42 @@ def _modernbert_to_hf(config) -> dict:
             "mlp_dropout": 0.0, "tie_word_embeddings": True}
 
 
+def _check_deberta(hf: dict) -> None:
+    """DeBERTa-v3's architecture only: what v2 checkpoints add (a convolution beside layer 0, a position table,
+    separate position projections, a projected or narrower embedding) is refused by name."""
+    if (hf.get("conv_kernel_size") or 0) > 0:
+        raise ConfigError(f"conv_kernel_size {hf['conv_kernel_size']}: DeBERTa-v2's convolution layer is not supported (DeBERTa-v3 has none)")
+    for key, value in _DEBERTA_REQUIRED.items():
+        given = hf.get(key, value if key in ("share_att_key", "legacy") else None)
+        if key == "norm_rel_ebd" and isinstance(given, str):
+            given = given.strip().lower()
+        if given != value:
+            raise ConfigError(f"{key} {given!r} is not supported: this DeBERTa runs DeBERTa-v3's {key} = {value!r}")
+    hidden = hf.get("hidden_size", 1536)
+    for key in ("embedding_size", "pooler_hidden_size"):
+        if hf.get(key) not in (None, hidden):
+            raise ConfigError(f"{key} {hf[key]} differs from hidden_size {hidden}: not supported")
+    if hf.get("attention_head_size") not in (None, hidden // hf.get("num_attention_heads", 24)):
+        raise ConfigError(f"attention_head_size {hf['attention_head_size']} is not hidden_size / num_attention_heads: not supported")
+
+
+def _deberta_positions(hf: dict) -> dict:
+    """pos_att_type ("p2c|c2p" or a list) and max_relative_positions (below 1: max_position_embeddings)."""
+    terms = hf.get("pos_att_type") or []
+    if isinstance(terms, str):
+        terms = [term.strip() for term in terms.lower().split("|")]
+    fields = {"position_attention": tuple(terms), "position_buckets": max(hf.get("position_buckets") or -1, 0),
+              "layer_norm_eps": hf.get("layer_norm_eps", 1e-7), "type_vocab_size": hf.get("type_vocab_size", 0)}
+    if (hf.get("max_relative_positions") or -1) >= 1:
+        fields["max_relative_positions"] = hf["max_relative_positions"]
+    return fields
+
+
+def _deberta_to_hf(config) -> dict:
+    return {"position_buckets": config.position_buckets or -1, "max_relative_positions": config.max_relative_positions or -1,
+            "pos_att_type": list(config.position_attention), **_DEBERTA_REQUIRED}
+
+
 def config_to_hf(config) -> dict:
     family = config.family
     if family == "modernbert":
@@ -155,4 +206,6 @@ def config_to_hf(config) -> dict:
     if family == "albert":
         hf["num_hidden_layers"] = config.group_applications
     activation_key = "activation" if family == "distilbert" else "hidden_act"
+    if family == "deberta-v2":
+        hf |= _deberta_to_hf(config)
     return {"model_type": family, activation_key: _WRITTEN_ACTIVATION[config.activation], **hf}

@@ -213,6 +213,27 @@ def modernbert_table(config: BertConfig, heads: Heads) -> Table:
     return table
 
 
+DEBERTA_LAYER = ("attention.self.query_proj", "attention.self.key_proj", "attention.self.value_proj", "attention.output.dense",
+                 "attention.output.LayerNorm", "intermediate.dense", "output.dense", "output.LayerNorm")
+
+
+def deberta_table(config: BertConfig, heads: Heads) -> Table:
+    """DebertaV2Model, DebertaV2ForMaskedLM (its default, legacy head: BERT's `cls.predictions`),
+    DebertaV2For{Sequence,Token}Classification (the sequence head: ContextPooler's dense, then `classifier`).
+    The relative-position embeddings and their LayerNorm are the encoder's (He et al. 2021)."""
+    table = {"embedding.token_embedding.weight": "embeddings.word_embeddings.weight"}
+    if config.type_vocab_size:
+        table["embedding.token_type_embedding.weight"] = "embeddings.token_type_embeddings.weight"
+    table |= _pairs("embedding.layer_norm", "embeddings.LayerNorm")
+    table |= {"relative_positions.embedding.weight": "encoder.rel_embeddings.weight"}
+    table |= _pairs("relative_positions.layer_norm", "encoder.LayerNorm")
+    for i in range(config.num_layers):
+        table |= _layer(f"transformer.{i}", f"encoder.layer.{i}", DEBERTA_LAYER)
+    if heads.mlm_head:
+        table |= _mlm("cls.predictions.transform.dense", "cls.predictions.transform.LayerNorm", "cls.predictions.bias")
+    return table | _first_token_heads(heads, dense="pooler.dense", out="classifier")
+
+
 @dataclass(frozen=True)
 class Family:
     """What loading and saving need to know of a family besides its key table."""
@@ -228,6 +249,8 @@ class Family:
     sequence_out: str = "classifier.weight"  # the sequence classifier's last weight (its rows: the labels)
     # the masked-LM head's tensors are named as the classifiers' (ModernBERT's `head`): with a task head, no MLM head
     head_shared: bool = False
+    # the checkpoint keys that sit under the base model's prefix in a task model (DeBERTa's ContextPooler, `pooler.`, does not)
+    base_parts: tuple[str, ...] = ()
 
 
 _BUFFERS = {"embeddings.position_ids": None, "embeddings.token_type_ids": None}
@@ -266,6 +289,12 @@ FAMILIES = {
         {"mlm_head": "head.dense.weight"},
         {"decoder.weight": WORDS},
         head_shared=True,
+    ),
+    "deberta-v2": Family(
+        "deberta", "DebertaV2", deberta_table,
+        {"mlm_head": "cls.predictions.transform.dense.weight"},
+        _BUFFERS | {"cls.predictions.decoder.weight": WORDS, "cls.predictions.decoder.bias": "cls.predictions.bias"},
+        sequence_key="pooler.dense.weight", base_parts=("embeddings.", "encoder."),
     ),
 }
 # under the prefix

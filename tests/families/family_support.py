@@ -47,6 +47,15 @@ def write_tiny_tokenizer(folder, vocab_file) -> None:
     (folder / "special_tokens_map.json").write_text(json.dumps(roles))
 
 
+def load_saved(theirs, folder, vocab_file):
+    """transformers' model saved into `folder` with the tiny tokenizer, then loaded by bert.load_pretrained: ours."""
+    import bert
+
+    theirs.save_pretrained(folder)
+    write_tiny_tokenizer(folder, vocab_file)
+    return bert.load_pretrained(str(folder))[0]
+
+
 def hf_family_config(family: str, **fields):
     """A tiny transformers config of the family, for the tiny vocabulary, eager attention (attentions returned).
     Each has something of its own: RoBERTa one segment and pad id 1, ALBERT E < H and three applications of its

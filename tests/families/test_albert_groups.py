@@ -15,7 +15,7 @@ import bert
 from bert import Bert, BertConfig
 from bert.errors import CheckpointError, ConfigError
 from bert.hooks import every_hook_name
-from family_support import build_hf, compare, family_batch, run_transformers, write_tiny_tokenizer, zero_head_patches
+from family_support import build_hf, compare, family_batch, load_saved, run_transformers, zero_head_patches
 
 GROUPS = dict(num_hidden_groups=2, inner_group_num=2, num_hidden_layers=4)
 HEADS = [pytest.param("AlbertForPreTraining", id="AlbertForPreTraining"), pytest.param("AlbertForMaskedLM", id="AlbertForMaskedLM"),
@@ -35,10 +35,7 @@ def pair(tmp_path_factory, tiny_vocab_file):
     """(ours, transformers' AlbertForPreTraining) on the same random weights, and the folder transformers saved."""
     theirs = build_grouped("AlbertForPreTraining")
     folder = tmp_path_factory.mktemp("albert_groups")
-    theirs.save_pretrained(folder)
-    write_tiny_tokenizer(folder, tiny_vocab_file)
-    ours, _ = bert.load_pretrained(str(folder))
-    return ours, theirs, folder
+    return load_saved(theirs, folder, tiny_vocab_file), theirs, folder
 
 
 @pytest.mark.parametrize("architecture", HEADS)

@@ -28,9 +28,10 @@ def residual_at(model: Bert, layer: int, input_ids, token_type_ids, attention_ma
     model._check_inputs(input_ids, token_type_ids, attention_mask)
     if attention_mask is not None and bool(attention_mask.all()):
         attention_mask = None  # as Bert.encode: the fused attention kernel is faster without a mask
-    x = model.embedding(input_ids, token_type_ids)
+    x = model.embedding(input_ids, token_type_ids, attention_mask)
+    relative = model.relative_input(x.shape[1])  # DeBERTa's relative positions; None in the other families
     for block in model.transformer[:layer]:
-        x = block(x, attention_mask)
+        x = block(x, attention_mask) if relative is None else block(x, attention_mask, relative)
     return x
 
 
@@ -41,8 +42,9 @@ def logits_above(model: Bert, layer: int, hidden: torch.Tensor, attention_mask=N
     layers above it."""
     if attention_mask is not None and bool(attention_mask.all()):
         attention_mask = None
+    relative = model.relative_input(hidden.shape[1])
     for block in model.transformer[layer:]:
-        hidden = block(hidden, attention_mask)
+        hidden = block(hidden, attention_mask) if relative is None else block(hidden, attention_mask, relative)
     return model.mlm_logits(model.final_hidden(hidden), logit_mask)
 
 
