@@ -2,7 +2,7 @@
 import pandas as pd
 import streamlit as st
 
-from viz_app import cache, widgets
+from viz_app import cache, state, widgets
 from viz_app.text import chip_labels, escape_markdown, filled_in_sentence
 from viz_app.views.prediction import PredictionSettings, prediction_view
 
@@ -56,7 +56,7 @@ if len(prepared.all_masks) == len(maskable):
     st.caption("Every token is masked: with no context left, the model can only guess frequent words.")
 
 st.markdown("**The model's best guesses, filled in:** " + filled_in_sentence(result, escape=escape_markdown))
-top_k = st.slider("Candidates per [MASK]", 1, 30, value=10, key="top_k", bind="query-params", persist_state="session")
+top_k = st.slider("Candidates per [MASK]", 1, 30, **state.kept("top_k", range(1, 31)))
 
 many = len(result.masks) > 4
 if many:
