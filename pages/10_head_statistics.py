@@ -6,7 +6,7 @@ from bert.analysis.attention.attention_stats import STATISTICS
 from bert.errors import BertError
 from bert.analysis.attention.head_stats import CLARK_2019, CLARK_2019_SOURCE, clark_2019_reference, is_bert_base, top_heads
 from viz_app import analysis_widgets
-from viz_app import cache, heavy, page_costs, widgets
+from viz_app import cache, heavy, page_costs, state, widgets
 from viz_app.charts.head_statistics import statistic_by_layer_chart
 from viz_app.charts.published import published_table, with_published_values
 
@@ -18,7 +18,7 @@ widgets.page_header(
 )
 context = widgets.require(needs_input=False)
 picked = analysis_widgets.sentence_source("stats")
-pairs = st.toggle("Pair consecutive sentences as A and B", key="stats_pairs", persist_state="session")
+pairs = st.toggle("Pair consecutive sentences as A and B", **state.kept("stats_pairs"))
 if picked is None:
     st.stop()
 sentences, description = picked
@@ -32,8 +32,7 @@ except BertError as error:  # e.g. a pair longer than the model's positions
     st.warning(f"The model cannot read these sentences: {error}. Pick fewer or shorter sentences, or another model.")
     st.stop()
 names = list(STATISTICS)
-statistic = st.segmented_control("Statistic", names, default="sep", key="stats_statistic", bind="query-params", required=True,
-                                 persist_state="session")
+statistic = st.segmented_control("Statistic", names, required=True, **state.kept("stats_statistic", names))
 bert_base = is_bert_base(context.loaded.model)
 findings = [f for f in CLARK_2019 if f.statistic == statistic] if bert_base else []
 chart = statistic_by_layer_chart(statistics[statistic], statistic, findings)

@@ -27,14 +27,13 @@ target = words[0].selectbox("Explain the prediction of", candidates, key="salien
 foils = [None] + [c for c in candidates if c.token_id != target.token_id]
 foil = words[1].selectbox("…rather than (optional)", foils, key="saliency_foil",
                           format_func=lambda c: "none: explain log p alone" if c is None else f"{c.token} ({c.probability:.1%})")
-state.clamp("saliency_method", list(METHODS))
-method = st.radio("Method", METHODS, horizontal=True, key="saliency_method", persist_state="session",
+method = st.radio("Method", METHODS, horizontal=True, **state.kept("saliency_method", list(METHODS)),
                   format_func=METHOD_NAMES.get)
 settings = st.columns(2)
-steps = settings[0].slider("Integration steps", 8, 128, value=32, step=8, key="saliency_steps", bind="query-params",
-                           persist_state="session", disabled=method != "integrated_gradients")
-samples = settings[1].slider("Shapley orders (samples)", 5, 100, value=25, step=5, key="saliency_samples",
-                             bind="query-params", persist_state="session", disabled=method != "shapley_value_sampling")
+steps = settings[0].slider("Integration steps", 8, 128, step=8, **state.kept("saliency_steps", range(8, 129, 8)),
+                           disabled=method != "integrated_gradients")
+samples = settings[1].slider("Shapley orders (samples)", 5, 100, step=5, **state.kept("saliency_samples", range(5, 101, 5)),
+                             disabled=method != "shapley_value_sampling")
 explained = (context.key, context.prepared, method, position, target.token_id, steps, "mlm",
              None if foil is None else foil.token_id, samples)
 cost = page_costs.saliency(context.loaded, context.prepared.masked, method, steps, samples)
@@ -52,7 +51,7 @@ if integral_is_rough(result):
 st.subheader("Can this map be trusted?")
 deletion = page_costs.deletion(context.loaded, context.prepared.masked)
 if st.toggle(f"Draw the deletion curve: mask the tokens in the map's order and in 10 random orders "
-             f"({deletion.describe()})", key="saliency_deletion", persist_state="session"):
+             f"({deletion.describe()})", **state.kept("saliency_deletion")):
     if heavy.allowed(context, deletion, "deletion"):
         try:
             with heavy.job(context, deletion, "Masking tokens in the map's order and at random"):

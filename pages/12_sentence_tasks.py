@@ -34,9 +34,8 @@ def explain(output: str, target: int, labels, position: int = 0) -> None:
     """Which input tokens, and which embedding part, pushed the model towards `target`: the label of the token at
     `position` for token labels, a class read from [CLS] otherwise."""
     if not chosen_method:
-        state.clamp("tasks_method", list(METHODS))
-        chosen_method.append(st.radio("Attribution method", METHODS, horizontal=True, key="tasks_method",
-                                      persist_state="session", format_func=METHOD_NAMES.get))
+        chosen_method.append(st.radio("Attribution method", METHODS, horizontal=True, format_func=METHOD_NAMES.get,
+                                      **state.kept("tasks_method", list(METHODS))))
     method = chosen_method[0]
     cost = page_costs.saliency(context.loaded, prepared.base, method, 32, 25)
     if not heavy.allowed(context, cost, f"saliency_{output}"):
@@ -89,8 +88,7 @@ if "classifier" in outputs:
     table = cache.class_probabilities(key, prepared)
     labels = list(table["label"])
     top = chosen_class(table, None)
-    chosen = st.selectbox("Explain the class", labels, index=labels.index(top), key="tasks_class", bind="query-params",
-                          persist_state="session")
+    chosen = st.selectbox("Explain the class", labels, **state.kept("tasks_class", labels, top))
     widgets.show_chart(classes_view(table, chosen)["classes"], key="classes")
     if legend := label_legend(labels):
         st.caption(f"What the labels mean: {legend}")  # only our own words and codes

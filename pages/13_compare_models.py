@@ -18,12 +18,11 @@ context = widgets.require()
 choices = {c.source: c for c in context.visitor.choices}  # a student: the offered models only, no folder
 if st.session_state.get("compare_with") not in (None, *choices):  # a link naming a model this server does not offer
     st.info(access.not_offered(context.visitor.choices))
-state.clamp("compare_with", list(choices), model_comparison.partner(context.key.source, list(choices)))
-source_b = st.selectbox("Model B (model A is the one chosen in the sidebar)", list(choices), key="compare_with",
-                        persist_state="session", format_func=lambda s: choices[s].label)
+source_b = st.selectbox("Model B (model A is the one chosen in the sidebar)", list(choices), format_func=lambda s: choices[s].label,
+                        **state.kept("compare_with", list(choices), model_comparison.partner(context.key.source, list(choices))))
 folder_b = choices[source_b].folder
 if source_b == models.FOLDER:
-    folder_b = st.text_input("Folder of model B", key="compare_folder", bind="query-params", persist_state="session",
+    folder_b = st.text_input("Folder of model B", **state.kept("compare_folder"),
                              placeholder="/path/to/a/fine-tuned/bert").strip()
     if not folder_b:
         st.info("Type the path of a Hugging Face folder of a BERT-family model (config.json, weights, its tokenizer) "

@@ -44,25 +44,23 @@ if context.prepared.pair.strip():
 query_tokens = corpus_search.query_tokens(encoding, context.prepared.text)
 tokens = {t.position: t for t in query_tokens}
 labels = chip_labels(encoding.tokens, list(tokens))
-state.clamp("search_position", list(tokens), default=corpus_search.default_position(query_tokens))
 position = st.pills(f"Click a token of your sentence ({escape_markdown(context.loaded.tokenizer.pieces.marker_note)})", list(tokens),
-                    format_func=labels.get, key="search_position", required=True, persist_state="session")
+                    format_func=labels.get, required=True,
+                    **state.kept("search_position", list(tokens), corpus_search.default_position(query_tokens)))
 query = tokens[position]
 st.html(f"<p>Your token in its sentence: {corpus_search.highlighted_in(context.prepared.text, encoding, position)}</p>")
 residual = dict(enumerate(residual_names(loaded.model)))  # hidden_states index -> "embeddings", "after layer 0", ...
 heads_of = dict(enumerate(layer_labels(loaded.model.config.num_layers)))  # a layer (from 0) -> "layer 0", ...
-state.clamp("search_by", list(corpus_search.COMPARE_BY), default=corpus_search.LAYER_OUTPUT)
-by = st.radio("Compare tokens by", list(corpus_search.COMPARE_BY), key="search_by", horizontal=True, format_func=corpus_search.COMPARE_BY.get,
-              persist_state="session")
+by = st.radio("Compare tokens by", list(corpus_search.COMPARE_BY), horizontal=True, format_func=corpus_search.COMPARE_BY.get,
+              **state.kept("search_by", list(corpus_search.COMPARE_BY)))
 names = residual if by == corpus_search.LAYER_OUTPUT else heads_of
 layers = list(names)
-state.clamp("search_layer", layers, default=layers[-1])
 columns = st.columns([3, 1])
-layer = columns[0].select_slider("Layer", layers, key="search_layer", format_func=names.get, persist_state="session")
-k = columns[1].slider("Matches", 5, 50, value=10, key="search_k", bind="query-params", persist_state="session")
+layer = columns[0].select_slider("Layer", layers, format_func=names.get, **state.kept("search_layer", layers, layers[-1]))
+k = columns[1].slider("Matches", 5, 50, **state.kept("search_k", range(5, 51)))
 if by == corpus_search.HEAD_OUTPUT:
     heads = list(range(loaded.model.config.num_heads))
-    head = st.select_slider("Head", heads, value=0, key="search_head", bind="query-params", persist_state="session")
+    head = st.select_slider("Head", heads, **state.kept("search_head", heads))
     st.caption(f"Each head of {names[layer]} adds up the words it attends to into a small vector of its own "
                f"({loaded.model.config.hidden_size // len(heads)} numbers) before the layer mixes the heads: the "
                "search compares those vectors.")

@@ -28,10 +28,9 @@ def use_example() -> None:
 st.selectbox("Start from an example", list(EXAMPLES), index=None, key="contexts_example", on_change=use_example,
              placeholder="Pick one to fill in the word and the sentences")
 left, right = st.columns([1, 3])
-word = left.text_input("Word", "bank", key="contexts_word", bind="query-params", persist_state="session", max_chars=50).strip()
-text = right.text_area(f"Sentences that use it, one per line (2 to {word_contexts.MAX_SENTENCES})", "\n".join(EXAMPLES["bank"]),
-                       key="contexts_sentences", bind="query-params", persist_state="session", height=170,
-                       max_chars=params.MAX_URL_TEXT)
+word = left.text_input("Word", max_chars=50, **state.kept("contexts_word")).strip()
+text = right.text_area(f"Sentences that use it, one per line (2 to {word_contexts.MAX_SENTENCES})", height=170,
+                       max_chars=params.MAX_URL_TEXT, **state.kept("contexts_sentences"))
 sentences = word_contexts.sentence_lines(text)
 if not word:
     st.info("Type the word to follow, for example “bank”.")
@@ -71,9 +70,8 @@ st.caption(f"Baseline: {word_contexts.BASELINE_SAMPLES:,} random pairs of tokens
 
 st.subheader("Which sentences are alike?")
 options = list(range(len(result.layers)))
-state.clamp("contexts_layer", options, default=options[-1])
-layer = st.select_slider("Layer", options, key="contexts_layer", format_func=lambda i: result.layers[i],
-                         persist_state="session")
+layer = st.select_slider("Layer", options, format_func=lambda i: result.layers[i],
+                         **state.kept("contexts_layer", options, options[-1]))
 labels = [f"{i + 1}. {s[:28]}…" if len(s) > 28 else f"{i + 1}. {s}" for i, s in enumerate(sentences)]
 widgets.show_chart(token_heatmap(
     result.cosines[layer], labels, f"Cosine similarity of '{word}' between sentences, {result.layers[layer]}",

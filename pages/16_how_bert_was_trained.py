@@ -6,7 +6,7 @@ import streamlit as st
 
 from bert.errors import BertError
 from bert.pretraining import walkthrough
-from viz_app import access, cache, live_run, models, page_context, successor_runs, widgets
+from viz_app import access, cache, live_run, models, page_context, state, successor_runs, widgets
 from viz_app.access import Role
 from viz_app.text import escape_markdown
 from viz_app import pretraining_figures as figures
@@ -33,7 +33,7 @@ except BertError as error:
 tokenizer = builtin.tokenizer
 
 st.header("1. Masking: which words the model must guess")
-text = st.text_area("Your text (one or more sentences)", DEFAULT_TEXT, key="trained_text", persist_state="session")
+text = st.text_area("Your text (one or more sentences)", DEFAULT_TEXT, **state.kept("trained_text"))
 seed_column, draw_column, whole_column = st.columns([1, 1, 2], vertical_alignment="bottom")
 seed = int(seed_column.number_input("Seed", 0, 1_000_000, 0, key="mask_seed"))
 draw_column.button("Draw again", icon=":material/casino:", key="mask_redraw",

@@ -34,7 +34,7 @@ state.clamp("lesson_name", [*lessons, UPLOAD])
 if presenting:
     name = st.session_state["lesson_name"]
 else:
-    name = st.selectbox("Lesson", [*lessons, UPLOAD], key="lesson_name", persist_state="session",
+    name = st.selectbox("Lesson", [*lessons, UPLOAD], **state.kept("lesson_name"),
                         format_func=lambda n: "Your own lesson file (.yaml)…" if n == UPLOAD else lessons[n].title)
 if name == UPLOAD and not presenting:
     upload = uploads.upload_box("A lesson file (docs/teaching.md shows how to write one)", ["yaml", "yml"],

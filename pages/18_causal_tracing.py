@@ -6,7 +6,6 @@ from bert.errors import InvalidInputError
 from bert.layers import layer_label
 from viz_app import cache, heavy, page_costs, state, widgets
 from viz_app.causal_tracing import COMPARE, DIRECTION_LABELS, MODES, CausalSettings, default_corrupt_of, pick_answer_foil
-from viz_app.navigation import LINK_PARAMS
 from viz_app.text import escape_markdown
 from viz_app.views.causal_tracing import patching_view, tracing_view
 
@@ -34,8 +33,7 @@ def word_choice(column, label: str, key: str, guesses: list[str], chosen: str, h
     options = list(dict.fromkeys([chosen, *guesses])) if chosen else guesses
     if not options:
         return ""
-    state.clamp(key, options)
-    return column.selectbox(label, options, key=key, accept_new_options=True, help=help, persist_state="session")
+    return column.selectbox(label, options, accept_new_options=True, help=help, **state.kept(key, options))
 
 
 def stop_with(problem: InvalidInputError) -> None:
@@ -43,17 +41,14 @@ def stop_with(problem: InvalidInputError) -> None:
     st.stop()
 
 
-state.clamp("causal_mode", list(MODES))
-mode = st.radio("Experiment", list(MODES), key="causal_mode", horizontal=True, format_func=MODES.get, persist_state="session")
+mode = st.radio("Experiment", list(MODES), horizontal=True, format_func=MODES.get, **state.kept("causal_mode", list(MODES)))
 layers = loaded.summary.layers
 
 if mode == "two":
     columns = st.columns(2)
-    clean = columns[0].text_input("Clean sentence (its guess is what patching restores)", key="patch_clean",
-                                  value=LINK_PARAMS["patch_clean"].default, bind="query-params",
+    clean = columns[0].text_input("Clean sentence (its guess is what patching restores)", **state.kept("patch_clean"),
                                   on_change=forget, args=("patch_answer", "patch_foil"))
-    corrupted = columns[1].text_input("Corrupted sentence (as many word pieces, one word changed)", key="patch_corrupted",
-                                      value=LINK_PARAMS["patch_corrupted"].default, bind="query-params",
+    corrupted = columns[1].text_input("Corrupted sentence (as many word pieces, one word changed)", **state.kept("patch_corrupted"),
                                       on_change=forget, args=("patch_answer", "patch_foil"))
     clean_guesses, corrupted_guesses = list(cache.mask_guesses(context.key, clean)), list(cache.mask_guesses(context.key, corrupted))
     answer, foil = pick_answer_foil(clean_guesses, corrupted_guesses, st.session_state.get("patch_answer"),
@@ -63,11 +58,10 @@ if mode == "two":
                          "The word the clean sentence should favour; its top guesses are listed first. Type any other word.")
     word_choice(columns[1], "Foil", "patch_foil", corrupted_guesses + clean_guesses, foil,
                        "The word it is compared with; the corrupted sentence's top guesses are listed first.")
-    state.clamp("patch_direction", list(DIRECTION_LABELS))
-    direction = columns[2].radio("Patch", list(DIRECTION_LABELS), key="patch_direction", format_func=DIRECTION_LABELS.get,
-                                 persist_state="session", help="Clean into corrupted: does this one activation restore the "
+    direction = columns[2].radio("Patch", list(DIRECTION_LABELS), format_func=DIRECTION_LABELS.get,
+                                 **state.kept("patch_direction", list(DIRECTION_LABELS)), help="Clean into corrupted: does this one activation restore the "
                                  "clean guess? Corrupted into clean: does it break it?")
-    exact = columns[3].toggle("Exact sweep", key="patch_exact", persist_state="session",
+    exact = columns[3].toggle("Exact sweep", **state.kept("patch_exact"),
                               help="One patched run per cell, many per forward pass. Off: attribution patching alone "
                                    "(one forward and one backward pass), fast even for long inputs.")
     columns = st.columns(2)
@@ -76,9 +70,8 @@ if mode == "two":
                                         default=layers - 1, format_func=layer_label)
     compare = "residual"
     if exact:
-        state.clamp("patch_compare", list(COMPARE))
         compare = columns[1].radio("Compare attribution patching with the exact values on", list(COMPARE),
-                                   key="patch_compare", horizontal=True, persist_state="session")
+                                   horizontal=True, **state.kept("patch_compare", list(COMPARE)))
     request = CausalSettings.from_state(st.session_state).patching  # as a link or a lesson step gives it
     try:
         approximate = cache.attribution_patching(context.key, request)
@@ -104,8 +97,7 @@ if mode == "two":
         widgets.show_chart(chart, key=name)
     widgets.download_view("Causal tracing: two sentences", "causal_tracing")
 else:
-    text = st.text_input("Sentence with one [MASK]", key="trace_text", value=LINK_PARAMS["trace_text"].default,
-                         bind="query-params", on_change=forget, args=("trace_corrupt", "trace_answer"))
+    text = st.text_input("Sentence with one [MASK]", **state.kept("trace_text"), on_change=forget, args=("trace_corrupt", "trace_answer"))
     try:
         encoding = loaded.tokenizer.encode(text, max_length=loaded.summary.max_positions)
     except InvalidInputError as problem:
@@ -117,14 +109,13 @@ else:
     positions = [i for i, special in enumerate(encoding.special) if not special and encoding.input_ids[i] != loaded.tokenizer.mask_id]
     state.clamp_subset("trace_corrupt", positions, default_corrupt_of(encoding))
     columns = st.columns([3, 1, 1])
-    corrupt = columns[0].multiselect("Tokens to noise (say, the subject)", positions, key="trace_corrupt",
-                                     persist_state="session", format_func=lambda i: f"{i} {encoding.tokens[i]}")
+    corrupt = columns[0].multiselect("Tokens to noise (say, the subject)", positions, **state.kept("trace_corrupt"),
+                                     format_func=lambda i: f"{i} {encoding.tokens[i]}")
     guesses = list(cache.mask_guesses(context.key, text))
     answer = word_choice(columns[1], "Answer", "trace_answer", guesses, st.session_state.get("trace_answer") or "",
                          "The word whose probability is traced; the model's top guesses are listed first.")
-    samples = columns[2].slider("Noise samples", 1, 20, value=LINK_PARAMS["trace_samples"].default, key="trace_samples",
-                               bind="query-params")
-    blocks = st.toggle("Also restore the attention and MLP outputs", key="trace_blocks", persist_state="session")
+    samples = columns[2].slider("Noise samples", 1, 20, **state.kept("trace_samples", range(1, 21)))
+    blocks = st.toggle("Also restore the attention and MLP outputs", **state.kept("trace_blocks"))
     if not corrupt:
         st.info("Choose at least one token to noise: the words whose information the trace follows.")
         st.stop()

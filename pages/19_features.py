@@ -8,8 +8,9 @@ from bert.analysis.features.neurons import tag_mix, top_examples
 from bert.analysis.features.sae import SaeFileError
 from bert.layers import residual_label
 from bert.errors import BertError
-from viz_app import access, cache, heavy, page_costs, uploads, widgets
+from viz_app import access, cache, heavy, page_costs, state, uploads, widgets
 from viz_app import features as feature_logic
+from viz_app.navigation import LINK_PARAMS
 from viz_app.text import escape_markdown
 from viz_app.views.features import FeatureSettings, feature_view, neuron_view, sentence_view, strongest_feature
 
@@ -21,17 +22,17 @@ widgets.page_header(
 )
 context = widgets.require()
 loaded, prepared = context.loaded, context.prepared
-view = st.segmented_control("Look at", ["Sparse-autoencoder features", "MLP neurons"], default="Sparse-autoencoder features",
-                            key="features_look_at", bind="query-params", persist_state="session") or "Sparse-autoencoder features"
+views = list(LINK_PARAMS["features_look_at"].choices)  # "Sparse-autoencoder features", "MLP neurons"
+view = st.segmented_control("Look at", views, required=True, **state.kept("features_look_at", views))
 
 
 def corpus_picker(key: str):
     """The corpus a scan reads: a built-in one, an uploaded text file or (for who may choose folders) a corpus
     index on the server; (corpus id, corpus) or (None, a message)."""
     labels = feature_logic.corpus_choices(context.visitor.role.may_choose_any_model)
-    choice = st.selectbox("Corpus", list(labels), format_func=labels.get, key=key, bind="query-params", persist_state="session")
+    choice = st.selectbox("Corpus", list(labels), format_func=labels.get, **state.kept(key, list(labels)))
     if choice == feature_logic.INDEX:
-        folder = st.text_input("Index folder", key=f"{key}_index", persist_state="session",
+        folder = st.text_input("Index folder", **state.kept(f"{key}_index"),
                                placeholder="/path/to/an/index", help="A folder written by python -m bert index "
                                                                       "with this model.").strip()
         if not folder:
@@ -54,9 +55,9 @@ if view == "MLP neurons":
     summary = loaded.summary
     columns = st.columns(3)
     with columns[0]:
-        layer = st.selectbox("Layer", range(summary.layers), key="neurons_layer", bind="query-params", persist_state="session")
+        layer = st.selectbox("Layer", range(summary.layers), **state.kept("neurons_layer", range(summary.layers)))
     with columns[1]:
-        neuron = st.number_input("Neuron", 0, summary.intermediate - 1, step=1, key="neurons_neuron", persist_state="session",
+        neuron = st.number_input("Neuron", 0, summary.intermediate - 1, step=1, **state.kept("neurons_neuron"),
                                  help="The MLP page shows which neurons fire on your sentence; type one here.")
     with columns[2]:
         corpus_id, corpus = corpus_picker("neurons_corpus")
@@ -87,7 +88,7 @@ if not offered:
             "you start the app.")
     st.code(feature_logic.train_command(context.key.source, max(1, loaded.summary.layers // 2)), language="bash")
     st.stop()
-name = st.selectbox("Sparse autoencoder", list(offered), key="features_sae", persist_state="session") if len(offered) > 1 else next(iter(offered))
+name = st.selectbox("Sparse autoencoder", list(offered), **state.kept("features_sae")) if len(offered) > 1 else next(iter(offered))
 folder = str(offered[name])
 sae = cache.sae(context.key, folder)
 if isinstance(sae, SaeFileError):
@@ -115,7 +116,7 @@ with st.expander("Feature labels: download them, or upload a file of them"):
                 "opens it." if may_save else "Labels typed here are kept for this visit, in this browser tab: "
                 "download them to keep them, and upload the file next time.") +
                f" {len(saved)} kept with it, {len(uploaded)} uploaded, {len(typed)} typed now.")
-shown = st.slider("Features in the heatmap", 4, 64, 24, key="features_shown", bind="query-params", persist_state="session")
+shown = st.slider("Features in the heatmap", 4, 64, **state.kept("features_shown", range(4, 65)))
 trained_on = escape_markdown(feature_logic.training_data(config.data, context.visitor.role))  # a student: the file's name
 st.caption(f"The residual stream {residual_label(config.layer)} (hidden_states[{config.layer}]), {config.features} features, "
            f"at most {config.k} active per token; trained on {trained_on}.")
@@ -123,10 +124,10 @@ widgets.show_chart(sentence_view(FeatureSettings(shown=shown), z, tokens, config
 
 if st.session_state.get("features_feature") is None:
     st.session_state["features_feature"] = strongest_feature(z)
-feature = int(st.number_input("Feature", 0, config.features - 1, step=1, key="features_feature", persist_state="session",
+feature = int(st.number_input("Feature", 0, config.features - 1, step=1, **state.kept("features_feature"),
                               help="Type a feature number from the heatmap (f812 → 812)."))
-text = st.text_input("Your label for this feature", key=feature_logic.LABEL_KEY.format(sae=name, feature=feature),
-                     persist_state="session", placeholder=(saved | uploaded).get(feature, "what it seems to fire on"),
+text = st.text_input("Your label for this feature", **state.kept(feature_logic.LABEL_KEY.format(sae=name, feature=feature)),
+                     placeholder=(saved | uploaded).get(feature, "what it seems to fire on"),
                      help="It names the feature in the heatmap. " + ("Save keeps it beside the sparse autoencoder for "
                           "everyone; saving an empty box removes the saved label." if may_save else
                           "Kept for this visit, in this browser tab; the labels box above downloads them."))
@@ -137,8 +138,8 @@ if may_save and st.button("Save the label with the sparse autoencoder", key="fea
     except (BertError, OSError) as error:
         st.error(f"Could not save the label: {error}")
 corpus_id, corpus = corpus_picker("features_corpus")
-factor = st.select_slider("Switch the feature", [0.0, 0.5, 1.0, 2.0, 4.0, 8.0], value=0.0, key="features_factor",
-                          format_func=lambda f: "off" if f == 0 else f"x {f:g}", persist_state="session",
+factor = st.select_slider("Switch the feature", [0.0, 0.5, 1.0, 2.0, 4.0, 8.0], value=0.0, **state.kept("features_factor"),
+                          format_func=lambda f: "off" if f == 0 else f"x {f:g}",
                           help="Multiply the feature's activation in the forward pass and watch the [MASK] guess.")
 guess = cache.feature_guess(context.key, folder, prepared, feature, factor) if prepared.all_masks else None
 promoted = cache.promoted_tokens(context.key, folder, feature)

@@ -53,8 +53,8 @@ def pick_generator():
         st.caption("No ELECTRA generator with this model's vocabulary is on offer here, so the blanks stay as typed.")
         return None
     options = [NO_GENERATOR, *offered]
-    state.clamp("generator", options, next((s for s in offered if s != models.FOLDER), NO_GENERATOR))
-    source = st.selectbox("Generator to fill the blanks", options, key="generator", persist_state="session",
+    first = next((s for s in offered if s != models.FOLDER), NO_GENERATOR)
+    source = st.selectbox("Generator to fill the blanks", options, **state.kept("generator", options, first),
                           format_func=lambda s: "None: leave the blanks as typed" if s == NO_GENERATOR else offered[s].label,
                           help="ELECTRA's generator is a small masked LM trained beside the discriminator: it writes "
                                "a word into every [MASK], and the discriminator then tries to spot its words.")
@@ -62,8 +62,8 @@ def pick_generator():
         return None
     folder = offered[source].folder
     if source == models.FOLDER:
-        folder = st.text_input("Folder of the generator", key="generator_folder", bind="query-params",
-                               persist_state="session", placeholder="/path/to/an/electra/generator").strip()
+        folder = st.text_input("Folder of the generator", **state.kept("generator_folder"),
+                               placeholder="/path/to/an/electra/generator").strip()
         if not folder:
             st.caption("Type the path of an ELECTRA generator's folder (config.json, weights, vocab.txt).")
             return None
@@ -97,8 +97,8 @@ def which_words_look_replaced() -> None:
     sample = False
     if fills:
         sample = st.toggle("Sample the generator's words, as in pre-training (else its most probable word)",
-                           key="generator_sample", persist_state="session")
-    seed = int(st.number_input("Seed of the sample", 0, 10_000, 0, key="generator_seed", persist_state="session")) if sample else 0
+                           **state.kept("generator_sample"))
+    seed = int(st.number_input("Seed of the sample", 0, 10_000, 0, **state.kept("generator_seed"))) if sample else 0
     cost, counted_at = page_costs.replaced_tokens(context.loaded, generator, encoding)
     if not heavy.allowed(context, cost, "replaced_tokens", counted_at):
         st.stop()
@@ -142,7 +142,7 @@ if len(prepared.all_masks) == len(maskable):
     st.caption("Every token is masked: with no context left, the model can only guess frequent words.")
 
 st.markdown("**The model's best guesses, filled in:** " + filled_in_sentence(result, escape=escape_markdown))
-top_k = st.slider("Candidates per [MASK]", 1, 30, value=10, key="top_k", bind="query-params", persist_state="session")
+top_k = st.slider("Candidates per [MASK]", 1, 30, **state.kept("top_k", range(1, 31)))
 
 many = len(result.masks) > 4
 if many:

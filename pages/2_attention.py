@@ -3,7 +3,7 @@ import pandas as pd
 import streamlit as st
 
 from bert.analysis.attention.attention_stats import STATISTICS
-from viz_app import cache, widgets
+from viz_app import cache, state, widgets
 from viz_app.views.attention import (
     AttentionSettings, default_focus, query_key, shown_positions, strongest_key,
 )
@@ -23,14 +23,13 @@ tokens = result.tokens
 
 controls = st.columns([1, 1, 2, 1.4])
 with controls[0]:
-    layer = st.selectbox("Layer", range(summary.layers), key="layer", bind="query-params", persist_state="session")
+    layer = st.selectbox("Layer", range(summary.layers), **state.kept("layer", range(summary.layers)))
 with controls[1]:
-    head = st.selectbox("Head", range(summary.heads), key="head", bind="query-params", persist_state="session")
+    head = st.selectbox("Head", range(summary.heads), **state.kept("head", range(summary.heads)))
 with controls[3]:
     hide_special = st.toggle(
         "Hide [CLS] and [SEP]",
-        key="hide_special",
-        persist_state="session",
+        **state.kept("hide_special"),
         help="Many heads park most of their attention on [CLS] or [SEP]; hiding them shows the rest. "
         "Rows then no longer sum to 1.",
     )
@@ -71,8 +70,7 @@ overview = st.container()
 st.subheader("Head statistics")
 stats = cache.head_statistics(context.key, context.prepared)
 names = list(STATISTICS)
-statistic = st.segmented_control("Statistic", names, default="entropy", key="statistic", bind="query-params", persist_state="session",
-                                 required=True)
+statistic = st.segmented_control("Statistic", names, required=True, **state.kept("statistic", names))
 
 settings = AttentionSettings(layer, head, hide_special, focus, key, statistic)
 with units:

@@ -2,7 +2,7 @@
 import numpy as np
 import streamlit as st
 
-from viz_app import cache, widgets
+from viz_app import cache, state, widgets
 from viz_app.models import POSITIONS_ROTATED
 from viz_app.views.embeddings import EmbeddingSettings, embeddings_view, largest_k, mean_cosines, subspace_reading
 
@@ -52,10 +52,7 @@ k = st.slider(
     "Directions per table (k)",
     1,
     largest_k(summary),
-    value=EmbeddingSettings.from_state({}, summary).k,
-    key="k",
-    bind="query-params",
-    persist_state="session",
+    **state.kept("k", range(1, largest_k(summary) + 1)),  # a smaller model: all its directions
     help="Each table's subspace is spanned by its top-k singular vectors (the segment table has 2 rows: at most 2).",
 )
 report = cache.subspaces(context.key, k)

@@ -1,7 +1,7 @@
 """MLP activations: which neurons fire on which tokens."""
 import streamlit as st
 
-from viz_app import cache, widgets
+from viz_app import cache, state, widgets
 from viz_app.views.mlp import MlpSettings, mlp_view, strongest_neuron
 
 widgets.page_header(
@@ -16,16 +16,13 @@ tokens = result.tokens
 
 controls = st.columns([1, 2, 2])
 with controls[0]:
-    layer = st.selectbox("Layer", range(summary.layers), key="mlp_layer", bind="query-params", persist_state="session")
+    layer = st.selectbox("Layer", range(summary.layers), **state.kept("mlp_layer", range(summary.layers)))
 with controls[1]:
     shown = st.slider(
         "Neurons in the heatmap",
         8,
         min(256, summary.intermediate),
-        value=min(48, summary.intermediate),
-        key="neurons_shown",
-        bind="query-params",
-        persist_state="session",
+        **state.kept("neurons_shown", range(8, min(256, summary.intermediate) + 1)),
         help=f"The layer has {summary.intermediate} neurons; the heatmap shows those that fire hardest on this input.",
     )
 with controls[2]:
@@ -45,8 +42,7 @@ with right:
         min_value=0,
         max_value=summary.intermediate - 1,
         step=1,
-        key="neuron",
-        persist_state="session",
+        **state.kept("neuron"),
         help="Type a neuron number from the heatmap or the bars (n123 → 123).",
     )
 with units:

@@ -19,16 +19,15 @@ position = analysis_widgets.mask_picker(context, "ablation")
 if position is None:
     st.stop()
 summary = context.loaded.summary
-state.clamp("ablation_mode", list(ablation.MODES))
-mode = st.radio("Ablation", list(ablation.MODES), horizontal=True, key="ablation_mode", persist_state="session",
+mode = st.radio("Ablation", list(ablation.MODES), horizontal=True, **state.kept("ablation_mode", list(ablation.MODES)),
                 format_func=lambda m: {"zero": "zero", "mean": "mean (corpus average)"}[m])
 all_heads = [(layer, head) for layer in range(summary.layers) for head in range(summary.heads)]
 state.clamp_subset("ablation_heads", all_heads)
 state.clamp_subset("ablation_layers", list(range(summary.layers)))
 columns = st.columns(2)
-chosen_heads = columns[0].multiselect("Heads to ablate", all_heads, key="ablation_heads", persist_state="session",
+chosen_heads = columns[0].multiselect("Heads to ablate", all_heads, **state.kept("ablation_heads"),
                                       format_func=lambda lh: head_label(*lh))
-chosen_layers = columns[1].multiselect("Whole layers to ablate", list(range(summary.layers)), key="ablation_layers", persist_state="session",
+chosen_layers = columns[1].multiselect("Whole layers to ablate", list(range(summary.layers)), **state.kept("ablation_layers"),
                                        format_func=layer_label)
 heads = sorted(set(chosen_heads) | set(ablation.layer_heads(context.loaded.model, chosen_layers)))
 mean_z = None

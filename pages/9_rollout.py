@@ -24,16 +24,13 @@ seconds = [NO_SECOND, *methods]
 if len(methods) < len(METHODS):
     st.caption(f"Only the attention weights here: {PRE_NORM_REASON}.")
 pick, beside, at_layer = st.columns(3)
-state.clamp("mixing_method", methods)
-state.clamp("mixing_compare", seconds)
 with pick:
-    method = st.selectbox("Method", methods, format_func=METHOD_TITLES.get, key="mixing_method", persist_state="session")
+    method = st.selectbox("Method", methods, format_func=METHOD_TITLES.get, **state.kept("mixing_method", methods))
 with beside:
     compare = st.selectbox("Beside it", seconds, format_func=lambda m: "nothing" if m == NO_SECOND else METHOD_TITLES[m],
-                           key="mixing_compare", persist_state="session")
+                           **state.kept("mixing_compare", seconds))
 with at_layer:
-    layer = st.selectbox("Layer", range(num_layers), index=num_layers - 1, key="rollout_layer", bind="query-params",
-                         persist_state="session")
+    layer = st.selectbox("Layer", range(num_layers), **state.kept("rollout_layer", range(num_layers), num_layers - 1))
 defaults = MixingSettings.from_state(st.session_state, num_layers, tokens)
 query = widgets.select_int("Token whose row is drawn as bars", "mixing_query", list(range(len(tokens))),
                            format_func=lambda i: f"{i}: {tokens[i]}", default=defaults.query)

@@ -16,7 +16,8 @@ test_layers.py walks the imports).
      and its result into the page's charts (see "How a page is written" below).
    - `navigation.py`: every page once, one `Page` entry each (its address, file, title, icon, group, whether it
      shows the sentence box, its URL parameters, its lesson view); the navigation, the sentence box, `LINK_PARAMS`
-     (`PARAMS`, `BOUND`) and the lessons' pages and choices are read from it. `params.py`: how a URL parameter is
+     (kept in the URL by `state.py`, a widget's value with `state.kept`) and the lessons' pages and choices are
+     read from it. `params.py`: how a URL parameter is
      spelt (`Param`) and those every page shares (the sentence box's, the sidebar's).
    - `page_context.py`: the `Context` Home.py hands the running page: the picked model, the sentence box's
      input and the visitor (a context variable, so a page never sees another session's).

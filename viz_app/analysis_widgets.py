@@ -7,29 +7,27 @@ from __future__ import annotations
 import streamlit as st
 
 from bert.data import LabelledSentence, builtin_sentences, split_sentences
-from viz_app import uploads, widgets
+from viz_app import state, uploads, widgets
 from viz_app.page_context import Context
 from viz_app.text import escape_markdown
 from viz_app.views import chosen_mask
 
 BUILTIN = "Built-in sentences (WordNet examples)"
 UPLOAD = "Upload a .txt file"
-FIRST_SENTENCES = {"probes": 300, "stats": 200, "compare": 100}  # how many built-in sentences each page starts with
 
 
 # ---- sentence sets --------------------------------------------------------------------------------------------
 
 
 def sentence_source(key: str, most: int = 1000, choice: str | None = None) -> tuple[list[LabelledSentence], str] | None:
-    """The sentence-set picker: built-in (the first N, N bound to the URL as f"{key}_count", starting at
-    FIRST_SENTENCES[key]) or an uploaded text file split into sentences. `choice` (BUILTIN or UPLOAD): a page that
+    """The sentence-set picker: built-in (the first N, N kept in the URL as f"{key}_count", starting at its
+    default in viz_app/navigation.py) or an uploaded text file split into sentences. `choice` (BUILTIN or UPLOAD): a page that
     draws its own picker says which.
     Returns (sentences, a one-line description) or None after showing what is missing."""
     choice = choice or st.radio("Sentences", [BUILTIN, UPLOAD], key=f"{key}_source", horizontal=True)
     if choice == BUILTIN:
         high = min(most, len(builtin_sentences()))
-        count = st.slider("How many", 20, high, value=min(FIRST_SENTENCES[key], high), step=10, key=f"{key}_count",
-                          bind="query-params", persist_state="session")
+        count = st.slider("How many", 20, high, step=10, **state.kept(f"{key}_count", range(20, high + 1, 10)))
         return builtin_sentences(count), f"the first {count} built-in sentences"
     upload = uploads.upload_box("A plain-text file: one sentence per line, or running text", ["txt"], f"{key}_file",
                                 uploads.TEXT_BYTES)

@@ -19,21 +19,19 @@ from bert.errors import BertError
 from bert.layers import residual_label
 from bert.tokenizer import BertTokenizer
 from viz_app.access import Role
+from viz_app.navigation import LINK_PARAMS
 
 SAE_FOLDERS_VARIABLE = "BERT_INSIDE_SAES"  # a server folder the teacher fills: each subfolder one `sae train --out`
-CORPORA = {"builtin": "the 992 built-in sentences (WordNet examples)",
-           "ud-ewt-test": "UD English EWT test (2,077 sentences, with parts of speech)"}
 UPLOAD, INDEX = "upload", "index"  # the corpus picker's other entries: a text file, a saved corpus index
+CORPUS_LABELS = LINK_PARAMS["features_corpus"].choices  # {corpus id: label}, as the page's registry entry gives them
+CORPORA = {name: label for name, label in CORPUS_LABELS.items() if name not in (UPLOAD, INDEX)}  # built in
 MAX_LINES, MAX_TOKENS = 2000, 30_000  # an uploaded corpus: at most so many sentences and word pieces
 
 
 def corpus_choices(may_choose_folders: bool) -> dict[str, str]:
     """{corpus id: label} for the corpus picker. A corpus index is a folder on the server: offered only to a
     visitor who may choose folders (viz_app/access.py), never to a student."""
-    choices = CORPORA | {UPLOAD: "a text file of yours (one sentence per line)"}
-    if may_choose_folders:
-        choices[INDEX] = "a corpus index on this machine (built with python -m bert index)"
-    return choices
+    return {name: label for name, label in CORPUS_LABELS.items() if name != INDEX or may_choose_folders}
 
 
 def index_stamp(folder: str) -> int | None:

@@ -16,7 +16,7 @@ from bert.analysis.attribution.saliency import METHODS
 from bert.analysis.causal import ablation
 from bert.analysis.probing.task_table import TEXT_TASKS
 from bert.analysis.representations.self_similarity import EXAMPLES
-from viz_app.params import SHARED, Param, bound, choice, flag, heads, integer, ints, text, words
+from viz_app.params import SHARED, Param, choice, flag, heads, integer, ints, text, words
 
 
 @dataclass(frozen=True)
@@ -32,31 +32,37 @@ class Page:
 
 
 # Parameters several pages read: one object each, so every page reads the same spelling and default.
-UNITS = bound("word pieces", str, ("word pieces", "words"))  # "word pieces" or "words" (Clark et al. 2019)
+UNITS = choice(("word pieces", "words"))  # Clark et al. 2019 merged a word's pieces
 SALIENCY_METHOD = choice(tuple(METHODS), "gradient_x_input")  # one pass and its gradient: the cheapest (docs/app.md)
+CORPUS = choice({  # the corpus a features or neurons scan reads (viz_app/features.py): built in, uploaded, an index
+    "builtin": "the 992 built-in sentences (WordNet examples)",
+    "ud-ewt-test": "UD English EWT test (2,077 sentences, with parts of speech)",
+    "upload": "a text file of yours (one sentence per line)",
+    "index": "a corpus index on this machine (built with python -m bert index)",  # offered to who may pick folders
+})
 
 SEE_INSIDE, EXPERIMENTS, TRAINED, FINE_TUNING, TEACHING = (
     "See inside", "Experiments", "How it was trained", "Fine-tuning", "Teaching")
 REGISTRY: tuple[Page, ...] = (
     Page("prediction", "1_prediction.py", "Masked prediction", ":material/edit_note:", SEE_INSIDE,
-         params={"top_k": bound(10),
+         params={"top_k": integer(10),
                  "generator": text(None),  # ELECTRA's generator for a discriminator's blanks; None: the first on offer
-                 "generator_folder": bound("", str)}, lesson_view="prediction_charts"),
+                 "generator_folder": text("")}, lesson_view="prediction_charts"),
     Page("attention", "2_attention.py", "Attention", ":material/grid_on:", SEE_INSIDE, params={
-        "focus": integer(1), "hide_special": flag(False), "layer": bound(0), "head": bound(0),
-        "statistic": bound("entropy", str, tuple(STATISTICS)), "units": UNITS,
+        "focus": integer(1), "hide_special": flag(False), "layer": integer(0), "head": integer(0),
+        "statistic": choice(tuple(STATISTICS), "entropy"), "units": UNITS,
     }, lesson_view="attention_charts"),
     Page("embeddings", "3_embeddings.py", "Embeddings", ":material/scatter_plot:", SEE_INSIDE,
-         params={"k": bound(16)}, lesson_view="embedding_charts"),
+         params={"k": integer(16)}, lesson_view="embedding_charts"),
     Page("mlp", "4_mlp.py", "MLP activations", ":material/bolt:", SEE_INSIDE, params={
         "mlp_token": integer(1), "neuron": integer(None),  # None: the strongest neuron of the chosen token
-        "mlp_layer": bound(0), "neurons_shown": bound(48), "units": UNITS,
+        "mlp_layer": integer(0), "neurons_shown": integer(48), "units": UNITS,
     }),
     Page("architecture", "5_architecture.py", "Architecture", ":material/account_tree:", SEE_INSIDE),
     # Layer probes (viz_app/probe_data.py): lists, toggles, choices shown by a label, None defaults
     Page("probes", "6_probes.py", "Layer probes", ":material/science:", EXPERIMENTS, reads_sentence=False, params={
         "probe_tasks": words(["position", "continuation", "pos"], (*TEXT_TASKS, "pos")),  # the built-in sentences'
-        "probes_count": bound(300), "probe_seed": bound(0),
+        "probes_count": integer(300), "probes_ud_count": integer(200), "probe_seed": integer(0),  # UD: from each file
         "probes_source": choice(("wordnet", "ud_ewt", "labelled", "text")),
         "probe_treebank_tasks": words(["upos", "deprel", "distance", "depth"]),
         "probe_pieces": choice(("first", "mean", "last")), "probe_mdl": flag(False),
@@ -78,55 +84,54 @@ REGISTRY: tuple[Page, ...] = (
          reads_sentence=False, params={
              "causal_mode": choice({"two": "Two sentences (activation patching)",
                                     "one": "One sentence with noise (causal tracing)"}),
-             "patch_clean": bound("The man said that [MASK] was tired.", str),
-             "patch_corrupted": bound("The woman said that [MASK] was tired.", str),
+             "patch_clean": text("The man said that [MASK] was tired."),
+             "patch_corrupted": text("The woman said that [MASK] was tired."),
              "patch_answer": text(None), "patch_foil": text(None),
              "patch_direction": choice({"denoise": "clean into corrupted", "noise": "corrupted into clean"}),
              "patch_exact": flag(True), "patch_head_layer": integer(None),
              "patch_compare": choice(("residual", "attention", "mlp", "heads")),
-             "trace_text": bound("The man said that [MASK] was tired.", str),
+             "trace_text": text("The man said that [MASK] was tired."),
              "trace_corrupt": ints(None), "trace_answer": text(None),
-             "trace_samples": bound(10), "trace_blocks": flag(False),
+             "trace_samples": integer(10), "trace_blocks": flag(False),
          }, lesson_view="causal_tracing_charts"),
     # Context mixing, still at /rollout: the method, the one beside it (or "none"), the layer (None: the last), the
     # token whose row is drawn as bars (None: the first [MASK], else the first word)
     Page("rollout", "9_rollout.py", "What each word takes", ":material/water:", EXPERIMENTS, params={
         "mixing_method": choice(tuple(MIXING_METHODS), "attention"),
         "mixing_compare": choice((*MIXING_METHODS, "none"), "alti"),  # "none": viz_app/mixing.py NO_SECOND
-        "rollout_layer": bound(None), "mixing_query": integer(None),
+        "rollout_layer": integer(None), "mixing_query": integer(None),
     }, lesson_view="mixing_charts"),
     Page("head_statistics", "10_head_statistics.py", "Head statistics", ":material/bar_chart:", EXPERIMENTS,
          reads_sentence=False, params={
-             "stats_pairs": flag(True), "stats_count": bound(200),
-             "stats_statistic": bound("sep", str, tuple(STATISTICS)),
+             "stats_pairs": flag(True), "stats_count": integer(200),
+             "stats_statistic": choice(tuple(STATISTICS), "sep"),
          }),
     Page("saliency", "11_saliency.py", "Saliency", ":material/highlight:", EXPERIMENTS, params={
-        "saliency_mask": integer(None), "saliency_method": SALIENCY_METHOD, "saliency_steps": bound(32),
-        "saliency_samples": bound(25), "units": UNITS,
+        "saliency_mask": integer(None), "saliency_method": SALIENCY_METHOD, "saliency_steps": integer(32),
+        "saliency_samples": integer(25), "units": UNITS,
     }),
     Page("corpus_search", "14_corpus_search.py", "Corpus search", ":material/manage_search:", EXPERIMENTS, params={
         "search_position": integer(None), "search_layer": integer(None),  # None: the first token, the last layer
         "search_by": choice(("layer", "head")),  # a layer's output, or one head's output
-        "search_head": bound(0), "search_k": bound(10),
+        "search_head": integer(0), "search_k": integer(10),
     }),
     Page("word_contexts", "15_word_contexts.py", "One word, many contexts", ":material/compare_arrows:", EXPERIMENTS,
-         reads_sentence=False, params={"contexts_layer": integer(None), "contexts_word": bound("bank", str),
-                                       "contexts_sentences": bound("\n".join(EXAMPLES["bank"]), str)}),
+         reads_sentence=False, params={"contexts_layer": integer(None), "contexts_word": text("bank"),
+                                       "contexts_sentences": text("\n".join(EXAMPLES["bank"]))}),
     Page("features", "19_features.py", "Features", ":material/category:", EXPERIMENTS, params={
-        "features_look_at": bound("Sparse-autoencoder features", str),  # or "MLP neurons"
-        "features_shown": bound(24), "features_corpus": bound("builtin", str),  # builtin, ud-ewt-test or upload
-        "neurons_layer": bound(0), "neurons_corpus": bound("builtin", str),
+        "features_look_at": choice(("Sparse-autoencoder features", "MLP neurons")),
+        "features_shown": integer(24), "features_corpus": CORPUS, "neurons_layer": integer(0), "neurons_corpus": CORPUS,
     }),
     Page("how_bert_was_trained", "16_how_bert_was_trained.py", "How BERT was trained", ":material/model_training:",
          TRAINED, reads_sentence=False),
     Page("sentence_tasks", "12_sentence_tasks.py", "Sentence tasks", ":material/rule:", FINE_TUNING, params={
         "tasks_method": SALIENCY_METHOD,
         "tasks_tag_token": integer(None),  # the token whose label is explained; None: the first word token
-        "tasks_class": bound(None, str),  # None: the top class
+        "tasks_class": text(None),  # None: the top class
     }, lesson_view="sentence_task_charts"),
     Page("compare_models", "13_compare_models.py", "Compare two models", ":material/compare:", FINE_TUNING, params={
         "compare_with": text(None),  # model B's source; None: the page picks a partner for model A
-        "compare_folder": bound("", str), "compare_count": bound(100),
+        "compare_folder": text(), "compare_count": integer(100),
     }),
     Page("lessons", "17_lessons.py", "Lessons", ":material/school:", TEACHING),
 )
@@ -150,6 +155,4 @@ def _link_params() -> dict[str, Param]:
 
 
 LINK_PARAMS: dict[str, Param] = _link_params()  # every parameter a link, or a lesson's step, can set
-BOUND: dict[str, Param] = {name: param for name, param in LINK_PARAMS.items() if param.bound}  # the widget binds it
-PARAMS: dict[str, Param] = {name: param for name, param in LINK_PARAMS.items() if not param.bound}  # state.py keeps it
 CHOICES: dict[str, tuple[str, ...]] = {name: tuple(param.choices) for name, param in LINK_PARAMS.items() if param.choices}

@@ -4,6 +4,7 @@ and the sidebar's. Each page's own parameters are in its entry in viz_app/naviga
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -46,8 +47,21 @@ class Param:
     parse: Callable[[str], Any]  # URL text -> value; raises ValueError for nonsense, which is then ignored
     dump: Callable[[Any], str]
     default: Any
-    bound: bool = False  # True: the widget keeps it in the URL itself (`bind="query-params"`); else viz_app/state.py
-    choices: tuple[str, ...] | Mapping[str, str] = ()  # the only values a lesson may give (a mapping: value -> label)
+    choices: tuple[str, ...] | Mapping[str, str] = ()  # the only values a link or a lesson may give (value -> label)
+
+    def from_link(self, text: str) -> Any:
+        """A link's text -> the value; the default where it is nonsense (it does not parse, or names no choice), as
+        a list's entries that name no choice are dropped. Ranges that depend on the model are checked by the widget
+        (viz_app/state.py `kept`)."""
+        try:
+            value = self.parse(text)
+        except ValueError:
+            return copy.copy(self.default)  # a list default is never shared between sessions
+        if not self.choices:
+            return value
+        if isinstance(value, list):
+            return [entry for entry in value if entry in self.choices]
+        return value if value in self.choices else self.default
 
 
 def text(default: str | None = "") -> Param:
@@ -64,13 +78,12 @@ def flag(default: bool) -> Param:
 
 
 def choice(choices, default: str | None = None) -> Param:
-    """One of a few names (`choices`: a tuple, or a mapping of each name to its label); default: the first."""
-    return Param(str, str, next(iter(choices)) if default is None else default, choices=choices)
-
-
-def bound(default, parse: Callable[[str], Any] = int, choices=()) -> Param:
-    """A parameter the widget binds to the URL itself (`bind="query-params"`)."""
-    return Param(parse, str, default, bound=True, choices=choices)
+    """One of a few names (`choices`: a tuple, or a mapping of each name to its label); default: the first. A link
+    gives the name; a label is read as its name too (links from Streamlit's own URL binding wrote a picker's label)."""
+    names = {label: name for name, label in choices.items()} if isinstance(choices, Mapping) else {}
+    names |= {name: name for name in choices}
+    return Param(lambda value: names.get(value, value), str, next(iter(choices)) if default is None else default,
+                 choices=choices)
 
 
 def ints(default: list[int] | None) -> Param:

@@ -34,9 +34,8 @@ TASK_KEYS = {True: "probe_tasks", False: "probe_treebank_tasks"}  # sentences fr
 
 
 def source_picker() -> str:
-    state.clamp("probes_source", list(SOURCES), WORDNET)
-    return st.radio("Probe", list(SOURCES), format_func=SOURCES.get, key="probes_source", horizontal=True,
-                    persist_state="session", on_change=_stop_running,
+    return st.radio("Probe", list(SOURCES), format_func=SOURCES.get, horizontal=True,
+                    **state.kept("probes_source", list(SOURCES)), on_change=_stop_running,
                     help="The built-in sentences and plain text carry the text tasks (position, punctuation, ...) and "
                     "the built-in ones the WordNet part of speech; a treebank carries every word's tags and its "
                     "dependency tree.")
@@ -62,8 +61,8 @@ def data_picker(source: str, read: Callable[[bytes, str], Treebank | str]) -> Pr
 
 def ud_ewt_data() -> ProbeData:
     dev, test = builtin_treebank("dev"), builtin_treebank("test")
-    count = st.slider("How many sentences", MIN_SENTENCES, min(len(dev), len(test)), value=probe_runs.UD_SENTENCES,
-                      key="probes_ud_count", bind="query-params", persist_state="session",
+    most = min(len(dev), len(test))
+    count = st.slider("How many sentences", MIN_SENTENCES, most, **state.kept("probes_ud_count", range(MIN_SENTENCES, most + 1)),
                       help="From each file: the first N of dev train the probes, the first N of test score them.")
     st.caption("Universal Dependencies English Web Treebank (Silveira et al. 2014), CC BY-SA 4.0: weblogs, "
                "newsgroups, e-mail, reviews and answers, with every word's part of speech and its dependency tree.")
@@ -111,7 +110,7 @@ def task_picker(data: ProbeData) -> list[str]:
     if isinstance(chosen, list) and chosen and not set(chosen) & set(tasks):
         st.session_state[key] = list(tasks)
     state.clamp_subset(key, tasks)
-    picked = st.multiselect("Tasks", tasks, key=key, persist_state="session", format_func=_task_name)
+    picked = st.multiselect("Tasks", tasks, **state.kept(key), format_func=_task_name)
     with st.expander("What each task asks"):
         st.markdown("\n".join(f"- **{escape_markdown(_task_name(name))}**: {escape_markdown(task(name).description)}"
                               for name in tasks))
@@ -123,17 +122,14 @@ def _task_name(name: str) -> str:
 
 
 def pieces_picker() -> str:
-    state.clamp("probe_pieces", list(PIECES), "first")
-    return st.radio("A word's vector is", list(PIECES), format_func=PIECES.get, key="probe_pieces",
-                    persist_state="session",
+    return st.radio("A word's vector is", list(PIECES), format_func=PIECES.get, **state.kept("probe_pieces", list(PIECES)),
                     help="BERT splits rare words into pieces (play, ##ing). Hewitt & Manning and most probing work take "
                     "the first piece; every result says which was used. The text tasks read single pieces.")
 
 
 def seed_input() -> int:
     return int(st.number_input(
-        "Random seed", min_value=0, max_value=10_000, value=0, step=1, key="probe_seed", bind="query-params",
-        persist_state="session",
+        "Random seed", min_value=0, max_value=10_000, step=1, **state.kept("probe_seed", range(10_001)),
         help="Picks which sentences are held out for scoring (when one set is split) and the control task's random "
         "labels: change it to see how much the scores move by chance.",
     ))
@@ -141,7 +137,7 @@ def seed_input() -> int:
 
 def mdl_toggle(tasks: list[str]) -> bool:
     readable = [name for name in tasks if task(name).kind in MDL_KINDS]  # MDL is for word tags and text tasks
-    return st.toggle("Description length (MDL)", key="probe_mdl", persist_state="session", disabled=not readable,
+    return st.toggle("Description length (MDL)", **state.kept("probe_mdl"), disabled=not readable,
                      help="Voita & Titov 2020: how many bits it takes to send the labels when a probe learns them as "
                      "it goes (online code), for the word-tag and text tasks and their controls. A shorter code means "
                      "the layer makes the labels easier to learn. It takes longer than the accuracy alone.")

@@ -59,13 +59,12 @@ def erase_property(context: Context, result: ProbeRun, data: ProbeData, seed: in
     st.subheader("Erase this property")
     names = run["residual_names"]
     columns = st.columns([2, 2, 1])
-    state.clamp("probe_erase_task", tasks)
-    task = columns[0].selectbox("Property", tasks, key="probe_erase_task", persist_state="session")
+    task = columns[0].selectbox("Property", tasks, **state.kept("probe_erase_task", tasks))
     best = run["tasks"][task]["best_hidden_states_index"]
     with columns[1]:
         layer = widgets.select_int("From the layer", "probe_erase_layer", list(range(len(names))), format_func=names.__getitem__,
                                    default=best, help="Its best layer is chosen first.")
-    erase = columns[2].toggle("Erase it", key="probe_erase", persist_state="session",
+    erase = columns[2].toggle("Erase it", **state.kept("probe_erase"),
                               help="Fits LEACE on the training words, then measures the probe and the masked LM again.")
     st.caption(
         f"LEACE (Belrose et al. 2023) removes {escape_markdown(task)} from {names[layer]}'s word vectors so that no linear "
@@ -112,10 +111,9 @@ def summary_table(run: dict, residual_names: list[str]) -> pd.DataFrame:
 
 def curve_settings(run: dict) -> tuple[str, bool, bool]:
     measures = measures_in(run)
-    state.clamp("probe_measure", measures, measures[0])
     left, middle, right = st.columns([2, 1, 1])
-    measure = left.selectbox("Measure", measures, format_func=lambda m: MEASURES[m][0], key="probe_measure",
-                             persist_state="session")
+    measure = left.selectbox("Measure", measures, format_func=lambda m: MEASURES[m][0],
+                             **state.kept("probe_measure", measures, measures[0]))
     controls = middle.toggle("Control tasks", value=True, key="probe_show_controls",
                              help="Dashed: the same probe on random labels fixed per word type (Hewitt & Liang 2019).")
     embeddings_line = right.toggle("Embeddings lines", value=True, key="probe_show_layer0",
@@ -155,13 +153,12 @@ def downloads(result: ProbeRun, name: str) -> None:
 def tree_pickers(result: ProbeRun, residual_names: list[str]) -> tuple[int, int]:
     trees = result.trees
     options = list(range(len(trees)))
-    state.clamp("probe_tree_sentence", options, 0)
-    index = st.selectbox(f"Sentence (the first {len(trees)} scored ones)", options, key="probe_tree_sentence",
-                         persist_state="session", format_func=lambda i: f"{i + 1}: {_shorten(' '.join(trees[i].words))}")
+    index = st.selectbox(f"Sentence (the first {len(trees)} scored ones)", options, **state.kept("probe_tree_sentence", options),
+                         format_func=lambda i: f"{i + 1}: {_shorten(' '.join(trees[i].words))}")
     layers = list(range(len(residual_names)))
-    state.clamp("probe_tree_layer", layers, result.run["tasks"]["distance"]["best_hidden_states_index"])
-    layer = st.select_slider("Hidden state", layers, key="probe_tree_layer", format_func=residual_names.__getitem__,
-                             persist_state="session",
+    best = result.run["tasks"]["distance"]["best_hidden_states_index"]
+    layer = st.select_slider("Hidden state", layers, format_func=residual_names.__getitem__,
+                             **state.kept("probe_tree_layer", layers, best),
                              help="Starts at the distance probe's best hidden state (highest UUAS).")
     return index, layer
 

@@ -22,9 +22,10 @@ from bert.costs import Cost
 from bert.devices import model_device
 from bert.errors import TreebankError
 from viz_app.charts.dependency_tree import Edge
+from viz_app.navigation import LINK_PARAMS
 
 MAX_LABELLED_BYTES = 5_000_000
-UD_SENTENCES = 200  # from each of UD EWT's files, to start with (all of them take minutes)
+UD_SENTENCES = LINK_PARAMS["probes_ud_count"].default  # from each of UD EWT's files, to start with (all take minutes)
 MAX_TREES = 100  # test sentences whose trees the page can draw (the first ones)
 PIECES = {"first": "its first word piece", "mean": "the mean of its pieces", "last": "its last word piece"}
 

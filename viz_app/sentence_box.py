@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from viz_app import models
-from viz_app.state import clear_masks
+from viz_app import models, state
 from viz_app.forward import InputProblem, SentenceInput, prepare_input
 from viz_app.navigation import NO_SENTENCE_BOX
 
@@ -22,17 +21,15 @@ def render(url_path: str, loaded: models.LoadedModel | None) -> SentenceInput | 
     sentence, second = st.columns([3, 2])
     text = sentence.text_area(
         "Sentence",
-        key="text",
-        persist_state="session",
-        on_change=clear_masks,
+        **state.kept("text"),
+        on_change=state.clear_masks,
         height=68,
         help="Type [MASK] where a word should be guessed, or click words on the prediction page to mask them.",
     )
     pair = second.text_input(
         "Second sentence (optional)",
-        key="pair",
-        persist_state="session",
-        on_change=clear_masks,
+        **state.kept("pair"),
+        on_change=state.clear_masks,
         placeholder="Segment B, e.g. It ran away.",
         help="BERT reads two sentences as [CLS] A [SEP] B [SEP]; B's tokens get segment embedding 1.",
     )
@@ -56,8 +53,7 @@ def _prepare(loaded: models.LoadedModel, text: str, pair: str) -> SentenceInput:
     if truncate or (problem and problem.kind == "too_long"):
         truncate = st.checkbox(
             f"Cut to {max_positions} tokens",
-            key="truncate",
-            persist_state="session",
+            **state.kept("truncate"),
             help="Drop tokens from the end of the longer sentence until the input fits the model's positions.",
         )
     if problem and problem.kind == "too_long" and truncate:  # ticked in this run

@@ -87,14 +87,12 @@ def _download_box() -> str | None:
 def _pick_model(visitor: Visitor) -> PickedModel:
     state.init_model_widgets(visitor)
     by_source = {c.source: c for c in visitor.choices}
-    state.clamp("model_choice", list(by_source), models.default_source())
     choice = by_source[
         st.selectbox(
             "Model",
             list(by_source),
             format_func=lambda s: by_source[s].label,
-            key="model_choice",
-            persist_state="session",
+            **state.kept("model_choice", list(by_source), models.default_source()),
             on_change=state.clear_masks,
             help=PICKER_HELP if visitor.role.may_choose_any_model else STUDENT_HELP,
         )
@@ -103,7 +101,7 @@ def _pick_model(visitor: Visitor) -> PickedModel:
         st.info(refused, icon=":material/info:")
     if choice.source == models.FOLDER:
         path = st.text_input(
-            "Folder", key="model_folder", persist_state="session", on_change=state.clear_masks,
+            "Folder", **state.kept("model_folder"), on_change=state.clear_masks,
             placeholder="/path/to/a/bert/folder"
         ).strip()
         if not path:

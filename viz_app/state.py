@@ -1,15 +1,18 @@
-"""The URL parameters Streamlit does not bind itself, kept in `st.session_state` and mirrored in the URL.
+"""Every URL parameter of the app, kept in `st.session_state` and mirrored in the URL: one mechanism for all.
 
-Most widgets whose value should travel in a shared link are bound by Streamlit: `bind="query-params"` with a `key`
-(the parameter's name) and the default in the widget call; Streamlit seeds the widget from the URL on a session's
-first run, ignores invalid values, leaves defaults out of the URL and updates the URL as the user changes it.
+The registry (viz_app/navigation.py `LINK_PARAMS`) gives each parameter its spelling and its default. The first run
+of a session reads the link into session state (`load_from_url`: nonsense and names outside a parameter's choices
+fall back to the default); every run writes the values that differ from the defaults back (`write_url`), so the
+address bar always reopens the same view, and a default stays out of the link. A widget keeps its value by its key
+alone: `st.slider("Candidates per [MASK]", 1, 30, **state.kept("top_k", range(1, 31)))` gives it the key (the
+parameter's name) and Streamlit's `persist_state`, seeds it from the registry's default, and, given the values the
+widget offers, puts a value outside them (a link's `top_k=999`, a layer another model lacks) back to the default.
+So the widget takes no `value=`/`index=`/`default=` of its own: one place for each default.
 
-PARAMS lists the rest, whose URL spelling Streamlit would change or which need more than one widget: the sentence
-and its second sentence (left out of the link above MAX_URL_TEXT characters), the clicked masks, yes/no toggles
-("1"/"0"; Streamlit writes true/false), lists ("0.1,5.11"; Streamlit repeats the parameter), choices shown by a
-label (Streamlit writes the label, e.g. "integrated gradients" for integrated_gradients), the neuron (its default
-depends on the input) and the model (a picker of two widgets). The first run of a session reads these from the URL
-into session state; every run writes them back, so the address bar always reopens the same view.
+A link is spelt as the widgets' values are: ints and words as they are (`top_k=12`, `units=words`), yes/no as
+"1"/"0", lists comma-separated ("0,5,11"), a choice by its name (a label is read too). The sentence and its second
+sentence stay out of the link above MAX_URL_TEXT characters; the model is kept apart (MODEL_PARAM: its picker is
+two widgets).
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ import copy
 import streamlit as st
 
 from viz_app.access import Resolution, Visitor
-from viz_app.navigation import PARAMS
+from viz_app.navigation import LINK_PARAMS
 from viz_app.params import MAX_URL_TEXT, MODEL_PARAM
 
 REFUSED = "_model_refused"  # the line that says a requested model is not offered, shown once by the sidebar
@@ -36,13 +39,8 @@ def load_from_url() -> None:
         return
     st.session_state["_loaded_url"] = True
     query = st.query_params
-    for key, param in PARAMS.items():
-        value = copy.copy(param.default)  # a list default is never shared between sessions
-        if key in query:
-            try:
-                value = param.parse(query[key])
-            except ValueError:
-                pass
+    for key, param in LINK_PARAMS.items():
+        value = param.from_link(query[key]) if key in query else copy.copy(param.default)  # a list: never shared
         st.session_state.setdefault(key, value)
     st.session_state.setdefault("model_source_requested", query.get(MODEL_PARAM, ""))  # "": the first choice
 
@@ -65,16 +63,37 @@ def choose(resolution: Resolution) -> None:
         st.session_state[REFUSED] = resolution.refused
 
 
+def kept(key: str, options=None, default=None) -> dict:
+    """The keyword arguments of a widget whose value survives reruns and page switches and, for a URL parameter,
+    travels in the link: its key and Streamlit's `persist_state`. A URL parameter is seeded from the registry's
+    default where the session holds none. `options`: the values the widget offers (a range for a slider or a number
+    box), so that a value outside them goes back to `default` (else the registry's, else the nearest end of the
+    range, else the first option) before the widget is drawn."""
+    if key in LINK_PARAMS and key not in st.session_state:
+        st.session_state[key] = copy.copy(LINK_PARAMS[key].default)
+    if options is not None:
+        clamp(key, options, default)
+    return {"key": key, "persist_state": "session"}
+
+
 def _default(key: str, default):
-    """An explicit default, else the key's default in PARAMS (one place for each default)."""
-    return PARAMS[key].default if default is None and key in PARAMS else default
+    """An explicit default, else the key's default in LINK_PARAMS (one place for each default)."""
+    return LINK_PARAMS[key].default if default is None and key in LINK_PARAMS else default
 
 
-def clamp(key: str, options: list, default=None) -> None:
-    """Keep a selection valid when its options change (another model, a shorter sentence)."""
+def clamp(key: str, options, default=None) -> None:
+    """Keep a selection valid when its options change (another model, a shorter sentence) or a link names a value
+    outside them. `options`: a list, or a range (a slider's values), where a default outside the range becomes its
+    nearest end (a model with fewer than the default's 16 directions offers all it has)."""
     default = _default(key, default)
-    if st.session_state.get(key) not in options:
-        st.session_state[key] = default if default in options else options[0]
+    value = st.session_state.get(key)
+    if value not in options:
+        if default in options:
+            st.session_state[key] = default
+        elif isinstance(options, range) and isinstance(default, int):
+            st.session_state[key] = min(max(default, options[0]), options[-1])
+        else:
+            st.session_state[key] = options[0]
 
 
 def clamp_subset(key: str, options: list, default: list | None = None) -> None:
@@ -92,17 +111,16 @@ def write_url(model_source: str | None) -> None:
     wanted = {}
     if model_source:
         wanted[MODEL_PARAM] = model_source
-    for key, param in PARAMS.items():
+    for key, param in LINK_PARAMS.items():
         value = st.session_state.get(key, param.default)
         if value is None or value == param.default:
             continue
         if key in ("text", "pair") and len(value) > MAX_URL_TEXT:
             continue
         wanted[key] = param.dump(value)
-    # only our own keys: the parameters Streamlit binds are not ours to set or delete
     changed = {key: value for key, value in wanted.items() if st.query_params.get(key) != value}
     if changed:
         st.query_params.update(changed)
-    for key in (MODEL_PARAM, *PARAMS):
+    for key in (MODEL_PARAM, *LINK_PARAMS):
         if key not in wanted and key in st.query_params:
             del st.query_params[key]

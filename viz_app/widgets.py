@@ -6,6 +6,7 @@ import streamlit as st
 from bert.analysis.attention.words import WordGroups, word_groups
 from viz_app import export_html, page_context, state
 from viz_app.charts.base import Chart
+from viz_app.navigation import LINK_PARAMS
 from viz_app.page_context import Context
 
 SHOWN_CHARTS = "_charts_shown"  # (key, Chart) of every chart show_chart drew in this run of the page
@@ -61,10 +62,8 @@ def show_chart(chart: Chart, key: str) -> None:
 
 def select_int(label: str, key: str, options: list[int], format_func=str, help: str | None = None, default=None) -> int:
     """A selectbox over ints shown by a label (a token, a [MASK]'s position), kept in the URL by viz_app/state.py as
-    the bare int; it survives page switches and stays valid when the options change. A selectbox shown as the int
-    itself needs none of this: `st.selectbox(..., key=key, bind="query-params")`."""
-    state.clamp(key, options, default)
-    return st.selectbox(label, options, key=key, format_func=format_func, help=help, persist_state="session")
+    the bare int; it survives page switches and stays valid when the options change (`default`: the page's pick)."""
+    return st.selectbox(label, options, format_func=format_func, help=help, **state.kept(key, options, default))
 
 
 def download_view(title: str, name: str, keys: list[str] | None = None, label: str = "Download this view") -> None:
@@ -89,14 +88,13 @@ def download_view(title: str, name: str, keys: list[str] | None = None, label: s
     )
 
 
-UNITS = ("word pieces", "words")
+UNITS = LINK_PARAMS["units"].choices  # "word pieces", "words"
 
 
 def units_picker(context: Context, words_note: str) -> WordGroups | None:
     """"word pieces" or "words" (the `units` link parameter); for words, the input's words (each word's pieces
     merged as Clark et al. 2019 did) and `words_note` under the picker, else None."""
-    units = st.segmented_control("Show", UNITS, default=UNITS[0], key="units", bind="query-params",
-                                 persist_state="session", required=True,
+    units = st.segmented_control("Show", list(UNITS), required=True, **state.kept("units", UNITS),
                                  help="Word pieces: what the model reads. Words: each word's pieces merged.")
     if units != "words":
         return None

@@ -56,13 +56,6 @@ def array(value) -> np.ndarray:
     return np.asarray(value)
 
 
-def bound_to_url(widget) -> str:
-    """The URL parameter Streamlit keeps this widget's value in (`bind="query-params"`), "" if none. Streamlit's
-    browser side writes the address bar as the user changes a bound widget, and AppTest runs no browser: the
-    address bar itself is checked in tests/browser/test_browser_url.py."""
-    return widget.proto.query_param_key
-
-
 def texts(at) -> str:
     """All text the page shows in markdown, captions, alerts and titles, joined, as a reader sees it (a backslash
     that keeps a character literal in Markdown dropped): for "the page says X" checks."""

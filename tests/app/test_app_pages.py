@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from bert.pretrained import MINILM_HEAD_FILE
-from app_helpers import array, bound_to_url, figures, go, no_exception, texts
+from app_helpers import array, figures, go, no_exception, texts
 
 needs_head = pytest.mark.skipif(not MINILM_HEAD_FILE.is_file(), reason=f"{MINILM_HEAD_FILE} (MiniLM's MLM head) is not there yet")
 DEFAULT_TOKENS = ["[CLS]", "the", "[MASK]", "barked", "at", "the", "mail", "##man", ".", "[SEP]"]
@@ -57,7 +57,7 @@ def test_top_k_slider_changes_the_number_of_candidates(open_app):
     at.slider(key="top_k").set_value(3).run()
     [figure] = figures(at)
     assert sum(len(trace["y"]) for trace in figure["data"]) == 3
-    assert bound_to_url(at.slider(key="top_k")) == "top_k"  # the browser writes top_k=3 into the address bar
+    assert at.query_params["top_k"] == "3"  # the address bar reopens it (viz_app/state.py)
     [figure] = figures(open_app("prediction", top_k=3))  # and that address reopens it
     assert sum(len(trace["y"]) for trace in figure["data"]) == 3
 
@@ -92,10 +92,11 @@ def test_attention_selection_hides_specials_and_persists_across_pages(open_app):
     pattern = heatmaps(at)[0]
     assert array(pattern["z"]).shape == (8, 8)  # [CLS] and [SEP] hidden
     assert "Layer 3, head 7" in figures(at)[0]["layout"]["title"]["text"]
-    assert bound_to_url(at.selectbox(key="layer")) == "layer" and bound_to_url(at.selectbox(key="head")) == "head"
+    assert (at.query_params["layer"], at.query_params["head"], at.query_params["hide_special"]) == ("3", "7", "1")
     go(at, "mlp")
     go(at, "attention")
     assert at.selectbox(key="layer").value == 3 and at.selectbox(key="head").value == 7
+    assert (at.query_params["layer"], at.query_params["head"]) == ("3", "7")  # in the link on the other page too
     assert array(heatmaps(at)[0]["z"]).shape == (8, 8)
 
 

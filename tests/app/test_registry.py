@@ -8,6 +8,7 @@ from pathlib import Path
 from viz_app import navigation
 from viz_app.lessons import format as lesson_format
 from viz_app.lessons import views as lesson_views
+from viz_app.params import SHARED
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -42,30 +43,38 @@ def test_every_page_parameter_is_a_link_parameter_with_a_valid_default():
                 assert set(defaults) <= set(param.choices), (page.url_path, name)
             if param.default is not None and not isinstance(param.default, list):
                 assert param.parse(param.dump(param.default)) == param.default, (page.url_path, name)
-    assert set(navigation.BOUND) | set(navigation.PARAMS) == set(navigation.LINK_PARAMS)
-    assert not set(navigation.BOUND) & set(navigation.PARAMS)
 
 
-def _bound_keys(path: Path) -> set[str]:
-    """The keys of the widgets a page file binds to the URL itself (`key="...", bind="query-params"`)."""
-    keys = set()
+def _calls(path: Path):
     for node in ast.walk(ast.parse(path.read_text())):
-        if not isinstance(node, ast.Call):
-            continue
-        words = {kw.arg: kw.value for kw in node.keywords}
-        bind, key = words.get("bind"), words.get("key")
-        if isinstance(bind, ast.Constant) and bind.value == "query-params" and isinstance(key, ast.Constant):
-            keys.add(key.value)
-    return keys
+        if isinstance(node, ast.Call):
+            yield node
 
 
-def test_each_page_declares_the_url_parameters_its_widgets_bind():
-    """A widget bound to the URL in a page file is in that page's entry, as bound: so a lesson step and a link may
-    set it, with the same default."""
+def _kept_keys(path: Path) -> set[str]:
+    """The literal keys a file's widgets keep with `state.kept("...")`."""
+    return {call.args[0].value for call in _calls(path)
+            if getattr(call.func, "attr", getattr(call.func, "id", None)) == "kept" and call.args
+            and isinstance(call.args[0], ast.Constant)}
+
+
+def test_every_widget_keeps_its_value_through_state_kept():
+    """One mechanism: no widget binds itself to the URL (`bind=`) or asks for `persist_state` itself; each goes
+    through viz_app/state.py's `kept`, which keeps every registry parameter in the link."""
+    files = [*(ROOT / "pages").glob("*.py"), *(ROOT / "viz_app").rglob("*.py")]
+    spelt = {f"{path.relative_to(ROOT)}:{call.lineno}" for path in files if path.name != "state.py"
+             for call in _calls(path) for keyword in call.keywords if keyword.arg in ("bind", "persist_state")}
+    assert not spelt, f"use **state.kept(key) instead of bind=/persist_state= at {sorted(spelt)}"
+
+
+def test_each_page_declares_the_url_parameters_its_widgets_keep():
+    """A page's widget that keeps a link parameter reads one of its own entry's parameters or a shared one, so a
+    lesson step and a link may set it, with the same default."""
+    assert {"top_k", "layer", "head", "statistic"} <= _kept_keys(ROOT / "pages" / "1_prediction.py") | _kept_keys(ROOT / "pages" / "2_attention.py")
     for page in navigation.REGISTRY:
-        bound = _bound_keys(ROOT / "pages" / page.file)
-        undeclared = {key for key in bound if key not in page.params or not page.params[key].bound}
-        assert not undeclared, f"{page.file} binds {sorted(undeclared)} to the URL; add them to its entry's params"
+        kept = _kept_keys(ROOT / "pages" / page.file) & set(navigation.LINK_PARAMS)
+        undeclared = kept - set(page.params) - set(SHARED)
+        assert not undeclared, f"{page.file} keeps {sorted(undeclared)} in the URL; add them to its entry's params"
 
 
 def test_the_pages_without_a_sentence_box_come_from_their_entries():

@@ -7,7 +7,7 @@ import re
 import pytest
 import torch
 
-from app_helpers import array, bound_to_url, figures, no_exception, open_page as open_in_app, texts
+from app_helpers import array, figures, no_exception, open_page as open_in_app, texts
 from bert_test_support import small_bert
 
 
@@ -121,7 +121,7 @@ def test_a_classifier_shows_its_classes_and_what_drove_the_chosen_one(open_page,
     assert chosen in probabilities["layout"]["title"]["text"] or chosen in saliency_bars["layout"]["title"]["text"]
     at.selectbox(key="tasks_class").set_value("calm").run()
     no_exception(at)
-    assert "calm" in figures(at)[1]["layout"]["title"]["text"] and bound_to_url(at.selectbox(key="tasks_class")) == "tasks_class"
+    assert "calm" in figures(at)[1]["layout"]["title"]["text"] and at.query_params["tasks_class"] == "calm"
     reopened = open_page("sentence_tasks", model=folder, text="the dog went to the park", tasks_class="calm")
     assert reopened.selectbox(key="tasks_class").value == "calm" and "calm" in figures(reopened)[1]["layout"]["title"]["text"]
     assert "For next-sentence prediction, pick" in texts(at)  # says which model would do what this one cannot

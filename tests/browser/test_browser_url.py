@@ -1,24 +1,27 @@
-"""The address bar in a real browser (Chromium + Playwright, as test_browser.py): widgets bound to the URL by
-Streamlit (`bind="query-params"`) write their value there as the user changes them, a page switch keeps them, and
-the address bar reopens the same view in a new session.
+"""The address bar in a real browser (Chromium + Playwright, as test_browser.py): widgets kept in the URL by
+viz_app/state.py write their value there as the user changes them, a page switch keeps them, and the address bar
+reopens the same view in a new session.
 
     OMP_NUM_THREADS=1 python -m pytest tests/browser/test_browser_url.py -q
 """
 from __future__ import annotations
 
-import time
-
 from browser_support import SLOW, new_page, open_page, screenshot, settle
 
 
 def _wait_for_url(page, wanted: str, timeout_s: float = 60) -> None:
-    deadline = time.time() + timeout_s
-    while wanted not in page.url and time.time() < deadline:
-        time.sleep(0.2)
+    """Until the address bar holds `wanted` (asked of the browser: the server writes it after a rerun, and
+    `page.url` alone is not refreshed while the test waits)."""
+    from playwright.sync_api import TimeoutError as Timeout
+
+    try:
+        page.wait_for_function("wanted => window.location.href.includes(wanted)", arg=wanted, timeout=timeout_s * 1000)
+    except Timeout:
+        pass  # the assert below names what the address bar holds
     assert wanted in page.url, f"{wanted!r} not in {page.url}"
 
 
-def test_bound_selections_go_into_the_url_survive_a_page_switch_and_reopen(browser, app_url):
+def test_selections_go_into_the_url_survive_a_page_switch_and_reopen(browser, app_url):
     page, errors = open_page(browser, app_url + "/attention?text=The+cat+sat+on+the+%5BMASK%5D.&head=5")
     page.get_by_text("Layer 0, head 5").first.wait_for(timeout=SLOW)
     settle(page, charts=1)

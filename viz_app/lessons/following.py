@@ -19,7 +19,6 @@ from viz_app.class_room import FOLLOW_PARAM, Answer, ClassRoom, ClassStep, class
 from viz_app.lessons import session
 from viz_app.lessons.format import PAGES
 from viz_app.models import ModelKey
-from viz_app.navigation import BOUND
 
 POLL_S = 0.5  # a following student's page asks the room this often (half of it, on average, is the wait)
 COUNTS_S = 2.0  # the presenter's count of followers and answers is redrawn this often
@@ -81,8 +80,7 @@ def _take(current: ClassStep, visitor: Visitor) -> None:
     st.session_state[SEEN] = current.version
     st.session_state[SHOWN] = StepTexts(current.lesson.title, step.number, step.total, step.title, step.text,
                                         step.question, step.choices, current.version)
-    query = {name: value for name, value in step.query(choice.source).items() if name not in BOUND}
-    st.switch_page(f"../pages/{PAGES[step.page][0]}", query_params=query)
+    st.switch_page(f"../pages/{PAGES[step.page][0]}", query_params=step.query(choice.source))
 
 
 def _draw(current: ClassStep | None, following: bool, visitor: Visitor) -> None:

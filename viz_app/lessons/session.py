@@ -12,7 +12,7 @@ from viz_app.access import Role, Visitor
 from viz_app.models import ModelKey
 from viz_app.lessons.format import MODEL_PARAM, PAGES, Lesson
 from viz_app.lessons.resolve import SIDEBAR_KEYS, ResolvedStep, step_state
-from viz_app.navigation import BOUND, LINK_PARAMS
+from viz_app.navigation import LINK_PARAMS
 
 KEPT = ("image_format",)  # the teacher's own settings, which no step changes
 STEP = "lesson_step"  # the step showing (from 0); None: the lesson's overview
@@ -67,10 +67,7 @@ def apply(lesson: Lesson, step: ResolvedStep, model: str | None) -> None:
     for key, param in LINK_PARAMS.items():
         if key in SIDEBAR_KEYS or key in KEPT:
             continue
-        if key in BOUND and key not in step.state:
-            st.session_state.pop(key, None)  # the widget starts from its own default, which may depend on the model
-        else:
-            st.session_state[key] = copy.deepcopy(step.state.get(key, param.default))
+        st.session_state[key] = copy.deepcopy(step.state.get(key, param.default))  # the page fits it to the model
     st.session_state[APPLIED] = marker
 
 

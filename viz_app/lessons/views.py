@@ -86,7 +86,7 @@ def probe_data(view) -> tuple[probe_runs.ProbeData, list[str]] | None:
     way): the built-in sentences or the first sentences of UD EWT; None for a file or a text to upload, which has
     no figure here, or no task the data offers."""
     if view["probes_source"] == "ud_ewt":
-        count = view.state.get("probes_ud_count", probe_runs.UD_SENTENCES)
+        count = view["probes_ud_count"]
         data, tasks = probe_runs.ud_ewt_data(count if isinstance(count, int) and count >= 10 else probe_runs.UD_SENTENCES), view["probe_treebank_tasks"]
     elif view["probes_source"] == "wordnet":
         data, tasks = probe_runs.builtin_data(min(max(view["probes_count"], 20), len(builtin_sentences()))), view["probe_tasks"]
