@@ -3,7 +3,7 @@ import numpy as np
 import streamlit as st
 
 from viz_app import cache, state, widgets
-from viz_app.models import POSITIONS_ROTATED
+from viz_app.models import POSITIONS_RELATIVE, POSITIONS_ROTATED
 from viz_app.views.embeddings import EmbeddingSettings, embeddings_view, largest_k, mean_cosines, subspace_reading
 
 widgets.page_header(
@@ -14,8 +14,8 @@ widgets.page_header(
     "separate subspaces in any rotation.",
 )
 context = widgets.require()
-if context.loaded.model.config.rotary:
-    st.info(POSITIONS_ROTATED)
+if context.loaded.model.config.rotary or not context.loaded.model.config.absolute_positions:
+    st.info(POSITIONS_ROTATED if context.loaded.model.config.rotary else POSITIONS_RELATIVE)
     st.stop()
 if not context.loaded.model.config.type_vocab_size:
     st.info("This model has no segment embeddings (DistilBERT adds only token and position embeddings), so this page's "

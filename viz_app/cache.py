@@ -71,12 +71,12 @@ from bert.analysis.probing.treebank import Treebank
 from bert.analysis.representations import embedding_subspaces
 from bert.analysis.representations import logit_lens as lens_analysis
 from bert.analysis.representations import self_similarity
-from bert.analysis.representations import compare
-from bert.analysis.representations.compare import Comparison, compare_models
+from bert.analysis.representations.compare import Comparison, compare_models, same_vocabulary as shares_vocabulary
 from bert.costs import Cost
 from bert.data import LabelledSentence, builtin_sentences
 from bert.devices import model_device
-from bert.pretraining.successors import ComparisonSettings, ObjectiveRun, compare
+from bert.pretraining import successors
+from bert.pretraining.successors import ComparisonSettings, ObjectiveRun
 from bert.errors import InvalidInputError
 from bert.replaced_tokens import ReplacedTokens, check_pair, fill_and_detect, replaced_token_scores
 from viz_app import (architecture, causal_tracing, corpus_search, features, generators, head_ablation, mixing, models, page_costs,
@@ -485,7 +485,7 @@ def replaced_tokens(key: ModelKey, prepared: PreparedInput, generator: ModelKey 
 @st.cache_data(show_spinner=False, max_entries=16)
 def same_vocabulary(key_a: ModelKey, key_b: ModelKey) -> bool:
     """Do the two models read the same token ids? Then they are compared token by token, else word by word."""
-    return compare.same_vocabulary(load_model(key_a).tokenizer, load_model(key_b).tokenizer)
+    return shares_vocabulary(load_model(key_a).tokenizer, load_model(key_b).tokenizer)
 
 
 def _why_not(check, *args) -> str | None:
@@ -547,7 +547,7 @@ def successor_runs(text: str, settings: ComparisonSettings, objectives: tuple[st
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return compare(text, settings, objectives)
+        return successors.compare(text, settings, objectives)
     finally:
         torch.set_num_threads(threads)
 

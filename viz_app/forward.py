@@ -146,6 +146,9 @@ class ForwardResult:
     pieces: PieceStyle = WORDPIECE  # how the tokenizer writes its pieces and its mask token (bert/pieces.py)
     causal: bool = False  # the model's: no query sees the keys to its right (the patterns' mask)
     windows: tuple[int | None, ...] = ()  # per layer, a local layer's half-width (config.window); empty: all global
+    # [layer, head, query, key] the patterns as recorded, where q and k alone do not give them (DeBERTa's scores add
+    # relative-position terms); None: `attention` computes them from `queries` and `keys`
+    recorded_patterns: np.ndarray | None = None
 
     @property
     def seq(self) -> int:
@@ -154,7 +157,9 @@ class ForwardResult:
     @cached_property
     def attention(self) -> np.ndarray | None:
         """[layer, head, query, key], every layer's attention pattern (what hook_pattern records), computed from
-        `queries` and `keys` on first use; None without them."""
+        `queries` and `keys` on first use (or as recorded, `recorded_patterns`); None without them."""
+        if self.recorded_patterns is not None:
+            return self.recorded_patterns
         if self.queries is None or self.keys is None:
             return None
         return patterns_of(self.queries, self.keys, self.causal, self.windows)
@@ -199,12 +204,17 @@ def record(model: Bert, tokenizer: BertTokenizer, prepared: PreparedInput, activ
     known = set(model.hook_names())
     parts = {part: name for part, name in EMBEDDING_PARTS.items() if name in known}  # DistilBERT has no segment part
     names = [name for name in recorded_names(model.config.num_layers, activations) if name in known]
+    relative = model.config.relative_attention  # q and k miss the position terms: record the patterns themselves
+    if relative:
+        names += every_layer("pattern", model.config.num_layers)
     with torch.inference_mode():
         logits, cache = model.run_with_cache(input_ids, token_type_ids, names=names,
                                              logit_mask=at_positions(positions, len(prepared.masked), device))
         originals = {position: prepared.base.input_ids[position] for position in prepared.masks}
         predictions = [] if logits is None else mask_predictions(logits, positions, tokenizer, top_k, originals)
     recorded = dict(queries=read_only(cache.stack("q")[:, 0]), keys=read_only(cache.stack("k")[:, 0]))
+    if relative:
+        recorded["recorded_patterns"] = read_only(cache.stack("pattern")[:, 0])
     if activations:
         recorded.update(
             neurons=read_only(cache.stack("mlp_post")[:, 0]),

@@ -68,15 +68,21 @@ class ModelSummary:
 POSITIONS_ROTATED = ("This model has no position or segment embeddings: it rotates each position into the queries and "
                      "keys inside every attention layer (rotary embeddings, Su et al. 2021; ModernBERT, Warner et al. "
                      "2024), so only the token embedding enters and this page's three-part comparison does not apply.")
+POSITIONS_RELATIVE = ("This model has no position or segment embeddings: every attention layer adds scores read from "
+                      "the distance between two tokens (disentangled attention, He et al. 2021), so only the token "
+                      "embedding enters and this page's three-part comparison does not apply.")
 
 
 def family_notes(config: bert.BertConfig) -> list[str]:
     """What the sidebar adds for a model built unlike BERT's layers (ModernBERT, Warner et al. 2024): no position
-    or segment tables and no next-sentence head, its local layers. Empty for the post-LN families."""
+    or segment tables and no next-sentence head, its local layers; DeBERTa's relative positions (He et al. 2021). Empty for the post-LN families."""
     notes = []
     if config.rotary:
         notes.append("Positions rotated into q and k (Su et al. 2021); no segment embeddings and no next-sentence "
                      "head; LayerNorm before each sub-layer (pre-norm).")
+    if config.relative_attention:
+        notes.append("Positions enter every attention layer as relative distances (content-to-position and "
+                     "position-to-content scores, He et al. 2021); no next-sentence head.")
     if config.local_attention is not None:
         every = config.global_attn_every_n_layers
         notes.append(f"Local attention: layers 0, {every}, {2 * every}, … see the whole input, the others only the "

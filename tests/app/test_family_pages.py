@@ -25,6 +25,7 @@ MODELS = {
     "electra-discriminator": ("electra", "ElectraForPreTraining", {}),
     "electra-generator": ("electra", "ElectraForMaskedLM", {}),
     "modernbert": ("modernbert", "ModernBertForMaskedLM", {}),
+    "deberta": ("deberta-v2", "DebertaV2ForMaskedLM", {}),
 }
 QUERY = {"text": "the dog barked at the [MASK].", "pair": "the cat went to the park."}
 NO_MLM_HEAD = "This model has no masked-LM head, so there is no prediction to analyse."
@@ -37,8 +38,9 @@ CANNOT = {
     ("electra-discriminator", "saliency"): NO_MLM_HEAD,
     ("electra-discriminator", "causal_tracing"): "This model has no masked-LM head, so it makes no guess to trace.",
     ("modernbert", "embeddings"): "This model has no position or segment embeddings: it rotates each position",
+    ("deberta", "embeddings"): "This model has no position or segment embeddings: every attention layer adds scores",
     **{(name, "sentence_tasks"): NO_SENTENCE_HEAD
-       for name in ("roberta", "distilbert", "electra-discriminator", "electra-generator", "modernbert")},
+       for name in ("roberta", "distilbert", "electra-discriminator", "electra-generator", "modernbert", "deberta")},
 }
 # (model, page) -> what the page shows where a family does something of its own
 SHOWS = {
@@ -46,6 +48,7 @@ SHOWS = {
     ("albert", "sentence_tasks"): "Are A and B in their order?",
     ("electra-discriminator", "prediction"): "Which words look replaced?",  # its replaced-token head, in place of guesses
     ("modernbert", "prediction"): "Local attention: layers 0, 3, 6, … see the whole input, the others only the 4",
+    ("deberta", "attention"): "Positions enter every attention layer as relative distances",  # the sidebar's note
     ("modernbert", "rollout"): "Only the attention weights here: the decompositions follow BERT's post-LN layers",
     **{(name, "corpus_search"): "Searching " for name in MODELS},  # the built-in corpus indexed: 256 positions
 }

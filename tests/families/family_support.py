@@ -80,6 +80,12 @@ def hf_family_config(family: str, **fields):
                                                max_position_embeddings=64, local_attention=8, global_attn_every_n_layers=3,
                                                global_rope_theta=160000.0, local_rope_theta=10000.0, pad_token_id=0,
                                                **ids, **common)
+    elif family == "deberta-v2":  # deberta-v3-base's settings (tests/families/test_deberta.py), 8 buckets
+        config = transformers.DebertaV2Config(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=40,
+                                              max_position_embeddings=64, relative_attention=True, position_buckets=8,
+                                              max_relative_positions=-1, pos_att_type="p2c|c2p", share_att_key=True,
+                                              norm_rel_ebd="layer_norm", position_biased_input=False, type_vocab_size=0,
+                                              layer_norm_eps=1e-7, hidden_act="gelu", pad_token_id=0, **common)
     else:
         config = transformers.ElectraConfig(embedding_size=16, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                                             intermediate_size=40, max_position_embeddings=64, hidden_act="gelu", **common)
