@@ -54,6 +54,7 @@ def modernbert(tmp_path_factory, tiny_vocab_file):
     return folder, [layer[0].numpy() for layer in attentions]
 
 
+@pytest.mark.slow  # the app on a model, four times
 @pytest.mark.parametrize("layer,window", [(1, 4), (2, 4), (0, None), (3, None)])
 def test_the_attention_page_draws_a_local_layers_window(modernbert, layer, window):
     from streamlit.testing.v1 import AppTest

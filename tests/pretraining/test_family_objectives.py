@@ -34,6 +34,7 @@ def held_out_loss(model, tokenizer, path, train_config: TrainConfig, data: DataC
     return math.log(metrics["perplexity"]) + (model.discriminator_weight * metrics["replaced_loss"] if isinstance(model, Electra) else 0.0)
 
 
+@pytest.mark.slow  # three short training runs
 @pytest.mark.parametrize("family", list(RECIPES))
 def test_a_few_steps_lower_the_held_out_loss(family, tmp_path, tokenizer):
     torch.manual_seed(0)
