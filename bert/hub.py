@@ -1,7 +1,7 @@
 """The Hugging Face hub: find a BERT-family model in the local cache, or download one into it (with huggingface_hub).
 
     folder = download("bert-base-uncased")       # config, safetensors weights and tokenizer files only
-    folder = download("roberta-base")            # RoBERTa, DistilBERT, ALBERT and ELECTRA too (MODEL_TYPES)
+    folder = download("roberta-base")            # every family of MODEL_TYPES (answerdotai/ModernBERT-base, ...)
     folder = cached_folder("bert-base-uncased")  # None when it is not in the local cache
 
 The endpoint (HF_ENDPOINT) and the cache (HF_HUB_CACHE, HF_HOME) are read at each call, not when huggingface_hub
@@ -17,12 +17,14 @@ import urllib.request
 from pathlib import Path
 
 from .checkpoint import WEIGHT_FILES
+from .config import FAMILIES
 from .errors import DownloadError, ModelNotFoundError
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
-# The config.json model types this project loads: BERT and the families that share its architecture (RoBERTa,
-# Liu et al. 2019; DistilBERT, Sanh et al. 2019; ALBERT, Lan et al. 2020; ELECTRA, Clark et al. 2020).
-MODEL_TYPES = ("bert", "roberta", "distilbert", "albert", "electra")
+# The config.json model types this project loads: BERT and its families (bert/config.py's FAMILIES: RoBERTa, Liu et
+# al. 2019; DistilBERT, Sanh et al. 2019; ALBERT, Lan et al. 2020; ELECTRA, Clark et al. 2020; ModernBERT, Warner et
+# al. 2024; DeBERTa-v3, He et al. 2023, model type deberta-v2).
+MODEL_TYPES = FAMILIES
 # What loading one needs: config, safetensors weights and every file its tokenizer may be read from (tokenizer.json;
 # vocab.txt for WordPiece; vocab.json + merges.txt for RoBERTa's byte-level BPE; spiece.model for ALBERT's
 # SentencePiece; the special tokens by role). Never the .bin, .h5, .msgpack or ONNX copies many repositories also hold.

@@ -1,5 +1,5 @@
 """`python -m bert download` for the BERT families, against the tests' local stand-in of the hub
-(tests/hub_server.py): a RoBERTa-shaped and an ELECTRA-shaped repository, tiny, built here with transformers' own
+(tests/hub_server.py): a RoBERTa-shaped, an ELECTRA-shaped and a ModernBERT-shaped repository, tiny, built here with transformers' own
 classes, as the hub's roberta-base and google/electra-small-discriminator hold them (weights in several formats, the
 tokenizer as tokenizer.json and as the older vocabulary files). The download fetches what the family's tokenizer
 needs and nothing else, the tokenizer read from the cache equals transformers' tokenizer of the same files, and the
@@ -24,6 +24,8 @@ REPOS = {
                                             "tokenizer_config.json", "vocab.json"]),
     "google/electra-tiny-discriminator": ("electra", ["config.json", "model.safetensors", "tokenizer.json",
                                                       "tokenizer_config.json", "vocab.txt"]),
+    "answerdotai/ModernBERT-tiny": ("modernbert", ["config.json", "model.safetensors", "tokenizer.json",
+                                                   "tokenizer_config.json"]),
 }
 
 
@@ -33,6 +35,11 @@ def _tiny_folder(family: str, folder):
         config = transformers.RobertaConfig(vocab_size=len(reference), max_position_embeddings=514, type_vocab_size=1,
                                             pad_token_id=reference.pad_token_id, **TINY)
         model = transformers.RobertaForMaskedLM(config)
+    elif family == "modernbert":
+        config = transformers.ModernBertConfig(vocab_size=len(reference), max_position_embeddings=8192, local_attention=8,
+                                               pad_token_id=reference.pad_token_id, cls_token_id=reference.cls_token_id,
+                                               sep_token_id=reference.sep_token_id, **TINY)
+        model = transformers.ModernBertForMaskedLM(config)
     else:
         config = transformers.ElectraConfig(vocab_size=len(reference), embedding_size=16, max_position_embeddings=512,
                                             pad_token_id=reference.pad_token_id, **TINY)
@@ -78,8 +85,9 @@ def test_download_fetches_what_the_familys_tokenizer_needs(family_hub, family_re
         encoding = ours.encode(text, pair)
         assert encoding.input_ids == expected["input_ids"] and encoding.word_ids == expected.word_ids()
         assert encoding.offsets == [tuple(o) for o in expected["offset_mapping"]]
-    assert ours.model_max_length == 512  # RoBERTa: 514 positions, numbered from its padding index + 1
-    assert ours.mask_token == {"roberta": "<mask>", "electra": "[MASK]"}[family]
+    # RoBERTa: 514 positions, numbered from its padding index + 1; ModernBERT: 8,192
+    assert ours.model_max_length == (8192 if family == "modernbert" else 512)
+    assert ours.mask_token == {"roberta": "<mask>", "electra": "[MASK]", "modernbert": "[MASK]"}[family]
     assert (hub.cached_folder(repo_id), hub.download(repo_id)) == (folder, folder)  # cached now: not fetched again
 
 
