@@ -17,7 +17,8 @@ from families.family_support import build_hf, write_tiny_tokenizer
 # name -> (family, transformers class, config fields): each family's pre-training heads. ALBERT's has the
 # sentence-order head (two classes, as in the published checkpoints); ELECTRA's discriminator has no masked-LM head
 # (the prediction page shows which words look replaced instead); ModernBERT (Warner et al. 2024): rotary positions,
-# pre-norm layers, local attention in layers 1 and 2 of its four.
+# pre-norm layers, local attention in layers 1 and 2 of its four; DeBERTa-v3 (He et al. 2023): relative positions, with
+# and without a masked-LM head (the released v3 checkpoints have none).
 MODELS = {
     "roberta": ("roberta", "RobertaForMaskedLM", {}),
     "distilbert": ("distilbert", "DistilBertForMaskedLM", {}),
@@ -26,6 +27,7 @@ MODELS = {
     "electra-generator": ("electra", "ElectraForMaskedLM", {}),
     "modernbert": ("modernbert", "ModernBertForMaskedLM", {}),
     "deberta": ("deberta-v2", "DebertaV2ForMaskedLM", {}),
+    "deberta-classifier": ("deberta-v2", "DebertaV2ForSequenceClassification", {}),  # as released: no masked-LM head
 }
 QUERY = {"text": "the dog barked at the [MASK].", "pair": "the cat went to the park."}
 NO_MLM_HEAD = "This model has no masked-LM head, so there is no prediction to analyse."
@@ -37,6 +39,10 @@ CANNOT = {
     ("electra-discriminator", "head_ablation"): NO_MLM_HEAD,
     ("electra-discriminator", "saliency"): NO_MLM_HEAD,
     ("electra-discriminator", "causal_tracing"): "This model has no masked-LM head, so it makes no guess to trace.",
+    ("deberta-classifier", "prediction"): "This model has no masked-LM head, so it cannot guess masked words",
+    **{("deberta-classifier", page): NO_MLM_HEAD for page in ("logit_lens", "head_ablation", "saliency")},
+    ("deberta-classifier", "causal_tracing"): "This model has no masked-LM head, so it makes no guess to trace.",
+    ("deberta-classifier", "embeddings"): "This model has no position or segment embeddings: every attention layer adds scores",
     ("modernbert", "embeddings"): "This model has no position or segment embeddings: it rotates each position",
     ("deberta", "embeddings"): "This model has no position or segment embeddings: every attention layer adds scores",
     **{(name, "sentence_tasks"): NO_SENTENCE_HEAD
