@@ -36,7 +36,7 @@ def test_unknown_and_non_bert_models_are_explained(open_app, local_hub):
     download(at, "gpt-like")
     assert [e.value for e in at.error] == ["Could not download: 'gpt-like' is not a BERT-family encoder (its config.json says "
                                            "model_type 'gpt2'); the families loaded here: bert, roberta, distilbert, "
-                                           "albert, electra"]
+                                           "albert, electra, modernbert, deberta-v2"]
 
 
 def test_a_downloaded_model_is_listed_and_chosen(open_app, local_hub):

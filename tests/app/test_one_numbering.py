@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 
 import pytest
 import torch
@@ -84,9 +85,13 @@ def test_the_probes_page_the_causal_page_and_the_command_line_label_hidden_state
 
 @pytest.mark.slow  # every page once on the tiny model
 @pytest.mark.parametrize("page", sorted(PAGES))
-def test_no_page_names_a_layer_the_model_lacks(page, tiny_mlm_folder):
+def test_no_page_names_a_layer_the_model_lacks(page, tiny_mlm_folder, tmp_path):
     """The tiny model has layers 0 and 1: a page that counted layers from 1 would show "layer 2" somewhere (a label,
-    a chart's axis or hover text, a picker's options)."""
-    at = open_page(page, dict(model=str(tiny_mlm_folder), text="the dog [MASK] at the park ."))
+    a chart's axis or hover text, a picker's options). Compare two models draws model B's layers too: B is a copy of
+    the tiny model there, so the page has no other model's layers to show."""
+    params = dict(model=str(tiny_mlm_folder), text="the dog [MASK] at the park .")
+    if page == "compare_models":
+        params.update(compare_with="folder", compare_folder=str(shutil.copytree(tiny_mlm_folder, tmp_path / "copy")))
+    at = open_page(page, params)
     shown = texts(at) + json.dumps(figures(at)) + json.dumps([getattr(w, "options", None) for w in [*at.select_slider, *at.selectbox]])
     assert not re.search(r"\b[Ll]ayer 2\b", shown), re.findall(r".{60}\b[Ll]ayer 2\b.{20}", shown)
