@@ -1,11 +1,17 @@
 """Our BERT against transformers', same BERT-base weights, configurations timed in turn in one process.
 
     python -m bench.forward [--parts recorded plain training] [--repeats 9] [--no-memory] [--no-packing]
-    python -m bench.forward --family roberta      # or distilbert, albert, electra: that family at base size
+    python -m bench.forward --family roberta      # or distilbert, albert, electra, modernbert, deberta-v2
+    python -m bench.forward --family modernbert --parts recorded plain --shapes 1x128 1x512 --threads 1
 
 With --family, the same tables for that family's base-size model (bench/make_random_bert.py's BASE_CONFIGS),
 against transformers' classes of the family (Auto classes: its masked-LM model eager, its bare model with sdpa,
-its sequence classifier); ELECTRA's masked-LM head is the generator's, on the base-size encoder.
+its sequence classifier); ELECTRA's masked-LM head is the generator's, on the base-size encoder. ModernBERT-base
+(Warner et al. 2024): 22 layers, two in three of them attending within a 128-token window. deberta-v3-base (He
+et al. 2021, 2023): transformers' DeBERTa-v2 has eager attention only, so its "plain" reference
+(transformers_sdpa) is its bare model eager, said again under the tables; ours on the app's path records every
+layer's pattern too (its q and k miss the relative-position terms). Neither is given token_type_ids (ModernBERT's
+forward takes none; deberta-v3 has no segment embedding), nor is DistilBERT.
 
 Three comparisons, each a table:
 - recorded (1 x 16, 128, 512 tokens): ours keeping every hook (`run_with_cache`, names=None, logits at every
@@ -53,7 +59,7 @@ import torch.nn.functional as F
 
 from bench.make_random_bert import BASE_CONFIGS, make_random_bert
 from bert import hook_name, load_pretrained
-from viz_app.forward import recorded_names
+from viz_app.forward import recorded_hooks
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -62,6 +68,11 @@ PARTS = {  # part -> (configurations, the reference last; shapes as "BATCHxTOKEN
     "plain": (("ours_eager", "ours_sdpa", "transformers_sdpa"), ("1x16", "1x128", "1x512", "8x128")),
     "training": (("ours_step", "transformers_step"), ("16x128",)),
 }
+
+# their transformers forward takes no token_type_ids (DistilBERT, ModernBERT) or has no segment embedding to add
+# them to (deberta-v3: type_vocab_size 0)
+NO_SEGMENTS = ("distilbert", "modernbert", "deberta-v2")
+EAGER_ONLY = ("deberta-v2",)  # transformers' DeBERTa-v2 has no sdpa: its "plain" reference is eager attention
 
 
 class Models:
@@ -106,14 +117,13 @@ def inputs(shape: str):
 
 def runner(name: str, models: Models, shape: str) -> Callable[[], object]:
     ids, types, attention_mask, masks = inputs(shape)
-    segments = {} if models.family == "distilbert" else {"token_type_ids": types}  # DistilBERT takes none
+    segments = {} if models.family in NO_SEGMENTS else {"token_type_ids": types}
     if name.endswith("_step"):
         return training_step(name, models, ids, types, attention_mask)
     if name == "ours_full":
         call = lambda: models.ours().run_with_cache(ids, types)  # noqa: E731
     elif name == "ours_app":
-        known = set(models.ours().hook_names())  # DistilBERT has no segment embedding to record
-        names = [name for name in recorded_names(models.ours().config.num_layers) if name in known]
+        names = recorded_hooks(models.ours())  # the app's own list (DeBERTa: its patterns too)
         call = lambda: models.ours().run_with_cache(ids, types, names=names, logit_mask=masks)  # noqa: E731
     elif name == "transformers_eager":
         reference = models.transformers("eager_mlm")
@@ -143,7 +153,7 @@ def training_step(name: str, models: Models, ids, types, attention_mask) -> Call
         if name == "ours_step":
             loss = F.cross_entropy(model(ids, types, attention_mask, output="classifier"), labels)
         else:
-            segments = {} if models.family == "distilbert" else {"token_type_ids": types}
+            segments = {} if models.family in NO_SEGMENTS else {"token_type_ids": types}
             loss = model(input_ids=ids, **segments, attention_mask=attention_mask, labels=labels).loss
         loss.backward()
         optimizer.step()
@@ -230,6 +240,7 @@ def main() -> None:
     parser.add_argument("--family", choices=list(BASE_CONFIGS), default="bert", help="which family, at base size")
     parser.add_argument("--memory-of", nargs=2, metavar=("CONFIG", "SHAPE"), help=argparse.SUPPRESS)
     parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)  # smoke tests: tiny_fields' sizes
     args = parser.parse_args()
     packing = not args.no_packing
     if args.threads:
@@ -241,7 +252,7 @@ def main() -> None:
     results: dict[str, dict] = {}
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch) / f"random-{args.family}-base"
-        make_random_bert(folder, family=args.family)
+        make_random_bert(folder, family=args.family, tiny=args.tiny)
         models = Models(folder, packing, args.family)
         for part in args.parts:
             names, shapes = PARTS[part]
@@ -256,7 +267,9 @@ def main() -> None:
     linear = "oneDNN-packed weights" if packing else "nn.Linear (no packing)"
     print(f"\n{args.family}-base; torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs, ours' inference with {linear}; "
           f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}; median of {args.repeats} alternating runs, spread min–max; "
-          "ratio = ours / transformers (last column); peak = extra resident memory during one call (VmHWM)\n")
+          "ratio = ours / transformers (last column); peak = extra resident memory during one call (VmHWM)"
+          + (f"; transformers' {args.family} has no sdpa: its plain reference (transformers_sdpa) is eager attention"
+             if args.family in EAGER_ONLY else "") + ("; TINY model (a smoke test, not a measurement)" if args.tiny else "") + "\n")
     for part, rows in results.items():
         print("\n".join(table(part, rows)) + "\n")
     if args.json:

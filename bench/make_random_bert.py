@@ -6,7 +6,7 @@
 transformers' BertForMaskedLM with its default config (12 layers, 768 hidden, 12 heads, 30,522 tokens), saved as
 safetensors beside bert-base-uncased's vocabulary (the built-in model's vocab.txt is that vocabulary). No real
 BERT-base is needed offline. With --family, the family's masked-LM class at its base size (BASE_CONFIGS: RoBERTa-
-base, DistilBERT-base, ALBERT-base, and ELECTRA-base's shape with the generator's masked-LM head); the vocab.txt
+base, DistilBERT-base, ALBERT-base, ELECTRA-base's shape with the generator's masked-LM head, ModernBERT-base and deberta-v3-base); the vocab.txt
 (RoBERTa: a small byte-level BPE with its special tokens) is only there for the loader (timing feeds ids). transformers is a benchmark-only dependency here.
 """
 from __future__ import annotations
@@ -25,18 +25,40 @@ BASE_CONFIGS = {
     "distilbert": ("DistilBertConfig", {}),
     "albert": ("AlbertConfig", dict(hidden_size=768, num_attention_heads=12, intermediate_size=3072, embedding_size=128)),
     "electra": ("ElectraConfig", dict(hidden_size=768, num_attention_heads=12, intermediate_size=3072, embedding_size=768)),
+    # ModernBERT-base (Warner et al. 2024): 22 layers, a 128-token window, every third layer global from layer 0
+    "modernbert": ("ModernBertConfig", dict(vocab_size=50368, hidden_size=768, num_hidden_layers=22, num_attention_heads=12,
+                                            intermediate_size=1152, local_attention=128, global_attn_every_n_layers=3,
+                                            max_position_embeddings=8192)),
+    # deberta-v3-base (He et al. 2021, 2023): disentangled attention over 256 log-spaced position buckets
+    "deberta-v2": ("DebertaV2Config", dict(vocab_size=128100, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                                           intermediate_size=3072, max_position_embeddings=512, relative_attention=True,
+                                           position_buckets=256, max_relative_positions=-1, pos_att_type="p2c|c2p",
+                                           share_att_key=True, norm_rel_ebd="layer_norm", position_biased_input=False,
+                                           type_vocab_size=0, layer_norm_eps=1e-7, hidden_act="gelu")),
 }
 MASKED_LM = {"bert": "BertForMaskedLM", "roberta": "RobertaForMaskedLM", "distilbert": "DistilBertForMaskedLM",
-             "albert": "AlbertForMaskedLM", "electra": "ElectraForMaskedLM"}
+             "albert": "AlbertForMaskedLM", "electra": "ElectraForMaskedLM",
+             "modernbert": "ModernBertForMaskedLM", "deberta-v2": "DebertaV2ForMaskedLM"}
 
 
-def make_random_bert(folder: Path, seed: int = 0, family: str = "bert"):
-    """Write the checkpoint into `folder` (created) and return transformers' model (eager attention)."""
+def tiny_fields(family: str) -> dict:
+    """A few-layer, narrow model of the family (smoke tests of the benchmarks' code, not timing): three layers, so
+    ModernBERT has a global and a local one; the vocabulary and the positions stay the family's."""
+    if family == "distilbert":
+        return dict(dim=64, n_heads=2, hidden_dim=128, n_layers=3)
+    small = dict(hidden_size=64, num_attention_heads=2, intermediate_size=128, num_hidden_layers=3)
+    return {**small, "embedding_size": 32} if family in ("albert", "electra") else small
+
+
+def make_random_bert(folder: Path, seed: int = 0, family: str = "bert", tiny: bool = False):
+    """Write the checkpoint into `folder` (created) and return transformers' model (eager attention); `tiny`: the
+    family's settings at `tiny_fields`' sizes."""
     import torch
     import transformers
 
     torch.manual_seed(seed)
     config_class, fields = BASE_CONFIGS[family]
+    fields = {**fields, **tiny_fields(family)} if tiny else fields
     config = getattr(transformers, config_class)(**fields, attn_implementation="eager")
     reference = getattr(transformers, MASKED_LM[family])(config).eval()
     folder.mkdir(parents=True, exist_ok=True)

@@ -191,6 +191,17 @@ def recorded_names(num_layers: int, activations: bool = True) -> list[str]:
     return parts + [name for kind in kinds for name in every_layer(kind, num_layers)]
 
 
+def recorded_hooks(model: Bert, activations: bool = True) -> list[str]:
+    """The hook names `record` asks `model` for: `recorded_names` where the model has them (DistilBERT has no
+    segment embedding) and, with relative attention (DeBERTa), the pattern of every layer, since its q and k miss
+    the position terms."""
+    known = set(model.hook_names())
+    names = [name for name in recorded_names(model.config.num_layers, activations) if name in known]
+    if model.config.relative_attention:
+        names += every_layer("pattern", model.config.num_layers)
+    return names
+
+
 def record(model: Bert, tokenizer: BertTokenizer, prepared: PreparedInput, activations: bool = True,
            top_k: int = TOP_K_STORED) -> ForwardResult:
     """Run the model once on `prepared.masked`: the predictions at each [MASK] (the LM head runs only there), the
@@ -203,10 +214,8 @@ def record(model: Bert, tokenizer: BertTokenizer, prepared: PreparedInput, activ
     positions = tokenizer.mask_positions(prepared.masked)
     known = set(model.hook_names())
     parts = {part: name for part, name in EMBEDDING_PARTS.items() if name in known}  # DistilBERT has no segment part
-    names = [name for name in recorded_names(model.config.num_layers, activations) if name in known]
-    relative = model.config.relative_attention  # q and k miss the position terms: record the patterns themselves
-    if relative:
-        names += every_layer("pattern", model.config.num_layers)
+    names = recorded_hooks(model, activations)
+    relative = model.config.relative_attention
     with torch.inference_mode():
         logits, cache = model.run_with_cache(input_ids, token_type_ids, names=names,
                                              logit_mask=at_positions(positions, len(prepared.masked), device))
