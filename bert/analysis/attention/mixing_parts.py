@@ -95,7 +95,7 @@ def output_weight_per_head(module: nn.Module) -> torch.Tensor:
 def value_vectors(module: nn.Module, x: torch.Tensor, bias: bool = True) -> torch.Tensor:
     """x W_V (+ b_V) per head: [seq, hidden] -> [head, seq, head_dim]. `x` may carry leading axes: [..., seq, hidden]."""
     linear = module.attention.attention.project_value
-    values = x @ linear.weight.T + (linear.bias if bias else 0)
+    values = x @ linear.weight.T + (linear.bias if bias and linear.bias is not None else 0)  # ModernBERT: no biases
     return rearrange(values, "... seq (head head_dim) -> ... head seq head_dim", head=module.attention.attention.num_heads)
 
 
