@@ -13,7 +13,7 @@ import torch
 import bert
 from bert.analysis.attention.score_terms import TERMS, ScoreTerms, score_terms, score_terms_cost
 from bert.errors import InvalidInputError, NoPositionTermsError
-from family_support import build_hf, load_saved
+from family_support import build_hf, deberta_pass, load_saved
 
 SENTENCE = "the dog barked at the cat and the man went to the park with the [MASK]."
 
@@ -25,32 +25,6 @@ def deberta(tmp_path_factory, tiny_vocab_file):
     folder = tmp_path_factory.mktemp("deberta_terms")
     ours = load_saved(theirs, folder, tiny_vocab_file)
     return ours, bert.load_pretrained(str(folder))[1], theirs
-
-
-def transformers_pass(theirs, input_ids):
-    """transformers' pass, recording for each layer what its DisentangledSelfAttention reads (hidden states,
-    relative positions, relative embeddings) and the scores its softmax reads ([head, query, key]), in order."""
-    layers, scores = [], []
-    softmax = torch.nn.functional.softmax
-
-    def recording_softmax(values, *args, **kwargs):
-        scores.append(values[0].clone())
-        return softmax(values, *args, **kwargs)
-
-    def reads(module, args, kwargs):
-        layers.append(dict(x=args[0][0], relative=kwargs["relative_pos"], embeddings=kwargs["rel_embeddings"], module=module))
-
-    handles = [layer.attention.self.register_forward_pre_hook(reads, with_kwargs=True) for layer in theirs.deberta.encoder.layer]
-    try:
-        torch.nn.functional.softmax = recording_softmax
-        with torch.no_grad():
-            theirs(input_ids=input_ids, token_type_ids=torch.zeros_like(input_ids))
-    finally:
-        torch.nn.functional.softmax = softmax
-        for handle in handles:
-            handle.remove()
-    assert len(scores) == len(layers) == theirs.config.num_hidden_layers
-    return layers, scores
 
 
 def by_hand(read: dict, head: int, heads: int) -> dict[str, np.ndarray]:
@@ -83,7 +57,7 @@ def test_terms_sum_to_transformers_scores_and_each_is_the_hand_computation(deber
     terms = score_terms(ours, encoding)
     heads, layers = ours.config.num_heads, ours.config.num_layers
     assert set(terms) == {(layer, head) for layer in range(layers) for head in range(heads)}
-    reads, scores = transformers_pass(theirs, torch.tensor([encoding.input_ids]))
+    reads, scores = deberta_pass(theirs, torch.tensor([encoding.input_ids]))
     for (layer, head), split in terms.items():
         assert (split.layer, split.head, split.tokens) == (layer, head, tuple(encoding.tokens))
         np.testing.assert_allclose(split.scores, scores[layer][head].double().numpy(), atol=1e-5)
