@@ -32,8 +32,8 @@ def test_the_chart_shares_one_centred_range_and_says_each_terms_share():
     chart = score_terms_heatmaps(ScoreTerms(1, 0, ("[CLS]", "a", "b"), c2c, c2p, p2c), [1, 2])
     figure = chart.figure.to_plotly_json()
     assert [note["text"] for note in figure["layout"]["annotations"]] == [
-        "content → content: 50% of the magnitude", "content → position: 25% of the magnitude",
-        "position → content: 25% of the magnitude"]
+        "content → content<br>50% of the magnitude", "content → position<br>25% of the magnitude",
+        "position → content<br>25% of the magnitude"]
     colours = figure["layout"]["coloraxis"]
     assert (colours["cmin"], colours["cmid"], colours["cmax"]) == (-1, 0, 1)
     assert all(trace["coloraxis"] == "coloraxis" for trace in figure["data"])
@@ -62,12 +62,12 @@ def test_a_deberta_heads_three_panels_add_up_to_transformers_scores(deberta):
     figure = _terms_figure(at)
     assert figure is not None and figure["layout"]["title"]["text"].startswith("Layer 1, head 1")
     titles = [note["text"] for note in figure["layout"]["annotations"]]
-    assert [title.split(":")[0] for title in titles] == list(TITLES)
+    assert [title.split("<br>")[0] for title in titles] == list(TITLES)
     panels = [array(trace["z"]).astype(float) for trace in figure["data"]]
     assert len(panels) == 3 and all(np.abs(panel).max() > 1e-3 for panel in panels)
     np.testing.assert_allclose(sum(panels), reference[1][1], atol=1e-5)  # head 1 of layer 1, every token shown
     assert not np.allclose(sum(panels), reference[1][0], atol=1e-3)  # another head's scores differ
-    shares = [float(title.split(": ")[1].split("%")[0]) for title in titles]
+    shares = [float(title.split("<br>")[1].split("%")[0]) for title in titles]
     magnitudes = [np.abs(panel).sum() for panel in panels]
     np.testing.assert_allclose(shares, [round(100 * m / sum(magnitudes)) for m in magnitudes], atol=0.5)
 

@@ -15,8 +15,8 @@ COLUMNS = {"c2c": "content_to_content", "c2p": "content_to_position", "p2c": "po
 
 
 def term_title(name: str, share: float) -> str:
-    """"content → position: 31% of the magnitude"."""
-    return f"{TERMS[name]}: {share:.0%} of the magnitude"
+    """"content → position<br>31% of the magnitude": two lines, so that three titles fit side by side."""
+    return f"{TERMS[name]}<br>{share:.0%} of the magnitude"
 
 
 def score_terms_heatmaps(terms: ScoreTerms, positions: list[int]) -> Chart:
@@ -39,13 +39,14 @@ def score_terms_heatmaps(terms: ScoreTerms, positions: list[int]) -> Chart:
         figure.update_xaxes(type="category", tickangle=-60, title="key", row=1, col=column)
     figure.update_yaxes(type="category", autorange="reversed")
     figure.update_yaxes(title="query", row=1, col=1)
+    figure.update_annotations(font=dict(size=13))  # the panels' titles
     layout(
         figure,
         f"{head_label(terms.layer, terms.head).capitalize()}: where each score comes from",
-        height=heatmap_height(len(positions), per_row=14, least=340, most=620),
+        height=heatmap_height(len(positions), per_row=18, least=400, most=700),
         coloraxis=dict(colorscale=DIVERGING, cmid=0, cmin=-limit, cmax=limit,
                        colorbar=dict(title="score part", thickness=12)),
-        margin=dict(l=10, r=10, t=72, b=10),
+        margin=dict(l=10, r=10, t=96, b=10),
     )
     every_row = row_labels(list(terms.tokens))
     names = [every_row[p] for p in positions]
