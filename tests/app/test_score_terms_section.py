@@ -78,3 +78,18 @@ def test_a_berts_attention_page_has_no_such_section(tiny_mlm_folder):
     no_exception(at)
     assert SECTION not in texts(at) and _terms_figure(at) is None
     assert any(figure["layout"]["title"]["text"].startswith("Layer 0, head 0") for figure in figures(at))  # the page drew
+
+
+@pytest.mark.slow  # the app on a model
+def test_the_section_goes_through_the_budget(deberta, monkeypatch):
+    """With no budget the owner (at the server's machine: a student could not open a folder) reads what the section
+    costs and what to lower, and it starts once confirmed; the rest of the page is drawn meanwhile."""
+    monkeypatch.setenv("BERT_INSIDE_REQUEST_BUDGET", "0")
+    folder, _ = deberta
+    at = open_page("attention", {"model": folder, "text": SENTENCE})
+    shown = texts(at)
+    assert SECTION in shown and "This needs 1 forward pass of" in shown and "Lower a shorter text" in shown
+    assert _terms_figure(at) is None and figures(at)  # not started; the head's pattern and the rest still drawn
+    at.button(key="heavy_confirm_score_terms").click().run()
+    no_exception(at)
+    assert _terms_figure(at) is not None
