@@ -11,7 +11,8 @@ import pytest
 import torch
 
 import bert
-from bert.analysis.attention.score_terms import TERMS, ScoreTerms, score_terms, score_terms_cost
+from bert.analysis.attention.score_terms import TERMS, ScoreTerms, check_has_terms, score_terms, score_terms_cost
+from bert.config import BertConfig
 from bert.errors import InvalidInputError, NoPositionTermsError
 from family_support import build_hf, deberta_pass, load_saved
 
@@ -85,6 +86,14 @@ def test_a_bert_model_gets_the_typed_error(tiny_model, tokenizer, deberta):
     ours, deberta_tokenizer, _ = deberta
     with pytest.raises(InvalidInputError, match="layer 5 is outside the model's 2 layers"):
         score_terms(ours, deberta_tokenizer.encode("the dog"), layer=5)
+
+
+@pytest.mark.parametrize("family,words", [("modernbert", "turns each head's q and k by their positions"),
+                                          ("roberta", "adds absolute positions")])
+def test_each_family_is_told_how_it_takes_positions(family, words):
+    with pytest.raises(NoPositionTermsError, match=f"{words}.*only DeBERTa splits.*Load a DeBERTa model"):
+        check_has_terms(BertConfig.of_family(family, hidden_size=16, num_heads=2))
+    check_has_terms(BertConfig.of_family("deberta-v2", hidden_size=16, num_heads=2))  # DeBERTa has them: no error
 
 
 def test_the_cost_is_the_one_pass_it_makes(deberta, monkeypatch):
