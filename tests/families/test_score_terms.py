@@ -71,6 +71,24 @@ def test_terms_sum_to_transformers_scores_and_each_is_the_hand_computation(deber
     np.testing.assert_allclose(one_layer[1, 0].content_to_position, terms[1, 0].content_to_position, atol=1e-6)
 
 
+def test_a_term_the_model_does_not_compute_is_zeros(tmp_path, tiny_vocab_file):
+    """A DeBERTa with content → position only (pos_att_type "c2p", exact distances): position → content is zeros,
+    and the other two add up to transformers' softmax input (scaled by sqrt(2 * head_dim))."""
+    import transformers
+
+    from family_support import hf_family_config
+
+    fields = hf_family_config("deberta-v2").to_dict() | dict(pos_att_type="c2p", position_buckets=-1, max_relative_positions=12)
+    torch.manual_seed(0)
+    theirs = transformers.DebertaV2ForMaskedLM(transformers.DebertaV2Config(**fields)).eval()
+    ours = load_saved(theirs, tmp_path, tiny_vocab_file)
+    encoding = bert.load_pretrained(str(tmp_path))[1].encode(SENTENCE)
+    _, scores = deberta_pass(theirs, torch.tensor([encoding.input_ids]))
+    split = score_terms(ours, encoding, layer=1)[1, 1]
+    assert not split.position_to_content.any() and np.abs(split.content_to_position).max() > 1e-3
+    np.testing.assert_allclose(split.scores, scores[1][1].double().numpy(), atol=1e-5)
+
+
 def test_shares_are_each_terms_part_of_the_total_magnitude():
     """Hand-computed: |c2c| sums to 4, |c2p| to 2, |p2c| to 2 (of 8)."""
     split = ScoreTerms(0, 0, ("a", "b"), np.array([[1.0, -1], [1, -1]]), np.array([[0.5, 0], [-1, 0.5]]),
