@@ -92,3 +92,8 @@ def quoted(value, limit: int = QUOTE_LIMIT) -> str:
 
 class StoppedError(BertError):
     """A computation stopped before its end because whoever asked for it no longer needs it (bert/stopping.py)."""
+
+
+class NoPositionTermsError(InvalidInputError):
+    """An analysis of DeBERTa's content and position score terms (bert/analysis/attention/score_terms.py) asked of a
+    model whose attention has no such terms: BERT adds absolute positions to its input, ModernBERT rotates q and k."""

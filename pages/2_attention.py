@@ -3,15 +3,26 @@ import pandas as pd
 import streamlit as st
 
 from bert.analysis.attention.attention_stats import STATISTICS
-from viz_app import cache, state, widgets
+from viz_app import cache, heavy, page_costs, state, widgets
 from viz_app.views.attention import (
-    AttentionSettings, default_focus, query_key, shown_positions, strongest_key,
+    AttentionSettings, default_focus, query_key, score_terms_chart, shown_positions, strongest_key,
 )
 
 widgets.page_header(
     "Attention",
     "Every layer has several heads; each head lets every token (a query, one row) take a weighted average of "
     "all tokens (the keys). A row of a pattern sums to 1. Pick a head to see its pattern, or scan all heads below.",
+)
+TERMS_NOTE = (
+    "DeBERTa (He et al. 2021, *DeBERTa: Decoding-enhanced BERT with Disentangled Attention*) adds no position to the "
+    "words at its input. Instead a head's score for a pair of tokens is the sum of three terms: content → content "
+    "(the looking token's query against the looked-at token's key, BERT's whole score), content → position (the "
+    "looking token's query against a key made from how far apart the two tokens are) and position → content (a "
+    "query made from that distance against the looked-at token's key). Distances are relative (how many tokens "
+    "apart, and on which side) and bucketed: exact for near tokens (up to 127 apart in deberta-v3-base), coarser "
+    "farther away. The three panels "
+    "add up to the score each pair has before the softmax; the share in each title says how much of this head's "
+    "score comes from that term. The panels stay in word pieces, which is what the model computes."
 )
 WORDS_NOTE = ("Words: each word's pieces merged as Clark et al. (2019) did. Attention to a word is the sum of the "
               "attention to its pieces, attention from a word the mean of its pieces' rows, so a row still sums to 1. "
@@ -58,6 +69,11 @@ with st.columns([1, 2])[0]:
     )
 sums = st.columns(3)
 query_charts = st.container()
+relative = context.loaded.model.config.relative_attention  # DeBERTa: the scores split into three terms
+if relative:
+    st.subheader("Where does this head's score come from?")
+    st.caption(TERMS_NOTE)
+    terms_section = st.container()  # filled last: it runs the model once more, within the visitor's budget
 
 st.subheader("All heads at a glance")
 st.caption(
@@ -114,3 +130,11 @@ st.caption(
     f"One row per head; click a column to sort. Averages over the {len(tokens)} tokens of this input "
     "(previous/next over the tokens that have one). The table's toolbar downloads it as CSV."
 )
+if relative:
+    with terms_section:
+        cost = page_costs.score_terms(len(tokens))
+        if heavy.allowed(context, cost, "score_terms"):
+            with heavy.job(context, cost, "Splitting the scores"):
+                terms = cache.score_terms(context.key, context.prepared, layer)
+            widgets.show_chart(score_terms_chart(settings, terms, result), key="score_terms")
+            st.caption(f"This section runs the model once more: {cost.describe()}.")

@@ -23,7 +23,7 @@
   probes only read them), at most PROBE_FEATURE_ENTRIES sets for an hour: BERT-base on all of UD EWT is about
   2 GB. Each run of the probes on them: `st.cache_data`, so other tasks or seeds on the same data skip the model.
 - every other analysis a page runs (corpus head statistics, logit lens, head ablation, attention flow, context mixing,
-  saliency, a word's contexts, sentence tasks, model comparison, a lesson's step and its figures):
+  saliency, a DeBERTa layer's score terms, a word's contexts, sentence tasks, model comparison, a lesson's step and its figures):
   `st.cache_data`, keyed by the model's `ModelKey` and the inputs, never by the model object. A `PreparedInput`
   is keyed by its `key` (text, pair, masks, truncate): it is tokenized once, by the sentence box, and never here
   (but for the next-sentence check, which encodes the pair in both orders).
@@ -51,6 +51,7 @@ from bert.analysis.attention import head_stats, rollout
 from bert.layers import layer_label
 from bert.analysis.attention.attention_stats import HeadStatistics
 from bert.analysis.attention.mixing import ContextMixing
+from bert.analysis.attention.score_terms import ScoreTerms, score_terms as split_scores
 from bert.analysis.attention.words import word_groups
 from bert.analysis.attribution import deletion
 from bert.analysis.attribution import saliency as attributions
@@ -257,6 +258,12 @@ def context_mixing(key: ModelKey, prepared: PreparedInput, method: str) -> Conte
     """One method's matrices (viz_app/mixing.py). The page runs every method inside viz_app/heavy.py's job (the
     budget, the slot, the stop): all but the attention weights grow with the tokens."""
     return mixing.compute(load_model(key), prepared, method)
+
+
+@st.cache_data(show_spinner=False, max_entries=32, hash_funcs=BY_INPUT)
+def score_terms(key: ModelKey, prepared: PreparedInput, layer: int) -> dict[tuple[int, int], ScoreTerms]:
+    """A DeBERTa layer's three score terms for every head (the attention page runs it inside viz_app/heavy.py's job)."""
+    return split_scores(load_model(key).model, prepared.masked, layer)
 
 
 @st.cache_data(show_spinner=False, max_entries=32, hash_funcs=BY_INPUT)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from bert.analysis.attention.head_stats import head_statistics_cost
 from bert.analysis.attention.mixing import mixing_cost
+from bert.analysis.attention.score_terms import score_terms_cost
 from bert.analysis.attribution.deletion import deletion_cost
 from bert.analysis.attribution.saliency import saliency_cost, swappable
 from bert.analysis.causal.ablation import mean_head_outputs_cost, rank_heads_cost
@@ -43,6 +44,12 @@ def deletion(loaded: LoadedModel, encoding: Encoding) -> Cost:
 def context_mixing(method: str, tokens: int) -> Cost:
     """One mixing method's matrices, its recorded pass included (the page records once per method)."""
     return mixing_cost(method, tokens)
+
+
+def score_terms(tokens: int) -> Cost:
+    """A DeBERTa layer's three score terms (the attention page's "Where does this head's score come from?"): one
+    pass that keeps them."""
+    return score_terms_cost(tokens)
 
 
 def exact_patching(loaded: LoadedModel, tokens: int, head_layer: int | None) -> Cost:

@@ -174,3 +174,30 @@ def compare(ours, theirs, family: str, architecture: str, batch) -> None:
         assert_close_where(logits, their_logits, keep, f"{architecture} logits")
     if architecture == "AlbertForPreTraining":
         torch.testing.assert_close(ours.nsp_logits(cache["layer_out", layers - 1]), reference.sop_logits, **TOLERANCE)
+
+
+def deberta_pass(theirs, input_ids):
+    """transformers' DeBERTa-v2 pass over input_ids [1, seq] (one segment), recording for each layer what its
+    DisentangledSelfAttention reads (hidden states, relative positions, relative embeddings: a forward pre-hook) and
+    the scores its softmax reads ([head, query, key]: torch's softmax wrapped for the call), layer by layer."""
+    layers, scores = [], []
+    softmax = torch.nn.functional.softmax
+
+    def recording_softmax(values, *args, **kwargs):
+        scores.append(values[0].clone())
+        return softmax(values, *args, **kwargs)
+
+    def reads(module, args, kwargs):
+        layers.append(dict(x=args[0][0], relative=kwargs["relative_pos"], embeddings=kwargs["rel_embeddings"], module=module))
+
+    handles = [layer.attention.self.register_forward_pre_hook(reads, with_kwargs=True) for layer in theirs.deberta.encoder.layer]
+    try:
+        torch.nn.functional.softmax = recording_softmax
+        with torch.no_grad():
+            theirs(input_ids=input_ids, token_type_ids=torch.zeros_like(input_ids))
+    finally:
+        torch.nn.functional.softmax = softmax
+        for handle in handles:
+            handle.remove()
+    assert len(scores) == len(layers) == theirs.config.num_hidden_layers
+    return layers, scores

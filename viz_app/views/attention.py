@@ -8,12 +8,14 @@ from typing import Any, Mapping
 from bert.analysis.attention.attention_stats import STATISTICS, HeadStatistics, KeyRoles
 from bert.analysis.attention.attention_stats import head_statistics as statistics_of
 from bert.analysis.attention.query_key import QueryKeyProduct, query_key_product
+from bert.analysis.attention.score_terms import ScoreTerms
 from bert.analysis.attention.words import WordGroups, merge_attention
 from bert.attention import window_band
 from bert.config import BertConfig
 from viz_app.charts.attention import attention_bars, heads_overview, pattern_heatmap, statistic_heatmap
 from viz_app.charts.base import Chart
 from viz_app.charts.query_key import query_key_terms, query_scores
+from viz_app.charts.score_terms import score_terms_heatmaps
 from viz_app.forward import ForwardResult
 from viz_app.models import ModelSummary
 from viz_app.views import setting, within
@@ -70,6 +72,12 @@ def query_key(settings: AttentionSettings, result: ForwardResult) -> QueryKeyPro
     if key is None:
         key = strongest_key(result, layer, head, settings.focus, shown_positions(result, settings.hide_special))
     return query_key_product(result.queries[layer, head], result.keys[layer, head], settings.focus, key)
+
+
+def score_terms_chart(settings: AttentionSettings, terms: Mapping[tuple[int, int], ScoreTerms], result: ForwardResult) -> Chart:
+    """DeBERTa's section: the chosen head's three score terms (bert/analysis/attention/score_terms.py) side by side,
+    over the word pieces shown (without [CLS] and [SEP] when they are hidden)."""
+    return score_terms_heatmaps(terms[settings.layer, settings.head], shown_positions(result, settings.hide_special))
 
 
 def window_caption(config: BertConfig, layer: int, words: bool = False) -> str:

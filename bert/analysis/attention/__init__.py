@@ -8,4 +8,6 @@
   `python -m bert mixing`).
 - words: attention and per-token scores merged over each word's pieces (Clark et al. 2019).
 - query_key: one query against one key, dimension by dimension (bertviz's neuron view, Vig 2019).
+- score_terms: a DeBERTa head's scores split into content → content, content → position and position → content
+  (He et al. 2021).
 """
