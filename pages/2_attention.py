@@ -67,9 +67,15 @@ with st.columns([1, 2])[0]:
         "Key token (looked at)", "neuron_key", positions, format_func=lambda i: f"{i}: {tokens[i]}",
         default=strongest_key(result, layer, head, focus, positions),
     )
+relative = context.loaded.model.config.relative_attention  # DeBERTa: the scores split into three terms
+if relative:
+    st.caption(
+        "In DeBERTa q·k is one of three terms of the score (content to content); the other two come from how far "
+        "apart the tokens are, and each term is divided by √(3 × the head's size). The attention shown is the "
+        "model's, all three terms together: the next section splits the score."
+    )
 sums = st.columns(3)
 query_charts = st.container()
-relative = context.loaded.model.config.relative_attention  # DeBERTa: the scores split into three terms
 if relative:
     st.subheader("Where does this head's score come from?")
     st.caption(TERMS_NOTE)
@@ -101,8 +107,8 @@ with head_download:
                           label="Download this head's view")
 terms = query_key(settings, result)
 sums[0].metric("q·k: the sum of the products (before scaling)", f"{terms.dot:.3f}")
-sums[1].metric(f"Score before softmax: q·k / √{terms.products.size}", f"{terms.score:.3f}")
-sums[2].metric("Attention after softmax", f"{terms.weight:.1%}")
+sums[1].metric(f"{'Content → content score' if relative else 'Score before softmax'}: q·k / {terms.divisor}", f"{terms.score:.3f}")
+sums[2].metric("Attention after softmax" + (" (all three terms)" if relative else ""), f"{terms.weight:.1%}")
 with query_charts:
     widgets.show_chart(charts["query_key"], key="query_key")
     widgets.show_chart(charts["query_scores"], key="query_scores")

@@ -146,6 +146,7 @@ class ForwardResult:
     pieces: PieceStyle = WORDPIECE  # how the tokenizer writes its pieces and its mask token (bert/pieces.py)
     causal: bool = False  # the model's: no query sees the keys to its right (the patterns' mask)
     windows: tuple[int | None, ...] = ()  # per layer, a local layer's half-width (config.window); empty: all global
+    score_scale: int = 1  # config.score_scale: DeBERTa's q·k is one of its 3 score terms, each over sqrt(3 head_dim)
     # [layer, head, query, key] the patterns as recorded, where q and k alone do not give them (DeBERTa's scores add
     # relative-position terms); None: `attention` computes them from `queries` and `keys`
     recorded_patterns: np.ndarray | None = None
@@ -238,6 +239,7 @@ def record(model: Bert, tokenizer: BertTokenizer, prepared: PreparedInput, activ
         pieces=prepared.masked.pieces,
         causal=model.config.causal,
         windows=tuple(model.config.window(layer) for layer in range(model.config.num_layers)),
+        score_scale=model.config.score_scale,
         **recorded,
     )
 

@@ -34,6 +34,10 @@ def test_hand_computed_case():
     assert terms.weight == pytest.approx(1 / (1 + np.exp(2 / np.sqrt(2))))
     with pytest.raises(InvalidInputError, match="key position 2"):
         query_key_product(queries, keys, query=0, key=2)
+    deberta = query_key_product(queries, keys, query=0, key=0, score_scale=3, recorded=np.array([0.25, 0.75]))
+    assert deberta.scale == pytest.approx(6**-0.5) and deberta.score == pytest.approx(1 / np.sqrt(6))
+    assert (terms.divisor, deberta.divisor) == ("√2", "√(3 × 2)")
+    assert deberta.weight == 0.25  # the recorded row (position terms, a window), not softmax(q·k)
 
 
 def test_products_sum_to_the_recorded_score(recorded):

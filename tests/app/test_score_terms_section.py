@@ -73,6 +73,20 @@ def test_a_deberta_heads_three_panels_add_up_to_transformers_scores(deberta):
 
 
 @pytest.mark.slow  # the app on a model
+def test_the_query_key_section_says_what_deberta_adds(deberta):
+    """Above the split, DeBERTa's q·k is its content-to-content term, divided by sqrt(3 x head size), and the
+    attention shown is the model's (all three terms): transformers' softmax of its scores at the chosen pair."""
+    folder, reference = deberta
+    at = open_page("attention", {"model": folder, "text": SENTENCE, "layer": 1, "head": 1})
+    focus, key = at.selectbox(key="focus").value, at.selectbox(key="neuron_key").value
+    metrics = {metric.label: metric.value for metric in at.metric}
+    panels = [array(trace["z"]).astype(float) for trace in _terms_figure(at)["data"]]
+    assert float(metrics["Content → content score: q·k / √(3 × 16)"]) == pytest.approx(panels[0][focus, key], abs=1e-3)
+    expected = torch.tensor(reference[1][1][focus]).softmax(-1)[key]
+    assert float(metrics["Attention after softmax (all three terms)"].rstrip("%")) == pytest.approx(100 * float(expected), abs=0.06)
+
+
+@pytest.mark.slow  # the app on a model
 def test_a_berts_attention_page_has_no_such_section(tiny_mlm_folder):
     at = open_page("attention", {"model": tiny_mlm_folder, "text": SENTENCE})
     no_exception(at)

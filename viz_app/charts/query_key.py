@@ -70,7 +70,7 @@ def query_scores(terms: QueryKeyProduct, tokens: list[str], positions: list[int]
     )
     layout(
         figure,
-        f"Layer {layer}, head {head}: the scores of “{tokens[terms.query]}” for every key (q·k / √{terms.products.size})",
+        f"Layer {layer}, head {head}: the scores of “{tokens[terms.query]}” for every key (q·k / {terms.divisor})",
         height=300,
         xaxis=dict(type="category", tickangle=-45, title="key"),
         yaxis=dict(title="score before softmax"),

@@ -71,7 +71,8 @@ def query_key(settings: AttentionSettings, result: ForwardResult) -> QueryKeyPro
     key = settings.key
     if key is None:
         key = strongest_key(result, layer, head, settings.focus, shown_positions(result, settings.hide_special))
-    return query_key_product(result.queries[layer, head], result.keys[layer, head], settings.focus, key)
+    return query_key_product(result.queries[layer, head], result.keys[layer, head], settings.focus, key,
+                             result.score_scale, None if result.attention is None else result.attention[layer, head, settings.focus])
 
 
 def score_terms_chart(settings: AttentionSettings, terms: Mapping[tuple[int, int], ScoreTerms], result: ForwardResult) -> Chart:
