@@ -1,22 +1,26 @@
 """The attention page's DeBERTa section: one head's scores split into their three terms, side by side."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from bert.analysis.attention.score_terms import TERMS, ScoreTerms
 from bert.layers import head_label
 from viz_app.charts.base import Chart, heatmap_height, layout, row_labels, token_labels
 from viz_app.charts.query_key import DIVERGING
 
+if TYPE_CHECKING:  # the analysis's result, read here, never imported at run time
+    from bert.analysis.attention.score_terms import ScoreTerms
+
 COLUMNS = {"c2c": "content_to_content", "c2p": "content_to_position", "p2c": "position_to_content"}  # the CSV's
 
 
-def term_title(name: str, share: float) -> str:
+def term_title(words: str, share: float) -> str:
     """"content → position<br>31% of the magnitude": two lines, so that three titles fit side by side."""
-    return f"{TERMS[name]}<br>{share:.0%} of the magnitude"
+    return f"{words}<br>{share:.0%} of the magnitude"
 
 
 def score_terms_heatmaps(terms: ScoreTerms, positions: list[int]) -> Chart:
@@ -27,14 +31,14 @@ def score_terms_heatmaps(terms: ScoreTerms, positions: list[int]) -> Chart:
     matrices = {name: values[np.ix_(positions, positions)] for name, values in terms.terms().items()}
     magnitudes = {name: float(np.abs(values).sum()) for name, values in matrices.items()}
     total = sum(magnitudes.values())
-    titles = [term_title(name, magnitudes[name] / total if total else 0.0) for name in TERMS]
+    titles = [term_title(terms.words[name], magnitudes[name] / total if total else 0.0) for name in matrices]
     limit = max(max(float(np.abs(values).max(initial=0)) for values in matrices.values()), 1e-6)
     labels = token_labels([terms.tokens[p] for p in positions])
     figure = make_subplots(rows=1, cols=3, subplot_titles=titles, shared_yaxes=True, horizontal_spacing=0.04)
     for column, (name, values) in enumerate(matrices.items(), start=1):
         figure.add_trace(go.Heatmap(
-            z=values, x=labels, y=labels, coloraxis="coloraxis", name=TERMS[name],
-            hovertemplate=f"<b>%{{y}}</b> against <b>%{{x}}</b><br>{TERMS[name]}: %{{z:.3f}}<extra></extra>",
+            z=values, x=labels, y=labels, coloraxis="coloraxis", name=terms.words[name],
+            hovertemplate=f"<b>%{{y}}</b> against <b>%{{x}}</b><br>{terms.words[name]}: %{{z:.3f}}<extra></extra>",
         ), row=1, col=column)
         figure.update_xaxes(type="category", tickangle=-60, title="key", row=1, col=column)
     figure.update_yaxes(type="category", autorange="reversed")

@@ -18,6 +18,8 @@ Axes: layer, head, query (the token looking: a row), key (the token looked at: a
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
+
 import numpy as np
 import torch
 
@@ -46,6 +48,7 @@ class ScoreTerms:
     content_to_content: np.ndarray  # [query, key] q_i · k_j / sqrt(3 * head_dim)
     content_to_position: np.ndarray  # [query, key] q_i · (key map of distance i − j) / sqrt(3 * head_dim)
     position_to_content: np.ndarray  # [query, key] (query map of distance i − j) · k_j / sqrt(3 * head_dim)
+    words: ClassVar[dict[str, str]] = TERMS  # each term in words, for whoever draws them without importing this
 
     def terms(self) -> dict[str, np.ndarray]:
         """{"c2c", "c2p", "p2c"} -> its [query, key] matrix (the keys of TERMS)."""
