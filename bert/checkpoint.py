@@ -18,9 +18,9 @@ from .errors import CheckpointError
 from .families.key_tables import BASE_MODEL_PARTS, FAMILIES, Heads, split_key
 from .model import Bert
 
-# The weight files a Hugging Face folder may hold, in the order loading looks for them. Only the safetensors ones
-# are fetched from the hub (bert/hub.py); a pytorch_model.bin is read with torch.load(weights_only=True).
-WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
+# The weight files a Hugging Face folder may hold, in the order loading looks for them. The hub's .bin files are
+# fetched only where a repository has no safetensors (bert/hub.py); a .bin is read with torch.load(weights_only=True).
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
 
 
 def key_table(
