@@ -58,7 +58,7 @@ def unigram_tokenizer(path: str | Path, special_tokens: dict[str, str], lowercas
     if charsmap:  # the Unicode normalisation the model was trained with (nmt_nfkc: NFKC, control characters dropped)
         steps.append(normalizers.Precompiled(charsmap))
     if proto.normalizer_spec.remove_extra_whitespaces:  # no leading or trailing spaces, one space between words
-        steps += [normalizers.Replace(Regex(r"^ +| +$"), ""), normalizers.Replace(Regex(" {2,}"), " ")]
+        steps += [normalizers.Replace(Regex(r"\A +| +\z"), ""), normalizers.Replace(Regex(" {2,}"), " ")]
     tokenizer.normalizer = normalizers.Sequence(steps)
     # every word (and every stretch of text between special tokens) starts with "▁"
     tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement=WORD_START, prepend_scheme="always", split=True)
