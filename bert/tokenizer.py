@@ -1,7 +1,7 @@
 """Tokenization (on the `tokenizers` library) that keeps what a display needs: tokens, offsets, segments, word ids.
 
 Each checkpoint keeps its own tokenizer: WordPiece (BERT, DistilBERT, ELECTRA), byte-level BPE (RoBERTa) or
-SentencePiece (ALBERT), read by `load_tokenizer(folder)`. Special tokens are known by role (`cls_id`, `sep_id`,
+SentencePiece (ALBERT, DeBERTa-v3), read by `load_tokenizer(folder)`. Special tokens are known by role (`cls_id`, `sep_id`,
 `mask_id`, `pad_id`, `unk_id`: "<s>", "</s>", "<mask>", "<pad>", "<unk>" for RoBERTa), and "[MASK]" typed in any
 case means the model's own mask token. bert/pieces.py says how each scheme writes its pieces.
 """
