@@ -206,3 +206,26 @@ def test_a_bin_holding_other_objects_is_refused_and_never_run(deberta_hub, tmp_p
     assert not (tmp_path / "ran").exists()
     torch.load(folder / "pytorch_model.bin", weights_only=False)  # unpickled without weights_only, it runs its code
     assert (tmp_path / "ran").exists()
+
+
+def test_sharded_bin_downloads_and_loads(tiny_repo, tmp_path, monkeypatch):
+    """pytorch_model.bin.index.json naming two .bin shards, as large checkpoints without safetensors are split."""
+    files, theirs = tiny_repo
+    state = theirs.state_dict()
+    names = sorted(state)
+    shards = {"pytorch_model-00001-of-00002.bin": names[: len(names) // 2], "pytorch_model-00002-of-00002.bin": names[len(names) // 2:]}
+    sharded = {name: value for name, value in files.items() if name != "pytorch_model.bin"}
+    for shard, keys in shards.items():
+        torch.save({key: state[key] for key in keys}, tmp_path / shard)
+        sharded[shard] = (tmp_path / shard).read_bytes()
+    weight_map = {key: shard for shard, keys in shards.items() for key in keys}
+    sharded["pytorch_model.bin.index.json"] = json.dumps({"metadata": {}, "weight_map": weight_map}).encode()
+    with HubServer({REPO: sharded}) as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub-cache"))
+        folder = hub.download(REPO)
+    assert {"pytorch_model.bin.index.json", *shards} <= {p.name for p in folder.iterdir()}
+    ours, tokenizer = bert.load_pretrained(str(folder))
+    input_ids, token_type_ids = tokenizer.encode("Der Bär läuft.", "Le café est fermé.").tensors()
+    with torch.no_grad():
+        torch.testing.assert_close(ours(input_ids, token_type_ids), theirs(input_ids=input_ids).logits, atol=1e-5, rtol=1e-5)
