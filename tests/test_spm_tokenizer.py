@@ -130,14 +130,20 @@ def test_tokens_offsets_and_sentences_are_transformers(spm_folder):
 
 def _tiny_repo(folder) -> tuple[dict[str, bytes], torch.nn.Module]:
     """deberta-v3-base's hub layout, tiny: config.json and pytorch_model.bin of a random transformers DeBERTa-v2
-    with a masked-LM head, spm.model, tokenizer_config.json, and copies in other formats that must not be fetched."""
+    with a masked-LM head, spm.model, tokenizer_config.json, and copies in other formats that must not be fetched.
+    The .bin also holds what deberta-v3-base's holds and no transformers class reads (the original training code's
+    heads, an unused position table): they are skipped, as transformers skips them."""
     from families.family_support import build_hf
 
     _spm_folder(folder)
     vocab_size = spm.SentencePieceProcessor(model_file=str(folder / "spm.model")).get_piece_size() + 1  # + [MASK]
     theirs = build_hf("deberta-v2", "DebertaV2ForMaskedLM", vocab_size=vocab_size).eval()
     theirs.config.save_pretrained(folder)
-    torch.save(theirs.state_dict(), folder / "pytorch_model.bin")
+    hidden, vocab = theirs.config.hidden_size, theirs.config.vocab_size
+    unread = {"lm_predictions.lm_head.dense.weight": (hidden, hidden), "lm_predictions.lm_head.bias": (vocab,),
+              "mask_predictions.dense.weight": (hidden, hidden), "mask_predictions.classifier.weight": (1, hidden),
+              "deberta.embeddings.position_embeddings.weight": (512, hidden)}
+    torch.save(theirs.state_dict() | {key: torch.randn(shape) for key, shape in unread.items()}, folder / "pytorch_model.bin")
     files = {name: (folder / name).read_bytes() for name in ("config.json", "pytorch_model.bin", "spm.model", "tokenizer_config.json")}
     return files | {"tf_model.h5": b"not needed", "rust_model.ot": b"not needed", "README.md": b"a model card"}, theirs
 
