@@ -12,6 +12,7 @@ Reading the protobuf needs the `sentencepiece` package (its own `sentencepiece_m
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, normalizers, pre_tokenizers, processors
@@ -21,7 +22,7 @@ from .errors import ModelNotFoundError
 
 WORD_START = "▁"  # SentencePiece's mark of a word start (U+2581), standing for the space before a word
 # The piece types of sentencepiece_model.proto (ModelProto.SentencePiece.Type)
-CONTROL, USER_DEFINED, UNUSED = 3, 4, 5
+CONTROL, USER_DEFINED = 3, 4
 
 
 def read_model_proto(path: str | Path):
@@ -60,15 +61,18 @@ def unigram_tokenizer(path: str | Path, special_tokens: dict[str, str], lowercas
     if proto.normalizer_spec.remove_extra_whitespaces:  # no leading or trailing spaces, one space between words
         steps += [normalizers.Replace(Regex(r"\A +| +\z"), ""), normalizers.Replace(Regex(" {2,}"), " ")]
     tokenizer.normalizer = normalizers.Sequence(steps)
-    # every word (and every stretch of text between special tokens) starts with "▁"
-    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement=WORD_START, prepend_scheme="always", split=True)
+    # every word (and every stretch of text between special tokens) starts with "▁"; SentencePiece keeps a
+    # user-defined piece whole wherever it stands, so it is cut out of its word
+    steps = [pre_tokenizers.Metaspace(replacement=WORD_START, prepend_scheme="always", split=True)]
+    user_defined = sorted((piece.piece for piece in proto.pieces if piece.type == USER_DEFINED), key=len, reverse=True)
+    if user_defined:
+        steps.append(pre_tokenizers.Split(Regex("|".join(map(re.escape, user_defined))), behavior="isolated"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence(steps)
     tokenizer.decoder = decoders.Metaspace(replacement=WORD_START, prepend_scheme="always", split=True)
 
     control = [piece.piece for piece in proto.pieces if piece.type == CONTROL]
     tokenizer.add_special_tokens([AddedToken(token, special=True, normalized=False)
                                   for token in dict.fromkeys([*control, *special_tokens.values()])])
-    user_defined = [piece.piece for piece in proto.pieces if piece.type == USER_DEFINED]
-    tokenizer.add_tokens([AddedToken(token, normalized=False) for token in user_defined])
     cls, sep = special_tokens["cls"], special_tokens["sep"]
     tokenizer.post_processor = processors.TemplateProcessing(
         single=f"{cls}:0 $A:0 {sep}:0", pair=f"{cls}:0 $A:0 {sep}:0 $B:1 {sep}:1",

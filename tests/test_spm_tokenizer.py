@@ -47,13 +47,14 @@ def _training_text(seed: int = 0) -> list[str]:
     return CORPUS * 5 + lines
 
 
-def _spm_folder(folder, lowercase: bool = False):
-    """spm.model trained by SentencePiece, tokenizer_config.json and config.json, as deberta-v3-base's folder."""
+def _spm_folder(folder, lowercase: bool = False, user_defined: tuple[str, ...] = ()):
+    """spm.model trained by SentencePiece, tokenizer_config.json and config.json, as deberta-v3-base's folder;
+    user_defined: pieces SentencePiece keeps whole wherever they stand (deberta-v3-base's file has none)."""
     (folder / "corpus.txt").write_text("\n".join(_training_text()), encoding="utf-8")
     spm.SentencePieceTrainer.train(
         input=str(folder / "corpus.txt"), model_prefix=str(folder / "spm"), vocab_size=400, model_type="unigram",
         character_coverage=1.0, pad_id=0, bos_id=1, eos_id=2, unk_id=3, pad_piece="[PAD]", bos_piece="[CLS]",
-        eos_piece="[SEP]", unk_piece="[UNK]", minloglevel=2)
+        eos_piece="[SEP]", unk_piece="[UNK]", user_defined_symbols=list(user_defined), minloglevel=2)
     for name in ("corpus.txt", "spm.vocab"):
         (folder / name).unlink()
     (folder / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": lowercase, "vocab_type": "spm"}))
@@ -87,19 +88,25 @@ def _converted(folder):
     return converted
 
 
-@pytest.mark.parametrize("lowercase", [False, True])
-def test_ids_are_sentencepieces_own(tmp_path, spm_folder, lowercase):
-    folder = spm_folder
+USER_DEFINED = ("<br>", "@@")
+USER_DEFINED_INPUTS = [("kato<br>rimu", None), ("a <br> b", "<br>start"), ("x@@y @@ end<br>", None),
+                       ("<br><br>@@<br>", "  <br>  ")]
+
+
+@pytest.mark.parametrize("variant", ["as trained", "lowercase", "user-defined pieces"])
+def test_ids_are_sentencepieces_own(tmp_path, spm_folder, variant):
+    folder, lowercase, inputs = spm_folder, variant == "lowercase", INPUTS + MORE_INPUTS
     if lowercase:  # the same model file, do_lower_case true
         folder = tmp_path
         for name in ("spm.model", "config.json"):
             (folder / name).write_bytes((spm_folder / name).read_bytes())
         (folder / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": True}))
+    elif variant == "user-defined pieces":
+        folder, inputs = _spm_folder(tmp_path, user_defined=USER_DEFINED), inputs + USER_DEFINED_INPUTS
     processor = spm.SentencePieceProcessor(model_file=str(folder / "spm.model"))
     ours = load_tokenizer(folder)
     assert (ours.pad_id, ours.cls_id, ours.sep_id, ours.unk_id) == (0, 1, 2, 3)
     assert ours.mask_id == processor.get_piece_size() == ours.vocab_size - 1  # after the last piece, as the hub's
-    inputs = INPUTS + MORE_INPUTS
     assert len(inputs) >= 60
     for text, pair in inputs:
         expected = [1] + _sentencepiece_ids(processor, text, ours.mask_id, lowercase) + [2]
