@@ -148,4 +148,5 @@ def _needed_files(repo_id: str) -> list[str]:
     from huggingface_hub import HfApi
 
     files = HfApi(endpoint=endpoint()).list_repo_files(repo_id)
-    return NEEDED_FILES if any(name.endswith(".safetensors") for name in files) else NEEDED_FILES + BIN_FILES
+    safetensors = [name for name in WEIGHT_FILES if ".safetensors" in name]  # at the top, where loading looks
+    return NEEDED_FILES if any(name in safetensors for name in files) else NEEDED_FILES + BIN_FILES
