@@ -6,12 +6,14 @@ The model file is trained here with SentencePiece itself, its control pieces as 
 [SEP] 2, [UNK] 3; [MASK] not among them, so it comes after the last piece). The references: SentencePiece's own
 encoder for the ids (what DeBERTa's original tokenizer calls, between special tokens), and transformers' conversion
 of the same file to a `tokenizers` pipeline (DebertaV2Converter, what the hub's tokenizer.json files were made with)
-for the tokens, offsets, word ids and sentence ids."""
+for the tokens, offsets, word ids and sentence ids; and transformers 5's DebertaV2Tokenizer, built from spm.model
+alone, wherever it normalises text as SentencePiece does."""
 from __future__ import annotations
 
 import json
 import random
 import re
+import unicodedata
 from types import SimpleNamespace
 
 import pytest
@@ -133,6 +135,22 @@ def test_tokens_offsets_and_sentences_are_transformers(spm_folder):
     theirs = transformers.DebertaV2Tokenizer.from_pretrained(spm_folder)
     assert [ours.cls_id, ours.sep_id, ours.pad_id, ours.unk_id, ours.mask_id] == [
         theirs.cls_token_id, theirs.sep_token_id, theirs.pad_token_id, theirs.unk_token_id, theirs.mask_token_id]
+
+
+def test_transformers_tokenizer_agrees_where_it_normalises_as_sentencepiece(spm_folder):
+    """transformers 5's DebertaV2Tokenizer, built from spm.model alone, leaves out the file's character map (NFKC)
+    and a "▁" typed in the text: on every other input it gives our ids, and our offsets where no sentence and no
+    stretch after a [MASK] starts with a space (it keeps that space, so its "▁" covers the space, not the letter)."""
+    ours, theirs = load_tokenizer(spm_folder), transformers.DebertaV2Tokenizer.from_pretrained(spm_folder)
+    plain = [(text, pair) for text, pair in INPUTS + MORE_INPUTS
+             if all(t is None or (unicodedata.normalize("NFKC", t) == t and "▁" not in t and "[mask]" not in t) for t in (text, pair))]
+    assert len(plain) >= 50
+    for text, pair in plain:
+        expected = theirs(text, pair, return_offsets_mapping=True)
+        encoding = ours.encode(text, pair)
+        assert encoding.input_ids == expected["input_ids"], (text, pair)
+        if not any(t is not None and re.search(r"(^|\[MASK\])\s", t) for t in (text, pair)):
+            assert encoding.offsets == [tuple(o) for o in expected["offset_mapping"]], (text, pair)
 
 
 def _tiny_repo(folder) -> tuple[dict[str, bytes], torch.nn.Module]:
