@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     predict.add_argument("--json", action="store_true", help="machine-readable output")
     predict.add_argument("--dtype", choices=DTYPES, help="bfloat16 or float16: reduced-precision inference (default float32)")
     download = commands.add_parser("download", help="fetch a BERT from the Hugging Face hub into the local cache")
-    download.add_argument("repo_id", help="e.g. bert-base-uncased, roberta-base, answerdotai/ModernBERT-base")
+    download.add_argument("repo_id", help="e.g. bert-base-uncased, roberta-base, answerdotai/ModernBERT-base, microsoft/deberta-v3-base")
     for command in (predict, download):
         add_device_argument(command)
     from .pretraining.cli import add_arguments

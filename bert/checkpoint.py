@@ -1,10 +1,12 @@
 """Reading and writing Hugging Face BERT checkpoints through one explicit key table.
 
-Strict: a missing, unexpected or mis-shaped tensor is a CheckpointError that names the key and the file.
+Strict: a missing, unexpected or mis-shaped tensor is a CheckpointError that names the key and the file (except the
+tensors a family lists as `unread`, which transformers skips too: bert/families/key_tables.py).
 """
 from __future__ import annotations
 
 import json
+import logging
 import pickle
 import zipfile
 from pathlib import Path
@@ -18,9 +20,11 @@ from .errors import CheckpointError
 from .families.key_tables import BASE_MODEL_PARTS, FAMILIES, Heads, split_key
 from .model import Bert
 
-# The weight files a Hugging Face folder may hold, in the order loading looks for them. Only the safetensors ones
-# are fetched from the hub (bert/hub.py); a pytorch_model.bin is read with torch.load(weights_only=True).
-WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
+log = logging.getLogger(__name__)
+
+# The weight files a Hugging Face folder may hold, in the order loading looks for them. The hub's .bin files are
+# fetched only where a repository has no safetensors (bert/hub.py); a .bin is read with torch.load(weights_only=True).
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
 
 
 def key_table(
@@ -106,7 +110,11 @@ def model_from_state_dict(config: BertConfig, state: dict[str, torch.Tensor], so
     _check_derived_keys(state, source, spec.derived)
     their_keys = list(dict.fromkeys(split_key(theirs)[0] for theirs in table.values()))  # fused tensors once
     missing = [theirs for theirs in their_keys if theirs not in state]
-    unexpected = sorted(set(state) - set(their_keys) - set(spec.derived))
+    unread = sorted(key for key in set(state) - set(their_keys) if spec.unread and key.startswith(spec.unread))
+    if unread:
+        log.info("%s: %d tensors no model here reads are skipped (as transformers skips them): %s", source, len(unread),
+                 ", ".join(unread))
+    unexpected = sorted(set(state) - set(their_keys) - set(spec.derived) - set(unread))
     if missing:
         raise CheckpointError(
             f"{source}: missing tensor {missing[0]!r} ({len(missing)} missing in all; config.json's model_type is {config.family!r})"

@@ -1,7 +1,8 @@
 """The Hugging Face hub: find a BERT-family model in the local cache, or download one into it (with huggingface_hub).
 
-    folder = download("bert-base-uncased")       # config, safetensors weights and tokenizer files only
+    folder = download("bert-base-uncased")       # config, weights and tokenizer files only
     folder = download("roberta-base")            # every family of MODEL_TYPES (answerdotai/ModernBERT-base, ...)
+    folder = download("microsoft/deberta-v3-base")  # no safetensors there: pytorch_model.bin, read as tensors only
     folder = cached_folder("bert-base-uncased")  # None when it is not in the local cache
 
 The endpoint (HF_ENDPOINT) and the cache (HF_HUB_CACHE, HF_HOME) are read at each call, not when huggingface_hub
@@ -26,10 +27,14 @@ DEFAULT_ENDPOINT = "https://huggingface.co"
 # al. 2024; DeBERTa-v3, He et al. 2023, model type deberta-v2).
 MODEL_TYPES = FAMILIES
 # What loading one needs: config, safetensors weights and every file its tokenizer may be read from (tokenizer.json;
-# vocab.txt for WordPiece; vocab.json + merges.txt for RoBERTa's byte-level BPE; spiece.model for ALBERT's
-# SentencePiece; the special tokens by role). Never the .bin, .h5, .msgpack or ONNX copies many repositories also hold.
+# vocab.txt for WordPiece; vocab.json + merges.txt for RoBERTa's byte-level BPE; spiece.model for ALBERT's and
+# spm.model for DeBERTa-v3's SentencePiece; the special tokens by role). Never the .h5, .msgpack or ONNX copies many
+# repositories also hold.
 NEEDED_FILES = ["config.json", "*.safetensors", "*.safetensors.index.json", "tokenizer.json", "vocab.txt", "vocab.json",
-                "merges.txt", "spiece.model", "special_tokens_map.json", "tokenizer_config.json"]
+                "merges.txt", "spiece.model", "spm.model", "special_tokens_map.json", "tokenizer_config.json"]
+# PyTorch's weights, fetched only from a repository without safetensors (microsoft/deberta-v3-base): bert/checkpoint.py
+# reads them with torch.load(weights_only=True), which refuses any object but tensors, so a .bin cannot run code.
+BIN_FILES = ["pytorch_model.bin", "pytorch_model.bin.index.json", "pytorch_model-*.bin"]
 REACHABLE_TIMEOUT_S = 3.0  # offline should cost seconds, not minutes of retries
 
 
@@ -64,12 +69,12 @@ def cached_snapshot(repo_id: str) -> Path | None:
 
 
 def has_weights(folder: Path) -> bool:
-    """Safetensors weights, what `download` fetches: a pytorch_model.bin another tool left in the snapshot does not count."""
-    return any((folder / name).is_file() for name in WEIGHT_FILES if ".safetensors" in name)
+    """Weights that loading reads (bert/checkpoint.py's WEIGHT_FILES: safetensors, else pytorch_model.bin)."""
+    return any((folder / name).is_file() for name in WEIGHT_FILES)
 
 
 def cached_folder(repo_id: str) -> Path | None:
-    """The cached snapshot of a hub id with safetensors weights, or None. Never touches the network."""
+    """The cached snapshot of a hub id with weights, or None. Never touches the network."""
     folder = cached_snapshot(repo_id)
     return folder if folder is not None and has_weights(folder) else None
 
@@ -120,7 +125,7 @@ def download(repo_id: str, tqdm_class=None) -> Path:
         if model_type not in MODEL_TYPES:
             raise DownloadError("not_bert", f"{repo_id!r} is not a BERT-family encoder (its config.json says model_type "
                                             f"{model_type!r}); the families loaded here: {', '.join(MODEL_TYPES)}")
-        folder = Path(_snapshot_download()(repo_id, allow_patterns=NEEDED_FILES, tqdm_class=tqdm_class, **common))
+        folder = Path(_snapshot_download()(repo_id, allow_patterns=_needed_files(repo_id), tqdm_class=tqdm_class, **common))
     except DownloadError:
         raise
     except (RepositoryNotFoundError, RevisionNotFoundError, HFValidationError) as error:
@@ -134,5 +139,14 @@ def download(repo_id: str, tqdm_class=None) -> Path:
     except Exception as error:  # connection dropped, disk full, hub error...
         raise DownloadError("failed", f"downloading {repo_id!r} failed: {type(error).__name__}: {error}".splitlines()[0]) from error
     if not has_weights(folder):
-        raise DownloadError("not_bert", f"{repo_id!r} has no safetensors weights (model.safetensors), which this project loads")
+        raise DownloadError("not_bert", f"{repo_id!r} has no weights this project loads (model.safetensors or pytorch_model.bin)")
     return folder
+
+
+def _needed_files(repo_id: str) -> list[str]:
+    """NEEDED_FILES, and PyTorch's .bin weights where the repository has no safetensors (never both)."""
+    from huggingface_hub import HfApi
+
+    files = HfApi(endpoint=endpoint()).list_repo_files(repo_id)
+    safetensors = [name for name in WEIGHT_FILES if ".safetensors" in name]  # at the top, where loading looks
+    return NEEDED_FILES if any(name in safetensors for name in files) else NEEDED_FILES + BIN_FILES

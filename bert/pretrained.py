@@ -128,5 +128,5 @@ def _hub_folder(repo_id: str, allow_download: bool) -> Path:
             f"download it once while online (python -m bert download {repo_id}), or pass a local folder"
         )
     if not hub.has_weights(folder):
-        raise ModelNotFoundError(f"{repo_id!r} is in the local Hugging Face cache without safetensors weights")
+        raise ModelNotFoundError(f"{repo_id!r} is in the local Hugging Face cache without weights (model.safetensors or pytorch_model.bin)")
     return folder

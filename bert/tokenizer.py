@@ -1,7 +1,7 @@
 """Tokenization (on the `tokenizers` library) that keeps what a display needs: tokens, offsets, segments, word ids.
 
 Each checkpoint keeps its own tokenizer: WordPiece (BERT, DistilBERT, ELECTRA), byte-level BPE (RoBERTa) or
-SentencePiece (ALBERT), read by `load_tokenizer(folder)`. Special tokens are known by role (`cls_id`, `sep_id`,
+SentencePiece (ALBERT, DeBERTa-v3), read by `load_tokenizer(folder)`. Special tokens are known by role (`cls_id`, `sep_id`,
 `mask_id`, `pad_id`, `unk_id`: "<s>", "</s>", "<mask>", "<pad>", "<unk>" for RoBERTa), and "[MASK]" typed in any
 case means the model's own mask token. bert/pieces.py says how each scheme writes its pieces.
 """
@@ -22,6 +22,7 @@ from tokenizers.implementations import BertWordPieceTokenizer, ByteLevelBPEToken
 
 from .errors import InputTooLongError, InvalidInputError, ModelNotFoundError
 from .pieces import WORDPIECE, PieceStyle, byte_level_bpe, sentencepiece
+from .sentencepiece_model import unigram_tokenizer
 
 _TYPED_MASK = re.compile(r"\[mask\]", re.IGNORECASE)  # "[mask]" typed in any case means the model's mask token
 TYPED_MASK = "[MASK]"  # how users write the mask token, whatever the model's own is
@@ -336,10 +337,10 @@ class _Pieces:
 
 def load_tokenizer(folder: str | Path, config: dict | None = None) -> BertTokenizer:
     """The tokenizer of a Hugging Face folder, whatever its family: tokenizer.json when the folder has one, else
-    vocab.txt (WordPiece: BERT, DistilBERT, ELECTRA) or vocab.json + merges.txt (byte-level BPE: RoBERTa). An
-    ALBERT folder with only spiece.model (DeBERTa-v3's: spm.model) is refused with how to convert it (reading a
-    SentencePiece model needs the `sentencepiece` package, which this project does not depend on; ALBERT's hub
-    folders have tokenizer.json).
+    vocab.txt (WordPiece: BERT, DistilBERT, ELECTRA), vocab.json + merges.txt (byte-level BPE: RoBERTa) or
+    spm.model (DeBERTa-v3's SentencePiece unigram model, lower-cased when tokenizer_config.json's do_lower_case
+    says so). An ALBERT folder with only spiece.model is refused with how to convert it (ALBERT's hub folders have
+    tokenizer.json).
 
     config: the model's config.json as a dict (read from the folder when None). It gives the family (model_type),
     the longest input (max_position_embeddings; RoBERTa's positions start after its padding index, so 2 fewer)
@@ -374,12 +375,13 @@ def _read_tokenizer(folder: Path, model_type: str | None, special_tokens: dict[s
             (sep, bpe.token_to_id(sep)), (cls, bpe.token_to_id(cls)), trim_offsets=bool(tokenizer_config.get("trim_offsets", True)),
             add_prefix_space=bool(tokenizer_config.get("add_prefix_space", False)))
         return bpe._tokenizer
-    model_file = next((name for name in ("spiece.model", "spm.model") if (folder / name).is_file()), None)
-    if model_file is not None:  # ALBERT's spiece.model, DeBERTa-v3's spm.model
+    if (folder / "spm.model").is_file():  # DeBERTa-v3's SentencePiece unigram model (bert/sentencepiece_model.py)
+        return unigram_tokenizer(folder / "spm.model", special_tokens, bool(tokenizer_config.get("do_lower_case", False)))
+    if (folder / "spiece.model").is_file():  # ALBERT's: its hub folders have tokenizer.json
         raise ModelNotFoundError(
-            f"{folder} has only a SentencePiece model ({model_file}): convert it once to tokenizer.json with "
-            f"transformers and sentencepiece (pip install sentencepiece; AutoTokenizer.from_pretrained(folder)"
-            f".save_pretrained(folder)), or download the model again (its hub folder has tokenizer.json)")
+            f"{folder} has only ALBERT's SentencePiece model (spiece.model): convert it once to tokenizer.json with "
+            f"transformers (AutoTokenizer.from_pretrained(folder).save_pretrained(folder)), or download the model "
+            f"again (its hub folder has tokenizer.json)")
     raise ModelNotFoundError(f"{folder} has no tokenizer: neither tokenizer.json nor vocab.txt nor vocab.json with merges.txt")
 
 

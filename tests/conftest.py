@@ -129,8 +129,7 @@ def hub_repos(tiny_mlm_folder):
         "org/bert-tiny": tiny | {"pytorch_model.bin": b"not needed", "flax_model.msgpack": b"not needed", "README.md": b"hi"},
         "gpt-like": {"config.json": b'{"model_type": "gpt2"}', "model.safetensors": tiny["model.safetensors"]},
         "no-config": {"README.md": b"just a readme"},
-        "bert-without-safetensors": {"config.json": tiny["config.json"], "pytorch_model.bin": b"pickled",
-                                     "vocab.txt": tiny["vocab.txt"]},
+        "bert-without-weights": {"config.json": tiny["config.json"], "tf_model.h5": b"not read", "vocab.txt": tiny["vocab.txt"]},
     }
 
 

@@ -269,14 +269,26 @@ def test_download_command(hub_cache, tiny_mlm_folder, capsys):
     assert capsys.readouterr().err.startswith("offline: HF_HUB_OFFLINE is set")
 
 
-def test_hub_id_cached_without_safetensors(hub_cache, tiny_mlm_folder, tmp_path):
+def test_hub_id_cached_with_a_bin_and_no_safetensors(hub_cache, tiny_mlm_folder, tmp_path, tiny_batch):
+    """pytorch_model.bin without safetensors (what `download` fetches from such a repository) loads from the cache
+    with transformers' logits; a snapshot without weights is named."""
+    from transformers import BertForMaskedLM
+
     bin_only = tmp_path / "bin_only"
     shutil.copytree(tiny_mlm_folder, bin_only)
     torch.save(load_file(bin_only / "model.safetensors"), bin_only / "pytorch_model.bin")
     (bin_only / "model.safetensors").unlink()
     make_hub_cache(hub_cache, "someone/old-bert", bin_only)
-    with pytest.raises(ModelNotFoundError, match="without safetensors"):
-        bert.load_pretrained("someone/old-bert")
+    model, _ = bert.load_pretrained("someone/old-bert")
+    reference = BertForMaskedLM.from_pretrained(tiny_mlm_folder, attn_implementation="eager").eval()
+    input_ids, token_type_ids, attention_mask = tiny_batch
+    with torch.no_grad():
+        expected = reference(input_ids=input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask).logits
+        torch.testing.assert_close(model(input_ids, token_type_ids, attention_mask), expected, atol=1e-5, rtol=1e-4)
+    (bin_only / "pytorch_model.bin").unlink()
+    make_hub_cache(hub_cache, "someone/no-weights", bin_only)
+    with pytest.raises(ModelNotFoundError, match="without weights"):
+        bert.load_pretrained("someone/no-weights")
 
 
 def test_path_that_does_not_exist(tmp_path, hub_cache):

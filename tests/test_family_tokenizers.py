@@ -118,8 +118,14 @@ def test_roberta_pairs_and_mask(roberta):
 def test_vocab_files_without_tokenizer_json_read_the_same(family, tmp_path):
     """The older layouts: vocab.txt (WordPiece) and vocab.json + merges.txt (byte-level BPE)."""
     name, folder, _, ours = family
-    if name in ("albert", "deberta-v2"):  # ALBERT's spiece.model, DeBERTa-v3's spm.model
-        return _spiece_only_is_refused_with_how_to_convert(tmp_path, name)
+    if name == "albert":  # ALBERT's spiece.model alone is not read
+        return _spiece_only_is_refused_with_how_to_convert(tmp_path)
+    if name == "deberta-v2":  # DeBERTa-v3's spm.model is read (tests/test_spm_tokenizer.py); a broken one is named
+        (tmp_path / "spm.model").write_bytes(b"not a protobuf")
+        (tmp_path / "config.json").write_text(json.dumps(CONFIGS[name]))
+        with pytest.raises(ModelNotFoundError, match="spm.model is not"):
+            load_tokenizer(tmp_path)
+        return
     if name == "modernbert":  # its folders hold tokenizer.json only: without it there is nothing to read
         (tmp_path / "config.json").write_text(json.dumps(CONFIGS["modernbert"]))
         with pytest.raises(ModelNotFoundError, match="no tokenizer"):
@@ -136,11 +142,10 @@ def test_vocab_files_without_tokenizer_json_read_the_same(family, tmp_path):
         assert legacy.encode(text, pair) == ours.encode(text, pair), (text, pair)
 
 
-def _spiece_only_is_refused_with_how_to_convert(folder, family="albert"):
-    model_file = "spm.model" if family == "deberta-v2" else "spiece.model"
-    (folder / model_file).write_bytes(b"\x0a\x00")
-    (folder / "config.json").write_text(json.dumps(CONFIGS[family]))
-    with pytest.raises(ModelNotFoundError, match=f"{model_file}.*tokenizer.json.*sentencepiece"):
+def _spiece_only_is_refused_with_how_to_convert(folder):
+    (folder / "spiece.model").write_bytes(b"\x0a\x00")
+    (folder / "config.json").write_text(json.dumps(CONFIGS["albert"]))
+    with pytest.raises(ModelNotFoundError, match="spiece.model.*tokenizer.json"):
         load_tokenizer(folder)
 
 

@@ -50,7 +50,7 @@ def test_cli_download(local_hub, capsys):
     ("nobody/no-such-model", "unknown", "no model 'nobody/no-such-model' on the Hugging Face hub"),
     ("gpt-like", "not_bert", "'gpt-like' is not a BERT-family encoder (its config.json says model_type 'gpt2')"),
     ("no-config", "not_bert", "'no-config' is not a BERT-family encoder (it has no config.json)"),
-    ("bert-without-safetensors", "not_bert", "has no safetensors weights"),
+    ("bert-without-weights", "not_bert", "has no weights this project loads"),
     ("not a valid id!", "unknown", "check the spelling"),
 ])
 def test_failures_are_one_line_messages(local_hub, repo_id, reason, message, capsys):

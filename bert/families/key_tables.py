@@ -251,6 +251,9 @@ class Family:
     head_shared: bool = False
     # the checkpoint keys that sit under the base model's prefix in a task model (DeBERTa's ContextPooler, `pooler.`, does not)
     base_parts: tuple[str, ...] = ()
+    # tensors (key prefixes) the family's released checkpoints carry that no transformers class reads either: skipped
+    # by name, everything else stays strict
+    unread: tuple[str, ...] = ()
 
 
 _BUFFERS = {"embeddings.position_ids": None, "embeddings.token_type_ids": None}
@@ -295,6 +298,9 @@ FAMILIES = {
         {"mlm_head": "cls.predictions.transform.dense.weight"},
         _BUFFERS | {"cls.predictions.decoder.weight": WORDS, "cls.predictions.decoder.bias": "cls.predictions.bias"},
         sequence_key="pooler.dense.weight", base_parts=("embeddings.", "encoder."),
+        # microsoft/deberta-v3-base's pytorch_model.bin: the original training code's heads (a masked-LM head and the
+        # replaced-token detector, He et al. 2023) and a position table that position_biased_input false leaves unused
+        unread=("lm_predictions.lm_head.", "mask_predictions.", "embeddings.position_embeddings.weight"),
     ),
 }
 # under the prefix
