@@ -10,7 +10,7 @@ test_layers.py walks the imports).
    - `models.py`: `ModelKey`, `ModelChoice`, `LoadedModel`, `PickedModel`, `load(key)`, `summarize`.
    - `forward.py`: `InputProblem`, `PreparedInput` (`prepare_input`), `SentenceInput`, `ForwardResult` (`record`).
    - `text.py`: turning tokens back into text, Markdown escaping, token chip labels. It and the chart builders
-     import neither Streamlit nor `bert.analysis` (tests/app/test_layers.py checks `sys.modules`).
+     import neither Streamlit nor `bert.analysis` (tests/app/app/test_layers.py checks `sys.modules`).
    - `charts/`: chart builders: arrays in, a `Chart` (a plotly figure with the numbers behind it) out.
    - `views/`: one module per page that has a view, each with one function that turns the page's settings
      and its result into the page's charts (see "How a page is written" below).

@@ -1,6 +1,6 @@
 """What each heavy computation a page can start costs, from the loaded model, the input and the page's settings:
 the library's cost functions (bert/costs.py) as the page runs them. The pages check these against the budgets
-(viz_app/heavy.py) before they start anything. Plain Python."""
+(viz_app/server/heavy.py) before they start anything. Plain Python."""
 from __future__ import annotations
 
 from bert.analysis.attention.head_stats import head_statistics_cost
@@ -20,10 +20,10 @@ from bert.costs import Cost
 from bert.replaced_tokens import replaced_tokens_cost
 from bert.data import builtin_sentences
 from bert.tokenizer import Encoding
-from viz_app.causal_tracing import SITES_FOR_BLOCKS
-from viz_app import word_contexts as word_contexts_page
-from viz_app.head_ablation import MEAN_SENTENCES
-from viz_app.models import LoadedModel
+from viz_app.specs.causal_tracing import SITES_FOR_BLOCKS
+from viz_app.specs import word_contexts as word_contexts_page
+from viz_app.specs.head_ablation import MEAN_SENTENCES
+from viz_app.app.models import LoadedModel
 
 RANDOM_ORDERS = 10  # the deletion curve's random orders (viz_app/cache.py)
 

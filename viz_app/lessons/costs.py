@@ -1,6 +1,6 @@
 """What a lesson step costs before it is worked out: its computed values (viz_app/lessons/computed.py) and its
 figures (viz_app/lessons/views.py), in forward passes (bert/costs.py), from the step's literal state and the
-sentences it names. The lesson page checks it against the server's budgets (viz_app/heavy.py) before it resolves
+sentences it names. The lesson page checks it against the server's budgets (viz_app/server/heavy.py) before it resolves
 the step, as every page does before a heavy computation; a lesson file a student uploads goes through the same
 check. Plain Python.
 
@@ -18,15 +18,16 @@ from bert.analysis.causal.patching import patching_cost
 from bert.analysis.causal.tracing import trace_cost
 from bert.costs import Cost
 from bert.errors import BertError
-from viz_app import page_costs, probe_runs
-from viz_app.causal_tracing import SITES_FOR_BLOCKS, CausalSettings
-from viz_app.forward import InputProblem, prepare_input
+from viz_app import page_costs
+from viz_app.specs.probes import runs as probe_runs
+from viz_app.specs.causal_tracing import SITES_FOR_BLOCKS, CausalSettings
+from viz_app.app.forward import InputProblem, prepare_input
 from viz_app.lessons.computed import COMPUTED
 from viz_app.lessons.format import PLACEHOLDER, ComputedValue, Lesson
 from viz_app.lessons.resolve import step_state
 from viz_app.lessons.views import probe_data
-from viz_app.models import LoadedModel
-from viz_app.navigation import LINK_PARAMS
+from viz_app.app.models import LoadedModel
+from viz_app.app.navigation import LINK_PARAMS
 from viz_app.views.mixing import MixingSettings
 
 NOTHING = Cost(0, 0)

@@ -14,16 +14,17 @@ from typing import Any, Callable, Mapping
 from bert.analysis.representations.logit_lens import logit_lens
 from bert.data import builtin_sentences
 from bert.errors import BertError
-from viz_app import mixing, probe_runs
-from viz_app.causal_tracing import CausalSettings, resolve_patching, resolve_trace
+from viz_app.specs import rollout as mixing
+from viz_app.specs.probes import runs as probe_runs
+from viz_app.specs.causal_tracing import CausalSettings, resolve_patching, resolve_trace
 from viz_app.charts.base import Chart
-from viz_app.forward import PreparedInput, prepare_input, record
-from viz_app.head_ablation import head_ranking
+from viz_app.app.forward import PreparedInput, prepare_input, record
+from viz_app.specs.head_ablation import head_ranking
 from viz_app.lessons.computed import PerModel
-from viz_app.models import LoadedModel
-from viz_app.navigation import LINK_PARAMS, PAGES
-from viz_app.sentence_tasks import class_probabilities
-from viz_app.tables import table_subspaces
+from viz_app.app.models import LoadedModel
+from viz_app.app.navigation import LINK_PARAMS, PAGES
+from viz_app.specs.sentence_tasks import class_probabilities
+from viz_app.app.tables import table_subspaces
 from viz_app.views import chosen_mask
 from viz_app.views.attention import AttentionSettings, attention_view
 from viz_app.views.causal_tracing import patching_view, tracing_view
@@ -158,7 +159,7 @@ def mixing_charts(view: PageState) -> list[Chart]:
     return [charts[name] for name in ("first_layer", "first_row", "second_layer", "second_row") if name in charts]
 
 
-# url_path -> the builder its registry entry names (viz_app/navigation.py, `Page.lesson_view`)
+# url_path -> the builder its registry entry names (viz_app/app/navigation.py, `Page.lesson_view`)
 BUILDERS: dict[str, Callable[[PageState], list[Chart]]] = {
     url: globals()[page.lesson_view] for url, page in PAGES.items() if page.lesson_view}
 
@@ -167,6 +168,6 @@ def view_charts(page: str, loaded: LoadedModel, state: Mapping[str, Any],
                 per_model: PerModel | None = None) -> list[Chart]:
     """The page's charts for this state; [] for a page drawn only in the app, or an input the page would refuse.
     per_model: the model's `PerModel` (default: a new `PerModel.of(loaded)`; pass one to share it between steps).
-    Raises viz_app.forward.InputProblem for an input that cannot be run (empty, too long)."""
+    Raises viz_app.app.forward.InputProblem for an input that cannot be run (empty, too long)."""
     builder = BUILDERS.get(page)
     return builder(PageState(loaded, state, per_model or PerModel.of(loaded))) if builder else []

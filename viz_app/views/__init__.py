@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from viz_app.navigation import LINK_PARAMS
+from viz_app.app.navigation import LINK_PARAMS
 
 
 def setting(state: Mapping[str, Any], key: str):

@@ -11,7 +11,7 @@ from bert.analysis.attention.mixing import METHODS, ContextMixing
 from viz_app.charts.base import Chart
 from viz_app.charts.mixing import mixing_heatmap, row_bars
 from viz_app.charts.token_matrix import token_heatmap
-from viz_app.mixing import NO_SECOND
+from viz_app.specs.rollout import NO_SECOND
 from viz_app.views import setting, within
 
 WHOLE = {  # how each method's whole-model matrix is made, for the captions
