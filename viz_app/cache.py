@@ -22,8 +22,9 @@
 - the probes' word vectors, per (model, data, word pieces, inputs): `st.cache_resource`, shared read-only (the
   probes only read them), at most PROBE_FEATURE_ENTRIES sets for an hour: BERT-base on all of UD EWT is about
   2 GB. Each run of the probes on them: `st.cache_data`, so other tasks or seeds on the same data skip the model.
-- every other analysis a page runs (corpus head statistics, logit lens, head ablation, attention flow, context mixing,
-  saliency, a DeBERTa layer's score terms, a word's contexts, sentence tasks, model comparison, a lesson's step and its figures):
+- a page spec's computations (viz_app/specs/base.py: context mixing, attention flow): `computed`, one
+  `st.cache_data` for all, keyed by the computation's name, the model's key, the input and the work.
+- every other analysis a page runs (corpus head statistics, logit lens, head ablation, saliency, a DeBERTa layer's score terms, a word's contexts, sentence tasks, model comparison, a lesson's step and its figures):
   `st.cache_data`, keyed by the model's `ModelKey` and the inputs, never by the model object. A `PreparedInput`
   is keyed by its `key` (text, pair, masks, truncate): it is tokenized once, by the sentence box, and never here
   (but for the next-sentence check, which encodes the pair in both orders).
@@ -44,10 +45,9 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from bert.analysis.attention import head_stats, rollout
+from bert.analysis.attention import head_stats
 from bert.layers import layer_label
 from bert.analysis.attention.attention_stats import HeadStatistics
-from bert.analysis.attention.mixing import ContextMixing
 from bert.analysis.attention.score_terms import ScoreTerms, score_terms as split_scores
 from bert.analysis.attention.words import word_groups
 from bert.analysis.attribution import deletion
@@ -77,11 +77,12 @@ from bert.pretraining import successors
 from bert.pretraining.successors import ComparisonSettings, ObjectiveRun
 from bert.errors import InvalidInputError
 from bert.replaced_tokens import ReplacedTokens, check_pair, fill_and_detect, replaced_token_scores
-from viz_app.specs import architecture, causal_tracing, corpus_search, features, head_ablation, rollout as mixing, sentence_tasks, word_contexts
+from viz_app.specs import architecture, causal_tracing, corpus_search, features, head_ablation, sentence_tasks, word_contexts
 from viz_app.app import generators, models, text
 from viz_app import page_costs
 from viz_app.specs.probes import runs as probe_runs
 from viz_app.charts.base import Chart
+from viz_app.specs.base import Computation, Inputs
 from viz_app.app.forward import ForwardResult, PreparedInput, record
 from viz_app.lessons import costs as lesson_costs
 from viz_app.lessons.format import Lesson
@@ -236,18 +237,6 @@ def corpus_statistics(key: ModelKey, sentences: list, pairs: bool):
                                               progress=lambda done, what: bar.progress(min(done, 1.0), what))
     bar.empty()
     return result
-
-
-@st.cache_data(show_spinner="Solving the max-flow problems…", max_entries=16)
-def attention_flow(attention: np.ndarray, layer: int) -> np.ndarray:
-    return rollout.attention_flow(rollout.head_average(attention), layer=layer)
-
-
-@st.cache_data(show_spinner=False, max_entries=32, hash_funcs=BY_INPUT)
-def context_mixing(key: ModelKey, prepared: PreparedInput, method: str) -> ContextMixing:
-    """One method's matrices (viz_app/specs/rollout.py). The page runs every method inside viz_app/server/heavy.py's job (the
-    budget, the slot, the stop): all but the attention weights grow with the tokens."""
-    return mixing.compute(load_model(key), prepared, method)
 
 
 @st.cache_data(show_spinner=False, max_entries=32, hash_funcs=BY_INPUT)
@@ -650,3 +639,12 @@ def feature_guess(key: ModelKey, folder: str, prepared: PreparedInput, feature: 
     loaded, model_sae = load_model(key), sae(key, folder)
     hidden = layer_vectors(key, model_sae.config.layer, prepared)
     return mask_guess_change(loaded.model, loaded.tokenizer, prepared.masked, model_sae, feature, factor, hidden=hidden)
+
+
+# ---- a page spec's heavy computations (viz_app/specs/base.py), run through viz_app/server/heavy.py's `run` ------------
+
+
+@st.cache_data(show_spinner=False, max_entries=64, ttl=HOUR, hash_funcs=BY_INPUT)
+def computed(name: str, key: ModelKey, prepared: PreparedInput | None, work, _computation: Computation):
+    """The computation's result for this model, input and work (`name` is the computation's, its key here)."""
+    return _computation.compute(Inputs(load_model(key), prepared), work)

@@ -4,7 +4,6 @@ the library's cost functions (bert/costs.py) as the page runs them. The pages ch
 from __future__ import annotations
 
 from bert.analysis.attention.head_stats import head_statistics_cost
-from bert.analysis.attention.mixing import mixing_cost
 from bert.analysis.attention.score_terms import score_terms_cost
 from bert.analysis.attribution.deletion import deletion_cost
 from bert.analysis.attribution.saliency import saliency_cost, swappable
@@ -39,11 +38,6 @@ def saliency(loaded: LoadedModel, encoding: Encoding, method: str, steps: int, s
 def deletion(loaded: LoadedModel, encoding: Encoding) -> Cost:
     """The deletion curve alone (its saliency map is computed, and paid for, first)."""
     return deletion_cost(len(encoding), _swappable(loaded, encoding), RANDOM_ORDERS)
-
-
-def context_mixing(method: str, tokens: int) -> Cost:
-    """One mixing method's matrices, its recorded pass included (the page records once per method)."""
-    return mixing_cost(method, tokens)
 
 
 def score_terms(tokens: int) -> Cost:

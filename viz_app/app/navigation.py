@@ -4,7 +4,8 @@ file in pages/. Adding a page is that file plus one entry here (docs/app.md, "Ad
 Everything else is read from these entries: the navigation Home.py builds (`GROUPS`), which pages show the
 sentence box (`NO_SENTENCE_BOX`), every URL parameter a link or a lesson's step can set (`LINK_PARAMS`: the shared
 ones of viz_app/app/url_params.py and each page's own), the values a lesson may give (`Param.choices`), the pages a lesson
-step opens and how it draws them (`lesson_view`, a builder in viz_app/lessons/views.py). Plain Python.
+step opens and how it draws them (`spec`, a page's module in viz_app/specs/, or for a page not yet written
+as a spec `lesson_view`, a builder in viz_app/lessons/views.py). Plain Python.
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ class Page:
     reads_sentence: bool = True  # False: no sentence box at the top (the page has its own inputs or none)
     params: dict[str, Param] = field(default_factory=dict)  # its URL parameters (a link or a lesson's step sets them)
     lesson_view: str | None = None  # the builder in viz_app/lessons/views.py that draws it for a lesson step
+    spec: str | None = None  # its spec's module in viz_app/specs/ (viz_app/specs/base.py), named by url_path
 
     @property
     def file(self) -> str:
@@ -104,7 +106,7 @@ REGISTRY: tuple[Page, ...] = (
         "mixing_method": choice(tuple(MIXING_METHODS), "attention"),
         "mixing_compare": choice((*MIXING_METHODS, "none"), "alti"),  # "none": viz_app/specs/rollout.py NO_SECOND
         "rollout_layer": integer(None), "mixing_query": integer(None),
-    }, lesson_view="mixing_charts"),
+    }, spec="rollout"),
     Page("head_statistics", "Head statistics", ":material/bar_chart:", EXPERIMENTS,
          reads_sentence=False, params={
              "stats_pairs": flag(True), "stats_count": integer(200),

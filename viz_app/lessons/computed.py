@@ -117,7 +117,7 @@ class StepFacts:
     def mixing(self, method: str) -> ContextMixing:
         """One context-mixing method's matrices for the step's input (viz_app/specs/rollout.py), computed once."""
         if method not in self._mixing:
-            self._mixing[method] = mixing.compute(self.loaded, self.prepared, method)
+            self._mixing[method] = mixing.matrices(self.loaded, self.prepared, method)
         return self._mixing[method]
 
     @property

@@ -1,11 +1,13 @@
 """A heavy computation on a page: its cost against the budgets before it starts (viz_app/server/budget.py), then a slot,
 a spinner that says its passes, and a stop when the browser session goes or the input changes
-(viz_app/server/heavy_jobs.py).
+(viz_app/server/heavy_jobs.py). The one road to it is `run`, with a page spec's `Computation`
+(viz_app/specs/base.py):
 
-    cost = page_costs.saliency(context.loaded, encoding, method, steps, samples)     # viz_app/page_costs.py
-    if heavy.allowed(context, cost, key="saliency"):     # says why not, or asks the owner and the presenter first
-        with heavy.job(context, cost, "Computing attributions"):
-            result = cache.saliency(...)
+    result = heavy.run(context, rollout.METHOD, rollout.MethodWork("alti"))   # None: over the budget, and it says why
+
+Home.py runs every page inside `refusing_outside_jobs()`: a page that reaches more than OUTSIDE_JOB_PASSES forward
+passes outside a job (a heavy computation written without `run`) fails with UngatedComputationError. Pages not yet
+written with a spec still price and run by hand: `allowed`, then `with job(...)` around the cached call.
 
 A visitor is its browser session (Streamlit's session id): one heavy computation at a time each. The hour's
 budget is the address's (`payer`): a second tab on the same machine shares it, as it shares a vote (students behind
@@ -21,12 +23,16 @@ import streamlit as st
 from bert.config import BertConfig
 from bert.costs import Cost
 from bert.errors import StoppedError
+from bert.stopping import watching
+from viz_app import cache
 from viz_app.server import singletons
 from viz_app.server import sessions
 from viz_app.server.budget import Verdict, decide
 from viz_app.server.heavy_jobs import BusyError, HeavyJobs
 from viz_app.app.page_context import Context
+from viz_app.specs.base import Computation
 
+OUTSIDE_JOB_PASSES = 4  # forward passes one run of a page may make outside a job: its recorded passes, light extras
 CONFIRMED = "_heavy_confirmed"  # (key, cost) pairs this browser session's owner or presenter confirmed
 
 
@@ -90,3 +96,37 @@ def job(context: Context, cost: Cost, label: str, config: BertConfig | None = No
         st.stop()
     except StoppedError:
         st.stop()
+
+
+def run(context: Context, computation: Computation, work, key: str | None = None, config: BertConfig | None = None):
+    """The computation's result for the page's model and input: priced (`computation.cost`), allowed by the budgets
+    (or confirmed by the owner or the presenter), run in a slot that stops when the tab closes, and cached (one
+    result per model, input and work, shared by every session). None when it may not start: the page has said why.
+    `key`: the confirmation's key when a page runs one computation twice (two sides); default its name."""
+    cost, title = computation.cost(context, work), computation.title(work)
+    if not allowed(context, cost, key or computation.name, config):
+        return None
+    if cost.forward_passes > 2:
+        st.caption(f"{title}: about {cost.describe()}.")
+    with job(context, cost, f"Computing {title}", config):
+        return cache.computed(computation.name, context.key, context.prepared, work, computation)
+
+
+class UngatedComputationError(RuntimeError):
+    """A page ran a heavy computation outside `run` (no price, no budget, no slot, no stop)."""
+
+
+@contextlib.contextmanager
+def refusing_outside_jobs(limit: int = OUTSIDE_JOB_PASSES) -> Iterator[None]:
+    """The default watcher (bert/stopping.py) for one run of a page: it counts the forward passes made outside a
+    job (a job installs its own watcher for its block) and refuses the one past `limit`."""
+    passes = [0]
+
+    def check(rows: int) -> None:
+        passes[0] += rows
+        if passes[0] > limit:
+            raise UngatedComputationError(
+                f"{passes[0]} forward passes outside a heavy job: run the computation through viz_app.server.heavy.run")
+
+    with watching(check):
+        yield

@@ -8,6 +8,7 @@ from pathlib import Path
 from viz_app.app import navigation
 from viz_app.lessons import format as lesson_format
 from viz_app.lessons import views as lesson_views
+from viz_app.specs.catalog import SPECS
 from viz_app.app.url_params import SHARED
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -27,11 +28,24 @@ def test_the_navigation_lists_every_entry_under_its_group():
     assert all(page.group == group for group, pages in navigation.GROUPS.items() for page in pages)
 
 
-def test_lessons_open_every_page_but_their_own_and_draw_those_with_a_lesson_view():
+def test_lessons_open_every_page_but_their_own_and_draw_those_with_a_lesson_view_or_a_spec():
     assert set(lesson_format.PAGES) == set(navigation.PAGES) - {"lessons"}
-    with_view = {page.url_path for page in navigation.REGISTRY if page.lesson_view}
+    with_view = {page.url_path for page in navigation.REGISTRY if page.lesson_view or page.spec}
     assert set(lesson_views.BUILDERS) == with_view and len(with_view) >= 8
     assert all(callable(builder) for builder in lesson_views.BUILDERS.values())
+    assert not [page.url_path for page in navigation.REGISTRY if page.lesson_view and page.spec]  # one way each
+
+
+def test_each_spec_is_named_by_its_page_address_and_listed_once():
+    """A page's spec is found from its name alone: viz_app/specs/<url_path>.py, in the catalog, with the protocol's
+    parts (viz_app/specs/base.py)."""
+    named = {page.url_path: page.spec for page in navigation.REGISTRY if page.spec}
+    assert named and all(url == spec for url, spec in named.items())
+    assert set(SPECS) == set(named)
+    for name, spec in SPECS.items():
+        assert (ROOT / "viz_app" / "specs" / f"{name}.py").is_file() and spec.NAME == name
+        assert all(callable(getattr(spec, part)) for part in ("Settings", "computations", "view"))
+        assert spec.LESSON_CHARTS
 
 
 def test_every_page_parameter_is_a_link_parameter_with_a_valid_default():
