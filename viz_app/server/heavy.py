@@ -117,10 +117,10 @@ class UngatedComputationError(RuntimeError):
 
 
 @contextlib.contextmanager
-def refusing_outside_jobs(limit: int = OUTSIDE_JOB_PASSES) -> Iterator[None]:
+def refusing_outside_jobs(limit: int | None = None) -> Iterator[None]:
     """The default watcher (bert/stopping.py) for one run of a page: it counts the forward passes made outside a
-    job (a job installs its own watcher for its block) and refuses the one past `limit`."""
-    passes = [0]
+    job (a job installs its own watcher for its block) and refuses the one past `limit` (OUTSIDE_JOB_PASSES)."""
+    passes, limit = [0], OUTSIDE_JOB_PASSES if limit is None else limit
 
     def check(rows: int) -> None:
         passes[0] += rows

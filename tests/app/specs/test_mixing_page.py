@@ -101,3 +101,18 @@ def test_rollout_and_flow_keep_working(open_page):
     at.toggle(key="rollout_flow").set_value(True).run()
     no_exception(at)
     assert titles(at)[-1] == "Attention flow up to layer 5"
+
+
+@pytest.mark.slow
+def test_attention_flow_is_priced_and_kept_within_the_budget(open_page, monkeypatch):
+    """Flow over 6 tokens: the attention weights' recorded pass and the flow's time as one more
+    (bert.analysis.attention.rollout.attention_flow_cost): 2 x 6 / 8 = 1.5 BERT-base token passes on the built-in
+    MiniLM, over a budget of 1; the attention weights alone (0.75) start."""
+    monkeypatch.setenv("BERT_INSIDE_REQUEST_BUDGET", "1")
+    monkeypatch.setattr(visitor, "address", lambda: "192.168.1.20")  # a student
+    at = open_page(text="The [MASK] barked.", mixing_method="attention", mixing_compare="none")
+    assert len(figures(at)) == 4
+    at.toggle(key="rollout_flow").set_value(True).run()
+    no_exception(at)
+    assert "This needs 2 forward passes of 6 tokens: 2 BERT-base token passes" in texts(at)
+    assert len(figures(at)) == 4 and "Attention flow up to layer 5" not in titles(at)
