@@ -85,7 +85,7 @@ if pairs and builtin.model.has_mlm_head and builtin.model.has_nsp_head:
 
 st.header("4. Watch a tiny BERT learn")
 st.caption(figures.LIVE_NOTE)
-live_run.render(role)
+live_run.render(role, context.visitor.settings.heavy_slots if context is not None else 1)
 
 st.header("5. Masked LM against left-to-right, in miniature")
 st.caption(figures.DIRECTION_NOTE)

@@ -52,18 +52,24 @@ class HeavyJobs:
         with self._lock:
             return self._prune(payer)
 
+    def waiting(self) -> int:
+        """Visitors waiting for a slot now."""
+        with self._lock:
+            return len(self._waiting)
+
     def running(self) -> int:
         """Visitors with a heavy computation now (running or waiting for a slot)."""
         with self._lock:
             return len(self._running)
 
     @contextlib.contextmanager
-    def job(self, visitor: str, session: str, work: float, total_passes: int,
+    def job(self, visitor: str, session: str | None, work: float, total_passes: int,
             on_progress: Callable[[float, str], None] = lambda share, text: None,
             payer: str | None = None) -> Iterator[None]:
         """Run the block as `visitor`'s heavy computation (`session`: its browser session; `work`: its cost in
         BERT-base token passes; `total_passes`: the forward passes it makes, for the progress; `payer`: whose hour
-        it counts in, the visitor's by default). The slot is taken at its first forward pass, and the work counted
+        it counts in, the visitor's by default; `session` None: the caller watches its own session, as the live
+        training room does with its grace period). The slot is taken at its first forward pass, and the work counted
         then: a result that comes from a cache costs nothing and never waits. Raises BusyError, or StoppedError
         once the session is gone."""
         stop = threading.Event()
@@ -125,8 +131,8 @@ class HeavyJobs:
             with self._lock:
                 self._waiting.remove(visitor)
 
-    def _stop_if_gone(self, session: str) -> None:
-        if not self._connected(session):
+    def _stop_if_gone(self, session: str | None) -> None:
+        if session is not None and not self._connected(session):
             raise StoppedError("the browser session that asked for this computation is gone")
 
     def _prune(self, payer: str) -> float:

@@ -20,10 +20,12 @@ def heavy_jobs(slots: int) -> HeavyJobs:
 
 
 @st.cache_resource(show_spinner=False)
-def tiny_training_runs() -> TinyTrainingRuns:
-    """The server's live tiny-BERT runs: one at a time, finished runs kept per settings while the session that
-    started them lasts (viz_app/server/sessions.py)."""
-    return TinyTrainingRuns(connected=sessions.is_connected, grace_s=sessions.reconnect_window_s())
+def tiny_training_runs(slots: int) -> TinyTrainingRuns:
+    """The server's live tiny-BERT runs: one at a time, in one of the heavy computations' `slots` (the same
+    `heavy_jobs`), finished runs kept per settings while the session that started them lasts
+    (viz_app/server/sessions.py)."""
+    return TinyTrainingRuns(connected=sessions.is_connected, grace_s=sessions.reconnect_window_s(),
+                            jobs=heavy_jobs(slots))
 
 
 @st.cache_resource(show_spinner=False)

@@ -11,7 +11,9 @@ folder if it finished, even though another session could still have shown it: a 
 same settings and seed, so pressing "Train it yourself" again gives the same run. The training loop checks at
 every step; `sweep()` checks the finished runs whenever a session opens the training room (viz_app/specs/how_bert_was_trained/live_run.py).
 
-The slot is shared in turn: a run may carry a time limit (the page gives a student's STUDENT_LIMIT_S; the
+The run trains in one of the server's heavy-computation slots (viz_app/server/heavy_jobs.py, the same `HeavyJobs`
+as a visitor's heavy computation on any page): while it trains, one slot fewer is free for them, and it waits for
+a slot when they hold every one. The training room is shared in turn: a run may carry a time limit (the page gives a student's STUDENT_LIMIT_S; the
 training loop stops it there, as if its owner had pressed Stop), and a session that asks while another run trains
 joins a queue (at most MAX_QUEUE sessions, one place each) whose first session still connected starts as soon as
 the slot is free. `place(owner)` is where a session stands in it.
@@ -34,6 +36,7 @@ import torch
 
 from bert.checkpoint import save_hf_folder
 from bert.pretraining.miniature import TINY_VOCAB, RunLog, TinySettings, train_tiny
+from viz_app.server.heavy_jobs import HeavyJobs
 
 log = logging.getLogger(__name__)
 
@@ -71,11 +74,12 @@ class TinyTrainingRuns:
     and still is `grace_s` seconds later (clock: seconds)."""
 
     def __init__(self, root: str | Path | None = None, connected: Callable[[str], bool] = lambda session: True,
-                 grace_s: float = 0.0, clock: Callable[[], float] = time.monotonic):
+                 grace_s: float = 0.0, clock: Callable[[], float] = time.monotonic, jobs: HeavyJobs | None = None):
         self.root = Path(root or tempfile.mkdtemp(prefix="inside-bert-tiny-"))
         if root is None:  # the server's own temporary folder goes when the server does
             atexit.register(shutil.rmtree, self.root, True)
         self._connected, self._grace_s, self._clock = connected, grace_s, clock
+        self._jobs = jobs or HeavyJobs(1, connected)  # the server's slots (viz_app/server/singletons.py)
         self._lock = threading.Lock()
         self.current: Job | None = None
         self._finished: OrderedDict[TinySettings, Job] = OrderedDict()
@@ -151,8 +155,9 @@ class TinyTrainingRuns:
         threads = torch.get_num_threads()
         torch.set_num_threads(1)  # one core: on a small shared machine two threads wait on each other
         try:
-            result, model, _ = train_tiny(job.settings, folder / "work", lambda grown: setattr(job, "log", grown),
-                                          lambda: job.stop.is_set() or self._gone(job) or self._over_time(job))
+            with self._jobs.job(f"training:{job.owner}", None, 0.0, job.settings.steps):  # a slot; its session: ours
+                result, model, _ = train_tiny(job.settings, folder / "work", lambda grown: setattr(job, "log", grown),
+                                              lambda: job.stop.is_set() or self._gone(job) or self._over_time(job))
             job.log = result
             job.model_folder = str(save_hf_folder(model, folder / "model", TINY_VOCAB))
         except Exception as error:  # a failed run must make way for the next and say why, not take the server down

@@ -95,7 +95,7 @@ def test_opening_the_page_removes_the_finished_run_of_a_session_that_is_gone(tmp
     quick = TinySettings(layers=1, hidden=32, heads=2, steps=4, batch_size=8, eval_every=2, eval_batches=1, warmup_steps=1)
     status, job = room.start(quick, "a session that goes")
     assert status == "started" and job.finished.wait(WAIT) and job.error is None and any(tmp_path.iterdir())
-    monkeypatch.setattr(singletons, "tiny_training_runs", lambda: room)  # the server's room, with a fake list of sessions
+    monkeypatch.setattr(singletons, "tiny_training_runs", lambda slots: room)  # the server's room, with a fake list of sessions
     connected.clear()
     open_training_page()  # another session opens the training room
     assert room.finished(quick) is None and job.model_folder is None and not any(tmp_path.iterdir())

@@ -29,11 +29,12 @@ def settings_form() -> TinySettings:
     return TinySettings(layers=layers, hidden=hidden, heads=heads, steps=int(steps), seed=int(seed), causal=causal)
 
 
-def render(role: Role) -> None:
+def render(role: Role, slots: int) -> None:
     """The section for this visitor: the trained model's folder is offered to whoever may open folders, and a
-    failed run's error text to whoever may read the server's paths (viz_app/server/access.py)."""
+    failed run's error text to whoever may read the server's paths (viz_app/server/access.py). `slots`: the server's
+    heavy-computation slots, one of which the run trains in (viz_app/server/training_room.py)."""
     may_open_folder = role.may_choose_any_model
-    settings, runs = settings_form(), singletons.tiny_training_runs()
+    settings, runs = settings_form(), singletons.tiny_training_runs(slots)
     runs.sweep()  # the runs of sessions that are gone, stopped or removed with their folders
     owner = sessions.this_session()
     mine: Job | None = st.session_state.get("tiny_job")
