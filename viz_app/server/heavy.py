@@ -32,7 +32,8 @@ from viz_app.server.heavy_jobs import BusyError, HeavyJobs
 from viz_app.app.page_context import Context
 from viz_app.specs.base import Computation
 
-OUTSIDE_JOB_PASSES = 4  # forward passes one run of a page may make outside a job: its recorded passes, light extras
+OUTSIDE_JOB_PASSES = 6  # passes one run of a page may make outside a job: its recorded passes, light extras (the
+# causal tracing page: two guesses, then attribution patching's three); value zeroing over 6 tokens already needs 7
 CONFIRMED = "_heavy_confirmed"  # (key, cost) pairs this browser session's owner or presenter confirmed
 
 

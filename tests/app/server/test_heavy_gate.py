@@ -37,10 +37,10 @@ def test_the_same_computation_inside_a_job_runs_and_a_light_page_passes(loaded):
     prepared = _prepared(loaded)
     jobs = HeavyJobs(1, connected=lambda session: True)
     with heavy.refusing_outside_jobs():
-        record(loaded.model, loaded.tokenizer, prepared, activations=False)  # a page's recorded pass: 1 of the 4
+        record(loaded.model, loaded.tokenizer, prepared, activations=False)  # a page's recorded pass: 1 of the limit
         with jobs.job("visitor", "session", work=1.0, total_passes=len(prepared.masked) + 2):
             mixing = rollout.matrices(loaded, prepared, "value-zeroing")
-        record(loaded.model, loaded.tokenizer, prepared)  # after the job, the default watcher counts again: 2 of 4
+        record(loaded.model, loaded.tokenizer, prepared)  # after the job, the default watcher counts again: 2
     assert mixing.layers.shape == (loaded.summary.layers, len(prepared.masked), len(prepared.masked))
 
 
@@ -72,7 +72,7 @@ except Exception as error:  # Home.py shows a page's failure to the owner (st.ex
 
 def test_a_page_written_the_old_way_fails(tiny_mlm_folder):
     at = AppTest.from_string(OLD_WAY.replace("FOLDER", repr(str(tiny_mlm_folder))), default_timeout=TIMEOUT).run()
-    [shown] = [error.value for error in at.error]  # the recorded pass, then value zeroing's batches, refused past 4
+    [shown] = [error.value for error in at.error]  # the recorded pass, then value zeroing's batches, refused past the limit
     count, _, rest = shown.removeprefix("UngatedComputationError: ").partition(" ")
     assert int(count) > heavy.OUTSIDE_JOB_PASSES and rest == (
         "forward passes outside a heavy job: run the computation through viz_app.server.heavy.run")
