@@ -647,4 +647,4 @@ def feature_guess(key: ModelKey, folder: str, prepared: PreparedInput, feature: 
 @st.cache_data(show_spinner=False, max_entries=64, ttl=HOUR, hash_funcs=BY_INPUT)
 def computed(name: str, key: ModelKey, prepared: PreparedInput | None, work, _computation: Computation):
     """The computation's result for this model, input and work (`name` is the computation's, its key here)."""
-    return _computation.compute(Inputs(load_model(key), prepared), work)
+    return _computation.compute(Inputs(load_model(key), prepared, load_model), work)

@@ -30,7 +30,7 @@ from viz_app.server import sessions
 from viz_app.server.budget import Verdict, decide
 from viz_app.server.heavy_jobs import BusyError, HeavyJobs
 from viz_app.app.page_context import Context
-from viz_app.specs.base import Computation
+from viz_app.specs.base import Computation, Inputs
 
 OUTSIDE_JOB_PASSES = 6  # passes one run of a page may make outside a job: its recorded passes, light extras (the
 # causal tracing page: two guesses, then attribution patching's three); value zeroing over 6 tokens already needs 7
@@ -104,7 +104,10 @@ def run(context: Context, computation: Computation, work, key: str | None = None
     (or confirmed by the owner or the presenter), run in a slot that stops when the tab closes, and cached (one
     result per model, input and work, shared by every session). None when it may not start: the page has said why.
     `key`: the confirmation's key when a page runs one computation twice (two sides); default its name."""
-    cost, title = computation.cost(context, work), computation.title(work)
+    inputs = Inputs(context.loaded, context.prepared, cache.load_model)
+    cost, title = computation.cost(inputs, work), computation.title(work)
+    if config is None and computation.counted_at is not None:
+        config = computation.counted_at(inputs, work)
     if not allowed(context, cost, key or computation.name, config):
         return None
     if cost.forward_passes > 2:

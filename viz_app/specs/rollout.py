@@ -19,7 +19,7 @@ from viz_app.app.models import LoadedModel
 from viz_app.charts.base import Chart
 from viz_app.charts.mixing import mixing_heatmap, row_bars
 from viz_app.charts.token_matrix import token_heatmap
-from viz_app.specs.base import Computation, HasInputs, Planned, setting, within
+from viz_app.specs.base import Computation, HasInputs, Inputs, Planned, setting, within
 
 NAME = "rollout"
 NO_SECOND = "none"
@@ -54,7 +54,7 @@ class FlowWork:
     layer: int  # the flow up to this layer's output
 
 
-def _tokens(inputs: HasInputs) -> int:
+def _tokens(inputs: Inputs) -> int:
     return len(inputs.prepared.masked)
 
 
