@@ -28,7 +28,8 @@ from .stopping import checkpoint
 
 
 def activate(x: torch.Tensor, activation: str) -> torch.Tensor:
-    """One of bert/config.py's ACTIVATIONS."""
+    """One of bert/config.py's ACTIVATIONS, by name: the MLP's is config.activation, the masked-LM head's (and
+    ModernBERT's classifiers') config.lm_activation."""
     if activation == "gelu_tanh":
         return F.gelu(x, approximate="tanh")
     if activation == "relu":
@@ -36,11 +37,6 @@ def activate(x: torch.Tensor, activation: str) -> torch.Tensor:
     if activation == "silu":
         return F.silu(x)
     return F.gelu(x)
-
-
-def gelu(x: torch.Tensor, config: BertConfig) -> torch.Tensor:
-    """The MLP's activation (its name from BERT, whose is GELU)."""
-    return activate(x, config.activation)
 
 
 class BertEmbedding(nn.Module):
@@ -282,7 +278,7 @@ class NormedResidualLayer(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         normed = self.hook_in(self.layer_norm(x)) if self.config.pre_norm else x
         pre = self.hook_pre(self.mlp1(normed))
-        post = gelu(pre, self.config)
+        post = activate(pre, self.config.activation)
         if self.gate is not None:
             post = post * self.hook_gate(self.gate(normed))
         result = self.hook_result(self.mlp2(self.hook_post(post)))
