@@ -528,6 +528,7 @@ Labels = Union[int, Sequence[str], None]  # a number of labels (named LABEL_0, L
 # "replaced": ELECTRA's discriminator (Clark et al. 2020), in place of a masked-LM head.
 _OUTPUT_MODULES = {"mlm": "lm_head", "nsp": "nsp_head", "classifier": "classifier", "tagger": "tagger", "replaced": "discriminator"}
 OUTPUTS = tuple(_OUTPUT_MODULES)
+_OWN_OUTPUT_ORDER = ("mlm", "replaced", "classifier", "tagger", "nsp")  # which head `model(ids)` runs (Bert.own_output)
 _MISSING_OUTPUT = {
     "classifier": "this model has no sequence classifier: load a BertForSequenceClassification checkpoint, or fine-tune one (python -m bert finetune)",
     "tagger": "this model has no token classifier: load a BertForTokenClassification checkpoint, or fine-tune one (python -m bert finetune --task tokens)",
@@ -540,7 +541,7 @@ class Bert(nn.Module):
     """(LongTensor[batch, seq], LongTensor[batch, seq]) -> FloatTensor[batch, seq, vocab].
 
     Output heads are optional so that any checkpoint loads as it is: an encoder-only checkpoint has no `lm_head`
-    (forward then returns None); `pooler` and `nsp_head` exist when a checkpoint has them or for pre-training.
+    (forward then returns None; a model with another head runs that one: `own_output`); `pooler` and `nsp_head` exist when a checkpoint has them or for pre-training.
     One task head at most, for fine-tuning (Devlin et al. 2019, figure 4): `classifier` (sequence or
     sequence-pair classification, or regression with one label, over the pooler) or `tagger` (token classification).
     ELECTRA's discriminator has `discriminator` (one replaced-token logit per token) in place of an MLM head; in
@@ -696,12 +697,13 @@ class Bert(nn.Module):
         (ModernBERT's final_norm), unchanged otherwise. The logit lens reads earlier layers through it too."""
         return residual if self.final_norm is None else self.final_norm(residual)
 
-    def forward(self, input_ids, token_type_ids=None, attention_mask=None, logit_mask=None, output: str = "mlm") -> torch.Tensor | None:
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None, logit_mask=None, output: str | None = None) -> torch.Tensor | None:
         """The logits of one output head (`output`, one of OUTPUTS): "mlm" [batch, seq, vocab] (None without a
         masked-LM head; with `logit_mask`, bool [batch, seq], only there: [selected, vocab]), "nsp" [batch, 2],
-        "classifier" [batch, labels] (names in `labels`), "tagger" [batch, seq, labels], "replaced" [batch, seq]."""
-        if output not in OUTPUTS:
-            raise InvalidInputError(f"output must be one of {OUTPUTS}, not {output!r}")
+        "classifier" [batch, labels] (names in `labels`), "tagger" [batch, seq, labels], "replaced" [batch, seq].
+        None: the model's own head (`own_output`), as transformers' class of the same checkpoint gives: an ELECTRA
+        discriminator's replaced-token logits, a classifier's labels; "mlm" with a logit_mask."""
+        output = self._resolve_output(output, logit_mask)
         if logit_mask is not None and output != "mlm":
             raise InvalidInputError("logit_mask selects masked-LM positions: it only goes with output='mlm'")
         self._require(output)  # before the forward pass
@@ -709,6 +711,20 @@ class Bert(nn.Module):
         if output == "classifier":  # ModernBERT's mean pooling reads the mask
             return self.classifier_logits(hidden, attention_mask)
         return self.mlm_logits(hidden, logit_mask) if output == "mlm" else getattr(self, f"{output}_logits")(hidden)
+
+    @property
+    def own_output(self) -> str | None:
+        """The output head `model(ids)` runs when none is named, as transformers' class of the checkpoint would: the
+        masked-LM head ("mlm", with NSP beside it in BertForPreTraining), else ELECTRA's discriminator ("replaced"),
+        else the task head ("classifier" or "tagger"), else the next-sentence head; None for a bare encoder."""
+        return next((output for output in _OWN_OUTPUT_ORDER if getattr(self, _OUTPUT_MODULES[output]) is not None), None)
+
+    def _resolve_output(self, output: str | None, logit_mask: torch.Tensor | None) -> str:
+        if output is None:  # a logit_mask asks for the masked-LM head; a bare encoder keeps "mlm" (its logits: None)
+            return "mlm" if logit_mask is not None else (self.own_output or "mlm")
+        if output not in OUTPUTS:
+            raise InvalidInputError(f"output must be one of {OUTPUTS}, not {output!r}")
+        return output
 
     def mlm_logits(self, hidden: torch.Tensor, logit_mask: torch.Tensor | None = None) -> torch.Tensor | None:
         if self.lm_head is None:
@@ -758,7 +774,7 @@ class Bert(nn.Module):
         interventions: Mapping[str, Intervention] | Iterable[tuple[str, Intervention]] | None = None,
         logit_mask: torch.Tensor | None = None,
         detach: bool = True,
-        output: str = "mlm",
+        output: str | None = None,
     ) -> tuple[torch.Tensor | None, ActivationCache]:
         """One forward pass that records activations and applies interventions, for this call only.
 
@@ -767,7 +783,8 @@ class Bert(nn.Module):
         then copies nothing).
         interventions: {hook name: fn(activation, name) -> activation of the same shape}, or (name, fn) pairs.
         output: which output head to run, as in forward: "mlm" (logits, or None without an MLM head), "nsp",
-        "classifier", "tagger" or "replaced". Only the hooks that head's pass reaches are recorded.
+        "classifier", "tagger" or "replaced"; None: the model's own (`own_output`; "mlm" with a logit_mask). Only
+        the hooks that head's pass reaches are recorded.
         Returns (that head's output, an ActivationCache: {hook name: tensor}, also `cache["pattern", 3]`).
         A pass that keeps and changes none of q, k, scores and pattern takes the fused attention path.
         """
