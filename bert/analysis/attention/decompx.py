@@ -39,7 +39,7 @@ from einops import einsum, rearrange
 from torch import nn
 
 from ...errors import MissingHeadError
-from ...model import activate
+from ...activations import activate
 from ...stopping import checkpoint
 from .mixing_parts import RecordedLayer, layer_norm_parts, layer_norm_scale
 
