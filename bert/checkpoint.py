@@ -19,7 +19,7 @@ from .config import BertConfig
 from .errors import CheckpointError
 from .families.family import Heads
 from .families.registry import family_of
-from .families.tables import BASE_MODEL_PARTS, split_key
+from .families.tables import split_key
 from .model import Bert
 
 log = logging.getLogger(__name__)
@@ -155,7 +155,7 @@ def to_hf_state_dict(model: Bert) -> dict[str, torch.Tensor]:
     table = key_table(model.config, model.has_mlm_head, model.pooler is not None, model.has_nsp_head, model.has_classifier,
                       model.has_tagger, model.has_discriminator)
     spec = family_of(model.config)
-    prefix, base_parts = spec.prefix + ".", spec.base_parts or BASE_MODEL_PARTS
+    prefix, base_parts = spec.prefix + ".", spec.base_parts
     ours = model.state_dict()
     blocks: dict[str, list[torch.Tensor]] = {}  # checkpoint key -> its blocks in order (one for most)
     for our_key, entry in sorted(table.items(), key=lambda item: split_key(item[1])[1]):

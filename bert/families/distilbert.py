@@ -51,7 +51,7 @@ FAMILY = Family(
     prefix="distilbert", class_prefix="DistilBert",
     head_keys={"mlm_head": "vocab_transform.weight"},
     derived=BUFFERS | {"vocab_projector.weight": WORDS},
-    sequence_key="pre_classifier.weight",
+    sequence_key="pre_classifier.weight", base_parts=("embeddings.", "transformer."),
     special_tokens={"cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]", "pad": "[PAD]", "unk": "[UNK]"},
     piece_marker="##",
 )

@@ -46,6 +46,7 @@ FAMILY = Family(
     head_keys={"mlm_head": "generator_predictions.dense.weight", "discriminator": "discriminator_predictions.dense.weight"},
     derived=BUFFERS | {"generator_lm_head.weight": WORDS},
     sequence_key="classifier.out_proj.weight", sequence_out="classifier.out_proj.weight",
+    base_parts=("embeddings.", "embeddings_project.", "encoder."),
     special_tokens={"cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]", "pad": "[PAD]", "unk": "[UNK]"},
     piece_marker="##",
     token_types=2,

@@ -53,8 +53,8 @@ class Family:
     sequence_out: str = "classifier.weight"  # the sequence classifier's last weight (its rows: the labels)
     # the masked-LM head's tensors are named as the classifiers' (ModernBERT's `head`): with a task head, no MLM head
     head_shared: bool = False
-    # the checkpoint keys that sit under the base model's prefix in a task model (default: BASE_MODEL_PARTS)
-    base_parts: tuple[str, ...] = ()
+    # the checkpoint keys that sit under the base model's prefix in a task model (BERT's: embeddings, encoder, pooler)
+    base_parts: tuple[str, ...] = ("embeddings.", "encoder.", "pooler.")
     # tensors (key prefixes) the family's released checkpoints carry that no transformers class reads either: skipped
     # by name, everything else stays strict
     unread: tuple[str, ...] = ()

@@ -113,7 +113,7 @@ FAMILY = Family(
     prefix="model", class_prefix="ModernBert",
     head_keys={"mlm_head": "head.dense.weight"},
     derived={"decoder.weight": WORDS},
-    head_shared=True,
+    head_shared=True, base_parts=("embeddings.", "layers.", "final_norm."),
     special_tokens={"cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]", "pad": "[PAD]", "unk": "[UNK]"},
     piece_marker="Ġ",
 )

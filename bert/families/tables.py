@@ -12,9 +12,6 @@ from __future__ import annotations
 
 from .family import Heads, Table
 
-# The checkpoint keys that sit under the base model's prefix in a task model (a family may say otherwise:
-# Family.base_parts).
-BASE_MODEL_PARTS = ("embeddings.", "embeddings_project.", "encoder.", "transformer.", "pooler.", "layers.", "final_norm.")
 # Our names for one encoder layer's tensors, in the order a family's own layer names are listed.
 LAYER_PARTS = ("attention.attention.project_query", "attention.attention.project_key", "attention.attention.project_value",
                "attention.mlp", "attention.layer_norm", "residual.mlp1", "residual.mlp2", "residual.layer_norm")
