@@ -158,20 +158,6 @@ MISSING_OUTPUT = {
 }
 
 
-Labels = Union[int, Sequence[str], None]  # a number of labels (named LABEL_0, LABEL_1, ...) or their names
-# The output heads, one name each: forward(output=...), run_with_cache(output=...), output_heads, `{name}_logits`.
-# "replaced": ELECTRA's discriminator (Clark et al. 2020), in place of a masked-LM head.
-OUTPUT_MODULES = {"mlm": "lm_head", "nsp": "nsp_head", "classifier": "classifier", "tagger": "tagger", "replaced": "discriminator"}
-OUTPUTS = tuple(OUTPUT_MODULES)
-OWN_OUTPUT_ORDER = ("mlm", "replaced", "classifier", "tagger", "nsp")  # which head `model(ids)` runs (Bert.own_output)
-MISSING_OUTPUT = {
-    "classifier": "this model has no sequence classifier: load a BertForSequenceClassification checkpoint, or fine-tune one (python -m bert finetune)",
-    "tagger": "this model has no token classifier: load a BertForTokenClassification checkpoint, or fine-tune one (python -m bert finetune --task tokens)",
-    "nsp": "this model has no next-sentence (NSP) head: load one that has (a BertForPreTraining or BertForNextSentencePrediction checkpoint)",
-    "replaced": "this model has no replaced-token head: load an ELECTRA discriminator (ElectraForPreTraining)",
-}
-
-
 def resolve_output(output: str | None, own_output: str | None, logit_mask: torch.Tensor | None) -> str:
     """The output head a call runs: `output`, checked; None: the model's own (`own_output`), or "mlm" with a
     logit_mask (a bare encoder keeps "mlm": its logits are None)."""

@@ -57,7 +57,7 @@ class Electra(nn.Module):
         """A fresh pair from the discriminator's config (family "electra"): the generator as deep, `generator_fraction`
         as wide (hidden size, heads, MLP), reading the discriminator's embedding width."""
         if not family_of(config).discriminator:
-            raise InvalidInputError(f"ELECTRA's pre-training needs a family with a replaced-token head, not {config.family!r}")
+            raise InvalidInputError(f"ELECTRA's pre-training needs an electra config (a family with a replaced-token head), not {config.family!r}")
         return cls.around(Bert(config, mlm_head=False, discriminator=True), generator_fraction, discriminator_weight)
 
     @classmethod
@@ -67,7 +67,7 @@ class Electra(nn.Module):
         a replaced-token head is added if it has none), sharing its embeddings from then on."""
         config = discriminator.config
         if not family_of(config).discriminator:
-            raise InvalidInputError(f"ELECTRA's pre-training needs a model of a family with a replaced-token head, not {config.family!r}")
+            raise InvalidInputError(f"ELECTRA's pre-training needs an electra model (a family with a replaced-token head), not {config.family!r}")
         heads = max(1, round(config.num_heads * generator_fraction))
         head_size = max(1, round(config.hidden_size * generator_fraction / heads))
         generator_config = replace(config, hidden_size=heads * head_size, num_heads=heads, embedding_size=config.embedding_width,
