@@ -3,6 +3,7 @@ drove each."""
 import streamlit as st
 
 from bert.analysis.attribution.saliency import METHODS, NEXT_SENTENCE_LABELS
+from bert.families.registry import family_of
 from viz_app import cache, page_costs
 from viz_app.server import heavy
 from viz_app.specs import sentence_tasks
@@ -55,7 +56,7 @@ def explain(output: str, target: int, labels, position: int = 0) -> None:
     st.caption(escape_markdown(method_note(result)))
 
 
-sentence_order = model.config.family == "albert"  # its head's classes: [in order, swapped] (Lan et al. 2020)
+sentence_order = family_of(model.config).sentence_order  # ALBERT's head's classes: [in order, swapped] (Lan et al. 2020)
 if "nsp" in outputs:
     st.subheader("Are A and B in their order?" if sentence_order else "Does B follow A?")
     if not prepared.pair.strip() or prepared.pair_dropped:
