@@ -47,6 +47,7 @@ class OnePass:
     q: np.ndarray  # [seq, head_dim] the chosen head's queries (rotary: turned)
     k: np.ndarray  # [seq, head_dim]
     v: np.ndarray  # [seq, head_dim]
+    scale: float  # the scores' divisor: sqrt(head_dim) (DeBERTa with both position terms: sqrt(3 head_dim))
     score_terms: dict[str, np.ndarray]  # DeBERTa: "c2c", "c2p", "p2c" [query, key], each scaled; else empty
     scores: np.ndarray  # [query, key] scaled, masked (outside a local window: the dtype's minimum)
     pattern: np.ndarray  # [query, key] softmax of the scores
@@ -129,6 +130,7 @@ def _read(model, cache, layer: int, head: int, masks: tuple[int, ...], logits) -
         embedding_out=residual[0], layer_in=residual[layer],
         attention_in=_or(one("attention_in", layer), residual[layer]),
         q=one("q", layer)[head], k=one("k", layer)[head], v=one("v", layer)[head],
+        scale=float((config.head_size * config.score_scale) ** 0.5),
         score_terms={term: one(f"scores_{term}", layer)[head] for term in ("c2c", "c2p", "p2c")
                      if hook_name(f"scores_{term}", layer) in cache},
         scores=one("scores", layer)[head], pattern=one("pattern", layer)[head],

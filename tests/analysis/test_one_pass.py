@@ -78,7 +78,8 @@ def test_every_step_recomputed_from_the_shown_values(pair):
 
     # one head: q·k / sqrt(d), softmax, the weighted values
     head_dim = shown.q.shape[-1]
-    scores = shown.q.astype(np.float64) @ shown.k.T.astype(np.float64) / np.sqrt(head_dim)
+    assert shown.scale == pytest.approx(np.sqrt(head_dim))
+    scores = shown.q.astype(np.float64) @ shown.k.T.astype(np.float64) / shown.scale
     close(scores, shown.scores)
     close(softmax(shown.scores), shown.pattern)
     close(shown.pattern.astype(np.float64) @ shown.v, shown.z[:, HEAD * head_dim:(HEAD + 1) * head_dim])
