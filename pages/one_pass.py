@@ -9,16 +9,6 @@ from viz_app.export import html as export_html
 from viz_app.server import heavy
 from viz_app.specs import one_pass
 
-CHARTS = {  # the charts each step shows (the names of one_pass.view)
-    "pieces": ("pieces",),
-    "embeddings": ("embeddings", "embedding_norm"),
-    "attention": ("queries_keys", "scores", "score_terms", "weighted_values"),
-    "projection": ("projection", "residual"),
-    "mlp": ("mlp",),
-    "layers": ("overview",),
-    "guess": ("final", "guesses", "guesses_zeroed"),
-}
-
 widgets.page_header(
     "One pass, step by step",
     "Follow your sentence through the model, from the word pieces to the guess for [MASK], in the order it computes: "
@@ -54,11 +44,10 @@ paragraphs = one_pass.paragraphs(settings, context, results["pass"])
 
 st.subheader(one_pass.STEPS[step])
 st.markdown(escape_markdown(paragraphs[step]))
-for name in CHARTS[step]:
-    if name == "guesses_zeroed" and name in charts:
+for name, chart in charts.items():
+    if name == "guesses_zeroed":
         st.caption(f"Without head {head} of layer {layer} (its weighted values set to zero):")
-    if name in charts:
-        widgets.show_chart(charts[name], key=f"pass_{name}")
+    widgets.show_chart(chart, key=f"pass_{name}")
 if step == "guess" and "guesses" in charts:
     st.caption("Temperature divides the logits before the softmax: below 1 the top guess takes more, above 1 the "
                "guesses even out; the order stays. No new pass is needed.")
@@ -71,9 +60,8 @@ forward.button("Next step", disabled=index == len(steps) - 1, width="stretch", k
                on_click=lambda: st.session_state.update(pass_step=steps[index + 1]))
 st.caption(f"Cost: one recorded forward pass of {len(tokens)} tokens (with BERT-base at 512 tokens, about as long "
            f"as the prediction page's pass: docs/benchmarks.md); a second one while a head is zeroed.")
-walk = [charts[name] for step_charts in CHARTS.values() for name in step_charts if name in charts]
 st.download_button("Download the whole walk", data=lambda: export_html.view_document(
-    "One pass, step by step", walk, f"Model: {context.key.source}. Sentence: {context.prepared.text}",
+    "One pass, step by step", list(one_pass.walk(settings, context, results).values()), f"Model: {context.key.source}. Sentence: {context.prepared.text}",
     tuple(paragraphs[name] for name in one_pass.STEPS)), file_name="one_pass.html", mime="text/html",
     key="pass_download", on_click="ignore", icon=":material/download:",
     help="Every step's charts and text in one HTML file that opens with no app and no network.")

@@ -8,7 +8,7 @@ pass's numbers. Plain Python.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 import numpy as np
@@ -30,7 +30,6 @@ NAME = "one_pass"
 STEPS: Mapping[str, str] = LINK_PARAMS["pass_step"].choices  # the overview's blocks, in the order the model computes
 TEMPERATURES: tuple[str, ...] = tuple(LINK_PARAMS["pass_temperature"].choices)  # of the final softmax
 TOP_GUESSES = 8
-LESSON_CHARTS = ("overview", "embeddings", "scores", "mlp", "guesses")
 BLOCK_WORDS = {"attention": "attention", "mlp": "MLP"}
 
 
@@ -90,22 +89,46 @@ def shape(values: np.ndarray) -> str:
     return " × ".join(str(size) for size in values.shape)
 
 
+STEP_CHARTS = {  # the charts each step shows, by their names in `view`
+    "pieces": ("pieces",),
+    "embeddings": ("embeddings", "embedding_norm"),
+    "attention": ("queries_keys", "scores", "score_terms", "weighted_values"),
+    "projection": ("projection", "residual"),
+    "mlp": ("mlp",),
+    "layers": ("overview",),
+    "guess": ("final", "guesses", "guesses_zeroed"),
+}
+LESSON_CHARTS = tuple(name for names in STEP_CHARTS.values() for name in names)  # `view` draws one step's
+
+
 def view(settings: Settings, inputs: HasInputs, results: Mapping[str, Any]) -> dict[str, Chart]:
-    """The charts of every step, for the followed token: "overview", "pieces", "embeddings", "embedding_norm",
-    "queries_keys", "scores" ("score_terms" in DeBERTa), "weighted_values", "projection", "residual", "mlp",
-    "final" and "guesses" (with a masked-LM head and a [MASK]), "guesses_zeroed" with the knob on."""
+    """The charts of the opened step (settings.step), for the followed token, named as in STEP_CHARTS: "score_terms"
+    only in DeBERTa, the guess's charts with a masked-LM head and a [MASK], "guesses_zeroed" with the knob on."""
     one: OnePass = results["pass"]
     tokens = list(inputs.prepared.masked.tokens)
-    t, word, layer, head = settings.token, tokens[settings.token], settings.layer, settings.head
-    where = f"layer {layer}, head {head}"
-    d = one.q.shape[-1]
-    own = slice(head * d, (head + 1) * d)
-    charts = {
-        "overview": change_overview(one.changes, tokens, t, tuple(BLOCK_WORDS[block] for block in BLOCKS)),
-        "pieces": number_rows({"id": np.asarray(inputs.prepared.masked.input_ids, dtype=float)},
-                              "Word pieces and their ids", "one_pass_pieces",
-                              f"Each token is looked up by its id in the vocabulary ({len(tokens)} tokens).",
-                              columns=tokens, shares=True),
+    step = _STEP_VIEWS[settings.step](settings, tokens, one, inputs, results)
+    return {name: step[name] for name in STEP_CHARTS[settings.step] if name in step}
+
+
+def walk(settings: Settings, inputs: HasInputs, results: Mapping[str, Any]) -> dict[str, Chart]:
+    """Every step's charts, in order (the offline export of the whole walk)."""
+    return {name: chart for step in STEPS for name, chart in view(replace(settings, step=step), inputs, results).items()}
+
+
+def _where(settings: Settings) -> str:
+    return f"layer {settings.layer}, head {settings.head}"
+
+
+def _pieces(settings, tokens, one, inputs, results):
+    return {"pieces": number_rows({"id": np.asarray(inputs.prepared.masked.input_ids, dtype=float)},
+                                  "Word pieces and their ids", "one_pass_pieces",
+                                  f"Each token is looked up by its id in the vocabulary ({len(tokens)} tokens).",
+                                  columns=tokens, shares=True)}
+
+
+def _embeddings(settings, tokens, one, inputs, results):
+    t, word = settings.token, tokens[settings.token]
+    return {
         "embeddings": number_rows({**{f"{part} embedding": values[t] for part, values in one.parts.items()},
                                    "sum": one.embedding_sum[t]},
                                   f"Embeddings of {word} and their sum", "one_pass_embeddings",
@@ -115,6 +138,13 @@ def view(settings: Settings, inputs: HasInputs, results: Mapping[str, Any]) -> d
                                        "after LayerNorm": one.embedding_norm[t]},
                                       f"LayerNorm of {word}'s sum", "one_pass_embedding_norm",
                                       f"(sum − mean) / spread × scale + shift; {shape(one.embedding_norm)}."),
+    }
+
+
+def _attention(settings, tokens, one, inputs, results):
+    t, word, where = settings.token, tokens[settings.token], _where(settings)
+    d = one.q.shape[-1]
+    charts = {
         "queries_keys": number_rows({f"query of {word}": one.q[t], **{f"key of {i} {token}": one.k[i]
                                                                      for i, token in enumerate(tokens)}},
                                     f"{where}: the query of {word} and every key", "one_pass_queries_keys",
@@ -122,46 +152,73 @@ def view(settings: Settings, inputs: HasInputs, results: Mapping[str, Any]) -> d
         "scores": number_rows(_score_rows(one, t), f"{where}: {word}'s query against every key",
                               "one_pass_scores", f"One row of the {shape(one.scores)} score matrix (query × key).",
                               columns=tokens),
-        "weighted_values": number_rows({"weighted sum of the values": one.z[t, own],
+        "weighted_values": number_rows({"weighted sum of the values": one.z[t, settings.head * d:(settings.head + 1) * d],
                                         **{f"{one.pattern[t, i]:.2f} × value of {i} {token}": one.v[i]
                                            for i, token in enumerate(tokens)}},
                                        f"{where}: what {word} takes from each token", "one_pass_weighted_values",
                                        f"v is {shape(one.v)}; the weighted sum is this head's output for {word}."),
+    }
+    if one.score_terms:  # DeBERTa: the attention page's view of the three terms
+        terms = {term: one.score_terms.get(term, np.zeros_like(one.scores)).astype(np.float64) for term in ("c2c", "c2p", "p2c")}
+        charts["score_terms"] = score_terms_heatmaps(
+            ScoreTerms(settings.layer, settings.head, tuple(tokens), terms["c2c"], terms["c2p"], terms["p2c"]),
+            list(range(len(tokens))))
+    return charts
+
+
+def _projection(settings, tokens, one, inputs, results):
+    t, word, layer = settings.token, tokens[settings.token], settings.layer
+    d = one.q.shape[-1]
+    return {
         "projection": number_rows({"heads concatenated": one.z[t], "projected (added to the residual)": one.attention_result[t]},
                                   f"Layer {layer}: every head of {word}, joined and projected", "one_pass_projection",
                                   f"{one.z.shape[-1]} numbers from {one.z.shape[-1] // d} heads of {d}; the output "
                                   f"projection maps them to {one.attention_result.shape[-1]}."),
         "residual": number_rows({"layer input": one.layer_in[t], "attention's addition": one.attention_result[t],
-                                 "after the residual and LayerNorm": one.attention_out[t]},
+                                 "after the residual (and LayerNorm)": one.attention_out[t]},
                                 f"Layer {layer}: the residual for {word}", "one_pass_residual",
                                 f"Each {shape(one.attention_out)}."),
-        "mlp": number_rows({"expansion": one.mlp_pre[t], "after the activation": one.mlp_post[t]},
-                           f"Layer {layer}: the MLP's {one.mlp_pre.shape[-1]} neurons for {word}", "one_pass_mlp",
-                           f"{shape(one.mlp_pre)}: the expansion before and after the activation; the contraction "
-                           f"maps it back to {one.mlp_result.shape[-1]}."),
     }
-    if one.score_terms:
-        terms = {term: one.score_terms.get(term, np.zeros_like(one.scores)).astype(np.float64) for term in ("c2c", "c2p", "p2c")}
-        charts["score_terms"] = score_terms_heatmaps(
-            ScoreTerms(layer, head, tuple(tokens), terms["c2c"], terms["c2p"], terms["p2c"]), list(range(len(tokens))))
-    if one.logits is not None:
-        temperature = float(settings.temperature)
-        mask = _followed_mask(one, t)
-        charts["final"] = number_rows({"final vector": one.final[mask], "after the head's transform": one.transform[mask]},
-                                      f"The [MASK] at {one.masks[mask]}: its final vector", "one_pass_final",
-                                      f"The head reads {one.final.shape[-1]} numbers and gives {one.logits.shape[-1]:,} "
-                                      f"logits, one per vocabulary entry.")
-        charts["guesses"] = _guesses(inputs, one, mask, temperature)
-        if results.get("zeroed") is not None:
-            charts["guesses_zeroed"] = _guesses(inputs, results["zeroed"], mask, temperature)
+
+
+def _mlp(settings, tokens, one, inputs, results):
+    t, word = settings.token, tokens[settings.token]
+    return {"mlp": number_rows({"expansion": one.mlp_pre[t], "after the activation": one.mlp_post[t],
+                                "contraction (added to the residual)": one.mlp_result[t], "layer output": one.layer_out[t]},
+                               f"Layer {settings.layer}: the MLP's {one.mlp_pre.shape[-1]} neurons for {word}",
+                               "one_pass_mlp", f"{shape(one.mlp_pre)}: the expansion before and after the activation; "
+                               f"the contraction maps it back to {one.mlp_result.shape[-1]}.")}
+
+
+def _layers(settings, tokens, one, inputs, results):
+    return {"overview": change_overview(one.changes, tokens, settings.token, tuple(BLOCK_WORDS[b] for b in BLOCKS))}
+
+
+def _guess(settings, tokens, one, inputs, results):
+    if one.logits is None:
+        return {}
+    temperature, mask = float(settings.temperature), _followed_mask(one, settings.token)
+    charts = {"final": number_rows({"final vector": one.final[mask], "after the head's transform": one.transform[mask]},
+                                   f"The [MASK] at {one.masks[mask]}: its final vector", "one_pass_final",
+                                   f"The head reads {one.final.shape[-1]} numbers and gives {one.logits.shape[-1]:,} "
+                                   f"logits, one per vocabulary entry."),
+              "guesses": _guesses(inputs, one, mask, temperature)}
+    if results.get("zeroed") is not None:
+        charts["guesses_zeroed"] = _guesses(inputs, results["zeroed"], mask, temperature)
     return charts
 
 
+_STEP_VIEWS = {"pieces": _pieces, "embeddings": _embeddings, "attention": _attention, "projection": _projection,
+               "mlp": _mlp, "layers": _layers, "guess": _guess}
+
+
 def _score_rows(one: OnePass, t: int) -> dict[str, np.ndarray]:
-    raw = one.scores[t] * one.scale
-    rows = {"q · k (dot products)": raw} if not one.score_terms else {
-        f"{term} term": values[t] for term, values in one.score_terms.items()}
-    return {**rows, f"÷ {one.scale:.2f} (scores)": one.scores[t], "softmax (the row of weights)": one.pattern[t]}
+    """q · k, ÷ √d, softmax; DeBERTa: its three terms (each already ÷ √(3d)), their sum, softmax."""
+    if one.score_terms:
+        rows = {f"{term} term ÷ {one.scale:.2f}": values[t] for term, values in one.score_terms.items()}
+        return {**rows, "scores (their sum)": one.scores[t], "softmax (the row of weights)": one.pattern[t]}
+    return {"q · k (dot products)": one.q[t].astype(np.float64) @ one.k.T.astype(np.float64),
+            f"÷ {one.scale:.2f} (scores)": one.scores[t], "softmax (the row of weights)": one.pattern[t]}
 
 
 def _followed_mask(one: OnePass, t: int) -> int:
