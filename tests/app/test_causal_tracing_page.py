@@ -51,6 +51,7 @@ def test_bad_sentences_get_a_message(open_page, clean, corrupted, message):
     assert message in texts(at) and not figures(at)
 
 
+@pytest.mark.slow  # noise tracing on the built-in model: several seconds
 def test_noise_tracing_on_one_sentence(open_page):
     at = open_page(causal_mode="one", trace_samples=2)
     assert at.multiselect(key="trace_corrupt").value == [2]  # "man"

@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("bert", "viz_app")
@@ -168,10 +170,12 @@ CHART_BUILDERS = sorted(f"viz_app.charts.{path.stem}" for path in (ROOT / "viz_a
                         if path.stem != "__init__")
 
 
+@pytest.mark.slow  # a fresh interpreter: seconds
 def test_text_and_the_chart_builders_import_neither_streamlit_nor_the_analyses():
     assert _loaded_after_import(["viz_app.text", *CHART_BUILDERS]) == []
 
 
+@pytest.mark.slow  # a fresh interpreter importing every pure helper: ten seconds
 def test_pure_helpers_import_no_streamlit():
     pure, _ = app_layers()
     assert not [m for m in _loaded_after_import(sorted(pure)) if m.startswith("streamlit")]
