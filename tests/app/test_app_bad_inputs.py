@@ -11,6 +11,8 @@ import pytest
 from app_helpers import array, figures, no_exception, texts
 from bert.pretrained import MINILM_HEAD_FILE
 
+pytestmark = pytest.mark.slow  # AppTest: every test renders pages on a model (the fast run keeps tests/app/test_app_pages.py's)
+
 needs_head = pytest.mark.skipif(not MINILM_HEAD_FILE.is_file(), reason=f"{MINILM_HEAD_FILE} (MiniLM's MLM head) is not there yet")
 
 

@@ -8,6 +8,8 @@ from streamlit.testing.v1 import AppTest
 
 from app_helpers import HOME, TIMEOUT, array, figures, go, no_exception, open_page as open_in_app, texts
 
+pytestmark = pytest.mark.slow  # AppTest: every test renders pages on a model (the fast run keeps tests/app/test_app_pages.py's)
+
 
 @pytest.fixture
 def open_page():

@@ -70,6 +70,7 @@ def _parents(name: str) -> list[str]:
     return [".".join(parts[:i]) for i in range(1, len(parts))]
 
 
+@pytest.mark.slow  # reads the import graph of every module: seconds
 def test_the_imports_of_bert_and_the_app_have_no_circle():
     graph = import_graph()
     circles = []

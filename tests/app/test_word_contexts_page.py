@@ -7,6 +7,8 @@ import pytest
 
 from app_helpers import HOME, TIMEOUT, array, figures, no_exception, texts
 
+pytestmark = pytest.mark.slow  # AppTest: every test renders pages on a model (the fast run keeps tests/app/test_app_pages.py's)
+
 PAGE = "../pages/15_word_contexts.py"
 
 
