@@ -3,6 +3,7 @@ drove each."""
 import streamlit as st
 
 from bert.analysis.attribution.saliency import METHODS, NEXT_SENTENCE_LABELS
+from bert.families.registry import family_of
 from viz_app import cache, heavy, page_costs, sentence_tasks, state, widgets
 from viz_app.charts.saliency import saliency_chart
 from viz_app.label_names import label_legend
@@ -52,7 +53,7 @@ def explain(output: str, target: int, labels, position: int = 0) -> None:
     st.caption(escape_markdown(method_note(result)))
 
 
-sentence_order = model.config.family == "albert"  # its head's classes: [in order, swapped] (Lan et al. 2020)
+sentence_order = family_of(model.config).sentence_order  # ALBERT's head's classes: [in order, swapped] (Lan et al. 2020)
 if "nsp" in outputs:
     st.subheader("Are A and B in their order?" if sentence_order else "Does B follow A?")
     if not prepared.pair.strip() or prepared.pair_dropped:

@@ -1,5 +1,5 @@
-"""The module tree of a Bert (the outline of the "Making Bert" notes the project started from), with parameter
-counts and this input's tensor shapes, and the hand arithmetic of its parameter count ("Inner workings" notes)."""
+"""The module tree of a Bert (bert/model.py, in the order it computes), with parameter counts and this input's tensor
+shapes, and the hand arithmetic of its parameter count (Devlin et al. 2019's sizes)."""
 from __future__ import annotations
 
 import re

@@ -13,13 +13,12 @@ from typing import Sequence
 
 from bert.analysis.representations.compare import same_vocabulary
 from bert.errors import BertError
+from bert.families.registry import FAMILIES
 from bert.replaced_tokens import ReplacedTokens
 from bert.tokenizer import BertTokenizer, load_tokenizer
 from viz_app.charts.base import Chart
 from viz_app.charts.replaced_tokens import replaced_token_bars
 from viz_app.models import ModelChoice
-
-GENERATOR_ARCHITECTURE = "ElectraForMaskedLM"
 
 
 def is_electra_generator(folder: str | None) -> bool:
@@ -30,8 +29,9 @@ def is_electra_generator(folder: str | None) -> bool:
         config = json.loads((Path(folder) / "config.json").read_text())
     except (OSError, ValueError):
         return False
-    return (isinstance(config, dict) and config.get("model_type") == "electra"
-            and GENERATOR_ARCHITECTURE in (config.get("architectures") or []))
+    family = FAMILIES.get(config.get("model_type")) if isinstance(config, dict) else None
+    return (family is not None and family.discriminator
+            and f"{family.class_prefix}ForMaskedLM" in (config.get("architectures") or []))
 
 
 def generator_choices(choices: Sequence[ModelChoice], tokenizer: BertTokenizer) -> list[ModelChoice]:

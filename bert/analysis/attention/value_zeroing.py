@@ -6,6 +6,9 @@ residual, LN1, MLP, residual, LN2) and compare each token i's new output x̃_i^{
 
     C_ij = 1 − cos(x̃_i^{¬j}, x̃_i),   rows normalised to sum to 1 (C_ij / Σ_k C_ik), as the paper does.
 
+The distance is computed as ‖a/|a| − b/|b|‖² / 2 (bert/analysis/cosine.py): a token that barely changes has a
+distance near 0, which `1 − cos` in float32 would bury under rounding.
+
 The whole model: the rollout of the normalised matrices, C_L ··· C_1 (Abnar & Zuidema 2020's Eq. 1 with C for A),
 with no extra residual (the residual is inside the recomputed layer); the paper's code rolls them out this way.
 
@@ -19,12 +22,12 @@ from __future__ import annotations
 from typing import Callable
 
 import torch
-import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
 from ...hooks import HookRun, active_run, hook_name
 from ...stopping import checkpoint
+from ..cosine import cosine_distance
 from .mixing_parts import RecordedLayer, value_vectors
 
 Progress = Callable[[int, int], None]  # (layer passes' rows done, total): also where a caller may stop the work
@@ -44,10 +47,6 @@ def zeroed_outputs(recorded: RecordedLayer, keep: torch.Tensor) -> torch.Tensor:
     z = torch.matmul(recorded.pattern, values)  # [batch, head, query, head_dim]
     result = module.attention.mlp(rearrange(z, "batch head query head_dim -> batch query (head head_dim)"))
     return module.residual(module.attention.layer_norm(recorded.x + result))
-
-
-def cosine_distance(changed: torch.Tensor, original: torch.Tensor) -> torch.Tensor:
-    return 1 - F.cosine_similarity(changed, original, dim=-1)
 
 
 @torch.no_grad()
