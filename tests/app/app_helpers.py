@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 
 from bert.analysis.representations.self_similarity import EXAMPLES
-from viz_app import features, navigation
+from viz_app.app import navigation
+from viz_app.specs import features
 
 ROOT = Path(__file__).resolve().parents[2]
 HOME = ROOT / "viz_app" / "Home.py"
@@ -20,7 +21,7 @@ TIMEOUT = 600  # seconds per script run: generous, the CPUs are shared with trai
 UPLOAD_LABEL = features.CORPUS_LABELS[features.UPLOAD]  # what Streamlit wrote for the corpus pickers' "upload"
 PLAY = "\n".join(EXAMPLES["play"])
 
-# old links (tests/app/test_old_links.py): the parameters Streamlit's own binding kept, each with a value other than its
+# old links (tests/app/app/test_old_links.py): the parameters Streamlit's own binding kept, each with a value other than its
 # default as Streamlit spelt it
 FORMERLY_BOUND = {
     "top_k": (12, "12"), "layer": (3, "3"), "head": (5, "5"), "statistic": ("sep", "sep"),

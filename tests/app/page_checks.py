@@ -1,4 +1,4 @@
-"""What must hold on every page the app renders, whatever the model and the input (tests/app/test_every_page.py
+"""What must hold on every page the app renders, whatever the model and the input (tests/app/app/test_every_page.py
 checks each on every render): each returns the problems it finds, an empty list when there are none.
 
 - `shown_problems`: no traceback, no file of the server named;
@@ -15,7 +15,7 @@ from google.protobuf.json_format import MessageToDict
 from streamlit.testing.v1.element_tree import Widget
 
 from app_helpers import ROOT, figures, texts
-from viz_app.word_contexts import OUR_FINDING
+from viz_app.specs.word_contexts import OUR_FINDING
 
 PAYLOAD = "[Click](http://x) ![](http://x/i.png) <img src=x> **Bold**"  # Markdown and HTML (no lower-case guess is "Bold")
 LIVE_MARKDOWN = {  # each as a Markdown renderer would read it; a backslash before a character makes it literal

@@ -147,7 +147,7 @@ def decompx(model: nn.Module, layers: list[RecordedLayer], output: str = "mlm", 
     logit_parts = final.new_empty(logits.shape[0], seq)
     step = parts_per_pass(seq, model.config.intermediate_size)
     for start in range(0, seq, step):
-        checkpoint()  # whoever watches this thread's runs may stop here (bert/stopping.py)
+        checkpoint(min(start + step, seq) - start)  # these rows through every layer; a watcher may stop it here
         keys = torch.arange(start, min(start + step, seq), device=final.device)
         parts = final.new_zeros(seq, len(keys), hidden)
         parts[keys, torch.arange(len(keys))] = layers[0].x[keys]  # x_i[k] = δ_ik x_i

@@ -50,15 +50,19 @@ def zeroed_outputs(recorded: RecordedLayer, keep: torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
-def value_zeroing_layer(recorded: RecordedLayer, progress: Progress | None = None, done: int = 0, total: int = 0) -> torch.Tensor:
-    """C_ij for one layer, not yet normalised: [query, key]."""
+def value_zeroing_layer(recorded: RecordedLayer, progress: Progress | None = None, done: int = 0, total: int = 0,
+                        layer: int = 0, layers: int = 1) -> torch.Tensor:
+    """C_ij for one layer, not yet normalised: [query, key]. Layer `layer` of `layers`: each batch tells a watcher
+    (bert/stopping.py) its share of the batch's rows, so that over every layer it counts each zeroed row as one
+    forward pass, as mixing_cost does."""
     seq = recorded.x.shape[0]
     width = recorded.module.residual.mlp1.out_features
     original = zeroed_outputs(recorded, recorded.x.new_ones(1, seq))[0]
     distances = recorded.x.new_empty(seq, seq)
     step = rows_per_pass(seq, width)
     for start in range(0, seq, step):
-        checkpoint()  # whoever watches this thread's runs may stop here (bert/stopping.py)
+        rows = min(start + step, seq) - start
+        checkpoint(rows * (layer + 1) // layers - rows * layer // layers)  # a watcher may stop it here
         keys = torch.arange(start, min(start + step, seq), device=recorded.x.device)
         keep = torch.ones(len(keys), seq, dtype=recorded.x.dtype, device=recorded.x.device)
         keep[torch.arange(len(keys)), keys] = 0
@@ -78,7 +82,7 @@ def value_zeroing(layers: list[RecordedLayer], progress: Progress | None = None)
     """Every layer's normalised C: [layer, query, key]. progress(rows done, rows in all) after each batched pass."""
     seq = layers[0].x.shape[0]
     total = seq * len(layers)
-    return torch.stack([normalise_rows(value_zeroing_layer(recorded, progress, index * seq, total))
+    return torch.stack([normalise_rows(value_zeroing_layer(recorded, progress, index * seq, total, index, len(layers)))
                         for index, recorded in enumerate(layers)])
 
 
