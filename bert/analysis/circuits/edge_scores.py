@@ -1,0 +1,195 @@
+"""Edge scores on clean/counterfactual pairs: how much the metric at the [MASK] changes when one edge carries the
+other run's value.
+
+    contrast = prepare_contrast(tokenizer, "the keys to the cabinet [MASK] here .", "the key to the cabinet [MASK] here .",
+                                answer="are", foil="is")
+    scores = edge_scores(model, [contrast], method="eap-ig", steps=5)
+    scores.top(10)          # [(Edge, score)], largest |score| first
+    scores.nodes            # [sender] each node's score: all its outgoing edges at once
+
+The metric (`metric`): "logit-difference", logit(answer) - logit(foil), or "probability", p(answer), at the [MASK]
+(Vig et al. 2020; Heimersheim & Nanda 2024). Direction "noise" (the default, as MIB scores circuits) runs the clean
+sentence and patches an edge with the counterfactual's value; "denoise" runs the counterfactual and patches the
+clean value in. An edge's score is metric(patched) - metric(run), averaged over the pairs.
+
+Methods:
+- exact: one patched run per edge (graph_run.py's recursive edge patching), `batch_size` edges per forward pass,
+  as bert/analysis/causal/patching.py batches its cells.
+- eap: edge attribution patching (Syed et al. 2023): the first-order change, (source - run) output of the sender
+  times the gradient of the metric at the receiver's input; one forward and one backward pass per pair.
+- eap-ig: EAP with integrated gradients on the inputs (Hanna et al. 2024): the gradient averaged over `steps`
+  runs whose embeddings lie evenly from the run's to the source's (step k of m at k / m), times the same
+  difference; `steps` forward and backward passes per pair.
+The gradients are taken with respect to the edge mask of graph_run.py at 0, which is the same product in a
+pre-norm model and, in a post-LN one, includes the LayerNorms between sender and receiver.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import torch
+
+from ...config import BertConfig
+from ...costs import Cost
+from ...devices import model_device
+from ...errors import InvalidInputError
+from ...model import Bert
+from ..causal.patching import DIRECTIONS, Contrast
+from .encoder_parts import EncoderParts
+from .graph import CircuitGraph, Edge
+from .graph_run import run_graph
+
+METHODS = ("exact", "eap", "eap-ig")
+METRICS = ("logit-difference", "probability")
+Progress = Callable[[int, int], None]  # (rows done, rows in all)
+
+
+@dataclass(frozen=True)
+class PairRuns:
+    """One pair's two runs: embeddings [1, seq, hidden], every sender's output [1, sender, seq, hidden], metric."""
+
+    contrast: Contrast
+    embeddings: dict[str, torch.Tensor]  # "clean", "corrupted"
+    outputs: dict[str, torch.Tensor]
+    metrics: dict[str, float]
+
+    def oriented(self, direction: str) -> tuple[str, str]:
+        """(the run that is patched, the run the patches come from)."""
+        return ("clean", "corrupted") if direction == "noise" else ("corrupted", "clean")
+
+
+def read_metric(parts: EncoderParts, final: torch.Tensor, contrast: Contrast, metric: str) -> torch.Tensor:
+    """[row] the metric at the [MASK] from a pass's final hidden states [row, seq, hidden]."""
+    logits = parts.logits(final[:, contrast.mask_position]).float()  # [row, vocab]
+    if metric == "probability":
+        return logits.softmax(dim=-1)[:, contrast.answer_id]
+    return logits[:, contrast.answer_id] - logits[:, contrast.foil_id]
+
+
+@torch.no_grad()
+def pair_runs(parts: EncoderParts, graph: CircuitGraph, contrast: Contrast, metric: str) -> PairRuns:
+    """The clean and the counterfactual run of a pair, every sender's output recorded."""
+    device = model_device(parts.model)
+    embeddings, outputs, metrics = {}, {}, {}
+    for name, encoding in (("clean", contrast.clean), ("corrupted", contrast.corrupted)):
+        input_ids, token_type_ids = encoding.tensors(device)
+        embeddings[name] = parts.embed(input_ids, token_type_ids, None)
+        run = run_graph(parts, graph, embeddings[name], None, record=True)
+        outputs[name], metrics[name] = run.outputs, float(read_metric(parts, run.final, contrast, metric)[0])
+    return PairRuns(contrast, embeddings, outputs, metrics)
+
+
+@dataclass(frozen=True)
+class EdgeScores:
+    graph: CircuitGraph
+    scores: torch.Tensor  # [edge], mean over the pairs
+    nodes: torch.Tensor  # [sender]: patching all of a node's outgoing edges (exact) or the sum of their scores (eap, eap-ig)
+    method: str
+    metric: str
+    direction: str
+    steps: int | None
+    clean_metric: float  # mean over the pairs
+    corrupted_metric: float
+    pairs: int
+
+    def top(self, count: int) -> list[tuple[Edge, float]]:
+        """The `count` edges of largest |score|, largest first."""
+        order = self.scores.abs().argsort(descending=True, stable=True)[:count].tolist()
+        return [(self.graph.edges[index], float(self.scores[index])) for index in order]
+
+
+def check_settings(method: str, metric: str, direction: str, steps: int | None) -> None:
+    for name, value, choices in (("method", method, METHODS), ("metric", metric, METRICS), ("direction", direction, DIRECTIONS)):
+        if value not in choices:
+            raise InvalidInputError(f"{name} must be one of {', '.join(choices)}, not {value!r}")
+    if method == "eap-ig" and (steps is None or steps < 1):
+        raise InvalidInputError(f"EAP-IG needs at least 1 integration step, not {steps}")
+
+
+def edge_scores(
+    model: Bert, contrasts: Sequence[Contrast], method: str = "eap-ig", metric: str = "logit-difference",
+    direction: str = "noise", steps: int = 5, batch_size: int = 32, progress: Progress | None = None,
+) -> EdgeScores:
+    """Every edge's score (and every node's), averaged over the pairs; the cost is `edge_scores_cost`'s."""
+    check_settings(method, metric, direction, steps)
+    if not contrasts:
+        raise InvalidInputError("give at least one clean/counterfactual pair")
+    if batch_size < 1:
+        raise InvalidInputError(f"batch_size must be at least 1, not {batch_size}")
+    parts, graph = EncoderParts.of(model), CircuitGraph.of(model.config)
+    edge_total, node_total, metrics = 0, 0, {"clean": 0.0, "corrupted": 0.0}
+    for number, contrast in enumerate(contrasts):
+        runs = pair_runs(parts, graph, contrast, metric)
+        if method == "exact":
+            edges, nodes = _exact(parts, graph, runs, metric, direction, batch_size, progress, number, len(contrasts))
+        else:
+            edges = _attribution(parts, graph, runs, metric, direction, steps if method == "eap-ig" else None, batch_size)
+            nodes = (graph.outgoing().float() @ edges[:, None]).flatten()
+        edge_total, node_total = edge_total + edges, node_total + nodes
+        metrics = {name: metrics[name] + runs.metrics[name] for name in metrics}
+        if progress is not None and method != "exact":
+            progress(number + 1, len(contrasts))
+    count = len(contrasts)
+    return EdgeScores(graph, edge_total / count, node_total / count, method, metric, direction,
+                      steps if method == "eap-ig" else None, metrics["clean"] / count, metrics["corrupted"] / count, count)
+
+
+@torch.no_grad()
+def patched_metrics(parts: EncoderParts, graph: CircuitGraph, runs: PairRuns, metric: str, direction: str,
+                    patched: torch.Tensor, batch_size: int, progress: Progress | None = None) -> torch.Tensor:
+    """[row] the metric with the edges `patched` (bool or 0/1 [row, edge]) carrying the source's outputs."""
+    run, source = runs.oriented(direction)
+    values = torch.empty(patched.shape[0])
+    for start in range(0, patched.shape[0], batch_size):
+        chunk = patched[start:start + batch_size].float().to(runs.embeddings[run].device)
+        embeddings = runs.embeddings[run].expand(chunk.shape[0], -1, -1)
+        result = run_graph(parts, graph, embeddings, None, graph.mask(chunk), runs.outputs[source])
+        values[start:start + chunk.shape[0]] = read_metric(parts, result.final, runs.contrast, metric).cpu()
+        if progress is not None:
+            progress(start + chunk.shape[0], patched.shape[0])
+    return values
+
+
+def _exact(parts, graph, runs: PairRuns, metric, direction, batch_size, progress, number, pairs):
+    """Each edge's and each node's exact score: one patched row per edge, then one per node."""
+    run, _ = runs.oriented(direction)
+    rows = torch.cat([torch.eye(len(graph), dtype=torch.bool), graph.outgoing()])
+
+    def pair_progress(done: int, total: int) -> None:
+        if progress is not None:
+            progress(number * total + done, pairs * total)
+
+    values = patched_metrics(parts, graph, runs, metric, direction, rows, batch_size, pair_progress) - runs.metrics[run]
+    return values[:len(graph)], values[len(graph):]
+
+
+def _attribution(parts, graph, runs: PairRuns, metric, direction, steps: int | None, batch_size: int) -> torch.Tensor:
+    """EAP (steps None: the gradient at the run itself) or EAP-IG: d metric / d mask at 0, summed over the
+    steps' runs and divided by their number; [edge]."""
+    run, source = runs.oriented(direction)
+    alphas = torch.zeros(1) if steps is None else torch.arange(1, steps + 1, dtype=torch.float) / steps
+    start_embeddings, end_embeddings = runs.embeddings[run], runs.embeddings[source]
+    total = torch.zeros(len(graph.receivers), len(graph.senders), device=start_embeddings.device)
+    for first in range(0, len(alphas), batch_size):
+        alpha = alphas[first:first + batch_size].to(start_embeddings.device)[:, None, None]
+        embeddings = start_embeddings + alpha * (end_embeddings - start_embeddings)  # [row, seq, hidden]
+        mask = torch.zeros(1, len(graph.receivers), len(graph.senders), device=start_embeddings.device, requires_grad=True)
+        with torch.enable_grad():
+            result = run_graph(parts, graph, embeddings, None, mask.expand(len(alpha), -1, -1), runs.outputs[source],
+                               anchor=runs.outputs[run])
+            value = read_metric(parts, result.final, runs.contrast, metric).sum()
+            (gradient,) = torch.autograd.grad(value, [mask])
+        total += gradient[0]
+    return graph.edge_values(total[None])[0].cpu() / len(alphas)
+
+
+def edge_scores_cost(config: BertConfig, tokens: int, method: str, steps: int | None = None, pairs: int = 1) -> Cost:
+    """The passes `edge_scores` makes for `pairs` pairs of `tokens` tokens: each pair's two recorded runs, then
+    exact: one row per edge and per node; eap: one pass and its backward pass; eap-ig: `steps` of each."""
+    graph = CircuitGraph.of(config)
+    lower = ("fewer pairs", "a shorter pair of sentences")
+    if method == "exact":
+        return Cost(pairs * (2 + len(graph) + len(graph.senders)), tokens, lower + ("EAP-IG instead of exact patching",))
+    rows = 1 if method == "eap" else steps
+    return Cost(pairs * (2 + rows), tokens, lower + (("integration steps",) if method == "eap-ig" else ()), backward_passes=pairs * rows)
