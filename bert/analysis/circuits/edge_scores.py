@@ -92,6 +92,17 @@ class EdgeScores:
     clean_metric: float  # mean over the pairs
     corrupted_metric: float
     pairs: int
+    positions: torch.Tensor | None = None  # [edge, seq] per sender position (eap, eap-ig with per_position); sums to scores
+    tokens: list[str] | None = None  # the first pair's clean tokens
+
+    def position_shares(self) -> torch.Tensor:
+        """[sender column, seq]: where the |score| of the edges sent from each column lies, as shares over the
+        positions (column 0 the embeddings, column l + 1 the heads and MLP of layer l); needs per_position."""
+        if self.positions is None:
+            raise InvalidInputError("position shares need per-position scores: edge_scores(..., per_position=True)")
+        columns = torch.tensor([0 if edge.sender.layer is None else edge.sender.layer + 1 for edge in self.graph.edges])
+        magnitude = torch.zeros(self.graph.num_layers + 1, self.positions.shape[1]).index_add_(0, columns, self.positions.abs())
+        return magnitude / magnitude.sum(dim=1, keepdim=True).clamp_min(torch.finfo(magnitude.dtype).tiny)
 
     def top(self, count: int) -> list[tuple[Edge, float]]:
         """The `count` edges of largest |score|, largest first."""
@@ -110,21 +121,29 @@ def check_settings(method: str, metric: str, direction: str, steps: int | None) 
 def edge_scores(
     model: Bert, contrasts: Sequence[Contrast], method: str = "eap-ig", metric: str = "logit-difference",
     direction: str = "noise", steps: int = 5, batch_size: int = 32, progress: Progress | None = None,
+    per_position: bool = False,
 ) -> EdgeScores:
-    """Every edge's score (and every node's), averaged over the pairs; the cost is `edge_scores_cost`'s."""
+    """Every edge's score (and every node's), averaged over the pairs; the cost is `edge_scores_cost`'s.
+    per_position (eap, eap-ig; pairs of one length): also each edge's score split over its sender's positions."""
     check_settings(method, metric, direction, steps)
     if not contrasts:
         raise InvalidInputError("give at least one clean/counterfactual pair")
+    if per_position and (method == "exact" or len({len(c.clean) for c in contrasts}) > 1):
+        raise InvalidInputError("per-position scores come from EAP or EAP-IG on pairs of one length (exact patching per "
+                                "position would take a pass per edge and position)")
     if batch_size < 1:
         raise InvalidInputError(f"batch_size must be at least 1, not {batch_size}")
     parts, graph = EncoderParts.of(model), CircuitGraph.of(model.config)
-    edge_total, node_total, metrics = 0, 0, {"clean": 0.0, "corrupted": 0.0}
+    edge_total, node_total, position_total, metrics = 0, 0, 0, {"clean": 0.0, "corrupted": 0.0}
     for number, contrast in enumerate(contrasts):
         runs = pair_runs(parts, graph, contrast, metric)
         if method == "exact":
             edges, nodes = _exact(parts, graph, runs, metric, direction, batch_size, progress, number, len(contrasts))
         else:
-            edges = _attribution(parts, graph, runs, metric, direction, steps if method == "eap-ig" else None, batch_size)
+            positions = _attribution(parts, graph, runs, metric, direction, steps if method == "eap-ig" else None, batch_size,
+                                     per_position)
+            edges = positions.sum(-1) if per_position else positions
+            position_total = position_total + positions if per_position else None
             nodes = (graph.outgoing().float() @ edges[:, None]).flatten()
         edge_total, node_total = edge_total + edges, node_total + nodes
         metrics = {name: metrics[name] + runs.metrics[name] for name in metrics}
@@ -132,7 +151,8 @@ def edge_scores(
             progress(number + 1, len(contrasts))
     count = len(contrasts)
     return EdgeScores(graph, edge_total / count, node_total / count, method, metric, direction,
-                      steps if method == "eap-ig" else None, metrics["clean"] / count, metrics["corrupted"] / count, count)
+                      steps if method == "eap-ig" else None, metrics["clean"] / count, metrics["corrupted"] / count, count,
+                      position_total / count if per_position else None, list(contrasts[0].clean.tokens))
 
 
 @torch.no_grad()
@@ -164,19 +184,21 @@ def _exact(parts, graph, runs: PairRuns, metric, direction, batch_size, progress
     return values[:len(graph)], values[len(graph):]
 
 
-def _attribution(parts, graph, runs: PairRuns, metric, direction, steps: int | None, batch_size: int) -> torch.Tensor:
+def _attribution(parts, graph, runs: PairRuns, metric, direction, steps: int | None, batch_size: int,
+                 per_position: bool = False) -> torch.Tensor:
     """EAP (steps None: the gradient at the run itself) or EAP-IG: d metric / d mask at 0, summed over the
-    steps' runs and divided by their number; [edge]."""
+    steps' runs and divided by their number; [edge] (per_position: [edge, seq])."""
     run, source = runs.oriented(direction)
     alphas = torch.zeros(1) if steps is None else torch.arange(1, steps + 1, dtype=torch.float) / steps
     start_embeddings, end_embeddings = runs.embeddings[run], runs.embeddings[source]
-    total = torch.zeros(len(graph.receivers), len(graph.senders), device=start_embeddings.device)
+    shape = (len(graph.receivers), len(graph.senders)) + ((start_embeddings.shape[1],) if per_position else ())
+    total = torch.zeros(shape, device=start_embeddings.device)
     for first in range(0, len(alphas), batch_size):
         alpha = alphas[first:first + batch_size].to(start_embeddings.device)[:, None, None]
         embeddings = start_embeddings + alpha * (end_embeddings - start_embeddings)  # [row, seq, hidden]
-        mask = torch.zeros(1, len(graph.receivers), len(graph.senders), device=start_embeddings.device, requires_grad=True)
+        mask = torch.zeros(1, *shape, device=start_embeddings.device, requires_grad=True)
         with torch.enable_grad():
-            result = run_graph(parts, graph, embeddings, None, mask.expand(len(alpha), -1, -1), runs.outputs[source],
+            result = run_graph(parts, graph, embeddings, None, mask.expand(len(alpha), *shape), runs.outputs[source],
                                anchor=runs.outputs[run])
             value = read_metric(parts, result.final, runs.contrast, metric).sum()
             (gradient,) = torch.autograd.grad(value, [mask])

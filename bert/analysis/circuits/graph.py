@@ -29,11 +29,6 @@ class Node:
     layer: int | None  # None for the embeddings and the logits
     head: int | None = None
 
-    @property
-    def column(self) -> int:
-        """Where a drawing puts it, left to right: 0 the embeddings, layer + 1 for heads and MLPs, layers + 1 the logits."""
-        return 0 if self.kind == "embeddings" else (self.layer + 1 if self.layer is not None else -1)
-
 
 @dataclass(frozen=True)
 class Receiver:
@@ -98,15 +93,15 @@ class CircuitGraph:
                 torch.tensor([sender_of[edge.sender.name] for edge in self.edges]))
 
     def mask(self, edge_values: torch.Tensor) -> torch.Tensor:
-        """[rows, edge] values -> [rows, receiver, sender] (0 where no edge is)."""
+        """[rows, edge(, seq)] values -> [rows, receiver, sender(, seq)] (0 where no edge is)."""
         rows = edge_values.shape[0]
         receivers, senders = self.edge_cells
-        dense = edge_values.new_zeros(rows, len(self.receivers), len(self.senders))
+        dense = edge_values.new_zeros(rows, len(self.receivers), len(self.senders), *edge_values.shape[2:])
         dense[:, receivers.to(edge_values.device), senders.to(edge_values.device)] = edge_values
         return dense
 
     def edge_values(self, dense: torch.Tensor) -> torch.Tensor:
-        """[rows, receiver, sender] -> [rows, edge]."""
+        """[rows, receiver, sender(, seq)] -> [rows, edge(, seq)]."""
         receivers, senders = self.edge_cells
         return dense[:, receivers.to(dense.device), senders.to(dense.device)]
 

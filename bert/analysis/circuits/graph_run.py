@@ -3,7 +3,9 @@
 Edge patching, recursively (Conmy et al. 2023; Hanna et al. 2024): a patched edge u -> r carries u's output from
 the source run into r's input; an edge that is not patched carries u's output in this very run, which the patches
 upstream may already have changed. `mask[row, r, u]` = 1 patches the edge, 0 leaves it; between 0 and 1 it mixes,
-which is what the gradient methods differentiate at 0.
+which is what the gradient methods differentiate at 0. Per position (Haklay et al. 2025 make edges position-aware):
+`mask[row, r, u, position]` patches the edge at the sender's positions where it is 1, so an edge is a sender at
+one position to a receiver (which reads every position, as attention does).
 
 The LayerNorm treatment (post-LN families: BERT, RoBERTa, DistilBERT, ALBERT, ELECTRA). After each sub-layer the
 residual stream goes through a LayerNorm, so it is not a sum of the nodes' outputs. Here every receiver reads a
@@ -53,8 +55,9 @@ class _Streams:
         if self.active and self.mask is not None:
             base = live if self.anchor is None else self.anchor[:, senders]
             difference = self.source[:, senders] - base  # [row, sender, seq, hidden]
-            weights = self.mask[:, self.active][:, :, senders]  # [row, receiver, sender]
-            self.streams = self.streams + torch.einsum("r a u, r u s h -> r a s h", weights.to(difference.dtype), difference)
+            weights = self.mask[:, self.active][:, :, senders].to(difference.dtype)  # [row, receiver, sender(, seq)]
+            pattern = "r a u s, r u s h -> r a s h" if weights.dim() == 4 else "r a u, r u s h -> r a s h"
+            self.streams = self.streams + torch.einsum(pattern, weights, difference)
 
     def norm(self, layer_norm) -> None:
         self.streams = layer_norm(self.streams)
@@ -73,7 +76,7 @@ def run_graph(
     record: bool = False,
 ) -> GraphPass:
     """The pass from `embeddings` ([row, seq, hidden], the embeddings node's live output) with the patches of
-    `mask` ([row, receiver, sender]) carrying `source`'s outputs ([1 or row, sender, seq, hidden]). anchor None:
+    `mask` ([row, receiver, sender], or [row, receiver, sender, seq] per position) carrying `source`'s outputs ([1 or row, sender, seq, hidden]). anchor None:
     a patched edge carries the source's output (exact patching); a tensor like source: it carries the live output
     plus (source - anchor), fixed differences for the gradient methods. record: also return every live output."""
     checkpoint(embeddings.shape[0])  # whoever watches this thread's runs may stop here (bert/stopping.py)
@@ -114,7 +117,7 @@ def _active_receivers(mask: torch.Tensor | None, graph: CircuitGraph) -> list[in
         return []
     if mask.requires_grad:
         return list(range(len(graph.receivers)))
-    return torch.nonzero(mask.detach().ne(0).any(dim=0).any(dim=-1)).flatten().tolist()
+    return torch.nonzero(mask.detach().ne(0).flatten(2).any(dim=-1).any(dim=0)).flatten().tolist()
 
 
 def _head_inputs(streams: _Streams, read: torch.Tensor, receivers: range, norm) -> torch.Tensor:
