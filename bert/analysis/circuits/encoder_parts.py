@@ -51,7 +51,12 @@ class LayerParts:
 
     @staticmethod
     def _project(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-        projected = torch.matmul(x, weight.transpose(-1, -2))  # [batch, head, seq, head_dim]
+        """[batch, head or 1, seq, hidden] -> [batch, head, seq, head_dim]: each head's map of its own input (one
+        matrix product for every head when they share it)."""
+        if x.shape[1] == 1:
+            flat = torch.nn.functional.linear(x[:, 0], weight.flatten(0, 1), None if bias is None else bias.flatten())
+            return attn.split_heads(flat, weight.shape[0])
+        projected = torch.matmul(x, weight.transpose(-1, -2))
         return projected if bias is None else projected + bias
 
     def attention_norm(self, x: torch.Tensor) -> torch.Tensor:
