@@ -3,6 +3,7 @@ vector, the faithfulness curve's ends, the built-in and user pairs (a bad line n
 against the passes it makes."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -120,3 +121,33 @@ def test_the_curve_costs_the_rows_it_runs(tiny, monkeypatch):
     faithfulness_curve(model, [contrast, contrast], random_ranking(len(CircuitGraph.of(model.config))), fractions=(0.1, 0.5, 1.0), batch_size=2)
     assert sum(rows) == faithfulness_cost(model.config, len(contrast.clean), pairs=2, points=3).forward_passes == 2 * (2 + 3)
     assert faithfulness_module.MIB_FRACTIONS[-1] == 1.0
+
+
+def test_flow_routes_by_hand():
+    """Two layers over three positions: into position 2 at the top, layer 1 gives 0.5 from 2, 0.45 from 0 and 0.05
+    from 1; at threshold 0.1 positions 2 and 0 are reached, and layer 0's edges into them above 0.1 are kept."""
+    from bert.analysis.circuits.flow_routes import routes_from_mixing
+
+    layers = np.array([
+        [[0.8, 0.2, 0.0], [0.3, 0.3, 0.4], [0.05, 0.9, 0.05]],
+        [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.45, 0.05, 0.5]],
+    ])
+    edges = routes_from_mixing(layers, target=2, threshold=0.1)
+    assert [(layer, source, to) for layer, source, to, _ in edges] == [(1, 0, 2), (1, 2, 2), (0, 0, 0), (0, 1, 0), (0, 1, 2)]
+    assert edges[0][3] == pytest.approx(0.45) and edges[-1][3] == pytest.approx(0.9)
+
+
+def test_flow_routes_on_a_sentence_keep_only_shares_above_the_threshold(tiny_mlm_folder):
+    from bert.analysis.attention.mixing import context_mixing, record_for_mixing
+    from bert.analysis.circuits.flow_routes import flow_routes_cost, information_flow_routes
+
+    model, tokenizer = bert.load_pretrained(str(tiny_mlm_folder))
+    contrast = prepare_contrast(tokenizer, CLEAN, CORRUPTED, ANSWER, FOIL)
+    routes = information_flow_routes(model, tokenizer, contrast.clean, threshold=0.1)
+    _, cache = record_for_mixing(model, *contrast.clean.tensors())
+    alti = context_mixing(model, cache, "alti").layers
+    assert routes.target == contrast.mask_position and routes.edges
+    for layer, source, to, share in routes.edges:
+        assert share >= 0.1 and share == pytest.approx(alti[layer, to, source] / alti[layer, to].sum())
+        assert (layer + 1, to) in routes.nodes()
+    assert flow_routes_cost(len(contrast.clean)).forward_passes >= 1

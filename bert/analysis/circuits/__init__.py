@@ -8,6 +8,8 @@
 - edge_scores.py: exact edge patching, EAP and EAP-IG on clean/counterfactual pairs (`edge_scores_cost` first);
 - faithfulness.py: top-n and pruned circuits, the faithfulness curve, CPR and CMD as MIB defines them (Mueller et
   al. 2025), a random baseline, node-level circuits;
+- flow_routes.py: information flow routes from one pass (Ferrando & Voita 2024), by the project's per-token
+  contributions (ALTI);
 - tasks.py: the built-in minimal pairs (bert/data/circuit_pairs.tsv) and the user's own;
 - circuit_cli.py: `python -m bert circuit`.
 The method, the treatment of LayerNorm and the figures are in docs/circuits.md.
