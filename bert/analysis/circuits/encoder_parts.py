@@ -20,6 +20,14 @@ from ...errors import InvalidInputError
 from ...model import Bert, gelu
 
 
+def per_head_product(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """[batch, head, seq, in] times each head's [head, in, out] -> [batch, head, seq, out], as one batched product
+    over the heads (a broadcast over the batch would copy the weights once per row)."""
+    batch, heads, seq, width = x.shape
+    flat = x.transpose(0, 1).reshape(heads, batch * seq, width)  # [head, batch * seq, in]
+    return torch.bmm(flat, weight).reshape(heads, batch, seq, -1).transpose(0, 1)
+
+
 @dataclass(frozen=True)
 class LayerParts:
     """One layer's attention (per head) and MLP, and the LayerNorms around them."""
@@ -47,7 +55,7 @@ class LayerParts:
             cos, sin = attn.rotary_angles(q.shape[2], q.shape[-1], self.rope_theta, q.device)
             q, k = attn.rotate(q, cos, sin), attn.rotate(k, cos, sin)
         pattern = attn.masked_scores(q, k, attention_mask, self.causal, self.window).softmax(dim=-1)
-        return torch.matmul(attn.weighted_values(pattern, v), self.output)  # [batch, head, seq, hidden]
+        return per_head_product(attn.weighted_values(pattern, v), self.output)  # [batch, head, seq, hidden]
 
     @staticmethod
     def _project(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
@@ -56,7 +64,7 @@ class LayerParts:
         if x.shape[1] == 1:
             flat = torch.nn.functional.linear(x[:, 0], weight.flatten(0, 1), None if bias is None else bias.flatten())
             return attn.split_heads(flat, weight.shape[0])
-        projected = torch.matmul(x, weight.transpose(-1, -2))
+        projected = per_head_product(x, weight.transpose(-1, -2))
         return projected if bias is None else projected + bias
 
     def attention_norm(self, x: torch.Tensor) -> torch.Tensor:
