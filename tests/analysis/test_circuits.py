@@ -151,3 +151,23 @@ def test_flow_routes_on_a_sentence_keep_only_shares_above_the_threshold(tiny_mlm
         assert share >= 0.1 and share == pytest.approx(alti[layer, to, source] / alti[layer, to].sum())
         assert (layer + 1, to) in routes.nodes()
     assert flow_routes_cost(len(contrast.clean)).forward_passes >= 1
+
+
+@pytest.mark.parametrize("method", ["exact", "eap-ig"])
+def test_a_watcher_stops_the_scores_at_its_next_check(tiny, method):
+    """The circuit run checks in before each pass and between layers (bert/stopping.py), as the model does: a
+    visitor who leaves stops exact patching and EAP-IG alike."""
+    from bert.errors import StoppedError
+    from bert.stopping import watching
+
+    model, contrast = tiny
+    checks = []
+
+    def stop(rows: int) -> None:
+        checks.append(rows)
+        if len(checks) == 2:
+            raise StoppedError("the visitor left")
+
+    with watching(stop), pytest.raises(StoppedError):
+        edge_scores(model, [contrast], method, steps=3)
+    assert len(checks) == 2 and checks[0] == 1  # the clean run's one row, then its first layer
