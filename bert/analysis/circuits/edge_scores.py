@@ -124,6 +124,7 @@ def edge_scores(
     per_position: bool = False,
 ) -> EdgeScores:
     """Every edge's score (and every node's), averaged over the pairs; the cost is `edge_scores_cost`'s.
+    batch_size: exact patching's rows per forward pass (the gradient methods run one row at a time).
     per_position (eap, eap-ig; pairs of one length): also each edge's score split over its sender's positions."""
     check_settings(method, metric, direction, steps)
     if not contrasts:
@@ -140,8 +141,7 @@ def edge_scores(
         if method == "exact":
             edges, nodes = _exact(parts, graph, runs, metric, direction, batch_size, progress, number, len(contrasts))
         else:
-            positions = _attribution(parts, graph, runs, metric, direction, steps if method == "eap-ig" else None, batch_size,
-                                     per_position)
+            positions = _attribution(parts, graph, runs, metric, direction, steps if method == "eap-ig" else None, per_position)
             edges = positions.sum(-1) if per_position else positions
             position_total = position_total + positions if per_position else None
             nodes = (graph.outgoing().float() @ edges[:, None]).flatten()
@@ -184,8 +184,7 @@ def _exact(parts, graph, runs: PairRuns, metric, direction, batch_size, progress
     return values[:len(graph)], values[len(graph):]
 
 
-def _attribution(parts, graph, runs: PairRuns, metric, direction, steps: int | None, batch_size: int,
-                 per_position: bool = False) -> torch.Tensor:
+def _attribution(parts, graph, runs: PairRuns, metric, direction, steps: int | None, per_position: bool = False) -> torch.Tensor:
     """EAP (steps None: the gradient at the run itself) or EAP-IG: d metric / d mask at 0, summed over the
     steps' runs and divided by their number; [edge] (per_position: [edge, seq])."""
     run, source = runs.oriented(direction)
@@ -193,8 +192,8 @@ def _attribution(parts, graph, runs: PairRuns, metric, direction, steps: int | N
     start_embeddings, end_embeddings = runs.embeddings[run], runs.embeddings[source]
     shape = (len(graph.receivers), len(graph.senders)) + ((start_embeddings.shape[1],) if per_position else ())
     total = torch.zeros(shape, device=start_embeddings.device)
-    for first in range(0, len(alphas), batch_size):
-        alpha = alphas[first:first + batch_size].to(start_embeddings.device)[:, None, None]
+    for first in range(len(alphas)):  # one run at a time: every receiver's stream is kept for the backward pass
+        alpha = alphas[first:first + 1].to(start_embeddings.device)[:, None, None]
         embeddings = start_embeddings + alpha * (end_embeddings - start_embeddings)  # [row, seq, hidden]
         mask = torch.zeros(1, *shape, device=start_embeddings.device, requires_grad=True)
         with torch.enable_grad():
