@@ -1,14 +1,15 @@
 """Circuits: exact edge patching batched against one pass per edge at BERT-base shape, and on the built-in MiniLM
 the agreement of EAP and EAP-IG with exact edge patching and the faithfulness of their circuits.
 
-    OMP_NUM_THREADS=1 nice -n 10 python -m bench.circuits [--edges 256] [--pairs 2] [--steps 5] [--json out/circuits.json]
+    OMP_NUM_THREADS=1 nice -n 10 python -m bench.circuits [--edges 256] [--pairs 1] [--steps 5] [--json out/circuits.json]
 
 - speed: a random BERT-base (bench/make_random_bert.py; speed does not depend on the values), a 12-token pair;
   `--edges` edges (from the middle of the graph) scored exactly, batched (64 rows per pass) and one pass per edge;
   edges per second of each and their ratio. EAP and EAP-IG's time for every edge at once.
-- agreement: the first `--pairs` pairs of agreement-pp (bert/data/circuit_pairs.tsv) on MiniLM; exact scores of
-  every edge, EAP, EAP-IG(`--steps`); Spearman's rho of each with exact over the 500 edges of largest |exact|;
-  CPR and CMD of exact, EAP-IG, EAP and a random ranking (seed 0) at MIB's circuit sizes.
+- agreement: the first `--pairs` pairs of each agreement task (agreement-simple, -pp, -rc in
+  bert/data/circuit_pairs.tsv) on MiniLM; exact scores of every edge, EAP, EAP-IG(`--steps`); Spearman's rho of
+  each with exact over the 500 edges of largest |exact|; CPR and CMD of exact, EAP-IG, EAP and a random ranking
+  (seed 0) at MIB's circuit sizes, for edge-level and node-level circuits.
 Prints the load average beside the figures: the machine may be shared.
 """
 from __future__ import annotations
@@ -64,25 +65,29 @@ def speed(edges: int) -> dict:
 
 def agreement(pairs: int, steps: int) -> dict:
     model, tokenizer = bert.load_pretrained("minilm")
-    checked = contrasts(tokenizer, builtin_pairs("agreement-pp")[:pairs])
+    chosen = [pair for task in ("agreement-simple", "agreement-pp", "agreement-rc") for pair in builtin_pairs(task)[:pairs]]
+    checked = contrasts(tokenizer, chosen)
     exact = edge_scores(model, checked, "exact", batch_size=64)
     top = exact.scores.abs().argsort(descending=True)[:500]
-    result = {"pairs": pairs, "steps": steps, "edges": len(exact.graph)}
-    rankings = {"exact": exact.scores, "random": random_ranking(len(exact.graph), seed=0)}
+    result = {"pairs": len(checked), "steps": steps, "edges": len(exact.graph), "random_seed": 0}
+    senders = len(exact.graph.senders)
+    rankings = {"exact": (exact.scores, exact.nodes), "random": (random_ranking(len(exact.graph), seed=0), random_ranking(senders, seed=0))}
     for method in ("eap", "eap-ig"):
         scores = edge_scores(model, checked, method, steps=steps)
         result[f"spearman_{method}"] = float(spearmanr(scores.scores[top].numpy(), exact.scores[top].numpy()).correlation)
-        rankings[method] = scores.scores
-    for name, ranking in rankings.items():
-        curve = faithfulness_curve(model, checked, ranking, label=name)
+        rankings[method] = (scores.scores, scores.nodes)
+    for name, (edges, nodes) in rankings.items():
+        curve = faithfulness_curve(model, checked, edges, label=name)
+        node_curve = faithfulness_curve(model, checked, nodes, nodes=True, label=name)
         result[f"cpr_{name}"], result[f"cmd_{name}"] = curve.cpr, curve.cmd
+        result[f"node_cpr_{name}"], result[f"node_cmd_{name}"] = node_curve.cpr, node_curve.cmd
     return result
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--edges", type=int, default=256)
-    parser.add_argument("--pairs", type=int, default=2)
+    parser.add_argument("--pairs", type=int, default=1, help="pairs of each agreement task")
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--skip-agreement", action="store_true")
     parser.add_argument("--json", type=Path)

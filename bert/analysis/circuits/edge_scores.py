@@ -157,30 +157,44 @@ def edge_scores(
 
 @torch.no_grad()
 def patched_metrics(parts: EncoderParts, graph: CircuitGraph, runs: PairRuns, metric: str, direction: str,
-                    patched: torch.Tensor, batch_size: int, progress: Progress | None = None) -> torch.Tensor:
-    """[row] the metric with the edges `patched` (bool or 0/1 [row, edge]) carrying the source's outputs."""
+                    patched: torch.Tensor | Callable[[int, int], torch.Tensor], batch_size: int,
+                    progress: Progress | None = None, rows: int | None = None) -> torch.Tensor:
+    """[row] the metric with the edges `patched` (bool or 0/1 [row, edge], or a function (start, stop) giving
+    those rows, with their number in `rows`) carrying the source's outputs."""
     run, source = runs.oriented(direction)
-    values = torch.empty(patched.shape[0])
-    for start in range(0, patched.shape[0], batch_size):
-        chunk = patched[start:start + batch_size].float().to(runs.embeddings[run].device)
-        embeddings = runs.embeddings[run].expand(chunk.shape[0], -1, -1)
-        result = run_graph(parts, graph, embeddings, None, graph.mask(chunk), runs.outputs[source])
-        values[start:start + chunk.shape[0]] = read_metric(parts, result.final, runs.contrast, metric).cpu()
+    rows = patched.shape[0] if rows is None else rows
+    values = torch.empty(rows)
+    for start in range(0, rows, batch_size):
+        stop = min(start + batch_size, rows)
+        chunk = (patched[start:stop] if isinstance(patched, torch.Tensor) else patched(start, stop)).float()
+        embeddings = runs.embeddings[run].expand(stop - start, -1, -1)
+        result = run_graph(parts, graph, embeddings, None, graph.mask(chunk.to(embeddings.device)), runs.outputs[source])
+        values[start:stop] = read_metric(parts, result.final, runs.contrast, metric).cpu()
         if progress is not None:
-            progress(start + chunk.shape[0], patched.shape[0])
+            progress(stop, rows)
     return values
 
 
 def _exact(parts, graph, runs: PairRuns, metric, direction, batch_size, progress, number, pairs):
     """Each edge's and each node's exact score: one patched row per edge, then one per node."""
     run, _ = runs.oriented(direction)
-    rows = torch.cat([torch.eye(len(graph), dtype=torch.bool), graph.outgoing()])
+    outgoing = graph.outgoing()
+
+    def rows(start: int, stop: int) -> torch.Tensor:  # one edge a row, then one node (all its outgoing edges) a row
+        chunk = torch.zeros(stop - start, len(graph), dtype=torch.bool)
+        for row, index in enumerate(range(start, stop)):
+            if index < len(graph):
+                chunk[row, index] = True
+            else:
+                chunk[row] = outgoing[index - len(graph)]
+        return chunk
 
     def pair_progress(done: int, total: int) -> None:
         if progress is not None:
             progress(number * total + done, pairs * total)
 
-    values = patched_metrics(parts, graph, runs, metric, direction, rows, batch_size, pair_progress) - runs.metrics[run]
+    values = patched_metrics(parts, graph, runs, metric, direction, rows, batch_size, pair_progress,
+                             len(graph) + len(graph.senders)) - runs.metrics[run]
     return values[:len(graph)], values[len(graph):]
 
 

@@ -69,8 +69,8 @@ class CircuitGraph:
             self.senders.append(mlp)
         self.output = Node("logits", "logits", None)
         self.receivers.append(Receiver(self.output, None, len(self.senders)))
-        self.edges = [Edge(self.senders[s], receiver, 0) for receiver in self.receivers for s in range(receiver.senders)]
-        self.edges = [Edge(edge.sender, edge.receiver, index) for index, edge in enumerate(self.edges)]
+        pairs = [(self.senders[sender], receiver) for receiver in self.receivers for sender in range(receiver.senders)]
+        self.edges = [Edge(sender, receiver, index) for index, (sender, receiver) in enumerate(pairs)]
 
     @classmethod
     def of(cls, config: BertConfig) -> "CircuitGraph":
