@@ -251,3 +251,23 @@ def test_deberta_is_refused_in_words(tmp_path, tiny_vocab_file):
     ours, _ = bert.load_pretrained(str(tmp_path))
     with pytest.raises(InvalidInputError, match="DeBERTa's disentangled attention"):
         EncoderParts.of(ours)
+
+
+@pytest.mark.parametrize("family,architecture", [("roberta", "RobertaForMaskedLM"), ("distilbert", "DistilBertForMaskedLM"),
+                                                 ("albert", "AlbertForMaskedLM"), ("electra", "ElectraForMaskedLM")])
+def test_every_post_ln_family_gives_both_ends_exactly(family, architecture, tmp_path, tiny_vocab_file):
+    """RoBERTa, DistilBERT, ALBERT (one layer shared by every depth, E < H) and ELECTRA (E < H): no edge patched is
+    the run, every edge the other run, against the model's own forward pass."""
+    build_hf(family, architecture).save_pretrained(tmp_path)
+    write_tiny_tokenizer(tmp_path, tiny_vocab_file)
+    ours, tokenizer = bert.load_pretrained(str(tmp_path))
+    contrast = _far_apart(ours, tokenizer)
+    parts, graph = EncoderParts.of(ours), CircuitGraph.of(ours.config)
+    runs = pair_runs(parts, graph, contrast, "logit-difference")
+    with torch.no_grad():
+        expected = [float(ours(*encoding.tensors())[0, contrast.mask_position][[contrast.answer_id, contrast.foil_id]].diff().neg())
+                    for encoding in (contrast.clean, contrast.corrupted)]
+    values = patched_metrics(parts, graph, runs, "logit-difference", "noise",
+                             torch.stack([torch.zeros(len(graph)), torch.ones(len(graph))]).bool(), batch_size=2)
+    assert values.tolist() == pytest.approx(expected, abs=TOLERANCE)
+    assert abs(expected[0] - expected[1]) > 100 * TOLERANCE
