@@ -17,7 +17,8 @@ import torch
 
 from ... import attention as attn
 from ...errors import InvalidInputError
-from ...model import Bert, gelu
+from ...activations import activate
+from ...model import Bert
 
 
 def per_head_product(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
@@ -79,7 +80,7 @@ class LayerParts:
     def mlp(self, x: torch.Tensor) -> torch.Tensor:
         """What the MLP writes to the residual stream (with its output bias): [..., hidden]."""
         block = self.module.residual
-        post = gelu(block.mlp1(x), block.config)
+        post = activate(block.mlp1(x), block.activation)
         if block.gate is not None:
             post = post * block.gate(x)
         return block.mlp2(post)

@@ -1,0 +1,48 @@
+"""Whether a computation may start: its cost (bert/costs.py) against the server's budgets (viz_app/server/settings.py).
+No Streamlit here.
+
+- Within the per-request budget and what is left of the visitor's hour: it starts.
+- Above either, a student is told the numbers and what to lower, and nothing starts; the owner and the presenter
+  (viz_app/server/access.py) are told the same and may confirm, and then it starts (their hour is not counted).
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from bert.config import BertConfig
+from bert.costs import Cost
+from viz_app.server.access import Role
+from viz_app.server.settings import ServerSettings
+
+
+class Verdict(enum.Enum):
+    START = "start"
+    CONFIRM = "confirm"  # the owner or the presenter: it starts once they confirm
+    REFUSE = "refuse"  # a student: nothing starts
+
+
+@dataclass(frozen=True)
+class Decision:
+    verdict: Verdict
+    work: float  # BERT-base token passes
+    message: str = ""  # for CONFIRM and REFUSE: the numbers and what to lower
+
+
+def decide(cost: Cost, config: BertConfig, role: Role, settings: ServerSettings, spent_this_hour: float = 0.0) -> Decision:
+    """`spent_this_hour`: the visitor's computations that started in the last hour, in BERT-base token passes."""
+    work = cost.work(config)
+    left = max(settings.visitor_budget - spent_this_hour, 0.0)
+    if work <= settings.request_budget and work <= left:
+        return Decision(Verdict.START, work)
+    over = (f"a computation may cost {settings.request_budget:,}" if work > settings.request_budget
+            else f"a visitor's computations may cost {settings.visitor_budget:,} an hour, {left:,.0f} of which are left")
+    numbers = f"This needs {cost.describe()}: {work:,.0f} BERT-base token passes; on this server {over}."
+    lower = f" Lower {_listed(cost.lower)} to make it cheaper." if cost.lower else ""
+    if role is Role.STUDENT:
+        return Decision(Verdict.REFUSE, work, f"{numbers}{lower} Nothing was started; the teacher can raise the budget.")
+    return Decision(Verdict.CONFIRM, work, f"{numbers}{lower} It will hold one of the server's cores until it ends.")
+
+
+def _listed(settings: tuple[str, ...]) -> str:
+    return settings[0] if len(settings) == 1 else ", ".join(settings[:-1]) + " or " + settings[-1]
