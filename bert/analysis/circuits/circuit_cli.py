@@ -59,14 +59,15 @@ def _pairs(args) -> list[PairText]:
 
 def run(args) -> int:
     from ...pretrained import load_pretrained
-    from .faithfulness import faithfulness_curve
+    from .faithfulness import faithfulness_cost, faithfulness_curve
 
     if args.batch_size < 1 or args.steps < 1:
         raise InvalidInputError("--batch-size and --steps must be at least 1")
     pairs = _pairs(args)
     model, tokenizer = load_pretrained(args.model, device=args.device)
     checked = contrasts(tokenizer, pairs, model.config.max_position_embeddings)
-    cost = edge_scores_cost(model.config, max(len(c.clean) for c in checked), args.method, args.steps, len(checked))
+    tokens = max(len(c.clean) for c in checked)
+    cost = edge_scores_cost(model.config, tokens, args.method, args.steps, len(checked)) + faithfulness_cost(model.config, tokens, len(checked))
     log_device(model)
     log.info("cost: %s", cost.describe())
     scores = edge_scores(model, checked, args.method, args.metric, args.direction, args.steps, args.batch_size)
