@@ -11,6 +11,7 @@ import streamlit as st
 from viz_app import access, page_context, sentence_box, sidebar, state, visitor
 from viz_app.lessons import following
 from viz_app.navigation import DEFAULT_PAGE, GROUPS
+from viz_app.server import threads
 from viz_app.server_settings import SettingsError
 
 log = logging.getLogger("viz_app.Home")
@@ -24,6 +25,7 @@ except SettingsError as error:  # scripts/start_app.sh checks them before the st
     role = access.role_of(visitor.address(), class_mode=False, presenter=False)  # class mode or not is unknown
     st.error(f"The server's settings cannot be used ({access.failure(error, role)}).")
     st.stop()
+threads.set_once(this_visitor.settings)  # the first run of the server decides; nothing changes it per request
 
 pages = {
     group: [st.Page(f"../pages/{p.file}", title=p.title, icon=p.icon, url_path=p.url_path, default=p.url_path == DEFAULT_PAGE)

@@ -549,14 +549,9 @@ def _per_model(key: ModelKey) -> PerModel:
 
 @st.cache_data(show_spinner=False, max_entries=16, ttl=HOUR)
 def successor_runs(text: str, settings: ComparisonSettings, objectives: tuple[str, ...]) -> dict[str, ObjectiveRun]:
-    """The successors' tiny runs on this text (bert/pretraining/successors.py), on one core as the live run
-    (viz_app/tiny_training.py): on a small shared machine two threads wait on each other."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        return successors.compare(text, settings, objectives)
-    finally:
-        torch.set_num_threads(threads)
+    """The successors' tiny runs on this text (bert/pretraining/successors.py), on the server's threads
+    (viz_app/server/threads.py sets them once, at start)."""
+    return successors.compare(text, settings, objectives)
 
 
 @st.cache_resource(show_spinner=False)

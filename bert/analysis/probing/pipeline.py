@@ -69,7 +69,7 @@ from .scoring import (  # noqa: F401  (TaskResult, expected_hidden_states_index:
     CannotProbe, ProbeSettings, TaskResult, classification_task, expected_hidden_states_index, score_structural, sentence_tree,
     structural_baselines,
 )
-from .structural_probe import StructuralProbes, fit_structural_probes, one_cpu_thread
+from .structural_probe import StructuralProbes, fit_structural_probes
 from .task_table import TASKS, TEXT_TASKS, TREE_TASKS, can_run, needs, supported_tasks
 from .text_inputs import maskable, masked_features, masked_vocabulary, pair_encodings, pair_features, vocabulary_of
 from .treebank import Treebank
@@ -300,8 +300,7 @@ def probe_features(
         report(0.8, "training the structural probes")
         started = time.perf_counter()
         structural = fit_structural_probes(train_features, kinds, settings.structural, settings.seed, device)
-        with one_cpu_thread("cpu"):  # small per-sentence products and scipy's spanning trees
-            results.update(score_structural(structural, test_features, kinds, len(train_features.sentences)))
+        results.update(score_structural(structural, test_features, kinds, len(train_features.sentences)))
         baselines.update(structural_baselines(test_features, results))
         timings["structural"] = time.perf_counter() - started
     for name, result in results.items():
