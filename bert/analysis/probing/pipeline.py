@@ -57,6 +57,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
+from ...config import BertConfig
 from ...costs import Cost
 from ...devices import model_device
 from ...errors import InvalidInputError
@@ -187,11 +188,13 @@ def inputs_needed(tasks: Sequence[str]) -> tuple[str, ...]:
 
 def extract_features_cost(
     tokenizer: BertTokenizer, train: Treebank, test: Treebank | None, tasks: Sequence[str] | None, settings: ProbeSettings | None,
-    max_positions: int,
+    max_positions: int, config: BertConfig | None = None,
 ) -> Cost:
     """The passes `extract_features` makes, before it starts (max_positions: the model's longest input): each kept
     sentence once, each pair of consecutive sentences for the segment task, each sentence with a frequent word
-    again with it masked; padded to their batch's longest. The probes' training is not in it."""
+    again with it masked; padded to their batch's longest. The probes' training is not in it. With the model's
+    `config`, also the memory the features keep (`Cost.kept_bytes`): one vector per word at every hidden state,
+    and for the text tasks one per word piece of the inputs they read (at most)."""
     settings = settings or ProbeSettings()
     if test is None:
         if len(train) < MIN_SPLIT_SENTENCES:
@@ -199,19 +202,27 @@ def extract_features_cost(
         train, test = train.split(settings.test_fraction, settings.seed)
     inputs = inputs_needed(list(tasks) if tasks is not None else [t for t in train.tasks if t in test.tasks])
     lower = ("the number of sentences",)
-    cost, parts = Cost(0, 0, lower), []
+    cost, parts, vectors = Cost(0, 0, lower), [], 0
     for treebank in (train, test):
         kept, encodings, _ = encode_sentences(tokenizer, treebank.sentences, max_positions)
         parts.append(encodings)
         cost += batches_cost([len(e) for e in encodings], settings.batch_size, lower)
+        vectors += sum(len(treebank.sentences[i].words) for i in kept)
+        vectors += sum(len(e) for e in encodings) if "tokens" in inputs else 0
         if "pairs" in inputs:
             pairs = pair_encodings(tokenizer, [treebank.sentences[i] for i in kept], max_positions)
             cost += batches_cost([len(e) for e in pairs], settings.batch_size, lower)
+            vectors += sum(len(e) for e in pairs)
     if "masked" in inputs:
         wanted = set(vocabulary_of(parts))
         for encodings in parts:
-            cost += batches_cost([len(e) for e in encodings if maskable(e, wanted)], settings.batch_size, lower)
-    return cost
+            masked = [len(e) for e in encodings if maskable(e, wanted)]
+            cost += batches_cost(masked, settings.batch_size, lower)
+            vectors += len(masked)
+    if config is None:
+        return cost
+    kept = vectors * (config.num_layers + 1) * config.hidden_size * (2 if settings.float16 else 4)
+    return replace(cost, kept_bytes=kept, peak_bytes=kept)
 
 
 def extract_features(
