@@ -7,6 +7,7 @@ from bert.errors import InvalidInputError
 from viz_app import analysis_widgets, cache, heavy, page_costs, state, widgets
 from viz_app.views.logit_lens import lens_at
 from viz_app.views.saliency import METHOD_NAMES, integral_is_rough, method_note, saliency_view
+from viz_app.text import escape_markdown
 
 widgets.page_header(
     "Saliency",
@@ -57,6 +58,6 @@ if st.toggle(f"Draw the deletion curve: mask the tokens in the map's order and i
             with heavy.job(context, deletion, "Masking tokens in the map's order and at random"):
                 curve = cache.deletion_curve(*explained)
         except InvalidInputError as problem:  # every token is [CLS], [SEP] or [MASK]: nothing to remove
-            st.info(f"No deletion curve: {problem}. Add a word to the sentence to test the map.")
+            st.info(f"No deletion curve: {escape_markdown(str(problem))}. Add a word to the sentence to test the map.")
         else:
             widgets.show_chart(saliency_view(result, curve)["deletion"], key="deletion")

@@ -36,7 +36,8 @@ if key_a == key_b:
 try:
     loaded_b = cache.load_model(key_b)
 except (BertError, OSError, ValueError, RuntimeError) as error:
-    st.error(f"Could not load model B, {source_b!r} ({access.failure(error, context.visitor.role)}). "
+    st.error(f"Could not load model B, “{escape_markdown(str(source_b))}” "
+             f"({escape_markdown(access.failure(error, context.visitor.role))}). "
              "Pick another model.")
     st.stop()
 shared = cache.same_vocabulary(key_a, key_b)
