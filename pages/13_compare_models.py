@@ -46,8 +46,7 @@ name_a, name_b = context.key.source, source_b
 st.subheader("Predictions side by side")
 table = model_comparison.side_by_side(context.loaded, loaded_b, context.prepared, shared)
 if table.empty:
-    st.info("Nothing both models can predict for this input: put a [MASK] in the sentence (both need a masked-LM "
-            "head), or compare two classifiers, or two models with a next-sentence head and a second sentence.")
+    st.info(model_comparison.nothing_shared(context.loaded, loaded_b, context.prepared, shared))
 else:
     st.dataframe(table.rename(columns={"model A": f"A: {name_a}", "model B": f"B: {name_b}"}), hide_index=True)
 

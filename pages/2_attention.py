@@ -121,12 +121,15 @@ st.dataframe(
     table,
     hide_index=True,
     height=320,
+    width="content",
     column_config={
-        "layer": st.column_config.NumberColumn(width="small"),
-        "head": st.column_config.NumberColumn(width="small"),
-        "entropy": st.column_config.NumberColumn(format="%.2f bits", help=STATISTICS["entropy"]),
+        # pixel widths: every column fits the main column at 1366 px wide (sidebar open), none cut at the right edge
+        "layer": st.column_config.NumberColumn(width=55),
+        "head": st.column_config.NumberColumn(width=55),
+        "entropy": st.column_config.NumberColumn(format="%.2f bits", help=STATISTICS["entropy"], width=85),
         **{
-            name: st.column_config.ProgressColumn(help=STATISTICS[name], format="percent", min_value=0, max_value=1)
+            name: st.column_config.ProgressColumn(help=STATISTICS[name], format="percent", min_value=0, max_value=1,
+                                                  width=105)
             for name in names
             if name != "entropy"
         },
