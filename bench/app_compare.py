@@ -47,7 +47,7 @@ def child(root: Path, model: str, tokens: int, sentences: int, round_number: int
     from streamlit.testing.v1 import AppTest
 
     import bert
-    from viz_app import visitor
+    from viz_app.server import visitor
 
     visitor.address = lambda: "127.0.0.1"  # AppTest has no connection: play the person at the server's machine
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))

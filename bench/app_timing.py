@@ -35,8 +35,8 @@ from bench.make_random_bert import reference_for  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 HOME = ROOT / "viz_app" / "Home.py"
-ATTENTION = "../pages/2_attention.py"
-PREDICTION = "../pages/1_prediction.py"
+ATTENTION = "../pages/attention.py"
+PREDICTION = "../pages/prediction.py"
 TARGETS = {32: 0.25, 512: 1.5}
 WORDS = (
     "the old lighthouse keeper walked along the rocky shore every morning and counted the ships that passed "
@@ -78,7 +78,8 @@ def main() -> int:
 
     from streamlit.testing.v1 import AppTest
 
-    from viz_app import models, visitor
+    from viz_app.app import models
+    from viz_app.server import visitor
 
     visitor.address = lambda: "127.0.0.1"  # AppTest has no connection: play the person at the server's machine
     source = args.model or models.default_source()

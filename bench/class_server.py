@@ -65,7 +65,7 @@ from urllib.parse import urlencode
 
 from bench import class_following, classroom, hostile
 from bench.streamlit_session import Session
-from viz_app.local_server import ROOT, serve
+from viz_app.server.local_server import ROOT, serve
 
 SENTENCE_LABEL = "Sentence"
 
@@ -202,11 +202,11 @@ def _py_spy(pid: int, output: Path):
 # Where the server's time goes: the first category whose frame is on a sampled stack takes the sample.
 PROFILE_CATEGORIES = (
     ("clean-up after each run, with its gc.collect (Streamlit's runner.postScriptGC)", ("ScriptRunner._on_script_finished",)),
-    ("the model's forward pass and predictions (viz_app/forward.py)", ("record (viz_app/forward.py",)),
+    ("the model's forward pass and predictions (viz_app/app/forward.py)", ("record (viz_app/app/forward.py",)),
     ("building the prediction chart (viz_app/charts/prediction.py)", ("prediction_bars (",)),
     ("st.plotly_chart: figure to dict and JSON, element id", ("PlotlyMixin.plotly_chart (",)),
-    ("the sidebar: model picker, sentence box (viz_app/sidebar.py)", ("render (viz_app/sidebar.py",)),
-    ("the page's other elements: token chips, slider, text (pages/1_prediction.py)", ("1_prediction.py",)),
+    ("the sidebar: model picker, sentence box (viz_app/app/sidebar.py)", ("render (viz_app/app/sidebar.py",)),
+    ("the page's other elements: token chips, slider, text (pages/prediction.py)", ("pages/prediction.py",)),
     ("Home.py: navigation, URL state", ("Home.py",)),
     ("Streamlit's runner: message queue, hashing, session state", ("streamlit/runtime/",)),
     ("sending: websocket and event loop", ("starlette", "asyncio/", "uvicorn", "websockets/")),

@@ -5,7 +5,7 @@
     OMP_NUM_THREADS=1 python -m bench.classroom --students 4 --json out/classroom.json
     OMP_NUM_THREADS=1 python -m bench.classroom --recheck out/classroom.json      # check a run's pages again
 
-Starts `streamlit run viz_app/Home.py` on 127.0.0.1 (a free port, viz_app/local_server.py), opens one Chromium
+Starts `streamlit run viz_app/Home.py` on 127.0.0.1 (a free port, viz_app/server/local_server.py), opens one Chromium
 (Debian's package, driven by Playwright) with one browser context per student (each its own Streamlit session), all at once.
 Every student opens the prediction page, types a sentence of their own with one [MASK] and presses
 Ctrl+Enter. The time to predictions is from that key press until the page shows the predictions for *that*
@@ -30,9 +30,9 @@ import urllib.parse
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from viz_app.local_server import CHROMIUM, CHROMIUM_ARGS, ROOT, browser_missing, serve
+from viz_app.server.local_server import CHROMIUM, CHROMIUM_ARGS, ROOT, browser_missing, serve
 
-SHOWN = 10  # candidates the prediction page shows by default (its top_k slider, pages/1_prediction.py)
+SHOWN = 10  # candidates the prediction page shows by default (its top_k slider, pages/prediction.py)
 SUBJECTS = (
     "doctor", "farmer", "pilot", "baker", "teacher", "sailor", "painter", "singer", "driver", "nurse",
     "writer", "dancer", "miner", "tailor", "hunter", "judge", "priest", "soldier", "waiter", "lawyer",

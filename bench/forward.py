@@ -15,7 +15,7 @@ forward takes none; deberta-v3 has no segment embedding), nor is DistilBERT.
 
 Three comparisons, each a table:
 - recorded (1 x 16, 128, 512 tokens): ours keeping every hook (`run_with_cache`, names=None, logits at every
-  position); ours on the app's path (viz_app.forward.record's hooks: patterns, MLP activations, embeddings, the
+  position); ours on the app's path (viz_app.app.forward.record's hooks: patterns, MLP activations, embeddings, the
   LM head at the [MASK]s only); transformers' BertForMaskedLM, eager attention, output_attentions and
   output_hidden_states.
 - plain (1 x 16, 128, 512 and 8 x 128 tokens, the 8 rows padded to 64..128 real tokens): the encoder's final
@@ -59,7 +59,7 @@ import torch.nn.functional as F
 
 from bench.make_random_bert import BASE_CONFIGS, make_random_bert
 from bert import hook_name, load_pretrained
-from viz_app.forward import recorded_hooks
+from viz_app.app.forward import recorded_hooks
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -2,7 +2,7 @@
 
 - `Hostile`: sessions that each open the saliency page with a 511-token paragraph and the heaviest method the
   default budget lets a student start there (occlusion: 515 passes of 511 tokens, 32,900 BERT-base token passes on
-  the built-in model, under the 60,000 of a request; viz_app/server_settings.py), then the same with one word
+  the built-in model, under the 60,000 of a request; viz_app/server/settings.py), then the same with one word
   changed, again and again, until closed: what a student who keeps changing a word does.
 - `changed_input_seconds`: how soon a page whose input changed drops the long computation for the new one.
 - `idle_after`: how long after the heavy sessions closed the server's CPU went back to idle.

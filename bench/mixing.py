@@ -29,6 +29,7 @@ from bert import Bert, BertConfig  # noqa: E402
 from bert.analysis.attention import value_zeroing as zeroing  # noqa: E402
 from bert.analysis.attention.mixing import METHODS, context_mixing, record_for_mixing  # noqa: E402
 from bert.analysis.attention.mixing_parts import recorded_layers  # noqa: E402
+from bert.analysis.cosine import cosine_distance  # noqa: E402
 
 
 def times(fn, repeats: int) -> list[float]:
@@ -88,7 +89,7 @@ def main() -> None:
             for layer in layers:
                 original = zeroing.one_token_zeroed(model, layer, None)
                 for key in range(keys):
-                    zeroing.cosine_distance(zeroing.one_token_zeroed(model, layer, key), original)
+                    cosine_distance(zeroing.one_token_zeroed(model, layer, key), original)
 
         runs = [run * seq / keys for run in times(loop_some, args.heavy_repeats)]
         report("value zeroing, one-token loop", runs, reference, at)

@@ -34,9 +34,10 @@ def merge_heads(x: torch.Tensor) -> torch.Tensor:
     return rearrange(x, "batch head seq head_dim -> batch seq (head head_dim)")
 
 
-def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-    """q·k / sqrt(head_dim): [batch, head, query, head_dim] x [batch, head, key, head_dim] -> [batch, head, query, key]."""
-    return torch.matmul(q, k.transpose(-1, -2)).mul_(q.shape[-1] ** -0.5)
+def attention_scores(q: torch.Tensor, k: torch.Tensor, scale: float | None = None) -> torch.Tensor:
+    """q·k / scale (None: sqrt(head_dim)): [batch, head, query, head_dim] x [batch, head, key, head_dim] ->
+    [batch, head, query, key]."""
+    return torch.matmul(q, k.transpose(-1, -2)).mul_(1 / scale if scale is not None else q.shape[-1] ** -0.5)
 
 
 def padded_pairs(attention_mask: torch.Tensor, queries: bool = False) -> torch.Tensor:
@@ -93,12 +94,18 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tenso
     return (x.float() * cos + turned * sin).to(x.dtype)
 
 
+def mask_scores(scores: torch.Tensor, attention_mask: torch.Tensor | None, causal: bool = False, window: int | None = None,
+                padded_queries: bool = False) -> torch.Tensor:
+    """Scores with padded keys (with padded_queries, every key of a padded query too; if causal, the keys to the
+    right of each query; with a window, the keys farther than it) at the lowest score: what hook_scores records."""
+    scores = mask_outside_window(mask_padding(scores, attention_mask, padded_queries), window)
+    return mask_future(scores) if causal else scores
+
+
 def masked_scores(q: torch.Tensor, k: torch.Tensor, attention_mask: torch.Tensor | None, causal: bool = False,
                   window: int | None = None) -> torch.Tensor:
-    """attention_scores with padded keys (and, if causal, the keys to the right of each query; with a window, the
-    keys farther than it) at the lowest score: what hook_scores records."""
-    scores = mask_outside_window(mask_padding(attention_scores(q, k), attention_mask), window)
-    return mask_future(scores) if causal else scores
+    """attention_scores, masked (mask_scores)."""
+    return mask_scores(attention_scores(q, k), attention_mask, causal, window)
 
 
 def attention_pattern(q: torch.Tensor, k: torch.Tensor, attention_mask: torch.Tensor | None = None,

@@ -1,7 +1,7 @@
 """Reading and writing Hugging Face BERT checkpoints through one explicit key table.
 
 Strict: a missing, unexpected or mis-shaped tensor is a CheckpointError that names the key and the file (except the
-tensors a family lists as `unread`, which transformers skips too: bert/families/key_tables.py).
+tensors a family lists as `unread`, which transformers skips too: bert/families/).
 """
 from __future__ import annotations
 
@@ -17,7 +17,9 @@ from safetensors.torch import load_file, save_file
 
 from .config import BertConfig
 from .errors import CheckpointError
-from .families.key_tables import BASE_MODEL_PARTS, FAMILIES, Heads, split_key
+from .families.family import Heads
+from .families.registry import family_of
+from .families.tables import split_key
 from .model import Bert
 
 log = logging.getLogger(__name__)
@@ -32,9 +34,9 @@ def key_table(
     discriminator: bool = False,
 ) -> dict[str, str]:
     """ours -> Hugging Face, one line per tensor, for the config's family (without the base model's prefix, e.g.
-    `bert.`, that task models add). The tables themselves: bert/families/key_tables.py."""
+    `bert.`, that task models add). The tables themselves: each family's module in bert/families/."""
     heads = Heads(mlm_head, pooler, nsp_head, classifier, tagger, discriminator)
-    return FAMILIES[config.family].table(config, heads)
+    return family_of(config).table(config, heads)
 
 
 def task_head(hf_config: dict, state: dict[str, torch.Tensor], source: str, family: str = "bert") -> dict:
@@ -42,7 +44,7 @@ def task_head(hf_config: dict, state: dict[str, torch.Tensor], source: str, fami
     without `classifier.weight` (or the family's sequence-classifier tensors); where the tensors alone do not say
     whether it classifies sequences or tokens (BERT, ALBERT), config.json's `architectures` says which, and
     `id2label` names the labels."""
-    spec = FAMILIES[family]
+    spec = family_of(family)
     if spec.sequence_key is not None and spec.sequence_key in state:
         kind, out_key = "classifier", spec.sequence_out
     elif "classifier.weight" in state and spec.sequence_key is not None:
@@ -82,7 +84,7 @@ def read_state_dict(path: str | Path, family: str = "bert") -> dict[str, torch.T
         raw = {k: v for shard in shards for k, v in _read_tensors(path.parent / shard).items()}
     else:
         raw = _read_tensors(path)
-    return {_normalise(key, FAMILIES[family].prefix): tensor for key, tensor in raw.items()}
+    return {_normalise(key, family_of(family).prefix): tensor for key, tensor in raw.items()}
 
 
 def find_weights(folder: Path) -> Path:
@@ -95,7 +97,7 @@ def find_weights(folder: Path) -> Path:
 def model_from_state_dict(config: BertConfig, state: dict[str, torch.Tensor], source: str, hf_config: dict | None = None) -> Bert:
     """Build a Bert with the heads the checkpoint has and fill it, strictly, through the family's key table.
     `hf_config` (config.json as a dict) says what a `classifier` head is and names its labels."""
-    spec = FAMILIES[config.family]
+    spec = family_of(config)
     found = {head: key in state for head, key in spec.head_keys.items()}
     task = task_head(hf_config or {}, state, source, config.family)
     heads = dict(
@@ -129,7 +131,7 @@ def model_from_state_dict(config: BertConfig, state: dict[str, torch.Tensor], so
     shapes = {key: tensor.shape for key, tensor in model.state_dict().items()}
     unfilled = set(shapes) - set(table) - {"lm_head.unembedding.weight"}  # the tied one is set below
     if unfilled:
-        raise CheckpointError(f"{source}: the key table has no entry for {sorted(unfilled)[0]!r} (a bug in bert/families/key_tables.py)")
+        raise CheckpointError(f"{source}: the key table has no entry for {sorted(unfilled)[0]!r} (a bug in the family's key table, bert/families/)")
     ours = {}
     for our_key, entry in table.items():
         their_key, index, count = split_key(entry)
@@ -152,8 +154,8 @@ def to_hf_state_dict(model: Bert) -> dict[str, torch.Tensor]:
     """Our weights under Hugging Face's names (task-model layout: the base model's prefix on the encoder), on the CPU."""
     table = key_table(model.config, model.has_mlm_head, model.pooler is not None, model.has_nsp_head, model.has_classifier,
                       model.has_tagger, model.has_discriminator)
-    spec = FAMILIES[model.config.family]
-    prefix, base_parts = spec.prefix + ".", spec.base_parts or BASE_MODEL_PARTS
+    spec = family_of(model.config)
+    prefix, base_parts = spec.prefix + ".", spec.base_parts
     ours = model.state_dict()
     blocks: dict[str, list[torch.Tensor]] = {}  # checkpoint key -> its blocks in order (one for most)
     for our_key, entry in sorted(table.items(), key=lambda item: split_key(item[1])[1]):
@@ -163,19 +165,19 @@ def to_hf_state_dict(model: Bert) -> dict[str, torch.Tensor]:
 
 def hf_architecture(model: Bert) -> str:
     """The transformers class that loads all of this model's heads."""
-    name = FAMILIES[model.config.family].class_prefix
+    spec = family_of(model.config)
+    name = spec.class_prefix
     if model.has_classifier:
         return f"{name}ForSequenceClassification"
     if model.has_tagger:
         return f"{name}ForTokenClassification"
     if model.has_discriminator:
         if model.has_mlm_head:
-            raise CheckpointError("no transformers class holds both ELECTRA heads: save the generator and the discriminator apart")
-        return "ElectraForPreTraining"
+            raise CheckpointError("no transformers class holds both a replaced-token head and a masked-LM head: save the "
+                                  "generator and the discriminator apart")
+        return f"{name}ForPreTraining"
     if model.has_nsp_head:
-        if model.config.family == "albert":
-            return "AlbertForPreTraining" if model.has_mlm_head else "AlbertModel"
-        return "BertForPreTraining" if model.has_mlm_head else "BertForNextSentencePrediction"
+        return f"{name}ForPreTraining" if model.has_mlm_head else f"{name}{spec.sentence_head_alone}"
     return f"{name}ForMaskedLM" if model.has_mlm_head else f"{name}Model"
 
 

@@ -1,4 +1,4 @@
-"""Arguments shared by the command lines (`python -m bert ...`, `python -m viz_app.export_lesson`, bench/ scripts)."""
+"""Arguments shared by the command lines (`python -m bert ...`, `python -m viz_app.export.lesson`, bench/ scripts)."""
 from __future__ import annotations
 
 import argparse

@@ -1,9 +1,8 @@
 """The one configuration object every model in this project is built from: BERT and its family.
 
-BERT (Devlin et al. 2019) is the default; RoBERTa (Liu et al. 2019), DistilBERT (Sanh et al. 2019), ALBERT
-(Lan et al. 2020), ELECTRA (Clark et al. 2020), ModernBERT (Warner et al. 2024) and DeBERTa-v3 (He et al. 2021, 2023;
-Hugging Face's "deberta-v2" model type) are the same module tree with the differences the
-fields below state. Each family's Hugging Face config.json is read and written by bert/families/hf_configs.py.
+BERT (Devlin et al. 2019) is the default; every other family is the same module tree with the differences the
+fields below state. Which fields a family sets, and how its Hugging Face config.json reads and writes, is in that
+family's own module (bert/families/, listed in bert/families/registry.py); this file names none of them.
 """
 from __future__ import annotations
 
@@ -11,9 +10,9 @@ import dataclasses
 from dataclasses import dataclass
 
 from .errors import ConfigError
-from .families.differences import DEBERTA_DIFFERENCES, MODERNBERT_DIFFERENCES
+from .families.registry import MODEL_TYPES as FAMILIES  # Hugging Face's model_type of each family
+from .families.registry import family_of, read_hf_config, write_hf_config
 
-FAMILIES = ("bert", "roberta", "distilbert", "albert", "electra", "modernbert", "deberta-v2")  # Hugging Face's model_type of each
 ACTIVATIONS = ("gelu", "gelu_tanh", "relu", "silu")  # exact GELU, its tanh approximation, ReLU, SiLU (swish)
 # How a sequence classifier reads the encoder: through the pooler (BERT, ALBERT); or from the first token's
 # vector through dense + tanh (RoBERTa), dense + ReLU (DistilBERT's pre_classifier) or dense + GELU (ELECTRA); or
@@ -48,6 +47,7 @@ class BertConfig:
     # pad_token_id (Hugging Face's create_position_ids_from_input_ids). 0: positions count from 0 (the others).
     position_offset: int = 0
     embedding_size: int | None = None  # E: width of the embeddings; None: H. ALBERT, small ELECTRAs: E < H, projected to H
+    embedding_projection: bool = False  # a linear map E -> H even where E = H (ALBERT's embedding_hidden_mapping_in)
     shared_layers: bool = False  # ALBERT: one layer's weights applied num_layers times (Lan et al. 2020, section 3.1)
     # ALBERT's num_hidden_groups (G): the shared layers come in G groups with their own weights; the group
     # applications (num_layers / layers_per_group, Hugging Face's num_hidden_layers) go to group 0 first, then
@@ -172,8 +172,8 @@ class BertConfig:
 
     @property
     def projects_embeddings(self) -> bool:
-        """Whether a linear map takes the embeddings from E to H (ALBERT always, ELECTRA when E != H)."""
-        return self.family == "albert" or self.embedding_width != self.hidden_size
+        """Whether a linear map takes the embeddings from E to H (embedding_projection, or E != H)."""
+        return self.embedding_projection or self.embedding_width != self.hidden_size
 
     @property
     def position_rows(self) -> int:
@@ -225,70 +225,49 @@ class BertConfig:
 
     @classmethod
     def roberta_base(cls, **overrides) -> "BertConfig":
-        """RoBERTa-base (Liu et al. 2019): BERT-base's shape, a 50,265-token byte-level BPE, one segment, positions
-        after the padding index, no next-sentence head."""
-        fields = dict(family="roberta", vocab_size=50265, type_vocab_size=1, pad_token_id=1, position_offset=2,
-                      layer_norm_eps=1e-5, mlm_activation="gelu", sequence_head="dense_tanh")
-        return cls(**{**fields, **overrides})
+        """RoBERTa-base (Liu et al. 2019): BERT-base's shape, a 50,265-token byte-level BPE, <pad> = 1."""
+        return cls.of_family("roberta", **{"vocab_size": 50265, "pad_token_id": 1, "layer_norm_eps": 1e-5, **overrides})
 
     @classmethod
     def distilbert_base(cls, **overrides) -> "BertConfig":
-        """DistilBERT-base (Sanh et al. 2019): six layers distilled from BERT-base, no segments, no pooler."""
-        fields = dict(family="distilbert", num_layers=6, type_vocab_size=0, pooler=False, sequence_head="dense_relu")
-        return cls(**{**fields, **overrides})
+        """DistilBERT-base (Sanh et al. 2019): six layers distilled from BERT-base."""
+        return cls.of_family("distilbert", **{"num_layers": 6, **overrides})
 
     @classmethod
     def albert_base(cls, **overrides) -> "BertConfig":
-        """ALBERT-base (Lan et al. 2020): E=128 embeddings projected to H=768, one layer shared by all twelve,
-        a 30,000-token SentencePiece vocabulary, sentence-order prediction instead of next sentence."""
-        fields = dict(family="albert", vocab_size=30000, embedding_size=128, shared_layers=True, activation="gelu_tanh",
-                      pad_token_id=0, hidden_dropout=0.0, attention_dropout=0.0)
-        return cls(**{**fields, **overrides})
+        """ALBERT-base (Lan et al. 2020): E=128 embeddings projected to H=768, a 30,000-token SentencePiece vocabulary,
+        no dropout."""
+        return cls.of_family("albert", **{"vocab_size": 30000, "hidden_dropout": 0.0, "attention_dropout": 0.0, **overrides})
 
     @classmethod
     def electra_small(cls, **overrides) -> "BertConfig":
-        """ELECTRA-small (Clark et al. 2020) discriminator: E=128, H=256, 4 heads, projected embeddings, no pooler."""
-        fields = dict(family="electra", hidden_size=256, num_heads=4, intermediate_size=1024, embedding_size=128,
-                      pooler=False, sequence_head="dense_gelu", mlm_activation="gelu")
-        return cls(**{**fields, **overrides})
+        """ELECTRA-small (Clark et al. 2020) discriminator: E=128, H=256, 4 heads."""
+        sizes = dict(hidden_size=256, num_heads=4, intermediate_size=1024, embedding_size=128)
+        return cls.of_family("electra", **{**sizes, **overrides})
 
     @classmethod
     def electra_base(cls, **overrides) -> "BertConfig":
-        """ELECTRA-base (Clark et al. 2020) discriminator: BERT-base's shape, no pooler."""
-        fields = dict(family="electra", pooler=False, sequence_head="dense_gelu", mlm_activation="gelu")
-        return cls(**{**fields, **overrides})
+        """ELECTRA-base (Clark et al. 2020) discriminator: BERT-base's shape."""
+        return cls.of_family("electra", **overrides)
 
     @classmethod
     def modernbert_base(cls, **overrides) -> "BertConfig":
-        """ModernBERT-base (Warner et al. 2024): 22 pre-norm layers, H=768, 12 heads, GeGLU of 1,152, no biases,
-        rotary positions, a 128-token window in every layer but each third, a 50,368-token BPE, 8,192 positions."""
-        fields = dict(vocab_size=50368, num_layers=22, intermediate_size=1152, max_position_embeddings=8192, pad_token_id=50283)
-        return cls.of_family("modernbert", **{**fields, **overrides})
+        """ModernBERT-base (Warner et al. 2024): 22 layers, H=768, 12 heads, GeGLU of 1,152, a 50,368-token BPE,
+        8,192 positions."""
+        sizes = dict(vocab_size=50368, num_layers=22, intermediate_size=1152, max_position_embeddings=8192, pad_token_id=50283)
+        return cls.of_family("modernbert", **{**sizes, **overrides})
 
     @classmethod
     def deberta_v3_base(cls, **overrides) -> "BertConfig":
-        """DeBERTa-v3-base (He et al. 2023): BERT-base's shape, a 128,100-token SentencePiece vocabulary, no position
-        table, disentangled attention over 256 log buckets of relative position."""
+        """DeBERTa-v3-base (He et al. 2023): BERT-base's shape, a 128,100-token SentencePiece vocabulary."""
         return cls.of_family("deberta-v2", **{"vocab_size": 128100, **overrides})
 
     @classmethod
     def of_family(cls, family: str, **fields) -> "BertConfig":
-        """A config of any size with the family's differences (what the named constructors set besides sizes):
-        e.g. `BertConfig.of_family("roberta", hidden_size=64, num_layers=2, ...)` for a fresh small RoBERTa.
-        ALBERT's embeddings are E = min(128, H) wide unless embedding_size is given."""
-        differences = {
-            "bert": {},
-            "roberta": dict(type_vocab_size=1, position_offset=fields.get("pad_token_id", 0) + 1, mlm_activation="gelu",
-                            sequence_head="dense_tanh"),
-            "distilbert": dict(type_vocab_size=0, pooler=False, sequence_head="dense_relu"),
-            "albert": dict(shared_layers=True, activation="gelu_tanh", embedding_size=min(128, fields.get("hidden_size", 768))),
-            "electra": dict(pooler=False, sequence_head="dense_gelu", mlm_activation="gelu"),
-            "modernbert": MODERNBERT_DIFFERENCES,
-            "deberta-v2": DEBERTA_DIFFERENCES,
-        }
-        if family not in differences:
-            raise ConfigError(f"family must be one of {FAMILIES}, not {family!r}")
-        return cls(**{"family": family, **differences[family], **fields})
+        """A config of any size with the family's differences (its module's `differences`, bert/families/): e.g.
+        `BertConfig.of_family("roberta", hidden_size=64, num_layers=2, ...)` for a fresh small RoBERTa. ALBERT's
+        embeddings are E = min(128, H) wide unless embedding_size is given."""
+        return cls(**family_of(family).config_fields(fields))
 
     def replace(self, **changes) -> "BertConfig":
         return dataclasses.replace(self, **changes)
@@ -297,12 +276,8 @@ class BertConfig:
     def from_hf_dict(cls, hf: dict) -> "BertConfig":
         """Read a Hugging Face config.json (as a dict) of any family, by its model_type. Raises ConfigError (a
         ValueError) for what we cannot run."""
-        from .families.hf_configs import config_from_hf
-
-        return config_from_hf(cls, hf)
+        return cls(**read_hf_config(hf))
 
     def to_hf_dict(self) -> dict:
         """config.json for this family, as transformers writes it."""
-        from .families.hf_configs import config_to_hf
-
-        return config_to_hf(self)
+        return write_hf_config(self)

@@ -18,11 +18,11 @@ import urllib.request
 from pathlib import Path
 
 from .checkpoint import WEIGHT_FILES
-from .config import FAMILIES
+from .families.registry import MODEL_TYPES as FAMILIES
 from .errors import DownloadError, ModelNotFoundError
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
-# The config.json model types this project loads: BERT and its families (bert/config.py's FAMILIES: RoBERTa, Liu et
+# The config.json model types this project loads: BERT and its families (bert/families/registry.py: RoBERTa, Liu et
 # al. 2019; DistilBERT, Sanh et al. 2019; ALBERT, Lan et al. 2020; ELECTRA, Clark et al. 2020; ModernBERT, Warner et
 # al. 2024; DeBERTa-v3, He et al. 2023, model type deberta-v2).
 MODEL_TYPES = FAMILIES

@@ -51,11 +51,6 @@ def layer_labels(num_layers: int) -> list[str]:
     return [layer_label(layer) for layer in range(num_layers)]
 
 
-def hidden_states_index_after(layer: int) -> int:
-    """The hidden_states index of layer `layer`'s output: layer + 1."""
-    return int(layer) + 1
-
-
 def from_one_based(published: int) -> int:
     """A layer or head numbered from 1 in a paper (Clark et al. 2019, Hewitt and Manning 2019) in this numbering."""
     if int(published) < 1:

@@ -21,6 +21,7 @@ from tokenizers import AddedToken, Tokenizer, processors
 from tokenizers.implementations import BertWordPieceTokenizer, ByteLevelBPETokenizer
 
 from .errors import InputTooLongError, InvalidInputError, ModelNotFoundError
+from .families.registry import FAMILIES
 from .pieces import WORDPIECE, PieceStyle, byte_level_bpe, sentencepiece
 from .sentencepiece_model import unigram_tokenizer
 
@@ -29,13 +30,7 @@ TYPED_MASK = "[MASK]"  # how users write the mask token, whatever the model's ow
 
 ROLES = ("cls", "sep", "mask", "pad", "unk")  # cls: first token (RoBERTa's bos); sep: ends each sentence (its eos)
 BERT_SPECIAL_TOKENS = {"cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]", "pad": "[PAD]", "unk": "[UNK]"}
-# What each family's tokenizer uses when its folder does not say (transformers' defaults for these classes).
-DEFAULT_SPECIAL_TOKENS = {
-    "bert": BERT_SPECIAL_TOKENS, "distilbert": BERT_SPECIAL_TOKENS, "electra": BERT_SPECIAL_TOKENS,
-    "roberta": {"cls": "<s>", "sep": "</s>", "mask": "<mask>", "pad": "<pad>", "unk": "<unk>"},
-    "albert": {"cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]", "pad": "<pad>", "unk": "<unk>"},
-    "deberta-v2": BERT_SPECIAL_TOKENS,  # DeBERTa-v3's SentencePiece vocabulary names them as BERT does
-}
+# What each family's tokenizer uses where its folder does not say: its module's special_tokens (bert/families/).
 # tokenizer_config.json / special_tokens_map.json keys for each role, the first one present wins
 _ROLE_KEYS = {"cls": ("cls_token", "bos_token"), "sep": ("sep_token", "eos_token"), "mask": ("mask_token",),
               "pad": ("pad_token",), "unk": ("unk_token",)}
@@ -352,8 +347,10 @@ def load_tokenizer(folder: str | Path, config: dict | None = None) -> BertTokeni
     model_type = config.get("model_type") or _family_from_class(tokenizer_config.get("tokenizer_class", ""))
     special_tokens = _special_tokens(model_type, tokenizer_config, _read_json(folder / "special_tokens_map.json"))
     tokenizer = _read_tokenizer(folder, model_type, special_tokens, tokenizer_config)
-    token_types = config.get("type_vocab_size", 2 if model_type in ("bert", "albert", "electra", None) else 1)
-    return BertTokenizer(tokenizer, _longest_input(config, model_type), special_tokens, token_types)
+    family = FAMILIES.get(model_type or "bert")
+    token_types = config.get("type_vocab_size", family.token_types if family is not None else 1)
+    longest = family.longest_input(config) if family is not None else int(config.get("max_position_embeddings", 512))
+    return BertTokenizer(tokenizer, longest, special_tokens, token_types)
 
 
 def _read_tokenizer(folder: Path, model_type: str | None, special_tokens: dict[str, str], tokenizer_config: dict) -> Tokenizer:
@@ -386,7 +383,8 @@ def _read_tokenizer(folder: Path, model_type: str | None, special_tokens: dict[s
 
 
 def _special_tokens(model_type: str | None, tokenizer_config: dict, special_map: dict) -> dict[str, str]:
-    tokens = dict(DEFAULT_SPECIAL_TOKENS.get(model_type or "bert", BERT_SPECIAL_TOKENS))
+    family = FAMILIES.get(model_type or "bert")
+    tokens = dict(family.special_tokens if family is not None else BERT_SPECIAL_TOKENS)
     for role, keys in _ROLE_KEYS.items():
         for source in (special_map, tokenizer_config):
             value = next((source[key] for key in keys if source.get(key)), None)
@@ -396,16 +394,9 @@ def _special_tokens(model_type: str | None, tokenizer_config: dict, special_map:
     return tokens
 
 
-def _longest_input(config: dict, model_type: str | None) -> int:
-    positions = int(config.get("max_position_embeddings", 512))
-    if model_type == "roberta":  # positions are numbered from padding_idx + 1 (Liu et al. 2019; transformers' RoBERTa)
-        return positions - int(config.get("pad_token_id", 1)) - 1
-    return positions
-
-
 def _family_from_class(tokenizer_class: str) -> str | None:
     name = tokenizer_class.lower().removesuffix("fast").removesuffix("tokenizer")
-    return name if name in DEFAULT_SPECIAL_TOKENS else None
+    return next((family.model_type for family in FAMILIES.values() if family.class_prefix.lower() == name), None)
 
 
 def _piece_style(tokenizer: Tokenizer, mask_token: str) -> PieceStyle:

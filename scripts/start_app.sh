@@ -38,7 +38,7 @@ if [[ "$download" != "1" ]]; then
 fi
 if [[ "$host" == "0.0.0.0" ]]; then host=""; fi
 # class mode: prints the two links and gives the presenter's key (nothing otherwise); bad settings stop here
-key="$(python3 -m viz_app.class_links "${app_args[@]}" --port "$port" ${host:+--host "$host"})"
+key="$(python3 -m viz_app.server.class_links "${app_args[@]}" --port "$port" ${host:+--host "$host"})"
 if [[ -n "$key" ]]; then export BERT_INSIDE_PRESENTER_KEY="$key"; fi  # the app reads it: the printed link works
 if ((${#app_args[@]})); then args+=(-- "${app_args[@]}"); fi
 exec python3 -m streamlit run viz_app/Home.py "${args[@]}"

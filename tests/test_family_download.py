@@ -92,7 +92,7 @@ def test_download_fetches_what_the_familys_tokenizer_needs(family_hub, family_re
 
 
 def test_the_app_lists_the_downloaded_families(family_hub):
-    from viz_app.models import cached_bert_models
+    from viz_app.app.models import cached_bert_models
 
     for repo_id in REPOS:
         hub.download(repo_id)

@@ -78,7 +78,7 @@ def test_load_pretrained_without_download_says_how_to_get_the_model(unreachable_
 
 
 def test_progress_for_the_app_follows_huggingface_hubs_bars(local_hub, hub_repos):
-    from viz_app.download import ProgressTally, download_with_progress
+    from viz_app.server.downloads import ProgressTally, download_with_progress
 
     tally = ProgressTally()
     hub.download(REPO, tqdm_class=tally.tqdm_class())

@@ -4,7 +4,7 @@ Users have the repository, not its history: no numbered work sessions, no issue 
 project started from ("seed 000", "seeds/000") and no `../shared` folder beside the checkout. The text cites
 papers and the project's own files instead. Scanned: README.md and docs/; every Markdown, YAML and text file of
 bert/, viz_app/, pages/, recipes/, bench/ and tests/ (model cards, data notes, lessons); the docstrings, string
-literals and comments of their Python files and of scripts/ (this file's own examples aside); the `--help` of `python -m bert`, of every subcommand and of `python -m viz_app.export_lesson`.
+literals and comments of their Python files and of scripts/ (this file's own examples aside); the `--help` of `python -m bert`, of every subcommand and of `python -m viz_app.export.lesson`.
 A failure names the file (or command) and line.
 """
 from __future__ import annotations
@@ -99,9 +99,9 @@ def test_docstrings_strings_and_comments():
 
 def help_texts() -> dict[str, str]:
     """The --help output of `python -m bert` and of each of its subcommands, run in this process, and of the app's
-    `python -m viz_app.export_lesson`."""
+    `python -m viz_app.export.lesson`."""
     from bert.__main__ import main
-    from viz_app.export_lesson import parser as export_lesson_parser
+    from viz_app.export.lesson import parser as export_lesson_parser
 
     def help_of(*args: str) -> str:
         out = io.StringIO()
@@ -112,7 +112,7 @@ def help_texts() -> dict[str, str]:
     top = help_of()
     commands = re.search(r"\{([a-z_,-]+)\}", top).group(1).split(",")
     return {"python -m bert --help": top, **{f"python -m bert {c} --help": help_of(c) for c in commands},
-            "python -m viz_app.export_lesson --help": export_lesson_parser().format_help()}
+            "python -m viz_app.export.lesson --help": export_lesson_parser().format_help()}
 
 
 def test_command_line_help(monkeypatch):

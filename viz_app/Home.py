@@ -2,17 +2,17 @@
 
 The entry script: sets up the page, reads a shared link's query parameters once, draws the shared sidebar
 (the model) and, at the top of every page that reads it, the sentence box, then runs the chosen page from the
-top-level pages/ folder (every page is listed once, in viz_app/navigation.py).
+top-level pages/ folder (every page is listed once, in viz_app/app/navigation.py).
 """
 import logging
 
 import streamlit as st
 
-from viz_app import access, page_context, sentence_box, sidebar, state, visitor
+from viz_app.server import access, heavy, threads, visitor
+from viz_app.app import page_context, sentence_box, sidebar, state
 from viz_app.lessons import following
-from viz_app.navigation import DEFAULT_PAGE, GROUPS, PAGES
-from viz_app.server import threads
-from viz_app.server_settings import SettingsError
+from viz_app.app.navigation import DEFAULT_PAGE, GROUPS, PAGES
+from viz_app.server.settings import SettingsError
 
 log = logging.getLogger("viz_app.Home")
 HOME_PATH = "home"  # reserved by the default page (served at "/"), never linked
@@ -49,7 +49,8 @@ sentence = sentence_box.render(page.url_path, model.loaded)  # None where the pa
 state.write_url(model.key.source if model.key else None)
 with page_context.serve(page_context.Context(model, sentence, this_visitor)):  # pages get it from widgets.require()
     try:
-        page.run()
+        with heavy.refusing_outside_jobs():  # a heavy computation goes through heavy.run (its price, its slot)
+            page.run()
     except Exception as error:  # a page's own failure (st.stop and page switches are not Exceptions)
         log.exception("the %s page failed", page.url_path)  # the traceback, for the server's log
         if this_visitor.role.may_choose_any_model:  # the owner and the presenter may read the server's paths

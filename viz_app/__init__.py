@@ -1,42 +1,34 @@
 """The Streamlit app around the `bert` package: `streamlit run viz_app/Home.py`; page scripts live in `pages/`.
 
 Layers, top to bottom. A module imports only from its own layer or the layers above it; nothing imports
-upwards, there are no import circles and no imports inside functions that would hide one (tests/app/
-test_layers.py walks the imports).
+upwards, there are no import circles and no imports inside functions that would hide one (tests/app/app/
+test_layers.py walks the imports). The folders show them:
 
 1. `bert/`: the library. It never imports the app.
 2. Pure helpers: plain Python, no Streamlit session, no caches. Testable without Streamlit, used alike by the
    pages, the lessons and the HTML exports.
-   - `models.py`: `ModelKey`, `ModelChoice`, `LoadedModel`, `PickedModel`, `load(key)`, `summarize`.
-   - `forward.py`: `InputProblem`, `PreparedInput` (`prepare_input`), `SentenceInput`, `ForwardResult` (`record`).
-   - `text.py`: turning tokens back into text, Markdown escaping, token chip labels. It and the chart builders
-     import neither Streamlit nor `bert.analysis` (tests/app/test_layers.py checks `sys.modules`).
+   - `app/`: the registry of pages (`navigation.py`: one `Page` entry each, its address, title, group, sentence
+     box, URL parameters and spec), how a URL parameter is spelt (`url_params.py`), `models.py` (`ModelKey`,
+     `LoadedModel`, `load`), `forward.py` (`PreparedInput`, `ForwardResult`, `record`), `text.py`, `tables.py`,
+     `label_names.py`, `generators.py`, `page_context.py` (the `Context` Home.py hands the running page).
    - `charts/`: chart builders: arrays in, a `Chart` (a plotly figure with the numbers behind it) out.
-   - `views/`: one module per page that has a view, each with one function that turns the page's settings
-     and its result into the page's charts (see "How a page is written" below).
-   - `navigation.py`: every page once, one `Page` entry each (its address, file, title, icon, group, whether it
-     shows the sentence box, its URL parameters, its lesson view); the navigation, the sentence box, `LINK_PARAMS`
-     (kept in the URL by `state.py`, a widget's value with `state.kept`) and the lessons' pages and choices are
-     read from it. `params.py`: how a URL parameter is
-     spelt (`Param`) and those every page shares (the sentence box's, the sidebar's).
-   - `page_context.py`: the `Context` Home.py hands the running page: the picked model, the sentence box's
-     input and the visitor (a context variable, so a page never sees another session's).
-   - who may do what: `access.py` (the owner at the server's machine, the presenter, students: the models each
-     may pick, the one line for a model not offered, the `Visitor`), `server_settings.py` (class mode, offered
-     folders, the presenter's key: flags, environment, settings file), `class_room.py` (the class the presenter
-     moves, its two links), `class_links.py` (the links printed when scripts/start_app.sh --class starts).
-   - what pages compute beside the library: `tables.py`, `head_ablation.py`, `architecture.py`, `sentence_tasks.py`,
-     `word_contexts.py`, `model_comparison.py`, `corpus_search.py`, `tiny_training.py`, `export_html.py`,
-     `download.py`, `label_names.py`, `probe_runs.py`; and `lessons/` (format, computed, resolve, views,
-     export), which builds a lesson's figures with the same view functions as the pages.
-3. Caches: `cache.py`, every `st.cache_resource` and `st.cache_data` of the app, keyed by a `ModelKey` (never
-   the model object) and, for one input, a `PreparedInput` (hashed by its `key`: text, pair, masks, truncate).
-4. Widgets and sidebar (Streamlit): `state.py` (session state <-> the URL), `widgets.py` (`require()` gives a
-   page its `Context`, `show_chart`, ...), `analysis_widgets.py`, `sidebar.py`, `sentence_box.py`,
-   `visitor.py` (the visitor of a browser session; its address read in one place), `lessons/session.py`,
-   `lessons/following.py` (the class panel above a student's page, the presenter's box), and each page
-   family's widgets (`live_run.py`, `pretraining_figures.py`, the probes page's modules).
-5. Pages (`pages/*.py`) and `Home.py`. Nothing imports them.
+   - `specs/`: one module per page, named by its address (`specs/base.py`: the protocol, `Settings`,
+     `computations`, `Computation` = cost + compute, `view`); `specs/catalog.py` lists those written so. Pages not
+     yet written as a spec keep their view function in `views/` and their cost in `page_costs.py`.
+   - `server/` (its plain parts): who may do what (`access.py`, `settings.py`), the class a presenter moves
+     (`class_room.py`, `class_links.py`), the budgets (`budget.py`), the heavy computations' slots
+     (`heavy_jobs.py`), the live training room (`training_room.py`), safe parsers, uploads, downloads.
+   - `export/`: a page's figures as HTML (`html.py`), a notebook (`notebook.py`), a lesson (`lesson.py`); and
+     `lessons/` (format, computed, resolve, views, costs), which draws a lesson's figures with the pages' specs.
+3. Caches: `cache.py`, the `st.cache_resource` and `st.cache_data` wrappers of the app, keyed by a `ModelKey`
+   (never the model object) and, for one input, a `PreparedInput` (hashed by its `key`); `cache.computed` is every
+   spec's. The server's shared objects that are not caches: `server/singletons.py`.
+4. Widgets and sidebar (Streamlit): `app/state.py` (session state <-> the URL), `app/widgets.py` (`require()`
+   gives a page its `Context`, `show_chart`, ...), `app/analysis_widgets.py`, `app/sidebar.py`,
+   `app/sentence_box.py`, `server/visitor.py`, `server/sessions.py`, `server/heavy.py` (`run`: the one road to a
+   heavy computation), `lessons/session.py`, `lessons/following.py`, and the widgets of some page families
+   (`specs/how_bert_was_trained/live_run.py`, `figures.py`, `specs/probes/`).
+5. Pages (`pages/<url_path>.py`) and `Home.py`. Nothing imports them.
 
 One value for one idea:
 - The model key: `ModelKey(source, folder, revision)`, a small frozen hashable dataclass. `source` is what the
@@ -61,16 +53,6 @@ One value for one idea:
   (`cache.predictions_and_attention`: predictions, q and k); the pages that draw MLP activations or embeddings
   read `cache.forward`, which records those too.
 
-How a page is written (Streamlit's own `hello` app does the same), top to bottom, with no writes meant for
-the next rerun:
-
-    context = widgets.require()                          # the model and the prepared input, or a message
-    settings = AttentionSettings(layer=st.selectbox(...), ...)   # widgets (bound to the URL)
-    result = cache.forward(context.key, context.prepared)  # a cached function
-    charts = attention_view(settings, result)            # the view function (viz_app/views/attention.py)
-    widgets.show_chart(charts["pattern"], key="pattern") # render
-
-The lesson steps and the exported handouts call the same view function with the step's settings
-(`Settings.from_state(state, ...)`, which clamps a value the way the page's picker would), so a figure is
-built in one place only.
+How a page is written: docs/app.md, "Adding a page" (one spec module, one page file, one registry entry); the
+mixing page (`specs/rollout.py`, pages/rollout.py) is the worked example.
 """

@@ -22,25 +22,24 @@
 - the probes' word vectors, per (model, data, word pieces, inputs): one store for the server, shared read-only
   (the probes only read them), at most PROBE_FEATURE_ENTRIES sets and PROBE_FEATURE_BYTES for an hour
   (viz_app/server/memory.py): BERT-base on all of UD EWT is about 2 GB, and a student may not start a set over the
-  server's memory budget. Each run of the probes on them: `st.cache_data`, so other tasks or seeds on the same data skip the model.
-- every other analysis a page runs (corpus head statistics, logit lens, head ablation, attention flow, context mixing,
-  saliency, a DeBERTa layer's score terms, a word's contexts, sentence tasks, model comparison, a lesson's step and its figures):
+  server's memory budget. Each run of the probes on them: `st.cache_data`, so other tasks or seeds on the same data
+  skip the model.
+- a page spec's computations (viz_app/specs/base.py: context mixing, attention flow): `computed`, one
+  `st.cache_data` for all, keyed by the computation's name, the model's key, the input and the work.
+- every other analysis a page runs (corpus head statistics, logit lens, head ablation, saliency, a DeBERTa layer's score terms, a word's contexts, sentence tasks, model comparison, a lesson's step and its figures):
   `st.cache_data`, keyed by the model's `ModelKey` and the inputs, never by the model object. A `PreparedInput`
   is keyed by its `key` (text, pair, masks, truncate): it is tokenized once, by the sentence box, and never here
   (but for the next-sentence check, which encodes the pair in both orders).
-- the room where tiny BERTs train live (one run at a time per server): `st.cache_resource`.
 - the Features page: a sparse autoencoder per (model, folder), and each scan over a corpus (every neuron of a
   layer, or every feature, from one pass): `st.cache_resource`, shared read-only (arrays marked so); a
   sentence's features, a feature's promoted tokens and the [MASK] guess with a feature switched: `st.cache_data`.
-- the class a presenter moves (viz_app/class_room.py), one per server and presenter key: `st.cache_resource`.
-- the server's heavy computations (viz_app/heavy_jobs.py: slots, one per visitor, each visitor's hour):
-  `st.cache_resource`, one per server.
+The server's shared objects that are not caches (the heavy computations' slots, the class room, the live
+training room) are in viz_app/server/singletons.py.
 """
 
 from __future__ import annotations
 
 import hashlib
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -48,10 +47,9 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from bert.analysis.attention import head_stats, rollout
+from bert.analysis.attention import head_stats
 from bert.layers import layer_label
 from bert.analysis.attention.attention_stats import HeadStatistics
-from bert.analysis.attention.mixing import ContextMixing
 from bert.analysis.attention.score_terms import ScoreTerms, score_terms as split_scores
 from bert.analysis.attention.words import word_groups
 from bert.analysis.attribution import deletion
@@ -81,22 +79,22 @@ from bert.pretraining import successors
 from bert.pretraining.successors import ComparisonSettings, ObjectiveRun
 from bert.errors import InvalidInputError
 from bert.replaced_tokens import ReplacedTokens, check_pair, fill_and_detect, replaced_token_scores
-from viz_app import (architecture, causal_tracing, corpus_search, features, generators, head_ablation, mixing, models, page_costs,
-                     probe_runs, sentence_tasks, sessions, text, word_contexts)
-from viz_app.class_room import ClassRoom, class_links, network_host
+from viz_app.specs import architecture, causal_tracing, corpus_search, features, head_ablation, sentence_tasks, word_contexts
+from viz_app.app import generators, models, text
+from viz_app import page_costs
+from viz_app.specs.probes import runs as probe_runs
 from viz_app.charts.base import Chart
-from viz_app.forward import ForwardResult, PreparedInput, record
-from viz_app.heavy_jobs import HeavyJobs, nicer_thread
+from viz_app.specs.base import Computation, Inputs
+from viz_app.app.forward import ForwardResult, PreparedInput, record
 from viz_app.lessons import costs as lesson_costs
 from viz_app.lessons.format import Lesson
 from viz_app.lessons.resolve import SIDEBAR_KEYS, ResolvedStep, resolve
 from viz_app.lessons.views import PerModel, view_charts
-from viz_app.budget import MB
-from viz_app.models import ModelKey
+from viz_app.app.models import ModelKey
+from viz_app.app.tables import EmbeddingTables, model_tables, table_subspaces
+from viz_app.server.budget import MB
 from viz_app.server.memory import BoundedStore
-from viz_app.server_settings import MEMORY_BUDGET
-from viz_app.tables import EmbeddingTables, model_tables, table_subspaces
-from viz_app.tiny_training import TinyTrainingRuns
+from viz_app.server.settings import MEMORY_BUDGET
 from viz_app.views.attention import AttentionSettings, attention_view
 from viz_app.views.attention import head_statistics as attention_statistics
 
@@ -128,12 +126,6 @@ def _model_choices(cache_dir: str, minilm_head_present: bool) -> list[models.Mod
 
 FORWARD_ENTRIES = 16
 HOUR = 3600
-
-
-@st.cache_resource(show_spinner=False)
-def heavy_jobs(slots: int) -> HeavyJobs:
-    """The server's heavy computations: `slots` at a time; each stops when its browser session is gone."""
-    return HeavyJobs(slots, connected=sessions.is_connected, lower_priority=nicer_thread)
 
 
 @st.cache_resource(show_spinner="Running the model…", max_entries=FORWARD_ENTRIES, ttl=HOUR, hash_funcs=BY_INPUT)
@@ -262,21 +254,9 @@ def corpus_statistics(key: ModelKey, sentences: list, pairs: bool):
     return result
 
 
-@st.cache_data(show_spinner="Solving the max-flow problems…", max_entries=16)
-def attention_flow(attention: np.ndarray, layer: int) -> np.ndarray:
-    return rollout.attention_flow(rollout.head_average(attention), layer=layer)
-
-
-@st.cache_data(show_spinner=False, max_entries=32, hash_funcs=BY_INPUT)
-def context_mixing(key: ModelKey, prepared: PreparedInput, method: str) -> ContextMixing:
-    """One method's matrices (viz_app/mixing.py). The page runs every method inside viz_app/heavy.py's job (the
-    budget, the slot, the stop): all but the attention weights grow with the tokens."""
-    return mixing.compute(load_model(key), prepared, method)
-
-
 @st.cache_data(show_spinner=False, max_entries=32, hash_funcs=BY_INPUT)
 def score_terms(key: ModelKey, prepared: PreparedInput, layer: int) -> dict[tuple[int, int], ScoreTerms]:
-    """A DeBERTa layer's three score terms for every head (the attention page runs it inside viz_app/heavy.py's job)."""
+    """A DeBERTa layer's three score terms for every head (the attention page runs it inside viz_app/server/heavy.py's job)."""
     return split_scores(load_model(key).model, prepared.masked, layer)
 
 
@@ -291,7 +271,7 @@ def head_ranking(key: ModelKey, prepared: PreparedInput, position: int, mode: st
     return head_ablation.head_ranking(load_model(key), prepared, position, mode, lambda: mean_head_outputs(key))
 
 
-# ---- causal tracing: patching on two sentences, noise on one (viz_app/causal_tracing.py) --------------------------
+# ---- causal tracing: patching on two sentences, noise on one (viz_app/specs/causal_tracing.py) --------------------------
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -308,13 +288,13 @@ def attribution_patching(key: ModelKey, request: causal_tracing.PatchingRequest)
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def exact_patching(key: ModelKey, request: causal_tracing.PatchingRequest) -> PatchingResult:
-    """A heavy computation: the page runs it inside viz_app/heavy.py's job (the progress bar, the stop)."""
+    """A heavy computation: the page runs it inside viz_app/server/heavy.py's job (the progress bar, the stop)."""
     return causal_tracing.run_patching(load_model(key), request, exact=True)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def noise_trace(key: ModelKey, request: causal_tracing.TraceRequest) -> TraceResult:
-    """A heavy computation: the page runs it inside viz_app/heavy.py's job (the progress bar, the stop)."""
+    """A heavy computation: the page runs it inside viz_app/server/heavy.py's job (the progress bar, the stop)."""
     return causal_tracing.run_trace(load_model(key), request)
 
 
@@ -568,14 +548,7 @@ def successor_runs(text: str, settings: ComparisonSettings, objectives: tuple[st
     return successors.compare(text, settings, objectives)
 
 
-@st.cache_resource(show_spinner=False)
-def tiny_training_runs() -> TinyTrainingRuns:
-    """The server's live tiny-BERT runs: one at a time, finished runs kept per settings while the session that
-    started them lasts (viz_app/sessions.py)."""
-    return TinyTrainingRuns(connected=sessions.is_connected, grace_s=sessions.reconnect_window_s())
-
-
-# ---- features: sparse autoencoders and neurons across a corpus (pages/19_features.py) -----------------------------
+# ---- features: sparse autoencoders and neurons across a corpus (pages/features.py) -----------------------------
 
 
 def _scan_progress(what: str):
@@ -678,12 +651,10 @@ def feature_guess(key: ModelKey, folder: str, prepared: PreparedInput, feature: 
     return mask_guess_change(loaded.model, loaded.tokenizer, prepared.masked, model_sae, feature, factor, hidden=hidden)
 
 
-@st.cache_resource(show_spinner=False)
-def class_room(key: str | None) -> ClassRoom:
-    """The server's class: one per presenter key (the teacher's, or None: a random key made now, once per server
-    start). Says the two links on the server's console when it is made."""
-    room = ClassRoom(key)
-    links = class_links(f"http://{network_host()}:{st.get_option('server.port')}", room.key)
-    print(f"Class mode. Presenter (keep this link to yourself): {links.presenter}\nStudents: {links.students}",
-          file=sys.stderr, flush=True)
-    return room
+# ---- a page spec's heavy computations (viz_app/specs/base.py), run through viz_app/server/heavy.py's `run` ------------
+
+
+@st.cache_data(show_spinner=False, max_entries=64, ttl=HOUR, hash_funcs=BY_INPUT)
+def computed(name: str, key: ModelKey, prepared: PreparedInput | None, work, _computation: Computation):
+    """The computation's result for this model, input and work (`name` is the computation's, its key here)."""
+    return _computation.compute(Inputs(load_model(key), prepared, load_model), work)

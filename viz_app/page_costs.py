@@ -1,10 +1,9 @@
 """What each heavy computation a page can start costs, from the loaded model, the input and the page's settings:
 the library's cost functions (bert/costs.py) as the page runs them. The pages check these against the budgets
-(viz_app/heavy.py) before they start anything. Plain Python."""
+(viz_app/server/heavy.py) before they start anything. Plain Python."""
 from __future__ import annotations
 
 from bert.analysis.attention.head_stats import head_statistics_cost
-from bert.analysis.attention.mixing import mixing_cost
 from bert.analysis.attention.score_terms import score_terms_cost
 from bert.analysis.attribution.deletion import deletion_cost
 from bert.analysis.attribution.saliency import saliency_cost, swappable
@@ -20,10 +19,10 @@ from bert.costs import Cost
 from bert.replaced_tokens import replaced_tokens_cost
 from bert.data import builtin_sentences
 from bert.tokenizer import Encoding
-from viz_app.causal_tracing import SITES_FOR_BLOCKS
-from viz_app import word_contexts as word_contexts_page
-from viz_app.head_ablation import MEAN_SENTENCES
-from viz_app.models import LoadedModel
+from viz_app.specs.causal_tracing import SITES_FOR_BLOCKS
+from viz_app.specs import word_contexts as word_contexts_page
+from viz_app.specs.head_ablation import MEAN_SENTENCES
+from viz_app.app.models import LoadedModel
 
 RANDOM_ORDERS = 10  # the deletion curve's random orders (viz_app/cache.py)
 
@@ -39,11 +38,6 @@ def saliency(loaded: LoadedModel, encoding: Encoding, method: str, steps: int, s
 def deletion(loaded: LoadedModel, encoding: Encoding) -> Cost:
     """The deletion curve alone (its saliency map is computed, and paid for, first)."""
     return deletion_cost(len(encoding), _swappable(loaded, encoding), RANDOM_ORDERS)
-
-
-def context_mixing(method: str, tokens: int) -> Cost:
-    """One mixing method's matrices, its recorded pass included (the page records once per method)."""
-    return mixing_cost(method, tokens)
 
 
 def score_terms(tokens: int) -> Cost:

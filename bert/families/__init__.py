@@ -1,3 +1,4 @@
-"""BERT's family, each as a reading of the one module tree in bert/model.py: how each family's Hugging Face
-config.json maps to BertConfig (hf_configs.py) and, one line per tensor, how its checkpoint's names map to ours
-(key_tables.py). A new family adds a config reader, a key table and its class names here."""
+"""BERT's family, each as a reading of the one module tree in bert/model.py: one module per family (bert.py,
+roberta.py, distilbert.py, albert.py, electra.py, modernbert.py, deberta.py) holds everything that is that family's
+(a `Family`: the config fields it sets, its config.json, its key table, its transformers classes, its tokenizer's
+defaults, its paper), and registry.py lists them, one line each."""

@@ -14,6 +14,7 @@ import torch
 from ..config import FAMILIES, BertConfig
 from ..devices import add_device_argument, log_device
 from ..errors import InvalidInputError
+from ..families.registry import family_of
 from ..model import Bert
 from ..pretrained import load_pretrained, minilm_folder
 from ..tokenizer import BertTokenizer
@@ -72,13 +73,13 @@ def _pretrain(args, device, ranks: Ranks) -> int:
         config = BertConfig.of_family(args.family, vocab_size=tokenizer.vocab_size, hidden_size=args.hidden, num_layers=args.layers,
                                       num_heads=args.heads, intermediate_size=4 * args.hidden, max_position_embeddings=max(args.max_length, 512),
                                       pad_token_id=tokenizer.pad_id)
-        electra = args.family == "electra"  # ELECTRA's pre-training: a generator and a discriminator (electra.py)
+        electra = family_of(args.family).discriminator  # ELECTRA's pre-training: a generator and a discriminator (electra.py)
         if electra and (args.no_mlm or pairs):
             raise InvalidInputError("ELECTRA pre-trains a generator (masked LM) and a discriminator: drop --no-mlm, --nsp and --sop")
         model = Electra.from_config(config) if electra else Bert(config, mlm_head=not args.no_mlm, nsp_head=pairs)
     else:
         model, tokenizer = load_pretrained(args.init)
-        if model.config.family == "electra" and not (args.no_mlm or pairs):  # the checkpoint's discriminator, a fresh generator
+        if family_of(model.config).discriminator and not (args.no_mlm or pairs):  # the checkpoint's discriminator, a fresh generator
             model = Electra.around(model)
         else:
             model.add_output_heads(mlm_head=not args.no_mlm, nsp_head=pairs)

@@ -24,6 +24,7 @@ from torch import nn
 
 from ..config import BertConfig
 from ..errors import InvalidInputError
+from ..families.registry import family_of
 from ..model import Bert
 from .data import Batch
 from .masking import IGNORE
@@ -55,8 +56,8 @@ class Electra(nn.Module):
                     discriminator_weight: float = DISCRIMINATOR_WEIGHT) -> "Electra":
         """A fresh pair from the discriminator's config (family "electra"): the generator as deep, `generator_fraction`
         as wide (hidden size, heads, MLP), reading the discriminator's embedding width."""
-        if config.family != "electra":
-            raise InvalidInputError(f"ELECTRA's pre-training needs an electra config, not {config.family!r}")
+        if not family_of(config).discriminator:
+            raise InvalidInputError(f"ELECTRA's pre-training needs an electra config (a family with a replaced-token head), not {config.family!r}")
         return cls.around(Bert(config, mlm_head=False, discriminator=True), generator_fraction, discriminator_weight)
 
     @classmethod
@@ -65,8 +66,8 @@ class Electra(nn.Module):
         """A fresh generator beside an existing discriminator (a loaded ELECTRA checkpoint, which holds no generator;
         a replaced-token head is added if it has none), sharing its embeddings from then on."""
         config = discriminator.config
-        if config.family != "electra":
-            raise InvalidInputError(f"ELECTRA's pre-training needs an electra model, not {config.family!r}")
+        if not family_of(config).discriminator:
+            raise InvalidInputError(f"ELECTRA's pre-training needs an electra model (a family with a replaced-token head), not {config.family!r}")
         heads = max(1, round(config.num_heads * generator_fraction))
         head_size = max(1, round(config.hidden_size * generator_fraction / heads))
         generator_config = replace(config, hidden_size=heads * head_size, num_heads=heads, embedding_size=config.embedding_width,

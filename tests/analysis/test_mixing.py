@@ -149,6 +149,24 @@ def test_decompx_parts_sum_to_the_classifiers_logit():
         decompx(model, recorded_layers(model, cache))
 
 
+def test_decompx_parts_sum_to_transformers_logit_where_the_heads_activation_is_not_the_mlps(tmp_path, tiny_vocab_file):
+    """RoBERTa's masked-LM head applies GELU whatever its MLP's hidden_act (here ReLU): DecompX makes each
+    activation linear where it belongs, so the parts sum to the logit transformers' RobertaForMaskedLM gives."""
+    from families.family_support import build_hf, load_saved
+
+    theirs = build_hf("roberta", "RobertaForMaskedLM", hidden_act="relu").eval()
+    ours = load_saved(theirs, tmp_path / "roberta", tiny_vocab_file).eval()
+    assert (ours.config.activation, ours.config.lm_activation) == ("relu", "gelu")
+    input_ids = torch.tensor([[2, 10, 11, 12, 13, 14, 3]])
+    _, cache = record_for_mixing(ours, input_ids, torch.zeros_like(input_ids))
+    result = decompx(ours, recorded_layers(ours, cache))
+    with torch.no_grad():
+        logits = theirs(input_ids=input_ids).logits[0]  # [seq, vocab]
+    expected = logits.gather(-1, result.targets[:, None])[:, 0]
+    torch.testing.assert_close(result.targets, logits.argmax(-1))
+    torch.testing.assert_close(result.logit_parts.sum(-1) + result.logit_bias, expected, atol=1e-4, rtol=0)
+
+
 def test_decompx_token_chunks_give_the_same_parts(recorded, tiny_model, monkeypatch):
     from bert.analysis.attention import decompx as decompx_module
 

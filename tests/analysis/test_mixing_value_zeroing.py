@@ -1,6 +1,6 @@
 """Value zeroing (bert/analysis/attention/value_zeroing.py) against `transformers`: the same checkpoint, each
-layer recomputed by Hugging Face's own BertLayer with a forward hook that zeroes one token's value vectors; and the
-batched computation against the one-token-at-a-time loop through our own layer."""
+layer recomputed by Hugging Face's own BertLayer with a forward hook that zeroes one token's value vectors, in
+float64; and the batched computation against the one-token-at-a-time loop through our own layer."""
 from __future__ import annotations
 
 import copy
@@ -8,11 +8,13 @@ import copy
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 import bert
 from bert.analysis.attention.mixing import context_mixing, record_for_mixing
 from bert.analysis.attention.mixing_parts import recorded_layers
-from bert.analysis.attention.value_zeroing import cosine_distance, value_zeroing, value_zeroing_loop, zeroed_outputs
+from bert.analysis.attention.value_zeroing import value_zeroing, value_zeroing_loop, zeroed_outputs
+from bert.analysis.cosine import cosine_distance
 
 TEXT = "the dog barked at the mailman ."
 
@@ -28,7 +30,8 @@ def checkpoint(tiny_mlm_folder):
 
 
 def _reference_value_zeroing(reference, input_ids, token_type_ids) -> np.ndarray:
-    """Mohebbi et al. 2023's definition with Hugging Face's layers: [layer, query, key], rows normalised."""
+    """Mohebbi et al. 2023's definition with Hugging Face's layers: [layer, query, key], rows normalised; the
+    distance as torch's own 1 − cos, exact enough in float64 (give the reference in float64)."""
     with torch.no_grad():
         hidden_states = reference(input_ids=input_ids, token_type_ids=token_type_ids, output_hidden_states=True).hidden_states
     seq = input_ids.shape[1]
@@ -55,7 +58,7 @@ def _reference_value_zeroing(reference, input_ids, token_type_ids) -> np.ndarray
         finally:
             handle.remove()
         torch.testing.assert_close(outputs[0], hidden_states[number + 1][0])  # nothing zeroed: the layer's own output
-        distances = torch.stack([cosine_distance(changed, outputs[0]) for changed in outputs[1:]], dim=1)  # [query, key]
+        distances = torch.stack([1 - F.cosine_similarity(changed, outputs[0], dim=-1) for changed in outputs[1:]], dim=1)
         matrices.append((distances / distances.sum(-1, keepdim=True)).numpy())
     return np.stack(matrices)
 
@@ -68,6 +71,22 @@ def test_value_zeroing_equals_transformers_with_forward_hooks(checkpoint):
     expected = _reference_value_zeroing(reference, input_ids, token_type_ids)
     assert mixing.layers.shape == expected.shape == (2, input_ids.shape[1], input_ids.shape[1])
     np.testing.assert_allclose(mixing.layers, expected, atol=1e-5, rtol=0)
+
+
+def test_value_zeroing_in_float32_equals_transformers_in_float64_on_the_builtin_model(minilm, minilm_path):
+    """The built-in model in float32 against the same weights in transformers' BertModel in float64: every row of
+    every layer within 1e-4. Where a token barely changes (the [CLS] row of the first layers) 1 − cos in float32
+    would be off by 4e-2 after normalising; the distance as ‖a/|a| − b/|b|‖² / 2 keeps it."""
+    from transformers import BertModel
+
+    model, tokenizer = minilm
+    reference = BertModel.from_pretrained(minilm_path, attn_implementation="eager").eval().double()
+    input_ids, token_type_ids = tokenizer.encode("The doctor said that [MASK] was tired after the long shift.").tensors()
+    _, cache = record_for_mixing(model, input_ids, token_type_ids)
+    mixing = context_mixing(model, cache, "value-zeroing")
+    expected = _reference_value_zeroing(reference, input_ids, token_type_ids)
+    assert next(model.parameters()).dtype == torch.float32 and mixing.layers.shape == expected.shape
+    np.testing.assert_allclose(mixing.layers, expected, atol=1e-4, rtol=0)
 
 
 def test_nothing_zeroed_is_the_recorded_output_and_zero_distance(tiny_model):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from viz_app import navigation
+from viz_app.app import navigation
 
 ROOT = Path(__file__).resolve().parents[2]
 HOME = ROOT / "viz_app" / "Home.py"

@@ -4,17 +4,17 @@ from __future__ import annotations
 import pytest
 
 from app_helpers import HOME, TIMEOUT, go
-from viz_app import visitor
-from viz_app.navigation import DEFAULT_PAGE
+from viz_app.server import visitor
+from viz_app.app.navigation import DEFAULT_PAGE
 
 SERVER_MACHINE = "127.0.0.1"  # the address of a browser on the server's own machine
 
 
 @pytest.fixture(autouse=True)
 def at_the_server(monkeypatch):
-    """AppTest has no connection, and a visitor without an address is a student (viz_app/access.py): every app test
+    """AppTest has no connection, and a visitor without an address is a student (viz_app/server/access.py): every app test
     plays the person at the server's machine through the app's one reading of the address, unless it replaces it
-    again (tests/app/test_class_access.py plays a visitor from another machine)."""
+    again (tests/app/server/test_class_access.py plays a visitor from another machine)."""
     monkeypatch.setattr(visitor, "address", lambda: SERVER_MACHINE)
 
 

@@ -1,5 +1,5 @@
 """The browser tests' shared fixtures: Chromium and Playwright present (else skip, or fail under CI=true), one app
-server per test module (viz_app/local_server.py), one Chromium per test module. Every test here is marked
+server per test module (viz_app/server/local_server.py), one Chromium per test module. Every test here is marked
 `browser`. Screenshots only when asked: `SCREENSHOT_DIR=out/screenshots python -m pytest tests/browser`."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from viz_app.local_server import CHROMIUM, CHROMIUM_ARGS, browser_missing, serve
+from viz_app.server.local_server import CHROMIUM, CHROMIUM_ARGS, browser_missing, serve
 
 HERE = Path(__file__).resolve().parent
 

@@ -1,5 +1,5 @@
 """The address bar in a real browser (Chromium + Playwright, as test_browser.py): widgets kept in the URL by
-viz_app/state.py write their value there as the user changes them, a page switch keeps them, and the address bar
+viz_app/app/state.py write their value there as the user changes them, a page switch keeps them, and the address bar
 reopens the same view in a new session.
 
     OMP_NUM_THREADS=1 python -m pytest tests/browser/test_browser_url.py -q

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from browser_support import new_page
-from viz_app.local_server import serve
+from viz_app.server.local_server import serve
 
 KEY = "a-presenter-key-for-the-test"
 STUDENTS = 5

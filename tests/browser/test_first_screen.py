@@ -7,7 +7,7 @@ the prediction page's first screen goes to $SCREENSHOT_DIR/first_screen.png when
 from __future__ import annotations
 
 from browser_support import new_page, screenshot, settle
-from viz_app.navigation import DEFAULT_PAGE, NO_SENTENCE_BOX, PAGES
+from viz_app.app.navigation import DEFAULT_PAGE, NO_SENTENCE_BOX, PAGES
 
 LAPTOP = {"width": 1366, "height": 768}
 

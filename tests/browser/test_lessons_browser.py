@@ -16,7 +16,7 @@ LESSON = "fill_in_the_blank"
 @pytest.fixture(scope="module")
 def minilm():
     from bert.pretrained import MINILM_HEAD_FILE
-    from viz_app import models
+    from viz_app.app import models
 
     if not MINILM_HEAD_FILE.is_file():
         pytest.skip(f"{MINILM_HEAD_FILE} is not there")
@@ -137,9 +137,9 @@ def test_an_exported_lesson_opens_offline(browser, minilm, tmp_path):
 
 
 def test_an_exported_attention_view_opens_offline_and_stays_interactive(browser, minilm, tmp_path):
-    from viz_app import forward
+    from viz_app.app import forward
     from viz_app.charts.attention import attention_bars, heads_overview, pattern_heatmap
-    from viz_app.export_html import view_document
+    from viz_app.export.html import view_document
 
     text = "The cat sat on the mat. <script>alert('hi')</script>"
     prepared = forward.prepare_input(minilm.tokenizer, text, "", [], False, 512)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from browser_support import open_page, screenshot_dir, settle
-from viz_app.navigation import PAGES
+from viz_app.app.navigation import PAGES
 
 LAPTOP = {"width": 1366, "height": 768}
 

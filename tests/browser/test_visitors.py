@@ -1,7 +1,7 @@
 """Who may do what, against a real server: the browser on the server's own machine (127.0.0.1, for which
 Streamlit's `st.context.ip_address` is None) is the owner and keeps the folder and download boxes
-(viz_app/visitor.py, viz_app/access.py). Visitors from other machines are played through the same seam in
-tests/app/test_class_access.py; in class mode every visitor is a student (tests/browser/test_class_following.py)."""
+(viz_app/server/visitor.py, viz_app/server/access.py). Visitors from other machines are played through the same seam in
+tests/app/server/test_class_access.py; in class mode every visitor is a student (tests/browser/test_class_following.py)."""
 from __future__ import annotations
 
 from browser_support import open_page, settle

@@ -241,7 +241,7 @@ def test_architecture_note_counts_transformers_distinct_layers(pair):
     """The Architecture page's line under the tree names as many distinct layers as transformers builds modules."""
     from transformers.models.albert.modeling_albert import AlbertLayer
 
-    from viz_app.architecture import architecture_note
+    from viz_app.specs.architecture import architecture_note
 
     ours, theirs = pair[0], pair[1]
     distinct = sum(isinstance(module, AlbertLayer) for module in theirs.modules())

@@ -1,7 +1,7 @@
 """`python -m bench.forward --family modernbert|deberta-v2` end to end on a tiny model of the family (the hidden
 --tiny: bench/make_random_bert.py's tiny_fields): the random checkpoint loads in bert.load_pretrained and in
 transformers' Auto classes, every configuration of the recorded and plain tables runs (ours on the app's path with
-viz_app.forward.recorded_hooks, DeBERTa's patterns included), and the output says which reference is eager. No
+viz_app.app.forward.recorded_hooks, DeBERTa's patterns included), and the output says which reference is eager. No
 timing is asserted: the measurement itself is docs/benchmarks.md's."""
 from __future__ import annotations
 

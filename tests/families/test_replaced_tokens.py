@@ -142,3 +142,22 @@ def test_a_generator_with_another_vocabulary_is_refused(ours, folders, tmp_path)
     with pytest.raises(InvalidInputError, match="different vocabularies"):
         fill_and_detect(generator, discriminator, tokenizer, TEXT, generator_tokenizer=swapped)
     fill_and_detect(generator, discriminator, tokenizer, TEXT, generator_tokenizer=ours["generator"][1])  # the same: fine
+
+
+def test_calling_a_discriminator_gives_its_own_head_as_transformers_does(folders, ours):
+    """`model(ids)` of an ELECTRA discriminator (no masked-LM head) is ElectraForPreTraining(...).logits; the
+    generator's is its masked-LM logits, ElectraForMaskedLM(...).logits; a bare encoder's, None."""
+    input_ids = torch.tensor([[2, 10, 11, 12, 13, 14, 3], [2, 15, 16, 17, 3, 0, 0]])
+    attention_mask = (input_ids != 0).long()
+    for name in ("discriminator", "generator"):
+        model = ours[name][0]
+        with torch.no_grad():
+            expected = folders[name][1](input_ids=input_ids, attention_mask=attention_mask).logits
+            got = model(input_ids, attention_mask=attention_mask)
+            recorded, _ = model.run_with_cache(input_ids, attention_mask=attention_mask, names=[])
+        assert model.own_output == {"discriminator": "replaced", "generator": "mlm"}[name]
+        keep = attention_mask.bool()
+        torch.testing.assert_close(got[keep], expected[keep], **TOLERANCE)
+        torch.testing.assert_close(recorded, got)
+    encoder = small_bert(30, seed=0, mlm_head=False)
+    assert encoder.own_output is None and encoder(input_ids[:1, :5] % 30) is None

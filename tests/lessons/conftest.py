@@ -12,7 +12,7 @@ from bert.pretrained import MINILM_HEAD_FILE
 def loaded_minilm(minilm_path):
     if not MINILM_HEAD_FILE.is_file():
         pytest.skip(f"{MINILM_HEAD_FILE} (MiniLM's MLM head) is not there")
-    from viz_app import models
+    from viz_app.app import models
 
     return models.load(models.ModelKey.of("minilm"))
 
@@ -22,7 +22,7 @@ def loaded_small(minilm):
     """A random BERT with every head (MLM, NSP), 3 layers of 4 heads, on MiniLM's tokenizer."""
     from bert import Bert, BertConfig
     from bert_test_support import randomize_
-    from viz_app import models
+    from viz_app.app import models
 
     _, tokenizer = minilm
     config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_layers=3, num_heads=4,

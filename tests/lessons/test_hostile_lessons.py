@@ -1,5 +1,5 @@
 """Lesson files written to hurt the server: each is refused with one short line naming the line or the key, before
-anything grows (viz_app/safe_yaml.py), and the same loader reads the server's settings file."""
+anything grows (viz_app/server/safe_yaml.py), and the same loader reads the server's settings file."""
 from __future__ import annotations
 
 import tracemalloc
@@ -8,9 +8,9 @@ import pytest
 import yaml
 
 from bert.errors import BertError
-from viz_app import safe_yaml
+from viz_app.server import safe_yaml
 from viz_app.lessons.format import LessonError, parse_lesson
-from viz_app.server_settings import SettingsError, read_settings
+from viz_app.server.settings import SettingsError, read_settings
 
 SHORT = 300  # characters of a message at most
 

@@ -1,4 +1,4 @@
-"""The HTML export and `python -m viz_app.export_lesson`: one self-contained file (plotly.js inside, nothing fetched,
+"""The HTML export and `python -m viz_app.export.lesson`: one self-contained file (plotly.js inside, nothing fetched,
 MathJax off, user text escaped), every step in it; --list names the built-in lessons; bad input exits 2 in one line.
 The browser checks (figures drawn offline) are in tests/browser/test_lessons_browser.py."""
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from plotly.offline import get_plotlyjs
 
 from viz_app.charts.base import Chart
-from viz_app.export_html import view_document
+from viz_app.export.html import view_document
 from viz_app.lessons.format import builtin_lessons
 
 EVIL = "<img src=x onerror=alert(1)> & </script>"
@@ -22,7 +22,7 @@ EVIL = "<img src=x onerror=alert(1)> & </script>"
 
 def export_lesson(*args: str, cwd=None) -> subprocess.CompletedProcess:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "PYTHONPATH": os.getcwd()}
-    return subprocess.run([sys.executable, "-m", "viz_app.export_lesson", *args], capture_output=True, text=True, timeout=900,
+    return subprocess.run([sys.executable, "-m", "viz_app.export.lesson", *args], capture_output=True, text=True, timeout=900,
                           env=env, cwd=cwd)
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from bert.errors import BertError
 from viz_app.lessons.computed import COMPUTED
-from viz_app import navigation
+from viz_app.app import navigation
 from viz_app.lessons.format import PAGES, ComputedValue, LessonError, builtin_lessons, load_lesson, parse_lesson
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,7 +53,7 @@ def test_builtin_lessons_compute_heads_instead_of_naming_them():
 
 
 def test_steps_open_every_page_of_the_app_but_the_lessons():
-    """The navigation (viz_app/navigation.py) lists every file in pages/; a step can open each page but this one."""
+    """The navigation (viz_app/app/navigation.py) lists every file in pages/; a step can open each page but this one."""
     files = {path.name for path in (ROOT / "pages").glob("*.py")}
     assert {page.file for page in navigation.PAGES.values()} == files
     assert set(PAGES) == set(navigation.PAGES) - {"lessons"}

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from bert.analysis.causal.ablation import predict_ablated
-from viz_app import forward
+from viz_app.app import forward
 from viz_app.lessons.format import builtin_lessons, parse_lesson
 from viz_app.lessons.resolve import NOT_AVAILABLE, resolve
 from viz_app.lessons.views import BUILDERS, PerModel, view_charts

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
-from viz_app.architecture import ModuleRow
+from viz_app.specs.architecture import ModuleRow
 from viz_app.charts.base import Chart, layout
 
 

@@ -8,7 +8,7 @@ import html
 import pandas as pd
 
 if TYPE_CHECKING:  # the analyses' results, read here, never imported at run time
-    from viz_app.forward import MaskResult
+    from viz_app.app.forward import MaskResult
 
 from bert.pieces import WORDPIECE, PieceStyle
 from viz_app.charts.base import HIGHLIGHT_COLOUR, PIECE_COLOUR, WORD_COLOUR, Chart, layout_spec, unchecked_figure

@@ -21,11 +21,11 @@ from bert.analysis.causal.tracing import TraceResult
 from bert.errors import BertError
 from bert.layers import head_label, layer_label
 from bert.analysis.attention.mixing import ContextMixing
-from viz_app import causal_tracing, mixing
-from viz_app.head_ablation import mean_head_outputs
-from viz_app.forward import ForwardResult, InputProblem, PreparedInput, prepare_input, record
-from viz_app.sentence_tasks import next_sentence
-from viz_app.tables import EmbeddingTables, model_tables
+from viz_app.specs import causal_tracing, rollout as mixing
+from viz_app.specs.head_ablation import mean_head_outputs
+from viz_app.app.forward import ForwardResult, InputProblem, PreparedInput, prepare_input, record
+from viz_app.specs.sentence_tasks import next_sentence
+from viz_app.app.tables import EmbeddingTables, model_tables
 from viz_app.views.attention import head_statistics
 
 HEAD_KEYS = ("head", "layer", "ablation_heads", "search_head")
@@ -52,8 +52,8 @@ class PerModel:
     """What steps read that is computed once per model (each a function of no arguments) or once per request (the
     causal runs, which a step's computed values and its figures both read). The app passes its caches
     (viz_app/cache.py); `of(loaded)` keeps each result in this object."""
-    tables: Callable[[], EmbeddingTables]  # the embedding tables' analysis (viz_app/tables.py)
-    mean_head_outputs: Callable[[], np.ndarray]  # [layer, head, head_dim] (viz_app/head_ablation.py)
+    tables: Callable[[], EmbeddingTables]  # the embedding tables' analysis (viz_app/app/tables.py)
+    mean_head_outputs: Callable[[], np.ndarray]  # [layer, head, head_dim] (viz_app/specs/head_ablation.py)
     patching: Callable[[causal_tracing.PatchingRequest, bool], PatchingResult]  # (resolved request, exact)
     trace: Callable[[causal_tracing.TraceRequest], TraceResult]  # a resolved request
 
@@ -99,7 +99,7 @@ class StepFacts:
 
     @cached_property
     def patching(self) -> tuple[PatchingResult, PatchingResult]:
-        """(exact, attribution) patching for the step's two sentences (viz_app/causal_tracing.py)."""
+        """(exact, attribution) patching for the step's two sentences (viz_app/specs/causal_tracing.py)."""
         request = causal_tracing.resolve_patching(self.loaded, causal_tracing.CausalSettings.from_state(self.state).patching)
         try:
             return self.per_model.patching(request, True), self.per_model.patching(request, False)
@@ -115,9 +115,9 @@ class StepFacts:
             raise NotComputable(str(problem)) from None
 
     def mixing(self, method: str) -> ContextMixing:
-        """One context-mixing method's matrices for the step's input (viz_app/mixing.py), computed once."""
+        """One context-mixing method's matrices for the step's input (viz_app/specs/rollout.py), computed once."""
         if method not in self._mixing:
-            self._mixing[method] = mixing.compute(self.loaded, self.prepared, method)
+            self._mixing[method] = mixing.matrices(self.loaded, self.prepared, method)
         return self._mixing[method]
 
     @property

@@ -1,6 +1,6 @@
 """What a lesson step costs before it is worked out: its computed values (viz_app/lessons/computed.py) and its
 figures (viz_app/lessons/views.py), in forward passes (bert/costs.py), from the step's literal state and the
-sentences it names. The lesson page checks it against the server's budgets (viz_app/heavy.py) before it resolves
+sentences it names. The lesson page checks it against the server's budgets (viz_app/server/heavy.py) before it resolves
 the step, as every page does before a heavy computation; a lesson file a student uploads goes through the same
 check. Plain Python.
 
@@ -18,16 +18,18 @@ from bert.analysis.causal.patching import patching_cost
 from bert.analysis.causal.tracing import trace_cost
 from bert.costs import Cost
 from bert.errors import BertError
-from viz_app import page_costs, probe_runs
-from viz_app.causal_tracing import SITES_FOR_BLOCKS, CausalSettings
-from viz_app.forward import InputProblem, prepare_input
+from viz_app import page_costs
+from viz_app.specs.probes import runs as probe_runs
+from viz_app.specs.causal_tracing import SITES_FOR_BLOCKS, CausalSettings
+from viz_app.app.forward import InputProblem, prepare_input
 from viz_app.lessons.computed import COMPUTED
 from viz_app.lessons.format import PLACEHOLDER, ComputedValue, Lesson
 from viz_app.lessons.resolve import step_state
-from viz_app.lessons.views import probe_data
-from viz_app.models import LoadedModel
-from viz_app.navigation import LINK_PARAMS
-from viz_app.views.mixing import MixingSettings
+from viz_app.lessons.views import BUILDERS, probe_data
+from viz_app.app.models import LoadedModel
+from viz_app.app.navigation import LINK_PARAMS
+from viz_app.specs.base import Inputs, planned_cost
+from viz_app.specs.catalog import SPECS
 
 NOTHING = Cost(0, 0)
 GUESSES = 1  # the pass that finds the model's top guess where a causal request leaves the answer to the page
@@ -44,13 +46,20 @@ class StepInput:
         return self.state.get(key, LINK_PARAMS[key].default)
 
     @property
+    def inputs(self) -> Inputs | None:
+        """The model and the step's sentence (and pair) as the page reads it, for its length (a step's masks may be
+        a value computed later; they do not change it); None when it cannot be read."""
+        try:
+            return Inputs(self.loaded, prepare_input(self.loaded.tokenizer, self["text"], self["pair"], (),
+                                                     self["truncate"], self.loaded.summary.max_positions))
+        except InputProblem:
+            return None
+
+    @property
     def tokens(self) -> int:
         """The step's sentence (and pair) as the page reads it; 0 when it cannot be read."""
-        try:
-            return len(prepare_input(self.loaded.tokenizer, self["text"], self["pair"], (), self["truncate"],
-                                     self.loaded.summary.max_positions).masked)
-        except InputProblem:
-            return 0
+        inputs = self.inputs
+        return len(inputs.prepared.masked) if inputs else 0
 
     def length_of(self, text: str) -> int:
         try:
@@ -104,12 +113,6 @@ VALUE_COSTS: dict[str, Callable[[StepInput], Cost]] = {
 }
 
 
-def _mixing_figures(step: StepInput) -> Cost:
-    settings = MixingSettings.from_state(step.state, step.loaded.summary.layers, [])
-    methods = (settings.method,) if settings.compare == "none" else (settings.method, settings.compare)
-    return _mixing(*methods)(step)
-
-
 def _ablation_figures(step: StepInput) -> Cost:
     mean = page_costs.mean_ablation(step.loaded) if step["ablation_mode"] == "mean" else NOTHING
     return _ranking(step) + mean
@@ -129,20 +132,38 @@ def _probe_figures(step: StepInput) -> Cost:
     return probe_runs.features_cost(step.loaded.tokenizer, data, tasks, step["probe_pieces"], step["probe_seed"], step.config)
 
 
-# page -> the cost of the figures a lesson step draws for it (views.BUILDERS); the other pages read one recorded pass
+# page -> the cost of the figures a lesson step draws for it (views.BUILDERS), for the pages not written as a spec
 FIGURE_COSTS: dict[str, Callable[[StepInput], Cost]] = {
-    "rollout": _mixing_figures,
     "head_ablation": _ablation_figures,
     "causal_tracing": _causal_figures,
     "probes": _probe_figures,
 }
 
 
+ONE_PASS_FIGURES = frozenset({"prediction", "attention", "embeddings", "logit_lens", "sentence_tasks"})  # one record
+
+
+def figure_cost(page: str, step: StepInput) -> Cost:
+    """What the figures of `page` a step draws cost: a spec's computations for the step's settings, a page's
+    FIGURE_COSTS, one recorded pass for ONE_PASS_FIGURES, nothing for a page a step does not draw. A page a step
+    draws with no price here is an error, never guessed."""
+    if page in SPECS:
+        spec, inputs = SPECS[page], step.inputs
+        return planned_cost(spec.computations(spec.Settings.from_state(step.state, inputs)), inputs) if inputs else NOTHING
+    if page in FIGURE_COSTS:
+        return FIGURE_COSTS[page](step)
+    if page in ONE_PASS_FIGURES:
+        return step.passes(1)
+    if page not in BUILDERS:
+        return NOTHING
+    raise LookupError(f"the lesson figures of page {page!r} have no price: give it a spec (viz_app/specs/base.py)")
+
+
 def step_cost(lesson: Lesson, index: int, loaded: LoadedModel, session: Mapping[str, Any]) -> Cost:
     """Step `index`'s computed values and figures for `loaded`, the session's sentence where the step sets none."""
     step = StepInput(loaded, step_state(lesson, index, session))
     values = sum((VALUE_COSTS.get(name, lambda s: s.passes(1))(step) for name in value_names(lesson, index)), NOTHING)
-    return values + FIGURE_COSTS.get(lesson.steps[index].page, lambda s: s.passes(1))(step)
+    return values + figure_cost(lesson.steps[index].page, step)
 
 
 def lesson_cost(lesson: Lesson, loaded: LoadedModel, session: Mapping[str, Any]) -> Cost:

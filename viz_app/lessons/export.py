@@ -1,16 +1,16 @@
 """A whole lesson as one self-contained HTML handout: every step's text, figures for the loaded model, questions
-with their answers folded in <details>. What "Download this lesson" and `python -m viz_app.export_lesson` write."""
+with their answers folded in <details>. What "Download this lesson" and `python -m viz_app.export.lesson` write."""
 from __future__ import annotations
 
 from typing import Callable
 
-from viz_app.forward import InputProblem
+from viz_app.app.forward import InputProblem
 from viz_app.charts.base import Chart
-from viz_app.export_html import Section, document
+from viz_app.export.html import Section, document
 from viz_app.lessons.format import PAGES, Lesson
 from viz_app.lessons.resolve import ResolvedStep, resolve
 from viz_app.lessons.views import PerModel, view_charts
-from viz_app.models import LoadedModel
+from viz_app.app.models import LoadedModel
 
 ChartsFor = Callable[[ResolvedStep], list[Chart]]
 

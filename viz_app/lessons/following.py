@@ -1,4 +1,4 @@
-"""The class in the app (Streamlit side of viz_app/class_room.py): the panel above a student's page that follows
+"""The class in the app (Streamlit side of viz_app/server/class_room.py): the panel above a student's page that follows
 the presenter, and the presenter's box on the Lessons page (the two links, how many follow, the answers).
 
 A student's panel is a fragment that reruns every POLL_S seconds: it tells the room the student is there, and
@@ -13,13 +13,13 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from viz_app import state
-from viz_app.access import Visitor
-from viz_app.class_room import FOLLOW_PARAM, Answer, ClassRoom, ClassStep, class_links, network_host
+from viz_app.app import state
+from viz_app.server.access import Visitor
+from viz_app.server.class_room import FOLLOW_PARAM, Answer, ClassRoom, ClassStep, class_links, network_host
 from viz_app.lessons import session
 from viz_app.lessons.format import PAGES
-from viz_app.models import ModelKey
-from viz_app.text import escape_markdown, without_images
+from viz_app.app.models import ModelKey
+from viz_app.app.text import escape_markdown, without_images
 
 POLL_S = 0.5  # a following student's page asks the room this often (half of it, on average, is the wait)
 COUNTS_S = 2.0  # the presenter's count of followers and answers is redrawn this often

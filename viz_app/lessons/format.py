@@ -18,11 +18,11 @@ from typing import Any
 import yaml
 
 from bert.errors import BertError, quoted, shortened
-from viz_app import safe_yaml
+from viz_app.server import safe_yaml
 from viz_app.lessons.computed import COMPUTED
-from viz_app.navigation import CHOICES, LINK_PARAMS
-from viz_app.navigation import PAGES as APP_PAGES
-from viz_app.params import MODEL_PARAM
+from viz_app.app.navigation import CHOICES, LINK_PARAMS
+from viz_app.app.navigation import PAGES as APP_PAGES
+from viz_app.app.url_params import MODEL_PARAM
 
 BUILTIN_FOLDER = Path(__file__).parent / "builtin"
 
@@ -64,7 +64,7 @@ class ComputedValue:
 
 @dataclass(frozen=True)
 class Lesson:
-    name: str  # the file's stem: what `python -m viz_app.export_lesson NAME` takes
+    name: str  # the file's stem: what `python -m viz_app.export.lesson NAME` takes
     title: str
     about: str
     steps: tuple[Step, ...]
@@ -89,7 +89,7 @@ def load_lesson(path: str | Path, name: str | None = None) -> Lesson:
 
 def parse_lesson(text: str, name: str, source: str = "lesson") -> Lesson:
     """Read and check a lesson; raises LessonError with a one-line message (file, line or step, key), whatever the
-    text holds (viz_app/safe_yaml.py refuses aliases, deep nesting and huge numbers before building anything)."""
+    text holds (viz_app/server/safe_yaml.py refuses aliases, deep nesting and huge numbers before building anything)."""
     try:
         return _lesson(text, name, source)
     except LessonError:

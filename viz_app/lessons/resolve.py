@@ -8,8 +8,8 @@ from urllib.parse import urlencode
 
 from viz_app.lessons.computed import COMPUTED, POSITION_KEYS, Finding, NotComputable, PerModel, StepFacts
 from viz_app.lessons.format import PLACEHOLDER, ComputedValue, Lesson
-from viz_app.navigation import DEFAULT_PAGE, LINK_PARAMS
-from viz_app.params import DEFAULT_TEXT, MODEL_PARAM
+from viz_app.app.navigation import DEFAULT_PAGE, LINK_PARAMS
+from viz_app.app.url_params import DEFAULT_TEXT, MODEL_PARAM
 
 NOT_AVAILABLE = "(not available for this model)"
 SIDEBAR_KEYS = ("text", "pair", "truncate")  # drawn before any page: applied before the next run starts
@@ -59,7 +59,7 @@ def step_state(lesson: Lesson, index: int, session: Mapping[str, Any]) -> dict[s
 
 def resolve(lesson: Lesson, index: int, loaded, session: Mapping[str, Any] | None = None,
             escape: Callable[[str], str] = lambda text: text, per_model: PerModel | None = None) -> ResolvedStep:
-    """Step `index` (from 0) for `loaded` (a viz_app.models.LoadedModel). `escape` is applied to computed values
+    """Step `index` (from 0) for `loaded` (a viz_app.app.models.LoadedModel). `escape` is applied to computed values
     before they go into the texts (Markdown escaping in the app; the HTML export escapes the whole text).
     per_model: the runs its figures read too (default: a new `PerModel.of(loaded)`)."""
     per_model = per_model or PerModel.of(loaded)

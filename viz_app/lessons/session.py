@@ -7,12 +7,13 @@ from urllib.parse import urlsplit
 
 import streamlit as st
 
-from viz_app import cache, models, state
-from viz_app.access import Role, Visitor
-from viz_app.models import ModelKey
+from viz_app import cache
+from viz_app.app import models, state
+from viz_app.server.access import Role, Visitor
+from viz_app.app.models import ModelKey
 from viz_app.lessons.format import MODEL_PARAM, PAGES, Lesson
 from viz_app.lessons.resolve import SIDEBAR_KEYS, ResolvedStep, step_state
-from viz_app.navigation import LINK_PARAMS
+from viz_app.app.navigation import LINK_PARAMS
 
 KEPT = ("image_format",)  # the teacher's own settings, which no step changes
 STEP = "lesson_step"  # the step showing (from 0); None: the lesson's overview
@@ -24,7 +25,7 @@ UPLOADED = "_lesson_uploaded"  # the teacher's own lesson, once read
 def go_to(lesson: Lesson, index: int | None, visitor: Visitor) -> None:
     """Button callback: show step `index` (None: leave the lesson). Runs before the sidebar is drawn, so the
     step's sentence and model can be put into the sidebar's widgets; the rest follows in `apply`. The presenter's
-    move moves the class (viz_app/class_room.py)."""
+    move moves the class (viz_app/server/class_room.py)."""
     st.session_state[STEP] = index
     presenting = visitor.role is Role.PRESENTER
     if index is None:

@@ -9,28 +9,30 @@ cached functions (viz_app/cache.py), an exported lesson one per lesson.
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Mapping
 
 from bert.analysis.representations.logit_lens import logit_lens
 from bert.data import builtin_sentences
 from bert.errors import BertError
-from viz_app import mixing, probe_runs
-from viz_app.causal_tracing import CausalSettings, resolve_patching, resolve_trace
+from viz_app.specs.probes import runs as probe_runs
+from viz_app.specs.causal_tracing import CausalSettings, resolve_patching, resolve_trace
 from viz_app.charts.base import Chart
-from viz_app.forward import PreparedInput, prepare_input, record
-from viz_app.head_ablation import head_ranking
+from viz_app.app.forward import PreparedInput, prepare_input, record
+from viz_app.specs.head_ablation import head_ranking
 from viz_app.lessons.computed import PerModel
-from viz_app.models import LoadedModel
-from viz_app.navigation import LINK_PARAMS, PAGES
-from viz_app.sentence_tasks import class_probabilities
-from viz_app.tables import table_subspaces
+from viz_app.app.models import LoadedModel
+from viz_app.app.navigation import LINK_PARAMS, PAGES
+from viz_app.specs.sentence_tasks import class_probabilities
+from viz_app.app.tables import table_subspaces
+from viz_app.specs.base import Inputs, compute_all
+from viz_app.specs.catalog import SPECS
 from viz_app.views import chosen_mask
 from viz_app.views.attention import AttentionSettings, attention_view
 from viz_app.views.causal_tracing import patching_view, tracing_view
 from viz_app.views.embeddings import EmbeddingSettings, embeddings_view
 from viz_app.views.head_ablation import head_ablation_view
 from viz_app.views.logit_lens import logit_lens_view
-from viz_app.views.mixing import MixingSettings, mixing_view
 from viz_app.views.prediction import PredictionSettings, prediction_view
 from viz_app.views.probes import ProbeViewSettings, probes_view
 from viz_app.views.sentence_tasks import chosen_class, classes_view
@@ -147,26 +149,29 @@ def causal_tracing_charts(view: PageState) -> list[Chart]:
     return list(patching_view(exact or approximate, approximate if exact else None, settings.compare).values())
 
 
-def mixing_charts(view: PageState) -> list[Chart]:
-    """The context-mixing page: each method's layer matrix and its row of the chosen token (the whole model's are
-    drawn in the app)."""
-    tokens = list(view.prepared.masked.tokens)
-    settings = MixingSettings.from_state(view.state, view.loaded.summary.layers, tokens)
-    first = mixing.compute(view.loaded, view.prepared, settings.method)
-    second = None if settings.compare == mixing.NO_SECOND else mixing.compute(view.loaded, view.prepared, settings.compare)
-    charts = mixing_view(settings, tokens, first, second)
-    return [charts[name] for name in ("first_layer", "first_row", "second_layer", "second_row") if name in charts]
+def spec_charts(spec, view: PageState) -> list[Chart]:
+    """A page written as a spec (viz_app/specs/base.py): its computations for the step's settings, then the charts
+    its LESSON_CHARTS names; [] where the page would say why it cannot run (a model without the head it reads)."""
+    inputs = Inputs(view.loaded, view.prepared)
+    settings = spec.Settings.from_state(view.state, inputs)
+    try:
+        results = compute_all(spec.computations(settings), inputs)
+    except BertError:
+        return []
+    charts = spec.view(settings, inputs, results)
+    return [charts[name] for name in spec.LESSON_CHARTS if name in charts]
 
 
-# url_path -> the builder its registry entry names (viz_app/navigation.py, `Page.lesson_view`)
+# url_path -> how a step draws it: its spec (`Page.spec`), or the builder its registry entry names (`Page.lesson_view`)
 BUILDERS: dict[str, Callable[[PageState], list[Chart]]] = {
-    url: globals()[page.lesson_view] for url, page in PAGES.items() if page.lesson_view}
+    **{url: globals()[page.lesson_view] for url, page in PAGES.items() if page.lesson_view},
+    **{url: functools.partial(spec_charts, SPECS[page.spec]) for url, page in PAGES.items() if page.spec}}
 
 
 def view_charts(page: str, loaded: LoadedModel, state: Mapping[str, Any],
                 per_model: PerModel | None = None) -> list[Chart]:
     """The page's charts for this state; [] for a page drawn only in the app, or an input the page would refuse.
     per_model: the model's `PerModel` (default: a new `PerModel.of(loaded)`; pass one to share it between steps).
-    Raises viz_app.forward.InputProblem for an input that cannot be run (empty, too long)."""
+    Raises viz_app.app.forward.InputProblem for an input that cannot be run (empty, too long)."""
     builder = BUILDERS.get(page)
     return builder(PageState(loaded, state, per_model or PerModel.of(loaded))) if builder else []

@@ -3,7 +3,7 @@
 Streamlit's caches bound a cache by entries and time (`max_entries`, `ttl`), not by size: two entries of the
 probes' word vectors of a large upload are gigabytes. A `BoundedStore` keeps at most `max_entries` results and
 `max_bytes` bytes of them (the least recently used go first), each for at most `ttl_s` seconds; the newest result
-is always kept, even alone over `max_bytes` (the budget, viz_app/budget.py, is what refuses a student's result
+is always kept, even alone over `max_bytes` (the budget, viz_app/server/budget.py, is what refuses a student's result
 that would keep more than the server allows: `Cost.kept_bytes`).
 
 Two sessions asking for the same missing key at once may both compute it (the second result replaces the first);

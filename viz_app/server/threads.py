@@ -3,7 +3,7 @@
 `torch.set_num_threads` is process-wide: a request that lowered it for its own run would slow every other
 visitor's passes while it lasts (a live training run lasts minutes), and two overlapping requests that each saved
 and restored it could restore the wrong value and leave the server on one thread. So the app sets it once, from
-the server's settings (viz_app/server_settings.py: `threads`), and nothing else changes it; the library
+the server's settings (viz_app/server/settings.py: `threads`), and nothing else changes it; the library
 (bert/) never does.
 
 By default the cores are shared out between the heavy computations that may run at once and the light pages:
@@ -18,7 +18,7 @@ import threading
 
 import torch
 
-from viz_app.server_settings import ServerSettings
+from viz_app.server.settings import ServerSettings
 
 log = logging.getLogger(__name__)
 

@@ -6,21 +6,4 @@ Streamlit, no caches. A view returns {name: Chart}; the page lays them out, a le
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
-
-from viz_app.navigation import LINK_PARAMS
-
-
-def setting(state: Mapping[str, Any], key: str):
-    """The value a link or a step sets for `key`, else its default."""
-    return state.get(key, LINK_PARAMS[key].default)
-
-
-def within(value, count: int, default: int) -> int:
-    """`value` if it is one of 0 .. count - 1 (a layer, a head), else `default`."""
-    return value if isinstance(value, int) and 0 <= value < count else default
-
-
-def chosen_mask(requested, masks: tuple[int, ...]) -> int | None:
-    """The [MASK] a page analyses: the requested position if it is a mask, else the first; None without masks."""
-    return requested if requested in masks else (masks[0] if masks else None)
+from viz_app.specs.base import chosen_mask, setting, within  # noqa: F401  (the pages' views read them here until each is a spec)

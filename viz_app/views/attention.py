@@ -16,8 +16,8 @@ from viz_app.charts.attention import attention_bars, heads_overview, pattern_hea
 from viz_app.charts.base import Chart
 from viz_app.charts.query_key import query_key_terms, query_scores
 from viz_app.charts.score_terms import score_terms_heatmaps
-from viz_app.forward import ForwardResult
-from viz_app.models import ModelSummary
+from viz_app.app.forward import ForwardResult
+from viz_app.app.models import ModelSummary
 from viz_app.views import setting, within
 
 

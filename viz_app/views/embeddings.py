@@ -9,9 +9,9 @@ import numpy as np
 from bert.analysis.representations.embedding_subspaces import PAIRS, PARTS, SubspaceReport, decompose
 from viz_app.charts import embeddings as charts
 from viz_app.charts.base import Chart
-from viz_app.forward import ForwardResult
-from viz_app.models import ModelSummary
-from viz_app.tables import EmbeddingTables, project_tokens
+from viz_app.app.forward import ForwardResult
+from viz_app.app.models import ModelSummary
+from viz_app.app.tables import EmbeddingTables, project_tokens
 from viz_app.views import setting
 
 

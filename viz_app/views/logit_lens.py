@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from viz_app.charts.base import Chart
 from viz_app.charts.logit_lens import lens_chart
-from viz_app.forward import PreparedInput
+from viz_app.app.forward import PreparedInput
 
 
 def lens_at(lenses: list, position: int):

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from bert.analysis.attention.words import WordGroups, merge_scores
 from viz_app.charts.base import Chart
 from viz_app.charts.neurons import activation_heatmap, neuron_by_token, strongest_neurons, top_neurons_for_token
-from viz_app.forward import ForwardResult
+from viz_app.app.forward import ForwardResult
 
 
 @dataclass(frozen=True)

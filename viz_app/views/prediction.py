@@ -6,7 +6,7 @@ from typing import Any, Mapping
 
 from viz_app.charts.base import Chart
 from viz_app.charts.prediction import prediction_bars
-from viz_app.forward import ForwardResult
+from viz_app.app.forward import ForwardResult
 from viz_app.views import setting
 
 

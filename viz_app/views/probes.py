@@ -1,7 +1,7 @@
 """The probes page's view: a finished probe run and the page's settings in, its charts out. The page, the lessons
 and the exported handouts all draw the probes with `probes_view`.
 
-    charts = probes_view(ProbeViewSettings.from_state(state), run)   # run: viz_app.probe_runs.ProbeRun
+    charts = probes_view(ProbeViewSettings.from_state(state), run)   # run: viz_app.specs.probes.runs.ProbeRun
     charts["curves"]      # the chosen measure by layer for every task (controls dashed, layer 0 dotted)
     charts["tree"]        # when the distance probe ran: one test sentence's predicted tree against its gold tree
 """
@@ -14,7 +14,7 @@ from bert.analysis.probing.task_table import task
 from viz_app.charts.base import Chart
 from viz_app.charts.dependency_tree import tree_chart
 from viz_app.charts.probe_layers import layer_curves_chart, measures_in
-from viz_app.probe_runs import PIECES, ProbeRun
+from viz_app.specs.probes.runs import PIECES, ProbeRun
 from viz_app.views import setting
 
 

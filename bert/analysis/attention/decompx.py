@@ -9,16 +9,17 @@ Through a layer, every step is applied to each part (mixing_parts.py has the not
   b_V, b_O go to the bias part);
 - residual: + x_i[k] (Eq. 7);  LN1: γ1 ⊙ (z − mean(z)) / s1_i with the recorded divisor (Eq. 8; β1 to the bias
   part);
-- MLP (Eqs. 9, 11): W_1, then GELU made linear at the recorded pre-activation t, as the paper does (Eq. 10): each
-  part is multiplied by GELU(t)/t (a line through zero that meets GELU at t, so the parts still sum to GELU(t));
-  W_2; residual; LN2 (Eq. 12).
+- MLP (Eqs. 9, 11): W_1, then the MLP's activation (config.activation: GELU in BERT) made linear at the recorded
+  pre-activation t, as the paper does (Eq. 10): each part is multiplied by act(t)/t (a line through zero that meets
+  the activation at t, so the parts still sum to act(t)); W_2; residual; LN2 (Eq. 12).
 The output head the same way: for the masked-LM head (not in the paper, whose head is the classifier), dense,
-GELU (linear as above), LayerNorm, and the dot product with the predicted token's embedding (+ its bias); for the
-classifier (Eq. 13), the pooler (dense, tanh made linear the same way: tanh(t)/t) and the classifier's row of the
-predicted label, so the logit is a sum over the input tokens (Eq. 14).
+the head's own activation (config.lm_activation, which may differ from the MLP's; linear as above), LayerNorm, and
+the dot product with the predicted token's embedding (+ its bias); for the classifier (Eq. 13), the pooler (dense,
+tanh made linear the same way: tanh(t)/t) and the classifier's row of the predicted label, so the logit is a sum
+over the input tokens (Eq. 14).
 
 Exact: the parts (with the bias part) sum to the logit, to float rounding; nothing is approximated but the
-reading of GELU and tanh as lines at the recorded point.
+reading of the activations and tanh as lines at the recorded point.
 
 Per layer, the matrix is ‖x_i[k]‖ after that layer, rows normalised to sum to 1: how much of token i's vector comes
 from each input token so far (cumulative from the input, not one layer's mixing). The whole model: for each
@@ -38,7 +39,7 @@ from einops import einsum, rearrange
 from torch import nn
 
 from ...errors import MissingHeadError
-from ...model import gelu
+from ...activations import activate
 from ...stopping import checkpoint
 from .mixing_parts import RecordedLayer, layer_norm_parts, layer_norm_scale
 
@@ -85,7 +86,7 @@ def through_layer(recorded: RecordedLayer, parts: torch.Tensor, bias: bool, conf
     mixed = _linear(rearrange(z, "query part head head_dim -> query part (head head_dim)"), module.attention.mlp, bias)
     scale1 = layer_norm_scale(recorded.x + recorded.attention_result, module.attention.layer_norm)
     after_attention = _layer_norm(mixed + parts, scale1, module.attention.layer_norm, bias)
-    slope = linear_slope(lambda t: gelu(t, config), recorded.mlp_pre, 0.5)  # GELU'(0) = 1/2
+    slope = linear_slope(lambda t: activate(t, config.activation), recorded.mlp_pre, 0.5)  # the MLP's; GELU'(0) = 1/2
     hidden = _linear(after_attention, module.residual.mlp1, bias) * slope[:, None]
     mlp = _linear(hidden, module.residual.mlp2, bias)
     scale2 = layer_norm_scale(recorded.attention_out + recorded.mlp_result, module.residual.layer_norm)
@@ -96,9 +97,10 @@ def _mlm_head(model: nn.Module, final: torch.Tensor, parts: torch.Tensor, target
     """[query, part, hidden] after the last layer -> each part of the target logit: [query, part]."""
     head = model.lm_head
     pre = _linear(final, head.mlp, True)
-    slope = linear_slope(lambda t: gelu(t, model.config), pre, 0.5)
+    activation = model.config.lm_activation  # the head's own, which may differ from the MLP's (RoBERTa's: GELU)
+    slope = linear_slope(lambda t: activate(t, activation), pre, 0.5)
     transformed = _linear(parts, head.mlp, bias) * slope[:, None]
-    normed = _layer_norm(transformed, layer_norm_scale(gelu(pre, model.config), head.layer_norm), head.layer_norm, bias)
+    normed = _layer_norm(transformed, layer_norm_scale(activate(pre, activation), head.layer_norm), head.layer_norm, bias)
     logits = einsum(normed, head.unembedding.weight[targets], "query part hidden, query hidden -> query part")
     return logits + head.unembedding.bias[targets][:, None] if bias else logits
 
@@ -145,7 +147,7 @@ def decompx(model: nn.Module, layers: list[RecordedLayer], output: str = "mlm", 
     logit_parts = final.new_empty(logits.shape[0], seq)
     step = parts_per_pass(seq, model.config.intermediate_size)
     for start in range(0, seq, step):
-        checkpoint()  # whoever watches this thread's runs may stop here (bert/stopping.py)
+        checkpoint(min(start + step, seq) - start)  # these rows through every layer; a watcher may stop it here
         keys = torch.arange(start, min(start + step, seq), device=final.device)
         parts = final.new_zeros(seq, len(keys), hidden)
         parts[keys, torch.arange(len(keys))] = layers[0].x[keys]  # x_i[k] = δ_ik x_i

@@ -29,7 +29,7 @@ from torch import nn
 from ...activation_cache import ActivationCache
 from ...errors import InvalidInputError
 from ...hooks import hook_name
-from ...model import LayerApplication
+from ...shared_layers import LayerApplication
 
 # what a recorded pass must keep for every method (the hook kinds of bert/hooks.py)
 MIXING_KINDS = ("embedding_out", "pattern", "attention_result", "attention_out", "mlp_pre", "mlp_result", "layer_out")

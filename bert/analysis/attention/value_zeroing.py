@@ -6,6 +6,9 @@ residual, LN1, MLP, residual, LN2) and compare each token i's new output x̃_i^{
 
     C_ij = 1 − cos(x̃_i^{¬j}, x̃_i),   rows normalised to sum to 1 (C_ij / Σ_k C_ik), as the paper does.
 
+The distance is computed as ‖a/|a| − b/|b|‖² / 2 (bert/analysis/cosine.py): a token that barely changes has a
+distance near 0, which `1 − cos` in float32 would bury under rounding.
+
 The whole model: the rollout of the normalised matrices, C_L ··· C_1 (Abnar & Zuidema 2020's Eq. 1 with C for A),
 with no extra residual (the residual is inside the recomputed layer); the paper's code rolls them out this way.
 
@@ -19,12 +22,12 @@ from __future__ import annotations
 from typing import Callable
 
 import torch
-import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
 from ...hooks import HookRun, active_run, hook_name
 from ...stopping import checkpoint
+from ..cosine import cosine_distance
 from .mixing_parts import RecordedLayer, value_vectors
 
 Progress = Callable[[int, int], None]  # (layer passes' rows done, total): also where a caller may stop the work
@@ -46,20 +49,20 @@ def zeroed_outputs(recorded: RecordedLayer, keep: torch.Tensor) -> torch.Tensor:
     return module.residual(module.attention.layer_norm(recorded.x + result))
 
 
-def cosine_distance(changed: torch.Tensor, original: torch.Tensor) -> torch.Tensor:
-    return 1 - F.cosine_similarity(changed, original, dim=-1)
-
-
 @torch.no_grad()
-def value_zeroing_layer(recorded: RecordedLayer, progress: Progress | None = None, done: int = 0, total: int = 0) -> torch.Tensor:
-    """C_ij for one layer, not yet normalised: [query, key]."""
+def value_zeroing_layer(recorded: RecordedLayer, progress: Progress | None = None, done: int = 0, total: int = 0,
+                        layer: int = 0, layers: int = 1) -> torch.Tensor:
+    """C_ij for one layer, not yet normalised: [query, key]. Layer `layer` of `layers`: each batch tells a watcher
+    (bert/stopping.py) its share of the batch's rows, so that over every layer it counts each zeroed row as one
+    forward pass, as mixing_cost does."""
     seq = recorded.x.shape[0]
     width = recorded.module.residual.mlp1.out_features
     original = zeroed_outputs(recorded, recorded.x.new_ones(1, seq))[0]
     distances = recorded.x.new_empty(seq, seq)
     step = rows_per_pass(seq, width)
     for start in range(0, seq, step):
-        checkpoint()  # whoever watches this thread's runs may stop here (bert/stopping.py)
+        rows = min(start + step, seq) - start
+        checkpoint(rows * (layer + 1) // layers - rows * layer // layers)  # a watcher may stop it here
         keys = torch.arange(start, min(start + step, seq), device=recorded.x.device)
         keep = torch.ones(len(keys), seq, dtype=recorded.x.dtype, device=recorded.x.device)
         keep[torch.arange(len(keys)), keys] = 0
@@ -79,7 +82,7 @@ def value_zeroing(layers: list[RecordedLayer], progress: Progress | None = None)
     """Every layer's normalised C: [layer, query, key]. progress(rows done, rows in all) after each batched pass."""
     seq = layers[0].x.shape[0]
     total = seq * len(layers)
-    return torch.stack([normalise_rows(value_zeroing_layer(recorded, progress, index * seq, total))
+    return torch.stack([normalise_rows(value_zeroing_layer(recorded, progress, index * seq, total, index, len(layers)))
                         for index, recorded in enumerate(layers)])
 
 

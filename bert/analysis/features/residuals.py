@@ -14,6 +14,7 @@ import torch
 from ...devices import model_device
 from ...errors import InvalidInputError
 from ...model import Bert
+from ...model_inputs import check_inputs
 from ...tokenizer import BertTokenizer
 from ..corpus.batching import pad
 
@@ -25,13 +26,13 @@ def residual_at(model: Bert, layer: int, input_ids, token_type_ids, attention_ma
     """hidden_states[layer]: [batch, seq, hidden]."""
     if not isinstance(layer, int) or not 0 <= layer <= model.config.num_layers:
         raise InvalidInputError(f"layer must be a whole number from 0 (embeddings) to {model.config.num_layers}, not {layer!r}")
-    model._check_inputs(input_ids, token_type_ids, attention_mask)
+    token_type_ids = check_inputs(model.config, input_ids, token_type_ids, attention_mask)
     if attention_mask is not None and bool(attention_mask.all()):
         attention_mask = None  # as Bert.encode: the fused attention kernel is faster without a mask
     x = model.embedding(input_ids, token_type_ids, attention_mask)
     relative = model.relative_input(x.shape[1])  # DeBERTa's relative positions; None in the other families
     for block in model.transformer[:layer]:
-        x = block(x, attention_mask) if relative is None else block(x, attention_mask, relative)
+        x = block(x, attention_mask, relative)
     return x
 
 
@@ -44,7 +45,7 @@ def logits_above(model: Bert, layer: int, hidden: torch.Tensor, attention_mask=N
         attention_mask = None
     relative = model.relative_input(hidden.shape[1])
     for block in model.transformer[layer:]:
-        hidden = block(hidden, attention_mask) if relative is None else block(hidden, attention_mask, relative)
+        hidden = block(hidden, attention_mask, relative)
     return model.mlm_logits(model.final_hidden(hidden), logit_mask)
 
 

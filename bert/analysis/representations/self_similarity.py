@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import torch
-import torch.nn.functional as F
 
 from ...costs import Cost
 from ...errors import InvalidInputError
 from ...model import Bert
 from ...tokenizer import BertTokenizer
 from ..corpus.batching import batches_cost, gather_residuals
+from ..cosine import cosine_similarity, pairwise_cosine_similarities
 
 ETHAYARAJH_2019 = (
     "Ethayarajh (2019) found for BERT-base that a word's self-similarity falls in the upper layers (its vectors "
@@ -97,9 +97,8 @@ class WordContexts:
 
 
 def pairwise_cosines(vectors: torch.Tensor) -> torch.Tensor:
-    """[..., n, hidden] -> [..., n, n]: the cosine similarity of every pair of rows."""
-    unit = F.normalize(vectors.double(), dim=-1)
-    return (unit @ unit.transpose(-1, -2)).float()
+    """[..., n, hidden] -> [..., n, n]: the cosine similarity of every pair of rows (bert/analysis/cosine.py)."""
+    return pairwise_cosine_similarities(vectors.float())
 
 
 def mean_pairwise_cosine(vectors: torch.Tensor) -> torch.Tensor:
@@ -176,7 +175,8 @@ def random_pairs(count: int, samples: int, seed: int) -> torch.Tensor:
 
 def pair_cosines(vectors: torch.Tensor, pairs: torch.Tensor) -> torch.Tensor:
     """[layer, token, hidden] and [pair, 2] -> [layer] the mean cosine similarity of the chosen pairs."""
-    return F.cosine_similarity(vectors[:, pairs[:, 0]].double(), vectors[:, pairs[:, 1]].double(), dim=-1).mean(dim=-1).float()
+    similarities = cosine_similarity(vectors[:, pairs[:, 0]].float(), vectors[:, pairs[:, 1]].float())  # [layer, pair]
+    return similarities.double().mean(dim=-1).float()
 
 
 def _baseline_plan(tokenizer: BertTokenizer, sentences: Sequence[str], max_positions: int, samples: int, seed: int):

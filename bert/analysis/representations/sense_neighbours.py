@@ -18,6 +18,7 @@ from ...errors import InvalidInputError
 from ...model import Bert
 from ...tokenizer import BertTokenizer
 from ..corpus.corpus_search import build_index
+from ..cosine import pairwise_cosine_distances
 
 SENSES_FILE = Path(__file__).parents[2] / "data" / "senses.tsv"
 
@@ -67,8 +68,8 @@ def sense_agreement(
     share, by_word = {}, {}
     for layer in index.layers:
         vectors = index.vectors[layer][rows].float()  # [occurrence, hidden], unit rows
-        cosines = (vectors @ vectors.T).masked_fill(~same_word, -2.0)
-        nearest = cosines.topk(k, dim=1).indices  # [occurrence, k]
+        distances = pairwise_cosine_distances(vectors).masked_fill(~same_word, 3.0)  # other words: beyond the farthest (2)
+        nearest = distances.topk(k, dim=1, largest=False).indices  # [occurrence, k]
         agree = same_sense.gather(1, nearest).float().mean(1)  # [occurrence]
         share[layer] = float(agree.mean())
         by_word[layer] = {w: float(agree[[i for i, x in enumerate(words) if x == w]].mean()) for w in dict.fromkeys(words)}

@@ -1,0 +1,18 @@
+"""The activation functions of BERT's family, by the names bert/config.py's ACTIVATIONS gives them. A model has
+two, named apart: the MLP's (config.activation: GELU in BERT, Hendrycks & Gimpel 2016) and its masked-LM head's
+(config.lm_activation: RoBERTa's and ELECTRA's heads apply GELU whatever their MLP's)."""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+
+def activate(x: torch.Tensor, activation: str) -> torch.Tensor:
+    """`activation` ("gelu", "gelu_tanh", "relu" or "silu") applied to x."""
+    if activation == "gelu_tanh":
+        return F.gelu(x, approximate="tanh")
+    if activation == "relu":
+        return F.relu(x)
+    if activation == "silu":
+        return F.silu(x)
+    return F.gelu(x)

@@ -1,0 +1,51 @@
+"""config.json helpers that several families share: BERT's field names, the activations' names, and reading and
+writing a config.json through a table of fields (Hugging Face's name -> ours), used both ways."""
+from __future__ import annotations
+
+from ..errors import ConfigError
+
+# HF field -> ours: the sizes, named alike in BERT's config.json and ModernBERT's
+SIZES = {
+    "vocab_size": "vocab_size",
+    "hidden_size": "hidden_size",
+    "num_hidden_layers": "num_layers",
+    "num_attention_heads": "num_heads",
+    "intermediate_size": "intermediate_size",
+    "max_position_embeddings": "max_position_embeddings",
+}
+# HF field -> ours, for the families that use BERT's field names
+BERT_FIELDS = SIZES | {
+    "type_vocab_size": "type_vocab_size",
+    "layer_norm_eps": "layer_norm_eps",
+    "hidden_dropout_prob": "hidden_dropout",
+    "attention_probs_dropout_prob": "attention_dropout",
+    "pad_token_id": "pad_token_id",
+    "classifier_dropout": "classifier_dropout",
+    "is_decoder": "causal",  # Hugging Face's BertModel attends left-to-right when is_decoder is true
+}
+# config.json's activation names -> ours (bert/config.py's ACTIVATIONS), and ours as transformers writes them
+ACTIVATIONS = {"gelu": "gelu", "gelu_python": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
+               "relu": "relu", "silu": "silu", "swish": "silu"}
+WRITTEN_ACTIVATION = {"gelu": "gelu", "gelu_tanh": "gelu_new", "relu": "relu", "silu": "silu"}
+
+
+def activation(hf: dict, key: str = "hidden_act") -> str:
+    """Our name of the activation config.json gives under `key` (GELU where it is silent)."""
+    name = hf.get(key, "gelu")
+    if name not in ACTIVATIONS:
+        raise ConfigError(f"{key} {name!r} is not supported; expected one of {sorted(ACTIVATIONS)}")
+    return ACTIVATIONS[name]
+
+
+def read_fields(hf: dict, fields: dict[str, str], activation_key: str = "hidden_act") -> dict:
+    """The fields config.json gives (those it leaves out keep BertConfig's defaults) and the MLP's activation."""
+    position_type = hf.get("position_embedding_type", "absolute")
+    if position_type != "absolute":
+        raise ConfigError(f"position_embedding_type {position_type!r} is not supported (only 'absolute')")
+    given = {ours: hf[theirs] for theirs, ours in fields.items() if hf.get(theirs) is not None}
+    return given | {"activation": activation(hf, activation_key)}
+
+
+def write_fields(config, fields: dict[str, str], activation_key: str = "hidden_act") -> dict:
+    """config.json's fields from a BertConfig, and the MLP's activation."""
+    return {activation_key: WRITTEN_ACTIVATION[config.activation]} | {theirs: getattr(config, ours) for theirs, ours in fields.items()}

@@ -1,0 +1,46 @@
+"""Architecture: the module tree with every tensor shape for this input and every module's parameter count."""
+import pandas as pd
+import streamlit as st
+
+from viz_app import cache
+from viz_app.app import widgets
+from viz_app.specs.architecture import architecture_note, module_rows, parameter_arithmetic, tree_text
+from viz_app.charts.architecture import parameter_treemap
+
+widgets.page_header(
+    "Architecture",
+    "The model module by module: embedding, a stack of identical layers (attention, then the MLP, called the "
+    "residual layer here), and the LM head that turns vectors back into word guesses. Lines with → are hook "
+    "points (places where the app can read or change what flows through the model): the shape of the tensor "
+    "that flows there for your input ([batch, seq, hidden], heads split as [batch, head, seq, head_dim]).",
+)
+context = widgets.require()
+model = context.loaded.model
+
+rows = module_rows(model, cache.hook_shapes(context.key, context.prepared))
+st.code(tree_text(rows), language=None)
+st.caption(architecture_note(model.config))
+
+widgets.show_chart(parameter_treemap(rows), key="treemap")
+
+st.subheader("Where the parameters are: the arithmetic by hand")
+arithmetic = parameter_arithmetic(model)
+numbers = {column: st.column_config.NumberColumn(format="localized") for column in arithmetic.columns[2:]}
+st.dataframe(arithmetic, hide_index=True, column_config=numbers)
+st.caption(
+    "Counting only the big weight matrices, as explanations of BERT usually do: 3·768·768 = 1,769,472 for Q, K, V and 2·768·3072 = 4,718,592 "
+    "for the MLP, about 6.5M per layer. The full layer adds the attention output projection, biases and LayerNorms."
+)
+
+table = pd.DataFrame(
+    {
+        "module": [r.path or "(the model)" for r in rows],
+        "type": [r.kind for r in rows],
+        "parameters": [r.parameters for r in rows],
+        "weights": [r.weights for r in rows],
+        "shape for this input": [r.activation for r in rows],
+        "note": [r.note for r in rows],
+    }
+)
+with st.expander("Every module as a table (sortable; its toolbar downloads CSV)"):
+    st.dataframe(table, hide_index=True, column_config={"parameters": numbers[arithmetic.columns[2]]})

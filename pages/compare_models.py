@@ -1,0 +1,97 @@
+"""Compare two models: layer-by-layer similarity (CKA), how much each head's attention moved, predictions side by side."""
+import streamlit as st
+
+from bert.errors import BertError
+from viz_app.server import access, heavy
+from viz_app.app import analysis_widgets, models, state, widgets
+from viz_app import cache, page_costs
+from viz_app.specs import compare_models as model_comparison
+from viz_app.app.models import ModelKey
+from viz_app.app.text import escape_markdown
+from viz_app.charts import compare as charts
+
+widgets.page_header(
+    "Compare two models",
+    "The same sentences through two models: a pre-trained model and one fine-tuned from it, or two of BERT's family "
+    "(BERT and RoBERTa, say). CKA (centred kernel alignment) scores how alike two layers' vectors are: 1 when they "
+    "differ only by a rotation and a uniform scale. The Jensen-Shannon distance scores how far each attention head's "
+    "pattern moved: 0 for the same pattern.",
+)
+context = widgets.require()
+choices = {c.source: c for c in context.visitor.choices}  # a student: the offered models only, no folder
+if st.session_state.get("compare_with") not in (None, *choices):  # a link naming a model this server does not offer
+    st.info(access.not_offered(context.visitor.choices))
+source_b = st.selectbox("Model B (model A is the one chosen in the sidebar)", list(choices), format_func=lambda s: choices[s].label,
+                        **state.kept("compare_with", list(choices), model_comparison.partner(context.key.source, list(choices))))
+folder_b = choices[source_b].folder
+if source_b == models.FOLDER:
+    folder_b = st.text_input("Folder of model B", **state.kept("compare_folder"),
+                             placeholder="/path/to/a/fine-tuned/bert").strip()
+    if not folder_b:
+        st.info("Type the path of a Hugging Face folder of a BERT-family model (config.json, weights, its tokenizer) "
+                "to compare with.")
+        st.stop()
+    source_b = folder_b
+key_a, key_b = context.key, ModelKey.of(source_b, folder_b)
+if key_a == key_b:
+    st.info("Model B is the same as model A: pick another model to compare with.")
+    st.stop()
+try:
+    loaded_b = cache.load_model(key_b)
+except (BertError, OSError, ValueError, RuntimeError) as error:
+    st.error(f"Could not load model B, “{escape_markdown(str(source_b))}” "
+             f"({escape_markdown(access.failure(error, context.visitor.role))}). "
+             "Pick another model.")
+    st.stop()
+shared = cache.same_vocabulary(key_a, key_b)
+name_a, name_b = context.key.source, source_b
+
+st.subheader("Predictions side by side")
+table = model_comparison.side_by_side(context.loaded, loaded_b, context.prepared, shared)
+if table.empty:
+    st.info(model_comparison.nothing_shared(context.loaded, loaded_b, context.prepared, shared))
+else:
+    st.dataframe(table.rename(columns={"model A": f"A: {name_a}", "model B": f"B: {name_b}"}), hide_index=True)
+
+st.subheader("What changed inside, over many sentences")
+picked = analysis_widgets.sentence_source("compare", most=500)
+if picked is None:
+    st.stop()
+sentences, description = picked
+texts = tuple(s.text for s in sentences)
+cost, counted_at = page_costs.model_comparison(context.loaded, loaded_b, list(texts))
+if not heavy.allowed(context, cost, "compare_models", counted_at):
+    st.stop()
+try:
+    with heavy.job(context, cost, "Running the sentences through both models", counted_at):
+        result = cache.model_comparison(key_a, key_b, texts)
+except BertError as error:
+    st.error(f"These two models cannot be compared: {escape_markdown(str(error))}.")
+    st.stop()
+if result.unit == "token":
+    st.caption(f"Over {description}: {result.num_examples:,} tokens, every token of every sentence.")
+else:
+    st.caption(f"The two models split words into different pieces, so their vectors are aligned by words: a word's "
+               f"vector is the mean of its pieces' vectors. Over {description}: {result.num_examples:,} words in "
+               f"{result.num_sentences:,} sentences; {result.skipped:,} sentence{'' if result.skipped == 1 else 's'} "
+               "skipped, where the two tokenizers split the words differently.")
+if result.same_depth:
+    widgets.show_chart(charts.cka_by_layer(result, name_a, name_b), key="cka_by_layer")
+    halves = result.lower_and_upper() if result.unit == "token" else None  # fine-tuning's pattern: one vocabulary
+    if halves is not None:
+        lower, upper = halves
+        verdict = ("agrees: the upper layers changed more" if upper < lower - 0.02 else
+                   "does not show it: the upper layers changed no more than the lower ones")
+        st.markdown(
+            "**What fine-tuning usually does.** Merchant et al. (2020, *What happens to BERT embeddings during "
+            "fine-tuning?*) found that fine-tuning changes the top layers most and the lower layers little: CKA "
+            f"against the base model stays near 1 low down and falls near the top. Here the lower half of the layers "
+            f"has a mean CKA of {lower:.2f} and the upper half {upper:.2f}, so this pair {verdict}."
+        )
+widgets.show_chart(charts.cka_matrix(result, name_a, name_b), key="cka_matrix")
+if result.attention_js is not None:
+    widgets.show_chart(charts.attention_change(result), key="attention_change")
+elif result.unit == "word":
+    st.info("The two models read different tokens, so their attention patterns cannot be paired up head by head.")
+else:
+    st.info("The two models have different numbers of layers or heads, so their heads cannot be paired up.")

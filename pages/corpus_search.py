@@ -1,0 +1,110 @@
+"""Corpus search: the tokens of a corpus whose vectors are nearest to a token of your sentence, layer by layer."""
+import pandas as pd
+import streamlit as st
+
+from bert.analysis.corpus.batching import residual_names
+from bert.layers import head_label, layer_labels
+from bert.errors import BertError
+from viz_app.app import analysis_widgets
+from viz_app.specs import corpus_search
+from viz_app import cache, page_costs
+from viz_app.server import heavy, uploads
+from viz_app.app import state, widgets
+from viz_app.charts.corpus_search import by_layer_chart, match_words_chart
+from viz_app.app.text import chip_labels, escape_markdown
+
+widgets.page_header(
+    "Corpus search",
+    "Where else does the model see a word the way it sees it here? Click a token of your sentence: the page finds "
+    "the tokens of a set of sentences whose vectors are closest to it (cosine similarity) at the layer you pick, "
+    "and shows each in its sentence. At the embeddings a word mostly finds itself; higher up, context counts.",
+)
+context = widgets.require()
+loaded = context.loaded
+key = context.key
+
+choice = st.radio("Search in", [analysis_widgets.BUILTIN, analysis_widgets.UPLOAD], key="search_corpus", horizontal=True)
+if choice == analysis_widgets.UPLOAD:
+    upload = uploads.upload_box(f"A .txt file, one sentence per line: at most {corpus_search.MAX_LINES:,} lines and "
+                                f"{corpus_search.MAX_TOKENS:,} tokens", ["txt"], "search_file", uploads.TEXT_BYTES)
+    if upload is None:
+        st.info(f"Choose a .txt file with one sentence per line (at most {corpus_search.MAX_LINES:,} lines and "
+                f"{corpus_search.MAX_TOKENS:,} tokens) to search your own text.")
+        st.stop()
+    text = uploads.read_text(upload)
+    corpus = None if text is None else corpus_search.upload_corpus(text, upload.name, loaded.tokenizer, loaded.summary.max_positions)
+    if isinstance(corpus, str):
+        st.warning(corpus)
+    if not isinstance(corpus, corpus_search.Corpus):
+        st.stop()
+else:
+    corpus = corpus_search.builtin_corpus()
+
+encoding = context.prepared.base.first_sentence()  # the query: the first sentence, as the sentence box read it
+if context.prepared.pair.strip():
+    st.caption("The search reads the first sentence only; the second sentence is left out.")
+query_tokens = corpus_search.query_tokens(encoding, context.prepared.text)
+tokens = {t.position: t for t in query_tokens}
+labels = chip_labels(encoding.tokens, list(tokens))
+position = st.pills(f"Click a token of your sentence ({escape_markdown(context.loaded.tokenizer.pieces.marker_note)})", list(tokens),
+                    format_func=labels.get, required=True,
+                    **state.kept("search_position", list(tokens), corpus_search.default_position(query_tokens)))
+query = tokens[position]
+st.html(f"<p>Your token in its sentence: {corpus_search.highlighted_in(context.prepared.text, encoding, position)}</p>")
+residual = dict(enumerate(residual_names(loaded.model)))  # hidden_states index -> "embeddings", "after layer 0", ...
+heads_of = dict(enumerate(layer_labels(loaded.model.config.num_layers)))  # a layer (from 0) -> "layer 0", ...
+by = st.radio("Compare tokens by", list(corpus_search.COMPARE_BY), horizontal=True, format_func=corpus_search.COMPARE_BY.get,
+              **state.kept("search_by", list(corpus_search.COMPARE_BY)))
+names = residual if by == corpus_search.LAYER_OUTPUT else heads_of
+layers = list(names)
+columns = st.columns([3, 1])
+layer = columns[0].select_slider("Layer", layers, format_func=names.get, **state.kept("search_layer", layers, layers[-1]))
+k = columns[1].slider("Matches", 5, 50, **state.kept("search_k", range(5, 51)))
+if by == corpus_search.HEAD_OUTPUT:
+    heads = list(range(loaded.model.config.num_heads))
+    head = st.select_slider("Head", heads, **state.kept("search_head", heads))
+    st.caption(f"Each head of {names[layer]} adds up the words it attends to into a small vector of its own "
+               f"({loaded.model.config.hidden_size // len(heads)} numbers) before the layer mixes the heads: the "
+               "search compares those vectors.")
+
+try:  # only the index this view needs: every layer's output, or this layer's heads (built once, then shared)
+    cost = page_costs.corpus_pass(cache.corpus_lengths(key, corpus))
+    if not heavy.allowed(context, cost, "corpus_index"):
+        st.stop()
+    with heavy.job(context, cost, "Indexing the corpus"):
+        index = cache.corpus_index(key, corpus) if by == corpus_search.LAYER_OUTPUT else cache.head_index(key, corpus, layer)
+except BertError as error:
+    st.warning(f"That text cannot be indexed: {escape_markdown(str(error))}.")
+    st.stop()
+st.caption(f"Searching {len(index):,} tokens of {escape_markdown(corpus.name)}.")
+if by == corpus_search.LAYER_OUTPUT:
+    by_layer = cache.neighbours(key, corpus, context.prepared, position, k)
+    hits, where = by_layer[layer], "at the embeddings" if layer == 0 else names[layer]  # "after layer i"
+else:
+    by_head = cache.head_neighbours(key, corpus, context.prepared, position, k, layer)
+    hits, where = by_head[head], f"at {head_label(layer, head)}"
+summary = corpus_search.summarize(hits, query.word)
+shown = escape_markdown(query.word)
+st.markdown(f"**{summary.same_word} of {len(hits)}** matches {where} are “{shown}” itself; "
+            f"{len(summary.words)} different word(s).")
+left, right = st.columns([3, 2])
+with left:
+    st.html("<ol>" + "".join(
+        f"<li><code>{hit.cosine:.3f}</code> {corpus_search.highlighted(index.sentences[hit.sentence_index], loaded.tokenizer, hit.position)}</li>"
+        for hit in hits) + "</ol>")
+with right:
+    widgets.show_chart(match_words_chart(summary.words, query.word), key="search_words")
+    st.dataframe(pd.DataFrame({"part of speech": list(summary.parts_of_speech),
+                               "matches": list(summary.parts_of_speech.values())}), hide_index=True)
+    st.caption("Parts of speech are known for the headword of each built-in sentence (from WordNet); other tokens "
+               "are “unknown”. Positions of the matches in their sentences ([CLS] = 0): "
+               + ", ".join(f"{p} ({n})" for p, n in sorted(summary.positions.items())) + ".")
+table = pd.DataFrame([{"rank": rank, "cosine": hit.cosine, "token": hit.token, "word": hit.word,
+                       "part of speech": hit.part_of_speech or "", "position": hit.position,
+                       "sentence": index.sentences[hit.sentence_index]} for rank, hit in enumerate(hits, 1)])
+st.dataframe(table, hide_index=True)
+if by == corpus_search.LAYER_OUTPUT:
+    widgets.show_chart(by_layer_chart(by_layer, names, query.word), key="search_by_layer")
+else:
+    widgets.show_chart(by_layer_chart(by_head, {h: f"head {h}" for h in by_head}, query.word,
+                                      f"head by head in {names[layer]}"), key="search_by_head")

@@ -1,0 +1,102 @@
+"""How BERT was trained: the masking draw and next-sentence pairs on your text, the loss of one example, and tiny
+BERTs learning (live), masked-LM against left-to-right, and size against held-out loss (Devlin et al. 2019); then
+what RoBERTa, ALBERT and ELECTRA changed, on your text and in tiny runs side by side."""
+import pandas as pd
+import streamlit as st
+
+from bert.errors import BertError
+from bert.pretraining import walkthrough
+from viz_app.server import access
+from viz_app import cache
+from viz_app.specs.how_bert_was_trained import live_run, successors as successor_runs
+from viz_app.app import models, page_context, state, widgets
+from viz_app.server.access import Role
+from viz_app.app.text import escape_markdown
+from viz_app.specs.how_bert_was_trained import figures as figures
+from viz_app.charts import training as charts
+
+DEFAULT_TEXT = "The man went to the store. He bought a gallon of milk. Then he walked home in the rain."
+TASKS = {"nsp": "Next sentence (BERT): B follows A, or is a random sentence",
+         "sop": "Sentence order (ALBERT): B follows A, or the two are swapped"}
+
+widgets.page_header(
+    "How BERT was trained",
+    "BERT learned from plain text with two exercises it could mark itself (Devlin et al. 2019, section 3.1 and "
+    "appendix A): guess hidden words, and tell whether sentence B follows sentence A. Below, the project's own "
+    "training code prepares your text exactly as it prepares its training data; then tiny BERTs learn in front of you.",
+)
+context = page_context.current()  # this page needs no picked model, only who is visiting
+role = context.visitor.role if context is not None else Role.STUDENT  # run outside Home.py: nobody's powers
+try:
+    builtin = cache.load_model(models.ModelKey.of("minilm"))
+except BertError as error:
+    st.warning(f"The built-in model is missing ({access.failure(error, role)}); the masking and pairs need its "
+               "vocabulary.")
+    st.stop()
+tokenizer = builtin.tokenizer
+widgets.contents({"masking": "Masking", "pairs": "Next-sentence pairs", "loss": "The loss", "tiny-bert": "A tiny BERT learns",
+                  "mlm-vs-left-to-right": "Masked LM against left-to-right", "model-size": "Model size",
+                  "after-bert": "After BERT"})
+
+st.header("1. Masking: which words the model must guess", anchor="masking")
+text = st.text_area("Your text (one or more sentences)", DEFAULT_TEXT, **state.kept("trained_text"))
+seed_column, draw_column, whole_column = st.columns([1, 1, 2], vertical_alignment="bottom")
+seed = int(seed_column.number_input("Seed", 0, 1_000_000, 0, key="mask_seed"))
+draw_column.button("Draw again", icon=":material/casino:", key="mask_redraw",
+                   on_click=lambda: st.session_state.update(mask_seed=st.session_state.get("mask_seed", 0) + 1))
+whole_word = whole_column.toggle("Whole-word masking (hide all pieces of a word together)", key="mask_whole_word")
+try:
+    batch, truncated = walkthrough.sentence_batch(tokenizer, text)
+except BertError as error:
+    st.info(f"Type some text above: {escape_markdown(str(error))}.")
+    st.stop()
+masked = walkthrough.mask_example(tokenizer, batch, seed, whole_word, truncated)
+st.markdown(charts.legend_chips(), unsafe_allow_html=True)  # our own words only
+for label, row in (("The text", "text"), ("What the model reads", "read"), ("What the loss asks for", "labels")):
+    st.markdown(f"**{label}**<br>{charts.masking_chips(masked, row)}", unsafe_allow_html=True)  # tokens escaped in the chips
+st.caption(figures.masking_summary(masked))
+if truncated:
+    st.caption(f"Only the first {walkthrough.MAX_LENGTH} tokens are used, as in training.")
+
+st.header("2. Next-sentence pairs", anchor="pairs")
+task = st.radio("Pairs for", list(TASKS), format_func=TASKS.get, key="pair_task", horizontal=True)
+try:
+    pairs = walkthrough.sentence_pairs(tokenizer, text, seed, task)
+except BertError as error:
+    st.info(f"{escape_markdown(str(error))}.")
+    pairs = []
+for number, pair in enumerate(pairs, 1):
+    st.markdown(f"**Pair {number}: {figures.pair_label(pair, task)}**<br>{charts.pair_chips(pair)}", unsafe_allow_html=True)
+    if builtin.model.has_nsp_head:
+        st.caption(f"The built-in model's guess: P(B follows A) = {walkthrough.next_sentence_probability(builtin.model, pair):.0%}.")
+if pairs:
+    st.caption(figures.PAIRS_NOTE[task])
+
+if pairs and builtin.model.has_mlm_head and builtin.model.has_nsp_head:
+    st.header("3. The loss for one example", anchor="loss")
+    pair = pairs[0]
+    masked_pair = walkthrough.mask_example(tokenizer, pair.batch, seed, whole_word)
+    st.markdown(charts.masking_chips(masked_pair, "read"), unsafe_allow_html=True)  # tokens escaped in the chips
+    loss = walkthrough.example_loss(builtin.model, pair, masked_pair)
+    mlm, nsp, total = st.columns(3)
+    mlm.metric("Masked-LM loss", f"{loss.mlm:.3f}")
+    nsp.metric("Next-sentence loss", f"{loss.nsp:.3f}")
+    total.metric("Total (what training lowers)", f"{loss.total:.3f}")
+    st.dataframe(pd.DataFrame({"position": loss.positions, "hidden token": loss.targets, "−log p(it)": loss.token_losses}),
+                 hide_index=True)
+    st.caption(figures.LOSS_NOTE)
+
+st.header("4. Watch a tiny BERT learn", anchor="tiny-bert")
+st.caption(figures.LIVE_NOTE)
+live_run.render(role, context.visitor.settings.heavy_slots if context is not None else 1)
+
+st.header("5. Masked LM against left-to-right, in miniature", anchor="mlm-vs-left-to-right")
+st.caption(figures.DIRECTION_NOTE)
+figures.direction_comparison()
+
+st.header("6. Model size against held-out loss, in miniature", anchor="model-size")
+st.caption(figures.SIZE_NOTE)
+figures.size_comparison()
+
+st.header("7. What came after BERT", anchor="after-bert")
+successor_runs.render(context, tokenizer, text, batch, seed)

@@ -1,0 +1,149 @@
+"""Lessons: guided steps through the app for a class, one step per screen, with a link per step for students."""
+import plotly.graph_objects as go
+import streamlit as st
+
+from bert.costs import Cost
+from bert.errors import BertError
+from viz_app.server import access, heavy, uploads
+from viz_app import cache
+from viz_app.app import state, widgets
+from viz_app.app.forward import InputProblem
+from viz_app.server.access import Role
+from viz_app.lessons import following, session
+from viz_app.lessons.export import lesson_html
+from viz_app.lessons.format import PAGES, LessonError, builtin_lessons, parse_lesson
+from viz_app.app.text import escape_markdown, without_images
+
+UPLOAD = "upload"
+STAGE_CSS = """<style>
+.st-key-lesson_stage p, .st-key-lesson_stage li { font-size: 1.5rem; line-height: 1.45; }
+.st-key-lesson_stage h2 { font-size: 2.6rem; }
+.st-key-lesson_stage [data-testid="stCaptionContainer"] p { font-size: 1.15rem; }
+</style>"""
+
+context = widgets.require(needs_input=False)
+presenter = context.visitor.role is Role.PRESENTER  # in class mode: moves the class
+lessons = builtin_lessons()
+presenting = st.session_state.get(session.STEP) is not None
+if not presenting:  # the presenter view keeps the screen for the step
+    widgets.page_header(
+        "Lessons",
+        "A path through the app for a class: each step opens a page with the right sentence, layer and head already "
+        "set, says what to look at and asks a question. Arrow keys or the buttons move between steps; each step has "
+        "a link students open on their own laptops to reach the same view.",
+    )
+state.clamp("lesson_name", [*lessons, UPLOAD])
+if presenting:
+    name = st.session_state["lesson_name"]
+else:
+    name = st.selectbox("Lesson", [*lessons, UPLOAD], **state.kept("lesson_name"),
+                        format_func=lambda n: "Your own lesson file (.yaml)…" if n == UPLOAD else lessons[n].title)
+if name == UPLOAD and not presenting:
+    upload = uploads.upload_box("A lesson file (docs/teaching.md shows how to write one)", ["yaml", "yml"],
+                                "lesson_file", uploads.LESSON_BYTES)
+    text = uploads.read_text(upload, uploads.LESSON_BYTES) if upload is not None else None
+    if text is not None:
+        try:
+            st.session_state[session.UPLOADED] = parse_lesson(text, upload.name.rsplit(".", 1)[0], source=upload.name)
+        except LessonError as error:
+            st.session_state.pop(session.UPLOADED, None)
+            st.error(f"This lesson cannot be used: {escape_markdown(str(error))}", icon=":material/error:")
+lesson = st.session_state.get(session.UPLOADED) if name == UPLOAD else lessons[name]
+if lesson is None:  # kept while the class visits the steps' pages
+    st.session_state[session.STEP] = None
+    st.stop()
+key = context.key
+index = st.session_state.get(session.STEP)
+if index is not None and not 0 <= index < len(lesson.steps):
+    index = st.session_state[session.STEP] = None
+
+
+def download_lesson() -> str:
+    return lesson_html(lesson, context.loaded, context.key.source, session.base_url(),
+                       charts_for=lambda step: cache.lesson_charts(key, step.page, step.state))
+
+
+download = dict(data=download_lesson, file_name=f"{lesson.name}.html", mime="text/html", on_click="ignore",
+                icon=":material/download:", help="One HTML file with every step's figures for the loaded model, "
+                "the texts, and the questions with their answers folded away. It opens without the app or a network.")
+sentence = (st.session_state.get("text", ""), st.session_state.get("pair", ""), bool(st.session_state.get("truncate")))
+step_costs = cache.lesson_step_costs(key, lesson, sentence)
+if not heavy.within_budget(context, sum(step_costs, Cost(0, 0))):
+    download |= dict(disabled=True, help="Every step's figures together cost more than one computation may on this "
+                     "server: download this lesson at the server's machine, or ask the teacher to raise the budget.")
+
+
+def show_step(step, figures: list, trouble: Exception | None) -> None:
+    """The step on the stage: its texts, its figures (or why there are none), its question and notice."""
+    st.caption(f"{escape_markdown(lesson.title)} · **step {step.number} of {step.total}** · {PAGES[step.page][1]} page")
+    st.header(escape_markdown(step.title), anchor=False)
+    st.markdown(without_images(step.text))
+    for problem in step.problems:
+        st.warning(problem, icon=":material/info:")
+    if trouble is not None:
+        st.warning(f"The figures of this step could not be drawn here ({access.failure(trouble, context.visitor.role)}); "
+                   "open the page instead.")
+    columns = st.columns(2) if len(figures) > 1 else [st.container()]
+    for number, chart in enumerate(figures):
+        with columns[number % len(columns)] if number < 2 else st.container():
+            figure = go.Figure(chart.figure).update_layout(font_size=16, title_font_size=19)  # for the back row
+            st.plotly_chart(figure, key=f"lesson_chart_{number}", width="stretch", config={"displaylogo": False})
+    if not figures:
+        st.info(f"This step is on the {PAGES[step.page][1]} page: press “Open this step in the app” to see it.")
+    if step.question:
+        st.markdown(f"**Question.** {without_images(step.question)}")
+        with st.expander("Answer (click to reveal)", key=f"lesson_answer_{lesson.name}_{index}"):
+            st.markdown(without_images(step.answer))
+    if step.notice:
+        st.info(f"**Notice:** {without_images(step.notice)}", icon=":material/visibility:")
+
+
+if index is None:  # the overview: what the lesson covers
+    st.subheader(escape_markdown(lesson.title), anchor=False)
+    st.markdown(escape_markdown(lesson.about))
+    st.markdown("\n".join(f"{n}. {escape_markdown(s.title)} ({PAGES[s.page][1]})" for n, s in enumerate(lesson.steps, 1)))
+    left, right = st.columns([1, 3])
+    left.button("Start the lesson", type="primary", icon=":material/play_arrow:", on_click=session.go_to,
+                args=(lesson, 0, context.visitor), key="lesson_start")
+    with right:
+        st.download_button("Download this lesson", key="lesson_download", **download)
+    if presenter:
+        following.presenter_box(context.visitor)
+    st.stop()
+
+cost = step_costs[index]
+st.html(STAGE_CSS)
+step, figures, trouble = None, [], None
+if heavy.allowed(context, cost, f"lesson_step_{index}"):  # a long sentence or a heavy value may be over the budget
+    with heavy.job(context, cost, "Working out this step and its figures for the loaded model"):
+        step = cache.lesson_step(key, lesson, index, sentence)
+        try:
+            figures = cache.lesson_charts(key, step.page, step.state)
+        except (BertError, InputProblem, ValueError, RuntimeError) as error:  # never break the lesson: say so, go on
+            trouble = error
+    session.apply(lesson, step, context.key.source)
+    session.switch_if_asked(step, context.key.source)
+with st.container(key="lesson_stage"):
+    if step is None:
+        st.caption(f"{escape_markdown(lesson.title)} · **step {index + 1} of {len(lesson.steps)}**")
+    else:
+        show_step(step, figures, trouble)
+
+buttons = st.columns([0.9, 0.9, 1.9, 1.5, 1.9])
+buttons[0].button("Back", icon=":material/arrow_back:", shortcut="Left", key="lesson_back", disabled=index == 0,
+                  on_click=session.go_to, args=(lesson, index - 1, context.visitor), width="stretch")
+buttons[1].button("Next", icon=":material/arrow_forward:", shortcut="Right", key="lesson_next", type="primary",
+                  disabled=index == len(lesson.steps) - 1, on_click=session.go_to, args=(lesson, index + 1, context.visitor),
+                  width="stretch")
+buttons[2].button("Open this step in the app", icon=":material/open_in_new:", key="lesson_open", disabled=step is None,
+                  on_click=session.open_page, args=(step,), width="stretch",
+                  help="Goes to the step's page, set as the step says; it stays so when you leave the lesson.")
+buttons[3].button("Leave the lesson", icon=":material/close:", key="lesson_leave", on_click=session.go_to,
+                  args=(lesson, None, context.visitor), width="stretch")
+with buttons[4]:
+    st.download_button("Download this lesson", key="lesson_download", width="stretch", **download)
+if presenter:
+    following.presenter_box(context.visitor)
+if step is not None:
+    st.caption("For students: open this link on your own laptop to reach the same view (the button on the right copies it).")
+    st.code(step.link(session.base_url(), context.key.source), language=None, wrap_lines=True)

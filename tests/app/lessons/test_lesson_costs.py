@@ -1,0 +1,110 @@
+"""A lesson step's cost (viz_app/lessons/costs.py) against the passes its computed values and figures make, and the
+lessons page's budget: a lesson file whose step asks for value zeroing on a long sentence does not run for a
+student, who reads the numbers; the owner confirms and the step is worked out."""
+from __future__ import annotations
+
+import pytest
+
+from app_helpers import figures, no_exception, texts
+from bert.pretrained import MINILM_HEAD_FILE
+from viz_app.app import models
+from viz_app.server import visitor
+from viz_app.lessons import session
+from viz_app.lessons.computed import PerModel
+from viz_app.lessons.costs import lesson_cost, step_cost, value_names
+from viz_app.lessons.format import builtin_lessons, parse_lesson
+from viz_app.lessons.resolve import resolve
+from viz_app.lessons.views import view_charts
+
+pytestmark = pytest.mark.skipif(not MINILM_HEAD_FILE.is_file(), reason=f"{MINILM_HEAD_FILE} is not there yet")
+LESSONS = "../pages/lessons.py"
+LONG = " ".join(["The dog barked at the mailman, and the cat watched from the [MASK]."] * 6)  # 103 tokens
+HEAVY_LESSON = f"""title: Heavy
+about: One step that zeroes every token's value in turn.
+steps:
+  - title: Value zeroing on a long text
+    page: rollout
+    state:
+      text: "{LONG}"
+      mixing_method: value-zeroing
+      mixing_compare: decompx
+    text: "The [SEP] share is {{zeroing_to_special.share}}."
+"""
+
+
+@pytest.fixture(scope="module")
+def loaded():
+    return models.load(models.ModelKey.of("minilm"))
+
+
+class LayerPasses:
+    """Rows through the model's transformer layers, over the number of layers: full forward passes and the
+    layer-only passes of value zeroing and DecompX alike."""
+
+    def __init__(self, model):
+        self.rows, self.layers = 0, model.config.num_layers
+        self.handles = [layer.register_forward_pre_hook(self._count) for layer in model.transformer]
+
+    def _count(self, module, args):
+        self.rows += args[0].shape[0]
+
+    def close(self) -> float:
+        for handle in self.handles:
+            handle.remove()
+        return self.rows / self.layers
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(builtin_lessons()))
+def test_every_built_in_step_makes_no_more_passes_than_its_cost_and_fits_the_default_budget(loaded, name):
+    lesson = builtin_lessons()[name]
+    for index in range(len(lesson.steps)):
+        cost = step_cost(lesson, index, loaded, {})
+        counted, per_model = LayerPasses(loaded.model), PerModel.of(loaded)  # the values and figures share runs, as in the app
+        try:
+            step = resolve(lesson, index, loaded, {}, per_model=per_model)
+            view_charts(step.page, loaded, step.state, per_model)
+        finally:
+            passes = counted.close()
+        assert passes <= cost.forward_passes, (name, index, passes, cost)
+        assert cost.work(loaded.model.config) <= 60_000  # a student may open every built-in step
+    assert lesson_cost(lesson, loaded, {}).forward_passes >= max(step_cost(lesson, i, loaded, {}).forward_passes
+                                                                  for i in range(len(lesson.steps)))
+
+
+def test_a_heavy_step_costs_what_its_methods_and_values_do(loaded):
+    from bert.analysis.attention.mixing import mixing_cost
+    from bert.costs import Cost
+
+    lesson = parse_lesson(HEAVY_LESSON, "heavy")
+    tokens = len(loaded.tokenizer.encode(LONG))
+    assert list(value_names(lesson, 0)) == ["zeroing_to_special"]
+    expected = (Cost(1, tokens) + mixing_cost("value-zeroing", tokens) + mixing_cost("attention", tokens)  # the value
+                + mixing_cost("value-zeroing", tokens) + mixing_cost("decompx", tokens))  # the figures
+    assert step_cost(lesson, 0, loaded, {}) == expected
+    assert expected.forward_passes == 3 * (tokens + 2) + 2  # each method's recorded pass counted: an upper bound
+
+
+@pytest.mark.slow
+def test_a_lesson_file_over_the_budget_waits_for_a_student_and_runs_for_the_owner(open_app, monkeypatch):
+    monkeypatch.setenv("BERT_INSIDE_REQUEST_BUDGET", "2000")
+    monkeypatch.setattr(visitor, "address", lambda: "192.0.2.90")  # a student
+    at = open_app("prediction", model="minilm")
+    at.switch_page(LESSONS).run()
+    at.session_state[session.UPLOADED] = parse_lesson(HEAVY_LESSON, "heavy")
+    at.selectbox(key="lesson_name").set_value("upload").run()
+    no_exception(at)
+    [download] = [b for b in at.get("download_button") if b.label == "Download this lesson"]
+    assert download.proto.disabled  # every step together is over the budget too
+    at.button(key="lesson_start").click().run()
+    no_exception(at)
+    shown = texts(at)
+    assert "This needs" in shown and "a computation may cost 2,000" in shown and "Lower" in shown
+    assert not figures(at) and not at.header and "step 1 of 1" in shown
+    assert at.button(key="lesson_open").proto.disabled
+
+    monkeypatch.setattr(visitor, "address", lambda: "127.0.0.1")  # the person at the server's machine
+    at.run()
+    at.button(key="heavy_confirm_lesson_step_0").click().run()
+    no_exception(at)
+    assert at.header[0].value == "Value zeroing on a long text" and len(figures(at)) == 4

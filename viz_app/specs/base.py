@@ -1,0 +1,98 @@
+"""What a page is, declared once: its spec, a module in viz_app/specs/ named by the page's address, which the page,
+the lessons, the lesson costs and the exports all read.
+
+A spec module defines
+
+    NAME = "<url_path>"                      # its entry in viz_app/app/navigation.py (`Page.spec`)
+    class Settings:                          # frozen dataclass: what the page's widgets choose
+        @classmethod
+        def from_state(cls, state, inputs)   # from a link's or a lesson step's state, clamped as the widgets would
+    def computations(settings) -> {name: (Computation, work)}   # the heavy parts these settings ask for
+    def view(settings, inputs, results) -> {name: Chart}        # results: {name: computed result}
+    LESSON_CHARTS = (...)                    # the charts of `view` a lesson step shows
+
+and a `Computation` for each heavy part: its price (`cost`, known before anything runs) and the work itself
+(`compute`). The page runs a computation only through `viz_app.server.heavy.run(context, computation, work)`, which
+prices it, asks the budget, takes a slot, stops when the tab closes and caches; a lesson runs
+`computations(settings)` inside the lesson page's job. `inputs` is anything with `.loaded` (a LoadedModel) and
+`.prepared` (a PreparedInput, or None on a page without the sentence box): the page's Context, or `Inputs`;
+a computation's `cost` and `compute` get `Inputs` (its `load` opens a second model).
+Plain Python: no Streamlit here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Generic, Hashable, Mapping, Protocol, TypeVar
+
+from bert.config import BertConfig
+from bert.costs import Cost
+from viz_app.app.forward import PreparedInput
+from viz_app.app.models import LoadedModel, ModelKey, load as load_model
+from viz_app.app.navigation import LINK_PARAMS
+
+Work = TypeVar("Work", bound=Hashable)  # what a computation reads besides the model and the input (a frozen dataclass)
+Result = TypeVar("Result")
+
+
+class HasInputs(Protocol):
+    @property
+    def loaded(self) -> LoadedModel: ...
+
+    @property
+    def prepared(self) -> PreparedInput | None: ...
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What a computation reads: the model, the input, and how to load another model it needs (a generator, model
+    B of a comparison) by its key; the app passes its cached loader (viz_app/cache.py), a lesson or a test the
+    plain one."""
+
+    loaded: LoadedModel
+    prepared: PreparedInput | None = None
+    load: Callable[[ModelKey], LoadedModel] = load_model
+
+
+@dataclass(frozen=True)
+class Computation(Generic[Work, Result]):
+    """One heavy part of a page: `cost` before it starts, `compute` the work. `name` ("<page>.<part>") keys its cache
+    and the budget's confirmation; `title(work)` names what it computes, in the page's words ("Value zeroing");
+    `counted_at(inputs, work)`: the model whose size the passes are counted at, when not the page's (the larger of
+    two models)."""
+
+    name: str
+    title: Callable[[Work], str]
+    cost: Callable[[Inputs, Work], Cost]
+    compute: Callable[[Inputs, Work], Result]
+    counted_at: Callable[[Inputs, Work], BertConfig] | None = None
+
+
+Planned = dict[str, tuple[Computation, Any]]  # name -> (computation, its work), as a spec's `computations` gives
+
+
+def planned_cost(planned: Planned, inputs: Inputs) -> Cost:
+    """What the planned computations cost together."""
+    return sum((computation.cost(inputs, work) for computation, work in planned.values()), Cost(0, 0))
+
+
+def compute_all(planned: Planned, inputs: Inputs) -> dict[str, Any]:
+    """Every planned computation's result, run here (a lesson step inside its job, an export)."""
+    return {name: computation.compute(inputs, work) for name, (computation, work) in planned.items()}
+
+
+# ---- reading a link's or a lesson step's state as a page's widgets would ----------------------------------------
+
+
+def setting(state: Mapping[str, Any], key: str):
+    """The value a link or a step sets for `key`, else its default."""
+    return state.get(key, LINK_PARAMS[key].default)
+
+
+def within(value, count: int, default: int) -> int:
+    """`value` if it is one of 0 .. count - 1 (a layer, a head), else `default`."""
+    return value if isinstance(value, int) and 0 <= value < count else default
+
+
+def chosen_mask(requested, masks: tuple[int, ...]) -> int | None:
+    """The [MASK] a page analyses: the requested position if it is a mask, else the first; None without masks."""
+    return requested if requested in masks else (masks[0] if masks else None)

@@ -1,0 +1,148 @@
+"""The "watch a tiny BERT learn" section: settings, the shipped log at once, "train it yourself" live, stop, the
+queue when another session's run holds the server (a student's run stops at its time limit, so the queue moves),
+and opening the trained model in the other pages."""
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from bert.pretraining.miniature import WATCH_SENTENCE, RunLog, TinySettings
+from viz_app.server import access, sessions
+from viz_app.server import singletons
+from viz_app.app import models, widgets
+from viz_app.server.access import Role
+from viz_app.charts import training as charts
+from viz_app.charts.attention import pattern_heatmap
+from viz_app.app.text import escape_markdown
+from viz_app.server.training_room import STUDENT_LIMIT_S, Job, TinyTrainingRuns, shipped_log
+
+SIZES = {"1 layer, hidden 64": (1, 64, 1), "2 layers, hidden 128": (2, 128, 2), "4 layers, hidden 256": (4, 256, 4)}
+ATTENTION = {"both sides (masked LM, as BERT)": False, "left side only (left-to-right)": True}
+
+
+def settings_form() -> TinySettings:
+    size, steps, seed, attention = st.columns([2, 1, 1, 2])
+    layers, hidden, heads = SIZES[size.selectbox("Size", list(SIZES), index=1, key="tiny_size")]
+    steps = steps.number_input("Steps", 10, 3000, TinySettings.steps, step=10, key="tiny_steps")
+    seed = seed.number_input("Seed", 0, 1_000_000, 0, key="tiny_seed")
+    causal = ATTENTION[attention.radio("Each token sees", list(ATTENTION), key="tiny_attention")]
+    return TinySettings(layers=layers, hidden=hidden, heads=heads, steps=int(steps), seed=int(seed), causal=causal)
+
+
+def render(role: Role, slots: int) -> None:
+    """The section for this visitor: the trained model's folder is offered to whoever may open folders, and a
+    failed run's error text to whoever may read the server's paths (viz_app/server/access.py). `slots`: the server's
+    heavy-computation slots, one of which the run trains in (viz_app/server/training_room.py)."""
+    may_open_folder = role.may_choose_any_model
+    settings, runs = settings_form(), singletons.tiny_training_runs(slots)
+    runs.sweep()  # the runs of sessions that are gone, stopped or removed with their folders
+    owner = sessions.this_session()
+    mine: Job | None = st.session_state.get("tiny_job")
+    current = runs.current
+    if current is not None and current.owner == owner and mine is not current:  # started from the queue
+        st.session_state["tiny_job"] = mine = current
+    limit_s = None if may_open_folder else STUDENT_LIMIT_S  # the owner's and the presenter's runs take their time
+    if st.button("Train it yourself", icon=":material/play_arrow:", type="primary", key="tiny_train",
+                 disabled=mine is not None and not mine.finished.is_set()):
+        status, job = runs.start(settings, owner, limit_s=limit_s, queue=True)
+        if status == "full":
+            st.warning(f"Busy: another run ({_describe(job.settings)}, step {job.step} of {job.settings.steps}) is training "
+                       "and the queue is full. Press the button again later; meanwhile the run shipped with the app is "
+                       "shown.", icon=":material/hourglass_top:")
+        elif status in ("started", "finished"):
+            st.session_state["tiny_job"] = mine = job
+    if runs.place(owner) is not None:
+        _queued(runs, owner)
+    elif runs.current is not None and runs.current.owner != owner:
+        st.info(f"Another run is training on this server ({_describe(runs.current.settings)}, step {runs.current.step} of "
+                f"{runs.current.settings.steps}): yours can start when it ends.", icon=":material/group:")
+    if mine is not None and not mine.finished.is_set():
+        if mine.settings == settings:
+            _live(mine)
+            return
+        st.info(f"Your run ({_describe(mine.settings)}, {mine.settings.steps} steps) is still training: choose its settings "
+                "again to watch it.", icon=":material/pending:")
+    job = mine if mine is not None and mine.settings == settings else runs.finished(settings)
+    if job is not None and job.error:
+        st.error(f"The run failed ({access.failure(job.error, role)}).")
+    elif job is not None and job.log is not None:
+        _draw(job.log, settings, job, may_open_folder=may_open_folder)
+    elif (shipped := shipped_log(settings)) is not None:
+        st.caption(f"Shown: the run shipped with the app (recipes/tiny_runs.py, {shipped.environment.get('date', '')}); "
+                   "“Train it yourself” runs it again here, step by step.")
+        _draw(shipped, settings)
+    else:
+        st.info("No run with these settings yet: press “Train it yourself”.")
+
+
+def _queued(runs: TinyTrainingRuns, owner: str) -> None:
+    """Where this browser session stands in the queue, redrawn every second; the page reruns once its run starts."""
+    @st.fragment(run_every=1.0)
+    def panel():
+        place, current = runs.place(owner), runs.current
+        if place is None:
+            st.rerun(scope="app")
+        ahead = (f"the run training now ({_describe(current.settings)}, step {current.step} of {current.settings.steps})"
+                 if current is not None else "the run that has just ended")
+        st.info(f"Only one run trains at a time on this server: yours is number {place} in the queue, after {ahead}. "
+                f"A student's run stops after {STUDENT_LIMIT_S / 60:g} minutes, so the queue moves; yours starts here "
+                "by itself.", icon=":material/hourglass_top:")
+        st.button("Leave the queue", key="tiny_leave_queue", on_click=runs.leave_queue, args=(owner,))
+
+    panel()
+
+
+def _live(job: Job) -> None:
+    @st.fragment(run_every=1.0)
+    def panel():
+        if job.finished.is_set():
+            st.rerun(scope="app")
+        if st.button("Stop", icon=":material/stop:", key="tiny_stop"):
+            job.stop.set()
+        if job.log is None:
+            st.progress(0.0, text="Preparing the text and the model…")
+        else:
+            _draw(job.log, job.settings, live=True)
+
+    panel()
+
+
+def _draw(log: RunLog, settings: TinySettings, job: Job | None = None, live: bool = False,
+          may_open_folder: bool = False) -> None:
+    steps_done = len(log.train_loss)
+    if live:
+        st.progress(min(steps_done / settings.steps, 1.0), text=f"Training: step {steps_done} of {settings.steps}")
+    elif log.stopped_at is not None:
+        limit = (f" when its time ran out ({job.limit_s / 60:g} minutes per student's run, so that every student gets "
+                 "a turn)") if job is not None and job.timed_out else ""
+        st.caption(f"Stopped at step {log.stopped_at} of {settings.steps}{limit}.")
+    widgets.show_chart(charts.loss_curves({_describe(settings): log}, "Loss while it learns"), key="tiny_loss")
+    latest = log.evals[-1]
+    guesses = ", ".join(f"**{escape_markdown(token)}** {p:.1%}" for token, p in latest["guesses"])
+    st.markdown(f"“{escape_markdown(WATCH_SENTENCE)}” at step {latest['step']}: {guesses}")
+    with st.expander("Its guesses at every evaluation"):
+        st.dataframe(charts.guesses_table(log), hide_index=True)
+    steps = [e["step"] for e in log.evals]
+    key = f"tiny_attention_step_{len(steps)}" if live else "tiny_attention_step"  # live: follow each new evaluation
+    chosen = st.select_slider("Attention at step", steps, value=steps[-1], key=key)
+    layer, head = log.attention_at
+    pattern = np.asarray(next(e for e in log.evals if e["step"] == chosen)["attention"])
+    widgets.show_chart(pattern_heatmap(pattern, log.watch_tokens, list(range(len(log.watch_tokens))), layer, head), key="tiny_attention")
+    if log.right_context is not None:
+        cloze = log.right_context
+        st.markdown(f"Right-context cloze set at the end: **{cloze['top1']:.0%}** top-1, **{cloze['top5']:.0%}** top-5 "
+                    f"of {cloze['sentences']} sentences; {log.seconds:.0f} s on this run's machine.")
+    if job is not None and job.model_folder and may_open_folder:  # a server path: not for students
+        st.button("Open this tiny model in the other pages", icon=":material/open_in_new:", key="tiny_open",
+                  on_click=_choose_model, args=(job.model_folder,))
+        st.caption(f"Saved for this server's session as a Hugging Face folder: {job.model_folder}")
+
+
+def _choose_model(folder: str) -> None:
+    st.session_state["model_choice"] = models.FOLDER
+    st.session_state["model_folder"] = folder
+
+
+def _describe(settings: TinySettings) -> str:
+    direction = "left-to-right" if settings.causal else "masked LM"
+    return f"{settings.layers} layer{'s' * (settings.layers > 1)}, hidden {settings.hidden}, {direction}, seed {settings.seed}"
