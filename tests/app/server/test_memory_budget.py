@@ -54,7 +54,7 @@ def test_a_student_run_that_would_keep_more_than_the_server_allows_is_refused_wi
 
 
 def test_the_memory_budget_is_a_server_setting():
-    assert read_settings([], {}).memory_budget == 300
+    assert read_settings([], {}).memory_budget == 500
     assert read_settings(["--memory-budget", "1200"], {}).memory_budget == 1200
     assert read_settings([], {"BERT_INSIDE_MEMORY_BUDGET": "50"}).memory_budget == 50
 
