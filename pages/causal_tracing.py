@@ -2,7 +2,7 @@
 noise on one sentence (Meng et al. 2022)."""
 import streamlit as st
 
-from bert.errors import InvalidInputError
+from bert.errors import InputTooLongError, InvalidInputError
 from bert.layers import layer_label
 from viz_app import cache, page_costs
 from viz_app.server import heavy
@@ -39,7 +39,11 @@ def word_choice(column, label: str, key: str, guesses: list[str], chosen: str, h
 
 
 def stop_with(problem: InvalidInputError) -> None:
-    st.warning(escape_markdown(str(problem)))  # it quotes the words typed or linked
+    if isinstance(problem, InputTooLongError):  # the library's message names its own argument: say it in the page's words
+        st.warning(f"That sentence is {problem.num_tokens} tokens long, but the model reads at most {problem.max_tokens}. "
+                   "Shorten it.")
+    else:
+        st.warning(escape_markdown(str(problem)))  # it quotes the words typed or linked
     st.stop()
 
 

@@ -39,7 +39,8 @@ if key_a == key_b:
 try:
     loaded_b = cache.load_model(key_b)
 except (BertError, OSError, ValueError, RuntimeError) as error:
-    st.error(f"Could not load model B, {source_b!r} ({access.failure(error, context.visitor.role)}). "
+    st.error(f"Could not load model B, “{escape_markdown(str(source_b))}” "
+             f"({escape_markdown(access.failure(error, context.visitor.role))}). "
              "Pick another model.")
     st.stop()
 shared = cache.same_vocabulary(key_a, key_b)
@@ -48,8 +49,7 @@ name_a, name_b = context.key.source, source_b
 st.subheader("Predictions side by side")
 table = model_comparison.side_by_side(context.loaded, loaded_b, context.prepared, shared)
 if table.empty:
-    st.info("Nothing both models can predict for this input: put a [MASK] in the sentence (both need a masked-LM "
-            "head), or compare two classifiers, or two models with a next-sentence head and a second sentence.")
+    st.info(model_comparison.nothing_shared(context.loaded, loaded_b, context.prepared, shared))
 else:
     st.dataframe(table.rename(columns={"model A": f"A: {name_a}", "model B": f"B: {name_b}"}), hide_index=True)
 

@@ -138,7 +138,7 @@ if may_save and st.button("Save the label with the sparse autoencoder", key="fea
         set_label(folder, feature, text, config.features)
         st.success(f"Saved in {Path(folder).name}/labels.json." if text.strip() else "The saved label is removed.")
     except (BertError, OSError) as error:
-        st.error(f"Could not save the label: {error}")
+        st.error(f"Could not save the label: {escape_markdown(str(error))}")
 corpus_id, corpus = corpus_picker("features_corpus")
 factor = st.select_slider("Switch the feature", [0.0, 0.5, 1.0, 2.0, 4.0, 8.0], value=0.0, **state.kept("features_factor"),
                           format_func=lambda f: "off" if f == 0 else f"x {f:g}",

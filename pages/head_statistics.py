@@ -11,6 +11,7 @@ from viz_app.server import heavy
 from viz_app.app import state, widgets
 from viz_app.charts.head_statistics import statistic_by_layer_chart
 from viz_app.charts.published import published_table, with_published_values
+from viz_app.app.text import escape_markdown
 
 widgets.page_header(
     "Head statistics over a corpus",
@@ -31,7 +32,7 @@ try:
     with heavy.job(context, cost, "Averaging every head's attention over the sentences"):
         statistics = cache.corpus_statistics(context.key, sentences, pairs)
 except BertError as error:  # e.g. a pair longer than the model's positions
-    st.warning(f"The model cannot read these sentences: {error}. Pick fewer or shorter sentences, or another model.")
+    st.warning(f"The model cannot read these sentences: {escape_markdown(str(error))}. Pick fewer or shorter sentences, or another model.")
     st.stop()
 names = list(STATISTICS)
 statistic = st.segmented_control("Statistic", names, required=True, **state.kept("stats_statistic", names))

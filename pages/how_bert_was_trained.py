@@ -34,8 +34,11 @@ except BertError as error:
                "vocabulary.")
     st.stop()
 tokenizer = builtin.tokenizer
+widgets.contents({"masking": "Masking", "pairs": "Next-sentence pairs", "loss": "The loss", "tiny-bert": "A tiny BERT learns",
+                  "mlm-vs-left-to-right": "Masked LM against left-to-right", "model-size": "Model size",
+                  "after-bert": "After BERT"})
 
-st.header("1. Masking: which words the model must guess")
+st.header("1. Masking: which words the model must guess", anchor="masking")
 text = st.text_area("Your text (one or more sentences)", DEFAULT_TEXT, **state.kept("trained_text"))
 seed_column, draw_column, whole_column = st.columns([1, 1, 2], vertical_alignment="bottom")
 seed = int(seed_column.number_input("Seed", 0, 1_000_000, 0, key="mask_seed"))
@@ -55,7 +58,7 @@ st.caption(figures.masking_summary(masked))
 if truncated:
     st.caption(f"Only the first {walkthrough.MAX_LENGTH} tokens are used, as in training.")
 
-st.header("2. Next-sentence pairs")
+st.header("2. Next-sentence pairs", anchor="pairs")
 task = st.radio("Pairs for", list(TASKS), format_func=TASKS.get, key="pair_task", horizontal=True)
 try:
     pairs = walkthrough.sentence_pairs(tokenizer, text, seed, task)
@@ -70,7 +73,7 @@ if pairs:
     st.caption(figures.PAIRS_NOTE[task])
 
 if pairs and builtin.model.has_mlm_head and builtin.model.has_nsp_head:
-    st.header("3. The loss for one example")
+    st.header("3. The loss for one example", anchor="loss")
     pair = pairs[0]
     masked_pair = walkthrough.mask_example(tokenizer, pair.batch, seed, whole_word)
     st.markdown(charts.masking_chips(masked_pair, "read"), unsafe_allow_html=True)  # tokens escaped in the chips
@@ -83,17 +86,17 @@ if pairs and builtin.model.has_mlm_head and builtin.model.has_nsp_head:
                  hide_index=True)
     st.caption(figures.LOSS_NOTE)
 
-st.header("4. Watch a tiny BERT learn")
+st.header("4. Watch a tiny BERT learn", anchor="tiny-bert")
 st.caption(figures.LIVE_NOTE)
 live_run.render(role, context.visitor.settings.heavy_slots if context is not None else 1)
 
-st.header("5. Masked LM against left-to-right, in miniature")
+st.header("5. Masked LM against left-to-right, in miniature", anchor="mlm-vs-left-to-right")
 st.caption(figures.DIRECTION_NOTE)
 figures.direction_comparison()
 
-st.header("6. Model size against held-out loss, in miniature")
+st.header("6. Model size against held-out loss, in miniature", anchor="model-size")
 st.caption(figures.SIZE_NOTE)
 figures.size_comparison()
 
-st.header("7. What came after BERT")
+st.header("7. What came after BERT", anchor="after-bert")
 successor_runs.render(context, tokenizer, text, batch, seed)

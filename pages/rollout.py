@@ -23,17 +23,19 @@ methods = methods_for(context.loaded.model.config)
 seconds = [rollout.NO_SECOND, *methods]
 if len(methods) < len(METHODS):
     st.caption(f"Only the attention weights here: {PRE_NORM_REASON}.")
-pick, beside, at_layer = st.columns(3)
+pick, beside = st.columns(2)  # wide enough for the longest method's name and paper at 1366 px
 with pick:
     method = st.selectbox("Method", methods, format_func=rollout.METHOD_TITLES.get, **state.kept("mixing_method", methods))
 with beside:
     compare = st.selectbox("Beside it", seconds, format_func=lambda m: "nothing" if m == rollout.NO_SECOND
                            else rollout.METHOD_TITLES[m], **state.kept("mixing_compare", seconds))
+at_layer, at_token = st.columns([1, 3])
 with at_layer:
     layer = st.selectbox("Layer", range(num_layers), **state.kept("rollout_layer", range(num_layers), num_layers - 1))
 defaults = rollout.Settings.from_state(st.session_state, context)
-query = widgets.select_int("Token whose row is drawn as bars", "mixing_query", list(range(len(tokens))),
-                           format_func=lambda i: f"{i}: {tokens[i]}", default=defaults.query)
+with at_token:
+    query = widgets.select_int("Token whose row is drawn as bars", "mixing_query", list(range(len(tokens))),
+                               format_func=lambda i: f"{i}: {tokens[i]}", default=defaults.query)
 settings = rollout.Settings(method, compare, layer, query)
 
 

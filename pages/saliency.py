@@ -9,6 +9,7 @@ from viz_app import cache, page_costs
 from viz_app.server import heavy
 from viz_app.views.logit_lens import lens_at
 from viz_app.views.saliency import METHOD_NAMES, integral_is_rough, method_note, saliency_view
+from viz_app.app.text import escape_markdown
 
 widgets.page_header(
     "Saliency",
@@ -59,6 +60,6 @@ if st.toggle(f"Draw the deletion curve: mask the tokens in the map's order and i
             with heavy.job(context, deletion, "Masking tokens in the map's order and at random"):
                 curve = cache.deletion_curve(*explained)
         except InvalidInputError as problem:  # every token is [CLS], [SEP] or [MASK]: nothing to remove
-            st.info(f"No deletion curve: {problem}. Add a word to the sentence to test the map.")
+            st.info(f"No deletion curve: {escape_markdown(str(problem))}. Add a word to the sentence to test the map.")
         else:
             widgets.show_chart(saliency_view(result, curve)["deletion"], key="deletion")

@@ -19,9 +19,11 @@
 - the embedding tables' analysis per model (PCA, cosines, subspaces): `st.cache_data`.
 - the corpus search indexes, one per (model, corpus): `st.cache_resource`, shared read-only like the forward pass
   (the built-in set's index takes seconds to build); each search: `st.cache_data`.
-- the probes' word vectors, per (model, data, word pieces, inputs): `st.cache_resource`, shared read-only (the
-  probes only read them), at most PROBE_FEATURE_ENTRIES sets for an hour: BERT-base on all of UD EWT is about
-  2 GB. Each run of the probes on them: `st.cache_data`, so other tasks or seeds on the same data skip the model.
+- the probes' word vectors, per (model, data, word pieces, inputs): one store for the server, shared read-only
+  (the probes only read them), at most PROBE_FEATURE_ENTRIES sets and PROBE_FEATURE_BYTES for an hour
+  (viz_app/server/memory.py): BERT-base on all of UD EWT is about 2 GB, and a student may not start a set over the
+  server's memory budget. Each run of the probes on them: `st.cache_data`, so other tasks or seeds on the same data
+  skip the model.
 - a page spec's computations (viz_app/specs/base.py: context mixing, attention flow): `computed`, one
   `st.cache_data` for all, keyed by the computation's name, the model's key, the input and the work.
 - every other analysis a page runs (corpus head statistics, logit lens, head ablation, saliency, a DeBERTa layer's score terms, a word's contexts, sentence tasks, model comparison, a lesson's step and its figures):
@@ -90,6 +92,9 @@ from viz_app.lessons.resolve import SIDEBAR_KEYS, ResolvedStep, resolve
 from viz_app.lessons.views import PerModel, view_charts
 from viz_app.app.models import ModelKey
 from viz_app.app.tables import EmbeddingTables, model_tables, table_subspaces
+from viz_app.server.budget import MB
+from viz_app.server.memory import BoundedStore
+from viz_app.server.settings import MEMORY_BUDGET
 from viz_app.views.attention import AttentionSettings, attention_view
 from viz_app.views.attention import head_statistics as attention_statistics
 
@@ -182,6 +187,7 @@ def _digest(sentences: list[LabelledSentence]) -> str:
 # ---- probes: the word vectors per (model, data, pieces, inputs), shared; each run per settings -------------------
 
 PROBE_FEATURE_ENTRIES = 2
+PROBE_FEATURE_BYTES = 2 * MEMORY_BUDGET * MB  # two sets a student may start (a larger one is kept alone)
 
 
 @st.cache_data(show_spinner="Reading the file…", max_entries=8)
@@ -189,18 +195,27 @@ def labelled_file(data: bytes, name: str) -> Treebank | str:
     return probe_runs.read_labelled(data, name)
 
 
-@st.cache_resource(show_spinner=False, max_entries=PROBE_FEATURE_ENTRIES, ttl=HOUR)
+@st.cache_resource(show_spinner=False)
+def probe_feature_store() -> BoundedStore:
+    """The probes' word vectors kept for the server (viz_app/server/memory.py): at most PROBE_FEATURE_ENTRIES sets
+    and PROBE_FEATURE_BYTES, each for an hour."""
+    return BoundedStore(PROBE_FEATURE_ENTRIES, PROBE_FEATURE_BYTES, HOUR)
+
+
 def probe_features(key: ModelKey, data_key: tuple, _data: probe_runs.ProbeData, pieces: str, split_seed: int,
                    inputs: tuple[str, ...], _tasks: tuple[str, ...]) -> ProbeFeatures:
     """Every layer's word vectors of the data's training and test sentences (one set: split by split_seed), and
-    the word pieces `inputs` (pipeline.inputs_needed of the tasks). `data_key` names `_data`, which is not hashed
-    (whole treebanks, on every rerun); `_tasks` are checked against the data on the first call."""
-    loaded = load_model(key)
-    bar = st.progress(0.0, "Starting…")
-    features = probe_runs.features(loaded.model, loaded.tokenizer, _data, _tasks, pieces, split_seed,
-                                   lambda done, what: bar.progress(min(done, 1.0), what))
-    bar.empty()
-    return features
+    the word pieces `inputs` (pipeline.inputs_needed of the tasks), shared read-only. `data_key` names `_data`,
+    which is not hashed (whole treebanks, on every rerun); `_tasks` are checked against the data on the first call."""
+    def compute() -> ProbeFeatures:
+        loaded = load_model(key)
+        bar = st.progress(0.0, "Starting…")
+        features = probe_runs.features(loaded.model, loaded.tokenizer, _data, _tasks, pieces, split_seed,
+                                       lambda done, what: bar.progress(min(done, 1.0), what))
+        bar.empty()
+        return features
+
+    return probe_feature_store().get_or_compute((key, data_key, pieces, split_seed, inputs), compute)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -290,7 +305,7 @@ def probe_costs(key: ModelKey, data_key: tuple, _data: probe_runs.ProbeData, tas
     settings (a file's sentences are tokenized for it)."""
     loaded = load_model(key)
     positions = loaded.model.config.max_position_embeddings
-    return (probe_runs.features_cost(loaded.tokenizer, _data, tasks, pieces, seed, positions),
+    return (probe_runs.features_cost(loaded.tokenizer, _data, tasks, pieces, seed, loaded.model.config),
             probe_runs.erase_cost(loaded.tokenizer, _data, seed, positions))
 
 
@@ -528,14 +543,9 @@ def _per_model(key: ModelKey) -> PerModel:
 
 @st.cache_data(show_spinner=False, max_entries=16, ttl=HOUR)
 def successor_runs(text: str, settings: ComparisonSettings, objectives: tuple[str, ...]) -> dict[str, ObjectiveRun]:
-    """The successors' tiny runs on this text (bert/pretraining/successors.py), on one core as the live run
-    (viz_app/server/training_room.py): on a small shared machine two threads wait on each other."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        return successors.compare(text, settings, objectives)
-    finally:
-        torch.set_num_threads(threads)
+    """The successors' tiny runs on this text (bert/pretraining/successors.py), on the server's threads
+    (viz_app/server/threads.py sets them once, at start)."""
+    return successors.compare(text, settings, objectives)
 
 
 # ---- features: sparse autoencoders and neurons across a corpus (pages/features.py) -----------------------------

@@ -129,8 +129,7 @@ def _probe_figures(step: StepInput) -> Cost:
     if found is None:
         return NOTHING
     data, tasks = found
-    return probe_runs.features_cost(step.loaded.tokenizer, data, tasks, step["probe_pieces"], step["probe_seed"],
-                                    step.config.max_position_embeddings)
+    return probe_runs.features_cost(step.loaded.tokenizer, data, tasks, step["probe_pieces"], step["probe_seed"], step.config)
 
 
 # page -> the cost of the figures a lesson step draws for it (views.BUILDERS), for the pages not written as a spec

@@ -48,3 +48,21 @@ def side_by_side(a: LoadedModel, b: LoadedModel, prepared: PreparedInput, shared
                                  prepared.truncate).follows for m in (a, b)]
         rows.append(["P(B follows A)"] + [f"{p:.1%}" for p in follows])
     return pd.DataFrame(rows, columns=["what", "model A", "model B"])
+
+
+NOTHING_SHARED = ("Nothing both models can predict for this input: put a [MASK] in the sentence (both need a masked-LM "
+                  "head), or compare two classifiers, or two models with a next-sentence head and a second sentence.")
+
+
+def nothing_shared(a: LoadedModel, b: LoadedModel, prepared: PreparedInput, shared: bool) -> str:
+    """Why `side_by_side` has no row: where the input has a [MASK] both models would read, the model without a
+    masked-LM head named; else what would give a row."""
+    masks = prepared.all_masks if shared else prepared.typed_masks  # B reads its own tokens: only typed [MASK]s
+    missing = [name for name, m in (("A", a), ("B", b)) if not m.model.has_mlm_head]
+    if masks and missing:
+        which = " and ".join(f"model {name}" for name in missing)
+        return (f"The sentence has a [MASK], but {which} {'has' if len(missing) == 1 else 'have'} no masked-LM head, "
+                "so it makes no guess there. Pick a model with one (e.g. minilm or bert-base-uncased), or compare two "
+                "classifiers, or two models with a next-sentence head and a second sentence.")
+    return NOTHING_SHARED
+
