@@ -50,7 +50,6 @@ from bert.layers import layer_label
 from bert.analysis.attention.attention_stats import HeadStatistics
 from bert.analysis.attention.score_terms import ScoreTerms, score_terms as split_scores
 from bert.analysis.attention.words import word_groups
-from bert.analysis.attribution import deletion
 from bert.analysis.attribution import saliency as attributions
 from bert.analysis.causal import ablation
 from bert.analysis.causal.erasure import ErasureReport
@@ -315,17 +314,6 @@ def saliency(key: ModelKey, prepared: PreparedInput, method: str, position: int,
     return attributions.saliency(loaded.model, loaded.tokenizer, explained, method, position, target_id, steps=steps,
                                  output=output, foil_id=foil_id, samples=samples,
                                  batch_size=causal_tracing.patching_batch(len(explained)))  # 8 rows a pass at 512 tokens
-
-
-@st.cache_data(show_spinner=False, max_entries=32, hash_funcs=BY_INPUT)
-def deletion_curve(key: ModelKey, prepared: PreparedInput, method: str, position: int, target_id: int, steps: int,
-                   output: str = "mlm", foil_id: int | None = None, samples: int = 25) -> deletion.DeletionCurve:
-    """The deletion curve of that saliency map against RANDOM_ORDERS random orders (viz_app/page_costs.py)."""
-    loaded = load_model(key)
-    result = saliency(key, prepared, method, position, target_id, steps, output, foil_id, samples)
-    explained = _explained_input(prepared, output)
-    return deletion.deletion_curve(loaded.model, loaded.tokenizer, explained, result, random_orders=page_costs.RANDOM_ORDERS,
-                                   batch_size=causal_tracing.patching_batch(len(explained)))
 
 
 def _explained_input(prepared: PreparedInput, output: str):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from bert.analysis.attention.head_stats import head_statistics_cost
 from bert.analysis.attention.score_terms import score_terms_cost
-from bert.analysis.attribution.deletion import deletion_cost
 from bert.analysis.attribution.saliency import saliency_cost, swappable
 from bert.analysis.causal.ablation import mean_head_outputs_cost, rank_heads_cost
 from bert.analysis.causal.patching import patching_cost
@@ -24,8 +23,6 @@ from viz_app.specs import word_contexts as word_contexts_page
 from viz_app.specs.head_ablation import MEAN_SENTENCES
 from viz_app.app.models import LoadedModel
 
-RANDOM_ORDERS = 10  # the deletion curve's random orders (viz_app/cache.py)
-
 
 def _swappable(loaded: LoadedModel, encoding: Encoding) -> int:
     return sum(swappable(loaded.tokenizer, encoding))
@@ -33,11 +30,6 @@ def _swappable(loaded: LoadedModel, encoding: Encoding) -> int:
 
 def saliency(loaded: LoadedModel, encoding: Encoding, method: str, steps: int, samples: int) -> Cost:
     return saliency_cost(method, len(encoding), _swappable(loaded, encoding), steps=steps, samples=samples)
-
-
-def deletion(loaded: LoadedModel, encoding: Encoding) -> Cost:
-    """The deletion curve alone (its saliency map is computed, and paid for, first)."""
-    return deletion_cost(len(encoding), _swappable(loaded, encoding), RANDOM_ORDERS)
 
 
 def score_terms(tokens: int) -> Cost:

@@ -115,7 +115,7 @@ REGISTRY: tuple[Page, ...] = (
     Page("saliency", "Saliency", ":material/highlight:", EXPERIMENTS, params={
         "saliency_mask": integer(None), "saliency_method": SALIENCY_METHOD, "saliency_steps": integer(32),
         "saliency_samples": integer(25), "units": UNITS,
-    }),
+    }, spec="saliency"),
     Page("corpus_search", "Corpus search", ":material/manage_search:", EXPERIMENTS, params={
         "search_position": integer(None), "search_layer": integer(None),  # None: the first token, the last layer
         "search_by": choice(("layer", "head")),  # a layer's output, or one head's output

@@ -36,7 +36,7 @@ def test_over_the_budget_nothing_starts_for_a_student(monkeypatch):
 def test_over_the_budget_it_starts_for_the_owner_once_confirmed():
     at = open_page("saliency", QUERY)  # tests/app/conftest.py: the person at the server's machine
     assert "75 BERT-base token passes" in texts(at) and not figures(at)
-    at.button(key="heavy_confirm_saliency").click().run()
+    at.button(key="heavy_confirm_saliency.attributions").click().run()
     no_exception(at)
     bars = figures(at)[0]
     assert bars["layout"]["title"]["text"].startswith("integrated gradients: log p(")
