@@ -39,10 +39,10 @@ from viz_app.specs.probes import runs as probe_runs
 from viz_app.app.forward import ForwardResult, InputProblem, PreparedInput, prepare_input
 from viz_app.app.forward import record as record_pass
 from viz_app.app.tables import model_tables, table_subspaces
+from viz_app.charts.head_ablation import head_effect_heatmap
 from viz_app.charts.saliency import deletion_chart, saliency_chart
 from viz_app.views.attention import AttentionSettings, attention_view
 from viz_app.views.embeddings import embeddings_view
-from viz_app.views.head_ablation import head_ablation_view
 from viz_app.views.logit_lens import logit_lens_view
 from viz_app.views.mlp import MlpSettings, mlp_view
 from viz_app.views.prediction import PredictionSettings, prediction_view
@@ -125,7 +125,7 @@ def head_ablation(run: Recorded, mask: int = 0, mode: str = "zero") -> go.Figure
     """Every head ablated alone (one row of a batch each): the change in the prediction at the `mask`-th [MASK]."""
     _require_mask(run, mask)
     ranking = rank_heads(run.model, run.tokenizer, run.prepared.masked, position=run.mask_positions[mask], mode=mode)
-    return head_ablation_view(ranking)["ranking"].figure
+    return head_effect_heatmap(ranking).figure
 
 
 def probe_curves(model: Bert, tokenizer: BertTokenizer, tasks: Sequence[str] = ("pos", "punctuation"),
