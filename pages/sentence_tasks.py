@@ -11,7 +11,7 @@ from viz_app.app import state, widgets
 from viz_app.charts.saliency import saliency_chart
 from viz_app.app.label_names import label_legend
 from viz_app.app.text import escape_markdown
-from viz_app.views.saliency import METHOD_NAMES, method_note
+from viz_app.specs.saliency import METHOD_NAMES, method_note
 from viz_app.views.sentence_tasks import chosen_class, classes_view
 
 widgets.page_header(

@@ -47,14 +47,11 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from bert.analysis.attention import head_stats
 from bert.layers import layer_label
 from bert.analysis.attention.attention_stats import HeadStatistics
 from bert.analysis.attention.score_terms import ScoreTerms, score_terms as split_scores
 from bert.analysis.attention.words import word_groups
-from bert.analysis.attribution import deletion
 from bert.analysis.attribution import saliency as attributions
-from bert.analysis.causal import ablation
 from bert.analysis.causal.erasure import ErasureReport
 from bert.analysis.causal.patching import PatchingResult
 from bert.analysis.causal.tracing import TraceResult
@@ -73,7 +70,7 @@ from bert.analysis.representations import logit_lens as lens_analysis
 from bert.analysis.representations import self_similarity
 from bert.analysis.representations.compare import Comparison, compare_models, same_vocabulary as shares_vocabulary
 from bert.costs import Cost
-from bert.data import LabelledSentence, builtin_sentences
+from bert.data import builtin_sentences
 from bert.devices import model_device
 from bert.pretraining import successors
 from bert.pretraining.successors import ComparisonSettings, ObjectiveRun
@@ -177,11 +174,7 @@ def subspaces(key: ModelKey, k: int) -> embedding_subspaces.SubspaceReport:
     return table_subspaces(load_model(key).model, tables(key), k)
 
 
-# ---- the analysis pages: probes, head statistics, logit lens, ablation, rollout, saliency ----------------------
-
-
-def _digest(sentences: list[LabelledSentence]) -> str:
-    return hashlib.sha1("\n".join(f"{s.text}\t{s.pos}\t{s.start}" for s in sentences).encode()).hexdigest()
+# ---- the analysis pages: probes, logit lens, head ablation's mean, saliency ------------------------------------------
 
 
 # ---- probes: the word vectors per (model, data, pieces, inputs), shared; each run per settings -------------------
@@ -234,24 +227,14 @@ def probe_run(key: ModelKey, data_key: tuple, _data: probe_runs.ProbeData, tasks
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def per_model_cost(key: ModelKey, name: str) -> Cost:
-    """What a computation made once per model costs ("mean_ablation", "anisotropy_baseline": viz_app/page_costs.py),
-    worked out once per model: it tokenizes the built-in sentences."""
-    return {"mean_ablation": page_costs.mean_ablation, "anisotropy_baseline": page_costs.anisotropy_baseline}[name](load_model(key))
+    """What a computation made once per model costs ("anisotropy_baseline": viz_app/page_costs.py), worked out once
+    per model: it tokenizes the built-in sentences."""
+    return {"anisotropy_baseline": page_costs.anisotropy_baseline}[name](load_model(key))
 
 
 @st.cache_data(show_spinner="Averaging every head's output over 200 built-in sentences (once per model)…", max_entries=4)
 def mean_head_outputs(key: ModelKey) -> np.ndarray:
     return head_ablation.mean_head_outputs(load_model(key))
-
-
-@st.cache_data(show_spinner=False, max_entries=16, hash_funcs={list: lambda s: _digest(s)})
-def corpus_statistics(key: ModelKey, sentences: list, pairs: bool):
-    loaded = load_model(key)
-    bar = st.progress(0.0, "Starting…")
-    result = head_stats.corpus_head_statistics(loaded.model, loaded.tokenizer, sentences, pairs=pairs,
-                                              progress=lambda done, what: bar.progress(min(done, 1.0), what))
-    bar.empty()
-    return result
 
 
 @st.cache_data(show_spinner=False, max_entries=32, hash_funcs=BY_INPUT)
@@ -264,11 +247,6 @@ def score_terms(key: ModelKey, prepared: PreparedInput, layer: int) -> dict[tupl
 def logit_lens(key: ModelKey, prepared: PreparedInput, top_k: int):
     loaded = load_model(key)
     return lens_analysis.logit_lens(loaded.model, loaded.tokenizer, prepared.masked, top_k=top_k)
-
-
-@st.cache_data(show_spinner=False, max_entries=32, hash_funcs=BY_INPUT)
-def head_ranking(key: ModelKey, prepared: PreparedInput, position: int, mode: str) -> ablation.HeadRanking:
-    return head_ablation.head_ranking(load_model(key), prepared, position, mode, lambda: mean_head_outputs(key))
 
 
 # ---- causal tracing: patching on two sentences, noise on one (viz_app/specs/causal_tracing.py) --------------------------
@@ -330,17 +308,6 @@ def saliency(key: ModelKey, prepared: PreparedInput, method: str, position: int,
     return attributions.saliency(loaded.model, loaded.tokenizer, explained, method, position, target_id, steps=steps,
                                  output=output, foil_id=foil_id, samples=samples,
                                  batch_size=causal_tracing.patching_batch(len(explained)))  # 8 rows a pass at 512 tokens
-
-
-@st.cache_data(show_spinner=False, max_entries=32, hash_funcs=BY_INPUT)
-def deletion_curve(key: ModelKey, prepared: PreparedInput, method: str, position: int, target_id: int, steps: int,
-                   output: str = "mlm", foil_id: int | None = None, samples: int = 25) -> deletion.DeletionCurve:
-    """The deletion curve of that saliency map against RANDOM_ORDERS random orders (viz_app/page_costs.py)."""
-    loaded = load_model(key)
-    result = saliency(key, prepared, method, position, target_id, steps, output, foil_id, samples)
-    explained = _explained_input(prepared, output)
-    return deletion.deletion_curve(loaded.model, loaded.tokenizer, explained, result, random_orders=page_costs.RANDOM_ORDERS,
-                                   batch_size=causal_tracing.patching_batch(len(explained)))
 
 
 def _explained_input(prepared: PreparedInput, output: str):

@@ -25,7 +25,7 @@ def sentence_source(key: str, most: int = 1000, choice: str | None = None) -> tu
     default in viz_app/app/navigation.py) or an uploaded text file split into sentences. `choice` (BUILTIN or UPLOAD): a page that
     draws its own picker says which.
     Returns (sentences, a one-line description) or None after showing what is missing."""
-    choice = choice or st.radio("Sentences", [BUILTIN, UPLOAD], key=f"{key}_source", horizontal=True)
+    choice = choice or st.radio("Sentences", [BUILTIN, UPLOAD], horizontal=True, **state.kept(f"{key}_source", [BUILTIN, UPLOAD]))
     if choice == BUILTIN:
         high = min(most, len(builtin_sentences()))
         count = st.slider("How many", 20, high, step=10, **state.kept(f"{key}_count", range(20, high + 1, 10)))

@@ -93,7 +93,7 @@ REGISTRY: tuple[Page, ...] = (
     Page("head_ablation", "Head ablation", ":material/content_cut:", EXPERIMENTS, params={
         "ablation_mask": integer(None), "ablation_mode": choice(ablation.MODES), "ablation_heads": heads(),
         "ablation_layers": ints([]),
-    }, lesson_view="head_ablation_charts"),
+    }, spec="head_ablation"),
     # None: the page picks (the top guesses, the first content word, the last layer); see viz_app/specs/causal_tracing.py
     Page("causal_tracing", "Causal tracing", ":material/route:", EXPERIMENTS,
          reads_sentence=False, params={
@@ -120,11 +120,11 @@ REGISTRY: tuple[Page, ...] = (
          reads_sentence=False, params={
              "stats_pairs": flag(True), "stats_count": integer(200),
              "stats_statistic": choice(tuple(STATISTICS), "sep"),
-         }),
+         }, spec="head_statistics"),
     Page("saliency", "Saliency", ":material/highlight:", EXPERIMENTS, params={
         "saliency_mask": integer(None), "saliency_method": SALIENCY_METHOD, "saliency_steps": integer(32),
         "saliency_samples": integer(25), "units": UNITS,
-    }),
+    }, spec="saliency"),
     Page("corpus_search", "Corpus search", ":material/manage_search:", EXPERIMENTS, params={
         "search_position": integer(None), "search_layer": integer(None),  # None: the first token, the last layer
         "search_by": choice(("layer", "head")),  # a layer's output, or one head's output

@@ -33,6 +33,13 @@ def clear_masks() -> None:
     st.session_state["masks"] = []
 
 
+def reset(*keys: str) -> None:
+    """Widget callback: `keys` go back to their registry defaults (None: "the page picks"), as when another
+    sentence makes their values meaningless (its guesses, its tokens)."""
+    for key in keys:
+        st.session_state[key] = copy.copy(_default(key, None))
+
+
 def load_from_url() -> None:
     """On a session's first run: query parameters -> session state (bad values are ignored)."""
     if st.session_state.get("_loaded_url"):

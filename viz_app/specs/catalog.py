@@ -4,6 +4,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from viz_app.specs import one_pass, rollout
+from viz_app.specs import head_ablation, head_statistics, one_pass, rollout, saliency
 
-SPECS: dict[str, ModuleType] = {spec.NAME: spec for spec in (rollout, one_pass)}
+SPECS: dict[str, ModuleType] = {spec.NAME: spec for spec in (head_ablation, head_statistics, one_pass, rollout, saliency)}
