@@ -13,7 +13,7 @@ needs_head = pytest.mark.skipif(not MINILM_HEAD_FILE.is_file(), reason=f"{MINILM
 
 
 WRITE_HTML = {"corpus_search", "sentence_tasks", "how_bert_was_trained", "lessons", "features"}  # chips, matches, top examples: escaped
-DRAWN_FROM_ANY_SENTENCE = {"attention", "embeddings", "mlp", "architecture", "rollout"}  # figures for any input, no [MASK] needed
+DRAWN_FROM_ANY_SENTENCE = {"attention", "embeddings", "mlp", "architecture", "mixing"}  # figures for any input, no [MASK] needed
 
 
 def every_page(at):

@@ -55,7 +55,7 @@ SHOWS = {
     ("electra-discriminator", "prediction"): "Which words look replaced?",  # its replaced-token head, in place of guesses
     ("modernbert", "prediction"): "Local attention: layers 0, 3, 6, … see the whole input, the others only the 4",
     ("deberta", "attention"): "Positions enter every attention layer as relative distances",  # the sidebar's note
-    ("modernbert", "rollout"): "Only the attention weights here: the decompositions follow BERT's post-LN layers",
+    ("modernbert", "mixing"): "Only the attention weights here: the decompositions follow BERT's post-LN layers",
     **{(name, "corpus_search"): "Searching " for name in MODELS},  # the built-in corpus indexed: 256 positions
 }
 

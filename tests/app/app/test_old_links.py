@@ -71,7 +71,7 @@ OLD_LINKS = {
                         "patch_corrupted": FORMERLY_BOUND["patch_corrupted"][1]}, None),
     "causal_tracing, one": ({"causal_mode": "one", "trace_text": FORMERLY_BOUND["trace_text"][1], "trace_samples": "5"},
                             ("trace_samples", 3, "3")),
-    "rollout": ({"rollout_layer": "4"}, ("rollout_layer", 2, "2")),
+    "mixing": ({"rollout_layer": "4"}, ("rollout_layer", 2, "2")),
     "head_statistics": ({"stats_count": "30", "stats_statistic": "cls"}, ("stats_statistic", "sep", None)),
     "saliency": ({"saliency_steps": "64", "saliency_samples": "50", "saliency_method": "integrated_gradients"},
                  ("saliency_steps", 16, "16")),
@@ -150,7 +150,7 @@ def test_no_widget_gets_a_default_of_its_own_beside_the_session_state(monkeypatc
     monkeypatch.setattr(policies, "check_session_state_rules", watch)
     old_link = {name: spelling for name, (_, spelling) in FORMERLY_BOUND.items()}
     for page, query in (("prediction", old_link), ("attention", old_link), ("mlp", old_link), ("embeddings", old_link),
-                        ("saliency", old_link), ("rollout", {}), ("probes", {}), ("head_statistics", {}),
+                        ("saliency", old_link), ("mixing", {}), ("probes", {}), ("head_statistics", {}),
                         ("corpus_search", {"search_by": "head"}), ("features", {}), ("word_contexts", {}),
                         ("features", {"features_look_at": "MLP neurons", "neurons_corpus": "upload"}),
                         ("causal_tracing", {"patch_exact": "0"}), ("causal_tracing", {"causal_mode": "one"})):
