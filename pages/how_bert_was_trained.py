@@ -38,7 +38,7 @@ st.header("1. Masking: which words the model must guess")
 text = st.text_area("Your text (one or more sentences)", **state.kept("trained_text"))
 seed_column, draw_column, whole_column = st.columns([1, 1, 2], vertical_alignment="bottom")
 seed = int(seed_column.number_input("Seed", 0, 1_000_000, **state.kept("mask_seed", range(1_000_001))))
-draw_column.button("Draw again", icon=":material/casino:", key="mask_redraw", **state.filling(
+draw_column.button("Draw again", icon=":material/casino:", **state.filling(
     "mask_redraw", lambda pressed: {"mask_seed": st.session_state["mask_seed"] + 1}, event="on_click"))
 whole_word = whole_column.toggle("Whole-word masking (hide all pieces of a word together)", **state.kept("mask_whole_word"))
 try:

@@ -153,6 +153,7 @@ def test_no_widget_gets_a_default_of_its_own_beside_the_session_state(monkeypatc
                         ("saliency", old_link), ("mixing", {}), ("probes", {}), ("head_statistics", {}),
                         ("corpus_search", {"search_by": "head"}), ("features", {}), ("word_contexts", {}),
                         ("features", {"features_look_at": "MLP neurons", "neurons_corpus": "upload"}),
-                        ("causal_tracing", {"patch_exact": "0"}), ("causal_tracing", {"causal_mode": "one"})):
+                        ("causal_tracing", {"patch_exact": "0"}), ("causal_tracing", {"causal_mode": "one"}),
+                        ("how_bert_was_trained", {}), ("lessons", {}), ("sentence_tasks", {"tasks_explain_nsp": "1"})):
         open_page(page, query)
     assert not both, sorted(set(both))
