@@ -4,6 +4,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from viz_app.specs import compare_models, mixing, sentence_tasks, word_contexts
+from viz_app.specs import compare_models, mixing, one_pass, sentence_tasks, word_contexts
 
-SPECS: dict[str, ModuleType] = {spec.NAME: spec for spec in (compare_models, mixing, sentence_tasks, word_contexts)}
+SPECS: dict[str, ModuleType] = {spec.NAME: spec for spec in (mixing, one_pass, compare_models, sentence_tasks, word_contexts)}
