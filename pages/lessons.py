@@ -44,18 +44,15 @@ if name == UPLOAD and not presenting:
     text = uploads.read_text(upload, uploads.LESSON_BYTES) if upload is not None else None
     if text is not None:
         try:
-            st.session_state[session.UPLOADED] = parse_lesson(text, upload.name.rsplit(".", 1)[0], source=upload.name)
+            session.keep_uploaded(parse_lesson(text, upload.name.rsplit(".", 1)[0], source=upload.name))
         except LessonError as error:
-            st.session_state.pop(session.UPLOADED, None)
+            session.keep_uploaded(None)
             st.error(f"This lesson cannot be used: {escape_markdown(str(error))}", icon=":material/error:")
 lesson = st.session_state.get(session.UPLOADED) if name == UPLOAD else lessons[name]
+index = session.current_step(lesson)
 if lesson is None:  # kept while the class visits the steps' pages
-    st.session_state[session.STEP] = None
     st.stop()
 key = context.key
-index = st.session_state.get(session.STEP)
-if index is not None and not 0 <= index < len(lesson.steps):
-    index = st.session_state[session.STEP] = None
 
 
 def download_lesson() -> str:

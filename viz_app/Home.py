@@ -11,7 +11,7 @@ import streamlit as st
 from viz_app.server import access, heavy, threads, visitor
 from viz_app.app import page_context, sentence_box, sidebar, state
 from viz_app.lessons import following
-from viz_app.app.navigation import DEFAULT_PAGE, GROUPS, PAGES
+from viz_app.app.navigation import DEFAULT_PAGE, GROUPS, OLD_PATHS, PAGES
 from viz_app.server.settings import SettingsError
 
 log = logging.getLogger("viz_app.Home")
@@ -38,7 +38,12 @@ pages = {
 }
 home = PAGES[DEFAULT_PAGE]
 by_name = st.Page(f"../pages/{home.file}", title=home.title, icon=home.icon, url_path=DEFAULT_PAGE, visibility="hidden")
-page = st.navigation({**pages, "": [by_name]}, position="hidden")  # the sidebar lists the pages below the model picker
+by_path = {p.url_path: p for group in pages.values() for p in group}
+moved = [st.Page(f"../pages/{PAGES[new].file}", title=PAGES[new].title, url_path=old, visibility="hidden")
+         for old, new in OLD_PATHS.items()]
+page = st.navigation({**pages, "": [by_name, *moved]}, position="hidden")  # the sidebar lists the pages below the model picker
+if page.url_path in OLD_PATHS:  # an old address (a link, a lesson file): its page now, with the link's settings
+    st.switch_page(by_path[OLD_PATHS[page.url_path]], query_params=st.query_params.to_dict())
 if this_visitor.follows_class:
     following.join_if_asked()
     following.follow_if_moved(this_visitor)  # before any widget is drawn: the class's step sets them

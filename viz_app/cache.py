@@ -26,7 +26,7 @@
   skip the model.
 - a page spec's computations (viz_app/specs/base.py: context mixing, attention flow): `computed`, one
   `st.cache_data` for all, keyed by the computation's name, the model's key, the input and the work.
-- every other analysis a page runs (corpus head statistics, logit lens, head ablation, saliency, a DeBERTa layer's score terms, a word's contexts, sentence tasks, model comparison, a lesson's step and its figures):
+- every other analysis a page runs (corpus head statistics, logit lens, head ablation, saliency, a DeBERTa layer's score terms, sentence tasks, model comparison, a lesson's step and its figures):
   `st.cache_data`, keyed by the model's `ModelKey` and the inputs, never by the model object. A `PreparedInput`
   is keyed by its `key` (text, pair, masks, truncate): it is tokenized once, by the sentence box, and never here
   (but for the next-sentence check, which encodes the pair in both orders).
@@ -55,7 +55,6 @@ from bert.analysis.attribution import saliency as attributions
 from bert.analysis.causal.erasure import ErasureReport
 from bert.analysis.causal.patching import PatchingResult
 from bert.analysis.causal.tracing import TraceResult
-from bert.analysis.corpus.batching import residual_names
 from bert.analysis.corpus.corpus_search import CorpusIndex, Hit, build_index
 from bert.analysis.features.corpora import Corpus
 from bert.analysis.features.feature_pages import GuessChange, mask_guess_change, promoted, scan_features
@@ -67,18 +66,14 @@ from bert.analysis.probing.pipeline import ProbeFeatures, inputs_needed
 from bert.analysis.probing.treebank import Treebank
 from bert.analysis.representations import embedding_subspaces
 from bert.analysis.representations import logit_lens as lens_analysis
-from bert.analysis.representations import self_similarity
-from bert.analysis.representations.compare import Comparison, compare_models, same_vocabulary as shares_vocabulary
+from bert.analysis.representations.compare import same_vocabulary as shares_vocabulary
 from bert.costs import Cost
 from bert.data import builtin_sentences
 from bert.devices import model_device
-from bert.pretraining import successors
-from bert.pretraining.successors import ComparisonSettings, ObjectiveRun
 from bert.errors import InvalidInputError
 from bert.replaced_tokens import ReplacedTokens, check_pair, fill_and_detect, replaced_token_scores
-from viz_app.specs import architecture, causal_tracing, corpus_search, features, head_ablation, sentence_tasks, word_contexts
+from viz_app.specs import architecture, causal_tracing, corpus_search, features, head_ablation, sentence_tasks
 from viz_app.app import generators, models, text
-from viz_app import page_costs
 from viz_app.specs.probes import runs as probe_runs
 from viz_app.charts.base import Chart
 from viz_app.specs.base import Computation, Inputs
@@ -223,13 +218,6 @@ def probe_run(key: ModelKey, data_key: tuple, _data: probe_runs.ProbeData, tasks
                               lambda done, what: bar.progress(min(done, 1.0), what))
     bar.empty()
     return result
-
-
-@st.cache_data(show_spinner=False, max_entries=16)
-def per_model_cost(key: ModelKey, name: str) -> Cost:
-    """What a computation made once per model costs ("anisotropy_baseline": viz_app/page_costs.py), worked out once
-    per model: it tokenizes the built-in sentences."""
-    return {"anisotropy_baseline": page_costs.anisotropy_baseline}[name](load_model(key))
 
 
 @st.cache_data(show_spinner="Averaging every head's output over 200 built-in sentences (once per model)…", max_entries=4)
@@ -382,27 +370,6 @@ def head_neighbours(key: ModelKey, corpus: corpus_search.Corpus, prepared: Prepa
     return {head: searched.search(layer, vectors[(layer, head)], k, head=head) for _, head in searched.heads}
 
 
-# ---- one word, many contexts ------------------------------------------------------------------------------------
-
-
-@st.cache_data(show_spinner="Finding the word in every sentence and running the model…", max_entries=32)
-def word_in_contexts(key: ModelKey, word: str, sentences: tuple[str, ...]) -> word_contexts.WordResult:
-    """Raises WordNotFoundError (not cached) when a sentence lacks the word."""
-    loaded = load_model(key)
-    contexts = self_similarity.word_contexts(loaded.model, loaded.tokenizer, word, list(sentences))
-    return word_contexts.WordResult(residual_names(loaded.model), contexts.self_similarity().numpy(),
-                                    contexts.cosines().numpy(), contexts.pieces)
-
-
-@st.cache_data(show_spinner=f"Measuring the baseline on {word_contexts.BASELINE_SENTENCES} built-in sentences "
-               "(once per model)…", max_entries=4)
-def anisotropy_baseline(key: ModelKey) -> np.ndarray:
-    loaded = load_model(key)
-    texts = [s.text for s in builtin_sentences(word_contexts.BASELINE_SENTENCES)]
-    return self_similarity.anisotropy_baseline(loaded.model, loaded.tokenizer, texts, word_contexts.BASELINE_SAMPLES,
-                                               word_contexts.BASELINE_SEED).numpy()
-
-
 # ---- sentence tasks and model comparison -------------------------------------------------------------------------
 
 
@@ -411,11 +378,6 @@ def next_sentence(key: ModelKey, prepared: PreparedInput) -> sentence_tasks.Next
     loaded = load_model(key)
     return sentence_tasks.next_sentence(loaded.model, loaded.tokenizer, prepared.text, prepared.pair,
                                         loaded.summary.max_positions, prepared.truncate)
-
-
-@st.cache_data(show_spinner=False, max_entries=64, hash_funcs=BY_INPUT)
-def class_probabilities(key: ModelKey, prepared: PreparedInput) -> pd.DataFrame:
-    return sentence_tasks.class_probabilities(load_model(key).model, prepared.base)
 
 
 @st.cache_data(show_spinner=False, max_entries=64, hash_funcs=BY_INPUT)
@@ -465,12 +427,6 @@ def _why_not(check, *args) -> str | None:
     return None
 
 
-@st.cache_data(show_spinner="Running both models over the sentences…", max_entries=16)
-def model_comparison(key_a: ModelKey, key_b: ModelKey, sentences: tuple[str, ...]) -> Comparison:
-    """Token by token for one vocabulary, else word by word. Raises bert.errors.InvalidInputError when the two
-    tokenizers split every sentence differently."""
-    a, b = load_model(key_a), load_model(key_b)
-    return compare_models(a.model, b.model, a.tokenizer, list(sentences), tokenizer_b=b.tokenizer)
 
 
 # ---- lessons --------------------------------------------------------------------------------------------------------
@@ -506,13 +462,6 @@ def _per_model(key: ModelKey) -> PerModel:
     return PerModel(lambda: tables(key), lambda: mean_head_outputs(key),
                     lambda request, exact: exact_patching(key, request) if exact else attribution_patching(key, request),
                     lambda request: noise_trace(key, request))
-
-
-@st.cache_data(show_spinner=False, max_entries=16, ttl=HOUR)
-def successor_runs(text: str, settings: ComparisonSettings, objectives: tuple[str, ...]) -> dict[str, ObjectiveRun]:
-    """The successors' tiny runs on this text (bert/pretraining/successors.py), on the server's threads
-    (viz_app/server/threads.py sets them once, at start)."""
-    return successors.compare(text, settings, objectives)
 
 
 # ---- features: sparse autoencoders and neurons across a corpus (pages/features.py) -----------------------------

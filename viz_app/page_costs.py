@@ -8,16 +8,12 @@ from bert.analysis.attribution.saliency import saliency_cost, swappable
 from bert.analysis.causal.patching import patching_cost
 from bert.analysis.causal.tracing import trace_cost
 from bert.analysis.corpus.batching import batches_cost
-from bert.analysis.representations.compare import comparison_cost
-from bert.analysis.representations.self_similarity import anisotropy_baseline_cost, word_contexts_cost
 from bert.config import BertConfig
 from bert.costs import relative_size
 from bert.costs import Cost
 from bert.replaced_tokens import replaced_tokens_cost
-from bert.data import builtin_sentences
 from bert.tokenizer import Encoding
 from viz_app.specs.causal_tracing import SITES_FOR_BLOCKS
-from viz_app.specs import word_contexts as word_contexts_page
 from viz_app.app.models import LoadedModel
 
 
@@ -43,16 +39,6 @@ def trace(loaded: LoadedModel, tokens: int, samples: int, blocks: bool) -> Cost:
     return trace_cost(loaded.model.config, tokens, samples, SITES_FOR_BLOCKS[blocks])
 
 
-def word_contexts(loaded: LoadedModel, sentences: list[str]) -> Cost:
-    """The word's sentences through the model."""
-    return word_contexts_cost(loaded.tokenizer, sentences, loaded.model.config.max_position_embeddings)
-
-
-def anisotropy_baseline(loaded: LoadedModel) -> Cost:
-    """The baseline's built-in sentences (once per model, shared by every visitor)."""
-    texts = [s.text for s in builtin_sentences(word_contexts_page.BASELINE_SENTENCES)]
-    return anisotropy_baseline_cost(loaded.tokenizer, texts, loaded.model.config.max_position_embeddings,
-                                     word_contexts_page.BASELINE_SAMPLES, word_contexts_page.BASELINE_SEED)
 
 
 def corpus_pass(lengths: list[int]) -> Cost:
@@ -61,11 +47,6 @@ def corpus_pass(lengths: list[int]) -> Cost:
     return batches_cost(lengths, 32, ("a smaller corpus (fewer or shorter sentences)",))
 
 
-def model_comparison(loaded_a: LoadedModel, loaded_b: LoadedModel, sentences: list[str]) -> tuple[Cost, BertConfig]:
-    """Both models over the sentences, and the config to count the passes at: the larger model's (an upper bound
-    when the two differ in size)."""
-    cost = comparison_cost(loaded_a.model, loaded_b.model, loaded_a.tokenizer, sentences, tokenizer_b=loaded_b.tokenizer)
-    return cost, max(loaded_a.model.config, loaded_b.model.config, key=relative_size)
 
 
 def replaced_tokens(discriminator: LoadedModel, generator: LoadedModel | None, encoding: Encoding) -> tuple[Cost, BertConfig]:

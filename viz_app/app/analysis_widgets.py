@@ -9,12 +9,12 @@ import streamlit as st
 from bert.data import LabelledSentence, builtin_sentences, split_sentences
 from viz_app.app import state, widgets
 from viz_app.server import uploads
+from viz_app.app.navigation import SENTENCES_FROM
 from viz_app.app.page_context import Context
 from viz_app.app.text import escape_markdown
 from viz_app.views import chosen_mask
 
-BUILTIN = "Built-in sentences (WordNet examples)"
-UPLOAD = "Upload a .txt file"
+BUILTIN, UPLOAD = SENTENCES_FROM.choices  # the built-in sentences, or a file of the visitor's
 
 
 # ---- sentence sets --------------------------------------------------------------------------------------------

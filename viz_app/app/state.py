@@ -83,6 +83,13 @@ def kept(key: str, options=None, default=None) -> dict:
     return {"key": key, "persist_state": "session"}
 
 
+def filling(key: str, fill, event: str = "on_change") -> dict:
+    """The keyword arguments of a widget that fills others (a picked example fills the word and its sentences, a
+    button draws the next seed): when its value changes (`event="on_click"`: when pressed), `fill(value)` gives
+    their new values, {key: value}. Its own value is not kept."""
+    return {"key": key, event: lambda: st.session_state.update(fill(st.session_state.get(key)))}
+
+
 def _default(key: str, default):
     """An explicit default, else the key's default in LINK_PARAMS (one place for each default)."""
     return LINK_PARAMS[key].default if default is None and key in LINK_PARAMS else default

@@ -133,7 +133,7 @@ FIGURE_COSTS: dict[str, Callable[[StepInput], Cost]] = {
 }
 
 
-ONE_PASS_FIGURES = frozenset({"prediction", "attention", "embeddings", "logit_lens", "sentence_tasks"})  # one record
+ONE_PASS_FIGURES = frozenset({"prediction", "attention", "embeddings", "logit_lens"})  # one record
 
 
 def figure_cost(page: str, step: StepInput) -> Cost:

@@ -22,7 +22,6 @@ from viz_app.app.forward import PreparedInput, prepare_input, record
 from viz_app.lessons.computed import PerModel
 from viz_app.app.models import LoadedModel
 from viz_app.app.navigation import LINK_PARAMS, PAGES
-from viz_app.specs.sentence_tasks import class_probabilities
 from viz_app.app.tables import table_subspaces
 from viz_app.specs.base import Inputs, compute_all
 from viz_app.specs.catalog import SPECS
@@ -33,7 +32,6 @@ from viz_app.views.embeddings import EmbeddingSettings, embeddings_view
 from viz_app.views.logit_lens import logit_lens_view
 from viz_app.views.prediction import PredictionSettings, prediction_view
 from viz_app.views.probes import ProbeViewSettings, probes_view
-from viz_app.views.sentence_tasks import chosen_class, classes_view
 
 
 class PageState:
@@ -115,11 +113,6 @@ def logit_lens_charts(view: PageState) -> list[Chart]:
     return list(logit_lens_view(lenses, position, view.prepared).values())
 
 
-def sentence_task_charts(view: PageState) -> list[Chart]:
-    if "classifier" not in view.loaded.model.output_heads:
-        return []
-    table = class_probabilities(view.loaded.model, view.prepared.base)
-    return list(classes_view(table, chosen_class(table, view["tasks_class"])).values())
 
 
 def causal_tracing_charts(view: PageState) -> list[Chart]:

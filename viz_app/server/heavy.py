@@ -3,7 +3,7 @@ a spinner that says its passes, and a stop when the browser session goes or the 
 (viz_app/server/heavy_jobs.py). The one road to it is `run`, with a page spec's `Computation`
 (viz_app/specs/base.py):
 
-    result = heavy.run(context, rollout.METHOD, rollout.MethodWork("alti"))   # None: over the budget, and it says why
+    result = heavy.run(context, mixing.METHOD, mixing.MethodWork("alti"))   # None: over the budget, and it says why
 
 Home.py runs every page inside `refusing_outside_jobs()`: a page that reaches more than OUTSIDE_JOB_PASSES forward
 passes outside a job (a heavy computation written without `run`) fails with UngatedComputationError. Pages not yet

@@ -157,3 +157,21 @@ def test_the_probes_and_their_erasure_go_through_the_budget(monkeypatch):
     at.toggle(key="probe_erase").set_value(True).run()
     no_exception(at)
     assert "This needs" in texts(at) and "a computation may cost 400" in texts(at)
+
+
+def test_sentence_tasks_attributions_go_through_the_budget(monkeypatch):
+    """Which tokens drove the next-sentence answer: integrated gradients (36 forward and 32 backward passes) over the
+    pair is more than 50 for a student, who reads what to lower; gradient x input starts."""
+    from bert.pretrained import MINILM_NSP_FILE
+
+    if not MINILM_NSP_FILE.is_file():
+        pytest.skip("the built-in next-sentence head (bert/weights/minilm_nsp.safetensors) is missing")
+    monkeypatch.setattr(visitor, "address", lambda: "192.0.2.83")
+    at = open_page("sentence_tasks", {"model": "minilm", "text": "The man went to the store.", "pair": "He bought milk.",
+                                      "tasks_explain_nsp": "1", "tasks_method": "integrated_gradients"})
+    shown = texts(at)
+    assert "This needs 36 forward passes of" in shown and "Lower integration steps" in shown
+    assert not figures(at) and not at.button
+    at.radio(key="tasks_method").set_value("gradient_x_input").run()
+    no_exception(at)
+    assert len(figures(at)) == 1 and figures(at)[0]["layout"]["title"]["text"].startswith("gradient")

@@ -45,7 +45,7 @@ def test_a_tiny_run_draws_the_losses_the_library_returns():
     no_exception(at)
     chart = successor_chart(at)
     assert chart is not None
-    expected = compare(TEXT, ComparisonSettings(steps=10), ("static", "electra"))  # on the same threads as the page
+    expected = compare(TEXT, ComparisonSettings(steps=10), ("static", "electra"))  # on the process's threads, as the page
     drawn = {trace["name"]: array(trace["y"]).tolist() for trace in chart["data"]}
     static, electra, discriminator = (drawn[name] for name in drawn)
     assert static == pytest.approx(expected["static"].heldout_loss, abs=1e-3)
