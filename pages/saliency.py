@@ -7,7 +7,7 @@ from bert.errors import InvalidInputError
 from viz_app.app import analysis_widgets, state, widgets
 from viz_app import cache, page_costs
 from viz_app.server import heavy
-from viz_app.views.logit_lens import lens_at
+from viz_app.specs.logit_lens import lens_at
 from viz_app.views.saliency import METHOD_NAMES, integral_is_rough, method_note, saliency_view
 
 widgets.page_header(

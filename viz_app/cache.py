@@ -648,3 +648,9 @@ def feature_guess(key: ModelKey, folder: str, prepared: PreparedInput, feature: 
 def computed(name: str, key: ModelKey, prepared: PreparedInput | None, work, _computation: Computation):
     """The computation's result for this model, input and work (`name` is the computation's, its key here)."""
     return _computation.compute(Inputs(load_model(key), prepared, load_model), work)
+
+
+@st.cache_resource(show_spinner=False, max_entries=FORWARD_ENTRIES, ttl=HOUR, hash_funcs=BY_INPUT)
+def computed_shared(name: str, key: ModelKey, prepared: PreparedInput | None, work, _computation: Computation):
+    """A `shared` computation's result (a recorded pass, read-only arrays), one object for every session."""
+    return _computation.compute(Inputs(load_model(key), prepared, load_model), work)

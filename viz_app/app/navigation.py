@@ -63,7 +63,7 @@ REGISTRY: tuple[Page, ...] = (
     Page("mlp", "MLP activations", ":material/bolt:", SEE_INSIDE, params={
         "mlp_token": integer(1), "neuron": integer(None),  # None: the strongest neuron of the chosen token
         "mlp_layer": integer(0), "neurons_shown": integer(48), "units": UNITS,
-    }),
+    }, spec="mlp"),
     Page("architecture", "Architecture", ":material/account_tree:", SEE_INSIDE),
     # Layer probes (viz_app/specs/probes/data.py): lists, toggles, choices shown by a label, None defaults
     Page("probes", "Layer probes", ":material/science:", EXPERIMENTS, reads_sentence=False, params={
@@ -80,7 +80,7 @@ REGISTRY: tuple[Page, ...] = (
         "probe_erase_layer": integer(None),  # shown by its name; None: the task's best layer
     }, lesson_view="probe_charts"),
     Page("logit_lens", "Logit lens", ":material/layers:", EXPERIMENTS,
-         params={"lens_mask": integer(None)}, lesson_view="logit_lens_charts"),  # None: the first [MASK]
+         params={"lens_mask": integer(None)}, spec="logit_lens"),  # None: the first [MASK]
     Page("head_ablation", "Head ablation", ":material/content_cut:", EXPERIMENTS, params={
         "ablation_mask": integer(None), "ablation_mode": choice(ablation.MODES), "ablation_heads": heads(),
         "ablation_layers": ints([]),

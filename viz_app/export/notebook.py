@@ -39,11 +39,10 @@ from viz_app.specs.probes import runs as probe_runs
 from viz_app.app.forward import ForwardResult, InputProblem, PreparedInput, prepare_input
 from viz_app.app.forward import record as record_pass
 from viz_app.app.tables import model_tables, table_subspaces
+from viz_app.specs import logit_lens as logit_lens_spec, mlp as mlp_spec
 from viz_app.views.attention import AttentionSettings, attention_view
 from viz_app.views.embeddings import embeddings_view
 from viz_app.views.head_ablation import head_ablation_view
-from viz_app.views.logit_lens import logit_lens_view
-from viz_app.views.mlp import MlpSettings, mlp_view
 from viz_app.views.prediction import PredictionSettings, prediction_view
 from viz_app.views.probes import ProbeViewSettings, probes_view
 from viz_app.views.saliency import saliency_view
@@ -111,14 +110,14 @@ def mlp(run: Recorded, layer: int = 0, chart: str = "heatmap", token: int = 1, n
         shown: int = 48) -> go.Figure:
     """MLP activations (after GELU) of one layer: "heatmap" (the `shown` neurons that fire hardest, on every token),
     "top_neurons" (token `token`'s strongest), "neuron" (one neuron on every token; default: the token's strongest)."""
-    return _pick(mlp_view(MlpSettings(layer, shown, token, neuron), run.result), chart)
+    return _pick(mlp_spec.view(mlp_spec.Settings(layer, shown, token, neuron), run, {"recorded": run.result}), chart)
 
 
 def logit_lens(run: Recorded, mask: int = 0, top_k: int = 5) -> go.Figure:
     """What each layer would predict at the `mask`-th [MASK]: the final prediction's rank and probability."""
     _require_mask(run, mask)
     lenses = lenses_of(run.model, run.tokenizer, run.prepared.masked, top_k=top_k)
-    return logit_lens_view(lenses, run.mask_positions[mask], run.prepared)["lens"].figure
+    return logit_lens_spec.view(logit_lens_spec.Settings(run.mask_positions[mask]), run, {"lens": lenses})["lens"].figure
 
 
 def head_ablation(run: Recorded, mask: int = 0, mode: str = "zero") -> go.Figure:

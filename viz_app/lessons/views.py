@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Mapping
 
-from bert.analysis.representations.logit_lens import logit_lens
 from bert.data import builtin_sentences
 from bert.errors import BertError
 from viz_app.specs.probes import runs as probe_runs
@@ -32,7 +31,6 @@ from viz_app.views.attention import AttentionSettings, attention_view
 from viz_app.views.causal_tracing import patching_view, tracing_view
 from viz_app.views.embeddings import EmbeddingSettings, embeddings_view
 from viz_app.views.head_ablation import head_ablation_view
-from viz_app.views.logit_lens import logit_lens_view
 from viz_app.views.prediction import PredictionSettings, prediction_view
 from viz_app.views.probes import ProbeViewSettings, probes_view
 from viz_app.views.sentence_tasks import chosen_class, classes_view
@@ -107,14 +105,6 @@ def probe_charts(view: PageState) -> list[Chart]:
     run = probe_runs.probe_run(view.loaded.model, view.loaded.tokenizer, data, tasks, view["probe_pieces"],
                                view["probe_seed"], view["probe_mdl"])
     return list(probes_view(ProbeViewSettings.from_state(view.state), run).values())
-
-
-def logit_lens_charts(view: PageState) -> list[Chart]:
-    position = view.mask_position("lens_mask")
-    if position is None or not view.loaded.model.has_mlm_head:
-        return []
-    lenses = logit_lens(view.loaded.model, view.loaded.tokenizer, view.prepared.masked, 5)
-    return list(logit_lens_view(lenses, position, view.prepared).values())
 
 
 def head_ablation_charts(view: PageState) -> list[Chart]:

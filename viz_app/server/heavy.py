@@ -113,7 +113,8 @@ def run(context: Context, computation: Computation, work, key: str | None = None
     if cost.forward_passes > 2:
         st.caption(f"{title}: about {cost.describe()}.")
     with job(context, cost, f"Computing {title}", config):
-        return cache.computed(computation.name, context.key, context.prepared, work, computation)
+        cached = cache.computed_shared if computation.shared else cache.computed
+        return cached(computation.name, context.key, context.prepared, work, computation)
 
 
 class UngatedComputationError(RuntimeError):
