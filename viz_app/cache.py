@@ -13,7 +13,6 @@
   goes first), each kept at most an hour. A 512-token BERT-base input holds about 270 MB once its patterns are
   read (so 4.3 GB at worst per kind), a classroom sentence of 20 tokens under 5 MB; an evicted input is simply
   run again when asked for.
-- the architecture page's hook shapes, from a pass that records everything.
 - what a view derives from that pass, computed once per input and shared the same way: the per-head
   attention statistics (only the attention page pays for them).
 - the embedding tables' analysis per model (PCA, cosines, subspaces): `st.cache_data`.
@@ -77,7 +76,7 @@ from bert.pretraining import successors
 from bert.pretraining.successors import ComparisonSettings, ObjectiveRun
 from bert.errors import InvalidInputError
 from bert.replaced_tokens import ReplacedTokens, check_pair, fill_and_detect, replaced_token_scores
-from viz_app.specs import architecture, causal_tracing, corpus_search, features, head_ablation, sentence_tasks, word_contexts
+from viz_app.specs import causal_tracing, corpus_search, features, head_ablation, sentence_tasks, word_contexts
 from viz_app.app import generators, models, text
 from viz_app import page_costs
 from viz_app.specs.probes import runs as probe_runs
@@ -137,13 +136,6 @@ def predictions_and_attention(key: ModelKey, prepared: PreparedInput) -> Forward
     when first read: the pass the prediction page runs and the attention and rollout pages reuse."""
     loaded = load_model(key)
     return record(loaded.model, loaded.tokenizer, prepared, activations=False)
-
-
-@st.cache_data(show_spinner=False, max_entries=FORWARD_ENTRIES, ttl=HOUR, hash_funcs=BY_INPUT)
-def hook_shapes(key: ModelKey, prepared: PreparedInput) -> dict[str, tuple[int, ...]]:
-    """The architecture page's shape at every hook point for this input."""
-    loaded = load_model(key)
-    return architecture.hook_shapes(loaded.model, loaded.tokenizer, prepared.masked)
 
 
 @st.cache_resource(show_spinner=False, max_entries=4 * FORWARD_ENTRIES, ttl=HOUR, hash_funcs=BY_INPUT)

@@ -59,12 +59,12 @@ REGISTRY: tuple[Page, ...] = (
         "statistic": choice(tuple(STATISTICS), "entropy"), "units": UNITS,
     }, lesson_view="attention_charts"),
     Page("embeddings", "Embeddings", ":material/scatter_plot:", SEE_INSIDE,
-         params={"k": integer(16)}, lesson_view="embedding_charts"),
+         params={"k": integer(16)}, spec="embeddings"),
     Page("mlp", "MLP activations", ":material/bolt:", SEE_INSIDE, params={
         "mlp_token": integer(1), "neuron": integer(None),  # None: the strongest neuron of the chosen token
         "mlp_layer": integer(0), "neurons_shown": integer(48), "units": UNITS,
     }, spec="mlp"),
-    Page("architecture", "Architecture", ":material/account_tree:", SEE_INSIDE),
+    Page("architecture", "Architecture", ":material/account_tree:", SEE_INSIDE, spec="architecture"),
     # Layer probes (viz_app/specs/probes/data.py): lists, toggles, choices shown by a label, None defaults
     Page("probes", "Layer probes", ":material/science:", EXPERIMENTS, reads_sentence=False, params={
         "probe_tasks": words(["position", "continuation", "pos"], (*TEXT_TASKS, "pos")),  # the built-in sentences'

@@ -39,9 +39,8 @@ from viz_app.specs.probes import runs as probe_runs
 from viz_app.app.forward import ForwardResult, InputProblem, PreparedInput, prepare_input
 from viz_app.app.forward import record as record_pass
 from viz_app.app.tables import model_tables, table_subspaces
-from viz_app.specs import logit_lens as logit_lens_spec, mlp as mlp_spec
+from viz_app.specs import embeddings as embeddings_spec, logit_lens as logit_lens_spec, mlp as mlp_spec
 from viz_app.views.attention import AttentionSettings, attention_view
-from viz_app.views.embeddings import embeddings_view
 from viz_app.views.head_ablation import head_ablation_view
 from viz_app.views.prediction import PredictionSettings, prediction_view
 from viz_app.views.probes import ProbeViewSettings, probes_view
@@ -102,8 +101,8 @@ def embeddings(run: Recorded, chart: str = "norms", k: int = 16) -> go.Figure:
     "variance", "position_curve", "position_cosines", "token_scatter" of the tables; "angles", "surviving" of their
     k-dimensional subspaces."""
     tables = model_tables(run.model, run.tokenizer, run.model.config.vocab_size)
-    report = table_subspaces(run.model, tables, k)
-    return _pick(embeddings_view(run.result, tables, report), chart)
+    analysis = embeddings_spec.TableAnalysis(tables, table_subspaces(run.model, tables, k))
+    return _pick(embeddings_spec.view(embeddings_spec.Settings(k), run, {"recorded": run.result, "tables": analysis}), chart)
 
 
 def mlp(run: Recorded, layer: int = 0, chart: str = "heatmap", token: int = 1, neuron: int | None = None,

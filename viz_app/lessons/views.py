@@ -23,13 +23,11 @@ from viz_app.lessons.computed import PerModel
 from viz_app.app.models import LoadedModel
 from viz_app.app.navigation import LINK_PARAMS, PAGES
 from viz_app.specs.sentence_tasks import class_probabilities
-from viz_app.app.tables import table_subspaces
 from viz_app.specs.base import Inputs, compute_all
 from viz_app.specs.catalog import SPECS
 from viz_app.views import chosen_mask
 from viz_app.views.attention import AttentionSettings, attention_view
 from viz_app.views.causal_tracing import patching_view, tracing_view
-from viz_app.views.embeddings import EmbeddingSettings, embeddings_view
 from viz_app.views.head_ablation import head_ablation_view
 from viz_app.views.prediction import PredictionSettings, prediction_view
 from viz_app.views.probes import ProbeViewSettings, probes_view
@@ -60,7 +58,6 @@ def prediction_charts(view: PageState) -> list[Chart]:
 
 
 ATTENTION_CHARTS = ("pattern", "bars", "overview")  # what a step shows of the attention page
-EMBEDDING_CHARTS = ("norms", "cosines", "position_cosines", "angles", "surviving")  # ... of the embeddings page
 
 
 def attention_charts(view: PageState) -> list[Chart]:
@@ -68,17 +65,6 @@ def attention_charts(view: PageState) -> list[Chart]:
     charts = attention_view(AttentionSettings.from_state(view.state, view.loaded.summary, result), result,
                             config=view.loaded.model.config)
     return [charts[name] for name in ATTENTION_CHARTS]
-
-
-def embedding_charts(view: PageState) -> list[Chart]:
-    if not view.loaded.model.config.type_vocab_size:  # no segment part to compare (DistilBERT)
-        return []
-    result = record(view.loaded.model, view.loaded.tokenizer, view.prepared)
-    tables = view.per_model.tables()
-    settings = EmbeddingSettings.from_state(view.state, view.loaded.summary)
-    report = table_subspaces(view.loaded.model, tables, settings.k)
-    charts = embeddings_view(result, tables, report)
-    return [charts[name] for name in EMBEDDING_CHARTS]
 
 
 def probe_data(view) -> tuple[probe_runs.ProbeData, list[str]] | None:
