@@ -75,7 +75,7 @@ from bert.devices import model_device
 from bert.pretraining import successors
 from bert.pretraining.successors import ComparisonSettings, ObjectiveRun
 from bert.errors import InvalidInputError
-from bert.replaced_tokens import ReplacedTokens, check_pair, fill_and_detect, replaced_token_scores
+from bert.replaced_tokens import check_pair
 from viz_app.specs import causal_tracing, corpus_search, features, head_ablation, sentence_tasks, word_contexts
 from viz_app.app import generators, models, text
 from viz_app import page_costs
@@ -445,19 +445,6 @@ def generator_problem(key: ModelKey, generator: ModelKey) -> str | None:
     """Why `generator` cannot fill the blanks that the discriminator `key` reads, or None when it can."""
     discriminator, filler = load_model(key), load_model(generator)
     return _why_not(check_pair, filler.model, discriminator.model, discriminator.tokenizer, filler.tokenizer)
-
-
-@st.cache_data(show_spinner=False, max_entries=64, hash_funcs=BY_INPUT)
-def replaced_tokens(key: ModelKey, prepared: PreparedInput, generator: ModelKey | None, sample: bool,
-                    seed: int) -> ReplacedTokens:
-    """The discriminator's scores on the input as the page masks it; with a generator, on the input once the
-    generator has filled its [MASK]s (argmax, or a draw seeded by `seed` when `sample`)."""
-    discriminator = load_model(key)
-    if generator is None:
-        return ReplacedTokens(prepared.masked, replaced_token_scores(discriminator.model, prepared.masked))
-    filler = load_model(generator)
-    return fill_and_detect(filler.model, discriminator.model, discriminator.tokenizer, prepared.masked,
-                           filler.tokenizer, sample=sample, seed=seed)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)

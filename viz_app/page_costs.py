@@ -16,7 +16,6 @@ from bert.analysis.representations.self_similarity import anisotropy_baseline_co
 from bert.config import BertConfig
 from bert.costs import relative_size
 from bert.costs import Cost
-from bert.replaced_tokens import replaced_tokens_cost
 from bert.data import builtin_sentences
 from bert.tokenizer import Encoding
 from viz_app.specs.causal_tracing import SITES_FOR_BLOCKS
@@ -91,11 +90,3 @@ def model_comparison(loaded_a: LoadedModel, loaded_b: LoadedModel, sentences: li
     when the two differ in size)."""
     cost = comparison_cost(loaded_a.model, loaded_b.model, loaded_a.tokenizer, sentences, tokenizer_b=loaded_b.tokenizer)
     return cost, max(loaded_a.model.config, loaded_b.model.config, key=relative_size)
-
-
-def replaced_tokens(discriminator: LoadedModel, generator: LoadedModel | None, encoding: Encoding) -> tuple[Cost, BertConfig]:
-    """The discriminator's pass over the input, and the generator's before it when it fills [MASK]s; counted at
-    the larger model's size (the generator is usually the smaller)."""
-    fills = generator is not None and bool(discriminator.tokenizer.mask_positions(encoding))
-    config = discriminator.model.config if not fills else max(discriminator.model.config, generator.model.config, key=relative_size)
-    return replaced_tokens_cost(len(encoding), fills), config

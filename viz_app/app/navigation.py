@@ -52,8 +52,10 @@ SEE_INSIDE, EXPERIMENTS, TRAINED, FINE_TUNING, TEACHING = (
 REGISTRY: tuple[Page, ...] = (
     Page("prediction", "Masked prediction", ":material/edit_note:", SEE_INSIDE,
          params={"top_k": integer(10),
+                 "prediction_shown": ints([0, 1]),  # the masks whose chart is drawn, when there are more than four
                  "generator": text(None),  # ELECTRA's generator for a discriminator's blanks; None: the first on offer
-                 "generator_folder": text("")}, lesson_view="prediction_charts"),
+                 "generator_folder": text(""), "generator_sample": flag(False), "generator_seed": integer(0)},
+         spec="prediction"),
     Page("attention", "Attention", ":material/grid_on:", SEE_INSIDE, params={
         "focus": integer(1), "hide_special": flag(False), "layer": integer(0), "head": integer(0),
         "statistic": choice(tuple(STATISTICS), "entropy"), "units": UNITS,

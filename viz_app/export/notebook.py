@@ -40,9 +40,9 @@ from viz_app.app.forward import ForwardResult, InputProblem, PreparedInput, prep
 from viz_app.app.forward import record as record_pass
 from viz_app.app.tables import model_tables, table_subspaces
 from viz_app.specs import embeddings as embeddings_spec, logit_lens as logit_lens_spec, mlp as mlp_spec
+from viz_app.specs import prediction as prediction_spec
 from viz_app.views.attention import AttentionSettings, attention_view
 from viz_app.views.head_ablation import head_ablation_view
-from viz_app.views.prediction import PredictionSettings, prediction_view
 from viz_app.views.probes import ProbeViewSettings, probes_view
 from viz_app.views.saliency import saliency_view
 
@@ -77,7 +77,8 @@ def prediction(run: Recorded, top_k: int = 10, mask: int = 0) -> go.Figure:
     that records nothing (the fused attention path), so the numbers are the page's to the last bit."""
     _require_mask(run, mask)
     predicted = record_pass(run.model, run.tokenizer, run.prepared, activations=False)
-    return prediction_view(PredictionSettings(top_k, shown=(mask,)), predicted)[f"mask_{mask}"].figure
+    charts = prediction_spec.view(prediction_spec.Settings(top_k, shown=(mask,)), run, {"recorded": predicted})
+    return charts[f"mask_{mask}"].figure
 
 
 def attention(run: Recorded, layer: int = 0, head: int = 0, hide_special: bool = False) -> go.Figure:

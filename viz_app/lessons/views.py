@@ -29,7 +29,6 @@ from viz_app.views import chosen_mask
 from viz_app.views.attention import AttentionSettings, attention_view
 from viz_app.views.causal_tracing import patching_view, tracing_view
 from viz_app.views.head_ablation import head_ablation_view
-from viz_app.views.prediction import PredictionSettings, prediction_view
 from viz_app.views.probes import ProbeViewSettings, probes_view
 from viz_app.views.sentence_tasks import chosen_class, classes_view
 
@@ -48,13 +47,6 @@ class PageState:
 
     def mask_position(self, key: str) -> int | None:
         return chosen_mask(self[key], self.prepared.all_masks)
-
-
-def prediction_charts(view: PageState) -> list[Chart]:
-    if not view.loaded.model.has_mlm_head:
-        return []
-    result = record(view.loaded.model, view.loaded.tokenizer, view.prepared, activations=False)
-    return list(prediction_view(PredictionSettings.from_state(view.state), result).values())
 
 
 ATTENTION_CHARTS = ("pattern", "bars", "overview")  # what a step shows of the attention page

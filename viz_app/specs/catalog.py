@@ -4,6 +4,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from viz_app.specs import architecture, embeddings, logit_lens, mlp, rollout
+from viz_app.specs import architecture, embeddings, logit_lens, mlp, prediction, rollout
 
-SPECS: dict[str, ModuleType] = {spec.NAME: spec for spec in (rollout, logit_lens, mlp, embeddings, architecture)}
+SPECS: dict[str, ModuleType] = {spec.NAME: spec for spec in (rollout, logit_lens, mlp, embeddings, architecture, prediction)}
