@@ -82,7 +82,7 @@ def which_words_look_replaced() -> None:
     seed = int(st.number_input("Seed of the sample", 0, 10_000, **state.kept("generator_seed", range(10_001)))) if sample else 0
     settings = spec.Settings(replaced=spec.ReplacedWork(generator.key if fills else None, sample, seed))
     try:
-        report = heavy.run(context, *spec.computations(settings)["replaced"])
+        report = heavy.run(context, *spec.computations(settings)["replaced"], key="replaced_tokens")
     except BertError as error:  # e.g. a generator with fewer positions than the input has tokens
         st.error(escape_markdown(f"The generator cannot read this input: {error}."))
         st.stop()

@@ -2,12 +2,12 @@
 
 - the model: `st.cache_resource`, one object shared by every session and thread. It is in eval mode and
   nothing ever changes it: recording and interventions are per call (bert.hooks uses a context variable).
-- one forward pass per (model, prepared input): `st.cache_resource`, so every page and every session that
-  asks for the same input gets the same object, neither pickled nor copied (docs/benchmarks.md#the-app says
-  what that saves). Two kinds: `predictions_and_attention` (the predictions, q and k; the patterns follow from
-  q and k when first read) for the prediction, attention and rollout pages, so the attention page after the
-  prediction page runs no second pass; `forward` adds the MLP activations and the embeddings. Neither records
-  a pattern, so both take the fused attention path. Sharing is safe because the result cannot change: tuples, and numpy arrays
+- one forward pass per (model, prepared input): `computed_shared`, an `st.cache_resource`, so every page and every
+  session that asks for the same input gets the same object, neither pickled nor copied (docs/benchmarks.md#the-app
+  says what that saves). Two kinds (viz_app/specs/recorded.py): `PREDICTIONS` (the predictions, q and k; the
+  patterns follow from q and k when first read) for the prediction and attention pages, so the attention page
+  after the prediction page runs no second pass; `FULL` adds the MLP activations and the embeddings. Neither
+  records a pattern, so both take the fused attention path. Sharing is safe because the result cannot change: tuples, and numpy arrays
   marked read-only (`flags.writeable = False`), so a page that tried to write would fail loudly instead of
   disturbing another session. Memory stays bounded: at most FORWARD_ENTRIES inputs (the least recently used
   goes first), each kept at most an hour. A 512-token BERT-base input holds about 270 MB once its patterns are
@@ -47,8 +47,6 @@ import torch
 from bert.analysis.attention import head_stats
 from bert.layers import layer_label
 from bert.analysis.attention.attention_stats import HeadStatistics
-from bert.analysis.attention.score_terms import ScoreTerms, score_terms as split_scores
-from bert.analysis.attention.words import word_groups
 from bert.analysis.attribution import deletion
 from bert.analysis.attribution import saliency as attributions
 from bert.analysis.causal import ablation
@@ -76,7 +74,7 @@ from bert.pretraining import successors
 from bert.pretraining.successors import ComparisonSettings, ObjectiveRun
 from bert.errors import InvalidInputError
 from bert.replaced_tokens import check_pair
-from viz_app.specs import causal_tracing, corpus_search, features, head_ablation, sentence_tasks, word_contexts
+from viz_app.specs import attention, causal_tracing, corpus_search, features, head_ablation, sentence_tasks, word_contexts
 from viz_app.app import generators, models, text
 from viz_app import page_costs
 from viz_app.specs.probes import runs as probe_runs
@@ -89,8 +87,6 @@ from viz_app.lessons.resolve import SIDEBAR_KEYS, ResolvedStep, resolve
 from viz_app.lessons.views import PerModel, view_charts
 from viz_app.app.models import ModelKey
 from viz_app.app.tables import EmbeddingTables, model_tables, table_subspaces
-from viz_app.views.attention import AttentionSettings, attention_view
-from viz_app.views.attention import head_statistics as attention_statistics
 
 BY_INPUT = {PreparedInput: lambda prepared: prepared.key}  # an input is its text, pair, masks and truncate flag
 BY_CORPUS = {corpus_search.Corpus: lambda corpus: corpus.digest}
@@ -122,35 +118,18 @@ FORWARD_ENTRIES = 16
 HOUR = 3600
 
 
-@st.cache_resource(show_spinner="Running the model…", max_entries=FORWARD_ENTRIES, ttl=HOUR, hash_funcs=BY_INPUT)
-def forward(key: ModelKey, prepared: PreparedInput) -> ForwardResult:
-    """The recorded pass the MLP and embeddings pages draw: MLP activations, embeddings, q and k (attention),
-    predictions."""
-    loaded = load_model(key)
-    return record(loaded.model, loaded.tokenizer, prepared)
-
-
-@st.cache_resource(show_spinner="Running the model…", max_entries=FORWARD_ENTRIES, ttl=HOUR, hash_funcs=BY_INPUT)
-def predictions_and_attention(key: ModelKey, prepared: PreparedInput) -> ForwardResult:
-    """The predictions at each [MASK] and every head's q and k, from which `attention` (every pattern) is computed
-    when first read: the pass the prediction page runs and the attention and rollout pages reuse."""
-    loaded = load_model(key)
-    return record(loaded.model, loaded.tokenizer, prepared, activations=False)
+@st.cache_resource(show_spinner=False, max_entries=4 * FORWARD_ENTRIES, ttl=HOUR, hash_funcs=BY_INPUT)
+def head_statistics(key: ModelKey, prepared: PreparedInput, _result: ForwardResult) -> HeadStatistics:
+    """The attention page's per-head statistics of one input (a few kB, read-only), from its recorded pass."""
+    return attention.head_statistics(_result)
 
 
 @st.cache_resource(show_spinner=False, max_entries=4 * FORWARD_ENTRIES, ttl=HOUR, hash_funcs=BY_INPUT)
-def head_statistics(key: ModelKey, prepared: PreparedInput) -> HeadStatistics:
-    """The attention page's per-head statistics of one input (a few kB, read-only)."""
-    return attention_statistics(predictions_and_attention(key, prepared))
-
-
-@st.cache_resource(show_spinner=False, max_entries=4 * FORWARD_ENTRIES, ttl=HOUR, hash_funcs=BY_INPUT)
-def attention_charts(key: ModelKey, prepared: PreparedInput, settings: AttentionSettings, words: bool) -> dict[str, Chart]:
+def attention_charts(key: ModelKey, prepared: PreparedInput, settings: attention.Settings, _result: ForwardResult,
+                     _statistics: HeadStatistics) -> dict[str, Chart]:
     """The attention page's charts for one input and its settings (in words or word pieces), built once and shared
     by every session that asks for the same: a class on one step asks thirty times. Streamlit only reads them."""
-    groups = word_groups(prepared.masked) if words else None
-    return attention_view(settings, predictions_and_attention(key, prepared), head_statistics(key, prepared), groups,
-                          load_model(key).model.config)
+    return attention.view(settings, Inputs(load_model(key), prepared), {"recorded": _result, "statistics": _statistics})
 
 
 @st.cache_data(show_spinner="Analysing the embedding tables (once per model)…", max_entries=4)
@@ -229,12 +208,6 @@ def corpus_statistics(key: ModelKey, sentences: list, pairs: bool):
                                               progress=lambda done, what: bar.progress(min(done, 1.0), what))
     bar.empty()
     return result
-
-
-@st.cache_data(show_spinner=False, max_entries=32, hash_funcs=BY_INPUT)
-def score_terms(key: ModelKey, prepared: PreparedInput, layer: int) -> dict[tuple[int, int], ScoreTerms]:
-    """A DeBERTa layer's three score terms for every head (the attention page runs it inside viz_app/server/heavy.py's job)."""
-    return split_scores(load_model(key).model, prepared.masked, layer)
 
 
 @st.cache_data(show_spinner=False, max_entries=32, hash_funcs=BY_INPUT)

@@ -58,8 +58,8 @@ REGISTRY: tuple[Page, ...] = (
          spec="prediction"),
     Page("attention", "Attention", ":material/grid_on:", SEE_INSIDE, params={
         "focus": integer(1), "hide_special": flag(False), "layer": integer(0), "head": integer(0),
-        "statistic": choice(tuple(STATISTICS), "entropy"), "units": UNITS,
-    }, lesson_view="attention_charts"),
+        "statistic": choice(tuple(STATISTICS), "entropy"), "units": UNITS, "neuron_key": integer(None),
+    }, spec="attention"),
     Page("embeddings", "Embeddings", ":material/scatter_plot:", SEE_INSIDE,
          params={"k": integer(16)}, spec="embeddings"),
     Page("mlp", "MLP activations", ":material/bolt:", SEE_INSIDE, params={

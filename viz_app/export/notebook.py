@@ -19,7 +19,7 @@
     figure.write_html("view.html")                         # any of them as one offline file
 
 Each function returns the Plotly figure the app's page draws for the same input and settings, made by the same
-view function (viz_app/views/) or chart builder (viz_app/charts/) from the same recorded pass
+view (a page spec's, viz_app/specs/, or viz_app/views/) or chart builder (viz_app/charts/) from the same recorded pass
 (viz_app/app/forward.py, `record`). Streamlit is not imported: a notebook needs only the library, Plotly and pandas.
 """
 from __future__ import annotations
@@ -38,10 +38,10 @@ from bert.model import Bert
 from viz_app.specs.probes import runs as probe_runs
 from viz_app.app.forward import ForwardResult, InputProblem, PreparedInput, prepare_input
 from viz_app.app.forward import record as record_pass
+from viz_app.app.models import LoadedModel, ModelKey, summarize
 from viz_app.app.tables import model_tables, table_subspaces
 from viz_app.specs import embeddings as embeddings_spec, logit_lens as logit_lens_spec, mlp as mlp_spec
-from viz_app.specs import prediction as prediction_spec
-from viz_app.views.attention import AttentionSettings, attention_view
+from viz_app.specs import attention as attention_spec, prediction as prediction_spec
 from viz_app.views.head_ablation import head_ablation_view
 from viz_app.views.probes import ProbeViewSettings, probes_view
 from viz_app.views.saliency import saliency_view
@@ -55,6 +55,11 @@ class Recorded:
     tokenizer: BertTokenizer
     prepared: PreparedInput  # the input as the app prepares it: text, pair, masks
     result: ForwardResult  # attention, q and k, MLP activations, embeddings, predictions (read-only arrays)
+
+    @property
+    def loaded(self) -> LoadedModel:
+        """The model as a page spec reads it (viz_app/specs/base.py `HasInputs`)."""
+        return LoadedModel(ModelKey.of("notebook"), self.model, self.tokenizer, summarize(self.model, self.tokenizer))
 
     @property
     def mask_positions(self) -> tuple[int, ...]:
@@ -165,7 +170,7 @@ def _attention(run: Recorded, layer: int, head: int, hide_special: bool, focus: 
     for name, position in (("query", focus), ("key", key)):
         if position is not None and not 0 <= position < run.result.seq:
             raise InvalidInputError(f"{name} {position} is outside this {run.result.seq}-token input")
-    charts = attention_view(AttentionSettings(layer, head, hide_special, focus, key), run.result)
+    charts = attention_spec.view(attention_spec.Settings(layer, head, hide_special, focus, key), run, {"recorded": run.result})
     return {name: chart.figure for name, chart in charts.items()}
 
 

@@ -141,7 +141,7 @@ FIGURE_COSTS: dict[str, Callable[[StepInput], Cost]] = {
 }
 
 
-ONE_PASS_FIGURES = frozenset({"attention", "sentence_tasks"})  # one record
+ONE_PASS_FIGURES = frozenset({"sentence_tasks"})  # one record
 
 
 def figure_cost(page: str, step: StepInput) -> Cost:

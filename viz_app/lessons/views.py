@@ -17,7 +17,7 @@ from bert.errors import BertError
 from viz_app.specs.probes import runs as probe_runs
 from viz_app.specs.causal_tracing import CausalSettings, resolve_patching, resolve_trace
 from viz_app.charts.base import Chart
-from viz_app.app.forward import PreparedInput, prepare_input, record
+from viz_app.app.forward import PreparedInput, prepare_input
 from viz_app.specs.head_ablation import head_ranking
 from viz_app.lessons.computed import PerModel
 from viz_app.app.models import LoadedModel
@@ -26,7 +26,6 @@ from viz_app.specs.sentence_tasks import class_probabilities
 from viz_app.specs.base import Inputs, compute_all
 from viz_app.specs.catalog import SPECS
 from viz_app.views import chosen_mask
-from viz_app.views.attention import AttentionSettings, attention_view
 from viz_app.views.causal_tracing import patching_view, tracing_view
 from viz_app.views.head_ablation import head_ablation_view
 from viz_app.views.probes import ProbeViewSettings, probes_view
@@ -47,16 +46,6 @@ class PageState:
 
     def mask_position(self, key: str) -> int | None:
         return chosen_mask(self[key], self.prepared.all_masks)
-
-
-ATTENTION_CHARTS = ("pattern", "bars", "overview")  # what a step shows of the attention page
-
-
-def attention_charts(view: PageState) -> list[Chart]:
-    result = record(view.loaded.model, view.loaded.tokenizer, view.prepared, activations=False)
-    charts = attention_view(AttentionSettings.from_state(view.state, view.loaded.summary, result), result,
-                            config=view.loaded.model.config)
-    return [charts[name] for name in ATTENTION_CHARTS]
 
 
 def probe_data(view) -> tuple[probe_runs.ProbeData, list[str]] | None:

@@ -4,6 +4,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from viz_app.specs import architecture, embeddings, logit_lens, mlp, prediction, rollout
+from viz_app.specs import architecture, attention, embeddings, logit_lens, mlp, prediction, rollout
 
-SPECS: dict[str, ModuleType] = {spec.NAME: spec for spec in (rollout, logit_lens, mlp, embeddings, architecture, prediction)}
+SPECS: dict[str, ModuleType] = {spec.NAME: spec for spec in (rollout, logit_lens, mlp, embeddings, architecture, prediction, attention)}
