@@ -26,7 +26,7 @@ with controls[1]:
     )
 with controls[2]:
     position = widgets.select_int(
-        "Token", "mlp_token", list(range(len(tokens))), format_func=lambda i: f"{i}: {tokens[i]}", default=1
+        "Token", "mlp_token", list(range(len(tokens))), format_func=lambda i: f"{i}: {tokens[i]}"
     )
 
 units = st.container()

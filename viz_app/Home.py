@@ -11,7 +11,7 @@ import streamlit as st
 from viz_app.server import access, heavy, visitor
 from viz_app.app import page_context, sentence_box, sidebar, state
 from viz_app.lessons import following
-from viz_app.app.navigation import DEFAULT_PAGE, GROUPS
+from viz_app.app.navigation import DEFAULT_PAGE, GROUPS, PAGES
 from viz_app.server.settings import SettingsError
 
 log = logging.getLogger("viz_app.Home")
@@ -27,11 +27,14 @@ except SettingsError as error:  # scripts/start_app.sh checks them before the st
     st.stop()
 
 pages = {
-    group: [st.Page(f"../pages/{p.file}", title=p.title, icon=p.icon, url_path=p.url_path, default=p.url_path == DEFAULT_PAGE)
+    group: [st.Page(f"../pages/{p.file}", title=p.title, icon=p.icon, default=p.url_path == DEFAULT_PAGE,
+                    url_path="" if p.url_path == DEFAULT_PAGE else p.url_path)  # the default page is served at /
             for p in entries]
     for group, entries in GROUPS.items()
 }
-page = st.navigation(pages, position="hidden")  # the sidebar lists the pages below the model picker
+default = PAGES[DEFAULT_PAGE]  # ... and at its own address too (a link to /prediction), listed once in the sidebar
+by_address = st.Page(f"../pages/{default.file}", title=default.title, icon=default.icon, url_path=default.url_path)
+page = st.navigation({**pages, "": [by_address]}, position="hidden")  # the sidebar lists `pages` below the picker
 if this_visitor.follows_class:
     following.join_if_asked()
     following.follow_if_moved(this_visitor)  # before any widget is drawn: the class's step sets them
