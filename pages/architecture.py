@@ -1,11 +1,11 @@
-"""Architecture: the module tree with every tensor shape for this input and every module's parameter count."""
+"""Architecture: the module tree with every tensor shape for this input and every module's parameter count. The
+page lays out the widgets; what it computes and draws is its spec, viz_app/specs/architecture.py."""
 import pandas as pd
 import streamlit as st
 
-from viz_app import cache
 from viz_app.app import widgets
-from viz_app.specs.architecture import architecture_note, module_rows, parameter_arithmetic, tree_text
-from viz_app.charts.architecture import parameter_treemap
+from viz_app.server import heavy
+from viz_app.specs import architecture as spec
 
 widgets.page_header(
     "Architecture",
@@ -17,14 +17,19 @@ widgets.page_header(
 context = widgets.require()
 model = context.loaded.model
 
-rows = module_rows(model, cache.hook_shapes(context.key, context.prepared))
-st.code(tree_text(rows), language=None)
-st.caption(architecture_note(model.config))
+settings = spec.Settings()
+results = {name: heavy.run(context, computation, work) for name, (computation, work) in spec.computations(settings).items()}
+if any(result is None for result in results.values()):
+    st.stop()  # over the budget: the page has said why
+rows = spec.module_rows(model, results["shapes"])
+st.code(spec.tree_text(rows), language=None)
+st.caption(spec.architecture_note(model.config))
 
-widgets.show_chart(parameter_treemap(rows), key="treemap")
+for name, chart in spec.view(settings, context, results).items():
+    widgets.show_chart(chart, key=name)
 
 st.subheader("Where the parameters are: the arithmetic by hand")
-arithmetic = parameter_arithmetic(model)
+arithmetic = spec.parameter_arithmetic(model)
 numbers = {column: st.column_config.NumberColumn(format="localized") for column in arithmetic.columns[2:]}
 st.dataframe(arithmetic, hide_index=True, column_config=numbers)
 st.caption(

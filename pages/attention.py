@@ -1,14 +1,13 @@
-"""Attention: where each token looks, head by head."""
+"""Attention: where each token looks, head by head. The page lays out the widgets; what it computes and draws is
+its spec, viz_app/specs/attention.py."""
 import pandas as pd
 import streamlit as st
 
 from bert.analysis.attention.attention_stats import STATISTICS
-from viz_app import cache, page_costs
+from viz_app import cache
 from viz_app.server import heavy
 from viz_app.app import state, widgets
-from viz_app.views.attention import (
-    AttentionSettings, default_focus, query_key, score_terms_chart, shown_positions, strongest_key,
-)
+from viz_app.specs import attention as spec
 
 widgets.page_header(
     "Attention",
@@ -33,7 +32,9 @@ context = widgets.require()
 relative = context.loaded.model.config.relative_attention  # DeBERTa: the scores split into three terms
 widgets.contents({"query-key": "Query against key", **({"score-terms": "Score terms"} if relative else {}),
                   "all-heads": "All heads at a glance", "head-statistics": "Head statistics"})
-result = cache.predictions_and_attention(context.key, context.prepared)  # the prediction page's pass
+result = heavy.run(context, *spec.computations(spec.Settings())["recorded"])  # the prediction page's pass
+if result is None:
+    st.stop()  # over the budget: the page has said why
 summary = context.loaded.summary
 tokens = result.tokens
 
@@ -49,11 +50,11 @@ with controls[3]:
         help="Many heads park most of their attention on [CLS] or [SEP]; hiding them shows the rest. "
         "Rows then no longer sum to 1.",
     )
-positions = shown_positions(result, hide_special)
+positions = spec.shown_positions(result, hide_special)
 with controls[2]:
     focus = widgets.select_int(
         "Attention from token", "focus", positions, format_func=lambda i: f"{i}: {tokens[i]}",
-        default=default_focus(positions),
+        default=spec.default_focus(positions),
     )
 if len(positions) > 64:
     st.caption("A long input: drag a box on the heatmap to zoom into some tokens (double-click to zoom out).")
@@ -70,7 +71,7 @@ st.caption(
 with st.columns([1, 2])[0]:
     key = widgets.select_int(
         "Key token (looked at)", "neuron_key", positions, format_func=lambda i: f"{i}: {tokens[i]}",
-        default=strongest_key(result, layer, head, focus, positions),
+        default=spec.strongest_key(result, layer, head, focus, positions),
     )
 if relative:
     st.caption(
@@ -94,14 +95,14 @@ st.caption(
 overview = st.container()
 
 st.subheader("Head statistics", anchor="head-statistics")
-stats = cache.head_statistics(context.key, context.prepared)
+stats = cache.head_statistics(context.key, context.prepared, result)
 names = list(STATISTICS)
 statistic = st.segmented_control("Statistic", names, required=True, **state.kept("statistic", names))
 
-settings = AttentionSettings(layer, head, hide_special, focus, key, statistic)
 with units:
     words = widgets.units_picker(context, WORDS_NOTE)
-charts = cache.attention_charts(context.key, context.prepared, settings, words is not None)
+settings = spec.Settings(layer, head, hide_special, focus, key, statistic, words is not None, score_terms=relative)
+charts = cache.attention_charts(context.key, context.prepared, settings, result, stats)
 with left:
     widgets.show_chart(charts["pattern"], key="pattern")
 with right:
@@ -109,7 +110,7 @@ with right:
 with head_download:
     widgets.download_view(f"Attention, layer {layer}, head {head}", f"attention_L{layer}_H{head}", ["pattern", "bars"],
                           label="Download this head's view")
-terms = query_key(settings, result)
+terms = spec.query_key(settings, result)
 sums[0].metric("q·k: the sum of the products (before scaling)", f"{terms.dot:.3f}")
 sums[1].metric(f"{'Content → content score' if relative else 'Score before softmax'}: q·k / {terms.divisor}", f"{terms.score:.3f}")
 sums[2].metric("Attention after softmax" + (" (all three terms)" if relative else ""), f"{terms.weight:.1%}")
@@ -145,9 +146,9 @@ st.caption(
 )
 if relative:
     with terms_section:
-        cost = page_costs.score_terms(len(tokens))
-        if heavy.allowed(context, cost, "score_terms"):
-            with heavy.job(context, cost, "Splitting the scores"):
-                terms = cache.score_terms(context.key, context.prepared, layer)
-            widgets.show_chart(score_terms_chart(settings, terms, result), key="score_terms")
-            st.caption(f"This section runs the model once more: {cost.describe()}.")
+        computation, work = spec.computations(settings)["score_terms"]
+        split = heavy.run(context, computation, work, key="score_terms")
+        if split is not None:
+            widgets.show_chart(spec.view(settings, context, {"recorded": result, "statistics": stats,
+                                                             "score_terms": split})["score_terms"], key="score_terms")
+            st.caption(f"This section runs the model once more: {computation.cost(context, work).describe()}.")

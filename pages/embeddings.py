@@ -1,11 +1,13 @@
-"""Embeddings: do token, position and segment embeddings split the hidden space like a concatenation, or overlap?"""
+"""Embeddings: do token, position and segment embeddings split the hidden space like a concatenation, or overlap?
+The page lays out the widgets; what it computes and draws is its spec, viz_app/specs/embeddings.py."""
 import numpy as np
 import streamlit as st
 
 from viz_app import cache
 from viz_app.app import state, widgets
 from viz_app.app.models import POSITIONS_RELATIVE, POSITIONS_ROTATED
-from viz_app.views.embeddings import EmbeddingSettings, embeddings_view, largest_k, mean_cosines, subspace_reading
+from viz_app.server import heavy
+from viz_app.specs import embeddings as spec
 
 widgets.page_header(
     "Embeddings",
@@ -22,9 +24,11 @@ if not context.loaded.model.config.type_vocab_size:
     st.info("This model has no segment embeddings (DistilBERT adds only token and position embeddings), so this page's "
             "three-part comparison does not apply: pick a BERT, RoBERTa, ALBERT or ELECTRA model.")
     st.stop()
-result = cache.forward(context.key, context.prepared)
 summary = context.loaded.summary
-tables = cache.tables(context.key)
+recorded = heavy.run(context, *spec.computations(spec.Settings())["recorded"])
+if recorded is None:
+    st.stop()  # over the budget: the page has said why
+tables = cache.tables(context.key)  # the tables' analysis: no forward pass, once per model
 
 st.subheader("1 · This sentence, token by token")
 st.caption(
@@ -35,7 +39,7 @@ sentence_left, sentence_right = st.columns(2)
 random_cosine = np.sqrt(2 / np.pi / summary.hidden)  # mean |cosine| of two random directions
 st.markdown(
     "Mean |cosine| over this sentence: "
-    + ", ".join(f"{a}–{b} **{value:.2f}**" for (a, b), value in mean_cosines(result).items())
+    + ", ".join(f"{a}–{b} **{value:.2f}**" for (a, b), value in spec.mean_cosines(recorded).items())
     + f". Random directions in {summary.hidden} dimensions would give about **{random_cosine:.2f}**."
 )
 
@@ -52,12 +56,12 @@ st.subheader("3 · Separate subspaces or shared ones?")
 k = st.slider(
     "Directions per table (k)",
     1,
-    largest_k(summary),
-    **state.kept("k", range(1, largest_k(summary) + 1)),  # a smaller model: all its directions
+    spec.largest_k(summary),
+    **state.kept("k", range(1, spec.largest_k(summary) + 1)),  # a smaller model: all its directions
     help="Each table's subspace is spanned by its top-k singular vectors (the segment table has 2 rows: at most 2).",
 )
 report = cache.subspaces(context.key, k)
-charts = embeddings_view(result, tables, report)
+charts = spec.view(spec.Settings(k), context, {"recorded": recorded, "tables": spec.TableAnalysis(tables, report)})
 with sentence_left:
     widgets.show_chart(charts["norms"], key="norms")
 with sentence_right:
@@ -82,7 +86,7 @@ with left:
     widgets.show_chart(charts["angles"], key="angles")
 with right:
     widgets.show_chart(charts["surviving"], key="surviving")
-st.markdown(subspace_reading(report))
+st.markdown(spec.subspace_reading(report))
 segments = ("This model has one segment embedding, added to every token alike" if np.isnan(tables.segment_cosine)
             else f"The two segment embeddings have cosine {tables.segment_cosine:.2f} with each other")
 st.caption(

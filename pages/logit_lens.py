@@ -1,11 +1,11 @@
-"""Logit lens: what each layer would predict at a [MASK] if the model stopped there."""
-import pandas as pd
+"""Logit lens: what each layer would predict at a [MASK] if the model stopped there. The page lays out the widgets;
+what it computes and draws is its spec, viz_app/specs/logit_lens.py."""
 import streamlit as st
 
 from viz_app.app import analysis_widgets, widgets
-from viz_app import cache
 from viz_app.app.text import escape_markdown
-from viz_app.views.logit_lens import lens_at, logit_lens_view
+from viz_app.server import heavy
+from viz_app.specs import logit_lens as spec
 
 widgets.page_header(
     "Logit lens",
@@ -17,15 +17,13 @@ context = widgets.require()
 position = analysis_widgets.mask_picker(context, "lens")
 if position is None:
     st.stop()
-lenses = cache.logit_lens(context.key, context.prepared, 5)
-widgets.show_chart(logit_lens_view(lenses, position, context.prepared)["lens"], key="lens")
-lens = lens_at(lenses, position)
-table = pd.DataFrame(
-    [
-        {"layer": layer.name, "rank of final": layer.final_rank, "p(final)": layer.final_probability,
-         **{f"#{i + 1}": f"{c.token} ({c.probability:.1%})" for i, c in enumerate(layer.top)}}
-        for layer in lens.layers
-    ]
-)
-st.dataframe(table, hide_index=True, column_config={"p(final)": st.column_config.NumberColumn(format="percent")})
+settings = spec.Settings(position)
+results = {name: heavy.run(context, computation, work) for name, (computation, work) in spec.computations(settings).items()}
+if any(result is None for result in results.values()):
+    st.stop()  # over the budget: the page has said why
+for name, chart in spec.view(settings, context, results).items():
+    widgets.show_chart(chart, key=name)
+lens = spec.lens_at(results["lens"], position)
+st.dataframe(spec.layer_table(lens), hide_index=True,
+             column_config={"p(final)": st.column_config.NumberColumn(format="percent")})
 st.caption(f"Final prediction: **{escape_markdown(lens.final.token)}** ({lens.final.probability:.1%}).")

@@ -1,15 +1,16 @@
 """Masked prediction: hide tokens, see what the model guesses for each [MASK]. With ELECTRA's discriminator, which has
-no masked-LM head: which words look replaced, the [MASK]s filled by a generator first."""
+no masked-LM head: which words look replaced, the [MASK]s filled by a generator first. The page lays out the
+widgets; what it computes and draws is its spec, viz_app/specs/prediction.py."""
 import pandas as pd
 import streamlit as st
 
 from bert.errors import BertError, quoted
 from viz_app.server import access, heavy
-from viz_app import cache, page_costs
-from viz_app.app import generators, models, state, widgets
+from viz_app import cache
+from viz_app.app import analysis_widgets, models, state, widgets
 from viz_app.app.models import ModelKey
-from viz_app.app.text import chip_labels, escape_markdown, filled_in_sentence, marked_sentence
-from viz_app.views.prediction import PredictionSettings, prediction_view
+from viz_app.app.text import escape_markdown, filled_in_sentence, marked_sentence
+from viz_app.specs import prediction as spec
 
 widgets.page_header(
     "Masked prediction",
@@ -17,30 +18,8 @@ widgets.page_header(
     "sentence); the model reads the whole sentence, left and right, and guesses every [MASK] at once.",
 )
 context = widgets.require()
-prepared, tokenizer = context.prepared, context.loaded.tokenizer
-tokens = prepared.base.tokens
-maskable = prepared.maskable
-labels = chip_labels(tokens, maskable)
-typed = set(prepared.typed_masks)
-
-
-def masks_changed() -> None:
-    """The chips show every mask; `masks` keeps the clicked ones (a typed [MASK] stays in the sentence)."""
-    st.session_state["masks"] = sorted(set(st.session_state["mask_chips"]) - typed)
-
-
-st.session_state["mask_chips"] = list(prepared.all_masks)
-st.pills(
-    f"Click tokens to mask them ({escape_markdown(tokenizer.cls_token)} and {escape_markdown(tokenizer.sep_token)} "
-    f"cannot be masked; {escape_markdown(tokenizer.pieces.marker_note)})",
-    maskable,
-    selection_mode="multi",
-    format_func=lambda position: labels[position],
-    key="mask_chips",
-    on_change=masks_changed,
-)
-if typed:
-    st.caption("A [MASK] typed in the sentence stays masked: edit the sentence to remove it.")
+prepared = context.prepared
+analysis_widgets.mask_chips(context)
 
 NO_GENERATOR = "(none)"  # the generator picker's "leave the blanks as typed": no model's name (viz_app/server/settings.py)
 
@@ -100,16 +79,15 @@ def which_words_look_replaced() -> None:
     if fills:
         sample = st.toggle("Sample the generator's words, as in pre-training (else its most probable word)",
                            **state.kept("generator_sample"))
-    seed = int(st.number_input("Seed of the sample", 0, 10_000, 0, **state.kept("generator_seed"))) if sample else 0
-    cost, counted_at = page_costs.replaced_tokens(context.loaded, generator, encoding)
-    if not heavy.allowed(context, cost, "replaced_tokens", counted_at):
-        st.stop()
+    seed = int(st.number_input("Seed of the sample", 0, 10_000, **state.kept("generator_seed", range(10_001)))) if sample else 0
+    settings = spec.Settings(replaced=spec.ReplacedWork(generator.key if fills else None, sample, seed))
     try:
-        with heavy.job(context, cost, "Filling the blanks and scoring every word" if fills else "Scoring every word", counted_at):
-            report = cache.replaced_tokens(context.key, prepared, generator.key if fills else None, sample, seed)
+        report = heavy.run(context, *spec.computations(settings)["replaced"], key="replaced_tokens")
     except BertError as error:  # e.g. a generator with fewer positions than the input has tokens
         st.error(escape_markdown(f"The generator cannot read this input: {error}."))
         st.stop()
+    if report is None:
+        st.stop()  # over the budget: the page has said why
     if report.filled:
         filled = marked_sentence(encoding.tokens, encoding.special, encoding.pieces,
                                  {p: report.encoding.tokens[p] for p in report.filled}, escape_markdown)
@@ -121,7 +99,8 @@ def which_words_look_replaced() -> None:
     elif prepared.all_masks:
         st.caption("The blanks stay as typed: the discriminator reads [MASK] itself, a token it never saw in "
                    "pre-training (the generator always filled it), so its score there means little.")
-    widgets.show_chart(generators.replaced_view(report), key="replaced_tokens")
+    for name, chart in spec.view(settings, context, {"replaced": report}).items():
+        widgets.show_chart(chart, key=name)
 
 
 if not context.loaded.summary.has_mlm_head:
@@ -139,8 +118,10 @@ if not prepared.all_masks:
     st.info("No [MASK] yet: click a token above, or type [MASK] in the sentence.")
     st.stop()
 
-result = cache.predictions_and_attention(context.key, prepared)  # the attention page reuses this pass
-if len(prepared.all_masks) == len(maskable):
+result = heavy.run(context, *spec.computations(spec.Settings())["recorded"])  # the attention page reuses this pass
+if result is None:
+    st.stop()  # over the budget: the page has said why
+if len(prepared.all_masks) == len(prepared.maskable):
     st.caption("Every token is masked: with no context left, the model can only guess frequent words.")
 
 st.markdown("**The model's best guesses, filled in:** " + filled_in_sentence(result, escape=escape_markdown))
@@ -167,16 +148,16 @@ if many:
             "its probability": st.column_config.NumberColumn(format="percent"),
         },
     )
+    options = list(range(len(result.masks)))
+    state.clamp_subset("prediction_shown", options)
     shown = st.multiselect(
-        "Show the chart for",
-        list(range(len(result.masks))),
-        default=list(range(2)),
+        "Show the chart for", options, **state.kept("prediction_shown"),
         format_func=lambda i: f"#{i + 1}: {result.masks[i].original or '[MASK]'} (position {result.masks[i].position})",
     )
 else:
     shown = list(range(len(result.masks)))
 
-charts = prediction_view(PredictionSettings(top_k, tuple(shown)), result)
+charts = spec.view(spec.Settings(top_k, tuple(shown)), context, {"recorded": result})
 columns = st.columns(2) if len(shown) > 1 else [st.container()]
 for slot, index in enumerate(shown):
     mask = result.masks[index]

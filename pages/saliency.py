@@ -10,7 +10,7 @@ from viz_app.app import analysis_widgets, state, widgets
 from viz_app.app.text import escape_markdown
 from viz_app.server import heavy
 from viz_app.specs import saliency
-from viz_app.views.logit_lens import lens_at
+from viz_app.specs.logit_lens import lens_at
 
 widgets.page_header(
     "Saliency",

@@ -49,9 +49,9 @@ One value for one idea:
 - The recorded pass: `ActivationCache` (the library's, from `run_with_cache`) becomes one `ForwardResult` in
   `forward.record`: read-only numpy arrays shared by every session. The pass records q and k but no pattern, so
   the model takes the fused attention path; a `ForwardResult`'s `attention` is computed from its q and k when
-  first read. The prediction, attention and mixing pages share one pass per input
-  (`cache.predictions_and_attention`: predictions, q and k); the pages that draw MLP activations or embeddings
-  read `cache.forward`, which records those too.
+  first read. The prediction and attention pages share one pass per input (`specs/recorded.py` `PREDICTIONS`:
+  predictions, q and k); the pages that draw MLP activations or embeddings read `FULL`, which records those too;
+  both run through `heavy.run` and are kept once by `cache.computed_shared`.
 
 How a page is written: docs/app.md, "Adding a page" (one spec module, one page file, one registry entry); the
 mixing page (`specs/mixing.py`, pages/mixing.py) is the worked example.

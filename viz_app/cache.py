@@ -2,18 +2,17 @@
 
 - the model: `st.cache_resource`, one object shared by every session and thread. It is in eval mode and
   nothing ever changes it: recording and interventions are per call (bert.hooks uses a context variable).
-- one forward pass per (model, prepared input): `st.cache_resource`, so every page and every session that
-  asks for the same input gets the same object, neither pickled nor copied (docs/benchmarks.md#the-app says
-  what that saves). Two kinds: `predictions_and_attention` (the predictions, q and k; the patterns follow from
-  q and k when first read) for the prediction, attention and rollout pages, so the attention page after the
-  prediction page runs no second pass; `forward` adds the MLP activations and the embeddings. Neither records
-  a pattern, so both take the fused attention path. Sharing is safe because the result cannot change: tuples, and numpy arrays
+- one forward pass per (model, prepared input): `computed_shared`, an `st.cache_resource`, so every page and every
+  session that asks for the same input gets the same object, neither pickled nor copied (docs/benchmarks.md#the-app
+  says what that saves). Two kinds (viz_app/specs/recorded.py): `PREDICTIONS` (the predictions, q and k; the
+  patterns follow from q and k when first read) for the prediction and attention pages, so the attention page
+  after the prediction page runs no second pass; `FULL` adds the MLP activations and the embeddings. Neither
+  records a pattern, so both take the fused attention path. Sharing is safe because the result cannot change: tuples, and numpy arrays
   marked read-only (`flags.writeable = False`), so a page that tried to write would fail loudly instead of
   disturbing another session. Memory stays bounded: at most FORWARD_ENTRIES inputs (the least recently used
   goes first), each kept at most an hour. A 512-token BERT-base input holds about 270 MB once its patterns are
   read (so 4.3 GB at worst per kind), a classroom sentence of 20 tokens under 5 MB; an evicted input is simply
   run again when asked for.
-- the architecture page's hook shapes, from a pass that records everything.
 - what a view derives from that pass, computed once per input and shared the same way: the per-head
   attention statistics (only the attention page pays for them).
 - the embedding tables' analysis per model (PCA, cosines, subspaces): `st.cache_data`.
@@ -49,8 +48,6 @@ import torch
 
 from bert.layers import layer_label
 from bert.analysis.attention.attention_stats import HeadStatistics
-from bert.analysis.attention.score_terms import ScoreTerms, score_terms as split_scores
-from bert.analysis.attention.words import word_groups
 from bert.analysis.attribution import saliency as attributions
 from bert.analysis.causal.erasure import ErasureReport
 from bert.analysis.causal.patching import PatchingResult
@@ -71,13 +68,13 @@ from bert.costs import Cost
 from bert.data import builtin_sentences
 from bert.devices import model_device
 from bert.errors import InvalidInputError
-from bert.replaced_tokens import ReplacedTokens, check_pair, fill_and_detect, replaced_token_scores
-from viz_app.specs import architecture, causal_tracing, corpus_search, features, head_ablation, sentence_tasks
+from bert.replaced_tokens import check_pair
+from viz_app.specs import attention, causal_tracing, corpus_search, features, head_ablation, sentence_tasks
 from viz_app.app import generators, models, text
 from viz_app.specs.probes import runs as probe_runs
 from viz_app.charts.base import Chart
 from viz_app.specs.base import Computation, Inputs
-from viz_app.app.forward import ForwardResult, PreparedInput, record
+from viz_app.app.forward import ForwardResult, PreparedInput
 from viz_app.lessons import costs as lesson_costs
 from viz_app.lessons.format import Lesson
 from viz_app.lessons.resolve import SIDEBAR_KEYS, ResolvedStep, resolve
@@ -87,8 +84,6 @@ from viz_app.app.tables import EmbeddingTables, model_tables, table_subspaces
 from viz_app.server.budget import MB
 from viz_app.server.memory import BoundedStore
 from viz_app.server.settings import MEMORY_BUDGET
-from viz_app.views.attention import AttentionSettings, attention_view
-from viz_app.views.attention import head_statistics as attention_statistics
 
 BY_INPUT = {PreparedInput: lambda prepared: prepared.key}  # an input is its text, pair, masks and truncate flag
 BY_CORPUS = {corpus_search.Corpus: lambda corpus: corpus.digest}
@@ -120,42 +115,18 @@ FORWARD_ENTRIES = 16
 HOUR = 3600
 
 
-@st.cache_resource(show_spinner="Running the model…", max_entries=FORWARD_ENTRIES, ttl=HOUR, hash_funcs=BY_INPUT)
-def forward(key: ModelKey, prepared: PreparedInput) -> ForwardResult:
-    """The recorded pass the MLP and embeddings pages draw: MLP activations, embeddings, q and k (attention),
-    predictions."""
-    loaded = load_model(key)
-    return record(loaded.model, loaded.tokenizer, prepared)
-
-
-@st.cache_resource(show_spinner="Running the model…", max_entries=FORWARD_ENTRIES, ttl=HOUR, hash_funcs=BY_INPUT)
-def predictions_and_attention(key: ModelKey, prepared: PreparedInput) -> ForwardResult:
-    """The predictions at each [MASK] and every head's q and k, from which `attention` (every pattern) is computed
-    when first read: the pass the prediction page runs and the attention and rollout pages reuse."""
-    loaded = load_model(key)
-    return record(loaded.model, loaded.tokenizer, prepared, activations=False)
-
-
-@st.cache_data(show_spinner=False, max_entries=FORWARD_ENTRIES, ttl=HOUR, hash_funcs=BY_INPUT)
-def hook_shapes(key: ModelKey, prepared: PreparedInput) -> dict[str, tuple[int, ...]]:
-    """The architecture page's shape at every hook point for this input."""
-    loaded = load_model(key)
-    return architecture.hook_shapes(loaded.model, loaded.tokenizer, prepared.masked)
+@st.cache_resource(show_spinner=False, max_entries=4 * FORWARD_ENTRIES, ttl=HOUR, hash_funcs=BY_INPUT)
+def head_statistics(key: ModelKey, prepared: PreparedInput, _result: ForwardResult) -> HeadStatistics:
+    """The attention page's per-head statistics of one input (a few kB, read-only), from its recorded pass."""
+    return attention.head_statistics(_result)
 
 
 @st.cache_resource(show_spinner=False, max_entries=4 * FORWARD_ENTRIES, ttl=HOUR, hash_funcs=BY_INPUT)
-def head_statistics(key: ModelKey, prepared: PreparedInput) -> HeadStatistics:
-    """The attention page's per-head statistics of one input (a few kB, read-only)."""
-    return attention_statistics(predictions_and_attention(key, prepared))
-
-
-@st.cache_resource(show_spinner=False, max_entries=4 * FORWARD_ENTRIES, ttl=HOUR, hash_funcs=BY_INPUT)
-def attention_charts(key: ModelKey, prepared: PreparedInput, settings: AttentionSettings, words: bool) -> dict[str, Chart]:
+def attention_charts(key: ModelKey, prepared: PreparedInput, settings: attention.Settings, _result: ForwardResult,
+                     _statistics: HeadStatistics) -> dict[str, Chart]:
     """The attention page's charts for one input and its settings (in words or word pieces), built once and shared
     by every session that asks for the same: a class on one step asks thirty times. Streamlit only reads them."""
-    groups = word_groups(prepared.masked) if words else None
-    return attention_view(settings, predictions_and_attention(key, prepared), head_statistics(key, prepared), groups,
-                          load_model(key).model.config)
+    return attention.view(settings, Inputs(load_model(key), prepared), {"recorded": _result, "statistics": _statistics})
 
 
 @st.cache_data(show_spinner="Analysing the embedding tables (once per model)…", max_entries=4)
@@ -223,12 +194,6 @@ def probe_run(key: ModelKey, data_key: tuple, _data: probe_runs.ProbeData, tasks
 @st.cache_data(show_spinner="Averaging every head's output over 200 built-in sentences (once per model)…", max_entries=4)
 def mean_head_outputs(key: ModelKey) -> np.ndarray:
     return head_ablation.mean_head_outputs(load_model(key))
-
-
-@st.cache_data(show_spinner=False, max_entries=32, hash_funcs=BY_INPUT)
-def score_terms(key: ModelKey, prepared: PreparedInput, layer: int) -> dict[tuple[int, int], ScoreTerms]:
-    """A DeBERTa layer's three score terms for every head (the attention page runs it inside viz_app/server/heavy.py's job)."""
-    return split_scores(load_model(key).model, prepared.masked, layer)
 
 
 @st.cache_data(show_spinner=False, max_entries=32, hash_funcs=BY_INPUT)
@@ -399,19 +364,6 @@ def generator_problem(key: ModelKey, generator: ModelKey) -> str | None:
     return _why_not(check_pair, filler.model, discriminator.model, discriminator.tokenizer, filler.tokenizer)
 
 
-@st.cache_data(show_spinner=False, max_entries=64, hash_funcs=BY_INPUT)
-def replaced_tokens(key: ModelKey, prepared: PreparedInput, generator: ModelKey | None, sample: bool,
-                    seed: int) -> ReplacedTokens:
-    """The discriminator's scores on the input as the page masks it; with a generator, on the input once the
-    generator has filled its [MASK]s (argmax, or a draw seeded by `seed` when `sample`)."""
-    discriminator = load_model(key)
-    if generator is None:
-        return ReplacedTokens(prepared.masked, replaced_token_scores(discriminator.model, prepared.masked))
-    filler = load_model(generator)
-    return fill_and_detect(filler.model, discriminator.model, discriminator.tokenizer, prepared.masked,
-                           filler.tokenizer, sample=sample, seed=seed)
-
-
 @st.cache_data(show_spinner=False, max_entries=16)
 def same_vocabulary(key_a: ModelKey, key_b: ModelKey) -> bool:
     """Do the two models read the same token ids? Then they are compared token by token, else word by word."""
@@ -573,4 +525,10 @@ def feature_guess(key: ModelKey, folder: str, prepared: PreparedInput, feature: 
 @st.cache_data(show_spinner=False, max_entries=64, ttl=HOUR, hash_funcs=BY_INPUT)
 def computed(name: str, key: ModelKey, prepared: PreparedInput | None, work, _computation: Computation):
     """The computation's result for this model, input and work (`name` is the computation's, its key here)."""
+    return _computation.compute(Inputs(load_model(key), prepared, load_model), work)
+
+
+@st.cache_resource(show_spinner=False, max_entries=FORWARD_ENTRIES, ttl=HOUR, hash_funcs=BY_INPUT)
+def computed_shared(name: str, key: ModelKey, prepared: PreparedInput | None, work, _computation: Computation):
+    """A `shared` computation's result (a recorded pass, read-only arrays), one object for every session."""
     return _computation.compute(Inputs(load_model(key), prepared, load_model), work)

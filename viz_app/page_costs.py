@@ -8,10 +8,7 @@ from bert.analysis.attribution.saliency import saliency_cost, swappable
 from bert.analysis.causal.patching import patching_cost
 from bert.analysis.causal.tracing import trace_cost
 from bert.analysis.corpus.batching import batches_cost
-from bert.config import BertConfig
-from bert.costs import relative_size
 from bert.costs import Cost
-from bert.replaced_tokens import replaced_tokens_cost
 from bert.tokenizer import Encoding
 from viz_app.specs.causal_tracing import SITES_FOR_BLOCKS
 from viz_app.app.models import LoadedModel
@@ -47,11 +44,3 @@ def corpus_pass(lengths: list[int]) -> Cost:
     return batches_cost(lengths, 32, ("a smaller corpus (fewer or shorter sentences)",))
 
 
-
-
-def replaced_tokens(discriminator: LoadedModel, generator: LoadedModel | None, encoding: Encoding) -> tuple[Cost, BertConfig]:
-    """The discriminator's pass over the input, and the generator's before it when it fills [MASK]s; counted at
-    the larger model's size (the generator is usually the smaller)."""
-    fills = generator is not None and bool(discriminator.tokenizer.mask_positions(encoding))
-    config = discriminator.model.config if not fills else max(discriminator.model.config, generator.model.config, key=relative_size)
-    return replaced_tokens_cost(len(encoding), fills), config

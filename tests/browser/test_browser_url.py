@@ -58,3 +58,14 @@ def test_selections_go_into_the_url_survive_a_page_switch_and_reopen(browser, ap
     screenshot(page, "prediction_top_3")
     assert not errors, errors
     page.context.close()
+
+
+def test_the_default_page_opens_at_its_own_address_too(browser, app_url):
+    """The prediction page is served at / and at /prediction (its registry address): no "Page not found"."""
+    page, errors = open_page(browser, app_url + "/prediction?text=The+cat+sat+on+the+%5BMASK%5D.")
+    page.get_by_role("heading", name="Masked prediction", exact=True).wait_for(timeout=SLOW)
+    settle(page, charts=1)
+    assert page.get_by_text("Page not found").count() == 0
+    assert page.locator(".js-plotly-plot").count() >= 1  # the candidates at the [MASK]
+    assert not errors, errors
+    page.context.close()

@@ -1,5 +1,5 @@
 """Widgets the analysis pages share: the sentence-set picker (built-in or an upload), reading an upload within
-limits (viz_app/server/uploads.py), the [MASK] picker. Their cached analyses are in viz_app/cache.py, their charts in
+limits (viz_app/server/uploads.py), the [MASK] picker, the chips that mask a token. Their cached analyses are in viz_app/cache.py, their charts in
 viz_app/charts/; the analyses themselves live in the package.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ from viz_app.app import state, widgets
 from viz_app.server import uploads
 from viz_app.app.navigation import SENTENCES_FROM
 from viz_app.app.page_context import Context
-from viz_app.app.text import escape_markdown
+from viz_app.app.text import chip_labels, escape_markdown
 from viz_app.views import chosen_mask
 
 BUILTIN, UPLOAD = SENTENCES_FROM.choices  # the built-in sentences, or a file of the visitor's
@@ -60,3 +60,24 @@ def mask_picker(context: Context, key: str) -> int | None:
 
     return widgets.select_int("[MASK] to analyse", f"{key}_mask", masks, format_func=describe,
                               default=chosen_mask(None, tuple(masks)))
+
+
+def mask_chips(context: Context) -> None:
+    """A chip per token that can be masked (the prediction page): the chips show every mask, typed or clicked;
+    clicking one changes `masks`, the clicked ones, which the sentence box reads (a typed [MASK] stays in the
+    sentence, and is said so)."""
+    prepared, tokenizer = context.prepared, context.loaded.tokenizer
+    labels, typed = chip_labels(prepared.base.tokens, prepared.maskable), set(prepared.typed_masks)
+
+    def masks_changed() -> None:
+        st.session_state["masks"] = sorted(set(st.session_state["mask_chips"]) - typed)
+
+    st.session_state["mask_chips"] = list(prepared.all_masks)  # the chips follow the sentence, not their last click
+    st.pills(
+        f"Click tokens to mask them ({escape_markdown(tokenizer.cls_token)} and {escape_markdown(tokenizer.sep_token)} "
+        f"cannot be masked; {escape_markdown(tokenizer.pieces.marker_note)})",
+        prepared.maskable, selection_mode="multi", format_func=lambda position: labels[position], key="mask_chips",
+        on_change=masks_changed,
+    )
+    if typed:
+        st.caption("A [MASK] typed in the sentence stays masked: edit the sentence to remove it.")

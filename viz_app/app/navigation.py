@@ -57,19 +57,21 @@ SEE_INSIDE, EXPERIMENTS, TRAINED, FINE_TUNING, TEACHING = (
 REGISTRY: tuple[Page, ...] = (
     Page("prediction", "Masked prediction", ":material/edit_note:", SEE_INSIDE,
          params={"top_k": integer(10),
+                 "prediction_shown": ints([0, 1]),  # the masks whose chart is drawn, when there are more than four
                  "generator": text(None),  # ELECTRA's generator for a discriminator's blanks; None: the first on offer
-                 "generator_folder": text("")}, lesson_view="prediction_charts"),
+                 "generator_folder": text(""), "generator_sample": flag(False), "generator_seed": integer(0)},
+         spec="prediction"),
     Page("attention", "Attention", ":material/grid_on:", SEE_INSIDE, params={
         "focus": integer(1), "hide_special": flag(False), "layer": integer(0), "head": integer(0),
-        "statistic": choice(tuple(STATISTICS), "entropy"), "units": UNITS,
-    }, lesson_view="attention_charts"),
+        "statistic": choice(tuple(STATISTICS), "entropy"), "units": UNITS, "neuron_key": integer(None),
+    }, spec="attention"),
     Page("embeddings", "Embeddings", ":material/scatter_plot:", SEE_INSIDE,
-         params={"k": integer(16)}, lesson_view="embedding_charts"),
+         params={"k": integer(16)}, spec="embeddings"),
     Page("mlp", "MLP activations", ":material/bolt:", SEE_INSIDE, params={
         "mlp_token": integer(1), "neuron": integer(None),  # None: the strongest neuron of the chosen token
         "mlp_layer": integer(0), "neurons_shown": integer(48), "units": UNITS,
-    }),
-    Page("architecture", "Architecture", ":material/account_tree:", SEE_INSIDE),
+    }, spec="mlp"),
+    Page("architecture", "Architecture", ":material/account_tree:", SEE_INSIDE, spec="architecture"),
     # One pass, step by step (viz_app/specs/one_pass.py): the opened layer and head, the followed token (None: the
     # first [MASK]), the final softmax's temperature, the chosen head zeroed, the step opened (the overview's blocks)
     Page("one_pass", "One pass, step by step", ":material/timeline:", SEE_INSIDE, params={
@@ -94,7 +96,7 @@ REGISTRY: tuple[Page, ...] = (
         "probe_erase_layer": integer(None),  # shown by its name; None: the task's best layer
     }, lesson_view="probe_charts"),
     Page("logit_lens", "Logit lens", ":material/layers:", EXPERIMENTS,
-         params={"lens_mask": integer(None)}, lesson_view="logit_lens_charts"),  # None: the first [MASK]
+         params={"lens_mask": integer(None)}, spec="logit_lens"),  # None: the first [MASK]
     Page("head_ablation", "Head ablation", ":material/content_cut:", EXPERIMENTS, params={
         "ablation_mask": integer(None), "ablation_mode": choice(ablation.MODES), "ablation_heads": heads(),
         "ablation_layers": ints([]),

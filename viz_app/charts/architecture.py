@@ -1,11 +1,24 @@
 """Chart for the architecture page: where the parameters live."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pandas as pd
 import plotly.graph_objects as go
 
-from viz_app.specs.architecture import ModuleRow
 from viz_app.charts.base import Chart, layout
+
+
+@dataclass(frozen=True)
+class ModuleRow:
+    path: str  # "" for the model itself, else the module path ("transformer.0.attention.mlp")
+    depth: int
+    label: str  # "token_embedding: Embedding(30522, 384)"
+    kind: str  # class name ("Linear" for a PackedLinear: the CPU speed pass is no part of the outline), "HookPoint" ...
+    parameters: int  # every parameter below this module, a tied tensor counted once where it is first owned
+    weights: str  # own tensors and their shapes: "weight [1536, 384], bias [1536]"
+    activation: str  # for a hook point: the recorded shape for this input, "[1, 12, 384]"
+    note: str = ""
 
 
 def parameter_treemap(rows: list[ModuleRow]) -> Chart:

@@ -19,7 +19,7 @@
     figure.write_html("view.html")                         # any of them as one offline file
 
 Each function returns the Plotly figure the app's page draws for the same input and settings, made by the same
-view function (viz_app/views/) or chart builder (viz_app/charts/) from the same recorded pass
+view (a page spec's, viz_app/specs/, or viz_app/views/) or chart builder (viz_app/charts/) from the same recorded pass
 (viz_app/app/forward.py, `record`). Streamlit is not imported: a notebook needs only the library, Plotly and pandas.
 """
 from __future__ import annotations
@@ -38,14 +38,12 @@ from bert.model import Bert
 from viz_app.specs.probes import runs as probe_runs
 from viz_app.app.forward import ForwardResult, InputProblem, PreparedInput, prepare_input
 from viz_app.app.forward import record as record_pass
+from viz_app.app.models import LoadedModel, ModelKey, summarize
 from viz_app.app.tables import model_tables, table_subspaces
 from viz_app.charts.head_ablation import head_effect_heatmap
 from viz_app.charts.saliency import deletion_chart, saliency_chart
-from viz_app.views.attention import AttentionSettings, attention_view
-from viz_app.views.embeddings import embeddings_view
-from viz_app.views.logit_lens import logit_lens_view
-from viz_app.views.mlp import MlpSettings, mlp_view
-from viz_app.views.prediction import PredictionSettings, prediction_view
+from viz_app.specs import embeddings as embeddings_spec, logit_lens as logit_lens_spec, mlp as mlp_spec
+from viz_app.specs import attention as attention_spec, prediction as prediction_spec
 from viz_app.views.probes import ProbeViewSettings, probes_view
 
 
@@ -57,6 +55,11 @@ class Recorded:
     tokenizer: BertTokenizer
     prepared: PreparedInput  # the input as the app prepares it: text, pair, masks
     result: ForwardResult  # attention, q and k, MLP activations, embeddings, predictions (read-only arrays)
+
+    @property
+    def loaded(self) -> LoadedModel:
+        """The model as a page spec reads it (viz_app/specs/base.py `HasInputs`)."""
+        return LoadedModel(ModelKey.of("notebook"), self.model, self.tokenizer, summarize(self.model, self.tokenizer))
 
     @property
     def mask_positions(self) -> tuple[int, ...]:
@@ -79,7 +82,8 @@ def prediction(run: Recorded, top_k: int = 10, mask: int = 0) -> go.Figure:
     that records nothing (the fused attention path), so the numbers are the page's to the last bit."""
     _require_mask(run, mask)
     predicted = record_pass(run.model, run.tokenizer, run.prepared, activations=False)
-    return prediction_view(PredictionSettings(top_k, shown=(mask,)), predicted)[f"mask_{mask}"].figure
+    charts = prediction_spec.view(prediction_spec.Settings(top_k, shown=(mask,)), run, {"recorded": predicted})
+    return charts[f"mask_{mask}"].figure
 
 
 def attention(run: Recorded, layer: int = 0, head: int = 0, hide_special: bool = False) -> go.Figure:
@@ -103,22 +107,22 @@ def embeddings(run: Recorded, chart: str = "norms", k: int = 16) -> go.Figure:
     "variance", "position_curve", "position_cosines", "token_scatter" of the tables; "angles", "surviving" of their
     k-dimensional subspaces."""
     tables = model_tables(run.model, run.tokenizer, run.model.config.vocab_size)
-    report = table_subspaces(run.model, tables, k)
-    return _pick(embeddings_view(run.result, tables, report), chart)
+    analysis = embeddings_spec.TableAnalysis(tables, table_subspaces(run.model, tables, k))
+    return _pick(embeddings_spec.view(embeddings_spec.Settings(k), run, {"recorded": run.result, "tables": analysis}), chart)
 
 
 def mlp(run: Recorded, layer: int = 0, chart: str = "heatmap", token: int = 1, neuron: int | None = None,
         shown: int = 48) -> go.Figure:
     """MLP activations (after GELU) of one layer: "heatmap" (the `shown` neurons that fire hardest, on every token),
     "top_neurons" (token `token`'s strongest), "neuron" (one neuron on every token; default: the token's strongest)."""
-    return _pick(mlp_view(MlpSettings(layer, shown, token, neuron), run.result), chart)
+    return _pick(mlp_spec.view(mlp_spec.Settings(layer, shown, token, neuron), run, {"recorded": run.result}), chart)
 
 
 def logit_lens(run: Recorded, mask: int = 0, top_k: int = 5) -> go.Figure:
     """What each layer would predict at the `mask`-th [MASK]: the final prediction's rank and probability."""
     _require_mask(run, mask)
     lenses = lenses_of(run.model, run.tokenizer, run.prepared.masked, top_k=top_k)
-    return logit_lens_view(lenses, run.mask_positions[mask], run.prepared)["lens"].figure
+    return logit_lens_spec.view(logit_lens_spec.Settings(run.mask_positions[mask]), run, {"lens": lenses})["lens"].figure
 
 
 def head_ablation(run: Recorded, mask: int = 0, mode: str = "zero") -> go.Figure:
@@ -166,7 +170,7 @@ def _attention(run: Recorded, layer: int, head: int, hide_special: bool, focus: 
     for name, position in (("query", focus), ("key", key)):
         if position is not None and not 0 <= position < run.result.seq:
             raise InvalidInputError(f"{name} {position} is outside this {run.result.seq}-token input")
-    charts = attention_view(AttentionSettings(layer, head, hide_special, focus, key), run.result)
+    charts = attention_spec.view(attention_spec.Settings(layer, head, hide_special, focus, key), run, {"recorded": run.result})
     return {name: chart.figure for name, chart in charts.items()}
 
 

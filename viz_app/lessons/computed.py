@@ -26,7 +26,7 @@ from viz_app.specs.head_ablation import mean_head_outputs
 from viz_app.app.forward import ForwardResult, InputProblem, PreparedInput, prepare_input, record
 from viz_app.specs.sentence_tasks import next_sentence
 from viz_app.app.tables import EmbeddingTables, model_tables
-from viz_app.views.attention import head_statistics
+from viz_app.specs.attention import head_statistics
 
 HEAD_KEYS = ("head", "layer", "ablation_heads", "search_head")
 POSITION_KEYS = ("masks", "focus", "mlp_token", "lens_mask", "ablation_mask", "saliency_mask", "search_position",

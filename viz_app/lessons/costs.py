@@ -133,7 +133,7 @@ FIGURE_COSTS: dict[str, Callable[[StepInput], Cost]] = {
 }
 
 
-ONE_PASS_FIGURES = frozenset({"prediction", "attention", "embeddings", "logit_lens"})  # one record
+ONE_PASS_FIGURES: frozenset[str] = frozenset()  # figures priced as one record (none left: every page has a spec)
 
 
 def figure_cost(page: str, step: StepInput) -> Cost:

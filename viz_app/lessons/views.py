@@ -12,25 +12,19 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Mapping
 
-from bert.analysis.representations.logit_lens import logit_lens
 from bert.data import builtin_sentences
 from bert.errors import BertError
 from viz_app.specs.probes import runs as probe_runs
 from viz_app.specs.causal_tracing import CausalSettings, resolve_patching, resolve_trace
 from viz_app.charts.base import Chart
-from viz_app.app.forward import PreparedInput, prepare_input, record
+from viz_app.app.forward import PreparedInput, prepare_input
 from viz_app.lessons.computed import PerModel
 from viz_app.app.models import LoadedModel
 from viz_app.app.navigation import LINK_PARAMS, PAGES
-from viz_app.app.tables import table_subspaces
 from viz_app.specs.base import Inputs, compute_all
 from viz_app.specs.catalog import SPECS
 from viz_app.views import chosen_mask
-from viz_app.views.attention import AttentionSettings, attention_view
 from viz_app.views.causal_tracing import patching_view, tracing_view
-from viz_app.views.embeddings import EmbeddingSettings, embeddings_view
-from viz_app.views.logit_lens import logit_lens_view
-from viz_app.views.prediction import PredictionSettings, prediction_view
 from viz_app.views.probes import ProbeViewSettings, probes_view
 
 
@@ -48,35 +42,6 @@ class PageState:
 
     def mask_position(self, key: str) -> int | None:
         return chosen_mask(self[key], self.prepared.all_masks)
-
-
-def prediction_charts(view: PageState) -> list[Chart]:
-    if not view.loaded.model.has_mlm_head:
-        return []
-    result = record(view.loaded.model, view.loaded.tokenizer, view.prepared, activations=False)
-    return list(prediction_view(PredictionSettings.from_state(view.state), result).values())
-
-
-ATTENTION_CHARTS = ("pattern", "bars", "overview")  # what a step shows of the attention page
-EMBEDDING_CHARTS = ("norms", "cosines", "position_cosines", "angles", "surviving")  # ... of the embeddings page
-
-
-def attention_charts(view: PageState) -> list[Chart]:
-    result = record(view.loaded.model, view.loaded.tokenizer, view.prepared, activations=False)
-    charts = attention_view(AttentionSettings.from_state(view.state, view.loaded.summary, result), result,
-                            config=view.loaded.model.config)
-    return [charts[name] for name in ATTENTION_CHARTS]
-
-
-def embedding_charts(view: PageState) -> list[Chart]:
-    if not view.loaded.model.config.type_vocab_size:  # no segment part to compare (DistilBERT)
-        return []
-    result = record(view.loaded.model, view.loaded.tokenizer, view.prepared)
-    tables = view.per_model.tables()
-    settings = EmbeddingSettings.from_state(view.state, view.loaded.summary)
-    report = table_subspaces(view.loaded.model, tables, settings.k)
-    charts = embeddings_view(result, tables, report)
-    return [charts[name] for name in EMBEDDING_CHARTS]
 
 
 def probe_data(view) -> tuple[probe_runs.ProbeData, list[str]] | None:
@@ -103,14 +68,6 @@ def probe_charts(view: PageState) -> list[Chart]:
     run = probe_runs.probe_run(view.loaded.model, view.loaded.tokenizer, data, tasks, view["probe_pieces"],
                                view["probe_seed"], view["probe_mdl"])
     return list(probes_view(ProbeViewSettings.from_state(view.state), run).values())
-
-
-def logit_lens_charts(view: PageState) -> list[Chart]:
-    position = view.mask_position("lens_mask")
-    if position is None or not view.loaded.model.has_mlm_head:
-        return []
-    lenses = logit_lens(view.loaded.model, view.loaded.tokenizer, view.prepared.masked, 5)
-    return list(logit_lens_view(lenses, position, view.prepared).values())
 
 
 

@@ -114,7 +114,8 @@ def run(context: Context, computation: Computation, work, key: str | None = None
         st.caption(f"{title}: about {cost.describe()}.")
     with job(context, cost, f"Computing {title}", config):
         prepared = None if computation.per_model else context.prepared  # once per model: not keyed by the input
-        return cache.computed(computation.name, context.key, prepared, work, computation)
+        cached = cache.computed_shared if computation.shared else cache.computed
+        return cached(computation.name, context.key, prepared, work, computation)
 
 
 class UngatedComputationError(RuntimeError):

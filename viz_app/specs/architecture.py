@@ -1,5 +1,6 @@
-"""The module tree of a Bert (bert/model.py, in the order it computes), with parameter counts and this input's tensor
-shapes, and the hand arithmetic of its parameter count (Devlin et al. 2019's sizes)."""
+"""The page "Architecture" (address `architecture`): the module tree of a Bert (bert/model.py, in the order it
+computes), with parameter counts and this input's tensor shapes, and the hand arithmetic of its parameter count
+(Devlin et al. 2019's sizes). Its spec (viz_app/specs/base.py): `Settings`, `computations`, `view`. Plain Python."""
 from __future__ import annotations
 
 import re
@@ -16,20 +17,15 @@ from bert.hooks import HookPoint
 from bert.model import Bert
 from bert.packed_linear import PackedLinear
 from bert.predict import at_positions
+from bert.costs import Cost
+from viz_app.charts.architecture import ModuleRow, parameter_treemap
+from viz_app.charts.base import Chart
+from viz_app.specs.base import Computation, HasInputs, Planned
+
+NAME = "architecture"
+LESSON_CHARTS = ("treemap",)
 
 _LAYER = re.compile(r"^transformer\.(\d+)(\.|$)")
-
-
-@dataclass(frozen=True)
-class ModuleRow:
-    path: str  # "" for the model itself, else the module path ("transformer.0.attention.mlp")
-    depth: int
-    label: str  # "token_embedding: Embedding(30522, 384)"
-    kind: str  # class name ("Linear" for a PackedLinear: the CPU speed pass is no part of the outline), "HookPoint" ...
-    parameters: int  # every parameter below this module, a tied tensor counted once where it is first owned
-    weights: str  # own tensors and their shapes: "weight [1536, 384], bias [1536]"
-    activation: str  # for a hook point: the recorded shape for this input, "[1, 12, 384]"
-    note: str = ""
 
 
 def hook_shapes(model: Bert, tokenizer: BertTokenizer, encoding: Encoding) -> dict[str, tuple[int, ...]]:
@@ -41,9 +37,43 @@ def hook_shapes(model: Bert, tokenizer: BertTokenizer, encoding: Encoding) -> di
     shapes: dict[str, tuple[int, ...]] = {}
     with torch.inference_mode():
         shapes |= model.run_with_cache(input_ids, token_type_ids, logit_mask=logit_mask)[1].shapes
-        for output in (output for output in model.output_heads if output != "mlm"):  # the masked-LM pass is above
+        for output in _sentence_heads(model):  # the masked-LM pass is above
             shapes |= model.run_with_cache(input_ids, token_type_ids, output=output)[1].shapes
     return shapes
+
+
+def _sentence_heads(model: Bert) -> list[str]:
+    return [output for output in model.output_heads if output != "mlm"]
+
+
+@dataclass(frozen=True)
+class ShapesWork:
+    """The shapes read nothing but the model and the input."""
+
+
+SHAPES = Computation(  # one pass recording everything, then one per sentence-level head (hook_shapes)
+    "architecture.shapes", lambda work: "The shape at every hook point",
+    cost=lambda inputs, work: Cost(1 + len(_sentence_heads(inputs.loaded.model)), len(inputs.prepared.masked)),
+    compute=lambda inputs, work: hook_shapes(inputs.loaded.model, inputs.loaded.tokenizer, inputs.prepared.masked))
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The page has no settings of its own: the model and the input decide it."""
+
+    @classmethod
+    def from_state(cls, state, inputs: HasInputs) -> "Settings":
+        return cls()
+
+
+def computations(settings: Settings) -> Planned:
+    """"shapes": the shape at every hook point for this input."""
+    return {"shapes": (SHAPES, ShapesWork())}
+
+
+def view(settings: Settings, inputs: HasInputs, results) -> dict[str, Chart]:
+    """"treemap": where the parameters are, module by module."""
+    return {"treemap": parameter_treemap(module_rows(inputs.loaded.model, results["shapes"]))}
 
 
 def architecture_note(config: BertConfig) -> str:

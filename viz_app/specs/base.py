@@ -59,7 +59,9 @@ class Computation(Generic[Work, Result]):
     and the budget's confirmation; `title(work)` names what it computes, in the page's words ("Value zeroing");
     `counted_at(inputs, work)`: the model whose size the passes are counted at, when not the page's (the larger of
     two models); `per_model`: made once per model, whatever the input (a mean over built-in sentences), so cached
-    by the model alone and computed without the input."""
+    by the model alone and computed without the input; `shared`: the result is kept once
+    and shared read-only by every session, never copied (a recorded pass that several pages read:
+    viz_app/specs/recorded.py)."""
 
     name: str
     title: Callable[[Work], str]
@@ -67,6 +69,7 @@ class Computation(Generic[Work, Result]):
     compute: Callable[[Inputs, Work], Result]
     counted_at: Callable[[Inputs, Work], BertConfig] | None = None
     per_model: bool = False
+    shared: bool = False
 
 
 Planned = dict[str, tuple[Computation, Any]]  # name -> (computation, its work), as a spec's `computations` gives

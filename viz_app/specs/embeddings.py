@@ -1,4 +1,7 @@
-"""The embeddings page's view: this sentence's parts, the embedding tables, their subspaces."""
+"""The page "Embeddings" (address `embeddings`): do token, position and segment embeddings split the hidden space
+like a concatenation, or overlap? This sentence's three parts (from the recorded pass, viz_app/specs/recorded.py),
+the embedding tables, and their top-k subspaces (bert/analysis/representations/embedding_subspaces.py). Its spec
+(viz_app/specs/base.py). Plain Python."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -7,12 +10,38 @@ from typing import Any, Mapping
 import numpy as np
 
 from bert.analysis.representations.embedding_subspaces import PAIRS, PARTS, SubspaceReport, decompose
-from viz_app.charts import embeddings as charts
-from viz_app.charts.base import Chart
+from bert.costs import Cost
 from viz_app.app.forward import ForwardResult
 from viz_app.app.models import ModelSummary
-from viz_app.app.tables import EmbeddingTables, project_tokens
-from viz_app.views import setting
+from viz_app.app.tables import EmbeddingTables, model_tables, project_tokens, table_subspaces
+from viz_app.charts import embeddings as charts
+from viz_app.charts.base import Chart
+from viz_app.specs import recorded
+from viz_app.specs.base import Computation, HasInputs, Planned, setting
+
+NAME = "embeddings"
+LESSON_CHARTS = ("norms", "cosines", "position_cosines", "angles", "surviving")
+
+
+@dataclass(frozen=True)
+class TablesWork:
+    k: int  # directions per table's subspace
+
+
+@dataclass(frozen=True)
+class TableAnalysis:
+    tables: EmbeddingTables  # PCA, cosines and singular directions of the three tables (once per model)
+    report: SubspaceReport  # how their top-k subspaces sit to one another
+
+
+def analyse_tables(loaded, k: int) -> TableAnalysis:
+    tables = model_tables(loaded.model, loaded.tokenizer, loaded.summary.vocab)
+    return TableAnalysis(tables, table_subspaces(loaded.model, tables, k))
+
+
+TABLES = Computation(  # the weight tables only: no forward pass (the app keeps it per model: viz_app/cache.py)
+    "embeddings.tables", lambda work: "The embedding tables",
+    cost=lambda inputs, work: Cost(0, 0), compute=lambda inputs, work: analyse_tables(inputs.loaded, work.k))
 
 
 def largest_k(summary: ModelSummary) -> int:
@@ -21,20 +50,29 @@ def largest_k(summary: ModelSummary) -> int:
 
 
 @dataclass(frozen=True)
-class EmbeddingSettings:
+class Settings:
     k: int = 16  # directions per table's subspace
 
     @classmethod
-    def from_state(cls, state: Mapping[str, Any], summary: ModelSummary) -> EmbeddingSettings:
-        k = setting(state, "k")
+    def from_state(cls, state: Mapping[str, Any], inputs: HasInputs) -> "Settings":
+        summary, k = inputs.loaded.summary, setting(state, "k")
         return cls(k if isinstance(k, int) and 1 <= k <= largest_k(summary) else min(16, summary.hidden))
 
 
-def embeddings_view(result: ForwardResult, tables: EmbeddingTables, report: SubspaceReport) -> dict[str, Chart]:
+def computations(settings: Settings) -> Planned:
+    """"recorded" (this sentence's parts) and "tables" (the tables and their k-dimensional subspaces)."""
+    return {"recorded": recorded.FULL, "tables": (TABLES, TablesWork(settings.k))}
+
+
+def view(settings: Settings, inputs: HasInputs, results: Mapping[str, Any]) -> dict[str, Chart]:
     """"norms", "cosines" (this sentence), "variance", "position_curve", "position_cosines", "token_scatter" (the
-    tables), "angles", "surviving" (the subspaces of `report`, made with the settings' k)."""
-    tokens = list(result.tokens)
-    embeddings = result.embeddings
+    tables), "angles", "surviving" (their subspaces at the settings' k); none for a model that adds no position or
+    no segment embedding at its input (rotary or relative positions, DistilBERT): nothing to compare."""
+    result: ForwardResult = results["recorded"]
+    if set(result.embeddings) != set(PARTS):
+        return {}
+    tables, report = results["tables"].tables, results["tables"].report
+    tokens, embeddings = list(result.tokens), result.embeddings
     parts = decompose(embeddings["token"], embeddings["position"], embeddings["segment"])
     coords = project_tokens(tables, embeddings["token"])
     return {
