@@ -18,7 +18,8 @@ from viz_app import cache
 from viz_app.server import singletons
 from viz_app.server.access import Role, Visitor
 from viz_app.server.class_room import PRESENTER_PARAM
-from viz_app.server.settings import ServerSettings, read_settings
+from viz_app.server.class_store import StoreUnavailableError
+from viz_app.server.settings import ServerSettings, SettingsError, read_settings
 
 SERVER_MACHINE = "127.0.0.1"  # what address() gives for a browser on the server's own machine
 PRESENTER = "_class_presenter_key"  # the presenter's key, once this browser session opened the presenter's link
@@ -49,7 +50,10 @@ def of_the_browser_session() -> Visitor:
     """This browser session's visitor. A presenter's link (?key=...) makes the browser session the presenter in class mode; the key
     then leaves the address bar, so a projected screen does not show it. Raises SettingsError."""
     settings = server_settings()
-    room = singletons.class_room(settings.presenter_key) if settings.class_mode else None
+    try:
+        room = singletons.class_room(settings.presenter_key) if settings.class_mode else None
+    except StoreUnavailableError as error:  # a lecture hall's store (BERT_INSIDE_STORE) that does not answer
+        raise SettingsError(str(error)) from None
     if PRESENTER_PARAM in st.query_params:
         key = st.query_params[PRESENTER_PARAM]
         del st.query_params[PRESENTER_PARAM]
