@@ -52,6 +52,10 @@ export BERT_INSIDE_STORE="$store"
 for _ in 1 2 3 4 5 6 7 8 9 10; do python3 -c "import redis, sys; redis.Redis.from_url(sys.argv[1]).ping()" "$store" 2>/dev/null && break; sleep 0.5; done
 key="$(python3 -m viz_app.server.class_links "${app_args[@]}" --port "$port")"
 if [[ -n "$key" ]]; then export BERT_INSIDE_PRESENTER_KEY="$key"; fi
+# one cookie secret for every process (in the environment, not on a command line): a browser that moves to another
+# process (its own died) keeps a valid XSRF cookie, so its uploads still work there
+STREAMLIT_SERVER_COOKIE_SECRET="$(python3 -c 'import secrets; print(secrets.token_urlsafe(32))')"
+export STREAMLIT_SERVER_COOKIE_SECRET
 servers=""
 for number in $(seq 1 "$processes"); do
     app_port="$(free_port)"
@@ -59,6 +63,7 @@ for number in $(seq 1 "$processes"); do
         --server.port "$app_port" --browser.gatherUsageStats false --server.fileWatcherType none \
         ${app_args[@]:+-- "${app_args[@]}"} >"$run_dir/app$number.log" 2>&1 &
     pids+=($!)
+    echo $! >"$run_dir/app$number.pid"
     servers+="    server app$number 127.0.0.1:$app_port cookie app$number"$'\n'
 done
 sed -e "s/@BIND@/$bind/" -e "s/@PORT@/$port/" scripts/lecture/haproxy.cfg.in \
@@ -67,7 +72,8 @@ sed -e "s/@BIND@/$bind/" -e "s/@PORT@/$port/" scripts/lecture/haproxy.cfg.in \
 haproxy -W -db -f "$run_dir/haproxy.cfg" >"$run_dir/haproxy.log" 2>&1 &
 proxy=$!
 pids+=("$proxy")
-echo "Lecture hall: $processes app processes behind http://$bind:$port, the class in $store. Ctrl-C stops it." >&2
+echo "Lecture hall: $processes app processes behind http://$bind:$port, the class in $store, logs in $run_dir." >&2
+echo "Ctrl-C stops it." >&2
 # an app process that dies leaves the others serving (the proxy sends its browsers to them); the proxy ending ends all
 wait "$proxy" || true
 echo "error: the proxy stopped; see $run_dir/haproxy.log" >&2
