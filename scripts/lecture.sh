@@ -45,6 +45,7 @@ if [[ -z "$store" ]]; then
     redis-server --port "$store_port" --bind 127.0.0.1 --dir "$run_dir" --appendonly yes --appendfsync always \
         --save "" --daemonize no >"$run_dir/redis.log" 2>&1 &
     pids+=($!)
+    echo $! >"$run_dir/redis.pid"
     store="redis://127.0.0.1:$store_port/0"
 fi
 export BERT_INSIDE_STORE="$store"
@@ -69,8 +70,9 @@ done
 sed -e "s/@BIND@/$bind/" -e "s/@PORT@/$port/" scripts/lecture/haproxy.cfg.in \
     | python3 -c 'import sys; sys.stdout.write(sys.stdin.read().replace("@SERVERS@\n", sys.argv[1]))' "$servers" \
     >"$run_dir/haproxy.cfg"
-haproxy -W -db -f "$run_dir/haproxy.cfg" >"$run_dir/haproxy.log" 2>&1 &
+haproxy -db -f "$run_dir/haproxy.cfg" >"$run_dir/haproxy.log" 2>&1 &
 proxy=$!
+echo "$proxy" >"$run_dir/haproxy.pid"
 pids+=("$proxy")
 echo "Lecture hall: $processes app processes behind http://$bind:$port, the class in $store, logs in $run_dir." >&2
 echo "Ctrl-C stops it." >&2

@@ -12,65 +12,26 @@ required."""
 from __future__ import annotations
 
 import os
-import re
 import signal
-import subprocess
 import time
-import urllib.request
-from pathlib import Path
 
 import pytest
 
 from browser_support import SLOW
-from redis_server import free_port, need_the_store
+from redis_server import need_the_store
+from viz_app.server.local_server import serve_lecture_hall
 
-ROOT = Path(__file__).resolve().parents[2]
 KEY = "a-presenter-key-for-the-hall"
 FOLLOW_WAIT_S = 60  # a step not shown by then is a failure, not a slow step
-START_S = 240
 
 
 @pytest.fixture(scope="module")
 def hall(browser_ready, tmp_path_factory):
     need_the_store()
-    port = free_port()
     log = tmp_path_factory.mktemp("lecture") / "lecture.log"
-    with open(log, "w") as output:
-        script = subprocess.Popen(
-            ["bash", "scripts/lecture.sh", "--processes", "2", "--port", str(port), "--bind", "127.0.0.1",
-             "--class", "--presenter-key", KEY],
-            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}, stdout=output,
-            stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        run_dir = _wait_until_served(url, log, script)
-        yield url, run_dir
-    finally:
-        os.killpg(script.pid, signal.SIGINT)  # Ctrl-C
-        script.wait(timeout=60)
-    assert "The lecture hall stopped" in log.read_text()
-
-
-def _wait_until_served(url: str, log: Path, script: subprocess.Popen) -> Path:
-    deadline = time.monotonic() + START_S
-    while time.monotonic() < deadline:
-        assert script.poll() is None, log.read_text()
-        run_dir = re.search(r"logs in (\S+)\.", log.read_text())
-        healthy = 0
-        for _ in range(4):  # the proxy spreads new browsers: both processes answer within a few tries
-            try:
-                with urllib.request.urlopen(url + "/_stcore/health", timeout=5) as response:
-                    healthy += response.status == 200
-            except OSError:
-                pass
-        if run_dir and healthy == 4 and all(_answers(Path(run_dir.group(1)), n) for n in (1, 2)):
-            return Path(run_dir.group(1))
-        time.sleep(1)
-    raise RuntimeError(f"the lecture hall did not start within {START_S} s: {log.read_text()}")
-
-
-def _answers(run_dir: Path, number: int) -> bool:
-    return "You can now view" in (run_dir / f"app{number}.log").read_text() if (run_dir / f"app{number}.log").exists() else False
+    with serve_lecture_hall(log, 2, app_args=("--class", "--presenter-key", KEY)) as (url, folder):
+        yield url, folder
+    assert "The lecture hall stopped" in log.read_text()  # Ctrl-C stopped every part of it
 
 
 def on_process(browser, url: str, number: int):
