@@ -49,6 +49,7 @@ if [[ -z "$store" ]]; then
     store="redis://127.0.0.1:$store_port/0"
 fi
 export BERT_INSIDE_STORE="$store"
+export BERT_INSIDE_BEHIND_PROXY=1  # the app reads each browser's address from the proxy's X-Forwarded-For
 # the store answers (or one line and exit 2), bad settings stop here, class mode prints the links with the proxy's port
 for _ in 1 2 3 4 5 6 7 8 9 10; do python3 -c "import redis, sys; redis.Redis.from_url(sys.argv[1]).ping()" "$store" 2>/dev/null && break; sleep 0.5; done
 key="$(python3 -m viz_app.server.class_links "${app_args[@]}" --port "$port")"

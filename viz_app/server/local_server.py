@@ -94,11 +94,12 @@ def serve_lecture_hall(log_path: Path, processes: int, app_args: tuple[str, ...]
     try:
         yield url, _wait_for_hall(url, processes, script, timeout_s, log_path)
     finally:
-        os.killpg(script.pid, signal.SIGINT)  # Ctrl-C
-        try:
-            script.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(script.pid, signal.SIGKILL)
+        if script.poll() is None:
+            os.killpg(script.pid, signal.SIGINT)  # Ctrl-C
+            try:
+                script.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(script.pid, signal.SIGKILL)
 
 
 def _free_port() -> int:
