@@ -11,9 +11,11 @@ process counts its own cores.
 
 Times are the store's own clock (Redis's TIME in the scripts), so app processes on several machines agree.
 
-The store restarting: the scripts run with retries (about five seconds); reads that still fail give the last value
-this process saw (the class stays where it was), a heartbeat is dropped, a write (the presenter's move, an answer)
-raises StoreUnavailableError. scripts/lecture.sh runs Redis with `appendonly yes` and `appendfsync always`: an
+The store restarting: every call retries for about five seconds; then reads give the last value this process saw
+(the class stays where it was), a heartbeat is dropped, an answer is not counted (the student's button does not
+light up: they click again), and the presenter's move is kept here and written as soon as the store answers again
+(the presenter's page asks the store every COUNTS_S seconds, viz_app/lessons/following.py): the class resumes at
+the presenter's step. scripts/lecture.sh runs Redis with `appendonly yes` and `appendfsync always`: an
 answer the store acknowledged is on disk before the student's page hears "counted", and a restarted store comes
 back at the presenter's step with its answers.
 
@@ -145,6 +147,7 @@ class RedisClassRoom:
         self._show, self._answer = client.register_script(SHOW), client.register_script(ANSWER)
         self._heartbeat, self._followers = client.register_script(HEARTBEAT), client.register_script(FOLLOWERS)
         self._seen: ClassStep | None = None  # the last step read, unpickled once per version
+        self._pending: tuple | None = None  # the presenter's last move, while the store did not take it
         self._version, self._count = 0, 0
 
     def is_presenter_key(self, key: str | None) -> bool:
@@ -152,6 +155,7 @@ class RedisClassRoom:
 
     @property
     def version(self) -> int:
+        self._write_pending()
         try:
             self._version = int(self._client.hget(self._state, "version") or 0)
         except self._errors as error:
@@ -160,6 +164,7 @@ class RedisClassRoom:
 
     @property
     def current(self) -> ClassStep | None:
+        self._write_pending()
         try:
             version, step = self._client.hmget(self._state, "version", "step")
         except self._errors as error:
@@ -177,12 +182,31 @@ class RedisClassRoom:
         self._check(key)
         if not 0 <= step < len(lesson.steps):
             raise IndexError(f"the lesson has {len(lesson.steps)} steps, not a step {step + 1}")
-        version = self._run(self._show, pickle.dumps((lesson, step, model), protocol=pickle.HIGHEST_PROTOCOL))
-        return ClassStep(lesson, step, int(version), model)
+        version = self._move(pickle.dumps((lesson, step, model), protocol=pickle.HIGHEST_PROTOCOL))
+        return ClassStep(lesson, step, version, model)
 
     def end(self, key: str | None) -> None:
         self._check(key)
-        self._run(self._show, "")
+        self._move("")
+
+    def _move(self, step: bytes | str) -> int:
+        """The presenter's move, or kept until the store answers again (then the version this process last saw)."""
+        try:
+            self._pending = None
+            return int(self._run(self._show, step))
+        except StoreUnavailableError as error:
+            log.error("the presenter's move waits for the class's store: %s", error)
+            self._pending = (step,)
+            return self._version
+
+    def _write_pending(self) -> None:
+        if self._pending is not None:
+            try:
+                self._run(self._show, *self._pending)
+                self._pending = None
+                log.warning("the class's store answers again: the presenter's move is written")
+            except StoreUnavailableError:
+                pass
 
     def heartbeat(self, session: str, following: bool) -> None:
         try:
@@ -191,6 +215,7 @@ class RedisClassRoom:
             log.warning("a follower's heartbeat was dropped: %s", error)
 
     def followers(self) -> int:
+        self._write_pending()
         try:
             self._count = int(self._followers(keys=[self._following], args=[HEARTBEAT_WINDOW_S]))
         except self._errors as error:
@@ -198,7 +223,11 @@ class RedisClassRoom:
         return self._count
 
     def answer(self, voter: str, choice: str, version: int) -> Answer:
-        return Answer(self._run(self._answer, voter, choice, version, MAX_SESSIONS).decode())
+        try:
+            return Answer(self._run(self._answer, voter, choice, version, MAX_SESSIONS).decode())
+        except StoreUnavailableError as error:
+            log.warning("an answer was not counted: %s", error)
+            return Answer.MOVED_ON  # not counted: the student's button stays unlit, they click again
 
     def refused(self) -> int:
         return int(self._read(lambda: self._client.get(self._refused)) or 0)

@@ -151,3 +151,17 @@ def test_a_store_that_does_not_answer_at_start_is_one_line_and_exit_2():
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert done.stderr.startswith(f"error: the class's store at {url} does not answer")
+
+
+def test_the_presenter_move_while_the_store_is_down_reaches_the_class_when_it_is_back(store, lesson):
+    presenter, student = process(store.url), process(store.url)
+    version = presenter.show(KEY, lesson, 1).version
+    assert student.current.step == 1
+    store.kill()
+    presenter.show(KEY, lesson, 2)  # kept in the presenter's process, no error on the presenter's page
+    assert student.answer("10.0.2.1", "yes", version) is Answer.MOVED_ON  # not counted: the button stays unlit
+    assert student.current.step == 1  # the class stays where it was
+    store.start()
+    presenter.followers()  # the presenter's page asks every COUNTS_S seconds: the move is written then
+    assert student.current.step == 2 and student.version == version + 1
+    assert student.answer_of("10.0.2.1") is None
