@@ -25,11 +25,13 @@ password (docs/teaching.md); never let others write to it.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import pickle
 import secrets
+import threading
 from collections import Counter
-from typing import Any
+from typing import Any, Callable, Iterator
 
 from bert.errors import BertError
 from viz_app.server.class_room import HEARTBEAT_WINDOW_S, MAX_SESSIONS, Answer, ClassStep, NotPresenterError
@@ -90,6 +92,18 @@ for _, entry in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
     total = total + tonumber(string.match(entry, '([^:]+)$'))
 end
 return tostring(total)
+"""
+
+
+# KEYS: the slot. ARGV: its holder. Deletes it only if the holder still holds it (a lease that ran out is another's).
+RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+# KEYS: the slot. ARGV: its holder, lease ms. Extends it only if the holder still holds it.
+RENEW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
 """
 
 
@@ -280,3 +294,54 @@ class RedisSpending:
             return float(self._script(keys=[self._prefix + payer], args=[work, self._hour_s, secrets.token_hex(4)]))
         except self._errors as error:
             raise _unavailable(error) from None
+
+
+class RedisSlot:
+    """One slot for the whole lecture hall (the live training room's: viz_app/server/training_room.py), held as a
+    lease in the store: taken with SET NX, renewed every third of `lease_s` while held, so that a process that dies
+    frees it within `lease_s` seconds."""
+
+    def __init__(self, client, name: str = "training-slot", lease_s: float = 15.0, wait_step_s: float = 0.5):
+        self._client, self._key = client, f"{PREFIX}{name}"
+        self._lease_ms, self._wait_step_s = int(lease_s * 1000), wait_step_s
+        self._release, self._renew = client.register_script(RELEASE), client.register_script(RENEW)
+
+    def holder(self) -> str | None:
+        held = self._client.get(self._key)
+        return None if held is None else held.decode()
+
+    @contextlib.contextmanager
+    def held(self, holder: str, give_up: Callable[[], bool] = lambda: False) -> Iterator[bool]:
+        """Wait for the slot, then hold it for the block; yields False (and holds nothing) if `give_up()` turned
+        true while waiting."""
+        token = f"{holder}:{secrets.token_hex(4)}"
+        while not self._client.set(self._key, token, nx=True, px=self._lease_ms):
+            if give_up():
+                yield False
+                return
+            threading.Event().wait(self._wait_step_s)
+        done = threading.Event()
+        renewing = threading.Thread(target=self._keep, args=(token, done), daemon=True, name="hall slot lease")
+        renewing.start()
+        try:
+            yield True
+        finally:
+            done.set()
+            renewing.join()
+            try:
+                self._release(keys=[self._key], args=[token])
+            except redis_errors() as error:
+                log.warning("the hall's slot will free itself when its lease runs out: %s", error)
+
+    def _keep(self, token: str, done: threading.Event) -> None:
+        while not done.wait(self._lease_ms / 3000):
+            try:
+                self._renew(keys=[self._key], args=[token, self._lease_ms])
+            except redis_errors() as error:
+                log.warning("the hall's slot lease was not renewed: %s", error)
+
+
+def redis_errors() -> tuple[type[Exception], ...]:
+    import redis
+
+    return (redis.RedisError,)

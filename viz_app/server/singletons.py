@@ -37,8 +37,9 @@ def tiny_training_runs(slots: int) -> TinyTrainingRuns:
     """The server's live tiny-BERT runs: one at a time, in one of the heavy computations' `slots` (the same
     `heavy_jobs`), finished runs kept per settings while the session that started them lasts
     (viz_app/server/sessions.py)."""
+    shared = store()
     return TinyTrainingRuns(connected=sessions.is_connected, grace_s=sessions.reconnect_window_s(),
-                            jobs=heavy_jobs(slots))
+                            jobs=heavy_jobs(slots), hall_slot=class_store.RedisSlot(shared) if shared else None)
 
 
 @st.cache_resource(show_spinner=False)

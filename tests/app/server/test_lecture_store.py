@@ -165,3 +165,68 @@ def test_the_presenter_move_while_the_store_is_down_reaches_the_class_when_it_is
     presenter.followers()  # the presenter's page asks every COUNTS_S seconds: the move is written then
     assert student.current.step == 2 and student.version == version + 1
     assert student.answer_of("10.0.2.1") is None
+
+
+HOLD = """
+import sys, time
+from viz_app.server.class_store import RedisSlot, connect
+with RedisSlot(connect(sys.argv[1]), lease_s=1.5).held("training:a-session") as held:
+    print("held", flush=True)
+    time.sleep(600)
+"""
+
+
+def test_the_training_room_slot_is_one_for_the_hall_and_freed_when_its_process_dies(store):
+    from viz_app.server.class_store import RedisSlot, connect
+
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, store.url], cwd=ROOT, stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        other = RedisSlot(connect(store.url), lease_s=1.5, wait_step_s=0.1)
+        time.sleep(2)  # past one lease: the holder renews it
+        assert other.holder().startswith("training:a-session:")
+        asked = [0]
+
+        def give_up() -> bool:
+            asked[0] += 1
+            return asked[0] > 5
+
+        with other.held("training:b-session", give_up) as held:
+            assert held is False  # the other process's run holds it: this one waits, then gives up
+        holder.kill()  # the process dies without releasing it
+        holder.wait(timeout=10)
+        with other.held("training:b-session", lambda: False) as held:  # its lease runs out within 1.5 s
+            assert held is True and other.holder().startswith("training:b-session:")
+        assert other.holder() is None  # released at the end of the block
+    finally:
+        holder.kill()
+
+
+def test_two_processes_training_rooms_train_one_run_at_a_time(store, tmp_path):
+    from bert.pretraining.miniature import TinySettings
+    from viz_app.server.class_store import RedisSlot, connect
+    from viz_app.server.training_room import TinyTrainingRuns
+
+    long = TinySettings(layers=1, hidden=32, heads=2, steps=3000, batch_size=8, eval_every=1000, eval_batches=1)
+    quick = TinySettings(layers=1, hidden=32, heads=2, steps=4, batch_size=8, eval_every=2, eval_batches=1,
+                         warmup_steps=1)
+    slot = RedisSlot(connect(store.url))
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+    first, second = (TinyTrainingRuns(tmp_path / name, hall_slot=RedisSlot(connect(store.url), wait_step_s=0.1))
+                     for name in ("a", "b"))
+    _, training = first.start(long, "session A")
+    deadline = time.monotonic() + 60
+    while slot.holder() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert slot.holder().startswith("training:session A:")
+    status, waiting = second.start(quick, "session B")
+    assert status == "started"  # in its own process; it waits for the hall's slot
+    time.sleep(3)
+    assert waiting.log is None and not waiting.finished.is_set()
+    training.stop.set()
+    assert training.finished.wait(300) and waiting.finished.wait(300)
+    assert training.log.stopped_at is not None  # stopped, not finished
+    assert waiting.error is None and waiting.step == quick.steps  # it trained once the other run let go
+    assert slot.holder() is None
