@@ -1,7 +1,8 @@
 """Command line: `python -m bert predict "The [MASK] barked." --model minilm`, `python -m bert pretrain ...`,
 `python -m bert finetune --train-file questions.csv --out out/trec`, `python -m bert probe --data ud-ewt`,
 `python -m bert patch --clean ... --corrupted ... --answer he --foil she`,
-`python -m bert mixing --text "The [MASK] barked." --method alti`, `python -m bert erase --data ud-ewt --task upos --hidden-states-index 3`,
+`python -m bert mixing --text "The [MASK] barked." --method alti`,
+`python -m bert circuit --clean ... --corrupt ... --answer are --foil is --method eap-ig`, `python -m bert erase --data ud-ewt --task upos --hidden-states-index 3`,
 and `python -m bert download bert-base-uncased` (once, while online: the app then offers it first)."""
 from __future__ import annotations
 
@@ -53,6 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     from .analysis.attention import mixing_cli
 
     mixing_cli.add_arguments(commands.add_parser("mixing", help="what each token takes from the others, by one context-mixing method"))
+    from .analysis.circuits import circuit_cli
+
+    circuit_cli.add_arguments(commands.add_parser("circuit", help="circuits: which edges between heads and MLPs carry the answer"))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
@@ -74,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
             return features_cli.run_sae(args)
         if args.command == "mixing":
             return mixing_cli.run(args)
+        if args.command == "circuit":
+            return circuit_cli.run(args)
         if args.command in ("patch", "erase"):
             return causal_cli.run_patch(args) if args.command == "patch" else causal_cli.run_erase(args)
         from .pretraining.cli import run

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Install the app and test dependencies (Chromium included), then run the whole test suite.
+# Install the app and test dependencies (Chromium included), then run the whole test suite on every core
+# (pytest-xdist: one worker a core; the tests that share a module's model or app server stay on one worker, see
+# tests/conftest.py). Arguments go to pytest after these, so they win: `-n 0` runs in one process.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh --test
-exec python3 -m pytest -q "$@"
+exec python3 -m pytest -q -n auto --dist loadgroup "$@"

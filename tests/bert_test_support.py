@@ -43,6 +43,18 @@ TINY_CONFIGS = {
 }
 
 
+FLOAT32_EPS = 2.0 ** -23  # the spacing of float32 numbers at 1 (np.finfo(np.float32).eps)
+
+
+def float32_tolerance(magnitude: float, terms: int, sums: int = 1) -> float:
+    """An absolute tolerance for two float32 computations of one value that add their terms in different orders
+    (AVX2 against AVX-512 kernels, a batch of another shape): a sum of `terms` products of size about `magnitude`
+    is rounded by at most terms · eps/2 of it (Higham 2002, "Accuracy and Stability of Numerical Algorithms", §3.1),
+    and `sums` such sums in a row (layers, a softmax after a dot product) add theirs. A property of float32, not of one
+    CPU."""
+    return sums * terms * FLOAT32_EPS / 2 * max(magnitude, 1.0)
+
+
 def hf_config(**fields):
     """A transformers BertConfig for the tiny vocabulary, eager attention (so attentions can be returned)."""
     from transformers import BertConfig as HFBertConfig

@@ -22,6 +22,19 @@ from hub_server import HubServer, repo_from_folder
 torch.set_num_threads(1)
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(items) -> None:
+    """Under pytest-xdist's `--dist loadgroup` (scripts/run_tests.sh) the tests that share a module-scoped fixture (a
+    model built once, an app server, an AppTest moved from page to page) run on one worker, so it is built once and
+    not once a worker; a test that names its own `xdist_group` keeps it."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        fixtures = getattr(item, "_fixtureinfo", None)
+        if fixtures and any(d.scope == "module" for defs in fixtures.name2fixturedefs.values() for d in defs):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
 @pytest.fixture(autouse=True)
 def keep_the_main_module():
     """Streamlit's script runner (AppTest) makes the app's script `sys.modules["__main__"]` and leaves it there;

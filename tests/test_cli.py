@@ -184,6 +184,7 @@ print(json.dumps({"code": code, "app": sorted(m for m in sys.modules if m.split(
                  marks=[pytest.mark.slow,
                         pytest.mark.skipif(not MINILM_HEAD_FILE.is_file(), reason=f"{MINILM_HEAD_FILE} is not there")]),
 ], ids=["help", "predict"])
+@pytest.mark.slow  # a fresh interpreter that imports torch: ten seconds
 def test_the_library_command_line_imports_neither_streamlit_nor_the_app(args):
     result = subprocess.run([sys.executable, "-c", _APP_MODULES_AFTER, json.dumps(args)], capture_output=True, text=True,
                             timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"})

@@ -89,6 +89,7 @@ def test_documents_and_text_files():
     assert not found, report(found)
 
 
+@pytest.mark.slow  # parses every Python file of the project: ten seconds
 def test_docstrings_strings_and_comments():
     files = python_files()
     assert len(files) > 50 and ROOT / "viz_app" / "Home.py" in files

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
+from bert.analysis.representations.self_similarity import EXAMPLES
 from viz_app.app import navigation
+from viz_app.specs import features
 
 ROOT = Path(__file__).resolve().parents[2]
 HOME = ROOT / "viz_app" / "Home.py"
@@ -16,6 +18,26 @@ PAGES = {url_path: f"../pages/{page.file}" for url_path, page in navigation.PAGE
 NO_SENTENCE = navigation.NO_SENTENCE_BOX | {"lessons"}  # pages that run without a sentence (the lessons page has the box)
 NO_MODEL = {"how_bert_was_trained"}  # pages that show the picked model nothing (their own built-in model, shipped runs)
 TIMEOUT = 600  # seconds per script run: generous, the CPUs are shared with training runs
+UPLOAD_LABEL = features.CORPUS_LABELS[features.UPLOAD]  # what Streamlit wrote for the corpus pickers' "upload"
+PLAY = "\n".join(EXAMPLES["play"])
+
+# old links (tests/app/app/test_old_links.py): the parameters Streamlit's own binding kept, each with a value other than its
+# default as Streamlit spelt it
+FORMERLY_BOUND = {
+    "top_k": (12, "12"), "layer": (3, "3"), "head": (5, "5"), "statistic": ("sep", "sep"),
+    "units": ("words", "words"), "k": (8, "8"), "mlp_layer": (2, "2"), "neurons_shown": (64, "64"),
+    "probes_count": (100, "100"), "probes_ud_count": (50, "50"), "probe_seed": (7, "7"),
+    "patch_clean": ("The king said that [MASK] was tired.",) * 2,
+    "patch_corrupted": ("The queen said that [MASK] was tired.",) * 2,
+    "trace_text": ("The king said that [MASK] was tired.",) * 2, "trace_samples": (5, "5"),
+    "rollout_layer": (4, "4"), "stats_count": (30, "30"), "stats_statistic": ("cls", "cls"),
+    "saliency_steps": (64, "64"), "saliency_samples": (50, "50"), "search_head": (2, "2"), "search_k": (20, "20"),
+    "contexts_word": ("play", "play"), "contexts_sentences": (PLAY, PLAY),
+    "features_look_at": ("MLP neurons", "MLP neurons"), "features_shown": (32, "32"),
+    "features_corpus": ("upload", UPLOAD_LABEL), "neurons_layer": (2, "2"), "neurons_corpus": ("upload", UPLOAD_LABEL),
+    "tasks_class": ("calm", "calm"), "compare_folder": ("/no/such/folder", "/no/such/folder"),
+    "compare_count": (60, "60"),
+}
 
 
 def open_page(page: str, query: dict):

@@ -40,7 +40,8 @@ def test_trace_values_are_read_off_the_trace(loaded_minilm):
     assert f'p("{trace.answer}") from {trace.clean_probability:.0%} to {trace.corrupted_probability:.0%}' in step.text.replace("\n", " ")
 
 
-@pytest.mark.parametrize("model", [pytest.param("loaded_minilm", marks=pytest.mark.slow), "loaded_small"])
+@pytest.mark.slow  # every step of the lesson worked out: seconds even on the small model
+@pytest.mark.parametrize("model", ["loaded_minilm", "loaded_small"])
 def test_every_step_resolves_and_draws(model, request):
     loaded = request.getfixturevalue(model)
     lesson = builtin_lessons()[LESSON]

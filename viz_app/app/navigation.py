@@ -65,6 +65,15 @@ REGISTRY: tuple[Page, ...] = (
         "mlp_layer": integer(0), "neurons_shown": integer(48), "units": UNITS,
     }),
     Page("architecture", "Architecture", ":material/account_tree:", SEE_INSIDE),
+    # One pass, step by step (viz_app/specs/one_pass.py): the opened layer and head, the followed token (None: the
+    # first [MASK]), the final softmax's temperature, the chosen head zeroed, the step opened (the overview's blocks)
+    Page("one_pass", "One pass, step by step", ":material/timeline:", SEE_INSIDE, params={
+        "pass_layer": integer(0), "pass_head": integer(0), "pass_token": integer(None),
+        "pass_temperature": choice(("0.25", "0.5", "1", "2", "4"), "1"), "pass_zero_head": flag(False),
+        "pass_step": choice({"pieces": "Word pieces", "embeddings": "Embeddings", "attention": "Attention: one head",
+                             "projection": "Heads joined", "mlp": "MLP", "layers": "Every layer",
+                             "guess": "The guess"}, "pieces"),
+    }, spec="one_pass"),
     # Layer probes (viz_app/specs/probes/data.py): lists, toggles, choices shown by a label, None defaults
     Page("probes", "Layer probes", ":material/science:", EXPERIMENTS, reads_sentence=False, params={
         "probe_tasks": words(["position", "continuation", "pos"], (*TEXT_TASKS, "pos")),  # the built-in sentences'

@@ -12,12 +12,12 @@ BASELINE_SENTENCES, BASELINE_SAMPLES, BASELINE_SEED = 200, 2000, 0
 # Measured with scripts/self_similarity.py on the built-in minilm (see docs/probing.md), written out for the page.
 OUR_FINDING = (
     "On the built-in model (MiniLM, 6 layers), over five hand-written words in four sentences each (bank, play, "
-    "light, bat, spring), self-similarity falls from 0.97 at the embeddings to 0.72 at layer 3, then rises again "
-    "to 0.77 at layer 6; the random-token baseline rises from 0.06 to 0.19 at layer 4 and falls back to 0.10 at "
-    "layer 6. So ours agrees in the lower half (context matters more with each layer, and all vectors grow more "
+    "light, bat, spring), self-similarity falls from 0.97 at the embeddings to 0.72 after layer 2, then rises "
+    "again to 0.77 after layer 5; the random-token baseline rises from 0.06 to 0.19 after layer 3 and falls back to "
+    "0.10 after layer 5. So ours agrees in the lower half (context matters more with each layer, and all vectors grow more "
     "alike) but not at the top, where BERT-base's vectors are the most context-specific. The MiniLM encoder as "
     "released (before this project trained its masked-LM head) is closer to the paper: its self-similarity is "
-    "lowest at layer 6 (0.68), though its baseline also drops there (0.04). Five words are a small sample."
+    "lowest after layer 5 (0.68), though its baseline also drops there (0.04). Five words are a small sample."
 )
 
 

@@ -7,9 +7,12 @@ from __future__ import annotations
 import ast
 import functools
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -67,6 +70,7 @@ def _parents(name: str) -> list[str]:
     return [".".join(parts[:i]) for i in range(1, len(parts))]
 
 
+@pytest.mark.slow  # reads the import graph of every module: seconds
 def test_the_imports_of_bert_and_the_app_have_no_circle():
     graph = import_graph()
     circles = []
@@ -137,7 +141,12 @@ def test_the_layers_are_read_from_the_imports():
     assert {"viz_app.cache", "viz_app.server.sessions"} & (pure | widgets) == set()
     assert {"viz_app.app.sidebar", "viz_app.app.state", "viz_app.app.widgets", "viz_app.Home"} <= widgets
     assert {"viz_app.app.navigation", "viz_app.app.url_params", "viz_app.app.forward", "viz_app.app.text"} <= pure
-    assert len(pure) > 40
+    files = {name: path for name, path in module_files().items() if name.startswith("viz_app")}
+    importing = {name for name, path in files.items() if STREAMLIT_IMPORT_LINE.search(path.read_text())}
+    assert pure == set(files) - importing  # every module without an import line of Streamlit, read as plain text
+
+
+STREAMLIT_IMPORT_LINE = re.compile(r"^[ \t]*(?:import|from)[ \t]+streamlit\b", re.MULTILINE)
 
 
 def test_pure_helpers_and_caches_import_no_widget():
@@ -162,10 +171,12 @@ CHART_BUILDERS = sorted(f"viz_app.charts.{path.stem}" for path in (ROOT / "viz_a
                         if path.stem != "__init__")
 
 
+@pytest.mark.slow  # a fresh interpreter: seconds
 def test_text_and_the_chart_builders_import_neither_streamlit_nor_the_analyses():
     assert _loaded_after_import(["viz_app.app.text", *CHART_BUILDERS]) == []
 
 
+@pytest.mark.slow  # a fresh interpreter importing every pure helper: ten seconds
 def test_pure_helpers_import_no_streamlit():
     pure, _ = app_layers()
     assert not [m for m in _loaded_after_import(sorted(pure)) if m.startswith("streamlit")]

@@ -1,16 +1,16 @@
 """One tensor, one label: the residual stream's hidden_states[i] is called the same on the probes page, on the causal
 tracing page, in `python -m bert probe --json` and in `python -m bert patch`'s text, for the same (tiny) model; and
-that label names the tensor Hugging Face's `transformers` returns as hidden_states[i] (docs/library.md's first table)."""
+that label names the tensor Hugging Face's `transformers` returns as hidden_states[i] (docs/library.md's first table).
+That no page shows a layer the model lacks is checked on every render of the every-page sweep
+(tests/app/app/test_every_page.py)."""
 from __future__ import annotations
 
 import json
-import re
-import shutil
 
 import pytest
 import torch
 
-from app_helpers import PAGES, figures, no_exception, open_page, texts
+from app_helpers import figures, no_exception, open_page
 from bert import load_pretrained
 from bert.__main__ import main
 from bert.layers import layer_labels, residual_labels
@@ -81,17 +81,3 @@ def test_the_probes_page_the_causal_page_and_the_command_line_label_hidden_state
         if f"hidden_states[{index}]" in patch_text:
             assert f"hidden_states[{index}] ({label})" in patch_text
     assert "hidden_states[" in patch_text
-
-
-@pytest.mark.slow  # every page once on the tiny model
-@pytest.mark.parametrize("page", sorted(PAGES))
-def test_no_page_names_a_layer_the_model_lacks(page, tiny_mlm_folder, tmp_path):
-    """The tiny model has layers 0 and 1: a page that counted layers from 1 would show "layer 2" somewhere (a label,
-    a chart's axis or hover text, a picker's options). Compare two models draws model B's layers too: B is a copy of
-    the tiny model there, so the page has no other model's layers to show."""
-    params = dict(model=str(tiny_mlm_folder), text="the dog [MASK] at the park .")
-    if page == "compare_models":
-        params.update(compare_with="folder", compare_folder=str(shutil.copytree(tiny_mlm_folder, tmp_path / "copy")))
-    at = open_page(page, params)
-    shown = texts(at) + json.dumps(figures(at)) + json.dumps([getattr(w, "options", None) for w in [*at.select_slider, *at.selectbox]])
-    assert not re.search(r"\b[Ll]ayer 2\b", shown), re.findall(r".{60}\b[Ll]ayer 2\b.{20}", shown)

@@ -1,8 +1,12 @@
 """How a page gets its context: Home.py serves it for the page's run (viz_app/app/page_context.py)."""
 from __future__ import annotations
 
+import pytest
+
 from app_helpers import ROOT, TIMEOUT, figures, no_exception
 from viz_app.app import page_context
+
+pytestmark = pytest.mark.slow  # AppTest: every test renders pages on a model (the fast run keeps tests/app/app/test_app_pages.py's)
 
 
 def test_a_page_run_without_home_asks_for_the_app_and_draws_nothing():

@@ -11,7 +11,8 @@ from viz_app.app import models
 from viz_app.lessons.format import PAGES, builtin_lessons
 from viz_app.lessons.resolve import resolve
 
-pytestmark = pytest.mark.skipif(not MINILM_HEAD_FILE.is_file(), reason=f"{MINILM_HEAD_FILE} is not there yet")
+pytestmark = [pytest.mark.skipif(not MINILM_HEAD_FILE.is_file(), reason=f"{MINILM_HEAD_FILE} is not there yet"),
+              pytest.mark.slow]  # AppTest: every test renders pages on a model
 LESSONS = "../pages/lessons.py"
 CHECKED = {"layer": "layer", "head": "head", "focus": "focus", "top_k": "top_k", "k": "k"}  # state -> widget key
 

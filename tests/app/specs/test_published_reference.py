@@ -13,6 +13,8 @@ from app_helpers import ROOT, array, figures, no_exception, open_page
 from viz_app.charts.base import Chart
 from viz_app.charts.published import with_published_values
 
+pytestmark = pytest.mark.slow  # AppTest: every test renders pages on a model (the fast run keeps tests/app/app/test_app_pages.py's)
+
 SOURCE_NAME = Path("shared", "external", "clark2019_attention", "digitized_figure2.csv")
 # our statistic and measure -> the source file's series (its "next_token" is attention from i to i+1)
 SOURCE_SERIES = {

@@ -10,6 +10,8 @@ import torch
 from app_helpers import array, figures, no_exception, open_page as open_in_app, texts
 from bert_test_support import small_bert
 
+pytestmark = pytest.mark.slow  # AppTest: every test renders pages on a model (the fast run keeps tests/app/app/test_app_pages.py's)
+
 
 @pytest.fixture
 def open_page():

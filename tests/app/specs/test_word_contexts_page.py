@@ -7,6 +7,8 @@ import pytest
 
 from app_helpers import HOME, TIMEOUT, array, figures, no_exception, texts
 
+pytestmark = pytest.mark.slow  # AppTest: every test renders pages on a model (the fast run keeps tests/app/app/test_app_pages.py's)
+
 PAGE = "../pages/word_contexts.py"
 
 
@@ -81,6 +83,7 @@ def test_an_example_fills_in_and_a_split_word_is_averaged(open_contexts):
     assert array(figures(at)[1]["data"][0]["z"]).shape == (2, 2)
 
 
+@pytest.mark.slow  # the page three times with the random-token baseline: half a minute
 def test_a_link_reopens_the_view_and_nonsense_falls_back(open_contexts):
     at = open_contexts(contexts_word="light", contexts_sentences="Turn on the light.\nThe box is light.", contexts_layer=2)
     assert at.select_slider(key="contexts_layer").value == 2

@@ -94,7 +94,7 @@ def train_on_two_ranks(model_folder, data, tmp_path, steps: int):
 
     from bert_test_support import free_port
 
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[3]
     measure = tmp_path / "measure.txt"
     measure.write_text("her dog went to the park\nthe cat barked at the man\n")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": str(repo)}

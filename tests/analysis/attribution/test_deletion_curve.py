@@ -9,7 +9,7 @@ import torch
 from bert.analysis.attribution.deletion import deletion_curve
 from bert.analysis.attribution.saliency import saliency
 from bert.errors import InvalidInputError
-from bert_test_support import small_bert
+from bert_test_support import float32_tolerance, small_bert
 
 
 @pytest.fixture(scope="module")
@@ -42,8 +42,10 @@ def test_two_words_by_hand(model, tokenizer):
     answer = result.target.token_id
     v0, v1, v2 = (probability_with_masked(model, tokenizer, encoding, masked, 2, answer) for masked in ([], [3], [3, 1]))
     assert curve.order == [3, 1] and curve.measure == "probability"
-    np.testing.assert_allclose(curve.values, [v0, v1, v2], atol=1e-6)
-    assert curve.area == pytest.approx((v0 + v1) / 4 + (v1 + v2) / 4, abs=1e-6)
+    # probabilities from passes of another batch: each layer's sums may add in other orders
+    atol = float32_tolerance(1.0, model.config.hidden_size, sums=model.config.num_layers)
+    np.testing.assert_allclose(curve.values, [v0, v1, v2], atol=atol)
+    assert curve.area == pytest.approx((v0 + v1) / 4 + (v1 + v2) / 4, abs=atol)
     np.testing.assert_allclose(curve.fraction_removed, [0, 0.5, 1])
     only_dog = probability_with_masked(model, tokenizer, encoding, [1], 2, answer)
     assert curve.random_values[0] == pytest.approx(v0, abs=1e-6) and curve.random_values[2] == pytest.approx(v2, abs=1e-6)

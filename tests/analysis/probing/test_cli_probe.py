@@ -14,7 +14,7 @@ import pytest
 from bert.__main__ import main
 from bert_test_support import free_port, synthetic_conllu
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 
 MEASURES = {"accuracy", "control_accuracy", "selectivity"}
 

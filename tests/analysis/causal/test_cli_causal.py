@@ -13,7 +13,7 @@ import pytest
 from bert.__main__ import main
 from bert_test_support import synthetic_conllu
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 PATCH = ["--clean", "the dog [MASK] at the park .", "--corrupted", "her cat [MASK] to the mail .", "--answer", "barked", "--foil", "mail"]
 
 

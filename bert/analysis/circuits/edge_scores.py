@@ -1,0 +1,230 @@
+"""Edge scores on clean/counterfactual pairs: how much the metric at the [MASK] changes when one edge carries the
+other run's value.
+
+    contrast = prepare_contrast(tokenizer, "the keys to the cabinet [MASK] here .", "the key to the cabinet [MASK] here .",
+                                answer="are", foil="is")
+    scores = edge_scores(model, [contrast], method="eap-ig", steps=5)
+    scores.top(10)          # [(Edge, score)], largest |score| first
+    scores.nodes            # [sender] each node's score: all its outgoing edges at once
+
+The metric (`metric`): "logit-difference", logit(answer) - logit(foil), or "probability", p(answer), at the [MASK]
+(Vig et al. 2020; Heimersheim & Nanda 2024). Direction "noise" (the default, as MIB scores circuits) runs the clean
+sentence and patches an edge with the counterfactual's value; "denoise" runs the counterfactual and patches the
+clean value in. An edge's score is metric(patched) - metric(run), averaged over the pairs.
+
+Methods:
+- exact: one patched run per edge (graph_run.py's recursive edge patching), `batch_size` edges per forward pass,
+  as bert/analysis/causal/patching.py batches its cells.
+- eap: edge attribution patching (Syed et al. 2023): the first-order change, (source - run) output of the sender
+  times the gradient of the metric at the receiver's input; one forward and one backward pass per pair.
+- eap-ig: EAP with integrated gradients on the inputs (Hanna et al. 2024): the gradient averaged over `steps`
+  runs whose embeddings lie evenly from the run's to the source's (step k of m at k / m), times the same
+  difference; `steps` forward and backward passes per pair.
+The gradients are taken with respect to the edge mask of graph_run.py at 0, which is the same product in a
+pre-norm model and, in a post-LN one, includes the LayerNorms between sender and receiver.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import torch
+
+from ...config import BertConfig
+from ...costs import Cost
+from ...devices import model_device
+from ...errors import InvalidInputError
+from ...model import Bert
+from ..causal.patching import DIRECTIONS, Contrast
+from .encoder_parts import EncoderParts
+from .graph import CircuitGraph, Edge
+from .graph_run import run_graph
+
+METHODS = ("exact", "eap", "eap-ig")
+METRICS = ("logit-difference", "probability")
+Progress = Callable[[int, int], None]  # (rows done, rows in all)
+
+
+@dataclass(frozen=True)
+class PairRuns:
+    """One pair's two runs: embeddings [1, seq, hidden], every sender's output [1, sender, seq, hidden], metric."""
+
+    contrast: Contrast
+    embeddings: dict[str, torch.Tensor]  # "clean", "corrupted"
+    outputs: dict[str, torch.Tensor]
+    metrics: dict[str, float]
+
+    def oriented(self, direction: str) -> tuple[str, str]:
+        """(the run that is patched, the run the patches come from)."""
+        return ("clean", "corrupted") if direction == "noise" else ("corrupted", "clean")
+
+
+def read_metric(parts: EncoderParts, final: torch.Tensor, contrast: Contrast, metric: str) -> torch.Tensor:
+    """[row] the metric at the [MASK] from a pass's final hidden states [row, seq, hidden]."""
+    logits = parts.logits(final[:, contrast.mask_position]).float()  # [row, vocab]
+    if metric == "probability":
+        return logits.softmax(dim=-1)[:, contrast.answer_id]
+    return logits[:, contrast.answer_id] - logits[:, contrast.foil_id]
+
+
+@torch.no_grad()
+def pair_runs(parts: EncoderParts, graph: CircuitGraph, contrast: Contrast, metric: str) -> PairRuns:
+    """The clean and the counterfactual run of a pair, every sender's output recorded."""
+    device = model_device(parts.model)
+    embeddings, outputs, metrics = {}, {}, {}
+    for name, encoding in (("clean", contrast.clean), ("corrupted", contrast.corrupted)):
+        input_ids, token_type_ids = encoding.tensors(device)
+        embeddings[name] = parts.embed(input_ids, token_type_ids, None)
+        run = run_graph(parts, graph, embeddings[name], None, record=True)
+        outputs[name], metrics[name] = run.outputs, float(read_metric(parts, run.final, contrast, metric)[0])
+    return PairRuns(contrast, embeddings, outputs, metrics)
+
+
+@dataclass(frozen=True)
+class EdgeScores:
+    graph: CircuitGraph
+    scores: torch.Tensor  # [edge], mean over the pairs
+    nodes: torch.Tensor  # [sender]: patching all of a node's outgoing edges (exact) or the sum of their scores (eap, eap-ig)
+    method: str
+    metric: str
+    direction: str
+    steps: int | None
+    clean_metric: float  # mean over the pairs
+    corrupted_metric: float
+    pairs: int
+    positions: torch.Tensor | None = None  # [edge, seq] per sender position (eap, eap-ig with per_position); sums to scores
+    tokens: list[str] | None = None  # the first pair's clean tokens
+
+    def position_shares(self) -> torch.Tensor:
+        """[sender column, seq]: where the |score| of the edges sent from each column lies, as shares over the
+        positions (column 0 the embeddings, column l + 1 the heads and MLP of layer l); needs per_position."""
+        if self.positions is None:
+            raise InvalidInputError("position shares need per-position scores: edge_scores(..., per_position=True)")
+        columns = torch.tensor([0 if edge.sender.layer is None else edge.sender.layer + 1 for edge in self.graph.edges])
+        magnitude = torch.zeros(self.graph.num_layers + 1, self.positions.shape[1]).index_add_(0, columns, self.positions.abs())
+        return magnitude / magnitude.sum(dim=1, keepdim=True).clamp_min(torch.finfo(magnitude.dtype).tiny)
+
+    def top(self, count: int) -> list[tuple[Edge, float]]:
+        """The `count` edges of largest |score|, largest first."""
+        order = self.scores.abs().argsort(descending=True, stable=True)[:count].tolist()
+        return [(self.graph.edges[index], float(self.scores[index])) for index in order]
+
+
+def check_settings(method: str, metric: str, direction: str, steps: int | None) -> None:
+    for name, value, choices in (("method", method, METHODS), ("metric", metric, METRICS), ("direction", direction, DIRECTIONS)):
+        if value not in choices:
+            raise InvalidInputError(f"{name} must be one of {', '.join(choices)}, not {value!r}")
+    if method == "eap-ig" and (steps is None or steps < 1):
+        raise InvalidInputError(f"EAP-IG needs at least 1 integration step, not {steps}")
+
+
+def edge_scores(
+    model: Bert, contrasts: Sequence[Contrast], method: str = "eap-ig", metric: str = "logit-difference",
+    direction: str = "noise", steps: int = 5, batch_size: int = 32, progress: Progress | None = None,
+    per_position: bool = False,
+) -> EdgeScores:
+    """Every edge's score (and every node's), averaged over the pairs; the cost is `edge_scores_cost`'s.
+    batch_size: exact patching's rows per forward pass (the gradient methods run one row at a time).
+    per_position (eap, eap-ig; pairs of one length): also each edge's score split over its sender's positions."""
+    check_settings(method, metric, direction, steps)
+    if not contrasts:
+        raise InvalidInputError("give at least one clean/counterfactual pair")
+    if per_position and (method == "exact" or len({len(c.clean) for c in contrasts}) > 1):
+        raise InvalidInputError("per-position scores come from EAP or EAP-IG on pairs of one length (exact patching per "
+                                "position would take a pass per edge and position)")
+    if batch_size < 1:
+        raise InvalidInputError(f"batch_size must be at least 1, not {batch_size}")
+    parts, graph = EncoderParts.of(model), CircuitGraph.of(model.config)
+    edge_total, node_total, position_total, metrics = 0, 0, 0, {"clean": 0.0, "corrupted": 0.0}
+    for number, contrast in enumerate(contrasts):
+        runs = pair_runs(parts, graph, contrast, metric)
+        if method == "exact":
+            edges, nodes = _exact(parts, graph, runs, metric, direction, batch_size, progress, number, len(contrasts))
+        else:
+            positions = _attribution(parts, graph, runs, metric, direction, steps if method == "eap-ig" else None, per_position)
+            edges = positions.sum(-1) if per_position else positions
+            position_total = position_total + positions if per_position else None
+            nodes = (graph.outgoing().float() @ edges[:, None]).flatten()
+        edge_total, node_total = edge_total + edges, node_total + nodes
+        metrics = {name: metrics[name] + runs.metrics[name] for name in metrics}
+        if progress is not None and method != "exact":
+            progress(number + 1, len(contrasts))
+    count = len(contrasts)
+    return EdgeScores(graph, edge_total / count, node_total / count, method, metric, direction,
+                      steps if method == "eap-ig" else None, metrics["clean"] / count, metrics["corrupted"] / count, count,
+                      position_total / count if per_position else None, list(contrasts[0].clean.tokens))
+
+
+@torch.no_grad()
+def patched_metrics(parts: EncoderParts, graph: CircuitGraph, runs: PairRuns, metric: str, direction: str,
+                    patched: torch.Tensor | Callable[[int, int], torch.Tensor], batch_size: int,
+                    progress: Progress | None = None, rows: int | None = None) -> torch.Tensor:
+    """[row] the metric with the edges `patched` (bool or 0/1 [row, edge], or a function (start, stop) giving
+    those rows, with their number in `rows`) carrying the source's outputs."""
+    run, source = runs.oriented(direction)
+    rows = patched.shape[0] if rows is None else rows
+    values = torch.empty(rows)
+    for start in range(0, rows, batch_size):
+        stop = min(start + batch_size, rows)
+        chunk = (patched[start:stop] if isinstance(patched, torch.Tensor) else patched(start, stop)).float()
+        embeddings = runs.embeddings[run].expand(stop - start, -1, -1)
+        result = run_graph(parts, graph, embeddings, None, graph.mask(chunk.to(embeddings.device)), runs.outputs[source])
+        values[start:stop] = read_metric(parts, result.final, runs.contrast, metric).cpu()
+        if progress is not None:
+            progress(stop, rows)
+    return values
+
+
+def _exact(parts, graph, runs: PairRuns, metric, direction, batch_size, progress, number, pairs):
+    """Each edge's and each node's exact score: one patched row per edge, then one per node."""
+    run, _ = runs.oriented(direction)
+    outgoing = graph.outgoing()
+
+    def rows(start: int, stop: int) -> torch.Tensor:  # one edge a row, then one node (all its outgoing edges) a row
+        chunk = torch.zeros(stop - start, len(graph), dtype=torch.bool)
+        for row, index in enumerate(range(start, stop)):
+            if index < len(graph):
+                chunk[row, index] = True
+            else:
+                chunk[row] = outgoing[index - len(graph)]
+        return chunk
+
+    def pair_progress(done: int, total: int) -> None:
+        if progress is not None:
+            progress(number * total + done, pairs * total)
+
+    values = patched_metrics(parts, graph, runs, metric, direction, rows, batch_size, pair_progress,
+                             len(graph) + len(graph.senders)) - runs.metrics[run]
+    return values[:len(graph)], values[len(graph):]
+
+
+def _attribution(parts, graph, runs: PairRuns, metric, direction, steps: int | None, per_position: bool = False) -> torch.Tensor:
+    """EAP (steps None: the gradient at the run itself) or EAP-IG: d metric / d mask at 0, summed over the
+    steps' runs and divided by their number; [edge] (per_position: [edge, seq])."""
+    run, source = runs.oriented(direction)
+    alphas = torch.zeros(1) if steps is None else torch.arange(1, steps + 1, dtype=torch.float) / steps
+    start_embeddings, end_embeddings = runs.embeddings[run], runs.embeddings[source]
+    shape = (len(graph.receivers), len(graph.senders)) + ((start_embeddings.shape[1],) if per_position else ())
+    total = torch.zeros(shape, device=start_embeddings.device)
+    for first in range(len(alphas)):  # one run at a time: every receiver's stream is kept for the backward pass
+        alpha = alphas[first:first + 1].to(start_embeddings.device)[:, None, None]
+        embeddings = start_embeddings + alpha * (end_embeddings - start_embeddings)  # [row, seq, hidden]
+        mask = torch.zeros(1, *shape, device=start_embeddings.device, requires_grad=True)
+        with torch.enable_grad():
+            result = run_graph(parts, graph, embeddings, None, mask.expand(len(alpha), *shape), runs.outputs[source],
+                               anchor=runs.outputs[run])
+            value = read_metric(parts, result.final, runs.contrast, metric).sum()
+            (gradient,) = torch.autograd.grad(value, [mask])
+        total += gradient[0]
+    return graph.edge_values(total[None])[0].cpu() / len(alphas)
+
+
+def edge_scores_cost(config: BertConfig, tokens: int, method: str, steps: int | None = None, pairs: int = 1) -> Cost:
+    """The passes `edge_scores` makes for `pairs` pairs of `tokens` tokens: each pair's two recorded runs, then
+    exact: one row per edge and per node; eap: one pass and its backward pass; eap-ig: `steps` of each."""
+    graph = CircuitGraph.of(config)
+    lower = ("fewer pairs", "a shorter pair of sentences")
+    if method == "exact":
+        return Cost(pairs * (2 + len(graph) + len(graph.senders)), tokens, lower + ("EAP-IG instead of exact patching",))
+    rows = 1 if method == "eap" else steps
+    return Cost(pairs * (2 + rows), tokens, lower + (("integration steps",) if method == "eap-ig" else ()), backward_passes=pairs * rows)

