@@ -35,8 +35,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-import torch
-
 from bert.checkpoint import save_hf_folder
 from bert.pretraining.miniature import TINY_VOCAB, RunLog, TinySettings, train_tiny
 from viz_app.server.heavy_jobs import HeavyJobs
@@ -157,9 +155,7 @@ class TinyTrainingRuns:
 
     def _train(self, job: Job) -> None:
         folder = Path(tempfile.mkdtemp(prefix=job.settings.name + "-", dir=self.root))
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)  # one core: on a small shared machine two threads wait on each other
-        try:
+        try:  # on the server's threads, set once at start (viz_app/server/threads.py)
             with self._in_the_hall_slot(job) as held:
                 if not held:
                     raise StoppedInQueue("stopped while another process's run held the lecture hall's slot")
@@ -174,7 +170,6 @@ class TinyTrainingRuns:
             log.exception("tiny run %s failed", job.settings.name)
             job.error = f"{type(error).__name__}: {error}"
         finally:
-            torch.set_num_threads(threads)
             shutil.rmtree(folder / "work", ignore_errors=True)  # text and optimizer state; the model folder stays
             with self._lock:
                 if job.error is None and job.log is not None and job.log.stopped_at is None:
