@@ -35,9 +35,15 @@ class Follower:
     problem: str | None = None
 
 
-def run_following(url: str, count: int, steps: int, timeout_s: float, server_pid: int, quiet_s: float = 10) -> dict:
+def run_following(url: str, count: int, steps: int, timeout_s: float, server_pid: int | list[int],
+                  quiet_s: float = 10) -> dict:
     """Students follow the presenter through `steps` steps. Returns the presses' times, the followers and the
-    server's CPU figures."""
+    server's CPU figures (`server_pid`: the server's process, or every process of a lecture hall: their sum)."""
+    pids = server_pid if isinstance(server_pid, list) else [server_pid]
+
+    def cpu_seconds() -> float:
+        return sum(classroom.cpu_seconds(pid) for pid in pids)
+
     followers = [Follower(n) for n in range(count)]
     stop = threading.Event()
     joined = threading.Barrier(count + 1)
@@ -51,11 +57,11 @@ def run_following(url: str, count: int, steps: int, timeout_s: float, server_pid
         joined.wait(timeout=timeout_s)
     except threading.BrokenBarrierError:
         pass
-    cpu_quiet = classroom.cpu_seconds(server_pid)
+    cpu_quiet = cpu_seconds()
     time.sleep(quiet_s)  # the students only poll
-    polling_cpu_s = classroom.cpu_seconds(server_pid) - cpu_quiet
+    polling_cpu_s = cpu_seconds() - cpu_quiet
     presses: list[float] = []
-    cpu_start, started = classroom.cpu_seconds(server_pid), time.monotonic()
+    cpu_start, started = cpu_seconds(), time.monotonic()
     for step in range(1, steps + 1):
         label = LESSON_BUTTONS[0] if step == 1 else LESSON_BUTTONS[1]
         if label not in page.buttons:
@@ -67,7 +73,7 @@ def run_following(url: str, count: int, steps: int, timeout_s: float, server_pid
             time.sleep(0.05)
         time.sleep(0.5)  # the class looks at the step
     steps_wall_s = time.monotonic() - started
-    steps_cpu_s = classroom.cpu_seconds(server_pid) - cpu_start
+    steps_cpu_s = cpu_seconds() - cpu_start
     stop.set()
     for thread in threads:
         thread.join(timeout=timeout_s)

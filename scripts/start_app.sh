@@ -7,6 +7,8 @@
 # presenter's key (--presenter-key KEY, BERT_INSIDE_PRESENTER_KEY or the settings file; else a random one) reaches
 # the app in the environment variable BERT_INSIDE_PRESENTER_KEY, never on a command line, which `ps` shows to every
 # user of the machine. Other arguments go to `streamlit run` (e.g. --server.port 8502).
+# A lecture hall: --processes N starts N app processes behind a proxy, sharing the class in a store
+# (scripts/lecture.sh; --server.port is then the proxy's port, --store URL a store that already runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 download="${BERT_INSIDE_NO_DOWNLOAD:-0}"
@@ -14,9 +16,13 @@ args=()
 app_args=()
 port=8501
 host=""
+processes=0
+lecture_args=()
 while (($#)); do
     case "$1" in
         --no-download) download=1 ;;
+        --processes) processes="${2:?--processes needs a number}"; shift ;;
+        --store) lecture_args+=("$1" "${2:?--store needs redis://HOST:PORT/DB}"); shift ;;
         --class | --no-cached-hub-models) app_args+=("$1") ;;
         --offer | --settings) app_args+=("$1" "${2:?$1 needs a value}"); shift ;;
         --offer=* | --settings=*) app_args+=("$1") ;;
@@ -31,10 +37,13 @@ while (($#)); do
     esac
     shift
 done
-bash scripts/install.sh
+if [[ "$processes" != "0" ]]; then bash scripts/install.sh --lecture; else bash scripts/install.sh; fi
 if [[ "$download" != "1" ]]; then
     # exit 3: offline (one line already printed); anything else failing must not stop the app either
     python3 -m bert download bert-base-uncased || echo "Starting on the built-in model (minilm)." >&2
+fi
+if [[ "$processes" != "0" ]]; then
+    exec bash scripts/lecture.sh --processes "$processes" --port "$port" ${host:+--bind "$host"} "${lecture_args[@]}" "${app_args[@]}"
 fi
 if [[ "$host" == "0.0.0.0" ]]; then host=""; fi
 # class mode: prints the two links and gives the presenter's key (nothing otherwise); bad settings stop here

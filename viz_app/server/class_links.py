@@ -4,7 +4,8 @@ scripts/start_app.sh --class runs it before it starts the app: it reads the same
 (viz_app/server/settings.py: flags, environment, settings file), takes the teacher's presenter key or makes a
 random one, prints the presenter's and the students' links on stderr and the key on stdout, which the script then
 hands to the app in the environment (BERT_INSIDE_PRESENTER_KEY, not on a command line `ps` shows), so the printed
-link is the one that works. Not in class mode: prints nothing. Bad settings: one line on stderr, exit 2.
+link is the one that works. Not in class mode: prints nothing. Bad settings: one line on stderr, exit 2. With
+BERT_INSIDE_STORE set (a lecture hall, scripts/lecture.sh), the store must answer: else one line, exit 2.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import os
 import secrets
 import sys
 
+from viz_app.server import class_store
 from viz_app.server.class_room import KEY_BYTES, class_links, network_host
 from viz_app.server.settings import SettingsError, read_settings
 
@@ -30,7 +32,9 @@ def main(argv: list[str]) -> int:
             app_flags.append(argument)
     try:
         settings = read_settings(app_flags, os.environ)
-    except SettingsError as error:
+        if os.environ.get(class_store.STORE_VARIABLE):
+            class_store.connect(os.environ[class_store.STORE_VARIABLE]).close()
+    except (SettingsError, class_store.StoreUnavailableError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     if not settings.class_mode:

@@ -12,6 +12,8 @@ No Streamlit here (viz_app/server/heavy.py shows it on a page; tests give a fake
   whose input changed, viz_app/server/sessions.py's let_streamlit_stop).
 - The hour's spending of each payer, for the per-visitor budget (viz_app/server/budget.py): the payer is the visitor
   unless the page names another (viz_app/server/heavy.py: the visitor's address, so that a second tab shares the hour).
+  Kept in this process (`MemorySpending`), or in the lecture hall's store (viz_app/server/class_store.py's
+  `RedisSpending`), so that every process of a lecture hall counts one hour per address.
 - Priority: the thread that takes a slot may be made nicer (`lower_priority`, the server's `nicer_thread`), so
   that on a busy machine the light pages' threads go first. Streamlit runs each run of a page in a new thread, so
   the nicer thread ends with the run that computed.
@@ -38,7 +40,7 @@ class BusyError(BertError):
 class HeavyJobs:
     def __init__(self, slots: int, connected: Callable[[str], bool], clock: Callable[[], float] = time.monotonic,
                  check_every_s: float = 0.5, wait_step_s: float = 0.25, lower_priority: Callable[[], None] = lambda: None,
-                 replace_wait_s: float = 30.0):
+                 replace_wait_s: float = 30.0, spending=None):
         self._slots = threading.BoundedSemaphore(max(1, slots))
         self._lower_priority = lower_priority
         self._connected, self._clock = connected, clock
@@ -46,11 +48,10 @@ class HeavyJobs:
         self._lock = threading.Condition()
         self._running: dict[str, threading.Event] = {}  # visitor -> its computation's stop request
         self._waiting: list[str] = []  # visitors waiting for a slot, in arrival order
-        self._spent: dict[str, deque] = defaultdict(deque)  # payer -> (time, work) of its computations
+        self._spending = spending or MemorySpending(clock)  # add(payer, work), spent_this_hour(payer)
 
     def spent_this_hour(self, payer: str) -> float:
-        with self._lock:
-            return self._prune(payer)
+        return self._spending.spent_this_hour(payer)
 
     def waiting(self) -> int:
         """Visitors waiting for a slot now."""
@@ -104,8 +105,7 @@ class HeavyJobs:
                 self._take_a_slot(visitor, session, on_progress, stop)
                 held[0] = True
                 self._lower_priority()
-                with self._lock:
-                    self._spent[payer].append((self._clock(), work))
+                self._spending.add(payer, work)
             done[0] += rows
             now = self._clock()
             if now - last[0] < self._check_every_s:
@@ -135,11 +135,25 @@ class HeavyJobs:
         if session is not None and not self._connected(session):
             raise StoppedError("the browser session that asked for this computation is gone")
 
-    def _prune(self, payer: str) -> float:
-        spent = self._spent[payer]
-        while spent and spent[0][0] < self._clock() - HOUR:
-            spent.popleft()
-        return sum(work for _, work in spent)
+
+
+class MemorySpending:
+    """What each payer spent in the last hour, in BERT-base token passes, in this process's memory."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic):
+        self._clock, self._lock = clock, threading.Lock()
+        self._spent: dict[str, deque] = defaultdict(deque)  # payer -> (time, work) of its computations
+
+    def add(self, payer: str, work: float) -> None:
+        with self._lock:
+            self._spent[payer].append((self._clock(), work))
+
+    def spent_this_hour(self, payer: str) -> float:
+        with self._lock:
+            spent = self._spent[payer]
+            while spent and spent[0][0] < self._clock() - HOUR:
+                spent.popleft()
+            return sum(work for _, work in spent)
 
 
 NICER_BY = 10  # nice levels a heavy computation's thread gives up (Linux: 0 is the default, 19 the nicest)

@@ -2,13 +2,18 @@
 free port, waits until it answers, yields (url, server process) and stops it at the end; CHROMIUM and
 CHROMIUM_ARGS open it in a headless Chromium (Debian's package, driven by Playwright), and `browser_missing()`
 says why that cannot happen here. The benchmarks (`python -m bench.classroom`, `python -m bench.class_server`)
-and the browser tests (tests/browser/conftest.py) use them."""
+and the browser tests (tests/browser/conftest.py) use them. `serve_lecture_hall(log, processes)` starts
+scripts/lecture.sh instead (Redis, `processes` app processes, HAProxy on a free port of 127.0.0.1) and yields the
+proxy's url and the folder where the script keeps its logs and its processes' ids (app1.pid, ..., redis.pid,
+haproxy.pid); it stops the hall as Ctrl-C does."""
 from __future__ import annotations
 
 import contextlib
 import importlib.util
 import os
+import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -74,3 +79,47 @@ def _wait_for_health(url: str, server: subprocess.Popen, timeout_s: float, log_p
         except OSError:
             time.sleep(1)
     raise RuntimeError(f"streamlit did not answer at {url} within {timeout_s:.0f} s")
+
+
+@contextlib.contextmanager
+def serve_lecture_hall(log_path: Path, processes: int, app_args: tuple[str, ...] = (), timeout_s: float = 300):
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "w") as log:
+        script = subprocess.Popen(["bash", str(ROOT / "scripts" / "lecture.sh"), "--processes", str(processes),
+                                   "--port", str(port), "--bind", "127.0.0.1", *app_args],
+                                  cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        yield url, _wait_for_hall(url, processes, script, timeout_s, log_path)
+    finally:
+        if script.poll() is None:
+            os.killpg(script.pid, signal.SIGINT)  # Ctrl-C
+            try:
+                script.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(script.pid, signal.SIGKILL)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_for_hall(url: str, processes: int, script: subprocess.Popen, timeout_s: float, log_path: Path) -> Path:
+    """The script's folder, once the proxy answers and every app process has said it serves."""
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        if script.poll() is not None:
+            raise RuntimeError(f"scripts/lecture.sh exited with code {script.returncode}; see {log_path}")
+        found = re.search(r"logs in (\S+)\.", log_path.read_text())
+        if found:
+            folder = Path(found.group(1))
+            logs = [folder / f"app{number}.log" for number in range(1, processes + 1)]
+            if all(log.exists() and "You can now view" in log.read_text() for log in logs):
+                _wait_for_health(url, script, deadline - time.time(), log_path)
+                return folder
+        time.sleep(1)
+    raise RuntimeError(f"the lecture hall did not start within {timeout_s:.0f} s; see {log_path}")

@@ -17,7 +17,9 @@ Three places, read in this order, each overriding the one before (folders add up
        memory_budget: 500           # MB one computation of a student may keep in the server's memory (default: 500)
 
 2. environment variables: BERT_INSIDE_CLASS=1, BERT_INSIDE_PRESENTER_KEY=..., BERT_INSIDE_REQUEST_BUDGET=...,
-   BERT_INSIDE_VISITOR_BUDGET=..., BERT_INSIDE_HEAVY_JOBS=..., BERT_INSIDE_THREADS=..., BERT_INSIDE_MEMORY_BUDGET=...
+   BERT_INSIDE_VISITOR_BUDGET=..., BERT_INSIDE_HEAVY_JOBS=..., BERT_INSIDE_THREADS=..., BERT_INSIDE_MEMORY_BUDGET=...;
+   BERT_INSIDE_STORE=redis://HOST:PORT/DB only there: a lecture hall's processes share their class and hours in
+   that store (viz_app/server/class_store.py, scripts/lecture.sh)
 3. flags after `--`: `streamlit run viz_app/Home.py -- --class --offer sentiment=/srv/models/bert-sst2
    --presenter-key ... --no-cached-hub-models --settings FILE --request-budget N --visitor-budget N
    --heavy-jobs N --threads N --memory-budget MB` (scripts/start_app.sh passes them on, except the key, which it passes in

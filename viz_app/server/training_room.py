@@ -16,11 +16,14 @@ as a visitor's heavy computation on any page): while it trains, one slot fewer i
 a slot when they hold every one. The training room is shared in turn: a run may carry a time limit (the page gives a student's STUDENT_LIMIT_S; the
 training loop stops it there, as if its owner had pressed Stop), and a session that asks while another run trains
 joins a queue (at most MAX_QUEUE sessions, one place each) whose first session still connected starts as soon as
-the slot is free. `place(owner)` is where a session stands in it.
+the slot is free. `place(owner)` is where a session stands in it. In a lecture hall (several processes,
+viz_app/server/class_store.py) one run trains at a time in the whole hall: a run also holds the hall's slot
+(`hall_slot`, a lease in the store), and waits for it, its log still empty, while another process's run holds it.
 """
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import logging
 import shutil
@@ -72,12 +75,14 @@ class TinyTrainingRuns:
     and still is `grace_s` seconds later (clock: seconds)."""
 
     def __init__(self, root: str | Path | None = None, connected: Callable[[str], bool] = lambda session: True,
-                 grace_s: float = 0.0, clock: Callable[[], float] = time.monotonic, jobs: HeavyJobs | None = None):
+                 grace_s: float = 0.0, clock: Callable[[], float] = time.monotonic, jobs: HeavyJobs | None = None,
+                 hall_slot=None):
         self.root = Path(root or tempfile.mkdtemp(prefix="inside-bert-tiny-"))
         if root is None:  # the server's own temporary folder goes when the server does
             atexit.register(shutil.rmtree, self.root, True)
         self._connected, self._grace_s, self._clock = connected, grace_s, clock
         self._jobs = jobs or HeavyJobs(1, connected)  # the server's slots (viz_app/server/singletons.py)
+        self._hall_slot = hall_slot  # class_store.RedisSlot in a lecture hall; None: this process is the server
         self._lock = threading.Lock()
         self.current: Job | None = None
         self._finished: OrderedDict[TinySettings, Job] = OrderedDict()
@@ -151,11 +156,16 @@ class TinyTrainingRuns:
     def _train(self, job: Job) -> None:
         folder = Path(tempfile.mkdtemp(prefix=job.settings.name + "-", dir=self.root))
         try:  # on the server's threads, set once at start (viz_app/server/threads.py)
-            with self._jobs.job(f"training:{job.owner}", None, 0.0, job.settings.steps):  # a slot; its session: ours
-                result, model, _ = train_tiny(job.settings, folder / "work", lambda grown: setattr(job, "log", grown),
-                                              lambda: job.stop.is_set() or self._gone(job) or self._over_time(job))
+            with self._in_the_hall_slot(job) as held:
+                if not held:
+                    raise StoppedInQueue("stopped while another process's run held the lecture hall's slot")
+                with self._jobs.job(f"training:{job.owner}", None, 0.0, job.settings.steps):  # a slot; its session: ours
+                    result, model, _ = train_tiny(job.settings, folder / "work", lambda grown: setattr(job, "log", grown),
+                                                  lambda: job.stop.is_set() or self._gone(job) or self._over_time(job))
             job.log = result
             job.model_folder = str(save_hf_folder(model, folder / "model", TINY_VOCAB))
+        except StoppedInQueue as stopped:
+            job.error = str(stopped)
         except Exception as error:  # a failed run must make way for the next and say why, not take the server down
             log.exception("tiny run %s failed", job.settings.name)
             job.error = f"{type(error).__name__}: {error}"
@@ -175,10 +185,19 @@ class TinyTrainingRuns:
             if following is not None:
                 self._launch(following)
 
+    def _in_the_hall_slot(self, job: Job):
+        if self._hall_slot is None:
+            return contextlib.nullcontext(True)
+        return self._hall_slot.held(f"training:{job.owner}", lambda: job.stop.is_set() or self._gone(job))
+
     def _over_time(self, job: Job) -> bool:
         if job.limit_s is not None and self._clock() - job.started_at >= job.limit_s:
             job.timed_out = True
         return job.timed_out
+
+
+class StoppedInQueue(Exception):
+    """A run stopped before it could take the lecture hall's slot."""
 
 
 def _remove_model_folder(job: Job) -> None:

@@ -84,3 +84,17 @@ def test_bad_settings_stop_before_the_app(checkout):
     code, streamlit_args, stderr, app_key = start(checkout, "--class", "--offer", "no-equals-sign", "--no-download")
     assert code == 2 and streamlit_args == [] and app_key is None
     assert stderr.strip().splitlines()[-1].startswith("error: --offer 'no-equals-sign'")
+
+
+def test_processes_hand_the_class_to_the_lecture_script(checkout):
+    """--processes N: install.sh is asked for the lecture hall's tools, then scripts/lecture.sh gets the count, the
+    proxy's port, the store and the app's flags (a stand-in that prints them), with the key in its environment."""
+    (checkout / "scripts" / "install.sh").write_text(f'printf "%s" "$*" > {checkout / "install_args"}\n')
+    (checkout / "scripts" / "lecture.sh").write_text(
+        f'printf "%s\\n" "$@"; printf "%s" "${{BERT_INSIDE_PRESENTER_KEY-}}" > {checkout / APP_KEY}\n')
+    code, lecture_args, stderr, key = start(checkout, "--class", "--processes", "3", "--server.port", "8600",
+                                            "--store", "redis://10.0.0.2:6379/0", "--presenter-key", "a-teacher-key")
+    assert code == 0, stderr
+    assert (checkout / "install_args").read_text() == "--lecture"
+    assert lecture_args == ["--processes", "3", "--port", "8600", "--store", "redis://10.0.0.2:6379/0", "--class"]
+    assert key == "a-teacher-key"
