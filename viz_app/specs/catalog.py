@@ -4,6 +4,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from viz_app.specs import rollout
+from viz_app.specs import circuits, rollout
 
-SPECS: dict[str, ModuleType] = {spec.NAME: spec for spec in (rollout,)}
+SPECS: dict[str, ModuleType] = {spec.NAME: spec for spec in (rollout, circuits)}
