@@ -67,3 +67,40 @@ def test_patching_a_picked_edge_or_node_gives_the_librarys_patched_metric(open_p
 def test_bad_pairs_get_one_line(open_page, query, message):
     at = open_page(circuit_pair=-1, **query)
     assert message in texts(at) and not figures(at)
+
+
+def test_exact_patching_over_the_budget_does_not_start_for_a_student(open_page, monkeypatch):
+    from viz_app.server import visitor
+
+    # MiniLM at the built-in pair's 9 tokens: exact 8,655 BERT-base token passes, EAP-IG with 5 steps 46
+    monkeypatch.setenv("BERT_INSIDE_REQUEST_BUDGET", "100")
+    monkeypatch.setattr(visitor, "address", lambda: "192.168.1.20")  # a visitor from another machine
+    at = open_page(circuit_method="exact")
+    shown = texts(at)
+    assert "over your budget, so EAP-IG" in shown and "7,693 forward passes of 9 tokens" in shown
+    assert not figures(at) and not at.button  # nothing runs, nothing to confirm
+    at.selectbox(key="circuit_method").set_value("eap-ig").run()  # the page's default, within the budget
+    no_exception(at)
+    assert len(figures(at)) == 2
+
+
+FAMILIES = {  # each family's masked-LM model (tests/families/family_support.py), tiny and random; BERT: MiniLM above
+    "roberta": ("roberta", "RobertaForMaskedLM"),
+    "distilbert": ("distilbert", "DistilBertForMaskedLM"), "albert": ("albert", "AlbertForMaskedLM"),
+    "electra-generator": ("electra", "ElectraForMaskedLM"), "modernbert": ("modernbert", "ModernBertForMaskedLM"),
+}
+TINY_PAIR = {"circuit_pair": -1, "circuit_clean": "the dog [MASK] the cat .", "circuit_corrupt": "the cat [MASK] the dog .",
+             "circuit_answer": "barked", "circuit_foil": "dog", "circuit_method": "exact", "circuit_shown": 5}
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_family_with_a_masked_lm_head_draws_its_circuit(family, tmp_path, tiny_vocab_file):
+    from families.family_support import build_hf, write_tiny_tokenizer
+    from viz_app.app.url_params import MODEL_PARAM
+
+    build_hf(*FAMILIES[family], max_position_embeddings=64 + (2 if family == "roberta" else 0)).save_pretrained(tmp_path)
+    write_tiny_tokenizer(tmp_path, tiny_vocab_file)
+    at = open_in_app("circuits", {**TINY_PAIR, MODEL_PARAM: str(tmp_path)})
+    graph, curve = figures(at)
+    assert sum(1 for trace in graph["data"] if trace.get("mode") == "lines") == 5 and len(curve["data"]) == 2
+    assert "logit(barked) − logit(dog)" in "\n".join(text.value for text in at.text)
