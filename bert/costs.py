@@ -7,6 +7,10 @@ model, whatever the batch it rides in (a batch of 32 rows is 32 passes). A backw
 costs about two forward passes (Kaplan et al. 2020, section 2.1: 2N FLOPs per token forward, 4N backward), so
 `equivalent_passes` counts it as two.
 
+Memory is priced beside the passes: `kept_bytes`, what the result keeps once the computation ends (a server caches
+it: the probes' word vectors of every layer), and `peak_bytes`, the most it holds while it runs (0: not counted,
+a pass's own activations).
+
 The work of a pass grows with its tokens (the MLPs and projections, linearly; attention scores, quadratically,
 a small share up to 512 tokens in BERT-base) and with the model's width and depth: `work` is in BERT-base token
 passes, so one budget serves a small model and BERT-base alike.
@@ -27,6 +31,8 @@ class Cost:
     tokens: int  # tokens in each row
     lower: tuple[str, ...] = ()  # the settings that make it cheaper, in the words a page uses ("integration steps")
     backward_passes: int = 0  # rows whose gradient is also taken (one backward pass each)
+    kept_bytes: int = 0  # memory the result keeps after the computation (e.g. every layer's word vectors)
+    peak_bytes: int = 0  # memory it holds at most while it runs, the kept part included (0: not counted)
 
     @property
     def equivalent_passes(self) -> int:
@@ -39,17 +45,27 @@ class Cost:
         return self.equivalent_passes * self.tokens * (1.0 if config is None else relative_size(config))
 
     def __add__(self, other: "Cost") -> "Cost":
-        """Both computations (over the longer input of the two, when they differ)."""
+        """Both computations, one after the other (over the longer input of the two, when they differ): their
+        kept memory adds up, and the second one's peak comes on top of what the first one keeps."""
         lower = self.lower + tuple(setting for setting in other.lower if setting not in self.lower)
         return Cost(self.forward_passes + other.forward_passes, max(self.tokens, other.tokens), lower,
-                    self.backward_passes + other.backward_passes)
+                    self.backward_passes + other.backward_passes, self.kept_bytes + other.kept_bytes,
+                    max(self.peak_bytes, self.kept_bytes + other.peak_bytes))
 
     def describe(self) -> str:
-        """"4,088 forward passes of 511 tokens (and 32 backward passes)"."""
+        """"4,088 forward passes of 511 tokens (and 32 backward passes)", with ", keeping 1,774 MB" when it keeps
+        memory."""
         text = f"{self.forward_passes:,} forward pass{'' if self.forward_passes == 1 else 'es'} of {self.tokens:,} tokens"
         if self.backward_passes:
             text += f" (and {self.backward_passes:,} backward pass{'' if self.backward_passes == 1 else 'es'})"
+        if self.kept_bytes:
+            text += f", keeping {megabytes(self.kept_bytes)} MB"
         return text
+
+
+def megabytes(count: int) -> str:
+    """Bytes in MB (10^6 bytes) for a message: "1,774"; "0.4" under 1 MB."""
+    return f"{count / 1e6:,.0f}" if count >= 1e6 else f"{count / 1e6:.1f}"
 
 
 def relative_size(config: BertConfig) -> float:

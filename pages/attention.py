@@ -30,6 +30,9 @@ WORDS_NOTE = ("Words: each word's pieces merged as Clark et al. (2019) did. Atte
               "attention to its pieces, attention from a word the mean of its pieces' rows, so a row still sums to 1. "
               "The query-key section below stays with the pieces, which is what the model computes.")
 context = widgets.require()
+relative = context.loaded.model.config.relative_attention  # DeBERTa: the scores split into three terms
+widgets.contents({"query-key": "Query against key", **({"score-terms": "Score terms"} if relative else {}),
+                  "all-heads": "All heads at a glance", "head-statistics": "Head statistics"})
 result = cache.predictions_and_attention(context.key, context.prepared)  # the prediction page's pass
 summary = context.loaded.summary
 tokens = result.tokens
@@ -58,7 +61,7 @@ units = st.container()
 left, right = st.columns([3, 2])
 head_download = st.container()  # the charts of this section are drawn once every setting below is read
 
-st.subheader("Why it looks there: query against key")
+st.subheader("Why it looks there: query against key", anchor="query-key")
 st.caption(
     "The head's score for a pair of tokens is the dot product of the looking token's query vector q and the "
     "looked-at token's key vector k: multiply them dimension by dimension and add up. Divided by the square root "
@@ -69,7 +72,6 @@ with st.columns([1, 2])[0]:
         "Key token (looked at)", "neuron_key", positions, format_func=lambda i: f"{i}: {tokens[i]}",
         default=strongest_key(result, layer, head, focus, positions),
     )
-relative = context.loaded.model.config.relative_attention  # DeBERTa: the scores split into three terms
 if relative:
     st.caption(
         "In DeBERTa q·k is one of three terms of the score (content to content); the other two come from how far "
@@ -79,11 +81,11 @@ if relative:
 sums = st.columns(3)
 query_charts = st.container()
 if relative:
-    st.subheader("Where does this head's score come from?")
+    st.subheader("Where does this head's score come from?", anchor="score-terms")
     st.caption(TERMS_NOTE)
     terms_section = st.container()  # filled last: it runs the model once more, within the visitor's budget
 
-st.subheader("All heads at a glance")
+st.subheader("All heads at a glance", anchor="all-heads")
 st.caption(
     "Each small square is one head's pattern (rows: the tokens looking, columns: the tokens looked at), layers "
     "top to bottom. Stripes are heads that attend to one token (often [CLS], [SEP] or '.'), diagonals are heads "
@@ -91,7 +93,7 @@ st.caption(
 )
 overview = st.container()
 
-st.subheader("Head statistics")
+st.subheader("Head statistics", anchor="head-statistics")
 stats = cache.head_statistics(context.key, context.prepared)
 names = list(STATISTICS)
 statistic = st.segmented_control("Statistic", names, required=True, **state.kept("statistic", names))
@@ -123,12 +125,15 @@ st.dataframe(
     table,
     hide_index=True,
     height=320,
+    width="content",
     column_config={
-        "layer": st.column_config.NumberColumn(width="small"),
-        "head": st.column_config.NumberColumn(width="small"),
-        "entropy": st.column_config.NumberColumn(format="%.2f bits", help=STATISTICS["entropy"]),
+        # pixel widths: every column fits the main column at 1366 px wide (sidebar open), none cut at the right edge
+        "layer": st.column_config.NumberColumn(width=55),
+        "head": st.column_config.NumberColumn(width=55),
+        "entropy": st.column_config.NumberColumn(format="%.2f bits", help=STATISTICS["entropy"], width=85),
         **{
-            name: st.column_config.ProgressColumn(help=STATISTICS[name], format="percent", min_value=0, max_value=1)
+            name: st.column_config.ProgressColumn(help=STATISTICS[name], format="percent", min_value=0, max_value=1,
+                                                  width=105)
             for name in names
             if name != "entropy"
         },

@@ -2,7 +2,7 @@
 noise on one sentence (Meng et al. 2022)."""
 import streamlit as st
 
-from bert.errors import InvalidInputError
+from bert.errors import InputTooLongError, InvalidInputError
 from bert.layers import layer_label
 from viz_app import cache, page_costs
 from viz_app.server import heavy
@@ -24,12 +24,6 @@ if not loaded.summary.has_mlm_head:
     st.stop()
 
 
-def forget(*keys: str) -> None:
-    """Widget callback: a new sentence has other guesses and tokens, so the page picks them afresh."""
-    for key in keys:
-        st.session_state[key] = None
-
-
 def word_choice(column, label: str, key: str, guesses: list[str], chosen: str, help: str) -> str:
     """One of the model's top guesses (the page's pick first), or any word typed in."""
     options = list(dict.fromkeys([chosen, *guesses])) if chosen else guesses
@@ -39,7 +33,11 @@ def word_choice(column, label: str, key: str, guesses: list[str], chosen: str, h
 
 
 def stop_with(problem: InvalidInputError) -> None:
-    st.warning(escape_markdown(str(problem)))  # it quotes the words typed or linked
+    if isinstance(problem, InputTooLongError):  # the library's message names its own argument: say it in the page's words
+        st.warning(f"That sentence is {problem.num_tokens} tokens long, but the model reads at most {problem.max_tokens}. "
+                   "Shorten it.")
+    else:
+        st.warning(escape_markdown(str(problem)))  # it quotes the words typed or linked
     st.stop()
 
 
@@ -49,9 +47,9 @@ layers = loaded.summary.layers
 if mode == "two":
     columns = st.columns(2)
     clean = columns[0].text_input("Clean sentence (its guess is what patching restores)", **state.kept("patch_clean"),
-                                  on_change=forget, args=("patch_answer", "patch_foil"))
+                                  on_change=state.reset, args=("patch_answer", "patch_foil"))
     corrupted = columns[1].text_input("Corrupted sentence (as many word pieces, one word changed)", **state.kept("patch_corrupted"),
-                                      on_change=forget, args=("patch_answer", "patch_foil"))
+                                      on_change=state.reset, args=("patch_answer", "patch_foil"))
     clean_guesses, corrupted_guesses = list(cache.mask_guesses(context.key, clean)), list(cache.mask_guesses(context.key, corrupted))
     answer, foil = pick_answer_foil(clean_guesses, corrupted_guesses, st.session_state.get("patch_answer"),
                                     st.session_state.get("patch_foil"))
@@ -99,7 +97,7 @@ if mode == "two":
         widgets.show_chart(chart, key=name)
     widgets.download_view("Causal tracing: two sentences", "causal_tracing")
 else:
-    text = st.text_input("Sentence with one [MASK]", **state.kept("trace_text"), on_change=forget, args=("trace_corrupt", "trace_answer"))
+    text = st.text_input("Sentence with one [MASK]", **state.kept("trace_text"), on_change=state.reset, args=("trace_corrupt", "trace_answer"))
     try:
         encoding = loaded.tokenizer.encode(text, max_length=loaded.summary.max_positions)
     except InvalidInputError as problem:

@@ -1,14 +1,14 @@
-"""Compare two models: layer-by-layer similarity (CKA), how much each head's attention moved, predictions side by side."""
+"""Compare two models: layer-by-layer similarity (CKA), how much each head's attention moved, predictions side by side.
+The page lays out the widgets; the comparison and its charts are its spec, viz_app/specs/compare_models.py."""
 import streamlit as st
 
 from bert.errors import BertError
 from viz_app.server import access, heavy
 from viz_app.app import analysis_widgets, models, state, widgets
-from viz_app import cache, page_costs
+from viz_app import cache
 from viz_app.specs import compare_models as model_comparison
 from viz_app.app.models import ModelKey
 from viz_app.app.text import escape_markdown
-from viz_app.charts import compare as charts
 
 widgets.page_header(
     "Compare two models",
@@ -39,7 +39,8 @@ if key_a == key_b:
 try:
     loaded_b = cache.load_model(key_b)
 except (BertError, OSError, ValueError, RuntimeError) as error:
-    st.error(f"Could not load model B, {source_b!r} ({access.failure(error, context.visitor.role)}). "
+    st.error(f"Could not load model B, “{escape_markdown(str(source_b))}” "
+             f"({escape_markdown(access.failure(error, context.visitor.role))}). "
              "Pick another model.")
     st.stop()
 shared = cache.same_vocabulary(key_a, key_b)
@@ -48,8 +49,7 @@ name_a, name_b = context.key.source, source_b
 st.subheader("Predictions side by side")
 table = model_comparison.side_by_side(context.loaded, loaded_b, context.prepared, shared)
 if table.empty:
-    st.info("Nothing both models can predict for this input: put a [MASK] in the sentence (both need a masked-LM "
-            "head), or compare two classifiers, or two models with a next-sentence head and a second sentence.")
+    st.info(model_comparison.nothing_shared(context.loaded, loaded_b, context.prepared, shared))
 else:
     st.dataframe(table.rename(columns={"model A": f"A: {name_a}", "model B": f"B: {name_b}"}), hide_index=True)
 
@@ -59,15 +59,15 @@ if picked is None:
     st.stop()
 sentences, description = picked
 texts = tuple(s.text for s in sentences)
-cost, counted_at = page_costs.model_comparison(context.loaded, loaded_b, list(texts))
-if not heavy.allowed(context, cost, "compare_models", counted_at):
-    st.stop()
+settings = model_comparison.Settings(key_b, texts, name_a, name_b)
 try:
-    with heavy.job(context, cost, "Running the sentences through both models", counted_at):
-        result = cache.model_comparison(key_a, key_b, texts)
+    result = heavy.run(context, *model_comparison.computations(settings)["comparison"])
 except BertError as error:
     st.error(f"These two models cannot be compared: {escape_markdown(str(error))}.")
     st.stop()
+if result is None:  # over the budget: the page has said why
+    st.stop()
+charts = model_comparison.view(settings, context, {"comparison": result})
 if result.unit == "token":
     st.caption(f"Over {description}: {result.num_examples:,} tokens, every token of every sentence.")
 else:
@@ -76,7 +76,7 @@ else:
                f"{result.num_sentences:,} sentences; {result.skipped:,} sentence{'' if result.skipped == 1 else 's'} "
                "skipped, where the two tokenizers split the words differently.")
 if result.same_depth:
-    widgets.show_chart(charts.cka_by_layer(result, name_a, name_b), key="cka_by_layer")
+    widgets.show_chart(charts["cka_by_layer"], key="cka_by_layer")
     halves = result.lower_and_upper() if result.unit == "token" else None  # fine-tuning's pattern: one vocabulary
     if halves is not None:
         lower, upper = halves
@@ -88,9 +88,9 @@ if result.same_depth:
             f"against the base model stays near 1 low down and falls near the top. Here the lower half of the layers "
             f"has a mean CKA of {lower:.2f} and the upper half {upper:.2f}, so this pair {verdict}."
         )
-widgets.show_chart(charts.cka_matrix(result, name_a, name_b), key="cka_matrix")
-if result.attention_js is not None:
-    widgets.show_chart(charts.attention_change(result), key="attention_change")
+widgets.show_chart(charts["cka_matrix"], key="cka_matrix")
+if "attention_change" in charts:
+    widgets.show_chart(charts["attention_change"], key="attention_change")
 elif result.unit == "word":
     st.info("The two models read different tokens, so their attention patterns cannot be paired up head by head.")
 else:

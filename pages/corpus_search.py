@@ -23,7 +23,8 @@ context = widgets.require()
 loaded = context.loaded
 key = context.key
 
-choice = st.radio("Search in", [analysis_widgets.BUILTIN, analysis_widgets.UPLOAD], key="search_corpus", horizontal=True)
+choice = st.radio("Search in", [analysis_widgets.BUILTIN, analysis_widgets.UPLOAD], horizontal=True,
+                  **state.kept("search_corpus", [analysis_widgets.BUILTIN, analysis_widgets.UPLOAD]))
 if choice == analysis_widgets.UPLOAD:
     upload = uploads.upload_box(f"A .txt file, one sentence per line: at most {corpus_search.MAX_LINES:,} lines and "
                                 f"{corpus_search.MAX_TOKENS:,} tokens", ["txt"], "search_file", uploads.TEXT_BYTES)

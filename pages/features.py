@@ -124,9 +124,8 @@ st.caption(f"The residual stream {residual_label(config.layer)} (hidden_states[{
            f"at most {config.k} active per token; trained on {trained_on}.")
 widgets.show_chart(sentence_view(FeatureSettings(shown=shown), z, tokens, config.layer, labels)["heatmap"], key="features_heatmap")
 
-if st.session_state.get("features_feature") is None:
-    st.session_state["features_feature"] = strongest_feature(z)
-feature = int(st.number_input("Feature", 0, config.features - 1, step=1, **state.kept("features_feature"),
+feature = int(st.number_input("Feature", 0, config.features - 1, step=1,  # none chosen yet: the strongest here
+                              **state.kept("features_feature", range(config.features), strongest_feature(z)),
                               help="Type a feature number from the heatmap (f812 → 812)."))
 text = st.text_input("Your label for this feature", **state.kept(feature_logic.LABEL_KEY.format(sae=name, feature=feature)),
                      placeholder=(saved | uploaded).get(feature, "what it seems to fire on"),
@@ -138,7 +137,7 @@ if may_save and st.button("Save the label with the sparse autoencoder", key="fea
         set_label(folder, feature, text, config.features)
         st.success(f"Saved in {Path(folder).name}/labels.json." if text.strip() else "The saved label is removed.")
     except (BertError, OSError) as error:
-        st.error(f"Could not save the label: {error}")
+        st.error(f"Could not save the label: {escape_markdown(str(error))}")
 corpus_id, corpus = corpus_picker("features_corpus")
 factor = st.select_slider("Switch the feature", [0.0, 0.5, 1.0, 2.0, 4.0, 8.0], value=0.0, **state.kept("features_factor"),
                           format_func=lambda f: "off" if f == 0 else f"x {f:g}",

@@ -1,14 +1,13 @@
-"""Head ablation: remove heads or whole layers and watch the predictions change; rank every head."""
+"""Head ablation: remove heads or whole layers and watch the predictions change; rank every head. The page lays out
+the widgets; what it computes and draws is its spec, viz_app/specs/head_ablation.py."""
 import pandas as pd
 import streamlit as st
-import torch
 
 from bert.analysis.causal import ablation
 from bert.layers import head_label, layer_label
 from viz_app.app import analysis_widgets, state, widgets
-from viz_app import cache, page_costs
 from viz_app.server import heavy
-from viz_app.views.head_ablation import head_ablation_view
+from viz_app.specs import head_ablation
 
 widgets.page_header(
     "Head ablation",
@@ -32,32 +31,24 @@ chosen_heads = columns[0].multiselect("Heads to ablate", all_heads, **state.kept
 chosen_layers = columns[1].multiselect("Whole layers to ablate", list(range(summary.layers)), **state.kept("ablation_layers"),
                                        format_func=layer_label)
 heads = sorted(set(chosen_heads) | set(ablation.layer_heads(context.loaded.model, chosen_layers)))
-mean_z = None
+mean = None
 if mode == "mean":  # the heads' mean output over the built-in sentences, once per model, shared by every visitor
-    mean_cost = cache.per_model_cost(context.key, "mean_ablation")
-    if not heavy.allowed(context, mean_cost, "ablation_mean"):
+    mean = heavy.run(context, head_ablation.MEAN, head_ablation.MeanWork(), key="ablation_mean")
+    if mean is None:
         st.stop()
-    with heavy.job(context, mean_cost, "Averaging every head's output over the built-in sentences"):
-        mean_z = torch.from_numpy(cache.mean_head_outputs(context.key))
-loaded, encoding = context.loaded, context.prepared.masked
-intact = {p.position: p for p in ablation.predict_ablated(loaded.model, loaded.tokenizer, encoding, top_k=10)}
-after = {p.position: p for p in ablation.predict_ablated(loaded.model, loaded.tokenizer, encoding, heads, mode, mean_z, top_k=10)}
-table = pd.DataFrame(
-    [
-        {"rank": i + 1, "intact": f"{a.token} ({a.probability:.1%})", "ablated": f"{b.token} ({b.probability:.1%})"}
-        for i, (a, b) in enumerate(zip(intact[position].candidates, after[position].candidates))
-    ]
-)
-st.subheader(f"Top 10 at position {position}, {len(heads)} head(s) ablated")
-st.dataframe(table, hide_index=True)
+st.subheader(f"Top {head_ablation.SHOWN} at position {position}, {len(heads)} head(s) ablated")
+st.dataframe(pd.DataFrame(head_ablation.before_after(context.loaded, context.prepared, position, heads, mode, mean)),
+             hide_index=True)
 
 st.subheader("Rank every head")
 st.caption(
     f"Each of the {len(all_heads)} heads is ablated alone ({mode}), all in batched forward passes (one row per "
     "head), and the change in log-probability of the intact model's top prediction is measured."
 )
-cost = page_costs.head_ranking(loaded, len(encoding))
-if st.toggle(f"Rank all heads ({cost.describe()})", key="ablation_rank") and heavy.allowed(context, cost, "ablation_rank"):
-    with heavy.job(context, cost, "Ablating every head, one per row of a batch"):
-        ranking = cache.head_ranking(context.key, context.prepared, position, mode)
-    widgets.show_chart(head_ablation_view(ranking)["ranking"], key="ranking")
+work = head_ablation.RankingWork(position, mode, mean)
+cost = head_ablation.RANKING.cost(context, work)
+if st.toggle(f"Rank all heads ({cost.describe()})", **state.kept("ablation_rank")):
+    ranking = heavy.run(context, head_ablation.RANKING, work, key="ablation_rank")
+    if ranking is not None:
+        settings = head_ablation.Settings(position, mode, tuple(heads), rank=True)
+        widgets.show_chart(head_ablation.view(settings, context, {"ranking": ranking})["ranking"], key="ranking")

@@ -1,16 +1,16 @@
-"""Head statistics over a corpus (Clark et al. 2019), with the paper's findings beside ours for BERT-base."""
+"""Head statistics over a corpus (Clark et al. 2019), with the paper's findings beside ours for BERT-base. The page
+lays out the widgets; what it computes and draws is its spec, viz_app/specs/head_statistics.py."""
 import pandas as pd
 import streamlit as st
 
 from bert.analysis.attention.attention_stats import STATISTICS
-from bert.errors import BertError
 from bert.analysis.attention.head_stats import CLARK_2019, CLARK_2019_SOURCE, clark_2019_reference, is_bert_base, top_heads
-from viz_app.app import analysis_widgets
-from viz_app import cache, page_costs
+from bert.errors import BertError
+from viz_app.app import analysis_widgets, state, widgets
+from viz_app.charts.published import published_table
 from viz_app.server import heavy
-from viz_app.app import state, widgets
-from viz_app.charts.head_statistics import statistic_by_layer_chart
-from viz_app.charts.published import published_table, with_published_values
+from viz_app.specs import head_statistics
+from viz_app.app.text import escape_markdown
 
 widgets.page_header(
     "Head statistics over a corpus",
@@ -24,29 +24,26 @@ pairs = st.toggle("Pair consecutive sentences as A and B", **state.kept("stats_p
 if picked is None:
     st.stop()
 sentences, description = picked
+work = head_statistics.StatisticsWork(tuple(sentences), pairs)
 try:
-    cost = page_costs.head_statistics(context.loaded, sentences, pairs)
-    if not heavy.allowed(context, cost, "head_statistics"):
-        st.stop()
-    with heavy.job(context, cost, "Averaging every head's attention over the sentences"):
-        statistics = cache.corpus_statistics(context.key, sentences, pairs)
+    statistics = heavy.run(context, head_statistics.STATISTICS_OVER_SENTENCES, work, key="head_statistics")
 except BertError as error:  # e.g. a pair longer than the model's positions
-    st.warning(f"The model cannot read these sentences: {error}. Pick fewer or shorter sentences, or another model.")
+    st.warning(f"The model cannot read these sentences: {escape_markdown(str(error))}. Pick fewer or shorter sentences, or another model.")
+    st.stop()
+if statistics is None:
     st.stop()
 names = list(STATISTICS)
 statistic = st.segmented_control("Statistic", names, required=True, **state.kept("stats_statistic", names))
-bert_base = is_bert_base(context.loaded.model)
-findings = [f for f in CLARK_2019 if f.statistic == statistic] if bert_base else []
-chart = statistic_by_layer_chart(statistics[statistic], statistic, findings)
-published = clark_2019_reference().get(statistic)
-widgets.show_chart(with_published_values(chart, published) if bert_base and published else chart, key="stats_by_layer")
+settings = head_statistics.Settings(work, statistic)
+widgets.show_chart(head_statistics.view(settings, context, {"statistics": statistics})["by_layer"], key="stats_by_layer")
 st.caption(STATISTICS[statistic] + f". Over {description}.")
+published = clark_2019_reference().get(statistic)
 if published:
     with st.expander(f"BERT-base's {statistic} in Clark et al. 2019 (grey on the chart when BERT-base is loaded)"):
         st.caption("Read off the paper's Figure 2 (about ±0.02), BERT-base on Wikipedia segment pairs. Their punctuation "
                    "is periods and commas only; a blank is a value the figure hides.")
         st.dataframe(published_table(published), hide_index=True)
-if bert_base:
+if is_bert_base(context.loaded.model):
     st.info("This model has BERT-base's shape, so the published findings are drawn beside ours (shaded). "
             f"Source: {CLARK_2019_SOURCE}.\n\n" + "\n".join(f"- {f.claim}" for f in CLARK_2019))
 else:

@@ -10,14 +10,13 @@ from viz_app.server import access
 from viz_app import cache
 from viz_app.specs.how_bert_was_trained import live_run, successors as successor_runs
 from viz_app.app import models, page_context, state, widgets
+from viz_app.app.navigation import LINK_PARAMS
 from viz_app.server.access import Role
 from viz_app.app.text import escape_markdown
 from viz_app.specs.how_bert_was_trained import figures as figures
 from viz_app.charts import training as charts
 
-DEFAULT_TEXT = "The man went to the store. He bought a gallon of milk. Then he walked home in the rain."
-TASKS = {"nsp": "Next sentence (BERT): B follows A, or is a random sentence",
-         "sop": "Sentence order (ALBERT): B follows A, or the two are swapped"}
+TASKS = LINK_PARAMS["pair_task"].choices  # name -> label
 
 widgets.page_header(
     "How BERT was trained",
@@ -34,14 +33,17 @@ except BertError as error:
                "vocabulary.")
     st.stop()
 tokenizer = builtin.tokenizer
+widgets.contents({"masking": "Masking", "pairs": "Next-sentence pairs", "loss": "The loss", "tiny-bert": "A tiny BERT learns",
+                  "mlm-vs-left-to-right": "Masked LM against left-to-right", "model-size": "Model size",
+                  "after-bert": "After BERT"})
 
-st.header("1. Masking: which words the model must guess")
-text = st.text_area("Your text (one or more sentences)", DEFAULT_TEXT, **state.kept("trained_text"))
+st.header("1. Masking: which words the model must guess", anchor="masking")
+text = st.text_area("Your text (one or more sentences)", **state.kept("trained_text"))
 seed_column, draw_column, whole_column = st.columns([1, 1, 2], vertical_alignment="bottom")
-seed = int(seed_column.number_input("Seed", 0, 1_000_000, 0, key="mask_seed"))
-draw_column.button("Draw again", icon=":material/casino:", key="mask_redraw",
-                   on_click=lambda: st.session_state.update(mask_seed=st.session_state.get("mask_seed", 0) + 1))
-whole_word = whole_column.toggle("Whole-word masking (hide all pieces of a word together)", key="mask_whole_word")
+seed = int(seed_column.number_input("Seed", 0, 1_000_000, **state.kept("mask_seed", range(1_000_001))))
+draw_column.button("Draw again", icon=":material/casino:", **state.filling(
+    "mask_redraw", lambda pressed: {"mask_seed": st.session_state["mask_seed"] + 1}, event="on_click"))
+whole_word = whole_column.toggle("Whole-word masking (hide all pieces of a word together)", **state.kept("mask_whole_word"))
 try:
     batch, truncated = walkthrough.sentence_batch(tokenizer, text)
 except BertError as error:
@@ -55,8 +57,8 @@ st.caption(figures.masking_summary(masked))
 if truncated:
     st.caption(f"Only the first {walkthrough.MAX_LENGTH} tokens are used, as in training.")
 
-st.header("2. Next-sentence pairs")
-task = st.radio("Pairs for", list(TASKS), format_func=TASKS.get, key="pair_task", horizontal=True)
+st.header("2. Next-sentence pairs", anchor="pairs")
+task = st.radio("Pairs for", list(TASKS), format_func=TASKS.get, horizontal=True, **state.kept("pair_task", list(TASKS)))
 try:
     pairs = walkthrough.sentence_pairs(tokenizer, text, seed, task)
 except BertError as error:
@@ -70,7 +72,7 @@ if pairs:
     st.caption(figures.PAIRS_NOTE[task])
 
 if pairs and builtin.model.has_mlm_head and builtin.model.has_nsp_head:
-    st.header("3. The loss for one example")
+    st.header("3. The loss for one example", anchor="loss")
     pair = pairs[0]
     masked_pair = walkthrough.mask_example(tokenizer, pair.batch, seed, whole_word)
     st.markdown(charts.masking_chips(masked_pair, "read"), unsafe_allow_html=True)  # tokens escaped in the chips
@@ -83,17 +85,17 @@ if pairs and builtin.model.has_mlm_head and builtin.model.has_nsp_head:
                  hide_index=True)
     st.caption(figures.LOSS_NOTE)
 
-st.header("4. Watch a tiny BERT learn")
+st.header("4. Watch a tiny BERT learn", anchor="tiny-bert")
 st.caption(figures.LIVE_NOTE)
 live_run.render(role, context.visitor.settings.heavy_slots if context is not None else 1)
 
-st.header("5. Masked LM against left-to-right, in miniature")
+st.header("5. Masked LM against left-to-right, in miniature", anchor="mlm-vs-left-to-right")
 st.caption(figures.DIRECTION_NOTE)
 figures.direction_comparison()
 
-st.header("6. Model size against held-out loss, in miniature")
+st.header("6. Model size against held-out loss, in miniature", anchor="model-size")
 st.caption(figures.SIZE_NOTE)
 figures.size_comparison()
 
-st.header("7. What came after BERT")
+st.header("7. What came after BERT", anchor="after-bert")
 successor_runs.render(context, tokenizer, text, batch, seed)

@@ -12,7 +12,7 @@ from viz_app.server.access import Role
 from viz_app.lessons import following, session
 from viz_app.lessons.export import lesson_html
 from viz_app.lessons.format import PAGES, LessonError, builtin_lessons, parse_lesson
-from viz_app.app.text import escape_markdown
+from viz_app.app.text import escape_markdown, without_images
 
 UPLOAD = "upload"
 STAGE_CSS = """<style>
@@ -44,18 +44,15 @@ if name == UPLOAD and not presenting:
     text = uploads.read_text(upload, uploads.LESSON_BYTES) if upload is not None else None
     if text is not None:
         try:
-            st.session_state[session.UPLOADED] = parse_lesson(text, upload.name.rsplit(".", 1)[0], source=upload.name)
+            session.keep_uploaded(parse_lesson(text, upload.name.rsplit(".", 1)[0], source=upload.name))
         except LessonError as error:
-            st.session_state.pop(session.UPLOADED, None)
+            session.keep_uploaded(None)
             st.error(f"This lesson cannot be used: {escape_markdown(str(error))}", icon=":material/error:")
 lesson = st.session_state.get(session.UPLOADED) if name == UPLOAD else lessons[name]
+index = session.current_step(lesson)
 if lesson is None:  # kept while the class visits the steps' pages
-    st.session_state[session.STEP] = None
     st.stop()
 key = context.key
-index = st.session_state.get(session.STEP)
-if index is not None and not 0 <= index < len(lesson.steps):
-    index = st.session_state[session.STEP] = None
 
 
 def download_lesson() -> str:
@@ -75,9 +72,9 @@ if not heavy.within_budget(context, sum(step_costs, Cost(0, 0))):
 
 def show_step(step, figures: list, trouble: Exception | None) -> None:
     """The step on the stage: its texts, its figures (or why there are none), its question and notice."""
-    st.caption(f"{lesson.title} · **step {step.number} of {step.total}** · {PAGES[step.page][1]} page")
-    st.header(step.title, anchor=False)
-    st.markdown(step.text)
+    st.caption(f"{escape_markdown(lesson.title)} · **step {step.number} of {step.total}** · {PAGES[step.page][1]} page")
+    st.header(escape_markdown(step.title), anchor=False)
+    st.markdown(without_images(step.text))
     for problem in step.problems:
         st.warning(problem, icon=":material/info:")
     if trouble is not None:
@@ -91,17 +88,17 @@ def show_step(step, figures: list, trouble: Exception | None) -> None:
     if not figures:
         st.info(f"This step is on the {PAGES[step.page][1]} page: press “Open this step in the app” to see it.")
     if step.question:
-        st.markdown(f"**Question.** {step.question}")
+        st.markdown(f"**Question.** {without_images(step.question)}")
         with st.expander("Answer (click to reveal)", key=f"lesson_answer_{lesson.name}_{index}"):
-            st.markdown(step.answer)
+            st.markdown(without_images(step.answer))
     if step.notice:
-        st.info(f"**Notice:** {step.notice}", icon=":material/visibility:")
+        st.info(f"**Notice:** {without_images(step.notice)}", icon=":material/visibility:")
 
 
 if index is None:  # the overview: what the lesson covers
-    st.subheader(lesson.title)
-    st.markdown(lesson.about)
-    st.markdown("\n".join(f"{n}. {s.title} ({PAGES[s.page][1]})" for n, s in enumerate(lesson.steps, 1)))
+    st.subheader(escape_markdown(lesson.title), anchor=False)
+    st.markdown(escape_markdown(lesson.about))
+    st.markdown("\n".join(f"{n}. {escape_markdown(s.title)} ({PAGES[s.page][1]})" for n, s in enumerate(lesson.steps, 1)))
     left, right = st.columns([1, 3])
     left.button("Start the lesson", type="primary", icon=":material/play_arrow:", on_click=session.go_to,
                 args=(lesson, 0, context.visitor), key="lesson_start")
@@ -125,7 +122,7 @@ if heavy.allowed(context, cost, f"lesson_step_{index}"):  # a long sentence or a
     session.switch_if_asked(step, context.key.source)
 with st.container(key="lesson_stage"):
     if step is None:
-        st.caption(f"{lesson.title} · **step {index + 1} of {len(lesson.steps)}**")
+        st.caption(f"{escape_markdown(lesson.title)} · **step {index + 1} of {len(lesson.steps)}**")
     else:
         show_step(step, figures, trouble)
 

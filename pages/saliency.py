@@ -1,14 +1,16 @@
 """Saliency for a masked prediction: which input tokens it depends on (four methods, through Captum), optionally
-against a second word, and a deletion curve that tests the map."""
+against a second word, and a deletion curve that tests the map. The page lays out the widgets; what it computes
+and draws is its spec, viz_app/specs/saliency.py."""
 import streamlit as st
 
 from bert.analysis.attribution.saliency import METHODS
 from bert.errors import InvalidInputError
+from viz_app import cache
 from viz_app.app import analysis_widgets, state, widgets
-from viz_app import cache, page_costs
+from viz_app.app.text import escape_markdown
 from viz_app.server import heavy
+from viz_app.specs import saliency
 from viz_app.views.logit_lens import lens_at
-from viz_app.views.saliency import METHOD_NAMES, integral_is_rough, method_note, saliency_view
 
 widgets.page_header(
     "Saliency",
@@ -24,41 +26,38 @@ if position is None:
 lens = lens_at(cache.logit_lens(context.key, context.prepared, 5), position)
 candidates = lens.layers[-1].top
 words = st.columns(2)
-target = words[0].selectbox("Explain the prediction of", candidates, key="saliency_target",
+target = words[0].selectbox("Explain the prediction of", candidates, **state.kept("saliency_target", candidates),
                             format_func=lambda c: f"{c.token} ({c.probability:.1%})")
 foils = [None] + [c for c in candidates if c.token_id != target.token_id]
-foil = words[1].selectbox("…rather than (optional)", foils, key="saliency_foil",
+foil = words[1].selectbox("…rather than (optional)", foils, **state.kept("saliency_foil", foils),
                           format_func=lambda c: "none: explain log p alone" if c is None else f"{c.token} ({c.probability:.1%})")
 method = st.radio("Method", METHODS, horizontal=True, **state.kept("saliency_method", list(METHODS)),
-                  format_func=METHOD_NAMES.get)
-settings = st.columns(2)
-steps = settings[0].slider("Integration steps", 8, 128, step=8, **state.kept("saliency_steps", range(8, 129, 8)),
-                           disabled=method != "integrated_gradients")
-samples = settings[1].slider("Shapley orders (samples)", 5, 100, step=5, **state.kept("saliency_samples", range(5, 101, 5)),
-                             disabled=method != "shapley_value_sampling")
-explained = (context.key, context.prepared, method, position, target.token_id, steps, "mlm",
-             None if foil is None else foil.token_id, samples)
-cost = page_costs.saliency(context.loaded, context.prepared.masked, method, steps, samples)
-if not heavy.allowed(context, cost, "saliency"):
+                  format_func=saliency.METHOD_NAMES.get)
+sliders = st.columns(2)
+steps = sliders[0].slider("Integration steps", saliency.STEPS[0], saliency.STEPS[-1], step=saliency.STEPS.step,
+                          **state.kept("saliency_steps", saliency.STEPS), disabled=method != "integrated_gradients")
+samples = sliders[1].slider("Shapley orders (samples)", saliency.SAMPLES[0], saliency.SAMPLES[-1],
+                            step=saliency.SAMPLES.step, **state.kept("saliency_samples", saliency.SAMPLES),
+                            disabled=method != "shapley_value_sampling")
+explained = saliency.Explained(method, position, target.token_id, None if foil is None else foil.token_id, steps, samples)
+result = heavy.run(context, saliency.ATTRIBUTIONS, explained)
+if result is None:
     st.stop()
-with heavy.job(context, cost, "Computing attributions"):
-    result = cache.saliency(*explained)
 words = widgets.units_picker(context, "Words: a word's attribution is the sum of its pieces' attributions (the "
                              "totals stay the same). The deletion curve below still removes word pieces.")
-charts = saliency_view(result, None, words)
-widgets.show_chart(charts["attributions"], key="saliency")
-st.caption(method_note(result))
-if integral_is_rough(result):
+settings = saliency.Settings(explained, words=words is not None)
+widgets.show_chart(saliency.view(settings, context, {"attributions": result})["attributions"], key="saliency")
+st.caption(saliency.method_note(result))
+if saliency.integral_is_rough(result):
     st.warning("The integral is not yet accurate at this many steps (the path crosses a sharp change): raise the steps.")
 st.subheader("Can this map be trusted?")
-deletion = page_costs.deletion(context.loaded, context.prepared.masked)
-if st.toggle(f"Draw the deletion curve: mask the tokens in the map's order and in 10 random orders "
-             f"({deletion.describe()})", **state.kept("saliency_deletion")):
-    if heavy.allowed(context, deletion, "deletion"):
-        try:
-            with heavy.job(context, deletion, "Masking tokens in the map's order and at random"):
-                curve = cache.deletion_curve(*explained)
-        except InvalidInputError as problem:  # every token is [CLS], [SEP] or [MASK]: nothing to remove
-            st.info(f"No deletion curve: {problem}. Add a word to the sentence to test the map.")
-        else:
-            widgets.show_chart(saliency_view(result, curve)["deletion"], key="deletion")
+deletion = saliency.deletion_only_cost(context)
+if st.toggle(f"Draw the deletion curve: mask the tokens in the map's order and in {saliency.RANDOM_ORDERS} random "
+             f"orders ({deletion.describe()})", **state.kept("saliency_deletion")):
+    try:
+        curve = heavy.run(context, saliency.DELETION, explained)
+    except InvalidInputError as problem:  # every token is [CLS], [SEP] or [MASK]: nothing to remove
+        st.info(f"No deletion curve: {escape_markdown(str(problem))}. Add a word to the sentence to test the map.")
+    else:
+        if curve is not None:
+            widgets.show_chart(saliency.view(settings, context, {"deletion": curve})["deletion"], key="deletion")

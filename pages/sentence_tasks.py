@@ -1,18 +1,16 @@
 """Sentence tasks: next-sentence prediction, a fine-tuned classifier's classes, token labels, and which input tokens
-drove each."""
+drove each. The page lays out the widgets; its classes and attributions are its spec, viz_app/specs/sentence_tasks.py."""
 import streamlit as st
 
 from bert.analysis.attribution.saliency import METHODS, NEXT_SENTENCE_LABELS
 from bert.families.registry import family_of
-from viz_app import cache, page_costs
+from viz_app import cache
 from viz_app.server import heavy
 from viz_app.specs import sentence_tasks
 from viz_app.app import state, widgets
-from viz_app.charts.saliency import saliency_chart
 from viz_app.app.label_names import label_legend
 from viz_app.app.text import escape_markdown
-from viz_app.views.saliency import METHOD_NAMES, method_note
-from viz_app.views.sentence_tasks import chosen_class, classes_view
+from viz_app.specs.saliency import METHOD_NAMES, method_note
 
 widgets.page_header(
     "Sentence tasks",
@@ -40,13 +38,13 @@ def explain(output: str, target: int, labels, position: int = 0) -> None:
     if not chosen_method:
         chosen_method.append(st.radio("Attribution method", METHODS, horizontal=True, format_func=METHOD_NAMES.get,
                                       **state.kept("tasks_method", list(METHODS))))
-    method = chosen_method[0]
-    cost = page_costs.saliency(context.loaded, prepared.base, method, 32, 25)
-    if not heavy.allowed(context, cost, f"saliency_{output}"):
+    work = sentence_tasks.ExplainWork(output, chosen_method[0], target, position)
+    result = heavy.run(context, sentence_tasks.EXPLAIN, work, key=f"saliency_{output}")
+    if result is None:  # over the budget: the page has said why
         return
-    with heavy.job(context, cost, "Computing attributions"):
-        result = cache.saliency(key, prepared, method, position, target, 32, output)
-    widgets.show_chart(saliency_chart(result), key=f"saliency_{output}")
+    settings = sentence_tasks.Settings.from_state(st.session_state, context)
+    widgets.show_chart(sentence_tasks.view(settings, context, {f"explain_{output}": result})[f"explain_{output}"],
+                       key=f"saliency_{output}")
     split = "to each token's token, position and segment embeddings" if len(result.parts) > 1 else "to each input token"
     of_token = f" at '{escape_markdown(prepared.base.tokens[position])}'" if output == "tagger" else ""
     st.caption(
@@ -84,16 +82,20 @@ if "nsp" in outputs:
                 "60% of held-out pairs (chance is 50%) and cannot tell the order of two related sentences "
                 "(bert/weights/MODEL_CARD.md). bert-base-uncased's own head is far better."
             )
-        if st.toggle("Which tokens drove it?", key="tasks_explain_nsp"):
+        if st.toggle("Which tokens drove it?", **state.kept("tasks_explain_nsp")):
             explain("nsp", 0 if result.follows >= 0.5 else 1, ("in order", "swapped") if sentence_order else NEXT_SENTENCE_LABELS)
 
 if "classifier" in outputs:
     st.subheader("Classes")
-    table = cache.class_probabilities(key, prepared)
+    planned = sentence_tasks.computations(sentence_tasks.Settings.from_state(st.session_state, context))
+    table = heavy.run(context, *planned["classes"])
+    if table is None:
+        st.stop()
     labels = list(table["label"])
-    top = chosen_class(table, None)
+    top = sentence_tasks.chosen_class(table, None)
     chosen = st.selectbox("Explain the class", labels, **state.kept("tasks_class", labels, top))
-    widgets.show_chart(classes_view(table, chosen)["classes"], key="classes")
+    settings = sentence_tasks.Settings.from_state(st.session_state, context)
+    widgets.show_chart(sentence_tasks.view(settings, context, {"classes": table})["classes"], key="classes")
     if legend := label_legend(labels):
         st.caption(f"What the labels mean: {legend}")  # only our own words and codes
     explain("classifier", labels.index(chosen), labels)

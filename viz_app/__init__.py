@@ -49,10 +49,10 @@ One value for one idea:
 - The recorded pass: `ActivationCache` (the library's, from `run_with_cache`) becomes one `ForwardResult` in
   `forward.record`: read-only numpy arrays shared by every session. The pass records q and k but no pattern, so
   the model takes the fused attention path; a `ForwardResult`'s `attention` is computed from its q and k when
-  first read. The prediction, attention and rollout pages share one pass per input
+  first read. The prediction, attention and mixing pages share one pass per input
   (`cache.predictions_and_attention`: predictions, q and k); the pages that draw MLP activations or embeddings
   read `cache.forward`, which records those too.
 
 How a page is written: docs/app.md, "Adding a page" (one spec module, one page file, one registry entry); the
-mixing page (`specs/rollout.py`, pages/rollout.py) is the worked example.
+mixing page (`specs/mixing.py`, pages/mixing.py) is the worked example.
 """

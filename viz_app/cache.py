@@ -19,12 +19,14 @@
 - the embedding tables' analysis per model (PCA, cosines, subspaces): `st.cache_data`.
 - the corpus search indexes, one per (model, corpus): `st.cache_resource`, shared read-only like the forward pass
   (the built-in set's index takes seconds to build); each search: `st.cache_data`.
-- the probes' word vectors, per (model, data, word pieces, inputs): `st.cache_resource`, shared read-only (the
-  probes only read them), at most PROBE_FEATURE_ENTRIES sets for an hour: BERT-base on all of UD EWT is about
-  2 GB. Each run of the probes on them: `st.cache_data`, so other tasks or seeds on the same data skip the model.
+- the probes' word vectors, per (model, data, word pieces, inputs): one store for the server, shared read-only
+  (the probes only read them), at most PROBE_FEATURE_ENTRIES sets and PROBE_FEATURE_BYTES for an hour
+  (viz_app/server/memory.py): BERT-base on all of UD EWT is about 2 GB, and a student may not start a set over the
+  server's memory budget. Each run of the probes on them: `st.cache_data`, so other tasks or seeds on the same data
+  skip the model.
 - a page spec's computations (viz_app/specs/base.py: context mixing, attention flow): `computed`, one
   `st.cache_data` for all, keyed by the computation's name, the model's key, the input and the work.
-- every other analysis a page runs (corpus head statistics, logit lens, head ablation, saliency, a DeBERTa layer's score terms, a word's contexts, sentence tasks, model comparison, a lesson's step and its figures):
+- every other analysis a page runs (corpus head statistics, logit lens, head ablation, saliency, a DeBERTa layer's score terms, sentence tasks, model comparison, a lesson's step and its figures):
   `st.cache_data`, keyed by the model's `ModelKey` and the inputs, never by the model object. A `PreparedInput`
   is keyed by its `key` (text, pair, masks, truncate): it is tokenized once, by the sentence box, and never here
   (but for the next-sentence check, which encodes the pair in both orders).
@@ -45,18 +47,14 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from bert.analysis.attention import head_stats
 from bert.layers import layer_label
 from bert.analysis.attention.attention_stats import HeadStatistics
 from bert.analysis.attention.score_terms import ScoreTerms, score_terms as split_scores
 from bert.analysis.attention.words import word_groups
-from bert.analysis.attribution import deletion
 from bert.analysis.attribution import saliency as attributions
-from bert.analysis.causal import ablation
 from bert.analysis.causal.erasure import ErasureReport
 from bert.analysis.causal.patching import PatchingResult
 from bert.analysis.causal.tracing import TraceResult
-from bert.analysis.corpus.batching import residual_names
 from bert.analysis.corpus.corpus_search import CorpusIndex, Hit, build_index
 from bert.analysis.features.corpora import Corpus
 from bert.analysis.features.feature_pages import GuessChange, mask_guess_change, promoted, scan_features
@@ -68,18 +66,14 @@ from bert.analysis.probing.pipeline import ProbeFeatures, inputs_needed
 from bert.analysis.probing.treebank import Treebank
 from bert.analysis.representations import embedding_subspaces
 from bert.analysis.representations import logit_lens as lens_analysis
-from bert.analysis.representations import self_similarity
-from bert.analysis.representations.compare import Comparison, compare_models, same_vocabulary as shares_vocabulary
+from bert.analysis.representations.compare import same_vocabulary as shares_vocabulary
 from bert.costs import Cost
-from bert.data import LabelledSentence, builtin_sentences
+from bert.data import builtin_sentences
 from bert.devices import model_device
-from bert.pretraining import successors
-from bert.pretraining.successors import ComparisonSettings, ObjectiveRun
 from bert.errors import InvalidInputError
 from bert.replaced_tokens import ReplacedTokens, check_pair, fill_and_detect, replaced_token_scores
-from viz_app.specs import architecture, causal_tracing, corpus_search, features, head_ablation, sentence_tasks, word_contexts
+from viz_app.specs import architecture, causal_tracing, corpus_search, features, head_ablation, sentence_tasks
 from viz_app.app import generators, models, text
-from viz_app import page_costs
 from viz_app.specs.probes import runs as probe_runs
 from viz_app.charts.base import Chart
 from viz_app.specs.base import Computation, Inputs
@@ -90,6 +84,9 @@ from viz_app.lessons.resolve import SIDEBAR_KEYS, ResolvedStep, resolve
 from viz_app.lessons.views import PerModel, view_charts
 from viz_app.app.models import ModelKey
 from viz_app.app.tables import EmbeddingTables, model_tables, table_subspaces
+from viz_app.server.budget import MB
+from viz_app.server.memory import BoundedStore
+from viz_app.server.settings import MEMORY_BUDGET
 from viz_app.views.attention import AttentionSettings, attention_view
 from viz_app.views.attention import head_statistics as attention_statistics
 
@@ -172,16 +169,13 @@ def subspaces(key: ModelKey, k: int) -> embedding_subspaces.SubspaceReport:
     return table_subspaces(load_model(key).model, tables(key), k)
 
 
-# ---- the analysis pages: probes, head statistics, logit lens, ablation, rollout, saliency ----------------------
-
-
-def _digest(sentences: list[LabelledSentence]) -> str:
-    return hashlib.sha1("\n".join(f"{s.text}\t{s.pos}\t{s.start}" for s in sentences).encode()).hexdigest()
+# ---- the analysis pages: probes, logit lens, head ablation's mean, saliency ------------------------------------------
 
 
 # ---- probes: the word vectors per (model, data, pieces, inputs), shared; each run per settings -------------------
 
 PROBE_FEATURE_ENTRIES = 2
+PROBE_FEATURE_BYTES = 2 * MEMORY_BUDGET * MB  # two sets a student may start (a larger one is kept alone)
 
 
 @st.cache_data(show_spinner="Reading the file…", max_entries=8)
@@ -189,18 +183,27 @@ def labelled_file(data: bytes, name: str) -> Treebank | str:
     return probe_runs.read_labelled(data, name)
 
 
-@st.cache_resource(show_spinner=False, max_entries=PROBE_FEATURE_ENTRIES, ttl=HOUR)
+@st.cache_resource(show_spinner=False)
+def probe_feature_store() -> BoundedStore:
+    """The probes' word vectors kept for the server (viz_app/server/memory.py): at most PROBE_FEATURE_ENTRIES sets
+    and PROBE_FEATURE_BYTES, each for an hour."""
+    return BoundedStore(PROBE_FEATURE_ENTRIES, PROBE_FEATURE_BYTES, HOUR)
+
+
 def probe_features(key: ModelKey, data_key: tuple, _data: probe_runs.ProbeData, pieces: str, split_seed: int,
                    inputs: tuple[str, ...], _tasks: tuple[str, ...]) -> ProbeFeatures:
     """Every layer's word vectors of the data's training and test sentences (one set: split by split_seed), and
-    the word pieces `inputs` (pipeline.inputs_needed of the tasks). `data_key` names `_data`, which is not hashed
-    (whole treebanks, on every rerun); `_tasks` are checked against the data on the first call."""
-    loaded = load_model(key)
-    bar = st.progress(0.0, "Starting…")
-    features = probe_runs.features(loaded.model, loaded.tokenizer, _data, _tasks, pieces, split_seed,
-                                   lambda done, what: bar.progress(min(done, 1.0), what))
-    bar.empty()
-    return features
+    the word pieces `inputs` (pipeline.inputs_needed of the tasks), shared read-only. `data_key` names `_data`,
+    which is not hashed (whole treebanks, on every rerun); `_tasks` are checked against the data on the first call."""
+    def compute() -> ProbeFeatures:
+        loaded = load_model(key)
+        bar = st.progress(0.0, "Starting…")
+        features = probe_runs.features(loaded.model, loaded.tokenizer, _data, _tasks, pieces, split_seed,
+                                       lambda done, what: bar.progress(min(done, 1.0), what))
+        bar.empty()
+        return features
+
+    return probe_feature_store().get_or_compute((key, data_key, pieces, split_seed, inputs), compute)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -217,26 +220,9 @@ def probe_run(key: ModelKey, data_key: tuple, _data: probe_runs.ProbeData, tasks
     return result
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
-def per_model_cost(key: ModelKey, name: str) -> Cost:
-    """What a computation made once per model costs ("mean_ablation", "anisotropy_baseline": viz_app/page_costs.py),
-    worked out once per model: it tokenizes the built-in sentences."""
-    return {"mean_ablation": page_costs.mean_ablation, "anisotropy_baseline": page_costs.anisotropy_baseline}[name](load_model(key))
-
-
 @st.cache_data(show_spinner="Averaging every head's output over 200 built-in sentences (once per model)…", max_entries=4)
 def mean_head_outputs(key: ModelKey) -> np.ndarray:
     return head_ablation.mean_head_outputs(load_model(key))
-
-
-@st.cache_data(show_spinner=False, max_entries=16, hash_funcs={list: lambda s: _digest(s)})
-def corpus_statistics(key: ModelKey, sentences: list, pairs: bool):
-    loaded = load_model(key)
-    bar = st.progress(0.0, "Starting…")
-    result = head_stats.corpus_head_statistics(loaded.model, loaded.tokenizer, sentences, pairs=pairs,
-                                              progress=lambda done, what: bar.progress(min(done, 1.0), what))
-    bar.empty()
-    return result
 
 
 @st.cache_data(show_spinner=False, max_entries=32, hash_funcs=BY_INPUT)
@@ -249,11 +235,6 @@ def score_terms(key: ModelKey, prepared: PreparedInput, layer: int) -> dict[tupl
 def logit_lens(key: ModelKey, prepared: PreparedInput, top_k: int):
     loaded = load_model(key)
     return lens_analysis.logit_lens(loaded.model, loaded.tokenizer, prepared.masked, top_k=top_k)
-
-
-@st.cache_data(show_spinner=False, max_entries=32, hash_funcs=BY_INPUT)
-def head_ranking(key: ModelKey, prepared: PreparedInput, position: int, mode: str) -> ablation.HeadRanking:
-    return head_ablation.head_ranking(load_model(key), prepared, position, mode, lambda: mean_head_outputs(key))
 
 
 # ---- causal tracing: patching on two sentences, noise on one (viz_app/specs/causal_tracing.py) --------------------------
@@ -290,7 +271,7 @@ def probe_costs(key: ModelKey, data_key: tuple, _data: probe_runs.ProbeData, tas
     settings (a file's sentences are tokenized for it)."""
     loaded = load_model(key)
     positions = loaded.model.config.max_position_embeddings
-    return (probe_runs.features_cost(loaded.tokenizer, _data, tasks, pieces, seed, positions),
+    return (probe_runs.features_cost(loaded.tokenizer, _data, tasks, pieces, seed, loaded.model.config),
             probe_runs.erase_cost(loaded.tokenizer, _data, seed, positions))
 
 
@@ -315,17 +296,6 @@ def saliency(key: ModelKey, prepared: PreparedInput, method: str, position: int,
     return attributions.saliency(loaded.model, loaded.tokenizer, explained, method, position, target_id, steps=steps,
                                  output=output, foil_id=foil_id, samples=samples,
                                  batch_size=causal_tracing.patching_batch(len(explained)))  # 8 rows a pass at 512 tokens
-
-
-@st.cache_data(show_spinner=False, max_entries=32, hash_funcs=BY_INPUT)
-def deletion_curve(key: ModelKey, prepared: PreparedInput, method: str, position: int, target_id: int, steps: int,
-                   output: str = "mlm", foil_id: int | None = None, samples: int = 25) -> deletion.DeletionCurve:
-    """The deletion curve of that saliency map against RANDOM_ORDERS random orders (viz_app/page_costs.py)."""
-    loaded = load_model(key)
-    result = saliency(key, prepared, method, position, target_id, steps, output, foil_id, samples)
-    explained = _explained_input(prepared, output)
-    return deletion.deletion_curve(loaded.model, loaded.tokenizer, explained, result, random_orders=page_costs.RANDOM_ORDERS,
-                                   batch_size=causal_tracing.patching_batch(len(explained)))
 
 
 def _explained_input(prepared: PreparedInput, output: str):
@@ -400,27 +370,6 @@ def head_neighbours(key: ModelKey, corpus: corpus_search.Corpus, prepared: Prepa
     return {head: searched.search(layer, vectors[(layer, head)], k, head=head) for _, head in searched.heads}
 
 
-# ---- one word, many contexts ------------------------------------------------------------------------------------
-
-
-@st.cache_data(show_spinner="Finding the word in every sentence and running the model…", max_entries=32)
-def word_in_contexts(key: ModelKey, word: str, sentences: tuple[str, ...]) -> word_contexts.WordResult:
-    """Raises WordNotFoundError (not cached) when a sentence lacks the word."""
-    loaded = load_model(key)
-    contexts = self_similarity.word_contexts(loaded.model, loaded.tokenizer, word, list(sentences))
-    return word_contexts.WordResult(residual_names(loaded.model), contexts.self_similarity().numpy(),
-                                    contexts.cosines().numpy(), contexts.pieces)
-
-
-@st.cache_data(show_spinner=f"Measuring the baseline on {word_contexts.BASELINE_SENTENCES} built-in sentences "
-               "(once per model)…", max_entries=4)
-def anisotropy_baseline(key: ModelKey) -> np.ndarray:
-    loaded = load_model(key)
-    texts = [s.text for s in builtin_sentences(word_contexts.BASELINE_SENTENCES)]
-    return self_similarity.anisotropy_baseline(loaded.model, loaded.tokenizer, texts, word_contexts.BASELINE_SAMPLES,
-                                               word_contexts.BASELINE_SEED).numpy()
-
-
 # ---- sentence tasks and model comparison -------------------------------------------------------------------------
 
 
@@ -429,11 +378,6 @@ def next_sentence(key: ModelKey, prepared: PreparedInput) -> sentence_tasks.Next
     loaded = load_model(key)
     return sentence_tasks.next_sentence(loaded.model, loaded.tokenizer, prepared.text, prepared.pair,
                                         loaded.summary.max_positions, prepared.truncate)
-
-
-@st.cache_data(show_spinner=False, max_entries=64, hash_funcs=BY_INPUT)
-def class_probabilities(key: ModelKey, prepared: PreparedInput) -> pd.DataFrame:
-    return sentence_tasks.class_probabilities(load_model(key).model, prepared.base)
 
 
 @st.cache_data(show_spinner=False, max_entries=64, hash_funcs=BY_INPUT)
@@ -483,12 +427,6 @@ def _why_not(check, *args) -> str | None:
     return None
 
 
-@st.cache_data(show_spinner="Running both models over the sentences…", max_entries=16)
-def model_comparison(key_a: ModelKey, key_b: ModelKey, sentences: tuple[str, ...]) -> Comparison:
-    """Token by token for one vocabulary, else word by word. Raises bert.errors.InvalidInputError when the two
-    tokenizers split every sentence differently."""
-    a, b = load_model(key_a), load_model(key_b)
-    return compare_models(a.model, b.model, a.tokenizer, list(sentences), tokenizer_b=b.tokenizer)
 
 
 # ---- lessons --------------------------------------------------------------------------------------------------------
@@ -524,18 +462,6 @@ def _per_model(key: ModelKey) -> PerModel:
     return PerModel(lambda: tables(key), lambda: mean_head_outputs(key),
                     lambda request, exact: exact_patching(key, request) if exact else attribution_patching(key, request),
                     lambda request: noise_trace(key, request))
-
-
-@st.cache_data(show_spinner=False, max_entries=16, ttl=HOUR)
-def successor_runs(text: str, settings: ComparisonSettings, objectives: tuple[str, ...]) -> dict[str, ObjectiveRun]:
-    """The successors' tiny runs on this text (bert/pretraining/successors.py), on one core as the live run
-    (viz_app/server/training_room.py): on a small shared machine two threads wait on each other."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        return successors.compare(text, settings, objectives)
-    finally:
-        torch.set_num_threads(threads)
 
 
 # ---- features: sparse autoencoders and neurons across a corpus (pages/features.py) -----------------------------

@@ -1,4 +1,4 @@
-"""The context-mixing page ("What each word takes", at /rollout) in a real browser (Chromium + Playwright,
+"""The context-mixing page ("What each word takes", at /mixing) in a real browser (Chromium + Playwright,
 tests/browser/conftest.py): two methods from the link draw side by side, a cell shows its value on hover, choosing
 another method beside them goes into the address bar and draws it, with no JavaScript error.
 
@@ -19,7 +19,7 @@ def _wait_for_url(page, wanted: str, timeout_s: float = SLOW / 1000) -> None:
 
 
 def test_two_methods_side_by_side_hover_and_the_url(browser, app_url):
-    page, errors = open_page(browser, app_url + "/rollout?text=The+%5BMASK%5D+barked+at+the+mailman."
+    page, errors = open_page(browser, app_url + "/mixing?text=The+%5BMASK%5D+barked+at+the+mailman."
                                                 "&mixing_method=norm-residual&mixing_compare=value-zeroing")
     page.get_by_role("heading", name="What each word takes from the others", exact=True).wait_for(timeout=SLOW)
     settle(page, charts=6)  # norm-residual: layer and row; value zeroing: layer, row, whole model and its row

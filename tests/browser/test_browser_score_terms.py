@@ -13,6 +13,10 @@ SENTENCE = "the dog barked at the cat and the man went to the park with the [MAS
 TITLES = ("content → content", "content → position", "position → content")
 # the subplot titles plotly drew into the page (its annotations' text elements)
 DRAWN_TITLES = """() => [...document.querySelectorAll('.js-plotly-plot .annotation-text')].map(text => text.textContent)"""
+# the score-terms figure: its first panel's tokens, and the labels plotly drew on its x axis (key) and y axis (query)
+DRAWN_LABELS = """() => { const plot = [...document.querySelectorAll('.js-plotly-plot')].find(p => p.textContent.includes('where each score comes from'));
+    const labels = (axis) => [...plot.querySelectorAll(`.${axis}tick text`)].filter(t => t.textContent).length;
+    return [plot.data[0].x.length, ['x', 'x2', 'x3'].map(labels), labels('y')]; }"""
 
 
 @pytest.fixture(scope="module")
@@ -36,6 +40,8 @@ def test_the_attention_page_draws_a_deberta_heads_three_terms(browser, app_url, 
     for title in TITLES:
         (shown,) = [text for text in drawn if text.startswith(title)]  # two lines: the term, then its share
         assert shown.endswith("% of the magnitude"), shown
+    tokens, keys, queries = page.evaluate(DRAWN_LABELS)
+    assert tokens > 15 and keys == [tokens] * 3 and queries == tokens, "every token labelled, in each panel"
     screenshot(page, "deberta_score_terms")
     assert page.get_by_text("Traceback").count() == 0
     assert not errors, errors

@@ -32,7 +32,8 @@ def error_of(text: str) -> str:
 def test_every_builtin_lesson_validates_with_five_to_ten_steps():
     lessons = builtin_lessons()
     assert list(lessons) == ["fill_in_the_blank", "three_embeddings", "where_each_word_looks", "what_the_layers_know",
-                             "from_pretraining_to_a_task", "where_a_word_travels", "what_each_word_takes"]
+                             "from_pretraining_to_a_task", "where_a_word_travels", "what_each_word_takes",
+                             "one_pass_step_by_step"]
     for name, found in lessons.items():
         assert 5 <= len(found.steps) <= 10, name
         assert found.title and found.about

@@ -9,12 +9,12 @@ import streamlit as st
 from bert.data import LabelledSentence, builtin_sentences, split_sentences
 from viz_app.app import state, widgets
 from viz_app.server import uploads
+from viz_app.app.navigation import SENTENCES_FROM
 from viz_app.app.page_context import Context
 from viz_app.app.text import escape_markdown
 from viz_app.views import chosen_mask
 
-BUILTIN = "Built-in sentences (WordNet examples)"
-UPLOAD = "Upload a .txt file"
+BUILTIN, UPLOAD = SENTENCES_FROM.choices  # the built-in sentences, or a file of the visitor's
 
 
 # ---- sentence sets --------------------------------------------------------------------------------------------
@@ -25,7 +25,7 @@ def sentence_source(key: str, most: int = 1000, choice: str | None = None) -> tu
     default in viz_app/app/navigation.py) or an uploaded text file split into sentences. `choice` (BUILTIN or UPLOAD): a page that
     draws its own picker says which.
     Returns (sentences, a one-line description) or None after showing what is missing."""
-    choice = choice or st.radio("Sentences", [BUILTIN, UPLOAD], key=f"{key}_source", horizontal=True)
+    choice = choice or st.radio("Sentences", [BUILTIN, UPLOAD], horizontal=True, **state.kept(f"{key}_source", [BUILTIN, UPLOAD]))
     if choice == BUILTIN:
         high = min(most, len(builtin_sentences()))
         count = st.slider("How many", 20, high, step=10, **state.kept(f"{key}_count", range(20, high + 1, 10)))

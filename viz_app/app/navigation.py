@@ -17,6 +17,8 @@ from bert.analysis.attribution.saliency import METHODS
 from bert.analysis.causal import ablation
 from bert.analysis.probing.task_table import TEXT_TASKS
 from bert.analysis.representations.self_similarity import EXAMPLES
+from bert.pretraining.miniature import TinySettings
+from bert.pretraining.successors import OBJECTIVES, ComparisonSettings
 from viz_app.app.url_params import SHARED, Param, choice, flag, heads, integer, ints, text, words
 
 
@@ -30,6 +32,7 @@ class Page:
     params: dict[str, Param] = field(default_factory=dict)  # its URL parameters (a link or a lesson's step sets them)
     lesson_view: str | None = None  # the builder in viz_app/lessons/views.py that draws it for a lesson step
     spec: str | None = None  # its spec's module in viz_app/specs/ (viz_app/specs/base.py), named by url_path
+    old_paths: tuple[str, ...] = ()  # addresses it had before: links and lesson files naming them still open it
 
     @property
     def file(self) -> str:
@@ -46,6 +49,8 @@ CORPUS = choice({  # the corpus a features or neurons scan reads (viz_app/specs/
     "upload": "a text file of yours (one sentence per line)",
     "index": "a corpus index on this machine (built with python -m bert index)",  # offered to who may pick folders
 })
+
+SENTENCES_FROM = choice(("Built-in sentences (WordNet examples)", "Upload a .txt file"))  # a sentence set's source
 
 SEE_INSIDE, EXPERIMENTS, TRAINED, FINE_TUNING, TEACHING = (
     "See inside", "Experiments", "How it was trained", "Fine-tuning", "Teaching")
@@ -65,6 +70,15 @@ REGISTRY: tuple[Page, ...] = (
         "mlp_layer": integer(0), "neurons_shown": integer(48), "units": UNITS,
     }),
     Page("architecture", "Architecture", ":material/account_tree:", SEE_INSIDE),
+    # One pass, step by step (viz_app/specs/one_pass.py): the opened layer and head, the followed token (None: the
+    # first [MASK]), the final softmax's temperature, the chosen head zeroed, the step opened (the overview's blocks)
+    Page("one_pass", "One pass, step by step", ":material/timeline:", SEE_INSIDE, params={
+        "pass_layer": integer(0), "pass_head": integer(0), "pass_token": integer(None),
+        "pass_temperature": choice(("0.25", "0.5", "1", "2", "4"), "1"), "pass_zero_head": flag(False),
+        "pass_step": choice({"pieces": "Word pieces", "embeddings": "Embeddings", "attention": "Attention: one head",
+                             "projection": "Heads joined", "mlp": "MLP", "layers": "Every layer",
+                             "guess": "The guess"}, "pieces"),
+    }, spec="one_pass"),
     # Layer probes (viz_app/specs/probes/data.py): lists, toggles, choices shown by a label, None defaults
     Page("probes", "Layer probes", ":material/science:", EXPERIMENTS, reads_sentence=False, params={
         "probe_tasks": words(["position", "continuation", "pos"], (*TEXT_TASKS, "pos")),  # the built-in sentences'
@@ -84,7 +98,7 @@ REGISTRY: tuple[Page, ...] = (
     Page("head_ablation", "Head ablation", ":material/content_cut:", EXPERIMENTS, params={
         "ablation_mask": integer(None), "ablation_mode": choice(ablation.MODES), "ablation_heads": heads(),
         "ablation_layers": ints([]),
-    }, lesson_view="head_ablation_charts"),
+    }, spec="head_ablation"),
     # None: the page picks (the top guesses, the first content word, the last layer); see viz_app/specs/causal_tracing.py
     Page("causal_tracing", "Causal tracing", ":material/route:", EXPERIMENTS,
          reads_sentence=False, params={
@@ -100,13 +114,14 @@ REGISTRY: tuple[Page, ...] = (
              "trace_corrupt": ints(None), "trace_answer": text(None),
              "trace_samples": integer(10), "trace_blocks": flag(False),
          }, lesson_view="causal_tracing_charts"),
-    # Context mixing, still at /rollout: the method, the one beside it (or "none"), the layer (None: the last), the
-    # token whose row is drawn as bars (None: the first [MASK], else the first word)
-    Page("rollout", "What each word takes", ":material/water:", EXPERIMENTS, params={
+    # Context mixing (formerly at /rollout): the method, the one beside it (or "none"), the layer (None: the last),
+    # the token whose row is drawn as bars (None: the first [MASK], else the first word)
+    Page("mixing", "What each word takes", ":material/water:", EXPERIMENTS, params={
         "mixing_method": choice(tuple(MIXING_METHODS), "attention"),
-        "mixing_compare": choice((*MIXING_METHODS, "none"), "alti"),  # "none": viz_app/specs/rollout.py NO_SECOND
+        "mixing_compare": choice((*MIXING_METHODS, "none"), "alti"),  # "none": viz_app/specs/mixing.py NO_SECOND
         "rollout_layer": integer(None), "mixing_query": integer(None),
-    }, spec="rollout"),
+        "rollout_flow": flag(False),  # attention flow asked for
+    }, spec="mixing", old_paths=("rollout",)),
     # Circuits of a clean/counterfactual pair: a built-in pair's index (-1: the visitor's own, the four texts below),
     # the method (EAP-IG by default: within a class's budget), the edges drawn, the edge or node patched live
     Page("circuits", "Which connections carry the answer?", ":material/hub:", EXPERIMENTS, reads_sentence=False,
@@ -121,35 +136,48 @@ REGISTRY: tuple[Page, ...] = (
          reads_sentence=False, params={
              "stats_pairs": flag(True), "stats_count": integer(200),
              "stats_statistic": choice(tuple(STATISTICS), "sep"),
-         }),
+         }, spec="head_statistics"),
     Page("saliency", "Saliency", ":material/highlight:", EXPERIMENTS, params={
         "saliency_mask": integer(None), "saliency_method": SALIENCY_METHOD, "saliency_steps": integer(32),
         "saliency_samples": integer(25), "units": UNITS,
-    }),
+    }, spec="saliency"),
     Page("corpus_search", "Corpus search", ":material/manage_search:", EXPERIMENTS, params={
         "search_position": integer(None), "search_layer": integer(None),  # None: the first token, the last layer
         "search_by": choice(("layer", "head")),  # a layer's output, or one head's output
-        "search_head": integer(0), "search_k": integer(10),
+        "search_head": integer(0), "search_k": integer(10), "search_corpus": SENTENCES_FROM,
     }),
     Page("word_contexts", "One word, many contexts", ":material/compare_arrows:", EXPERIMENTS,
          reads_sentence=False, params={"contexts_layer": integer(None), "contexts_word": text("bank"),
-                                       "contexts_sentences": text("\n".join(EXAMPLES["bank"]))}),
+                                       "contexts_sentences": text("\n".join(EXAMPLES["bank"]))}, spec="word_contexts"),
     Page("features", "Features", ":material/category:", EXPERIMENTS, params={
         "features_look_at": choice(("Sparse-autoencoder features", "MLP neurons")),
         "features_shown": integer(24), "features_corpus": CORPUS, "neurons_layer": integer(0), "neurons_corpus": CORPUS,
     }),
-    Page("how_bert_was_trained", "How BERT was trained", ":material/model_training:",
-         TRAINED, reads_sentence=False),
+    # Its own text, the masks' draw, the pairs, the live run's and the successors' (viz_app/specs/how_bert_was_trained/)
+    Page("how_bert_was_trained", "How BERT was trained", ":material/model_training:", TRAINED,
+         reads_sentence=False, params={
+        "trained_text": text("The man went to the store. He bought a gallon of milk. Then he walked home in the rain."),
+        "mask_seed": integer(0), "mask_whole_word": flag(False),
+        "pair_task": choice({"nsp": "Next sentence (BERT): B follows A, or is a random sentence",
+                             "sop": "Sentence order (ALBERT): B follows A, or the two are swapped"}),
+        "tiny_size": choice({"1": "1 layer, hidden 64", "2": "2 layers, hidden 128", "4": "4 layers, hidden 256"}, "2"),
+        "tiny_steps": integer(TinySettings.steps), "tiny_seed": integer(0),
+        "tiny_attention": choice({"both": "both sides (masked LM, as BERT)", "left": "left side only (left-to-right)"}),
+        "successors_steps": integer(ComparisonSettings.steps), "successors_seed": integer(0),
+        "successors_objectives": words(list(OBJECTIVES), tuple(OBJECTIVES)),
+    }),
     Page("sentence_tasks", "Sentence tasks", ":material/rule:", FINE_TUNING, params={
         "tasks_method": SALIENCY_METHOD,
         "tasks_tag_token": integer(None),  # the token whose label is explained; None: the first word token
         "tasks_class": text(None),  # None: the top class
-    }, lesson_view="sentence_task_charts"),
+        "tasks_explain_nsp": flag(False),  # the next-sentence answer's attributions shown
+    }, spec="sentence_tasks"),
     Page("compare_models", "Compare two models", ":material/compare:", FINE_TUNING, params={
         "compare_with": text(None),  # model B's source; None: the page picks a partner for model A
         "compare_folder": text(), "compare_count": integer(100),
-    }),
-    Page("lessons", "Lessons", ":material/school:", TEACHING),
+    }, spec="compare_models"),
+    Page("lessons", "Lessons", ":material/school:", TEACHING,
+         params={"lesson_name": text(None)}),  # a built-in lesson's name or "upload"; None: the first lesson
 )
 DEFAULT_PAGE = "prediction"
 
@@ -158,6 +186,12 @@ GROUPS: dict[str, list[Page]] = {}
 for _page in REGISTRY:
     GROUPS.setdefault(_page.group, []).append(_page)
 NO_SENTENCE_BOX = frozenset(page.url_path for page in REGISTRY if not page.reads_sentence)
+OLD_PATHS: dict[str, str] = {old: page.url_path for page in REGISTRY for old in page.old_paths}  # old -> its address
+
+
+def current_path(url_path: str) -> str:
+    """The page's address now, for an address a link or a lesson file may still use (`rollout` -> `mixing`)."""
+    return OLD_PATHS.get(url_path, url_path)
 
 
 def _link_params() -> dict[str, Param]:

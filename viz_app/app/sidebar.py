@@ -79,10 +79,10 @@ def _download_box() -> str | None:
             download.download_with_progress(repo_id, lambda done, text: bar.progress(done, text=f"{repo_id}: {text}"))
         except BertError as error:
             bar.empty()
-            st.error(f"Could not download: {error}", icon=":material/cloud_off:")
+            st.error(f"Could not download: {escape_markdown(str(error))}", icon=":material/cloud_off:")
             return None
         bar.empty()
-        st.success(f"{repo_id} is downloaded and chosen above.")
+        st.success(f"{escape_markdown(repo_id)} is downloaded and chosen above.")
         return repo_id
 
 

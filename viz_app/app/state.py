@@ -33,6 +33,13 @@ def clear_masks() -> None:
     st.session_state["masks"] = []
 
 
+def reset(*keys: str) -> None:
+    """Widget callback: `keys` go back to their registry defaults (None: "the page picks"), as when another
+    sentence makes their values meaningless (its guesses, its tokens)."""
+    for key in keys:
+        st.session_state[key] = copy.copy(_default(key, None))
+
+
 def load_from_url() -> None:
     """On a session's first run: query parameters -> session state (bad values are ignored)."""
     if st.session_state.get("_loaded_url"):
@@ -74,6 +81,13 @@ def kept(key: str, options=None, default=None) -> dict:
     if options is not None:
         clamp(key, options, default)
     return {"key": key, "persist_state": "session"}
+
+
+def filling(key: str, fill, event: str = "on_change") -> dict:
+    """The keyword arguments of a widget that fills others (a picked example fills the word and its sentences, a
+    button draws the next seed): when its value changes (`event="on_click"`: when pressed), `fill(value)` gives
+    their new values, {key: value}. Its own value is not kept."""
+    return {"key": key, event: lambda: st.session_state.update(fill(st.session_state.get(key)))}
 
 
 def _default(key: str, default):

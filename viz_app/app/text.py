@@ -14,9 +14,23 @@ _NO_SPACE_AFTER = set("([{$")
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~$:=^&\"'])")
 
 
+# GitHub's Markdown turns a bare address into a link even once its characters are escaped (Streamlit's renderer finds
+# "http://...", "www...." and "name@host.org" in the text after escapes are read): a word joiner (U+2060, invisible,
+# no width) after each "://"'s colon, "www" and "@" keeps them apart
+_AUTOLINK_STARTS = re.compile(r"(:(?=//)|(?i:www)(?=\.)|@)")
+WORD_JOINER = "\u2060"
+
+
 def escape_markdown(text: str) -> str:
-    """Show user text literally inside Markdown (pill labels, captions): no formatting, links, HTML or LaTeX."""
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+    """Show user text literally inside Markdown (pill labels, captions): no formatting, links (bare addresses
+    included), HTML or LaTeX."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", _AUTOLINK_STARTS.sub(r"\1" + WORD_JOINER, text))
+
+
+def without_images(markdown: str) -> str:
+    """A lesson's Markdown with its images made literal text ("![" escaped: `![alt](address)` becomes the text "!"
+    and a link): a browser showing the lesson fetches nothing from an address the lesson file names. Links stay."""
+    return markdown.replace("![", "\\![")
 
 
 def chip_labels(tokens: list[str], positions: list[int]) -> dict[int, str]:

@@ -18,6 +18,12 @@ def page_header(title: str, explanation: str) -> None:
     st.caption(explanation)
 
 
+def contents(sections: dict[str, str]) -> None:
+    """A long page's contents at its top: one link per section ({anchor: title}), each to the header drawn with
+    that anchor (`st.header(title, anchor=anchor)`)."""
+    st.markdown("**On this page:** " + " · ".join(f"[{title}](#{anchor})" for anchor, title in sections.items()))
+
+
 def require(needs_input: bool = True) -> Context:
     """The context Home.py serves this page (see viz_app/app/page_context.py); if the model or, when the page reads
     the sentence, the input is missing, say what to do and stop the page here."""

@@ -41,7 +41,9 @@ def score_terms_heatmaps(terms: ScoreTerms, positions: list[int]) -> Chart:
             hovertemplate=f"<b>%{{y}}</b> against <b>%{{x}}</b><br>{terms.words[name]}: %{{z:.3f}}<extra></extra>",
         ), row=1, col=column)
         figure.update_xaxes(type="category", tickangle=-60, title="key", row=1, col=column)
-    figure.update_yaxes(type="category", autorange="reversed")
+    # dtick 1: every token labelled (plotly otherwise skips every other label on a third of the page's width)
+    figure.update_xaxes(dtick=1, tickfont=dict(size=10 if len(positions) > 20 else 12))
+    figure.update_yaxes(type="category", autorange="reversed", dtick=1, tickfont=dict(size=10 if len(positions) > 20 else 12))
     figure.update_yaxes(title="query", row=1, col=1)
     figure.update_annotations(font=dict(size=13))  # the panels' titles
     layout(

@@ -1,6 +1,7 @@
 """Charts of the "One word, many contexts" page: self-similarity against the random-token baseline by layer."""
 from __future__ import annotations
 
+import html
 import re
 
 import numpy as np
@@ -12,7 +13,7 @@ from viz_app.charts.base import HIGHLIGHT_COLOUR, WORD_COLOUR, Chart, layout, le
 
 def self_similarity_chart(word: str, layers: list[str], similarity: np.ndarray, baseline: np.ndarray) -> Chart:
     figure = go.Figure()
-    figure.add_scatter(x=layers, y=similarity, name=f"“{word}” across the sentences", mode="lines+markers",
+    figure.add_scatter(x=layers, y=similarity, name=f"“{html.escape(word, quote=False)}” across the sentences", mode="lines+markers",
                        line=dict(color=WORD_COLOUR))
     figure.add_scatter(x=layers, y=baseline, name="random tokens (baseline)", mode="lines+markers",
                        line=dict(color="#7f7f7f", dash="dash"))

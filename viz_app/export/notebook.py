@@ -39,14 +39,14 @@ from viz_app.specs.probes import runs as probe_runs
 from viz_app.app.forward import ForwardResult, InputProblem, PreparedInput, prepare_input
 from viz_app.app.forward import record as record_pass
 from viz_app.app.tables import model_tables, table_subspaces
+from viz_app.charts.head_ablation import head_effect_heatmap
+from viz_app.charts.saliency import deletion_chart, saliency_chart
 from viz_app.views.attention import AttentionSettings, attention_view
 from viz_app.views.embeddings import embeddings_view
-from viz_app.views.head_ablation import head_ablation_view
 from viz_app.views.logit_lens import logit_lens_view
 from viz_app.views.mlp import MlpSettings, mlp_view
 from viz_app.views.prediction import PredictionSettings, prediction_view
 from viz_app.views.probes import ProbeViewSettings, probes_view
-from viz_app.views.saliency import saliency_view
 
 
 @dataclass(frozen=True)
@@ -125,7 +125,7 @@ def head_ablation(run: Recorded, mask: int = 0, mode: str = "zero") -> go.Figure
     """Every head ablated alone (one row of a batch each): the change in the prediction at the `mask`-th [MASK]."""
     _require_mask(run, mask)
     ranking = rank_heads(run.model, run.tokenizer, run.prepared.masked, position=run.mask_positions[mask], mode=mode)
-    return head_ablation_view(ranking)["ranking"].figure
+    return head_effect_heatmap(ranking).figure
 
 
 def probe_curves(model: Bert, tokenizer: BertTokenizer, tasks: Sequence[str] = ("pos", "punctuation"),
@@ -148,7 +148,7 @@ def probe_curves(model: Bert, tokenizer: BertTokenizer, tasks: Sequence[str] = (
 def saliency(run: Recorded, method: str = "integrated_gradients", mask: int = 0, **options) -> go.Figure:
     """Attributions of the prediction at the `mask`-th [MASK]; `options` go to
     bert.analysis.attribution.saliency.saliency (target_id, foil_id, steps, samples, window, score)."""
-    return saliency_view(_saliency(run, method, mask, options))["attributions"].figure
+    return saliency_chart(_saliency(run, method, mask, options)).figure
 
 
 def deletion_curve(run: Recorded, method: str = "integrated_gradients", mask: int = 0, random_orders: int = 10,
@@ -156,7 +156,7 @@ def deletion_curve(run: Recorded, method: str = "integrated_gradients", mask: in
     """The deletion curve of that saliency map against random orders, with their areas."""
     result = _saliency(run, method, mask, options)
     curve = deletion_of(run.model, run.tokenizer, run.prepared.masked, result, random_orders=random_orders)
-    return saliency_view(result, curve)["deletion"].figure
+    return deletion_chart(curve, result.tokens, result.method).figure
 
 
 def _attention(run: Recorded, layer: int, head: int, hide_special: bool, focus: int = 1, key: int | None = None) -> dict:

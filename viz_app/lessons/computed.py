@@ -21,7 +21,7 @@ from bert.analysis.causal.tracing import TraceResult
 from bert.errors import BertError
 from bert.layers import head_label, layer_label
 from bert.analysis.attention.mixing import ContextMixing
-from viz_app.specs import causal_tracing, rollout as mixing
+from viz_app.specs import causal_tracing, mixing
 from viz_app.specs.head_ablation import mean_head_outputs
 from viz_app.app.forward import ForwardResult, InputProblem, PreparedInput, prepare_input, record
 from viz_app.specs.sentence_tasks import next_sentence
@@ -115,7 +115,7 @@ class StepFacts:
             raise NotComputable(str(problem)) from None
 
     def mixing(self, method: str) -> ContextMixing:
-        """One context-mixing method's matrices for the step's input (viz_app/specs/rollout.py), computed once."""
+        """One context-mixing method's matrices for the step's input (viz_app/specs/mixing.py), computed once."""
         if method not in self._mixing:
             self._mixing[method] = mixing.matrices(self.loaded, self.prepared, method)
         return self._mixing[method]

@@ -18,7 +18,6 @@ from bert.analysis.causal.patching import patching_cost
 from bert.analysis.causal.tracing import trace_cost
 from bert.costs import Cost
 from bert.errors import BertError
-from viz_app import page_costs
 from viz_app.specs.probes import runs as probe_runs
 from viz_app.specs.causal_tracing import SITES_FOR_BLOCKS, CausalSettings
 from viz_app.app.forward import InputProblem, prepare_input
@@ -78,8 +77,8 @@ def _mixing(*methods: str) -> Callable[[StepInput], Cost]:
     return cost
 
 
-def _ranking(step: StepInput, more: int = 1) -> Cost:
-    """Every head ablated alone, and `more` passes beside: the recorded one (and the best head's prediction)."""
+def _ranking(step: StepInput, more: int) -> Cost:
+    """Every head ablated alone, and `more` passes beside (the recorded one, the best head's prediction)."""
     return rank_heads_cost(step.config, step.tokens) + step.passes(more) if step.tokens else NOTHING
 
 
@@ -102,7 +101,7 @@ def _trace(step: StepInput) -> Cost:
 
 # computed value -> its cost; every other value reads one recorded pass of the step's sentence
 VALUE_COSTS: dict[str, Callable[[StepInput], Cost]] = {
-    "most_helpful_head": lambda step: _ranking(step, more=2),
+    "most_helpful_head": lambda step: _ranking(step, more=3),  # resolving such a step measures the ranking + 3
     "next_sentence": lambda step: step.passes(2),
     "patching": _patching,
     "weight_to_special": lambda step: step.passes(1) + _mixing("attention")(step),  # the tokens, then the shares
@@ -111,11 +110,6 @@ VALUE_COSTS: dict[str, Callable[[StepInput], Cost]] = {
     "residual_keeps": _mixing("norm", "norm-residual", "alti", "attention"),
     "trace": _trace,
 }
-
-
-def _ablation_figures(step: StepInput) -> Cost:
-    mean = page_costs.mean_ablation(step.loaded) if step["ablation_mode"] == "mean" else NOTHING
-    return _ranking(step) + mean
 
 
 def _causal_figures(step: StepInput) -> Cost:
@@ -129,19 +123,17 @@ def _probe_figures(step: StepInput) -> Cost:
     if found is None:
         return NOTHING
     data, tasks = found
-    return probe_runs.features_cost(step.loaded.tokenizer, data, tasks, step["probe_pieces"], step["probe_seed"],
-                                    step.config.max_position_embeddings)
+    return probe_runs.features_cost(step.loaded.tokenizer, data, tasks, step["probe_pieces"], step["probe_seed"], step.config)
 
 
 # page -> the cost of the figures a lesson step draws for it (views.BUILDERS), for the pages not written as a spec
 FIGURE_COSTS: dict[str, Callable[[StepInput], Cost]] = {
-    "head_ablation": _ablation_figures,
     "causal_tracing": _causal_figures,
     "probes": _probe_figures,
 }
 
 
-ONE_PASS_FIGURES = frozenset({"prediction", "attention", "embeddings", "logit_lens", "sentence_tasks"})  # one record
+ONE_PASS_FIGURES = frozenset({"prediction", "attention", "embeddings", "logit_lens"})  # one record
 
 
 def figure_cost(page: str, step: StepInput) -> Cost:

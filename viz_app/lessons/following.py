@@ -19,6 +19,7 @@ from viz_app.server.class_room import FOLLOW_PARAM, Answer, ClassRoom, ClassStep
 from viz_app.lessons import session
 from viz_app.lessons.format import PAGES
 from viz_app.app.models import ModelKey
+from viz_app.app.text import escape_markdown, without_images
 
 POLL_S = 0.5  # a following student's page asks the room this often (half of it, on average, is the wait)
 COUNTS_S = 2.0  # the presenter's count of followers and answers is redrawn this often
@@ -94,21 +95,21 @@ def _draw(current: ClassStep | None, following: bool, visitor: Visitor) -> None:
     if not following:
         columns = st.columns([4, 1])
         columns[0].markdown(f"Exploring on your own; the class is on step {current.step + 1} of "
-                            f"{len(current.lesson.steps)} of *{current.lesson.title}*.")
+                            f"{len(current.lesson.steps)} of *{escape_markdown(current.lesson.title)}*.")
         columns[1].button("Follow the class again", key="class_follow", icon=":material/group:",
                           on_click=_set_following, args=(True,), width="stretch")
         return
     if shown is None or shown.version != current.version:
         return  # the step is being taken
     columns = st.columns([4, 1])
-    columns[0].markdown(f"**Following the class** · {shown.lesson} · step {shown.number} of {shown.total}: "
-                        f"**{shown.title}**")
+    columns[0].markdown(f"**Following the class** · {escape_markdown(shown.lesson)} · step {shown.number} of {shown.total}: "
+                        f"**{escape_markdown(shown.title)}**")
     columns[1].button("Explore on my own", key="class_explore", icon=":material/explore:",
                       on_click=_set_following, args=(False,), width="stretch")
     with st.expander("What to look at", expanded=True):
-        st.markdown(shown.text)
+        st.markdown(without_images(shown.text))
         if shown.question:
-            st.markdown(f"**Question.** {shown.question}")
+            st.markdown(f"**Question.** {without_images(shown.question)}")
         if shown.choices:
             voter = visitor.voter(st.session_state[SESSION])
             mine = visitor.room.answer_of(voter)

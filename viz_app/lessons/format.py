@@ -21,7 +21,7 @@ from bert.errors import BertError, quoted, shortened
 from viz_app.server import safe_yaml
 from viz_app.lessons.computed import COMPUTED
 from viz_app.app.navigation import CHOICES, LINK_PARAMS
-from viz_app.app.navigation import PAGES as APP_PAGES
+from viz_app.app.navigation import PAGES as APP_PAGES, current_path
 from viz_app.app.url_params import MODEL_PARAM
 
 BUILTIN_FOLDER = Path(__file__).parent / "builtin"
@@ -125,7 +125,7 @@ def _step(data: Any, number: int, source: str) -> Step:
     if isinstance(data.get("title"), str):
         where += f" ({data['title']})"
     _no_unknown(data, STEP_KEYS, where)
-    page = data.get("page")
+    page = current_path(data["page"]) if isinstance(data.get("page"), str) else data.get("page")  # an old address too
     if not isinstance(page, str) or page not in PAGES:
         raise LessonError(f"{where}: page: unknown page {quoted(page)}; use one of {', '.join(PAGES)}")
     step = Step(

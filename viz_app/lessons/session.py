@@ -15,11 +15,27 @@ from viz_app.lessons.format import MODEL_PARAM, PAGES, Lesson
 from viz_app.lessons.resolve import SIDEBAR_KEYS, ResolvedStep, step_state
 from viz_app.app.navigation import LINK_PARAMS
 
-KEPT = ("image_format",)  # the teacher's own settings, which no step changes
+KEPT = ("image_format", "lesson_name")  # the teacher's own settings and the lesson shown, which no step changes
 STEP = "lesson_step"  # the step showing (from 0); None: the lesson's overview
 APPLIED = "_lesson_applied"  # (lesson, step, model) whose state is in the session
 GO = "_lesson_go"  # a page to switch to on the next run
 UPLOADED = "_lesson_uploaded"  # the teacher's own lesson, once read
+
+
+def keep_uploaded(lesson: Lesson | None) -> None:
+    """The teacher's own lesson, once read from the upload; None: the file cannot be used (forget the last one)."""
+    if lesson is None:
+        st.session_state.pop(UPLOADED, None)
+    else:
+        st.session_state[UPLOADED] = lesson
+
+
+def current_step(lesson: Lesson | None) -> int | None:
+    """The step showing, None for the overview: no lesson, or a step past this lesson's end, goes back to it."""
+    index = st.session_state.get(STEP)
+    if lesson is None or (index is not None and not 0 <= index < len(lesson.steps)):
+        index = st.session_state[STEP] = None
+    return index
 
 
 def go_to(lesson: Lesson, index: int | None, visitor: Visitor) -> None:

@@ -19,11 +19,9 @@ from viz_app.specs.probes import runs as probe_runs
 from viz_app.specs.causal_tracing import CausalSettings, resolve_patching, resolve_trace
 from viz_app.charts.base import Chart
 from viz_app.app.forward import PreparedInput, prepare_input, record
-from viz_app.specs.head_ablation import head_ranking
 from viz_app.lessons.computed import PerModel
 from viz_app.app.models import LoadedModel
 from viz_app.app.navigation import LINK_PARAMS, PAGES
-from viz_app.specs.sentence_tasks import class_probabilities
 from viz_app.app.tables import table_subspaces
 from viz_app.specs.base import Inputs, compute_all
 from viz_app.specs.catalog import SPECS
@@ -31,11 +29,9 @@ from viz_app.views import chosen_mask
 from viz_app.views.attention import AttentionSettings, attention_view
 from viz_app.views.causal_tracing import patching_view, tracing_view
 from viz_app.views.embeddings import EmbeddingSettings, embeddings_view
-from viz_app.views.head_ablation import head_ablation_view
 from viz_app.views.logit_lens import logit_lens_view
 from viz_app.views.prediction import PredictionSettings, prediction_view
 from viz_app.views.probes import ProbeViewSettings, probes_view
-from viz_app.views.sentence_tasks import chosen_class, classes_view
 
 
 class PageState:
@@ -117,20 +113,6 @@ def logit_lens_charts(view: PageState) -> list[Chart]:
     return list(logit_lens_view(lenses, position, view.prepared).values())
 
 
-def head_ablation_charts(view: PageState) -> list[Chart]:
-    position = view.mask_position("ablation_mask")
-    if position is None or not view.loaded.model.has_mlm_head:
-        return []
-    ranking = head_ranking(view.loaded, view.prepared, position, view["ablation_mode"],
-                           view.per_model.mean_head_outputs)
-    return list(head_ablation_view(ranking).values())
-
-
-def sentence_task_charts(view: PageState) -> list[Chart]:
-    if "classifier" not in view.loaded.model.output_heads:
-        return []
-    table = class_probabilities(view.loaded.model, view.prepared.base)
-    return list(classes_view(table, chosen_class(table, view["tasks_class"])).values())
 
 
 def causal_tracing_charts(view: PageState) -> list[Chart]:

@@ -1,8 +1,9 @@
 """Whether a computation may start: its cost (bert/costs.py) against the server's budgets (viz_app/server/settings.py).
 No Streamlit here.
 
-- Within the per-request budget and what is left of the visitor's hour: it starts.
-- Above either, a student is told the numbers and what to lower, and nothing starts; the owner and the presenter
+- Within the per-request budget, what is left of the visitor's hour and the memory one computation may keep (what
+  its result keeps in the server's caches, `Cost.kept_bytes`): it starts.
+- Above any of them, a student is told the numbers and what to lower, and nothing starts; the owner and the presenter
   (viz_app/server/access.py) are told the same and may confirm, and then it starts (their hour is not counted).
 """
 from __future__ import annotations
@@ -22,6 +23,9 @@ class Verdict(enum.Enum):
     REFUSE = "refuse"  # a student: nothing starts
 
 
+MB = 1_000_000  # the memory budget's unit (viz_app/server/settings.py: memory_budget)
+
+
 @dataclass(frozen=True)
 class Decision:
     verdict: Verdict
@@ -33,9 +37,11 @@ def decide(cost: Cost, config: BertConfig, role: Role, settings: ServerSettings,
     """`spent_this_hour`: the visitor's computations that started in the last hour, in BERT-base token passes."""
     work = cost.work(config)
     left = max(settings.visitor_budget - spent_this_hour, 0.0)
-    if work <= settings.request_budget and work <= left:
+    memory = cost.kept_bytes <= settings.memory_budget * MB
+    if work <= settings.request_budget and work <= left and memory:
         return Decision(Verdict.START, work)
-    over = (f"a computation may cost {settings.request_budget:,}" if work > settings.request_budget
+    over = (f"a computation may keep {settings.memory_budget:,} MB of the server's memory" if not memory
+            else f"a computation may cost {settings.request_budget:,}" if work > settings.request_budget
             else f"a visitor's computations may cost {settings.visitor_budget:,} an hour, {left:,.0f} of which are left")
     numbers = f"This needs {cost.describe()}: {work:,.0f} BERT-base token passes; on this server {over}."
     lower = f" Lower {_listed(cost.lower)} to make it cheaper." if cost.lower else ""

@@ -3,7 +3,7 @@ a spinner that says its passes, and a stop when the browser session goes or the 
 (viz_app/server/heavy_jobs.py). The one road to it is `run`, with a page spec's `Computation`
 (viz_app/specs/base.py):
 
-    result = heavy.run(context, rollout.METHOD, rollout.MethodWork("alti"))   # None: over the budget, and it says why
+    result = heavy.run(context, mixing.METHOD, mixing.MethodWork("alti"))   # None: over the budget, and it says why
 
 Home.py runs every page inside `refusing_outside_jobs()`: a page that reaches more than OUTSIDE_JOB_PASSES forward
 passes outside a job (a heavy computation written without `run`) fails with UngatedComputationError. Pages not yet
@@ -113,7 +113,8 @@ def run(context: Context, computation: Computation, work, key: str | None = None
     if cost.forward_passes > 2:
         st.caption(f"{title}: about {cost.describe()}.")
     with job(context, cost, f"Computing {title}", config):
-        return cache.computed(computation.name, context.key, context.prepared, work, computation)
+        prepared = None if computation.per_model else context.prepared  # once per model: not keyed by the input
+        return cache.computed(computation.name, context.key, prepared, work, computation)
 
 
 class UngatedComputationError(RuntimeError):

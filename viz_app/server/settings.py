@@ -13,12 +13,14 @@ Three places, read in this order, each overriding the one before (folders add up
        request_budget: 60000        # what one computation of a student may cost, in BERT-base token passes
        visitor_budget: 300000       # what a student's computations may cost in an hour, together
        heavy_jobs: 1                # heavy computations the server runs at once (default: cores - 1, at least 1)
+       threads: 1                   # PyTorch threads, set once at start (default: cores / (heavy_jobs + 1), at least 1)
+       memory_budget: 500           # MB one computation of a student may keep in the server's memory (default: 500)
 
 2. environment variables: BERT_INSIDE_CLASS=1, BERT_INSIDE_PRESENTER_KEY=..., BERT_INSIDE_REQUEST_BUDGET=...,
-   BERT_INSIDE_VISITOR_BUDGET=..., BERT_INSIDE_HEAVY_JOBS=...
+   BERT_INSIDE_VISITOR_BUDGET=..., BERT_INSIDE_HEAVY_JOBS=..., BERT_INSIDE_THREADS=..., BERT_INSIDE_MEMORY_BUDGET=...
 3. flags after `--`: `streamlit run viz_app/Home.py -- --class --offer sentiment=/srv/models/bert-sst2
    --presenter-key ... --no-cached-hub-models --settings FILE --request-budget N --visitor-budget N
-   --heavy-jobs N` (scripts/start_app.sh passes them on, except the key, which it passes in
+   --heavy-jobs N --threads N --memory-budget MB` (scripts/start_app.sh passes them on, except the key, which it passes in
    BERT_INSIDE_PRESENTER_KEY: a command line is visible to every user of the machine).
 
 The budgets count BERT-base token passes (bert/costs.py): one forward pass of one token through BERT-base is 1, a
@@ -46,12 +48,16 @@ CLASS_VARIABLE = "BERT_INSIDE_CLASS"
 SETTINGS_VARIABLE = "BERT_INSIDE_SETTINGS"
 KEY_VARIABLE = "BERT_INSIDE_PRESENTER_KEY"
 NUMBER_VARIABLES = {"request_budget": "BERT_INSIDE_REQUEST_BUDGET", "visitor_budget": "BERT_INSIDE_VISITOR_BUDGET",
-                    "heavy_jobs": "BERT_INSIDE_HEAVY_JOBS"}
+                    "heavy_jobs": "BERT_INSIDE_HEAVY_JOBS", "threads": "BERT_INSIDE_THREADS",
+                    "memory_budget": "BERT_INSIDE_MEMORY_BUDGET"}
 FILE_KEYS = {"class", "presenter_key", "cached_hub_models", "folders", *NUMBER_VARIABLES}
 # a 30-student class on 2 cores: one computation of a student at most ~100 BERT-base passes of 512 tokens (integrated
 # gradients with 32 steps at 511 tokens is 51,100), an hour of a student's at most five such (docs/teaching.md)
 REQUEST_BUDGET = 60_000
 VISITOR_BUDGET = 300_000
+# what one computation of a student may leave in the server's memory (its cached results), in MB: the probes page's
+# default, UD English EWT's first 200 sentences of each file, keeps 330 MB of word vectors with BERT-base, 89 MB with MiniLM
+MEMORY_BUDGET = 500
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")  # a folder's name for students: no "/", unlike a hub id
 KEY = re.compile(r"[A-Za-z0-9_-]{8,128}")  # travels in a link: URL-safe, long enough not to be guessed
 RESERVED_NAMES = {"folder", "minilm", "minilm-encoder"}  # the picker's own entries
@@ -70,6 +76,8 @@ class ServerSettings:
     request_budget: int = REQUEST_BUDGET  # BERT-base token passes one computation of a student may cost
     visitor_budget: int = VISITOR_BUDGET  # BERT-base token passes a student's computations may cost in an hour
     heavy_jobs: int = 0  # heavy computations at once; 0: the server's cores - 1, at least 1
+    threads: int = 0  # PyTorch threads, set once at start (viz_app/server/threads.py); 0: shared out by the cores
+    memory_budget: int = MEMORY_BUDGET  # MB one computation of a student may keep in memory (cached results)
 
     @property
     def heavy_slots(self) -> int:
@@ -132,6 +140,8 @@ def read_settings(argv: Sequence[str], environ: Mapping[str, str]) -> ServerSett
         request_budget=_count(values.get("request_budget", REQUEST_BUDGET), "request_budget"),
         visitor_budget=_count(values.get("visitor_budget", VISITOR_BUDGET), "visitor_budget"),
         heavy_jobs=_count(values.get("heavy_jobs", 0), "heavy_jobs"),
+        threads=_count(values.get("threads", 0), "threads"),
+        memory_budget=_count(values.get("memory_budget", MEMORY_BUDGET), "memory_budget"),
     )
 
 

@@ -32,8 +32,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-import torch
-
 from bert.checkpoint import save_hf_folder
 from bert.pretraining.miniature import TINY_VOCAB, RunLog, TinySettings, train_tiny
 from viz_app.server.heavy_jobs import HeavyJobs
@@ -152,9 +150,7 @@ class TinyTrainingRuns:
 
     def _train(self, job: Job) -> None:
         folder = Path(tempfile.mkdtemp(prefix=job.settings.name + "-", dir=self.root))
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)  # one core: on a small shared machine two threads wait on each other
-        try:
+        try:  # on the server's threads, set once at start (viz_app/server/threads.py)
             with self._jobs.job(f"training:{job.owner}", None, 0.0, job.settings.steps):  # a slot; its session: ours
                 result, model, _ = train_tiny(job.settings, folder / "work", lambda grown: setattr(job, "log", grown),
                                               lambda: job.stop.is_set() or self._gone(job) or self._over_time(job))
@@ -164,7 +160,6 @@ class TinyTrainingRuns:
             log.exception("tiny run %s failed", job.settings.name)
             job.error = f"{type(error).__name__}: {error}"
         finally:
-            torch.set_num_threads(threads)
             shutil.rmtree(folder / "work", ignore_errors=True)  # text and optimizer state; the model folder stays
             with self._lock:
                 if job.error is None and job.log is not None and job.log.stopped_at is None:

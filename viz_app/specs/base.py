@@ -58,13 +58,15 @@ class Computation(Generic[Work, Result]):
     """One heavy part of a page: `cost` before it starts, `compute` the work. `name` ("<page>.<part>") keys its cache
     and the budget's confirmation; `title(work)` names what it computes, in the page's words ("Value zeroing");
     `counted_at(inputs, work)`: the model whose size the passes are counted at, when not the page's (the larger of
-    two models)."""
+    two models); `per_model`: made once per model, whatever the input (a mean over built-in sentences), so cached
+    by the model alone and computed without the input."""
 
     name: str
     title: Callable[[Work], str]
     cost: Callable[[Inputs, Work], Cost]
     compute: Callable[[Inputs, Work], Result]
     counted_at: Callable[[Inputs, Work], BertConfig] | None = None
+    per_model: bool = False
 
 
 Planned = dict[str, tuple[Computation, Any]]  # name -> (computation, its work), as a spec's `computations` gives

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from viz_app.specs import circuits, rollout
+from viz_app.specs import (circuits, compare_models, head_ablation, head_statistics, mixing, one_pass, saliency,
+                          sentence_tasks, word_contexts)
 
-SPECS: dict[str, ModuleType] = {spec.NAME: spec for spec in (rollout, circuits)}
+SPECS: dict[str, ModuleType] = {spec.NAME: spec for spec in (
+    mixing, one_pass, compare_models, head_ablation, head_statistics, saliency, sentence_tasks, word_contexts, circuits)}

@@ -1,19 +1,34 @@
-"""The sentence-level output heads in the app: next-sentence probability (typed and swapped pair), class probabilities,
-token labels, the token-label chips. Plain functions on a loaded model (tested without Streamlit); their cached
-calls are in viz_app/cache.py, their chart in viz_app/charts/sentence_tasks.py.
+"""The page "Sentence tasks" (address `sentence_tasks`): the sentence-level output heads, next-sentence probability
+(typed and swapped pair), class probabilities, token labels and their chips, and which input tokens drove each
+(attributions). Its spec (viz_app/specs/base.py): `Settings`, `computations` (the classes a lesson step draws),
+`EXPLAIN` (the attributions, run by the page once it knows the answer to explain), `view`. Plain functions on a
+loaded model (tested without Streamlit); the one-pass heads' cached calls are in viz_app/cache.py, the charts in
+viz_app/charts/sentence_tasks.py and viz_app/charts/saliency.py.
 """
 from __future__ import annotations
 
 import html
 from dataclasses import dataclass
+from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
 import torch
 
 from bert import Bert, BertTokenizer
+from bert.analysis.attribution.saliency import METHODS, saliency, saliency_cost, swappable
+from bert.costs import Cost
 from bert.devices import as_numpy, model_device
 from bert.tokenizer import Encoding
+from viz_app.charts.base import Chart
+from viz_app.charts.saliency import saliency_chart
+from viz_app.charts.sentence_tasks import probability_chart
+from viz_app.specs.base import Computation, HasInputs, Inputs, Planned, setting
+from viz_app.specs.causal_tracing import patching_batch
+
+NAME = "sentence_tasks"
+LESSON_CHARTS = ("classes",)
+STEPS, SAMPLES = 32, 25  # the attributions' integration steps and noise samples (the saliency page's defaults)
 
 # Which model to pick for a head this model lacks (shown when the page cannot draw a section).
 WHICH_MODEL = {
@@ -78,3 +93,71 @@ def label_chips(table: pd.DataFrame) -> str:
     return "".join(chips)
 
 
+
+
+def chosen_class(table: pd.DataFrame, requested: str | None) -> str:
+    """The class to explain: the requested one if the model has it, else the most probable."""
+    labels = list(table["label"])
+    return requested if requested in labels else str(labels[int(np.argmax(table["probability"]))])
+
+
+@dataclass(frozen=True)
+class ClassesWork:
+    """Nothing but the model and the input as typed."""
+
+
+@dataclass(frozen=True)
+class ExplainWork:
+    output: str  # the head explained: "nsp", "classifier" or "tagger"
+    method: str  # a key of bert.analysis.attribution.saliency.METHODS
+    target: int  # the class (the label, for "tagger") whose log-probability is attributed
+    position: int = 0  # the token whose label is explained ("tagger"); [CLS] otherwise
+
+
+def _attributions(inputs: Inputs, work: ExplainWork):
+    base = inputs.prepared.base  # the sentence-level heads read the input as typed
+    return saliency(inputs.loaded.model, inputs.loaded.tokenizer, base, work.method, work.position, work.target,
+                    steps=STEPS, output=work.output, samples=SAMPLES, batch_size=patching_batch(len(base)))
+
+
+CLASSES = Computation(
+    "sentence_tasks.classes", lambda work: "Class probabilities",
+    cost=lambda inputs, work: Cost(1, len(inputs.prepared.base)),
+    compute=lambda inputs, work: class_probabilities(inputs.loaded.model, inputs.prepared.base))
+EXPLAIN = Computation(
+    "sentence_tasks.explain", lambda work: "Attributions",
+    cost=lambda inputs, work: saliency_cost(work.method, len(inputs.prepared.base),
+                                            sum(swappable(inputs.loaded.tokenizer, inputs.prepared.base)),
+                                            steps=STEPS, samples=SAMPLES),
+    compute=_attributions)
+
+
+@dataclass(frozen=True)
+class Settings:
+    method: str  # the attribution method, a key of METHODS
+    requested_class: str | None  # the class to explain; None (or one the model lacks): the most probable
+    classifier: bool  # the model has a sentence classifier head
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any], inputs: HasInputs) -> "Settings":
+        method = setting(state, "tasks_method")
+        return cls(method if method in METHODS else "gradient_x_input", setting(state, "tasks_class"),
+                   "classifier" in inputs.loaded.model.output_heads)
+
+
+def computations(settings: Settings) -> Planned:
+    """"classes" on a model with a classifier head (the attributions wait for the answer: `EXPLAIN`)."""
+    return {"classes": (CLASSES, ClassesWork())} if settings.classifier else {}
+
+
+def view(settings: Settings, inputs: HasInputs, results: Mapping[str, Any]) -> dict[str, Chart]:
+    """"classes" (every class's probability, the explained one marked) and "explain_<output>" for each head's
+    attributions computed."""
+    charts = {}
+    if results.get("classes") is not None:
+        table = results["classes"]
+        charts["classes"] = probability_chart(table, chosen_class(table, settings.requested_class))
+    for name, result in results.items():
+        if name.startswith("explain_") and result is not None:
+            charts[name] = saliency_chart(result)
+    return charts

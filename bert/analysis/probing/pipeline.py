@@ -57,6 +57,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
+from ...config import BertConfig
 from ...costs import Cost
 from ...devices import model_device
 from ...errors import InvalidInputError
@@ -69,7 +70,7 @@ from .scoring import (  # noqa: F401  (TaskResult, expected_hidden_states_index:
     CannotProbe, ProbeSettings, TaskResult, classification_task, expected_hidden_states_index, score_structural, sentence_tree,
     structural_baselines,
 )
-from .structural_probe import StructuralProbes, fit_structural_probes, one_cpu_thread
+from .structural_probe import StructuralProbes, fit_structural_probes
 from .task_table import TASKS, TEXT_TASKS, TREE_TASKS, can_run, needs, supported_tasks
 from .text_inputs import maskable, masked_features, masked_vocabulary, pair_encodings, pair_features, vocabulary_of
 from .treebank import Treebank
@@ -187,11 +188,13 @@ def inputs_needed(tasks: Sequence[str]) -> tuple[str, ...]:
 
 def extract_features_cost(
     tokenizer: BertTokenizer, train: Treebank, test: Treebank | None, tasks: Sequence[str] | None, settings: ProbeSettings | None,
-    max_positions: int,
+    max_positions: int, config: BertConfig | None = None,
 ) -> Cost:
     """The passes `extract_features` makes, before it starts (max_positions: the model's longest input): each kept
     sentence once, each pair of consecutive sentences for the segment task, each sentence with a frequent word
-    again with it masked; padded to their batch's longest. The probes' training is not in it."""
+    again with it masked; padded to their batch's longest. The probes' training is not in it. With the model's
+    `config`, also the memory the features keep (`Cost.kept_bytes`): one vector per word at every hidden state,
+    and for the text tasks one per word piece of the inputs they read (at most)."""
     settings = settings or ProbeSettings()
     if test is None:
         if len(train) < MIN_SPLIT_SENTENCES:
@@ -199,19 +202,27 @@ def extract_features_cost(
         train, test = train.split(settings.test_fraction, settings.seed)
     inputs = inputs_needed(list(tasks) if tasks is not None else [t for t in train.tasks if t in test.tasks])
     lower = ("the number of sentences",)
-    cost, parts = Cost(0, 0, lower), []
+    cost, parts, vectors = Cost(0, 0, lower), [], 0
     for treebank in (train, test):
         kept, encodings, _ = encode_sentences(tokenizer, treebank.sentences, max_positions)
         parts.append(encodings)
         cost += batches_cost([len(e) for e in encodings], settings.batch_size, lower)
+        vectors += sum(len(treebank.sentences[i].words) for i in kept)
+        vectors += sum(len(e) for e in encodings) if "tokens" in inputs else 0
         if "pairs" in inputs:
             pairs = pair_encodings(tokenizer, [treebank.sentences[i] for i in kept], max_positions)
             cost += batches_cost([len(e) for e in pairs], settings.batch_size, lower)
+            vectors += sum(len(e) for e in pairs)
     if "masked" in inputs:
         wanted = set(vocabulary_of(parts))
         for encodings in parts:
-            cost += batches_cost([len(e) for e in encodings if maskable(e, wanted)], settings.batch_size, lower)
-    return cost
+            masked = [len(e) for e in encodings if maskable(e, wanted)]
+            cost += batches_cost(masked, settings.batch_size, lower)
+            vectors += len(masked)
+    if config is None:
+        return cost
+    kept = vectors * (config.num_layers + 1) * config.hidden_size * (2 if settings.float16 else 4)
+    return replace(cost, kept_bytes=kept, peak_bytes=kept)
 
 
 def extract_features(
@@ -300,8 +311,7 @@ def probe_features(
         report(0.8, "training the structural probes")
         started = time.perf_counter()
         structural = fit_structural_probes(train_features, kinds, settings.structural, settings.seed, device)
-        with one_cpu_thread("cpu"):  # small per-sentence products and scipy's spanning trees
-            results.update(score_structural(structural, test_features, kinds, len(train_features.sentences)))
+        results.update(score_structural(structural, test_features, kinds, len(train_features.sentences)))
         baselines.update(structural_baselines(test_features, results))
         timings["structural"] = time.perf_counter() - started
     for name, result in results.items():

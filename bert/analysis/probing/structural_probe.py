@@ -16,7 +16,6 @@ exactly its own gradient; Adam's updates are per parameter), which is one pass o
 """
 from __future__ import annotations
 
-import contextlib
 import logging
 from dataclasses import dataclass
 
@@ -72,22 +71,6 @@ def _squared_distances(projected: torch.Tensor) -> torch.Tensor:
     return (norms.unsqueeze(-1) + norms.unsqueeze(-2) - 2 * gram).clamp_min(0)
 
 
-@contextlib.contextmanager
-def one_cpu_thread(device: torch.device | str | None):
-    """PyTorch on one CPU thread while it lasts (process-wide), when `device` is the CPU. The probes' steps are
-    small, so more threads spend their time waiting on each other (docs/benchmarks.md#analyses). Results do not
-    change."""
-    if torch.device(device or "cpu").type != "cpu":
-        yield
-        return
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def fit_structural_probes(
     features: WordFeatures, kinds: tuple[str, ...] = PROBE_KINDS, settings: StructuralProbeSettings | None = None,
     seed: int = 0, device: torch.device | str | None = None,
@@ -95,8 +78,7 @@ def fit_structural_probes(
     """Train the distance and/or depth probes of every layer on `features` (sentences with trees). device: where
     to train (pass the model's: `bert.devices.model_device(model)`); None = the CPU. Deterministic for a seed on
     the CPU."""
-    with one_cpu_thread(device):
-        return _fit(features, kinds, settings or StructuralProbeSettings(), seed, device)
+    return _fit(features, kinds, settings or StructuralProbeSettings(), seed, device)
 
 
 def _fit(features: WordFeatures, kinds: tuple[str, ...], settings: StructuralProbeSettings, seed: int, device) -> StructuralProbes:

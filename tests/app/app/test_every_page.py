@@ -89,11 +89,11 @@ SHOWS = {  # (model, page) -> what the page shows where a family, or the link, b
     ("electra-discriminator", "prediction"): "Which words look replaced?",  # its replaced-token head, in place of guesses
     ("modernbert", "prediction"): "Local attention: layers 0, 3, 6, … see the whole input, the others only the 4",
     ("deberta", "attention"): "Positions enter every attention layer as relative distances",  # the sidebar's note
-    ("modernbert", "rollout"): "Only the attention weights here: the decompositions follow BERT's post-LN layers",
+    ("modernbert", "mixing"): "Only the attention weights here: the decompositions follow BERT's post-LN layers",
     ("bert", "causal_tracing"): "is not one vocabulary token",  # the link's answer, quoted as text
     **{(name, "corpus_search"): "Searching " for name in ["bert", *FAMILY]},  # the built-in corpus: 256 positions
 }
-DRAWN_FROM_ANY_SENTENCE = {"attention", "embeddings", "mlp", "architecture", "rollout"}  # no [MASK] needed
+DRAWN_FROM_ANY_SENTENCE = {"attention", "embeddings", "mlp", "architecture", "mixing"}  # no [MASK] needed
 
 
 def _cases():

@@ -36,7 +36,7 @@ OLD_LINKS = {
                         "patch_corrupted": FORMERLY_BOUND["patch_corrupted"][1]}, None),
     "causal_tracing, one": ({"causal_mode": "one", "trace_text": FORMERLY_BOUND["trace_text"][1], "trace_samples": "5"},
                             ("trace_samples", 3, "3")),
-    "rollout": ({"rollout_layer": "4"}, ("rollout_layer", 2, "2")),
+    "mixing": ({"rollout_layer": "4"}, ("rollout_layer", 2, "2")),
     "head_statistics": ({"stats_count": "30", "stats_statistic": "cls"}, ("stats_statistic", "sep", None)),
     "saliency": ({"saliency_steps": "64", "saliency_samples": "50", "saliency_method": "integrated_gradients"},
                  ("saliency_steps", 16, "16")),

@@ -23,7 +23,7 @@ HEAVY_LESSON = f"""title: Heavy
 about: One step that zeroes every token's value in turn.
 steps:
   - title: Value zeroing on a long text
-    page: rollout
+    page: mixing
     state:
       text: "{LONG}"
       mixing_method: value-zeroing

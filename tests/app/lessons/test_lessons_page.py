@@ -8,6 +8,7 @@ import pytest
 from bert.pretrained import MINILM_HEAD_FILE
 from app_helpers import figures, go, no_exception, texts
 from viz_app.app import models
+from viz_app.app.text import escape_markdown
 from viz_app.lessons.format import PAGES, builtin_lessons
 from viz_app.lessons.resolve import resolve
 
@@ -42,7 +43,7 @@ def test_every_step_shows_and_opens_its_page(open_app, loaded, name):
         expected = resolve(lesson, index, loaded, session)
         session |= expected.state
         no_exception(at)
-        assert at.header[0].value == expected.title
+        assert at.header[0].value == escape_markdown(expected.title)  # shown as literal text
         assert f"step {index + 1} of {len(lesson.steps)}" in texts(at)
         assert at.session_state["text"] == expected.state["text"]
         [link] = [c.value for c in at.code]
@@ -57,7 +58,7 @@ def test_every_step_shows_and_opens_its_page(open_app, loaded, name):
         if "masks" in expected.state:
             assert at.session_state["masks"] == expected.state["masks"]
         at.switch_page(LESSONS).run()  # back to the lesson: the same step
-        assert at.header[0].value == expected.title
+        assert at.header[0].value == escape_markdown(expected.title)  # shown as literal text
         if index < len(lesson.steps) - 1:
             at.button(key="lesson_next").click().run()
     assert at.button(key="lesson_next").disabled

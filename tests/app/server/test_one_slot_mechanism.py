@@ -36,7 +36,7 @@ def test_a_training_run_and_a_heavy_job_share_the_slots(tmp_path, monkeypatch):
 
     watcher = threading.Thread(target=stop_the_run_once_the_page_waits, daemon=True)
     watcher.start()
-    at = open_page("rollout", {"text": "A student's [MASK] barked.", "mixing_method": "value-zeroing",
+    at = open_page("mixing", {"text": "A student's [MASK] barked.", "mixing_method": "value-zeroing",
                                "mixing_compare": "none"})
     watcher.join(WAIT)
     no_exception(at)

@@ -1,5 +1,5 @@
-"""AppTest for the analysis pages (probes, logit lens, head ablation, rollout, head statistics, saliency; the rest of the
-context-mixing page at /rollout: tests/app/specs/test_mixing_page.py): each
+"""AppTest for the analysis pages (probes, logit lens, head ablation, mixing, head statistics, saliency; the rest of the
+context-mixing page at /mixing: tests/app/specs/test_mixing_page.py): each
 opens in the app on the default sentence, draws its charts, and answers bad input with a message."""
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def test_head_ablation_changes_and_ranks(open_page):
 
 
 def test_rollout_refuses_flow_for_long_inputs(open_page):
-    at = open_page("rollout", text=" ".join(["word"] * 80))
+    at = open_page("mixing", text=" ".join(["word"] * 80))
     assert "attention flow is offered up to" in texts(at)
 
 

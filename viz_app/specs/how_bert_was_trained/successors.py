@@ -1,21 +1,24 @@
 """The "What came after BERT" section of the "How BERT was trained" page: what RoBERTa, ALBERT and ELECTRA changed
 in pre-training, each on the visitor's text, then one tiny run per objective through the project's own trainer
-(bert/pretraining/successors.py), its cost stated before it starts, stopped by any change of the page, kept per
-text and settings (viz_app/cache.py)."""
+(bert/pretraining/successors.py) through the server's budget and a heavy slot (`RUNS`, run by
+viz_app/server/heavy.py's `run`), its cost stated before it starts, stopped by any change of the page, kept per text
+and settings."""
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import streamlit as st
 
 from bert.errors import InvalidInputError
 from bert.pretraining import walkthrough
 from bert.pretraining.data import Batch
-from bert.pretraining.successors import OBJECTIVES, ComparisonSettings, comparison_cost
+from bert.pretraining.successors import OBJECTIVES, ComparisonSettings, compare, comparison_cost
 from bert.tokenizer import BertTokenizer
-from viz_app import cache
 from viz_app.server import heavy
-from viz_app.app import widgets
+from viz_app.app import state, widgets
 from viz_app.charts import training as charts
 from viz_app.app.page_context import Context
+from viz_app.specs.base import Computation
 from viz_app.app.text import escape_markdown
 
 CHANGES = (  # (who, what changed, its paper)
@@ -31,6 +34,21 @@ RUN_NOTE = ("One tiny model per objective (1 layer, hidden 64), trained from scr
             "of the tiny corpus (bert/data/tiny_corpus.txt.gz), so that each sentence comes back several times; the held-out "
             "sentences are ones none of them trains on. A miniature, seconds of one core: what the papers found with "
             "weeks of TPUs need not show here, and a different seed can order the lines differently.")
+
+
+@dataclass(frozen=True)
+class RunsWork:
+    text: str  # the visitor's text, trained on with the tiny corpus
+    settings: ComparisonSettings
+    objectives: tuple[str, ...]  # keys of OBJECTIVES, in their order
+    vocab_size: int  # the built-in model's vocabulary, which the tiny models read
+
+
+RUNS = Computation(  # one tiny model per objective, on the threads the server set at start
+    "how_bert_was_trained.successors", lambda work: "Training one tiny model per objective",
+    cost=lambda inputs, work: comparison_cost(work.settings, work.objectives),
+    compute=lambda inputs, work: compare(work.text, work.settings, work.objectives),
+    counted_at=lambda inputs, work: work.settings.config("bert", work.vocab_size))
 
 
 def render(context: Context | None, tokenizer: BertTokenizer, text: str, batch: Batch, seed: int) -> None:
@@ -63,15 +81,14 @@ def render(context: Context | None, tokenizer: BertTokenizer, text: str, batch: 
         st.session_state["successors_asked"] = key
     if st.session_state.get("successors_asked") != key:
         return
-    if not heavy.allowed(context, cost, "successors", config=settings.config("bert", tokenizer.vocab_size)):
-        return
     st.button("Stop", icon=":material/stop:", key="successors_stop", on_click=st.session_state.pop, args=("successors_asked", None))
-    with heavy.job(context, cost, "Training one tiny model per objective", config=settings.config("bert", tokenizer.vocab_size)):
-        try:
-            runs = cache.successor_runs(text, settings, objectives)
-        except InvalidInputError as error:  # no sentence to train on
-            st.info(f"{escape_markdown(str(error))}.")
-            return
+    try:
+        runs = heavy.run(context, RUNS, RunsWork(text, settings, objectives, tokenizer.vocab_size), key="successors")
+    except InvalidInputError as error:  # no sentence to train on
+        st.info(f"{escape_markdown(str(error))}.")
+        return
+    if runs is None:  # over the budget: the page has said why
+        return
     labels = {objective: OBJECTIVES[objective][0] for objective in runs}
     widgets.show_chart(charts.successor_losses(runs, labels), key="successor_losses")
     st.markdown(" · ".join(f"**{escape_markdown(labels[o])}**: {run.heldout_loss[-1]:.2f} after {run.steps[-1]} steps "
@@ -80,8 +97,9 @@ def render(context: Context | None, tokenizer: BertTokenizer, text: str, batch: 
 
 def _settings_form() -> tuple[ComparisonSettings, tuple[str, ...]]:
     steps, seed, chosen = st.columns([1, 1, 4])
-    steps = int(steps.number_input("Steps", 10, 400, ComparisonSettings.steps, step=10, key="successors_steps"))
-    seed = int(seed.number_input("Seed", 0, 1_000_000, 0, key="successors_seed"))
-    objectives = chosen.multiselect("Objectives", list(OBJECTIVES), default=list(OBJECTIVES), key="successors_objectives",
-                                    format_func=lambda o: OBJECTIVES[o][0])
+    steps = int(steps.number_input("Steps", 10, 400, step=10, **state.kept("successors_steps", range(10, 401))))
+    seed = int(seed.number_input("Seed", 0, 1_000_000, **state.kept("successors_seed", range(1_000_001))))
+    state.clamp_subset("successors_objectives", list(OBJECTIVES))
+    objectives = chosen.multiselect("Objectives", list(OBJECTIVES), format_func=lambda o: OBJECTIVES[o][0],
+                                    **state.kept("successors_objectives"))
     return ComparisonSettings(steps=steps, seed=seed), tuple(o for o in OBJECTIVES if o in objectives)

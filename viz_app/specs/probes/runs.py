@@ -18,6 +18,7 @@ from bert.analysis.probing import tree_metrics
 from bert.analysis.probing.treebank import Treebank, builtin_treebank, read_treebank
 from bert.analysis.probing.pipeline import ProbeReport, ProbeSettings, extract_features, extract_features_cost, probe_features
 from bert.analysis.probing.sentence_sets import builtin_set, sentence_set
+from bert.config import BertConfig
 from bert.costs import Cost
 from bert.devices import model_device
 from bert.errors import TreebankError
@@ -118,10 +119,11 @@ def erasable_tasks(data: ProbeData, run: dict) -> list[str]:
     return [task for task in run["tasks"] if task in data.train.label_columns and not data.from_text]
 
 
-def features_cost(tokenizer, data: ProbeData, tasks: Sequence[str], pieces: str, seed: int, max_positions: int) -> Cost:
-    """What `features` costs, before it starts (the probes' training is not in it)."""
+def features_cost(tokenizer, data: ProbeData, tasks: Sequence[str], pieces: str, seed: int, config: BertConfig) -> Cost:
+    """What `features` costs, before it starts, with the memory the word vectors keep (the probes' training is not in
+    it)."""
     return extract_features_cost(tokenizer, data.train, data.test, list(tasks), settings(pieces, split_seed(data, seed)),
-                                 max_positions)
+                                 config.max_position_embeddings, config)
 
 
 def _erasure_split(data: ProbeData, seed: int):

@@ -1,6 +1,6 @@
-"""The page "What each word takes from the others" (address `rollout`): context mixing by method
-(bert/analysis/attention/mixing.py), one method or two side by side, a layer's [query, key] matrix, the whole
-model's and one query token's row as bars; attention flow (Abnar & Zuidema 2020) on request. Its spec
+"""The page "What each word takes from the others" (address `mixing`; the old `rollout` still opens it): context
+mixing by method (bert/analysis/attention/mixing.py), one method or two side by side, a layer's [query, key] matrix,
+the whole model's and one query token's row as bars; attention flow (Abnar & Zuidema 2020) on request. Its spec
 (viz_app/specs/base.py): `Settings`, `computations`, `view`; plus the shares the lesson "What each word takes from
 the others" reads. Plain Python."""
 from __future__ import annotations
@@ -21,7 +21,7 @@ from viz_app.charts.mixing import mixing_heatmap, row_bars
 from viz_app.charts.token_matrix import token_heatmap
 from viz_app.specs.base import Computation, HasInputs, Inputs, Planned, setting, within
 
-NAME = "rollout"
+NAME = "mixing"
 NO_SECOND = "none"
 METHOD_TITLES = {name: f"{info.title} ({info.paper})" for name, info in METHODS.items()}
 SIDES = ("first", "second")  # the chosen method and the one beside it
@@ -59,11 +59,11 @@ def _tokens(inputs: Inputs) -> int:
 
 
 METHOD = Computation(
-    "rollout.method", lambda work: METHODS[work.method].title,
+    "mixing.method", lambda work: METHODS[work.method].title,
     cost=lambda inputs, work: mixing_cost(work.method, _tokens(inputs)),  # the recorded pass included
     compute=lambda inputs, work: matrices(inputs.loaded, inputs.prepared, work.method))
 FLOW = Computation(  # the head-averaged attention weights (one recorded pass), then tokens² max-flow problems
-    "rollout.flow", lambda work: "Attention flow",
+    "mixing.flow", lambda work: "Attention flow",
     cost=lambda inputs, work: mixing_cost("attention", _tokens(inputs)) + attention_flow_cost(_tokens(inputs)),
     compute=lambda inputs, work: attention_flow(matrices(inputs.loaded, inputs.prepared, "attention").layers,
                                                 layer=work.layer))

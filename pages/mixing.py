@@ -1,5 +1,5 @@
 """What does each word take from the others? Context mixing by method, one or two side by side; rollout and flow.
-The page lays out the widgets; what it computes and draws is its spec, viz_app/specs/rollout.py."""
+The page lays out the widgets; what it computes and draws is its spec, viz_app/specs/mixing.py."""
 import streamlit as st
 
 from bert.analysis.attention.mixing import METHODS, PRE_NORM_REASON, methods_for
@@ -7,7 +7,7 @@ from bert.analysis.attention.rollout import FLOW_TOKEN_LIMIT
 from bert.errors import MissingHeadError
 from viz_app.app import state, widgets
 from viz_app.server import heavy
-from viz_app.specs import rollout
+from viz_app.specs import mixing
 
 widgets.page_header(
     "What each word takes from the others",
@@ -20,21 +20,23 @@ context = widgets.require()
 tokens = list(context.prepared.masked.tokens)
 num_layers = context.loaded.summary.layers
 methods = methods_for(context.loaded.model.config)
-seconds = [rollout.NO_SECOND, *methods]
+seconds = [mixing.NO_SECOND, *methods]
 if len(methods) < len(METHODS):
     st.caption(f"Only the attention weights here: {PRE_NORM_REASON}.")
-pick, beside, at_layer = st.columns(3)
+pick, beside = st.columns(2)  # wide enough for the longest method's name and paper at 1366 px
 with pick:
-    method = st.selectbox("Method", methods, format_func=rollout.METHOD_TITLES.get, **state.kept("mixing_method", methods))
+    method = st.selectbox("Method", methods, format_func=mixing.METHOD_TITLES.get, **state.kept("mixing_method", methods))
 with beside:
-    compare = st.selectbox("Beside it", seconds, format_func=lambda m: "nothing" if m == rollout.NO_SECOND
-                           else rollout.METHOD_TITLES[m], **state.kept("mixing_compare", seconds))
+    compare = st.selectbox("Beside it", seconds, format_func=lambda m: "nothing" if m == mixing.NO_SECOND
+                           else mixing.METHOD_TITLES[m], **state.kept("mixing_compare", seconds))
+at_layer, at_token = st.columns([1, 3])
 with at_layer:
     layer = st.selectbox("Layer", range(num_layers), **state.kept("rollout_layer", range(num_layers), num_layers - 1))
-defaults = rollout.Settings.from_state(st.session_state, context)
-query = widgets.select_int("Token whose row is drawn as bars", "mixing_query", list(range(len(tokens))),
-                           format_func=lambda i: f"{i}: {tokens[i]}", default=defaults.query)
-settings = rollout.Settings(method, compare, layer, query)
+defaults = mixing.Settings.from_state(st.session_state, context)
+with at_token:
+    query = widgets.select_int("Token whose row is drawn as bars", "mixing_query", list(range(len(tokens))),
+                               format_func=lambda i: f"{i}: {tokens[i]}", default=defaults.query)
+settings = mixing.Settings(method, compare, layer, query)
 
 
 def run(side: str, computation, work):
@@ -47,14 +49,14 @@ def run(side: str, computation, work):
         return None
 
 
-planned = rollout.computations(settings)
-sides = st.columns(2) if compare != rollout.NO_SECOND else [st.container()]
-for column, side in zip(sides, rollout.SIDES):
+planned = mixing.computations(settings)
+sides = st.columns(2) if compare != mixing.NO_SECOND else [st.container()]
+for column, side in zip(sides, mixing.SIDES):
     with column:
         result = run(side, *planned[side])
         if result is None:
             continue
-        for chart_name, chart in rollout.view(settings, context, {side: result}).items():
+        for chart_name, chart in mixing.view(settings, context, {side: result}).items():
             widgets.show_chart(chart, key=chart_name)
         if result.whole_model is None:
             st.caption(f"{METHODS[result.method].paper} define no whole-model aggregate for this method.")
@@ -70,8 +72,8 @@ st.caption(
 if len(tokens) > FLOW_TOKEN_LIMIT:
     st.info(f"This input has {len(tokens)} tokens; attention flow is offered up to {FLOW_TOKEN_LIMIT}. "
             f"Shorten the sentence to see it.")
-elif st.toggle("Compute attention flow", key="rollout_flow"):
-    flow_settings = rollout.Settings(method, compare, layer, query, flow=True)
-    flow = run("flow", *rollout.computations(flow_settings)["flow"])
+elif st.toggle("Compute attention flow", **state.kept("rollout_flow")):
+    flow_settings = mixing.Settings(method, compare, layer, query, flow=True)
+    flow = run("flow", *mixing.computations(flow_settings)["flow"])
     if flow is not None:
-        widgets.show_chart(rollout.view(flow_settings, context, {"flow": flow})["flow"], key="flow")
+        widgets.show_chart(mixing.view(flow_settings, context, {"flow": flow})["flow"], key="flow")

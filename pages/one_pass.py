@@ -1,0 +1,67 @@
+"""One forward pass, step by step: the visitor's sentence through the loaded model in the order it computes, every
+number the hook's recorded value of one pass. The page lays out the widgets; what it computes and draws is its
+spec, viz_app/specs/one_pass.py."""
+import streamlit as st
+
+from viz_app.app import state, widgets
+from viz_app.app.text import escape_markdown
+from viz_app.export import html as export_html
+from viz_app.server import heavy
+from viz_app.specs import one_pass
+
+widgets.page_header(
+    "One pass, step by step",
+    "Follow your sentence through the model, from the word pieces to the guess for [MASK], in the order it computes: "
+    "every number below is the model's own, recorded in one forward pass (as Transformer Explainer, Cho et al. 2024, "
+    "does for GPT-2). Click a block of the pass to open its step; pick a token to follow it through every step.",
+)
+context = widgets.require()
+tokens = list(context.prepared.masked.tokens)
+summary = context.loaded.summary
+defaults = one_pass.Settings.from_state(st.session_state, context)
+at_layer, at_head, at_token = st.columns(3)
+with at_layer:
+    layer = st.selectbox("Layer to open", range(summary.layers), **state.kept("pass_layer", range(summary.layers)))
+with at_head:
+    head = st.selectbox("Head to follow", range(summary.heads), **state.kept("pass_head", range(summary.heads)))
+with at_token:
+    token = widgets.select_int("Token to follow", "pass_token", list(range(len(tokens))),
+                               format_func=lambda i: f"{i}: {tokens[i]}", default=defaults.token)
+st.pills("The pass, from input to output: click a block", list(one_pass.STEPS), format_func=one_pass.STEPS.get,
+         **state.kept("pass_step", list(one_pass.STEPS)))
+step = st.session_state.get("pass_step") or "pieces"  # a second click on the open block closes it: the first step
+with st.expander("What if", expanded=step == "guess"):
+    temperature = st.select_slider("Temperature of the final softmax", one_pass.TEMPERATURES,
+                                   **state.kept("pass_temperature", one_pass.TEMPERATURES))
+    zero_head = st.toggle(f"Zero head {head} of layer {layer} and see the guess change", **state.kept("pass_zero_head"))
+settings = one_pass.Settings(layer, head, token, temperature, zero_head, step)
+planned = one_pass.computations(settings)
+results = {name: heavy.run(context, computation, work) for name, (computation, work) in planned.items()}
+if results["pass"] is None:
+    st.stop()  # over the budget: heavy.run has said why
+charts = one_pass.view(settings, context, results)
+paragraphs = one_pass.paragraphs(settings, context, results["pass"])
+
+st.subheader(one_pass.STEPS[step])
+st.markdown(escape_markdown(paragraphs[step]))
+for name, chart in charts.items():
+    if name == "guesses_zeroed":
+        st.caption(f"Without head {head} of layer {layer} (its weighted values set to zero):")
+    widgets.show_chart(chart, key=f"pass_{name}")
+if step == "guess" and "guesses" in charts:
+    st.caption("Temperature divides the logits before the softmax: below 1 the top guess takes more, above 1 the "
+               "guesses even out; the order stays. No new pass is needed.")
+steps = list(one_pass.STEPS)
+index = steps.index(step)
+back, forward = st.columns(2)
+back.button("Previous step", disabled=index == 0, width="stretch", key="pass_previous",
+            on_click=lambda: st.session_state.update(pass_step=steps[index - 1]))
+forward.button("Next step", disabled=index == len(steps) - 1, width="stretch", key="pass_next",
+               on_click=lambda: st.session_state.update(pass_step=steps[index + 1]))
+st.caption(f"Cost: one recorded forward pass of {len(tokens)} tokens (with BERT-base at 512 tokens, about as long "
+           f"as the prediction page's pass: docs/benchmarks.md); a second one while a head is zeroed.")
+st.download_button("Download the whole walk", data=lambda: export_html.view_document(
+    "One pass, step by step", list(one_pass.walk(settings, context, results).values()), f"Model: {context.key.source}. Sentence: {context.prepared.text}",
+    tuple(paragraphs[name] for name in one_pass.STEPS)), file_name="one_pass.html", mime="text/html",
+    key="pass_download", on_click="ignore", icon=":material/download:",
+    help="Every step's charts and text in one HTML file that opens with no app and no network.")

@@ -1,0 +1,77 @@
+"""Results kept in the server's memory with a bound on their bytes, not only on their count. No Streamlit here.
+
+Streamlit's caches bound a cache by entries and time (`max_entries`, `ttl`), not by size: two entries of the
+probes' word vectors of a large upload are gigabytes. A `BoundedStore` keeps at most `max_entries` results and
+`max_bytes` bytes of them (the least recently used go first), each for at most `ttl_s` seconds; the newest result
+is always kept, even alone over `max_bytes` (the budget, viz_app/server/budget.py, is what refuses a student's result
+that would keep more than the server allows: `Cost.kept_bytes`).
+
+Two sessions asking for the same missing key at once may both compute it (the second result replaces the first);
+the heavy-job slots (viz_app/heavy_jobs.py) keep that rare.
+"""
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections import OrderedDict
+from typing import Callable, Hashable, TypeVar
+
+import numpy as np
+import torch
+
+T = TypeVar("T")
+
+
+def bytes_held(value) -> int:
+    """The bytes of the tensors and arrays in `value` (through dataclasses, tuples, lists and dicts); a tensor's
+    whole storage, as a view keeps all of it alive."""
+    if isinstance(value, torch.Tensor):
+        return value.untyped_storage().nbytes()
+    if isinstance(value, np.ndarray):
+        return value.nbytes
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return sum(bytes_held(getattr(value, field.name)) for field in dataclasses.fields(value))
+    if isinstance(value, (tuple, list)):
+        return sum(bytes_held(item) for item in value)
+    if isinstance(value, dict):
+        return sum(bytes_held(item) for item in value.values())
+    return 0
+
+
+class BoundedStore:
+    def __init__(self, max_entries: int, max_bytes: int, ttl_s: float, clock: Callable[[], float] = time.monotonic):
+        self.max_entries, self.max_bytes, self.ttl_s, self._clock = max_entries, max_bytes, ttl_s, clock
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[Hashable, tuple[object, int, float]] = OrderedDict()  # key -> (value, bytes, stored at)
+
+    def get_or_compute(self, key: Hashable, compute: Callable[[], T]) -> T:
+        with self._lock:
+            self._expire()
+            if key in self._entries:
+                self._entries.move_to_end(key)
+                return self._entries[key][0]
+        value = compute()
+        with self._lock:
+            self._entries[key] = (value, bytes_held(value), self._clock())
+            self._entries.move_to_end(key)
+            while len(self._entries) > 1 and (len(self._entries) > self.max_entries or self._held() > self.max_bytes):
+                self._entries.popitem(last=False)
+        return value
+
+    def held(self) -> int:
+        """The bytes kept now."""
+        with self._lock:
+            return self._held()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+    def _held(self) -> int:
+        return sum(size for _, size, _ in self._entries.values())
+
+    def _expire(self) -> None:
+        now = self._clock()
+        for key in [key for key, (_, _, stored) in self._entries.items() if now - stored >= self.ttl_s]:
+            del self._entries[key]
