@@ -124,6 +124,16 @@ REGISTRY: tuple[Page, ...] = (
         "rollout_layer": integer(None), "mixing_query": integer(None),
         "rollout_flow": flag(False),  # attention flow asked for
     }, spec="mixing", old_paths=("rollout",)),
+    # Circuits of a clean/counterfactual pair: a built-in pair's index (-1: the visitor's own, the four texts below),
+    # the method (EAP-IG by default: within a class's budget), the edges drawn, the edge or node patched live
+    Page("circuits", "Which connections carry the answer?", ":material/hub:", EXPERIMENTS, reads_sentence=False,
+         params={
+             "circuit_pair": integer(0), "circuit_clean": text("the keys to the cabinet [MASK] on the table ."),
+             "circuit_corrupt": text("the key to the cabinet [MASK] on the table ."),
+             "circuit_answer": text("are"), "circuit_foil": text("is"),
+             "circuit_method": choice(("eap-ig", "eap", "exact"), "eap-ig"), "circuit_steps": integer(5),
+             "circuit_shown": integer(20), "circuit_part": text(None),
+         }, spec="circuits"),
     Page("head_statistics", "Head statistics", ":material/bar_chart:", EXPERIMENTS,
          reads_sentence=False, params={
              "stats_pairs": flag(True), "stats_count": integer(200),

@@ -78,6 +78,8 @@ CANNOT = {  # (model, page) -> the one line the page shows instead of its charts
     ("deberta-classifier", "embeddings"): RELATIVE,
     ("modernbert", "embeddings"): "This model has no position or segment embeddings: it rotates each position",
     ("deberta", "embeddings"): RELATIVE,
+    **{(name, "circuits"): "circuits do not read DeBERTa's disentangled attention" for name in ("deberta", "deberta-classifier")},
+    ("electra-discriminator", "circuits"): "circuits score the masked word: load a model with a masked-LM head",
     **{(name, "sentence_tasks"): NO_SENTENCE_HEAD
        for name in ("roberta", "distilbert", "electra-discriminator", "electra-generator", "modernbert", "deberta")},
 }
