@@ -19,13 +19,15 @@ the presenter's step. scripts/lecture.sh runs Redis with `appendonly yes` and `a
 answer the store acknowledged is on disk before the student's page hears "counted", and a restarted store comes
 back at the presenter's step with its answers.
 
-The lesson travels as a pickle (the presenter's lesson may come from a file the teacher uploaded): the store is
-trusted, as the server's own memory is. It listens on 127.0.0.1 (scripts/lecture.sh), or on a network with a
+The lesson travels as a pickle (the presenter's lesson may come from a file the teacher uploaded), read back by an
+unpickler that builds a lesson's own classes and nothing else (`read_step`): a value someone else wrote into the
+store cannot run code in the app. The store is still trusted with the class, as the server's own memory is. It listens on 127.0.0.1 (scripts/lecture.sh), or on a network with a
 password (docs/teaching.md); never let others write to it.
 """
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import pickle
 import secrets
@@ -105,6 +107,22 @@ RENEW = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return 0
 """
+
+
+LESSON_CLASSES = frozenset({("viz_app.lessons.format", name) for name in ("Lesson", "Step", "ComputedValue")})
+
+
+class _LessonUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str):
+        if (module, name) not in LESSON_CLASSES:
+            raise pickle.UnpicklingError(f"the class store holds a lesson, not {module}.{name}")
+        return super().find_class(module, name)
+
+
+def read_step(data: bytes) -> tuple[Any, int, str | None]:
+    """(lesson, step, model) as `ClassStore.show` wrote them; pickle.UnpicklingError for anything but a lesson's
+    own classes and plain values."""
+    return _LessonUnpickler(io.BytesIO(data)).load()
 
 
 class StoreUnavailableError(BertError):
@@ -188,7 +206,7 @@ class RedisClassRoom:
         if step is None:
             self._seen = None
         elif self._seen is None or self._seen.version != version:
-            lesson, index, model = pickle.loads(step)
+            lesson, index, model = read_step(step)
             self._seen = ClassStep(lesson, index, version, model)
         return self._seen
 
