@@ -52,9 +52,18 @@ scores = result.scores
 st.text(f"logit({contrast.answer}) − logit({contrast.foil}) at the [MASK]: clean {scores.clean_metric:.3f}, "
         f"counterfactual {scores.corrupted_metric:.3f}")
 charts = circuits.view(settings, context, {"scores": result})
-widgets.show_chart(charts["graph"], key="graph")
-parts = ["", *(f"edge:{edge['name']}" for edge in circuits.shown_edges(result, settings.shown)),
-         *(f"node:{node.name}" for node in scores.graph.senders[1:])]
+parts = circuits.picker_parts(result, settings.shown)
+
+
+def patch_clicked(event: dict) -> None:
+    """A click on an edge's diamond or a node's circle picks it to patch (the picker below stays the keyboard's way)."""
+    part = circuits.clicked_part(event, parts)
+    if part is not None:
+        st.session_state["circuit_part"] = part
+
+
+widgets.show_chart(charts["graph"], key="graph", on_click=patch_clicked)
+st.caption("Click an edge's diamond or a node's circle to patch it, or pick it here:")
 part = st.selectbox("Patch one edge or node with the counterfactual's value", parts,
                     format_func=lambda p: "nothing" if not p else p.replace(":", ": ", 1),
                     **state.kept("circuit_part", parts, ""))

@@ -1,6 +1,7 @@
 """The page "Which connections carry the answer?" (/circuits) in a real browser at 1366×768: the graph draws with
-the edges the link asks for, the slider changes how many are drawn, hovering an edge shows its score, and patching
-the strongest edge from the picker changes the [MASK]'s logit difference, with no JavaScript error.
+the edges the link asks for, the slider changes how many are drawn, hovering an edge shows its score, clicking an
+edge's diamond or a node's circle patches it live (its score shown, the [MASK]'s logit difference changed), and the
+picker under the graph does the same from the keyboard, with no JavaScript error.
 
     OMP_NUM_THREADS=1 python -m pytest tests/browser/test_browser_circuits.py -q
 """
@@ -10,6 +11,12 @@ import re
 
 from browser_support import SLOW, open_page, screenshot, settle
 
+MARKER = ("([trace, index]) => { const plot = document.querySelectorAll('.js-plotly-plot')[0];"
+          " const data = plot._fullData.find(t => t.name === trace);"
+          " const xa = plot._fullLayout.xaxis, ya = plot._fullLayout.yaxis, box = plot.getBoundingClientRect();"
+          " const i = typeof index === 'number' ? index : data.customdata.indexOf(index);"
+          " return [box.left + xa._offset + xa.l2p(data.x[i]), box.top + ya._offset + ya.l2p(data.y[i]),"
+          " data.customdata[i]]; }")
 EDGE_LINES = ("() => document.querySelectorAll('.js-plotly-plot')[0].data"
               ".filter(trace => trace.mode === 'lines').length")
 
@@ -30,26 +37,41 @@ def test_graph_slider_hover_and_patching_an_edge(browser, app_url):
 
     graph = page.locator(".js-plotly-plot").first
     graph.scroll_into_view_if_needed()
-    midpoint = page.evaluate(
-        "() => { const plot = document.querySelectorAll('.js-plotly-plot')[0];"
-        " const trace = plot._fullData.find(t => t.name === 'edges');"
-        " const xa = plot._fullLayout.xaxis, ya = plot._fullLayout.yaxis, box = plot.getBoundingClientRect();"
-        " return [box.left + xa._offset + xa.l2p(trace.x[0]), box.top + ya._offset + ya.l2p(trace.y[0])]; }")
+    *midpoint, strongest = page.evaluate(MARKER, ["edges", 0])
     page.mouse.move(*midpoint)
     page.locator(".hovertext").first.wait_for(timeout=SLOW)
     assert "score" in page.locator(".hovertext").first.text_content()
     screenshot(page, "circuits", full_page=False)
 
+    page.mouse.click(*midpoint)  # the strongest edge's diamond
+    patched(page, strongest)
+    assert "circuit_part=edge" in page.url
+
+    *circle, node = page.evaluate(MARKER, ["nodes", "node:a1.h0"])
+    page.mouse.click(*circle)
+    patched(page, node)
+    screenshot(page, "circuits_clicked_node")
+
     page.mouse.move(0, 0)  # the hover label away
     picker = page.locator("[data-testid=stSelectbox]").filter(has_text="Patch one edge or node").first
     picker.scroll_into_view_if_needed()
     picker.locator("input").click()
-    page.get_by_role("option", name=re.compile("^edge: ")).first.click()  # the strongest edge
-    page.get_by_text("with it patched").first.wait_for(timeout=SLOW)
-    line = page.get_by_text("with it patched").first.text_content()
-    before, after = map(float, re.search(r"Logit difference (-?[\d.]+) → (-?[\d.]+)", line).groups())
-    assert before != after and "circuit_part=edge" in page.url
+    option = page.get_by_role("option", name=re.compile("^edge: ")).nth(1)  # the second strongest edge
+    chosen = option.text_content().replace(": ", ":", 1)
+    option.click()
+    patched(page, chosen)
     screenshot(page, "circuits_patched")
     assert not page.get_by_text("Traceback").count()
     assert not errors, errors
     page.context.close()
+
+
+def patched(page, part: str) -> None:
+    """Wait for the page to patch `part` ("edge:..." / "node:..."): its line names it with its score, and the
+    [MASK]'s logit difference changes."""
+    name = part.partition(":")[2]
+    line = page.get_by_text(re.compile(rf"^{re.escape(name)}: score [-+][\d.]+ .*with it patched"))
+    line.first.wait_for(timeout=SLOW)
+    before, after = map(float, re.search(r"Logit difference (-?[\d.]+) → (-?[\d.]+)",
+                                         line.first.text_content()).groups())
+    assert before != after, line.first.text_content()

@@ -1,6 +1,8 @@
 """Small building blocks every page uses: the context check, chart display with exports, int pickers."""
 from __future__ import annotations
 
+from typing import Callable
+
 import streamlit as st
 
 from bert.analysis.attention.words import WordGroups, word_groups
@@ -43,14 +45,20 @@ def require(needs_input: bool = True) -> Context:
     return context
 
 
-def show_chart(chart: Chart, key: str) -> None:
-    """A plotly chart with its toolbar download (PNG or SVG, as chosen in the sidebar) and a CSV of its numbers."""
+def show_chart(chart: Chart, key: str, on_click: Callable[[dict], None] | None = None) -> None:
+    """A plotly chart with its toolbar download (PNG or SVG, as chosen in the sidebar) and a CSV of its numbers.
+    `on_click`: called with the selection event (Streamlit's `{"selection": {"points": [...], ...}}`) when the
+    visitor clicks a point, before the page reruns; without it the chart takes no clicks."""
     image_format = st.session_state.get("image_format", "png")
     config = {
         "displaylogo": False,
         "toImageButtonOptions": {"format": image_format, "filename": chart.name, "scale": 2},
     }
-    st.plotly_chart(chart.figure, config=config, key=f"chart_{key}", width="stretch")
+    selecting = {}
+    if on_click is not None:
+        selecting = {"on_select": lambda: on_click(st.session_state.get(f"chart_{key}") or {}),
+                     "selection_mode": "points"}
+    st.plotly_chart(chart.figure, config=config, key=f"chart_{key}", width="stretch", **selecting)
     st.session_state.setdefault(SHOWN_CHARTS, []).append((key, chart))
     if chart.caption:
         st.caption(chart.caption)

@@ -11,6 +11,8 @@ import plotly.graph_objects as go
 from viz_app.charts.base import Chart, layout, legend_on_top
 
 RAISES, LOWERS = "#2166ac", "#b2182b"  # an edge whose patching raises the metric / lowers it
+# a clicked marker (the part patched) grows; the others keep their look instead of Plotly's faded unselected points
+KEEP_UNSELECTED = dict(selected=dict(marker=dict(size=16)), unselected=dict(marker=dict(opacity=1.0)))
 
 
 def node_place(kind: str, layer: int | None, head: int | None, num_layers: int, num_heads: int) -> tuple[float, float]:
@@ -25,9 +27,10 @@ def node_place(kind: str, layer: int | None, head: int | None, num_layers: int, 
 
 def circuit_graph(nodes: Sequence[dict], edges: Sequence[dict], num_layers: int, num_heads: int, title: str,
                   name: str) -> Chart:
-    """nodes: {"name", "kind", "layer", "head", "score"}; edges (the ones drawn): {"from", "to", "input", "score"}.
+    """nodes: {"name", "kind", "layer", "head", "score"}; edges (the ones drawn): {"from", "to", "name", "score"}.
     Each edge is a line from its sender to its receiver, blue when patching it raises the metric, red when it
-    lowers it, as wide as its |score| allows; its midpoint carries its name and score (hover, click)."""
+    lowers it, as wide as its |score| allows; its midpoint carries its name and score (hover, click). Each marker's
+    customdata names what a click patches: "edge:<edge name>" or "node:<node name>"."""
     place = {node["name"]: node_place(node["kind"], node["layer"], node["head"], num_layers, num_heads) for node in nodes}
     largest = max((abs(edge["score"]) for edge in edges), default=0.0) or 1.0
     figure = go.Figure()
@@ -40,13 +43,14 @@ def circuit_graph(nodes: Sequence[dict], edges: Sequence[dict], num_layers: int,
     figure.add_trace(go.Scatter(
         x=[(place[e["from"]][0] + place[e["to"]][0]) / 2 for e in edges],
         y=[(place[e["from"]][1] + place[e["to"]][1]) / 2 for e in edges],
-        mode="markers", name="edges", marker=dict(size=7, color="#444", symbol="diamond"),
-        customdata=[f"edge:{e['from']}->{e['to']}" for e in edges],
+        mode="markers", name="edges", marker=dict(size=7, color="#444", symbol="diamond"), **KEEP_UNSELECTED,
+        customdata=[f"edge:{e['name']}" for e in edges],
         text=[f"{label}<br>score {edge['score']:+.4f}" for label, edge in zip(labels, edges)], hoverinfo="text"))
     figure.add_trace(go.Scatter(
         x=[place[n["name"]][0] for n in nodes], y=[place[n["name"]][1] for n in nodes], mode="markers", name="nodes",
         marker=dict(size=11, color=[n["score"] for n in nodes], colorscale="RdBu", cmid=0,
                     colorbar=dict(title="node score", thickness=10), line=dict(width=1, color="#333")),
+        **KEEP_UNSELECTED,
         customdata=[f"node:{n['name']}" for n in nodes],
         text=[f"{n['name']}<br>score {n['score']:+.4f}" for n in nodes], hoverinfo="text"))
     ticks = list(range(num_layers + 2))

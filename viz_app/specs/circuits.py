@@ -5,7 +5,7 @@ patched live to watch the [MASK]'s prediction change. Its spec (viz_app/specs/ba
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import torch
 
@@ -169,6 +169,28 @@ def computations(settings: Settings) -> Planned:
 def shown_edges(result: CircuitResult, count: int) -> list[dict]:
     return [{"from": edge.sender.name, "to": edge.receiver.node.name, "input": edge.receiver.input, "score": score,
              "name": edge.name} for edge, score in result.scores.top(count)]
+
+
+def picker_parts(result: CircuitResult, shown: int) -> list[str]:
+    """The picker's values: "" (nothing), each drawn edge ("edge:<name>"), each node but the embeddings
+    ("node:<name>")."""
+    return ["", *(f"edge:{edge['name']}" for edge in shown_edges(result, shown)),
+            *(f"node:{node.name}" for node in result.scores.graph.senders[1:])]
+
+
+def clicked_part(event: Mapping[str, Any], parts: Sequence[str]) -> str | None:
+    """The picker's value for a click on the graph: Streamlit's selection event ({"selection": {"points": [{
+    "customdata": ..., ...}]}}) names the clicked marker in its customdata (viz_app/charts/circuits.py); the
+    last point that names one of `parts` wins. None: no point, or one the picker does not offer (the embeddings,
+    the logits, a line)."""
+    points = ((event or {}).get("selection") or {}).get("points") or []
+    for point in reversed(points):
+        name = point.get("customdata")
+        if isinstance(name, (list, tuple)):
+            name = name[0] if name else None
+        if isinstance(name, str) and name and name in parts:
+            return name
+    return None
 
 
 def view(settings: Settings, inputs: HasInputs, results: Mapping[str, Any]) -> dict[str, Chart]:

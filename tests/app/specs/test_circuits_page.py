@@ -51,6 +51,9 @@ def test_patching_a_picked_edge_or_node_gives_the_librarys_patched_metric(open_p
     at = open_page(circuit_method="eap", circuit_shown=3)
     picker = at.selectbox(key="circuit_part")
     edge = picker.options[1].replace(": ", ":", 1)  # the strongest edge
+    diamonds = next(trace for trace in figures(at)[0]["data"] if trace.get("name") == "edges")
+    offered = [option.replace(": ", ":", 1) for option in picker.options]
+    assert [part for part in offered if part.startswith("edge:")] == list(diamonds["customdata"])  # a click's value
     for part in (edge, "node:a2.h3"):
         at.selectbox(key="circuit_part").set_value(part).run()
         no_exception(at)
