@@ -43,12 +43,11 @@ def test_graph_slider_hover_and_patching_an_edge(browser, app_url):
     assert "score" in page.locator(".hovertext").first.text_content()
     screenshot(page, "circuits", full_page=False)
 
-    page.mouse.click(*midpoint)  # the strongest edge's diamond
+    click_marker(page, "edges", 0)  # the strongest edge's diamond
     patched(page, strongest)
     assert "circuit_part=edge" in page.url
 
-    *circle, node = page.evaluate(MARKER, ["nodes", "node:a1.h0"])
-    page.mouse.click(*circle)
+    node = click_marker(page, "nodes", "node:a1.h0")
     patched(page, node)
     screenshot(page, "circuits_clicked_node")
 
@@ -64,6 +63,18 @@ def test_graph_slider_hover_and_patching_an_edge(browser, app_url):
     assert not page.get_by_text("Traceback").count()
     assert not errors, errors
     page.context.close()
+
+
+def click_marker(page, trace: str, index) -> str:
+    """Point at a marker of the graph (by its index or its customdata), wait for its hover label (so Plotly has it
+    under the cursor and the chart is drawn), then click it; its customdata back."""
+    page.locator(".js-plotly-plot").first.scroll_into_view_if_needed()
+    *where, part = page.evaluate(MARKER, [trace, index])
+    page.mouse.move(0, 0)
+    page.mouse.move(*where)
+    page.locator(".hovertext").filter(has_text=part.partition(":")[2].split("->")[0]).first.wait_for(timeout=SLOW)
+    page.mouse.click(*where)
+    return part
 
 
 def patched(page, part: str) -> None:
