@@ -45,7 +45,8 @@ class StepTexts:
 
 
 def join_if_asked() -> None:
-    """The students' link (?follow=1) starts a session following the class."""
+    """The students' link (?follow=1) starts a session following the class; the panel keeps it in the address bar
+    while the student follows (_keep_in_url), so a page that reconnects to a new session follows again."""
     if FOLLOW_PARAM in st.query_params and SESSION not in st.session_state:
         st.session_state[FOLLOWING] = True
     st.session_state.setdefault(SESSION, uuid.uuid4().hex)
@@ -64,6 +65,7 @@ def student_panel(visitor: Visitor) -> None:
 
     @st.fragment(run_every=POLL_S)
     def panel() -> None:
+        _keep_in_url(bool(st.session_state.get(FOLLOWING)))
         visitor.room.heartbeat(st.session_state[SESSION], bool(st.session_state.get(FOLLOWING)))
         follow_if_moved(visitor)
         _draw(visitor.room.current, bool(st.session_state.get(FOLLOWING)), visitor)
@@ -81,7 +83,17 @@ def _take(current: ClassStep, visitor: Visitor) -> None:
     st.session_state[SEEN] = current.version
     st.session_state[SHOWN] = StepTexts(current.lesson.title, step.number, step.total, step.title, step.text,
                                         step.question, step.choices, current.version)
-    st.switch_page(f"../pages/{PAGES[step.page][0]}", query_params=step.query(choice.source))
+    st.switch_page(f"../pages/{PAGES[step.page][0]}", query_params={**step.query(choice.source), FOLLOW_PARAM: "1"})
+
+
+def _keep_in_url(following: bool) -> None:
+    """The address bar says ?follow=1 while this student follows, and not while they explore: a page that
+    reconnects to a new session (its app process died and the proxy sent it to another; a reload) then follows
+    again by itself (join_if_asked), and one that explores stays exploring."""
+    if following and st.query_params.get(FOLLOW_PARAM) != "1":
+        st.query_params[FOLLOW_PARAM] = "1"
+    elif not following and FOLLOW_PARAM in st.query_params:
+        del st.query_params[FOLLOW_PARAM]
 
 
 def _draw(current: ClassStep | None, following: bool, visitor: Visitor) -> None:
