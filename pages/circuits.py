@@ -55,11 +55,10 @@ charts = circuits.view(settings, context, {"scores": result})
 parts = circuits.picker_parts(result, settings.shown)
 
 
-def patch_clicked(event: dict) -> None:
+def patch_clicked(event: dict) -> dict:
     """A click on an edge's diamond or a node's circle picks it to patch (the picker below stays the keyboard's way)."""
     part = circuits.clicked_part(event, parts)
-    if part is not None:
-        st.session_state["circuit_part"] = part
+    return {} if part is None else {"circuit_part": part}
 
 
 widgets.show_chart(charts["graph"], key="graph", on_click=patch_clicked)

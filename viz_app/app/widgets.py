@@ -45,10 +45,11 @@ def require(needs_input: bool = True) -> Context:
     return context
 
 
-def show_chart(chart: Chart, key: str, on_click: Callable[[dict], None] | None = None) -> None:
+def show_chart(chart: Chart, key: str, on_click: Callable[[dict], dict] | None = None) -> None:
     """A plotly chart with its toolbar download (PNG or SVG, as chosen in the sidebar) and a CSV of its numbers.
     `on_click`: called with the selection event (Streamlit's `{"selection": {"points": [...], ...}}`) when the
-    visitor clicks a point, before the page reruns; without it the chart takes no clicks."""
+    visitor clicks a point, before the page reruns; it gives the widgets' new values, {key: value}, as
+    `state.filling` does; without it the chart takes no clicks."""
     image_format = st.session_state.get("image_format", "png")
     config = {
         "displaylogo": False,
@@ -56,7 +57,7 @@ def show_chart(chart: Chart, key: str, on_click: Callable[[dict], None] | None =
     }
     selecting = {}
     if on_click is not None:
-        selecting = {"on_select": lambda: on_click(st.session_state.get(f"chart_{key}") or {}),
+        selecting = {"on_select": lambda: st.session_state.update(on_click(st.session_state.get(f"chart_{key}") or {})),
                      "selection_mode": "points"}
     st.plotly_chart(chart.figure, config=config, key=f"chart_{key}", width="stretch", **selecting)
     st.session_state.setdefault(SHOWN_CHARTS, []).append((key, chart))
