@@ -3,6 +3,8 @@ numbers and what to lower; it starts for the person at the server's machine once
 lowered through the environment, as a teacher would (BERT_INSIDE_REQUEST_BUDGET)."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from app_helpers import figures, no_exception, open_page, texts
@@ -88,7 +90,9 @@ def test_a_second_tab_of_the_same_address_shares_the_hour(monkeypatch):
     assert len(figures(first_tab)) == 1
     second_tab = open_page("saliency", {"text": "The [MASK] growled."})
     shown = texts(second_tab)
-    assert "a visitor's computations may cost 8 an hour, 4 of which are left" in shown and not figures(second_tab)
+    # the first tab spent at least gradient x input's 4.5 of the address's 8 (its other priced passes too)
+    left = re.search(r"a visitor's computations may cost 8 an hour, (\d+) of which are left", shown)
+    assert left and int(left.group(1)) <= 4 and not figures(second_tab)
     monkeypatch.setattr(visitor, "address", lambda: "192.0.2.72")  # another machine
     other_machine = open_page("saliency", {"text": "The [MASK] growled."})
     no_exception(other_machine)

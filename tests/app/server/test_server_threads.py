@@ -15,7 +15,7 @@ from bert.analysis.probing.treebank import TreebankSentence
 from bert.analysis.probing.word_features import WordFeatures
 from bert.pretraining.miniature import TinySettings
 from bert.pretraining.successors import ComparisonSettings
-from viz_app import cache
+from viz_app.specs.how_bert_was_trained.successors import RUNS, RunsWork
 from viz_app.server import threads
 from viz_app.server.settings import ServerSettings
 from viz_app.server.training_room import TinyTrainingRuns
@@ -70,7 +70,7 @@ def test_overlapping_runs_and_a_live_training_run_leave_the_threads_alone(monkey
 
     features = structural_features()
     probes = lambda: fit_structural_probes(features, settings=StructuralProbeSettings(rank=4, epochs=2), seed=0)
-    successors = lambda: cache.successor_runs(TEXT, QUICK_SUCCESSORS, ("static",))
+    successors = lambda: RUNS.compute(None, RunsWork(TEXT, QUICK_SUCCESSORS, ("static",), 0))  # the page's computation
     room = TinyTrainingRuns(tmp_path)
     status, live = room.start(QUICK_RUN, "session A")
     assert status == "started"
