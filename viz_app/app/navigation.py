@@ -215,9 +215,15 @@ def _link_params() -> dict[str, Param]:
 LINK_PARAMS: dict[str, Param] = _link_params()  # every parameter a link, or a lesson's step, can set
 
 
+# The sidebar's widgets kept outside the link, on every page (viz_app/app/sidebar.py): the model picker's (the model
+# travels in the link as MODEL_PARAM, the picker being two widgets) and the download box's hub name
+SIDEBAR_WIDGETS: dict[str, object] = {"model_choice": None, "model_folder": None, "download_repo_id": "bert-base-uncased"}
+
+
 def _own_widgets() -> dict[str, object]:
-    """Every page's widgets kept outside the link; a key is one page's, and never a URL parameter's."""
-    found: dict[str, object] = {}
+    """The sidebar's and every page's widgets kept outside the link; a key is one page's, and never a URL
+    parameter's."""
+    found: dict[str, object] = dict(SIDEBAR_WIDGETS)
     for page in REGISTRY:
         for key, default in page.own_widgets.items():
             if key in found or key in LINK_PARAMS:
@@ -226,7 +232,7 @@ def _own_widgets() -> dict[str, object]:
     return found
 
 
-OWN_WIDGETS: dict[str, object] = _own_widgets()  # key -> default of every widget kept on one page, outside the link
+OWN_WIDGETS: dict[str, object] = _own_widgets()  # key -> default of every widget kept outside the link
 
 
 def default_of(key: str):

@@ -1,8 +1,8 @@
 """One way to keep a widget's value (viz_app/app/state.py): every widget of pages/ and viz_app/specs/ that holds a
-value takes its key through `**state.kept(name, ...)`, and `name` is in the registry (viz_app/app/navigation.py): a
-URL parameter (`LINK_PARAMS`) or a page's own widget (`Page.own_widgets`), which gives its default, so the widget
-takes no `value=`, `index=` or `default=` of its own. A widget that only fills others (`**state.filling(...)`) keeps
-nothing. And no page file (pages/) writes `st.session_state` itself.
+value (and of the sidebar) takes its key through `**state.kept(name, ...)`, and `name` is in the registry
+(viz_app/app/navigation.py): a URL parameter (`LINK_PARAMS`), a page's own widget (`Page.own_widgets`) or the
+sidebar's (`SIDEBAR_WIDGETS`), which gives its default, so the widget takes no `value=`, `index=` or `default=` of
+its own. A widget that only fills others (`**state.filling(...)`) keeps nothing. And no page file (pages/) writes `st.session_state` itself.
 
 Read from the source (ast), so that a widget on a branch no test opens is checked too. A key that is a helper's
 parameter (`def word_choice(column, label, key, ...)`) or an f-string of one is followed to the helper's calls in the
@@ -10,12 +10,17 @@ same file."""
 from __future__ import annotations
 
 import ast
+import json
 from pathlib import Path
 
-from viz_app.app.navigation import LINK_PARAMS, OWN_WIDGETS, REGISTRY
+import pytest
+
+from app_helpers import go, no_exception
+from viz_app.app.navigation import LINK_PARAMS, OWN_WIDGETS, REGISTRY, SIDEBAR_WIDGETS
 
 ROOT = Path(__file__).resolve().parents[3]
-SCANNED = sorted((ROOT / "pages").glob("*.py")) + sorted((ROOT / "viz_app" / "specs").rglob("*.py"))
+SCANNED = [*sorted((ROOT / "pages").glob("*.py")), *sorted((ROOT / "viz_app" / "specs").rglob("*.py")),
+           ROOT / "viz_app" / "app" / "sidebar.py"]  # and the sidebar, drawn on every page
 # Streamlit's widgets that hold a value from one run to the next (buttons, uploads and charts hold none), and the
 # app's select_int (viz_app/app/widgets.py), whose second argument is its key
 VALUE_WIDGETS = {"slider", "select_slider", "selectbox", "radio", "multiselect", "toggle", "checkbox", "text_input",
@@ -196,4 +201,24 @@ def test_every_own_widget_listed_is_a_widget_kept_outside_the_link():
         kept |= {key for call in _widgets(tree) for key in _kept_keys(call, tree) or ()}
     assert set(OWN_WIDGETS) - kept == set()
     assert set(OWN_WIDGETS) & set(LINK_PARAMS) == set()
-    assert sum(len(page.own_widgets) for page in REGISTRY) == len(OWN_WIDGETS)  # each listed by one page
+    assert len(SIDEBAR_WIDGETS) + sum(len(page.own_widgets) for page in REGISTRY) == len(OWN_WIDGETS)  # each listed once
+
+
+@pytest.mark.slow
+def test_the_sidebars_widgets_keep_their_value_from_page_to_page(open_app):
+    """The chart format and the download box's name, now kept through state.kept: chosen on one page, still chosen
+    on the next, and the format reaches every chart's toolbar (and the link, as a URL parameter)."""
+    at = open_app("prediction", text="The [MASK] barked.")
+    no_exception(at)
+    assert at.sidebar.radio(key="image_format").value == "png"
+    assert at.text_input(key="download_repo_id").value == OWN_WIDGETS["download_repo_id"]
+    at.sidebar.radio(key="image_format").set_value("svg")
+    at.text_input(key="download_repo_id").set_value("google-bert/bert-base-cased")
+    at.run()
+    go(at, "architecture")
+    no_exception(at)
+    assert at.sidebar.radio(key="image_format").value == "svg"
+    assert at.text_input(key="download_repo_id").value == "google-bert/bert-base-cased"
+    toolbars = [json.loads(chart.proto.config)["toImageButtonOptions"]["format"] for chart in at.get("plotly_chart")]
+    assert toolbars and set(toolbars) == {"svg"}
+    assert at.query_params["image_format"] == "svg"
