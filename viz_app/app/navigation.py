@@ -3,8 +3,8 @@ file in pages/. Adding a page is that file plus one entry here (docs/app.md, "Ad
 
 Everything else is read from these entries: the navigation Home.py builds (`GROUPS`), which pages show the
 sentence box (`NO_SENTENCE_BOX`), every URL parameter a link or a lesson's step can set (`LINK_PARAMS`: the shared
-ones of viz_app/app/url_params.py and each page's own), the widgets that keep a value on one page only, outside
-the link (`OWN_WIDGETS`), the values a lesson may give (`Param.choices`), the pages a lesson
+ones of viz_app/app/url_params.py and each page's own), the widgets that keep a value on one page only (or in
+the sidebar), outside the link (`OWN_WIDGETS`), the values a lesson may give (`Param.choices`), the pages a lesson
 step opens and how it draws them (`spec`, a page's module in viz_app/specs/, or for a page not yet written
 as a spec `lesson_view`, a builder in viz_app/lessons/views.py). Plain Python.
 """
@@ -213,6 +213,7 @@ def _link_params() -> dict[str, Param]:
 
 
 LINK_PARAMS: dict[str, Param] = _link_params()  # every parameter a link, or a lesson's step, can set
+CHOICES: dict[str, tuple[str, ...]] = {name: tuple(param.choices) for name, param in LINK_PARAMS.items() if param.choices}
 
 
 # The sidebar's widgets kept outside the link, on every page (viz_app/app/sidebar.py): the model picker's (the model
@@ -221,7 +222,7 @@ SIDEBAR_WIDGETS: dict[str, object] = {"model_choice": None, "model_folder": None
 
 
 def _own_widgets() -> dict[str, object]:
-    """The sidebar's and every page's widgets kept outside the link; a key is one page's, and never a URL
+    """The sidebar's and every page's widgets kept outside the link; a key is listed once, and is never a URL
     parameter's."""
     found: dict[str, object] = dict(SIDEBAR_WIDGETS)
     for page in REGISTRY:
@@ -236,6 +237,5 @@ OWN_WIDGETS: dict[str, object] = _own_widgets()  # key -> default of every widge
 
 
 def default_of(key: str):
-    """The registry's default of a kept widget: a URL parameter's, or a page's own widget's."""
+    """The registry's default of a kept widget: a URL parameter's, or a page's or the sidebar's own widget's."""
     return LINK_PARAMS[key].default if key in LINK_PARAMS else OWN_WIDGETS[key]
-CHOICES: dict[str, tuple[str, ...]] = {name: tuple(param.choices) for name, param in LINK_PARAMS.items() if param.choices}
