@@ -17,9 +17,11 @@ Methods:
   as bert/analysis/causal/patching.py batches its cells.
 - eap: edge attribution patching (Syed et al. 2023): the first-order change, (source - run) output of the sender
   times the gradient of the metric at the receiver's input; one forward and one backward pass per pair.
-- eap-ig: EAP with integrated gradients on the inputs (Hanna et al. 2024): the gradient averaged over `steps`
-  runs whose embeddings lie evenly from the run's to the source's (step k of m at k / m), times the same
-  difference; `steps` forward and backward passes per pair.
+- eap-ig: EAP with integrated gradients on the inputs (Hanna et al. 2024, "EAP-IG-inputs" in MIB): the gradient
+  averaged over `steps` runs whose embeddings lie on the straight path between the source's (the baseline) and the
+  run's, at k / steps of the way from the source, k = 0 .. steps - 1 (`input_path_fractions`), times the same fixed
+  difference; `steps` forward and backward passes per pair. In the direction noise these are Hanna et al.'s points
+  (their path starts at the counterfactual); in denoise the source is the clean run, so the path starts there.
 The gradients are taken with respect to the edge mask of graph_run.py at 0, which is the same product in a
 pre-norm model and, in a post-LN one, includes the LayerNorms between sender and receiver.
 """
@@ -199,24 +201,36 @@ def _exact(parts, graph, runs: PairRuns, metric, direction, batch_size, progress
 
 
 def _attribution(parts, graph, runs: PairRuns, metric, direction, steps: int | None, per_position: bool = False) -> torch.Tensor:
-    """EAP (steps None: the gradient at the run itself) or EAP-IG: d metric / d mask at 0, summed over the
-    steps' runs and divided by their number; [edge] (per_position: [edge, seq])."""
+    """EAP (steps None: the gradient at the run itself) or EAP-IG: d metric / d mask at 0, averaged over the runs
+    whose embeddings lie at `input_path_fractions(steps)` of the way to the source's; [edge] (per_position: [edge, seq])."""
+    fractions = [0.0] if steps is None else input_path_fractions(steps)
+    total = sum(mask_gradient(parts, graph, runs, metric, direction, fraction, per_position) for fraction in fractions)
+    return graph.edge_values(total[None])[0].cpu() / len(fractions)
+
+
+def input_path_fractions(steps: int) -> list[float]:
+    """EAP-IG's points, as fractions of the way from the run's embeddings to the source's: the points k / steps of
+    the way from the source, k = 0 .. steps - 1 (a Riemann sum that takes the source's end and leaves the run's
+    out), i.e. 1, (steps - 1) / steps, ..., 1 / steps."""
+    return [1 - k / steps for k in range(steps)]
+
+
+def mask_gradient(parts, graph, runs: PairRuns, metric, direction, fraction: float, per_position: bool = False,
+                  at: torch.Tensor | None = None) -> torch.Tensor:
+    """[receiver, sender(, seq)]: d metric / d mask in the run whose embeddings lie `fraction` of the way from the
+    run's to the source's, the mask at 0 (or at `at`, [receiver, sender(, seq)]); each cell is the gradient at the
+    receiver's input times the sender's (source - run) output, the outputs of the pair's own two runs (fixed
+    differences, as Hanna et al. 2024)."""
     run, source = runs.oriented(direction)
-    alphas = torch.zeros(1) if steps is None else torch.arange(1, steps + 1, dtype=torch.float) / steps
-    start_embeddings, end_embeddings = runs.embeddings[run], runs.embeddings[source]
-    shape = (len(graph.receivers), len(graph.senders)) + ((start_embeddings.shape[1],) if per_position else ())
-    total = torch.zeros(shape, device=start_embeddings.device)
-    for first in range(len(alphas)):  # one run at a time: every receiver's stream is kept for the backward pass
-        alpha = alphas[first:first + 1].to(start_embeddings.device)[:, None, None]
-        embeddings = start_embeddings + alpha * (end_embeddings - start_embeddings)  # [row, seq, hidden]
-        mask = torch.zeros(1, *shape, device=start_embeddings.device, requires_grad=True)
-        with torch.enable_grad():
-            result = run_graph(parts, graph, embeddings, None, mask.expand(len(alpha), *shape), runs.outputs[source],
-                               anchor=runs.outputs[run])
-            value = read_metric(parts, result.final, runs.contrast, metric).sum()
-            (gradient,) = torch.autograd.grad(value, [mask])
-        total += gradient[0]
-    return graph.edge_values(total[None])[0].cpu() / len(alphas)
+    start, end = runs.embeddings[run], runs.embeddings[source]
+    shape = (len(graph.receivers), len(graph.senders)) + ((start.shape[1],) if per_position else ())
+    embeddings = start + fraction * (end - start)  # [1, seq, hidden]
+    mask = (torch.zeros(shape, device=start.device) if at is None else at.to(start.device))[None].clone().requires_grad_()
+    with torch.enable_grad():  # one run at a time: every receiver's stream is kept for the backward pass
+        result = run_graph(parts, graph, embeddings, None, mask, runs.outputs[source], anchor=runs.outputs[run])
+        value = read_metric(parts, result.final, runs.contrast, metric).sum()
+        (gradient,) = torch.autograd.grad(value, [mask])
+    return gradient[0]
 
 
 def edge_scores_cost(config: BertConfig, tokens: int, method: str, steps: int | None = None, pairs: int = 1) -> Cost:
