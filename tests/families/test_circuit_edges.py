@@ -358,3 +358,30 @@ def test_eap_ig_of_the_edges_into_layer_0_equals_transformers_gradients(family_m
                  and edge.receiver.input is not None and edge.receiver.input in name]
         assert float(scores.scores[edges].sum()) == pytest.approx(expected, rel=TOLERANCE, abs=TOLERANCE), name
     assert sum(abs(value) for value in totals.values()) > 100 * TOLERANCE  # the edges carry something, so the check can fail
+
+
+@pytest.mark.parametrize("direction", ["noise", "denoise"])
+def test_eap_ig_activations_of_each_group_equals_captums_layer_integrated_gradients(family_models, direction):
+    """EAP-IG-activations moves one group's outputs (the embeddings, a layer's heads, an MLP) from the run's towards
+    the source's with the rest of the model running on the run's input: the group's node scores add up to Captum's
+    LayerIntegratedGradients on transformers' module that writes that output (the embeddings, the attention output
+    projection, the MLP's output layer), the run as the input and the source as the baseline, a right Riemann sum
+    (points k / steps of the way from the source, k = 1 .. steps), with the opposite sign (Captum multiplies by
+    run - source)."""
+    from captum.attr import LayerIntegratedGradients
+
+    family, ours, theirs, contrast = family_models
+    scores = edge_scores(ours, [contrast], "eap-ig-activations", direction=direction, steps=IG_STEPS)
+    graph, reference = scores.graph, Reference(family, theirs)
+    run_ids, source_ids = _ids(contrast, direction)
+    modules = [("embeddings", None, reference.embeddings)]
+    for index, layer in enumerate(reference.layers):
+        modules += [("head", index, reference._projection(layer)), ("mlp", index, reference._mlp_out(layer))]
+    magnitude = 0.0
+    for kind, layer_index, module in modules:
+        senders = [index for index, node in enumerate(graph.senders) if (node.kind, node.layer) == (kind, layer_index)]
+        captum = LayerIntegratedGradients(_metric_of(family, theirs, contrast), module)
+        expected = -float(captum.attribute(run_ids, baselines=source_ids, n_steps=IG_STEPS, method="riemann_right").sum())
+        assert float(scores.nodes[senders].sum()) == pytest.approx(expected, rel=TOLERANCE, abs=TOLERANCE), (kind, layer_index)
+        magnitude += abs(expected)
+    assert magnitude > 100 * TOLERANCE
