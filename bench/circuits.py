@@ -104,7 +104,8 @@ def gradient_points(model, checked, exact: torch.Tensor) -> dict:
 
 
 def mib_pooled(model, checked, steps: int) -> torch.Tensor:
-    """EAP-IG-activations pooled as MIB's code pools it: every group's runs averaged into every edge's score."""
+    """EAP-IG-activations pooled as MIB's code pools it: every group's runs averaged into every edge's score (the
+    gradient through the moved group is not cut, as MIB's hook cuts it)."""
     parts, graph = EncoderParts.of(model), CircuitGraph.of(model.config)
     total, groups = torch.zeros(len(graph)), activation_groups(graph)
     for contrast in checked:
@@ -141,11 +142,11 @@ def agreement(pairs: int, steps: int, exact_cache: Path | None = None) -> dict:
     senders = len(exact.graph.senders)
     rankings = {"exact": (exact.scores, exact.nodes), "random": (random_ranking(len(exact.graph), seed=0), random_ranking(senders, seed=0))}
     for method in ("eap", "eap-ig", "eap-ig-activations"):
-        scores = edge_scores(model, checked, method, steps=steps)
+        each = [edge_scores(model, [contrast], method, steps=steps) for contrast in checked]
+        scores = edge_scores_mean(each)
         result[f"spearman_{method}"] = spearman(scores.scores, exact.scores)
         result[f"spearman_{method}_selections"] = {selection: spearman(scores.scores, exact.scores, selection) for selection in SELECTIONS}
-        result[f"spearman_{method}_per_pair"] = [spearman(edge_scores(model, [contrast], method, steps=steps).scores, each.scores)
-                                                 for contrast, each in zip(checked, exact_each)]
+        result[f"spearman_{method}_per_pair"] = [spearman(one.scores, reference.scores) for one, reference in zip(each, exact_each)]
         rankings[method] = (scores.scores, scores.nodes)
     result["spearman_eap-ig-activations_mib_pooled"] = spearman(mib_pooled(model, checked, steps), exact.scores)
     result["spearman_gradient_at_fraction"] = gradient_points(model, checked, exact.scores)
@@ -158,7 +159,7 @@ def agreement(pairs: int, steps: int, exact_cache: Path | None = None) -> dict:
 
 
 def edge_scores_mean(each: list) -> SimpleNamespace:
-    """The pairs' exact scores averaged (what edge_scores returns for them together)."""
+    """The pairs' scores averaged (what edge_scores returns for them together)."""
     return SimpleNamespace(graph=each[0].graph, scores=torch.stack([one.scores for one in each]).mean(0),
                            nodes=torch.stack([one.nodes for one in each]).mean(0))
 
