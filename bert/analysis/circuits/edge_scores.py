@@ -26,8 +26,8 @@ Methods:
   Mueller et al. 2025; Marks et al. 2024): for each group of senders (`activation_groups`: the embeddings, each
   layer's heads, each MLP), `steps` runs of the run's input in which that group's outputs, in every receiver's
   stream, lie k / steps of the way from the run's to the source's (k = 0 .. steps - 1), every other group
-  computing its output from what it reads; an edge's score is its sender group's gradient averaged over those runs, times the
-  same difference (for the embeddings' group this is eap-ig with the Riemann sum taken from the run's end).
+  computing its output from what it reads; an edge's score is its sender group's gradient averaged over those
+  runs, times the same difference (for the embeddings' group: eap-ig with the Riemann sum from the run's end).
   `steps` forward and backward passes per group and pair. MIB's code differs in two ways: it averages every
   group's runs into every edge's score, and its hook makes the interpolated output a constant (no gradient
   reaches the group's own inputs in its runs).
