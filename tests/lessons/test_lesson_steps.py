@@ -8,6 +8,7 @@ import pytest
 
 from bert.analysis.causal.ablation import predict_ablated
 from viz_app.app import forward
+from viz_app.lessons.costs import lesson_cost, step_cost
 from viz_app.lessons.format import builtin_lessons, parse_lesson
 from viz_app.lessons.resolve import NOT_AVAILABLE, resolve
 from viz_app.lessons.views import BUILDERS, PerModel, view_charts
@@ -91,17 +92,41 @@ def test_what_cannot_be_computed_is_said_not_invented(loaded_minilm):
     assert any("layer: 40 is beyond this model's 6 layers" in p for p in big.problems)
 
 
+class LayerPasses:
+    """Rows through the model's transformer layers, over the number of layers: full forward passes and the
+    layer-only passes of value zeroing and DecompX alike."""
+
+    def __init__(self, model):
+        self.rows, self.layers = 0, model.config.num_layers
+        self.handles = [layer.register_forward_pre_hook(self._count) for layer in model.transformer]
+
+    def _count(self, module, args):
+        self.rows += args[0].shape[0]
+
+    def close(self) -> float:
+        for handle in self.handles:
+            handle.remove()
+        return self.rows / self.layers
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("model", ["loaded_minilm", "loaded_small"])
-def test_every_builtin_step_holds_for_the_model_and_draws(model, request):
+def test_every_builtin_step_holds_for_the_model_draws_and_keeps_to_its_cost(model, request):
     """Every step of every lesson, on minilm and on a random 3-layer, 4-head BERT: nothing left uncomputed, every
-    layer and head within the model, and the figures drawn without Streamlit."""
+    layer and head within the model, the figures drawn without Streamlit, and no more passes through the model's
+    layers than the step's cost (viz_app/lessons/costs.py) says; on the built-in model every step is within what a
+    student may open, and a lesson costs at least its dearest step."""
     loaded = request.getfixturevalue(model)
-    per_model = PerModel.of(loaded)
     for lesson in builtin_lessons().values():
         session = {}
         for index, raw in enumerate(lesson.steps):
-            step = resolve(lesson, index, loaded, session)
+            cost = step_cost(lesson, index, loaded, session)
+            counted, per_model = LayerPasses(loaded.model), PerModel.of(loaded)  # the values and figures share runs, as in the app
+            try:
+                step = resolve(lesson, index, loaded, session, per_model=per_model)
+                charts = view_charts(step.page, loaded, step.state, per_model)
+            finally:
+                passes = counted.close()
             session |= step.state
             where = f"{lesson.name} step {step.number}"
             assert not step.problems, (where, step.problems)
@@ -109,7 +134,11 @@ def test_every_builtin_step_holds_for_the_model_and_draws(model, request):
             assert "{" not in step.text, (where, step.text)
             for key, limit in (("layer", loaded.summary.layers), ("head", loaded.summary.heads)):
                 assert 0 <= step.state.get(key, 0) < limit, where
-            charts = view_charts(step.page, loaded, step.state, per_model)
             if step.page in BUILDERS and step.page not in ("sentence_tasks", "compare_models"):  # classes need a
                 assert charts, where  # classifier head; a comparison, a model B the step names
             assert all(chart.figure.data for chart in charts), where
+            assert passes <= cost.forward_passes, (where, passes, cost)
+            if model == "loaded_minilm":
+                assert cost.work(loaded.model.config) <= 60_000, (where, cost)  # a student may open every built-in step
+        assert lesson_cost(lesson, loaded, {}).forward_passes >= max(step_cost(lesson, i, loaded, {}).forward_passes
+                                                                      for i in range(len(lesson.steps)))
