@@ -1,5 +1,6 @@
 """The browser tests' shared fixtures: Chromium and Playwright present (else skip, or fail under CI=true), one app
-server per test module (viz_app/server/local_server.py), one Chromium per test module. Every test here is marked
+server per test worker, shared by the modules that need a plain one (viz_app/server/local_server.py; a module
+that needs class mode or other arguments starts its own), one Chromium per test module. Every test here is marked
 `browser`. Screenshots only when asked: `SCREENSHOT_DIR=out/screenshots python -m pytest tests/browser`."""
 from __future__ import annotations
 
@@ -20,8 +21,7 @@ def pytest_collection_modifyitems(items) -> None:
             item.add_marker(pytest.mark.browser)
 
 
-@pytest.fixture(scope="module")
-def browser_ready() -> None:
+def require_the_browser() -> None:
     reason = browser_missing()
     if reason:
         if os.environ.get("CI", "").lower() == "true":
@@ -30,8 +30,15 @@ def browser_ready() -> None:
 
 
 @pytest.fixture(scope="module")
-def app_url(browser_ready, tmp_path_factory):
-    """`streamlit run viz_app/Home.py` on 127.0.0.1, for the tests of one module; its output in a temporary folder."""
+def browser_ready() -> None:
+    require_the_browser()
+
+
+@pytest.fixture(scope="session")
+def app_url(tmp_path_factory):
+    """`streamlit run viz_app/Home.py` on 127.0.0.1, started once per test worker (each start loads the model
+    again); its output in a temporary folder. Each test opens its own browser context, so its own app session."""
+    require_the_browser()
     with serve(tmp_path_factory.mktemp("streamlit") / "streamlit.log") as (url, _server):
         yield url
 
