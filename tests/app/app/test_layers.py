@@ -39,9 +39,10 @@ def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
     """The project modules `name` imports (a `from package import module` counts as the module)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
-    skipped = {id(child) for node in ast.walk(ast.parse(path.read_text())) if _type_checking_only(node)
+    tree = ast.parse(path.read_text())  # one tree: `skipped` holds ids of its nodes
+    skipped = {id(child) for node in ast.walk(tree) if _type_checking_only(node)
                for inner in node.body for child in ast.walk(inner)}
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(tree):
         if id(node) in skipped:
             continue
         if isinstance(node, ast.Import):
