@@ -212,23 +212,6 @@ def mask_guesses(key: ModelKey, text: str) -> tuple[str, ...]:
     return causal_tracing.whole_word_guesses(loaded.model, loaded.tokenizer, text, loaded.summary.max_positions)
 
 
-@st.cache_data(show_spinner="Attribution patching: one forward and one backward pass…", max_entries=32)
-def attribution_patching(key: ModelKey, request: causal_tracing.PatchingRequest) -> PatchingResult:
-    return causal_tracing.run_patching(load_model(key), request, exact=False)
-
-
-@st.cache_data(show_spinner=False, max_entries=32)
-def exact_patching(key: ModelKey, request: causal_tracing.PatchingRequest) -> PatchingResult:
-    """A heavy computation: the page runs it inside viz_app/server/heavy.py's job (the progress bar, the stop)."""
-    return causal_tracing.run_patching(load_model(key), request, exact=True)
-
-
-@st.cache_data(show_spinner=False, max_entries=32)
-def noise_trace(key: ModelKey, request: causal_tracing.TraceRequest) -> TraceResult:
-    """A heavy computation: the page runs it inside viz_app/server/heavy.py's job (the progress bar, the stop)."""
-    return causal_tracing.run_trace(load_model(key), request)
-
-
 @st.cache_data(show_spinner=False, max_entries=64)
 def probe_costs(key: ModelKey, data_key: tuple, _data: probe_runs.ProbeData, tasks: tuple[str, ...], pieces: str,
                 seed: int) -> tuple[Cost, Cost]:
@@ -412,8 +395,7 @@ def _per_model(key: ModelKey) -> PerModel:
     """A lesson's per-model values through this module's caches: a step's computed values and its figures read the
     same causal runs, and the causal tracing page the same again."""
     return PerModel(lambda: tables(key), lambda: mean_head_outputs(key),
-                    lambda request, exact: exact_patching(key, request) if exact else attribution_patching(key, request),
-                    lambda request: noise_trace(key, request))
+                    lambda computation, work: computed(computation.name, key, None, work, computation))
 
 
 # ---- features: sparse autoencoders and neurons across a corpus (pages/features.py) -----------------------------

@@ -115,7 +115,7 @@ REGISTRY: tuple[Page, ...] = (
              "trace_text": text("The man said that [MASK] was tired."),
              "trace_corrupt": ints(None), "trace_answer": text(None),
              "trace_samples": integer(10), "trace_blocks": flag(False),
-         }, lesson_view="causal_tracing_charts"),
+         }, spec="causal_tracing"),
     # Context mixing (formerly at /rollout): the method, the one beside it (or "none"), the layer (None: the last),
     # the token whose row is drawn as bars (None: the first [MASK], else the first word)
     Page("mixing", "What each word takes", ":material/water:", EXPERIMENTS, params={

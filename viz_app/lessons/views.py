@@ -15,16 +15,14 @@ from typing import Any, Callable, Mapping
 from bert.data import builtin_sentences
 from bert.errors import BertError
 from viz_app.specs.probes import runs as probe_runs
-from viz_app.specs.causal_tracing import CausalSettings, resolve_patching, resolve_trace
 from viz_app.charts.base import Chart
 from viz_app.app.forward import PreparedInput, prepare_input
 from viz_app.lessons.computed import PerModel
 from viz_app.app.models import LoadedModel
 from viz_app.app.navigation import LINK_PARAMS, PAGES
-from viz_app.specs.base import Inputs, compute_all
+from viz_app.specs.base import Inputs
 from viz_app.specs.catalog import SPECS
 from viz_app.views import chosen_mask
-from viz_app.views.causal_tracing import patching_view, tracing_view
 from viz_app.views.probes import ProbeViewSettings, probes_view
 
 
@@ -72,29 +70,14 @@ def probe_charts(view: PageState) -> list[Chart]:
 
 
 
-def causal_tracing_charts(view: PageState) -> list[Chart]:
-    if not view.loaded.model.has_mlm_head:
-        return []
-    settings = CausalSettings.from_state(view.state)
-    runs = view.per_model  # the same runs as the step's computed values (viz_app/lessons/computed.py)
-    try:
-        if settings.mode == "one":
-            return list(tracing_view(runs.trace(resolve_trace(view.loaded, settings.trace))).values())
-        request = resolve_patching(view.loaded, settings.patching)
-        approximate = runs.patching(request, False)
-        exact = runs.patching(request, True) if settings.exact else None
-    except BertError:  # sentences the page would refuse with a message
-        return []
-    return list(patching_view(exact or approximate, approximate if exact else None, settings.compare).values())
-
-
 def spec_charts(spec, view: PageState) -> list[Chart]:
     """A page written as a spec (viz_app/specs/base.py): its computations for the step's settings, then the charts
     its LESSON_CHARTS names; [] where the page would say why it cannot run (a model without the head it reads)."""
     inputs = Inputs(view.loaded, view.prepared)
     settings = spec.Settings.from_state(view.state, inputs)
-    try:
-        results = compute_all(spec.computations(settings), inputs)
+    try:  # a computation made once per model and work (the causal runs) is the PerModel's: the step's values read it too
+        results = {name: view.per_model.computed(computation, work) if computation.per_model
+                   else computation.compute(inputs, work) for name, (computation, work) in spec.computations(settings).items()}
     except BertError:
         return []
     charts = spec.view(settings, inputs, results)
