@@ -38,6 +38,7 @@ training room) are in viz_app/server/singletons.py.
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 from pathlib import Path
 
@@ -86,7 +87,6 @@ from viz_app.server.memory import BoundedStore
 from viz_app.server.settings import MEMORY_BUDGET
 
 BY_INPUT = {PreparedInput: lambda prepared: prepared.key}  # an input is its text, pair, masks and truncate flag
-BY_CORPUS = {corpus_search.Corpus: lambda corpus: corpus.digest}
 
 
 @st.cache_resource(show_spinner="Loading the model (once, shared by every session)…", max_entries=4)
@@ -145,8 +145,6 @@ def subspaces(key: ModelKey, k: int) -> embedding_subspaces.SubspaceReport:
 
 # ---- probes: the word vectors per (model, data, pieces, inputs), shared; each run per settings -------------------
 
-PROBE_FEATURE_ENTRIES = 2
-PROBE_FEATURE_BYTES = 2 * MEMORY_BUDGET * MB  # two sets a student may start (a larger one is kept alone)
 
 
 @st.cache_data(show_spinner="Reading the file…", max_entries=8)
@@ -154,41 +152,10 @@ def labelled_file(data: bytes, name: str) -> Treebank | str:
     return probe_runs.read_labelled(data, name)
 
 
-@st.cache_resource(show_spinner=False)
-def probe_feature_store() -> BoundedStore:
-    """The probes' word vectors kept for the server (viz_app/server/memory.py): at most PROBE_FEATURE_ENTRIES sets
-    and PROBE_FEATURE_BYTES, each for an hour."""
-    return BoundedStore(PROBE_FEATURE_ENTRIES, PROBE_FEATURE_BYTES, HOUR)
 
 
-def probe_features(key: ModelKey, data_key: tuple, _data: probe_runs.ProbeData, pieces: str, split_seed: int,
-                   inputs: tuple[str, ...], _tasks: tuple[str, ...]) -> ProbeFeatures:
-    """Every layer's word vectors of the data's training and test sentences (one set: split by split_seed), and
-    the word pieces `inputs` (pipeline.inputs_needed of the tasks), shared read-only. `data_key` names `_data`,
-    which is not hashed (whole treebanks, on every rerun); `_tasks` are checked against the data on the first call."""
-    def compute() -> ProbeFeatures:
-        loaded = load_model(key)
-        bar = st.progress(0.0, "Starting…")
-        features = probe_runs.features(loaded.model, loaded.tokenizer, _data, _tasks, pieces, split_seed,
-                                       lambda done, what: bar.progress(min(done, 1.0), what))
-        bar.empty()
-        return features
-
-    return probe_feature_store().get_or_compute((key, data_key, pieces, split_seed, inputs), compute)
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
-def probe_run(key: ModelKey, data_key: tuple, _data: probe_runs.ProbeData, tasks: tuple[str, ...], pieces: str,
-              seed: int, mdl: bool) -> probe_runs.ProbeRun:
-    """The probes of `tasks` trained and scored on the data's word vectors (see probe_features). Raises
-    bert.errors.BertError when they cannot run on this data."""
-    features = probe_features(key, data_key, _data, pieces, probe_runs.split_seed(_data, seed), inputs_needed(tasks), tasks)
-    loaded = load_model(key)
-    bar = st.progress(0.5, "Training the probes…")
-    result = probe_runs.probe(loaded.model, features, tasks, pieces, seed, mdl, key.source,
-                              lambda done, what: bar.progress(min(done, 1.0), what))
-    bar.empty()
-    return result
 
 
 @st.cache_data(show_spinner="Averaging every head's output over 200 built-in sentences (once per model)…", max_entries=4)
@@ -212,27 +179,8 @@ def mask_guesses(key: ModelKey, text: str) -> tuple[str, ...]:
     return causal_tracing.whole_word_guesses(loaded.model, loaded.tokenizer, text, loaded.summary.max_positions)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def probe_costs(key: ModelKey, data_key: tuple, _data: probe_runs.ProbeData, tasks: tuple[str, ...], pieces: str,
-                seed: int) -> tuple[Cost, Cost]:
-    """(the probes' word vectors, "Erase this property") on the data: what they cost, worked out once per data and
-    settings (a file's sentences are tokenized for it)."""
-    loaded = load_model(key)
-    positions = loaded.model.config.max_position_embeddings
-    return (probe_runs.features_cost(loaded.tokenizer, _data, tasks, pieces, seed, loaded.model.config),
-            probe_runs.erase_cost(loaded.tokenizer, _data, seed, positions))
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
-def erasure(key: ModelKey, data_key: tuple, _data: probe_runs.ProbeData, task: str, layer: int, seed: int) -> ErasureReport:
-    """Amnesic probing of `task` at `layer` (hidden_states numbering) on the probes page's data (`data_key` names
-    `_data`, which is not hashed)."""
-    loaded = load_model(key)
-    bar = st.progress(0.0, "Starting…")
-    report = probe_runs.erase(loaded.model, loaded.tokenizer, _data, task, layer, seed, key.source,
-                              lambda done, what: bar.progress(min(done, 1.0), what))
-    bar.empty()
-    return report
 
 
 @st.cache_data(show_spinner=False, max_entries=32, hash_funcs=BY_INPUT)
@@ -248,74 +196,6 @@ def saliency(key: ModelKey, prepared: PreparedInput, method: str, position: int,
 
 def _explained_input(prepared: PreparedInput, output: str):
     return prepared.masked if output == "mlm" else prepared.base
-
-
-# ---- corpus search: an index per (model, corpus), shared; searches per query ------------------------------------
-
-
-def _build_index(loaded: models.LoadedModel, corpus: corpus_search.Corpus, what: str, **choice) -> CorpusIndex:
-    """build_index with a progress bar saying `what`; `choice`: build_index's layers and heads (default: all)."""
-    # the built-in sentences as LabelledSentence: they carry their headword's part of speech
-    sentences = builtin_sentences() if corpus.digest == corpus_search.BUILTIN else list(corpus.sentences)
-    bar = st.progress(0.0, f"{what}…")
-
-    def progress(done: int, total: int) -> None:
-        bar.progress(done / max(total, 1), f"{what}: {done:,} of {total:,} sentences")
-
-    built = build_index(loaded.model, loaded.tokenizer, sentences, progress=progress, dtype=corpus_search.STORED,
-                        **choice)
-    bar.empty()
-    return built
-
-
-@st.cache_data(show_spinner="Counting the corpus's tokens…", max_entries=16, hash_funcs=BY_CORPUS)
-def corpus_lengths(key: ModelKey, corpus: corpus_search.Corpus) -> list[int]:
-    """Each sentence's length in tokens, as the index reads it: what indexing it costs (viz_app/page_costs.py)."""
-    sentences = builtin_sentences() if corpus.digest == corpus_search.BUILTIN else list(corpus.sentences)
-    tokenizer, longest = load_model(key).tokenizer, load_model(key).model.config.max_position_embeddings
-    return [len(tokenizer.encode(getattr(s, "text", s), max_length=longest)) for s in sentences]
-
-
-@st.cache_resource(show_spinner=False, max_entries=4, ttl=3600, hash_funcs=BY_CORPUS)
-def corpus_index(key: ModelKey, corpus: corpus_search.Corpus) -> CorpusIndex:
-    """Every token of a corpus at every layer: built once per (model, text), with a progress bar, then shared by
-    every session and never changed."""
-    text = "the built-in sentences (once per model)" if corpus.digest == corpus_search.BUILTIN else "your text"
-    return _build_index(load_model(key), corpus, f"Indexing every token of {text} at every layer")
-
-
-@st.cache_resource(show_spinner=False, max_entries=4, ttl=3600, hash_funcs=BY_CORPUS)
-def head_index(key: ModelKey, corpus: corpus_search.Corpus, layer: int) -> CorpusIndex:
-    """Every head's output in `layer` (from 0) for every token of a corpus: built on first use per (model, text,
-    layer), then shared like corpus_index."""
-    loaded = load_model(key)
-    heads = [(layer, head) for head in range(loaded.model.config.num_heads)]
-    return _build_index(loaded, corpus, f"Indexing what each head of {layer_label(layer)} passes on, for every token of "
-                        "the sentences", layers=[], heads=heads)
-
-
-@st.cache_data(show_spinner="Searching every layer…", max_entries=64, hash_funcs=BY_CORPUS | BY_INPUT)
-def neighbours(key: ModelKey, corpus: corpus_search.Corpus, prepared: PreparedInput, position: int,
-               k: int) -> dict[int, list[Hit]]:
-    """layer -> the k tokens of the corpus nearest to the token at `position` of the input's first sentence, for
-    every indexed layer (one forward pass for the query, then one search per layer)."""
-    loaded = load_model(key)
-    searched = corpus_index(key, corpus)
-    query = prepared.base.first_sentence()
-    vectors = searched.encoding_vectors(loaded.model, loaded.tokenizer, query, position)  # one pass, every layer
-    return {layer: searched.search(layer, vectors[layer], k) for layer in searched.layers}
-
-
-@st.cache_data(show_spinner="Searching every head…", max_entries=64, hash_funcs=BY_CORPUS | BY_INPUT)
-def head_neighbours(key: ModelKey, corpus: corpus_search.Corpus, prepared: PreparedInput, position: int, k: int,
-                    layer: int) -> dict[int, list[Hit]]:
-    """head -> the k tokens of the corpus whose output from that head of `layer` is nearest to the query token's
-    (the token at `position` of the input's first sentence)."""
-    loaded = load_model(key)
-    searched = head_index(key, corpus, layer)
-    query = prepared.base.first_sentence()
-    vectors = searched.encoding_vectors(loaded.model, loaded.tokenizer, query, position)  # one pass, every head
-    return {head: searched.search(layer, vectors[(layer, head)], k, head=head) for _, head in searched.heads}
 
 
 # ---- sentence tasks and model comparison -------------------------------------------------------------------------
@@ -395,22 +275,15 @@ def _per_model(key: ModelKey) -> PerModel:
     """A lesson's per-model values through this module's caches: a step's computed values and its figures read the
     same causal runs, and the causal tracing page the same again."""
     return PerModel(lambda: tables(key), lambda: mean_head_outputs(key),
-                    lambda computation, work: computed(computation.name, key, None, work, computation))
+                    lambda computation, work: computed(computation.name, key, None, computation.cache_key(work), work,
+                                                      computation))
 
 
 # ---- features: sparse autoencoders and neurons across a corpus (pages/features.py) -----------------------------
 
 
-def _scan_progress(what: str):
-    """A progress bar for a scan, and its callback (done, total)."""
-    bar = st.progress(0.0, f"{what}…")
-    return bar, lambda done, total: bar.progress(done / max(total, 1), f"{what}: {done:,} of {total:,} sentences")
 
 
-def _read_only_scan(scan: UnitScan) -> UnitScan:
-    for array in (scan.top_values, scan.top_rows, scan.bin_edges, scan.counts, scan.means, scan.active):
-        array.flags.writeable = False
-    return scan
 
 
 @st.cache_resource(show_spinner="Reading the corpus…", max_entries=8)
@@ -441,14 +314,6 @@ def index_feature_corpus(key: ModelKey, folder: str, stamp: int | None) -> tuple
     return (None, corpus) if isinstance(corpus, str) else (f"index:{folder}:{stamp}", corpus)
 
 
-@st.cache_resource(show_spinner=False, max_entries=8, ttl=HOUR)
-def neuron_scan(key: ModelKey, corpus_id: str, layer: int, _corpus: Corpus) -> UnitScan:
-    """Every neuron of `layer` over the corpus, from one pass (shared, read-only): top examples and histograms."""
-    loaded = load_model(key)
-    bar, progress = _scan_progress(f"Reading every neuron of layer {layer} over the corpus (once per model and corpus)")
-    scan = scan_neurons(loaded.model, _corpus, layer, loaded.tokenizer.pad_id, progress=progress)
-    bar.empty()
-    return _read_only_scan(scan)
 
 
 @st.cache_resource(show_spinner="Loading the sparse autoencoder…", max_entries=8)
@@ -478,14 +343,6 @@ def sentence_features(key: ModelKey, folder: str, prepared: PreparedInput) -> np
         return model_sae.encode(layer_vectors(key, model_sae.config.layer, prepared)[0].float()).cpu().numpy()
 
 
-@st.cache_resource(show_spinner=False, max_entries=8, ttl=HOUR)
-def feature_scan(key: ModelKey, folder: str, corpus_id: str, _corpus: Corpus) -> UnitScan:
-    """Every feature's top examples and histogram over the corpus, from one pass (shared, read-only)."""
-    loaded = load_model(key)
-    bar, progress = _scan_progress("Finding every feature's top examples in the corpus (once per model and corpus)")
-    scan = scan_features(loaded.model, sae(key, folder), _corpus, loaded.tokenizer.pad_id, progress=progress)
-    bar.empty()
-    return _read_only_scan(scan)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
@@ -504,13 +361,46 @@ def feature_guess(key: ModelKey, folder: str, prepared: PreparedInput, feature: 
 # ---- a page spec's heavy computations (viz_app/specs/base.py), run through viz_app/server/heavy.py's `run` ------------
 
 
-@st.cache_data(show_spinner=False, max_entries=64, ttl=HOUR, hash_funcs=BY_INPUT)
-def computed(name: str, key: ModelKey, prepared: PreparedInput | None, work, _computation: Computation):
-    """The computation's result for this model, input and work (`name` is the computation's, its key here)."""
-    return _computation.compute(Inputs(load_model(key), prepared, load_model), work)
+RESULT_ENTRIES = 64
+RESULT_BYTES = 2 * MEMORY_BUDGET * MB  # per-visitor results kept at most (the newest is kept even alone over it)
+
+
+@st.cache_resource(show_spinner=False)
+def results_store() -> BoundedStore:
+    """The specs' results (viz_app/server/memory.py): at most RESULT_ENTRIES and RESULT_BYTES, each for an hour,
+    a copy handed to each session as `st.cache_data` does."""
+    return BoundedStore(RESULT_ENTRIES, RESULT_BYTES, HOUR, copies=True)
+
+
+def computed(name: str, key: ModelKey, prepared: PreparedInput | None, work_key, _work, _computation: Computation):
+    """The computation's result for this model, input and work (`name` is the computation's, `work_key` its
+    `cache_key(work)`: together the key here)."""
+    return results_store().get_or_compute(
+        (name, key, None if prepared is None else prepared.key, work_key),
+        lambda: _computation.compute(Inputs(load_model(key), prepared, load_model), _work))
+
+
+class NotKeptYet(Exception):
+    """`kept_shared` found no result kept: nothing was computed."""
+
+
+_PEEKING = contextvars.ContextVar("peeking", default=False)
 
 
 @st.cache_resource(show_spinner=False, max_entries=FORWARD_ENTRIES, ttl=HOUR, hash_funcs=BY_INPUT)
-def computed_shared(name: str, key: ModelKey, prepared: PreparedInput | None, work, _computation: Computation):
-    """A `shared` computation's result (a recorded pass, read-only arrays), one object for every session."""
-    return _computation.compute(Inputs(load_model(key), prepared, load_model), work)
+def computed_shared(name: str, key: ModelKey, prepared: PreparedInput | None, work_key, _work, _computation: Computation):
+    """A `shared` computation's result (a recorded pass, a corpus index: read-only), one object for every session."""
+    if _PEEKING.get():
+        raise NotKeptYet(name)  # not cached: Streamlit keeps no result of a call that raised
+    return _computation.compute(Inputs(load_model(key), prepared, load_model), _work)
+
+
+def kept_shared(name: str, key: ModelKey, prepared: PreparedInput | None, work_key, _work, _computation: Computation):
+    """`computed_shared`'s result when it is kept already, else None; never computes."""
+    token = _PEEKING.set(True)
+    try:
+        return computed_shared(name, key, prepared, work_key, _work, _computation)
+    except NotKeptYet:
+        return None
+    finally:
+        _PEEKING.reset(token)

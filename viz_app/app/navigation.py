@@ -4,8 +4,7 @@ file in pages/. Adding a page is that file plus one entry here (docs/app.md, "Ad
 Everything else is read from these entries: the navigation Home.py builds (`GROUPS`), which pages show the
 sentence box (`NO_SENTENCE_BOX`), every URL parameter a link or a lesson's step can set (`LINK_PARAMS`: the shared
 ones of viz_app/app/url_params.py and each page's own), the values a lesson may give (`Param.choices`), the pages a lesson
-step opens and how it draws them (`spec`, a page's module in viz_app/specs/, or for a page not yet written
-as a spec `lesson_view`, a builder in viz_app/lessons/views.py). Plain Python.
+step opens and how it draws them (`spec`, a page's module in viz_app/specs/). Plain Python.
 """
 from __future__ import annotations
 
@@ -30,7 +29,6 @@ class Page:
     group: str  # the navigation's heading it is listed under
     reads_sentence: bool = True  # False: no sentence box at the top (the page has its own inputs or none)
     params: dict[str, Param] = field(default_factory=dict)  # its URL parameters (a link or a lesson's step sets them)
-    lesson_view: str | None = None  # the builder in viz_app/lessons/views.py that draws it for a lesson step
     spec: str | None = None  # its spec's module in viz_app/specs/ (viz_app/specs/base.py), named by url_path
     old_paths: tuple[str, ...] = ()  # addresses it had before: links and lesson files naming them still open it
 
@@ -94,7 +92,7 @@ REGISTRY: tuple[Page, ...] = (
         "probe_erase": flag(False),  # amnesic probing of one task at one layer
         "probe_erase_task": text(None),  # None: the first label task of the run
         "probe_erase_layer": integer(None),  # shown by its name; None: the task's best layer
-    }, lesson_view="probe_charts"),
+    }, spec="probes"),
     Page("logit_lens", "Logit lens", ":material/layers:", EXPERIMENTS,
          params={"lens_mask": integer(None)}, spec="logit_lens"),  # None: the first [MASK]
     Page("head_ablation", "Head ablation", ":material/content_cut:", EXPERIMENTS, params={
@@ -147,14 +145,14 @@ REGISTRY: tuple[Page, ...] = (
         "search_position": integer(None), "search_layer": integer(None),  # None: the first token, the last layer
         "search_by": choice(("layer", "head")),  # a layer's output, or one head's output
         "search_head": integer(0), "search_k": integer(10), "search_corpus": SENTENCES_FROM,
-    }),
+    }, spec="corpus_search"),
     Page("word_contexts", "One word, many contexts", ":material/compare_arrows:", EXPERIMENTS,
          reads_sentence=False, params={"contexts_layer": integer(None), "contexts_word": text("bank"),
                                        "contexts_sentences": text("\n".join(EXAMPLES["bank"]))}, spec="word_contexts"),
     Page("features", "Features", ":material/category:", EXPERIMENTS, params={
         "features_look_at": choice(("Sparse-autoencoder features", "MLP neurons")),
         "features_shown": integer(24), "features_corpus": CORPUS, "neurons_layer": integer(0), "neurons_corpus": CORPUS,
-    }),
+    }, spec="features"),
     # Its own text, the masks' draw, the pairs, the live run's and the successors' (viz_app/specs/how_bert_was_trained/)
     Page("how_bert_was_trained", "How BERT was trained", ":material/model_training:", TRAINED,
          reads_sentence=False, params={

@@ -15,13 +15,11 @@ from typing import Any, Callable, Iterable, Mapping
 from bert.analysis.attention.mixing import mixing_cost
 from bert.analysis.causal.ablation import rank_heads_cost
 from bert.costs import Cost
-from viz_app.specs.probes import runs as probe_runs
 from viz_app.specs import causal_tracing
 from viz_app.app.forward import InputProblem, prepare_input
 from viz_app.lessons.computed import COMPUTED
 from viz_app.lessons.format import PLACEHOLDER, ComputedValue, Lesson
 from viz_app.lessons.resolve import step_state
-from viz_app.lessons.views import BUILDERS, probe_data
 from viz_app.app.models import LoadedModel
 from viz_app.app.navigation import LINK_PARAMS
 from viz_app.specs.base import Inputs, planned_cost
@@ -95,38 +93,13 @@ VALUE_COSTS: dict[str, Callable[[StepInput], Cost]] = {
 }
 
 
-def _probe_figures(step: StepInput) -> Cost:
-    """The passes that read the probes' word vectors (the probes' training is not counted in passes)."""
-    found = probe_data(step)
-    if found is None:
-        return NOTHING
-    data, tasks = found
-    return probe_runs.features_cost(step.loaded.tokenizer, data, tasks, step["probe_pieces"], step["probe_seed"], step.config)
-
-
-# page -> the cost of the figures a lesson step draws for it (views.BUILDERS), for the pages not written as a spec
-FIGURE_COSTS: dict[str, Callable[[StepInput], Cost]] = {
-    "probes": _probe_figures,
-}
-
-
-ONE_PASS_FIGURES: frozenset[str] = frozenset()  # figures priced as one record (none left: every page has a spec)
-
-
 def figure_cost(page: str, step: StepInput) -> Cost:
-    """What the figures of `page` a step draws cost: a spec's computations for the step's settings, a page's
-    FIGURE_COSTS, one recorded pass for ONE_PASS_FIGURES, nothing for a page a step does not draw. A page a step
-    draws with no price here is an error, never guessed."""
-    if page in SPECS:
-        spec, inputs = SPECS[page], step.inputs
-        return planned_cost(spec.computations(spec.Settings.from_state(step.state, inputs)), inputs) if inputs else NOTHING
-    if page in FIGURE_COSTS:
-        return FIGURE_COSTS[page](step)
-    if page in ONE_PASS_FIGURES:
-        return step.passes(1)
-    if page not in BUILDERS:
+    """What the figures of `page` a step draws cost: its spec's computations for the step's settings; nothing for a
+    page a step does not draw (one without a spec)."""
+    if page not in SPECS:
         return NOTHING
-    raise LookupError(f"the lesson figures of page {page!r} have no price: give it a spec (viz_app/specs/base.py)")
+    spec, inputs = SPECS[page], step.inputs
+    return planned_cost(spec.computations(spec.Settings.from_state(step.state, inputs)), inputs) if inputs else NOTHING
 
 
 def step_cost(lesson: Lesson, index: int, loaded: LoadedModel, session: Mapping[str, Any]) -> Cost:

@@ -61,7 +61,9 @@ class Computation(Generic[Work, Result]):
     two models); `per_model`: made once per model, whatever the input (a mean over built-in sentences), so cached
     by the model alone and computed without the input; `shared`: the result is kept once
     and shared read-only by every session, never copied (a recorded pass that several pages read:
-    viz_app/specs/recorded.py)."""
+    viz_app/specs/recorded.py; a corpus index), and once kept every visitor reads it without asking the budget again;
+    `key(work)`: what caches the result, when the work carries a large object the key names (a corpus, the probes'
+    data) that is not hashed on every rerun; default the work itself."""
 
     name: str
     title: Callable[[Work], str]
@@ -70,6 +72,11 @@ class Computation(Generic[Work, Result]):
     counted_at: Callable[[Inputs, Work], BertConfig] | None = None
     per_model: bool = False
     shared: bool = False
+    key: Callable[[Work], Hashable] | None = None
+
+    def cache_key(self, work: Work) -> Hashable:
+        """What the caches key the work's result by (`key`, or the work)."""
+        return work if self.key is None else self.key(work)
 
 
 Planned = dict[str, tuple[Computation, Any]]  # name -> (computation, its work), as a spec's `computations` gives
