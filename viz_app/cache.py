@@ -1,37 +1,20 @@
-"""Everything the app caches, in one place.
+"""Everything the app caches, in one place: the cached wrappers, keyed by a `ModelKey` (never the model object)
+and, for one input, a `PreparedInput` (hashed by its `key`: text, pair, masks, truncate; it is tokenized once, by
+the sentence box, and never here).
 
-- the model: `st.cache_resource`, one object shared by every session and thread. It is in eval mode and
-  nothing ever changes it: recording and interventions are per call (bert.hooks uses a context variable).
-- one forward pass per (model, prepared input): `computed_shared`, an `st.cache_resource`, so every page and every
-  session that asks for the same input gets the same object, neither pickled nor copied (docs/benchmarks.md#the-app
-  says what that saves). Two kinds (viz_app/specs/recorded.py): `PREDICTIONS` (the predictions, q and k; the
-  patterns follow from q and k when first read) for the prediction and attention pages, so the attention page
-  after the prediction page runs no second pass; `FULL` adds the MLP activations and the embeddings. Neither
-  records a pattern, so both take the fused attention path. Sharing is safe because the result cannot change: tuples, and numpy arrays
-  marked read-only (`flags.writeable = False`), so a page that tried to write would fail loudly instead of
-  disturbing another session. Memory stays bounded: at most FORWARD_ENTRIES inputs (the least recently used
-  goes first), each kept at most an hour. A 512-token BERT-base input holds about 270 MB once its patterns are
-  read (so 4.3 GB at worst per kind), a classroom sentence of 20 tokens under 5 MB; an evicted input is simply
-  run again when asked for.
-- what a view derives from that pass, computed once per input and shared the same way: the per-head
-  attention statistics (only the attention page pays for them).
-- the embedding tables' analysis per model (PCA, cosines, subspaces): `st.cache_data`.
-- the corpus search indexes, one per (model, corpus): `st.cache_resource`, shared read-only like the forward pass
-  (the built-in set's index takes seconds to build); each search: `st.cache_data`.
-- the probes' word vectors, per (model, data, word pieces, inputs): one store for the server, shared read-only
-  (the probes only read them), at most PROBE_FEATURE_ENTRIES sets and PROBE_FEATURE_BYTES for an hour
-  (viz_app/server/memory.py): BERT-base on all of UD EWT is about 2 GB, and a student may not start a set over the
-  server's memory budget. Each run of the probes on them: `st.cache_data`, so other tasks or seeds on the same data
-  skip the model.
-- a page spec's computations (viz_app/specs/base.py: context mixing, attention flow): `computed`, one
-  `st.cache_data` for all, keyed by the computation's name, the model's key, the input and the work.
-- every other analysis a page runs (corpus head statistics, logit lens, head ablation, saliency, a DeBERTa layer's score terms, sentence tasks, model comparison, a lesson's step and its figures):
-  `st.cache_data`, keyed by the model's `ModelKey` and the inputs, never by the model object. A `PreparedInput`
-  is keyed by its `key` (text, pair, masks, truncate): it is tokenized once, by the sentence box, and never here
-  (but for the next-sentence check, which encodes the pair in both orders).
-- the Features page: a sparse autoencoder per (model, folder), and each scan over a corpus (every neuron of a
-  layer, or every feature, from one pass): `st.cache_resource`, shared read-only (arrays marked so); a
-  sentence's features, a feature's promoted tokens and the [MASK] guess with a feature switched: `st.cache_data`.
+- the model: `st.cache_resource`, one object shared by every session and thread, in eval mode, never changed
+  (recording and interventions are per call: bert.hooks uses a context variable).
+- a spec's computations (viz_app/specs/base.py), reached only through viz_app/server/heavy.py's `run`:
+  - `computed`: the per-visitor results, in one store bounded by entries AND bytes (RESULT_ENTRIES,
+    RESULT_BYTES, each for an hour: viz_app/server/memory.py), a copy to each session as `st.cache_data` gives;
+  - `computed_shared`: a `shared` computation's result, one object for every session, neither pickled nor copied
+    (its arrays marked read-only, so a page that tried to write would fail loudly): the recorded passes
+    (viz_app/specs/recorded.py; a 512-token BERT-base input holds about 270 MB once its patterns are read, a
+    classroom sentence under 5 MB), the corpus search's index, the Features page's scans. At most FORWARD_ENTRIES,
+    each for an hour; `kept_shared` tells heavy.run whether one is kept already (then no one pays for it again).
+- what the pages derive lightly (the attention page's head statistics and charts, the embedding tables' analysis,
+  the logit lens, saliency, the sentence tasks, a lesson's step and its figures, a feature's promoted tokens and
+  switched guess): `st.cache_data` or `st.cache_resource`, each bounded by `max_entries` and an hour.
 The server's shared objects that are not caches (the heavy computations' slots, the class room, the live
 training room) are in viz_app/server/singletons.py.
 """
@@ -39,7 +22,6 @@ training room) are in viz_app/server/singletons.py.
 from __future__ import annotations
 
 import contextvars
-import hashlib
 from pathlib import Path
 
 import numpy as np
@@ -47,30 +29,21 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from bert.layers import layer_label
 from bert.analysis.attention.attention_stats import HeadStatistics
 from bert.analysis.attribution import saliency as attributions
-from bert.analysis.causal.erasure import ErasureReport
-from bert.analysis.causal.patching import PatchingResult
-from bert.analysis.causal.tracing import TraceResult
-from bert.analysis.corpus.corpus_search import CorpusIndex, Hit, build_index
 from bert.analysis.features.corpora import Corpus
-from bert.analysis.features.feature_pages import GuessChange, mask_guess_change, promoted, scan_features
-from bert.analysis.features.neurons import scan_neurons
+from bert.analysis.features.feature_pages import GuessChange, mask_guess_change, promoted
 from bert.analysis.features.residuals import residual_at
-from bert.analysis.features.sae import SaeFileError, TopKSae, load_sae
-from bert.analysis.features.top_activations import UnitScan
-from bert.analysis.probing.pipeline import ProbeFeatures, inputs_needed
+from bert.analysis.features.sae import SaeFileError, TopKSae
 from bert.analysis.probing.treebank import Treebank
 from bert.analysis.representations import embedding_subspaces
 from bert.analysis.representations import logit_lens as lens_analysis
 from bert.analysis.representations.compare import same_vocabulary as shares_vocabulary
 from bert.costs import Cost
-from bert.data import builtin_sentences
 from bert.devices import model_device
 from bert.errors import InvalidInputError
 from bert.replaced_tokens import check_pair
-from viz_app.specs import attention, causal_tracing, corpus_search, features, head_ablation, sentence_tasks
+from viz_app.specs import attention, causal_tracing, features, head_ablation, sentence_tasks
 from viz_app.app import generators, models, text
 from viz_app.specs.probes import runs as probe_runs
 from viz_app.charts.base import Chart
@@ -129,25 +102,22 @@ def attention_charts(key: ModelKey, prepared: PreparedInput, settings: attention
     return attention.view(settings, Inputs(load_model(key), prepared), {"recorded": _result, "statistics": _statistics})
 
 
-@st.cache_data(show_spinner="Analysing the embedding tables (once per model)…", max_entries=4)
+@st.cache_data(show_spinner="Analysing the embedding tables (once per model)…", max_entries=4, ttl=HOUR)
 def tables(key: ModelKey) -> EmbeddingTables:
     loaded = load_model(key)
     return model_tables(loaded.model, loaded.tokenizer, loaded.summary.vocab)
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@st.cache_data(show_spinner=False, max_entries=32, ttl=HOUR)
 def subspaces(key: ModelKey, k: int) -> embedding_subspaces.SubspaceReport:
     return table_subspaces(load_model(key).model, tables(key), k)
 
 
-# ---- the analysis pages: probes, logit lens, head ablation's mean, saliency ------------------------------------------
-
-
-# ---- probes: the word vectors per (model, data, pieces, inputs), shared; each run per settings -------------------
+# ---- the analysis pages: the probes' uploaded file, logit lens, head ablation's mean, saliency ------------------------
 
 
 
-@st.cache_data(show_spinner="Reading the file…", max_entries=8)
+@st.cache_data(show_spinner="Reading the file…", max_entries=8, ttl=HOUR)
 def labelled_file(data: bytes, name: str) -> Treebank | str:
     return probe_runs.read_labelled(data, name)
 
@@ -158,12 +128,13 @@ def labelled_file(data: bytes, name: str) -> Treebank | str:
 
 
 
-@st.cache_data(show_spinner="Averaging every head's output over 200 built-in sentences (once per model)…", max_entries=4)
+@st.cache_data(show_spinner="Averaging every head's output over 200 built-in sentences (once per model)…", max_entries=4,
+               ttl=HOUR)
 def mean_head_outputs(key: ModelKey) -> np.ndarray:
     return head_ablation.mean_head_outputs(load_model(key))
 
 
-@st.cache_data(show_spinner=False, max_entries=32, hash_funcs=BY_INPUT)
+@st.cache_data(show_spinner=False, max_entries=32, hash_funcs=BY_INPUT, ttl=HOUR)
 def logit_lens(key: ModelKey, prepared: PreparedInput, top_k: int):
     loaded = load_model(key)
     return lens_analysis.logit_lens(loaded.model, loaded.tokenizer, prepared.masked, top_k=top_k)
@@ -172,7 +143,7 @@ def logit_lens(key: ModelKey, prepared: PreparedInput, top_k: int):
 # ---- causal tracing: patching on two sentences, noise on one (viz_app/specs/causal_tracing.py) --------------------------
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@st.cache_data(show_spinner=False, max_entries=64, ttl=HOUR)
 def mask_guesses(key: ModelKey, text: str) -> tuple[str, ...]:
     """The model's top whole-word guesses at the one [MASK] of `text` (none without exactly one)."""
     loaded = load_model(key)
@@ -183,7 +154,7 @@ def mask_guesses(key: ModelKey, text: str) -> tuple[str, ...]:
 
 
 
-@st.cache_data(show_spinner=False, max_entries=32, hash_funcs=BY_INPUT)
+@st.cache_data(show_spinner=False, max_entries=32, hash_funcs=BY_INPUT, ttl=HOUR)
 def saliency(key: ModelKey, prepared: PreparedInput, method: str, position: int, target_id: int, steps: int,
              output: str = "mlm", foil_id: int | None = None, samples: int = 25):
     """Of a masked word (output "mlm": the input the model reads, with its masks) or of a sentence-level head's
@@ -201,14 +172,14 @@ def _explained_input(prepared: PreparedInput, output: str):
 # ---- sentence tasks and model comparison -------------------------------------------------------------------------
 
 
-@st.cache_data(show_spinner=False, max_entries=64, hash_funcs=BY_INPUT)
+@st.cache_data(show_spinner=False, max_entries=64, hash_funcs=BY_INPUT, ttl=HOUR)
 def next_sentence(key: ModelKey, prepared: PreparedInput) -> sentence_tasks.NextSentence:
     loaded = load_model(key)
     return sentence_tasks.next_sentence(loaded.model, loaded.tokenizer, prepared.text, prepared.pair,
                                         loaded.summary.max_positions, prepared.truncate)
 
 
-@st.cache_data(show_spinner=False, max_entries=64, hash_funcs=BY_INPUT)
+@st.cache_data(show_spinner=False, max_entries=64, hash_funcs=BY_INPUT, ttl=HOUR)
 def token_labels(key: ModelKey, prepared: PreparedInput) -> pd.DataFrame:
     return sentence_tasks.token_labels(load_model(key).model, prepared.base)
 
@@ -220,14 +191,14 @@ def generator_choices(key: ModelKey, choices: tuple[models.ModelChoice, ...]) ->
     return generators.generator_choices(choices, load_model(key).tokenizer)
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
+@st.cache_data(show_spinner=False, max_entries=16, ttl=HOUR)
 def generator_problem(key: ModelKey, generator: ModelKey) -> str | None:
     """Why `generator` cannot fill the blanks that the discriminator `key` reads, or None when it can."""
     discriminator, filler = load_model(key), load_model(generator)
     return _why_not(check_pair, filler.model, discriminator.model, discriminator.tokenizer, filler.tokenizer)
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
+@st.cache_data(show_spinner=False, max_entries=16, ttl=HOUR)
 def same_vocabulary(key_a: ModelKey, key_b: ModelKey) -> bool:
     """Do the two models read the same token ids? Then they are compared token by token, else word by word."""
     return shares_vocabulary(load_model(key_a).tokenizer, load_model(key_b).tokenizer)
@@ -247,7 +218,7 @@ def _why_not(check, *args) -> str | None:
 # ---- lessons --------------------------------------------------------------------------------------------------------
 
 
-@st.cache_data(show_spinner="Working out this step for the loaded model…", max_entries=64)
+@st.cache_data(show_spinner="Working out this step for the loaded model…", max_entries=64, ttl=HOUR)
 def lesson_step(key: ModelKey, lesson: Lesson, index: int, sentence: tuple[str, str, bool],
                 escape_markdown: bool = True) -> ResolvedStep:
     """A lesson's step for this model; `sentence` (text, pair, truncate) is the session's, for steps that set none."""
@@ -256,7 +227,7 @@ def lesson_step(key: ModelKey, lesson: Lesson, index: int, sentence: tuple[str, 
                    _per_model(key))
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@st.cache_data(show_spinner=False, max_entries=64, ttl=HOUR)
 def lesson_step_costs(key: ModelKey, lesson: Lesson, sentence: tuple[str, str, bool]) -> tuple[Cost, ...]:
     """Each step's cost for this model (viz_app/lessons/costs.py), the session's sentence where a step sets none:
     worked out once, not on every rerun of a following class (a probes step tokenizes its sentences)."""
@@ -265,7 +236,7 @@ def lesson_step_costs(key: ModelKey, lesson: Lesson, sentence: tuple[str, str, b
     return tuple(lesson_costs.step_cost(lesson, index, loaded, session) for index in range(len(lesson.steps)))
 
 
-@st.cache_data(show_spinner="Drawing this step's figures…", max_entries=64)
+@st.cache_data(show_spinner="Drawing this step's figures…", max_entries=64, ttl=HOUR)
 def lesson_charts(key: ModelKey, page: str, state: dict) -> list[Chart]:
     """The figures a lesson's step shows for this model (the page's main charts with the step's settings)."""
     return view_charts(page, load_model(key), state, _per_model(key))
@@ -286,45 +257,32 @@ def _per_model(key: ModelKey) -> PerModel:
 
 
 
-@st.cache_resource(show_spinner="Reading the corpus…", max_entries=8)
+@st.cache_resource(show_spinner="Reading the corpus…", max_entries=8, ttl=HOUR)
 def feature_corpus(key: ModelKey, name: str) -> Corpus:
     """A built-in corpus for the Features page, encoded for this model's tokenizer (shared, read-only)."""
     loaded = load_model(key)
     return features.builtin_corpus(name, loaded.tokenizer, loaded.model.config.max_position_embeddings)
 
 
-@st.cache_resource(show_spinner="Reading the file…", max_entries=8)
+@st.cache_resource(show_spinner="Reading the file…", max_entries=8, ttl=HOUR)
 def uploaded_feature_corpus(key: ModelKey, data: bytes, name: str) -> tuple[str | None, Corpus | str]:
     """(an id for the caches: the text's digest, the corpus) or (None, a message saying what to change)."""
-    loaded = load_model(key)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None, "That file is not UTF-8 text. Save it as UTF-8 and upload it again."
-    corpus = features.uploaded_corpus(text, name, loaded.tokenizer, loaded.model.config.max_position_embeddings)
-    return (None, corpus) if isinstance(corpus, str) else (hashlib.sha256(data).hexdigest(), corpus)
+    return features.read_uploaded_corpus(data, name, load_model(key))
 
 
-@st.cache_resource(show_spinner="Reading the corpus index…", max_entries=4)
+@st.cache_resource(show_spinner="Reading the corpus index…", max_entries=4, ttl=HOUR)
 def index_feature_corpus(key: ModelKey, folder: str, stamp: int | None) -> tuple[str | None, Corpus | str]:
     """(an id for the caches, the sentences of a corpus index built with this model) or (None, a message).
     stamp: features.index_stamp(folder), so that a rebuilt index is read again."""
-    loaded = load_model(key)
-    corpus = features.index_corpus(folder, loaded.tokenizer, loaded.model, loaded.model.config.max_position_embeddings)
-    return (None, corpus) if isinstance(corpus, str) else (f"index:{folder}:{stamp}", corpus)
+    return features.read_index_corpus(folder, stamp, load_model(key))
 
 
-
-
-@st.cache_resource(show_spinner="Loading the sparse autoencoder…", max_entries=8)
+@st.cache_resource(show_spinner="Loading the sparse autoencoder…", max_entries=8, ttl=HOUR)
 def sae(key: ModelKey, folder: str) -> TopKSae | SaeFileError:
     """The SAE in `folder` for this model (shared, read-only), or why it cannot be used (its text may name the
     folder: a page shows it through access.failure). Its labels are not read here: the page reads them on every
     run (the owner may have saved one meanwhile)."""
-    try:
-        return load_sae(folder, load_model(key).model, labels=False)
-    except SaeFileError as error:
-        return error
+    return features.sae_or_why_not(folder, load_model(key).model)
 
 
 @st.cache_resource(show_spinner=False, max_entries=FORWARD_ENTRIES, ttl=HOUR, hash_funcs=BY_INPUT)
@@ -343,15 +301,14 @@ def sentence_features(key: ModelKey, folder: str, prepared: PreparedInput) -> np
         return model_sae.encode(layer_vectors(key, model_sae.config.layer, prepared)[0].float()).cpu().numpy()
 
 
-
-
-@st.cache_data(show_spinner=False, max_entries=256)
+@st.cache_data(show_spinner=False, max_entries=256, ttl=HOUR)
 def promoted_tokens(key: ModelKey, folder: str, feature: int) -> list[tuple[str, float]]:
     loaded = load_model(key)
     return promoted(sae(key, folder), loaded.model, loaded.tokenizer, feature)
 
 
-@st.cache_data(show_spinner="Running the model with the feature switched…", max_entries=64, hash_funcs=BY_INPUT)
+@st.cache_data(show_spinner="Running the model with the feature switched…", max_entries=64, hash_funcs=BY_INPUT,
+               ttl=HOUR)
 def feature_guess(key: ModelKey, folder: str, prepared: PreparedInput, feature: int, factor: float) -> GuessChange:
     loaded, model_sae = load_model(key), sae(key, folder)
     hidden = layer_vectors(key, model_sae.config.layer, prepared)
@@ -363,6 +320,8 @@ def feature_guess(key: ModelKey, folder: str, prepared: PreparedInput, feature: 
 
 RESULT_ENTRIES = 64
 RESULT_BYTES = 2 * MEMORY_BUDGET * MB  # per-visitor results kept at most (the newest is kept even alone over it)
+KEPT_PART_ENTRIES = 2  # the parts computations share (the probes' word vectors: BERT-base on UD EWT is about 2 GB)
+KEPT_PART_BYTES = 2 * MEMORY_BUDGET * MB  # two sets a student may start (a larger one is kept alone)
 
 
 @st.cache_resource(show_spinner=False)
@@ -372,12 +331,23 @@ def results_store() -> BoundedStore:
     return BoundedStore(RESULT_ENTRIES, RESULT_BYTES, HOUR, copies=True)
 
 
+@st.cache_resource(show_spinner=False)
+def kept_parts() -> BoundedStore:
+    """What `Inputs.keep` keeps (viz_app/specs/base.py): at most KEPT_PART_ENTRIES and KEPT_PART_BYTES, each for an
+    hour, shared read-only (the probes only read their word vectors)."""
+    return BoundedStore(KEPT_PART_ENTRIES, KEPT_PART_BYTES, HOUR)
+
+
+def inputs(key: ModelKey, prepared: PreparedInput | None) -> Inputs:
+    """A computation's inputs, with the app's cached loader and its store of shared parts."""
+    return Inputs(load_model(key), prepared, load_model, kept_parts().get_or_compute)
+
+
 def computed(name: str, key: ModelKey, prepared: PreparedInput | None, work_key, _work, _computation: Computation):
     """The computation's result for this model, input and work (`name` is the computation's, `work_key` its
     `cache_key(work)`: together the key here)."""
-    return results_store().get_or_compute(
-        (name, key, None if prepared is None else prepared.key, work_key),
-        lambda: _computation.compute(Inputs(load_model(key), prepared, load_model), _work))
+    return results_store().get_or_compute((name, key, None if prepared is None else prepared.key, work_key),
+                                          lambda: _computation.compute(inputs(key, prepared), _work))
 
 
 class NotKeptYet(Exception):
@@ -392,7 +362,7 @@ def computed_shared(name: str, key: ModelKey, prepared: PreparedInput | None, wo
     """A `shared` computation's result (a recorded pass, a corpus index: read-only), one object for every session."""
     if _PEEKING.get():
         raise NotKeptYet(name)  # not cached: Streamlit keeps no result of a call that raised
-    return _computation.compute(Inputs(load_model(key), prepared, load_model), _work)
+    return _computation.compute(inputs(key, prepared), _work)
 
 
 def kept_shared(name: str, key: ModelKey, prepared: PreparedInput | None, work_key, _work, _computation: Computation):

@@ -22,7 +22,7 @@ from bert.errors import BertError
 from bert.layers import head_label, layer_label
 from bert.analysis.attention.mixing import ContextMixing
 from viz_app.specs import causal_tracing, mixing
-from viz_app.specs.base import Computation, Inputs
+from viz_app.specs.base import Computation as SpecComputation, Inputs
 from viz_app.specs.head_ablation import mean_head_outputs
 from viz_app.app.forward import ForwardResult, InputProblem, PreparedInput, prepare_input, record
 from viz_app.specs.sentence_tasks import next_sentence
@@ -55,7 +55,7 @@ class PerModel:
     (viz_app/cache.py); `of(loaded)` keeps each result in this object."""
     tables: Callable[[], EmbeddingTables]  # the embedding tables' analysis (viz_app/app/tables.py)
     mean_head_outputs: Callable[[], np.ndarray]  # [layer, head, head_dim] (viz_app/specs/head_ablation.py)
-    computed: Callable[[Computation, Any], Any]  # a spec's `per_model` computation's result for its work (the causal runs)
+    computed: Callable[[SpecComputation, Any], Any]  # a spec's `per_model` computation's result for its work (the causal runs)
 
     @classmethod
     def of(cls, loaded) -> PerModel:

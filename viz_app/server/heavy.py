@@ -106,7 +106,7 @@ def run(context: Context, computation: Computation, work, key: str | None = None
     pass) is priced and slotted once: a visitor who finds it kept reads it at no cost, whatever its budget. None
     when it may not start: the page has said why.
     `key`: the confirmation's key when a page runs one computation twice (two sides); default its name."""
-    inputs = Inputs(context.loaded, context.prepared, cache.load_model)
+    inputs = Inputs(context.loaded, context.prepared, cache.load_model, cache.kept_parts().get_or_compute)
     prepared = None if computation.per_model else context.prepared  # once per model: not keyed by the input
     arguments = (computation.name, context.key, prepared, computation.cache_key(work), work, computation)
     if computation.shared:  # kept once for every visitor: read without asking the budget again

@@ -42,15 +42,22 @@ class HasInputs(Protocol):
     def prepared(self) -> PreparedInput | None: ...
 
 
+def compute_now(key: Hashable, compute: Callable[[], Result]) -> Result:
+    """`Inputs.keep` where nothing is kept (a lesson, an export, a test): compute it."""
+    return compute()
+
+
 @dataclass(frozen=True)
 class Inputs:
-    """What a computation reads: the model, the input, and how to load another model it needs (a generator, model
-    B of a comparison) by its key; the app passes its cached loader (viz_app/cache.py), a lesson or a test the
-    plain one."""
+    """What a computation reads: the model, the input, how to load another model it needs (a generator, model B
+    of a comparison) by its key, and `keep(key, compute)`, where a part several computations share (the probes'
+    word vectors, read by runs with other tasks or seeds) is kept. The app passes its cached loader and its bounded
+    store (viz_app/cache.py), a lesson or a test the plain ones."""
 
     loaded: LoadedModel
     prepared: PreparedInput | None = None
     load: Callable[[ModelKey], LoadedModel] = load_model
+    keep: Callable[[Hashable, Callable[[], Any]], Any] = compute_now
 
 
 @dataclass(frozen=True)

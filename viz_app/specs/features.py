@@ -6,6 +6,7 @@ or every feature, over a corpus: one pass each, shared read-only by every visito
 The analyses themselves are bert.analysis.features."""
 from __future__ import annotations
 
+import hashlib
 import html
 import os
 import shlex
@@ -19,12 +20,11 @@ from bert.analysis.corpus.batching import batches_cost
 from bert.analysis.features.corpora import Corpus, corpus_from_texts, load_corpus
 from bert.analysis.features.feature_pages import GuessChange, scan_features
 from bert.analysis.features.neurons import scan_neurons, tag_mix
-from bert.analysis.features.sae import load_sae
 from bert.analysis.features.top_activations import UnitScan
 from bert.costs import Cost
 from bert.analysis.features.feature_labels import LABELS_FILE, FeatureLabelsError, parse_labels, read_labels
 from bert.analysis.features.neurons import NeuronExample
-from bert.analysis.features.sae import CONFIG_FILE, SaeFileError, read_config
+from bert.analysis.features.sae import CONFIG_FILE, SaeFileError, load_sae, read_config
 from bert.analysis.features.shipped import is_shipped, shipped_sae
 from bert.errors import BertError
 from bert.layers import residual_label
@@ -160,6 +160,32 @@ def uploaded_corpus(text: str, name: str, tokenizer: BertTokenizer, max_length: 
     if corpus.num_tokens > MAX_TOKENS:
         return f"That file has {corpus.num_tokens:,} word pieces; the limit is {MAX_TOKENS:,}. Upload fewer sentences."
     return corpus
+
+
+def read_uploaded_corpus(data: bytes, name: str, loaded) -> tuple[str | None, Corpus | str]:
+    """(an id for the caches: the text's digest, the corpus) or (None, a message saying what to change)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None, "That file is not UTF-8 text. Save it as UTF-8 and upload it again."
+    corpus = uploaded_corpus(text, name, loaded.tokenizer, loaded.model.config.max_position_embeddings)
+    return (None, corpus) if isinstance(corpus, str) else (hashlib.sha256(data).hexdigest(), corpus)
+
+
+def read_index_corpus(folder: str, stamp: int | None, loaded) -> tuple[str | None, Corpus | str]:
+    """(an id for the caches, the sentences of a corpus index built with this model) or (None, a message).
+    stamp: index_stamp(folder), so that a rebuilt index is read again."""
+    corpus = index_corpus(folder, loaded.tokenizer, loaded.model, loaded.model.config.max_position_embeddings)
+    return (None, corpus) if isinstance(corpus, str) else (f"index:{folder}:{stamp}", corpus)
+
+
+def sae_or_why_not(folder: str, model):
+    """The SAE in `folder` for this model (its labels not read), or the SaeFileError that says why it cannot be used
+    (its text may name the folder: a page shows it through access.failure)."""
+    try:
+        return load_sae(folder, model, labels=False)
+    except SaeFileError as error:
+        return error
 
 
 def example_html(example: NeuronExample, corpus: Corpus) -> str:

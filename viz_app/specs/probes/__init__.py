@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from bert.analysis.probing.pipeline import inputs_needed
 from bert.data import builtin_sentences
 from viz_app.charts.base import Chart
 from viz_app.specs.base import Computation, HasInputs, Inputs, Planned, setting
@@ -39,12 +40,21 @@ def _config(inputs: Inputs):
     return inputs.loaded.model.config
 
 
+def _run(inputs: Inputs, work: RunWork) -> runs.ProbeRun:
+    """The word vectors (kept by `inputs.keep`: other tasks or seeds on the same data read them again), then the
+    probes of the tasks trained and scored on them."""
+    loaded, split = inputs.loaded, runs.split_seed(work.data, work.seed)
+    features = inputs.keep(
+        ("probes.features", loaded.key, work.data.key, work.pieces, split, inputs_needed(work.tasks)),
+        lambda: runs.features(loaded.model, loaded.tokenizer, work.data, work.tasks, work.pieces, work.seed))
+    return runs.probe(loaded.model, features, work.tasks, work.pieces, work.seed, work.mdl, loaded.key.source)
+
+
 RUN = Computation(  # every layer's word vectors of the data (priced with the memory they keep), then the probes
     "probes.run", lambda work: "Reading every layer's word vectors, then training the probes",
     cost=lambda inputs, work: runs.features_cost(inputs.loaded.tokenizer, work.data, work.tasks, work.pieces, work.seed,
                                                  _config(inputs)),
-    compute=lambda inputs, work: runs.probe_run(inputs.loaded.model, inputs.loaded.tokenizer, work.data, work.tasks,
-                                                work.pieces, work.seed, work.mdl, inputs.loaded.key.source),
+    compute=lambda inputs, work: _run(inputs, work),
     per_model=True, key=lambda work: (work.data.key, work.tasks, work.pieces, work.seed, work.mdl))
 ERASE = Computation(  # amnesic probing of one label at one layer (Elazar et al. 2021), with LEACE
     "probes.erase", lambda work: "Erasing the property and measuring the probe and the masked LM again",
