@@ -22,6 +22,7 @@ training room) are in viz_app/server/singletons.py.
 from __future__ import annotations
 
 import contextvars
+import hashlib
 from pathlib import Path
 
 import numpy as np
@@ -117,9 +118,10 @@ def subspaces(key: ModelKey, k: int) -> embedding_subspaces.SubspaceReport:
 
 
 
-@st.cache_data(show_spinner="Reading the file…", max_entries=8, ttl=HOUR)
 def labelled_file(data: bytes, name: str) -> Treebank | str:
-    return probe_runs.read_labelled(data, name)
+    """An uploaded labelled file read (a 5 MB file is a large result: kept within RESULT_BYTES)."""
+    digest = hashlib.sha256(data).hexdigest()
+    return results_store().get_or_compute(("probes.file", digest, name), lambda: probe_runs.read_labelled(data, name))
 
 
 
@@ -293,12 +295,13 @@ def layer_vectors(key: ModelKey, layer: int, prepared: PreparedInput) -> torch.T
     return residual_at(model, layer, *prepared.masked.tensors(model_device(model)))
 
 
-@st.cache_data(show_spinner=False, max_entries=FORWARD_ENTRIES, ttl=HOUR, hash_funcs=BY_INPUT)
 def sentence_features(key: ModelKey, folder: str, prepared: PreparedInput) -> np.ndarray:
-    """z [seq, feature] of the input as the model reads it."""
+    """z [seq, feature] of the input as the model reads it (512 tokens of a wide SAE: tens of MB, kept within
+    RESULT_BYTES)."""
     model_sae = sae(key, folder)
-    with torch.no_grad():
-        return model_sae.encode(layer_vectors(key, model_sae.config.layer, prepared)[0].float()).cpu().numpy()
+    return results_store().get_or_compute(
+        ("features.sentence", key, folder, prepared.key),
+        lambda: features.encode(model_sae, layer_vectors(key, model_sae.config.layer, prepared)))
 
 
 @st.cache_data(show_spinner=False, max_entries=256, ttl=HOUR)
@@ -348,6 +351,12 @@ def computed(name: str, key: ModelKey, prepared: PreparedInput | None, work_key,
     `cache_key(work)`: together the key here)."""
     return results_store().get_or_compute((name, key, None if prepared is None else prepared.key, work_key),
                                           lambda: _computation.compute(inputs(key, prepared), _work))
+
+
+@st.cache_data(show_spinner=False, max_entries=256, ttl=HOUR, hash_funcs=BY_INPUT)
+def priced(name: str, key: ModelKey, prepared: PreparedInput | None, work_key, _work, _computation: Computation) -> Cost:
+    """The computation's cost (worked out once per model, input and work: the probes' tokenize their sentences)."""
+    return _computation.cost(inputs(key, prepared), _work)
 
 
 class NotKeptYet(Exception):

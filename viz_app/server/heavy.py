@@ -113,7 +113,8 @@ def run(context: Context, computation: Computation, work, key: str | None = None
         kept = cache.kept_shared(*arguments)
         if kept is not None:
             return kept
-    cost, title = computation.cost(inputs, work), computation.title(work)
+    cost, title = cache.priced(computation.name, context.key, context.prepared, computation.cache_key(work), work,
+                               computation), computation.title(work)
     if config is None and computation.counted_at is not None:
         config = computation.counted_at(inputs, work)
     if not allowed(context, cost, key or computation.name, config):

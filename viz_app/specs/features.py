@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
+import torch
 
 from bert.analysis.corpus.batching import batches_cost
 from bert.analysis.features.corpora import Corpus, corpus_from_texts, load_corpus
@@ -186,6 +187,12 @@ def sae_or_why_not(folder: str, model):
         return load_sae(folder, model, labels=False)
     except SaeFileError as error:
         return error
+
+
+def encode(sae, hidden) -> np.ndarray:
+    """The SAE's features z [seq, feature] of a layer's vectors hidden [1, seq, hidden]."""
+    with torch.no_grad():
+        return sae.encode(hidden[0].float()).cpu().numpy()
 
 
 def example_html(example: NeuronExample, corpus: Corpus) -> str:
