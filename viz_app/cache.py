@@ -11,7 +11,8 @@ the sentence box, and never here).
     (its arrays marked read-only, so a page that tried to write would fail loudly): the recorded passes
     (viz_app/specs/recorded.py; a 512-token BERT-base input holds about 270 MB once its patterns are read, a
     classroom sentence under 5 MB), the corpus search's index, the Features page's scans. At most FORWARD_ENTRIES,
-    each for an hour; `kept_shared` tells heavy.run whether one is kept already (then no one pays for it again).
+    each for an hour; `kept_shared` tells heavy.run whether a `built_once` one (the corpus index) is kept already
+    (then no one pays for it again).
 - what the pages derive lightly (the attention page's head statistics and charts, the embedding tables' analysis,
   the logit lens, saliency, the sentence tasks, a lesson's step and its figures, a feature's promoted tokens and
   switched guess): `st.cache_data` or `st.cache_resource`, each bounded by `max_entries` and an hour.

@@ -102,14 +102,15 @@ def job(context: Context, cost: Cost, label: str, config: BertConfig | None = No
 def run(context: Context, computation: Computation, work, key: str | None = None, config: BertConfig | None = None):
     """The computation's result for the page's model and input: priced (`computation.cost`), allowed by the budgets
     (or confirmed by the owner or the presenter), run in a slot that stops when the tab closes, and cached (one
-    result per model, input and work, shared by every session). A `shared` computation (a corpus index, a recorded
-    pass) is priced and slotted once: a visitor who finds it kept reads it at no cost, whatever its budget. None
-    when it may not start: the page has said why.
+    result per model, input and work, shared by every session). A `built_once` computation (a corpus index) is
+    priced and slotted once: a visitor who finds it kept reads it at no cost, whatever its budget. None when it may
+    not start: the page has said why.
     `key`: the confirmation's key when a page runs one computation twice (two sides); default its name."""
     inputs = Inputs(context.loaded, context.prepared, cache.load_model, cache.kept_parts().get_or_compute)
     prepared = None if computation.per_model else context.prepared  # once per model: not keyed by the input
     arguments = (computation.name, context.key, prepared, computation.cache_key(work), work, computation)
-    if computation.shared:  # kept once for every visitor: read without asking the budget again
+    shared = computation.shared or computation.built_once
+    if computation.built_once:  # kept once for every visitor: read without asking the budget again
         kept = cache.kept_shared(*arguments)
         if kept is not None:
             return kept
@@ -122,7 +123,7 @@ def run(context: Context, computation: Computation, work, key: str | None = None
     if cost.forward_passes > 2:
         st.caption(f"{title}: about {cost.describe()}.")
     with job(context, cost, f"Computing {title}", config):
-        return (cache.computed_shared if computation.shared else cache.computed)(*arguments)
+        return (cache.computed_shared if shared else cache.computed)(*arguments)
 
 
 class UngatedComputationError(RuntimeError):

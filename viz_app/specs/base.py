@@ -68,8 +68,8 @@ class Computation(Generic[Work, Result]):
     two models); `per_model`: made once per model, whatever the input (a mean over built-in sentences), so cached
     by the model alone and computed without the input; `shared`: the result is kept once
     and shared read-only by every session, never copied (a recorded pass that several pages read:
-    viz_app/specs/recorded.py; a corpus index), and once kept every visitor reads it without asking the budget again;
-    `key(work)`: what caches the result, when the work carries a large object the key names (a corpus, the probes'
+    viz_app/specs/recorded.py); `built_once`: a shared result every visitor reads alike (a corpus index), priced and
+    slotted once: once kept, every visitor reads it without asking the budget again; `key(work)`: what caches the result, when the work carries a large object the key names (a corpus, the probes'
     data) that is not hashed on every rerun; default the work itself."""
 
     name: str
@@ -79,6 +79,7 @@ class Computation(Generic[Work, Result]):
     counted_at: Callable[[Inputs, Work], BertConfig] | None = None
     per_model: bool = False
     shared: bool = False
+    built_once: bool = False  # implies shared
     key: Callable[[Work], Hashable] | None = None
 
     def cache_key(self, work: Work) -> Hashable:

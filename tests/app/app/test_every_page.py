@@ -209,7 +209,10 @@ def test_the_sweep_fails_a_page_written_the_old_way(monkeypatch):
     monkeypatch.setattr(heavy, "run", by_hand)
     at = _open_unchecked("mixing", query)
     problems = _problems(at, "mixing")
-    assert problems and "UngatedComputationError" in problems[0] and "forward passes outside a heavy job" in problems[0]
+    assert len(problems) == 1 and problems[0].startswith("exception: ")  # Home.py shows the refusal to the owner
+    count, _, rest = problems[0].removeprefix("exception: ").partition(" ")
+    assert int(count) > heavy.OUTSIDE_JOB_PASSES  # the recorded pass, then value zeroing's batches, refused past the limit
+    assert rest.startswith("forward passes outside a heavy job: run the computation through viz_app.server.heavy.run")
 
 
 def _open_unchecked(page: str, query: dict):
