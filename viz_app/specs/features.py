@@ -270,7 +270,10 @@ class Settings:
         loaded = inputs.loaded
         neurons = setting(state, "features_look_at") == NEURONS
         name = setting(state, "neurons_corpus" if neurons else "features_corpus")
-        corpus = builtin_corpus(name, loaded.tokenizer, loaded.model.config.max_position_embeddings) if name in CORPORA else None
+        try:
+            corpus = builtin_corpus(name, loaded.tokenizer, loaded.model.config.max_position_embeddings) if name in CORPORA else None
+        except BertError:  # a sentence longer than this model reads: no scan (the page says why)
+            corpus = None
         offered = list(offered_saes(loaded.key.source).values())
         return cls(NEURONS if neurons else "features", name if corpus else None, corpus,
                    within(setting(state, "neurons_layer"), loaded.summary.layers, 0),

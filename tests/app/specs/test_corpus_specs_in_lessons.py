@@ -16,8 +16,17 @@ pytestmark = pytest.mark.slow  # a pass over the 992 built-in sentences for each
 
 
 @pytest.fixture(scope="module")
-def loaded(tiny_mlm_folder):
-    return models.load(models.ModelKey.of("folder", str(tiny_mlm_folder)))
+def loaded(tmp_path_factory, tiny_vocab_file):
+    """A tiny random BERT with 256 positions: the built-in sentences fit."""
+    from transformers import BertForMaskedLM
+
+    from bert_test_support import TINY_CONFIGS, hf_config, randomize_
+
+    folder = tmp_path_factory.mktemp("tiny_256")
+    config = hf_config(**TINY_CONFIGS["2layers-h64-4heads-gelu_new"], max_position_embeddings=256)
+    randomize_(BertForMaskedLM(config), seed=1).save_pretrained(folder)
+    (folder / "vocab.txt").write_bytes(tiny_vocab_file.read_bytes())
+    return models.load(models.ModelKey.of("folder", str(folder)))
 
 
 def counted_rows(draw):
