@@ -10,8 +10,8 @@ the sentence box, and never here).
   - `computed_shared`: a `shared` computation's result, one object for every session, neither pickled nor copied
     (its arrays marked read-only, so a page that tried to write would fail loudly): the recorded passes
     (viz_app/specs/recorded.py; a 512-token BERT-base input holds about 270 MB once its patterns are read, a
-    classroom sentence under 5 MB), the corpus search's index, the Features page's scans. At most FORWARD_ENTRIES,
-    each for an hour; `kept_shared` tells heavy.run whether a `built_once` one (the corpus index) is kept already
+    classroom sentence under 5 MB), the corpus search's index, the Features page's scans. At most FORWARD_ENTRIES
+    and SHARED_BYTES, each for an hour; `kept_shared` tells heavy.run whether a `built_once` one (the corpus index) is kept already
     (then no one pays for it again).
 - what the pages derive lightly (the attention page's head statistics and charts, the embedding tables' analysis,
   the logit lens, saliency, the sentence tasks, a lesson's step and its figures, a feature's promoted tokens and
@@ -22,7 +22,6 @@ training room) are in viz_app/server/singletons.py.
 
 from __future__ import annotations
 
-import contextvars
 import hashlib
 from pathlib import Path
 
@@ -360,27 +359,23 @@ def priced(name: str, key: ModelKey, prepared: PreparedInput | None, work_key, _
     return _computation.cost(inputs(key, prepared), _work)
 
 
-class NotKeptYet(Exception):
-    """`kept_shared` found no result kept: nothing was computed."""
+SHARED_BYTES = 4 * MEMORY_BUDGET * MB  # shared results kept at most (recorded passes, corpus indexes, scans)
 
 
-_PEEKING = contextvars.ContextVar("peeking", default=False)
+@st.cache_resource(show_spinner=False)
+def shared_store() -> BoundedStore:
+    """The `shared` computations' results, one object for every session: at most FORWARD_ENTRIES and SHARED_BYTES,
+    each for an hour. A store, not an `st.cache_resource` of its own: a heavy job draws its progress bar while the
+    computation runs, which Streamlit could not replay from a cached function."""
+    return BoundedStore(FORWARD_ENTRIES, SHARED_BYTES, HOUR)
 
 
-@st.cache_resource(show_spinner=False, max_entries=FORWARD_ENTRIES, ttl=HOUR, hash_funcs=BY_INPUT)
 def computed_shared(name: str, key: ModelKey, prepared: PreparedInput | None, work_key, _work, _computation: Computation):
     """A `shared` computation's result (a recorded pass, a corpus index: read-only), one object for every session."""
-    if _PEEKING.get():
-        raise NotKeptYet(name)  # not cached: Streamlit keeps no result of a call that raised
-    return _computation.compute(inputs(key, prepared), _work)
+    return shared_store().get_or_compute((name, key, None if prepared is None else prepared.key, work_key),
+                                         lambda: _computation.compute(inputs(key, prepared), _work))
 
 
-def kept_shared(name: str, key: ModelKey, prepared: PreparedInput | None, work_key, _work, _computation: Computation):
+def kept_shared(name: str, key: ModelKey, prepared: PreparedInput | None, work_key, _work=None, _computation=None):
     """`computed_shared`'s result when it is kept already, else None; never computes."""
-    token = _PEEKING.set(True)
-    try:
-        return computed_shared(name, key, prepared, work_key, _work, _computation)
-    except NotKeptYet:
-        return None
-    finally:
-        _PEEKING.reset(token)
+    return shared_store().get((name, key, None if prepared is None else prepared.key, work_key))

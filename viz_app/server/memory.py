@@ -66,6 +66,16 @@ class BoundedStore:
                 self._entries.popitem(last=False)
         return value
 
+    def get(self, key: Hashable):
+        """The result kept for `key` (a copy, with `copies`), or None; never computes."""
+        with self._lock:
+            self._expire()
+            if key not in self._entries:
+                return None
+            self._entries.move_to_end(key)
+            kept = self._entries[key][0]
+        return pickle.loads(kept) if self.copies else kept
+
     def held(self) -> int:
         """The bytes kept now."""
         with self._lock:

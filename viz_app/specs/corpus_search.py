@@ -16,7 +16,7 @@ import torch
 from bert.analysis.corpus.batching import batches_cost
 from bert.analysis.corpus.corpus_search import CorpusIndex, Hit, build_index
 from bert.costs import Cost
-from bert.layers import layer_labels, residual_labels
+from bert.layers import layer_label, layer_labels, residual_labels
 from bert.data import builtin_sentences
 from bert.tokenizer import BertTokenizer, Encoding
 from viz_app.charts.base import Chart
@@ -182,6 +182,13 @@ def index_cost(inputs: Inputs, work: IndexWork) -> Cost:
     return batches_cost(lengths, 32, ("a smaller corpus (fewer or shorter sentences)",))
 
 
+def index_title(work: IndexWork) -> str:
+    text = "the built-in sentences" if work.corpus.digest == BUILTIN else "your text"
+    if work.head_layer is None:
+        return f"Indexing every token of {text} at every layer"
+    return f"Indexing what each head of {layer_label(work.head_layer)} passes on, for every token of {text}"
+
+
 def index(inputs: Inputs, work: IndexWork) -> CorpusIndex:
     """Every token of the corpus at every layer's output, or every head's output in one layer (half precision)."""
     model = inputs.loaded.model
@@ -207,7 +214,7 @@ def _search_cost(inputs: Inputs, work: SearchWork) -> Cost:
 
 
 INDEX = Computation(
-    "corpus_search.index", lambda work: "the corpus index" if work.head_layer is None else "the heads' index",
+    "corpus_search.index", lambda work: index_title(work),
     cost=index_cost, compute=index, per_model=True, built_once=True,
     key=lambda work: (work.corpus.digest, work.head_layer))
 SEARCH = Computation(
