@@ -8,16 +8,12 @@ time depends on what else the machine runs, so the process's CPU time and the lo
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import platform
 import time
-from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import torch  # noqa: E402
 
 import bert  # noqa: E402
 from bert.hooks import every_layer, stack_layers  # noqa: E402
@@ -28,6 +24,7 @@ from bert.analysis.probing.pipeline import run_probes
 from bert.analysis.probing.sentence_sets import sentence_set
 from bert.analysis.attribution import saliency  # noqa: E402
 from bert.data import builtin_sentences  # noqa: E402
+from bench.common import bench_parser, machine_line, use_omp_threads  # noqa: E402
 
 SENTENCE = "The [MASK] barked at the mailman because he came to the door every morning."
 
@@ -48,16 +45,14 @@ def head_averaged_attention(model, encoding):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = bench_parser(__doc__, "also write the figures here")
     parser.add_argument("--sentences", type=int, default=1000, help="built-in sentences for the probes (at most 992)")
-    parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
-    torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+    use_omp_threads()
     model, tokenizer = bert.load_pretrained("minilm", pack_for_cpu=True)
     encoding = tokenizer.encode(SENTENCE)
     model(*encoding.tensors())  # warm-up
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), {os.cpu_count()} cores, {platform.machine()}; "
-          f"MiniLM ({model.config.num_layers} layers x {model.config.num_heads} heads); {len(encoding)}-token sentence")
+    print(f"{machine_line()}; MiniLM ({model.config.num_layers} layers x {model.config.num_heads} heads); {len(encoding)}-token sentence")
     results: dict = {}
     sentences = builtin_sentences(args.sentences)
     data = sentence_set(sentences, "the built-in sentences")

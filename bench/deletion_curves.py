@@ -12,23 +12,20 @@ skipped (nothing to delete).
 """
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
-import platform
 import time
-from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
-import torch  # noqa: E402
 
 import bert  # noqa: E402
 from bert.analysis.attribution.deletion import deletion_curve  # noqa: E402
 from bert.analysis.attribution.saliency import METHODS, saliency, swappable  # noqa: E402
 from bert.data import builtin_sentences  # noqa: E402
+from bench.common import bench_parser, machine_line, use_omp_threads  # noqa: E402
 
 
 def wilson(successes: int, total: int, z: float = 1.96) -> tuple[float, float]:
@@ -42,17 +39,15 @@ def wilson(successes: int, total: int, z: float = 1.96) -> tuple[float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = bench_parser(__doc__, "also write the per-sentence figures here")
     parser.add_argument("--sentences", type=int, default=200, help="the first N built-in sentences (at most 992)")
     parser.add_argument("--random-orders", type=int, default=10)
     parser.add_argument("--steps", type=int, default=32, help="integrated gradients' steps")
     parser.add_argument("--samples", type=int, default=25, help="Shapley value sampling's random orders")
-    parser.add_argument("--json", type=Path, help="also write the per-sentence figures here")
     args = parser.parse_args()
-    torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+    use_omp_threads()
     model, tokenizer = bert.load_pretrained("minilm", pack_for_cpu=True)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), {os.cpu_count()} cores, {platform.machine()}; "
-          f"{args.sentences} sentences, {args.random_orders} random orders, IG {args.steps} steps, Shapley {args.samples} orders",
+    print(f"{machine_line()}; {args.sentences} sentences, {args.random_orders} random orders, IG {args.steps} steps, Shapley {args.samples} orders",
           flush=True)
     rows, seconds = [], {method: 0.0 for method in METHODS}
     for number, sentence in enumerate(builtin_sentences(args.sentences)):

@@ -13,13 +13,10 @@ runs on the first `--loop-keys` tokens of every layer and is scaled to all of th
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import platform
 import statistics
 import time
-from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "2")
 
@@ -30,6 +27,7 @@ from bert.analysis.attention import value_zeroing as zeroing  # noqa: E402
 from bert.analysis.attention.mixing import METHODS, context_mixing, record_for_mixing  # noqa: E402
 from bert.analysis.attention.mixing_parts import recorded_layers  # noqa: E402
 from bert.analysis.cosine import cosine_distance  # noqa: E402
+from bench.common import bench_parser, machine_line, use_omp_threads  # noqa: E402
 
 
 def times(fn, repeats: int) -> list[float]:
@@ -52,20 +50,18 @@ def report(name: str, runs: list[float], reference: float | None, results: dict)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = bench_parser(__doc__, "also write the figures here")
     parser.add_argument("--tokens", type=int, nargs="+", default=[128, 512])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--heavy-repeats", type=int, default=1)
     parser.add_argument("--loop-keys", type=int, default=16)
     parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS),
                         help="the methods to time (value zeroing's loop runs with value-zeroing)")
-    parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+    use_omp_threads()
     torch.manual_seed(0)
     model = Bert(BertConfig.base()).eval()
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), {os.cpu_count()} cores, {platform.machine()}; "
-          f"BERT-base shape, random weights; load average (1 min) {os.getloadavg()[0]:.1f}", flush=True)
+    print(f"{machine_line()}; BERT-base shape, random weights; load average (1 min) {os.getloadavg()[0]:.1f}", flush=True)
     results = {}
     for seq in args.tokens:
         print(f"\n{seq} tokens", flush=True)

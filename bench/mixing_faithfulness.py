@@ -14,23 +14,20 @@ per method, the number of sentences, and the load of the machine.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import platform
 import time
-from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
-import torch  # noqa: E402
 from scipy.stats import spearmanr  # noqa: E402
 
 import bert  # noqa: E402
 from bert.analysis.attention.mixing import METHODS, context_mixing, record_for_mixing  # noqa: E402
 from bert.analysis.attribution.saliency import saliency, swappable  # noqa: E402
 from bert.data import builtin_sentences  # noqa: E402
+from bench.common import bench_parser, machine_line, use_omp_threads  # noqa: E402
 
 ROWS = ("attention (last layer)", "attention rollout", *[method for method in METHODS if method != "attention"],
         "value-zeroing (last layer)")
@@ -52,14 +49,12 @@ def mask_rows(model, cache, mask: int) -> dict[str, np.ndarray]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = bench_parser(__doc__, "also write the per-sentence correlations here")
     parser.add_argument("--sentences", type=int, default=200, help="the first N built-in sentences (at most 992)")
-    parser.add_argument("--json", type=Path, help="also write the per-sentence correlations here")
     args = parser.parse_args()
-    torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+    use_omp_threads()
     model, tokenizer = bert.load_pretrained("minilm")
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), {os.cpu_count()} cores, {platform.machine()}; "
-          f"load average (1 min) at the start {os.getloadavg()[0]:.1f}", flush=True)
+    print(f"{machine_line()}; load average (1 min) at the start {os.getloadavg()[0]:.1f}", flush=True)
     correlations: dict[str, list[float]] = {row: [] for row in ROWS}
     start, skipped = time.perf_counter(), 0
     for sentence in builtin_sentences(args.sentences):

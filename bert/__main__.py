@@ -59,31 +59,14 @@ def main(argv: list[str] | None = None) -> int:
     circuit_cli.add_arguments(commands.add_parser("circuit", help="circuits: which edges between heads and MLPs carry the answer"))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    from .finetuning.cli import run as finetune
+    from .pretraining.cli import run as pretrain
+
+    run = {"predict": _predict, "download": _download, "pretrain": pretrain, "finetune": finetune, "index": index_cli.run,
+           "probe": probe_cli.run, "neurons": features_cli.run_neurons, "sae": features_cli.run_sae,
+           "mixing": mixing_cli.run, "circuit": circuit_cli.run, "patch": causal_cli.run_patch,
+           "erase": causal_cli.run_erase}[args.command]  # the subcommands above, each to its runner
     try:
-        if args.command == "predict":
-            return _predict(args)
-        if args.command == "download":
-            return _download(args)
-        if args.command == "finetune":
-            from .finetuning.cli import run as finetune
-
-            return finetune(args)
-        if args.command == "index":
-            return index_cli.run(args)
-        if args.command == "probe":
-            return probe_cli.run(args)
-        if args.command == "neurons":
-            return features_cli.run_neurons(args)
-        if args.command == "sae":
-            return features_cli.run_sae(args)
-        if args.command == "mixing":
-            return mixing_cli.run(args)
-        if args.command == "circuit":
-            return circuit_cli.run(args)
-        if args.command in ("patch", "erase"):
-            return causal_cli.run_patch(args) if args.command == "patch" else causal_cli.run_erase(args)
-        from .pretraining.cli import run
-
         return run(args)
     except BertError as error:
         print(f"error: {error}", file=sys.stderr)

@@ -370,25 +370,12 @@ class Bert(nn.Module):
             self.tagger = output_head
         self.labels, self.problem_type = names, problem_type
 
-    @property
-    def has_mlm_head(self) -> bool:
-        return self.lm_head is not None
-
-    @property
-    def has_nsp_head(self) -> bool:
-        return self.nsp_head is not None
-
-    @property
-    def has_classifier(self) -> bool:
-        return self.classifier is not None
-
-    @property
-    def has_tagger(self) -> bool:
-        return self.tagger is not None
-
-    @property
-    def has_discriminator(self) -> bool:
-        return self.discriminator is not None
+    # whether the model has each output head (a module, or None)
+    has_mlm_head = property(lambda self: self.lm_head is not None)
+    has_nsp_head = property(lambda self: self.nsp_head is not None)
+    has_classifier = property(lambda self: self.classifier is not None)
+    has_tagger = property(lambda self: self.tagger is not None)
+    has_discriminator = property(lambda self: self.discriminator is not None)
 
     @property
     def output_heads(self) -> list[str]:

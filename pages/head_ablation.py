@@ -16,9 +16,7 @@ widgets.page_header(
     "and removes only what depends on this input). Ablating a layer removes all its heads.",
 )
 context = widgets.require()
-position = analysis_widgets.mask_picker(context, "ablation")
-if position is None:
-    st.stop()
+position = analysis_widgets.require_mask(context, "ablation")
 summary = context.loaded.summary
 mode = st.radio("Ablation", list(ablation.MODES), horizontal=True, **state.kept("ablation_mode", list(ablation.MODES)),
                 format_func=lambda m: {"zero": "zero", "mean": "mean (corpus average)"}[m])

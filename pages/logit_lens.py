@@ -14,9 +14,7 @@ widgets.page_header(
     "layer, and each layer's own top 5.",
 )
 context = widgets.require()
-position = analysis_widgets.mask_picker(context, "lens")
-if position is None:
-    st.stop()
+position = analysis_widgets.require_mask(context, "lens")
 settings = spec.Settings(position)
 results = {name: heavy.run(context, computation, work) for name, (computation, work) in spec.computations(settings).items()}
 if any(result is None for result in results.values()):

@@ -54,10 +54,10 @@ if step == "guess" and "guesses" in charts:
 steps = list(one_pass.STEPS)
 index = steps.index(step)
 back, forward = st.columns(2)
-back.button("Previous step", disabled=index == 0, width="stretch", key="pass_previous",
-            on_click=lambda: st.session_state.update(pass_step=steps[index - 1]))
-forward.button("Next step", disabled=index == len(steps) - 1, width="stretch", key="pass_next",
-               on_click=lambda: st.session_state.update(pass_step=steps[index + 1]))
+back.button("Previous step", disabled=index == 0, width="stretch",
+            **state.filling("pass_previous", lambda _: {"pass_step": steps[index - 1]}, event="on_click"))
+forward.button("Next step", disabled=index == len(steps) - 1, width="stretch",
+               **state.filling("pass_next", lambda _: {"pass_step": steps[index + 1]}, event="on_click"))
 st.caption(f"Cost: one recorded forward pass of {len(tokens)} tokens (with BERT-base at 512 tokens, about as long "
            f"as the prediction page's pass: docs/benchmarks.md); a second one while a head is zeroed.")
 st.download_button("Download the whole walk", data=lambda: export_html.view_document(

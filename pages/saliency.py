@@ -20,9 +20,7 @@ widgets.page_header(
     "Gradient × input is one pass; the other methods run the model once per step, window or order.",
 )
 context = widgets.require()
-position = analysis_widgets.mask_picker(context, "saliency")
-if position is None:
-    st.stop()
+position = analysis_widgets.require_mask(context, "saliency")
 lens = lens_at(cache.logit_lens(context.key, context.prepared, 5), position)
 candidates = lens.layers[-1].top
 words = st.columns(2)

@@ -6,13 +6,14 @@ from __future__ import annotations
 from ..shared_layers import shared_layer_path
 from .family import Family, Heads, Table
 from .hf_fields import BERT_FIELDS, read_fields, write_fields
-from .tables import BUFFERS, WORDS, bert_embeddings, layer, linear_heads, mlm, pairs
+from .tables import BUFFERS, MaskedLM, bert_embeddings, layer, linear_heads, pairs
 
 DIFFERENCES = dict(shared_layers=True, embedding_projection=True, activation="gelu_tanh")
 FIELDS = BERT_FIELDS | {"embedding_size": "embedding_size", "classifier_dropout_prob": "classifier_dropout",
                         "num_hidden_groups": "layer_groups", "inner_group_num": "layers_per_group"}
 LAYER = ("attention.query", "attention.key", "attention.value", "attention.dense", "attention.LayerNorm", "ffn",
          "ffn_output", "full_layer_layer_norm")
+MASKED_LM = MaskedLM("predictions.dense", "predictions.LayerNorm", "predictions.bias", decoder="predictions.decoder")
 
 
 def sized_differences(fields: dict) -> dict:
@@ -40,21 +41,16 @@ def table(config, heads: Heads) -> Table:
         for inner in range(config.layers_per_group):
             theirs = f"encoder.albert_layer_groups.{group}.albert_layers.{inner}"
             result |= layer(shared_layer_path(config, group, inner), theirs, LAYER)
-    if heads.mlm_head:
-        result |= mlm("predictions.dense", "predictions.LayerNorm", "predictions.bias")
-    return result | linear_heads(heads, pooler="pooler", nsp="sop_classifier.classifier")
+    return result | MASKED_LM.table(heads) | linear_heads(heads, pooler="pooler", nsp="sop_classifier.classifier")
 
 
 FAMILY = Family(
-    model_type="albert",
+    model_type="albert", prefix="albert", class_prefix="Albert",
     paper="Lan et al. 2020, ALBERT: A Lite BERT for Self-supervised Learning of Language Representations",
-    differences=DIFFERENCES, sized_differences=sized_differences,
-    read_config=read_config, write_config=write_config, table=table,
-    prefix="albert", class_prefix="Albert",
-    head_keys={"mlm_head": "predictions.dense.weight", "nsp_head": "sop_classifier.classifier.weight", "pooler": "pooler.weight"},
-    derived=BUFFERS | {"predictions.decoder.weight": WORDS, "predictions.decoder.bias": "predictions.bias"},
-    special_tokens={"cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]", "pad": "<pad>", "unk": "<unk>"},
-    piece_marker="▁",
+    differences=DIFFERENCES, sized_differences=sized_differences, read_config=read_config, write_config=write_config,
+    table=table, masked_lm=MASKED_LM, derived=BUFFERS,
+    head_keys={"nsp_head": "sop_classifier.classifier.weight", "pooler": "pooler.weight"},
+    special_tokens={"cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]", "pad": "<pad>", "unk": "<unk>"}, piece_marker="▁",
     token_types=2,
     sentence_order=True,  # section 4.1: [in order, swapped]
     sentence_head_alone="Model",  # AlbertForPreTraining holds the sentence-order head with the masked-LM head only

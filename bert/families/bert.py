@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from .family import Family, Heads, Table
 from .hf_fields import BERT_FIELDS, read_fields, write_fields
-from .tables import BUFFERS, WORDS, bert_embeddings, encoder, linear_heads, mlm
+from .tables import BUFFERS, MaskedLM, bert_embeddings, encoder, linear_heads
+
+MASKED_LM = MaskedLM("cls.predictions.transform.dense", "cls.predictions.transform.LayerNorm", "cls.predictions.bias",
+                     decoder="cls.predictions.decoder")
 
 
 def read_config(hf: dict) -> dict:
@@ -17,22 +20,16 @@ def write_config(config) -> dict:
 
 
 def table(config, heads: Heads) -> Table:
-    result = bert_embeddings(config) | encoder(config, "encoder.layer")
-    if heads.mlm_head:
-        result |= mlm("cls.predictions.transform.dense", "cls.predictions.transform.LayerNorm", "cls.predictions.bias")
+    result = bert_embeddings(config) | encoder(config, "encoder.layer") | MASKED_LM.table(heads)
     return result | linear_heads(heads, pooler="pooler.dense", nsp="cls.seq_relationship")
 
 
 FAMILY = Family(
-    model_type="bert",
+    model_type="bert", prefix="bert", class_prefix="Bert",
     paper="Devlin et al. 2019, BERT: Pre-training of Deep Bidirectional Transformers for Language Understanding",
-    differences={},
-    read_config=read_config, write_config=write_config, table=table,
-    prefix="bert", class_prefix="Bert",
-    head_keys={"mlm_head": "cls.predictions.transform.dense.weight", "nsp_head": "cls.seq_relationship.weight",
-               "pooler": "pooler.dense.weight"},
-    derived=BUFFERS | {"cls.predictions.decoder.weight": WORDS, "cls.predictions.decoder.bias": "cls.predictions.bias"},
-    special_tokens={"cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]", "pad": "[PAD]", "unk": "[UNK]"},
-    piece_marker="##",
+    differences={}, read_config=read_config, write_config=write_config,
+    table=table, masked_lm=MASKED_LM, derived=BUFFERS,
+    head_keys={"nsp_head": "cls.seq_relationship.weight", "pooler": "pooler.dense.weight"},
+    special_tokens={"cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]", "pad": "[PAD]", "unk": "[UNK]"}, piece_marker="##",
     token_types=2,
 )

@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..errors import ConfigError
 from .family import Family, Heads, Table
 from .hf_fields import BERT_FIELDS, read_fields, write_fields
-from .tables import BUFFERS, WORDS, bert_embeddings, encoder, first_token_heads, mlm, pairs
+from .tables import BUFFERS, MaskedLM, bert_embeddings, encoder, first_token_heads, pairs
 
 # What it changes, sizes aside (deberta-v3-base's config.json).
 DIFFERENCES = dict(
@@ -26,6 +26,8 @@ REQUIRED = {"relative_attention": True, "share_att_key": True, "position_biased_
             "norm_rel_ebd": "layer_norm", "pooler_hidden_act": "gelu", "legacy": True}
 LAYER = ("attention.self.query_proj", "attention.self.key_proj", "attention.self.value_proj", "attention.output.dense",
          "attention.output.LayerNorm", "intermediate.dense", "output.dense", "output.LayerNorm")
+MASKED_LM = MaskedLM("cls.predictions.transform.dense", "cls.predictions.transform.LayerNorm", "cls.predictions.bias",
+                     decoder="cls.predictions.decoder")  # the default, legacy head: BERT's names
 
 
 def _check(hf: dict) -> None:
@@ -74,24 +76,18 @@ def table(config, heads: Heads) -> Table:
     result = bert_embeddings(config, positions=False)
     result |= {"relative_positions.embedding.weight": "encoder.rel_embeddings.weight"}
     result |= pairs("relative_positions.layer_norm", "encoder.LayerNorm")
-    result |= encoder(config, "encoder.layer", LAYER)
-    if heads.mlm_head:
-        result |= mlm("cls.predictions.transform.dense", "cls.predictions.transform.LayerNorm", "cls.predictions.bias")
+    result |= encoder(config, "encoder.layer", LAYER) | MASKED_LM.table(heads)
     return result | first_token_heads(heads, dense="pooler.dense", out="classifier")
 
 
 FAMILY = Family(
-    model_type="deberta-v2",
+    model_type="deberta-v2", prefix="deberta", class_prefix="DebertaV2",
     paper="He et al. 2021, DeBERTa: Decoding-enhanced BERT with Disentangled Attention; He et al. 2023, DeBERTaV3",
-    differences=DIFFERENCES,
-    read_config=read_config, write_config=write_config, table=table,
-    prefix="deberta", class_prefix="DebertaV2",
-    head_keys={"mlm_head": "cls.predictions.transform.dense.weight"},
-    derived=BUFFERS | {"cls.predictions.decoder.weight": WORDS, "cls.predictions.decoder.bias": "cls.predictions.bias"},
-    sequence_key="pooler.dense.weight", base_parts=("embeddings.", "encoder."),
+    differences=DIFFERENCES, read_config=read_config, write_config=write_config,
+    table=table, masked_lm=MASKED_LM, derived=BUFFERS,
     # microsoft/deberta-v3-base's pytorch_model.bin: the original training code's heads (a masked-LM head and the
     # replaced-token detector, He et al. 2023) and a position table that position_biased_input false leaves unused
     unread=("lm_predictions.lm_head.", "mask_predictions.", "embeddings.position_embeddings.weight"),
-    special_tokens={"cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]", "pad": "[PAD]", "unk": "[UNK]"},
-    piece_marker="▁",
+    sequence_key="pooler.dense.weight", base_parts=("embeddings.", "encoder."),
+    special_tokens={"cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]", "pad": "[PAD]", "unk": "[UNK]"}, piece_marker="▁",
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .family import Family, Heads, Table
 from .hf_fields import read_fields, write_fields
-from .tables import BUFFERS, WORDS, bert_embeddings, first_token_heads, layer, mlm
+from .tables import BUFFERS, MaskedLM, bert_embeddings, first_token_heads, layer
 
 DIFFERENCES = dict(type_vocab_size=0, pooler=False, sequence_head="dense_relu")
 FIELDS = {  # its config.json's names -> ours
@@ -22,6 +22,7 @@ FIELDS = {  # its config.json's names -> ours
 }
 LAYER = ("attention.q_lin", "attention.k_lin", "attention.v_lin", "attention.out_lin", "sa_layer_norm",
          "ffn.lin1", "ffn.lin2", "output_layer_norm")
+MASKED_LM = MaskedLM("vocab_transform", "vocab_layer_norm", "vocab_projector.bias", decoder="vocab_projector")
 
 
 def read_config(hf: dict) -> dict:
@@ -38,20 +39,14 @@ def table(config, heads: Heads) -> Table:
     result = bert_embeddings(config)
     for i in range(config.num_layers):
         result |= layer(f"transformer.{i}", f"transformer.layer.{i}", LAYER)
-    if heads.mlm_head:
-        result |= mlm("vocab_transform", "vocab_layer_norm", "vocab_projector.bias")
-    return result | first_token_heads(heads, dense="pre_classifier", out="classifier")
+    return result | MASKED_LM.table(heads) | first_token_heads(heads, dense="pre_classifier", out="classifier")
 
 
 FAMILY = Family(
-    model_type="distilbert",
+    model_type="distilbert", prefix="distilbert", class_prefix="DistilBert",
     paper="Sanh et al. 2019, DistilBERT, a distilled version of BERT: smaller, faster, cheaper and lighter",
-    differences=DIFFERENCES,
-    read_config=read_config, write_config=write_config, table=table,
-    prefix="distilbert", class_prefix="DistilBert",
-    head_keys={"mlm_head": "vocab_transform.weight"},
-    derived=BUFFERS | {"vocab_projector.weight": WORDS},
+    differences=DIFFERENCES, read_config=read_config, write_config=write_config,
+    table=table, masked_lm=MASKED_LM, derived=BUFFERS,
     sequence_key="pre_classifier.weight", base_parts=("embeddings.", "transformer."),
-    special_tokens={"cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]", "pad": "[PAD]", "unk": "[UNK]"},
-    piece_marker="##",
+    special_tokens={"cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]", "pad": "[PAD]", "unk": "[UNK]"}, piece_marker="##",
 )

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from .family import Family, Heads, Table
 from .hf_fields import BERT_FIELDS, read_fields, write_fields
-from .tables import BUFFERS, WORDS, bert_embeddings, encoder, first_token_heads, mlm, pairs
+from .tables import BUFFERS, MaskedLM, bert_embeddings, encoder, first_token_heads, pairs
 
 DIFFERENCES = dict(pooler=False, sequence_head="dense_gelu", mlm_activation="gelu")
 FIELDS = BERT_FIELDS | {"embedding_size": "embedding_size"}
+MASKED_LM = MaskedLM("generator_predictions.dense", "generator_predictions.LayerNorm", "generator_lm_head.bias",
+                     decoder="generator_lm_head")  # the generator's head
 
 
 def read_config(hf: dict) -> dict:
@@ -29,8 +31,7 @@ def table(config, heads: Heads) -> Table:
     result = bert_embeddings(config) | encoder(config, "encoder.layer")
     if config.projects_embeddings:
         result |= pairs("embedding.projection", "embeddings_project")
-    if heads.mlm_head:
-        result |= mlm("generator_predictions.dense", "generator_predictions.LayerNorm", "generator_lm_head.bias")
+    result |= MASKED_LM.table(heads)
     if heads.discriminator:
         result |= pairs("discriminator.dense", "discriminator_predictions.dense")
         result |= pairs("discriminator.prediction", "discriminator_predictions.dense_prediction")
@@ -38,17 +39,12 @@ def table(config, heads: Heads) -> Table:
 
 
 FAMILY = Family(
-    model_type="electra",
+    model_type="electra", prefix="electra", class_prefix="Electra",
     paper="Clark et al. 2020, ELECTRA: Pre-training Text Encoders as Discriminators Rather Than Generators",
-    differences=DIFFERENCES,
-    read_config=read_config, write_config=write_config, table=table,
-    prefix="electra", class_prefix="Electra",
-    head_keys={"mlm_head": "generator_predictions.dense.weight", "discriminator": "discriminator_predictions.dense.weight"},
-    derived=BUFFERS | {"generator_lm_head.weight": WORDS},
+    differences=DIFFERENCES, read_config=read_config, write_config=write_config,
+    table=table, masked_lm=MASKED_LM, derived=BUFFERS, head_keys={"discriminator": "discriminator_predictions.dense.weight"},
     sequence_key="classifier.out_proj.weight", sequence_out="classifier.out_proj.weight",
     base_parts=("embeddings.", "embeddings_project.", "encoder."),
-    special_tokens={"cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]", "pad": "[PAD]", "unk": "[UNK]"},
-    piece_marker="##",
-    token_types=2,
-    discriminator=True,
+    special_tokens={"cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]", "pad": "[PAD]", "unk": "[UNK]"}, piece_marker="##",
+    token_types=2, discriminator=True,
 )

@@ -4,7 +4,10 @@ config (bert/config.py), the tokenizer (bert/tokenizer.py) and the app read a fa
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from .tables import MaskedLM
 
 Table = dict[str, str]  # ours -> Hugging Face's name, one line per tensor (bert/families/tables.py)
 
@@ -40,9 +43,8 @@ class Family:
     table: Callable[[object, Heads], Table]  # (config, heads) -> the key table
     prefix: str  # the base model's attribute in Hugging Face's task models ("roberta")
     class_prefix: str  # the transformers class names' start ("Roberta")
-    head_keys: dict[str, str]  # head -> the tensor whose presence says a checkpoint has it
     # tensors a checkpoint may carry that hold nothing of their own: buffers (None) and the tied output layer
-    # (-> the tensor it equals: the token embedding, or the output bias)
+    # (-> the tensor it equals: the token embedding, or the output bias; the masked-LM head's: from `masked_lm`)
     derived: dict[str, str | None]
     special_tokens: dict[str, str]  # the tokenizer's special tokens by role, where its folder does not say
     piece_marker: str  # how its tokenizer marks pieces: "##" continues a word (WordPiece), "Ġ" or "▁" starts one
@@ -63,6 +65,16 @@ class Family:
     # the transformers class of a model with a sentence head and no masked-LM head ("ForNextSentencePrediction")
     sentence_head_alone: str = "ForNextSentencePrediction"
     first_position: Callable[[dict], int] = field(default=lambda hf: 0)  # config.json -> rows of the position table no token reads
+    # where its checkpoints keep the masked-LM head (bert/families/tables.py), which its `table` also reads; None: its
+    # table names the head itself (ModernBERT's `head`, shared with the classifiers)
+    masked_lm: MaskedLM | None = None
+    # head -> the tensor whose presence says a checkpoint has it (the masked-LM head's: from `masked_lm`)
+    head_keys: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.masked_lm is not None:  # the head's names, written once in `masked_lm`
+            object.__setattr__(self, "head_keys", {"mlm_head": self.masked_lm.key, **self.head_keys})
+            object.__setattr__(self, "derived", {**self.derived, **self.masked_lm.tied})
 
     def longest_input(self, hf: dict) -> int:
         """The longest input a config.json allows: its position table less the rows no token reads."""

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from .family import Family, Heads, Table
 from .hf_fields import BERT_FIELDS, read_fields, write_fields
-from .tables import BUFFERS, WORDS, bert_embeddings, encoder, first_token_heads, mlm, pairs
+from .tables import BUFFERS, MaskedLM, bert_embeddings, encoder, first_token_heads, pairs
 
 DIFFERENCES = dict(type_vocab_size=1, mlm_activation="gelu", sequence_head="dense_tanh")
 FIXED = ("mlm_activation", "sequence_head")  # what its config.json does not say
+MASKED_LM = MaskedLM("lm_head.dense", "lm_head.layer_norm", "lm_head.bias", decoder="lm_head.decoder")
 
 
 def sized_differences(fields: dict) -> dict:
@@ -31,9 +32,7 @@ def write_config(config) -> dict:
 def table(config, heads: Heads) -> Table:
     """RobertaModel, RobertaForMaskedLM, RobertaFor{Sequence,Token}Classification (the sequence head:
     RobertaClassificationHead's dense and out_proj)."""
-    result = bert_embeddings(config) | encoder(config, "encoder.layer")
-    if heads.mlm_head:
-        result |= mlm("lm_head.dense", "lm_head.layer_norm", "lm_head.bias")
+    result = bert_embeddings(config) | encoder(config, "encoder.layer") | MASKED_LM.table(heads)
     if heads.pooler:
         result |= pairs("pooler.dense", "pooler.dense")
     return result | first_token_heads(heads, dense="classifier.dense", out="classifier.out_proj")
@@ -44,15 +43,11 @@ def first_position(hf: dict) -> int:
 
 
 FAMILY = Family(
-    model_type="roberta",
+    model_type="roberta", prefix="roberta", class_prefix="Roberta",
     paper="Liu et al. 2019, RoBERTa: A Robustly Optimized BERT Pretraining Approach",
-    differences=DIFFERENCES, sized_differences=sized_differences,
-    read_config=read_config, write_config=write_config, table=table,
-    prefix="roberta", class_prefix="Roberta",
-    head_keys={"mlm_head": "lm_head.dense.weight", "pooler": "pooler.dense.weight"},
-    derived=BUFFERS | {"lm_head.decoder.weight": WORDS, "lm_head.decoder.bias": "lm_head.bias"},
+    differences=DIFFERENCES, sized_differences=sized_differences, read_config=read_config, write_config=write_config,
+    table=table, masked_lm=MASKED_LM, derived=BUFFERS, head_keys={"pooler": "pooler.dense.weight"},
     sequence_key="classifier.out_proj.weight", sequence_out="classifier.out_proj.weight",
-    special_tokens={"cls": "<s>", "sep": "</s>", "mask": "<mask>", "pad": "<pad>", "unk": "<unk>"},
-    piece_marker="Ġ",
+    special_tokens={"cls": "<s>", "sep": "</s>", "mask": "<mask>", "pad": "<pad>", "unk": "<unk>"}, piece_marker="Ġ",
     first_position=first_position,
 )

@@ -10,6 +10,8 @@ key's second third (`split_key` reads it back); loading cuts the tensor, saving 
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .family import Heads, Table
 
 # Our names for one encoder layer's tensors, in the order a family's own layer names are listed.
@@ -73,9 +75,36 @@ def encoder(config, theirs: str, their_parts: tuple[str, ...] = BERT_LAYER) -> T
     return {k: v for i in range(config.num_layers) for k, v in layer(f"transformer.{i}", f"{theirs}.{i}", their_parts).items()}
 
 
-def mlm(dense: str, layer_norm: str, bias: str) -> Table:
-    """The masked-LM head: its dense, its LayerNorm and the output bias (the output weight is the token embedding)."""
-    return pairs("lm_head.mlp", dense) | pairs("lm_head.layer_norm", layer_norm) | {"lm_head.unembedding.bias": bias}
+@dataclass(frozen=True)
+class MaskedLM:
+    """Where a family's checkpoints keep the masked-LM head (transformers' BertLMPredictionHead and its kin): the
+    transform's dense and LayerNorm, the output bias, and the output layer, whose weight is the token embedding
+    (tied) and whose bias, where it has one of its own name, equals `bias`. One place for these names: the key
+    table, the tensor that says a checkpoint has the head, and the tied tensors all read them."""
+
+    dense: str
+    layer_norm: str
+    bias: str
+    decoder: str
+
+    def table(self, heads: Heads) -> Table:
+        """Its key table, for a model that has it (`heads.mlm_head`); else none."""
+        if not heads.mlm_head:
+            return {}
+        return pairs("lm_head.mlp", self.dense) | pairs("lm_head.layer_norm", self.layer_norm) | {"lm_head.unembedding.bias": self.bias}
+
+    @property
+    def key(self) -> str:
+        """The tensor whose presence says a checkpoint has the head."""
+        return f"{self.dense}.weight"
+
+    @property
+    def tied(self) -> dict[str, str]:
+        """The output layer's tensors, which hold nothing of their own (the token embedding; the output bias)."""
+        tied = {f"{self.decoder}.weight": WORDS}
+        if f"{self.decoder}.bias" != self.bias:
+            tied[f"{self.decoder}.bias"] = self.bias
+        return tied
 
 
 def linear_heads(heads: Heads, pooler: str, nsp: str) -> Table:

@@ -46,6 +46,7 @@ def test_graph_slider_hover_and_patching_an_edge(browser, app_url):
     click_marker(page, "edges", 0)  # the strongest edge's diamond
     patched(page, strongest)
     assert "circuit_part=edge" in page.url
+    settle(page, charts=2)  # the rerun that patched the edge has drawn its charts: a click lands on the new graph
 
     node = click_marker(page, "nodes", "node:a1.h0")
     patched(page, node)

@@ -13,6 +13,7 @@ import time
 import pytest
 
 from browser_support import new_page
+from panel_watch import wait_until_seen, watch_panel
 from viz_app.server.local_server import serve
 
 KEY = "a-presenter-key-for-the-test"
@@ -42,22 +43,10 @@ def following(page, number: int) -> bool:
                                                 panel.first.inner_text()))
 
 
-WATCH = """([pattern, path]) => { window.classSeenAt = null;
-    const check = () => {
-        const panel = document.querySelector('.st-key-class_panel');
-        const here = location.pathname.replace(/\\/$/, '') === path;
-        if (window.classSeenAt === null && here && panel && new RegExp(pattern).test(panel.textContent)) {
-            window.classSeenAt = Date.now(); observer.disconnect(); } };
-    const observer = new MutationObserver(check);
-    observer.observe(document.body, {childList: true, subtree: true, characterData: true}); check(); }"""
-
-
 def watch_for_step(page, number: int, path: str) -> None:
-    """Note, in the page itself, the wall-clock time its content first shows step `number`: its address is the
-    step's page (`path`, "" for the default page) and its class panel follows that step. Checked on every change of
-    the page's content (a MutationObserver): the moment the step is in the page, not when this machine, busy with
-    six browsers and the server on two cores, gets round to painting it."""
-    page.evaluate(WATCH, [rf"Following the class[\s\S]*{step_text(number)}", path])
+    """Note, in the page itself, when its address is the step's page (`path`, "" for the default page) and its class
+    panel follows step `number` (tests/browser/panel_watch.py)."""
+    watch_panel(page, rf"Following the class[\s\S]*{step_text(number)}", path)
 
 
 def press_and_time(presenter, students, key: str, number: int, path: str) -> list[float]:
@@ -66,9 +55,7 @@ def press_and_time(presenter, students, key: str, number: int, path: str) -> lis
         watch_for_step(student, number, path)
     pressed = time.time()
     presenter.keyboard.press(key)
-    for student in students:
-        student.wait_for_function("() => window.classSeenAt !== null", timeout=FOLLOW_WAIT_S * 1000)
-    seconds = [round(student.evaluate("() => window.classSeenAt") / 1000 - pressed, 2) for student in students]
+    seconds = [round(wait_until_seen(student, FOLLOW_WAIT_S) - pressed, 2) for student in students]
     time.sleep(1)  # let the step's page finish before the next press
     return seconds
 

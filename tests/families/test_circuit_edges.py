@@ -271,3 +271,117 @@ def test_every_post_ln_family_gives_both_ends_exactly(family, architecture, tmp_
                              torch.stack([torch.zeros(len(graph)), torch.ones(len(graph))]).bool(), batch_size=2)
     assert values.tolist() == pytest.approx(expected, abs=TOLERANCE)
     assert abs(expected[0] - expected[1]) > 100 * TOLERANCE
+
+
+# ---- EAP-IG against Captum and transformers' own modules on the same weights ----------------------------------
+
+IG_STEPS = 4
+
+
+def _ids(contrast, direction):
+    """(the run's input ids, the source's) as [1, seq] tensors."""
+    run, source = (contrast.clean, contrast.corrupted) if direction == "noise" else (contrast.corrupted, contrast.clean)
+    return torch.tensor([run.input_ids]), torch.tensor([source.input_ids])
+
+
+def _metric_of(family, theirs, contrast):
+    """transformers' forward pass from input ids [row, seq] to the logit difference at the [MASK], [row]."""
+
+    def metric(input_ids):
+        kwargs = {"token_type_ids": torch.zeros_like(input_ids)} if family == "bert" else {}
+        at_mask = theirs(input_ids=input_ids, **kwargs).logits[:, contrast.mask_position]
+        return at_mask[:, contrast.answer_id] - at_mask[:, contrast.foil_id]
+
+    return metric
+
+
+@pytest.mark.parametrize("direction", ["noise", "denoise"])
+def test_eap_ig_of_the_embeddings_equals_captums_layer_integrated_gradients(family_models, direction):
+    """A node's EAP-IG score (the sum of its outgoing edges') is, for the embeddings, integrated gradients on the
+    embeddings' output (Sundararajan et al. 2017) with the source as the input and the run as the baseline: Captum's
+    LayerIntegratedGradients on transformers' embeddings module, a right Riemann sum (points k / steps of the way
+    from the run, k = 1 .. steps: the source's end in, the run's out, as Hanna et al. 2024's path from the
+    counterfactual). A left sum (the other end) differs far beyond the tolerance, so the points are checked."""
+    from captum.attr import LayerIntegratedGradients
+
+    family, ours, theirs, contrast = family_models
+    scores = edge_scores(ours, [contrast], "eap-ig", direction=direction, steps=IG_STEPS)
+    ours_value = float(scores.nodes[scores.graph.sender_index("embeddings")])
+    run_ids, source_ids = _ids(contrast, direction)
+    captum = LayerIntegratedGradients(_metric_of(family, theirs, contrast), Reference(family, theirs).embeddings)
+    right, left = (float(captum.attribute(source_ids, baselines=run_ids, n_steps=IG_STEPS, method=method).sum())
+                   for method in ("riemann_right", "riemann_left"))
+    assert ours_value == pytest.approx(right, rel=TOLERANCE, abs=TOLERANCE)
+    assert abs(left - right) > 100 * TOLERANCE
+
+
+@pytest.mark.parametrize("direction", ["noise", "denoise"])
+def test_eap_ig_of_the_edges_into_layer_0_equals_transformers_gradients(family_models, direction):
+    """The edges from the embeddings to layer 0's query, key and value inputs: (source - run) embeddings times the
+    gradient at transformers' own projection input, averaged over the runs whose embeddings lie k / steps of the way
+    from the run's to the source's (k = 1 .. steps), the embeddings replaced by a forward hook. BERT: each of
+    query, key and value apart; ModernBERT: their sum (one Wqkv reads them all)."""
+    family, ours, theirs, contrast = family_models
+    scores = edge_scores(ours, [contrast], "eap-ig", direction=direction, steps=IG_STEPS)
+    reference = Reference(family, theirs)
+    run_ids, source_ids = _ids(contrast, direction)
+    with torch.no_grad():
+        run_embeddings, source_embeddings = (reference.embeddings(input_ids=ids) if family == "modernbert" else
+                                             reference.embeddings(input_ids=ids, token_type_ids=torch.zeros_like(ids))
+                                             for ids in (run_ids, source_ids))
+    layer = reference.layers[0]
+    inputs = ({"q": layer.attention.self.query, "k": layer.attention.self.key, "v": layer.attention.self.value}
+              if family == "bert" else {"qkv": layer.attn.Wqkv})
+    totals = dict.fromkeys(inputs, 0.0)
+    for k in range(1, IG_STEPS + 1):
+        point = run_embeddings + k / IG_STEPS * (source_embeddings - run_embeddings)
+        leaves = {}
+
+        def read_own_leaf(module, args, name):
+            leaves[name] = args[0].detach().clone().requires_grad_()
+            return (leaves[name],)
+
+        handles = [reference.embeddings.register_forward_hook(lambda module, args, output: point)]
+        handles += [module.register_forward_pre_hook(lambda module, args, name=name: read_own_leaf(module, args, name))
+                    for name, module in inputs.items()]
+        try:
+            value = _metric_of(family, theirs, contrast)(run_ids).sum()
+            gradients = torch.autograd.grad(value, [leaves[name] for name in inputs])
+        finally:
+            for handle in handles:
+                handle.remove()
+        for name, gradient in zip(inputs, gradients):
+            totals[name] += float(((source_embeddings - run_embeddings) * gradient).sum()) / IG_STEPS
+    graph = scores.graph
+    for name, expected in totals.items():
+        edges = [edge.index for edge in graph.edges if edge.sender.kind == "embeddings" and edge.receiver.node.layer == 0
+                 and edge.receiver.input is not None and edge.receiver.input in name]
+        assert float(scores.scores[edges].sum()) == pytest.approx(expected, rel=TOLERANCE, abs=TOLERANCE), name
+    assert sum(abs(value) for value in totals.values()) > 100 * TOLERANCE  # the edges carry something, so the check can fail
+
+
+@pytest.mark.parametrize("direction", ["noise", "denoise"])
+def test_eap_ig_activations_of_each_group_equals_captums_layer_integrated_gradients(family_models, direction):
+    """EAP-IG-activations moves one group's outputs (the embeddings, a layer's heads, an MLP) from the run's towards
+    the source's with the rest of the model running on the run's input: the group's node scores add up to Captum's
+    LayerIntegratedGradients on transformers' module that writes that output (the embeddings, the attention output
+    projection, the MLP's output layer), the run as the input and the source as the baseline, a right Riemann sum
+    (points k / steps of the way from the source, k = 1 .. steps), with the opposite sign (Captum multiplies by
+    run - source)."""
+    from captum.attr import LayerIntegratedGradients
+
+    family, ours, theirs, contrast = family_models
+    scores = edge_scores(ours, [contrast], "eap-ig-activations", direction=direction, steps=IG_STEPS)
+    graph, reference = scores.graph, Reference(family, theirs)
+    run_ids, source_ids = _ids(contrast, direction)
+    modules = [("embeddings", None, reference.embeddings)]
+    for index, layer in enumerate(reference.layers):
+        modules += [("head", index, reference._projection(layer)), ("mlp", index, reference._mlp_out(layer))]
+    magnitude = 0.0
+    for kind, layer_index, module in modules:
+        senders = [index for index, node in enumerate(graph.senders) if (node.kind, node.layer) == (kind, layer_index)]
+        captum = LayerIntegratedGradients(_metric_of(family, theirs, contrast), module)
+        expected = -float(captum.attribute(run_ids, baselines=source_ids, n_steps=IG_STEPS, method="riemann_right").sum())
+        assert float(scores.nodes[senders].sum()) == pytest.approx(expected, rel=TOLERANCE, abs=TOLERANCE), (kind, layer_index)
+        magnitude += abs(expected)
+    assert magnitude > 100 * TOLERANCE

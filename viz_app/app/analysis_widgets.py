@@ -45,15 +45,16 @@ def sentence_source(key: str, most: int = 1000, choice: str | None = None) -> tu
     return sentences, f"{len(sentences)} sentences from {escape_markdown(upload.name)}"  # shown in Markdown
 
 
-def mask_picker(context: Context, key: str) -> int | None:
-    """Which [MASK] to analyse (None, with a message, when the input has none or the model cannot predict)."""
+def require_mask(context: Context, key: str) -> int:
+    """Which [MASK] to analyse; when the input has none or the model cannot predict, say so and stop the page here
+    (as widgets.require does)."""
     if not context.loaded.summary.has_mlm_head:
         st.warning("This model has no masked-LM head, so there is no prediction to analyse. Pick minilm or a BERT with its MLM head.")
-        return None
+        st.stop()
     masks = list(context.prepared.all_masks)
     if not masks:
         st.info("Put a [MASK] in the sentence (type it, or click a word on the Masked prediction page) to analyse its prediction.")
-        return None
+        st.stop()
     tokens = context.prepared.base.tokens
     def describe(i: int) -> str:
         return f"position {i} (typed [MASK])" if i in context.prepared.typed_masks else f"position {i} (was '{tokens[i]}')"

@@ -3,7 +3,8 @@ file in pages/. Adding a page is that file plus one entry here (docs/app.md, "Ad
 
 Everything else is read from these entries: the navigation Home.py builds (`GROUPS`), which pages show the
 sentence box (`NO_SENTENCE_BOX`), every URL parameter a link or a lesson's step can set (`LINK_PARAMS`: the shared
-ones of viz_app/app/url_params.py and each page's own), the values a lesson may give (`Param.choices`), the pages a lesson
+ones of viz_app/app/url_params.py and each page's own), the widgets that keep a value on one page only (or in
+the sidebar), outside the link (`OWN_WIDGETS`), the values a lesson may give (`Param.choices`), the pages a lesson
 step opens and how it draws them (`spec`, a page's module in viz_app/specs/). Plain Python.
 """
 from __future__ import annotations
@@ -29,6 +30,9 @@ class Page:
     group: str  # the navigation's heading it is listed under
     reads_sentence: bool = True  # False: no sentence box at the top (the page has its own inputs or none)
     params: dict[str, Param] = field(default_factory=dict)  # its URL parameters (a link or a lesson's step sets them)
+    # its widgets that keep their value (viz_app/app/state.py `kept`) on this page only, outside the link: key ->
+    # default (None: the page picks, e.g. the first option)
+    own_widgets: dict[str, object] = field(default_factory=dict)
     spec: str | None = None  # its spec's module in viz_app/specs/ (viz_app/specs/base.py), named by url_path
     old_paths: tuple[str, ...] = ()  # addresses it had before: links and lesson files naming them still open it
 
@@ -98,7 +102,7 @@ REGISTRY: tuple[Page, ...] = (
     Page("head_ablation", "Head ablation", ":material/content_cut:", EXPERIMENTS, params={
         "ablation_mask": integer(None), "ablation_mode": choice(ablation.MODES), "ablation_heads": heads(),
         "ablation_layers": ints([]),
-    }, spec="head_ablation"),
+    }, own_widgets={"ablation_rank": False}, spec="head_ablation"),
     # None: the page picks (the top guesses, the first content word, the last layer); see viz_app/specs/causal_tracing.py
     Page("causal_tracing", "Causal tracing", ":material/route:", EXPERIMENTS,
          reads_sentence=False, params={
@@ -140,7 +144,8 @@ REGISTRY: tuple[Page, ...] = (
     Page("saliency", "Saliency", ":material/highlight:", EXPERIMENTS, params={
         "saliency_mask": integer(None), "saliency_method": SALIENCY_METHOD, "saliency_steps": integer(32),
         "saliency_samples": integer(25), "units": UNITS,
-    }, spec="saliency"),
+    }, own_widgets={"saliency_target": None, "saliency_foil": None,  # a guess of this sentence's: the top one, none
+                    "saliency_deletion": False}, spec="saliency"),
     Page("corpus_search", "Corpus search", ":material/manage_search:", EXPERIMENTS, params={
         "search_position": integer(None), "search_layer": integer(None),  # None: the first token, the last layer
         "search_by": choice(("layer", "head")),  # a layer's output, or one head's output
@@ -152,7 +157,9 @@ REGISTRY: tuple[Page, ...] = (
     Page("features", "Features", ":material/category:", EXPERIMENTS, params={
         "features_look_at": choice(("Sparse-autoencoder features", "MLP neurons")),
         "features_shown": integer(24), "features_corpus": CORPUS, "neurons_layer": integer(0), "neurons_corpus": CORPUS,
-    }, spec="features"),
+    }, own_widgets={"features_sae": None, "features_feature": None, "neurons_neuron": None,  # None: the strongest here
+                    "features_factor": None, "features_corpus_index": None, "neurons_corpus_index": None},
+         spec="features"),
     # Its own text, the masks' draw, the pairs, the live run's and the successors' (viz_app/specs/how_bert_was_trained/)
     Page("how_bert_was_trained", "How BERT was trained", ":material/model_training:", TRAINED,
          reads_sentence=False, params={
@@ -165,7 +172,7 @@ REGISTRY: tuple[Page, ...] = (
         "tiny_attention": choice({"both": "both sides (masked LM, as BERT)", "left": "left side only (left-to-right)"}),
         "successors_steps": integer(ComparisonSettings.steps), "successors_seed": integer(0),
         "successors_objectives": words(list(OBJECTIVES), tuple(OBJECTIVES)),
-    }),
+    }, own_widgets={"tiny_attention_step": None}),  # None: the run's last evaluation
     Page("sentence_tasks", "Sentence tasks", ":material/rule:", FINE_TUNING, params={
         "tasks_method": SALIENCY_METHOD,
         "tasks_tag_token": integer(None),  # the token whose label is explained; None: the first word token
@@ -206,3 +213,28 @@ def _link_params() -> dict[str, Param]:
 
 LINK_PARAMS: dict[str, Param] = _link_params()  # every parameter a link, or a lesson's step, can set
 CHOICES: dict[str, tuple[str, ...]] = {name: tuple(param.choices) for name, param in LINK_PARAMS.items() if param.choices}
+
+
+# The sidebar's widgets kept outside the link, on every page (viz_app/app/sidebar.py): the model picker's (the model
+# travels in the link as MODEL_PARAM, the picker being two widgets) and the download box's hub name
+SIDEBAR_WIDGETS: dict[str, object] = {"model_choice": None, "model_folder": None, "download_repo_id": "bert-base-uncased"}
+
+
+def _own_widgets() -> dict[str, object]:
+    """The sidebar's and every page's widgets kept outside the link; a key is listed once, and is never a URL
+    parameter's."""
+    found: dict[str, object] = dict(SIDEBAR_WIDGETS)
+    for page in REGISTRY:
+        for key, default in page.own_widgets.items():
+            if key in found or key in LINK_PARAMS:
+                raise ValueError(f"the widget key {key!r} of page {page.url_path!r} is declared twice")
+            found[key] = default
+    return found
+
+
+OWN_WIDGETS: dict[str, object] = _own_widgets()  # key -> default of every widget kept outside the link
+
+
+def default_of(key: str):
+    """The registry's default of a kept widget: a URL parameter's, or a page's or the sidebar's own widget's."""
+    return LINK_PARAMS[key].default if key in LINK_PARAMS else OWN_WIDGETS[key]

@@ -17,10 +17,10 @@ from viz_app import cache
 from viz_app.app import models, state
 from viz_app.server.access import Visitor
 from viz_app.app.models import ModelKey, PickedModel
+from viz_app.app.navigation import LINK_PARAMS
 from viz_app.app.text import escape_markdown
 
 
-DOWNLOAD_SUGGESTION = "bert-base-uncased"
 PICKER_HELP = ("minilm is built in and works offline. bert-base-uncased appears here, first and chosen, once it is "
                "in your local Hugging Face cache. Any folder with config.json, weights and vocab.txt works too.")
 STUDENT_HELP = "The models this server offers; minilm is built in."
@@ -40,11 +40,12 @@ def render(visitor: Visitor, pages: dict[str, list]) -> PickedModel:
             st.session_state["model_choice"] = downloaded
             choices = access.picker_choices(cache.model_choices(), visitor.settings, visitor.role)
             visitor = dataclasses.replace(visitor, choices=tuple(choices))
+        formats = list(LINK_PARAMS["image_format"].choices)
         st.radio(
             "Download charts as",
-            ["png", "svg"],
+            formats,
             format_func=str.upper,
-            key="image_format",
+            **state.kept("image_format", formats),
             horizontal=True,
             help="Every chart's toolbar (top right, on hover) has a camera button that downloads it; "
             "the CSV button under a chart downloads the numbers behind it.",
@@ -67,8 +68,7 @@ def _download_box() -> str | None:
     with st.expander("Download a model", icon=":material/download:"):
         repo_id = st.text_input(
             "Hugging Face model name",
-            value=DOWNLOAD_SUGGESTION,
-            key="download_repo_id",
+            **state.kept("download_repo_id"),
             help="The name of a BERT on huggingface.co, e.g. bert-base-uncased (about 440 MB, the original BERT) "
             "or google-bert/bert-base-cased. It is saved in your Hugging Face cache and works offline afterwards.",
         ).strip()

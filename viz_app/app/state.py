@@ -7,7 +7,9 @@ address bar always reopens the same view, and a default stays out of the link. A
 alone: `st.slider("Candidates per [MASK]", 1, 30, **state.kept("top_k", range(1, 31)))` gives it the key (the
 parameter's name) and Streamlit's `persist_state`, seeds it from the registry's default, and, given the values the
 widget offers, puts a value outside them (a link's `top_k=999`, a layer another model lacks) back to the default.
-So the widget takes no `value=`/`index=`/`default=` of its own: one place for each default.
+So the widget takes no `value=`/`index=`/`default=` of its own: one place for each default. A widget that keeps its
+value on one page only, outside the link, is kept the same way, its key and default listed in the registry with its
+page (`Page.own_widgets`, `OWN_WIDGETS`); pages write no session state of their own (tests/app/app/test_widget_state.py).
 
 A link is spelt as the widgets' values are: ints and words as they are (`top_k=12`, `units=words`), yes/no as
 "1"/"0", lists comma-separated ("0,5,11"), a choice by its name (a label is read too). The sentence and its second
@@ -21,7 +23,7 @@ import copy
 import streamlit as st
 
 from viz_app.server.access import Resolution, Visitor
-from viz_app.app.navigation import LINK_PARAMS
+from viz_app.app.navigation import LINK_PARAMS, OWN_WIDGETS, default_of
 from viz_app.app.url_params import MAX_URL_TEXT, MODEL_PARAM
 
 REFUSED = "_model_refused"  # the line that says a requested model is not offered, shown once by the sidebar
@@ -72,12 +74,12 @@ def choose(resolution: Resolution) -> None:
 
 def kept(key: str, options=None, default=None) -> dict:
     """The keyword arguments of a widget whose value survives reruns and page switches and, for a URL parameter,
-    travels in the link: its key and Streamlit's `persist_state`. A URL parameter is seeded from the registry's
-    default where the session holds none. `options`: the values the widget offers (a range for a slider or a number
-    box), so that a value outside them goes back to `default` (else the registry's, else the nearest end of the
-    range, else the first option) before the widget is drawn."""
-    if key in LINK_PARAMS and key not in st.session_state:
-        st.session_state[key] = copy.copy(LINK_PARAMS[key].default)
+    travels in the link: its key and Streamlit's `persist_state`. It is seeded from the registry's default where the
+    session holds none (a page's own widget: unless None, "the page picks"). `options`: the values the widget offers
+    (a range for a slider or a number box), so that a value outside them goes back to `default` (else the
+    registry's, else the nearest end of the range, else the first option) before the widget is drawn."""
+    if key not in st.session_state and (key in LINK_PARAMS or OWN_WIDGETS.get(key) is not None):
+        st.session_state[key] = copy.copy(default_of(key))
     if options is not None:
         clamp(key, options, default)
     return {"key": key, "persist_state": "session"}
@@ -91,8 +93,8 @@ def filling(key: str, fill, event: str = "on_change") -> dict:
 
 
 def _default(key: str, default):
-    """An explicit default, else the key's default in LINK_PARAMS (one place for each default)."""
-    return LINK_PARAMS[key].default if default is None and key in LINK_PARAMS else default
+    """An explicit default, else the key's default in the registry (one place for each default)."""
+    return default_of(key) if default is None and (key in LINK_PARAMS or key in OWN_WIDGETS) else default
 
 
 def clamp(key: str, options, default=None) -> None:

@@ -50,7 +50,7 @@ def show_chart(chart: Chart, key: str, on_click: Callable[[dict], dict] | None =
     `on_click`: called with the selection event (Streamlit's `{"selection": {"points": [...], ...}}`) when the
     visitor clicks a point, before the page reruns; it gives the widgets' new values, {key: value}, as
     `state.filling` does; without it the chart takes no clicks."""
-    image_format = st.session_state.get("image_format", "png")
+    image_format = st.session_state.get("image_format", LINK_PARAMS["image_format"].default)
     config = {
         "displaylogo": False,
         "toImageButtonOptions": {"format": image_format, "filename": chart.name, "scale": 2},

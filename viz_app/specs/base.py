@@ -28,7 +28,7 @@ from bert.config import BertConfig
 from bert.costs import Cost
 from viz_app.app.forward import PreparedInput
 from viz_app.app.models import LoadedModel, ModelKey, load as load_model
-from viz_app.app.navigation import LINK_PARAMS
+from viz_app.app.navigation import default_of
 
 Work = TypeVar("Work", bound=Hashable)  # what a computation reads besides the model and the input (a frozen dataclass)
 Result = TypeVar("Result")
@@ -104,8 +104,8 @@ def compute_all(planned: Planned, inputs: Inputs) -> dict[str, Any]:
 
 
 def setting(state: Mapping[str, Any], key: str):
-    """The value a link or a step sets for `key`, else its default."""
-    return state.get(key, LINK_PARAMS[key].default)
+    """The value a link, a step or a page's own widget sets for `key`, else the registry's default."""
+    return state.get(key, default_of(key))
 
 
 def within(value, count: int, default: int) -> int:

@@ -10,7 +10,7 @@ from typing import Any, Mapping, Sequence
 import torch
 
 from bert.analysis.causal.patching import Contrast, prepare_contrast
-from bert.analysis.circuits.edge_scores import METHODS, edge_scores, edge_scores_cost, pair_runs, read_metric
+from bert.analysis.circuits.edge_scores import edge_scores, edge_scores_cost, pair_runs, read_metric
 from bert.analysis.circuits.encoder_parts import EncoderParts
 from bert.analysis.circuits.faithfulness import faithfulness_cost, faithfulness_curve, random_ranking
 from bert.analysis.circuits.graph import CircuitGraph
@@ -26,6 +26,7 @@ from viz_app.specs.base import Computation, HasInputs, Inputs, Planned, setting,
 NAME = "circuits"
 PAIRS = builtin_pairs()  # bert/data/circuit_pairs.tsv
 OWN = -1  # the pair index of the visitor's own pair
+# The methods the page offers; EAP-IG-activations (1 + 2 x layers times EAP-IG's passes) is the library's and the CLI's.
 METHOD_TITLES = {"exact": "exact edge patching", "eap": "EAP (Syed et al. 2023)",
                  "eap-ig": "EAP-IG (Hanna et al. 2024)"}
 MAX_STEPS, MAX_SHOWN = 50, 200
@@ -154,7 +155,7 @@ class Settings:
             pair = PAIRS[within(index, len(PAIRS), 0)]
         method = setting(state, "circuit_method")
         steps, shown = setting(state, "circuit_steps"), setting(state, "circuit_shown")
-        return cls(pair, method if method in METHODS else "eap-ig", min(MAX_STEPS, max(1, steps or 1)),
+        return cls(pair, method if method in METHOD_TITLES else "eap-ig", min(MAX_STEPS, max(1, steps or 1)),
                    min(MAX_SHOWN, max(1, shown or 1)), setting(state, "circuit_part") or None)
 
 

@@ -94,7 +94,7 @@ class Settings:
             method if method in METHODS else METHODS[0], position,
             steps=_in(steps, STEPS, "saliency_steps"),
             samples=_in(samples, SAMPLES, "saliency_samples"))
-        return cls(explained, bool(state.get("saliency_deletion", False)), setting(state, "units") == "words")
+        return cls(explained, bool(setting(state, "saliency_deletion")), setting(state, "units") == "words")
 
 
 def _in(value, values: range, key: str) -> int:

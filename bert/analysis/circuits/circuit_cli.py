@@ -36,7 +36,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--pairs", type=Path, help="instead of one pair: a .tsv or .jsonl file of pairs "
                                                    "(columns clean, corrupted, answer, foil)")
     parser.add_argument("--method", choices=METHODS, default="eap-ig", help="exact: one patched run per edge; eap: one "
-                        "gradient; eap-ig: integrated gradients over --steps runs (default)")
+                        "gradient; eap-ig: integrated gradients on the input over --steps runs (default); "
+                        "eap-ig-activations: on each layer's outputs, --steps runs per group")
     parser.add_argument("--steps", type=int, default=5, help="EAP-IG's integration steps (default 5)")
     parser.add_argument("--metric", choices=METRICS, default="logit-difference", help="at the [MASK] (default logit-difference)")
     parser.add_argument("--direction", choices=("noise", "denoise"), default="noise",

@@ -17,9 +17,20 @@ Methods:
   as bert/analysis/causal/patching.py batches its cells.
 - eap: edge attribution patching (Syed et al. 2023): the first-order change, (source - run) output of the sender
   times the gradient of the metric at the receiver's input; one forward and one backward pass per pair.
-- eap-ig: EAP with integrated gradients on the inputs (Hanna et al. 2024): the gradient averaged over `steps`
-  runs whose embeddings lie evenly from the run's to the source's (step k of m at k / m), times the same
-  difference; `steps` forward and backward passes per pair.
+- eap-ig: EAP with integrated gradients on the inputs (Hanna et al. 2024, "EAP-IG-inputs" in MIB): the gradient
+  averaged over `steps` runs whose embeddings lie on the straight path between the source's (the baseline) and the
+  run's, at k / steps of the way from the source, k = 0 .. steps - 1 (`input_path_fractions`), times the same fixed
+  difference; `steps` forward and backward passes per pair. In the direction noise these are Hanna et al.'s points
+  (their path starts at the counterfactual); in denoise the source is the clean run, so the path starts there.
+- eap-ig-activations: integrated gradients on the senders' outputs instead of the input (MIB's EAP-IG-activations,
+  Mueller et al. 2025; Marks et al. 2024): for each group of senders (`activation_groups`: the embeddings, each
+  layer's heads, each MLP), `steps` runs of the run's input in which that group's outputs, in every receiver's
+  stream, lie k / steps of the way from the run's to the source's (k = 0 .. steps - 1), every other group
+  computing its output from what it reads; an edge's score is its sender group's gradient averaged over those
+  runs, times the same difference (for the embeddings' group: eap-ig with the Riemann sum from the run's end).
+  `steps` forward and backward passes per group and pair. MIB's code differs in two ways: it averages every
+  group's runs into every edge's score, and its hook makes the interpolated output a constant (no gradient
+  reaches the group's own inputs in its runs).
 The gradients are taken with respect to the edge mask of graph_run.py at 0, which is the same product in a
 pre-norm model and, in a post-LN one, includes the LayerNorms between sender and receiver.
 """
@@ -40,7 +51,8 @@ from .encoder_parts import EncoderParts
 from .graph import CircuitGraph, Edge
 from .graph_run import run_graph
 
-METHODS = ("exact", "eap", "eap-ig")
+METHODS = ("exact", "eap", "eap-ig", "eap-ig-activations")
+INTEGRATED = ("eap-ig", "eap-ig-activations")  # the methods with integration steps
 METRICS = ("logit-difference", "probability")
 Progress = Callable[[int, int], None]  # (rows done, rows in all)
 
@@ -114,7 +126,7 @@ def check_settings(method: str, metric: str, direction: str, steps: int | None) 
     for name, value, choices in (("method", method, METHODS), ("metric", metric, METRICS), ("direction", direction, DIRECTIONS)):
         if value not in choices:
             raise InvalidInputError(f"{name} must be one of {', '.join(choices)}, not {value!r}")
-    if method == "eap-ig" and (steps is None or steps < 1):
+    if method in INTEGRATED and (steps is None or steps < 1):
         raise InvalidInputError(f"EAP-IG needs at least 1 integration step, not {steps}")
 
 
@@ -141,7 +153,8 @@ def edge_scores(
         if method == "exact":
             edges, nodes = _exact(parts, graph, runs, metric, direction, batch_size, progress, number, len(contrasts))
         else:
-            positions = _attribution(parts, graph, runs, metric, direction, steps if method == "eap-ig" else None, per_position)
+            attribution = _activation_attribution if method == "eap-ig-activations" else _attribution
+            positions = attribution(parts, graph, runs, metric, direction, steps if method in INTEGRATED else None, per_position)
             edges = positions.sum(-1) if per_position else positions
             position_total = position_total + positions if per_position else None
             nodes = (graph.outgoing().float() @ edges[:, None]).flatten()
@@ -151,7 +164,7 @@ def edge_scores(
             progress(number + 1, len(contrasts))
     count = len(contrasts)
     return EdgeScores(graph, edge_total / count, node_total / count, method, metric, direction,
-                      steps if method == "eap-ig" else None, metrics["clean"] / count, metrics["corrupted"] / count, count,
+                      steps if method in INTEGRATED else None, metrics["clean"] / count, metrics["corrupted"] / count, count,
                       position_total / count if per_position else None, list(contrasts[0].clean.tokens))
 
 
@@ -199,32 +212,67 @@ def _exact(parts, graph, runs: PairRuns, metric, direction, batch_size, progress
 
 
 def _attribution(parts, graph, runs: PairRuns, metric, direction, steps: int | None, per_position: bool = False) -> torch.Tensor:
-    """EAP (steps None: the gradient at the run itself) or EAP-IG: d metric / d mask at 0, summed over the
-    steps' runs and divided by their number; [edge] (per_position: [edge, seq])."""
+    """EAP (steps None: the gradient at the run itself) or EAP-IG: d metric / d mask at 0, averaged over the runs
+    whose embeddings lie at `input_path_fractions(steps)` of the way to the source's; [edge] (per_position: [edge, seq])."""
+    fractions = [0.0] if steps is None else input_path_fractions(steps)
+    total = sum(mask_gradient(parts, graph, runs, metric, direction, fraction, per_position) for fraction in fractions)
+    return graph.edge_values(total[None])[0].cpu() / len(fractions)
+
+
+def _activation_attribution(parts, graph, runs: PairRuns, metric, direction, steps: int, per_position: bool = False) -> torch.Tensor:
+    """EAP-IG-activations: each edge's gradient averaged over the runs in which its sender's group lies k / steps
+    of the way from the run's outputs to the source's (k = 0 .. steps - 1); [edge] (per_position: [edge, seq])."""
+    shape = (len(graph.receivers), len(graph.senders)) + ((runs.embeddings["clean"].shape[1],) if per_position else ())
+    total = torch.zeros(shape)
+    for group in activation_groups(graph):
+        for k in range(steps):
+            at = torch.zeros(shape)
+            at[:, group] = k / steps  # the group's outputs, k / steps of the way to the source's, in every stream
+            total[:, group] += mask_gradient(parts, graph, runs, metric, direction, 0.0, per_position, at).cpu()[:, group]
+    return graph.edge_values(total[None])[0] / steps
+
+
+def activation_groups(graph: CircuitGraph) -> list[list[int]]:
+    """The sender groups EAP-IG-activations moves one at a time: the embeddings, then each layer's heads and its MLP."""
+    groups = [[0]]
+    for layer in range(graph.num_layers):
+        heads, mlp = graph.layer_senders(layer)
+        groups += [list(heads), [mlp]]
+    return groups
+
+
+def input_path_fractions(steps: int) -> list[float]:
+    """EAP-IG's points, as fractions of the way from the run's embeddings to the source's: the points k / steps of
+    the way from the source, k = 0 .. steps - 1 (a Riemann sum that takes the source's end and leaves the run's
+    out), i.e. 1, (steps - 1) / steps, ..., 1 / steps."""
+    return [1 - k / steps for k in range(steps)]
+
+
+def mask_gradient(parts, graph, runs: PairRuns, metric, direction, fraction: float, per_position: bool = False,
+                  at: torch.Tensor | None = None) -> torch.Tensor:
+    """[receiver, sender(, seq)]: d metric / d mask in the run whose embeddings lie `fraction` of the way from the
+    run's to the source's, the mask at 0 (or at `at`, [receiver, sender(, seq)]); each cell is the gradient at the
+    receiver's input times the sender's (source - run) output, the outputs of the pair's own two runs (fixed
+    differences, as Hanna et al. 2024)."""
     run, source = runs.oriented(direction)
-    alphas = torch.zeros(1) if steps is None else torch.arange(1, steps + 1, dtype=torch.float) / steps
-    start_embeddings, end_embeddings = runs.embeddings[run], runs.embeddings[source]
-    shape = (len(graph.receivers), len(graph.senders)) + ((start_embeddings.shape[1],) if per_position else ())
-    total = torch.zeros(shape, device=start_embeddings.device)
-    for first in range(len(alphas)):  # one run at a time: every receiver's stream is kept for the backward pass
-        alpha = alphas[first:first + 1].to(start_embeddings.device)[:, None, None]
-        embeddings = start_embeddings + alpha * (end_embeddings - start_embeddings)  # [row, seq, hidden]
-        mask = torch.zeros(1, *shape, device=start_embeddings.device, requires_grad=True)
-        with torch.enable_grad():
-            result = run_graph(parts, graph, embeddings, None, mask.expand(len(alpha), *shape), runs.outputs[source],
-                               anchor=runs.outputs[run])
-            value = read_metric(parts, result.final, runs.contrast, metric).sum()
-            (gradient,) = torch.autograd.grad(value, [mask])
-        total += gradient[0]
-    return graph.edge_values(total[None])[0].cpu() / len(alphas)
+    start, end = runs.embeddings[run], runs.embeddings[source]
+    shape = (len(graph.receivers), len(graph.senders)) + ((start.shape[1],) if per_position else ())
+    embeddings = start + fraction * (end - start)  # [1, seq, hidden]
+    mask = (torch.zeros(shape, device=start.device) if at is None else at.to(start.device))[None].clone().requires_grad_()
+    with torch.enable_grad():  # one run at a time: every receiver's stream is kept for the backward pass
+        result = run_graph(parts, graph, embeddings, None, mask, runs.outputs[source], anchor=runs.outputs[run])
+        value = read_metric(parts, result.final, runs.contrast, metric).sum()
+        (gradient,) = torch.autograd.grad(value, [mask])
+    return gradient[0]
 
 
 def edge_scores_cost(config: BertConfig, tokens: int, method: str, steps: int | None = None, pairs: int = 1) -> Cost:
     """The passes `edge_scores` makes for `pairs` pairs of `tokens` tokens: each pair's two recorded runs, then
-    exact: one row per edge and per node; eap: one pass and its backward pass; eap-ig: `steps` of each."""
+    exact: one row per edge and per node; eap: one pass and its backward pass; eap-ig: `steps` of each;
+    eap-ig-activations: `steps` of each per sender group (1 + 2 per layer)."""
     graph = CircuitGraph.of(config)
     lower = ("fewer pairs", "a shorter pair of sentences")
     if method == "exact":
         return Cost(pairs * (2 + len(graph) + len(graph.senders)), tokens, lower + ("EAP-IG instead of exact patching",))
-    rows = 1 if method == "eap" else steps
-    return Cost(pairs * (2 + rows), tokens, lower + (("integration steps",) if method == "eap-ig" else ()), backward_passes=pairs * rows)
+    rows = 1 if method == "eap" else steps * (len(activation_groups(graph)) if method == "eap-ig-activations" else 1)
+    return Cost(pairs * (2 + rows), tokens, lower + (("integration steps",) if method in INTEGRATED else ()), backward_passes=pairs * rows)

@@ -88,7 +88,7 @@ def test_a_bad_pair_names_its_line(tmp_path, tokenizer):
         read_pairs(path)
 
 
-@pytest.mark.parametrize("method,steps", [("exact", None), ("eap", None), ("eap-ig", 4)])
+@pytest.mark.parametrize("method,steps", [("exact", None), ("eap", None), ("eap-ig", 4), ("eap-ig-activations", 2)])
 def test_each_cost_is_the_passes_made(tiny, monkeypatch, method, steps):
     """Every pass goes through the circuit run: its rows are forward passes, and the rows of a run whose edge mask
     takes gradients are backward passes too (one torch.autograd.grad per such run)."""
@@ -104,11 +104,13 @@ def test_each_cost_is_the_passes_made(tiny, monkeypatch, method, steps):
         return run_graph(parts, graph, embeddings, *args, **kwargs)
 
     monkeypatch.setattr(edge_scores_module, "run_graph", counting_run)
-    edge_scores(model, [contrast, contrast], method, steps=steps or 1, batch_size=3 if method == "eap-ig" else 64)
+    edge_scores(model, [contrast, contrast], method, steps=steps or 1, batch_size=3 if method.startswith("eap-ig") else 64)
     cost = edge_scores_cost(model.config, len(contrast.clean), method, steps, pairs=2)
     assert (counted["forward"], counted["backward"]) == (cost.forward_passes, cost.backward_passes)
     if method == "eap-ig":  # about steps + 2 passes with gradients per pair
         assert cost.forward_passes == 2 * (steps + 2) and cost.backward_passes == 2 * steps
+    if method == "eap-ig-activations":  # steps per group: the embeddings, each layer's heads and MLP
+        assert cost.backward_passes == 2 * steps * (1 + 2 * model.config.num_layers)
 
 
 def test_the_curve_costs_the_rows_it_runs(tiny, monkeypatch):

@@ -11,7 +11,7 @@ from bert.__main__ import main
 PAIR = ["--clean", "the dog [MASK] at the park .", "--corrupt", "her cat [MASK] to the mail .", "--answer", "barked", "--foil", "mail"]
 
 
-@pytest.mark.parametrize("method", ["exact", "eap", "eap-ig"])
+@pytest.mark.parametrize("method", ["exact", "eap", "eap-ig", "eap-ig-activations"])
 def test_circuit_json_has_the_documented_shape(tiny_mlm_folder, tmp_path, capsys, method):
     out = tmp_path / "out" / "circuit.json"
     assert main(["circuit", "--model", str(tiny_mlm_folder), *PAIR, "--method", method, "--steps", "3", "--json", str(out)]) == 0

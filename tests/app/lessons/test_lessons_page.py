@@ -1,13 +1,16 @@
-"""The Lessons page in AppTest: every step of every built-in lesson shows, and opens its page set as the step says
-(no exception anywhere); the arrow-key shortcuts are on Back and Next; leaving keeps the page where the step put it;
+"""The Lessons page in AppTest: every step of every built-in lesson shows, opens its page set as the step says, and
+a student following the class lands on it (no exception anywhere); the arrow-key shortcuts are on Back and Next; leaving keeps the page where the step put it;
 the pages offer "Download this view"."""
 from __future__ import annotations
+
+import secrets
 
 import pytest
 
 from bert.pretrained import MINILM_HEAD_FILE
 from app_helpers import figures, go, no_exception, texts
 from viz_app.app import models
+from viz_app.app.navigation import LINK_PARAMS
 from viz_app.app.text import escape_markdown
 from viz_app.lessons.format import PAGES, builtin_lessons
 from viz_app.lessons.resolve import resolve
@@ -33,35 +36,59 @@ def start(open_app, name: str):
     return at
 
 
+@pytest.fixture
+def class_key(monkeypatch) -> str:
+    key = secrets.token_urlsafe(12)  # a class of this test's own
+    monkeypatch.setenv("BERT_INSIDE_CLASS", "1")
+    monkeypatch.setenv("BERT_INSIDE_PRESENTER_KEY", key)
+    return key
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(builtin_lessons()))
-def test_every_step_shows_and_opens_its_page(open_app, loaded, name):
+def test_a_class_walks_every_step_of_every_lesson(open_app, loaded, class_key, name):
+    """One walk a lesson checks what the Lessons page shows the presenter, the step's page it opens for them, and
+    what a student who opened the students' link is shown: the presenter (the session that opened the presenter's
+    link) presses Next through the lesson; at each step the student lands on the step's page with the step's
+    sentence and settings (the values the lesson resolves to for the model)."""
     lesson = builtin_lessons()[name]
-    at = start(open_app, name)
+    presenter = open_app("lessons", key=class_key)
+    student = open_app("lessons", follow=1)
+    presenter.selectbox(key="lesson_name").set_value(name).run()
+    presenter.button(key="lesson_start").click().run()
     session = {}
     for index in range(len(lesson.steps)):
+        where = (name, index + 1)
         expected = resolve(lesson, index, loaded, session)
         session |= expected.state
-        no_exception(at)
-        assert at.header[0].value == escape_markdown(expected.title)  # shown as literal text
-        assert f"step {index + 1} of {len(lesson.steps)}" in texts(at)
-        assert at.session_state["text"] == expected.state["text"]
-        [link] = [c.value for c in at.code]
+        no_exception(presenter)
+        assert presenter.header[0].value == escape_markdown(expected.title)  # shown as literal text
+        assert f"step {index + 1} of {len(lesson.steps)}" in texts(presenter)
+        assert presenter.session_state["text"] == expected.state["text"]
+        [link] = [c.value for c in presenter.code if "model=" in c.value]  # the step's page (beside the class links)
         assert f"/{'' if expected.page == 'prediction' else expected.page}?" in link and "model=minilm" in link
 
-        at.button(key="lesson_open").click().run()  # go to the step's page, set as the step says
-        no_exception(at)
-        assert at.title[0].value.startswith(PAGES[expected.page][1]), (name, index)
+        student.run()  # the student's page hears from the class (the panel's timer, in a browser)
+        no_exception(student)
+        assert student.title[0].value.startswith(PAGES[expected.page][1]), where
+        assert f"step {index + 1} of {len(lesson.steps)}" in " ".join(m.value for m in student.markdown), where
+        for key, value in expected.state.items():
+            if key in LINK_PARAMS:
+                assert student.session_state[key] == value, (*where, key)
+
+        presenter.button(key="lesson_open").click().run()  # the presenter goes to the step's page, set as the step says
+        no_exception(presenter)
+        assert presenter.title[0].value.startswith(PAGES[expected.page][1]), where
         for key, widget in CHECKED.items():
             if key in expected.state and expected.page in ("attention", "prediction", "embeddings"):
-                assert at.session_state[widget] == expected.state[key], (name, index, key)
+                assert presenter.session_state[widget] == expected.state[key], (*where, key)
         if "masks" in expected.state:
-            assert at.session_state["masks"] == expected.state["masks"]
-        at.switch_page(LESSONS).run()  # back to the lesson: the same step
-        assert at.header[0].value == escape_markdown(expected.title)  # shown as literal text
+            assert presenter.session_state["masks"] == expected.state["masks"]
+        presenter.switch_page(LESSONS).run()  # back to the lesson: the same step
+        assert presenter.header[0].value == escape_markdown(expected.title)
         if index < len(lesson.steps) - 1:
-            at.button(key="lesson_next").click().run()
-    assert at.button(key="lesson_next").disabled
+            presenter.button(key="lesson_next").click().run()
+    assert presenter.button(key="lesson_next").disabled
 
 
 @pytest.mark.slow

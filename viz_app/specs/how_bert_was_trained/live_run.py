@@ -126,8 +126,11 @@ def _draw(log: RunLog, settings: TinySettings, job: Job | None = None, live: boo
     with st.expander("Its guesses at every evaluation"):
         st.dataframe(charts.guesses_table(log), hide_index=True)
     steps = [e["step"] for e in log.evals]
-    key = f"tiny_attention_step_{len(steps)}" if live else "tiny_attention_step"  # live: follow each new evaluation
-    chosen = st.select_slider("Attention at step", steps, value=steps[-1], key=key)
+    if live:  # each new evaluation is shown as it comes
+        chosen = steps[-1]
+        st.caption(f"Attention at step {chosen}, the latest: pick another step when the run ends.")
+    else:
+        chosen = st.select_slider("Attention at step", steps, **state.kept("tiny_attention_step", steps, steps[-1]))
     layer, head = log.attention_at
     pattern = np.asarray(next(e for e in log.evals if e["step"] == chosen)["attention"])
     widgets.show_chart(pattern_heatmap(pattern, log.watch_tokens, list(range(len(log.watch_tokens))), layer, head), key="tiny_attention")
