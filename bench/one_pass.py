@@ -28,7 +28,7 @@ from viz_app.app.forward import prepare_input, record  # noqa: E402
 from viz_app.app.models import ModelKey, load  # noqa: E402
 from viz_app.specs import one_pass  # noqa: E402
 from viz_app.specs.base import Inputs  # noqa: E402
-from viz_app.views.prediction import PredictionSettings, prediction_view  # noqa: E402
+from viz_app.specs import prediction as prediction_spec  # noqa: E402
 
 WORDS = "the dog barked at the mailman and ran into the park"
 
@@ -45,7 +45,7 @@ def measure(loaded, tokens: int, repeats: int) -> dict:
     inputs = Inputs(loaded, prepared)
 
     def prediction():
-        prediction_view(PredictionSettings(), record(loaded.model, loaded.tokenizer, prepared))
+        prediction_spec.view(prediction_spec.Settings(), inputs, {"recorded": record(loaded.model, loaded.tokenizer, prepared)})
 
     def step_by_step(step: str):
         settings = one_pass.Settings.from_state({"pass_step": step}, inputs)

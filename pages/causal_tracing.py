@@ -4,12 +4,12 @@ import streamlit as st
 
 from bert.errors import InputTooLongError, InvalidInputError
 from bert.layers import layer_label
-from viz_app import cache, page_costs
+from viz_app import cache
 from viz_app.server import heavy
 from viz_app.app import state, widgets
-from viz_app.specs.causal_tracing import COMPARE, DIRECTION_LABELS, MODES, CausalSettings, default_corrupt_of, pick_answer_foil
+from viz_app.specs import causal_tracing as spec
+from viz_app.specs.causal_tracing import COMPARE, DIRECTION_LABELS, MODES, default_corrupt_of, pick_answer_foil
 from viz_app.app.text import escape_markdown
-from viz_app.views.causal_tracing import patching_view, tracing_view
 
 widgets.page_header(
     "Causal tracing",
@@ -68,32 +68,29 @@ if mode == "two":
     with columns[0]:
         widgets.select_int("Heads by position: layer", "patch_head_layer", list(range(layers)),
                                         default=layers - 1, format_func=layer_label)
-    compare = "residual"
-    if exact:
-        compare = columns[1].radio("Compare attribution patching with the exact values on", list(COMPARE),
+    if exact:  # the view reads it from the settings
+        columns[1].radio("Compare attribution patching with the exact values on", list(COMPARE),
                                    horizontal=True, **state.kept("patch_compare", list(COMPARE)))
-    request = CausalSettings.from_state(st.session_state).patching  # as a link or a lesson step gives it
-    try:
-        approximate = cache.attribution_patching(context.key, request)
+    settings = spec.Settings.from_state(st.session_state)  # as a link or a lesson step gives it
+    planned = spec.computations(settings)
+    try:  # through the server's budget and a heavy slot (viz_app/server/heavy.py), each priced before it starts
+        results = {"attribution": heavy.run(context, *planned["attribution"])}
+        if results["attribution"] is None:
+            st.stop()
         if exact:
-            cost = page_costs.exact_patching(loaded, len(approximate.tokens), request.head_layer)
-            exact = heavy.allowed(context, cost, "exact_patching")
-            if not exact:
+            results["exact"] = heavy.run(context, *planned["exact"])
+            if results["exact"] is None:
                 st.caption("Attribution patching is shown below instead.")
-        if exact:
-            with heavy.job(context, cost, "Patching"):
-                result = cache.exact_patching(context.key, request)
-        else:
-            result = approximate
     except InvalidInputError as problem:
         stop_with(problem)
+    result = results.get("exact") or results["attribution"]
     base, source = ("corrupted", "clean") if direction == "denoise" else ("clean", "corrupted")
     st.markdown(
         f"logit(**{escape_markdown(result.answer)}**) − logit(**{escape_markdown(result.foil)}**) at the [MASK]: "
         f"**{result.clean_metric:.3f}** in the clean sentence, **{result.corrupted_metric:.3f}** in the corrupted one. "
         f"Each cell: (patched − {base}) / ({source} − {base})."
     )
-    for name, chart in patching_view(result, approximate if exact else None, compare).items():
+    for name, chart in spec.view(settings, context, results).items():
         widgets.show_chart(chart, key=name)
     widgets.download_view("Causal tracing: two sentences", "causal_tracing")
 else:
@@ -122,19 +119,18 @@ else:
     if not answer:
         st.warning("The model makes no whole-word guess here to trace.")
         st.stop()
-    cost = page_costs.trace(loaded, len(encoding), samples, blocks)
-    if not heavy.allowed(context, cost, "trace"):
-        st.stop()
+    settings = spec.Settings.from_state(st.session_state)
     try:
-        with heavy.job(context, cost, "Tracing"):
-            trace = cache.noise_trace(context.key, CausalSettings.from_state(st.session_state).trace)
+        trace = heavy.run(context, *spec.computations(settings)["trace"])
     except InvalidInputError as problem:
         stop_with(problem)
+    if trace is None:
+        st.stop()
     st.markdown(
         f"p(**{escape_markdown(trace.answer)}**) at the [MASK]: **{trace.clean_probability:.3f}** in the clean run, "
         f"**{trace.corrupted_probability:.3f}** with noise on {escape_markdown(', '.join(encoding.tokens[i] for i in corrupt))} "
         f"(standard deviation {trace.noise_std:.3f}, 3 times the token embeddings', averaged over {trace.samples} samples)."
     )
-    for name, chart in tracing_view(trace).items():
+    for name, chart in spec.view(settings, context, {"trace": trace}).items():
         widgets.show_chart(chart, key=f"trace_{name}")
     widgets.download_view("Causal tracing: one sentence with noise", "causal_tracing_noise")

@@ -7,10 +7,8 @@ from bert.layers import head_label, layer_labels
 from bert.errors import BertError
 from viz_app.app import analysis_widgets
 from viz_app.specs import corpus_search
-from viz_app import cache, page_costs
 from viz_app.server import heavy, uploads
 from viz_app.app import state, widgets
-from viz_app.charts.corpus_search import by_layer_chart, match_words_chart
 from viz_app.app.text import chip_labels, escape_markdown
 
 widgets.page_header(
@@ -21,7 +19,6 @@ widgets.page_header(
 )
 context = widgets.require()
 loaded = context.loaded
-key = context.key
 
 choice = st.radio("Search in", [analysis_widgets.BUILTIN, analysis_widgets.UPLOAD], horizontal=True,
                   **state.kept("search_corpus", [analysis_widgets.BUILTIN, analysis_widgets.UPLOAD]))
@@ -61,6 +58,7 @@ layers = list(names)
 columns = st.columns([3, 1])
 layer = columns[0].select_slider("Layer", layers, format_func=names.get, **state.kept("search_layer", layers, layers[-1]))
 k = columns[1].slider("Matches", 5, 50, **state.kept("search_k", range(5, 51)))
+head = 0
 if by == corpus_search.HEAD_OUTPUT:
     heads = list(range(loaded.model.config.num_heads))
     head = st.select_slider("Head", heads, **state.kept("search_head", heads))
@@ -68,33 +66,30 @@ if by == corpus_search.HEAD_OUTPUT:
                f"({loaded.model.config.hidden_size // len(heads)} numbers) before the layer mixes the heads: the "
                "search compares those vectors.")
 
-try:  # only the index this view needs: every layer's output, or this layer's heads (built once, then shared)
-    cost = page_costs.corpus_pass(cache.corpus_lengths(key, corpus))
-    if not heavy.allowed(context, cost, "corpus_index"):
-        st.stop()
-    with heavy.job(context, cost, "Indexing the corpus"):
-        index = cache.corpus_index(key, corpus) if by == corpus_search.LAYER_OUTPUT else cache.head_index(key, corpus, layer)
+settings = corpus_search.Settings(corpus, position, by, layer, k, head if by == corpus_search.HEAD_OUTPUT else 0)
+try:  # only the index this view needs: every layer's output, or this layer's heads (built once, then shared by all)
+    index = heavy.run(context, corpus_search.INDEX, corpus_search.index_work(settings))
+    found = None if index is None else heavy.run(context, *corpus_search.computations(settings, index)["search"])
 except BertError as error:
     st.warning(f"That text cannot be indexed: {escape_markdown(str(error))}.")
     st.stop()
+if found is None:
+    st.stop()
 st.caption(f"Searching {len(index):,} tokens of {escape_markdown(corpus.name)}.")
-if by == corpus_search.LAYER_OUTPUT:
-    by_layer = cache.neighbours(key, corpus, context.prepared, position, k)
-    hits, where = by_layer[layer], "at the embeddings" if layer == 0 else names[layer]  # "after layer i"
-else:
-    by_head = cache.head_neighbours(key, corpus, context.prepared, position, k, layer)
-    hits, where = by_head[head], f"at {head_label(layer, head)}"
+hits = found[layer] if by == corpus_search.LAYER_OUTPUT else found[head]
+where = ("at the embeddings" if layer == 0 else names[layer]) if by == corpus_search.LAYER_OUTPUT else f"at {head_label(layer, head)}"
 summary = corpus_search.summarize(hits, query.word)
 shown = escape_markdown(query.word)
 st.markdown(f"**{summary.same_word} of {len(hits)}** matches {where} are “{shown}” itself; "
             f"{len(summary.words)} different word(s).")
+charts = corpus_search.view(settings, context, {"search": found})
 left, right = st.columns([3, 2])
 with left:
     st.html("<ol>" + "".join(
         f"<li><code>{hit.cosine:.3f}</code> {corpus_search.highlighted(index.sentences[hit.sentence_index], loaded.tokenizer, hit.position)}</li>"
         for hit in hits) + "</ol>")
 with right:
-    widgets.show_chart(match_words_chart(summary.words, query.word), key="search_words")
+    widgets.show_chart(charts["search_words"], key="search_words")
     st.dataframe(pd.DataFrame({"part of speech": list(summary.parts_of_speech),
                                "matches": list(summary.parts_of_speech.values())}), hide_index=True)
     st.caption("Parts of speech are known for the headword of each built-in sentence (from WordNet); other tokens "
@@ -104,8 +99,4 @@ table = pd.DataFrame([{"rank": rank, "cosine": hit.cosine, "token": hit.token, "
                        "part of speech": hit.part_of_speech or "", "position": hit.position,
                        "sentence": index.sentences[hit.sentence_index]} for rank, hit in enumerate(hits, 1)])
 st.dataframe(table, hide_index=True)
-if by == corpus_search.LAYER_OUTPUT:
-    widgets.show_chart(by_layer_chart(by_layer, names, query.word), key="search_by_layer")
-else:
-    widgets.show_chart(by_layer_chart(by_head, {h: f"head {h}" for h in by_head}, query.word,
-                                      f"head by head in {names[layer]}"), key="search_by_head")
+widgets.show_chart(charts["search_by_layer"], key="search_by_layer" if by == corpus_search.LAYER_OUTPUT else "search_by_head")

@@ -4,17 +4,16 @@ from pathlib import Path
 import streamlit as st
 
 from bert.analysis.features.feature_labels import MAX_BYTES as LABELS_BYTES, labels_json, set_label
-from bert.analysis.features.neurons import tag_mix, top_examples
+from bert.analysis.features.neurons import top_examples
 from bert.analysis.features.sae import SaeFileError
 from bert.layers import residual_label
 from bert.errors import BertError
 from viz_app.server import access, heavy, uploads
-from viz_app import cache, page_costs
+from viz_app import cache
 from viz_app.app import state, widgets
 from viz_app.specs import features as feature_logic
 from viz_app.app.navigation import LINK_PARAMS
 from viz_app.app.text import escape_markdown
-from viz_app.views.features import FeatureSettings, feature_view, neuron_view, sentence_view, strongest_feature
 
 widgets.page_header(
     "Features",
@@ -66,13 +65,11 @@ if view == "MLP neurons":
     if isinstance(corpus, str):
         st.info(corpus)
         st.stop()
-    cost = page_costs.corpus_pass([len(encoding) for encoding in corpus.encodings])
-    if not heavy.allowed(context, cost, "neuron_scan"):
+    settings = feature_logic.Settings(feature_logic.NEURONS, corpus_id, corpus, layer, int(neuron))
+    scan = heavy.run(context, *feature_logic.computations(settings)["scan"])  # once per model and corpus, shared
+    if scan is None:
         st.stop()
-    with heavy.job(context, cost, "Reading every neuron over the corpus"):
-        scan = cache.neuron_scan(context.key, corpus_id, layer, corpus)
-    mixes = {column: tag_mix(scan, corpus, int(neuron), column) for column in corpus.tags}  # a treebank: upos, deprel
-    charts = neuron_view(int(neuron), layer, scan, mixes)
+    charts = feature_logic.view(settings, context, {"scan": scan})  # a treebank's tag mixes too: upos, deprel
     st.subheader(f"Where neuron {neuron} of layer {layer} fires most ({escape_markdown(corpus.name)})")
     show_examples(top_examples(scan, corpus, int(neuron)), corpus)
     widgets.show_chart(charts["histogram"], key="neuron_histogram")
@@ -122,10 +119,10 @@ shown = st.slider("Features in the heatmap", 4, 64, **state.kept("features_shown
 trained_on = escape_markdown(feature_logic.training_data(config.data, context.visitor.role))  # a student: the file's name
 st.caption(f"The residual stream {residual_label(config.layer)} (hidden_states[{config.layer}]), {config.features} features, "
            f"at most {config.k} active per token; trained on {trained_on}.")
-widgets.show_chart(sentence_view(FeatureSettings(shown=shown), z, tokens, config.layer, labels)["heatmap"], key="features_heatmap")
+widgets.show_chart(feature_logic.sentence_view(shown, z, tokens, config.layer, labels)["heatmap"], key="features_heatmap")
 
 feature = int(st.number_input("Feature", 0, config.features - 1, step=1,  # none chosen yet: the strongest here
-                              **state.kept("features_feature", range(config.features), strongest_feature(z)),
+                              **state.kept("features_feature", range(config.features), feature_logic.strongest_feature(z)),
                               help="Type a feature number from the heatmap (f812 → 812)."))
 text = st.text_input("Your label for this feature", **state.kept(feature_logic.LABEL_KEY.format(sae=name, feature=feature)),
                      placeholder=(saved | uploaded).get(feature, "what it seems to fire on"),
@@ -148,10 +145,8 @@ scan = None
 if isinstance(corpus, str):
     st.info(corpus)
 else:
-    cost = page_costs.corpus_pass([len(encoding) for encoding in corpus.encodings])
-    if heavy.allowed(context, cost, "feature_scan"):
-        with heavy.job(context, cost, "Finding every feature's top examples"):
-            scan = cache.feature_scan(context.key, folder, corpus_id, corpus)
+    settings = feature_logic.Settings("features", corpus_id, corpus, folder=folder, feature=feature, factor=factor, sae=sae)
+    scan = heavy.run(context, *feature_logic.computations(settings)["scan"])  # once per model, SAE and corpus, shared
 if scan is not None:
     st.subheader(f"Where feature {feature} fires most ({escape_markdown(corpus.name)})")
     examples = top_examples(scan, corpus, feature)
@@ -159,7 +154,7 @@ if scan is not None:
         show_examples(examples, corpus)
     else:
         st.info("This feature never fires on this corpus.")
-    charts = feature_view(feature, scan, promoted, guess, factor)
+    charts = feature_logic.view(settings, context, {"scan": scan, "promoted": promoted, "guess": guess})
     left, right = st.columns(2)
     with left:
         widgets.show_chart(charts["histogram"], key="feature_histogram")

@@ -6,6 +6,7 @@ import streamlit as st
 from bert.errors import BertError
 from viz_app import cache
 from viz_app.server import heavy
+from viz_app.specs import probes
 from viz_app.specs.probes import data as probe_data, results as probe_results
 from viz_app.app import widgets
 from viz_app.app.text import escape_markdown
@@ -37,15 +38,14 @@ if not tasks:
 if not probe_data.run_toggle():
     st.caption(f"Ready: {data.description}; tasks {', '.join(map(escape_markdown, tasks))}.")
     st.stop()
-try:
-    cost, erase_cost = cache.probe_costs(context.key, data.key, data, tuple(tasks), pieces, seed)
-    if not heavy.allowed(context, cost, "probes"):
-        st.stop()
-    with heavy.job(context, cost, "Reading every layer's word vectors, then training the probes"):
-        run = cache.probe_run(context.key, data.key, data, tuple(tasks), pieces, seed, mdl)
+settings = probes.Settings(data, tuple(tasks), pieces, seed, mdl)
+try:  # priced (with the memory its word vectors keep), within the budget, in a heavy slot: viz_app/server/heavy.py
+    run = heavy.run(context, *probes.computations(settings)["run"])
 except BertError as error:
     st.warning(f"The probes cannot run on this data: {escape_markdown(str(error))}.")
     st.stop()
+if run is None:
+    st.stop()
 probe_results.show(run, data)
-probe_results.erase_property(context, run, data, seed, erase_cost)
+probe_results.erase_property(context, run, data, seed)
 widgets.download_view("Layer probes", "probes_view")

@@ -13,8 +13,7 @@ test_layers.py walks the imports). The folders show them:
      `label_names.py`, `generators.py`, `page_context.py` (the `Context` Home.py hands the running page).
    - `charts/`: chart builders: arrays in, a `Chart` (a plotly figure with the numbers behind it) out.
    - `specs/`: one module per page, named by its address (`specs/base.py`: the protocol, `Settings`,
-     `computations`, `Computation` = cost + compute, `view`); `specs/catalog.py` lists those written so. Pages not
-     yet written as a spec keep their view function in `views/` and their cost in `page_costs.py`.
+     `computations`, `Computation` = cost + compute, `view`); `specs/catalog.py` lists them all.
    - `server/` (its plain parts): who may do what (`access.py`, `settings.py`), the class a presenter moves
      (`class_room.py`, `class_links.py`), the budgets (`budget.py`), the heavy computations' slots
      (`heavy_jobs.py`), the live training room (`training_room.py`), safe parsers, uploads, downloads.

@@ -1,37 +1,21 @@
-"""Everything the app caches, in one place.
+"""Everything the app caches, in one place: the cached wrappers, keyed by a `ModelKey` (never the model object)
+and, for one input, a `PreparedInput` (hashed by its `key`: text, pair, masks, truncate; it is tokenized once, by
+the sentence box, and never here).
 
-- the model: `st.cache_resource`, one object shared by every session and thread. It is in eval mode and
-  nothing ever changes it: recording and interventions are per call (bert.hooks uses a context variable).
-- one forward pass per (model, prepared input): `computed_shared`, an `st.cache_resource`, so every page and every
-  session that asks for the same input gets the same object, neither pickled nor copied (docs/benchmarks.md#the-app
-  says what that saves). Two kinds (viz_app/specs/recorded.py): `PREDICTIONS` (the predictions, q and k; the
-  patterns follow from q and k when first read) for the prediction and attention pages, so the attention page
-  after the prediction page runs no second pass; `FULL` adds the MLP activations and the embeddings. Neither
-  records a pattern, so both take the fused attention path. Sharing is safe because the result cannot change: tuples, and numpy arrays
-  marked read-only (`flags.writeable = False`), so a page that tried to write would fail loudly instead of
-  disturbing another session. Memory stays bounded: at most FORWARD_ENTRIES inputs (the least recently used
-  goes first), each kept at most an hour. A 512-token BERT-base input holds about 270 MB once its patterns are
-  read (so 4.3 GB at worst per kind), a classroom sentence of 20 tokens under 5 MB; an evicted input is simply
-  run again when asked for.
-- what a view derives from that pass, computed once per input and shared the same way: the per-head
-  attention statistics (only the attention page pays for them).
-- the embedding tables' analysis per model (PCA, cosines, subspaces): `st.cache_data`.
-- the corpus search indexes, one per (model, corpus): `st.cache_resource`, shared read-only like the forward pass
-  (the built-in set's index takes seconds to build); each search: `st.cache_data`.
-- the probes' word vectors, per (model, data, word pieces, inputs): one store for the server, shared read-only
-  (the probes only read them), at most PROBE_FEATURE_ENTRIES sets and PROBE_FEATURE_BYTES for an hour
-  (viz_app/server/memory.py): BERT-base on all of UD EWT is about 2 GB, and a student may not start a set over the
-  server's memory budget. Each run of the probes on them: `st.cache_data`, so other tasks or seeds on the same data
-  skip the model.
-- a page spec's computations (viz_app/specs/base.py: context mixing, attention flow): `computed`, one
-  `st.cache_data` for all, keyed by the computation's name, the model's key, the input and the work.
-- every other analysis a page runs (corpus head statistics, logit lens, head ablation, saliency, a DeBERTa layer's score terms, sentence tasks, model comparison, a lesson's step and its figures):
-  `st.cache_data`, keyed by the model's `ModelKey` and the inputs, never by the model object. A `PreparedInput`
-  is keyed by its `key` (text, pair, masks, truncate): it is tokenized once, by the sentence box, and never here
-  (but for the next-sentence check, which encodes the pair in both orders).
-- the Features page: a sparse autoencoder per (model, folder), and each scan over a corpus (every neuron of a
-  layer, or every feature, from one pass): `st.cache_resource`, shared read-only (arrays marked so); a
-  sentence's features, a feature's promoted tokens and the [MASK] guess with a feature switched: `st.cache_data`.
+- the model: `st.cache_resource`, one object shared by every session and thread, in eval mode, never changed
+  (recording and interventions are per call: bert.hooks uses a context variable).
+- a spec's computations (viz_app/specs/base.py), reached only through viz_app/server/heavy.py's `run`:
+  - `computed`: the per-visitor results, in one store bounded by entries AND bytes (RESULT_ENTRIES,
+    RESULT_BYTES, each for an hour: viz_app/server/memory.py), a copy to each session as `st.cache_data` gives;
+  - `computed_shared`: a `shared` computation's result, one object for every session, neither pickled nor copied
+    (its arrays marked read-only, so a page that tried to write would fail loudly): the recorded passes
+    (viz_app/specs/recorded.py; a 512-token BERT-base input holds about 270 MB once its patterns are read, a
+    classroom sentence under 5 MB), the corpus search's index, the Features page's scans. At most FORWARD_ENTRIES
+    and SHARED_BYTES, each for an hour; `kept_shared` tells heavy.run whether a `built_once` one (the corpus index) is kept already
+    (then no one pays for it again).
+- what the pages derive lightly (the attention page's head statistics and charts, the embedding tables' analysis,
+  the logit lens, saliency, the sentence tasks, a lesson's step and its figures, a feature's promoted tokens and
+  switched guess): `st.cache_data` or `st.cache_resource`, each bounded by `max_entries` and an hour.
 The server's shared objects that are not caches (the heavy computations' slots, the class room, the live
 training room) are in viz_app/server/singletons.py.
 """
@@ -46,30 +30,21 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from bert.layers import layer_label
 from bert.analysis.attention.attention_stats import HeadStatistics
 from bert.analysis.attribution import saliency as attributions
-from bert.analysis.causal.erasure import ErasureReport
-from bert.analysis.causal.patching import PatchingResult
-from bert.analysis.causal.tracing import TraceResult
-from bert.analysis.corpus.corpus_search import CorpusIndex, Hit, build_index
 from bert.analysis.features.corpora import Corpus
-from bert.analysis.features.feature_pages import GuessChange, mask_guess_change, promoted, scan_features
-from bert.analysis.features.neurons import scan_neurons
+from bert.analysis.features.feature_pages import GuessChange, mask_guess_change, promoted
 from bert.analysis.features.residuals import residual_at
-from bert.analysis.features.sae import SaeFileError, TopKSae, load_sae
-from bert.analysis.features.top_activations import UnitScan
-from bert.analysis.probing.pipeline import ProbeFeatures, inputs_needed
+from bert.analysis.features.sae import SaeFileError, TopKSae
 from bert.analysis.probing.treebank import Treebank
 from bert.analysis.representations import embedding_subspaces
 from bert.analysis.representations import logit_lens as lens_analysis
 from bert.analysis.representations.compare import same_vocabulary as shares_vocabulary
 from bert.costs import Cost
-from bert.data import builtin_sentences
 from bert.devices import model_device
 from bert.errors import InvalidInputError
 from bert.replaced_tokens import check_pair
-from viz_app.specs import attention, causal_tracing, corpus_search, features, head_ablation, sentence_tasks
+from viz_app.specs import attention, causal_tracing, features, head_ablation, sentence_tasks
 from viz_app.app import generators, models, text
 from viz_app.specs.probes import runs as probe_runs
 from viz_app.charts.base import Chart
@@ -86,7 +61,6 @@ from viz_app.server.memory import BoundedStore
 from viz_app.server.settings import MEMORY_BUDGET
 
 BY_INPUT = {PreparedInput: lambda prepared: prepared.key}  # an input is its text, pair, masks and truncate flag
-BY_CORPUS = {corpus_search.Corpus: lambda corpus: corpus.digest}
 
 
 @st.cache_resource(show_spinner="Loading the model (once, shared by every session)…", max_entries=4)
@@ -129,74 +103,40 @@ def attention_charts(key: ModelKey, prepared: PreparedInput, settings: attention
     return attention.view(settings, Inputs(load_model(key), prepared), {"recorded": _result, "statistics": _statistics})
 
 
-@st.cache_data(show_spinner="Analysing the embedding tables (once per model)…", max_entries=4)
+@st.cache_data(show_spinner="Analysing the embedding tables (once per model)…", max_entries=4, ttl=HOUR)
 def tables(key: ModelKey) -> EmbeddingTables:
     loaded = load_model(key)
     return model_tables(loaded.model, loaded.tokenizer, loaded.summary.vocab)
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@st.cache_data(show_spinner=False, max_entries=32, ttl=HOUR)
 def subspaces(key: ModelKey, k: int) -> embedding_subspaces.SubspaceReport:
     return table_subspaces(load_model(key).model, tables(key), k)
 
 
-# ---- the analysis pages: probes, logit lens, head ablation's mean, saliency ------------------------------------------
+# ---- the analysis pages: the probes' uploaded file, logit lens, head ablation's mean, saliency ------------------------
 
 
-# ---- probes: the word vectors per (model, data, pieces, inputs), shared; each run per settings -------------------
 
-PROBE_FEATURE_ENTRIES = 2
-PROBE_FEATURE_BYTES = 2 * MEMORY_BUDGET * MB  # two sets a student may start (a larger one is kept alone)
-
-
-@st.cache_data(show_spinner="Reading the file…", max_entries=8)
 def labelled_file(data: bytes, name: str) -> Treebank | str:
-    return probe_runs.read_labelled(data, name)
+    """An uploaded labelled file read (a 5 MB file is a large result: kept within RESULT_BYTES)."""
+    digest = hashlib.sha256(data).hexdigest()
+    return results_store().get_or_compute(("probes.file", digest, name), lambda: probe_runs.read_labelled(data, name))
 
 
-@st.cache_resource(show_spinner=False)
-def probe_feature_store() -> BoundedStore:
-    """The probes' word vectors kept for the server (viz_app/server/memory.py): at most PROBE_FEATURE_ENTRIES sets
-    and PROBE_FEATURE_BYTES, each for an hour."""
-    return BoundedStore(PROBE_FEATURE_ENTRIES, PROBE_FEATURE_BYTES, HOUR)
 
 
-def probe_features(key: ModelKey, data_key: tuple, _data: probe_runs.ProbeData, pieces: str, split_seed: int,
-                   inputs: tuple[str, ...], _tasks: tuple[str, ...]) -> ProbeFeatures:
-    """Every layer's word vectors of the data's training and test sentences (one set: split by split_seed), and
-    the word pieces `inputs` (pipeline.inputs_needed of the tasks), shared read-only. `data_key` names `_data`,
-    which is not hashed (whole treebanks, on every rerun); `_tasks` are checked against the data on the first call."""
-    def compute() -> ProbeFeatures:
-        loaded = load_model(key)
-        bar = st.progress(0.0, "Starting…")
-        features = probe_runs.features(loaded.model, loaded.tokenizer, _data, _tasks, pieces, split_seed,
-                                       lambda done, what: bar.progress(min(done, 1.0), what))
-        bar.empty()
-        return features
-
-    return probe_feature_store().get_or_compute((key, data_key, pieces, split_seed, inputs), compute)
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
-def probe_run(key: ModelKey, data_key: tuple, _data: probe_runs.ProbeData, tasks: tuple[str, ...], pieces: str,
-              seed: int, mdl: bool) -> probe_runs.ProbeRun:
-    """The probes of `tasks` trained and scored on the data's word vectors (see probe_features). Raises
-    bert.errors.BertError when they cannot run on this data."""
-    features = probe_features(key, data_key, _data, pieces, probe_runs.split_seed(_data, seed), inputs_needed(tasks), tasks)
-    loaded = load_model(key)
-    bar = st.progress(0.5, "Training the probes…")
-    result = probe_runs.probe(loaded.model, features, tasks, pieces, seed, mdl, key.source,
-                              lambda done, what: bar.progress(min(done, 1.0), what))
-    bar.empty()
-    return result
 
 
-@st.cache_data(show_spinner="Averaging every head's output over 200 built-in sentences (once per model)…", max_entries=4)
+@st.cache_data(show_spinner="Averaging every head's output over 200 built-in sentences (once per model)…", max_entries=4,
+               ttl=HOUR)
 def mean_head_outputs(key: ModelKey) -> np.ndarray:
     return head_ablation.mean_head_outputs(load_model(key))
 
 
-@st.cache_data(show_spinner=False, max_entries=32, hash_funcs=BY_INPUT)
+@st.cache_data(show_spinner=False, max_entries=32, hash_funcs=BY_INPUT, ttl=HOUR)
 def logit_lens(key: ModelKey, prepared: PreparedInput, top_k: int):
     loaded = load_model(key)
     return lens_analysis.logit_lens(loaded.model, loaded.tokenizer, prepared.masked, top_k=top_k)
@@ -205,54 +145,18 @@ def logit_lens(key: ModelKey, prepared: PreparedInput, top_k: int):
 # ---- causal tracing: patching on two sentences, noise on one (viz_app/specs/causal_tracing.py) --------------------------
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@st.cache_data(show_spinner=False, max_entries=64, ttl=HOUR)
 def mask_guesses(key: ModelKey, text: str) -> tuple[str, ...]:
     """The model's top whole-word guesses at the one [MASK] of `text` (none without exactly one)."""
     loaded = load_model(key)
     return causal_tracing.whole_word_guesses(loaded.model, loaded.tokenizer, text, loaded.summary.max_positions)
 
 
-@st.cache_data(show_spinner="Attribution patching: one forward and one backward pass…", max_entries=32)
-def attribution_patching(key: ModelKey, request: causal_tracing.PatchingRequest) -> PatchingResult:
-    return causal_tracing.run_patching(load_model(key), request, exact=False)
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
-def exact_patching(key: ModelKey, request: causal_tracing.PatchingRequest) -> PatchingResult:
-    """A heavy computation: the page runs it inside viz_app/server/heavy.py's job (the progress bar, the stop)."""
-    return causal_tracing.run_patching(load_model(key), request, exact=True)
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
-def noise_trace(key: ModelKey, request: causal_tracing.TraceRequest) -> TraceResult:
-    """A heavy computation: the page runs it inside viz_app/server/heavy.py's job (the progress bar, the stop)."""
-    return causal_tracing.run_trace(load_model(key), request)
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def probe_costs(key: ModelKey, data_key: tuple, _data: probe_runs.ProbeData, tasks: tuple[str, ...], pieces: str,
-                seed: int) -> tuple[Cost, Cost]:
-    """(the probes' word vectors, "Erase this property") on the data: what they cost, worked out once per data and
-    settings (a file's sentences are tokenized for it)."""
-    loaded = load_model(key)
-    positions = loaded.model.config.max_position_embeddings
-    return (probe_runs.features_cost(loaded.tokenizer, _data, tasks, pieces, seed, loaded.model.config),
-            probe_runs.erase_cost(loaded.tokenizer, _data, seed, positions))
-
-
-@st.cache_data(show_spinner=False, max_entries=16)
-def erasure(key: ModelKey, data_key: tuple, _data: probe_runs.ProbeData, task: str, layer: int, seed: int) -> ErasureReport:
-    """Amnesic probing of `task` at `layer` (hidden_states numbering) on the probes page's data (`data_key` names
-    `_data`, which is not hashed)."""
-    loaded = load_model(key)
-    bar = st.progress(0.0, "Starting…")
-    report = probe_runs.erase(loaded.model, loaded.tokenizer, _data, task, layer, seed, key.source,
-                              lambda done, what: bar.progress(min(done, 1.0), what))
-    bar.empty()
-    return report
-
-
-@st.cache_data(show_spinner=False, max_entries=32, hash_funcs=BY_INPUT)
+@st.cache_data(show_spinner=False, max_entries=32, hash_funcs=BY_INPUT, ttl=HOUR)
 def saliency(key: ModelKey, prepared: PreparedInput, method: str, position: int, target_id: int, steps: int,
              output: str = "mlm", foil_id: int | None = None, samples: int = 25):
     """Of a masked word (output "mlm": the input the model reads, with its masks) or of a sentence-level head's
@@ -267,85 +171,17 @@ def _explained_input(prepared: PreparedInput, output: str):
     return prepared.masked if output == "mlm" else prepared.base
 
 
-# ---- corpus search: an index per (model, corpus), shared; searches per query ------------------------------------
-
-
-def _build_index(loaded: models.LoadedModel, corpus: corpus_search.Corpus, what: str, **choice) -> CorpusIndex:
-    """build_index with a progress bar saying `what`; `choice`: build_index's layers and heads (default: all)."""
-    # the built-in sentences as LabelledSentence: they carry their headword's part of speech
-    sentences = builtin_sentences() if corpus.digest == corpus_search.BUILTIN else list(corpus.sentences)
-    bar = st.progress(0.0, f"{what}…")
-
-    def progress(done: int, total: int) -> None:
-        bar.progress(done / max(total, 1), f"{what}: {done:,} of {total:,} sentences")
-
-    built = build_index(loaded.model, loaded.tokenizer, sentences, progress=progress, dtype=corpus_search.STORED,
-                        **choice)
-    bar.empty()
-    return built
-
-
-@st.cache_data(show_spinner="Counting the corpus's tokens…", max_entries=16, hash_funcs=BY_CORPUS)
-def corpus_lengths(key: ModelKey, corpus: corpus_search.Corpus) -> list[int]:
-    """Each sentence's length in tokens, as the index reads it: what indexing it costs (viz_app/page_costs.py)."""
-    sentences = builtin_sentences() if corpus.digest == corpus_search.BUILTIN else list(corpus.sentences)
-    tokenizer, longest = load_model(key).tokenizer, load_model(key).model.config.max_position_embeddings
-    return [len(tokenizer.encode(getattr(s, "text", s), max_length=longest)) for s in sentences]
-
-
-@st.cache_resource(show_spinner=False, max_entries=4, ttl=3600, hash_funcs=BY_CORPUS)
-def corpus_index(key: ModelKey, corpus: corpus_search.Corpus) -> CorpusIndex:
-    """Every token of a corpus at every layer: built once per (model, text), with a progress bar, then shared by
-    every session and never changed."""
-    text = "the built-in sentences (once per model)" if corpus.digest == corpus_search.BUILTIN else "your text"
-    return _build_index(load_model(key), corpus, f"Indexing every token of {text} at every layer")
-
-
-@st.cache_resource(show_spinner=False, max_entries=4, ttl=3600, hash_funcs=BY_CORPUS)
-def head_index(key: ModelKey, corpus: corpus_search.Corpus, layer: int) -> CorpusIndex:
-    """Every head's output in `layer` (from 0) for every token of a corpus: built on first use per (model, text,
-    layer), then shared like corpus_index."""
-    loaded = load_model(key)
-    heads = [(layer, head) for head in range(loaded.model.config.num_heads)]
-    return _build_index(loaded, corpus, f"Indexing what each head of {layer_label(layer)} passes on, for every token of "
-                        "the sentences", layers=[], heads=heads)
-
-
-@st.cache_data(show_spinner="Searching every layer…", max_entries=64, hash_funcs=BY_CORPUS | BY_INPUT)
-def neighbours(key: ModelKey, corpus: corpus_search.Corpus, prepared: PreparedInput, position: int,
-               k: int) -> dict[int, list[Hit]]:
-    """layer -> the k tokens of the corpus nearest to the token at `position` of the input's first sentence, for
-    every indexed layer (one forward pass for the query, then one search per layer)."""
-    loaded = load_model(key)
-    searched = corpus_index(key, corpus)
-    query = prepared.base.first_sentence()
-    vectors = searched.encoding_vectors(loaded.model, loaded.tokenizer, query, position)  # one pass, every layer
-    return {layer: searched.search(layer, vectors[layer], k) for layer in searched.layers}
-
-
-@st.cache_data(show_spinner="Searching every head…", max_entries=64, hash_funcs=BY_CORPUS | BY_INPUT)
-def head_neighbours(key: ModelKey, corpus: corpus_search.Corpus, prepared: PreparedInput, position: int, k: int,
-                    layer: int) -> dict[int, list[Hit]]:
-    """head -> the k tokens of the corpus whose output from that head of `layer` is nearest to the query token's
-    (the token at `position` of the input's first sentence)."""
-    loaded = load_model(key)
-    searched = head_index(key, corpus, layer)
-    query = prepared.base.first_sentence()
-    vectors = searched.encoding_vectors(loaded.model, loaded.tokenizer, query, position)  # one pass, every head
-    return {head: searched.search(layer, vectors[(layer, head)], k, head=head) for _, head in searched.heads}
-
-
 # ---- sentence tasks and model comparison -------------------------------------------------------------------------
 
 
-@st.cache_data(show_spinner=False, max_entries=64, hash_funcs=BY_INPUT)
+@st.cache_data(show_spinner=False, max_entries=64, hash_funcs=BY_INPUT, ttl=HOUR)
 def next_sentence(key: ModelKey, prepared: PreparedInput) -> sentence_tasks.NextSentence:
     loaded = load_model(key)
     return sentence_tasks.next_sentence(loaded.model, loaded.tokenizer, prepared.text, prepared.pair,
                                         loaded.summary.max_positions, prepared.truncate)
 
 
-@st.cache_data(show_spinner=False, max_entries=64, hash_funcs=BY_INPUT)
+@st.cache_data(show_spinner=False, max_entries=64, hash_funcs=BY_INPUT, ttl=HOUR)
 def token_labels(key: ModelKey, prepared: PreparedInput) -> pd.DataFrame:
     return sentence_tasks.token_labels(load_model(key).model, prepared.base)
 
@@ -357,14 +193,14 @@ def generator_choices(key: ModelKey, choices: tuple[models.ModelChoice, ...]) ->
     return generators.generator_choices(choices, load_model(key).tokenizer)
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
+@st.cache_data(show_spinner=False, max_entries=16, ttl=HOUR)
 def generator_problem(key: ModelKey, generator: ModelKey) -> str | None:
     """Why `generator` cannot fill the blanks that the discriminator `key` reads, or None when it can."""
     discriminator, filler = load_model(key), load_model(generator)
     return _why_not(check_pair, filler.model, discriminator.model, discriminator.tokenizer, filler.tokenizer)
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
+@st.cache_data(show_spinner=False, max_entries=16, ttl=HOUR)
 def same_vocabulary(key_a: ModelKey, key_b: ModelKey) -> bool:
     """Do the two models read the same token ids? Then they are compared token by token, else word by word."""
     return shares_vocabulary(load_model(key_a).tokenizer, load_model(key_b).tokenizer)
@@ -384,7 +220,7 @@ def _why_not(check, *args) -> str | None:
 # ---- lessons --------------------------------------------------------------------------------------------------------
 
 
-@st.cache_data(show_spinner="Working out this step for the loaded model…", max_entries=64)
+@st.cache_data(show_spinner="Working out this step for the loaded model…", max_entries=64, ttl=HOUR)
 def lesson_step(key: ModelKey, lesson: Lesson, index: int, sentence: tuple[str, str, bool],
                 escape_markdown: bool = True) -> ResolvedStep:
     """A lesson's step for this model; `sentence` (text, pair, truncate) is the session's, for steps that set none."""
@@ -393,7 +229,7 @@ def lesson_step(key: ModelKey, lesson: Lesson, index: int, sentence: tuple[str, 
                    _per_model(key))
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@st.cache_data(show_spinner=False, max_entries=64, ttl=HOUR)
 def lesson_step_costs(key: ModelKey, lesson: Lesson, sentence: tuple[str, str, bool]) -> tuple[Cost, ...]:
     """Each step's cost for this model (viz_app/lessons/costs.py), the session's sentence where a step sets none:
     worked out once, not on every rerun of a following class (a probes step tokenizes its sentences)."""
@@ -402,7 +238,7 @@ def lesson_step_costs(key: ModelKey, lesson: Lesson, sentence: tuple[str, str, b
     return tuple(lesson_costs.step_cost(lesson, index, loaded, session) for index in range(len(lesson.steps)))
 
 
-@st.cache_data(show_spinner="Drawing this step's figures…", max_entries=64)
+@st.cache_data(show_spinner="Drawing this step's figures…", max_entries=64, ttl=HOUR)
 def lesson_charts(key: ModelKey, page: str, state: dict) -> list[Chart]:
     """The figures a lesson's step shows for this model (the page's main charts with the step's settings)."""
     return view_charts(page, load_model(key), state, _per_model(key))
@@ -412,72 +248,43 @@ def _per_model(key: ModelKey) -> PerModel:
     """A lesson's per-model values through this module's caches: a step's computed values and its figures read the
     same causal runs, and the causal tracing page the same again."""
     return PerModel(lambda: tables(key), lambda: mean_head_outputs(key),
-                    lambda request, exact: exact_patching(key, request) if exact else attribution_patching(key, request),
-                    lambda request: noise_trace(key, request))
+                    lambda computation, work: computed(computation.name, key, None, computation.cache_key(work), work,
+                                                      computation))
 
 
 # ---- features: sparse autoencoders and neurons across a corpus (pages/features.py) -----------------------------
 
 
-def _scan_progress(what: str):
-    """A progress bar for a scan, and its callback (done, total)."""
-    bar = st.progress(0.0, f"{what}…")
-    return bar, lambda done, total: bar.progress(done / max(total, 1), f"{what}: {done:,} of {total:,} sentences")
 
 
-def _read_only_scan(scan: UnitScan) -> UnitScan:
-    for array in (scan.top_values, scan.top_rows, scan.bin_edges, scan.counts, scan.means, scan.active):
-        array.flags.writeable = False
-    return scan
 
 
-@st.cache_resource(show_spinner="Reading the corpus…", max_entries=8)
+@st.cache_resource(show_spinner="Reading the corpus…", max_entries=8, ttl=HOUR)
 def feature_corpus(key: ModelKey, name: str) -> Corpus:
     """A built-in corpus for the Features page, encoded for this model's tokenizer (shared, read-only)."""
     loaded = load_model(key)
     return features.builtin_corpus(name, loaded.tokenizer, loaded.model.config.max_position_embeddings)
 
 
-@st.cache_resource(show_spinner="Reading the file…", max_entries=8)
+@st.cache_resource(show_spinner="Reading the file…", max_entries=8, ttl=HOUR)
 def uploaded_feature_corpus(key: ModelKey, data: bytes, name: str) -> tuple[str | None, Corpus | str]:
     """(an id for the caches: the text's digest, the corpus) or (None, a message saying what to change)."""
-    loaded = load_model(key)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None, "That file is not UTF-8 text. Save it as UTF-8 and upload it again."
-    corpus = features.uploaded_corpus(text, name, loaded.tokenizer, loaded.model.config.max_position_embeddings)
-    return (None, corpus) if isinstance(corpus, str) else (hashlib.sha256(data).hexdigest(), corpus)
+    return features.read_uploaded_corpus(data, name, load_model(key))
 
 
-@st.cache_resource(show_spinner="Reading the corpus index…", max_entries=4)
+@st.cache_resource(show_spinner="Reading the corpus index…", max_entries=4, ttl=HOUR)
 def index_feature_corpus(key: ModelKey, folder: str, stamp: int | None) -> tuple[str | None, Corpus | str]:
     """(an id for the caches, the sentences of a corpus index built with this model) or (None, a message).
     stamp: features.index_stamp(folder), so that a rebuilt index is read again."""
-    loaded = load_model(key)
-    corpus = features.index_corpus(folder, loaded.tokenizer, loaded.model, loaded.model.config.max_position_embeddings)
-    return (None, corpus) if isinstance(corpus, str) else (f"index:{folder}:{stamp}", corpus)
+    return features.read_index_corpus(folder, stamp, load_model(key))
 
 
-@st.cache_resource(show_spinner=False, max_entries=8, ttl=HOUR)
-def neuron_scan(key: ModelKey, corpus_id: str, layer: int, _corpus: Corpus) -> UnitScan:
-    """Every neuron of `layer` over the corpus, from one pass (shared, read-only): top examples and histograms."""
-    loaded = load_model(key)
-    bar, progress = _scan_progress(f"Reading every neuron of layer {layer} over the corpus (once per model and corpus)")
-    scan = scan_neurons(loaded.model, _corpus, layer, loaded.tokenizer.pad_id, progress=progress)
-    bar.empty()
-    return _read_only_scan(scan)
-
-
-@st.cache_resource(show_spinner="Loading the sparse autoencoder…", max_entries=8)
+@st.cache_resource(show_spinner="Loading the sparse autoencoder…", max_entries=8, ttl=HOUR)
 def sae(key: ModelKey, folder: str) -> TopKSae | SaeFileError:
     """The SAE in `folder` for this model (shared, read-only), or why it cannot be used (its text may name the
     folder: a page shows it through access.failure). Its labels are not read here: the page reads them on every
     run (the owner may have saved one meanwhile)."""
-    try:
-        return load_sae(folder, load_model(key).model, labels=False)
-    except SaeFileError as error:
-        return error
+    return features.sae_or_why_not(folder, load_model(key).model)
 
 
 @st.cache_resource(show_spinner=False, max_entries=FORWARD_ENTRIES, ttl=HOUR, hash_funcs=BY_INPUT)
@@ -488,31 +295,23 @@ def layer_vectors(key: ModelKey, layer: int, prepared: PreparedInput) -> torch.T
     return residual_at(model, layer, *prepared.masked.tensors(model_device(model)))
 
 
-@st.cache_data(show_spinner=False, max_entries=FORWARD_ENTRIES, ttl=HOUR, hash_funcs=BY_INPUT)
 def sentence_features(key: ModelKey, folder: str, prepared: PreparedInput) -> np.ndarray:
-    """z [seq, feature] of the input as the model reads it."""
+    """z [seq, feature] of the input as the model reads it (512 tokens of a wide SAE: tens of MB, kept within
+    RESULT_BYTES)."""
     model_sae = sae(key, folder)
-    with torch.no_grad():
-        return model_sae.encode(layer_vectors(key, model_sae.config.layer, prepared)[0].float()).cpu().numpy()
+    return results_store().get_or_compute(
+        ("features.sentence", key, folder, prepared.key),
+        lambda: features.encode(model_sae, layer_vectors(key, model_sae.config.layer, prepared)))
 
 
-@st.cache_resource(show_spinner=False, max_entries=8, ttl=HOUR)
-def feature_scan(key: ModelKey, folder: str, corpus_id: str, _corpus: Corpus) -> UnitScan:
-    """Every feature's top examples and histogram over the corpus, from one pass (shared, read-only)."""
-    loaded = load_model(key)
-    bar, progress = _scan_progress("Finding every feature's top examples in the corpus (once per model and corpus)")
-    scan = scan_features(loaded.model, sae(key, folder), _corpus, loaded.tokenizer.pad_id, progress=progress)
-    bar.empty()
-    return _read_only_scan(scan)
-
-
-@st.cache_data(show_spinner=False, max_entries=256)
+@st.cache_data(show_spinner=False, max_entries=256, ttl=HOUR)
 def promoted_tokens(key: ModelKey, folder: str, feature: int) -> list[tuple[str, float]]:
     loaded = load_model(key)
     return promoted(sae(key, folder), loaded.model, loaded.tokenizer, feature)
 
 
-@st.cache_data(show_spinner="Running the model with the feature switched…", max_entries=64, hash_funcs=BY_INPUT)
+@st.cache_data(show_spinner="Running the model with the feature switched…", max_entries=64, hash_funcs=BY_INPUT,
+               ttl=HOUR)
 def feature_guess(key: ModelKey, folder: str, prepared: PreparedInput, feature: int, factor: float) -> GuessChange:
     loaded, model_sae = load_model(key), sae(key, folder)
     hidden = layer_vectors(key, model_sae.config.layer, prepared)
@@ -522,13 +321,61 @@ def feature_guess(key: ModelKey, folder: str, prepared: PreparedInput, feature: 
 # ---- a page spec's heavy computations (viz_app/specs/base.py), run through viz_app/server/heavy.py's `run` ------------
 
 
-@st.cache_data(show_spinner=False, max_entries=64, ttl=HOUR, hash_funcs=BY_INPUT)
-def computed(name: str, key: ModelKey, prepared: PreparedInput | None, work, _computation: Computation):
-    """The computation's result for this model, input and work (`name` is the computation's, its key here)."""
-    return _computation.compute(Inputs(load_model(key), prepared, load_model), work)
+RESULT_ENTRIES = 64
+RESULT_BYTES = 2 * MEMORY_BUDGET * MB  # per-visitor results kept at most (the newest is kept even alone over it)
+KEPT_PART_ENTRIES = 2  # the parts computations share (the probes' word vectors: BERT-base on UD EWT is about 2 GB)
+KEPT_PART_BYTES = 2 * MEMORY_BUDGET * MB  # two sets a student may start (a larger one is kept alone)
 
 
-@st.cache_resource(show_spinner=False, max_entries=FORWARD_ENTRIES, ttl=HOUR, hash_funcs=BY_INPUT)
-def computed_shared(name: str, key: ModelKey, prepared: PreparedInput | None, work, _computation: Computation):
-    """A `shared` computation's result (a recorded pass, read-only arrays), one object for every session."""
-    return _computation.compute(Inputs(load_model(key), prepared, load_model), work)
+@st.cache_resource(show_spinner=False)
+def results_store() -> BoundedStore:
+    """The specs' results (viz_app/server/memory.py): at most RESULT_ENTRIES and RESULT_BYTES, each for an hour,
+    a copy handed to each session as `st.cache_data` does."""
+    return BoundedStore(RESULT_ENTRIES, RESULT_BYTES, HOUR, copies=True)
+
+
+@st.cache_resource(show_spinner=False)
+def kept_parts() -> BoundedStore:
+    """What `Inputs.keep` keeps (viz_app/specs/base.py): at most KEPT_PART_ENTRIES and KEPT_PART_BYTES, each for an
+    hour, shared read-only (the probes only read their word vectors)."""
+    return BoundedStore(KEPT_PART_ENTRIES, KEPT_PART_BYTES, HOUR)
+
+
+def inputs(key: ModelKey, prepared: PreparedInput | None) -> Inputs:
+    """A computation's inputs, with the app's cached loader and its store of shared parts."""
+    return Inputs(load_model(key), prepared, load_model, kept_parts().get_or_compute)
+
+
+def computed(name: str, key: ModelKey, prepared: PreparedInput | None, work_key, _work, _computation: Computation):
+    """The computation's result for this model, input and work (`name` is the computation's, `work_key` its
+    `cache_key(work)`: together the key here)."""
+    return results_store().get_or_compute((name, key, None if prepared is None else prepared.key, work_key),
+                                          lambda: _computation.compute(inputs(key, prepared), _work))
+
+
+@st.cache_data(show_spinner=False, max_entries=256, ttl=HOUR, hash_funcs=BY_INPUT)
+def priced(name: str, key: ModelKey, prepared: PreparedInput | None, work_key, _work, _computation: Computation) -> Cost:
+    """The computation's cost (worked out once per model, input and work: the probes' tokenize their sentences)."""
+    return _computation.cost(inputs(key, prepared), _work)
+
+
+SHARED_BYTES = 4 * MEMORY_BUDGET * MB  # shared results kept at most (recorded passes, corpus indexes, scans)
+
+
+@st.cache_resource(show_spinner=False)
+def shared_store() -> BoundedStore:
+    """The `shared` computations' results, one object for every session: at most FORWARD_ENTRIES and SHARED_BYTES,
+    each for an hour. A store, not an `st.cache_resource` of its own: a heavy job draws its progress bar while the
+    computation runs, which Streamlit could not replay from a cached function."""
+    return BoundedStore(FORWARD_ENTRIES, SHARED_BYTES, HOUR)
+
+
+def computed_shared(name: str, key: ModelKey, prepared: PreparedInput | None, work_key, _work, _computation: Computation):
+    """A `shared` computation's result (a recorded pass, a corpus index: read-only), one object for every session."""
+    return shared_store().get_or_compute((name, key, None if prepared is None else prepared.key, work_key),
+                                         lambda: _computation.compute(inputs(key, prepared), _work))
+
+
+def kept_shared(name: str, key: ModelKey, prepared: PreparedInput | None, work_key, _work=None, _computation=None):
+    """`computed_shared`'s result when it is kept already, else None; never computes."""
+    return shared_store().get((name, key, None if prepared is None else prepared.key, work_key))

@@ -1,6 +1,8 @@
 """What must hold on every page the app renders, whatever the model and the input (tests/app/app/test_every_page.py
 checks each on every render): each returns the problems it finds, an empty list when there are none.
 
+- `exceptions`: no exception (Home.py shows a page's failure to the owner): a heavy computation reached outside
+  viz_app/server/heavy.py's `run` is one, refused by the watcher Home.py runs every page under;
 - `shown_problems`: no traceback, no file of the server named;
 - `live_markup`: text from a link never renders as Markdown or HTML (a link, an image, a tag, emphasis);
 - `html_problems`: only the pages that write HTML do, with the visitor's text escaped; chart labels carry no tag;
@@ -42,6 +44,10 @@ def nodes(node):
 def widgets(at) -> dict:
     """key -> the widget drawn with it, whatever its kind."""
     return {node.key: node for node in nodes(at._tree) if isinstance(node, Widget) and node.key}
+
+
+def exceptions(at) -> list[str]:
+    return [f"exception: {error.value} {''.join(getattr(error, 'stack_trace', []))[-300:]}" for error in at.exception]
 
 
 def shown_problems(at) -> list[str]:

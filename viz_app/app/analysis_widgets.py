@@ -12,7 +12,7 @@ from viz_app.server import uploads
 from viz_app.app.navigation import SENTENCES_FROM
 from viz_app.app.page_context import Context
 from viz_app.app.text import chip_labels, escape_markdown
-from viz_app.views import chosen_mask
+from viz_app.specs.base import chosen_mask
 
 BUILTIN, UPLOAD = SENTENCES_FROM.choices  # the built-in sentences, or a file of the visitor's
 

@@ -5,8 +5,7 @@ Everything else is read from these entries: the navigation Home.py builds (`GROU
 sentence box (`NO_SENTENCE_BOX`), every URL parameter a link or a lesson's step can set (`LINK_PARAMS`: the shared
 ones of viz_app/app/url_params.py and each page's own), the widgets that keep a value on one page only (or in
 the sidebar), outside the link (`OWN_WIDGETS`), the values a lesson may give (`Param.choices`), the pages a lesson
-step opens and how it draws them (`spec`, a page's module in viz_app/specs/, or for a page not yet written
-as a spec `lesson_view`, a builder in viz_app/lessons/views.py). Plain Python.
+step opens and how it draws them (`spec`, a page's module in viz_app/specs/). Plain Python.
 """
 from __future__ import annotations
 
@@ -34,7 +33,6 @@ class Page:
     # its widgets that keep their value (viz_app/app/state.py `kept`) on this page only, outside the link: key ->
     # default (None: the page picks, e.g. the first option)
     own_widgets: dict[str, object] = field(default_factory=dict)
-    lesson_view: str | None = None  # the builder in viz_app/lessons/views.py that draws it for a lesson step
     spec: str | None = None  # its spec's module in viz_app/specs/ (viz_app/specs/base.py), named by url_path
     old_paths: tuple[str, ...] = ()  # addresses it had before: links and lesson files naming them still open it
 
@@ -98,7 +96,7 @@ REGISTRY: tuple[Page, ...] = (
         "probe_erase": flag(False),  # amnesic probing of one task at one layer
         "probe_erase_task": text(None),  # None: the first label task of the run
         "probe_erase_layer": integer(None),  # shown by its name; None: the task's best layer
-    }, lesson_view="probe_charts"),
+    }, spec="probes"),
     Page("logit_lens", "Logit lens", ":material/layers:", EXPERIMENTS,
          params={"lens_mask": integer(None)}, spec="logit_lens"),  # None: the first [MASK]
     Page("head_ablation", "Head ablation", ":material/content_cut:", EXPERIMENTS, params={
@@ -119,7 +117,7 @@ REGISTRY: tuple[Page, ...] = (
              "trace_text": text("The man said that [MASK] was tired."),
              "trace_corrupt": ints(None), "trace_answer": text(None),
              "trace_samples": integer(10), "trace_blocks": flag(False),
-         }, lesson_view="causal_tracing_charts"),
+         }, spec="causal_tracing"),
     # Context mixing (formerly at /rollout): the method, the one beside it (or "none"), the layer (None: the last),
     # the token whose row is drawn as bars (None: the first [MASK], else the first word)
     Page("mixing", "What each word takes", ":material/water:", EXPERIMENTS, params={
@@ -152,7 +150,7 @@ REGISTRY: tuple[Page, ...] = (
         "search_position": integer(None), "search_layer": integer(None),  # None: the first token, the last layer
         "search_by": choice(("layer", "head")),  # a layer's output, or one head's output
         "search_head": integer(0), "search_k": integer(10), "search_corpus": SENTENCES_FROM,
-    }),
+    }, spec="corpus_search"),
     Page("word_contexts", "One word, many contexts", ":material/compare_arrows:", EXPERIMENTS,
          reads_sentence=False, params={"contexts_layer": integer(None), "contexts_word": text("bank"),
                                        "contexts_sentences": text("\n".join(EXAMPLES["bank"]))}, spec="word_contexts"),
@@ -160,7 +158,8 @@ REGISTRY: tuple[Page, ...] = (
         "features_look_at": choice(("Sparse-autoencoder features", "MLP neurons")),
         "features_shown": integer(24), "features_corpus": CORPUS, "neurons_layer": integer(0), "neurons_corpus": CORPUS,
     }, own_widgets={"features_sae": None, "features_feature": None, "neurons_neuron": None,  # None: the strongest here
-                    "features_factor": None, "features_corpus_index": None, "neurons_corpus_index": None}),
+                    "features_factor": None, "features_corpus_index": None, "neurons_corpus_index": None},
+         spec="features"),
     # Its own text, the masks' draw, the pairs, the live run's and the successors' (viz_app/specs/how_bert_was_trained/)
     Page("how_bert_was_trained", "How BERT was trained", ":material/model_training:", TRAINED,
          reads_sentence=False, params={

@@ -19,7 +19,7 @@
     figure.write_html("view.html")                         # any of them as one offline file
 
 Each function returns the Plotly figure the app's page draws for the same input and settings, made by the same
-view (a page spec's, viz_app/specs/, or viz_app/views/) or chart builder (viz_app/charts/) from the same recorded pass
+view (a page spec's, viz_app/specs/) or chart builder (viz_app/charts/) from the same recorded pass
 (viz_app/app/forward.py, `record`). Streamlit is not imported: a notebook needs only the library, Plotly and pandas.
 """
 from __future__ import annotations
@@ -44,7 +44,7 @@ from viz_app.charts.head_ablation import head_effect_heatmap
 from viz_app.charts.saliency import deletion_chart, saliency_chart
 from viz_app.specs import embeddings as embeddings_spec, logit_lens as logit_lens_spec, mlp as mlp_spec
 from viz_app.specs import attention as attention_spec, prediction as prediction_spec
-from viz_app.views.probes import ProbeViewSettings, probes_view
+from viz_app.specs.probes.view import ProbeViewSettings, probes_view
 
 
 @dataclass(frozen=True)

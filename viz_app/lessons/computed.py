@@ -22,6 +22,7 @@ from bert.errors import BertError
 from bert.layers import head_label, layer_label
 from bert.analysis.attention.mixing import ContextMixing
 from viz_app.specs import causal_tracing, mixing
+from viz_app.specs.base import Computation as SpecComputation, Inputs
 from viz_app.specs.head_ablation import mean_head_outputs
 from viz_app.app.forward import ForwardResult, InputProblem, PreparedInput, prepare_input, record
 from viz_app.specs.sentence_tasks import next_sentence
@@ -54,16 +55,14 @@ class PerModel:
     (viz_app/cache.py); `of(loaded)` keeps each result in this object."""
     tables: Callable[[], EmbeddingTables]  # the embedding tables' analysis (viz_app/app/tables.py)
     mean_head_outputs: Callable[[], np.ndarray]  # [layer, head, head_dim] (viz_app/specs/head_ablation.py)
-    patching: Callable[[causal_tracing.PatchingRequest, bool], PatchingResult]  # (resolved request, exact)
-    trace: Callable[[causal_tracing.TraceRequest], TraceResult]  # a resolved request
+    computed: Callable[[SpecComputation, Any], Any]  # a spec's `per_model` computation's result for its work (the causal runs)
 
     @classmethod
     def of(cls, loaded) -> PerModel:
         """Each computed on first use and kept by this object."""
         return cls(functools.cache(lambda: model_tables(loaded.model, loaded.tokenizer, loaded.summary.vocab)),
                    functools.cache(lambda: mean_head_outputs(loaded)),
-                   functools.cache(lambda request, exact: causal_tracing.run_patching(loaded, request, exact)),
-                   functools.cache(lambda request: causal_tracing.run_trace(loaded, request)))
+                   functools.cache(lambda computation, work: computation.compute(Inputs(loaded), work)))
 
 
 class StepFacts:
@@ -100,17 +99,18 @@ class StepFacts:
     @cached_property
     def patching(self) -> tuple[PatchingResult, PatchingResult]:
         """(exact, attribution) patching for the step's two sentences (viz_app/specs/causal_tracing.py)."""
-        request = causal_tracing.resolve_patching(self.loaded, causal_tracing.CausalSettings.from_state(self.state).patching)
+        request = causal_tracing.Settings.from_state(self.state).patching  # the page's figures read the same runs
         try:
-            return self.per_model.patching(request, True), self.per_model.patching(request, False)
+            return (self.per_model.computed(causal_tracing.EXACT, request),
+                    self.per_model.computed(causal_tracing.ATTRIBUTION, request))
         except BertError as problem:
             raise NotComputable(str(problem)) from None
 
     @cached_property
     def trace(self) -> TraceResult:
-        request = causal_tracing.resolve_trace(self.loaded, causal_tracing.CausalSettings.from_state(self.state).trace)
+        request = causal_tracing.Settings.from_state(self.state).trace
         try:
-            return self.per_model.trace(request)
+            return self.per_model.computed(causal_tracing.TRACE, request)
         except BertError as problem:
             raise NotComputable(str(problem)) from None
 

@@ -14,24 +14,18 @@ from typing import Any, Callable, Iterable, Mapping
 
 from bert.analysis.attention.mixing import mixing_cost
 from bert.analysis.causal.ablation import rank_heads_cost
-from bert.analysis.causal.patching import patching_cost
-from bert.analysis.causal.tracing import trace_cost
 from bert.costs import Cost
-from bert.errors import BertError
-from viz_app.specs.probes import runs as probe_runs
-from viz_app.specs.causal_tracing import SITES_FOR_BLOCKS, CausalSettings
+from viz_app.specs import causal_tracing
 from viz_app.app.forward import InputProblem, prepare_input
 from viz_app.lessons.computed import COMPUTED
 from viz_app.lessons.format import PLACEHOLDER, ComputedValue, Lesson
 from viz_app.lessons.resolve import step_state
-from viz_app.lessons.views import BUILDERS, probe_data
 from viz_app.app.models import LoadedModel
 from viz_app.app.navigation import LINK_PARAMS
 from viz_app.specs.base import Inputs, planned_cost
 from viz_app.specs.catalog import SPECS
 
 NOTHING = Cost(0, 0)
-GUESSES = 1  # the pass that finds the model's top guess where a causal request leaves the answer to the page
 
 
 class StepInput:
@@ -60,12 +54,6 @@ class StepInput:
         inputs = self.inputs
         return len(inputs.prepared.masked) if inputs else 0
 
-    def length_of(self, text: str) -> int:
-        try:
-            return len(self.loaded.tokenizer.encode(text, max_length=self.loaded.summary.max_positions))
-        except BertError:
-            return 0
-
     def passes(self, count: int) -> Cost:
         return Cost(count, self.tokens) if self.tokens else NOTHING
 
@@ -82,74 +70,36 @@ def _ranking(step: StepInput, more: int) -> Cost:
     return rank_heads_cost(step.config, step.tokens) + step.passes(more) if step.tokens else NOTHING
 
 
-def _patching(step: StepInput, exact: bool = True) -> Cost:
-    request = CausalSettings.from_state(step.state).patching
-    tokens = max(step.length_of(request.clean), step.length_of(request.corrupted))
-    if not tokens:
-        return NOTHING
-    found = Cost(2 * GUESSES, tokens)  # the answer and the foil, from each sentence's guesses
-    approximate = patching_cost(step.config, tokens, exact=False)
-    return found + approximate + (patching_cost(step.config, tokens, head_layer=request.head_layer) if exact else NOTHING)
-
-
-def _trace(step: StepInput) -> Cost:
-    request = CausalSettings.from_state(step.state).trace
-    tokens = step.length_of(request.text)
-    samples = request.samples if isinstance(request.samples, int) and request.samples > 0 else 1
-    return Cost(GUESSES, tokens) + trace_cost(step.config, tokens, samples, SITES_FOR_BLOCKS[bool(request.blocks)]) if tokens else NOTHING
+def _causal(*computations) -> Callable[[StepInput], Cost]:
+    """What the causal tracing page's computations cost for the step's sentences (a step's values and its figures
+    read the same runs: counted for each, an upper bound)."""
+    def cost(step: StepInput) -> Cost:
+        settings, inputs = causal_tracing.Settings.from_state(step.state), Inputs(step.loaded)
+        return sum((c.cost(inputs, settings.trace if c is causal_tracing.TRACE else settings.patching)
+                    for c in computations), NOTHING)
+    return cost
 
 
 # computed value -> its cost; every other value reads one recorded pass of the step's sentence
 VALUE_COSTS: dict[str, Callable[[StepInput], Cost]] = {
     "most_helpful_head": lambda step: _ranking(step, more=3),  # resolving such a step measures the ranking + 3
     "next_sentence": lambda step: step.passes(2),
-    "patching": _patching,
+    "patching": _causal(causal_tracing.ATTRIBUTION, causal_tracing.EXACT),
     "weight_to_special": lambda step: step.passes(1) + _mixing("attention")(step),  # the tokens, then the shares
     "norm_to_special": lambda step: step.passes(1) + _mixing("norm", "attention")(step),
     "zeroing_to_special": lambda step: step.passes(1) + _mixing("value-zeroing", "attention")(step),
     "residual_keeps": _mixing("norm", "norm-residual", "alti", "attention"),
-    "trace": _trace,
+    "trace": _causal(causal_tracing.TRACE),
 }
-
-
-def _causal_figures(step: StepInput) -> Cost:
-    settings = CausalSettings.from_state(step.state)
-    return _trace(step) if settings.mode == "one" else _patching(step, exact=bool(settings.exact))
-
-
-def _probe_figures(step: StepInput) -> Cost:
-    """The passes that read the probes' word vectors (the probes' training is not counted in passes)."""
-    found = probe_data(step)
-    if found is None:
-        return NOTHING
-    data, tasks = found
-    return probe_runs.features_cost(step.loaded.tokenizer, data, tasks, step["probe_pieces"], step["probe_seed"], step.config)
-
-
-# page -> the cost of the figures a lesson step draws for it (views.BUILDERS), for the pages not written as a spec
-FIGURE_COSTS: dict[str, Callable[[StepInput], Cost]] = {
-    "causal_tracing": _causal_figures,
-    "probes": _probe_figures,
-}
-
-
-ONE_PASS_FIGURES: frozenset[str] = frozenset()  # figures priced as one record (none left: every page has a spec)
 
 
 def figure_cost(page: str, step: StepInput) -> Cost:
-    """What the figures of `page` a step draws cost: a spec's computations for the step's settings, a page's
-    FIGURE_COSTS, one recorded pass for ONE_PASS_FIGURES, nothing for a page a step does not draw. A page a step
-    draws with no price here is an error, never guessed."""
-    if page in SPECS:
-        spec, inputs = SPECS[page], step.inputs
-        return planned_cost(spec.computations(spec.Settings.from_state(step.state, inputs)), inputs) if inputs else NOTHING
-    if page in FIGURE_COSTS:
-        return FIGURE_COSTS[page](step)
-    if page in ONE_PASS_FIGURES:
-        return step.passes(1)
-    if page not in BUILDERS:
+    """What the figures of `page` a step draws cost: its spec's computations for the step's settings; nothing for a
+    page a step does not draw (one without a spec)."""
+    if page not in SPECS:
         return NOTHING
-    raise LookupError(f"the lesson figures of page {page!r} have no price: give it a spec (viz_app/specs/base.py)")
+    spec, inputs = SPECS[page], step.inputs
+    return planned_cost(spec.computations(spec.Settings.from_state(step.state, inputs)), inputs) if inputs else NOTHING
 
 
 def step_cost(lesson: Lesson, index: int, loaded: LoadedModel, session: Mapping[str, Any]) -> Cost:

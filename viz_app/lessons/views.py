@@ -1,5 +1,5 @@
 """The figures a page shows for a given state, built in plain Python (no Streamlit): what a lesson step shows in
-the presenter view and what an exported lesson contains. Each page's own view function (viz_app/views/) builds
+the presenter view and what an exported lesson contains. Each page's spec (viz_app/specs/) computes and draws
 them, so a step shows what the page shows.
 
 `view_charts(page, loaded, state)` returns the page's main charts, or an empty list for a page whose figures are
@@ -12,20 +12,14 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Mapping
 
-from bert.data import builtin_sentences
 from bert.errors import BertError
-from viz_app.specs.probes import runs as probe_runs
-from viz_app.specs.causal_tracing import CausalSettings, resolve_patching, resolve_trace
 from viz_app.charts.base import Chart
 from viz_app.app.forward import PreparedInput, prepare_input
 from viz_app.lessons.computed import PerModel
 from viz_app.app.models import LoadedModel
 from viz_app.app.navigation import LINK_PARAMS, PAGES
-from viz_app.specs.base import Inputs, compute_all
+from viz_app.specs.base import Inputs, chosen_mask
 from viz_app.specs.catalog import SPECS
-from viz_app.views import chosen_mask
-from viz_app.views.causal_tracing import patching_view, tracing_view
-from viz_app.views.probes import ProbeViewSettings, probes_view
 
 
 class PageState:
@@ -44,67 +38,23 @@ class PageState:
         return chosen_mask(self[key], self.prepared.all_masks)
 
 
-def probe_data(view) -> tuple[probe_runs.ProbeData, list[str]] | None:
-    """The data and tasks a probes step draws (`view`: a PageState or anything that reads a step's state the same
-    way): the built-in sentences or the first sentences of UD EWT; None for a file or a text to upload, which has
-    no figure here, or no task the data offers."""
-    if view["probes_source"] == "ud_ewt":
-        count = view["probes_ud_count"]
-        data, tasks = probe_runs.ud_ewt_data(count if isinstance(count, int) and count >= 10 else probe_runs.UD_SENTENCES), view["probe_treebank_tasks"]
-    elif view["probes_source"] == "wordnet":
-        data, tasks = probe_runs.builtin_data(min(max(view["probes_count"], 20), len(builtin_sentences()))), view["probe_tasks"]
-    else:
-        return None
-    tasks = [task for task in tasks if task in data.tasks]
-    return (data, tasks) if tasks else None
-
-
-def probe_charts(view: PageState) -> list[Chart]:
-    """The probes page's charts for the step's data and tasks (probe_data)."""
-    found = probe_data(view)
-    if found is None:
-        return []
-    data, tasks = found
-    run = probe_runs.probe_run(view.loaded.model, view.loaded.tokenizer, data, tasks, view["probe_pieces"],
-                               view["probe_seed"], view["probe_mdl"])
-    return list(probes_view(ProbeViewSettings.from_state(view.state), run).values())
-
-
-
-
-def causal_tracing_charts(view: PageState) -> list[Chart]:
-    if not view.loaded.model.has_mlm_head:
-        return []
-    settings = CausalSettings.from_state(view.state)
-    runs = view.per_model  # the same runs as the step's computed values (viz_app/lessons/computed.py)
-    try:
-        if settings.mode == "one":
-            return list(tracing_view(runs.trace(resolve_trace(view.loaded, settings.trace))).values())
-        request = resolve_patching(view.loaded, settings.patching)
-        approximate = runs.patching(request, False)
-        exact = runs.patching(request, True) if settings.exact else None
-    except BertError:  # sentences the page would refuse with a message
-        return []
-    return list(patching_view(exact or approximate, approximate if exact else None, settings.compare).values())
-
-
 def spec_charts(spec, view: PageState) -> list[Chart]:
     """A page written as a spec (viz_app/specs/base.py): its computations for the step's settings, then the charts
     its LESSON_CHARTS names; [] where the page would say why it cannot run (a model without the head it reads)."""
     inputs = Inputs(view.loaded, view.prepared)
     settings = spec.Settings.from_state(view.state, inputs)
-    try:
-        results = compute_all(spec.computations(settings), inputs)
+    try:  # a computation made once per model and work (the causal runs) is the PerModel's: the step's values read it too
+        results = {name: view.per_model.computed(computation, work) if computation.per_model
+                   else computation.compute(inputs, work) for name, (computation, work) in spec.computations(settings).items()}
     except BertError:
         return []
     charts = spec.view(settings, inputs, results)
     return [charts[name] for name in spec.LESSON_CHARTS if name in charts]
 
 
-# url_path -> how a step draws it: its spec (`Page.spec`), or the builder its registry entry names (`Page.lesson_view`)
+# url_path -> how a step draws it: its spec (`Page.spec`)
 BUILDERS: dict[str, Callable[[PageState], list[Chart]]] = {
-    **{url: globals()[page.lesson_view] for url, page in PAGES.items() if page.lesson_view},
-    **{url: functools.partial(spec_charts, SPECS[page.spec]) for url, page in PAGES.items() if page.spec}}
+    url: functools.partial(spec_charts, SPECS[page.spec]) for url, page in PAGES.items() if page.spec}
 
 
 def view_charts(page: str, loaded: LoadedModel, state: Mapping[str, Any],

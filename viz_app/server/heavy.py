@@ -82,40 +82,61 @@ def _decision(context: Context, cost: Cost, config: BertConfig | None):
 
 
 @contextlib.contextmanager
-def job(context: Context, cost: Cost, label: str, config: BertConfig | None = None) -> Iterator[None]:
-    """Run the block (a cached computation) as this visitor's heavy computation, under a spinner that says its cost.
-    Between forward passes it lets Streamlit stop the run (its input changed) and stops when its browser session is
-    gone. When it cannot run now (another of the visitor's computations runs) the page says so and stops."""
+def job(context: Context, cost: Cost, label: str, config: BertConfig | None = None,
+        progress_bar: bool = False) -> Iterator[None]:
+    """Run the block (a cached computation) as this visitor's heavy computation, under a spinner that says its cost
+    and, with `progress_bar`, a bar ("`label`: 120 of 992 forward passes", or its place in the queue for a slot):
+    only where the block calls no `st.cache_data` or `st.cache_resource` function that computes (Streamlit could
+    not replay a bar drawn from inside one), as `run`'s stores. Between forward passes it lets Streamlit stop the
+    run (its input changed) and stops when its browser session is gone. When it cannot run now (another of the
+    visitor's computations runs) the page says so and stops."""
     work = cost.work(config or context.loaded.model.config)
+    bar = st.empty() if progress_bar else None  # drawn at the first report (half a second in), gone at the end
+
+    def progress(share: float, text: str) -> None:
+        sessions.let_streamlit_stop()
+        if bar is not None:
+            bar.progress(share, f"{label}: {text}")
+
     try:
         with st.spinner(f"{label}: {cost.describe()} (after the computations that hold the server's slots)…"), \
-                server_jobs(context).job(visitor(), visitor(), work, cost.forward_passes,
-                                         lambda share, text: sessions.let_streamlit_stop(), payer(context)):
+                server_jobs(context).job(visitor(), visitor(), work, cost.forward_passes, progress, payer(context)):
             yield
     except BusyError as busy:
         st.warning(f"Not started: {busy}.")
         st.stop()
     except StoppedError:
         st.stop()
+    finally:
+        if bar is not None:
+            bar.empty()
 
 
 def run(context: Context, computation: Computation, work, key: str | None = None, config: BertConfig | None = None):
     """The computation's result for the page's model and input: priced (`computation.cost`), allowed by the budgets
     (or confirmed by the owner or the presenter), run in a slot that stops when the tab closes, and cached (one
-    result per model, input and work, shared by every session). None when it may not start: the page has said why.
+    result per model, input and work, shared by every session). A `built_once` computation (a corpus index) is
+    priced and slotted once: a visitor who finds it kept reads it at no cost, whatever its budget. None when it may
+    not start: the page has said why.
     `key`: the confirmation's key when a page runs one computation twice (two sides); default its name."""
-    inputs = Inputs(context.loaded, context.prepared, cache.load_model)
-    cost, title = computation.cost(inputs, work), computation.title(work)
+    inputs = Inputs(context.loaded, context.prepared, cache.load_model, cache.kept_parts().get_or_compute)
+    prepared = None if computation.per_model else context.prepared  # once per model: not keyed by the input
+    arguments = (computation.name, context.key, prepared, computation.cache_key(work), work, computation)
+    shared = computation.shared or computation.built_once
+    if computation.built_once:  # kept once for every visitor: read without asking the budget again
+        kept = cache.kept_shared(*arguments)
+        if kept is not None:
+            return kept
+    cost, title = cache.priced(computation.name, context.key, context.prepared, computation.cache_key(work), work,
+                               computation), computation.title(work)
     if config is None and computation.counted_at is not None:
         config = computation.counted_at(inputs, work)
     if not allowed(context, cost, key or computation.name, config):
         return None
     if cost.forward_passes > 2:
         st.caption(f"{title}: about {cost.describe()}.")
-    with job(context, cost, f"Computing {title}", config):
-        prepared = None if computation.per_model else context.prepared  # once per model: not keyed by the input
-        cached = cache.computed_shared if computation.shared else cache.computed
-        return cached(computation.name, context.key, prepared, work, computation)
+    with job(context, cost, title, config, progress_bar=True):  # cache.computed and computed_shared: plain stores
+        return (cache.computed_shared if shared else cache.computed)(*arguments)
 
 
 class UngatedComputationError(RuntimeError):

@@ -12,6 +12,7 @@ the heavy-job slots (viz_app/heavy_jobs.py) keep that rare.
 from __future__ import annotations
 
 import dataclasses
+import pickle
 import threading
 import time
 from collections import OrderedDict
@@ -40,8 +41,12 @@ def bytes_held(value) -> int:
 
 
 class BoundedStore:
-    def __init__(self, max_entries: int, max_bytes: int, ttl_s: float, clock: Callable[[], float] = time.monotonic):
-        self.max_entries, self.max_bytes, self.ttl_s, self._clock = max_entries, max_bytes, ttl_s, clock
+    """`copies`: keep each result pickled (its size is the pickle's) and hand out a fresh copy on every call, as
+    `st.cache_data` does, for results a session may change; else the one object, shared read-only."""
+
+    def __init__(self, max_entries: int, max_bytes: int, ttl_s: float, clock: Callable[[], float] = time.monotonic,
+                 copies: bool = False):
+        self.max_entries, self.max_bytes, self.ttl_s, self._clock, self.copies = max_entries, max_bytes, ttl_s, clock, copies
         self._lock = threading.Lock()
         self._entries: OrderedDict[Hashable, tuple[object, int, float]] = OrderedDict()  # key -> (value, bytes, stored at)
 
@@ -50,14 +55,26 @@ class BoundedStore:
             self._expire()
             if key in self._entries:
                 self._entries.move_to_end(key)
-                return self._entries[key][0]
+                kept = self._entries[key][0]
+                return pickle.loads(kept) if self.copies else kept
         value = compute()
+        kept = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL) if self.copies else value
         with self._lock:
-            self._entries[key] = (value, bytes_held(value), self._clock())
+            self._entries[key] = (kept, len(kept) if self.copies else bytes_held(value), self._clock())
             self._entries.move_to_end(key)
             while len(self._entries) > 1 and (len(self._entries) > self.max_entries or self._held() > self.max_bytes):
                 self._entries.popitem(last=False)
         return value
+
+    def get(self, key: Hashable):
+        """The result kept for `key` (a copy, with `copies`), or None; never computes."""
+        with self._lock:
+            self._expire()
+            if key not in self._entries:
+                return None
+            self._entries.move_to_end(key)
+            kept = self._entries[key][0]
+        return pickle.loads(kept) if self.copies else kept
 
     def held(self) -> int:
         """The bytes kept now."""

@@ -42,15 +42,22 @@ class HasInputs(Protocol):
     def prepared(self) -> PreparedInput | None: ...
 
 
+def compute_now(key: Hashable, compute: Callable[[], Result]) -> Result:
+    """`Inputs.keep` where nothing is kept (a lesson, an export, a test): compute it."""
+    return compute()
+
+
 @dataclass(frozen=True)
 class Inputs:
-    """What a computation reads: the model, the input, and how to load another model it needs (a generator, model
-    B of a comparison) by its key; the app passes its cached loader (viz_app/cache.py), a lesson or a test the
-    plain one."""
+    """What a computation reads: the model, the input, how to load another model it needs (a generator, model B
+    of a comparison) by its key, and `keep(key, compute)`, where a part several computations share (the probes'
+    word vectors, read by runs with other tasks or seeds) is kept. The app passes its cached loader and its bounded
+    store (viz_app/cache.py), a lesson or a test the plain ones."""
 
     loaded: LoadedModel
     prepared: PreparedInput | None = None
     load: Callable[[ModelKey], LoadedModel] = load_model
+    keep: Callable[[Hashable, Callable[[], Any]], Any] = compute_now
 
 
 @dataclass(frozen=True)
@@ -61,7 +68,9 @@ class Computation(Generic[Work, Result]):
     two models); `per_model`: made once per model, whatever the input (a mean over built-in sentences), so cached
     by the model alone and computed without the input; `shared`: the result is kept once
     and shared read-only by every session, never copied (a recorded pass that several pages read:
-    viz_app/specs/recorded.py)."""
+    viz_app/specs/recorded.py); `built_once`: a shared result every visitor reads alike (a corpus index), priced and
+    slotted once: once kept, every visitor reads it without asking the budget again; `key(work)`: what caches the result, when the work carries a large object the key names (a corpus, the probes'
+    data) that is not hashed on every rerun; default the work itself."""
 
     name: str
     title: Callable[[Work], str]
@@ -70,6 +79,12 @@ class Computation(Generic[Work, Result]):
     counted_at: Callable[[Inputs, Work], BertConfig] | None = None
     per_model: bool = False
     shared: bool = False
+    built_once: bool = False  # implies shared
+    key: Callable[[Work], Hashable] | None = None
+
+    def cache_key(self, work: Work) -> Hashable:
+        """What the caches key the work's result by (`key`, or the work)."""
+        return work if self.key is None else self.key(work)
 
 
 Planned = dict[str, tuple[Computation, Any]]  # name -> (computation, its work), as a spec's `computations` gives

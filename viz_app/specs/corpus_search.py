@@ -1,18 +1,30 @@
-"""The Corpus search page's logic: the corpora (built-in set, uploads by content, within limits), the matches in
-their sentences (HTML, escaped) and a summary of them. The index itself is bert.analysis.corpus.corpus_search;
-viz_app/cache.py builds it once per model and corpus."""
+"""The page "Corpus search" (address `corpus_search`), as a spec (viz_app/specs/base.py): the corpora (built-in set,
+uploads by content, within limits), its `Settings`, its two computations (the corpus index, built once per model
+and corpus and shared by every visitor: `Computation.built_once`; the search of one token), the matches in their
+sentences (HTML, escaped), a summary of them and its `view`. The index itself is bert.analysis.corpus.corpus_search.
+Plain Python."""
 from __future__ import annotations
 
 import hashlib
 import html
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, Mapping
 
 import torch
 
-from bert.analysis.corpus.corpus_search import Hit
+from bert.analysis.corpus.batching import batches_cost
+from bert.analysis.corpus.corpus_search import CorpusIndex, Hit, build_index
+from bert.costs import Cost
+from bert.layers import layer_label, layer_labels, residual_labels
 from bert.data import builtin_sentences
 from bert.tokenizer import BertTokenizer, Encoding
+from viz_app.charts.base import Chart
+from viz_app.charts.corpus_search import by_layer_chart, match_words_chart
+from viz_app.specs.base import Computation, HasInputs, Inputs, Planned, setting, within
+
+NAME = "corpus_search"
+LESSON_CHARTS = ("search_words", "search_by_layer")
 
 MAX_LINES = 2000  # an uploaded corpus: at most this many sentences (lines) ...
 MAX_TOKENS = 15_000  # ... and word pieces in all (a little more than the built-in set: about a minute on one CPU core)
@@ -108,3 +120,132 @@ def highlighted_in(sentence: str, encoding: Encoding, position: int) -> str:
             + html.escape(sentence[word_end:]))
 
 
+
+
+# ---- the spec: settings, the index (shared) and the search, the view -----------------------------------------------
+
+
+@dataclass(frozen=True)
+class Settings:
+    corpus: Corpus  # the built-in sentences, or an uploaded text
+    position: int  # the query token, in the input's first sentence ([CLS] = 0)
+    by: str  # LAYER_OUTPUT or HEAD_OUTPUT
+    layer: int  # a hidden_states index (LAYER_OUTPUT), or a layer from 0 whose heads are compared (HEAD_OUTPUT)
+    k: int = 10  # matches
+    head: int = 0  # HEAD_OUTPUT: the head
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any], inputs: HasInputs, corpus: Corpus | None = None) -> "Settings":
+        """The settings a link or a lesson step gives (the built-in sentences unless `corpus`), clamped as the
+        page's widgets would."""
+        config = inputs.loaded.model.config
+        by = setting(state, "search_by") if setting(state, "search_by") in COMPARE_BY else LAYER_OUTPUT
+        layers = config.num_layers + 1 if by == LAYER_OUTPUT else config.num_layers
+        tokens = query_tokens(inputs.prepared.base.first_sentence(), inputs.prepared.text)
+        positions = [t.position for t in tokens]
+        position = setting(state, "search_position")
+        k = setting(state, "search_k")
+        return cls(corpus or builtin_corpus(), position if position in positions else default_position(tokens), by,
+                   within(setting(state, "search_layer"), layers, layers - 1), k if isinstance(k, int) and 5 <= k <= 50 else 10,
+                   within(setting(state, "search_head"), config.num_heads, 0))
+
+    @property
+    def head_layer(self) -> int | None:
+        """The layer whose heads the index holds; None: every layer's output."""
+        return self.layer if self.by == HEAD_OUTPUT else None
+
+
+@dataclass(frozen=True)
+class IndexWork:
+    corpus: Corpus = field(hash=False, compare=False)  # named by its digest in `key`
+    head_layer: int | None = None  # None: every layer's output; else this layer's heads
+
+
+@dataclass(frozen=True)
+class SearchWork:
+    index: IndexWork  # what the index holds
+    position: int
+    k: int
+    built: CorpusIndex | None = field(default=None, hash=False, compare=False)  # INDEX's result; None: built here
+
+
+def corpus_texts(corpus: Corpus) -> list:
+    """What the index reads: the built-in sentences as LabelledSentence (they carry their headword's part of
+    speech), an upload's lines as text."""
+    return builtin_sentences() if corpus.digest == BUILTIN else list(corpus.sentences)
+
+
+def index_cost(inputs: Inputs, work: IndexWork) -> Cost:
+    """One pass over the corpus in batches of 32, sorted by length (bert/analysis/corpus/batching.py)."""
+    tokenizer, longest = inputs.loaded.tokenizer, inputs.loaded.model.config.max_position_embeddings
+    lengths = [len(tokenizer.encode(getattr(s, "text", s), max_length=longest)) for s in corpus_texts(work.corpus)]
+    return batches_cost(lengths, 32, ("a smaller corpus (fewer or shorter sentences)",))
+
+
+def index_title(work: IndexWork) -> str:
+    text = "the built-in sentences" if work.corpus.digest == BUILTIN else "your text"
+    if work.head_layer is None:
+        return f"Indexing every token of {text} at every layer"
+    return f"Indexing what each head of {layer_label(work.head_layer)} passes on, for every token of {text}"
+
+
+def index(inputs: Inputs, work: IndexWork) -> CorpusIndex:
+    """Every token of the corpus at every layer's output, or every head's output in one layer (half precision)."""
+    model = inputs.loaded.model
+    choice = {} if work.head_layer is None else {
+        "layers": [], "heads": [(work.head_layer, head) for head in range(model.config.num_heads)]}
+    return build_index(model, inputs.loaded.tokenizer, corpus_texts(work.corpus), dtype=STORED, **choice)
+
+
+def search(inputs: Inputs, work: SearchWork) -> dict[int, list[Hit]]:
+    """Every layer's (or every head's of `head_layer`) k tokens nearest to the query token of the input's first
+    sentence: one forward pass for the query, then one search per layer or head."""
+    loaded, searched, layer = inputs.loaded, work.built or index(inputs, work.index), work.index.head_layer
+    vectors = searched.encoding_vectors(loaded.model, loaded.tokenizer, inputs.prepared.base.first_sentence(), work.position)
+    if layer is None:
+        return {layer: searched.search(layer, vectors[layer], work.k) for layer in searched.layers}
+    return {head: searched.search(layer, vectors[(layer, head)], work.k, head=head) for _, head in searched.heads}
+
+
+def _search_cost(inputs: Inputs, work: SearchWork) -> Cost:
+    """The query's pass, and the index's when the search builds it."""
+    query = Cost(1, len(inputs.prepared.base.first_sentence()))
+    return query if work.built is not None else index_cost(inputs, work.index) + query
+
+
+INDEX = Computation(
+    "corpus_search.index", lambda work: index_title(work),
+    cost=index_cost, compute=index, per_model=True, built_once=True,
+    key=lambda work: (work.corpus.digest, work.head_layer))
+SEARCH = Computation(
+    "corpus_search.search", lambda work: "the search", cost=_search_cost, compute=search,
+    key=lambda work: (INDEX.cache_key(work.index), work.position, work.k))
+
+
+def index_work(settings: Settings) -> IndexWork:
+    return IndexWork(settings.corpus, settings.head_layer)
+
+
+def computations(settings: Settings, built: CorpusIndex | None = None) -> Planned:
+    """"search", of the index `built` (the page runs INDEX first, built once per model and corpus and shared by
+    every visitor), or of an index it builds itself (a lesson step)."""
+    return {"search": (SEARCH, SearchWork(index_work(settings), settings.position, settings.k, built))}
+
+
+def view(settings: Settings, inputs: HasInputs, results: Mapping[str, Any]) -> dict[str, Chart]:
+    """"search_words": the words among the matches; "search_by_layer": how many matches are the query's word,
+    layer by layer (or head by head). `results["search"]`: the search's result (none: no chart)."""
+    found = results.get("search")
+    if found is None:
+        return {}
+    encoding = inputs.prepared.base.first_sentence()
+    query = {t.position: t for t in query_tokens(encoding, inputs.prepared.text)}[settings.position]
+    config = inputs.loaded.model.config
+    if settings.head_layer is None:
+        names = dict(enumerate(residual_labels(config.num_layers)))
+        hits, by_layer = found[settings.layer], by_layer_chart(found, names, query.word)
+    else:
+        hits = found[settings.head]
+        by_layer = by_layer_chart(found, {h: f"head {h}" for h in found}, query.word,
+                                  f"head by head in {layer_labels(config.num_layers)[settings.layer]}")
+    return {"search_words": match_words_chart(summarize(hits, query.word).words, query.word), "search_by_layer": by_layer}

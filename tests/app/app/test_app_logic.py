@@ -298,6 +298,6 @@ def test_the_cached_pass_is_keyed_by_the_prepared_input_and_tokenizes_nothing(mo
         if hasattr(BertTokenizer, method):
             monkeypatch.setattr(BertTokenizer, method, lambda *args, _name=method, **kwargs: calls.append(_name))
     computation, work = FULL
-    result = cache.computed_shared(computation.name, key, prepared, work, computation)
+    result = cache.computed_shared(computation.name, key, prepared, computation.cache_key(work), work, computation)
     assert calls == [] and result.tokens == tuple(prepared.masked.tokens) and result.tokens[3] == "[MASK]"
-    assert cache.computed_shared(computation.name, key, again, work, computation) is result
+    assert cache.computed_shared(computation.name, key, again, computation.cache_key(work), work, computation) is result

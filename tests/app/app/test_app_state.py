@@ -157,7 +157,7 @@ def test_the_forward_pass_is_shared_read_only_and_each_input_gets_its_own(open_a
         no_exception(at)
     keys = [_input_key(at) for at in (first, second, third)]
     computation, work = recorded.FULL  # the pass the MLM and embeddings pages read (the attention page's has no neurons)
-    a, b, again = (cache.computed_shared(computation.name, *key, work, computation) for key in keys)
+    a, b, again = (cache.computed_shared(computation.name, *key, computation.cache_key(work), work, computation) for key in keys)
     assert again is a, "the same input in another session is served the same record, not a copy"
     assert b is not a and a.tokens[1:4] == ("the", "cat", "sat") and b.tokens[1:3] == ("colour", "##less")
 

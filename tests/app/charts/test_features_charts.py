@@ -85,7 +85,7 @@ def test_a_neuron_on_a_treebank_gets_the_deprel_mix_beside_the_upos_mix(tiny_mlm
     from bert.analysis.features.neurons import scan_neurons, tag_mix
     from bert.analysis.probing.treebank import read_treebank
     from bert.pretrained import load_folder
-    from viz_app.views.features import MAX_TAGS, neuron_view
+    from viz_app.specs.features import MAX_TAGS, neuron_view
 
     model, tokenizer = load_folder(tiny_mlm_folder)
     corpus = corpus_from_treebank("tiny", read_treebank(TWO_SENTENCE_CONLLU.encode(), name="t.conllu").sentences, tokenizer)

@@ -109,3 +109,21 @@ def test_the_store_forgets_an_entry_after_its_time():
     clock.now = 61
     store.get_or_compute("b", lambda: np.zeros(10))
     assert len(store) == 1 and store.held() == 80
+
+
+def test_a_store_of_copies_counts_the_pickle_and_hands_out_a_fresh_copy_each_time():
+    """The per-visitor results (viz_app/cache.py's `computed`): each session gets its own copy, as from
+    `st.cache_data`, and the bytes counted are those kept (the pickle: arrays and plain objects alike)."""
+    import pickle
+
+    store = BoundedStore(max_entries=8, max_bytes=3000, ttl_s=60, copies=True)
+    value = {"words": ["a"] * 100, "array": np.arange(200, dtype=np.int32)}
+    first = store.get_or_compute("a", lambda: value)
+    second = store.get_or_compute("a", lambda: pytest.fail("computed again"))
+    assert first is value and second is not value and second["array"] is not value["array"]
+    assert second["words"] == value["words"] and np.array_equal(second["array"], value["array"])
+    second["array"][0] = 99  # a session that changes its copy changes no one else's
+    assert store.get_or_compute("a", lambda: None)["array"][0] == 0
+    assert store.held() == len(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+    store.get_or_compute("b", lambda: np.zeros(2500, dtype=np.uint8))  # over 3000 bytes with "a": "a" goes
+    assert len(store) == 1

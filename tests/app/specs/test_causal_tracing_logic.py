@@ -2,21 +2,20 @@
 picks from the model's guesses, the word it noises, the batch size by length."""
 from __future__ import annotations
 
-from types import SimpleNamespace
 
 import pytest
 
-from viz_app.specs.causal_tracing import CausalSettings, PatchingRequest, default_corrupt, default_corrupt_of, patching_batch, pick_answer_foil
+from viz_app.specs.causal_tracing import Settings, PatchingRequest, default_corrupt, default_corrupt_of, patching_batch, pick_answer_foil
 from viz_app.app.navigation import LINK_PARAMS
 
 
 def test_settings_from_a_link_and_their_defaults():
-    settings = CausalSettings.from_state({"causal_mode": "one", "trace_text": "A [MASK].", "trace_corrupt": [1], "trace_samples": 3,
+    settings = Settings.from_state({"causal_mode": "one", "trace_text": "A [MASK].", "trace_corrupt": [1], "trace_samples": 3,
                                           "patch_direction": "sideways", "patch_compare": "mlp"})
     assert settings.mode == "one" and settings.compare == "mlp"
     assert settings.patching.direction == "denoise"  # nonsense falls back to the first choice
     assert settings.trace.text == "A [MASK]." and settings.trace.corrupt == (1,) and settings.trace.samples == 3
-    default = CausalSettings.from_state({})
+    default = Settings.from_state({})
     assert default.patching == PatchingRequest(LINK_PARAMS["patch_clean"].default, LINK_PARAMS["patch_corrupted"].default)
     assert default.exact and default.trace.corrupt is None and default.trace.blocks is False
     hash(default)  # the requests are the caches' keys
@@ -60,20 +59,25 @@ def test_fewer_rows_per_pass_for_long_inputs():
 
 
 def test_the_pages_costs_count_every_cell_it_runs(tiny_mlm_folder):
-    """The page's costs against the cells the library's sweeps actually run (their progress callbacks' totals),
+    """The page's computations' costs against the cells the library's sweeps actually run (their progress callbacks' totals),
     plus the clean and corrupted runs (patching) or the clean run (tracing)."""
-    import bert
     from bert.analysis.causal.patching import patching_sweep, prepare_contrast
     from bert.analysis.causal.tracing import causal_trace
-    from viz_app import page_costs
-    model, tokenizer = bert.load_pretrained(str(tiny_mlm_folder))
-    loaded = SimpleNamespace(model=model, tokenizer=tokenizer)  # what page_costs reads of a LoadedModel
-    contrast = prepare_contrast(tokenizer, "the dog [MASK] at the park .", "her cat [MASK] to the mail .", "barked", "mail")
+    from viz_app.app import models
+    from viz_app.specs.base import Inputs
+    from viz_app.specs.causal_tracing import EXACT, TRACE, TraceRequest
+    loaded = models.load(models.ModelKey.of("folder", str(tiny_mlm_folder)))
+    model, tokenizer, inputs = loaded.model, loaded.tokenizer, Inputs(loaded)
+    clean, corrupted = "the dog [MASK] at the park .", "her cat [MASK] to the mail ."
+    contrast = prepare_contrast(tokenizer, clean, corrupted, "barked", "mail")
     totals = []
     patching_sweep(model, contrast, head_layer=1, progress=lambda done, total: totals.append(total))
-    assert page_costs.exact_patching(loaded, len(contrast.clean), 1).forward_passes == 2 + totals[-1]
-    encoding = tokenizer.encode("the dog [MASK] at the park .")
+    request = PatchingRequest(clean, corrupted, "barked", "mail", head_layer=1)
+    assert EXACT.cost(inputs, request).forward_passes == 2 + totals[-1]
+    assert EXACT.cost(inputs, PatchingRequest(clean, corrupted, head_layer=1)).forward_passes == 2 + 2 + totals[-1]  # + the guesses
+    encoding = tokenizer.encode(clean)
     for blocks, sites in ((False, ("residual",)), (True, ("residual", "attention", "mlp"))):
         totals = []
         causal_trace(model, tokenizer, encoding, [2], sites=sites, samples=3, progress=lambda done, total: totals.append(total))
-        assert page_costs.trace(loaded, len(encoding), 3, blocks).forward_passes == 1 + totals[-1]
+        traced = TraceRequest(clean, (2,), "barked", samples=3, blocks=blocks)
+        assert TRACE.cost(inputs, traced).forward_passes == 1 + totals[-1]

@@ -78,7 +78,7 @@ def test_a_long_input_shows_attribution_until_the_exact_sweep_is_confirmed(open_
     assert "BERT-base token passes; on this server a computation may cost 60,000" in texts(at)
     assert "Attribution patching is shown below instead." in texts(at)
     assert len(figures(at)) == 5  # the sweeps from attribution patching, no comparison
-    assert at.button(key="heavy_confirm_exact_patching")  # the person at the server's machine may start it
+    assert at.button(key="heavy_confirm_causal_tracing.exact")  # the person at the server's machine may start it
 
 
 def test_a_typed_foil_of_several_word_pieces_says_which_and_its_pieces(open_page):

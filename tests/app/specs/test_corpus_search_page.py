@@ -136,3 +136,26 @@ def test_a_link_reopens_the_search_and_nonsense_falls_back(open_search):
     at = open_search(search_position=40, search_layer=9, search_k=500)
     assert (at.pills(key="search_position").value, at.select_slider(key="search_layer").value) == (3, 6)
     assert at.slider(key="search_k").value == 10
+
+
+def test_the_index_is_priced_and_slotted_once_then_read_by_every_visitor(open_search, monkeypatch):
+    """The index is a result every visitor reads alike (`Computation.built_once`): once kept, heavy.run hands it to the
+    next visitor without asking the budget again, whatever that visitor may still spend; a corpus not indexed yet
+    is asked for as before (here refused by a stand-in for a spent budget: nothing is built)."""
+    from viz_app.server import heavy
+    from viz_app.specs import corpus_search
+
+    open_search()  # the built-in sentences' index: built and kept
+    asked = []
+    allowed = heavy.allowed
+
+    def budget(context, cost, key, config=None):
+        asked.append(key)
+        return allowed(context, cost, key, config) if key != corpus_search.INDEX.name else False  # no budget left
+
+    monkeypatch.setattr(heavy, "allowed", budget)
+    at = open_search(search_k=7)  # another visitor, another search of the same index
+    assert corpus_search.INDEX.name not in asked and "corpus_search.search" in asked
+    assert "Searching 12,610 tokens of the 992 built" in texts(at) and len(matches(at)) == 7
+    at = open_search(upload=b"The dog barked at the mailman.\nA cat slept.\n")  # not indexed yet: asked, refused
+    assert asked[-1] == corpus_search.INDEX.name and "Searching" not in texts(at) and not figures(at)

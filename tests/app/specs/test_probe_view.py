@@ -7,7 +7,7 @@ import json
 from test_probe_layer_chart import NAMES
 from test_probe_layer_chart import RUN as LAYER_RUN
 from viz_app.specs.probes.runs import ProbeRun, SentenceTrees
-from viz_app.views.probes import ProbeViewSettings, probes_view
+from viz_app.specs.probes.view import ProbeViewSettings, probes_view
 
 RUN = LAYER_RUN | {"residual_names": NAMES, "pieces": "mean"}  # the hand-made run of the curves' tests, as the page keeps it
 TREE = SentenceTrees(("the", "dog", "barked"), ((0, 1), (1, 2)), (((0, 2), (1, 2)), ((0, 1), (1, 2)), ((0, 1), (0, 2))),

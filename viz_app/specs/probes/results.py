@@ -1,14 +1,12 @@
 """The probes page's results, from a run as viz_app/specs/probes/runs.py keeps it, whatever the sentences: the per-layer
 curves with their controls and baselines, a summary per task, one sentence's predicted tree against the gold tree
-(when the distance probe ran), and the CSV and JSON downloads. The charts are views/probes.py's."""
+(when the distance probe ran), and the CSV and JSON downloads. The charts are view.py's."""
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
-from bert.costs import Cost
 from bert.errors import BertError
-from viz_app import cache
 from viz_app.server import heavy
 from viz_app.app import state, widgets
 from viz_app.charts.causal import erasure_bars
@@ -16,7 +14,8 @@ from viz_app.app.page_context import Context
 from viz_app.app.text import escape_markdown
 from viz_app.charts.probe_layers import MEASURES, measures_in
 from viz_app.specs.probes.runs import ERASURE_MLM_WORDS, ProbeData, ProbeRun, erasable_tasks
-from viz_app.views.probes import ProbeViewSettings, pieces_note, probes_view, reads_words
+from viz_app.specs.probes import ERASE, EraseWork
+from viz_app.specs.probes.view import ProbeViewSettings, pieces_note, probes_view, reads_words
 
 
 def show(result: ProbeRun, data: ProbeData) -> None:
@@ -51,7 +50,7 @@ def show(result: ProbeRun, data: ProbeData) -> None:
             widgets.show_chart(charts["tree"], key="probe_tree")
 
 
-def erase_property(context: Context, result: ProbeRun, data: ProbeData, seed: int, cost: Cost) -> None:
+def erase_property(context: Context, result: ProbeRun, data: ProbeData, seed: int) -> None:
     """"Erase this property": amnesic probing (Elazar et al. 2021) of one probed label at one layer, with LEACE, and
     the before/after bars beside a random erasure of the same rank."""
     run = result.run
@@ -79,13 +78,12 @@ def erase_property(context: Context, result: ProbeRun, data: ProbeData, seed: in
     if not context.loaded.summary.has_mlm_head:
         st.warning("This model has no masked-LM head, so there are no guesses to compare. Pick minilm or a BERT with its MLM head.")
         return
-    if not heavy.allowed(context, cost, "probe_erase"):
-        return
     try:
-        with heavy.job(context, cost, "Erasing the property and measuring the probe and the masked LM again"):
-            report = cache.erasure(context.key, data.key, data, task, layer, seed)
+        report = heavy.run(context, ERASE, EraseWork(data, task, layer, seed))
     except BertError as error:
         st.warning(f"The property cannot be erased here: {escape_markdown(str(error))}.")
+        return
+    if report is None:
         return
     values = report.to_dict()
     widgets.show_chart(erasure_bars(values["probe"], values["mlm"], task, names[layer]), key="probe_erasure")

@@ -1,6 +1,6 @@
 """The records of the probes page's runs, free of Streamlit: the data a run probes (the built-in WordNet sentences,
 plain text, UD English EWT or an uploaded labelled file, all read as labelled sentences), and what the page keeps
-of a finished run. viz_app/cache.py caches them; the widgets are in probe_data.py, the charts in views/probes.py.
+of a finished run. The spec (viz_app/specs/probes/__init__.py) runs them; the widgets are in data.py, the charts in view.py.
 
 A run is kept in its JSON form (plain numbers and strings, what `python -m bert probe --json` writes) with its CSV
 rows and, when the distance probe ran, the trees of the first test sentences at every layer: small to keep and to

@@ -15,7 +15,7 @@ from viz_app.charts.base import Chart
 from viz_app.charts.dependency_tree import tree_chart
 from viz_app.charts.probe_layers import layer_curves_chart, measures_in
 from viz_app.specs.probes.runs import PIECES, ProbeRun
-from viz_app.views import setting
+from viz_app.specs.base import setting
 
 
 @dataclass(frozen=True)
