@@ -5,14 +5,13 @@ the same port and folder. `store_missing()` says why the tests cannot run here: 
 (CI installs redis-server and haproxy with `bash scripts/install.sh --test`, the README's test command)."""
 from __future__ import annotations
 
-import os
 import shutil
 import socket
 import subprocess
 import time
 from pathlib import Path
 
-import pytest
+from bert_test_support import required_under_ci
 
 
 def store_missing() -> str | None:
@@ -27,11 +26,7 @@ def store_missing() -> str | None:
 
 
 def need_the_store() -> None:
-    reason = store_missing()
-    if reason:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"the lecture hall's tests cannot run under CI=true: {reason}")
-        pytest.skip(reason)
+    required_under_ci(store_missing(), "the lecture hall's tests")
 
 
 def free_port() -> int:

@@ -4,11 +4,11 @@ that needs class mode or other arguments starts its own), one Chromium per test 
 `browser`. Screenshots only when asked: `SCREENSHOT_DIR=out/screenshots python -m pytest tests/browser`."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
+from bert_test_support import required_under_ci
 from viz_app.server.local_server import CHROMIUM, CHROMIUM_ARGS, browser_missing, serve
 
 HERE = Path(__file__).resolve().parent
@@ -22,11 +22,7 @@ def pytest_collection_modifyitems(items) -> None:
 
 
 def require_the_browser() -> None:
-    reason = browser_missing()
-    if reason:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"browser tests cannot run under CI=true: {reason}")
-        pytest.skip(reason)
+    required_under_ci(browser_missing(), "browser tests")
 
 
 @pytest.fixture(scope="module")
