@@ -119,7 +119,7 @@ def test_every_builtin_step_holds_for_the_model_draws_and_keeps_to_its_cost(mode
     loaded = request.getfixturevalue(model)
     for lesson in builtin_lessons().values():
         session = {}
-        for index, raw in enumerate(lesson.steps):
+        for index in range(len(lesson.steps)):
             cost = step_cost(lesson, index, loaded, session)
             counted, per_model = LayerPasses(loaded.model), PerModel.of(loaded)  # the values and figures share runs, as in the app
             try:
