@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bert.analysis.causal.ablation import predict_ablated
+from bert.analysis.causal.ablation import ablation_interventions, predict_ablated
+from bert.predict import predict_masks
 from viz_app.app import forward
 from viz_app.lessons.costs import lesson_cost, step_cost
 from viz_app.lessons.format import builtin_lessons, parse_lesson
@@ -59,8 +60,10 @@ def test_most_helpful_head_matches_ablating_every_head_one_by_one(loaded_minilm)
     target = intact.candidates[0].token_id
 
     def probability(heads) -> float:
-        [prediction] = predict_ablated(model, tokenizer, encoding, heads, top_k=tokenizer.vocab_size)
-        return next(c.probability for c in prediction.candidates if c.token_id == target)
+        """p(target) at the [MASK] with `heads` zeroed, one pass each (the step ranks them in batches)."""
+        [prediction] = predict_masks(model, tokenizer, encoding, 1, ablation_interventions(heads, "zero", None),
+                                     originals={intact.position: target})
+        return prediction.original_probability
 
     summary = loaded_minilm.summary
     after = {(l, h): probability([(l, h)]) for l in range(summary.layers) for h in range(summary.heads)}

@@ -11,7 +11,7 @@ process counts its own cores.
 
 Times are the store's own clock (Redis's TIME in the scripts), so app processes on several machines agree.
 
-The store restarting: every call retries for about five seconds; then reads give the last value this process saw
+The store restarting: every call retries for about a second (a page waits no longer than that); then reads give the last value this process saw
 (the class stays where it was), a heartbeat is dropped, an answer is not counted (the student's button does not
 light up: they click again), and the presenter's move is kept here and written as soon as the store answers again
 (the presenter's page asks the store every COUNTS_S seconds, viz_app/lessons/following.py): the class resumes at
@@ -140,7 +140,7 @@ def connect(url: str):
                                     "(scripts/install.sh --lecture)") from None
     try:
         client = redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=5, health_check_interval=10,
-                                      retry=Retry(ExponentialBackoff(cap=1.0, base=0.1), 8),
+                                      retry=Retry(ExponentialBackoff(cap=0.5, base=0.1), 4),
                                       retry_on_error=[redis.ConnectionError, redis.TimeoutError])
         client.ping()
     except ValueError as error:
