@@ -34,8 +34,9 @@ def open_page(browser, url: str, viewport: dict | None = None):
     return page, errors
 
 
-def settle(page, charts: int, timeout_s: float = SLOW / 1000) -> None:
-    """Wait until the script has finished and the plotly charts have drawn (no loading skeletons left)."""
+def settle(page, charts: int, timeout_s: float = SLOW / 1000, drawing_s: float = 1.0) -> None:
+    """Wait until the script has finished and the plotly charts have drawn (no loading skeletons left), then
+    `drawing_s` more for plotly to finish drawing (0 where no chart is looked at)."""
     deadline = time.time() + timeout_s
     while time.time() < deadline:
         state = page.evaluate(
@@ -45,7 +46,7 @@ def settle(page, charts: int, timeout_s: float = SLOW / 1000) -> None:
             " document.querySelectorAll('[data-testid=stSkeleton]').length]; }"
         )
         if state[0] == "notRunning" and state[1] >= charts and state[2] == 0:
-            time.sleep(1)  # let plotly finish drawing
+            time.sleep(drawing_s)
             return
         time.sleep(0.5)
     raise AssertionError(f"the page did not settle within {timeout_s:.0f} s: {state}")

@@ -1,7 +1,7 @@
 """The app in a real browser: Chromium (Debian's package) driven by Playwright against `streamlit run` on localhost.
 
-Opens every page, types a sentence with [MASK], waits for predictions, clicks a token to mask it, checks that
-two browser sessions keep their own sentences, and, when asked, saves a screenshot of each page to
+Opens every page on a laptop's screen (its charts, its Sentence box on the first screen), types a sentence with
+[MASK], waits for predictions, clicks a token to mask it, checks that two browser sessions keep their own sentences, and, when asked, saves a screenshot of each page to
 $SCREENSHOT_DIR. Skips when Chromium or Playwright is missing, except under CI=true, where missing tools are a
 failure. The fixtures (server, Chromium) are in conftest.py.
 
@@ -12,9 +12,9 @@ failure. The fixtures (server, Chromium) are in conftest.py.
 from __future__ import annotations
 
 from browser_support import SLOW, new_page, open_page, page_errors, screenshot, settle
+from viz_app.app.navigation import DEFAULT_PAGE, NO_SENTENCE_BOX, PAGES
 
-PAGES = {"prediction": "", "attention": "attention", "embeddings": "embeddings", "mlp": "mlp", "architecture": "architecture"}
-TITLES = {"prediction": "Masked prediction", "attention": "Attention", "embeddings": "Embeddings", "mlp": "MLP activations", "architecture": "Architecture"}
+TITLES = {"attention": "Attention", "architecture": "Architecture"}
 
 
 def test_every_page_and_a_typed_mask(browser, app_url):
@@ -39,39 +39,54 @@ def test_every_page_and_a_typed_mask(browser, app_url):
     assert page.locator(".js-plotly-plot").count() == 2
     assert page.get_by_text("The masked token").count() >= 1
     assert "masks=" in page.url
-    screenshot(page, "prediction")
+    screenshot(page, "prediction_masked")
 
-    for name in ("attention", "embeddings", "mlp", "architecture"):
+    for name in ("attention", "architecture"):  # every page's own drawing: the walk below
         page.get_by_role("link", name=TITLES[name]).click()  # the navigation keeps the session and its sentence
         page.get_by_role("heading", name=TITLES[name], exact=True).wait_for(timeout=SLOW)
         settle(page, charts=0 if name == "architecture" else 1)
         assert page.get_by_text("Paris").count() >= 1 or name == "architecture"
         assert "text=" in page.url, f"{name}: the URL keeps the sentence for sharing"
-        screenshot(page, name)
     assert not errors, errors
     page.context.close()
 
 
-EXPERIMENTS = {  # navigation title -> (page heading, charts drawn with the default sentence)
-    "Logit lens": ("Logit lens", 1),
-    "Head ablation": ("Head ablation", 0),
-    "What each word takes": ("What each word takes from the others", 2),
-    "Saliency": ("Saliency", 1),  # the attributions (the deletion curve waits for its toggle)
-    "Head statistics": ("Head statistics over a corpus", 0),
-    "Layer probes": ("Layer probes", 0),
+LAPTOP = {"width": 1366, "height": 768}
+CHARTS = {  # url_path -> charts drawn with the default sentence (the others are checked to run and lay out)
+    "prediction": 1, "attention": 1, "embeddings": 1, "mlp": 1, "logit_lens": 1, "mixing": 2,
+    "saliency": 1,  # the attributions (the deletion curve waits for its toggle)
 }
 
 
-def test_every_experiment_page_draws(browser, app_url):
-    page, errors = open_page(browser, app_url + "/")
-    settle(page, charts=1)
-    for link, (heading, charts) in EXPERIMENTS.items():
-        page.get_by_role("link", name=link, exact=True).click()
-        page.get_by_role("heading", name=heading, exact=True).wait_for(timeout=SLOW)
-        settle(page, charts=charts)
-        assert page.locator(".js-plotly-plot").count() >= charts, f"{link}: expected {charts} chart(s)"
-        assert not page.get_by_text("Traceback").count(), f"{link}: an exception is shown"
-        screenshot(page, link.lower().replace(" ", "_"))
+def test_every_page_draws_with_the_sentence_box_on_a_laptop_s_first_screen(browser, app_url):
+    """Every page of the navigation (pages added later too), reached by its link as a visitor would on a 1366x768
+    laptop: it runs without an exception, draws its charts, and shows the Sentence box at the top of the main area
+    inside the viewport without scrolling (the pages that read no sentence show none; the sidebar never does)."""
+    page, errors = open_page(browser, app_url + "/", LAPTOP)
+    assert len(PAGES) >= 15 and set(NO_SENTENCE_BOX) <= set(PAGES)
+    for path, spec in PAGES.items():
+        if path != DEFAULT_PAGE:
+            heading = page.locator("h1").first.inner_text()
+            page.get_by_role("link", name=spec.title, exact=True).click()
+            page.wait_for_function("old => { const h = document.querySelector('h1');"
+                                   " return h !== null && h.innerText !== old; }", arg=heading)
+        settle(page, charts=CHARTS.get(path, 0), drawing_s=1.0 if path in CHARTS else 0.0)
+        assert page.locator(".js-plotly-plot").count() >= CHARTS.get(path, 0), f"/{path}: charts missing"
+        assert not page.get_by_text("Traceback").count(), f"/{path}: an exception is shown"
+        box = page.locator("[data-testid=stMain]").get_by_label("Sentence", exact=True)
+        if path in NO_SENTENCE_BOX:
+            assert box.count() == 0, f"/{path} reads no sentence but shows the box"
+        else:
+            assert box.count() == 1, f"/{path}: no Sentence box in the main area"
+            for label in ("Sentence", "Second sentence (optional)"):
+                bounds = page.locator("[data-testid=stMain]").get_by_label(label, exact=True).bounding_box()
+                assert bounds is not None, f"/{path}: the {label} box is not drawn"
+                assert 0 <= bounds["x"] and bounds["x"] + bounds["width"] <= LAPTOP["width"], (path, label, bounds)
+                assert 0 <= bounds["y"] and bounds["y"] + bounds["height"] <= LAPTOP["height"], (path, label, bounds)
+        if path == DEFAULT_PAGE:
+            screenshot(page, "first_screen", full_page=False)  # the viewport only: what a laptop shows
+        screenshot(page, path)
+    assert page.locator("[data-testid=stSidebar]").get_by_label("Sentence", exact=True).count() == 0
     assert not errors, errors
     page.context.close()
 

@@ -1,6 +1,6 @@
 """The sentence box: at the top of the main area of every page that reads the sentence, one box shared by all of
 them, none in the sidebar and none on the pages that read no sentence (the browser check of the first screen at
-1366x768 is tests/browser/test_first_screen.py)."""
+1366x768 is tests/browser/test_browser.py, its walk over every page)."""
 from __future__ import annotations
 
 import pytest
