@@ -1,5 +1,5 @@
-"""The causal tracing lesson's computed values, read straight off the library's patching and tracing grids here,
-and its steps on two models of different shapes."""
+"""The causal tracing lesson's computed values, read straight off the library's patching and tracing grids here
+(every step of it resolved and drawn on two models: tests/lessons/test_lesson_steps.py, with every built-in lesson)."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,8 +8,7 @@ import pytest
 from bert.analysis.causal.patching import patching_sweep, prepare_contrast
 from bert.analysis.causal.tracing import causal_trace
 from viz_app.lessons.format import builtin_lessons
-from viz_app.lessons.resolve import NOT_AVAILABLE, resolve
-from viz_app.lessons.views import view_charts
+from viz_app.lessons.resolve import resolve
 
 LESSON = "where_a_word_travels"
 
@@ -38,17 +37,3 @@ def test_trace_values_are_read_off_the_trace(loaded_minilm):
     encoding = loaded_minilm.tokenizer.encode("The woman said that [MASK] was tired.")
     trace = causal_trace(loaded_minilm.model, loaded_minilm.tokenizer, encoding, [2])
     assert f'p("{trace.answer}") from {trace.clean_probability:.0%} to {trace.corrupted_probability:.0%}' in step.text.replace("\n", " ")
-
-
-@pytest.mark.slow  # every step of the lesson worked out: seconds even on the small model
-@pytest.mark.parametrize("model", ["loaded_minilm", "loaded_small"])
-def test_every_step_resolves_and_draws(model, request):
-    loaded = request.getfixturevalue(model)
-    lesson = builtin_lessons()[LESSON]
-    session = {}
-    for index in range(len(lesson.steps)):
-        step = resolve(lesson, index, loaded, session)
-        session |= step.state
-        assert not step.problems and NOT_AVAILABLE not in step.text and "{" not in step.text, (index, step.problems)
-        charts = view_charts(step.page, loaded, step.state)
-        assert charts and all(chart.figure.data for chart in charts), index
