@@ -48,7 +48,7 @@ def settle(page, charts: int, timeout_s: float = SLOW / 1000, drawing_s: float =
         if state[0] == "notRunning" and state[1] >= charts and state[2] == 0:
             time.sleep(drawing_s)
             return
-        time.sleep(0.5)
+        time.sleep(0.2)
     raise AssertionError(f"the page did not settle within {timeout_s:.0f} s: {state}")
 
 
