@@ -149,6 +149,9 @@ def _gloo_rank(rank: int, port: int, job, specs: list[tuple]) -> None:
             dist.barrier()
     finally:
         dist.destroy_process_group()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # done: PyTorch's teardown at interpreter exit can abort a rank (SIGABRT), as bert.pretraining.distributed.on_ranks says
 
 
 class Interrupted(Exception):

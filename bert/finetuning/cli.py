@@ -10,7 +10,7 @@ import torch
 
 from ..errors import InvalidInputError
 from ..pretrained import load_pretrained
-from ..pretraining.distributed import Ranks, start, stop
+from ..pretraining.distributed import Ranks, on_ranks
 from .data import TASKS, label_names, read_examples, split
 from .train import FinetuneConfig, finetune
 
@@ -33,11 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    ranks, device = start(args.device)
-    try:
-        return _finetune(args, ranks, device)
-    finally:
-        stop()
+    return on_ranks(args.device, lambda ranks, device: _finetune(args, ranks, device))
 
 
 def _finetune(args, ranks: Ranks, device: torch.device) -> int:

@@ -20,7 +20,7 @@ from ..pretrained import load_pretrained, minilm_folder
 from ..tokenizer import BertTokenizer
 from .data import DataConfig
 from .electra import Electra
-from .distributed import Ranks, start, stop
+from .distributed import Ranks, on_ranks
 from .trainer import TrainConfig, train
 
 
@@ -58,11 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     if args.no_mlm and not (args.nsp or args.sop):
         raise InvalidInputError("--no-mlm leaves nothing to learn: add --nsp or --sop, or drop --no-mlm")
-    ranks, device = start(args.device)
-    try:
-        return _pretrain(args, device, ranks)
-    finally:
-        stop()
+    return on_ranks(args.device, lambda ranks, device: _pretrain(args, device, ranks))
 
 
 def _pretrain(args, device, ranks: Ranks) -> int:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -56,6 +58,26 @@ def start(device: str | None) -> tuple[Ranks, torch.device]:
 def stop() -> None:
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
+
+
+def on_ranks(device: str | None, work: Callable[[Ranks, torch.device], int]) -> int:
+    """`work(ranks, device)` in this process's place in the group (`start`), then every rank leaves together: each
+    waits for the others, the group is destroyed, and under torchrun the ranks other than 0 end here (`os._exit`,
+    output flushed): PyTorch's teardown at interpreter exit can abort them after their work is done ("terminate
+    called without an active exception", SIGABRT), which torchrun would report as the run's failure. Rank 0 (or a
+    process alone) returns work's exit code. A rank that raises skips the wait: the error is its own."""
+    ranks, chosen = start(device)
+    try:
+        code = work(ranks, chosen)
+        barrier(ranks)
+    finally:
+        stop()
+    if not ranks.main:
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 def share(batch: Batch, corrupted: torch.Tensor, labels: torch.Tensor, ranks: Ranks) -> tuple[Batch, torch.Tensor, torch.Tensor]:

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -106,7 +104,7 @@ def run_sae(args) -> int:
     import torch
 
     from ...pretrained import load_pretrained
-    from ...pretraining.distributed import barrier, start, stop
+    from ...pretraining.distributed import on_ranks
     from .corpora import BUILTIN_CORPORA, load_corpus
     from .sae_measures import measure_sae
     from .sae_train import SaeSettings, train_sae
@@ -118,8 +116,8 @@ def run_sae(args) -> int:
     lines, data_name = training_lines(args.data, args.measure)
     if args.measure not in BUILTIN_CORPORA and not Path(args.measure).exists():
         raise InvalidInputError(f"--measure {args.measure}: no such file; give a text or .conllu file, builtin or ud-ewt-test")
-    ranks, device = start(args.device)
-    try:
+
+    def work(ranks, device) -> int:
         model, tokenizer = load_pretrained(args.model, device=device, pack_for_cpu=True)
         if not 0 <= args.hidden_states_index <= model.config.num_layers:
             raise InvalidInputError(f"--hidden-states-index must lie in 0 .. {model.config.num_layers} (0 = embeddings), "
@@ -132,14 +130,9 @@ def run_sae(args) -> int:
             figures = measure_sae(model, tokenizer, sae, corpus)
             sae.save(args.out, replace(config, held_out=figures), torch.float16 if args.float16 else torch.float32)
             print(json.dumps({"out": str(args.out), "steps": config.steps, "tokens": config.tokens, "held_out": figures}, indent=1))
-        barrier(ranks)
-    finally:
-        stop()
-    if not ranks.main:  # rank 0 reports for all; PyTorch's teardown at exit can abort the others
-        logging.shutdown()
-        sys.stdout.flush()
-        os._exit(0)
-    return 0
+        return 0  # rank 0 reports for all
+
+    return on_ranks(args.device, work)
 
 
 def training_lines(data: str, measure: str) -> tuple[list[str], str]:

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import csv
 import logging
-import os
-import sys
 from pathlib import Path
 
 from ...devices import add_device_argument, log_device
@@ -52,7 +50,7 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from ...pretrained import load_pretrained
-    from ...pretraining.distributed import barrier, start, stop
+    from ...pretraining.distributed import on_ranks
     from .sentence_sets import builtin_set
     from .treebank import builtin_treebank, read_treebank
     from .pipeline import ProbeSettings, extract_features
@@ -71,22 +69,17 @@ def run(args) -> int:
         raise InvalidInputError("--max-train-words must be 0 (all) or more")
     settings = ProbeSettings(pieces=args.pieces, seed=args.seed, mdl=args.mdl, float16=args.float16,
                              max_train_words=args.max_train_words or None)
-    ranks, device = start(args.device)
-    try:
+
+    def work(ranks, device) -> int:
         model, tokenizer = load_pretrained(args.model, device=device, pack_for_cpu=True)
         if ranks.main:
             log_device(model)
         data = extract_features(model, tokenizer, train, test, tasks, settings)  # each rank its share
-        if ranks.main:
+        if ranks.main:  # the others wait for it (on_ranks): their work is in its report
             _probe_and_write(args, data, tasks, settings, device)
-        barrier(ranks)  # the other ranks wait for rank 0
-    finally:
-        stop()
-    if not ranks.main:  # their work is in rank 0's report; PyTorch's teardown at exit can abort them (SIGABRT)
-        logging.shutdown()
-        sys.stdout.flush()
-        os._exit(0)
-    return 0
+        return 0
+
+    return on_ranks(args.device, work)
 
 
 def _probe_and_write(args, data, tasks, settings, device) -> None:
