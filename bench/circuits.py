@@ -61,13 +61,14 @@ def speed(edges: int) -> dict:
     patched_metrics(parts, graph, runs, "logit-difference", "noise", single, batch_size=1)
     one_each = (time.perf_counter() - start) / len(single) * edges
     timings = {}
-    for method in ("eap", "eap-ig"):
+    for method in ("eap", "eap-ig", "eap-ig-activations"):
         start = time.perf_counter()
         edge_scores(model, [contrast], method, steps=5)
         timings[method] = time.perf_counter() - start
     return {"graph_edges": len(graph), "tokens": len(contrast.clean), "edges_timed": edges,
             "batched_edges_per_second": edges / batched, "one_pass_per_edge_edges_per_second": edges / one_each,
-            "ratio": one_each / batched, "eap_seconds_all_edges": timings["eap"], "eap_ig5_seconds_all_edges": timings["eap-ig"]}
+            "ratio": one_each / batched, "eap_seconds_all_edges": timings["eap"], "eap_ig5_seconds_all_edges": timings["eap-ig"],
+            "eap_ig_activations5_seconds_all_edges": timings["eap-ig-activations"]}
 
 
 SELECTIONS = ("top500_exact", "top500_union", "all")  # which edges Spearman's rho is taken over
