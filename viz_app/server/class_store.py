@@ -12,12 +12,13 @@ process counts its own cores.
 Times are the store's own clock (Redis's TIME in the scripts), so app processes on several machines agree.
 
 The store restarting: every call retries for about a second while the store refuses connections (a page does not
-stall through an outage); then reads give the last value this process saw (the class stays where it was), a heartbeat is dropped, an answer is not counted (the student's button does not
-light up: they click again), and the presenter's move is kept here and written as soon as the store answers again
-(the presenter's page asks the store every COUNTS_S seconds, viz_app/lessons/following.py): the class resumes at
-the presenter's step. scripts/lecture.sh runs Redis with `appendonly yes` and `appendfsync always`: an
-answer the store acknowledged is on disk before the student's page hears "counted", and a restarted store comes
-back at the presenter's step with its answers.
+stall through an outage); then reads give the last value this process saw (the class stays where it was), a
+heartbeat is dropped, an answer is not counted (the student's button does not light up: they click again), and the
+presenter's move is kept here and written as soon as the store answers again (the presenter's page asks the store
+every COUNTS_S seconds, viz_app/lessons/following.py): the class resumes at the presenter's step.
+scripts/lecture.sh runs Redis with `appendonly yes` and `appendfsync always`: an answer the store acknowledged is
+on disk before the student's page hears "counted", and a restarted store comes back at the presenter's step with
+its answers.
 
 The lesson travels as a pickle (the presenter's lesson may come from a file the teacher uploaded), read back by an
 unpickler that builds a lesson's own classes and nothing else (`read_step`): a value someone else wrote into the
