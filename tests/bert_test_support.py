@@ -151,7 +151,8 @@ def _gloo_rank(rank: int, port: int, job, specs: list[tuple]) -> None:
         dist.destroy_process_group()
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(0)  # done: PyTorch's teardown at interpreter exit can abort a rank (SIGABRT), as bert.pretraining.distributed.on_ranks says
+    # done: PyTorch's teardown at interpreter exit can abort a rank (SIGABRT), see bert.pretraining.distributed.on_ranks
+    os._exit(0)
 
 
 class Interrupted(Exception):
