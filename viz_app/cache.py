@@ -11,8 +11,8 @@ the sentence box, and never here).
     (its arrays marked read-only, so a page that tried to write would fail loudly): the recorded passes
     (viz_app/specs/recorded.py; a 512-token BERT-base input holds about 270 MB once its patterns are read, a
     classroom sentence under 5 MB), the corpus search's index, the Features page's scans. At most FORWARD_ENTRIES
-    and SHARED_BYTES, each for an hour; `kept_shared` tells heavy.run whether a `built_once` one (the corpus index) is kept already
-    (then no one pays for it again).
+    and SHARED_BYTES, each for an hour; `kept_shared` tells heavy.run whether a `built_once` one (the corpus
+    index) is kept already (then no one pays for it again).
 - what the pages derive lightly (the attention page's head statistics and charts, the embedding tables' analysis,
   the logit lens, saliency, the sentence tasks, a lesson's step and its figures, a feature's promoted tokens and
   switched guess): `st.cache_data` or `st.cache_resource`, each bounded by `max_entries` and an hour.
@@ -346,10 +346,15 @@ def inputs(key: ModelKey, prepared: PreparedInput | None) -> Inputs:
     return Inputs(load_model(key), prepared, load_model, kept_parts().get_or_compute)
 
 
+def _result_key(name: str, key: ModelKey, prepared: PreparedInput | None, work_key) -> tuple:
+    """What the stores key a computation's result by: its name, the model, the input and `work_key` (the
+    computation's `cache_key(work)`)."""
+    return name, key, None if prepared is None else prepared.key, work_key
+
+
 def computed(name: str, key: ModelKey, prepared: PreparedInput | None, work_key, _work, _computation: Computation):
-    """The computation's result for this model, input and work (`name` is the computation's, `work_key` its
-    `cache_key(work)`: together the key here)."""
-    return results_store().get_or_compute((name, key, None if prepared is None else prepared.key, work_key),
+    """The computation's result for this model, input and work."""
+    return results_store().get_or_compute(_result_key(name, key, prepared, work_key),
                                           lambda: _computation.compute(inputs(key, prepared), _work))
 
 
@@ -372,10 +377,10 @@ def shared_store() -> BoundedStore:
 
 def computed_shared(name: str, key: ModelKey, prepared: PreparedInput | None, work_key, _work, _computation: Computation):
     """A `shared` computation's result (a recorded pass, a corpus index: read-only), one object for every session."""
-    return shared_store().get_or_compute((name, key, None if prepared is None else prepared.key, work_key),
+    return shared_store().get_or_compute(_result_key(name, key, prepared, work_key),
                                          lambda: _computation.compute(inputs(key, prepared), _work))
 
 
 def kept_shared(name: str, key: ModelKey, prepared: PreparedInput | None, work_key, _work=None, _computation=None):
     """`computed_shared`'s result when it is kept already, else None; never computes."""
-    return shared_store().get((name, key, None if prepared is None else prepared.key, work_key))
+    return shared_store().get(_result_key(name, key, prepared, work_key))

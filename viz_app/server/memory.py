@@ -40,6 +40,9 @@ def bytes_held(value) -> int:
     return 0
 
 
+_MISSING = object()  # no result kept (a kept result may be None)
+
+
 class BoundedStore:
     """`copies`: keep each result pickled (its size is the pickle's) and hand out a fresh copy on every call, as
     `st.cache_data` does, for results a session may change; else the one object, shared read-only."""
@@ -51,12 +54,9 @@ class BoundedStore:
         self._entries: OrderedDict[Hashable, tuple[object, int, float]] = OrderedDict()  # key -> (value, bytes, stored at)
 
     def get_or_compute(self, key: Hashable, compute: Callable[[], T]) -> T:
-        with self._lock:
-            self._expire()
-            if key in self._entries:
-                self._entries.move_to_end(key)
-                kept = self._entries[key][0]
-                return pickle.loads(kept) if self.copies else kept
+        kept = self._lookup(key)
+        if kept is not _MISSING:
+            return kept
         value = compute()
         kept = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL) if self.copies else value
         with self._lock:
@@ -68,10 +68,15 @@ class BoundedStore:
 
     def get(self, key: Hashable):
         """The result kept for `key` (a copy, with `copies`), or None; never computes."""
+        kept = self._lookup(key)
+        return None if kept is _MISSING else kept
+
+    def _lookup(self, key: Hashable):
+        """The result kept for `key`, the newest used now (a fresh copy, with `copies`), or _MISSING."""
         with self._lock:
             self._expire()
             if key not in self._entries:
-                return None
+                return _MISSING
             self._entries.move_to_end(key)
             kept = self._entries[key][0]
         return pickle.loads(kept) if self.copies else kept

@@ -69,8 +69,9 @@ class Computation(Generic[Work, Result]):
     by the model alone and computed without the input; `shared`: the result is kept once
     and shared read-only by every session, never copied (a recorded pass that several pages read:
     viz_app/specs/recorded.py); `built_once`: a shared result every visitor reads alike (a corpus index), priced and
-    slotted once: once kept, every visitor reads it without asking the budget again; `key(work)`: what caches the result, when the work carries a large object the key names (a corpus, the probes'
-    data) that is not hashed on every rerun; default the work itself."""
+    slotted once: once kept, every visitor reads it without asking the budget again; `key(work)`: what caches the
+    result, when the work carries a large object the key names (a corpus, the probes' data) that is not hashed on
+    every rerun; default the work itself."""
 
     name: str
     title: Callable[[Work], str]

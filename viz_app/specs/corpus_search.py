@@ -214,7 +214,7 @@ def _search_cost(inputs: Inputs, work: SearchWork) -> Cost:
 
 
 INDEX = Computation(
-    "corpus_search.index", lambda work: index_title(work),
+    "corpus_search.index", index_title,
     cost=index_cost, compute=index, per_model=True, built_once=True,
     key=lambda work: (work.corpus.digest, work.head_layer))
 SEARCH = Computation(
