@@ -8,14 +8,24 @@ from __future__ import annotations
 
 import time
 
-from browser_support import SLOW, new_page, open_page, screenshot, settle
+import pytest
 
+from browser_support import SLOW, new_page, open_page, screenshot, settle
+from viz_app.server.local_server import serve
 
 TALL = {"width": 1440, "height": 2600}  # every chart on screen: Streamlit draws a chart only once it is visible
 
 
-def test_corpus_search_builds_with_progress_searches_and_answers_uploads(browser, app_url, tmp_path):
-    page, errors = open_page(browser, app_url + "/corpus_search?text=The+dog+barked+at+the+mailman.", TALL)
+@pytest.fixture(scope="module")
+def unindexed_url(browser_ready, tmp_path_factory):
+    """A server of this module's own: the worker's shared one may hold the built-in index already (another test
+    opened the page), and then no progress bar is drawn."""
+    with serve(tmp_path_factory.mktemp("streamlit") / "streamlit.log") as (url, _server):
+        yield url
+
+
+def test_corpus_search_builds_with_progress_searches_and_answers_uploads(browser, unindexed_url, tmp_path):
+    page, errors = open_page(browser, unindexed_url + "/corpus_search?text=The+dog+barked+at+the+mailman.", TALL)
     seen_progress, deadline = False, time.time() + SLOW / 1000
     while page.locator(".js-plotly-plot").count() < 2 and time.time() < deadline:  # the index builds (seconds)
         seen_progress = seen_progress or page.get_by_text("Indexing every token of the built-in sentences").count() > 0
