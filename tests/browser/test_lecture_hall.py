@@ -21,6 +21,7 @@ import time
 import pytest
 
 from browser_support import SLOW
+from class_answers import answer_in_turn
 from panel_watch import panel_seen_at, wait_until_seen, watch_panel
 from redis_server import need_the_store
 from viz_app.server.local_server import serve_lecture_hall
@@ -92,17 +93,9 @@ def test_students_on_two_processes_follow_and_survive_a_process(browser, hall):
     print(f"seconds from the press on process 1 to the student on process 1, the two on process 2: {seconds}")
 
     # a question with choices (step 5): three tabs of one address, one on process 1 and two on process 2, cast one
-    # vote between them (one answer per address, kept in the store); the last click wins
-    for student, choice in ((near, "Not necessarily"), (far, "Yes, it is wrong"), (third, "Not necessarily")):
-        student.get_by_role("button", name=choice).click()
-    time.sleep(3)  # every click above has reached its process and the store
-    far.get_by_role("button", name="I am not sure").click()  # the last click, from process 2
-    presenter_box = presenter.locator(".st-key-class_presenter")  # counted on process 1
-    wanted = ("I am not sure: 1", "Not necessarily: 0", "Yes, it is wrong: 0")
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not all(count in presenter_box.inner_text() for count in wanted):
-        time.sleep(0.5)
-    assert all(count in presenter_box.inner_text() for count in wanted), presenter_box.inner_text()
+    # vote between them (one answer per address, kept in the store), counted on process 1; the last click wins
+    answer_in_turn(presenter, [(near, "Not necessarily"), (far, "Yes, it is wrong"), (third, "Not necessarily"),
+                               (far, "I am not sure")])
     time.sleep(1)
 
     os.kill(int((run_dir / "app2.pid").read_text()), signal.SIGKILL)  # the far student's process dies
