@@ -10,6 +10,7 @@ from viz_app.app import state, widgets
 from viz_app.app.forward import InputProblem
 from viz_app.server.access import Role
 from viz_app.lessons import following, session
+from viz_app.export import html as export_html
 from viz_app.lessons.export import lesson_html
 from viz_app.lessons.format import PAGES, LessonError, builtin_lessons, parse_lesson
 from viz_app.app.text import escape_markdown, without_images
@@ -55,17 +56,27 @@ if lesson is None:  # kept while the class visits the steps' pages
 key = context.key
 
 
+base_url = session.base_url()  # read in the page's run: the download is made on a thread with no browser to ask
+
+
 def download_lesson() -> str:
-    return lesson_html(lesson, context.loaded, context.key.source, session.base_url(),
+    return lesson_html(lesson, context.loaded, context.key.source, base_url,
                        charts_for=lambda step: cache.lesson_charts(key, step.page, step.state))
 
 
-download = dict(data=download_lesson, file_name=f"{lesson.name}.html", mime="text/html", on_click="ignore",
-                icon=":material/download:", help="One HTML file with every step's figures for the loaded model, "
-                "the texts, and the questions with their answers folded away. It opens without the app or a network.")
+def lesson_not_made(why: str) -> str:
+    return export_html.document(lesson.title, [export_html.Section("This lesson's file was not made", paragraphs=(
+        f"The app did not make it: {why}. Go back to the app and press “Download this lesson” again.",))])
+
+
 sentence = (st.session_state.get("text", ""), st.session_state.get("pair", ""), bool(st.session_state.get("truncate")))
 step_costs = cache.lesson_step_costs(key, lesson, sentence)
-if not heavy.within_budget(context, sum(step_costs, Cost(0, 0))):
+every_step = sum(step_costs, Cost(0, 0))
+download = dict(data=heavy.deferred(context, every_step, download_lesson, lesson_not_made), file_name=f"{lesson.name}.html",
+                mime="text/html", on_click="ignore", icon=":material/download:",
+                help="One HTML file with every step's figures for the loaded model, the texts, and the questions with "
+                "their answers folded away. It opens without the app or a network.")
+if not heavy.within_budget(context, every_step):
     download |= dict(disabled=True, help="Every step's figures together cost more than one computation may on this "
                      "server: download this lesson at the server's machine, or ask the teacher to raise the budget.")
 
@@ -143,4 +154,4 @@ if presenter:
     following.presenter_box(context.visitor)
 if step is not None:
     st.caption("For students: open this link on your own laptop to reach the same view (the button on the right copies it).")
-    st.code(step.link(session.base_url(), context.key.source), language=None, wrap_lines=True)
+    st.code(step.link(base_url, context.key.source), language=None, wrap_lines=True)

@@ -74,6 +74,7 @@ def test_download_buttons_give_the_html_files(browser, app_url, tmp_path):
     assert download.value.suggested_filename == f"{LESSON}.html"
     saved = download.value.path().read_text(encoding="utf-8")
     assert "Step 7 of 7: Where the model is wrong" in saved and "<details>" in saved
+    assert f"{app_url}/?model=minilm" in saved  # each step's link: the address this browser reached the app at
     page.context.close()
 
 

@@ -6,8 +6,9 @@ a spinner that says its passes, and a stop when the browser session goes or the 
     result = heavy.run(context, mixing.METHOD, mixing.MethodWork("alti"))   # None: over the budget, and it says why
 
 Home.py runs every page inside `refusing_outside_jobs()`: a page that reaches more than OUTSIDE_JOB_PASSES forward
-passes outside a job (a heavy computation written without `run`) fails with UngatedComputationError. Pages not yet
-written with a spec still price and run by hand: `allowed`, then `with job(...)` around the cached call.
+passes outside a job (a heavy computation written without `run`) fails with UngatedComputationError. The Lessons
+page, whose steps are not page specs, prices and runs a step by hand: `allowed`, then `with job(...)` around the
+cached call. A download made when its button is pressed runs in a job through `deferred`.
 
 A visitor is its browser session (Streamlit's session id): one heavy computation at a time each. The hour's
 budget is the address's (`payer`): a second tab on the same machine shares it, as it shares a vote (students behind
@@ -16,7 +17,8 @@ one address, a school's NAT, share one hour: docs/teaching.md says how to raise 
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Iterator, TypeVar
 
 import streamlit as st
 
@@ -32,6 +34,7 @@ from viz_app.server.heavy_jobs import BusyError, HeavyJobs
 from viz_app.app.page_context import Context
 from viz_app.specs.base import Computation, Inputs
 
+T = TypeVar("T")
 OUTSIDE_JOB_PASSES = 6  # passes one run of a page may make outside a job: its recorded passes, light extras (the
 # causal tracing page: two guesses, then attribution patching's three); value zeroing over 6 tokens already needs 7
 CONFIRMED = "_heavy_confirmed"  # (key, cost) pairs this browser session's owner or presenter confirmed
@@ -137,6 +140,31 @@ def run(context: Context, computation: Computation, work, key: str | None = None
         st.caption(f"{title}: about {cost.describe()}.")
     with job(context, cost, title, config, progress_bar=True):  # cache.computed and computed_shared: plain stores
         return (cache.computed_shared if shared else cache.computed)(*arguments)
+
+
+def deferred(context: Context, cost: Cost, make: Callable[[], T], refused: Callable[[str], T],
+             config: BertConfig | None = None) -> Callable[[], T]:
+    """A download button's data, made only when the button is pressed (Streamlit calls the returned function on a
+    thread of its own after the page's run, where no spinner shows and no default watcher counts) as this visitor's
+    heavy job at `cost`, as `job` runs a page's: a slot, the hour's budget, a stop when the tab closes. It runs in a
+    thread that ends with it, as a page's run does (the job lowers its thread's priority for good). What the button
+    saves when it cannot be made (another of the visitor's computations holds on, the tab is gone) is
+    `refused(why)`; the page asks the budget before it offers the button (`within_budget`)."""
+    jobs, who, pays = server_jobs(context), visitor(), payer(context)
+    work = cost.work(config or context.loaded.model.config)
+
+    def in_a_job() -> T:
+        try:
+            with jobs.job(who, who, work, cost.forward_passes, payer=pays):
+                return make()
+        except (BusyError, StoppedError) as error:
+            return refused(str(error))
+
+    def data() -> T:
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="download") as own_thread:
+            return own_thread.submit(in_a_job).result()
+
+    return data
 
 
 class UngatedComputationError(RuntimeError):

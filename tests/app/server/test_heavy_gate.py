@@ -116,3 +116,39 @@ def test_attention_flow_stops_between_its_rows():
     with watching(stop_at_the_third), pytest.raises(StoppedError):
         attention_flow(attention)
     assert asked == [0, 0, 0]
+
+
+def test_a_download_made_when_pressed_runs_as_the_visitor_s_job(monkeypatch):
+    """`heavy.deferred`: Streamlit calls a download's data on a thread of its own, after the page's run. The data is
+    made inside the visitor's job (its passes watched, its work counted in the payer's hour, on a thread that ends
+    with it); when the visitor's tab is gone it stops, and the file says why instead of failing."""
+    import threading
+    from types import SimpleNamespace
+
+    from bert.config import BertConfig
+    from bert.costs import Cost
+
+    connected = [True]
+    jobs = HeavyJobs(1, connected=lambda session: connected[0], check_every_s=0.0)
+    monkeypatch.setattr(heavy, "server_jobs", lambda context: jobs)
+    monkeypatch.setattr(heavy, "payer", lambda context: "192.0.2.7")
+    context = SimpleNamespace(loaded=SimpleNamespace(model=SimpleNamespace(config=BertConfig())))  # BERT-base
+    cost = Cost(forward_passes=3, tokens=512)
+    made_on = []
+
+    def make() -> str:
+        made_on.append(threading.current_thread())
+        for _ in range(cost.forward_passes):
+            checkpoint(1)  # as the model asks before each pass
+        return "the lesson"
+
+    data = heavy.deferred(context, cost, make, refused=lambda why: f"not made: {why}")
+    assert jobs.spent_this_hour("192.0.2.7") == 0.0  # nothing runs until the button is pressed
+    assert data() == "the lesson"
+    assert jobs.spent_this_hour("192.0.2.7") == 3 * 512  # BERT-base token passes: 3 passes of 512 tokens
+    assert made_on[0] is not threading.current_thread() and not made_on[0].is_alive()
+
+    connected[0] = False  # the tab closed after the press
+    shown = data()
+    assert shown.startswith("not made: ") and "gone" in shown
+    assert jobs.running() == 0
