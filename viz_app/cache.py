@@ -117,17 +117,10 @@ def subspaces(key: ModelKey, k: int) -> embedding_subspaces.SubspaceReport:
 # ---- the analysis pages: the probes' uploaded file, logit lens, head ablation's mean, saliency ------------------------
 
 
-
 def labelled_file(data: bytes, name: str) -> Treebank | str:
     """An uploaded labelled file read (a 5 MB file is a large result: kept within RESULT_BYTES)."""
     digest = hashlib.sha256(data).hexdigest()
     return results_store().get_or_compute(("probes.file", digest, name), lambda: probe_runs.read_labelled(data, name))
-
-
-
-
-
-
 
 
 @st.cache_data(show_spinner="Averaging every head's output over 200 built-in sentences (once per model)…", max_entries=4,
@@ -150,10 +143,6 @@ def mask_guesses(key: ModelKey, text: str) -> tuple[str, ...]:
     """The model's top whole-word guesses at the one [MASK] of `text` (none without exactly one)."""
     loaded = load_model(key)
     return causal_tracing.whole_word_guesses(loaded.model, loaded.tokenizer, text, loaded.summary.max_positions)
-
-
-
-
 
 
 @st.cache_data(show_spinner=False, max_entries=32, hash_funcs=BY_INPUT, ttl=HOUR)
@@ -215,8 +204,6 @@ def _why_not(check, *args) -> str | None:
     return None
 
 
-
-
 # ---- lessons --------------------------------------------------------------------------------------------------------
 
 
@@ -253,10 +240,6 @@ def _per_model(key: ModelKey) -> PerModel:
 
 
 # ---- features: sparse autoencoders and neurons across a corpus (pages/features.py) -----------------------------
-
-
-
-
 
 
 @st.cache_resource(show_spinner="Reading the corpus…", max_entries=8, ttl=HOUR)
