@@ -86,7 +86,6 @@ def scan_corpus(model, tokenizer, layer: int, results: dict) -> None:
     print(f"the same layer recorded one sentence at a time: wall {wall:.1f} s, cpu {cpu:.1f} s, load {load:.1f}", flush=True)
 
 
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--layer", type=int, default=3, help="0-based layer whose neurons to scan")

@@ -25,7 +25,6 @@ POOLINGS = ("cls", "mean")  # ModernBERT's classifier_pooling: the first token's
 POSITION_ATTENTION = ("c2p", "p2c")  # DeBERTa's pos_att_type terms: content-to-position, position-to-content
 
 
-
 @dataclass(frozen=True)
 class BertConfig:
     vocab_size: int = 30522  # WordPiece vocabulary (Devlin et al. 2019: "a 30,000 token vocabulary")

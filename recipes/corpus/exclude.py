@@ -64,8 +64,6 @@ class Excluder:
         return any(p.search(key) for p in cands)
 
 
-
-
 def external_sentences(folder: str | os.PathLike) -> dict[str, list[str]]:
     """{what: its sentences} for the evaluation data under `folder`, split into single sentences (so that a corpus
     line holding any one of them is caught), "[MASK]" where the answer goes:

@@ -199,7 +199,6 @@ def test_word_ids_of_pre_split_words_keep_every_word(family):
             assert joined[start:end].strip() in words[word] or words[word] in joined[start:end]
 
 
-
 def test_modernbert_pairs_and_mask(tmp_path):
     """ModernBERT's byte-level BPE with BERT's special tokens: [CLS] A [SEP] B [SEP], one token type, and a typed
     [MASK] that takes the space before it, as transformers' fast tokenizer of the same tokenizer.json gives them."""

@@ -136,7 +136,6 @@ class HeavyJobs:
             raise StoppedError("the browser session that asked for this computation is gone")
 
 
-
 class MemorySpending:
     """What each payer spent in the last hour, in BERT-base token passes, in this process's memory."""
 

@@ -120,8 +120,6 @@ def highlighted_in(sentence: str, encoding: Encoding, position: int) -> str:
             + html.escape(sentence[word_end:]))
 
 
-
-
 # ---- the spec: settings, the index (shared) and the search, the view -----------------------------------------------
 
 

@@ -93,8 +93,6 @@ def label_chips(table: pd.DataFrame) -> str:
     return "".join(chips)
 
 
-
-
 def chosen_class(table: pd.DataFrame, requested: str | None) -> str:
     """The class to explain: the requested one if the model has it, else the most probable."""
     labels = list(table["label"])

@@ -52,7 +52,6 @@ def _wordnet(fetch: Fetcher, want_examples: bool) -> tuple[str, Iterable[str]]:
     return ver, gen()
 
 
-
 SOURCES = [
     Source("wordnet-examples", "Debian wordnet-base", "WordNet 3.0 licence (permissive, BSD-like)",
            "Example sentences quoted in WordNet 3.0 glosses.",

@@ -78,8 +78,6 @@ def test_offered_saes_shipped_and_the_teachers_folder(tmp_path, monkeypatch):
     assert "--model my-bert --hidden-states-index 3" in feature_logic.train_command("my-bert", 3)
 
 
-
-
 def test_a_neuron_on_a_treebank_gets_the_deprel_mix_beside_the_upos_mix(tiny_mlm_folder):
     from bert.analysis.features.corpora import corpus_from_treebank
     from bert.analysis.features.neurons import scan_neurons, tag_mix
