@@ -14,7 +14,7 @@ import pytest
 from plotly.offline import get_plotlyjs
 
 from viz_app.charts.base import Chart
-from viz_app.export.html import view_document
+from viz_app.export.html import Section, document, view_document
 from viz_app.lessons.format import builtin_lessons
 
 EVIL = "<img src=x onerror=alert(1)> & </script>"
@@ -40,6 +40,13 @@ def test_a_view_is_one_file_that_fetches_nothing_and_escapes_text():
     assert "mathjax" not in page.replace(get_plotlyjs(), "").lower()
     assert EVIL not in page and "&lt;img src=x onerror=alert(1)&gt; &amp; &lt;/script&gt;" in page
     assert page.count("Plotly.newPlot(") == 1
+
+
+def test_a_document_with_nothing_to_draw_carries_no_script():
+    """A file of text only (the lesson download's "not made" page): no plotly.js, about 4.6 MB lighter."""
+    page = document("Fill in the blank", [Section("This lesson's file was not made", paragraphs=(EVIL,))])
+    assert "<script" not in page and get_plotlyjs() not in page and fetches(page) == []
+    assert EVIL not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
 
 
 @pytest.mark.slow

@@ -42,16 +42,16 @@ class Section:
 
 
 def document(title: str, sections: list[Section], meta: str = "") -> str:
-    """The whole HTML file as a string."""
+    """The whole HTML file as a string (plotly.js inside where a section has a chart to draw)."""
     body = [f"<h1>{html.escape(title)}</h1>"]
+    plotly = f'<script type="text/javascript">{get_plotlyjs()}</script>\n' if any(s.charts for s in sections) else ""
     if meta:
         body.append(f'<p class="meta">{html.escape(meta)} · saved {date.today().isoformat()} from Inside BERT</p>')
     body += [_section(section, number) for number, section in enumerate(sections, 1)]
     return (
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>{html.escape(title)}</title>\n<style>{STYLE}</style>\n"
-        f'<script type="text/javascript">{get_plotlyjs()}</script>\n'
+        f"<title>{html.escape(title)}</title>\n<style>{STYLE}</style>\n{plotly}"
         "</head>\n<body>\n" + "\n".join(body) + "\n</body>\n</html>\n"
     )
 
