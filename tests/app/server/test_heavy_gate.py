@@ -5,11 +5,15 @@ forward passes: value zeroing over a sentence of n tokens runs n + 2 of them (be
 from __future__ import annotations
 
 import contextlib
+import threading
+from types import SimpleNamespace
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from app_helpers import TIMEOUT, no_exception, open_page
+from bert.config import BertConfig
+from bert.costs import Cost
 from bert.errors import StoppedError
 from bert.stopping import checkpoint
 from viz_app.app import models
@@ -122,12 +126,6 @@ def test_a_download_made_when_pressed_runs_as_the_visitor_s_job(monkeypatch):
     """`heavy.deferred`: Streamlit calls a download's data on a thread of its own, after the page's run. The data is
     made inside the visitor's job (its passes watched, its work counted in the payer's hour, on a thread that ends
     with it); when the visitor's tab is gone it stops, and the file says why instead of failing."""
-    import threading
-    from types import SimpleNamespace
-
-    from bert.config import BertConfig
-    from bert.costs import Cost
-
     connected = [True]
     jobs = HeavyJobs(1, connected=lambda session: connected[0], check_every_s=0.0)
     monkeypatch.setattr(heavy, "server_jobs", lambda context: jobs)
