@@ -7,7 +7,7 @@ Recording and intervening are per call, never state on the (shared) model: `Bert
 `HookRun` in a context variable, which every thread (and so every Streamlit session) sees on its own. A hook
 that the run neither keeps nor intervenes on returns its input at once.
 
-A layer applied more than once (ALBERT's shared layers, bert/model.py's SharedLayer, several of them in
+A layer applied more than once (ALBERT's shared layers, bert/shared_layers.py's SharedLayer, several of them in
 LayerGroups) is recorded once per application, under its depth: its hook points are named
 `transformer.{depth}.<path in the layer>`, and the run knows the depth it is at (`HookRun.depth`, set by the
 SharedLayer as it applies the layer), so the model holds no state of a call.

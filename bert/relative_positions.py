@@ -1,6 +1,6 @@
 """DeBERTa's relative positions (He et al. 2021, section 3.1; He et al. 2023): one table of relative-position
 embeddings shared by every layer, which each attention layer reads as an additive bias on its scores
-(bert/model.py's PureSelfAttentionLayer.position_bias; the terms: bert/attention.py)."""
+(bert/model.py's PureSelfAttentionLayer.position_terms; the terms: bert/attention.py)."""
 from __future__ import annotations
 
 from typing import NamedTuple

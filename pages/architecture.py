@@ -9,10 +9,12 @@ from viz_app.specs import architecture as spec
 
 widgets.page_header(
     "Architecture",
-    "The model module by module: embedding, a stack of identical layers (attention, then the MLP, called the "
-    "residual layer here), and the LM head that turns vectors back into word guesses. Lines with → are hook "
+    "The model module by module: embedding, a stack of identical layers (attention, then the MLP), and the LM head that turns vectors back into word guesses. Lines with → are hook "
     "points (places where the app can read or change what flows through the model): the shape of the tensor "
-    "that flows there for your input ([batch, seq, hidden], heads split as [batch, head, seq, head_dim]).",
+    "that flows there for your input ([batch, seq, hidden], heads split as [batch, head, seq, head_dim]). The "
+    "names follow the outline of the notes this model was written from: in each layer, `attention.mlp` is the "
+    "heads' output projection (not an MLP) and `residual` is the MLP block with its add & norm; the table below "
+    "gives each module's name in the Hugging Face checkpoint.",
 )
 context = widgets.require()
 model = context.loaded.model
@@ -44,6 +46,7 @@ table = pd.DataFrame(
         "parameters": [r.parameters for r in rows],
         "weights": [r.weights for r in rows],
         "shape for this input": [r.activation for r in rows],
+        "in the Hugging Face checkpoint": [r.checkpoint for r in rows],
         "note": [r.note for r in rows],
     }
 )

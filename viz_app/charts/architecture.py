@@ -18,7 +18,8 @@ class ModuleRow:
     parameters: int  # every parameter below this module, a tied tensor counted once where it is first owned
     weights: str  # own tensors and their shapes: "weight [1536, 384], bias [1536]"
     activation: str  # for a hook point: the recorded shape for this input, "[1, 12, 384]"
-    note: str = ""
+    note: str = ""  # what a module whose name reads otherwise elsewhere computes; a tied tensor's owner
+    checkpoint: str = ""  # its own tensors' module in the Hugging Face checkpoint ("encoder.layer.0.output.dense")
 
 
 def parameter_treemap(rows: list[ModuleRow]) -> Chart:

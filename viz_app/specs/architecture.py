@@ -17,7 +17,9 @@ from bert.hooks import HookPoint
 from bert.model import Bert
 from bert.packed_linear import PackedLinear
 from bert.predict import at_positions
+from bert.checkpoint import key_table
 from bert.costs import Cost
+from bert.families.tables import split_key
 from viz_app.charts.architecture import ModuleRow, parameter_treemap
 from viz_app.charts.base import Chart
 from viz_app.specs.base import Computation, HasInputs, Planned
@@ -26,6 +28,12 @@ NAME = "architecture"
 LESSON_CHARTS = ("treemap",)
 
 _LAYER = re.compile(r"^transformer\.(\d+)(\.|$)")
+# The module tree keeps the names of the outline it follows (bert/model.py), two of which mean something else in most
+# other texts: what each computes, said beside it wherever the tree is shown
+ROLES = {
+    "attention.mlp": "the heads' output projection, not an MLP",
+    "residual": "the MLP block and its add & norm",
+}
 
 
 def hook_shapes(model: Bert, tokenizer: BertTokenizer, encoding: Encoding) -> dict[str, tuple[int, ...]]:
@@ -97,6 +105,7 @@ def module_rows(model: Bert, hook_shapes: dict[str, tuple[int, ...]], first_laye
         owner.setdefault(id(parameter), name)
     counted = {name: parameter.numel() for name, parameter in model.named_parameters()}  # deduplicated
     num_layers = len(model.transformer)
+    checkpoint_names = _checkpoint_modules(model)
     rows = []
     for path, module in model.named_modules():
         layer = _LAYER.match(path)
@@ -117,7 +126,8 @@ def module_rows(model: Bert, hook_shapes: dict[str, tuple[int, ...]], first_laye
                 parameters=_count(counted, path),
                 weights=_own_weights(module, path, owner),
                 activation=_shape(hook_shapes.get(path)) if isinstance(module, HookPoint) else "",
-                note=_tied_note(module, path, owner),
+                note="; ".join(note for note in (_role(path), _tied_note(module, path, owner)) if note),
+                checkpoint=checkpoint_names.get(path, ""),
             )
         )
     return rows
@@ -155,6 +165,28 @@ def _branch(rows: list[ModuleRow], index: int, depth: int) -> str:
     if depth == row.depth:
         return "├─ " if later_sibling else "└─ "
     return "│  " if later_sibling else "   "
+
+
+def _role(path: str) -> str:
+    """What the module at `path` computes, where its name reads otherwise (ROLES); "" elsewhere."""
+    layer = _LAYER.match(path)
+    return ROLES.get(path[layer.end():], "") if layer else ""
+
+
+def _checkpoint_modules(model: Bert) -> dict[str, str]:
+    """Our module path -> its module in the Hugging Face checkpoint, read from the family's key table
+    (bert/families/): "transformer.0.attention.mlp" -> "encoder.layer.0.attention.output.dense". A fused tensor's
+    block keeps its place ("layers.0.attn.Wqkv[1/3]": the second third)."""
+    table = key_table(model.config, **{head: bool(count) for head, count in model_heads(model).items()
+                                       if head not in ("classifier_labels", "tagger_labels")},
+                      classifier=model.classifier is not None, tagger=model.tagger is not None)
+    modules = {}
+    for ours, theirs in table.items():
+        module, _, _ = ours.rpartition(".")
+        key, index, count = split_key(theirs)
+        name = key.rpartition(".")[0]
+        modules.setdefault(module, name if count == 1 else f"{name}[{index + 1}/{count}]")
+    return modules
 
 
 def _kind(module: nn.Module) -> str:

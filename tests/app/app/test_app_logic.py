@@ -250,6 +250,31 @@ def test_every_hook_point_of_a_model_with_a_sentence_head_gets_its_shape(heads, 
     assert shapes[hook] == tuple(model(ids, types, output=method).shape)
 
 
+def test_the_tree_says_what_the_outline_s_two_odd_names_compute_and_their_checkpoint_names(tiny_mlm_folder):
+    """`attention.mlp` is the heads' output projection and `residual` the MLP block: said beside each in the tree,
+    and each module's checkpoint name is the one transformers' BertForMaskedLM gives the same tensor."""
+    import transformers
+
+    loaded = models.load(models.ModelKey.of("folder", str(tiny_mlm_folder)))
+    rows = {r.path: r for r in architecture.module_rows(loaded.model, {}, first_layer_only=False)}
+    layers = range(loaded.model.config.num_layers)
+    assert all("output projection" in rows[f"transformer.{i}.attention.mlp"].note for i in layers)
+    assert all("MLP block" in rows[f"transformer.{i}.residual"].note for i in layers)
+    theirs = transformers.BertForMaskedLM.from_pretrained(str(tiny_mlm_folder))
+    state = theirs.state_dict()  # the encoder's under `bert.`, which the key table leaves out
+    checked = [path for path, row in rows.items() if row.checkpoint]
+    for path in checked:  # the same tensors: transformers' module of that name holds our module's own tensors
+        ours = dict(loaded.model.get_submodule(path).named_parameters(recurse=False))
+        same = [(state[key], ours[name]) for name in ours for key in (f"bert.{rows[path].checkpoint}.{name}",
+                                                                     f"{rows[path].checkpoint}.{name}") if key in state]
+        assert same, path
+        for tensor, mine in same:
+            torch.testing.assert_close(tensor, mine.detach().float())
+    assert len(checked) == len({name.rpartition(".")[0] for name, _ in loaded.model.named_parameters()})
+    assert rows["transformer.0.attention.mlp"].checkpoint == "encoder.layer.0.attention.output.dense"
+    assert "(the heads' output projection, not an MLP)" in architecture.tree_text(list(rows.values()))
+
+
 def test_tied_unembedding_is_counted_once(tiny_mlm_folder):
     loaded = models.load(models.ModelKey.of("folder", str(tiny_mlm_folder)))
     rows = {r.path: r for r in architecture.module_rows(loaded.model, {})}
