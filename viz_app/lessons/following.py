@@ -96,7 +96,7 @@ def store_silent(visitor: Visitor) -> None:
     @st.fragment(run_every=SILENT_CHECK_S)
     def ask_again() -> None:
         client = singletons.store()
-        if client is not None and class_store.answers(client):
+        if client is not None and class_store.answering(client):
             st.rerun()
 
     ask_again()

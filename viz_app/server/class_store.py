@@ -50,7 +50,6 @@ HOUR = 3600.0
 # how long one call waits for a store that does not answer: a page makes a few calls per run and stays responsive
 CONNECT_S, ANSWER_S = 1.0, 2.0  # a store that accepts no connection / that does not reply on one
 RETRIES, RETRY_BASE_S, RETRY_CAP_S = 2, 0.05, 0.2  # a refused connection is tried again twice, within 0.3 s
-OUTAGE = "the class's store does not answer"  # how a page names an outage (viz_app/lessons/following.py)
 
 # KEYS: state hash, answers hash, refused counter. ARGV: pickled (lesson, step, model), or "" to end the lesson.
 SHOW = """
@@ -167,10 +166,10 @@ def _shown(url: str) -> str:
 
 
 def _unavailable(error: Exception) -> StoreUnavailableError:
-    return StoreUnavailableError(f"{OUTAGE} ({error}); it may be restarting: try again")
+    return StoreUnavailableError(f"the class's store does not answer ({error}); it may be restarting: try again")
 
 
-def answers(client) -> bool:
+def answering(client) -> bool:
     """Whether the store answers now (a page that said it does not asks this to come back by itself)."""
     try:
         return bool(client.ping())

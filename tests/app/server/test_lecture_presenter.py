@@ -131,11 +131,14 @@ def test_the_counts_are_unknown_while_the_store_is_down(hall):
     server, key = hall
     from viz_app.lessons.format import builtin_lessons
 
-    room = RedisClassRoom(connect(server.url), key)
+    client = connect(server.url)
+    room = RedisClassRoom(client, key)
     version = room.show(key, next(iter(builtin_lessons().values())), 0).version
     room.heartbeat("a-student", True)
     assert room.answer("10.0.0.7", "yes", version).value == "counted"
     assert (room.followers(), room.answers(), room.refused()) == (1, {"yes": 1}, 0)
+    assert class_store.answering(client)
     server.kill()
+    assert not class_store.answering(client)  # a page that said so asks this to draw itself again
     assert (room.followers(), room.answers(), room.refused()) == (None, None, None)  # unknown, not 0
     assert room.answer("10.0.0.8", "no", version).value == "not sent"
