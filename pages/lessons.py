@@ -15,7 +15,7 @@ from viz_app.lessons.export import lesson_html
 from viz_app.lessons.format import PAGES, LessonError, builtin_lessons, parse_lesson
 from viz_app.app.text import escape_markdown, without_images
 
-UPLOAD = "upload"
+UPLOAD = session.UPLOAD
 STAGE_CSS = """<style>
 .st-key-lesson_stage p, .st-key-lesson_stage li { font-size: 1.5rem; line-height: 1.45; }
 .st-key-lesson_stage h2 { font-size: 2.6rem; }
@@ -111,8 +111,8 @@ if index is None:  # the overview: what the lesson covers
     st.markdown(escape_markdown(lesson.about))
     st.markdown("\n".join(f"{n}. {escape_markdown(s.title)} ({PAGES[s.page][1]})" for n, s in enumerate(lesson.steps, 1)))
     left, right = st.columns([1, 3])
-    left.button("Start the lesson", type="primary", icon=":material/play_arrow:", on_click=session.go_to,
-                args=(lesson, 0, context.visitor), key="lesson_start")
+    left.button("Start the lesson", type="primary", icon=":material/play_arrow:", on_click=session.start,
+                args=(lesson, context.visitor), key="lesson_start")
     with right:
         st.download_button("Download this lesson", key="lesson_download", **download)
     if presenter:

@@ -12,6 +12,7 @@ from viz_app.server import access, heavy, threads, visitor
 from viz_app.app import page_context, sentence_box, sidebar, state
 from viz_app.lessons import following
 from viz_app.app.navigation import DEFAULT_PAGE, GROUPS, OLD_PATHS, PAGES
+from viz_app.server.class_store import StoreUnavailableError
 from viz_app.server.settings import SettingsError
 
 log = logging.getLogger("viz_app.Home")
@@ -47,6 +48,8 @@ if page.url_path in OLD_PATHS:  # an old address (a link, a lesson file): its pa
 if this_visitor.follows_class:
     following.join_if_asked()
     following.follow_if_moved(this_visitor)  # before any widget is drawn: the class's step sets them
+elif this_visitor.role is access.Role.PRESENTER:
+    following.resume_presenting(this_visitor)  # the class's step, from its store, whichever process this is
 model = sidebar.render(this_visitor, pages)
 if this_visitor.follows_class:
     following.student_panel(this_visitor)
@@ -56,6 +59,9 @@ with page_context.serve(page_context.Context(model, sentence, this_visitor)):  #
     try:
         with heavy.refusing_outside_jobs():  # a heavy computation goes through heavy.run (its price, its slot)
             page.run()
+    except StoreUnavailableError as error:  # a lecture hall's store that does not answer: one line, no traceback
+        log.warning("the %s page waits for the class's store: %s", page.url_path, error)
+        following.store_silent(this_visitor)
     except Exception as error:  # a page's own failure (st.stop and page switches are not Exceptions)
         log.exception("the %s page failed", page.url_path)  # the traceback, for the server's log
         if this_visitor.role.may_choose_any_model:  # the owner and the presenter may read the server's paths

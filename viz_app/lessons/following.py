@@ -5,6 +5,12 @@ A student's panel is a fragment that reruns every POLL_S seconds: it tells the r
 when the room's version changed while the student follows, it takes the room's step the way a lesson's step is
 taken (viz_app/lessons/session.py: the sentence, the model, every setting the step names) and switches to the
 step's page. Only the student's own session changes.
+
+The presenter's step is the class's, kept where the class is (in a lecture hall, the store every process shares:
+viz_app/server/class_store.py): `resume_presenting` puts it into a presenter's session that has not shown it yet (a
+new session on another process after the presenter's died, the presenter link opened again, another presenter tab
+that moved the class). While the lecture hall's store does not answer, a page says so in one line (`store_silent`),
+never a traceback, and draws itself again once the store answers; the presenter's counts say they are unknown.
 """
 from __future__ import annotations
 
@@ -14,7 +20,8 @@ from dataclasses import dataclass
 import streamlit as st
 
 from viz_app.app import state
-from viz_app.server.access import Visitor
+from viz_app.server import class_store, singletons
+from viz_app.server.access import Role, Visitor
 from viz_app.server.class_room import FOLLOW_PARAM, Answer, ClassRoom, ClassStep, class_links, network_host
 from viz_app.lessons import session
 from viz_app.lessons.format import PAGES
@@ -28,6 +35,10 @@ SEEN = "_class_seen"  # the room's version this browser session last took
 SESSION = "_class_session"  # this browser session's name for the room (heartbeats, answers)
 SHOWN = "_class_step_shown"  # the texts of the step this student was last moved to
 ANSWERED = "_class_answered"  # (the room's version, what became of this student's last click)
+SILENT_CHECK_S = 2.0  # a page that said the store does not answer asks it again this often
+PRESS_NOT_SENT = "The class's store does not answer: your press was not sent."
+STORE_SILENT = "The class's store does not answer for a moment: this page comes back by itself when it does."
+UNKNOWN = "unknown (the class's store does not answer)"
 
 
 @dataclass(frozen=True)
@@ -57,6 +68,38 @@ def follow_if_moved(visitor: Visitor) -> None:
     current = visitor.room.current
     if st.session_state.get(FOLLOWING) and current is not None and st.session_state.get(SEEN) != current.version:
         _take(current, visitor)
+
+
+def resume_presenting(visitor: Visitor) -> None:
+    """The presenter's session shows the class's step: where it has not shown the class's latest change yet, it
+    takes it (or the overview, where the class ended), before any widget is drawn."""
+    current = visitor.room.current
+    version = visitor.room.version if current is None else current.version
+    if st.session_state.get(session.PRESENTED) == version:
+        return
+    if current is None:
+        st.session_state[session.STEP] = None
+        st.session_state[session.PRESENTED] = version
+    else:
+        session.resume(current, visitor)
+
+
+def store_silent(visitor: Visitor) -> None:
+    """In place of a page that needed the lecture hall's store while it does not answer: one line (the presenter's
+    says the press was not sent), never a traceback or a path; the page is drawn again once the store answers."""
+    if visitor.role is Role.PRESENTER:
+        st.session_state.pop(session.NOT_SENT, None)
+        st.warning(PRESS_NOT_SENT, icon=":material/cloud_off:")
+    else:
+        st.info(STORE_SILENT, icon=":material/hourglass_top:")
+
+    @st.fragment(run_every=SILENT_CHECK_S)
+    def ask_again() -> None:
+        client = singletons.store()
+        if client is not None and class_store.answering(client):
+            st.rerun()
+
+    ask_again()
 
 
 def student_panel(visitor: Visitor) -> None:
@@ -131,6 +174,8 @@ def _draw(current: ClassStep | None, following: bool, visitor: Visitor) -> None:
                               on_click=_answer, args=(visitor.room, voter, choice, current.version), width="stretch")
             if st.session_state.get(ANSWERED) == (current.version, Answer.FULL):
                 st.warning("Your answer was not counted: the class's table of answers is full. Tell your teacher.")
+            elif st.session_state.get(ANSWERED) == (current.version, Answer.NOT_SENT):
+                st.info("Your answer was not sent: the class's store does not answer. Click again in a moment.")
 
 
 def _answer(room: ClassRoom, voter: str, choice: str, version: int) -> None:
@@ -145,9 +190,11 @@ def _set_following(following: bool) -> None:
 
 def presenter_box(visitor: Visitor) -> None:
     """On the Lessons page, for the presenter: the two links, and (redrawn every COUNTS_S) who follows and the
-    answers to the step showing."""
+    answers to the step showing; a press the class's store refused, in one line."""
     links = class_links(_students_base(), visitor.presenter_key)
     with st.container(border=True, key="class_presenter"):
+        if st.session_state.pop(session.NOT_SENT, False):
+            st.warning(PRESS_NOT_SENT, icon=":material/cloud_off:")
         st.markdown(f"**Class mode.** Students open **{links.students}**")
         with st.expander("Your presenter link (keep it off the board)"):
             st.code(links.presenter, language=None)
@@ -157,13 +204,17 @@ def presenter_box(visitor: Visitor) -> None:
 @st.fragment(run_every=COUNTS_S)
 def _counts(visitor: Visitor) -> None:
     room = visitor.room
-    followers = room.followers()
-    st.markdown(f":material/group: **{followers}** {'student follows' if followers == 1 else 'students follow'}")
+    followers = room.followers()  # None, as the answers: unknown (a lecture hall's store that does not answer)
+    if followers is None:
+        st.markdown(f":material/group: Students following: {UNKNOWN}")
+    else:
+        st.markdown(f":material/group: **{followers}** {'student follows' if followers == 1 else 'students follow'}")
     current = room.current
     if current is not None and current.lesson.steps[current.step].choices:
         answers = room.answers()
-        st.markdown(" · ".join(f"{choice}: **{answers.get(choice, 0)}**"
-                               for choice in current.lesson.steps[current.step].choices))
+        choices = current.lesson.steps[current.step].choices
+        st.markdown(f"Answers: {UNKNOWN}" if answers is None else
+                    " · ".join(f"{choice}: **{answers.get(choice, 0)}**" for choice in choices))
         st.caption("One answer per address: students behind one address (a school's proxy) count as one.")
         if room.refused():
             st.warning(f"The table of answers is full: {room.refused():,} later answer(s) were refused, not counted.")

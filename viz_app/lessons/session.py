@@ -11,15 +11,20 @@ from viz_app import cache
 from viz_app.app import models, state
 from viz_app.server.access import Role, Visitor
 from viz_app.app.models import ModelKey
-from viz_app.lessons.format import MODEL_PARAM, PAGES, Lesson
+from viz_app.lessons.format import MODEL_PARAM, PAGES, Lesson, builtin_lessons
 from viz_app.lessons.resolve import SIDEBAR_KEYS, ResolvedStep, step_state
 from viz_app.app.navigation import LINK_PARAMS
+from viz_app.server.class_room import ClassStep
+from viz_app.server.class_store import StoreUnavailableError
 
 KEPT = ("image_format", "lesson_name")  # the teacher's own settings and the lesson shown, which no step changes
 STEP = "lesson_step"  # the step showing (from 0); None: the lesson's overview
 APPLIED = "_lesson_applied"  # (lesson, step, model) whose state is in the session
 GO = "_lesson_go"  # a page to switch to on the next run
 UPLOADED = "_lesson_uploaded"  # the teacher's own lesson, once read
+UPLOAD = "upload"  # the lesson picker's entry for the teacher's own lesson file
+PRESENTED = "_lesson_presented"  # the presenter's: the class's version (viz_app/server/class_room.py) this session shows
+NOT_SENT = "_lesson_press_not_sent"  # the presenter's last press did not reach the class's store: refused
 
 
 def keep_uploaded(lesson: Lesson | None) -> None:
@@ -41,24 +46,62 @@ def current_step(lesson: Lesson | None) -> int | None:
 def go_to(lesson: Lesson, index: int | None, visitor: Visitor) -> None:
     """Button callback: show step `index` (None: leave the lesson). Runs before the sidebar is drawn, so the
     step's sentence and model can be put into the sidebar's widgets; the rest follows in `apply`. The presenter's
-    move moves the class (viz_app/server/class_room.py)."""
+    move moves the class (viz_app/server/class_room.py) first: a move the class's store refuses (it does not answer)
+    leaves this session where it was too, and NOT_SENT says so (viz_app/lessons/following.py's presenter box)."""
+    values = None if index is None else step_state(lesson, index, st.session_state)
+    resolution = visitor.resolve(values[MODEL_PARAM]) if values is not None and MODEL_PARAM in values else None
+    if visitor.role is Role.PRESENTER:
+        try:
+            if index is None:
+                version = visitor.room.end(visitor.presenter_key)
+            else:
+                version = visitor.room.show(visitor.presenter_key, lesson, index, model=_chosen_model(resolution)).version
+        except StoreUnavailableError:
+            st.session_state[NOT_SENT] = True
+            return
+        st.session_state[PRESENTED] = version
     st.session_state[STEP] = index
-    presenting = visitor.role is Role.PRESENTER
-    if index is None:
-        if presenting:
-            visitor.room.end(visitor.presenter_key)
+    if values is None:
         return
-    values = step_state(lesson, index, st.session_state)
     for key in SIDEBAR_KEYS:
         st.session_state[key] = values[key]
-    if MODEL_PARAM in values:
-        state.choose(visitor.resolve(values[MODEL_PARAM]))
-    if presenting:
-        visitor.room.show(visitor.presenter_key, lesson, index, model=_chosen_model())
+    if resolution is not None:
+        state.choose(resolution)
 
 
-def _chosen_model() -> str | None:
-    """The model the sidebar will load, as a link names it."""
+def start(lesson: Lesson, visitor: Visitor) -> None:
+    """Button callback ("Start the lesson"): the first step; for a presenter whose class is already in this lesson
+    (another of the presenter's tabs, or a process before this one, moved it), the class's step: never back to the
+    first step unasked."""
+    current = visitor.room.current if visitor.role is Role.PRESENTER else None
+    if current is not None and current.lesson == lesson:
+        resume(current, visitor)
+    else:
+        go_to(lesson, 0, visitor)
+
+
+def resume(current: ClassStep, visitor: Visitor) -> None:
+    """The presenter's session takes the class's step (the class's store keeps it, so this works on any process and
+    in a new session of the presenter's link), before any widget is drawn: the lesson in the picker, the step, its
+    sentence and settings, the class's model."""
+    lesson = current.lesson
+    if builtin_lessons().get(lesson.name) == lesson:
+        st.session_state["lesson_name"] = lesson.name
+    else:
+        st.session_state["lesson_name"] = UPLOAD
+        keep_uploaded(lesson)
+    st.session_state[STEP] = current.step
+    values = step_state(lesson, current.step, st.session_state)
+    for key in SIDEBAR_KEYS:
+        st.session_state[key] = values[key]
+    state.choose(visitor.resolve(current.model or values.get(MODEL_PARAM, "")))
+    st.session_state[PRESENTED] = current.version
+
+
+def _chosen_model(resolution=None) -> str | None:
+    """The model the sidebar will load (the step's `resolution` where it names one), as a link names it."""
+    if resolution is not None:
+        return resolution.folder if resolution.choice.source == models.FOLDER else resolution.choice.source
     choice = st.session_state.get("model_choice")
     return st.session_state.get("model_folder") if choice == models.FOLDER else choice
 

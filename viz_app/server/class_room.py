@@ -35,6 +35,7 @@ class Answer(enum.Enum):
     COUNTED = "counted"  # theirs now (a new click replaces their earlier one)
     MOVED_ON = "moved on"  # the class left that step before the click arrived: dropped
     FULL = "full"  # MAX_SESSIONS others answered first: refused, and the presenter's box says so
+    NOT_SENT = "not sent"  # a lecture hall's store did not answer (viz_app/server/class_store.py): click again
 
 
 class NotPresenterError(PermissionError):
@@ -85,12 +86,13 @@ class ClassRoom:
             self._answers, self._refused = {}, 0
             return self._current
 
-    def end(self, key: str | None) -> None:
-        """The presenter leaves the lesson: students stay where they are, free to explore."""
+    def end(self, key: str | None) -> int:
+        """The presenter leaves the lesson: students stay where they are, free to explore. The new version."""
         self._check(key)
         with self._lock:
             self._version += 1
             self._current, self._answers, self._refused = None, {}, 0
+            return self._version
 
     def heartbeat(self, session: str, following: bool) -> None:
         with self._lock:

@@ -11,11 +11,14 @@ process counts its own cores.
 
 Times are the store's own clock (Redis's TIME in the scripts), so app processes on several machines agree.
 
-The store restarting: every call retries for about a second while the store refuses connections (a page does not
-stall through an outage); then reads give the last value this process saw (the class stays where it was), a
-heartbeat is dropped, an answer is not counted (the student's button does not light up: they click again), and the
-presenter's move is kept here and written as soon as the store answers again (the presenter's page asks the store
-every COUNTS_S seconds, viz_app/lessons/following.py): the class resumes at the presenter's step.
+The store not answering (restarting, or down): every call retries for a few tenths of a second while the store
+refuses connections, so a page stays responsive; then a read of the class gives the last value this process saw
+(the class stays where it was), a heartbeat is dropped, the counts are unknown (None, never 0), an answer is not
+sent (Answer.NOT_SENT: the student's button does not light up, they click again), and the presenter's move is
+refused (StoreUnavailableError, which the page says in one line): never kept to be written later, so a press the
+presenter was told failed never lands after the store comes back. Where the presenter's step lives: the class's
+step is the presenter's (viz_app/lessons/following.py's `resume_presenting` puts it into a presenter's session on
+any process), so a presenter whose process died, or who opens the link again, goes on from it.
 scripts/lecture.sh runs Redis with `appendonly yes` and `appendfsync always`: an answer the store acknowledged is
 on disk before the student's page hears "counted", and a restarted store comes back at the presenter's step with
 its answers.
@@ -44,6 +47,9 @@ log = logging.getLogger(__name__)
 STORE_VARIABLE = "BERT_INSIDE_STORE"  # redis://HOST:PORT/DB: the lecture hall's store (unset: one process, in memory)
 PREFIX = "bert-inside:"
 HOUR = 3600.0
+# how long one call waits for a store that does not answer: a page makes a few calls per run and stays responsive
+CONNECT_S, ANSWER_S = 1.0, 2.0  # a store that accepts no connection / that does not reply on one
+RETRIES, RETRY_BASE_S, RETRY_CAP_S = 2, 0.05, 0.2  # a refused connection is tried again twice, within 0.3 s
 
 # KEYS: state hash, answers hash, refused counter. ARGV: pickled (lesson, step, model), or "" to end the lesson.
 SHOW = """
@@ -140,8 +146,9 @@ def connect(url: str):
         raise StoreUnavailableError("the lecture hall needs the redis client: pip install -e '.[lecture]' "
                                     "(scripts/install.sh --lecture)") from None
     try:
-        client = redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=5, health_check_interval=10,
-                                      retry=Retry(ExponentialBackoff(cap=0.5, base=0.1), 4),
+        client = redis.Redis.from_url(url, socket_connect_timeout=CONNECT_S, socket_timeout=ANSWER_S,
+                                      health_check_interval=10,
+                                      retry=Retry(ExponentialBackoff(cap=RETRY_CAP_S, base=RETRY_BASE_S), RETRIES),
                                       retry_on_error=[redis.ConnectionError, redis.TimeoutError])
         client.ping()
     except ValueError as error:
@@ -162,6 +169,14 @@ def _unavailable(error: Exception) -> StoreUnavailableError:
     return StoreUnavailableError(f"the class's store does not answer ({error}); it may be restarting: try again")
 
 
+def answering(client) -> bool:
+    """Whether the store answers now (a page that said it does not asks this to come back by itself)."""
+    try:
+        return bool(client.ping())
+    except redis_errors():
+        return False
+
+
 class RedisClassRoom:
     """viz_app/server/class_room.py's ClassRoom, kept in the store: the same methods, shared by every process."""
 
@@ -180,15 +195,13 @@ class RedisClassRoom:
         self._show, self._answer = client.register_script(SHOW), client.register_script(ANSWER)
         self._heartbeat, self._followers = client.register_script(HEARTBEAT), client.register_script(FOLLOWERS)
         self._seen: ClassStep | None = None  # the last step read, unpickled once per version
-        self._pending: tuple | None = None  # the presenter's last move, while the store did not take it
-        self._version, self._count = 0, 0
+        self._version = 0
 
     def is_presenter_key(self, key: str | None) -> bool:
         return isinstance(key, str) and secrets.compare_digest(key.encode(), self.key.encode())
 
     @property
     def version(self) -> int:
-        self._write_pending()
         try:
             self._version = int(self._client.hget(self._state, "version") or 0)
         except self._errors as error:
@@ -197,7 +210,6 @@ class RedisClassRoom:
 
     @property
     def current(self) -> ClassStep | None:
-        self._write_pending()
         try:
             version, step = self._client.hmget(self._state, "version", "step")
         except self._errors as error:
@@ -218,28 +230,13 @@ class RedisClassRoom:
         version = self._move(pickle.dumps((lesson, step, model), protocol=pickle.HIGHEST_PROTOCOL))
         return ClassStep(lesson, step, version, model)
 
-    def end(self, key: str | None) -> None:
+    def end(self, key: str | None) -> int:
         self._check(key)
-        self._move("")
+        return self._move("")
 
     def _move(self, step: bytes | str) -> int:
-        """The presenter's move, or kept until the store answers again (then the version this process last saw)."""
-        try:
-            self._pending = None
-            return int(self._run(self._show, step))
-        except StoreUnavailableError as error:
-            log.error("the presenter's move waits for the class's store: %s", error)
-            self._pending = (step,)
-            return self._version
-
-    def _write_pending(self) -> None:
-        if self._pending is not None:
-            try:
-                self._run(self._show, *self._pending)
-                self._pending = None
-                log.warning("the class's store answers again: the presenter's move is written")
-            except StoreUnavailableError:
-                pass
+        """The presenter's move, applied now or refused (StoreUnavailableError): never kept to be written later."""
+        return int(self._run(self._show, step))
 
     def heartbeat(self, session: str, following: bool) -> None:
         try:
@@ -247,27 +244,27 @@ class RedisClassRoom:
         except self._errors as error:
             log.warning("a follower's heartbeat was dropped: %s", error)
 
-    def followers(self) -> int:
-        self._write_pending()
-        try:
-            self._count = int(self._followers(keys=[self._following], args=[HEARTBEAT_WINDOW_S]))
-        except self._errors as error:
-            log.warning("the class's store does not answer (%s)", error)
-        return self._count
+    def followers(self) -> int | None:
+        """None: unknown (the store does not answer)."""
+        count = self._read(lambda: self._followers(keys=[self._following], args=[HEARTBEAT_WINDOW_S]))
+        return None if count is None else int(count)
 
     def answer(self, voter: str, choice: str, version: int) -> Answer:
         try:
             return Answer(self._run(self._answer, voter, choice, version, MAX_SESSIONS).decode())
         except StoreUnavailableError as error:
-            log.warning("an answer was not counted: %s", error)
-            return Answer.MOVED_ON  # not counted: the student's button stays unlit, they click again
+            log.warning("an answer was not sent: %s", error)
+            return Answer.NOT_SENT  # the student's button stays unlit: they click again
 
-    def refused(self) -> int:
-        return int(self._read(lambda: self._client.get(self._refused)) or 0)
+    def refused(self) -> int | None:
+        """None: unknown (the store does not answer)."""
+        refused = self._read(lambda: self._client.get(self._refused) or 0)
+        return None if refused is None else int(refused)
 
-    def answers(self) -> dict[str, int]:
-        values = self._read(lambda: self._client.hvals(self._answers)) or []
-        return dict(Counter(value.decode() for value in values))
+    def answers(self) -> dict[str, int] | None:
+        """None: unknown (the store does not answer), never an empty count."""
+        values = self._read(lambda: self._client.hvals(self._answers))
+        return None if values is None else dict(Counter(value.decode() for value in values))
 
     def answer_of(self, voter: str) -> str | None:
         mine = self._read(lambda: self._client.hget(self._answers, voter))

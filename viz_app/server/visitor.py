@@ -6,10 +6,12 @@ server's machine or a visitor from another one (streamlit.testing's AppTest has 
 """
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
 from typing import Mapping
+from urllib.parse import quote, unquote
 
 import streamlit as st
 
@@ -17,7 +19,7 @@ from viz_app.server import access
 from viz_app import cache
 from viz_app.server import singletons
 from viz_app.server.access import Role, Visitor
-from viz_app.server.class_room import PRESENTER_PARAM
+from viz_app.server.class_room import FOLLOW_PARAM, PRESENTER_PARAM
 from viz_app.server.class_store import StoreUnavailableError
 from viz_app.server.settings import ServerSettings, SettingsError, read_settings
 
@@ -27,6 +29,7 @@ SERVER_MACHINE = "127.0.0.1"  # what address() gives for a browser on the server
 PROXY_VARIABLE = "BERT_INSIDE_BEHIND_PROXY"
 FORWARDED_FOR = "x-forwarded-for"
 PRESENTER = "_class_presenter_key"  # the presenter's key, once this browser session opened the presenter's link
+PRESENTER_COOKIE = "bert_inside_presenter"  # the presenter's key, kept by the presenter's browser while it is open
 
 
 def address() -> str | None:
@@ -49,6 +52,23 @@ def address_of(ip_address: str | None, headers: Mapping[str, str], behind_proxy:
     return SERVER_MACHINE if len(headers) else None
 
 
+def presenter_cookie() -> str | None:
+    """The presenter's key as this browser sends it (PRESENTER_COOKIE), None where it sends none. Tests replace it
+    (streamlit.testing's AppTest sends no cookies)."""
+    value = st.context.cookies.get(PRESENTER_COOKIE)
+    return unquote(value) if value else None
+
+
+def _remember_in_browser(key: str) -> None:
+    """The presenter's browser keeps the key in a cookie until it closes (no expiry; only this app's pages), and
+    sends it with every connection: a tab whose app process died reconnects to another process (the lecture hall's
+    proxy sends it there) as the presenter, with the key out of the address bar and off the projected screen."""
+    path = "/" + (st.get_option("server.baseUrlPath") or "").strip("/")
+    cookie = f"{PRESENTER_COOKIE}={quote(key, safe='')}; path={path}; SameSite=Strict"
+    script = json.dumps(cookie).replace("<", "\\u003c")  # a JavaScript string that cannot end the script
+    st.html(f"<script>document.cookie = {script};</script>", unsafe_allow_javascript=True)
+
+
 def server_settings() -> ServerSettings:
     """The server's settings: its flags after `--` (`streamlit run viz_app/Home.py -- --class`), the environment,
     the settings file (viz_app/server/settings.py). Raises SettingsError."""
@@ -57,8 +77,10 @@ def server_settings() -> ServerSettings:
 
 
 def of_the_browser_session() -> Visitor:
-    """This browser session's visitor. A presenter's link (?key=...) makes the browser session the presenter in class mode; the key
-    then leaves the address bar, so a projected screen does not show it. Raises SettingsError."""
+    """This browser session's visitor. A presenter's link (?key=...) makes the browser session the presenter in class
+    mode; the key then leaves the address bar, so a projected screen does not show it, and stays in the browser's
+    cookie, so that a new session of the same browser (its app process died; a reload) is the presenter again, unless
+    it opened the students' link (?follow=1: a teacher trying that link is a student there). Raises SettingsError."""
     settings = server_settings()
     try:
         room = singletons.class_room(settings.presenter_key) if settings.class_mode else None
@@ -68,6 +90,11 @@ def of_the_browser_session() -> Visitor:
         key = st.query_params[PRESENTER_PARAM]
         del st.query_params[PRESENTER_PARAM]
         if room is not None and room.is_presenter_key(key):
+            st.session_state[PRESENTER] = key
+            _remember_in_browser(key)
+    elif room is not None and PRESENTER not in st.session_state and FOLLOW_PARAM not in st.query_params:
+        key = presenter_cookie()
+        if room.is_presenter_key(key):
             st.session_state[PRESENTER] = key
     key = st.session_state.get(PRESENTER)
     presenter = room is not None and room.is_presenter_key(key)

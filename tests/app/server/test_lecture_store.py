@@ -1,7 +1,8 @@
 """The lecture hall's store (viz_app/server/class_store.py) against a real redis-server: what the presenter shows on
 one process is what another process reads, answers count once per voter whichever process and however many tabs
 cast them, an address's hour of budget is one across processes, a store killed mid-lesson comes back at the
-presenter's step with every acknowledged answer, and a store that does not answer at start is one line, exit 2.
+presenter's step with every acknowledged answer, a presenter's move while it is down is refused (never written
+later), and a store that does not answer at start is one line, exit 2.
 
 Two "processes" are two clients, each with its own connection, as two app processes have; the three tabs of one
 address are three real Python processes racing to answer."""
@@ -153,18 +154,25 @@ def test_a_store_that_does_not_answer_at_start_is_one_line_and_exit_2():
     assert done.stderr.startswith(f"error: the class's store at {url} does not answer")
 
 
-def test_the_presenter_move_while_the_store_is_down_reaches_the_class_when_it_is_back(store, lesson):
+def test_the_presenter_move_while_the_store_is_down_is_refused_and_never_lands_later(store, lesson):
+    from viz_app.server.class_store import StoreUnavailableError
+
     presenter, student = process(store.url), process(store.url)
     version = presenter.show(KEY, lesson, 1).version
     assert student.current.step == 1
     store.kill()
-    presenter.show(KEY, lesson, 2)  # kept in the presenter's process, no error on the presenter's page
-    assert student.answer("10.0.2.1", "yes", version) is Answer.MOVED_ON  # not counted: the button stays unlit
+    with pytest.raises(StoreUnavailableError):  # refused: the presenter's page says it was not sent
+        presenter.show(KEY, lesson, 2)
+    with pytest.raises(StoreUnavailableError):
+        presenter.end(KEY)
+    assert student.answer("10.0.2.1", "yes", version) is Answer.NOT_SENT  # the button stays unlit
     assert student.current.step == 1  # the class stays where it was
     store.start()
-    presenter.followers()  # the presenter's page asks every COUNTS_S seconds: the move is written then
-    assert student.current.step == 2 and student.version == version + 1
+    for room in (presenter, student):  # every read a page makes once the store is back
+        room.followers(), room.answers(), room.current, room.version
+    assert student.current.step == 1 and student.version == version  # neither refused move landed
     assert student.answer_of("10.0.2.1") is None
+    assert presenter.show(KEY, lesson, 2).version == version + 1  # pressed again: applied
 
 
 HOLD = """
