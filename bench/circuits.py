@@ -23,6 +23,7 @@ import argparse
 import hashlib
 import json
 import os
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -36,18 +37,65 @@ from scipy.stats import spearmanr  # noqa: E402
 import bert  # noqa: E402
 from bench.make_random_bert import make_random_bert  # noqa: E402
 from bert.analysis.causal.patching import prepare_contrast  # noqa: E402
-from bert.analysis.circuits.edge_scores import activation_groups, edge_scores, mask_gradient, pair_runs, patched_metrics  # noqa: E402
+from bert.analysis.circuits.edge_scores import (  # noqa: E402
+    activation_groups, edge_scores, exact_edge_metrics, mask_gradient, pair_runs, patched_metrics,
+)
 from bert.analysis.circuits.encoder_parts import EncoderParts  # noqa: E402
 from bert.analysis.circuits.faithfulness import faithfulness_curve, random_ranking  # noqa: E402
 from bert.analysis.circuits.graph import CircuitGraph  # noqa: E402
 from bert.analysis.circuits.tasks import builtin_pairs, contrasts  # noqa: E402
 
 
-def speed(edges: int) -> dict:
+def random_base() -> tuple:
+    """A random BERT-base (bench/make_random_bert.py) and a 12-token pair."""
     with tempfile.TemporaryDirectory() as folder:
         make_random_bert(Path(folder))
         model, tokenizer = bert.load_pretrained(folder)
     contrast = prepare_contrast(tokenizer, "the keys to the cabinet [MASK] on the table .", "the key to the cabinet [MASK] on the table .", "are", "is")
+    return model, contrast
+
+
+def reach_subset(graph: CircuitGraph, stride: int) -> list[int]:
+    """Every edge into every `stride`-th receiver and into the output: each layer's heads and MLPs in their share."""
+    receivers, _ = graph.edge_cells
+    chosen = set(range(0, len(graph.receivers), stride)) | {len(graph.receivers) - 1}
+    return [edge for edge in range(len(graph)) if int(receivers[edge]) in chosen]
+
+
+def reach_speed(stride: int, loop_edges: int, repeats: int) -> dict:
+    """Exact patching from each edge's receiver on (edge_reach.py, 64 rows a pass) against one whole patched pass
+    per edge, on the same edges, alternating, `repeats` times: edges a second, their ratio, median and spread, and
+    the largest difference between the two scores of the looped edges."""
+    model, contrast = random_base()
+    parts, graph = EncoderParts.of(model), CircuitGraph.of(model.config)
+    runs = pair_runs(parts, graph, contrast, "logit-difference")
+    subset = reach_subset(graph, stride)
+    looped = sorted(torch.randperm(len(subset), generator=torch.Generator().manual_seed(0))[:loop_edges].tolist())
+    looped = [subset[index] for index in looped]
+    reach_rates, loop_rates, difference = [], [], 0.0
+    for _ in range(repeats):
+        start = time.perf_counter()
+        reach = exact_edge_metrics(parts, graph, runs, "logit-difference", "noise", subset, batch_size=64)
+        reach_rates.append(len(subset) / (time.perf_counter() - start))
+        rows = torch.zeros(len(looped), len(graph), dtype=torch.bool)
+        rows[torch.arange(len(looped)), torch.tensor(looped)] = True
+        start = time.perf_counter()
+        loop = patched_metrics(parts, graph, runs, "logit-difference", "noise", rows, batch_size=1)
+        loop_rates.append(len(looped) / (time.perf_counter() - start))
+        difference = max(difference, float((reach[[subset.index(edge) for edge in looped]] - loop).abs().max()))
+    ratios = [reach / loop for reach, loop in zip(reach_rates, loop_rates)]
+    return {"graph_edges": len(graph), "tokens": len(contrast.clean), "edges_reached": len(subset), "receiver_stride": stride,
+            "edges_looped": len(looped), "repeats": repeats, "reach_edges_per_second": spread(reach_rates),
+            "one_pass_per_edge_edges_per_second": spread(loop_rates), "ratio": spread(ratios),
+            "largest_score_difference": difference, "every_edge_minutes_at_reach_median": len(graph) / statistics.median(reach_rates) / 60}
+
+
+def spread(values: list[float]) -> dict:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def speed(edges: int) -> dict:
+    model, contrast = random_base()
     parts, graph = EncoderParts.of(model), CircuitGraph.of(model.config)
     runs = pair_runs(parts, graph, contrast, "logit-difference")
     middle = len(graph) // 2
@@ -190,6 +238,10 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--skip-agreement", action="store_true")
     parser.add_argument("--skip-speed", action="store_true")
+    parser.add_argument("--reach-stride", type=int, default=0,
+                        help="also time exact patching from the receiver on against one pass per edge, on the edges into every n-th receiver")
+    parser.add_argument("--reach-loop-edges", type=int, default=16, help="edges of that subset timed one pass each")
+    parser.add_argument("--reach-repeats", type=int, default=3)
     parser.add_argument("--exact-cache", type=Path, help="a folder keeping each pair's exact scores for reruns")
     parser.add_argument("--tiny-seeds", type=int, default=0, help="also tiny random BERT and ModernBERT, this many seeds each")
     parser.add_argument("--json", type=Path)
@@ -198,6 +250,9 @@ def main() -> None:
     if not args.skip_speed:
         figures["speed"] = speed(args.edges)
         print(json.dumps(figures, indent=1), flush=True)
+    if args.reach_stride:
+        figures["reach"] = reach_speed(args.reach_stride, args.reach_loop_edges, args.reach_repeats)
+        print(json.dumps(figures["reach"], indent=1), flush=True)
     if args.tiny_seeds:
         figures["tiny_random"] = tiny_random(args.tiny_seeds, args.steps)
         print(json.dumps(figures["tiny_random"], indent=1), flush=True)
