@@ -2,11 +2,15 @@
 the agreement of EAP and EAP-IG with exact edge patching and the faithfulness of their circuits.
 
     OMP_NUM_THREADS=1 nice -n 10 python -m bench.circuits [--edges 256] [--pairs 1] [--steps 5] [--tiny-seeds 0]
-        [--skip-speed] [--skip-agreement] [--json out/circuits.json]
+        [--skip-speed] [--skip-agreement] [--reach-stride 16 --reach-loop-edges 16 --reach-repeats 3] [--json out/circuits.json]
 
 - speed: a random BERT-base (bench/make_random_bert.py; speed does not depend on the values), a 12-token pair;
   `--edges` edges (from the middle of the graph) scored exactly, batched (64 rows per pass) and one pass per edge;
   edges per second of each and their ratio. EAP and EAP-IG's time for every edge at once.
+- reach (`--reach-stride n`): exact patching as `edge_scores` runs it, from each edge's receiver on (edge_reach.py,
+  64 rows a pass), on every edge into every n-th receiver and into the output (`reach_subset`: each layer's share),
+  against one whole patched pass per edge on `--reach-loop-edges` of those edges (seed 0), alternating
+  `--reach-repeats` times: edges a second of each, their ratio (median and spread), the largest score difference.
 - agreement: the first `--pairs` pairs of each agreement task (agreement-simple, -pp, -rc in
   bert/data/circuit_pairs.tsv) on MiniLM; exact scores of every edge (`--exact-cache`: kept for a rerun), EAP,
   EAP-IG and EAP-IG-activations (`--steps`); Spearman's rho of each with exact over the 500 edges of largest
@@ -72,22 +76,26 @@ def reach_speed(stride: int, loop_edges: int, repeats: int) -> dict:
     subset = reach_subset(graph, stride)
     looped = sorted(torch.randperm(len(subset), generator=torch.Generator().manual_seed(0))[:loop_edges].tolist())
     looped = [subset[index] for index in looped]
-    reach_rates, loop_rates, difference = [], [], 0.0
+    clocks = {"wall": time.perf_counter, "cpu": time.process_time}  # cpu: this process's time, less moved by load
+    reach_rates, loop_rates, difference = {clock: [] for clock in clocks}, {clock: [] for clock in clocks}, 0.0
+    rows = torch.zeros(len(looped), len(graph), dtype=torch.bool)
+    rows[torch.arange(len(looped)), torch.tensor(looped)] = True
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = {clock: read() for clock, read in clocks.items()}
         reach = exact_edge_metrics(parts, graph, runs, "logit-difference", "noise", subset, batch_size=64)
-        reach_rates.append(len(subset) / (time.perf_counter() - start))
-        rows = torch.zeros(len(looped), len(graph), dtype=torch.bool)
-        rows[torch.arange(len(looped)), torch.tensor(looped)] = True
-        start = time.perf_counter()
+        middle = {clock: read() for clock, read in clocks.items()}
         loop = patched_metrics(parts, graph, runs, "logit-difference", "noise", rows, batch_size=1)
-        loop_rates.append(len(looped) / (time.perf_counter() - start))
+        for clock, read in clocks.items():
+            reach_rates[clock].append(len(subset) / (middle[clock] - start[clock]))
+            loop_rates[clock].append(len(looped) / (read() - middle[clock]))
         difference = max(difference, float((reach[[subset.index(edge) for edge in looped]] - loop).abs().max()))
-    ratios = [reach / loop for reach, loop in zip(reach_rates, loop_rates)]
-    return {"graph_edges": len(graph), "tokens": len(contrast.clean), "edges_reached": len(subset), "receiver_stride": stride,
-            "edges_looped": len(looped), "repeats": repeats, "reach_edges_per_second": spread(reach_rates),
-            "one_pass_per_edge_edges_per_second": spread(loop_rates), "ratio": spread(ratios),
-            "largest_score_difference": difference, "every_edge_minutes_at_reach_median": len(graph) / statistics.median(reach_rates) / 60}
+    result = {"graph_edges": len(graph), "tokens": len(contrast.clean), "edges_reached": len(subset), "receiver_stride": stride,
+              "edges_looped": len(looped), "repeats": repeats, "largest_score_difference": difference,
+              "every_edge_minutes_at_reach_median_wall": len(graph) / statistics.median(reach_rates["wall"]) / 60}
+    for clock in clocks:
+        result[clock] = {"reach_edges_per_second": spread(reach_rates[clock]), "one_pass_per_edge_edges_per_second": spread(loop_rates[clock]),
+                         "ratio": spread([reach / loop for reach, loop in zip(reach_rates[clock], loop_rates[clock])])}
+    return result
 
 
 def spread(values: list[float]) -> dict:

@@ -73,6 +73,7 @@ class ZeroingParts:
     pre_shift: torch.Tensor  # [intermediate] W1 β1 + b1
 
     @classmethod
+    @torch.no_grad()
     def of(cls, recorded: RecordedLayer) -> "ZeroingParts":
         module = recorded.module
         norm, mlp1 = module.attention.layer_norm, module.residual.mlp1
@@ -85,6 +86,7 @@ class ZeroingParts:
         return cls(centred, centred_values, F.linear(scale * centred, mlp1.weight), F.linear(scale * centred_values, mlp1.weight),
                    mlp1(shift))
 
+    @torch.no_grad()
     def outputs(self, recorded: RecordedLayer, keys: torch.Tensor | None) -> torch.Tensor:
         """The layer's output with the values of token keys[row] zeroed, one row each: [row, query, hidden]
         (None: nothing zeroed, one row)."""

@@ -13,8 +13,8 @@ sentence and patches an edge with the counterfactual's value; "denoise" runs the
 clean value in. An edge's score is metric(patched) - metric(run), averaged over the pairs.
 
 Methods:
-- exact: one patched run per edge (graph_run.py's recursive edge patching), `batch_size` edges per forward pass,
-  as bert/analysis/causal/patching.py batches its cells.
+- exact: one patched run per edge (graph_run.py's recursive edge patching), recomputing only what the edge reaches
+  (edge_reach.py: from its receiver's layer on), `batch_size` edges a batch; then one whole run per node.
 - eap: edge attribution patching (Syed et al. 2023): the first-order change, (source - run) output of the sender
   times the gradient of the metric at the receiver's input; one forward and one backward pass per pair.
 - eap-ig: EAP with integrated gradients on the inputs (Hanna et al. 2024, "EAP-IG-inputs" in MIB): the gradient
