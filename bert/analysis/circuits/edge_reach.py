@@ -126,8 +126,10 @@ def _patched_hidden(parts: EncoderParts, graph: CircuitGraph, run_streams: RunSt
     if layer > last:  # the output reads its own stream
         return _own_streams(parts, run_streams, difference, senders, starts, 2 * layer)[:, position:position + 1]
     first_receiver, mlp_receiver = graph.layer_receivers(layer)
+    layer_parts = parts.layers[layer]
     heads_in = _own_streams(parts, run_streams, difference, senders, starts, 2 * layer)
     x = run_streams.before[2 * layer]  # [1, seq, hidden] the run's stream into the layer
+    read = layer_parts.attention_norm(x) if parts.pre_norm else x  # what the heads read from it
     middle = run_streams.before[2 * layer + 1].expand(len(senders), -1, -1).clone()  # the stream after attention
     mlp_in = middle.clone()
     for receiver in sorted(set(receivers)):
@@ -137,12 +139,9 @@ def _patched_hidden(parts: EncoderParts, graph: CircuitGraph, run_streams: RunSt
                                2 * layer + 1)
             mlp_in[rows] = own
             continue
-        input_index, head = divmod(receiver - first_receiver.start, graph.num_heads)
-        layer_parts = parts.layers[layer]
-        own = heads_in[rows]
-        read = layer_parts.attention_norm(x) if parts.pre_norm else x
-        inputs = [(layer_parts.attention_norm(own) if parts.pre_norm else own)[:, None] if index == input_index else read[:, None]
-                  for index in range(3)]
+        input_index, head = divmod(receiver - first_receiver.start, graph.num_heads)  # q, k or v of one head
+        own = heads_in[rows] if not parts.pre_norm else layer_parts.attention_norm(heads_in[rows])
+        inputs = [own[:, None] if index == input_index else read[:, None] for index in range(3)]  # a batch of 1 is shared
         output = layer_parts.head(head).head_outputs(*inputs, None)[:, 0]  # [row, seq, hidden]
         total = run_streams.totals[2 * layer] + (output - run_streams.heads[layer][:, head])
         middle[rows] = parts.attention_sublayer(layer, x, total)
