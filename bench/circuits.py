@@ -2,11 +2,15 @@
 the agreement of EAP and EAP-IG with exact edge patching and the faithfulness of their circuits.
 
     OMP_NUM_THREADS=1 nice -n 10 python -m bench.circuits [--edges 256] [--pairs 1] [--steps 5] [--tiny-seeds 0]
-        [--skip-speed] [--skip-agreement] [--json out/circuits.json]
+        [--skip-speed] [--skip-agreement] [--reach-stride 16 --reach-loop-edges 16 --reach-repeats 3] [--json out/circuits.json]
 
 - speed: a random BERT-base (bench/make_random_bert.py; speed does not depend on the values), a 12-token pair;
   `--edges` edges (from the middle of the graph) scored exactly, batched (64 rows per pass) and one pass per edge;
   edges per second of each and their ratio. EAP and EAP-IG's time for every edge at once.
+- reach (`--reach-stride n`): exact patching as `edge_scores` runs it, from each edge's receiver on (edge_reach.py,
+  64 rows a pass), on every edge into every n-th receiver and into the output (`reach_subset`: each layer's share),
+  against one whole patched pass per edge on `--reach-loop-edges` of those edges (seed 0), alternating
+  `--reach-repeats` times: edges a second of each, their ratio (median and spread), the largest score difference.
 - agreement: the first `--pairs` pairs of each agreement task (agreement-simple, -pp, -rc in
   bert/data/circuit_pairs.tsv) on MiniLM; exact scores of every edge (`--exact-cache`: kept for a rerun), EAP,
   EAP-IG and EAP-IG-activations (`--steps`); Spearman's rho of each with exact over the 500 edges of largest
@@ -23,6 +27,7 @@ import argparse
 import hashlib
 import json
 import os
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -36,18 +41,69 @@ from scipy.stats import spearmanr  # noqa: E402
 import bert  # noqa: E402
 from bench.make_random_bert import make_random_bert  # noqa: E402
 from bert.analysis.causal.patching import prepare_contrast  # noqa: E402
-from bert.analysis.circuits.edge_scores import activation_groups, edge_scores, mask_gradient, pair_runs, patched_metrics  # noqa: E402
+from bert.analysis.circuits.edge_scores import (  # noqa: E402
+    activation_groups, edge_scores, exact_edge_metrics, mask_gradient, pair_runs, patched_metrics,
+)
 from bert.analysis.circuits.encoder_parts import EncoderParts  # noqa: E402
 from bert.analysis.circuits.faithfulness import faithfulness_curve, random_ranking  # noqa: E402
 from bert.analysis.circuits.graph import CircuitGraph  # noqa: E402
 from bert.analysis.circuits.tasks import builtin_pairs, contrasts  # noqa: E402
 
 
-def speed(edges: int) -> dict:
+def random_base() -> tuple:
+    """A random BERT-base (bench/make_random_bert.py) and a 12-token pair."""
     with tempfile.TemporaryDirectory() as folder:
         make_random_bert(Path(folder))
         model, tokenizer = bert.load_pretrained(folder)
     contrast = prepare_contrast(tokenizer, "the keys to the cabinet [MASK] on the table .", "the key to the cabinet [MASK] on the table .", "are", "is")
+    return model, contrast
+
+
+def reach_subset(graph: CircuitGraph, stride: int) -> list[int]:
+    """Every edge into every `stride`-th receiver and into the output: each layer's heads and MLPs in their share."""
+    receivers, _ = graph.edge_cells
+    chosen = set(range(0, len(graph.receivers), stride)) | {len(graph.receivers) - 1}
+    return [edge for edge in range(len(graph)) if int(receivers[edge]) in chosen]
+
+
+def reach_speed(stride: int, loop_edges: int, repeats: int) -> dict:
+    """Exact patching from each edge's receiver on (edge_reach.py, 64 rows a pass) against one whole patched pass
+    per edge, on the same edges, alternating, `repeats` times: edges a second, their ratio, median and spread, and
+    the largest difference between the two scores of the looped edges."""
+    model, contrast = random_base()
+    parts, graph = EncoderParts.of(model), CircuitGraph.of(model.config)
+    runs = pair_runs(parts, graph, contrast, "logit-difference")
+    subset = reach_subset(graph, stride)
+    looped = sorted(torch.randperm(len(subset), generator=torch.Generator().manual_seed(0))[:loop_edges].tolist())
+    looped = [subset[index] for index in looped]
+    clocks = {"wall": time.perf_counter, "cpu": time.process_time}  # cpu: this process's time, less moved by load
+    reach_rates, loop_rates, difference = {clock: [] for clock in clocks}, {clock: [] for clock in clocks}, 0.0
+    rows = torch.zeros(len(looped), len(graph), dtype=torch.bool)
+    rows[torch.arange(len(looped)), torch.tensor(looped)] = True
+    for _ in range(repeats):
+        start = {clock: read() for clock, read in clocks.items()}
+        reach = exact_edge_metrics(parts, graph, runs, "logit-difference", "noise", subset, batch_size=64)
+        middle = {clock: read() for clock, read in clocks.items()}
+        loop = patched_metrics(parts, graph, runs, "logit-difference", "noise", rows, batch_size=1)
+        for clock, read in clocks.items():
+            reach_rates[clock].append(len(subset) / (middle[clock] - start[clock]))
+            loop_rates[clock].append(len(looped) / (read() - middle[clock]))
+        difference = max(difference, float((reach[[subset.index(edge) for edge in looped]] - loop).abs().max()))
+    result = {"graph_edges": len(graph), "tokens": len(contrast.clean), "edges_reached": len(subset), "receiver_stride": stride,
+              "edges_looped": len(looped), "repeats": repeats, "largest_score_difference": difference,
+              "every_edge_minutes_at_reach_median_wall": len(graph) / statistics.median(reach_rates["wall"]) / 60}
+    for clock in clocks:
+        result[clock] = {"reach_edges_per_second": spread(reach_rates[clock]), "one_pass_per_edge_edges_per_second": spread(loop_rates[clock]),
+                         "ratio": spread([reach / loop for reach, loop in zip(reach_rates[clock], loop_rates[clock])])}
+    return result
+
+
+def spread(values: list[float]) -> dict:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def speed(edges: int) -> dict:
+    model, contrast = random_base()
     parts, graph = EncoderParts.of(model), CircuitGraph.of(model.config)
     runs = pair_runs(parts, graph, contrast, "logit-difference")
     middle = len(graph) // 2
@@ -190,6 +246,10 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--skip-agreement", action="store_true")
     parser.add_argument("--skip-speed", action="store_true")
+    parser.add_argument("--reach-stride", type=int, default=0,
+                        help="also time exact patching from the receiver on against one pass per edge, on the edges into every n-th receiver")
+    parser.add_argument("--reach-loop-edges", type=int, default=16, help="edges of that subset timed one pass each")
+    parser.add_argument("--reach-repeats", type=int, default=3)
     parser.add_argument("--exact-cache", type=Path, help="a folder keeping each pair's exact scores for reruns")
     parser.add_argument("--tiny-seeds", type=int, default=0, help="also tiny random BERT and ModernBERT, this many seeds each")
     parser.add_argument("--json", type=Path)
@@ -198,6 +258,9 @@ def main() -> None:
     if not args.skip_speed:
         figures["speed"] = speed(args.edges)
         print(json.dumps(figures, indent=1), flush=True)
+    if args.reach_stride:
+        figures["reach"] = reach_speed(args.reach_stride, args.reach_loop_edges, args.reach_repeats)
+        print(json.dumps(figures["reach"], indent=1), flush=True)
     if args.tiny_seeds:
         figures["tiny_random"] = tiny_random(args.tiny_seeds, args.steps)
         print(json.dumps(figures["tiny_random"], indent=1), flush=True)

@@ -10,6 +10,12 @@ recorded pass's median. Value zeroing batched (value_zeroing.value_zeroing: one 
 against the one-token loop (value_zeroing_loop: one pass of the model's own layer per token and layer): the loop
 runs on the first `--loop-keys` tokens of every layer and is scaled to all of them (each token's pass costs the same;
 0: the whole loop). The machine's load average is printed with every figure.
+
+    OMP_NUM_THREADS=1 python -m bench.mixing --ratio-only --tokens 128 512 --loop-keys 21 --ratio-layers 2 --repeats 3
+
+times only value zeroing batched against the loop (`zeroing_ratio`): the first `--loop-keys` tokens of the first
+`--ratio-layers` layers, both sides alternating `--repeats` times and scaled to whole layers; median and spread of
+the ratio, and the largest difference between the two sides' distances.
 """
 from __future__ import annotations
 
@@ -49,6 +55,55 @@ def report(name: str, runs: list[float], reference: float | None, results: dict)
           f"load {os.getloadavg()[0]:.1f}", flush=True)
 
 
+def zeroing_ratio(model, layers: list, keys: int, repeats: int) -> dict:
+    """Value zeroing batched (ZeroingParts: its setup once per layer, then the first `keys` tokens' rows) against
+    the one-token loop (one pass of the model's own layer per token) on the same tokens of the same layers,
+    alternating, `repeats` times; each side scaled to a whole layer (setup + seq / keys of the rows), so the ratio
+    is the two whole runs'. Also the largest difference between the two distances (before the rows' normalisation)."""
+    seq = layers[0].x.shape[0]
+    step = zeroing.rows_per_pass(seq, layers[0].module.residual.mlp1.out_features)
+    clocks = {"wall": time.perf_counter, "cpu": time.process_time}  # cpu: this process's time, less moved by load
+    batched, looped, difference = {clock: [] for clock in clocks}, {clock: [] for clock in clocks}, 0.0
+
+    def timed(fn) -> tuple:
+        start = {clock: read() for clock, read in clocks.items()}
+        result = fn()
+        return result, {clock: read() - start[clock] for clock, read in clocks.items()}
+
+    with torch.no_grad():
+        for _ in range(repeats):
+            setup, rows, loop = ({clock: 0.0 for clock in clocks} for _ in range(3))
+            for layer in layers:
+                (parts, original), took = timed(lambda: (lambda parts: (parts, parts.outputs(layer, None)[0]))(zeroing.ZeroingParts.of(layer)))
+                setup = {clock: setup[clock] + took[clock] for clock in clocks}
+                distances, took = timed(lambda: torch.cat([
+                    cosine_distance(parts.outputs(layer, torch.arange(first, min(first + step, keys))), original)
+                    for first in range(0, keys, step)]))  # [key, query]
+                rows = {clock: rows[clock] + took[clock] for clock in clocks}
+
+                def one_token_loop() -> torch.Tensor:
+                    own = zeroing.one_token_zeroed(model, layer, None)
+                    return torch.stack([cosine_distance(zeroing.one_token_zeroed(model, layer, key), own) for key in range(keys)])
+
+                each, took = timed(one_token_loop)
+                loop = {clock: loop[clock] + took[clock] for clock in clocks}
+                difference = max(difference, float((distances - each).abs().max()))
+            for clock in clocks:
+                batched[clock].append(setup[clock] + rows[clock] * seq / keys)
+                looped[clock].append(loop[clock] * seq / keys)
+    result = {"tokens": seq, "layers": len(layers), "keys_timed_per_layer": keys, "rows_per_pass": step, "repeats": repeats,
+              "largest_distance_difference": difference, "load_average_1min": os.getloadavg()[0]}
+    for clock in clocks:
+        result[clock] = {"batched_s_per_layer": spread([run / len(layers) for run in batched[clock]]),
+                         "loop_s_per_layer": spread([run / len(layers) for run in looped[clock]]),
+                         "ratio": spread([loop / batch for loop, batch in zip(looped[clock], batched[clock])])}
+    return result
+
+
+def spread(values: list[float]) -> dict:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
 def main() -> None:
     parser = bench_parser(__doc__, "also write the figures here")
     parser.add_argument("--tokens", type=int, nargs="+", default=[128, 512])
@@ -57,6 +112,9 @@ def main() -> None:
     parser.add_argument("--loop-keys", type=int, default=16)
     parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS),
                         help="the methods to time (value zeroing's loop runs with value-zeroing)")
+    parser.add_argument("--ratio-only", action="store_true",
+                        help="only value zeroing batched against its loop (zeroing_ratio), on --ratio-layers layers")
+    parser.add_argument("--ratio-layers", type=int, default=2, help="the first n layers (each costs the same)")
     args = parser.parse_args()
     use_omp_threads()
     torch.manual_seed(0)
@@ -68,6 +126,12 @@ def main() -> None:
         input_ids = torch.randint(1000, 30000, (1, seq))
         token_type_ids = torch.zeros_like(input_ids)
         at = results.setdefault(str(seq), {})
+        if args.ratio_only:
+            _, cache = record_for_mixing(model, input_ids, token_type_ids)
+            at["value zeroing, batched against the loop"] = zeroing_ratio(
+                model, recorded_layers(model, cache)[:args.ratio_layers], min(args.loop_keys, seq), args.repeats)
+            print(json.dumps(at, indent=1), flush=True)
+            continue
         report("recorded pass", times(lambda: record_for_mixing(model, input_ids, token_type_ids), args.repeats), None, at)
         reference = at["recorded pass"]["median_s"]
         _, cache = record_for_mixing(model, input_ids, token_type_ids)

@@ -48,8 +48,17 @@ class BertLMHead(nn.Module):
         return self
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        transformed = self.hook_transform(self.layer_norm(activate(self.mlp(hidden), self.activation)))
-        return self.hook_logits(self.unembedding(transformed))
+        return self.hook_logits(self.unembedding(self.hook_transform(self.transform(hidden))))
+
+    def transform(self, hidden: torch.Tensor) -> torch.Tensor:
+        """dense, activation, LayerNorm: [*positions, E], what the unembedding reads."""
+        return self.layer_norm(activate(self.mlp(hidden), self.activation))
+
+    def token_logits(self, hidden: torch.Tensor, tokens: list[int]) -> torch.Tensor:
+        """[*positions, len(tokens)]: the logits of these tokens only (a metric that reads two of the vocabulary's
+        logits skips the unembedding's other rows); no hooks."""
+        bias = self.unembedding.bias
+        return F.linear(self.transform(hidden), self.unembedding.weight[tokens], None if bias is None else bias[tokens])
 
 
 class ReplacedTokenHead(nn.Module):

@@ -268,14 +268,14 @@ def test_a_watcher_stops_every_saliency_method_at_its_next_pass(counted_model, t
 
 
 class LayerRows:
-    """Rows through each layer's MLP block (the model's own layers, batched value zeroing's recomputed ones) and
-    DecompX's parts carried through each layer (it runs the layer's weights, not its modules): over the number of
-    layers, forward-pass equivalents."""
+    """Rows through each layer's MLP, counted at its second map (the model's own layers; batched value zeroing's
+    recomputed ones, which run the MLP's maps and not the block), and DecompX's parts carried through each layer
+    (it runs the layer's weights, not its modules): over the number of layers, forward-pass equivalents."""
 
     def __init__(self, model: Bert, monkeypatch):
         self.rows = 0
         for layer in model.transformer:
-            layer.residual.register_forward_pre_hook(self._count)
+            layer.residual.mlp2.register_forward_pre_hook(self._count)
         through_layer = decompx_module.through_layer
 
         def counted_through_layer(recorded, parts, bias, config):

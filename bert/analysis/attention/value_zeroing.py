@@ -12,23 +12,28 @@ distance near 0, which `1 − cos` in float32 would bury under rounding.
 The whole model: the rollout of the normalised matrices, C_L ··· C_1 (Abnar & Zuidema 2020's Eq. 1 with C for A),
 with no extra residual (the residual is inside the recomputed layer); the paper's code rolls them out this way.
 
-Batched: the n zeroings of a layer are one batch of n copies of that layer (`rows_per_pass` at a time, so memory
-stays at rows × seq × intermediate floats): one layer pass per layer over all j, never a full forward per token.
+Batched: the n zeroings of a layer are one batch of n rows (`rows_per_pass` at a time, so memory stays at rows ×
+seq × intermediate floats), each recomputing only what zeroing its token changes (`ZeroingParts`): attention's
+output loses p^h_ij v^h_j W_O^h, and LN1, the MLP and LN2 follow, with the MLP's first map taken once per token and
+head instead of once per (query, zeroed token) pair; never a full forward per token.
 `value_zeroing_loop` does the same one token at a time through the model's own layer with an intervention on its
 value hook, for the tests and the benchmark.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 import torch
+import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
+from ...activations import activate
 from ...hooks import HookRun, active_run, hook_name
 from ...stopping import checkpoint
 from ..cosine import cosine_distance
-from .mixing_parts import RecordedLayer, value_vectors
+from .mixing_parts import RecordedLayer, transformed_values, value_vectors
 
 Progress = Callable[[int, int], None]  # (layer passes' rows done, total): also where a caller may stop the work
 ROWS_BUDGET = 1 << 25  # floats of the widest tensor in one batched pass (rows × seq × intermediate)
@@ -41,12 +46,65 @@ def rows_per_pass(seq: int, width: int) -> int:
 @torch.no_grad()
 def zeroed_outputs(recorded: RecordedLayer, keep: torch.Tensor) -> torch.Tensor:
     """The layer's output when the value vectors of the tokens with keep == 0 are zeroed, one row per row of
-    `keep` ([batch, key] of 0 and 1): [batch, query, hidden]. A row of ones gives the layer's own output."""
+    `keep` ([batch, key] of 0 and 1): [batch, query, hidden], the whole layer recomputed from its values (the
+    definition; `value_zeroing` takes one token a row through ZeroingParts). A row of ones gives the layer's own output."""
     module = recorded.module
     values = value_vectors(module, recorded.x) * keep[:, None, :, None]  # [batch, head, key, head_dim]
     z = torch.matmul(recorded.pattern, values)  # [batch, head, query, head_dim]
     result = module.attention.mlp(rearrange(z, "batch head query head_dim -> batch query (head head_dim)"))
     return module.residual(module.attention.layer_norm(recorded.x + result))
+
+
+@dataclass(frozen=True)
+class ZeroingParts:
+    """One layer's recorded pass split into what zeroing one token changes and what it does not (post-LN).
+
+    Zeroing token j's values takes p^h_ij (v^h_j W_O^h) off what attention adds to token i, for each head h; the rest
+    of the layer is LN1, the MLP and LN2 of that. LN1's mean and the MLP's first map are linear, so with C the
+    centring, the MLP's pre-activation of i with j zeroed is
+        (W1 (γ1 ⊙ C y_i) − Σ_h p^h_ij W1 (γ1 ⊙ C u^h_j)) / σ_ij + W1 β1 + b1,   u^h_j = v^h_j W_O^h,
+    y_i the recorded sum before LN1 and σ_ij LN1's divisor from C y_i − Σ_h p^h_ij C u^h_j: every product with W1 is
+    made once per token and head, not once per (i, j) pair; only the activation, the MLP's second map and LN2 run per pair."""
+
+    centred: torch.Tensor  # [query, hidden] C y_i
+    centred_values: torch.Tensor  # [head, key, hidden] C u^h_k
+    pre: torch.Tensor  # [query, intermediate] W1 (γ1 ⊙ C y_i)
+    pre_values: torch.Tensor  # [head, key, intermediate] W1 (γ1 ⊙ C u^h_k)
+    pre_shift: torch.Tensor  # [intermediate] W1 β1 + b1
+
+    @classmethod
+    @torch.no_grad()
+    def of(cls, recorded: RecordedLayer) -> "ZeroingParts":
+        module = recorded.module
+        norm, mlp1 = module.attention.layer_norm, module.residual.mlp1
+        scale = norm.weight if norm.weight is not None else torch.ones_like(recorded.x[0])
+        shift = norm.bias if norm.bias is not None else torch.zeros_like(recorded.x[0])
+        summed = recorded.x + recorded.attention_result  # [query, hidden] before LN1
+        centred = summed - summed.mean(-1, keepdim=True)
+        values = transformed_values(module, recorded.x)  # [head, key, hidden]
+        centred_values = values - values.mean(-1, keepdim=True)
+        return cls(centred, centred_values, F.linear(scale * centred, mlp1.weight), F.linear(scale * centred_values, mlp1.weight),
+                   mlp1(shift))
+
+    @torch.no_grad()
+    def outputs(self, recorded: RecordedLayer, keys: torch.Tensor | None) -> torch.Tensor:
+        """The layer's output with the values of token keys[row] zeroed, one row each: [row, query, hidden]
+        (None: nothing zeroed, one row)."""
+        module = recorded.module
+        norm, block = module.attention.layer_norm, module.residual
+        if keys is None:
+            centred, pre = self.centred[None], self.pre[None].clone()  # [1, query, ...]
+        else:  # the widest tensors, [row, query, intermediate], are changed in place: one pass over them per step
+            shares = recorded.pattern[:, :, keys].permute(2, 1, 0)  # [row, query, head]: p^h_i,keys[row]
+            centred = self.centred - torch.bmm(shares, self.centred_values[:, keys].transpose(0, 1))  # [row, query, hidden]
+            pre = torch.bmm(shares, self.pre_values[:, keys].transpose(0, 1))  # [row, query, intermediate]
+            torch.sub(self.pre, pre, out=pre)
+        inverse = torch.rsqrt(centred.square().mean(-1, keepdim=True) + norm.eps)  # [row, query, 1] LN1's 1 / σ
+        normed = centred * inverse
+        normed = normed if norm.weight is None else normed * norm.weight
+        normed = normed if norm.bias is None else normed + norm.bias  # LN1's output
+        post = activate(torch.addcmul(self.pre_shift, pre, inverse, out=pre), block.activation)
+        return block.layer_norm(normed + block.mlp2(post))
 
 
 @torch.no_grad()
@@ -57,16 +115,15 @@ def value_zeroing_layer(recorded: RecordedLayer, progress: Progress | None = Non
     forward pass, as mixing_cost does."""
     seq = recorded.x.shape[0]
     width = recorded.module.residual.mlp1.out_features
-    original = zeroed_outputs(recorded, recorded.x.new_ones(1, seq))[0]
+    parts = ZeroingParts.of(recorded)
+    original = parts.outputs(recorded, None)[0]
     distances = recorded.x.new_empty(seq, seq)
     step = rows_per_pass(seq, width)
     for start in range(0, seq, step):
         rows = min(start + step, seq) - start
         checkpoint(rows * (layer + 1) // layers - rows * layer // layers)  # a watcher may stop it here
         keys = torch.arange(start, min(start + step, seq), device=recorded.x.device)
-        keep = torch.ones(len(keys), seq, dtype=recorded.x.dtype, device=recorded.x.device)
-        keep[torch.arange(len(keys)), keys] = 0
-        distances[:, keys] = cosine_distance(zeroed_outputs(recorded, keep), original).T
+        distances[:, keys] = cosine_distance(parts.outputs(recorded, keys), original).T
         if progress is not None:
             progress(done + int(keys[-1]) + 1, total)
     return distances

@@ -13,8 +13,8 @@ sentence and patches an edge with the counterfactual's value; "denoise" runs the
 clean value in. An edge's score is metric(patched) - metric(run), averaged over the pairs.
 
 Methods:
-- exact: one patched run per edge (graph_run.py's recursive edge patching), `batch_size` edges per forward pass,
-  as bert/analysis/causal/patching.py batches its cells.
+- exact: one patched run per edge (graph_run.py's recursive edge patching), recomputing only what the edge reaches
+  (edge_reach.py: from its receiver's layer on), `batch_size` edges a batch; then one whole run per node.
 - eap: edge attribution patching (Syed et al. 2023): the first-order change, (source - run) output of the sender
   times the gradient of the metric at the receiver's input; one forward and one backward pass per pair.
 - eap-ig: EAP with integrated gradients on the inputs (Hanna et al. 2024, "EAP-IG-inputs" in MIB): the gradient
@@ -47,6 +47,7 @@ from ...devices import model_device
 from ...errors import InvalidInputError
 from ...model import Bert
 from ..causal.patching import DIRECTIONS, Contrast
+from .edge_reach import RunStreams, edge_metrics, reach_passes
 from .encoder_parts import EncoderParts
 from .graph import CircuitGraph, Edge
 from .graph_run import run_graph
@@ -73,10 +74,15 @@ class PairRuns:
 
 def read_metric(parts: EncoderParts, final: torch.Tensor, contrast: Contrast, metric: str) -> torch.Tensor:
     """[row] the metric at the [MASK] from a pass's final hidden states [row, seq, hidden]."""
-    logits = parts.logits(final[:, contrast.mask_position]).float()  # [row, vocab]
+    return mask_metric(parts, final[:, contrast.mask_position], contrast, metric)
+
+
+def mask_metric(parts: EncoderParts, final: torch.Tensor, contrast: Contrast, metric: str) -> torch.Tensor:
+    """[row] the metric from the final hidden states at the [MASK], [row, hidden]."""
     if metric == "probability":
-        return logits.softmax(dim=-1)[:, contrast.answer_id]
-    return logits[:, contrast.answer_id] - logits[:, contrast.foil_id]
+        return parts.logits(final).float().softmax(dim=-1)[:, contrast.answer_id]  # over the whole vocabulary
+    logits = parts.logits(final, [contrast.answer_id, contrast.foil_id]).float()  # [row, 2]
+    return logits[:, 0] - logits[:, 1]
 
 
 @torch.no_grad()
@@ -188,27 +194,32 @@ def patched_metrics(parts: EncoderParts, graph: CircuitGraph, runs: PairRuns, me
     return values
 
 
+def exact_edge_metrics(parts: EncoderParts, graph: CircuitGraph, runs: PairRuns, metric: str, direction: str,
+                       edges: Sequence[int] | None = None, batch_size: int = 32, progress: Progress | None = None) -> torch.Tensor:
+    """[edge] the metric with each of `edges` (None: every edge) alone patched, as `patched_metrics` gives it with
+    one edge a row, recomputing only what the edge reaches (edge_reach.py)."""
+    run, source = runs.oriented(direction)
+    streams = RunStreams.of(parts, graph, runs.embeddings[run], runs.outputs[run])
+    difference = (runs.outputs[source] - runs.outputs[run])[0]  # [sender, seq, hidden]
+    return edge_metrics(parts, graph, streams, difference, lambda final: mask_metric(parts, final, runs.contrast, metric),
+                        runs.contrast.mask_position, range(len(graph)) if edges is None else edges, batch_size, progress)
+
+
 def _exact(parts, graph, runs: PairRuns, metric, direction, batch_size, progress, number, pairs):
-    """Each edge's and each node's exact score: one patched row per edge, then one per node."""
+    """Each edge's and each node's exact score: one patched row per edge (from its receiver's layer on), then one
+    per node (a whole pass)."""
     run, _ = runs.oriented(direction)
-    outgoing = graph.outgoing()
+    total = len(graph) + len(graph.senders)
 
-    def rows(start: int, stop: int) -> torch.Tensor:  # one edge a row, then one node (all its outgoing edges) a row
-        chunk = torch.zeros(stop - start, len(graph), dtype=torch.bool)
-        for row, index in enumerate(range(start, stop)):
-            if index < len(graph):
-                chunk[row, index] = True
-            else:
-                chunk[row] = outgoing[index - len(graph)]
-        return chunk
+    def pair_progress(first: int) -> Progress:
+        def report(done: int, _: int) -> None:
+            if progress is not None:
+                progress(number * total + first + done, pairs * total)
+        return report
 
-    def pair_progress(done: int, total: int) -> None:
-        if progress is not None:
-            progress(number * total + done, pairs * total)
-
-    values = patched_metrics(parts, graph, runs, metric, direction, rows, batch_size, pair_progress,
-                             len(graph) + len(graph.senders)) - runs.metrics[run]
-    return values[:len(graph)], values[len(graph):]
+    edges = exact_edge_metrics(parts, graph, runs, metric, direction, None, batch_size, pair_progress(0))
+    nodes = patched_metrics(parts, graph, runs, metric, direction, graph.outgoing(), batch_size, pair_progress(len(graph)))
+    return edges - runs.metrics[run], nodes - runs.metrics[run]
 
 
 def _attribution(parts, graph, runs: PairRuns, metric, direction, steps: int | None, per_position: bool = False) -> torch.Tensor:
@@ -268,11 +279,11 @@ def mask_gradient(parts, graph, runs: PairRuns, metric, direction, fraction: flo
 
 def edge_scores_cost(config: BertConfig, tokens: int, method: str, steps: int | None = None, pairs: int = 1) -> Cost:
     """The passes `edge_scores` makes for `pairs` pairs of `tokens` tokens: each pair's two recorded runs, then
-    exact: one row per edge and per node; eap: one pass and its backward pass; eap-ig: `steps` of each;
+    exact: one row per node and, for the edges, the layers each edge's row runs (`reach_passes`); eap: one pass and its backward pass; eap-ig: `steps` of each;
     eap-ig-activations: `steps` of each per sender group (1 + 2 per layer)."""
     graph = CircuitGraph.of(config)
     lower = ("fewer pairs", "a shorter pair of sentences")
     if method == "exact":
-        return Cost(pairs * (2 + len(graph) + len(graph.senders)), tokens, lower + ("EAP-IG instead of exact patching",))
+        return Cost(pairs * (2 + reach_passes(graph) + len(graph.senders)), tokens, lower + ("EAP-IG instead of exact patching",))
     rows = 1 if method == "eap" else steps * (len(activation_groups(graph)) if method == "eap-ig-activations" else 1)
     return Cost(pairs * (2 + rows), tokens, lower + (("integration steps",) if method in INTEGRATED else ()), backward_passes=pairs * rows)

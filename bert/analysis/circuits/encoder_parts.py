@@ -11,7 +11,7 @@ would need position nodes of their own).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -50,13 +50,38 @@ class LayerParts:
                      attention_mask: torch.Tensor | None) -> torch.Tensor:
         """What each head writes to the residual stream (z times its slice of the output projection, without the
         projection's bias): [batch, head, seq, hidden], from inputs [batch, head or 1, seq, hidden] each."""
+        return per_head_product(self.weighted_values(query_in, key_in, value_in, attention_mask), self.output)
+
+    def weighted_values(self, query_in: torch.Tensor, key_in: torch.Tensor, value_in: torch.Tensor,
+                        attention_mask: torch.Tensor | None) -> torch.Tensor:
+        """Each head's attention-weighted values z, before the output projection: [batch, head, seq, head_dim],
+        from inputs [batch, head or 1, seq, hidden] each (a batch of 1 is shared by every row of the others)."""
         q, k, v = (self._project(x, weight, bias) for x, weight, bias in
                    ((query_in, self.query, self.query_bias), (key_in, self.key, self.key_bias), (value_in, self.value, self.value_bias)))
         if self.rope_theta is not None:
             cos, sin = attn.rotary_angles(q.shape[2], q.shape[-1], self.rope_theta, q.device)
             q, k = attn.rotate(q, cos, sin), attn.rotate(k, cos, sin)
         pattern = attn.masked_scores(q, k, attention_mask, self.causal, self.window).softmax(dim=-1)
-        return per_head_product(attn.weighted_values(pattern, v), self.output)  # [batch, head, seq, hidden]
+        return attn.weighted_values(pattern, v)
+
+    def head(self, head: int) -> "LayerParts":
+        """The same layer with one head only (its maps, biases and slice of the output projection)."""
+        def one(tensor: torch.Tensor | None) -> torch.Tensor | None:
+            return None if tensor is None else tensor[head:head + 1]
+
+        return replace(self, query=one(self.query), key=one(self.key), value=one(self.value), query_bias=one(self.query_bias),
+                       key_bias=one(self.key_bias), value_bias=one(self.value_bias), output=one(self.output))
+
+    def attention_total(self, read: torch.Tensor, attention_mask: torch.Tensor | None,
+                        position: int | None = None) -> torch.Tensor:
+        """What the attention sub-layer adds to the residual stream when every head reads `read` ([batch, seq,
+        hidden]): the heads' outputs summed, with the projection's bias; [batch, seq, hidden], or [batch, 1, hidden]
+        at `position` only (every key is still read)."""
+        z = self.weighted_values(read[:, None], read[:, None], read[:, None], attention_mask)  # [batch, head, seq, head_dim]
+        if position is not None:
+            z = z[:, :, position:position + 1]
+        total = attn.merge_heads(z) @ self.output.flatten(0, 1)  # [batch, seq, hidden]
+        return total if self.output_bias is None else total + self.output_bias
 
     @staticmethod
     def _project(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
@@ -112,13 +137,43 @@ class EncoderParts:
         """The embeddings' output, what enters layer 0: [batch, seq, hidden]."""
         return self.model.embedding(input_ids, token_type_ids, attention_mask)
 
+    def layer(self, layer: int, x: torch.Tensor, attention_mask: torch.Tensor | None = None,
+              position: int | None = None) -> torch.Tensor:
+        """One whole layer on the residual stream x [batch, seq, hidden], every head and the MLP reading the model's
+        own stream (as run_graph computes a layer no patched edge reaches): [batch, seq, hidden], or [batch, 1,
+        hidden] at `position` only (what the output reads from the last layer)."""
+        parts = self.layers[layer]
+        total = parts.attention_total(parts.attention_norm(x) if self.pre_norm else x, attention_mask, position)
+        if position is not None:
+            x = x[:, position:position + 1]
+        return self.mlp_sublayer(layer, self.attention_sublayer(layer, x, total))
+
+    def stream_after(self, sublayer: int, summed: torch.Tensor) -> torch.Tensor:
+        """The residual stream after sub-layer `sublayer` (attention of layer l: 2l, its MLP: 2l + 1) from the
+        stream before it plus what it adds: through the LayerNorm after it (post-LN), the sum itself (pre-norm)."""
+        if self.pre_norm:
+            return summed
+        layer, is_mlp = divmod(sublayer, 2)
+        return self.layers[layer].mlp_norm(summed) if is_mlp else self.layers[layer].attention_norm(summed)
+
+    def attention_sublayer(self, layer: int, x: torch.Tensor, total: torch.Tensor) -> torch.Tensor:
+        """The stream after the attention sub-layer that adds `total` to x."""
+        return x + total if self.pre_norm else self.layers[layer].attention_norm(x + total)
+
+    def mlp_sublayer(self, layer: int, x: torch.Tensor, mlp_in: torch.Tensor | None = None) -> torch.Tensor:
+        """The stream after the MLP sub-layer, the MLP reading `mlp_in` (a stream of its own; None: x)."""
+        parts = self.layers[layer]
+        own = x if mlp_in is None else mlp_in
+        mlp = parts.mlp(parts.mlp_norm(own) if self.pre_norm else own)
+        return x + mlp if self.pre_norm else parts.mlp_norm(x + mlp)
+
     def final(self, x: torch.Tensor) -> torch.Tensor:
         """The residual stream as the output head reads it (through ModernBERT's final LayerNorm)."""
         return self.model.final_hidden(x)
 
-    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """The masked-LM head: [rows, hidden] -> [rows, vocab]."""
-        return self.model.lm_head(hidden)
+    def logits(self, hidden: torch.Tensor, tokens: list[int] | None = None) -> torch.Tensor:
+        """The masked-LM head: [rows, hidden] -> [rows, vocab], or [rows, len(tokens)] for those tokens only."""
+        return self.model.lm_head(hidden) if tokens is None else self.model.lm_head.token_logits(hidden, tokens)
 
 
 def _layer_parts(layer, depth: int, model: Bert) -> LayerParts:

@@ -13,6 +13,7 @@ from bert.analysis.circuits.edge_scores import edge_scores, edge_scores_cost
 from bert.analysis.circuits.faithfulness import (
     area_scores, circuit_edges, faithfulness_cost, faithfulness_curve, pruned_circuit, random_ranking,
 )
+from bert.analysis.circuits.encoder_parts import EncoderParts
 from bert.analysis.circuits.graph import CircuitGraph
 from bert.analysis.circuits.tasks import TASKS, builtin_pairs, contrasts, read_pairs
 from bert.analysis.causal.patching import prepare_contrast
@@ -104,6 +105,17 @@ def test_each_cost_is_the_passes_made(tiny, monkeypatch, method, steps):
         return run_graph(parts, graph, embeddings, *args, **kwargs)
 
     monkeypatch.setattr(edge_scores_module, "run_graph", counting_run)
+    edge_metrics, mlp_sublayer = edge_scores_module.edge_metrics, EncoderParts.mlp_sublayer
+
+    def counting_edges(parts, *args, **kwargs):  # exact patching's edge rows run only some layers: passes' worth
+        layer_rows = []
+        monkeypatch.setattr(EncoderParts, "mlp_sublayer", lambda self, layer, x, *a: layer_rows.append(x.shape[0]) or mlp_sublayer(self, layer, x, *a))
+        values = edge_metrics(parts, *args, **kwargs)
+        monkeypatch.setattr(EncoderParts, "mlp_sublayer", mlp_sublayer)
+        counted["forward"] += -(-sum(layer_rows) // model.config.num_layers)
+        return values
+
+    monkeypatch.setattr(edge_scores_module, "edge_metrics", counting_edges)
     edge_scores(model, [contrast, contrast], method, steps=steps or 1, batch_size=3 if method.startswith("eap-ig") else 64)
     cost = edge_scores_cost(model.config, len(contrast.clean), method, steps, pairs=2)
     assert (counted["forward"], counted["backward"]) == (cost.forward_passes, cost.backward_passes)

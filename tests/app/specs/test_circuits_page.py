@@ -75,12 +75,12 @@ def test_bad_pairs_get_one_line(open_page, query, message):
 def test_exact_patching_over_the_budget_does_not_start_for_a_student(open_page, monkeypatch):
     from viz_app.server import visitor
 
-    # MiniLM at the built-in pair's 9 tokens: exact 8,655 BERT-base token passes, EAP-IG with 5 steps 46
+    # MiniLM at the built-in pair's 9 tokens: exact 3,468 BERT-base token passes, EAP-IG with 5 steps 46
     monkeypatch.setenv("BERT_INSIDE_REQUEST_BUDGET", "100")
     monkeypatch.setattr(visitor, "address", lambda: "192.168.1.20")  # a visitor from another machine
     at = open_page(circuit_method="exact")
     shown = texts(at)
-    assert "over your budget, so EAP-IG" in shown and "7,693 forward passes of 9 tokens" in shown
+    assert "over your budget, so EAP-IG" in shown and "3,083 forward passes of 9 tokens" in shown
     assert not figures(at) and not at.button  # nothing runs, nothing to confirm
     at.selectbox(key="circuit_method").set_value("eap-ig").run()  # the page's default, within the budget
     no_exception(at)
