@@ -19,7 +19,7 @@ from viz_app.server.class_room import FOLLOW_PARAM, Answer, ClassRoom, ClassStep
 from viz_app.lessons import session
 from viz_app.lessons.format import PAGES
 from viz_app.app.models import ModelKey
-from viz_app.app.text import address, joined, markdown, without_images
+from viz_app.app.text import address, escape_markdown, joined, markdown, without_images
 
 POLL_S = 0.5  # a following student's page asks the room this often (half of it, on average, is the wait)
 COUNTS_S = 2.0  # the presenter's count of followers and answers is redrawn this often
@@ -127,8 +127,9 @@ def _draw(current: ClassStep | None, following: bool, visitor: Visitor) -> None:
             mine = visitor.room.answer_of(voter)
             buttons = st.columns(len(shown.choices))
             for number, (column, choice) in enumerate(zip(buttons, shown.choices)):
-                column.button(choice, key=f"class_choice_{number}", type="primary" if choice == mine else "secondary",
-                              on_click=_answer, args=(visitor.room, voter, choice, current.version), width="stretch")
+                column.button(escape_markdown(choice), key=f"class_choice_{number}",  # a label is read as Markdown
+                              type="primary" if choice == mine else "secondary", on_click=_answer,
+                              args=(visitor.room, voter, choice, current.version), width="stretch")
             if st.session_state.get(ANSWERED) == (current.version, Answer.FULL):
                 st.warning("Your answer was not counted: the class's table of answers is full. Tell your teacher.")
 

@@ -50,6 +50,8 @@ def unsafe_calls(path: Path) -> list[str]:
     made of anything but a literal (outside viz_app/app/text.py)."""
     tree = ast.parse(path.read_text())
     containers = _streamlit_objects(tree)
+    shows = {"show"} | {alias.asname for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                        and node.module == "viz_app.app" for alias in node.names if alias.name == "show" and alias.asname}
     found = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call) or not node.args:
@@ -58,7 +60,7 @@ def unsafe_calls(path: Path) -> list[str]:
         where = f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)[:100]}"
         if isinstance(func, ast.Attribute) and func.attr in SHOWN_AS_MARKDOWN:
             receiver = ast.unparse(func.value)
-            if receiver == "show" or (receiver.split(".")[0].split("[")[0] in containers
+            if receiver in shows or (receiver.split(".")[0].split("[")[0] in containers
                                       and not any(k.arg == "unsafe_allow_html" for k in node.keywords)):
                 found += [] if _literal(text) else [where]
         elif isinstance(func, ast.Name) and (func.id == "markdown" or (func.id == "Markdown" and path != TEXT_MODULE)):
@@ -76,11 +78,12 @@ def test_the_reader_of_the_source_finds_the_old_way(tmp_path):
     page = tmp_path / "page.py"
     page.write_text("import streamlit as st\nleft, right = st.columns(2)\nst.warning(str(problem))\n"
                     "right.caption(f'Searching {corpus.name}')\nshow.warning(f'{problem}')\nMarkdown(word)\n"
-                    "st.warning('Literal.')\nshow.warning('Not for this model: {}.', reason)\nlog.warning(problem)\n")
+                    "st.warning('Literal.')\nshow.warning('Not for this model: {}.', reason)\nlog.warning(problem)\n"
+                    "from viz_app.app import show as shown\nshown.info(problem)\n")
     global ROOT
     kept, ROOT = ROOT, tmp_path
     try:
-        assert [call.split(":")[1] for call in unsafe_calls(page)] == ["3", "4", "5", "6"]
+        assert [call.split(":")[1] for call in unsafe_calls(page)] == ["3", "4", "5", "6", "11"]
     finally:
         ROOT = kept
 
