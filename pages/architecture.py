@@ -3,7 +3,7 @@ page lays out the widgets; what it computes and draws is its spec, viz_app/specs
 import pandas as pd
 import streamlit as st
 
-from viz_app.app import widgets
+from viz_app.app import show, widgets
 from viz_app.server import heavy
 from viz_app.specs import architecture as spec
 
@@ -25,7 +25,7 @@ if any(result is None for result in results.values()):
     st.stop()  # over the budget: the page has said why
 rows = spec.module_rows(model, results["shapes"])
 st.code(spec.tree_text(rows), language=None)
-st.caption(spec.architecture_note(model.config))
+show.caption("{}", spec.architecture_note(model.config))
 
 for name, chart in spec.view(settings, context, results).items():
     widgets.show_chart(chart, key=name)

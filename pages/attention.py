@@ -6,7 +6,7 @@ import streamlit as st
 from bert.analysis.attention.attention_stats import STATISTICS
 from viz_app import cache
 from viz_app.server import heavy
-from viz_app.app import state, widgets
+from viz_app.app import show, state, widgets
 from viz_app.specs import attention as spec
 
 widgets.page_header(
@@ -83,7 +83,7 @@ sums = st.columns(3)
 query_charts = st.container()
 if relative:
     st.subheader("Where does this head's score come from?", anchor="score-terms")
-    st.caption(TERMS_NOTE)
+    show.caption("{}", TERMS_NOTE)
     terms_section = st.container()  # filled last: it runs the model once more, within the visitor's budget
 
 st.subheader("All heads at a glance", anchor="all-heads")
@@ -140,10 +140,8 @@ st.dataframe(
         },
     },
 )
-st.caption(
-    f"One row per head; click a column to sort. Averages over the {len(tokens)} tokens of this input "
-    "(previous/next over the tokens that have one). The table's toolbar downloads it as CSV."
-)
+show.caption("One row per head; click a column to sort. Averages over the {} tokens of this input (previous/next over "
+             "the tokens that have one). The table's toolbar downloads it as CSV.", len(tokens))
 if relative:
     with terms_section:
         computation, work = spec.computations(settings)["score_terms"]
@@ -151,4 +149,4 @@ if relative:
         if split is not None:
             widgets.show_chart(spec.view(settings, context, {"recorded": result, "statistics": stats,
                                                              "score_terms": split})["score_terms"], key="score_terms")
-            st.caption(f"This section runs the model once more: {computation.cost(context, work).describe()}.")
+            show.caption("This section runs the model once more: {}.", computation.cost(context, work).describe())

@@ -6,10 +6,9 @@ from bert.errors import InputTooLongError, InvalidInputError
 from bert.layers import layer_label
 from viz_app import cache
 from viz_app.server import heavy
-from viz_app.app import state, widgets
+from viz_app.app import show, state, widgets
 from viz_app.specs import causal_tracing as spec
 from viz_app.specs.causal_tracing import COMPARE, DIRECTION_LABELS, MODES, default_corrupt_of, pick_answer_foil
-from viz_app.app.text import escape_markdown
 
 widgets.page_header(
     "Causal tracing",
@@ -34,10 +33,10 @@ def word_choice(column, label: str, key: str, guesses: list[str], chosen: str, h
 
 def stop_with(problem: InvalidInputError) -> None:
     if isinstance(problem, InputTooLongError):  # the library's message names its own argument: say it in the page's words
-        st.warning(f"That sentence is {problem.num_tokens} tokens long, but the model reads at most {problem.max_tokens}. "
-                   "Shorten it.")
+        show.warning("That sentence is {} tokens long, but the model reads at most {}. Shorten it.",
+                     problem.num_tokens, problem.max_tokens)
     else:
-        st.warning(escape_markdown(str(problem)))  # it quotes the words typed or linked
+        show.warning("{}", problem)  # it quotes the words typed or linked
     st.stop()
 
 
@@ -85,11 +84,9 @@ if mode == "two":
         stop_with(problem)
     result = results.get("exact") or results["attribution"]
     base, source = ("corrupted", "clean") if direction == "denoise" else ("clean", "corrupted")
-    st.markdown(
-        f"logit(**{escape_markdown(result.answer)}**) − logit(**{escape_markdown(result.foil)}**) at the [MASK]: "
-        f"**{result.clean_metric:.3f}** in the clean sentence, **{result.corrupted_metric:.3f}** in the corrupted one. "
-        f"Each cell: (patched − {base}) / ({source} − {base})."
-    )
+    show.markdown("logit(**{}**) − logit(**{}**) at the [MASK]: **{:.3f}** in the clean sentence, **{:.3f}** in the "
+                  "corrupted one. Each cell: (patched − {}) / ({} − {}).", result.answer, result.foil,
+                  result.clean_metric, result.corrupted_metric, base, source, base)
     for name, chart in spec.view(settings, context, results).items():
         widgets.show_chart(chart, key=name)
     widgets.download_view("Causal tracing: two sentences", "causal_tracing")
@@ -101,7 +98,7 @@ else:
         stop_with(problem)
     masks = len(loaded.tokenizer.mask_positions(encoding))
     if masks != 1:
-        st.warning(f"The sentence has {masks} [MASK]; causal tracing needs exactly one, where the answer goes.")
+        show.warning("The sentence has {} [MASK]; causal tracing needs exactly one, where the answer goes.", masks)
         st.stop()
     positions = [i for i, special in enumerate(encoding.special) if not special and encoding.input_ids[i] != loaded.tokenizer.mask_id]
     state.clamp_subset("trace_corrupt", positions, default_corrupt_of(encoding))
@@ -126,11 +123,10 @@ else:
         stop_with(problem)
     if trace is None:
         st.stop()
-    st.markdown(
-        f"p(**{escape_markdown(trace.answer)}**) at the [MASK]: **{trace.clean_probability:.3f}** in the clean run, "
-        f"**{trace.corrupted_probability:.3f}** with noise on {escape_markdown(', '.join(encoding.tokens[i] for i in corrupt))} "
-        f"(standard deviation {trace.noise_std:.3f}, 3 times the token embeddings', averaged over {trace.samples} samples)."
-    )
+    show.markdown("p(**{}**) at the [MASK]: **{:.3f}** in the clean run, **{:.3f}** with noise on {} (standard "
+                  "deviation {:.3f}, 3 times the token embeddings', averaged over {} samples).", trace.answer,
+                  trace.clean_probability, trace.corrupted_probability, ', '.join(encoding.tokens[i] for i in corrupt),
+                  trace.noise_std, trace.samples)
     for name, chart in spec.view(settings, context, {"trace": trace}).items():
         widgets.show_chart(chart, key=f"trace_{name}")
     widgets.download_view("Causal tracing: one sentence with noise", "causal_tracing_noise")

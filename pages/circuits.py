@@ -4,7 +4,7 @@ viz_app/specs/circuits.py."""
 import streamlit as st
 
 from bert.errors import BertError
-from viz_app.app import state, widgets
+from viz_app.app import show, state, widgets
 from viz_app.server import heavy
 from viz_app.specs import circuits
 
@@ -18,7 +18,7 @@ widgets.page_header(
 context = widgets.require(needs_input=False)
 reason = circuits.refusal(context.loaded)
 if reason:
-    st.warning(f"Not for this model: {reason}.")
+    show.warning("Not for this model: {}.", reason)
     st.stop()
 indices = [*range(len(circuits.PAIRS)), circuits.OWN]
 index = st.selectbox("Pair", indices, format_func=circuits.pair_label, **state.kept("circuit_pair", indices))
@@ -38,12 +38,12 @@ settings = circuits.Settings.from_state(st.session_state, context)
 try:
     contrast = circuits.contrast_of(context.loaded, settings.pair)
 except BertError as problem:
-    st.warning(str(problem))
+    show.warning("{}", problem)
     st.stop()
 exact_cost = circuits.scores_cost(circuits.Inputs(context.loaded), circuits.ScoreWork(settings.pair, "exact", 1))
-st.caption(f"Exact edge patching here: {exact_cost.describe()}; "
-           + ("within your budget." if heavy.within_budget(context, exact_cost) else
-              "over your budget, so EAP-IG (about steps + 2 passes) or EAP (3 passes) stand in for it."))
+show.caption("Exact edge patching here: {}; {}", exact_cost.describe(),
+             "within your budget." if heavy.within_budget(context, exact_cost) else
+             "over your budget, so EAP-IG (about steps + 2 passes) or EAP (3 passes) stand in for it.")
 planned = circuits.computations(settings)
 result = heavy.run(context, *planned["scores"])
 if result is None:

@@ -4,11 +4,10 @@ import streamlit as st
 
 from bert.errors import BertError
 from viz_app.server import access, heavy
-from viz_app.app import analysis_widgets, models, state, widgets
+from viz_app.app import analysis_widgets, models, show, state, widgets
 from viz_app import cache
 from viz_app.specs import compare_models as model_comparison
 from viz_app.app.models import ModelKey
-from viz_app.app.text import escape_markdown
 
 widgets.page_header(
     "Compare two models",
@@ -20,7 +19,7 @@ widgets.page_header(
 context = widgets.require()
 choices = {c.source: c for c in context.visitor.choices}  # a student: the offered models only, no folder
 if st.session_state.get("compare_with") not in (None, *choices):  # a link naming a model this server does not offer
-    st.info(access.not_offered(context.visitor.choices))
+    show.info("{}", access.not_offered(context.visitor.choices))
 source_b = st.selectbox("Model B (model A is the one chosen in the sidebar)", list(choices), format_func=lambda s: choices[s].label,
                         **state.kept("compare_with", list(choices), model_comparison.partner(context.key.source, list(choices))))
 folder_b = choices[source_b].folder
@@ -39,9 +38,8 @@ if key_a == key_b:
 try:
     loaded_b = cache.load_model(key_b)
 except (BertError, OSError, ValueError, RuntimeError) as error:
-    st.error(f"Could not load model B, “{escape_markdown(str(source_b))}” "
-             f"({escape_markdown(access.failure(error, context.visitor.role))}). "
-             "Pick another model.")
+    show.error("Could not load model B, “{}” ({}). Pick another model.", str(source_b),
+               access.failure(error, context.visitor.role))
     st.stop()
 shared = cache.same_vocabulary(key_a, key_b)
 name_a, name_b = context.key.source, source_b
@@ -49,7 +47,7 @@ name_a, name_b = context.key.source, source_b
 st.subheader("Predictions side by side")
 table = model_comparison.side_by_side(context.loaded, loaded_b, context.prepared, shared)
 if table.empty:
-    st.info(model_comparison.nothing_shared(context.loaded, loaded_b, context.prepared, shared))
+    show.info("{}", model_comparison.nothing_shared(context.loaded, loaded_b, context.prepared, shared))
 else:
     st.dataframe(table.rename(columns={"model A": f"A: {name_a}", "model B": f"B: {name_b}"}), hide_index=True)
 
@@ -63,18 +61,18 @@ settings = model_comparison.Settings(key_b, texts, name_a, name_b)
 try:
     result = heavy.run(context, *model_comparison.computations(settings)["comparison"])
 except BertError as error:
-    st.error(f"These two models cannot be compared: {escape_markdown(str(error))}.")
+    show.error("These two models cannot be compared: {}.", error)
     st.stop()
 if result is None:  # over the budget: the page has said why
     st.stop()
 charts = model_comparison.view(settings, context, {"comparison": result})
 if result.unit == "token":
-    st.caption(f"Over {description}: {result.num_examples:,} tokens, every token of every sentence.")
+    show.caption("Over {}: {:,} tokens, every token of every sentence.", description, result.num_examples)
 else:
-    st.caption(f"The two models split words into different pieces, so their vectors are aligned by words: a word's "
-               f"vector is the mean of its pieces' vectors. Over {description}: {result.num_examples:,} words in "
-               f"{result.num_sentences:,} sentences; {result.skipped:,} sentence{'' if result.skipped == 1 else 's'} "
-               "skipped, where the two tokenizers split the words differently.")
+    show.caption("The two models split words into different pieces, so their vectors are aligned by words: a word's "
+                 "vector is the mean of its pieces' vectors. Over {}: {:,} words in {:,} sentences; {:,} sentence{} "
+                 "skipped, where the two tokenizers split the words differently.", description, result.num_examples,
+                 result.num_sentences, result.skipped, '' if result.skipped == 1 else 's')
 if result.same_depth:
     widgets.show_chart(charts["cka_by_layer"], key="cka_by_layer")
     halves = result.lower_and_upper() if result.unit == "token" else None  # fine-tuning's pattern: one vocabulary
@@ -82,12 +80,11 @@ if result.same_depth:
         lower, upper = halves
         verdict = ("agrees: the upper layers changed more" if upper < lower - 0.02 else
                    "does not show it: the upper layers changed no more than the lower ones")
-        st.markdown(
-            "**What fine-tuning usually does.** Merchant et al. (2020, *What happens to BERT embeddings during "
-            "fine-tuning?*) found that fine-tuning changes the top layers most and the lower layers little: CKA "
-            f"against the base model stays near 1 low down and falls near the top. Here the lower half of the layers "
-            f"has a mean CKA of {lower:.2f} and the upper half {upper:.2f}, so this pair {verdict}."
-        )
+        show.markdown("**What fine-tuning usually does.** Merchant et al. (2020, *What happens to BERT embeddings "
+                      "during fine-tuning?*) found that fine-tuning changes the top layers most and the lower layers "
+                      "little: CKA against the base model stays near 1 low down and falls near the top. Here the "
+                      "lower half of the layers has a mean CKA of {:.2f} and the upper half {:.2f}, so this pair {}.",
+                      lower, upper, verdict)
 widgets.show_chart(charts["cka_matrix"], key="cka_matrix")
 if "attention_change" in charts:
     widgets.show_chart(charts["attention_change"], key="attention_change")

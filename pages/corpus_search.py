@@ -5,7 +5,7 @@ import streamlit as st
 from bert.analysis.corpus.batching import residual_names
 from bert.layers import head_label, layer_labels
 from bert.errors import BertError
-from viz_app.app import analysis_widgets
+from viz_app.app import analysis_widgets, show
 from viz_app.specs import corpus_search
 from viz_app.server import heavy, uploads
 from viz_app.app import state, widgets
@@ -26,13 +26,13 @@ if choice == analysis_widgets.UPLOAD:
     upload = uploads.upload_box(f"A .txt file, one sentence per line: at most {corpus_search.MAX_LINES:,} lines and "
                                 f"{corpus_search.MAX_TOKENS:,} tokens", ["txt"], "search_file", uploads.TEXT_BYTES)
     if upload is None:
-        st.info(f"Choose a .txt file with one sentence per line (at most {corpus_search.MAX_LINES:,} lines and "
-                f"{corpus_search.MAX_TOKENS:,} tokens) to search your own text.")
+        show.info("Choose a .txt file with one sentence per line (at most {:,} lines and {:,} tokens) to search your "
+                  "own text.", corpus_search.MAX_LINES, corpus_search.MAX_TOKENS)
         st.stop()
     text = uploads.read_text(upload)
     corpus = None if text is None else corpus_search.upload_corpus(text, upload.name, loaded.tokenizer, loaded.summary.max_positions)
     if isinstance(corpus, str):
-        st.warning(corpus)
+        show.warning("{}", corpus)
     if not isinstance(corpus, corpus_search.Corpus):
         st.stop()
 else:
@@ -62,26 +62,26 @@ head = 0
 if by == corpus_search.HEAD_OUTPUT:
     heads = list(range(loaded.model.config.num_heads))
     head = st.select_slider("Head", heads, **state.kept("search_head", heads))
-    st.caption(f"Each head of {names[layer]} adds up the words it attends to into a small vector of its own "
-               f"({loaded.model.config.hidden_size // len(heads)} numbers) before the layer mixes the heads: the "
-               "search compares those vectors.")
+    show.caption("Each head of {} adds up the words it attends to into a small vector of its own ({} numbers) before "
+                 "the layer mixes the heads: the search compares those vectors.", names[layer],
+                 loaded.model.config.hidden_size // len(heads))
 
 settings = corpus_search.Settings(corpus, position, by, layer, k, head if by == corpus_search.HEAD_OUTPUT else 0)
 try:  # only the index this view needs: every layer's output, or this layer's heads (built once, then shared by all)
     index = heavy.run(context, corpus_search.INDEX, corpus_search.index_work(settings))
     found = None if index is None else heavy.run(context, *corpus_search.computations(settings, index)["search"])
 except BertError as error:
-    st.warning(f"That text cannot be indexed: {escape_markdown(str(error))}.")
+    show.warning("That text cannot be indexed: {}.", error)
     st.stop()
 if found is None:
     st.stop()
-st.caption(f"Searching {len(index):,} tokens of {escape_markdown(corpus.name)}.")
+show.caption("Searching {:,} tokens of {}.", len(index), corpus.name)
 hits = found[layer] if by == corpus_search.LAYER_OUTPUT else found[head]
 where = ("at the embeddings" if layer == 0 else names[layer]) if by == corpus_search.LAYER_OUTPUT else f"at {head_label(layer, head)}"
 summary = corpus_search.summarize(hits, query.word)
-shown = escape_markdown(query.word)
-st.markdown(f"**{summary.same_word} of {len(hits)}** matches {where} are “{shown}” itself; "
-            f"{len(summary.words)} different word(s).")
+shown = query.word
+show.markdown("**{} of {}** matches {} are “{}” itself; {} different word(s).", summary.same_word, len(hits), where,
+              shown, len(summary.words))
 charts = corpus_search.view(settings, context, {"search": found})
 left, right = st.columns([3, 2])
 with left:
@@ -92,9 +92,9 @@ with right:
     widgets.show_chart(charts["search_words"], key="search_words")
     st.dataframe(pd.DataFrame({"part of speech": list(summary.parts_of_speech),
                                "matches": list(summary.parts_of_speech.values())}), hide_index=True)
-    st.caption("Parts of speech are known for the headword of each built-in sentence (from WordNet); other tokens "
-               "are “unknown”. Positions of the matches in their sentences ([CLS] = 0): "
-               + ", ".join(f"{p} ({n})" for p, n in sorted(summary.positions.items())) + ".")
+    show.caption("Parts of speech are known for the headword of each built-in sentence (from WordNet); other tokens "
+                 "are “unknown”. Positions of the matches in their sentences ([CLS] = 0): {}.",
+                 ", ".join(f"{p} ({n})" for p, n in sorted(summary.positions.items())))
 table = pd.DataFrame([{"rank": rank, "cosine": hit.cosine, "token": hit.token, "word": hit.word,
                        "part of speech": hit.part_of_speech or "", "position": hit.position,
                        "sentence": index.sentences[hit.sentence_index]} for rank, hit in enumerate(hits, 1)])

@@ -4,7 +4,8 @@ import numpy as np
 import streamlit as st
 
 from viz_app import cache
-from viz_app.app import state, widgets
+from viz_app.app import show, state, widgets
+from viz_app.app.text import joined, markdown
 from viz_app.app.models import POSITIONS_RELATIVE, POSITIONS_ROTATED
 from viz_app.server import heavy
 from viz_app.specs import embeddings as spec
@@ -18,7 +19,7 @@ widgets.page_header(
 )
 context = widgets.require()
 if context.loaded.model.config.rotary or not context.loaded.model.config.absolute_positions:
-    st.info(POSITIONS_ROTATED if context.loaded.model.config.rotary else POSITIONS_RELATIVE)
+    show.info("{}", POSITIONS_ROTATED if context.loaded.model.config.rotary else POSITIONS_RELATIVE)
     st.stop()
 if not context.loaded.model.config.type_vocab_size:
     st.info("This model has no segment embeddings (DistilBERT adds only token and position embeddings), so this page's "
@@ -37,11 +38,10 @@ st.caption(
 )
 sentence_left, sentence_right = st.columns(2)
 random_cosine = np.sqrt(2 / np.pi / summary.hidden)  # mean |cosine| of two random directions
-st.markdown(
-    "Mean |cosine| over this sentence: "
-    + ", ".join(f"{a}–{b} **{value:.2f}**" for (a, b), value in spec.mean_cosines(recorded).items())
-    + f". Random directions in {summary.hidden} dimensions would give about **{random_cosine:.2f}**."
-)
+show.markdown("Mean |cosine| over this sentence: {}. Random directions in {} dimensions would give about **{:.2f}**.",
+              joined(", ", (markdown("{}–{} **{:.2f}**", a, b, value)
+                            for (a, b), value in spec.mean_cosines(recorded).items())),
+              summary.hidden, random_cosine)
 
 st.subheader("2 · The embedding tables")
 st.caption(
@@ -86,12 +86,10 @@ with left:
     widgets.show_chart(charts["angles"], key="angles")
 with right:
     widgets.show_chart(charts["surviving"], key="surviving")
-st.markdown(spec.subspace_reading(report))
+show.markdown("{}", spec.subspace_reading(report))
 segments = ("This model has one segment embedding, added to every token alike" if np.isnan(tables.segment_cosine)
             else f"The two segment embeddings have cosine {tables.segment_cosine:.2f} with each other")
-st.caption(
-    f"{segments}; the token table spreads its "
-    f"variance over many directions (its first component holds {tables.token_variance[0]:.1%}), the position table "
-    f"over few (its first holds {tables.position_variance[0]:.0%}). Try other k with the slider."
-)
+show.caption("{}; the token table spreads its variance over many directions (its first component holds {:.1%}), the "
+             "position table over few (its first holds {:.0%}). Try other k with the slider.", segments,
+             tables.token_variance[0], tables.position_variance[0])
 widgets.download_view("Embeddings", "embeddings_view")

@@ -10,10 +10,9 @@ from bert.layers import residual_label
 from bert.errors import BertError
 from viz_app.server import access, heavy, uploads
 from viz_app import cache
-from viz_app.app import state, widgets
+from viz_app.app import show, state, widgets
 from viz_app.specs import features as feature_logic
 from viz_app.app.navigation import LINK_PARAMS
-from viz_app.app.text import escape_markdown
 
 widgets.page_header(
     "Features",
@@ -63,14 +62,14 @@ if view == "MLP neurons":
     with columns[2]:
         corpus_id, corpus = corpus_picker("neurons_corpus")
     if isinstance(corpus, str):
-        st.info(corpus)
+        show.info("{}", corpus)
         st.stop()
     settings = feature_logic.Settings(feature_logic.NEURONS, corpus_id, corpus, layer, int(neuron))
     scan = heavy.run(context, *feature_logic.computations(settings)["scan"])  # once per model and corpus, shared
     if scan is None:
         st.stop()
     charts = feature_logic.view(settings, context, {"scan": scan})  # a treebank's tag mixes too: upos, deprel
-    st.subheader(f"Where neuron {neuron} of layer {layer} fires most ({escape_markdown(corpus.name)})")
+    show.subheader("Where neuron {} of layer {} fires most ({})", neuron, layer, corpus.name)
     show_examples(top_examples(scan, corpus, int(neuron)), corpus)
     widgets.show_chart(charts["histogram"], key="neuron_histogram")
     mix_charts = [chart for chart in charts if chart.startswith("tag_mix:")]
@@ -91,7 +90,8 @@ name = st.selectbox("Sparse autoencoder", list(offered), **state.kept("features_
 folder = str(offered[name])
 sae = cache.sae(context.key, folder)
 if isinstance(sae, SaeFileError):
-    st.warning(f"This sparse autoencoder cannot be used with this model ({access.failure(sae, context.visitor.role)}).")
+    show.warning("This sparse autoencoder cannot be used with this model ({}).",
+                 access.failure(sae, context.visitor.role))
     st.stop()
 config = sae.config
 z = cache.sentence_features(context.key, folder, prepared)
@@ -99,7 +99,7 @@ tokens = list(prepared.masked.tokens)
 may_save = feature_logic.may_save_labels(context.visitor.role, folder)
 saved, problem = feature_logic.saved_labels(folder, config.features)  # read on every run: the owner may have saved one
 if problem:
-    st.warning(escape_markdown(problem))  # it quotes the file
+    show.warning("{}", problem)  # it quotes the file
 typed = feature_logic.typed_labels(st.session_state, name)
 with st.expander("Feature labels: download them, or upload a file of them"):
     upload = uploads.upload_box("A labels file (JSON: feature number → label, as the download writes)", ["json"],
@@ -107,18 +107,18 @@ with st.expander("Feature labels: download them, or upload a file of them"):
     uploaded, problem = feature_logic.uploaded_labels(upload.getvalue() if upload else None,
                                                       upload.name if upload else "", config.features)
     if problem:
-        st.warning(escape_markdown(problem))  # it quotes the file
+        show.warning("{}", problem)  # it quotes the file
     labels = saved | uploaded | typed  # typed in this browser session first, then uploaded, then kept with the SAE
     st.download_button("Download the labels (JSON)", labels_json(labels), file_name=f"{Path(folder).name}-labels.json",
                        mime="application/json", key="feature_labels_download")
-    st.caption(("Labels you save are kept beside this sparse autoencoder (labels.json) and shown to everyone who "
-                "opens it." if may_save else "Labels typed here are kept for this visit, in this browser tab: "
-                "download them to keep them, and upload the file next time.") +
-               f" {len(saved)} kept with it, {len(uploaded)} uploaded, {len(typed)} typed now.")
+    show.caption("{} {} kept with it, {} uploaded, {} typed now.",
+                 "Labels you save are kept beside this sparse autoencoder (labels.json) and shown to everyone who "
+                 "opens it." if may_save else "Labels typed here are kept for this visit, in this browser tab: "
+                 "download them to keep them, and upload the file next time.", len(saved), len(uploaded), len(typed))
 shown = st.slider("Features in the heatmap", 4, 64, **state.kept("features_shown", range(4, 65)))
-trained_on = escape_markdown(feature_logic.training_data(config.data, context.visitor.role))  # a student: the file's name
-st.caption(f"The residual stream {residual_label(config.layer)} (hidden_states[{config.layer}]), {config.features} features, "
-           f"at most {config.k} active per token; trained on {trained_on}.")
+trained_on = feature_logic.training_data(config.data, context.visitor.role)  # a student: the file's name
+show.caption("The residual stream {} (hidden_states[{}]), {} features, at most {} active per token; trained on {}.",
+             residual_label(config.layer), config.layer, config.features, config.k, trained_on)
 widgets.show_chart(feature_logic.sentence_view(shown, z, tokens, config.layer, labels)["heatmap"], key="features_heatmap")
 
 feature = int(st.number_input("Feature", 0, config.features - 1, step=1,  # none chosen yet: the strongest here
@@ -132,9 +132,12 @@ text = st.text_input("Your label for this feature", **state.kept(feature_logic.L
 if may_save and st.button("Save the label with the sparse autoencoder", key="feature_label_save"):
     try:
         set_label(folder, feature, text, config.features)
-        st.success(f"Saved in {Path(folder).name}/labels.json." if text.strip() else "The saved label is removed.")
+        if text.strip():
+            show.success("Saved in {}/labels.json.", Path(folder).name)
+        else:
+            st.success("The saved label is removed.")
     except (BertError, OSError) as error:
-        st.error(f"Could not save the label: {escape_markdown(str(error))}")
+        show.error("Could not save the label: {}", error)
 corpus_id, corpus = corpus_picker("features_corpus")
 factor = st.select_slider("Switch the feature", [0.0, 0.5, 1.0, 2.0, 4.0, 8.0], value=0.0, **state.kept("features_factor"),
                           format_func=lambda f: "off" if f == 0 else f"x {f:g}",
@@ -143,12 +146,12 @@ guess = cache.feature_guess(context.key, folder, prepared, feature, factor) if p
 promoted = cache.promoted_tokens(context.key, folder, feature)
 scan = None
 if isinstance(corpus, str):
-    st.info(corpus)
+    show.info("{}", corpus)
 else:
     settings = feature_logic.Settings("features", corpus_id, corpus, folder=folder, feature=feature, factor=factor, sae=sae)
     scan = heavy.run(context, *feature_logic.computations(settings)["scan"])  # once per model, SAE and corpus, shared
 if scan is not None:
-    st.subheader(f"Where feature {feature} fires most ({escape_markdown(corpus.name)})")
+    show.subheader("Where feature {} fires most ({})", feature, corpus.name)
     examples = top_examples(scan, corpus, feature)
     if examples:
         show_examples(examples, corpus)

@@ -5,7 +5,7 @@ import streamlit as st
 
 from bert.analysis.causal import ablation
 from bert.layers import head_label, layer_label
-from viz_app.app import analysis_widgets, state, widgets
+from viz_app.app import analysis_widgets, show, state, widgets
 from viz_app.server import heavy
 from viz_app.specs import head_ablation
 
@@ -34,15 +34,13 @@ if mode == "mean":  # the heads' mean output over the built-in sentences, once p
     mean = heavy.run(context, head_ablation.MEAN, head_ablation.MeanWork(), key="ablation_mean")
     if mean is None:
         st.stop()
-st.subheader(f"Top {head_ablation.SHOWN} at position {position}, {len(heads)} head(s) ablated")
+show.subheader("Top {} at position {}, {} head(s) ablated", head_ablation.SHOWN, position, len(heads))
 st.dataframe(pd.DataFrame(head_ablation.before_after(context.loaded, context.prepared, position, heads, mode, mean)),
              hide_index=True)
 
 st.subheader("Rank every head")
-st.caption(
-    f"Each of the {len(all_heads)} heads is ablated alone ({mode}), all in batched forward passes (one row per "
-    "head), and the change in log-probability of the intact model's top prediction is measured."
-)
+show.caption("Each of the {} heads is ablated alone ({}), all in batched forward passes (one row per head), and the "
+             "change in log-probability of the intact model's top prediction is measured.", len(all_heads), mode)
 work = head_ablation.RankingWork(position, mode, mean)
 cost = head_ablation.RANKING.cost(context, work)
 if st.toggle(f"Rank all heads ({cost.describe()})", **state.kept("ablation_rank")):

@@ -6,11 +6,11 @@ import streamlit as st
 from bert.analysis.attention.attention_stats import STATISTICS
 from bert.analysis.attention.head_stats import CLARK_2019, CLARK_2019_SOURCE, clark_2019_reference, is_bert_base, top_heads
 from bert.errors import BertError
-from viz_app.app import analysis_widgets, state, widgets
+from viz_app.app import analysis_widgets, show, state, widgets
 from viz_app.charts.published import published_table
 from viz_app.server import heavy
 from viz_app.specs import head_statistics
-from viz_app.app.text import escape_markdown
+from viz_app.app.text import joined, markdown
 
 widgets.page_header(
     "Head statistics over a corpus",
@@ -28,7 +28,7 @@ work = head_statistics.StatisticsWork(tuple(sentences), pairs)
 try:
     statistics = heavy.run(context, head_statistics.STATISTICS_OVER_SENTENCES, work, key="head_statistics")
 except BertError as error:  # e.g. a pair longer than the model's positions
-    st.warning(f"The model cannot read these sentences: {escape_markdown(str(error))}. Pick fewer or shorter sentences, or another model.")
+    show.warning("The model cannot read these sentences: {}. Pick fewer or shorter sentences, or another model.", error)
     st.stop()
 if statistics is None:
     st.stop()
@@ -36,7 +36,7 @@ names = list(STATISTICS)
 statistic = st.segmented_control("Statistic", names, required=True, **state.kept("stats_statistic", names))
 settings = head_statistics.Settings(work, statistic)
 widgets.show_chart(head_statistics.view(settings, context, {"statistics": statistics})["by_layer"], key="stats_by_layer")
-st.caption(STATISTICS[statistic] + f". Over {description}.")
+show.caption("{}. Over {}.", STATISTICS[statistic], description)
 published = clark_2019_reference().get(statistic)
 if published:
     with st.expander(f"BERT-base's {statistic} in Clark et al. 2019 (grey on the chart when BERT-base is loaded)"):
@@ -44,12 +44,12 @@ if published:
                    "is periods and commas only; a blank is a value the figure hides.")
         st.dataframe(published_table(published), hide_index=True)
 if is_bert_base(context.loaded.model):
-    st.info("This model has BERT-base's shape, so the published findings are drawn beside ours (shaded). "
-            f"Source: {CLARK_2019_SOURCE}.\n\n" + "\n".join(f"- {f.claim}" for f in CLARK_2019))
+    show.info("This model has BERT-base's shape, so the published findings are drawn beside ours (shaded). Source: "
+              "{}.\n\n{}", CLARK_2019_SOURCE, joined("\n", (markdown("- {}", f.claim) for f in CLARK_2019)))
 else:
-    st.caption(f"Load bert-base-uncased to see {CLARK_2019_SOURCE}'s findings drawn beside these numbers.")
+    show.caption("Load bert-base-uncased to see {}'s findings drawn beside these numbers.", CLARK_2019_SOURCE)
 left, right = st.columns(2)
 for column, name in ((left, "previous"), (right, "next")):
-    column.markdown(f"**Strongest {name}-token heads**")
+    show.markdown("**Strongest {}-token heads**", name, on=column)
     column.dataframe(pd.DataFrame(top_heads(statistics, name, 5), columns=["layer (from 0)", "head", f"share to {name}"]),
                      hide_index=True, column_config={f"share to {name}": st.column_config.NumberColumn(format="percent")})

@@ -9,10 +9,9 @@ from bert.pretraining import walkthrough
 from viz_app.server import access
 from viz_app import cache
 from viz_app.specs.how_bert_was_trained import live_run, successors as successor_runs
-from viz_app.app import models, page_context, state, widgets
+from viz_app.app import models, page_context, show, state, widgets
 from viz_app.app.navigation import LINK_PARAMS
 from viz_app.server.access import Role
-from viz_app.app.text import escape_markdown
 from viz_app.specs.how_bert_was_trained import figures as figures
 from viz_app.charts import training as charts
 
@@ -29,8 +28,8 @@ role = context.visitor.role if context is not None else Role.STUDENT  # run outs
 try:
     builtin = cache.load_model(models.ModelKey.of("minilm"))
 except BertError as error:
-    st.warning(f"The built-in model is missing ({access.failure(error, role)}); the masking and pairs need its "
-               "vocabulary.")
+    show.warning("The built-in model is missing ({}); the masking and pairs need its vocabulary.",
+                 access.failure(error, role))
     st.stop()
 tokenizer = builtin.tokenizer
 widgets.contents({"masking": "Masking", "pairs": "Next-sentence pairs", "loss": "The loss", "tiny-bert": "A tiny BERT learns",
@@ -47,29 +46,30 @@ whole_word = whole_column.toggle("Whole-word masking (hide all pieces of a word 
 try:
     batch, truncated = walkthrough.sentence_batch(tokenizer, text)
 except BertError as error:
-    st.info(f"Type some text above: {escape_markdown(str(error))}.")
+    show.info("Type some text above: {}.", error)
     st.stop()
 masked = walkthrough.mask_example(tokenizer, batch, seed, whole_word, truncated)
 st.markdown(charts.legend_chips(), unsafe_allow_html=True)  # our own words only
 for label, row in (("The text", "text"), ("What the model reads", "read"), ("What the loss asks for", "labels")):
     st.markdown(f"**{label}**<br>{charts.masking_chips(masked, row)}", unsafe_allow_html=True)  # tokens escaped in the chips
-st.caption(figures.masking_summary(masked))
+show.caption("{}", figures.masking_summary(masked))
 if truncated:
-    st.caption(f"Only the first {walkthrough.MAX_LENGTH} tokens are used, as in training.")
+    show.caption("Only the first {} tokens are used, as in training.", walkthrough.MAX_LENGTH)
 
 st.header("2. Next-sentence pairs", anchor="pairs")
 task = st.radio("Pairs for", list(TASKS), format_func=TASKS.get, horizontal=True, **state.kept("pair_task", list(TASKS)))
 try:
     pairs = walkthrough.sentence_pairs(tokenizer, text, seed, task)
 except BertError as error:
-    st.info(f"{escape_markdown(str(error))}.")
+    show.info("{}.", error)
     pairs = []
 for number, pair in enumerate(pairs, 1):
     st.markdown(f"**Pair {number}: {figures.pair_label(pair, task)}**<br>{charts.pair_chips(pair)}", unsafe_allow_html=True)
     if builtin.model.has_nsp_head:
-        st.caption(f"The built-in model's guess: P(B follows A) = {walkthrough.next_sentence_probability(builtin.model, pair):.0%}.")
+        show.caption("The built-in model's guess: P(B follows A) = {:.0%}.",
+                     walkthrough.next_sentence_probability(builtin.model, pair))
 if pairs:
-    st.caption(figures.PAIRS_NOTE[task])
+    show.caption("{}", figures.PAIRS_NOTE[task])
 
 if pairs and builtin.model.has_mlm_head and builtin.model.has_nsp_head:
     st.header("3. The loss for one example", anchor="loss")
@@ -83,18 +83,18 @@ if pairs and builtin.model.has_mlm_head and builtin.model.has_nsp_head:
     total.metric("Total (what training lowers)", f"{loss.total:.3f}")
     st.dataframe(pd.DataFrame({"position": loss.positions, "hidden token": loss.targets, "−log p(it)": loss.token_losses}),
                  hide_index=True)
-    st.caption(figures.LOSS_NOTE)
+    show.caption("{}", figures.LOSS_NOTE)
 
 st.header("4. Watch a tiny BERT learn", anchor="tiny-bert")
-st.caption(figures.LIVE_NOTE)
+show.caption("{}", figures.LIVE_NOTE)
 live_run.render(role, context.visitor.settings.heavy_slots if context is not None else 1)
 
 st.header("5. Masked LM against left-to-right, in miniature", anchor="mlm-vs-left-to-right")
-st.caption(figures.DIRECTION_NOTE)
+show.caption("{}", figures.DIRECTION_NOTE)
 figures.direction_comparison()
 
 st.header("6. Model size against held-out loss, in miniature", anchor="model-size")
-st.caption(figures.SIZE_NOTE)
+show.caption("{}", figures.SIZE_NOTE)
 figures.size_comparison()
 
 st.header("7. What came after BERT", anchor="after-bert")

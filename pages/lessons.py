@@ -6,14 +6,14 @@ from bert.costs import Cost
 from bert.errors import BertError
 from viz_app.server import access, heavy, uploads
 from viz_app import cache
-from viz_app.app import state, widgets
+from viz_app.app import show, state, widgets
 from viz_app.app.forward import InputProblem
 from viz_app.server.access import Role
 from viz_app.lessons import following, session
 from viz_app.export import html as export_html
 from viz_app.lessons.export import lesson_html
 from viz_app.lessons.format import PAGES, LessonError, builtin_lessons, parse_lesson
-from viz_app.app.text import escape_markdown, without_images
+from viz_app.app.text import joined, markdown, without_images
 
 UPLOAD = session.UPLOAD
 STAGE_CSS = """<style>
@@ -48,7 +48,7 @@ if name == UPLOAD and not presenting:
             session.keep_uploaded(parse_lesson(text, upload.name.rsplit(".", 1)[0], source=upload.name))
         except LessonError as error:
             session.keep_uploaded(None)
-            st.error(f"This lesson cannot be used: {escape_markdown(str(error))}", icon=":material/error:")
+            show.error("This lesson cannot be used: {}", error, icon=":material/error:")
 lesson = st.session_state.get(session.UPLOADED) if name == UPLOAD else lessons[name]
 index = session.current_step(lesson)
 if lesson is None:  # kept while the class visits the steps' pages
@@ -83,33 +83,34 @@ if not heavy.within_budget(context, every_step):
 
 def show_step(step, figures: list, trouble: Exception | None) -> None:
     """The step on the stage: its texts, its figures (or why there are none), its question and notice."""
-    st.caption(f"{escape_markdown(lesson.title)} · **step {step.number} of {step.total}** · {PAGES[step.page][1]} page")
-    st.header(escape_markdown(step.title), anchor=False)
-    st.markdown(without_images(step.text))
+    show.caption("{} · **step {} of {}** · {} page", lesson.title, step.number, step.total, PAGES[step.page][1])
+    show.header("{}", step.title, anchor=False)
+    show.markdown("{}", without_images(step.text))
     for problem in step.problems:
-        st.warning(problem, icon=":material/info:")
+        show.warning("{}", problem, icon=":material/info:")
     if trouble is not None:
-        st.warning(f"The figures of this step could not be drawn here ({access.failure(trouble, context.visitor.role)}); "
-                   "open the page instead.")
+        show.warning("The figures of this step could not be drawn here ({}); open the page instead.",
+                     access.failure(trouble, context.visitor.role))
     columns = st.columns(2) if len(figures) > 1 else [st.container()]
     for number, chart in enumerate(figures):
         with columns[number % len(columns)] if number < 2 else st.container():
             figure = go.Figure(chart.figure).update_layout(font_size=16, title_font_size=19)  # for the back row
             st.plotly_chart(figure, key=f"lesson_chart_{number}", width="stretch", config={"displaylogo": False})
     if not figures:
-        st.info(f"This step is on the {PAGES[step.page][1]} page: press “Open this step in the app” to see it.")
+        show.info("This step is on the {} page: press “Open this step in the app” to see it.", PAGES[step.page][1])
     if step.question:
-        st.markdown(f"**Question.** {without_images(step.question)}")
+        show.markdown("**Question.** {}", without_images(step.question))
         with st.expander("Answer (click to reveal)", key=f"lesson_answer_{lesson.name}_{index}"):
-            st.markdown(without_images(step.answer))
+            show.markdown("{}", without_images(step.answer))
     if step.notice:
-        st.info(f"**Notice:** {without_images(step.notice)}", icon=":material/visibility:")
+        show.info("**Notice:** {}", without_images(step.notice), icon=":material/visibility:")
 
 
 if index is None:  # the overview: what the lesson covers
-    st.subheader(escape_markdown(lesson.title), anchor=False)
-    st.markdown(escape_markdown(lesson.about))
-    st.markdown("\n".join(f"{n}. {escape_markdown(s.title)} ({PAGES[s.page][1]})" for n, s in enumerate(lesson.steps, 1)))
+    show.subheader("{}", lesson.title, anchor=False)
+    show.markdown("{}", lesson.about)
+    show.markdown("{}", joined("\n", (markdown("{}. {} ({})", n, s.title, PAGES[s.page][1])
+                                       for n, s in enumerate(lesson.steps, 1))))
     left, right = st.columns([1, 3])
     left.button("Start the lesson", type="primary", icon=":material/play_arrow:", on_click=session.start,
                 args=(lesson, context.visitor), key="lesson_start")
@@ -133,7 +134,7 @@ if heavy.allowed(context, cost, f"lesson_step_{index}"):  # a long sentence or a
     session.switch_if_asked(step, context.key.source)
 with st.container(key="lesson_stage"):
     if step is None:
-        st.caption(f"{escape_markdown(lesson.title)} · **step {index + 1} of {len(lesson.steps)}**")
+        show.caption("{} · **step {} of {}**", lesson.title, index + 1, len(lesson.steps))
     else:
         show_step(step, figures, trouble)
 

@@ -2,8 +2,7 @@
 what it computes and draws is its spec, viz_app/specs/logit_lens.py."""
 import streamlit as st
 
-from viz_app.app import analysis_widgets, widgets
-from viz_app.app.text import escape_markdown
+from viz_app.app import analysis_widgets, show, widgets
 from viz_app.server import heavy
 from viz_app.specs import logit_lens as spec
 
@@ -24,4 +23,4 @@ for name, chart in spec.view(settings, context, results).items():
 lens = spec.lens_at(results["lens"], position)
 st.dataframe(spec.layer_table(lens), hide_index=True,
              column_config={"p(final)": st.column_config.NumberColumn(format="percent")})
-st.caption(f"Final prediction: **{escape_markdown(lens.final.token)}** ({lens.final.probability:.1%}).")
+show.caption("Final prediction: **{}** ({:.1%}).", lens.final.token, lens.final.probability)

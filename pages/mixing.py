@@ -5,7 +5,7 @@ import streamlit as st
 from bert.analysis.attention.mixing import METHODS, PRE_NORM_REASON, methods_for
 from bert.analysis.attention.rollout import FLOW_TOKEN_LIMIT
 from bert.errors import MissingHeadError
-from viz_app.app import state, widgets
+from viz_app.app import show, state, widgets
 from viz_app.server import heavy
 from viz_app.specs import mixing
 
@@ -22,7 +22,7 @@ num_layers = context.loaded.summary.layers
 methods = methods_for(context.loaded.model.config)
 seconds = [mixing.NO_SECOND, *methods]
 if len(methods) < len(METHODS):
-    st.caption(f"Only the attention weights here: {PRE_NORM_REASON}.")
+    show.caption("Only the attention weights here: {}.", PRE_NORM_REASON)
 pick, beside = st.columns(2)  # wide enough for the longest method's name and paper at 1366 px
 with pick:
     method = st.selectbox("Method", methods, format_func=mixing.METHOD_TITLES.get, **state.kept("mixing_method", methods))
@@ -45,7 +45,7 @@ def run(side: str, computation, work):
     try:
         return heavy.run(context, computation, work, key=f"mixing_{side}")
     except MissingHeadError as problem:
-        st.warning(str(problem))
+        show.warning("{}", problem)
         return None
 
 
@@ -59,19 +59,17 @@ for column, side in zip(sides, mixing.SIDES):
         for chart_name, chart in mixing.view(settings, context, {side: result}).items():
             widgets.show_chart(chart, key=chart_name)
         if result.whole_model is None:
-            st.caption(f"{METHODS[result.method].paper} define no whole-model aggregate for this method.")
+            show.caption("{} define no whole-model aggregate for this method.", METHODS[result.method].paper)
 widgets.download_view("What each word takes from the others", "context_mixing")
 
 st.subheader("Attention flow")
-st.caption(
-    f"A max-flow problem per (position, input token) on the layered graph whose edge capacities are the mixed "
-    f"attention weights (Abnar & Zuidema 2020); each row normalised to sum to 1. Limited to inputs of "
-    f"{FLOW_TOKEN_LIMIT} tokens; at that length it can take half a minute, within the server's budget like every "
-    f"method, and it stops when you change the input or leave."
-)
+show.caption("A max-flow problem per (position, input token) on the layered graph whose edge capacities are the mixed "
+             "attention weights (Abnar & Zuidema 2020); each row normalised to sum to 1. Limited to inputs of {} "
+             "tokens; at that length it can take half a minute, within the server's budget like every method, and it "
+             "stops when you change the input or leave.", FLOW_TOKEN_LIMIT)
 if len(tokens) > FLOW_TOKEN_LIMIT:
-    st.info(f"This input has {len(tokens)} tokens; attention flow is offered up to {FLOW_TOKEN_LIMIT}. "
-            f"Shorten the sentence to see it.")
+    show.info("This input has {} tokens; attention flow is offered up to {}. Shorten the sentence to see it.",
+              len(tokens), FLOW_TOKEN_LIMIT)
 elif st.toggle("Compute attention flow", **state.kept("rollout_flow")):
     flow_settings = mixing.Settings(method, compare, layer, query, flow=True)
     flow = run("flow", *mixing.computations(flow_settings)["flow"])

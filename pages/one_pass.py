@@ -3,8 +3,7 @@ number the hook's recorded value of one pass. The page lays out the widgets; wha
 spec, viz_app/specs/one_pass.py."""
 import streamlit as st
 
-from viz_app.app import state, widgets
-from viz_app.app.text import escape_markdown
+from viz_app.app import show, state, widgets
 from viz_app.export import html as export_html
 from viz_app.server import heavy
 from viz_app.specs import one_pass
@@ -42,11 +41,11 @@ if results["pass"] is None:
 charts = one_pass.view(settings, context, results)
 paragraphs = one_pass.paragraphs(settings, context, results["pass"])
 
-st.subheader(one_pass.STEPS[step])
-st.markdown(escape_markdown(paragraphs[step]))
+show.subheader("{}", one_pass.STEPS[step])
+show.markdown("{}", paragraphs[step])
 for name, chart in charts.items():
     if name == "guesses_zeroed":
-        st.caption(f"Without head {head} of layer {layer} (its weighted values set to zero):")
+        show.caption("Without head {} of layer {} (its weighted values set to zero):", head, layer)
     widgets.show_chart(chart, key=f"pass_{name}")
 if step == "guess" and "guesses" in charts:
     st.caption("Temperature divides the logits before the softmax: below 1 the top guess takes more, above 1 the "
@@ -58,8 +57,8 @@ back.button("Previous step", disabled=index == 0, width="stretch",
             **state.filling("pass_previous", lambda _: {"pass_step": steps[index - 1]}, event="on_click"))
 forward.button("Next step", disabled=index == len(steps) - 1, width="stretch",
                **state.filling("pass_next", lambda _: {"pass_step": steps[index + 1]}, event="on_click"))
-st.caption(f"Cost: one recorded forward pass of {len(tokens)} tokens (with BERT-base at 512 tokens, about as long "
-           f"as the prediction page's pass: docs/benchmarks.md); a second one while a head is zeroed.")
+show.caption("Cost: one recorded forward pass of {} tokens (with BERT-base at 512 tokens, about as long as the "
+             "prediction page's pass: docs/benchmarks.md); a second one while a head is zeroed.", len(tokens))
 st.download_button("Download the whole walk", data=lambda: export_html.view_document(
     "One pass, step by step", list(one_pass.walk(settings, context, results).values()), f"Model: {context.key.source}. Sentence: {context.prepared.text}",
     tuple(paragraphs[name] for name in one_pass.STEPS)), file_name="one_pass.html", mime="text/html",

@@ -7,9 +7,9 @@ import streamlit as st
 from bert.errors import BertError, quoted
 from viz_app.server import access, heavy
 from viz_app import cache
-from viz_app.app import analysis_widgets, models, state, widgets
+from viz_app.app import analysis_widgets, models, show, state, widgets
 from viz_app.app.models import ModelKey
-from viz_app.app.text import escape_markdown, filled_in_sentence, marked_sentence
+from viz_app.app.text import filled_in_sentence, marked_sentence
 from viz_app.specs import prediction as spec
 
 widgets.page_header(
@@ -53,12 +53,12 @@ def pick_generator():
     try:
         loaded = cache.load_model(key)
     except (BertError, OSError, ValueError, RuntimeError) as error:
-        st.error(escape_markdown(f"Could not load the generator {quoted(source)} "
-                                 f"({access.failure(error, context.visitor.role)}): the blanks stay as typed."))
+        show.error("Could not load the generator {} ({}): the blanks stay as typed.", quoted(source),
+                   access.failure(error, context.visitor.role))
         return None
     problem = cache.generator_problem(context.key, key)
     if problem:
-        st.error(escape_markdown(f"This generator cannot fill the blanks: {problem}."))
+        show.error("This generator cannot fill the blanks: {}.", problem)
         return None
     return loaded
 
@@ -84,14 +84,14 @@ def which_words_look_replaced() -> None:
     try:
         report = heavy.run(context, *spec.computations(settings)["replaced"], key="replaced_tokens")
     except BertError as error:  # e.g. a generator with fewer positions than the input has tokens
-        st.error(escape_markdown(f"The generator cannot read this input: {error}."))
+        show.error("The generator cannot read this input: {}.", error)
         st.stop()
     if report is None:
         st.stop()  # over the budget: the page has said why
     if report.filled:
         filled = marked_sentence(encoding.tokens, encoding.special, encoding.pieces,
-                                 {p: report.encoding.tokens[p] for p in report.filled}, escape_markdown)
-        st.markdown("**The generator's words, filled in:** " + filled)
+                                 {p: report.encoding.tokens[p] for p in report.filled})
+        show.markdown("**The generator's words, filled in:** {}", filled)
         kept = [p for p in report.filled if prepared.base.tokens[p] == report.encoding.tokens[p] and p in prepared.masks]
         if kept:
             st.caption("Where the generator wrote back the very word you masked, ELECTRA's training counts the token "
@@ -124,7 +124,7 @@ if result is None:
 if len(prepared.all_masks) == len(prepared.maskable):
     st.caption("Every token is masked: with no context left, the model can only guess frequent words.")
 
-st.markdown("**The model's best guesses, filled in:** " + filled_in_sentence(result, escape=escape_markdown))
+show.markdown("**The model's best guesses, filled in:** {}", filled_in_sentence(result))
 top_k = st.slider("Candidates per [MASK]", 1, 30, **state.kept("top_k", range(1, 31)))
 
 many = len(result.masks) > 4
@@ -164,10 +164,8 @@ for slot, index in enumerate(shown):
     with columns[slot % len(columns)]:
         widgets.show_chart(charts[f"mask_{index}"], key=f"mask_{index}")
         if mask.original is not None:
-            st.markdown(
-                f"The masked token **{escape_markdown(mask.original)}** is the model's "
-                f"**#{mask.original_rank}** guess, with probability **{mask.original_probability:.1%}**."
-            )
+            show.markdown("The masked token **{}** is the model's **#{}** guess, with probability **{:.1%}**.",
+                          mask.original, mask.original_rank, mask.original_probability)
         else:
             st.caption("You typed this [MASK], so there is no original token to compare with.")
 widgets.download_view("Masked prediction", "prediction_view")

@@ -8,8 +8,7 @@ from viz_app import cache
 from viz_app.server import heavy
 from viz_app.specs import probes
 from viz_app.specs.probes import data as probe_data, results as probe_results
-from viz_app.app import widgets
-from viz_app.app.text import escape_markdown
+from viz_app.app import show, widgets
 
 widgets.page_header(
     "Layer probes",
@@ -36,13 +35,13 @@ if not tasks:
     st.info("Pick at least one task.")
     st.stop()
 if not probe_data.run_toggle():
-    st.caption(f"Ready: {data.description}; tasks {', '.join(map(escape_markdown, tasks))}.")
+    show.caption("Ready: {}; tasks {}.", data.description, ', '.join(tasks))
     st.stop()
 settings = probes.Settings(data, tuple(tasks), pieces, seed, mdl)
 try:  # priced (with the memory its word vectors keep), within the budget, in a heavy slot: viz_app/server/heavy.py
     run = heavy.run(context, *probes.computations(settings)["run"])
 except BertError as error:
-    st.warning(f"The probes cannot run on this data: {escape_markdown(str(error))}.")
+    show.warning("The probes cannot run on this data: {}.", error)
     st.stop()
 if run is None:
     st.stop()

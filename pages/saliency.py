@@ -6,8 +6,7 @@ import streamlit as st
 from bert.analysis.attribution.saliency import METHODS
 from bert.errors import InvalidInputError
 from viz_app import cache
-from viz_app.app import analysis_widgets, state, widgets
-from viz_app.app.text import escape_markdown
+from viz_app.app import analysis_widgets, show, state, widgets
 from viz_app.server import heavy
 from viz_app.specs import saliency
 from viz_app.specs.logit_lens import lens_at
@@ -45,7 +44,7 @@ words = widgets.units_picker(context, "Words: a word's attribution is the sum of
                              "totals stay the same). The deletion curve below still removes word pieces.")
 settings = saliency.Settings(explained, words=words is not None)
 widgets.show_chart(saliency.view(settings, context, {"attributions": result})["attributions"], key="saliency")
-st.caption(saliency.method_note(result))
+show.caption("{}", saliency.method_note(result))
 if saliency.integral_is_rough(result):
     st.warning("The integral is not yet accurate at this many steps (the path crosses a sharp change): raise the steps.")
 st.subheader("Can this map be trusted?")
@@ -55,7 +54,7 @@ if st.toggle(f"Draw the deletion curve: mask the tokens in the map's order and i
     try:
         curve = heavy.run(context, saliency.DELETION, explained)
     except InvalidInputError as problem:  # every token is [CLS], [SEP] or [MASK]: nothing to remove
-        st.info(f"No deletion curve: {escape_markdown(str(problem))}. Add a word to the sentence to test the map.")
+        show.info("No deletion curve: {}. Add a word to the sentence to test the map.", problem)
     else:
         if curve is not None:
             widgets.show_chart(saliency.view(settings, context, {"deletion": curve})["deletion"], key="deletion")

@@ -7,9 +7,9 @@ from bert.families.registry import family_of
 from viz_app import cache
 from viz_app.server import heavy
 from viz_app.specs import sentence_tasks
-from viz_app.app import state, widgets
+from viz_app.app import show, state, widgets
 from viz_app.app.label_names import label_legend
-from viz_app.app.text import escape_markdown
+from viz_app.app.text import joined, markdown
 from viz_app.specs.saliency import METHOD_NAMES, method_note
 
 widgets.page_header(
@@ -22,10 +22,8 @@ context = widgets.require()
 model, key, prepared = context.loaded.model, context.key, context.prepared
 outputs = [output for output in model.output_heads if output in ("nsp", "classifier", "tagger")]  # not ELECTRA's "replaced"
 if not outputs:
-    st.warning(
-        "This model has no sentence-level head. For \"does B follow A?\" pick "
-        f"{sentence_tasks.WHICH_MODEL['nsp']}; for classes, {sentence_tasks.WHICH_MODEL['classifier']}."
-    )
+    show.warning("This model has no sentence-level head. For \"does B follow A?\" pick {}; for classes, {}.",
+                 sentence_tasks.WHICH_MODEL['nsp'], sentence_tasks.WHICH_MODEL['classifier'])
     st.stop()
 
 
@@ -46,20 +44,18 @@ def explain(output: str, target: int, labels, position: int = 0) -> None:
     widgets.show_chart(sentence_tasks.view(settings, context, {f"explain_{output}": result})[f"explain_{output}"],
                        key=f"saliency_{output}")
     split = "to each token's token, position and segment embeddings" if len(result.parts) > 1 else "to each input token"
-    of_token = f" at '{escape_markdown(prepared.base.tokens[position])}'" if output == "tagger" else ""
-    st.caption(
-        f"Attributions of log p('{escape_markdown(labels[target])}'){of_token} {split}. "
-        "Bars above zero pushed towards this answer."
-    )
-    st.caption(escape_markdown(method_note(result)))
+    of_token = f" at '{prepared.base.tokens[position]}'" if output == "tagger" else ""
+    show.caption("Attributions of log p('{}'){} {}. Bars above zero pushed towards this answer.", labels[target],
+                 of_token, split)
+    show.caption("{}", method_note(result))
 
 
 sentence_order = family_of(model.config).sentence_order  # ALBERT's head's classes: [in order, swapped] (Lan et al. 2020)
 if "nsp" in outputs:
-    st.subheader("Are A and B in their order?" if sentence_order else "Does B follow A?")
+    show.subheader("{}", "Are A and B in their order?" if sentence_order else "Does B follow A?")
     if not prepared.pair.strip() or prepared.pair_dropped:
         asked = "whether the two are in their order" if sentence_order else "whether it follows the first"
-        st.info(f"Type a second sentence (segment B) at the top: the model then says {asked}.")
+        show.info("Type a second sentence (segment B) at the top: the model then says {}.", asked)
     else:
         result = cache.next_sentence(key, prepared)
         typed, swapped = st.columns(2)
@@ -97,7 +93,7 @@ if "classifier" in outputs:
     settings = sentence_tasks.Settings.from_state(st.session_state, context)
     widgets.show_chart(sentence_tasks.view(settings, context, {"classes": table})["classes"], key="classes")
     if legend := label_legend(labels):
-        st.caption(f"What the labels mean: {legend}")  # only our own words and codes
+        show.caption("What the labels mean: {}", legend)  # only our own words and codes
     explain("classifier", labels.index(chosen), labels)
 
 if "tagger" in outputs:
@@ -106,7 +102,7 @@ if "tagger" in outputs:
     st.markdown(sentence_tasks.label_chips(table), unsafe_allow_html=True)  # tokens and labels escaped in label_chips
     st.caption("Each token's most likely label and its probability; [CLS] and [SEP] are left out.")
     if legend := label_legend(model.labels):
-        st.caption(f"What the labels mean: {legend}")  # only our own words and codes
+        show.caption("What the labels mean: {}", legend)  # only our own words and codes
     st.download_button("CSV of the token labels", table.drop(columns="special").to_csv(index=False), "token_labels.csv",
                        "text/csv", key="csv_token_labels", icon=":material/download:", type="tertiary")
     words = [int(i) for i in table.loc[~table["special"], "position"]]
@@ -118,4 +114,5 @@ if "tagger" in outputs:
 missing = [output for output in ("nsp", "classifier", "tagger") if output not in outputs]
 if missing:
     names = {"nsp": "next-sentence prediction", "classifier": "classes", "tagger": "token labels"}
-    st.caption(" · ".join(f"For {names[h]}, pick {sentence_tasks.WHICH_MODEL[h]}." for h in missing))
+    show.caption("{}", joined(" · ", (markdown("For {}, pick {}.", names[h], sentence_tasks.WHICH_MODEL[h])
+                                      for h in missing)))

@@ -7,9 +7,8 @@ import streamlit as st
 from bert.analysis.representations.self_similarity import ETHAYARAJH_2019, ETHAYARAJH_2019_SOURCE, EXAMPLES, WordNotFoundError
 from bert.errors import BertError
 from viz_app.server import heavy
-from viz_app.app import url_params as params, state, widgets
+from viz_app.app import show, state, url_params as params, widgets
 from viz_app.specs import word_contexts
-from viz_app.app.text import escape_markdown
 
 widgets.page_header(
     "One word, many contexts",
@@ -42,24 +41,25 @@ try:
         if results[name] is None:  # over the budget: the page has said why
             st.stop()
 except WordNotFoundError as error:
-    st.warning(f"“{escape_markdown(settings.word)}” is not a word of sentence {error.sentence_index + 1}: "
-               f"“{escape_markdown(error.sentence)}”. Use the word as it is written in every sentence (capital "
-               "letters do not matter; “banks” is not “bank”), or remove that sentence.")
+    show.warning("“{}” is not a word of sentence {}: “{}”. Use the word as it is written in every sentence (capital "
+                 "letters do not matter; “banks” is not “bank”), or remove that sentence.", settings.word,
+                 error.sentence_index + 1, error.sentence)
     st.stop()
 except BertError as error:  # a sentence, or a built-in one, longer than the model's positions
-    st.warning(f"The model cannot read these sentences: {escape_markdown(str(error))}.")
+    show.warning("The model cannot read these sentences: {}.", error)
     st.stop()
 result, base = results["contexts"], results["baseline"]
-shown = escape_markdown(settings.word)
+shown = settings.word
 charts = word_contexts.view(settings, context, results)
 widgets.show_chart(charts["self_similarity"], key="self_similarity")
-st.markdown(word_contexts.reading(shown, result, base))
+show.markdown("{}", word_contexts.reading(shown, result, base))
 split = {" ".join(pieces) for pieces in result.pieces if len(pieces) > 1}
 if split:
-    st.caption(f"The model reads “{shown}” as several word pieces ({escape_markdown(', '.join(sorted(split)))}): "
-               "its vector in a sentence is the average of its pieces' vectors.")
-st.caption(f"Baseline: {word_contexts.BASELINE_SAMPLES:,} random pairs of tokens from the first {word_contexts.BASELINE_SENTENCES} built-in "
-           "sentences ([CLS] and [SEP] left out). In a sentence that uses the word twice, its first use counts.")
+    show.caption("The model reads “{}” as several word pieces ({}): its vector in a sentence is the average of its "
+                 "pieces' vectors.", shown, ', '.join(sorted(split)))
+show.caption("Baseline: {:,} random pairs of tokens from the first {} built-in sentences ([CLS] and [SEP] left out). "
+             "In a sentence that uses the word twice, its first use counts.", word_contexts.BASELINE_SAMPLES,
+             word_contexts.BASELINE_SENTENCES)
 
 st.subheader("Which sentences are alike?")
 options = list(range(len(result.layers)))
@@ -68,4 +68,5 @@ layer = st.select_slider("Layer", options, format_func=lambda i: result.layers[i
 widgets.show_chart(word_contexts.view(dataclasses.replace(settings, layer=layer), context, results)["cosines"],
                    key="contexts_cosines")
 
-st.info(f"**What Ethayarajh found.** {ETHAYARAJH_2019} ({ETHAYARAJH_2019_SOURCE}.)\n\n**What we find.** {word_contexts.OUR_FINDING}")
+show.info("**What Ethayarajh found.** {} ({}.)\n\n**What we find.** {}", ETHAYARAJH_2019, ETHAYARAJH_2019_SOURCE,
+          word_contexts.OUR_FINDING)

@@ -9,15 +9,16 @@ import logging
 import streamlit as st
 
 from viz_app.server import access, heavy, threads, visitor
-from viz_app.app import page_context, sentence_box, sidebar, state
+from viz_app.app import page_context, sentence_box, show, sidebar, state
 from viz_app.lessons import following
 from viz_app.app.navigation import DEFAULT_PAGE, GROUPS, OLD_PATHS, PAGES
+from viz_app.app.text import Markdown
 from viz_app.server.class_store import StoreUnavailableError
 from viz_app.server.settings import SettingsError
 
 log = logging.getLogger("viz_app.Home")
 HOME_PATH = "home"  # reserved by the default page (served at "/"), never linked
-PAGE_FAILED = "This page failed; the server's log says why. Change a setting, or open another page."
+PAGE_FAILED = Markdown("This page failed; the server's log says why. Change a setting, or open another page.")
 
 st.set_page_config(page_title="Inside BERT", page_icon="🔍", layout="wide")
 state.load_from_url()
@@ -25,7 +26,7 @@ try:
     this_visitor = visitor.of_the_browser_session()
 except SettingsError as error:  # scripts/start_app.sh checks them before the start; `streamlit run` does not
     role = access.role_of(visitor.address(), class_mode=False, presenter=False)  # class mode or not is unknown
-    st.error(f"The server's settings cannot be used ({access.failure(error, role)}).")
+    show.error("The server's settings cannot be used ({}).", access.failure(error, role))
     st.stop()
 threads.set_once(this_visitor.settings)  # the first run of the server decides; nothing changes it per request
 
@@ -67,4 +68,4 @@ with page_context.serve(page_context.Context(model, sentence, this_visitor)):  #
         if this_visitor.role.may_choose_any_model:  # the owner and the presenter may read the server's paths
             st.exception(error)
         else:
-            st.error(PAGE_FAILED, icon=":material/error:")
+            show.error("{}", PAGE_FAILED, icon=":material/error:")

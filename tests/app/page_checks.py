@@ -5,6 +5,7 @@ checks each on every render): each returns the problems it finds, an empty list 
   viz_app/server/heavy.py's `run` is one, refused by the watcher Home.py runs every page under;
 - `shown_problems`: no traceback, no file of the server named;
 - `live_markup`: text from a link never renders as Markdown or HTML (a link, an image, a tag, emphasis);
+- `formed_links`: no link or image made from a visitor's address, as a Markdown renderer reads the page (`rendered`);
 - `html_problems`: only the pages that write HTML do, with the visitor's text escaped; chart labels carry no tag;
 - `layers_beyond`: one numbering, layers counted from 0 (a model of n layers never shows "layer n").
 """
@@ -14,12 +15,15 @@ import json
 import re
 
 from google.protobuf.json_format import MessageToDict
+from markdown_it import MarkdownIt
 from streamlit.testing.v1.element_tree import Widget
 
 from app_helpers import ROOT, figures, texts
 from viz_app.specs.word_contexts import OUR_FINDING
 
-PAYLOAD = "[Click](http://x) ![](http://x/i.png) <img src=x> **Bold**"  # Markdown and HTML (no lower-case guess is "Bold")
+PAYLOAD = ("[Click](http://x) ![](http://x/i.png) <img src=x> **Bold** http://x.example/bare www.x.example "
+           "to@x.example")  # Markdown, HTML and bare addresses (no lower-case guess is "Bold")
+PAYLOAD_HOSTS = ("x", "x.example")  # the hosts its addresses name
 LIVE_MARKDOWN = {  # each as a Markdown renderer would read it; a backslash before a character makes it literal
     "link": re.compile(r"(?<!\\)\[Click(?<!\\)\]\("),
     "image": re.compile(r"(?<!\\)!\[\]\("),
@@ -72,6 +76,63 @@ def live_markup(at) -> list[str]:
             checks, strings = LIVE_MARKDOWN, [s for key in MARKDOWN_FIELDS for s in _strings(_field(data, key))]
         found += [f"{kind} ({name}): {text[:160]}" for text in strings for name, check in checks.items() if check.search(text)]
     return found
+
+
+# CommonMark with raw HTML, as Streamlit's frontend reads Markdown (react-markdown, remark-gfm, rehype-raw), and
+# GitHub's autolinks, which the frontend also finds in text (remark-gfm): "http(s)://", "www." and e-mail addresses
+MARKDOWN = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
+AUTOLINK = re.compile(r"https?://[^\s<]+|www\.[^\s<]+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+HTML_ADDRESS = re.compile(r"<(a|img)\b[^>]*?(?:href|src)\s*=\s*[\"']?([^\s\"'>]+)", re.IGNORECASE)
+
+
+def rendered(markdown: str) -> list[str]:
+    """The addresses of the links and images a Markdown renderer makes of `markdown`, as "link <address>",
+    "image <address>" (an `<a>`/`<img>` in raw HTML, a bare address GitHub's Markdown links)."""
+    found = []
+    for block in MARKDOWN.parse(markdown):
+        if block.type == "html_block":
+            found += _html_addresses(block.content)
+        in_link = False  # a link's own text is not linked again
+        for token in block.children or []:
+            in_link = (in_link or token.type == "link_open") and token.type != "link_close"
+            if token.type == "link_open":
+                found.append(f"link {token.attrs.get('href', '')}")
+            elif token.type == "image":
+                found.append(f"image {token.attrs.get('src', '')}")
+            elif token.type == "html_inline":
+                found += _html_addresses(token.content)
+            elif token.type == "text" and not in_link:
+                found += [f"link {address}" for address in AUTOLINK.findall(token.content)]
+    return found
+
+
+def _html_addresses(html: str) -> list[str]:
+    return [f"{'link' if tag.lower() == 'a' else 'image'} {address}" for tag, address in HTML_ADDRESS.findall(html)]
+
+
+def formed_links(at, hosts=PAYLOAD_HOSTS) -> list[str]:
+    """Each link or image a Markdown renderer makes, in any element the browser reads as Markdown, of an address on
+    one of `hosts` (a visitor's: the app's own text links nowhere)."""
+    found = []
+    for node in nodes(at._tree):
+        proto = getattr(node, "proto", None)
+        if proto is None:
+            continue
+        data = MessageToDict(proto)
+        kind = node.type if isinstance(getattr(node, "type", None), str) else type(proto).__name__
+        if kind in PLAIN_TEXT:
+            continue
+        for text in (s for key in MARKDOWN_FIELDS for s in _strings(_field(data, key))):
+            found += [f"{kind}: {made} in {text[:160]!r}" for made in rendered(text) if _host(made) in hosts]
+    return found
+
+
+def _host(made: str) -> str:
+    """"link http://x.example/bare" -> "x.example"; an e-mail address's host; "www.x.example/w" -> "x.example"."""
+    address = made.split(" ", 1)[1]
+    address = address.split("://", 1)[-1].split("@")[-1].removeprefix("mailto:")
+    host = re.split(r"[/:?#]", address, maxsplit=1)[0]
+    return host.removeprefix("www.")
 
 
 def html_problems(at, page: str) -> list[str]:

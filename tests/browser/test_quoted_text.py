@@ -1,8 +1,9 @@
 """A visitor's text never becomes a link, an image or an element (Chromium + Playwright, tests/browser/conftest.py):
-a causal-tracing answer from a link, One word, many contexts' word and sentences, and a lesson file's title and
-about, each holding Markdown, HTML, a bare address, a "www." address and an e-mail address. On the page there is no
-`<a>`, `<img>` or other element made from them, and the browser asks nothing of their addresses (every request is
-recorded with a route, and theirs refused).
+a causal-tracing answer from a link, the circuits page's own answer and foil from a link (quoted by the library's
+error), One word, many contexts' word and sentences, and a lesson file's title and about, each holding Markdown,
+HTML, a bare address, a "www." address and an e-mail address. On the page there is no `<a>`, `<img>` or other element
+made from them, and the browser asks nothing of their addresses (every request is recorded with a route, and theirs
+refused).
 
     OMP_NUM_THREADS=1 python -m pytest tests/browser/test_quoted_text.py -q
 """
@@ -61,6 +62,16 @@ def test_a_causal_tracing_answer_from_a_link_is_shown_as_text(browser, app_url):
     page.get_by_role("heading", name="Causal tracing", exact=True).wait_for(timeout=SLOW)
     settle(page, charts=0)
     check(page, errors, requests, "quoted_causal_tracing")
+    page.context.close()
+
+
+def test_the_circuits_pages_own_answer_and_foil_from_a_link_are_shown_as_text(browser, app_url):
+    page, errors, requests = watched_page(browser)
+    query = {"circuit_pair": "-1", "circuit_answer": HOSTILE, "circuit_foil": HOSTILE}
+    page.goto(app_url + "/circuits?" + urlencode(query))
+    page.get_by_text("is not one vocabulary token", exact=False).first.wait_for(timeout=SLOW)
+    settle(page, charts=0)
+    check(page, errors, requests, "quoted_circuits")
     page.context.close()
 
 

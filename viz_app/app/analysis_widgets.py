@@ -7,7 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 from bert.data import LabelledSentence, builtin_sentences, split_sentences
-from viz_app.app import state, widgets
+from viz_app.app import show, state, widgets
 from viz_app.server import uploads
 from viz_app.app.navigation import SENTENCES_FROM
 from viz_app.app.page_context import Context
@@ -40,9 +40,9 @@ def sentence_source(key: str, most: int = 1000, choice: str | None = None) -> tu
         return None
     sentences = split_sentences(text, max_sentences=most)
     if len(sentences) < 10:
-        st.warning(f"Found {len(sentences)} sentence(s) in that file; the analyses need at least 10.")
+        show.warning("Found {} sentence(s) in that file; the analyses need at least 10.", len(sentences))
         return None
-    return sentences, f"{len(sentences)} sentences from {escape_markdown(upload.name)}"  # shown in Markdown
+    return sentences, f"{len(sentences)} sentences from {upload.name}"  # shown as text
 
 
 def require_mask(context: Context, key: str) -> int:

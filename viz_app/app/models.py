@@ -13,10 +13,11 @@ from bert.checkpoint import WEIGHT_FILES
 from bert.devices import model_device
 from bert.hub import MODEL_TYPES, hub_cache_dir
 from bert.pretrained import FINETUNED_FILES, MINILM_HEAD_FILE, MINILM_NSP_FILE
+from viz_app.app.text import Markdown
 
 FOLDER = "folder"  # the picker's "a local Hugging Face folder" choice
 PREFERRED_HUB_IDS = ("bert-base-uncased", "bert-base-cased", "bert-large-uncased")  # offered first when cached
-BUILTIN_NOTE = (
+BUILTIN_NOTE = Markdown(
     "Built in: a small model trained by this project (MiniLM-L6 + a masked-LM head, see "
     "bert/weights/MODEL_CARD.md), rougher than BERT-base. For the real bert-base-uncased, use "
     "Download a model below while online (or run `python -m bert download bert-base-uncased`): it then comes "

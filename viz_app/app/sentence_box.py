@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from viz_app.app import models, state
+from viz_app.app import models, show, state
 from viz_app.app.forward import InputProblem, SentenceInput, prepare_input
 from viz_app.app.navigation import NO_SENTENCE_BOX
 
@@ -64,7 +64,7 @@ def _prepare(loaded: models.LoadedModel, text: str, pair: str) -> SentenceInput:
         count = f"{len(prepared.base)} tokens of {max_positions}"
         if prepared.base.truncated:
             count += f" · {prepared.base.truncated} cut from the end"
-        st.caption(count)
+        show.caption("{}", count)
         if prepared.pair_dropped:
             st.caption("The second sentence has no tokens left after tokenization, so it is left out.")
     return SentenceInput(text, pair, truncate, prepared, problem)

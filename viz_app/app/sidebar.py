@@ -14,11 +14,10 @@ import streamlit as st
 from bert.errors import BertError, quoted
 from viz_app.server import access, downloads as download
 from viz_app import cache
-from viz_app.app import models, state
+from viz_app.app import models, show, state
 from viz_app.server.access import Visitor
 from viz_app.app.models import ModelKey, PickedModel
 from viz_app.app.navigation import LINK_PARAMS
-from viz_app.app.text import escape_markdown
 
 
 PICKER_HELP = ("minilm is built in and works offline. bert-base-uncased appears here, first and chosen, once it is "
@@ -58,7 +57,7 @@ def render(visitor: Visitor, pages: dict[str, list]) -> PickedModel:
 def _page_list(pages: dict[str, list]) -> None:
     """Every page under its heading (st.navigation's own list would sit above the picker)."""
     for heading, group in pages.items():
-        st.caption(heading)
+        show.caption("{}", heading)
         for page in group:
             st.page_link(page)
 
@@ -79,10 +78,10 @@ def _download_box() -> str | None:
             download.download_with_progress(repo_id, lambda done, text: bar.progress(done, text=f"{repo_id}: {text}"))
         except BertError as error:
             bar.empty()
-            st.error(f"Could not download: {escape_markdown(str(error))}", icon=":material/cloud_off:")
+            show.error("Could not download: {}", error, icon=":material/cloud_off:")
             return None
         bar.empty()
-        st.success(f"{escape_markdown(repo_id)} is downloaded and chosen above.")
+        show.success("{} is downloaded and chosen above.", repo_id)
         return repo_id
 
 
@@ -100,7 +99,7 @@ def _pick_model(visitor: Visitor) -> PickedModel:
         )
     ]
     if refused := st.session_state.pop(state.REFUSED, None):
-        st.info(refused, icon=":material/info:")
+        show.info("{}", refused, icon=":material/info:")
     if choice.source == models.FOLDER:
         path = st.text_input(
             "Folder", **state.kept("model_folder"), on_change=state.clear_masks,
@@ -116,18 +115,17 @@ def _pick_model(visitor: Visitor) -> PickedModel:
     try:
         loaded = cache.load_model(key)
     except (BertError, OSError, ValueError, RuntimeError) as error:
-        message = escape_markdown(f"Could not load {quoted(source)} ({access.failure(error, visitor.role)}). "
-                                  "Pick another model.")
-        st.error(message)
+        message = f"Could not load {quoted(source)} ({access.failure(error, visitor.role)}). Pick another model."
+        show.error("{}", message)
         return PickedModel(key, None, message)
     summary = loaded.summary
-    st.caption(summary.one_line())
+    show.caption("{}", summary.one_line())
     for note in models.family_notes(loaded.model.config):
-        st.caption(":material/info: " + note)
+        show.caption(":material/info: {}", note)
     if summary.has_mlm_head:
         st.caption(":material/check_circle: Masked-LM head: it can fill in [MASK].")
         if source == "minilm" and visitor.role.may_choose_any_model:  # the note points at the download box
-            st.caption(":material/info: " + models.BUILTIN_NOTE)
+            show.caption(":material/info: {}", models.BUILTIN_NOTE)
     elif "replaced" in loaded.model.output_heads:
         st.caption(":material/block: No masked-LM head: ELECTRA's discriminator. The prediction page shows which "
                    "words look replaced.")

@@ -1,9 +1,18 @@
-"""Text for the pages: token lists back into readable text, user text made literal in Markdown, token chip labels.
-Plain Python: no Streamlit, no analyses."""
+"""Text for the pages: the app's own Markdown (`Markdown`, `markdown`) and everything else made literal in it, token
+lists back into readable text, token chip labels. Plain Python: no Streamlit, no analyses.
+
+Every str the app shows is plain text unless it is `Markdown`: a visitor's text (a widget's value, a link's
+parameter, an upload, a lesson file) and an error's message (the library's errors quote the words they were given)
+are str, so they are escaped wherever they are shown. The app's Markdown is written as a literal template in the
+code and filled with `markdown`, which escapes each value that is not Markdown itself (as Jinja's autoescape fills
+a template: MarkupSafe's `Markup`). viz_app/app/show.py hands it to Streamlit; tests/app/app/test_visitor_text.py
+reads every call that shows text and fails on one whose text is not a literal."""
 from __future__ import annotations
 
+import numbers
 import re
-from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+import string
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 if TYPE_CHECKING:  # for the annotations only: forward.py imports torch
     from bert.pieces import PieceStyle
@@ -27,10 +36,58 @@ def escape_markdown(text: str) -> str:
     return _MARKDOWN_SPECIAL.sub(r"\\\1", _AUTOLINK_STARTS.sub(r"\1" + WORD_JOINER, text))
 
 
-def without_images(markdown: str) -> str:
+class Markdown(str):
+    """Markdown the app wrote, shown as Markdown; any other str is shown as text. Made by `markdown` from a literal
+    template, or by `without_images` from a lesson's Markdown; never from a visitor's text as it is."""
+
+    __slots__ = ()
+
+
+class _Filling(string.Formatter):
+    """Fills a template: Markdown as it is, numbers by their format spec, anything else (a str, an error) escaped."""
+
+    def format_field(self, value, format_spec: str) -> str:
+        if isinstance(value, Markdown):
+            return str.__format__(value, format_spec)
+        if isinstance(value, numbers.Number) and not isinstance(value, bool):
+            return format(value, format_spec)
+        return escape_markdown(format(str(value) if isinstance(value, BaseException) else value, format_spec))
+
+
+_FILLING = _Filling()
+
+
+def markdown(template: str, /, *values, **named) -> Markdown:
+    """The app's Markdown `template` (a literal: "Over {:,} tokens of {}.") filled with `values`, each shown as it is
+    only if it is Markdown or a number: a str, an error or any other object is made literal text (`escape_markdown`).
+    Write "{{" and "}}" for braces."""
+    return Markdown(_FILLING.vformat(template, values, named))
+
+
+def joined(separator: str, parts: Iterable[Markdown]) -> Markdown:
+    """Markdown parts (each made by `markdown`) joined by `separator` (the app's own: " · ", "\\n"): a list, a line
+    of figures. A part that is not Markdown is refused (TypeError): fill a template with it instead."""
+    parts = list(parts)
+    strays = [part for part in parts if not isinstance(part, Markdown)]
+    if strays:
+        raise TypeError(f"joined takes Markdown parts (made by markdown()), not {type(strays[0]).__name__}")
+    return Markdown(separator.join(parts))
+
+
+_ADDRESS = re.compile(r"https?://[\w.:\-]+(?:/[\w./?=&%\-]*)?")
+
+
+def address(url: str) -> Markdown:
+    """A web address the app made (a class's link) as a link the reader can click and copy: "<http://host:8501/x>";
+    anything else than an address of letters, digits and ./:?=&%- is shown as text."""
+    return Markdown(f"<{url}>") if _ADDRESS.fullmatch(url) else markdown("{}", url)
+
+
+def without_images(lesson_text: str) -> Markdown:
     """A lesson's Markdown with its images made literal text ("![" escaped: `![alt](address)` becomes the text "!"
-    and a link): a browser showing the lesson fetches nothing from an address the lesson file names. Links stay."""
-    return markdown.replace("![", "\\![")
+    and a link): a browser showing the lesson fetches nothing from an address the lesson file names. Links stay:
+    a lesson's text is its teacher's Markdown, the one Markdown the app shows that it did not write."""
+    return Markdown(lesson_text.replace("![", "\\!["))
 
 
 def chip_labels(tokens: list[str], positions: list[int]) -> dict[int, str]:
@@ -55,17 +112,16 @@ def detokenize(pieces: list[tuple[str, str, bool]]) -> str:
     return out
 
 
-def filled_in_sentence(result: ForwardResult, escape: Callable[[str], str] = lambda s: s) -> str:
+def filled_in_sentence(result: ForwardResult) -> Markdown:
     """The input with every [MASK] replaced by the model's first guess in bold (Markdown); see `marked_sentence`."""
-    return marked_sentence(result.tokens, result.special, result.pieces, {m.position: m.tokens[0] for m in result.masks},
-                           escape)
+    return marked_sentence(result.tokens, result.special, result.pieces, {m.position: m.tokens[0] for m in result.masks})
 
 
-def marked_sentence(tokens: Sequence[str], special: Sequence[bool], pieces: PieceStyle, words: Mapping[int, str],
-                    escape: Callable[[str], str] = lambda s: s) -> str:
+def marked_sentence(tokens: Sequence[str], special: Sequence[bool], pieces: PieceStyle,
+                    words: Mapping[int, str]) -> Markdown:
     """The input's tokens as text, with `words` ({position: token}) in place of those positions' tokens, in bold
     (Markdown); the separator between two sentences ([SEP], RoBERTa's </s></s>) shown as " / ". Pieces are joined as
-    their scheme marks them ("##s", "Ġword": bert/pieces.py). `escape` makes each token literal in Markdown."""
+    their scheme marks them ("##s", "Ġword": bert/pieces.py). Each token is literal text in the Markdown."""
     out, after_separator = [], False
     last = len(tokens) - 1
     for position, token in enumerate(tokens):
@@ -78,6 +134,6 @@ def marked_sentence(tokens: Sequence[str], special: Sequence[bool], pieces: Piec
         word = replacement if replacement is not None else token
         continues = pieces.is_continuation(word) and not after_separator
         raw = pieces.text(word)
-        out.append((raw, f"**{escape(raw)}**" if replacement is not None else escape(raw), continues))
+        out.append((raw, markdown("**{}**", raw) if replacement is not None else markdown("{}", raw), continues))
         after_separator = False
-    return detokenize(out)
+    return Markdown(detokenize(out))  # every piece made by `markdown`

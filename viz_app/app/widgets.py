@@ -7,7 +7,8 @@ import streamlit as st
 
 from bert.analysis.attention.words import WordGroups, word_groups
 from viz_app.export import html as export_html
-from viz_app.app import page_context, state
+from viz_app.app import page_context, show, state
+from viz_app.app.text import joined, markdown
 from viz_app.charts.base import Chart
 from viz_app.app.navigation import LINK_PARAMS
 from viz_app.app.page_context import Context
@@ -16,14 +17,15 @@ SHOWN_CHARTS = "_charts_shown"  # (key, Chart) of every chart show_chart drew in
 
 
 def page_header(title: str, explanation: str) -> None:
-    st.title(title)
-    st.caption(explanation)
+    show.title("{}", title)
+    show.caption("{}", explanation)
 
 
 def contents(sections: dict[str, str]) -> None:
     """A long page's contents at its top: one link per section ({anchor: title}), each to the header drawn with
     that anchor (`st.header(title, anchor=anchor)`)."""
-    st.markdown("**On this page:** " + " · ".join(f"[{title}](#{anchor})" for anchor, title in sections.items()))
+    links = (markdown("[{}](#{})", title, anchor) for anchor, title in sections.items())
+    show.markdown("**On this page:** {}", joined(" · ", links))
 
 
 def require(needs_input: bool = True) -> Context:
@@ -34,7 +36,7 @@ def require(needs_input: bool = True) -> Context:
         st.info("Open the app with `streamlit run viz_app/Home.py`.")
         st.stop()
     if context.loaded is None:
-        st.warning(context.model.error or "Pick a model in the sidebar.")
+        show.warning("{}", context.model.error or "Pick a model in the sidebar.")
         st.stop()
     st.session_state[SHOWN_CHARTS] = []  # this run's charts, for "Download this view"
     if needs_input and context.prepared is None:
@@ -62,7 +64,7 @@ def show_chart(chart: Chart, key: str, on_click: Callable[[dict], dict] | None =
     st.plotly_chart(chart.figure, config=config, key=f"chart_{key}", width="stretch", **selecting)
     st.session_state.setdefault(SHOWN_CHARTS, []).append((key, chart))
     if chart.caption:
-        st.caption(chart.caption)
+        show.caption("{}", chart.caption)
     data = chart.data
     st.download_button(
         "CSV of this chart",
@@ -114,5 +116,5 @@ def units_picker(context: Context, words_note: str) -> WordGroups | None:
                                  help="Word pieces: what the model reads. Words: each word's pieces merged.")
     if units != "words":
         return None
-    st.caption(words_note)
+    show.caption("{}", words_note)
     return word_groups(context.prepared.masked)

@@ -19,14 +19,14 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from viz_app.app import state
+from viz_app.app import show, state
 from viz_app.server import class_store, singletons
 from viz_app.server.access import Role, Visitor
 from viz_app.server.class_room import FOLLOW_PARAM, Answer, ClassRoom, ClassStep, class_links, network_host
 from viz_app.lessons import session
 from viz_app.lessons.format import PAGES
 from viz_app.app.models import ModelKey
-from viz_app.app.text import escape_markdown, without_images
+from viz_app.app.text import address, escape_markdown, joined, markdown, without_images
 
 POLL_S = 0.5  # a following student's page asks the room this often (half of it, on average, is the wait)
 COUNTS_S = 2.0  # the presenter's count of followers and answers is redrawn this often
@@ -89,9 +89,9 @@ def store_silent(visitor: Visitor) -> None:
     says the press was not sent), never a traceback or a path; the page is drawn again once the store answers."""
     if visitor.role is Role.PRESENTER:
         st.session_state.pop(session.NOT_SENT, None)
-        st.warning(PRESS_NOT_SENT, icon=":material/cloud_off:")
+        show.warning("{}", PRESS_NOT_SENT, icon=":material/cloud_off:")
     else:
-        st.info(STORE_SILENT, icon=":material/hourglass_top:")
+        show.info("{}", STORE_SILENT, icon=":material/hourglass_top:")
 
     @st.fragment(run_every=SILENT_CHECK_S)
     def ask_again() -> None:
@@ -142,36 +142,37 @@ def _keep_in_url(following: bool) -> None:
 def _draw(current: ClassStep | None, following: bool, visitor: Visitor) -> None:
     shown: StepTexts | None = st.session_state.get(SHOWN)
     if current is None:
-        st.caption("Class mode: your screen follows the teacher's lesson once it starts." if following else
-                   "Class mode: you explore on your own.")
+        show.caption("{}", "Class mode: your screen follows the teacher's lesson once it starts." if following else
+                     "Class mode: you explore on your own.")
         if not following:
             st.button("Follow the class", key="class_follow", on_click=_set_following, args=(True,))
         return
     if not following:
         columns = st.columns([4, 1])
-        columns[0].markdown(f"Exploring on your own; the class is on step {current.step + 1} of "
-                            f"{len(current.lesson.steps)} of *{escape_markdown(current.lesson.title)}*.")
+        show.markdown("Exploring on your own; the class is on step {} of {} of *{}*.", current.step + 1,
+                      len(current.lesson.steps), current.lesson.title, on=columns[0])
         columns[1].button("Follow the class again", key="class_follow", icon=":material/group:",
                           on_click=_set_following, args=(True,), width="stretch")
         return
     if shown is None or shown.version != current.version:
         return  # the step is being taken
     columns = st.columns([4, 1])
-    columns[0].markdown(f"**Following the class** · {escape_markdown(shown.lesson)} · step {shown.number} of {shown.total}: "
-                        f"**{escape_markdown(shown.title)}**")
+    show.markdown("**Following the class** · {} · step {} of {}: **{}**", shown.lesson, shown.number, shown.total,
+                  shown.title, on=columns[0])
     columns[1].button("Explore on my own", key="class_explore", icon=":material/explore:",
                       on_click=_set_following, args=(False,), width="stretch")
     with st.expander("What to look at", expanded=True):
-        st.markdown(without_images(shown.text))
+        show.markdown("{}", without_images(shown.text))
         if shown.question:
-            st.markdown(f"**Question.** {without_images(shown.question)}")
+            show.markdown("**Question.** {}", without_images(shown.question))
         if shown.choices:
             voter = visitor.voter(st.session_state[SESSION])
             mine = visitor.room.answer_of(voter)
             buttons = st.columns(len(shown.choices))
             for number, (column, choice) in enumerate(zip(buttons, shown.choices)):
-                column.button(choice, key=f"class_choice_{number}", type="primary" if choice == mine else "secondary",
-                              on_click=_answer, args=(visitor.room, voter, choice, current.version), width="stretch")
+                column.button(escape_markdown(choice), key=f"class_choice_{number}",  # a label is read as Markdown
+                              type="primary" if choice == mine else "secondary", on_click=_answer,
+                              args=(visitor.room, voter, choice, current.version), width="stretch")
             if st.session_state.get(ANSWERED) == (current.version, Answer.FULL):
                 st.warning("Your answer was not counted: the class's table of answers is full. Tell your teacher.")
             elif st.session_state.get(ANSWERED) == (current.version, Answer.NOT_SENT):
@@ -194,8 +195,8 @@ def presenter_box(visitor: Visitor) -> None:
     links = class_links(_students_base(), visitor.presenter_key)
     with st.container(border=True, key="class_presenter"):
         if st.session_state.pop(session.NOT_SENT, False):
-            st.warning(PRESS_NOT_SENT, icon=":material/cloud_off:")
-        st.markdown(f"**Class mode.** Students open **{links.students}**")
+            show.warning("{}", PRESS_NOT_SENT, icon=":material/cloud_off:")
+        show.markdown("**Class mode.** Students open **{}**", address(links.students))
         with st.expander("Your presenter link (keep it off the board)"):
             st.code(links.presenter, language=None)
         _counts(visitor)
@@ -206,18 +207,21 @@ def _counts(visitor: Visitor) -> None:
     room = visitor.room
     followers = room.followers()  # None, as the answers: unknown (a lecture hall's store that does not answer)
     if followers is None:
-        st.markdown(f":material/group: Students following: {UNKNOWN}")
+        show.markdown(":material/group: Students following: {}", UNKNOWN)
     else:
-        st.markdown(f":material/group: **{followers}** {'student follows' if followers == 1 else 'students follow'}")
+        show.markdown(":material/group: **{}** {}", followers, 'student follows' if followers == 1 else 'students follow')
     current = room.current
     if current is not None and current.lesson.steps[current.step].choices:
         answers = room.answers()
         choices = current.lesson.steps[current.step].choices
-        st.markdown(f"Answers: {UNKNOWN}" if answers is None else
-                    " · ".join(f"{choice}: **{answers.get(choice, 0)}**" for choice in choices))
+        if answers is None:
+            show.markdown("Answers: {}", UNKNOWN)
+        else:
+            show.markdown("{}", joined(" · ", (markdown("{}: **{}**", choice, answers.get(choice, 0)) for choice in choices)))
         st.caption("One answer per address: students behind one address (a school's proxy) count as one.")
         if room.refused():
-            st.warning(f"The table of answers is full: {room.refused():,} later answer(s) were refused, not counted.")
+            show.warning("The table of answers is full: {:,} later answer(s) were refused, not counted.",
+                         room.refused())
 
 
 def _students_base() -> str:

@@ -27,6 +27,7 @@ from bert.costs import Cost
 from bert.errors import StoppedError
 from bert.stopping import watching
 from viz_app import cache
+from viz_app.app import show
 from viz_app.server import singletons
 from viz_app.server import sessions
 from viz_app.server.budget import Verdict, decide
@@ -67,7 +68,7 @@ def allowed(context: Context, cost: Cost, key: str, config: BertConfig | None = 
     confirmed = st.session_state.setdefault(CONFIRMED, set())
     if decision.verdict is Verdict.CONFIRM and (key, cost) in confirmed:
         return True
-    st.warning(decision.message)
+    show.warning("{}", decision.message)
     if decision.verdict is Verdict.CONFIRM and st.button("Start it anyway", key=f"heavy_confirm_{key}"):
         confirmed.add((key, cost))
         return True
@@ -106,7 +107,7 @@ def job(context: Context, cost: Cost, label: str, config: BertConfig | None = No
                 server_jobs(context).job(visitor(), visitor(), work, cost.forward_passes, progress, payer(context)):
             yield
     except BusyError as busy:
-        st.warning(f"Not started: {busy}.")
+        show.warning("Not started: {}.", busy)
         st.stop()
     except StoppedError:
         st.stop()
@@ -137,7 +138,7 @@ def run(context: Context, computation: Computation, work, key: str | None = None
     if not allowed(context, cost, key or computation.name, config):
         return None
     if cost.forward_passes > 2:
-        st.caption(f"{title}: about {cost.describe()}.")
+        show.caption("{}: about {}.", title, cost.describe())
     with job(context, cost, title, config, progress_bar=True):  # cache.computed and computed_shared: plain stores
         return (cache.computed_shared if shared else cache.computed)(*arguments)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 import streamlit as st
+from viz_app.app import show
 
 SERVER_CAP_MB = 5  # = server.maxUploadSize in .streamlit/config.toml (tests/app/test_uploads.py checks they agree)
 TEXT_BYTES = 2_000_000  # a plain-text file of sentences
@@ -31,8 +32,8 @@ def upload_box(label: str, types: list[str], key: str, most_bytes: int, help: st
     upload = st.file_uploader(label, type=types, key=key, help=f"{cap} {help}" if help else cap,
                               max_upload_size=math.ceil(most_bytes / 1_048_576))
     if upload is not None and upload.size > most_bytes:
-        st.warning(f"That file is {upload.size:,} bytes; this box takes at most {most_bytes:,} bytes "
-                   f"({size_text(most_bytes)}). Upload a part of it.")
+        show.warning("That file is {:,} bytes; this box takes at most {:,} bytes ({}). Upload a part of it.",
+                     upload.size, most_bytes, size_text(most_bytes))
         return None
     return upload
 
@@ -40,7 +41,8 @@ def upload_box(label: str, types: list[str], key: str, most_bytes: int, help: st
 def read_text(upload, most_bytes: int = TEXT_BYTES) -> str | None:
     """An uploaded file's text, or None after a message: too large (checked before reading), not UTF-8, empty."""
     if upload.size > most_bytes:
-        st.warning(f"That file is {upload.size:,} bytes; the limit is {most_bytes:,} bytes. Upload a shorter text.")
+        show.warning("That file is {:,} bytes; the limit is {:,} bytes. Upload a shorter text.", upload.size,
+                     most_bytes)
         return None
     try:
         text = upload.getvalue().decode("utf-8")

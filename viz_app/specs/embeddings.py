@@ -13,6 +13,7 @@ from bert.analysis.representations.embedding_subspaces import PAIRS, PARTS, Subs
 from bert.costs import Cost
 from viz_app.app.forward import ForwardResult
 from viz_app.app.models import ModelSummary
+from viz_app.app.text import Markdown, joined, markdown
 from viz_app.app.tables import EmbeddingTables, model_tables, project_tokens, table_subspaces
 from viz_app.charts import embeddings as charts
 from viz_app.charts.base import Chart
@@ -94,7 +95,7 @@ def mean_cosines(result: ForwardResult) -> dict[tuple[str, str], float]:
     return {pair: float(np.abs(parts.cosines[pair]).mean()) for pair in PAIRS}
 
 
-def subspace_reading(report: SubspaceReport) -> str:
+def subspace_reading(report: SubspaceReport) -> Markdown:
     """Markdown that reads the surviving fractions against the random baseline: one line per table, a verdict."""
     lines, shared = [], 0
     for part in PARTS:
@@ -107,11 +108,12 @@ def subspace_reading(report: SubspaceReport) -> str:
             shared += ratio >= 0.5
             word = "avoids it" if ratio < 0.5 else ("as random" if ratio <= 1.5 else "leans in")
             clauses.append(f"{measured:.0%} in the {onto} subspace (random {random:.0%}: {word})")
-        lines.append(f"- **{part}** vectors keep " + ", ".join(clauses))
+        lines.append(markdown("- **{}** vectors keep {}", part, ", ".join(clauses)))
     verdict = (
-        "At this k the three parts sit in nearly separate subspaces: close to a concatenation, in a rotated basis."
+        markdown("At this k the three parts sit in nearly separate subspaces: close to a concatenation, in a rotated "
+                 "basis.")
         if shared == 0
-        else "At this k the parts are **not** kept apart as a concatenation would keep them: they share directions "
-        "at least as much as random vectors would."
+        else markdown("At this k the parts are **not** kept apart as a concatenation would keep them: they share "
+                      "directions at least as much as random vectors would.")
     )
-    return "\n".join(["**Reading it** (share of length |Px|/|x|):", *lines, "", verdict])
+    return joined("\n", [markdown("**Reading it** (share of length |Px|/|x|):"), *lines, markdown(""), verdict])

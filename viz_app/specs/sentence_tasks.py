@@ -20,6 +20,7 @@ from bert.analysis.attribution.saliency import METHODS, saliency, saliency_cost,
 from bert.costs import Cost
 from bert.devices import as_numpy, model_device
 from bert.tokenizer import Encoding
+from viz_app.app.text import Markdown
 from viz_app.charts.base import Chart
 from viz_app.charts.saliency import saliency_chart
 from viz_app.charts.sentence_tasks import probability_chart
@@ -32,9 +33,10 @@ STEPS, SAMPLES = 32, 25  # the attributions' integration steps and noise samples
 
 # Which model to pick for a head this model lacks (shown when the page cannot draw a section).
 WHICH_MODEL = {
-    "nsp": "the built-in minilm (its next-sentence head was trained here) or bert-base-uncased, once cached",
-    "classifier": "a fine-tuned classifier, such as a folder written by `python -m bert finetune`",
-    "tagger": "a fine-tuned token classifier (a BertForTokenClassification folder, e.g. from `python -m bert finetune --task tokens`)",
+    "nsp": Markdown("the built-in minilm (its next-sentence head was trained here) or bert-base-uncased, once cached"),
+    "classifier": Markdown("a fine-tuned classifier, such as a folder written by `python -m bert finetune`"),
+    "tagger": Markdown("a fine-tuned token classifier (a BertForTokenClassification folder, e.g. from "
+                       "`python -m bert finetune --task tokens`)"),
 }
 LABEL_COLOURS = ["#3b6fb6", "#e08a2e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
 

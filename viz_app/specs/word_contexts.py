@@ -14,6 +14,7 @@ from bert.analysis.representations.self_similarity import (
     anisotropy_baseline, anisotropy_baseline_cost, word_contexts, word_contexts_cost)
 from bert.data import builtin_sentences
 from viz_app.app.models import LoadedModel
+from viz_app.app.text import Markdown, markdown
 from viz_app.charts.base import Chart
 from viz_app.charts.token_matrix import token_heatmap
 from viz_app.charts.word_contexts import self_similarity_chart
@@ -48,18 +49,18 @@ def sentence_lines(text: str) -> list[str]:
     return [" ".join(line.split()) for line in text.splitlines() if line.strip()]
 
 
-def reading(word: str, result: WordResult, base: np.ndarray) -> str:
-    """Plain words for one result: where self-similarity is lowest, where the baseline is highest, the gap."""
+def reading(word: str, result: WordResult, base: np.ndarray) -> Markdown:
+    """Plain words for one result (Markdown, the word as text): where self-similarity is lowest, where the baseline
+    is highest, the gap."""
     lowest = int(np.argmin(result.self_similarity[1:])) + 1  # the embedding layer is not contextual
     gap = result.self_similarity - base
     smallest_gap = int(np.argmin(gap[1:])) + 1
-    return (
-        f"“{word}” is least alike across these sentences at **{result.layers[lowest]}** "
-        f"(self-similarity {result.self_similarity[lowest]:.2f}). Random tokens are most alike at "
-        f"**{result.layers[int(np.argmax(base))]}** ({base.max():.2f}). Above the baseline, the word stands out "
-        f"least at **{result.layers[smallest_gap]}** (self-similarity minus baseline {gap[smallest_gap]:+.2f}): "
-        f"there the context shapes its vector most."
-    )
+    return markdown(
+        "“{}” is least alike across these sentences at **{}** (self-similarity {:.2f}). Random tokens are most alike "
+        "at **{}** ({:.2f}). Above the baseline, the word stands out least at **{}** (self-similarity minus baseline "
+        "{:+.2f}): there the context shapes its vector most.",
+        word, result.layers[lowest], result.self_similarity[lowest], result.layers[int(np.argmax(base))], base.max(),
+        result.layers[smallest_gap], gap[smallest_gap])
 
 
 def word_result(loaded: LoadedModel, word: str, sentences: tuple[str, ...]) -> WordResult:

@@ -1,10 +1,10 @@
 """The every-page sweep: every page of the registry (viz_app/navigation.py; a new page is covered by being
 registered), opened with each model of BERT's family and a few input shapes, as a visitor opens a link. Every render
 is checked for everything at once (tests/app/page_checks.py): no exception, no traceback or server file shown, no
-Markdown or HTML from the link made live, HTML only where a page writes it, one numbering of layers (from 0), the
-model loaded, every picker's value one it offers, no widget given a default beside the registry's; then what the
-model or the input brings: a family's one-line reason a page cannot apply, or what it shows of its own, and each
-input's own message or charts.
+Markdown or HTML from the link made live (no link or image formed from it, as a Markdown renderer reads the page),
+HTML only where a page writes it, one numbering of layers (from 0), the model loaded, every picker's value one it
+offers, no widget given a default beside the registry's; then what the model or the input brings: a family's one-line
+reason a page cannot apply, or what it shows of its own, and each input's own message or charts.
 
 The models are `transformers`' own classes with random weights (tests/families/family_support.py): hidden 32, two
 layers (ALBERT one layer applied three times, ModernBERT four), the tiny WordPiece vocabulary, 256 positions; and
@@ -22,7 +22,8 @@ from streamlit.elements.lib import policies
 
 from app_helpers import FORMERLY_BOUND, HOME, NO_MODEL, NO_SENTENCE, PAGES, TIMEOUT, figures, go, no_exception, texts
 from families.family_support import build_hf, write_tiny_tokenizer
-from page_checks import PAYLOAD, exceptions, html_problems, layers_beyond, live_markup, shown_problems, widgets
+from page_checks import (PAYLOAD, exceptions, formed_links, html_problems, layers_beyond, live_markup, shown_problems,
+                         widgets)
 from viz_app.app import models
 from viz_app.app.navigation import LINK_PARAMS
 from viz_app.app.url_params import MODEL_PARAM
@@ -47,6 +48,10 @@ SENTENCES = {"text", "pair", "patch_clean", "patch_corrupted", "trace_text", "co
 SETTINGS = [name for name in LINK_PARAMS if name not in SENTENCES]
 PAIR = {"text": "the dog barked at the [MASK].", "pair": "the cat went to the park."}
 HOSTILE = f"<script>alert('x')</script> <b>bold</b> {PAYLOAD} [MASK] & *stars* $x$ 🍕 שלום مرحبا \x07 naïve 漢字"
+# A page's own sentences, read only where a setting says so: circuits' own pair (circuit_pair -1, else a built-in
+# pair), each sentence with one [MASK] and as many pieces, so that the page reaches the answer and the foil
+OWN_PAIR = {"circuit_pair": -1, "circuit_clean": f"{PAYLOAD} [MASK] .", "circuit_corrupt": f"{PAYLOAD} [MASK] !",
+            "circuit_answer": PAYLOAD, "circuit_foil": PAYLOAD}
 LONG = "The dog barked at the [MASK] in the park. " * 60  # about 600 tokens of the tiny vocabulary: over 256
 NUMBERS = [name for name, param in LINK_PARAMS.items() if getattr(param.parse, "__name__", "") in ("int", "_ints")]
 SHOWING = {"causal_mode": "one", "search_by": "head", "probes_source": "ud_ewt", "features_look_at": "MLP neurons"}
@@ -55,7 +60,7 @@ MODEL_B_LAYERS = 6  # otherwise model B is the app's default, MiniLM
 # input -> (the models it is opened with, its link's parameters)
 INPUTS = {
     "settings from a link": (["bert", *FAMILY], {**PAIR, **{name: PAYLOAD for name in SETTINGS}}),
-    "sentences from a link": ([MINILM], {"text": HOSTILE, **{name: PAYLOAD for name in SENTENCES - {"text"}}}),
+    "sentences from a link": ([MINILM], {"text": HOSTILE, **{name: PAYLOAD for name in SENTENCES - {"text"}}, **OWN_PAIR}),
     "numbers out of range": (["bert"], {"text": "[mask] [MASK] [Mask]", **dict.fromkeys(NUMBERS, "999999"), **SHOWING}),
     "no sentence": (["bert"], {"text": ""}),
     "cut to the positions": (["bert"], {"text": LONG, "truncate": "1", "compare_with": models.FOLDER,
@@ -190,7 +195,7 @@ def test_every_page_holds(apps, model_folders, defaults_beside_the_registry, tmp
 
 def _problems(at, page: str) -> list[str]:
     """What the sweep checks on every render, whatever the model and the input."""
-    return exceptions(at) + shown_problems(at) + live_markup(at) + html_problems(at, page)
+    return exceptions(at) + shown_problems(at) + live_markup(at) + formed_links(at) + html_problems(at, page)
 
 
 def test_the_sweep_fails_a_page_written_the_old_way(monkeypatch):
@@ -258,6 +263,8 @@ def _hostile_text(at, model, page) -> list[str]:
     """The link's HTML, Markdown, emoji, right-to-left words and control characters: charts drawn, symbols shown as
     text (the Markdown escaped in the [MASK] chips, the HTML in the attention chart's labels)."""
     found = [] if figures(at) or page not in DRAWN_FROM_ANY_SENTENCE else ["no chart"]
+    if page == "circuits" and "is not one vocabulary token" not in texts(at):  # the own pair's answer, quoted as text
+        found.append("the own pair's answer is not quoted")
     if page == "prediction":
         options = at.pills(key="mask_chips").options
         found += [f"chip {chip!r} missing" for chip in ("\\<", "script", "\\*", "\\$") if chip not in options]

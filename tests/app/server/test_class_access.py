@@ -7,7 +7,7 @@ import secrets
 
 import pytest
 
-from app_helpers import no_exception
+from app_helpers import as_read, no_exception
 from bert import hub
 from viz_app.server import singletons
 from viz_app.server import visitor
@@ -65,7 +65,7 @@ def test_a_folder_in_a_students_link_is_refused_in_the_same_words_whether_or_not
         assert at.selectbox(key="model_choice").value == "minilm"  # the default model, loaded
         shown = what_a_student_reads(at)
         assert not any(str(tmp_path) in text or "/root" in text for text in shown), shown
-        texts.append([e.value for e in at.sidebar.info])
+        texts.append([as_read(e.value) for e in at.sidebar.info])
     offered = NOT_OFFERED.format(names="minilm, minilm-encoder, minilm-trec")
     assert texts == [[offered]] * 5
 
@@ -78,7 +78,7 @@ def test_a_student_gets_cached_hub_models_but_never_a_download(open_app, student
     assert not any(str(tmp_path) in text for text in what_a_student_reads(at))  # the cache's folder is never shown
     at = open_app(model="bert-without-safetensors")  # on the hub, not in the cache: not fetched for a student
     assert at.selectbox(key="model_choice").value == "minilm"  # the default (a cached bert-base-uncased would be)
-    assert [e.value for e in at.sidebar.info] == [NOT_OFFERED.format(names="org/bert-tiny, minilm, minilm-encoder, "
+    assert [as_read(e.value) for e in at.sidebar.info] == [NOT_OFFERED.format(names="org/bert-tiny, minilm, minilm-encoder, "
                                                                          "minilm-trec")]
     assert not list((tmp_path / "hub-cache").glob("models--bert-without-safetensors"))
 
@@ -118,7 +118,7 @@ def test_a_visitor_whose_address_cannot_be_read_is_a_student(open_app, monkeypat
     no_exception(at)
     assert at.selectbox(key="model_choice").value == "minilm"
     assert not {"Folder", "Download a model"} & sidebar_labels(at)
-    assert [e.value for e in at.sidebar.info] == [NOT_OFFERED.format(names="minilm, minilm-encoder, minilm-trec")]
+    assert [as_read(e.value) for e in at.sidebar.info] == [NOT_OFFERED.format(names="minilm, minilm-encoder, minilm-trec")]
 
 
 def test_class_mode_makes_the_person_at_the_server_a_student(open_app, class_mode, unreachable_hub, tiny_mlm_folder):
@@ -126,7 +126,7 @@ def test_class_mode_makes_the_person_at_the_server_a_student(open_app, class_mod
     no_exception(at)
     assert at.selectbox(key="model_choice").value == "minilm"
     assert not {"Folder", "Download a model"} & sidebar_labels(at)
-    assert [e.value for e in at.sidebar.info] == [NOT_OFFERED.format(names="minilm, minilm-encoder, minilm-trec")]
+    assert [as_read(e.value) for e in at.sidebar.info] == [NOT_OFFERED.format(names="minilm, minilm-encoder, minilm-trec")]
 
 
 def test_only_the_presenters_key_moves_the_class(open_app, class_mode, unreachable_hub):

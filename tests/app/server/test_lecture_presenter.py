@@ -12,7 +12,7 @@ import secrets
 
 import pytest
 
-from app_helpers import no_exception
+from app_helpers import as_read, no_exception
 from redis_server import RedisServer, need_the_store
 from viz_app.server import class_store, singletons, visitor
 from viz_app.server.class_store import RedisClassRoom, connect
@@ -52,8 +52,9 @@ def stage(at) -> str:
 
 
 def every_text(at) -> str:
-    return " ".join(str(element.value) for kind in ("markdown", "caption", "info", "warning", "error", "text", "code")
-                    for element in at.get(kind))
+    """Everything the page shows, as a reader sees it (Markdown's escapes dropped)."""
+    return " ".join(as_read(str(element.value)) for kind in ("markdown", "caption", "info", "warning", "error", "text",
+                                                             "code") for element in at.get(kind))
 
 
 def test_a_presenter_on_another_process_is_still_the_presenter_at_the_class_step(open_app, hall, monkeypatch,

@@ -42,7 +42,7 @@ def conllu(changed: bool) -> bytes:
 SERVER = """
 import gc, json, sys, time
 sys.path.insert(0, "tests/app")
-from app_helpers import open_page
+from app_helpers import as_read, open_page
 
 def rss():
     gc.collect()
@@ -56,7 +56,7 @@ for path in sys.argv[1:]:
     data = open(path, "rb").read()
     at.file_uploader(key="probes_labelled_file").set_value(("mine.conllu", data, "application/octet-stream")).run()
     at.toggle(key="probe_run").set_value(True).run()
-    messages.append([w.value for w in at.warning] + [str(e.value) for e in at.exception])
+    messages.append([as_read(w.value) for w in at.warning] + [str(e.value) for e in at.exception])
 time.sleep(30)
 print(json.dumps({"before": before, "after": rss(), "messages": messages}))
 """

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from app_helpers import figures, no_exception, open_page as open_in_app, texts
+from page_checks import formed_links
 
 from bert.analysis.circuits.edge_scores import pair_runs, patched_metrics
 from bert.analysis.circuits.encoder_parts import EncoderParts
@@ -70,6 +71,22 @@ def test_patching_a_picked_edge_or_node_gives_the_librarys_patched_metric(open_p
 def test_bad_pairs_get_one_line(open_page, query, message):
     at = open_page(circuit_pair=-1, **query)
     assert message in texts(at) and not figures(at)
+
+
+HOST = "127.0.0.1:9"  # the discard port: nothing answers there
+
+
+@pytest.mark.parametrize("query", [
+    dict(circuit_foil=f"[click](http://{HOST}/x)"),
+    dict(circuit_answer=f"![i](http://{HOST}/beacon.png)"),
+    dict(circuit_foil=f"http://{HOST}/bare"),
+])
+def test_a_visitors_answer_and_foil_are_quoted_as_text(open_page, query):
+    """The library's error quotes the word the link gave: the page shows it as text, no link or image formed."""
+    at = open_page(circuit_pair=-1, **query)
+    assert "is not one vocabulary token" in texts(at) and not figures(at)
+    assert HOST in texts(at)  # quoted, as text
+    assert formed_links(at, hosts=("127.0.0.1",)) == []
 
 
 def test_exact_patching_over_the_budget_does_not_start_for_a_student(open_page, monkeypatch):

@@ -5,10 +5,12 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from viz_app.app.text import Markdown, joined, markdown
+
 from bert.pretraining.miniature import READING_DIRECTION_RUNS, SIZES, RunLog, TinySettings
 from bert.pretraining.nsp import IS_NEXT
 from bert.pretraining.walkthrough import MaskedExample, PairExample
-from viz_app.app import widgets
+from viz_app.app import show, widgets
 from viz_app.charts import training as charts
 from viz_app.server.training_room import shipped_log
 
@@ -68,30 +70,32 @@ def direction_comparison() -> None:
     widgets.show_chart(charts.loss_curves(runs, "Held-out loss, masked LM and left-to-right", heldout_only=True), key="direction_loss")
     widgets.show_chart(charts.cloze_chart(runs), key="direction_cloze")
     rows = {label: run.right_context for label, run in runs.items()}
-    st.markdown(" · ".join(f"**{label}** after {runs[label].evals[-1]['step']} steps: answer loss {r['loss']:.2f}, "
-                           f"{r['top1']:.0%} top-1, {r['top5']:.0%} top-5 of {r['sentences']} sentences" for label, r in rows.items()))
+    show.markdown("{}", joined(" · ", (markdown("**{}** after {} steps: answer loss {:.2f}, {:.0%} top-1, {:.0%} top-5 of "
+                                                "{} sentences", label, runs[label].evals[-1]['step'], r['loss'], r['top1'],
+                                                r['top5'], r['sentences']) for label, r in rows.items())))
     table = pd.DataFrame({"sentence": [r["sentence"] for r in rows["masked LM"]["per_sentence"]],
                           "answer": ["/".join(r["answers"]) for r in rows["masked LM"]["per_sentence"]],
                           **{f"{label}: rank of the answer": [r["answer_rank"] for r in rows[label]["per_sentence"]] for label in rows},
                           **{f"{label}: 5 best guesses": [", ".join(r["guesses"]) for r in rows[label]["per_sentence"]] for label in rows}})
     with st.expander("Every sentence's guesses"):
         st.dataframe(table, hide_index=True)
-    st.markdown(direction_reading(runs["masked LM"], runs["left-to-right"]))
-    st.caption(_where(runs))
+    show.markdown("{}", direction_reading(runs["masked LM"], runs["left-to-right"]))
+    show.caption("{}", _where(runs))
 
 
-def direction_reading(mlm: RunLog, ltr: RunLog) -> str:
+def direction_reading(mlm: RunLog, ltr: RunLog) -> Markdown:
     """What the two shipped runs show, in words computed from their logs (so a rerun cannot leave it stale)."""
     steps, ours, theirs = mlm.evals[-1]["step"], mlm.evals[-1]["heldout_loss"], ltr.evals[-1]["heldout_loss"]
-    text = (f"**Reading it.** After {steps} steps the masked LM's held-out loss is {ours:.2f} against {theirs:.2f} for the "
+    text = (f"After {steps} steps the masked LM's held-out loss is {ours:.2f} against {theirs:.2f} for the "
             f"left-to-right model: " + ("seeing both sides already helps on ordinary text. " if ours < theirs else "no advantage yet. "))
     a, b = mlm.right_context, ltr.right_context
     if a["top5"] > b["top5"] or a.get("loss", 99) < b.get("loss", 0):
-        return text + "On the right-context sentences the masked LM is ahead as well."
-    return text + (f"On the right-context sentences it is not ahead: top-5 {a['top5']:.0%} against {b['top5']:.0%}, answer "
-                   f"loss {a.get('loss', float('nan')):.2f} against {b.get('loss', float('nan')):.2f}. Models this small, "
-                   "trained this briefly, have not yet learned to use the clue after the gap; "
-                   "the paper's figure 5 follows BERT-base for a million steps.")
+        return markdown("**Reading it.** {}", text + "On the right-context sentences the masked LM is ahead as well.")
+    return markdown("**Reading it.** {}", text + (
+        f"On the right-context sentences it is not ahead: top-5 {a['top5']:.0%} against {b['top5']:.0%}, answer "
+        f"loss {a.get('loss', float('nan')):.2f} against {b.get('loss', float('nan')):.2f}. Models this small, "
+        "trained this briefly, have not yet learned to use the clue after the gap; "
+        "the paper's figure 5 follows BERT-base for a million steps."))
 
 
 def size_comparison() -> None:
@@ -101,11 +105,12 @@ def size_comparison() -> None:
         return
     widgets.show_chart(charts.size_chart(runs), key="size_points")
     widgets.show_chart(charts.loss_curves(runs, "Held-out loss while they learn", heldout_only=True), key="size_loss")
-    st.caption(_where(runs))
+    show.caption("{}", _where(runs))
 
 
-def _where(runs: dict[str, RunLog]) -> str:
+def _where(runs: dict[str, RunLog]) -> Markdown:
     times = ", ".join(f"{label} {run.seconds:.0f} s" for label, run in runs.items())
     first = next(iter(runs.values())).environment
-    return (f"Time per run: {times}; measured {first.get('date', '?')} on {first.get('machine', '?')}, load average "
-            f"{first.get('load_average_1min', '?')} (a shared machine), by `python recipes/tiny_runs.py`.")
+    return markdown("Time per run: {}; measured {} on {}, load average {} (a shared machine), by "
+                    "`python recipes/tiny_runs.py`.", times, first.get('date', '?'), first.get('machine', '?'),
+                    first.get('load_average_1min', '?'))

@@ -9,12 +9,12 @@ import streamlit as st
 from bert.pretraining.miniature import WATCH_SENTENCE, RunLog, TinySettings
 from viz_app.server import access, sessions
 from viz_app.server import singletons
-from viz_app.app import models, state, widgets
+from viz_app.app import models, show, state, widgets
 from viz_app.app.navigation import LINK_PARAMS
 from viz_app.server.access import Role
 from viz_app.charts import training as charts
 from viz_app.charts.attention import pattern_heatmap
-from viz_app.app.text import escape_markdown
+from viz_app.app.text import joined, markdown
 from viz_app.server.training_room import STUDENT_LIMIT_S, Job, TinyTrainingRuns, shipped_log
 
 SIZES = {"1": (1, 64, 1), "2": (2, 128, 2), "4": (4, 256, 4)}  # tiny_size's names -> (layers, hidden, heads)
@@ -49,30 +49,31 @@ def render(role: Role, slots: int) -> None:
                  disabled=mine is not None and not mine.finished.is_set()):
         status, job = runs.start(settings, owner, limit_s=limit_s, queue=True)
         if status == "full":
-            st.warning(f"Busy: another run ({_describe(job.settings)}, step {job.step} of {job.settings.steps}) is training "
-                       "and the queue is full. Press the button again later; meanwhile the run shipped with the app is "
-                       "shown.", icon=":material/hourglass_top:")
+            show.warning("Busy: another run ({}, step {} of {}) is training and the queue is full. Press the button "
+                         "again later; meanwhile the run shipped with the app is shown.", _describe(job.settings),
+                         job.step, job.settings.steps, icon=":material/hourglass_top:")
         elif status in ("started", "finished"):
             st.session_state["tiny_job"] = mine = job
     if runs.place(owner) is not None:
         _queued(runs, owner)
     elif runs.current is not None and runs.current.owner != owner:
-        st.info(f"Another run is training on this server ({_describe(runs.current.settings)}, step {runs.current.step} of "
-                f"{runs.current.settings.steps}): yours can start when it ends.", icon=":material/group:")
+        show.info("Another run is training on this server ({}, step {} of {}): yours can start when it ends.",
+                  _describe(runs.current.settings), runs.current.step, runs.current.settings.steps,
+                  icon=":material/group:")
     if mine is not None and not mine.finished.is_set():
         if mine.settings == settings:
             _live(mine)
             return
-        st.info(f"Your run ({_describe(mine.settings)}, {mine.settings.steps} steps) is still training: choose its settings "
-                "again to watch it.", icon=":material/pending:")
+        show.info("Your run ({}, {} steps) is still training: choose its settings again to watch it.",
+                  _describe(mine.settings), mine.settings.steps, icon=":material/pending:")
     job = mine if mine is not None and mine.settings == settings else runs.finished(settings)
     if job is not None and job.error:
-        st.error(f"The run failed ({access.failure(job.error, role)}).")
+        show.error("The run failed ({}).", access.failure(job.error, role))
     elif job is not None and job.log is not None:
         _draw(job.log, settings, job, may_open_folder=may_open_folder)
     elif (shipped := shipped_log(settings)) is not None:
-        st.caption(f"Shown: the run shipped with the app (recipes/tiny_runs.py, {shipped.environment.get('date', '')}); "
-                   "“Train it yourself” runs it again here, step by step.")
+        show.caption("Shown: the run shipped with the app (recipes/tiny_runs.py, {}); “Train it yourself” runs it "
+                     "again here, step by step.", shipped.environment.get('date', ''))
         _draw(shipped, settings)
     else:
         st.info("No run with these settings yet: press “Train it yourself”.")
@@ -87,9 +88,9 @@ def _queued(runs: TinyTrainingRuns, owner: str) -> None:
             st.rerun(scope="app")
         ahead = (f"the run training now ({_describe(current.settings)}, step {current.step} of {current.settings.steps})"
                  if current is not None else "the run that has just ended")
-        st.info(f"Only one run trains at a time on this server: yours is number {place} in the queue, after {ahead}. "
-                f"A student's run stops after {STUDENT_LIMIT_S / 60:g} minutes, so the queue moves; yours starts here "
-                "by itself.", icon=":material/hourglass_top:")
+        show.info("Only one run trains at a time on this server: yours is number {} in the queue, after {}. A "
+                  "student's run stops after {:g} minutes, so the queue moves; yours starts here by itself.", place,
+                  ahead, STUDENT_LIMIT_S / 60, icon=":material/hourglass_top:")
         st.button("Leave the queue", key="tiny_leave_queue", on_click=runs.leave_queue, args=(owner,))
 
     panel()
@@ -118,17 +119,17 @@ def _draw(log: RunLog, settings: TinySettings, job: Job | None = None, live: boo
     elif log.stopped_at is not None:
         limit = (f" when its time ran out ({job.limit_s / 60:g} minutes per student's run, so that every student gets "
                  "a turn)") if job is not None and job.timed_out else ""
-        st.caption(f"Stopped at step {log.stopped_at} of {settings.steps}{limit}.")
+        show.caption("Stopped at step {} of {}{}.", log.stopped_at, settings.steps, limit)
     widgets.show_chart(charts.loss_curves({_describe(settings): log}, "Loss while it learns"), key="tiny_loss")
     latest = log.evals[-1]
-    guesses = ", ".join(f"**{escape_markdown(token)}** {p:.1%}" for token, p in latest["guesses"])
-    st.markdown(f"“{escape_markdown(WATCH_SENTENCE)}” at step {latest['step']}: {guesses}")
+    guesses = joined(", ", (markdown("**{}** {:.1%}", token, p) for token, p in latest["guesses"]))
+    show.markdown("“{}” at step {}: {}", WATCH_SENTENCE, latest['step'], guesses)
     with st.expander("Its guesses at every evaluation"):
         st.dataframe(charts.guesses_table(log), hide_index=True)
     steps = [e["step"] for e in log.evals]
     if live:  # each new evaluation is shown as it comes
         chosen = steps[-1]
-        st.caption(f"Attention at step {chosen}, the latest: pick another step when the run ends.")
+        show.caption("Attention at step {}, the latest: pick another step when the run ends.", chosen)
     else:
         chosen = st.select_slider("Attention at step", steps, **state.kept("tiny_attention_step", steps, steps[-1]))
     layer, head = log.attention_at
@@ -136,12 +137,12 @@ def _draw(log: RunLog, settings: TinySettings, job: Job | None = None, live: boo
     widgets.show_chart(pattern_heatmap(pattern, log.watch_tokens, list(range(len(log.watch_tokens))), layer, head), key="tiny_attention")
     if log.right_context is not None:
         cloze = log.right_context
-        st.markdown(f"Right-context cloze set at the end: **{cloze['top1']:.0%}** top-1, **{cloze['top5']:.0%}** top-5 "
-                    f"of {cloze['sentences']} sentences; {log.seconds:.0f} s on this run's machine.")
+        show.markdown("Right-context cloze set at the end: **{:.0%}** top-1, **{:.0%}** top-5 of {} sentences; {:.0f} "
+                      "s on this run's machine.", cloze['top1'], cloze['top5'], cloze['sentences'], log.seconds)
     if job is not None and job.model_folder and may_open_folder:  # a server path: not for students
         st.button("Open this tiny model in the other pages", icon=":material/open_in_new:", key="tiny_open",
                   on_click=_choose_model, args=(job.model_folder,))
-        st.caption(f"Saved for this server's session as a Hugging Face folder: {job.model_folder}")
+        show.caption("Saved for this server's session as a Hugging Face folder: {}", job.model_folder)
 
 
 def _choose_model(folder: str) -> None:

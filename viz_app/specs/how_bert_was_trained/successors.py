@@ -15,11 +15,11 @@ from bert.pretraining.data import Batch
 from bert.pretraining.successors import OBJECTIVES, ComparisonSettings, compare, comparison_cost
 from bert.tokenizer import BertTokenizer
 from viz_app.server import heavy
-from viz_app.app import state, widgets
+from viz_app.app import show, state, widgets
 from viz_app.charts import training as charts
 from viz_app.app.page_context import Context
 from viz_app.specs.base import Computation
-from viz_app.app.text import escape_markdown
+from viz_app.app.text import joined, markdown
 
 CHANGES = (  # (who, what changed, its paper)
     ("RoBERTa", "masks redrawn every time a sentence comes back (dynamic), instead of once when the data was prepared "
@@ -53,7 +53,7 @@ RUNS = Computation(  # one tiny model per objective, on the threads the server s
 
 def render(context: Context | None, tokenizer: BertTokenizer, text: str, batch: Batch, seed: int) -> None:
     for who, change, paper in CHANGES:
-        st.markdown(f"**{who}** ({paper}): {change}.")
+        show.markdown("**{}** ({}): {}.", who, paper, change)
     st.subheader("On your text")
     for epoch in (0, 1):
         dynamic = walkthrough.mask_example(tokenizer, batch, seed, step=epoch, static=False)
@@ -67,7 +67,7 @@ def render(context: Context | None, tokenizer: BertTokenizer, text: str, batch: 
 
     st.subheader("Each objective in a tiny run")
     settings, objectives = _settings_form()
-    st.caption(RUN_NOTE.format(sentences=settings.sentences))
+    show.caption("{}", RUN_NOTE.format(sentences=settings.sentences))
     if not objectives:
         st.info("Choose at least one objective to train.")
         return
@@ -75,7 +75,7 @@ def render(context: Context | None, tokenizer: BertTokenizer, text: str, batch: 
         st.info("Open this page from the app's home page to train the runs here.")
         return
     cost = comparison_cost(settings, objectives)
-    st.caption(f"Cost: {cost.describe()}, on a model this small seconds of one core.")
+    show.caption("Cost: {}, on a model this small seconds of one core.", cost.describe())
     key = ("successors", text, settings, objectives)
     if st.button("Train them", icon=":material/play_arrow:", key="successors_train"):
         st.session_state["successors_asked"] = key
@@ -85,14 +85,14 @@ def render(context: Context | None, tokenizer: BertTokenizer, text: str, batch: 
     try:
         runs = heavy.run(context, RUNS, RunsWork(text, settings, objectives, tokenizer.vocab_size), key="successors")
     except InvalidInputError as error:  # no sentence to train on
-        st.info(f"{escape_markdown(str(error))}.")
+        show.info("{}.", error)
         return
     if runs is None:  # over the budget: the page has said why
         return
     labels = {objective: OBJECTIVES[objective][0] for objective in runs}
     widgets.show_chart(charts.successor_losses(runs, labels), key="successor_losses")
-    st.markdown(" · ".join(f"**{escape_markdown(labels[o])}**: {run.heldout_loss[-1]:.2f} after {run.steps[-1]} steps "
-                           f"({run.seconds:.0f} s)" for o, run in runs.items()))
+    show.markdown("{}", joined(" · ", (markdown("**{}**: {:.2f} after {} steps ({:.0f} s)", labels[o], run.heldout_loss[-1],
+                                                run.steps[-1], run.seconds) for o, run in runs.items())))
 
 
 def _settings_form() -> tuple[ComparisonSettings, tuple[str, ...]]:

@@ -14,12 +14,12 @@ from bert.analysis.probing.treebank import Treebank, builtin_treebank
 from bert.analysis.probing.scoring import MDL_KINDS
 from bert.analysis.probing.task_table import TASKS, task
 from bert.errors import BertError
-from viz_app.app import analysis_widgets
+from viz_app.app import analysis_widgets, show
 from viz_app.app import state
 from viz_app.server import uploads
 from viz_app.specs.probes import runs as probe_runs
 from viz_app.specs.probes.runs import MAX_LABELLED_BYTES, PIECES, ProbeData
-from viz_app.app.text import escape_markdown
+from viz_app.app.text import joined, markdown
 
 WORDNET, UD_EWT, LABELLED, TEXT = "wordnet", "ud_ewt", "labelled", "text"
 SOURCES = {
@@ -56,7 +56,7 @@ def data_picker(source: str, read: Callable[[bytes, str], Treebank | str]) -> Pr
     try:
         return probe_runs.builtin_data(len(sentences)) if source == WORDNET else probe_runs.text_data(sentences, description)
     except BertError as error:
-        st.warning(escape_markdown(str(error)))
+        show.warning("{}", error)
         return None
 
 
@@ -84,17 +84,17 @@ def uploaded_data(read: Callable[[bytes, str], Treebank | str]) -> ProbeData | N
     data = upload.getvalue()
     treebank = read(data, upload.name)
     if isinstance(treebank, str):
-        st.warning(escape_markdown(treebank))
+        show.warning("{}", treebank)
         return None
     if treebank.skipped:
-        st.warning(f"{escape_markdown(treebank.skipped_summary(LEFT_OUT_NAMED))}. The other {len(treebank)} are used.")
+        show.warning("{}. The other {} are used.", treebank.skipped_summary(LEFT_OUT_NAMED), len(treebank))
     if len(treebank) < MIN_SENTENCES:
-        st.warning(f"{len(treebank)} usable sentence(s) in that file; the probes need at least {MIN_SENTENCES}.")
+        show.warning("{} usable sentence(s) in that file; the probes need at least {}.", len(treebank), MIN_SENTENCES)
         return None
     digest = hashlib.sha1(data).hexdigest()
     count = st.slider("How many sentences", min(MIN_SENTENCES, len(treebank)), len(treebank), value=len(treebank),
                       key=f"probes_file_count_{digest[:12]}", help="The first N sentences of the file.")  # one per file
-    name = escape_markdown(treebank.name)
+    name = treebank.name
     return ProbeData(probe_runs.first(treebank, count), None,
                      f"{count} sentences of {name}: 80% train the probes, 20% (picked by the seed) score them",
                      (LABELLED, digest, upload.name, count))
@@ -113,8 +113,9 @@ def task_picker(data: ProbeData) -> list[str]:
     state.clamp_subset(key, tasks)
     picked = st.multiselect("Tasks", tasks, **state.kept(key), format_func=_task_name)
     with st.expander("What each task asks"):
-        st.markdown("\n".join(f"- **{escape_markdown(_task_name(name))}**: {escape_markdown(task(name).description)}"
-                              for name in tasks))
+        show.markdown("{}",
+                      joined("\n", (markdown("- **{}**: {}", _task_name(name), task(name).description)
+                              for name in tasks)))
     return picked
 
 

@@ -8,10 +8,9 @@ import streamlit as st
 
 from bert.errors import BertError
 from viz_app.server import heavy
-from viz_app.app import state, widgets
+from viz_app.app import show as show_text, state, widgets  # `show` here draws a probe run
 from viz_app.charts.causal import erasure_bars
 from viz_app.app.page_context import Context
-from viz_app.app.text import escape_markdown
 from viz_app.charts.probe_layers import MEASURES, measures_in
 from viz_app.specs.probes.runs import ERASURE_MLM_WORDS, ProbeData, ProbeRun, erasable_tasks
 from viz_app.specs.probes import ERASE, EraseWork
@@ -23,7 +22,7 @@ def show(result: ProbeRun, data: ProbeData) -> None:
     run = result.run
     names = run["residual_names"]
     for task, reason in run["skipped_tasks"].items():
-        st.warning(f"{escape_markdown(task)}: {escape_markdown(reason)}")
+        show_text.warning("{}: {}", task, reason)
     if not run["tasks"]:
         return
     measure, controls, embeddings_line = curve_settings(run)
@@ -31,9 +30,9 @@ def show(result: ProbeRun, data: ProbeData) -> None:
     st.subheader("Summary per task")
     show_summary(run, names)
     if run["notes"]:
-        st.caption(escape_markdown("; ".join(run["notes"])) + ".")
-    st.caption(f"On {data.description}: {run['num_train_sentences']} sentences trained the probes and "
-               f"{run['num_test_sentences']} scored them; seed {run['seed']}.")
+        show_text.caption("{}.", "; ".join(run["notes"]))
+    show_text.caption("On {}: {} sentences trained the probes and {} scored them; seed {}.", data.description,
+                      run['num_train_sentences'], run['num_test_sentences'], run['seed'])
     downloads(result, f"probes_{data.key[0]}")
     sentence, layer, tree = 0, None, None
     if result.trees:
@@ -67,12 +66,11 @@ def erase_property(context: Context, result: ProbeRun, data: ProbeData, seed: in
                                    default=best, help="Its best layer is chosen first.")
     erase = columns[2].toggle("Erase it", **state.kept("probe_erase"),
                               help="Fits LEACE on the training words, then measures the probe and the masked LM again.")
-    st.caption(
-        f"LEACE (Belrose et al. 2023) removes {escape_markdown(task)} from {names[layer]}'s word vectors so that no linear "
-        "probe can read it; the forward pass then goes on from the erased layer (every position erased). Masked-LM "
-        f"accuracy: up to {ERASURE_MLM_WORDS:,} test words that are one word piece, each masked alone in its sentence, the "
-        "top guess compared with the word. The control erases as many random directions."
-    )
+    show_text.caption("LEACE (Belrose et al. 2023) removes {} from {}'s word vectors so that no linear probe can read "
+                      "it; the forward pass then goes on from the erased layer (every position erased). Masked-LM "
+                      "accuracy: up to {:,} test words that are one word piece, each masked alone in its sentence, the "
+                      "top guess compared with the word. The control erases as many random directions.", task,
+                      names[layer], ERASURE_MLM_WORDS)
     if not erase:
         return
     if not context.loaded.summary.has_mlm_head:
@@ -81,14 +79,14 @@ def erase_property(context: Context, result: ProbeRun, data: ProbeData, seed: in
     try:
         report = heavy.run(context, ERASE, EraseWork(data, task, layer, seed))
     except BertError as error:
-        st.warning(f"The property cannot be erased here: {escape_markdown(str(error))}.")
+        show_text.warning("The property cannot be erased here: {}.", error)
         return
     if report is None:
         return
     values = report.to_dict()
     widgets.show_chart(erasure_bars(values["probe"], values["mlm"], task, names[layer]), key="probe_erasure")
-    st.caption(f"Rank {report.rank} (directions removed); {report.num_train_words:,} training words, "
-               f"{report.num_test_words:,} test words, {report.num_mlm_words:,} masked.")
+    show_text.caption("Rank {} (directions removed); {:,} training words, {:,} test words, {:,} masked.", report.rank,
+                      report.num_train_words, report.num_test_words, report.num_mlm_words)
 
 
 def summary_table(run: dict, residual_names: list[str]) -> pd.DataFrame:
@@ -133,11 +131,9 @@ def show_summary(run: dict, residual_names: list[str]) -> None:
     st.dataframe(summary_table(run, residual_names), hide_index=True, column_config=scores)
     baseline = run["baselines"].get("linear_uuas")
     pieces = f"{pieces_note(run['pieces']).capitalize()} ({run['pieces']}). " if reads_words(run) else ""
-    st.caption(
-        f"{pieces}Expected layer (Tenney et al. 2019): the layers "
-        "weighted by how much each adds to the score, so a task solved early has a low expected layer."
-        + ("" if baseline is None else f" UUAS of the linear chain (each word joined to the next): {baseline:.3f}.")
-    )
+    show_text.caption("{}Expected layer (Tenney et al. 2019): the layers weighted by how much each adds to the score, "
+                      "so a task solved early has a low expected layer.{}", pieces,
+                      "" if baseline is None else f" UUAS of the linear chain (each word joined to the next): {baseline:.3f}.")
 
 
 def downloads(result: ProbeRun, name: str) -> None:
