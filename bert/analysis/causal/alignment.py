@@ -170,7 +170,7 @@ def prepare_split(model: Bert, tokenizer: BertTokenizer, pairs: Sequence[Variabl
                                 f"held-out after the split by template and words ({unusable} the tokenizer could not line up); "
                                 f"give more pairs, more templates or more words")
     for hook, position in sites:
-        check_site(model, hook, position, prepared[0] + prepared[1])
+        check_site(model, hook, position, [p for ready in prepared for p in ready])
     kept, recorded, dropped = [], {}, 0
     for name, ready in zip(names, prepared):
         base, source, base_logits, source_logits = record_pairs(model, tokenizer.pad_id, ready, sites, settings.eval_batch_size)
@@ -179,9 +179,9 @@ def prepare_split(model: Bert, tokenizer: BertTokenizer, pairs: Sequence[Variabl
         dropped += len(ready) - len(keep) if name in ("train", "test") else 0
         kept.append([ready[i] for i in keep])
         recorded[name] = ({site: v[keep] for site, v in base.items()}, {site: v[keep] for site, v in source.items()}, base_logits[keep])
-    if not kept[0] or not kept[1]:
-        raise InvalidInputError("the model gets both sentences wrong in every training or every held-out pair: "
-                                "nothing to align (try another task or model)")
+    if not all(kept):
+        raise InvalidInputError("no training or no held-out pair is left (for the task or its control) once the pairs "
+                                "the model gets wrong in both sentences are left out: give more pairs, or another task or model")
     split = PairSplit(*kept, control_values=control_values([p.pair for p in kept[2] + kept[3]], settings.seed),
                       dropped=dropped, unusable=unusable)
     return split, recorded
@@ -197,7 +197,8 @@ def _rotation(hidden: int, columns: int, seed: int) -> torch.nn.Module:
     start = torch.empty(hidden, columns)
     torch.nn.init.orthogonal_(start, generator=torch.Generator().manual_seed(seed))
     layer.weight = torch.nn.Parameter(start)
-    return torch.nn.utils.parametrizations.orthogonal(layer)
+    with torch.random.fork_rng(devices=[]):  # registering the parametrisation draws from the global generator
+        return torch.nn.utils.parametrizations.orthogonal(layer)
 
 
 def boundary_weights(size: torch.Tensor, hidden: int, temperature: float) -> torch.Tensor:

@@ -198,11 +198,12 @@ def test_align_makes_the_passes_its_cost_says(tiny, pairs, method):
     settings = AlignmentSettings(method=method, dims=2, steps=3, batch_size=5, max_pairs=12, eval_batch_size=7)
     counts, tokens = planned_pairs(tokenizer, pairs, settings, 64)
     cost = alignment_cost(model.config, tokens, counts, settings)
-    counted = Counted(model)
+    counted, random_state = Counted(model), torch.random.get_rng_state()
     try:
         result = align(model, tokenizer, pairs, hook_name("layer_out", 0), "differs", settings)
     finally:
         counted.remove()
+    assert torch.equal(torch.random.get_rng_state(), random_state)  # seeded by its own generators only
     assert result.pairs["dropped"] == 0 and result.pairs["train"] == counts[0] == 12 and counts[1] == 6
     assert (counted.forward, counted.backward) == (cost.forward_passes, cost.backward_passes)
     assert 0 <= result.iia["test"] <= 1 and 0 <= result.control_iia["test"] <= 1
