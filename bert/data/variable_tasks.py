@@ -16,6 +16,7 @@ value, both orders); the variable's words are the subjects, their items the noun
 """
 from __future__ import annotations
 
+import functools
 import itertools
 
 from .variable_pairs import VariablePair
@@ -49,14 +50,15 @@ TASKS = {  # name -> what it tests, for --help and the docs
 }
 
 
-def task_pairs(task: str) -> list[VariablePair]:
-    """Every pair of a task, in a fixed order (the analysis splits and samples them, seeded)."""
+@functools.lru_cache(maxsize=None)
+def task_pairs(task: str) -> tuple[VariablePair, ...]:
+    """Every pair of a task, in a fixed order (the analysis splits and samples them, seeded); made once."""
     if task == "number-pp":
-        return _number_pairs(PP_TEMPLATES, ATTRACTORS)
+        return tuple(_number_pairs(PP_TEMPLATES, ATTRACTORS))
     if task == "number-rc":
-        return _number_pairs(RC_TEMPLATES, RC_ATTRACTORS)
+        return tuple(_number_pairs(RC_TEMPLATES, RC_ATTRACTORS))
     if task == "gender-pronoun":
-        return _gender_pairs()
+        return tuple(_gender_pairs())
     from ..errors import InvalidInputError
 
     raise InvalidInputError(f"unknown task {task!r}; choose from {', '.join(TASKS)}, or give your own pairs file")
