@@ -290,3 +290,14 @@ def test_a_file_pair_the_tokenizer_cannot_line_up_names_its_line(tiny):
         prepare_pairs(tokenizer, [good, longer], 64)
     generated = VariablePair("the dog [MASK] .", "the dogcat [MASK] .", "is", "of")  # a generated one: counted
     assert prepare_pairs(tokenizer, [good, generated], 64)[1] == 1
+
+
+def test_boundless_boundary_by_hand():
+    """sigmoid((size - i - 1/2) / temperature): half at the boundary, nearly a step at Boundless DAS's last temperature."""
+    from bert.analysis.causal.alignment import BOUNDLESS_TEMPERATURES, boundary_weights
+
+    weights = boundary_weights(torch.tensor(2.5), 5, 1.0)
+    expected = [1 / (1 + np.exp(-(2.5 - i - 0.5))) for i in range(5)]
+    assert weights.tolist() == pytest.approx(expected, abs=1e-6) and weights[2] == pytest.approx(0.5)
+    sharp = boundary_weights(torch.tensor(3.0), 6, BOUNDLESS_TEMPERATURES[1])
+    assert ((sharp > 0.5).tolist(), float(sharp[2]), float(sharp[3])) == ([True] * 3 + [False] * 3, pytest.approx(1, abs=1e-2), pytest.approx(0, abs=1e-2))
