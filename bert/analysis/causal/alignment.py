@@ -25,9 +25,8 @@ answer preferred in each) are left out of training and scoring, and counted.
 """
 from __future__ import annotations
 
-import math
 import random
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import torch

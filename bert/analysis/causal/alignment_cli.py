@@ -13,7 +13,6 @@ each grid one row per layer and one value per position. `layer` is a transformer
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 from ...cli_arguments import add_model_argument

@@ -8,7 +8,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-import bert
 from bert.analysis.causal.interchange import interchange
 from bert.hooks import hook_name
 from bert_test_support import TINY_VOCAB, hf_config, randomize_
