@@ -2,6 +2,7 @@
 `python -m bert finetune --train-file questions.csv --out out/trec`, `python -m bert probe --data ud-ewt`,
 `python -m bert patch --clean ... --corrupted ... --answer he --foil she`,
 `python -m bert mixing --text "The [MASK] barked." --method alti`,
+`python -m bert das --task number-pp --layer 0 --method das`,
 `python -m bert circuit --clean ... --corrupt ... --answer are --foil is --method eap-ig`, `python -m bert erase --data ud-ewt --task upos --hidden-states-index 3`,
 and `python -m bert download bert-base-uncased` (once, while online: the app then offers it first)."""
 from __future__ import annotations
@@ -51,6 +52,9 @@ def main(argv: list[str] | None = None) -> int:
 
     causal_cli.add_patch_arguments(commands.add_parser("patch", help="activation patching: which layer and position restore the answer"))
     causal_cli.add_erase_arguments(commands.add_parser("erase", help="amnesic probing: erase a property from a layer with LEACE"))
+    from .analysis.causal import alignment_cli
+
+    alignment_cli.add_arguments(commands.add_parser("das", help="where a variable lives: interchange interventions, DAS and baselines"))
     from .analysis.attention import mixing_cli
 
     mixing_cli.add_arguments(commands.add_parser("mixing", help="what each token takes from the others, by one context-mixing method"))
@@ -65,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     run = {"predict": _predict, "download": _download, "pretrain": pretrain, "finetune": finetune, "index": index_cli.run,
            "probe": probe_cli.run, "neurons": features_cli.run_neurons, "sae": features_cli.run_sae,
            "mixing": mixing_cli.run, "circuit": circuit_cli.run, "patch": causal_cli.run_patch,
-           "erase": causal_cli.run_erase}[args.command]  # the subcommands above, each to its runner
+           "erase": causal_cli.run_erase, "das": alignment_cli.run}[args.command]  # the subcommands above, each to its runner
     try:
         return run(args)
     except BertError as error:
