@@ -7,8 +7,6 @@ server's machine or a visitor from another one (streamlit.testing's AppTest has 
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 from typing import Mapping
 
 import streamlit as st
@@ -19,7 +17,7 @@ from viz_app.server import singletons
 from viz_app.server.access import Role, Visitor
 from viz_app.server.class_room import PRESENTER_PARAM
 from viz_app.server.class_store import StoreUnavailableError
-from viz_app.server.settings import ServerSettings, SettingsError, read_settings
+from viz_app.server.settings import SettingsError, server_settings
 
 SERVER_MACHINE = "127.0.0.1"  # what address() gives for a browser on the server's own machine
 # set by scripts/lecture.sh: the app is reached through the lecture hall's proxy on this machine, which writes the
@@ -47,13 +45,6 @@ def address_of(ip_address: str | None, headers: Mapping[str, str], behind_proxy:
         if forwarded and forwarded[-1].split(",")[-1].strip():
             return forwarded[-1].split(",")[-1].strip()
     return SERVER_MACHINE if len(headers) else None
-
-
-def server_settings() -> ServerSettings:
-    """The server's settings: its flags after `--` (`streamlit run viz_app/Home.py -- --class`), the environment,
-    the settings file (viz_app/server/settings.py). Raises SettingsError."""
-    started_as_app = Path(sys.argv[0]).name == "Home.py"  # under `streamlit run`; not in tests, which set variables
-    return read_settings(sys.argv[1:] if started_as_app else [], os.environ)
 
 
 def of_the_browser_session() -> Visitor:
