@@ -45,8 +45,8 @@ def decide(cost: Cost, config: BertConfig, role: Role, settings: ServerSettings,
     over = (f"a computation may hold {settings.memory_budget:,} MB of the server's memory" if not memory
             else f"a computation may cost {settings.request_budget:,}" if work > settings.request_budget
             else f"a visitor's computations may cost {settings.visitor_budget:,} an hour, {left:,.0f} of which are left")
-    numbers = (f"This needs {cost.describe()}: {work:,.0f} BERT-base token passes, holding up to {megabytes(peak)} MB "
-               f"while it runs; on this server {over}.")
+    held = "" if memory else f", holding up to {megabytes(peak)} MB while it runs"
+    numbers = f"This needs {cost.describe()}: {work:,.0f} BERT-base token passes{held}; on this server {over}."
     lower = f" Lower {_listed(cost.lower)} to make it cheaper." if cost.lower else ""
     if role is Role.STUDENT:
         return Decision(Verdict.REFUSE, work, f"{numbers}{lower} Nothing was started; the teacher can raise the budget.")
