@@ -115,7 +115,7 @@ def mixing_cost(method: str, tokens: int, config: BertConfig | None = None) -> C
     else:
         extra = max(1, math.ceil(NORM_PASSES_AT_512[method] * tokens / CHECKED_LENGTH))
     peak = 0 if config is None else mixing_bytes(method, tokens, config)
-    return Cost(1 + extra, tokens, ("the method", "a shorter text"), peak_bytes=peak)
+    return Cost(1 + extra, tokens, ("the method", "a shorter text"), peak_bytes=peak, rows_at_once=0 if config else 1)
 
 
 CHUNK_COPIES = 4  # tensors as wide as a batch's widest that a method holds at once (before and after the MLP's activation, ...)

@@ -280,12 +280,12 @@ def edge_scores_cost(config: BertConfig, tokens: int, method: str, steps: int | 
         peak = (pair_runs_bytes(graph, config.hidden_size, tokens, rows)
                 + graph_run_bytes(graph, config.hidden_size, tokens, rows) + pass_bytes(config, tokens, rows))
         return Cost(pairs * (2 + len(graph) + len(graph.senders)), tokens, lower + ("EAP-IG instead of exact patching",),
-                    peak_bytes=peak, rows_at_once=rows)
+                    peak_bytes=peak, rows_at_once=0)
     rows = 1 if method == "eap" else steps * (len(activation_groups(graph)) if method == "eap-ig-activations" else 1)
     peak = (pair_runs_bytes(graph, config.hidden_size, tokens) + graph_run_bytes(graph, config.hidden_size, tokens, gradient=True)
             + pass_bytes(config, tokens, gradient=True))
     return Cost(pairs * (2 + rows), tokens, lower + (("integration steps",) if method in INTEGRATED else ()),
-                backward_passes=pairs * rows, peak_bytes=peak)
+                backward_passes=pairs * rows, peak_bytes=peak, rows_at_once=0)
 
 
 def pair_runs_bytes(graph: CircuitGraph, hidden: int, tokens: int, rows: int = 1) -> int:

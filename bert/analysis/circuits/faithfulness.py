@@ -131,4 +131,4 @@ def faithfulness_cost(config: BertConfig, tokens: int, pairs: int = 1, points: i
     graph, rows = CircuitGraph.of(config), min(batch_size, points)
     peak = (pair_runs_bytes(graph, config.hidden_size, tokens, rows) + graph_run_bytes(graph, config.hidden_size, tokens, rows)
             + pass_bytes(config, tokens, rows))
-    return Cost(pairs * (2 + points), tokens, ("fewer pairs", "fewer circuit sizes"), peak_bytes=peak, rows_at_once=rows)
+    return Cost(pairs * (2 + points), tokens, ("fewer pairs", "fewer circuit sizes"), peak_bytes=peak, rows_at_once=0)

@@ -64,8 +64,9 @@ def batches_cost(lengths: Sequence[int], batch_size: int = 32, lower: tuple[str,
     """The passes `hook_batches` makes over encodings of these lengths: one per encoding, each padded to its
     batch's longest (batches sorted by length); tokens: the padded tokens per pass, rounded up. Its largest batch
     (the most padded tokens) is `rows_at_once` rows of that many tokens; with the model's `config`, the peak is
-    priced exactly: the largest of the batches' `pass_bytes` (rows x their longest), plus `recorded_states`
-    [row, seq, hidden] tensors per row that the batch records (the probes: every hidden state)."""
+    priced for a pass that records `recorded_states` [row, seq, hidden] tensors per row and nothing else (the
+    probes: every hidden state; no output head, the fused attention): the largest of the batches' `pass_bytes`
+    (rows x their longest) and their recorded states."""
     if not lengths:
         return Cost(0, 0, lower)
     ordered = sorted(lengths)
@@ -73,9 +74,10 @@ def batches_cost(lengths: Sequence[int], batch_size: int = 32, lower: tuple[str,
     padded = [max(group) * len(group) for group in groups]
     tokens = -(-sum(padded) // len(ordered))
     peak = 0 if config is None else max(
-        pass_bytes(config, max(group), len(group)) + recorded_states * len(group) * max(group) * config.hidden_size * FLOAT_BYTES
+        pass_bytes(config, max(group), len(group), head=False, fused=True) + recorded_states * len(group) * max(group) * config.hidden_size * FLOAT_BYTES
         for group in groups)
-    return Cost(len(ordered), tokens, lower, peak_bytes=peak, rows_at_once=-(-max(padded) // tokens))
+    rows = 0 if config is not None else -(-max(padded) // tokens)  # priced: none left out
+    return Cost(len(ordered), tokens, lower, peak_bytes=peak, rows_at_once=rows)
 
 
 ProgressCallback = Callable[[int, int], None]  # (encodings done, total), e.g. for a progress bar
