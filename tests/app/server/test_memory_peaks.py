@@ -52,7 +52,6 @@ def _status(field: str) -> int:
 def _planned(what: str, loaded):
     """(computation, work, inputs, rows after which it stops) for `what`, at the largest size a student may run."""
     from bert.analysis.circuits.tasks import PairText
-    from viz_app.app.forward import prepare_input
     from viz_app.specs import circuits, mixing, probes
     from viz_app.specs.base import Inputs
     from viz_app.specs.probes import runs
@@ -78,7 +77,7 @@ def _planned(what: str, loaded):
 
 
 MEASURE = """
-import gc, json, sys
+import json, sys
 sys.path[:0] = ["tests", "tests/app/server"]
 import torch
 from test_memory_peaks import measure
