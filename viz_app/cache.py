@@ -6,12 +6,13 @@ the sentence box, and never here).
   (recording and interventions are per call: bert.hooks uses a context variable).
 - a spec's computations (viz_app/specs/base.py), reached only through viz_app/server/heavy.py's `run`:
   - `computed`: the per-visitor results, in one store bounded by entries AND bytes (RESULT_ENTRIES,
-    RESULT_BYTES, each for an hour: viz_app/server/memory.py), a copy to each session as `st.cache_data` gives;
+    RESULT_BUDGETS of the server's memory budget, each for an hour: viz_app/server/memory.py), a copy to each
+    session as `st.cache_data` gives;
   - `computed_shared`: a `shared` computation's result, one object for every session, neither pickled nor copied
     (its arrays marked read-only, so a page that tried to write would fail loudly): the recorded passes
     (viz_app/specs/recorded.py; a 512-token BERT-base input holds about 270 MB once its patterns are read, a
     classroom sentence under 5 MB), the corpus search's index, the Features page's scans. At most FORWARD_ENTRIES
-    and SHARED_BYTES, each for an hour; `kept_shared` tells heavy.run whether a `built_once` one (the corpus
+    and SHARED_BUDGETS memory budgets, each for an hour; `kept_shared` tells heavy.run whether a `built_once` one (the corpus
     index) is kept already (then no one pays for it again).
 - what the pages derive lightly (the attention page's head statistics and charts, the embedding tables' analysis,
   the logit lens, saliency, the sentence tasks, a lesson's step and its figures, a feature's promoted tokens and
@@ -58,7 +59,7 @@ from viz_app.app.models import ModelKey
 from viz_app.app.tables import EmbeddingTables, model_tables, table_subspaces
 from viz_app.server.budget import MB
 from viz_app.server.memory import BoundedStore
-from viz_app.server.settings import MEMORY_BUDGET
+from viz_app.server.settings import server_settings
 
 BY_INPUT = {PreparedInput: lambda prepared: prepared.key}  # an input is its text, pair, masks and truncate flag
 
@@ -118,7 +119,7 @@ def subspaces(key: ModelKey, k: int) -> embedding_subspaces.SubspaceReport:
 
 
 def labelled_file(data: bytes, name: str) -> Treebank | str:
-    """An uploaded labelled file read (a 5 MB file is a large result: kept within RESULT_BYTES)."""
+    """An uploaded labelled file read (a 5 MB file is a large result: kept within the results' store)."""
     digest = hashlib.sha256(data).hexdigest()
     return results_store().get_or_compute(("probes.file", digest, name), lambda: probe_runs.read_labelled(data, name))
 
@@ -280,7 +281,7 @@ def layer_vectors(key: ModelKey, layer: int, prepared: PreparedInput) -> torch.T
 
 def sentence_features(key: ModelKey, folder: str, prepared: PreparedInput) -> np.ndarray:
     """z [seq, feature] of the input as the model reads it (512 tokens of a wide SAE: tens of MB, kept within
-    RESULT_BYTES)."""
+    the results' store)."""
     model_sae = sae(key, folder)
     return results_store().get_or_compute(
         ("features.sentence", key, folder, prepared.key),
@@ -304,24 +305,40 @@ def feature_guess(key: ModelKey, folder: str, prepared: PreparedInput, feature: 
 # ---- a page spec's heavy computations (viz_app/specs/base.py), run through viz_app/server/heavy.py's `run` ------------
 
 
+# The stores' bytes, in the server's memory budgets (viz_app/server/settings.py: memory_budget, what one computation
+# of a student may hold): each keeps any result a student may make; one larger (an owner's) is handed back, not kept.
 RESULT_ENTRIES = 64
-RESULT_BYTES = 2 * MEMORY_BUDGET * MB  # per-visitor results kept at most (the newest is kept even alone over it)
+RESULT_BUDGETS = 1  # per-visitor results kept at most
 KEPT_PART_ENTRIES = 2  # the parts computations share (the probes' word vectors: BERT-base on UD EWT is about 2 GB)
-KEPT_PART_BYTES = 2 * MEMORY_BUDGET * MB  # two sets a student may start (a larger one is kept alone)
+KEPT_PART_BUDGETS = 1
+SHARED_BUDGETS = 2  # shared results kept at most (recorded passes, corpus indexes, scans)
 
 
-@st.cache_resource(show_spinner=False)
+def store_bytes(budgets: int) -> int:
+    """`budgets` times the server's memory budget, in bytes (read from its settings now)."""
+    return budgets * server_settings().memory_budget * MB
+
+
 def results_store() -> BoundedStore:
-    """The specs' results (viz_app/server/memory.py): at most RESULT_ENTRIES and RESULT_BYTES, each for an hour,
-    a copy handed to each session as `st.cache_data` does."""
-    return BoundedStore(RESULT_ENTRIES, RESULT_BYTES, HOUR, copies=True)
+    """The specs' results (viz_app/server/memory.py): at most RESULT_ENTRIES and RESULT_BUDGETS memory budgets, each
+    for an hour, a copy handed to each session as `st.cache_data` does."""
+    return _results_store(store_bytes(RESULT_BUDGETS))
 
 
 @st.cache_resource(show_spinner=False)
+def _results_store(max_bytes: int) -> BoundedStore:
+    return BoundedStore(RESULT_ENTRIES, max_bytes, HOUR, copies=True)
+
+
 def kept_parts() -> BoundedStore:
-    """What `Inputs.keep` keeps (viz_app/specs/base.py): at most KEPT_PART_ENTRIES and KEPT_PART_BYTES, each for an
-    hour, shared read-only (the probes only read their word vectors)."""
-    return BoundedStore(KEPT_PART_ENTRIES, KEPT_PART_BYTES, HOUR)
+    """What `Inputs.keep` keeps (viz_app/specs/base.py): at most KEPT_PART_ENTRIES and KEPT_PART_BUDGETS memory
+    budgets, each for an hour, shared read-only (the probes only read their word vectors)."""
+    return _kept_parts(store_bytes(KEPT_PART_BUDGETS))
+
+
+@st.cache_resource(show_spinner=False)
+def _kept_parts(max_bytes: int) -> BoundedStore:
+    return BoundedStore(KEPT_PART_ENTRIES, max_bytes, HOUR)
 
 
 def inputs(key: ModelKey, prepared: PreparedInput | None) -> Inputs:
@@ -347,15 +364,16 @@ def priced(name: str, key: ModelKey, prepared: PreparedInput | None, work_key, _
     return _computation.cost(inputs(key, prepared), _work)
 
 
-SHARED_BYTES = 4 * MEMORY_BUDGET * MB  # shared results kept at most (recorded passes, corpus indexes, scans)
+def shared_store() -> BoundedStore:
+    """The `shared` computations' results, one object for every session: at most FORWARD_ENTRIES and SHARED_BUDGETS
+    memory budgets, each for an hour. A store, not an `st.cache_resource` of its own: a heavy job draws its progress
+    bar while the computation runs, which Streamlit could not replay from a cached function."""
+    return _shared_store(store_bytes(SHARED_BUDGETS))
 
 
 @st.cache_resource(show_spinner=False)
-def shared_store() -> BoundedStore:
-    """The `shared` computations' results, one object for every session: at most FORWARD_ENTRIES and SHARED_BYTES,
-    each for an hour. A store, not an `st.cache_resource` of its own: a heavy job draws its progress bar while the
-    computation runs, which Streamlit could not replay from a cached function."""
-    return BoundedStore(FORWARD_ENTRIES, SHARED_BYTES, HOUR)
+def _shared_store(max_bytes: int) -> BoundedStore:
+    return BoundedStore(FORWARD_ENTRIES, max_bytes, HOUR)
 
 
 def computed_shared(name: str, key: ModelKey, prepared: PreparedInput | None, work_key, _work, _computation: Computation):

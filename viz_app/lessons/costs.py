@@ -61,7 +61,7 @@ class StepInput:
 def _mixing(*methods: str) -> Callable[[StepInput], Cost]:
     def cost(step: StepInput) -> Cost:
         tokens = step.tokens
-        return sum((mixing_cost(method, tokens) for method in methods), NOTHING) if tokens else NOTHING
+        return sum((mixing_cost(method, tokens, step.config) for method in methods), NOTHING) if tokens else NOTHING
     return cost
 
 

@@ -9,7 +9,9 @@ No Streamlit here (viz_app/server/heavy.py shows it on a page; tests give a fake
 - Stopping: the computation is watched (bert/stopping.py): at every forward pass and every layer it asks, at most
   every `check_every_s` seconds, whether the visitor's browser session is still connected, and stops
   (StoppedError) when it is not; `on_progress` is called then too (where the page lets Streamlit stop a run
-  whose input changed, viz_app/server/sessions.py's let_streamlit_stop).
+  whose input changed, viz_app/server/sessions.py's let_streamlit_stop). A stopped computation frees what it
+  held: the frames of its error's traceback are cleared (their tensors with them), and after every job the
+  memory allocator hands freed memory back to the system (`release_freed_memory`).
 - The hour's spending of each payer, for the per-visitor budget (viz_app/server/budget.py): the payer is the visitor
   unless the page names another (viz_app/server/heavy.py: the visitor's address, so that a second tab shares the hour).
   Kept in this process (`MemorySpending`), or in the lecture hall's store (viz_app/server/class_store.py's
@@ -21,9 +23,12 @@ No Streamlit here (viz_app/server/heavy.py shows it on a page; tests give a fake
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import functools
 import os
 import threading
 import time
+import traceback
 from collections import defaultdict, deque
 from typing import Callable, Iterator
 
@@ -84,7 +89,11 @@ class HeavyJobs:
         try:
             with watching(self._check(visitor, session, work, total_passes, on_progress, held, stop, payer or visitor)):
                 yield
+        except StoppedError as stopped:  # what the computation held goes now, whoever keeps the error (Streamlit does)
+            traceback.clear_frames(stopped.__traceback__)
+            raise
         finally:
+            release_freed_memory()
             if held[0]:
                 self._slots.release()
             with self._lock:
@@ -153,6 +162,23 @@ class MemorySpending:
             while spent and spent[0][0] < self._clock() - HOUR:
                 spent.popleft()
             return sum(work for _, work in spent)
+
+
+def release_freed_memory() -> None:
+    """Hand the memory the process freed back to the system (glibc's malloc_trim): a computation's activations
+    are freed in pieces the allocator would otherwise keep, so the server's resident memory would stay at its
+    largest computation's peak. Elsewhere than glibc nothing happens."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _malloc_trim():
+    try:
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
 
 
 NICER_BY = 10  # nice levels a heavy computation's thread gives up (Linux: 0 is the default, 19 the nicest)

@@ -2,12 +2,14 @@
 
 Streamlit's caches bound a cache by entries and time (`max_entries`, `ttl`), not by size: two entries of the
 probes' word vectors of a large upload are gigabytes. A `BoundedStore` keeps at most `max_entries` results and
-`max_bytes` bytes of them (the least recently used go first), each for at most `ttl_s` seconds; the newest result
-is always kept, even alone over `max_bytes` (the budget, viz_app/server/budget.py, is what refuses a student's result
-that would keep more than the server allows: `Cost.kept_bytes`).
+`max_bytes` bytes of them, each for at most `ttl_s` seconds: before a result goes in, the least recently used
+go until it fits, so the store never holds more than `max_bytes`; a result larger than `max_bytes` alone is handed
+back and not kept (an owner's confirmed computation: the budget, viz_app/server/budget.py, refuses a student's
+that would hold more than the server's memory budget, and the app sizes its stores from that setting,
+viz_app/cache.py).
 
 Two sessions asking for the same missing key at once may both compute it (the second result replaces the first);
-the heavy-job slots (viz_app/heavy_jobs.py) keep that rare.
+the heavy-job slots (viz_app/server/heavy_jobs.py) keep that rare.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import pickle
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Callable, Hashable, TypeVar
 
 import numpy as np
@@ -25,7 +28,7 @@ T = TypeVar("T")
 
 
 def bytes_held(value) -> int:
-    """The bytes of the tensors and arrays in `value` (through dataclasses, tuples, lists and dicts); a tensor's
+    """The bytes of the tensors and arrays in `value` (through dataclasses, tuples, lists and mappings); a tensor's
     whole storage, as a view keeps all of it alive."""
     if isinstance(value, torch.Tensor):
         return value.untyped_storage().nbytes()
@@ -35,7 +38,7 @@ def bytes_held(value) -> int:
         return sum(bytes_held(getattr(value, field.name)) for field in dataclasses.fields(value))
     if isinstance(value, (tuple, list)):
         return sum(bytes_held(item) for item in value)
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):  # a dict, or a read-only view of one (a recorded pass's embeddings)
         return sum(bytes_held(item) for item in value.values())
     return 0
 
@@ -59,11 +62,14 @@ class BoundedStore:
             return kept
         value = compute()
         kept = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL) if self.copies else value
+        size = len(kept) if self.copies else bytes_held(value)
+        if size > self.max_bytes:  # never fits: handed back, not kept
+            return value
         with self._lock:
-            self._entries[key] = (kept, len(kept) if self.copies else bytes_held(value), self._clock())
-            self._entries.move_to_end(key)
-            while len(self._entries) > 1 and (len(self._entries) > self.max_entries or self._held() > self.max_bytes):
+            self._entries.pop(key, None)  # another session's result for the same key, computed meanwhile
+            while self._entries and (len(self._entries) >= self.max_entries or self._held() + size > self.max_bytes):
                 self._entries.popitem(last=False)
+            self._entries[key] = (kept, size, self._clock())
         return value
 
     def get(self, key: Hashable):

@@ -14,7 +14,7 @@ Three places, read in this order, each overriding the one before (folders add up
        visitor_budget: 300000       # what a student's computations may cost in an hour, together
        heavy_jobs: 1                # heavy computations the server runs at once (default: cores - 1, at least 1)
        threads: 1                   # PyTorch threads, set once at start (default: cores / (heavy_jobs + 1), at least 1)
-       memory_budget: 500           # MB one computation of a student may keep in the server's memory (default: 500)
+       memory_budget: 1000          # MB one computation of a student may hold in the server's memory (default: 1000)
 
 2. environment variables: BERT_INSIDE_CLASS=1, BERT_INSIDE_PRESENTER_KEY=..., BERT_INSIDE_REQUEST_BUDGET=...,
    BERT_INSIDE_VISITOR_BUDGET=..., BERT_INSIDE_HEAVY_JOBS=..., BERT_INSIDE_THREADS=..., BERT_INSIDE_MEMORY_BUDGET=...;
@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -57,9 +58,12 @@ FILE_KEYS = {"class", "presenter_key", "cached_hub_models", "folders", *NUMBER_V
 # gradients with 32 steps at 511 tokens is 51,100), an hour of a student's at most five such (docs/teaching.md)
 REQUEST_BUDGET = 60_000
 VISITOR_BUDGET = 300_000
-# what one computation of a student may leave in the server's memory (its cached results), in MB: the probes page's
-# default, UD English EWT's first 200 sentences of each file, keeps 330 MB of word vectors with BERT-base, 89 MB with MiniLM
-MEMORY_BUDGET = 500
+# what one computation of a student may hold in the server's memory at once while it runs (its result kept in the
+# server's caches included), in MB (bert/costs.py: Cost.peak): value zeroing over 512 tokens with BERT-base holds about
+# 960 MB, EAP-IG on a built-in 12-token pair with its faithfulness curves 580 MB; the probes page's default, UD English
+# EWT's first 200 sentences of each file, keeps 330 MB of word vectors with BERT-base, 89 MB with MiniLM. The app's
+# caches are sized from it (viz_app/cache.py).
+MEMORY_BUDGET = 1000
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")  # a folder's name for students: no "/", unlike a hub id
 KEY = re.compile(r"[A-Za-z0-9_-]{8,128}")  # travels in a link: URL-safe, long enough not to be guessed
 RESERVED_NAMES = {"folder", "minilm", "minilm-encoder"}  # the picker's own entries
@@ -79,7 +83,7 @@ class ServerSettings:
     visitor_budget: int = VISITOR_BUDGET  # BERT-base token passes a student's computations may cost in an hour
     heavy_jobs: int = 0  # heavy computations at once; 0: the server's cores - 1, at least 1
     threads: int = 0  # PyTorch threads, set once at start (viz_app/server/threads.py); 0: shared out by the cores
-    memory_budget: int = MEMORY_BUDGET  # MB one computation of a student may keep in memory (cached results)
+    memory_budget: int = MEMORY_BUDGET  # MB one computation of a student may hold at once (its cached result included)
 
     @property
     def heavy_slots(self) -> int:
@@ -106,6 +110,13 @@ def _parser() -> argparse.ArgumentParser:
     for name in NUMBER_VARIABLES:
         parser.add_argument("--" + name.replace("_", "-"), dest=name)
     return parser
+
+
+def server_settings() -> ServerSettings:
+    """This server's settings: its flags after `--` (`streamlit run viz_app/Home.py -- --class`), the environment,
+    the settings file. Raises SettingsError."""
+    started_as_app = Path(sys.argv[0]).name == "Home.py"  # under `streamlit run`; not in tests, which set variables
+    return read_settings(sys.argv[1:] if started_as_app else [], os.environ)
 
 
 def read_settings(argv: Sequence[str], environ: Mapping[str, str]) -> ServerSettings:

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
-from pathlib import Path
 from typing import Mapping
 from urllib.parse import quote, unquote
 
@@ -21,7 +19,7 @@ from viz_app.server import singletons
 from viz_app.server.access import Role, Visitor
 from viz_app.server.class_room import FOLLOW_PARAM, PRESENTER_PARAM
 from viz_app.server.class_store import StoreUnavailableError
-from viz_app.server.settings import ServerSettings, SettingsError, read_settings
+from viz_app.server.settings import SettingsError, server_settings
 
 SERVER_MACHINE = "127.0.0.1"  # what address() gives for a browser on the server's own machine
 # set by scripts/lecture.sh: the app is reached through the lecture hall's proxy on this machine, which writes the
@@ -67,13 +65,6 @@ def _remember_in_browser(key: str) -> None:
     cookie = f"{PRESENTER_COOKIE}={quote(key, safe='')}; path={path}; SameSite=Strict"
     script = json.dumps(cookie).replace("<", "\\u003c")  # a JavaScript string that cannot end the script
     st.html(f"<script>document.cookie = {script};</script>", unsafe_allow_javascript=True)
-
-
-def server_settings() -> ServerSettings:
-    """The server's settings: its flags after `--` (`streamlit run viz_app/Home.py -- --class`), the environment,
-    the settings file (viz_app/server/settings.py). Raises SettingsError."""
-    started_as_app = Path(sys.argv[0]).name == "Home.py"  # under `streamlit run`; not in tests, which set variables
-    return read_settings(sys.argv[1:] if started_as_app else [], os.environ)
 
 
 def of_the_browser_session() -> Visitor:

@@ -16,6 +16,7 @@ from typing import Any, Mapping
 
 from bert.analysis.causal.patching import (PatchingResult, Progress, attribution_sweep, patching_cost, patching_sweep,
                                            prepare_contrast)
+from bert.analysis.attribution.saliency import GRADIENT_METHODS
 from bert.analysis.causal.tracing import TraceResult, causal_trace, trace_cost
 from bert.costs import Cost
 from bert.errors import BertError, InvalidInputError
@@ -158,6 +159,18 @@ def resolve_trace(loaded, request: TraceRequest) -> TraceRequest:
     return replace(request, answer=answer, corrupt=corrupt)
 
 
+GRADIENT_TOKENS = 512  # tokens a pass when it keeps its gradient: every layer's activations wait for the backward pass
+
+
+def saliency_batch(method: str, tokens: int) -> int:
+    """Rows per pass of a saliency method: `patching_batch`'s for the perturbations; for the gradient methods,
+    GRADIENT_TOKENS tokens a pass (one row at 512 tokens holds about 840 MB with BERT-base: bert/costs.py's
+    pass_bytes with gradients, measured: integrated gradients at 128 tokens, 32 rows a pass, held 2.95 GB of BERT-base activations, priced 3.78 GB)."""
+    if method in GRADIENT_METHODS:
+        return max(1, min(64, GRADIENT_TOKENS // max(tokens, 1)))
+    return patching_batch(tokens)
+
+
 def patching_batch(tokens: int) -> int:
     """Rows per forward pass (patched runs, saliency's perturbations): fewer for long inputs, so that one pass stays
     within a few hundred MB, and a computation reaches its next stop check within a second or two."""
@@ -202,7 +215,8 @@ def _patching_cost(inputs: Inputs, request: PatchingRequest, exact: bool) -> Cos
         return Cost(0, 0)
     config = inputs.loaded.model.config
     guesses = Cost(0 if request.answer and request.foil else PATCHING_GUESSES, tokens)
-    return guesses + patching_cost(config, tokens, head_layer=request.head_layer if exact else None, exact=exact)
+    cost = guesses + patching_cost(config, tokens, head_layer=request.head_layer if exact else None, exact=exact)
+    return replace(cost, rows_at_once=patching_batch(tokens)) if exact else cost  # its batches of patched runs
 
 
 def _trace_cost(inputs: Inputs, request: TraceRequest) -> Cost:
@@ -210,8 +224,9 @@ def _trace_cost(inputs: Inputs, request: TraceRequest) -> Cost:
     if not tokens:
         return Cost(0, 0)
     samples = request.samples if isinstance(request.samples, int) and request.samples > 0 else 1
-    return (Cost(0 if request.answer else TRACE_GUESSES, tokens)
+    cost = (Cost(0 if request.answer else TRACE_GUESSES, tokens)
             + trace_cost(inputs.loaded.model.config, tokens, samples, SITES_FOR_BLOCKS[bool(request.blocks)]))
+    return replace(cost, rows_at_once=patching_batch(tokens))  # its batches of restored runs
 
 
 ATTRIBUTION = Computation(  # one forward and one backward pass: fast even for long inputs

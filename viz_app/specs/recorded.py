@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bert.costs import Cost
-from viz_app.app.forward import record
+from bert.config import BertConfig
+from bert.costs import FLOAT_BYTES, Cost
+from viz_app.app.forward import TOP_K_STORED, record
 from viz_app.specs.base import Computation, Inputs
 
 
@@ -17,7 +18,22 @@ class Pass:
 
 
 def _cost(inputs: Inputs, work: Pass) -> Cost:
-    return Cost(1, len(inputs.prepared.masked))
+    """One pass, keeping `recorded_bytes`."""
+    tokens, masks = len(inputs.prepared.masked), len(inputs.prepared.all_masks)
+    kept = recorded_bytes(inputs.loaded.model.config, tokens, work.activations) + masks * TOP_K_STORED * FLOAT_BYTES
+    return Cost(1, tokens, ("a shorter text",), kept_bytes=kept)
+
+
+def recorded_bytes(config: BertConfig, tokens: int, activations: bool) -> int:
+    """What a recorded pass of T = `tokens` tokens keeps (viz_app/app/forward.py's ForwardResult, float32): every
+    head's queries and keys, 2·layers·T·hidden; the patterns, computed once a page reads them (or recorded, for
+    relative attention), layers·heads·T²; with `activations`, every layer's MLP activations, layers·T·intermediate,
+    and the three embeddings, 3·T·hidden (the guesses at the [MASK]s, TOP_K_STORED numbers each, come beside)."""
+    layers, hidden = config.num_layers, config.hidden_size
+    numbers = 2 * layers * tokens * hidden + layers * config.num_heads * tokens * tokens
+    if activations:
+        numbers += layers * tokens * config.intermediate_size + 3 * tokens * hidden
+    return numbers * FLOAT_BYTES
 
 
 def _record(inputs: Inputs, work: Pass):

@@ -6,7 +6,7 @@ deletion curve that tests the map (bert/analysis/attribution/deletion.py). Its s
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 from bert.analysis.attention.words import merge_scores, word_groups
@@ -16,7 +16,7 @@ from bert.costs import Cost
 from viz_app.charts.base import Chart
 from viz_app.charts.saliency import deletion_chart, explained_text, saliency_chart
 from viz_app.specs.base import Computation, HasInputs, Inputs, Planned, chosen_mask, setting
-from viz_app.specs.causal_tracing import patching_batch
+from viz_app.specs.causal_tracing import patching_batch, saliency_batch
 
 NAME = "saliency"
 LESSON_CHARTS = ("attributions", "deletion")
@@ -47,7 +47,7 @@ def attributions(inputs: Inputs, explained: Explained) -> Saliency:
     loaded, encoding = inputs.loaded, inputs.prepared.masked
     return saliency(loaded.model, loaded.tokenizer, encoding, explained.method, explained.position, explained.target_id,
                     steps=explained.steps, foil_id=explained.foil_id, samples=explained.samples,
-                    batch_size=patching_batch(len(encoding)))  # 8 rows a pass at 512 tokens
+                    batch_size=saliency_batch(explained.method, len(encoding)))
 
 
 def _swappable(inputs: Inputs) -> int:
@@ -55,8 +55,10 @@ def _swappable(inputs: Inputs) -> int:
 
 
 def _map_cost(inputs: Inputs, explained: Explained) -> Cost:
-    return saliency_cost(explained.method, len(inputs.prepared.masked), _swappable(inputs), steps=explained.steps,
-                         samples=explained.samples)
+    """Its passes, and the activations of its batches (`saliency_batch` rows)."""
+    tokens = len(inputs.prepared.masked)
+    cost = saliency_cost(explained.method, tokens, _swappable(inputs), steps=explained.steps, samples=explained.samples)
+    return replace(cost, rows_at_once=saliency_batch(explained.method, tokens))
 
 
 def _curve(inputs: Inputs, explained: Explained):
@@ -75,7 +77,8 @@ DELETION = Computation(  # its own map first (the same passes as ATTRIBUTIONS), 
 
 def deletion_only_cost(inputs: Inputs) -> Cost:
     """The deletion curve's own passes, past its map's: the map's order and RANDOM_ORDERS random ones."""
-    return deletion_cost(len(inputs.prepared.masked), _swappable(inputs), RANDOM_ORDERS)
+    tokens = len(inputs.prepared.masked)
+    return replace(deletion_cost(tokens, _swappable(inputs), RANDOM_ORDERS), rows_at_once=patching_batch(tokens))
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ viz_app/charts/sentence_tasks.py and viz_app/charts/saliency.py.
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 import numpy as np
@@ -25,7 +25,7 @@ from viz_app.charts.base import Chart
 from viz_app.charts.saliency import saliency_chart
 from viz_app.charts.sentence_tasks import probability_chart
 from viz_app.specs.base import Computation, HasInputs, Inputs, Planned, setting
-from viz_app.specs.causal_tracing import patching_batch
+from viz_app.specs.causal_tracing import saliency_batch
 
 NAME = "sentence_tasks"
 LESSON_CHARTS = ("classes",)
@@ -117,7 +117,7 @@ class ExplainWork:
 def _attributions(inputs: Inputs, work: ExplainWork):
     base = inputs.prepared.base  # the sentence-level heads read the input as typed
     return saliency(inputs.loaded.model, inputs.loaded.tokenizer, base, work.method, work.position, work.target,
-                    steps=STEPS, output=work.output, samples=SAMPLES, batch_size=patching_batch(len(base)))
+                    steps=STEPS, output=work.output, samples=SAMPLES, batch_size=saliency_batch(work.method, len(base)))
 
 
 CLASSES = Computation(
@@ -126,9 +126,10 @@ CLASSES = Computation(
     compute=lambda inputs, work: class_probabilities(inputs.loaded.model, inputs.prepared.base))
 EXPLAIN = Computation(
     "sentence_tasks.explain", lambda work: "Attributions",
-    cost=lambda inputs, work: saliency_cost(work.method, len(inputs.prepared.base),
-                                            sum(swappable(inputs.loaded.tokenizer, inputs.prepared.base)),
-                                            steps=STEPS, samples=SAMPLES),
+    cost=lambda inputs, work: replace(saliency_cost(work.method, len(inputs.prepared.base),
+                                                    sum(swappable(inputs.loaded.tokenizer, inputs.prepared.base)),
+                                                    steps=STEPS, samples=SAMPLES),
+                                      rows_at_once=saliency_batch(work.method, len(inputs.prepared.base))),
     compute=_attributions)
 
 

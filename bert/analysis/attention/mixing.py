@@ -35,14 +35,15 @@ import torch
 from torch import nn
 
 from ...activation_cache import ActivationCache
-from ...costs import Cost
+from ...config import BertConfig
+from ...costs import FLOAT_BYTES, Cost, pass_bytes
 from ...devices import as_numpy
 from ...errors import InvalidInputError
 from .decompx import decompx
 from .mixing_parts import mixing_hook_names, recorded_layers
 from .norm_based import NORM_METHODS, norm_matrix
 from .rollout import RESIDUAL_WEIGHT, attention_rollout
-from .value_zeroing import value_zeroing
+from .value_zeroing import ROWS_BUDGET, value_zeroing
 
 Progress = Callable[[int, int], None]  # (steps done, steps in all), called between batched passes
 
@@ -99,20 +100,40 @@ NORM_PASSES_AT_512 = {"norm": 7, "norm-residual": 10, "globenc": 16, "alti": 18}
 CHECKED_LENGTH = 512
 
 
-def mixing_cost(method: str, tokens: int) -> Cost:
+def mixing_cost(method: str, tokens: int, config: BertConfig | None = None) -> Cost:
     """What `record_for_mixing` and `context_mixing(method)` cost over a sentence of `tokens` tokens, in forward
     passes of it: the recorded pass, then
     - value zeroing and DecompX: tokens + 1 rows through every layer (each counts as a forward pass);
     - the norm-based methods: their arithmetic on the recorded vectors, as the forward passes it takes as long as
       (NORM_PASSES_AT_512 scaled by tokens / 512, at least one);
-    - attention: nothing more."""
+    - attention: nothing more.
+    With the model's `config`, its peak too (`mixing_bytes`)."""
     if check_method(method).heavy:
         extra = tokens + 1
     elif method == "attention":
         extra = 0
     else:
         extra = max(1, math.ceil(NORM_PASSES_AT_512[method] * tokens / CHECKED_LENGTH))
-    return Cost(1 + extra, tokens, ("the method", "a shorter text"))
+    peak = 0 if config is None else mixing_bytes(method, tokens, config)
+    return Cost(1 + extra, tokens, ("the method", "a shorter text"), peak_bytes=peak, rows_at_once=0 if config else 1)
+
+
+CHUNK_COPIES = 4  # tensors as wide as a batch's widest that a method holds at once (before and after the MLP's activation, ...)
+
+
+def mixing_bytes(method: str, tokens: int, config: BertConfig) -> int:
+    """What `record_for_mixing` and `context_mixing(method)` hold at most over T = `tokens` tokens, in float32 bytes:
+    the recorded pass's layers (`mixing_hook_names`: per layer the pattern, heads·T², the attention's and the
+    layer's outputs, 4·T·hidden, and the MLP's intermediate, T·intermediate; and the embeddings, T·hidden), the
+    pass itself (`pass_bytes`), and for every method but attention CHUNK_COPIES tensors as wide as its batches'
+    widest: rows × T × width floats, at most value_zeroing.ROWS_BUDGET (width: the intermediate size for value
+    zeroing and DecompX, the hidden size for the norm-based ones; rows at most T)."""
+    hidden, intermediate = config.hidden_size, config.intermediate_size
+    recorded = config.num_layers * (config.num_heads * tokens * tokens + 4 * tokens * hidden + tokens * intermediate)
+    recorded += tokens * hidden
+    width = intermediate if check_method(method).heavy else hidden
+    chunk = 0 if method == "attention" else CHUNK_COPIES * min(ROWS_BUDGET, tokens * tokens * width)
+    return (recorded + chunk) * FLOAT_BYTES + pass_bytes(config, tokens)
 
 
 def record_for_mixing(model: nn.Module, input_ids: torch.Tensor, token_type_ids: torch.Tensor,

@@ -42,7 +42,7 @@ from typing import Callable, Sequence
 import torch
 
 from ...config import BertConfig
-from ...costs import Cost
+from ...costs import Cost, pass_bytes
 from ...devices import model_device
 from ...errors import InvalidInputError
 from ...model import Bert
@@ -50,7 +50,7 @@ from ..causal.patching import DIRECTIONS, Contrast
 from .edge_reach import RunStreams, edge_metrics, reach_passes
 from .encoder_parts import EncoderParts
 from .graph import CircuitGraph, Edge
-from .graph_run import run_graph
+from .graph_run import graph_run_bytes, run_graph
 
 METHODS = ("exact", "eap", "eap-ig", "eap-ig-activations")
 INTEGRATED = ("eap-ig", "eap-ig-activations")  # the methods with integration steps
@@ -277,13 +277,30 @@ def mask_gradient(parts, graph, runs: PairRuns, metric, direction, fraction: flo
     return gradient[0]
 
 
-def edge_scores_cost(config: BertConfig, tokens: int, method: str, steps: int | None = None, pairs: int = 1) -> Cost:
+def edge_scores_cost(config: BertConfig, tokens: int, method: str, steps: int | None = None, pairs: int = 1,
+                     batch_size: int = 32) -> Cost:
     """The passes `edge_scores` makes for `pairs` pairs of `tokens` tokens: each pair's two recorded runs, then
-    exact: one row per node and, for the edges, the layers each edge's row runs (`reach_passes`); eap: one pass and its backward pass; eap-ig: `steps` of each;
-    eap-ig-activations: `steps` of each per sender group (1 + 2 per layer)."""
+    exact: one row per node and, for the edges, the layers each edge's row runs (`reach_passes`; `batch_size` rows
+    at once); eap: one pass and its backward pass; eap-ig: `steps` of each; eap-ig-activations: `steps` of each per
+    sender group (1 + 2 per layer). Its peak (`pair_runs_bytes` + `graph_run_bytes` + `pass_bytes`) is one pass's,
+    whatever the steps and pairs: each step's autograd graph is freed before the next."""
     graph = CircuitGraph.of(config)
     lower = ("fewer pairs", "a shorter pair of sentences")
     if method == "exact":
-        return Cost(pairs * (2 + reach_passes(graph) + len(graph.senders)), tokens, lower + ("EAP-IG instead of exact patching",))
+        rows = min(batch_size, len(graph) + len(graph.senders))
+        peak = (pair_runs_bytes(graph, config.hidden_size, tokens, rows)
+                + graph_run_bytes(graph, config.hidden_size, tokens, rows) + pass_bytes(config, tokens, rows))
+        return Cost(pairs * (2 + reach_passes(graph) + len(graph.senders)), tokens,
+                    lower + ("EAP-IG instead of exact patching",), peak_bytes=peak, rows_at_once=0)
     rows = 1 if method == "eap" else steps * (len(activation_groups(graph)) if method == "eap-ig-activations" else 1)
-    return Cost(pairs * (2 + rows), tokens, lower + (("integration steps",) if method in INTEGRATED else ()), backward_passes=pairs * rows)
+    peak = (pair_runs_bytes(graph, config.hidden_size, tokens) + graph_run_bytes(graph, config.hidden_size, tokens, gradient=True)
+            + pass_bytes(config, tokens, gradient=True))
+    return Cost(pairs * (2 + rows), tokens, lower + (("integration steps",) if method in INTEGRATED else ()),
+                backward_passes=pairs * rows, peak_bytes=peak, rows_at_once=0)
+
+
+def pair_runs_bytes(graph: CircuitGraph, hidden: int, tokens: int, rows: int = 1) -> int:
+    """What a pair's two recorded runs (`pair_runs`) hold while the others run, in float32 bytes: every sender's
+    output in both runs, [2, sender, seq, hidden], and the (source - run) differences of `rows` rows the patches
+    read: (2 + rows) · senders · T · hidden."""
+    return (2 + rows) * len(graph.senders) * tokens * hidden * 4

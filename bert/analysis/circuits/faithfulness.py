@@ -23,11 +23,12 @@ from typing import Sequence
 import torch
 
 from ...config import BertConfig
-from ...costs import Cost
+from ...costs import Cost, pass_bytes
 from ...model import Bert
 from ..causal.patching import Contrast
-from .edge_scores import EdgeScores, pair_runs, patched_metrics
+from .edge_scores import EdgeScores, pair_runs, pair_runs_bytes, patched_metrics
 from .encoder_parts import EncoderParts
+from .graph_run import graph_run_bytes
 from .graph import CircuitGraph
 
 MIB_FRACTIONS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)  # circuit sizes, as fractions of the edges
@@ -122,6 +123,12 @@ def pruned_circuit(graph: CircuitGraph, scores: EdgeScores | torch.Tensor, size:
         keep[drop] = False
 
 
-def faithfulness_cost(config: BertConfig, tokens: int, pairs: int = 1, points: int = len(MIB_FRACTIONS)) -> Cost:
-    """The rows `faithfulness_curve` runs: each pair's two recorded runs and one row per circuit size."""
-    return Cost(pairs * (2 + points), tokens, ("fewer pairs", "fewer circuit sizes"))
+def faithfulness_cost(config: BertConfig, tokens: int, pairs: int = 1, points: int = len(MIB_FRACTIONS),
+                      batch_size: int = 16) -> Cost:
+    """The rows `faithfulness_curve` runs: each pair's two recorded runs and one row per circuit size, `batch_size`
+    rows a pass, each row's circuit patching edges into most receivers' streams (edge_scores_cost's memory
+    without gradients)."""
+    graph, rows = CircuitGraph.of(config), min(batch_size, points)
+    peak = (pair_runs_bytes(graph, config.hidden_size, tokens, rows) + graph_run_bytes(graph, config.hidden_size, tokens, rows)
+            + pass_bytes(config, tokens, rows))
+    return Cost(pairs * (2 + points), tokens, ("fewer pairs", "fewer circuit sizes"), peak_bytes=peak, rows_at_once=0)

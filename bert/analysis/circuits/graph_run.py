@@ -110,6 +110,26 @@ def run_graph(
     return GraphPass(final, torch.cat(outputs, dim=1) if record else None)
 
 
+def graph_run_bytes(graph: CircuitGraph, hidden: int, tokens: int, rows: int = 1, gradient: bool = False) -> int:
+    """The receivers' streams a `run_graph` of `rows` rows of `tokens` tokens (T) holds at most, in float32 bytes
+    ([row, receiver, seq, hidden] tensors of the R receivers whose streams are still to be read; every receiver's
+    when the mask takes gradients or every one has a patched edge):
+
+    - without gradients: three such tensors at once (the streams, the sum being made, the patches' einsum):
+      3 · rows · R · T · hidden;
+    - with gradients (one row): autograd keeps, at each of the two LayerNorms of layer l, the normalised streams'
+      input and output (the output, because the receivers that read it take views of it), of the R_l receivers
+      still to be read: 4 · Σ_l R_l · T · hidden, R_l = R - (3 · heads + 1) · l.
+
+    What the embeddings, sender outputs and the sub-layers themselves hold is priced apart (`pass_bytes`,
+    edge_scores_cost)."""
+    receivers, per_layer = len(graph.receivers), 3 * graph.num_heads + 1
+    if not gradient:
+        return 3 * rows * receivers * tokens * hidden * 4
+    remaining = sum(receivers - per_layer * layer for layer in range(graph.num_layers))
+    return 4 * rows * remaining * tokens * hidden * 4
+
+
 def _active_receivers(mask: torch.Tensor | None, graph: CircuitGraph) -> list[int]:
     """The receivers that read a stream of their own: every one when the mask takes gradients, else those with a
     patched edge in some row."""

@@ -9,7 +9,8 @@ from typing import Callable, Iterator, Sequence
 import torch
 
 from ...activation_cache import ActivationCache
-from ...costs import Cost
+from ...config import BertConfig
+from ...costs import FLOAT_BYTES, Cost, pass_bytes
 from ...devices import model_device
 from ...hooks import every_layer, hook_name
 from ...layers import residual_labels
@@ -58,15 +59,25 @@ def batches(encodings: Sequence[Encoding], batch_size: int) -> Iterator[list[int
         yield order[start : start + batch_size]
 
 
-def batches_cost(lengths: Sequence[int], batch_size: int = 32, lower: tuple[str, ...] = ("a smaller corpus",)) -> Cost:
+def batches_cost(lengths: Sequence[int], batch_size: int = 32, lower: tuple[str, ...] = ("a smaller corpus",),
+                 config: BertConfig | None = None, recorded_states: int = 0) -> Cost:
     """The passes `hook_batches` makes over encodings of these lengths: one per encoding, each padded to its
-    batch's longest (batches sorted by length); tokens: the padded tokens per pass, rounded up."""
+    batch's longest (batches sorted by length); tokens: the padded tokens per pass, rounded up. Its largest batch
+    (the most padded tokens) is `rows_at_once` rows of that many tokens; with the model's `config`, the peak is
+    priced for a pass that records `recorded_states` [row, seq, hidden] tensors per row and nothing else (the
+    probes: every hidden state; no output head, the fused attention): the largest of the batches' `pass_bytes`
+    (rows x their longest) and their recorded states."""
     if not lengths:
         return Cost(0, 0, lower)
     ordered = sorted(lengths)
-    padded = sum(max(ordered[start : start + batch_size]) * len(ordered[start : start + batch_size])
-                 for start in range(0, len(ordered), batch_size))
-    return Cost(len(ordered), -(-padded // len(ordered)), lower)
+    groups = [ordered[start : start + batch_size] for start in range(0, len(ordered), batch_size)]
+    padded = [max(group) * len(group) for group in groups]
+    tokens = -(-sum(padded) // len(ordered))
+    peak = 0 if config is None else max(
+        pass_bytes(config, max(group), len(group), head=False, fused=True) + recorded_states * len(group) * max(group) * config.hidden_size * FLOAT_BYTES
+        for group in groups)
+    rows = 0 if config is not None else -(-max(padded) // tokens)  # priced: none left out
+    return Cost(len(ordered), tokens, lower, peak_bytes=peak, rows_at_once=rows)
 
 
 ProgressCallback = Callable[[int, int], None]  # (encodings done, total), e.g. for a progress bar

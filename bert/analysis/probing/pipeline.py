@@ -194,7 +194,8 @@ def extract_features_cost(
     sentence once, each pair of consecutive sentences for the segment task, each sentence with a frequent word
     again with it masked; padded to their batch's longest. The probes' training is not in it. With the model's
     `config`, also the memory the features keep (`Cost.kept_bytes`): one vector per word at every hidden state,
-    and for the text tasks one per word piece of the inputs they read (at most)."""
+    and for the text tasks one per word piece of the inputs they read (at most); and the peak: those and the
+    largest batch's pass with every hidden state it records (batches_cost)."""
     settings = settings or ProbeSettings()
     if test is None:
         if len(train) < MIN_SPLIT_SENTENCES:
@@ -202,27 +203,28 @@ def extract_features_cost(
         train, test = train.split(settings.test_fraction, settings.seed)
     inputs = inputs_needed(list(tasks) if tasks is not None else [t for t in train.tasks if t in test.tasks])
     lower = ("the number of sentences",)
+    states = 0 if config is None else config.num_layers + 1  # a batch records every hidden state
     cost, parts, vectors = Cost(0, 0, lower), [], 0
     for treebank in (train, test):
         kept, encodings, _ = encode_sentences(tokenizer, treebank.sentences, max_positions)
         parts.append(encodings)
-        cost += batches_cost([len(e) for e in encodings], settings.batch_size, lower)
+        cost += batches_cost([len(e) for e in encodings], settings.batch_size, lower, config, states)
         vectors += sum(len(treebank.sentences[i].words) for i in kept)
         vectors += sum(len(e) for e in encodings) if "tokens" in inputs else 0
         if "pairs" in inputs:
             pairs = pair_encodings(tokenizer, [treebank.sentences[i] for i in kept], max_positions)
-            cost += batches_cost([len(e) for e in pairs], settings.batch_size, lower)
+            cost += batches_cost([len(e) for e in pairs], settings.batch_size, lower, config, states)
             vectors += sum(len(e) for e in pairs)
     if "masked" in inputs:
         wanted = set(vocabulary_of(parts))
         for encodings in parts:
             masked = [len(e) for e in encodings if maskable(e, wanted)]
-            cost += batches_cost(masked, settings.batch_size, lower)
+            cost += batches_cost(masked, settings.batch_size, lower, config, states)
             vectors += len(masked)
     if config is None:
         return cost
     kept = vectors * (config.num_layers + 1) * config.hidden_size * (2 if settings.float16 else 4)
-    return replace(cost, kept_bytes=kept, peak_bytes=kept)
+    return replace(cost, kept_bytes=kept, peak_bytes=kept + cost.peak_bytes)  # the vectors kept, then the largest batch
 
 
 def extract_features(

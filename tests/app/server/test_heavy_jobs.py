@@ -204,3 +204,48 @@ def test_a_nicer_thread_is_scheduled_after_the_others():
     before, after = seen[0]
     assert after == min(19, before + NICER_BY)
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == main_before  # the other threads keep theirs
+
+
+def test_a_stopped_eap_ig_stops_within_a_pass_and_frees_what_it_held(tokenizer):
+    """The tab closed mid-EAP-IG: the job stops at the next pass or layer (checked every time here), and no tensor
+    the computation made stays referenced, even by the StoppedError a caller keeps (Streamlit keeps it as the
+    context of its own stop): every MLP output it made is gone by reference counting alone, with the cyclic
+    garbage collector off, as the server runs it (.streamlit/config.toml: postScriptGC)."""
+    import gc
+    import weakref
+
+    from bert.analysis.causal.patching import prepare_contrast
+    from bert.analysis.circuits.edge_scores import edge_scores
+
+    model = small_bert(tokenizer.vocab_size, seed=0)
+    contrast = prepare_contrast(tokenizer, "the dog [MASK] at the cat", "the cat [MASK] at the dog", "is", "at", 64)
+    made, passes = [], []
+    checks = [0]
+
+    def keep_a_weak_reference(module, args, output):
+        made.append(weakref.ref(output))
+
+    def pass_started(module, args):
+        passes.append(checks[0])
+
+    for layer in model.transformer:  # the circuit graph's run calls each MLP's layers and LayerNorm itself
+        for module in (layer.residual.mlp1, layer.residual.layer_norm):
+            module.register_forward_hook(keep_a_weak_reference)
+    model.transformer[0].residual.mlp1.register_forward_pre_hook(pass_started)
+
+    def connected(session: str) -> bool:  # the tab closes at the job's 12th check, in the EAP-IG steps
+        checks[0] += 1
+        return checks[0] < 12
+
+    jobs = HeavyJobs(1, connected, check_every_s=0.0)
+    gc.disable()
+    try:
+        with pytest.raises(StoppedError) as stopped:
+            with jobs.job("student", "student", 1.0, 52):
+                edge_scores(model, [contrast], "eap-ig", steps=50)
+        assert len([at for at in passes if at >= 12]) <= 1, "at most the pass that had started when the tab closed"
+        assert made and not [ref for ref in made if ref() is not None], "freed, though the error is kept"
+        assert stopped.value.__traceback__ is not None
+    finally:
+        gc.enable()
+    assert jobs.running() == 0

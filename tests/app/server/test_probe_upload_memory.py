@@ -79,6 +79,7 @@ def test_a_large_upload_twice_is_refused_with_the_numbers_and_the_server_keeps_l
         refusal = next((m for m in messages if m.startswith("This needs")), None)
         assert refusal is not None, messages
         assert "forward passes of" in refusal and "keeping" in refusal and "MB" in refusal
-        assert "a computation may keep 500 MB of the server's memory" in refusal and "Nothing was started" in refusal
+        assert "a computation may hold 1,000 MB of the server's memory" in refusal and "Nothing was started" in refusal
+        assert "MB while it runs" in refusal
     grown = result["after"] - result["before"]
     assert grown <= KEPT_AT_MOST, f"the server keeps {grown / 1e6:,.0f} MB more 30 s later"

@@ -120,10 +120,16 @@ def erasable_tasks(data: ProbeData, run: dict) -> list[str]:
 
 
 def features_cost(tokenizer, data: ProbeData, tasks: Sequence[str], pieces: str, seed: int, config: BertConfig) -> Cost:
-    """What `features` costs, before it starts, with the memory the word vectors keep (the probes' training is not in
-    it)."""
-    return extract_features_cost(tokenizer, data.train, data.test, list(tasks), settings(pieces, split_seed(data, seed)),
+    """What `features` costs, before it starts, with the memory the word vectors keep and the most it holds: while
+    they are read, the largest batch besides; then, while a probe trains, STANDARDISED_COPIES of them beside
+    (bert/analysis/probing/scoring.py: a task's vectors picked out, then standardised), at most all of them. The
+    probes' training passes are not in it (no forward pass)."""
+    cost = extract_features_cost(tokenizer, data.train, data.test, list(tasks), settings(pieces, split_seed(data, seed)),
                                  config.max_position_embeddings, config)
+    return replace(cost, peak_bytes=max(cost.peak_bytes, (1 + STANDARDISED_COPIES) * cost.kept_bytes))
+
+
+STANDARDISED_COPIES = 2  # copies of the word vectors a probe's training holds beside them
 
 
 def _erasure_split(data: ProbeData, seed: int):
