@@ -6,7 +6,7 @@ import streamlit as st
 from viz_app import cache
 from viz_app.app import state, widgets
 from viz_app.app.models import POSITIONS_RELATIVE, POSITIONS_ROTATED
-from viz_app.server import heavy
+from viz_app import heavy
 from viz_app.specs import embeddings as spec
 
 widgets.page_header(

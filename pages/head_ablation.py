@@ -6,7 +6,7 @@ import streamlit as st
 from bert.analysis.causal import ablation
 from bert.layers import head_label, layer_label
 from viz_app.app import analysis_widgets, state, widgets
-from viz_app.server import heavy
+from viz_app import heavy
 from viz_app.specs import head_ablation
 
 widgets.page_header(
@@ -35,15 +35,17 @@ if mode == "mean":  # the heads' mean output over the built-in sentences, once p
     if mean is None:
         st.stop()
 st.subheader(f"Top {head_ablation.SHOWN} at position {position}, {len(heads)} head(s) ablated")
-st.dataframe(pd.DataFrame(head_ablation.before_after(context.loaded, context.prepared, position, heads, mode, mean)),
-             hide_index=True)
+table = heavy.run(context, head_ablation.BEFORE_AFTER, head_ablation.BeforeAfterWork(position, tuple(heads), mode))
+if table is None:
+    st.stop()
+st.dataframe(pd.DataFrame(table), hide_index=True)
 
 st.subheader("Rank every head")
 st.caption(
     f"Each of the {len(all_heads)} heads is ablated alone ({mode}), all in batched forward passes (one row per "
     "head), and the change in log-probability of the intact model's top prediction is measured."
 )
-work = head_ablation.RankingWork(position, mode, mean)
+work = head_ablation.RankingWork(position, mode, mean_priced=False)  # "mean": the page ran MEAN above
 cost = head_ablation.RANKING.cost(context, work)
 if st.toggle(f"Rank all heads ({cost.describe()})", **state.kept("ablation_rank")):
     ranking = heavy.run(context, head_ablation.RANKING, work, key="ablation_rank")

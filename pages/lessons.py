@@ -4,7 +4,8 @@ import streamlit as st
 
 from bert.costs import Cost
 from bert.errors import BertError
-from viz_app.server import access, heavy, uploads
+from viz_app import heavy
+from viz_app.server import access, uploads
 from viz_app import cache
 from viz_app.app import state, widgets
 from viz_app.app.forward import InputProblem

@@ -4,7 +4,7 @@ import streamlit as st
 
 from viz_app.app import analysis_widgets, widgets
 from viz_app.app.text import escape_markdown
-from viz_app.server import heavy
+from viz_app import heavy
 from viz_app.specs import logit_lens as spec
 
 widgets.page_header(

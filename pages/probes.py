@@ -5,7 +5,7 @@ import streamlit as st
 
 from bert.errors import BertError
 from viz_app import cache
-from viz_app.server import heavy
+from viz_app import heavy
 from viz_app.specs import probes
 from viz_app.specs.probes import data as probe_data, results as probe_results
 from viz_app.app import widgets
@@ -39,7 +39,7 @@ if not probe_data.run_toggle():
     st.caption(f"Ready: {data.description}; tasks {', '.join(map(escape_markdown, tasks))}.")
     st.stop()
 settings = probes.Settings(data, tuple(tasks), pieces, seed, mdl)
-try:  # priced (with the memory its word vectors keep), within the budget, in a heavy slot: viz_app/server/heavy.py
+try:  # priced (with the memory its word vectors keep), within the budget, in a heavy slot: viz_app/heavy.py
     run = heavy.run(context, *probes.computations(settings)["run"])
 except BertError as error:
     st.warning(f"The probes cannot run on this data: {escape_markdown(str(error))}.")

@@ -4,7 +4,7 @@ the sentence box, and never here).
 
 - the model: `st.cache_resource`, one object shared by every session and thread, in eval mode, never changed
   (recording and interventions are per call: bert.hooks uses a context variable).
-- a spec's computations (viz_app/specs/base.py), reached only through viz_app/server/heavy.py's `run`:
+- a spec's computations (viz_app/specs/base.py), reached only through viz_app/heavy.py's `run`:
   - `computed`: the per-visitor results, in one store bounded by entries AND bytes (RESULT_ENTRIES,
     RESULT_BYTES, each for an hour: viz_app/server/memory.py), a copy to each session as `st.cache_data` gives;
   - `computed_shared`: a `shared` computation's result, one object for every session, neither pickled nor copied
@@ -301,7 +301,7 @@ def feature_guess(key: ModelKey, folder: str, prepared: PreparedInput, feature: 
     return mask_guess_change(loaded.model, loaded.tokenizer, prepared.masked, model_sae, feature, factor, hidden=hidden)
 
 
-# ---- a page spec's heavy computations (viz_app/specs/base.py), run through viz_app/server/heavy.py's `run` ------------
+# ---- a page spec's heavy computations (viz_app/specs/base.py), run through viz_app/heavy.py's `run` ------------
 
 
 RESULT_ENTRIES = 64
@@ -325,8 +325,16 @@ def kept_parts() -> BoundedStore:
 
 
 def inputs(key: ModelKey, prepared: PreparedInput | None) -> Inputs:
-    """A computation's inputs, with the app's cached loader and its store of shared parts."""
-    return Inputs(load_model(key), prepared, load_model, kept_parts().get_or_compute)
+    """A computation's inputs, with the app's cached loader, its store of shared parts and the results it keeps."""
+    return Inputs(load_model(key), prepared, load_model, kept_parts().get_or_compute,
+                  lambda computation, work: result_of(key, prepared, computation, work))
+
+
+def result_of(key: ModelKey, prepared: PreparedInput | None, computation: Computation, work):
+    """The computation's result kept for this model and input (`per_model`: the model), computed when it is not."""
+    prepared = None if computation.per_model else prepared
+    kept = computed_shared if computation.shared or computation.built_once else computed
+    return kept(computation.name, key, prepared, computation.cache_key(work), work, computation)
 
 
 def _result_key(name: str, key: ModelKey, prepared: PreparedInput | None, work_key) -> tuple:

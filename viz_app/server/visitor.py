@@ -9,13 +9,13 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import streamlit as st
 
 from viz_app.server import access
-from viz_app import cache
 from viz_app.server import singletons
+from viz_app.app.models import ModelChoice
 from viz_app.server.access import Role, Visitor
 from viz_app.server.class_room import PRESENTER_PARAM
 from viz_app.server.class_store import StoreUnavailableError
@@ -56,8 +56,9 @@ def server_settings() -> ServerSettings:
     return read_settings(sys.argv[1:] if started_as_app else [], os.environ)
 
 
-def of_the_browser_session() -> Visitor:
-    """This browser session's visitor. A presenter's link (?key=...) makes the browser session the presenter in class mode; the key
+def of_the_browser_session(models: Sequence[ModelChoice]) -> Visitor:
+    """This browser session's visitor, offered those of `models` (the machine's: viz_app/cache.py's `model_choices`)
+    its role may load. A presenter's link (?key=...) makes the browser session the presenter in class mode; the key
     then leaves the address bar, so a projected screen does not show it. Raises SettingsError."""
     settings = server_settings()
     try:
@@ -73,5 +74,5 @@ def of_the_browser_session() -> Visitor:
     presenter = room is not None and room.is_presenter_key(key)
     where = address()
     role = access.role_of(where, settings.class_mode, presenter)
-    choices = tuple(access.picker_choices(cache.model_choices(), settings, role))
+    choices = tuple(access.picker_choices(models, settings, role))
     return Visitor(role, settings, choices, room, key if role is Role.PRESENTER else None, where)

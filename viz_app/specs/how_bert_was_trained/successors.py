@@ -1,7 +1,7 @@
 """The "What came after BERT" section of the "How BERT was trained" page: what RoBERTa, ALBERT and ELECTRA changed
 in pre-training, each on the visitor's text, then one tiny run per objective through the project's own trainer
 (bert/pretraining/successors.py) through the server's budget and a heavy slot (`RUNS`, run by
-viz_app/server/heavy.py's `run`), its cost stated before it starts, stopped by any change of the page, kept per text
+viz_app/heavy.py's `run`), its cost stated before it starts, stopped by any change of the page, kept per text
 and settings."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from bert.pretraining import walkthrough
 from bert.pretraining.data import Batch
 from bert.pretraining.successors import OBJECTIVES, ComparisonSettings, compare, comparison_cost
 from bert.tokenizer import BertTokenizer
-from viz_app.server import heavy
+from viz_app import heavy
 from viz_app.app import state, widgets
 from viz_app.charts import training as charts
 from viz_app.app.page_context import Context
@@ -48,7 +48,7 @@ RUNS = Computation(  # one tiny model per objective, on the threads the server s
     "how_bert_was_trained.successors", lambda work: "Training one tiny model per objective",
     cost=lambda inputs, work: comparison_cost(work.settings, work.objectives),
     compute=lambda inputs, work: compare(work.text, work.settings, work.objectives),
-    counted_at=lambda inputs, work: work.settings.config("bert", work.vocab_size))
+    counted_at=lambda inputs, work: work.settings.config("bert", work.vocab_size), work=RunsWork)
 
 
 def render(context: Context | None, tokenizer: BertTokenizer, text: str, batch: Batch, seed: int) -> None:
