@@ -10,12 +10,12 @@ from viz_app import heavy
 from viz_app.server import access
 from viz_app.specs.how_bert_was_trained.examples import EXAMPLES, ExamplesWork
 from viz_app import cache
-from viz_app.specs.how_bert_was_trained import live_run, successors as successor_runs
+from viz_app.app import live_run, successor_runs
 from viz_app.app import models, page_context, state, widgets
 from viz_app.app.navigation import LINK_PARAMS
 from viz_app.server.access import Role
 from viz_app.app.text import escape_markdown
-from viz_app.specs.how_bert_was_trained import figures as figures
+from viz_app.app import training_figures as figures
 from viz_app.charts import training as charts
 
 TASKS = LINK_PARAMS["pair_task"].choices  # name -> label

@@ -7,7 +7,7 @@ from bert.errors import BertError
 from viz_app import cache
 from viz_app import heavy
 from viz_app.specs import probes
-from viz_app.specs.probes import data as probe_data, results as probe_results
+from viz_app.app import probe_data, probe_results
 from viz_app.app import widgets
 from viz_app.app.text import escape_markdown
 

@@ -1,8 +1,8 @@
 """The page "Layer probes" (address `probes`), as a spec (viz_app/specs/base.py): its `Settings`, its computations
 (the probes' run, "Erase this property"), priced before they start and run through viz_app/heavy.py's `run`,
-and its `view`. Plain Python here; the package's other modules: `runs` (the data a run probes and what is kept of
-it), `view` (its charts), and the page's widgets, `data` (the sentences, tasks and settings) and `results` (a
-finished run)."""
+and its `view`. Plain Python, as the package's other modules: `runs` (the data a run probes and what is kept of
+it), `view` (its charts). The page's widgets: viz_app/app/probe_data.py (the sentences, tasks and settings) and
+viz_app/app/probe_results.py (a finished run)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
