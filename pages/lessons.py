@@ -60,8 +60,8 @@ key = context.key
 base_url = session.base_url()  # read in the page's run: the download is made on a thread with no browser to ask
 
 
-def download_lesson() -> str:
-    return lesson_html(lesson, context.loaded, context.key.source, base_url,
+def download_lesson() -> str:  # made inside the visitor's job (heavy.deferred), which watches its passes
+    return lesson_html(lesson, cache.load_model(key), context.key.source, base_url,
                        charts_for=lambda step: cache.lesson_charts(key, step.page, step.state))
 
 

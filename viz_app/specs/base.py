@@ -14,9 +14,11 @@ A spec module defines
 and a `Computation` for each heavy part: its price (`cost`, known before anything runs) and the work itself
 (`compute`). The page runs a computation only through `viz_app.heavy.run(context, computation, work)`, which
 prices it, asks the budget, takes a slot, stops when the tab closes and caches; a lesson runs
-`computations(settings)` inside the lesson page's job. `inputs` is anything with `.loaded` (a LoadedModel) and
-`.prepared` (a PreparedInput, or None on a page without the sentence box): the page's Context, or `Inputs`;
-a computation's `cost` and `compute` get `Inputs` (its `load` opens a second model).
+`computations(settings)` inside the lesson page's job. `inputs` is anything with `.loaded` and `.prepared` (a
+PreparedInput, or None on a page without the sentence box): the page's Context, whose `loaded` describes the model
+and cannot run it (viz_app/app/models.py's `ModelHandle`), or `Inputs`, whose `loaded` is the model itself: a
+computation's `cost` and `compute` get `Inputs` (its `load` opens a second model), so only they run the model. A
+computation declares its work's type (`work=`), a frozen dataclass compared by value: its fields are the cache key.
 Plain Python: no Streamlit here.
 """
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Any, Callable, Generic, Hashable, Mapping, Protocol, TypeVar
 from bert.config import BertConfig
 from bert.costs import Cost
 from viz_app.app.forward import PreparedInput
-from viz_app.app.models import LoadedModel, ModelKey, load as load_model
+from viz_app.app.models import LoadedModel, ModelHandle, ModelKey, load as load_model
 from viz_app.app.navigation import default_of
 
 Work = TypeVar("Work", bound=Hashable)  # what a computation reads besides the model and the input (a frozen dataclass)
@@ -37,7 +39,7 @@ Result = TypeVar("Result")
 
 class HasInputs(Protocol):
     @property
-    def loaded(self) -> LoadedModel: ...
+    def loaded(self) -> LoadedModel | ModelHandle: ...  # a page's view reads a ModelHandle: no forward pass
 
     @property
     def prepared(self) -> PreparedInput | None: ...

