@@ -5,7 +5,8 @@ Markdown or HTML from the link made live, HTML only where a page writes it, one 
 model loaded, every picker's value one it offers, no widget given a default beside the registry's; then what the
 model or the input brings: a family's one-line reason a page cannot apply, or what it shows of its own, and each
 input's own message or charts. No forward pass outside a computation (viz_app/heavy.py): a page's own run refuses
-its first (Home.py), and `heavy.PassesOutside` counts those of every other thread (the sidebar, a fragment).
+its first (Home.py), and `heavy.PassesOutside` counts those of every other thread (the sidebar, a fragment). The
+inputs on the app's default model (IN_CLASS) are opened by a student in class mode, the student panel above the page.
 
 The models are `transformers`' own classes with random weights (tests/families/family_support.py): hidden 32, two
 layers (ALBERT one layer applied three times, ModernBERT four), the tiny WordPiece vocabulary, 256 positions; and
@@ -28,6 +29,7 @@ from viz_app import heavy
 from viz_app.app import models
 from viz_app.app.navigation import LINK_PARAMS
 from viz_app.app.url_params import MODEL_PARAM
+from viz_app.server.settings import CLASS_VARIABLE
 
 # name -> (family, transformers class, config fields): each family's pre-training heads. ALBERT's has the
 # sentence-order head (two classes, as in the published checkpoints); ELECTRA's discriminator has no masked-LM head
@@ -153,9 +155,15 @@ def defaults_beside_the_registry(monkeypatch):
     return both
 
 
+IN_CLASS = {"sentences from a link", "old spellings"}  # opened by a student in class mode (the default model is offered)
+
+
 @pytest.mark.slow  # 15 models and inputs x 19 pages: minutes
 @pytest.mark.parametrize("input_name, model, page", list(_cases()))
-def test_every_page_holds(apps, model_folders, defaults_beside_the_registry, tmp_path, input_name, model, page):
+def test_every_page_holds(apps, model_folders, defaults_beside_the_registry, tmp_path, monkeypatch, input_name, model,
+                          page):
+    if input_name in IN_CLASS:
+        monkeypatch.setenv(CLASS_VARIABLE, "1")  # every visitor a student, as in a class
     with heavy.PassesOutside() as outside:  # a page's own run refuses its first pass outside one (Home.py)
         at = _render(apps, model_folders, tmp_path, input_name, model, page)
     problems = [f"{rows} forward passes outside a computation on the thread {thread!r}"
@@ -173,6 +181,8 @@ def test_every_page_holds(apps, model_folders, defaults_beside_the_registry, tmp
             layers = max(layers, MODEL_B_LAYERS)
         problems += layers_beyond(at, layers)
     problems += CHECKS[input_name](at, model, page)
+    if input_name in IN_CLASS and "Class mode: " not in texts(at):  # the student panel, above every page
+        problems.append("not opened as a student in class mode")
     assert problems == [], (input_name, model, page)
 
 
