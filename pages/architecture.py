@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from viz_app.app import show, widgets
-from viz_app.server import heavy
+from viz_app import heavy
 from viz_app.specs import architecture as spec
 
 widgets.page_header(

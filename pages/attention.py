@@ -5,7 +5,7 @@ import streamlit as st
 
 from bert.analysis.attention.attention_stats import STATISTICS
 from viz_app import cache
-from viz_app.server import heavy
+from viz_app import heavy
 from viz_app.app import show, state, widgets
 from viz_app.specs import attention as spec
 

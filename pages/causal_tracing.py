@@ -4,8 +4,7 @@ import streamlit as st
 
 from bert.errors import InputTooLongError, InvalidInputError
 from bert.layers import layer_label
-from viz_app import cache
-from viz_app.server import heavy
+from viz_app import heavy
 from viz_app.app import show, state, widgets
 from viz_app.specs import causal_tracing as spec
 from viz_app.specs.causal_tracing import COMPARE, DIRECTION_LABELS, MODES, default_corrupt_of, pick_answer_foil
@@ -31,6 +30,14 @@ def word_choice(column, label: str, key: str, guesses: list[str], chosen: str, h
     return column.selectbox(label, options, accept_new_options=True, help=help, **state.kept(key, options))
 
 
+def guesses_at(text: str) -> list[str]:
+    """The model's top whole-word guesses at the one [MASK] of `text` (a pass, run as a computation)."""
+    guesses = heavy.run(context, spec.GUESSES, spec.GuessesWork(text), key="causal_tracing.guesses")
+    if guesses is None:
+        st.stop()
+    return list(guesses)
+
+
 def stop_with(problem: InvalidInputError) -> None:
     if isinstance(problem, InputTooLongError):  # the library's message names its own argument: say it in the page's words
         show.warning("That sentence is {} tokens long, but the model reads at most {}. Shorten it.",
@@ -49,7 +56,7 @@ if mode == "two":
                                   on_change=state.reset, args=("patch_answer", "patch_foil"))
     corrupted = columns[1].text_input("Corrupted sentence (as many word pieces, one word changed)", **state.kept("patch_corrupted"),
                                       on_change=state.reset, args=("patch_answer", "patch_foil"))
-    clean_guesses, corrupted_guesses = list(cache.mask_guesses(context.key, clean)), list(cache.mask_guesses(context.key, corrupted))
+    clean_guesses, corrupted_guesses = guesses_at(clean), guesses_at(corrupted)
     answer, foil = pick_answer_foil(clean_guesses, corrupted_guesses, st.session_state.get("patch_answer"),
                                     st.session_state.get("patch_foil"))
     columns = st.columns(4)
@@ -72,7 +79,7 @@ if mode == "two":
                                    horizontal=True, **state.kept("patch_compare", list(COMPARE)))
     settings = spec.Settings.from_state(st.session_state)  # as a link or a lesson step gives it
     planned = spec.computations(settings)
-    try:  # through the server's budget and a heavy slot (viz_app/server/heavy.py), each priced before it starts
+    try:  # through the server's budget and a heavy slot (viz_app/heavy.py), each priced before it starts
         results = {"attribution": heavy.run(context, *planned["attribution"])}
         if results["attribution"] is None:
             st.stop()
@@ -105,7 +112,7 @@ else:
     columns = st.columns([3, 1, 1])
     corrupt = columns[0].multiselect("Tokens to noise (say, the subject)", positions, **state.kept("trace_corrupt"),
                                      format_func=lambda i: f"{i} {encoding.tokens[i]}")
-    guesses = list(cache.mask_guesses(context.key, text))
+    guesses = guesses_at(text)
     answer = word_choice(columns[1], "Answer", "trace_answer", guesses, st.session_state.get("trace_answer") or "",
                          "The word whose probability is traced; the model's top guesses are listed first.")
     samples = columns[2].slider("Noise samples", 1, 20, **state.kept("trace_samples", range(1, 21)))

@@ -5,7 +5,7 @@ import streamlit as st
 
 from bert.errors import BertError
 from viz_app.app import show, state, widgets
-from viz_app.server import heavy
+from viz_app import heavy
 from viz_app.specs import circuits
 
 widgets.page_header(

@@ -3,7 +3,8 @@ The page lays out the widgets; the comparison and its charts are its spec, viz_a
 import streamlit as st
 
 from bert.errors import BertError
-from viz_app.server import access, heavy
+from viz_app import heavy
+from viz_app.server import access
 from viz_app.app import analysis_widgets, models, show, state, widgets
 from viz_app import cache
 from viz_app.specs import compare_models as model_comparison
@@ -45,7 +46,9 @@ shared = cache.same_vocabulary(key_a, key_b)
 name_a, name_b = context.key.source, source_b
 
 st.subheader("Predictions side by side")
-table = model_comparison.side_by_side(context.loaded, loaded_b, context.prepared, shared)
+table = heavy.run(context, model_comparison.SIDE_BY_SIDE, model_comparison.SideBySideWork(key_b, shared))
+if table is None:
+    st.stop()
 if table.empty:
     show.info("{}", model_comparison.nothing_shared(context.loaded, loaded_b, context.prepared, shared))
 else:

@@ -7,7 +7,8 @@ from bert.layers import head_label, layer_labels
 from bert.errors import BertError
 from viz_app.app import analysis_widgets, show
 from viz_app.specs import corpus_search
-from viz_app.server import heavy, uploads
+from viz_app import heavy
+from viz_app.app import uploads
 from viz_app.app import state, widgets
 from viz_app.app.text import chip_labels, escape_markdown
 

@@ -7,7 +7,7 @@ from viz_app import cache
 from viz_app.app import show, state, widgets
 from viz_app.app.text import joined, markdown
 from viz_app.app.models import POSITIONS_RELATIVE, POSITIONS_ROTATED
-from viz_app.server import heavy
+from viz_app import heavy
 from viz_app.specs import embeddings as spec
 
 widgets.page_header(

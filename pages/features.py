@@ -8,7 +8,9 @@ from bert.analysis.features.neurons import top_examples
 from bert.analysis.features.sae import SaeFileError
 from bert.layers import residual_label
 from bert.errors import BertError
-from viz_app.server import access, heavy, uploads
+from viz_app import heavy
+from viz_app.server import access
+from viz_app.app import uploads
 from viz_app import cache
 from viz_app.app import show, state, widgets
 from viz_app.specs import features as feature_logic
@@ -94,7 +96,9 @@ if isinstance(sae, SaeFileError):
                  access.failure(sae, context.visitor.role))
     st.stop()
 config = sae.config
-z = cache.sentence_features(context.key, folder, prepared)
+z = heavy.run(context, feature_logic.SENTENCE, feature_logic.SentenceWork(folder, sae))
+if z is None:
+    st.stop()
 tokens = list(prepared.masked.tokens)
 may_save = feature_logic.may_save_labels(context.visitor.role, folder)
 saved, problem = feature_logic.saved_labels(folder, config.features)  # read on every run: the owner may have saved one
@@ -142,7 +146,9 @@ corpus_id, corpus = corpus_picker("features_corpus")
 factor = st.select_slider("Switch the feature", [0.0, 0.5, 1.0, 2.0, 4.0, 8.0], value=0.0, **state.kept("features_factor"),
                           format_func=lambda f: "off" if f == 0 else f"x {f:g}",
                           help="Multiply the feature's activation in the forward pass and watch the [MASK] guess.")
-guess = cache.feature_guess(context.key, folder, prepared, feature, factor) if prepared.all_masks else None
+guess = None
+if prepared.all_masks:
+    guess = heavy.run(context, feature_logic.GUESS, feature_logic.GuessWork(folder, feature, factor, sae))
 promoted = cache.promoted_tokens(context.key, folder, feature)
 scan = None
 if isinstance(corpus, str):

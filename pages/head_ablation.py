@@ -6,7 +6,7 @@ import streamlit as st
 from bert.analysis.causal import ablation
 from bert.layers import head_label, layer_label
 from viz_app.app import analysis_widgets, show, state, widgets
-from viz_app.server import heavy
+from viz_app import heavy
 from viz_app.specs import head_ablation
 
 widgets.page_header(
@@ -35,13 +35,15 @@ if mode == "mean":  # the heads' mean output over the built-in sentences, once p
     if mean is None:
         st.stop()
 show.subheader("Top {} at position {}, {} head(s) ablated", head_ablation.SHOWN, position, len(heads))
-st.dataframe(pd.DataFrame(head_ablation.before_after(context.loaded, context.prepared, position, heads, mode, mean)),
-             hide_index=True)
+table = heavy.run(context, head_ablation.BEFORE_AFTER, head_ablation.BeforeAfterWork(position, tuple(heads), mode))
+if table is None:
+    st.stop()
+st.dataframe(pd.DataFrame(table), hide_index=True)
 
 st.subheader("Rank every head")
 show.caption("Each of the {} heads is ablated alone ({}), all in batched forward passes (one row per head), and the "
              "change in log-probability of the intact model's top prediction is measured.", len(all_heads), mode)
-work = head_ablation.RankingWork(position, mode, mean)
+work = head_ablation.RankingWork(position, mode, mean_priced=False)  # "mean": the page ran MEAN above
 cost = head_ablation.RANKING.cost(context, work)
 if st.toggle(f"Rank all heads ({cost.describe()})", **state.kept("ablation_rank")):
     ranking = heavy.run(context, head_ablation.RANKING, work, key="ablation_rank")

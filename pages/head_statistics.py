@@ -8,7 +8,7 @@ from bert.analysis.attention.head_stats import CLARK_2019, CLARK_2019_SOURCE, cl
 from bert.errors import BertError
 from viz_app.app import analysis_widgets, show, state, widgets
 from viz_app.charts.published import published_table
-from viz_app.server import heavy
+from viz_app import heavy
 from viz_app.specs import head_statistics
 from viz_app.app.text import joined, markdown
 

@@ -6,16 +6,19 @@ import streamlit as st
 
 from bert.errors import BertError
 from bert.pretraining import walkthrough
+from viz_app import heavy
 from viz_app.server import access
+from viz_app.specs.how_bert_was_trained.examples import EXAMPLES, ExamplesWork
 from viz_app import cache
-from viz_app.specs.how_bert_was_trained import live_run, successors as successor_runs
-from viz_app.app import models, page_context, show, state, widgets
+from viz_app.app import live_run, show, successor_runs
+from viz_app.app import models, page_context, state, widgets
 from viz_app.app.navigation import LINK_PARAMS
 from viz_app.server.access import Role
-from viz_app.specs.how_bert_was_trained import figures as figures
+from viz_app.app import training_figures as figures
 from viz_app.charts import training as charts
 
 TASKS = LINK_PARAMS["pair_task"].choices  # name -> label
+BUILTIN = models.ModelKey.of("minilm")  # its vocabulary draws the masks and pairs; its heads guess and score them
 
 widgets.page_header(
     "How BERT was trained",
@@ -26,7 +29,7 @@ widgets.page_header(
 context = page_context.current()  # this page needs no picked model, only who is visiting
 role = context.visitor.role if context is not None else Role.STUDENT  # run outside Home.py: nobody's powers
 try:
-    builtin = cache.load_model(models.ModelKey.of("minilm"))
+    builtin = cache.load_model(BUILTIN)
 except BertError as error:
     show.warning("The built-in model is missing ({}); the masking and pairs need its vocabulary.",
                  access.failure(error, role))
@@ -63,20 +66,23 @@ try:
 except BertError as error:
     show.info("{}.", error)
     pairs = []
+examples = None
+if pairs and context is None:
+    st.info("Open this page from the app's home page to see the built-in model's guesses and loss here.")
+elif pairs:  # the built-in model's passes: one per pair, one for the loss, priced and run as a computation
+    examples = heavy.run(context, EXAMPLES, ExamplesWork(text, seed, task, whole_word), model=BUILTIN)
 for number, pair in enumerate(pairs, 1):
     st.markdown(f"**Pair {number}: {figures.pair_label(pair, task)}**<br>{charts.pair_chips(pair)}", unsafe_allow_html=True)
-    if builtin.model.has_nsp_head:
-        show.caption("The built-in model's guess: P(B follows A) = {:.0%}.",
-                     walkthrough.next_sentence_probability(builtin.model, pair))
+    if examples is not None and examples.follows:
+        show.caption("The built-in model's guess: P(B follows A) = {:.0%}.", examples.follows[number - 1])
 if pairs:
     show.caption("{}", figures.PAIRS_NOTE[task])
 
-if pairs and builtin.model.has_mlm_head and builtin.model.has_nsp_head:
+if examples is not None and examples.loss is not None:
     st.header("3. The loss for one example", anchor="loss")
-    pair = pairs[0]
-    masked_pair = walkthrough.mask_example(tokenizer, pair.batch, seed, whole_word)
+    masked_pair = walkthrough.mask_example(tokenizer, pairs[0].batch, seed, whole_word)
     st.markdown(charts.masking_chips(masked_pair, "read"), unsafe_allow_html=True)  # tokens escaped in the chips
-    loss = walkthrough.example_loss(builtin.model, pair, masked_pair)
+    loss = examples.loss
     mlm, nsp, total = st.columns(3)
     mlm.metric("Masked-LM loss", f"{loss.mlm:.3f}")
     nsp.metric("Next-sentence loss", f"{loss.nsp:.3f}")

@@ -4,7 +4,9 @@ import streamlit as st
 
 from bert.costs import Cost
 from bert.errors import BertError
-from viz_app.server import access, heavy, uploads
+from viz_app import heavy
+from viz_app.server import access
+from viz_app.app import uploads
 from viz_app import cache
 from viz_app.app import show, state, widgets
 from viz_app.app.forward import InputProblem
@@ -59,8 +61,8 @@ key = context.key
 base_url = session.base_url()  # read in the page's run: the download is made on a thread with no browser to ask
 
 
-def download_lesson() -> str:
-    return lesson_html(lesson, context.loaded, context.key.source, base_url,
+def download_lesson() -> str:  # made inside the visitor's job (heavy.deferred), which watches its passes
+    return lesson_html(lesson, cache.load_model(key), context.key.source, base_url,
                        charts_for=lambda step: cache.lesson_charts(key, step.page, step.state))
 
 

@@ -3,7 +3,7 @@ what it computes and draws is its spec, viz_app/specs/logit_lens.py."""
 import streamlit as st
 
 from viz_app.app import analysis_widgets, show, widgets
-from viz_app.server import heavy
+from viz_app import heavy
 from viz_app.specs import logit_lens as spec
 
 widgets.page_header(

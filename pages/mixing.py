@@ -6,7 +6,7 @@ from bert.analysis.attention.mixing import METHODS, PRE_NORM_REASON, methods_for
 from bert.analysis.attention.rollout import FLOW_TOKEN_LIMIT
 from bert.errors import MissingHeadError
 from viz_app.app import show, state, widgets
-from viz_app.server import heavy
+from viz_app import heavy
 from viz_app.specs import mixing
 
 widgets.page_header(
@@ -40,7 +40,7 @@ settings = mixing.Settings(method, compare, layer, query)
 
 
 def run(side: str, computation, work):
-    """The part's result through the server's budget and a heavy slot (viz_app/server/heavy.py), or None where it
+    """The part's result through the server's budget and a heavy slot (viz_app/heavy.py), or None where it
     did not run: over the budget (the page has said why) or DecompX on a model with no output head to decompose."""
     try:
         return heavy.run(context, computation, work, key=f"mixing_{side}")

@@ -3,7 +3,7 @@ is its spec, viz_app/specs/mlp.py."""
 import streamlit as st
 
 from viz_app.app import state, widgets
-from viz_app.server import heavy
+from viz_app import heavy
 from viz_app.specs import mlp as spec
 
 widgets.page_header(

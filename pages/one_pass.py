@@ -5,7 +5,7 @@ import streamlit as st
 
 from viz_app.app import show, state, widgets
 from viz_app.export import html as export_html
-from viz_app.server import heavy
+from viz_app import heavy
 from viz_app.specs import one_pass
 
 widgets.page_header(

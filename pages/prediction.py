@@ -5,7 +5,8 @@ import pandas as pd
 import streamlit as st
 
 from bert.errors import BertError, quoted
-from viz_app.server import access, heavy
+from viz_app import heavy
+from viz_app.server import access
 from viz_app import cache
 from viz_app.app import analysis_widgets, models, show, state, widgets
 from viz_app.app.models import ModelKey

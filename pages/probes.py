@@ -5,10 +5,10 @@ import streamlit as st
 
 from bert.errors import BertError
 from viz_app import cache
-from viz_app.server import heavy
+from viz_app import heavy
 from viz_app.specs import probes
-from viz_app.specs.probes import data as probe_data, results as probe_results
-from viz_app.app import show, widgets
+from viz_app.app import probe_data, probe_results, show
+from viz_app.app import widgets
 
 widgets.page_header(
     "Layer probes",
@@ -38,7 +38,7 @@ if not probe_data.run_toggle():
     show.caption("Ready: {}; tasks {}.", data.description, ', '.join(tasks))
     st.stop()
 settings = probes.Settings(data, tuple(tasks), pieces, seed, mdl)
-try:  # priced (with the memory its word vectors keep), within the budget, in a heavy slot: viz_app/server/heavy.py
+try:  # priced (with the memory its word vectors keep), within the budget, in a heavy slot: viz_app/heavy.py
     run = heavy.run(context, *probes.computations(settings)["run"])
 except BertError as error:
     show.warning("The probes cannot run on this data: {}.", error)

@@ -5,10 +5,10 @@ import streamlit as st
 
 from bert.analysis.attribution.saliency import METHODS
 from bert.errors import InvalidInputError
-from viz_app import cache
 from viz_app.app import analysis_widgets, show, state, widgets
-from viz_app.server import heavy
+from viz_app import heavy
 from viz_app.specs import saliency
+from viz_app.specs import logit_lens
 from viz_app.specs.logit_lens import lens_at
 
 widgets.page_header(
@@ -20,7 +20,10 @@ widgets.page_header(
 )
 context = widgets.require()
 position = analysis_widgets.require_mask(context, "saliency")
-lens = lens_at(cache.logit_lens(context.key, context.prepared, 5), position)
+lens = heavy.run(context, logit_lens.LENS, logit_lens.LensWork(logit_lens.TOP))  # the candidates to explain
+if lens is None:
+    st.stop()
+lens = lens_at(lens, position)
 candidates = lens.layers[-1].top
 words = st.columns(2)
 target = words[0].selectbox("Explain the prediction of", candidates, **state.kept("saliency_target", candidates),

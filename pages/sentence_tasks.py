@@ -4,8 +4,7 @@ import streamlit as st
 
 from bert.analysis.attribution.saliency import METHODS, NEXT_SENTENCE_LABELS
 from bert.families.registry import family_of
-from viz_app import cache
-from viz_app.server import heavy
+from viz_app import heavy
 from viz_app.specs import sentence_tasks
 from viz_app.app import show, state, widgets
 from viz_app.app.label_names import label_legend
@@ -57,7 +56,9 @@ if "nsp" in outputs:
         asked = "whether the two are in their order" if sentence_order else "whether it follows the first"
         show.info("Type a second sentence (segment B) at the top: the model then says {}.", asked)
     else:
-        result = cache.next_sentence(key, prepared)
+        result = heavy.run(context, sentence_tasks.NEXT_SENTENCE, sentence_tasks.PairWork())
+        if result is None:
+            st.stop()
         typed, swapped = st.columns(2)
         if sentence_order:
             typed.metric("P(in order), as typed", f"{result.follows:.1%}")
@@ -98,7 +99,9 @@ if "classifier" in outputs:
 
 if "tagger" in outputs:
     st.subheader("Token labels")
-    table = cache.token_labels(key, prepared)
+    table = heavy.run(context, sentence_tasks.TOKEN_LABELS, sentence_tasks.TokenLabelsWork())
+    if table is None:
+        st.stop()
     st.markdown(sentence_tasks.label_chips(table), unsafe_allow_html=True)  # tokens and labels escaped in label_chips
     st.caption("Each token's most likely label and its probability; [CLS] and [SEP] are left out.")
     if legend := label_legend(model.labels):

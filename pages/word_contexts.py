@@ -6,8 +6,9 @@ import streamlit as st
 
 from bert.analysis.representations.self_similarity import ETHAYARAJH_2019, ETHAYARAJH_2019_SOURCE, EXAMPLES, WordNotFoundError
 from bert.errors import BertError
-from viz_app.server import heavy
-from viz_app.app import show, state, url_params as params, widgets
+from viz_app import heavy
+from viz_app.app import url_params as params, state, widgets
+from viz_app.app import show
 from viz_app.specs import word_contexts
 
 widgets.page_header(

@@ -8,7 +8,8 @@ import logging
 
 import streamlit as st
 
-from viz_app.server import access, heavy, threads, visitor
+from viz_app import cache, heavy
+from viz_app.server import access, threads, visitor
 from viz_app.app import page_context, sentence_box, show, sidebar, state
 from viz_app.lessons import following
 from viz_app.app.navigation import DEFAULT_PAGE, GROUPS, OLD_PATHS, PAGES
@@ -23,7 +24,7 @@ PAGE_FAILED = Markdown("This page failed; the server's log says why. Change a se
 st.set_page_config(page_title="Inside BERT", page_icon="🔍", layout="wide")
 state.load_from_url()
 try:
-    this_visitor = visitor.of_the_browser_session()
+    this_visitor = visitor.of_the_browser_session(cache.model_choices())
 except SettingsError as error:  # scripts/start_app.sh checks them before the start; `streamlit run` does not
     role = access.role_of(visitor.address(), class_mode=False, presenter=False)  # class mode or not is unknown
     show.error("The server's settings cannot be used ({}).", access.failure(error, role))

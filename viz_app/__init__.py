@@ -11,22 +11,26 @@ test_layers.py walks the imports). The folders show them:
      box, URL parameters and spec), how a URL parameter is spelt (`url_params.py`), `models.py` (`ModelKey`,
      `LoadedModel`, `load`), `forward.py` (`PreparedInput`, `ForwardResult`, `record`), `text.py`, `tables.py`,
      `label_names.py`, `generators.py`, `page_context.py` (the `Context` Home.py hands the running page).
-   - `charts/`: chart builders: arrays in, a `Chart` (a plotly figure with the numbers behind it) out.
-   - `specs/`: one module per page, named by its address (`specs/base.py`: the protocol, `Settings`,
+   - `charts/`: chart builders: arrays in, a `Chart` (a plotly figure with the numbers behind it) out. They
+     import nothing of the app but each other: no Streamlit, no session, no server.
+   - `specs/`: plain Python, one module per page, named by its address (`specs/base.py`: the protocol, `Settings`,
      `computations`, `Computation` = cost + compute, `view`); `specs/catalog.py` lists them all.
-   - `server/` (its plain parts): who may do what (`access.py`, `settings.py`), the class a presenter moves
-     (`class_room.py`, `class_links.py`), the budgets (`budget.py`), the heavy computations' slots
-     (`heavy_jobs.py`), the live training room (`training_room.py`), safe parsers, uploads, downloads.
+   - `server/` (its plain parts): what a server keeps: who may do what (`access.py`, `settings.py`), the class a
+     presenter moves (`class_room.py`, `class_links.py`, its store), the budgets (`budget.py`), the heavy
+     computations' slots (`heavy_jobs.py`), the live training room (`training_room.py`), safe parsers, uploads,
+     downloads. It imports no page, cache, runner, spec or widget.
    - `export/`: a page's figures as HTML (`html.py`), a notebook (`notebook.py`), a lesson (`lesson.py`); and
      `lessons/` (format, computed, resolve, views, costs), which draws a lesson's figures with the pages' specs.
 3. Caches: `cache.py`, the `st.cache_resource` and `st.cache_data` wrappers of the app, keyed by a `ModelKey`
    (never the model object) and, for one input, a `PreparedInput` (hashed by its `key`); `cache.computed` is every
    spec's. The server's shared objects that are not caches: `server/singletons.py`.
+   Then the runner, `heavy.py` (`run`: the one road from a page to the model), which joins the specs, the caches
+   and the server's jobs; nothing below it imports it.
 4. Widgets and sidebar (Streamlit): `app/state.py` (session state <-> the URL), `app/widgets.py` (`require()`
    gives a page its `Context`, `show_chart`, ...), `app/analysis_widgets.py`, `app/sidebar.py`,
-   `app/sentence_box.py`, `server/visitor.py`, `server/sessions.py`, `server/heavy.py` (`run`: the one road to a
-   heavy computation), `lessons/session.py`, `lessons/following.py`, and the widgets of some page families
-   (`specs/how_bert_was_trained/live_run.py`, `figures.py`, `specs/probes/`).
+   `app/sentence_box.py`, `server/visitor.py`, `server/sessions.py`, `lessons/session.py`, `lessons/following.py`,
+   and the widgets of some page families (`app/live_run.py`, `app/training_figures.py`, `app/successor_runs.py`,
+   `app/probe_data.py`, `app/probe_results.py`).
 5. Pages (`pages/<url_path>.py`) and `Home.py`. Nothing imports them.
 
 One value for one idea:

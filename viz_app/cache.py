@@ -4,7 +4,7 @@ the sentence box, and never here).
 
 - the model: `st.cache_resource`, one object shared by every session and thread, in eval mode, never changed
   (recording and interventions are per call: bert.hooks uses a context variable).
-- a spec's computations (viz_app/specs/base.py), reached only through viz_app/server/heavy.py's `run`:
+- a spec's computations (viz_app/specs/base.py), reached only through viz_app/heavy.py's `run`:
   - `computed`: the per-visitor results, in one store bounded by entries AND bytes (RESULT_ENTRIES,
     RESULT_BUDGETS of the server's memory budget, each for an hour: viz_app/server/memory.py), a copy to each
     session as `st.cache_data` gives;
@@ -14,9 +14,10 @@ the sentence box, and never here).
     classroom sentence under 5 MB), the corpus search's index, the Features page's scans. At most FORWARD_ENTRIES
     and SHARED_BUDGETS memory budgets, each for an hour; `kept_shared` tells heavy.run whether a `built_once` one (the corpus
     index) is kept already (then no one pays for it again).
-- what the pages derive lightly (the attention page's head statistics and charts, the embedding tables' analysis,
-  the logit lens, saliency, the sentence tasks, a lesson's step and its figures, a feature's promoted tokens and
-  switched guess): `st.cache_data` or `st.cache_resource`, each bounded by `max_entries` and an hour.
+- what the pages derive without a forward pass (the attention page's head statistics and charts from its recorded
+  pass, the embedding tables' analysis, a feature's promoted tokens) and a lesson's step and its figures:
+  `st.cache_data` or `st.cache_resource`, each bounded by `max_entries` and an hour. A page's forward pass, however
+  light, is a spec's computation, run through viz_app/heavy.py's `run`.
 The server's shared objects that are not caches (the heavy computations' slots, the class room, the live
 training room) are in viz_app/server/singletons.py.
 """
@@ -27,25 +28,19 @@ import hashlib
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import streamlit as st
-import torch
 
 from bert.analysis.attention.attention_stats import HeadStatistics
-from bert.analysis.attribution import saliency as attributions
 from bert.analysis.features.corpora import Corpus
-from bert.analysis.features.feature_pages import GuessChange, mask_guess_change, promoted
-from bert.analysis.features.residuals import residual_at
+from bert.analysis.features.feature_pages import promoted
 from bert.analysis.features.sae import SaeFileError, TopKSae
 from bert.analysis.probing.treebank import Treebank
 from bert.analysis.representations import embedding_subspaces
-from bert.analysis.representations import logit_lens as lens_analysis
 from bert.analysis.representations.compare import same_vocabulary as shares_vocabulary
 from bert.costs import Cost
-from bert.devices import model_device
 from bert.errors import InvalidInputError
 from bert.replaced_tokens import check_pair
-from viz_app.specs import attention, causal_tracing, features, head_ablation, sentence_tasks
+from viz_app.specs import attention, features, head_ablation
 from viz_app.app import generators, models, text
 from viz_app.specs.probes import runs as probe_runs
 from viz_app.charts.base import Chart
@@ -115,7 +110,7 @@ def subspaces(key: ModelKey, k: int) -> embedding_subspaces.SubspaceReport:
     return table_subspaces(load_model(key).model, tables(key), k)
 
 
-# ---- the analysis pages: the probes' uploaded file, logit lens, head ablation's mean, saliency ------------------------
+# ---- the probes' uploaded file, head ablation's mean (a lesson's) ----------------------------------------------------
 
 
 def labelled_file(data: bytes, name: str) -> Treebank | str:
@@ -130,50 +125,7 @@ def mean_head_outputs(key: ModelKey) -> np.ndarray:
     return head_ablation.mean_head_outputs(load_model(key))
 
 
-@st.cache_data(show_spinner=False, max_entries=32, hash_funcs=BY_INPUT, ttl=HOUR)
-def logit_lens(key: ModelKey, prepared: PreparedInput, top_k: int):
-    loaded = load_model(key)
-    return lens_analysis.logit_lens(loaded.model, loaded.tokenizer, prepared.masked, top_k=top_k)
-
-
-# ---- causal tracing: patching on two sentences, noise on one (viz_app/specs/causal_tracing.py) --------------------------
-
-
-@st.cache_data(show_spinner=False, max_entries=64, ttl=HOUR)
-def mask_guesses(key: ModelKey, text: str) -> tuple[str, ...]:
-    """The model's top whole-word guesses at the one [MASK] of `text` (none without exactly one)."""
-    loaded = load_model(key)
-    return causal_tracing.whole_word_guesses(loaded.model, loaded.tokenizer, text, loaded.summary.max_positions)
-
-
-@st.cache_data(show_spinner=False, max_entries=32, hash_funcs=BY_INPUT, ttl=HOUR)
-def saliency(key: ModelKey, prepared: PreparedInput, method: str, position: int, target_id: int, steps: int,
-             output: str = "mlm", foil_id: int | None = None, samples: int = 25):
-    """Of a masked word (output "mlm": the input the model reads, with its masks) or of a sentence-level head's
-    class (the input as typed); contrastive against `foil_id` when given."""
-    loaded, explained = load_model(key), _explained_input(prepared, output)
-    return attributions.saliency(loaded.model, loaded.tokenizer, explained, method, position, target_id, steps=steps,
-                                 output=output, foil_id=foil_id, samples=samples,
-                                 batch_size=causal_tracing.patching_batch(len(explained)))  # 8 rows a pass at 512 tokens
-
-
-def _explained_input(prepared: PreparedInput, output: str):
-    return prepared.masked if output == "mlm" else prepared.base
-
-
-# ---- sentence tasks and model comparison -------------------------------------------------------------------------
-
-
-@st.cache_data(show_spinner=False, max_entries=64, hash_funcs=BY_INPUT, ttl=HOUR)
-def next_sentence(key: ModelKey, prepared: PreparedInput) -> sentence_tasks.NextSentence:
-    loaded = load_model(key)
-    return sentence_tasks.next_sentence(loaded.model, loaded.tokenizer, prepared.text, prepared.pair,
-                                        loaded.summary.max_positions, prepared.truncate)
-
-
-@st.cache_data(show_spinner=False, max_entries=64, hash_funcs=BY_INPUT, ttl=HOUR)
-def token_labels(key: ModelKey, prepared: PreparedInput) -> pd.DataFrame:
-    return sentence_tasks.token_labels(load_model(key).model, prepared.base)
+# ---- model comparison and ELECTRA's generators --------------------------------------------------------------------
 
 
 @st.cache_data(show_spinner=False, ttl=60)
@@ -271,38 +223,13 @@ def sae(key: ModelKey, folder: str) -> TopKSae | SaeFileError:
     return features.sae_or_why_not(folder, load_model(key).model)
 
 
-@st.cache_resource(show_spinner=False, max_entries=FORWARD_ENTRIES, ttl=HOUR, hash_funcs=BY_INPUT)
-def layer_vectors(key: ModelKey, layer: int, prepared: PreparedInput) -> torch.Tensor:
-    """hidden_states[layer] of the input as the model reads it, [1, seq, hidden]: the pass as far as that layer,
-    shared read-only by the features and the [MASK] guess (which reruns only the layers above it)."""
-    model = load_model(key).model
-    return residual_at(model, layer, *prepared.masked.tensors(model_device(model)))
-
-
-def sentence_features(key: ModelKey, folder: str, prepared: PreparedInput) -> np.ndarray:
-    """z [seq, feature] of the input as the model reads it (512 tokens of a wide SAE: tens of MB, kept within
-    the results' store)."""
-    model_sae = sae(key, folder)
-    return results_store().get_or_compute(
-        ("features.sentence", key, folder, prepared.key),
-        lambda: features.encode(model_sae, layer_vectors(key, model_sae.config.layer, prepared)))
-
-
 @st.cache_data(show_spinner=False, max_entries=256, ttl=HOUR)
 def promoted_tokens(key: ModelKey, folder: str, feature: int) -> list[tuple[str, float]]:
     loaded = load_model(key)
     return promoted(sae(key, folder), loaded.model, loaded.tokenizer, feature)
 
 
-@st.cache_data(show_spinner="Running the model with the feature switched…", max_entries=64, hash_funcs=BY_INPUT,
-               ttl=HOUR)
-def feature_guess(key: ModelKey, folder: str, prepared: PreparedInput, feature: int, factor: float) -> GuessChange:
-    loaded, model_sae = load_model(key), sae(key, folder)
-    hidden = layer_vectors(key, model_sae.config.layer, prepared)
-    return mask_guess_change(loaded.model, loaded.tokenizer, prepared.masked, model_sae, feature, factor, hidden=hidden)
-
-
-# ---- a page spec's heavy computations (viz_app/specs/base.py), run through viz_app/server/heavy.py's `run` ------------
+# ---- a page spec's heavy computations (viz_app/specs/base.py), run through viz_app/heavy.py's `run` ------------
 
 
 # The stores' bytes, in the server's memory budgets (viz_app/server/settings.py: memory_budget, what one computation
@@ -342,8 +269,16 @@ def _kept_parts(max_bytes: int) -> BoundedStore:
 
 
 def inputs(key: ModelKey, prepared: PreparedInput | None) -> Inputs:
-    """A computation's inputs, with the app's cached loader and its store of shared parts."""
-    return Inputs(load_model(key), prepared, load_model, kept_parts().get_or_compute)
+    """A computation's inputs, with the app's cached loader, its store of shared parts and the results it keeps."""
+    return Inputs(load_model(key), prepared, load_model, kept_parts().get_or_compute,
+                  lambda computation, work: result_of(key, prepared, computation, work))
+
+
+def result_of(key: ModelKey, prepared: PreparedInput | None, computation: Computation, work):
+    """The computation's result kept for this model and input (`per_model`: the model), computed when it is not."""
+    prepared = None if computation.per_model else prepared
+    kept = computed_shared if computation.shared or computation.built_once else computed
+    return kept(computation.name, key, prepared, computation.cache_key(work), work, computation)
 
 
 def _result_key(name: str, key: ModelKey, prepared: PreparedInput | None, work_key) -> tuple:

@@ -2,7 +2,7 @@
 checks each on every render): each returns the problems it finds, an empty list when there are none.
 
 - `exceptions`: no exception (Home.py shows a page's failure to the owner): a heavy computation reached outside
-  viz_app/server/heavy.py's `run` is one, refused by the watcher Home.py runs every page under;
+  viz_app/heavy.py's `run` is one, refused by the watcher Home.py runs every page under;
 - `shown_problems`: no traceback, no file of the server named;
 - `live_markup`: text from a link never renders as Markdown or HTML (a link, an image, a tag, emphasis);
 - `formed_links`: no link or image made from a visitor's address, as a Markdown renderer reads the page (`rendered`);

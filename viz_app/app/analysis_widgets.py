@@ -1,5 +1,5 @@
 """Widgets the analysis pages share: the sentence-set picker (built-in or an upload), reading an upload within
-limits (viz_app/server/uploads.py), the [MASK] picker, the chips that mask a token. Their cached analyses are in viz_app/cache.py, their charts in
+limits (viz_app/app/uploads.py), the [MASK] picker, the chips that mask a token. Their cached analyses are in viz_app/cache.py, their charts in
 viz_app/charts/; the analyses themselves live in the package.
 """
 from __future__ import annotations
@@ -8,7 +8,7 @@ import streamlit as st
 
 from bert.data import LabelledSentence, builtin_sentences, split_sentences
 from viz_app.app import show, state, widgets
-from viz_app.server import uploads
+from viz_app.app import uploads
 from viz_app.app.navigation import SENTENCES_FROM
 from viz_app.app.page_context import Context
 from viz_app.app.text import chip_labels, escape_markdown

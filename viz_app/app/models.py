@@ -101,6 +101,53 @@ class LoadedModel:
     summary: ModelSummary
 
 
+class ModelCallError(RuntimeError):
+    """A page called the model itself: its forward passes are a spec's computations, run by viz_app/heavy.py."""
+
+
+class ModelDescription:
+    """The loaded model as a page reads it: its config, output heads, labels, hook names, module tree and parameters
+    (names and sizes). Calling it, or any method of it that runs it (`forward`, `run_with_cache`, `encode`, the
+    heads' logits), raises ModelCallError: a page's pass is a `Computation` (viz_app/specs/base.py), whose `cost` and
+    `compute` read the model itself. (Its modules are the module tree the Architecture page lists, as they are.)"""
+
+    __slots__ = ("_model",)
+    DESCRIBING = frozenset({"hook_names", "named_parameters", "parameters", "named_modules", "modules",
+                            "named_children", "children", "named_buffers", "buffers", "extra_repr"})
+
+    def __init__(self, model: bert.Bert) -> None:
+        object.__setattr__(self, "_model", model)
+
+    def __getattr__(self, name: str):
+        value = getattr(object.__getattribute__(self, "_model"), name)
+        if callable(value) and not isinstance(value, torch.nn.Module) and name not in self.DESCRIBING:
+            raise ModelCallError(f"a page cannot run the model (its {name}): declare the pass as a Computation "
+                                 "and run it through viz_app.heavy.run")
+        return value
+
+    def __setattr__(self, name: str, value) -> None:
+        raise AttributeError("the model is shared by every session: a page changes nothing of it")
+
+    def __call__(self, *args, **kwargs):
+        raise ModelCallError("a page cannot run the model: declare the pass as a Computation and run it through "
+                             "viz_app.heavy.run")
+
+
+@dataclass(frozen=True)
+class ModelHandle:
+    """What a page holds of the loaded model (viz_app/app/page_context.py's `Context.loaded`): the same fields as a
+    `LoadedModel`, with `model` a `ModelDescription`, which describes it and cannot run it."""
+
+    key: ModelKey
+    model: ModelDescription
+    tokenizer: bert.BertTokenizer
+    summary: ModelSummary
+
+    @classmethod
+    def of(cls, loaded: LoadedModel) -> "ModelHandle":
+        return cls(loaded.key, ModelDescription(loaded.model), loaded.tokenizer, loaded.summary)
+
+
 def cached_bert_models(cache_dir: Path | None = None) -> list[ModelChoice]:
     """BERT-family checkpoints in the local hub cache (config.json says a model type of bert.hub.MODEL_TYPES, with
     weights), preferred first."""

@@ -83,7 +83,7 @@ REGISTRY: tuple[Page, ...] = (
                              "projection": "Heads joined", "mlp": "MLP", "layers": "Every layer",
                              "guess": "The guess"}, "pieces"),
     }, spec="one_pass"),
-    # Layer probes (viz_app/specs/probes/data.py): lists, toggles, choices shown by a label, None defaults
+    # Layer probes (viz_app/app/probe_data.py): lists, toggles, choices shown by a label, None defaults
     Page("probes", "Layer probes", ":material/science:", EXPERIMENTS, reads_sentence=False, params={
         "probe_tasks": words(["position", "continuation", "pos"], (*TEXT_TASKS, "pos")),  # the built-in sentences'
         "probes_count": integer(300), "probes_ud_count": integer(200), "probe_seed": integer(0),  # UD: from each file
@@ -160,7 +160,7 @@ REGISTRY: tuple[Page, ...] = (
     }, own_widgets={"features_sae": None, "features_feature": None, "neurons_neuron": None,  # None: the strongest here
                     "features_factor": None, "features_corpus_index": None, "neurons_corpus_index": None},
          spec="features"),
-    # Its own text, the masks' draw, the pairs, the live run's and the successors' (viz_app/specs/how_bert_was_trained/)
+    # Its own text, the masks' draw, the pairs, the live run's and the successors' (viz_app/app/live_run.py, successor_runs.py)
     Page("how_bert_was_trained", "How BERT was trained", ":material/model_training:", TRAINED,
          reads_sentence=False, params={
         "trained_text": text("The man went to the store. He bought a gallon of milk. Then he walked home in the rain."),

@@ -1,4 +1,5 @@
-"""What a page reads: the picked model and the sentence box's input, handed from Home.py to the page it runs.
+"""What a page reads: the picked model (a handle that describes it and cannot run it) and the sentence box's input,
+handed from Home.py to the page it runs.
 
 Home.py builds the Context and runs the chosen page inside `serve(context)`; the page asks for it with
 `widgets.require()`. A context variable carries it (not st.session_state): it holds for one run of one session's
@@ -14,7 +15,7 @@ from typing import Iterator
 
 from viz_app.server.access import Visitor
 from viz_app.app.forward import PreparedInput, SentenceInput
-from viz_app.app.models import LoadedModel, ModelKey, PickedModel
+from viz_app.app.models import ModelHandle, ModelKey, PickedModel
 
 
 @dataclass(frozen=True)
@@ -31,8 +32,10 @@ class Context:
         return self.model.key
 
     @property
-    def loaded(self) -> LoadedModel | None:
-        return self.model.loaded
+    def loaded(self) -> ModelHandle | None:
+        """The model as a page reads it (names, sizes, config, tokenizer): it cannot run it. A page's forward pass
+        is a spec's computation, run by viz_app/heavy.py's `run`, which alone hands the model to `compute`."""
+        return None if self.model.loaded is None else ModelHandle.of(self.model.loaded)
 
     @property
     def prepared(self) -> PreparedInput | None:

@@ -1,6 +1,6 @@
 """What a lesson step costs before it is worked out: its computed values (viz_app/lessons/computed.py) and its
 figures (viz_app/lessons/views.py), in forward passes (bert/costs.py), from the step's literal state and the
-sentences it names. The lesson page checks it against the server's budgets (viz_app/server/heavy.py) before it resolves
+sentences it names. The lesson page checks it against the server's budgets (viz_app/heavy.py) before it resolves
 the step, as every page does before a heavy computation; a lesson file a student uploads goes through the same
 check. Plain Python.
 

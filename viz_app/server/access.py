@@ -153,7 +153,7 @@ class Visitor:
     address: str | None = None  # the address the browser connects from (None: none to read); names a voter
 
     def voter(self, session: str) -> str:
-        """Who answers a class's question, and whose hour a heavy computation counts in (viz_app/server/heavy.py): the
+        """Who answers a class's question, and whose hour a heavy computation counts in (viz_app/heavy.py): the
         visitor's address, one per machine as far as the server can tell (viz_app/server/class_room.py); the browser
         session's name where there is no address to read."""
         return f"address {self.address}" if self.address else f"session {session}"

@@ -1,5 +1,5 @@
 """The server's heavy computations: a few at a time, one per visitor, each stopped soon after nobody waits for it.
-No Streamlit here (viz_app/server/heavy.py shows it on a page; tests give a fake session list and clock).
+No Streamlit here (viz_app/heavy.py shows it on a page; tests give a fake session list and clock).
 
 - Slots: at most `slots` heavy computations run at once (viz_app/server/settings.py: the cores less one, so light
   pages such as the prediction and attention pages always have a core); the others wait their turn.
@@ -13,7 +13,7 @@ No Streamlit here (viz_app/server/heavy.py shows it on a page; tests give a fake
   held: the frames of its error's traceback are cleared (their tensors with them), and after every job the
   memory allocator hands freed memory back to the system (`release_freed_memory`).
 - The hour's spending of each payer, for the per-visitor budget (viz_app/server/budget.py): the payer is the visitor
-  unless the page names another (viz_app/server/heavy.py: the visitor's address, so that a second tab shares the hour).
+  unless the page names another (viz_app/heavy.py: the visitor's address, so that a second tab shares the hour).
   Kept in this process (`MemorySpending`), or in the lecture hall's store (viz_app/server/class_store.py's
   `RedisSpending`), so that every process of a lecture hall counts one hour per address.
 - Priority: the thread that takes a slot may be made nicer (`lower_priority`, the server's `nicer_thread`), so

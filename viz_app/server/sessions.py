@@ -1,5 +1,5 @@
 """Which browser sessions the server still has, as Streamlit's runtime knows them (`streamlit.runtime`): the
-training room (viz_app/server/training_room.py) and the heavy computations (viz_app/server/heavy.py) ask, to end the runs of
+training room (viz_app/server/training_room.py) and the heavy computations (viz_app/heavy.py) ask, to end the runs of
 sessions that are gone.
 
 Streamlit keeps a session whose browser went away (a closed tab, a network drop) for `server.disconnectedSessionTTL`
@@ -41,7 +41,7 @@ def reconnect_window_s() -> float:
 def let_streamlit_stop() -> None:
     """Give Streamlit's runner the chance to stop this run here (its browser asked for a rerun: the input changed;
     or the session ends), as every `st.` call does, without drawing anything: long computations call it between
-    forward passes (viz_app/server/heavy.py). Outside a run of the app's script it does nothing."""
+    forward passes (viz_app/heavy.py). Outside a run of the app's script it does nothing."""
     check = get_run_yield_check()
     if check is not None:
         check()

@@ -9,7 +9,7 @@ A run belongs to the browser session that started it. Once that session is gone 
 than the time a browser may take to reconnect), its run is stopped if it still trains and dropped with its
 folder if it finished, even though another session could still have shown it: a finished run is a cache of the
 same settings and seed, so pressing "Train it yourself" again gives the same run. The training loop checks at
-every step; `sweep()` checks the finished runs whenever a session opens the training room (viz_app/specs/how_bert_was_trained/live_run.py).
+every step; `sweep()` checks the finished runs whenever a session opens the training room (viz_app/app/live_run.py).
 
 The run trains in one of the server's heavy-computation slots (viz_app/server/heavy_jobs.py, the same `HeavyJobs`
 as a visitor's heavy computation on any page): while it trains, one slot fewer is free for them, and it waits for

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Mapping
+from typing import Mapping, Sequence
 from urllib.parse import quote, unquote
 
 import streamlit as st
 
 from viz_app.server import access
-from viz_app import cache
 from viz_app.server import singletons
+from viz_app.app.models import ModelChoice
 from viz_app.server.access import Role, Visitor
 from viz_app.server.class_room import FOLLOW_PARAM, PRESENTER_PARAM
 from viz_app.server.class_store import StoreUnavailableError
@@ -67,11 +67,12 @@ def _remember_in_browser(key: str) -> None:
     st.html(f"<script>document.cookie = {script};</script>", unsafe_allow_javascript=True)
 
 
-def of_the_browser_session() -> Visitor:
-    """This browser session's visitor. A presenter's link (?key=...) makes the browser session the presenter in class
-    mode; the key then leaves the address bar, so a projected screen does not show it, and stays in the browser's
-    cookie, so that a new session of the same browser (its app process died; a reload) is the presenter again, unless
-    it opened the students' link (?follow=1: a teacher trying that link is a student there). Raises SettingsError."""
+def of_the_browser_session(models: Sequence[ModelChoice]) -> Visitor:
+    """This browser session's visitor, offered those of `models` (the machine's: viz_app/cache.py's `model_choices`)
+    its role may load. A presenter's link (?key=...) makes the browser session the presenter in class mode; the key
+    then leaves the address bar, so a projected screen does not show it, and stays in the browser's cookie, so that a
+    new session of the same browser (its app process died; a reload) is the presenter again, unless it opened the
+    students' link (?follow=1: a teacher trying that link is a student there). Raises SettingsError."""
     settings = server_settings()
     try:
         room = singletons.class_room(settings.presenter_key) if settings.class_mode else None
@@ -91,5 +92,5 @@ def of_the_browser_session() -> Visitor:
     presenter = room is not None and room.is_presenter_key(key)
     where = address()
     role = access.role_of(where, settings.class_mode, presenter)
-    choices = tuple(access.picker_choices(cache.model_choices(), settings, role))
+    choices = tuple(access.picker_choices(models, settings, role))
     return Visitor(role, settings, choices, room, key if role is Role.PRESENTER else None, where)

@@ -62,7 +62,7 @@ class ShapesWork:
 SHAPES = Computation(  # one pass recording everything, then one per sentence-level head (hook_shapes)
     "architecture.shapes", lambda work: "The shape at every hook point",
     cost=lambda inputs, work: Cost(1 + len(_sentence_heads(inputs.loaded.model)), len(inputs.prepared.masked)),
-    compute=lambda inputs, work: hook_shapes(inputs.loaded.model, inputs.loaded.tokenizer, inputs.prepared.masked))
+    compute=lambda inputs, work: hook_shapes(inputs.loaded.model, inputs.loaded.tokenizer, inputs.prepared.masked), work=ShapesWork)
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ class LayerWork:
 SCORE_TERMS = Computation(  # DeBERTa's "Where does this head's score come from?": one pass that keeps the terms
     "attention.score_terms", lambda work: "Splitting the scores",
     cost=lambda inputs, work: score_terms_cost(len(inputs.prepared.masked)),
-    compute=lambda inputs, work: score_terms(inputs.loaded.model, inputs.prepared.masked, work.layer))
+    compute=lambda inputs, work: score_terms(inputs.loaded.model, inputs.prepared.masked, work.layer), work=LayerWork)
 
 
 def shown_positions(read, hide_special: bool) -> list[int]:

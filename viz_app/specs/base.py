@@ -12,22 +12,25 @@ A spec module defines
     LESSON_CHARTS = (...)                    # the charts of `view` a lesson step shows
 
 and a `Computation` for each heavy part: its price (`cost`, known before anything runs) and the work itself
-(`compute`). The page runs a computation only through `viz_app.server.heavy.run(context, computation, work)`, which
+(`compute`). The page runs a computation only through `viz_app.heavy.run(context, computation, work)`, which
 prices it, asks the budget, takes a slot, stops when the tab closes and caches; a lesson runs
-`computations(settings)` inside the lesson page's job. `inputs` is anything with `.loaded` (a LoadedModel) and
-`.prepared` (a PreparedInput, or None on a page without the sentence box): the page's Context, or `Inputs`;
-a computation's `cost` and `compute` get `Inputs` (its `load` opens a second model).
+`computations(settings)` inside the lesson page's job. `inputs` is anything with `.loaded` and `.prepared` (a
+PreparedInput, or None on a page without the sentence box): the page's Context, whose `loaded` describes the model
+and cannot run it (viz_app/app/models.py's `ModelHandle`), or `Inputs`, whose `loaded` is the model itself: a
+computation's `cost` and `compute` get `Inputs` (its `load` opens a second model), so only they run the model. A
+computation declares its work's type (`work=`), a frozen dataclass compared by value: its fields are the cache key.
 Plain Python: no Streamlit here.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Hashable, Mapping, Protocol, TypeVar
 
 from bert.config import BertConfig
 from bert.costs import Cost
 from viz_app.app.forward import PreparedInput
-from viz_app.app.models import LoadedModel, ModelKey, load as load_model
+from viz_app.app.models import LoadedModel, ModelHandle, ModelKey, load as load_model
 from viz_app.app.navigation import default_of
 
 Work = TypeVar("Work", bound=Hashable)  # what a computation reads besides the model and the input (a frozen dataclass)
@@ -36,7 +39,7 @@ Result = TypeVar("Result")
 
 class HasInputs(Protocol):
     @property
-    def loaded(self) -> LoadedModel: ...
+    def loaded(self) -> LoadedModel | ModelHandle: ...  # a page's view reads a ModelHandle: no forward pass
 
     @property
     def prepared(self) -> PreparedInput | None: ...
@@ -52,26 +55,38 @@ class Inputs:
     """What a computation reads: the model, the input, how to load another model it needs (a generator, model B
     of a comparison) by its key, and `keep(key, compute)`, where a part several computations share (the probes'
     word vectors, read by runs with other tasks or seeds) is kept. The app passes its cached loader and its bounded
-    store (viz_app/cache.py), a lesson or a test the plain ones."""
+    store (viz_app/cache.py), a lesson or a test the plain ones; `result_of` reads another computation's result."""
 
     loaded: LoadedModel
     prepared: PreparedInput | None = None
     load: Callable[[ModelKey], LoadedModel] = load_model
     keep: Callable[[Hashable, Callable[[], Any]], Any] = compute_now
+    earlier: Callable[["Computation", Any], Any] | None = None  # the app's cached result of another computation
+
+    def result_of(self, computation: "Computation", work) -> Any:
+        """Another computation's result that this one reads (the heads' mean a ranking ablates with): the one the
+        app keeps (`earlier`: viz_app/cache.py), else computed here."""
+        return computation.compute(self, work) if self.earlier is None else self.earlier(computation, work)
+
+
+class WorkTypeError(TypeError):
+    """A computation declared with a work type whose values cannot key a cache by value."""
 
 
 @dataclass(frozen=True)
 class Computation(Generic[Work, Result]):
     """One heavy part of a page: `cost` before it starts, `compute` the work. `name` ("<page>.<part>") keys its cache
-    and the budget's confirmation; `title(work)` names what it computes, in the page's words ("Value zeroing");
-    `counted_at(inputs, work)`: the model whose size the passes are counted at, when not the page's (the larger of
-    two models); `per_model`: made once per model, whatever the input (a mean over built-in sentences), so cached
-    by the model alone and computed without the input; `shared`: the result is kept once
-    and shared read-only by every session, never copied (a recorded pass that several pages read:
-    viz_app/specs/recorded.py); `built_once`: a shared result every visitor reads alike (a corpus index), priced and
-    slotted once: once kept, every visitor reads it without asking the budget again; `key(work)`: what caches the
-    result, when the work carries a large object the key names (a corpus, the probes' data) that is not hashed on
-    every rerun; default the work itself."""
+    and the budget's confirmation; `work`: the type of what it reads besides the model and the input, a frozen
+    dataclass that compares by value (checked here, when the computation is declared), so the same settings always
+    find the same result and a result found once is never computed or charged again; `title(work)` names what it
+    computes, in the page's words ("Value zeroing"); `counted_at(inputs, work)`: the model whose size the passes are
+    counted at, when not the page's (the larger of two models); `per_model`: made once per model, whatever the input
+    (a mean over built-in sentences), so cached by the model alone and computed without the input; `shared`: the
+    result is kept once and shared read-only by every session, never copied (a recorded pass that several pages
+    read: viz_app/specs/recorded.py); `built_once`: a shared result every visitor reads alike (a corpus index),
+    priced and slotted once: once kept, every visitor reads it without asking the budget again; `key(work)`: what
+    caches the result, when the work carries a large object the key names (a corpus, the probes' data) that is not
+    hashed on every rerun; default the work's fields."""
 
     name: str
     title: Callable[[Work], str]
@@ -82,10 +97,35 @@ class Computation(Generic[Work, Result]):
     shared: bool = False
     built_once: bool = False  # implies shared
     key: Callable[[Work], Hashable] | None = None
+    work: type = field(kw_only=True)  # the work's type: a frozen dataclass, equal and hashed by its fields' values
+
+    def __post_init__(self) -> None:
+        check_work_type(self.name, self.work)
 
     def cache_key(self, work: Work) -> Hashable:
-        """What the caches key the work's result by (`key`, or the work)."""
-        return work if self.key is None else self.key(work)
+        """What the caches key the work's result by: `key(work)`, else the work's type and its fields' values."""
+        if type(work) is not self.work:
+            raise WorkTypeError(f"{self.name} computes a {self.work.__name__}, not a {type(work).__name__}")
+        if self.key is not None:
+            return self.key(work)
+        derived = (self.work.__qualname__, *(getattr(work, f.name) for f in dataclasses.fields(work) if f.compare))
+        try:
+            hash(derived)
+        except TypeError as error:
+            raise WorkTypeError(f"{self.name}: a field of its work is not hashable ({error}); keep what names a large "
+                                "object in the work, or give the computation a `key`") from None
+        return derived
+
+
+def check_work_type(name: str, work: type) -> None:
+    """Raise WorkTypeError unless `work` is a frozen dataclass that compares and hashes by its fields (eq=True): a
+    work that compared by identity (eq=False) would never find its result again, and be charged on every rerun."""
+    if not (isinstance(work, type) and dataclasses.is_dataclass(work)):
+        raise WorkTypeError(f"{name}: its work must be a frozen dataclass, not {work!r}")
+    parameters = work.__dataclass_params__
+    if not (parameters.frozen and parameters.eq) or work.__hash__ is None or work.__hash__ is object.__hash__:
+        raise WorkTypeError(f"{name}: its work {work.__name__} must be @dataclass(frozen=True) with eq left on, so "
+                            "that the same settings find the same cached result")
 
 
 Planned = dict[str, tuple[Computation, Any]]  # name -> (computation, its work), as a spec's `computations` gives

@@ -99,6 +99,26 @@ def whole_word_guesses(model, tokenizer, text: str, max_positions: int, count: i
     return tuple(c.token for c in predictions[0].candidates if not c.is_continuation)[:count]
 
 
+def _guesses_cost(inputs: Inputs, work: "GuessesWork") -> Cost:
+    try:
+        tokens = len(inputs.loaded.tokenizer.encode(work.text, max_length=inputs.loaded.summary.max_positions))
+    except InvalidInputError:
+        return Cost(0, 0)
+    return Cost(1, tokens)
+
+
+@dataclass(frozen=True)
+class GuessesWork:
+    text: str  # a sentence typed or linked, not the sentence box's: guessed at its one [MASK]
+
+
+GUESSES = Computation(  # one pass of the sentence; the top whole-word guesses at its [MASK], for the answer pickers
+    "causal_tracing.guesses", lambda work: "The model's guesses at the [MASK]", cost=_guesses_cost,
+    compute=lambda inputs, work: whole_word_guesses(inputs.loaded.model, inputs.loaded.tokenizer, work.text,
+                                                    inputs.loaded.summary.max_positions),
+    per_model=True, work=GuessesWork)
+
+
 def pick_answer_foil(clean_guesses: list[str], corrupted_guesses: list[str], answer: str | None, foil: str | None) -> tuple[str, str]:
     """The answer (default: the clean sentence's top guess) and the foil (default: the corrupted sentence's top
     guess, or its next one when that is the answer): the contrast the two sentences make."""
@@ -233,17 +253,17 @@ ATTRIBUTION = Computation(  # one forward and one backward pass: fast even for l
     "causal_tracing.attribution", lambda request: "Attribution patching",
     cost=lambda inputs, request: _patching_cost(inputs, request, exact=False),
     compute=lambda inputs, request: run_patching(inputs.loaded, resolve_patching(inputs.loaded, request), exact=False),
-    per_model=True)
+    per_model=True, work=PatchingRequest)
 EXACT = Computation(  # one patched run per cell, many per forward pass
     "causal_tracing.exact", lambda request: "Activation patching",
     cost=lambda inputs, request: _patching_cost(inputs, request, exact=True),
     compute=lambda inputs, request: run_patching(inputs.loaded, resolve_patching(inputs.loaded, request), exact=True),
-    per_model=True)
+    per_model=True, work=PatchingRequest)
 TRACE = Computation(  # per noise sample: the noisy run and one run per restored state
     "causal_tracing.trace", lambda request: "Causal tracing",
     cost=_trace_cost,
     compute=lambda inputs, request: run_trace(inputs.loaded, resolve_trace(inputs.loaded, request)),
-    per_model=True)
+    per_model=True, work=TraceRequest)
 
 
 def computations(settings: Settings) -> Planned:

@@ -10,7 +10,7 @@ from typing import Any, Mapping
 import pandas as pd
 
 from bert.analysis.representations.compare import comparison_cost, compare_models, same_vocabulary
-from bert.costs import relative_size
+from bert.costs import Cost, relative_size
 from bert.data import builtin_sentences
 from bert.predict import predict_masks
 from viz_app.app import models
@@ -81,6 +81,27 @@ def nothing_shared(a: LoadedModel, b: LoadedModel, prepared: PreparedInput, shar
     return NOTHING_SHARED
 
 @dataclass(frozen=True)
+class SideBySideWork:
+    key_b: ModelKey  # model B (model A is the page's)
+    shared: bool  # whether the two read the same token ids (`same_vocabulary`)
+
+
+def _side_by_side_cost(inputs: Inputs, work: SideBySideWork) -> Cost:
+    """`side_by_side`'s passes: a guess, a class each where both models have the head; two each for B-follows-A."""
+    a, b = inputs.loaded.model, inputs.load(work.key_b).model
+    passes = 2 * (a.has_mlm_head and b.has_mlm_head) + 2 * (a.has_classifier and b.has_classifier)
+    passes += 4 * bool(inputs.prepared.pair.strip() and a.has_nsp_head and b.has_nsp_head)
+    return Cost(passes, len(inputs.prepared.masked))
+
+
+SIDE_BY_SIDE = Computation(  # a few light passes of the sidebar's input through each model
+    "compare_models.side_by_side", lambda work: "Both models on your sentence", cost=_side_by_side_cost,
+    compute=lambda inputs, work: side_by_side(inputs.loaded, inputs.load(work.key_b), inputs.prepared, work.shared),
+    counted_at=lambda inputs, work: max((inputs.loaded.model.config, inputs.load(work.key_b).model.config),
+                                        key=relative_size), work=SideBySideWork)
+
+
+@dataclass(frozen=True)
 class ComparisonWork:
     key_b: ModelKey  # model B (model A is the page's)
     sentences: tuple[str, ...]
@@ -104,7 +125,7 @@ def _compare(inputs: Inputs, work: ComparisonWork):
 
 COMPARISON = Computation(
     "compare_models.comparison", lambda work: "Both models over the sentences", cost=_cost, compute=_compare,
-    counted_at=lambda inputs, work: max((m.model.config for m in _models(inputs, work)), key=relative_size))
+    counted_at=lambda inputs, work: max((m.model.config for m in _models(inputs, work)), key=relative_size), work=ComparisonWork)
 
 
 @dataclass(frozen=True)

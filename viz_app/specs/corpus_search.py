@@ -214,10 +214,10 @@ def _search_cost(inputs: Inputs, work: SearchWork) -> Cost:
 INDEX = Computation(
     "corpus_search.index", index_title,
     cost=index_cost, compute=index, per_model=True, built_once=True,
-    key=lambda work: (work.corpus.digest, work.head_layer))
+    key=lambda work: (work.corpus.digest, work.head_layer), work=IndexWork)
 SEARCH = Computation(
     "corpus_search.search", lambda work: "the search", cost=_search_cost, compute=search,
-    key=lambda work: (INDEX.cache_key(work.index), work.position, work.k))
+    key=lambda work: (INDEX.cache_key(work.index), work.position, work.k), work=SearchWork)
 
 
 def index_work(settings: Settings) -> IndexWork:

@@ -42,7 +42,7 @@ def analyse_tables(loaded, k: int) -> TableAnalysis:
 
 TABLES = Computation(  # the weight tables only: no forward pass (the app keeps it per model: viz_app/cache.py)
     "embeddings.tables", lambda work: "The embedding tables",
-    cost=lambda inputs, work: Cost(0, 0), compute=lambda inputs, work: analyse_tables(inputs.loaded, work.k))
+    cost=lambda inputs, work: Cost(0, 0), compute=lambda inputs, work: analyse_tables(inputs.loaded, work.k), work=TablesWork)
 
 
 def largest_k(summary: ModelSummary) -> int:

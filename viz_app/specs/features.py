@@ -19,7 +19,9 @@ import torch
 
 from bert.analysis.corpus.batching import batches_cost
 from bert.analysis.features.corpora import Corpus, corpus_from_texts, load_corpus
-from bert.analysis.features.feature_pages import GuessChange, scan_features
+from bert.analysis.features.feature_pages import GuessChange, mask_guess_change, scan_features
+from bert.analysis.features.residuals import residual_at
+from bert.devices import model_device
 from bert.analysis.features.neurons import scan_neurons, tag_mix
 from bert.analysis.features.top_activations import UnitScan
 from bert.costs import Cost
@@ -245,10 +247,39 @@ NEURON_SCAN = Computation(
     "features.neurons", lambda work: f"Reading every neuron of layer {work.layer} over the corpus",
     cost=corpus_cost, per_model=True, shared=True, key=lambda work: (work.corpus_id, work.layer),
     compute=lambda inputs, work: read_only(scan_neurons(inputs.loaded.model, work.corpus, work.layer,
-                                                        inputs.loaded.tokenizer.pad_id)))
+                                                        inputs.loaded.tokenizer.pad_id)), work=ScanWork)
 FEATURE_SCAN = Computation(
     "features.features", lambda work: "Finding every feature's top examples in the corpus",
-    cost=corpus_cost, compute=_features, per_model=True, shared=True, key=lambda work: (work.folder, work.corpus_id))
+    cost=corpus_cost, compute=_features, per_model=True, shared=True, key=lambda work: (work.folder, work.corpus_id), work=ScanWork)
+
+
+@dataclass(frozen=True)
+class SentenceWork:
+    folder: str  # the SAE's folder
+    sae: Any = field(hash=False, compare=False)  # the SAE loaded from `folder`
+
+
+@dataclass(frozen=True)
+class GuessWork:
+    folder: str  # the SAE's folder
+    feature: int
+    factor: float  # the switch: 0 off, 1 as it is, more: turned up
+    sae: Any = field(hash=False, compare=False)  # the SAE loaded from `folder`
+
+
+def _sentence_features(inputs: Inputs, work: SentenceWork) -> np.ndarray:
+    model = inputs.loaded.model
+    return encode(work.sae, residual_at(model, work.sae.config.layer, *inputs.prepared.masked.tensors(model_device(model))))
+
+
+SENTENCE = Computation(  # the pass as far as the SAE's layer, then its features at every token
+    "features.sentence", lambda work: "The features of your sentence",
+    cost=lambda inputs, work: Cost(1, len(inputs.prepared.masked)), compute=_sentence_features, work=SentenceWork)
+GUESS = Computation(  # the pass as far as the SAE's layer, then the layers above it twice: as it is, and switched
+    "features.guess", lambda work: "The [MASK] guess with the feature switched",
+    cost=lambda inputs, work: Cost(2, len(inputs.prepared.masked)),
+    compute=lambda inputs, work: mask_guess_change(inputs.loaded.model, inputs.loaded.tokenizer, inputs.prepared.masked,
+                                                   work.sae, work.feature, work.factor), work=GuessWork)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ puts in an ablated head's place its mean output over the built-in sentences, mad
 before/after table and `head_ranking`, which the lesson value "most_helpful_head" reads. Plain Python."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -53,29 +53,28 @@ class MeanWork:
     """Nothing but the model: the mean is made once per model from the built-in sentences."""
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True)
 class RankingWork:
     position: int  # the [MASK] whose prediction is measured
     mode: str  # a key of ablation.MODES
-    mean: np.ndarray | None = field(default=None, repr=False)  # "mean" mode: the mean already made (the page's
-    # "mean" part); None: made here, and priced with the ranking (a lesson step)
+    mean_priced: bool = True  # "mean" mode: the heads' mean (MEAN) is priced with the ranking (a lesson step);
+    # False: the page ran MEAN first, and the ranking reads the kept mean
 
 
 MEAN = Computation("head_ablation.mean", lambda work: "Every head's mean output over the built-in sentences",
                    cost=lambda inputs, work: mean_cost(inputs.loaded),
-                   compute=lambda inputs, work: mean_head_outputs(inputs.loaded), per_model=True)
+                   compute=lambda inputs, work: mean_head_outputs(inputs.loaded), per_model=True, work=MeanWork)
 
 
 def _ranking_cost(inputs: Inputs, work: RankingWork) -> Cost:
     ranking = ablation.rank_heads_cost(inputs.loaded.model.config, len(inputs.prepared.masked))
-    return ranking + (mean_cost(inputs.loaded) if work.mode == "mean" and work.mean is None else Cost(0, 0))
+    return ranking + (mean_cost(inputs.loaded) if work.mode == "mean" and work.mean_priced else Cost(0, 0))
 
 
 RANKING = Computation(
     "head_ablation.ranking", lambda work: "Every head ablated alone", cost=_ranking_cost,
-    compute=lambda inputs, work: head_ranking(
-        inputs.loaded, inputs.prepared, work.position, work.mode,
-        (lambda: work.mean) if work.mean is not None else (lambda: mean_head_outputs(inputs.loaded))))
+    compute=lambda inputs, work: head_ranking(inputs.loaded, inputs.prepared, work.position, work.mode,
+                                              lambda: inputs.result_of(MEAN, MeanWork())), work=RankingWork)
 
 
 @dataclass(frozen=True)
@@ -107,13 +106,24 @@ def view(settings: Settings, inputs: HasInputs, results: Mapping[str, Any]) -> d
     return {"ranking": head_effect_heatmap(results["ranking"])} if results.get("ranking") is not None else {}
 
 
-def before_after(loaded: LoadedModel, prepared: PreparedInput, position: int, heads: list, mode: str,
-                 mean: np.ndarray | None) -> list[dict[str, str]]:
-    """The SHOWN top guesses at `position`, intact and with `heads` ablated: two light passes."""
-    mean_z = None if mean is None else torch.from_numpy(mean)
-    encoding = prepared.masked
+@dataclass(frozen=True)
+class BeforeAfterWork:
+    position: int  # the [MASK] whose guesses are listed
+    heads: tuple[tuple[int, int], ...]  # (layer, head) ablated
+    mode: str  # a key of ablation.MODES; "mean" reads the heads' mean (MEAN), which the page ran first
+
+
+def before_after(inputs: Inputs, work: BeforeAfterWork) -> list[dict[str, str]]:
+    """The SHOWN top guesses at the position, intact and with the heads ablated: two light passes."""
+    loaded, encoding = inputs.loaded, inputs.prepared.masked
+    mean_z = torch.from_numpy(inputs.result_of(MEAN, MeanWork())) if work.mode == "mean" else None
     intact = {p.position: p for p in ablation.predict_ablated(loaded.model, loaded.tokenizer, encoding, top_k=SHOWN)}
-    after = {p.position: p for p in ablation.predict_ablated(loaded.model, loaded.tokenizer, encoding, heads, mode,
-                                                             mean_z, top_k=SHOWN)}
+    after = {p.position: p for p in ablation.predict_ablated(loaded.model, loaded.tokenizer, encoding, list(work.heads),
+                                                             work.mode, mean_z, top_k=SHOWN)}
     return [{"rank": i + 1, "intact": f"{a.token} ({a.probability:.1%})", "ablated": f"{b.token} ({b.probability:.1%})"}
-            for i, (a, b) in enumerate(zip(intact[position].candidates, after[position].candidates))]
+            for i, (a, b) in enumerate(zip(intact[work.position].candidates, after[work.position].candidates))]
+
+
+BEFORE_AFTER = Computation(
+    "head_ablation.before_after", lambda work: "The guesses with the heads ablated",
+    cost=lambda inputs, work: Cost(2, len(inputs.prepared.masked)), compute=before_after, work=BeforeAfterWork)

@@ -28,7 +28,7 @@ LENS = Computation(  # one pass recording every layer's residual stream; the LM 
     "logit_lens.lens", lambda work: "The logit lens",
     cost=lambda inputs, work: Cost(1, len(inputs.prepared.masked)),
     compute=lambda inputs, work: logit_lens(inputs.loaded.model, inputs.loaded.tokenizer, inputs.prepared.masked,
-                                            work.top_k))
+                                            work.top_k), work=LensWork)
 
 
 @dataclass(frozen=True)

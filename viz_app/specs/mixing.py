@@ -61,13 +61,13 @@ def _tokens(inputs: Inputs) -> int:
 METHOD = Computation(
     "mixing.method", lambda work: METHODS[work.method].title,
     cost=lambda inputs, work: mixing_cost(work.method, _tokens(inputs), inputs.loaded.model.config),  # the recorded pass included
-    compute=lambda inputs, work: matrices(inputs.loaded, inputs.prepared, work.method))
+    compute=lambda inputs, work: matrices(inputs.loaded, inputs.prepared, work.method), work=MethodWork)
 FLOW = Computation(  # the head-averaged attention weights (one recorded pass), then tokens² max-flow problems
     "mixing.flow", lambda work: "Attention flow",
     cost=lambda inputs, work: (mixing_cost("attention", _tokens(inputs), inputs.loaded.model.config)
                                + attention_flow_cost(_tokens(inputs))),
     compute=lambda inputs, work: attention_flow(matrices(inputs.loaded, inputs.prepared, "attention").layers,
-                                                layer=work.layer))
+                                                layer=work.layer), work=FlowWork)
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,7 @@ def record(inputs: Inputs, work: PassWork) -> OnePass:
 
 RECORD = Computation(
     "one_pass.record", lambda work: "the pass without that head" if work.zeroed else "one recorded pass",
-    cost=lambda inputs, work: Cost(1, len(inputs.prepared.masked)), compute=record)
+    cost=lambda inputs, work: Cost(1, len(inputs.prepared.masked)), compute=record, work=PassWork)
 
 
 @dataclass(frozen=True)

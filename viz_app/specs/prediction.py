@@ -49,7 +49,7 @@ REPLACED = Computation(  # the discriminator's pass, and the generator's before 
     compute=replaced_tokens,
     counted_at=lambda inputs, work: (  # the larger model's size (the generator is usually the smaller)
         max(inputs.loaded.model.config, inputs.load(work.generator).model.config, key=relative_size)
-        if _fills(inputs, work) else inputs.loaded.model.config))
+        if _fills(inputs, work) else inputs.loaded.model.config), work=ReplacedWork)
 
 
 @dataclass(frozen=True)

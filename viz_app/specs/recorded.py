@@ -41,6 +41,6 @@ def _record(inputs: Inputs, work: Pass):
 
 
 RECORDED = Computation("recorded.pass", lambda work: "The model's pass over the sentence", cost=_cost,
-                       compute=_record, shared=True)
+                       compute=_record, shared=True, work=Pass)
 PREDICTIONS = (RECORDED, Pass(activations=False))  # (computation, work), as a spec's `computations` lists it
 FULL = (RECORDED, Pass(activations=True))

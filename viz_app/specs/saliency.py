@@ -68,11 +68,11 @@ def _curve(inputs: Inputs, explained: Explained):
 
 
 ATTRIBUTIONS = Computation("saliency.attributions", lambda explained: METHOD_NAMES[explained.method],
-                           cost=_map_cost, compute=attributions)
+                           cost=_map_cost, compute=attributions, work=Explained)
 DELETION = Computation(  # its own map first (the same passes as ATTRIBUTIONS), then the orders
     "saliency.deletion", lambda explained: "The deletion curve",
     cost=lambda inputs, explained: _map_cost(inputs, explained) + deletion_only_cost(inputs),
-    compute=_curve)
+    compute=_curve, work=Explained)
 
 
 def deletion_only_cost(inputs: Inputs) -> Cost:

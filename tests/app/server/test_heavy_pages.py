@@ -80,17 +80,18 @@ def test_comparing_two_models_waits_for_a_smaller_set_for_a_student(monkeypatch)
 def test_a_second_tab_of_the_same_address_shares_the_hour(monkeypatch):
     """The visitor budget is the address's: a second tab on one machine reads what is left of the same hour, another
     machine has its own. (AppTest gives every test the same session id, so only the address tells them apart.)
-    Gradient x input costs 4.5 BERT-base token passes at 6 tokens, the opening page's recorded pass 0.75; the hour
-    holds 8."""
-    monkeypatch.setenv("BERT_INSIDE_VISITOR_BUDGET", "8")
+    Gradient x input costs 4.5 BERT-base token passes at 6 tokens, the opening page's recorded pass 0.75 and the
+    saliency page's logit lens (its candidates) 0.75; the hour holds 9."""
+    monkeypatch.setenv("BERT_INSIDE_VISITOR_BUDGET", "9")
     monkeypatch.setattr(visitor, "address", lambda: "192.0.2.71")
     first_tab = open_page("saliency", {"text": "The [MASK] howled."})
     no_exception(first_tab)
     assert len(figures(first_tab)) == 1
     second_tab = open_page("saliency", {"text": "The [MASK] growled."})
     shown = texts(second_tab)
-    # the first tab spent 0.75 (the prediction page's recorded pass, 6 tokens: the app opens on it) + 4.5: 2.75 left
-    assert "a visitor's computations may cost 8 an hour, 2 of which are left" in shown and not figures(second_tab)
+    # the first tab spent 0.75 (the prediction page's recorded pass, 6 tokens: the app opens on it) + 0.75 + 4.5;
+    # the second its own recorded pass and lens: 1.5 left, "2" as the message rounds it
+    assert "a visitor's computations may cost 9 an hour, 2 of which are left" in shown and not figures(second_tab)
     monkeypatch.setattr(visitor, "address", lambda: "192.0.2.72")  # another machine
     other_machine = open_page("saliency", {"text": "The [MASK] growled."})
     no_exception(other_machine)
@@ -127,6 +128,32 @@ def test_ranking_every_head_goes_through_the_budget(monkeypatch):
     no_exception(at)
     assert "This needs 73 forward passes of 6 tokens" in texts(at) and "a computation may cost 50" in texts(at)
     assert not figures(at) and not at.button
+
+
+def test_ranking_the_same_heads_again_is_charged_once(monkeypatch):
+    """"Rank all heads" toggled off and on five times on one sentence: one ranking computed and charged, the other
+    four read from the cache (its work compares by value, so the same settings find the same result)."""
+    address = "192.0.2.82"
+    monkeypatch.setenv("BERT_INSIDE_REQUEST_BUDGET", "100")
+    monkeypatch.setattr(visitor, "address", lambda: address)
+    at = open_page("head_ablation", {"text": "The [MASK] barked at the moon."})
+    spent = []
+    for _ in range(5):
+        at.toggle(key="ablation_rank").set_value(True).run()
+        no_exception(at)
+        assert len(figures(at)) == 1
+        spent.append(_spent_this_hour(address))
+        at.toggle(key="ablation_rank").set_value(False).run()
+    assert spent[0] > 0 and spent == [spent[0]] * 5
+
+
+def _spent_this_hour(address: str) -> float:
+    """What the address's computations cost this hour, as the server's budget counts it (one HeavyJobs per server:
+    the AppTests of this process share it)."""
+    from viz_app.server import singletons
+    from viz_app.server.visitor import server_settings
+
+    return singletons.heavy_jobs(server_settings().heavy_slots).spent_this_hour(f"address {address}")
 
 
 def test_one_word_many_contexts_goes_through_the_budget(monkeypatch):

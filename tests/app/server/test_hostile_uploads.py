@@ -9,7 +9,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app_helpers import HOME, ROOT, TIMEOUT, no_exception, open_page, texts
-from viz_app.server import uploads, visitor
+from viz_app.app import uploads
+from viz_app.server import visitor
 from viz_app.app import widgets
 
 STUDENT_ADDRESS = "192.168.1.20"
@@ -22,10 +23,10 @@ def test_the_server_caps_uploads_and_hides_error_details():
 
 
 def test_every_upload_box_goes_through_upload_box():
-    """st.file_uploader is called in viz_app/server/uploads.py only, so every box states and enforces a cap."""
+    """st.file_uploader is called in viz_app/app/uploads.py only, so every box states and enforces a cap."""
     callers = [path.relative_to(ROOT).as_posix() for folder in ("pages", "viz_app") for path in (ROOT / folder).rglob("*.py")
                if "st.file_uploader(" in path.read_text(encoding="utf-8")]
-    assert callers == ["viz_app/server/uploads.py"]  # upload_box takes the cap as a required argument
+    assert callers == ["viz_app/app/uploads.py"]  # upload_box takes the cap as a required argument
 
 
 def lessons_upload(at, name: str, content: bytes):

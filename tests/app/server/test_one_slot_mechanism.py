@@ -1,6 +1,6 @@
 """One slot mechanism: the live training run (viz_app/server/training_room.py) trains in one of the server's
 heavy-computation slots (viz_app/server/heavy_jobs.py), the same ones a visitor's heavy computation takes through
-viz_app/server/heavy.py's `run`. With one slot, a student's value zeroing on the mixing page waits while a run
+viz_app/heavy.py's `run`. With one slot, a student's value zeroing on the mixing page waits while a run
 trains, and starts once the run is stopped."""
 from __future__ import annotations
 

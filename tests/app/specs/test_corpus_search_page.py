@@ -142,7 +142,7 @@ def test_the_index_is_priced_and_slotted_once_then_read_by_every_visitor(open_se
     """The index is a result every visitor reads alike (`Computation.built_once`): once kept, heavy.run hands it to the
     next visitor without asking the budget again, whatever that visitor may still spend; a corpus not indexed yet
     is asked for as before (here refused by a stand-in for a spent budget: nothing is built)."""
-    from viz_app.server import heavy
+    from viz_app import heavy
     from viz_app.specs import corpus_search
 
     open_search()  # the built-in sentences' index: built and kept

@@ -1,6 +1,6 @@
 """AppTest for the context-mixing page (pages/mixing.py, at /mixing; tests/app/app/test_moved_pages.py: the old
 /rollout opens it too): the method and the one beside it, the layer's and the whole model's matrices and a token's
-row, the heavy methods against the server's budget (viz_app/server/heavy.py, as tests/app/server/test_heavy_pages.py
+row, the heavy methods against the server's budget (viz_app/heavy.py, as tests/app/server/test_heavy_pages.py
 does for saliency), the settings in the URL, attention flow."""
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from bert import BertTokenizer
 from bert.analysis.probing.treebank import builtin_treebank
 from bert.analysis.probing.structural_probe import StructuralProbeSettings
 from bert.analysis.probing.pipeline import ProbeSettings, run_probes
-from viz_app.specs.probes.results import summary_table
+from viz_app.app.probe_results import summary_table
 from viz_app.specs.probes.runs import sentence_trees
 
 

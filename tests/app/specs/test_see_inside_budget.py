@@ -1,4 +1,4 @@
-"""The "See inside" pages and the logit lens run their passes through viz_app/server/heavy.py's `run` (their specs:
+"""The "See inside" pages and the logit lens run their passes through viz_app/heavy.py's `run` (their specs:
 viz_app/specs/prediction.py, attention.py, embeddings.py, mlp.py, architecture.py, logit_lens.py): a student whose
 budget allows no pass reads the price and sees no chart; within the budget the same page draws its charts.
 

@@ -52,6 +52,19 @@ def test_the_walkthrough_shows_masking_pairs_and_the_loss():
     assert "Seed 1:" in texts(at), "a re-draw moves to the next seed and says so"
 
 
+SIX_SENTENCES = " ".join(f"Sentence number {n} is about the {animal}." for n, animal in
+                         enumerate(["dog", "cat", "bird", "horse", "fish", "cow", "goat"], 1))
+
+
+def test_many_sentences_from_a_link_are_priced_passes_not_a_failure():
+    """Seven sentences: a guess per pair and the example's loss, each a forward pass, all run as the page's
+    computations (a class's student has no allowance of passes outside one)."""
+    at = open_page("how_bert_was_trained", {"trained_text": SIX_SENTENCES})
+    shown = texts(at)
+    assert shown.count("The built-in model's guess: P(B follows A)") >= 3
+    assert [m.label for m in at.metric] == ["Masked-LM loss", "Next-sentence loss", "Total (what training lowers)"]
+
+
 def test_a_live_run_of_a_few_steps_then_open_the_model():
     at = open_training_page()
     at.number_input(key="tiny_steps").set_value(10).run()

@@ -1,8 +1,8 @@
 """The page "Layer probes" (address `probes`), as a spec (viz_app/specs/base.py): its `Settings`, its computations
-(the probes' run, "Erase this property"), priced before they start and run through viz_app/server/heavy.py's `run`,
-and its `view`. Plain Python here; the package's other modules: `runs` (the data a run probes and what is kept of
-it), `view` (its charts), and the page's widgets, `data` (the sentences, tasks and settings) and `results` (a
-finished run)."""
+(the probes' run, "Erase this property"), priced before they start and run through viz_app/heavy.py's `run`,
+and its `view`. Plain Python, as the package's other modules: `runs` (the data a run probes and what is kept of
+it), `view` (its charts). The page's widgets: viz_app/app/probe_data.py (the sentences, tasks and settings) and
+viz_app/app/probe_results.py (a finished run)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -55,14 +55,14 @@ RUN = Computation(  # every layer's word vectors of the data (priced with the me
     cost=lambda inputs, work: runs.features_cost(inputs.loaded.tokenizer, work.data, work.tasks, work.pieces, work.seed,
                                                  _config(inputs)),
     compute=lambda inputs, work: _run(inputs, work),
-    per_model=True, key=lambda work: (work.data.key, work.tasks, work.pieces, work.seed, work.mdl))
+    per_model=True, key=lambda work: (work.data.key, work.tasks, work.pieces, work.seed, work.mdl), work=RunWork)
 ERASE = Computation(  # amnesic probing of one label at one layer (Elazar et al. 2021), with LEACE
     "probes.erase", lambda work: "Erasing the property and measuring the probe and the masked LM again",
     cost=lambda inputs, work: runs.erase_cost(inputs.loaded.tokenizer, work.data, work.seed,
                                               _config(inputs).max_position_embeddings),
     compute=lambda inputs, work: runs.erase(inputs.loaded.model, inputs.loaded.tokenizer, work.data, work.task, work.layer,
                                             work.seed, inputs.loaded.key.source),
-    per_model=True, key=lambda work: (work.data.key, work.task, work.layer, work.seed))
+    per_model=True, key=lambda work: (work.data.key, work.task, work.layer, work.seed), work=EraseWork)
 
 
 @dataclass(frozen=True)

@@ -1,14 +1,16 @@
-"""A heavy computation on a page: its cost against the budgets before it starts (viz_app/server/budget.py), then a slot,
-a spinner that says its passes, and a stop when the browser session goes or the input changes
-(viz_app/server/heavy_jobs.py). The one road to it is `run`, with a page spec's `Computation`
-(viz_app/specs/base.py):
+"""The runner: the one road from a page to the model. A heavy computation, or a light one (a guess, two passes),
+is a page spec's `Computation` (viz_app/specs/base.py) run by `run`: its cost against the budgets before it starts
+(viz_app/server/budget.py), then a slot, a spinner that says its passes, a stop when the browser session goes or the
+input changes (viz_app/server/heavy_jobs.py), and the cache (viz_app/cache.py), keyed by the work's fields:
 
     result = heavy.run(context, mixing.METHOD, mixing.MethodWork("alti"))   # None: over the budget, and it says why
 
-Home.py runs every page inside `refusing_outside_jobs()`: a page that reaches more than OUTSIDE_JOB_PASSES forward
-passes outside a job (a heavy computation written without `run`) fails with UngatedComputationError. The Lessons
-page, whose steps are not page specs, prices and runs a step by hand: `allowed`, then `with job(...)` around the
-cached call. A download made when its button is pressed runs in a job through `deferred`.
+It sits above the caches, the specs and the server's jobs and joins them; viz_app/server/ imports none of it.
+Home.py runs every page inside `refusing_outside_jobs()`: a page's forward pass outside a computation (one written
+without `run`) fails with UngatedComputationError, from the first (OUTSIDE_JOB_PASSES is 0). The Lessons page,
+whose steps are not page specs, prices and runs a step by hand: `allowed`, then `with job(...)` around the cached
+call. A download made when its button is pressed runs in a job through `deferred`. `PassesOutside` counts, for a
+test, the passes made on any other thread outside a computation.
 
 A visitor is its browser session (Streamlit's session id): one heavy computation at a time each. The hour's
 budget is the address's (`payer`): a second tab on the same machine shares it, as it shares a vote (students behind
@@ -17,6 +19,7 @@ one address, a school's NAT, share one hour: docs/teaching.md says how to raise 
 from __future__ import annotations
 
 import contextlib
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterator, TypeVar
 
@@ -25,19 +28,19 @@ import streamlit as st
 from bert.config import BertConfig
 from bert.costs import Cost
 from bert.errors import StoppedError
-from bert.stopping import watching
+from bert.stopping import watching, watching_unwatched_threads
 from viz_app import cache
 from viz_app.app import show
 from viz_app.server import singletons
 from viz_app.server import sessions
 from viz_app.server.budget import Verdict, decide
 from viz_app.server.heavy_jobs import BusyError, HeavyJobs
+from viz_app.app.models import ModelKey
 from viz_app.app.page_context import Context
-from viz_app.specs.base import Computation, Inputs
+from viz_app.specs.base import Computation
 
 T = TypeVar("T")
-OUTSIDE_JOB_PASSES = 6  # passes one run of a page may make outside a job: its recorded passes, light extras (the
-# causal tracing page: two guesses, then attribution patching's three); value zeroing over 6 tokens already needs 7
+OUTSIDE_JOB_PASSES = 0  # forward passes one run of a page may make outside a computation: none, cheap ones included
 CONFIRMED = "_heavy_confirmed"  # (key, cost) pairs this browser session's owner or presenter confirmed
 
 
@@ -116,25 +119,29 @@ def job(context: Context, cost: Cost, label: str, config: BertConfig | None = No
             bar.empty()
 
 
-def run(context: Context, computation: Computation, work, key: str | None = None, config: BertConfig | None = None):
+def run(context: Context, computation: Computation, work, key: str | None = None, config: BertConfig | None = None,
+        model: ModelKey | None = None):
     """The computation's result for the page's model and input: priced (`computation.cost`), allowed by the budgets
     (or confirmed by the owner or the presenter), run in a slot that stops when the tab closes, and cached (one
     result per model, input and work, shared by every session). A `built_once` computation (a corpus index) is
     priced and slotted once: a visitor who finds it kept reads it at no cost, whatever its budget. None when it may
     not start: the page has said why.
-    `key`: the confirmation's key when a page runs one computation twice (two sides); default its name."""
-    inputs = Inputs(context.loaded, context.prepared, cache.load_model, cache.kept_parts().get_or_compute)
-    prepared = None if computation.per_model else context.prepared  # once per model: not keyed by the input
-    arguments = (computation.name, context.key, prepared, computation.cache_key(work), work, computation)
+    `key`: the confirmation's key when a page runs one computation twice (two sides); default its name. `model`:
+    the model it runs on when not the page's picked one, without the sentence box's input (the built-in model that
+    "How BERT was trained" reads)."""
+    model_key, given = (context.key, context.prepared) if model is None else (model, None)
+    inputs = cache.inputs(model_key, given)
+    prepared = None if computation.per_model else given  # once per model: not keyed by the input
+    arguments = (computation.name, model_key, prepared, computation.cache_key(work), work, computation)
     shared = computation.shared or computation.built_once
     if computation.built_once:  # kept once for every visitor: read without asking the budget again
         kept = cache.kept_shared(*arguments)
         if kept is not None:
             return kept
-    cost, title = cache.priced(computation.name, context.key, context.prepared, computation.cache_key(work), work,
+    cost, title = cache.priced(computation.name, model_key, given, computation.cache_key(work), work,
                                computation), computation.title(work)
-    if config is None and computation.counted_at is not None:
-        config = computation.counted_at(inputs, work)
+    if config is None:
+        config = computation.counted_at(inputs, work) if computation.counted_at is not None else inputs.loaded.model.config
     if not allowed(context, cost, key or computation.name, config):
         return None
     if cost.forward_passes > 2:
@@ -169,7 +176,7 @@ def deferred(context: Context, cost: Cost, make: Callable[[], T], refused: Calla
 
 
 class UngatedComputationError(RuntimeError):
-    """A page ran a heavy computation outside `run` (no price, no budget, no slot, no stop)."""
+    """A page ran a forward pass outside `run` (no price, no budget, no slot, no stop)."""
 
 
 @contextlib.contextmanager
@@ -182,7 +189,32 @@ def refusing_outside_jobs(limit: int | None = None) -> Iterator[None]:
         passes[0] += rows
         if passes[0] > limit:
             raise UngatedComputationError(
-                f"{passes[0]} forward passes outside a heavy job: run the computation through viz_app.server.heavy.run")
+                f"{passes[0]} forward passes outside a heavy job: run the computation through viz_app.heavy.run")
 
     with watching(check):
         yield
+
+
+class PassesOutside:
+    """Counts the forward passes made outside any computation on the threads that watch nothing of their own (not
+    a page's run under `refusing_outside_jobs`, not a job): a Streamlit thread drawing the sidebar or a fragment, a
+    download's. For a test: `with PassesOutside() as outside: ...; assert outside.by_thread == {}` (the every-page
+    sweep; a lesson's steps and downloads read the same)."""
+
+    def __init__(self) -> None:
+        self.by_thread: dict[str, int] = {}  # thread name -> rows of forward passes
+        self._lock = threading.Lock()
+        self._watching = watching_unwatched_threads(self)
+
+    def __call__(self, rows: int) -> None:
+        if rows:
+            with self._lock:
+                name = threading.current_thread().name
+                self.by_thread[name] = self.by_thread.get(name, 0) + rows
+
+    def __enter__(self) -> "PassesOutside":
+        self._watching.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._watching.__exit__(*exc)

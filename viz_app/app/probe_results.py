@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from bert.errors import BertError
-from viz_app.server import heavy
+from viz_app import heavy
 from viz_app.app import show as show_text, state, widgets  # `show` here draws a probe run
 from viz_app.charts.causal import erasure_bars
 from viz_app.app.page_context import Context

@@ -16,7 +16,7 @@ from bert.analysis.probing.task_table import TASKS, task
 from bert.errors import BertError
 from viz_app.app import analysis_widgets, show
 from viz_app.app import state
-from viz_app.server import uploads
+from viz_app.app import uploads
 from viz_app.specs.probes import runs as probe_runs
 from viz_app.specs.probes.runs import MAX_LABELLED_BYTES, PIECES, ProbeData
 from viz_app.app.text import joined, markdown
