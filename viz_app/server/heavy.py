@@ -6,9 +6,9 @@ a spinner that says its passes, and a stop when the browser session goes or the 
     result = heavy.run(context, mixing.METHOD, mixing.MethodWork("alti"))   # None: over the budget, and it says why
 
 Home.py runs every page inside `refusing_outside_jobs()`: a page that reaches more than OUTSIDE_JOB_PASSES forward
-passes outside a job (a heavy computation written without `run`) fails with UngatedComputationError. The Lessons
-page, whose steps are not page specs, prices and runs a step by hand: `allowed`, then `with job(...)` around the
-cached call. A download made when its button is pressed runs in a job through `deferred`.
+passes outside a job (a heavy computation written without `run`) fails with UngatedComputationError. A lesson step
+is a `Computation` too (viz_app/lessons/steps.py), run through `run` for the presenter and for a following student
+alike. A download made when its button is pressed runs in a job through `deferred`.
 
 A visitor is its browser session (Streamlit's session id): one heavy computation at a time each. The hour's
 budget is the address's (`payer`): a second tab on the same machine shares it, as it shares a vote (students behind

@@ -13,8 +13,8 @@ A spec module defines
 
 and a `Computation` for each heavy part: its price (`cost`, known before anything runs) and the work itself
 (`compute`). The page runs a computation only through `viz_app.server.heavy.run(context, computation, work)`, which
-prices it, asks the budget, takes a slot, stops when the tab closes and caches; a lesson runs
-`computations(settings)` inside the lesson page's job. `inputs` is anything with `.loaded` (a LoadedModel) and
+prices it, asks the budget, takes a slot, stops when the tab closes and caches; a lesson step's computation
+(viz_app/lessons/steps.py) runs `computations(settings)` inside its own, through the same road. `inputs` is anything with `.loaded` (a LoadedModel) and
 `.prepared` (a PreparedInput, or None on a page without the sentence box): the page's Context, or `Inputs`;
 a computation's `cost` and `compute` get `Inputs` (its `load` opens a second model).
 Plain Python: no Streamlit here.
