@@ -93,7 +93,10 @@ if examples is not None and examples.loss is not None:
 
 st.header("4. Watch a tiny BERT learn", anchor="tiny-bert")
 show.caption("{}", figures.LIVE_NOTE)
-live_run.render(role, context.visitor.settings.heavy_slots if context is not None else 1)
+if context is not None:  # a run is priced against this visitor's budget
+    live_run.render(context)
+else:
+    st.info("Open the app with `streamlit run viz_app/Home.py` to train one here.")
 
 st.header("5. Masked LM against left-to-right, in miniature", anchor="mlm-vs-left-to-right")
 show.caption("{}", figures.DIRECTION_NOTE)

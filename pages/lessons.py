@@ -2,18 +2,13 @@
 import plotly.graph_objects as go
 import streamlit as st
 
-from bert.costs import Cost
-from bert.errors import BertError
 from viz_app import heavy
 from viz_app.server import access
 from viz_app.app import uploads
-from viz_app import cache
 from viz_app.app import show, state, widgets
-from viz_app.app.forward import InputProblem
 from viz_app.server.access import Role
 from viz_app.lessons import following, session
 from viz_app.export import html as export_html
-from viz_app.lessons.export import lesson_html
 from viz_app.lessons.format import PAGES, LessonError, builtin_lessons, parse_lesson
 from viz_app.app.text import joined, markdown, without_images
 
@@ -55,15 +50,7 @@ lesson = st.session_state.get(session.UPLOADED) if name == UPLOAD else lessons[n
 index = session.current_step(lesson)
 if lesson is None:  # kept while the class visits the steps' pages
     st.stop()
-key = context.key
-
-
 base_url = session.base_url()  # read in the page's run: the download is made on a thread with no browser to ask
-
-
-def download_lesson() -> str:  # made inside the visitor's job (heavy.deferred), which watches its passes
-    return lesson_html(lesson, cache.load_model(key), context.key.source, base_url,
-                       charts_for=lambda step: cache.lesson_charts(key, step.page, step.state))
 
 
 def lesson_not_made(why: str) -> str:
@@ -71,10 +58,8 @@ def lesson_not_made(why: str) -> str:
         f"The app did not make it: {why}. Go back to the app and press “Download this lesson” again.",))])
 
 
-sentence = (st.session_state.get("text", ""), st.session_state.get("pair", ""), bool(st.session_state.get("truncate")))
-step_costs = cache.lesson_step_costs(key, lesson, sentence)
-every_step = sum(step_costs, Cost(0, 0))
-download = dict(data=heavy.deferred(context, every_step, download_lesson, lesson_not_made), file_name=f"{lesson.name}.html",
+every_step, handout = session.download(context, lesson, base_url, lesson_not_made)  # every step's computations
+download = dict(data=handout, file_name=f"{lesson.name}.html",
                 mime="text/html", on_click="ignore", icon=":material/download:",
                 help="One HTML file with every step's figures for the loaded model, the texts, and the questions with "
                 "their answers folded away. It opens without the app or a network.")
@@ -122,16 +107,11 @@ if index is None:  # the overview: what the lesson covers
         following.presenter_box(context.visitor)
     st.stop()
 
-cost = step_costs[index]
 st.html(STAGE_CSS)
-step, figures, trouble = None, [], None
-if heavy.allowed(context, cost, f"lesson_step_{index}"):  # a long sentence or a heavy value may be over the budget
-    with heavy.job(context, cost, "Working out this step and its figures for the loaded model"):
-        step = cache.lesson_step(key, lesson, index, sentence)
-        try:
-            figures = cache.lesson_charts(key, step.page, step.state)
-        except (BertError, InputProblem, ValueError, RuntimeError) as error:  # never break the lesson: say so, go on
-            trouble = error
+step, figures, trouble = None, (), None
+worked = session.worked_step(context, lesson, index, st.session_state)  # None: over the budget (it said why)
+if worked is not None:
+    step, figures, trouble = worked.step, worked.figures, worked.trouble
     session.apply(lesson, step, context.key.source)
     session.switch_if_asked(step, context.key.source)
 with st.container(key="lesson_stage"):

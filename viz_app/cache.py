@@ -15,9 +15,9 @@ the sentence box, and never here).
     and SHARED_BUDGETS memory budgets, each for an hour; `kept_shared` tells heavy.run whether a `built_once` one (the corpus
     index) is kept already (then no one pays for it again).
 - what the pages derive without a forward pass (the attention page's head statistics and charts from its recorded
-  pass, the embedding tables' analysis, a feature's promoted tokens) and a lesson's step and its figures:
-  `st.cache_data` or `st.cache_resource`, each bounded by `max_entries` and an hour. A page's forward pass, however
-  light, is a spec's computation, run through viz_app/heavy.py's `run`.
+  pass, the embedding tables' analysis, a feature's promoted tokens): `st.cache_data` or `st.cache_resource`, each
+  bounded by `max_entries` and an hour. A page's forward pass, however light, and a lesson step are a spec's
+  computation, run through viz_app/heavy.py's `run`.
 The server's shared objects that are not caches (the heavy computations' slots, the class room, the live
 training room) are in viz_app/server/singletons.py.
 """
@@ -41,15 +41,11 @@ from bert.costs import Cost
 from bert.errors import InvalidInputError
 from bert.replaced_tokens import check_pair
 from viz_app.specs import attention, features, head_ablation
-from viz_app.app import generators, models, text
+from viz_app.app import generators, models
 from viz_app.specs.probes import runs as probe_runs
 from viz_app.charts.base import Chart
 from viz_app.specs.base import Computation, Inputs
 from viz_app.app.forward import ForwardResult, PreparedInput
-from viz_app.lessons import costs as lesson_costs
-from viz_app.lessons.format import Lesson
-from viz_app.lessons.resolve import SIDEBAR_KEYS, ResolvedStep, resolve
-from viz_app.lessons.views import PerModel, view_charts
 from viz_app.app.models import ModelKey
 from viz_app.app.tables import EmbeddingTables, model_tables, table_subspaces
 from viz_app.server.budget import MB
@@ -155,41 +151,6 @@ def _why_not(check, *args) -> str | None:
     except InvalidInputError as error:
         return str(error)
     return None
-
-
-# ---- lessons --------------------------------------------------------------------------------------------------------
-
-
-@st.cache_data(show_spinner="Working out this step for the loaded model…", max_entries=64, ttl=HOUR)
-def lesson_step(key: ModelKey, lesson: Lesson, index: int, sentence: tuple[str, str, bool],
-                escape_markdown: bool = True) -> ResolvedStep:
-    """A lesson's step for this model; `sentence` (text, pair, truncate) is the session's, for steps that set none."""
-    session = dict(zip(SIDEBAR_KEYS, sentence))
-    return resolve(lesson, index, load_model(key), session, text.escape_markdown if escape_markdown else (lambda s: s),
-                   _per_model(key))
-
-
-@st.cache_data(show_spinner=False, max_entries=64, ttl=HOUR)
-def lesson_step_costs(key: ModelKey, lesson: Lesson, sentence: tuple[str, str, bool]) -> tuple[Cost, ...]:
-    """Each step's cost for this model (viz_app/lessons/costs.py), the session's sentence where a step sets none:
-    worked out once, not on every rerun of a following class (a probes step tokenizes its sentences)."""
-    session = dict(zip(SIDEBAR_KEYS, sentence))
-    loaded = load_model(key)
-    return tuple(lesson_costs.step_cost(lesson, index, loaded, session) for index in range(len(lesson.steps)))
-
-
-@st.cache_data(show_spinner="Drawing this step's figures…", max_entries=64, ttl=HOUR)
-def lesson_charts(key: ModelKey, page: str, state: dict) -> list[Chart]:
-    """The figures a lesson's step shows for this model (the page's main charts with the step's settings)."""
-    return view_charts(page, load_model(key), state, _per_model(key))
-
-
-def _per_model(key: ModelKey) -> PerModel:
-    """A lesson's per-model values through this module's caches: a step's computed values and its figures read the
-    same causal runs, and the causal tracing page the same again."""
-    return PerModel(lambda: tables(key), lambda: mean_head_outputs(key),
-                    lambda computation, work: computed(computation.name, key, None, computation.cache_key(work), work,
-                                                      computation))
 
 
 # ---- features: sparse autoencoders and neurons across a corpus (pages/features.py) -----------------------------

@@ -7,9 +7,9 @@ input changes (viz_app/server/heavy_jobs.py), and the cache (viz_app/cache.py), 
 
 It sits above the caches, the specs and the server's jobs and joins them; viz_app/server/ imports none of it.
 Home.py runs every page inside `refusing_outside_jobs()`: a page's forward pass outside a computation (one written
-without `run`) fails with UngatedComputationError, from the first (OUTSIDE_JOB_PASSES is 0). The Lessons page,
-whose steps are not page specs, prices and runs a step by hand: `allowed`, then `with job(...)` around the cached
-call. A download made when its button is pressed runs in a job through `deferred`. `PassesOutside` counts, for a
+without `run`) fails with UngatedComputationError, from the first (OUTSIDE_JOB_PASSES is 0). A lesson step is a
+`Computation` too (viz_app/lessons/steps.py), run through `run` for the presenter and for a following student
+alike. A download made when its button is pressed runs in a job through `deferred`. `PassesOutside` counts, for a
 test, the passes made on any other thread outside a computation.
 
 A visitor is its browser session (Streamlit's session id): one heavy computation at a time each. The hour's

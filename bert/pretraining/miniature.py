@@ -20,6 +20,7 @@ from typing import Callable
 import torch
 
 from ..config import BertConfig
+from ..costs import Cost
 from ..hooks import hook_name
 from ..model import Bert
 from ..predict import predict_masks
@@ -73,6 +74,25 @@ class TinySettings:
 
     def data_config(self) -> DataConfig:
         return DataConfig(max_length=self.max_length, batch_size=self.batch_size)
+
+
+def training_cost(settings: TinySettings) -> Cost:
+    """What `train_tiny` runs, known before it starts: every training row forward and backward, and at each
+    evaluation (before the first step, every `eval_every` steps and after the last) the held-out batches and the
+    snapshot's rows (the watched sentence twice, the right-context set twice: its guesses and its answers' ranks),
+    then the right-context set twice at the end; each row `max_length` tokens at most. Memory: the weights, their
+    gradients and Adam's two moments (float32), and one batch's activations with its logits over the vocabulary."""
+    cloze = len(read_cloze(RIGHT_CONTEXT_CLOZE))
+    evaluations = 1 + math.ceil(settings.steps / settings.eval_every)
+    per_evaluation = settings.eval_batches * settings.batch_size + 2 + 2 * cloze
+    training = settings.steps * settings.batch_size
+    config, rows = settings.bert_config(tokenizer().vocab_size), settings.batch_size * settings.max_length
+    with torch.device("meta"):
+        parameters = sum(p.numel() for p in Bert(config).parameters())
+    activations = rows * (config.num_layers * (16 * config.hidden_size + 2 * config.num_heads * settings.max_length)
+                          + config.vocab_size)
+    return Cost(training + evaluations * per_evaluation + 2 * cloze, settings.max_length, ("steps", "the size"),
+                backward_passes=training, peak_bytes=4 * (4 * parameters + activations))
 
 
 # Figure 5 in miniature: the same model, data and steps, ten times as many as the live default.

@@ -9,7 +9,7 @@ import pytest
 from bert.analysis.causal.ablation import ablation_interventions, predict_ablated
 from bert.predict import predict_masks
 from viz_app.app import forward
-from viz_app.lessons.costs import lesson_cost, step_cost
+from viz_app.lessons.steps import lesson_cost, step_cost
 from viz_app.lessons.format import builtin_lessons, parse_lesson
 from viz_app.lessons.resolve import NOT_AVAILABLE, resolve
 from viz_app.lessons.views import BUILDERS, PerModel, view_charts
@@ -117,7 +117,7 @@ class LayerPasses:
 def test_every_builtin_step_holds_for_the_model_draws_and_keeps_to_its_cost(model, request):
     """Every step of every lesson, on minilm and on a random 3-layer, 4-head BERT: nothing left uncomputed, every
     layer and head within the model, the figures drawn without Streamlit, and no more passes through the model's
-    layers than the step's cost (viz_app/lessons/costs.py) says; on the built-in model every step is within what a
+    layers than the step's cost (viz_app/lessons/steps.py) says; on the built-in model every step is within what a
     student may open, and a lesson costs at least its dearest step."""
     loaded = request.getfixturevalue(model)
     for lesson in builtin_lessons().values():

@@ -1,16 +1,20 @@
-"""The "watch a tiny BERT learn" section: settings, the shipped log at once, "train it yourself" live, stop, the
-queue when another session's run holds the server (a student's run stops at its time limit, so the queue moves),
-and opening the trained model in the other pages."""
+"""The "watch a tiny BERT learn" section: settings, the shipped log at once, "train it yourself" live (priced before
+it starts and checked against the budgets, as every heavy computation: viz_app/heavy.py), stop, the queue
+when another session's run holds the server (a student's run stops at its time limit, so the queue moves), and
+opening the trained model in the other pages."""
 from __future__ import annotations
 
 import numpy as np
 import streamlit as st
 
-from bert.pretraining.miniature import WATCH_SENTENCE, RunLog, TinySettings
+from bert.costs import megabytes
+from bert.pretraining.miniature import WATCH_SENTENCE, RunLog, TinySettings, tokenizer, training_cost
+from viz_app import heavy
 from viz_app.server import access, sessions
 from viz_app.server import singletons
 from viz_app.app import models, show, state, widgets
 from viz_app.app.navigation import LINK_PARAMS
+from viz_app.app.page_context import Context
 from viz_app.server.access import Role
 from viz_app.charts import training as charts
 from viz_app.charts.attention import pattern_heatmap
@@ -19,6 +23,7 @@ from viz_app.server.training_room import STUDENT_LIMIT_S, Job, TinyTrainingRuns,
 
 SIZES = {"1": (1, 64, 1), "2": (2, 128, 2), "4": (4, 256, 4)}  # tiny_size's names -> (layers, hidden, heads)
 CAUSAL = {"both": False, "left": True}  # tiny_attention's names -> left side only
+ASKED = "_tiny_asked"  # the settings whose "Train it yourself" waits for the budget's answer (the owner's confirmation)
 
 
 def settings_form() -> TinySettings:
@@ -32,12 +37,16 @@ def settings_form() -> TinySettings:
     return TinySettings(layers=layers, hidden=hidden, heads=heads, steps=int(steps), seed=int(seed), causal=causal)
 
 
-def render(role: Role, slots: int) -> None:
+def render(context: Context) -> None:
     """The section for this visitor: the trained model's folder is offered to whoever may open folders, and a
-    failed run's error text to whoever may read the server's paths (viz_app/server/access.py). `slots`: the server's
-    heavy-computation slots, one of which the run trains in (viz_app/server/training_room.py)."""
+    failed run's error text to whoever may read the server's paths (viz_app/server/access.py). The run trains in one
+    of the server's heavy-computation slots (viz_app/server/training_room.py), at its price."""
+    role = context.visitor.role
     may_open_folder = role.may_choose_any_model
-    settings, runs = settings_form(), singletons.tiny_training_runs(slots)
+    settings, runs = settings_form(), singletons.tiny_training_runs(context.visitor.settings.heavy_slots)
+    cost = training_cost(settings)
+    show.caption("A run with these settings: {}, holding about {} MB while it trains.", cost.describe(),
+                 megabytes(cost.peak_bytes))
     runs.sweep()  # the runs of sessions that are gone, stopped or removed with their folders
     owner = sessions.this_session()
     mine: Job | None = st.session_state.get("tiny_job")
@@ -47,7 +56,9 @@ def render(role: Role, slots: int) -> None:
     limit_s = None if may_open_folder else STUDENT_LIMIT_S  # the owner's and the presenter's runs take their time
     if st.button("Train it yourself", icon=":material/play_arrow:", type="primary", key="tiny_train",
                  disabled=mine is not None and not mine.finished.is_set()):
-        status, job = runs.start(settings, owner, limit_s=limit_s, queue=True)
+        st.session_state[ASKED] = settings
+    if st.session_state.get(ASKED) == settings:
+        status, job = _start(context, runs, settings, cost, owner, limit_s)
         if status == "full":
             show.warning("Busy: another run ({}, step {} of {}) is training and the queue is full. Press the button "
                          "again later; meanwhile the run shipped with the app is shown.", _describe(job.settings),
@@ -77,6 +88,18 @@ def render(role: Role, slots: int) -> None:
         _draw(shipped, settings)
     else:
         st.info("No run with these settings yet: press “Train it yourself”.")
+
+
+def _start(context: Context, runs: TinyTrainingRuns, settings: TinySettings, cost, owner: str,
+           limit_s: float | None) -> tuple[str | None, Job | None]:
+    """The run asked for, once the budgets allow it (a student over them reads the numbers; the owner and the
+    presenter confirm): its work counts in the visitor's hour, as a page's computation does."""
+    allowed = heavy.allowed(context, cost, "tiny_train", settings.bert_config(tokenizer().vocab_size))
+    if allowed or context.visitor.role is Role.STUDENT:  # started, or refused for good: nothing waits
+        st.session_state.pop(ASKED, None)
+    if not allowed:
+        return None, None
+    return runs.start(settings, owner, limit_s=limit_s, queue=True, payer=heavy.payer(context))
 
 
 def _queued(runs: TinyTrainingRuns, owner: str) -> None:

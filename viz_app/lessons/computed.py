@@ -3,11 +3,13 @@
 
 Each `Computation` reads `StepFacts` (one forward pass of the step's input, and what is derived from it, each
 computed at most once) and returns a `Finding`: how it reads in a text, its fields ({name.field}), and what it
-sets when a step's state uses it (a head, a layer, a token position).
+sets when a step's state uses it (a head, a layer, a token position). Every forward pass a value reads is a page
+spec's `Computation` (viz_app/specs/base.py: the recorded pass, a context-mixing method, a causal run) or one of the
+two below (`HELPFUL`, and the Sentence tasks page's `NEXT_SENTENCE`), run through the step's `PerModel`; `reads(state)` lists them, so what
+a step costs is what its values and figures read (viz_app/lessons/steps.py).
 """
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Callable, Mapping
@@ -18,15 +20,14 @@ from bert.analysis.attention.attention_stats import HeadStatistics
 from bert.analysis.causal import ablation
 from bert.analysis.causal.patching import PatchingResult
 from bert.analysis.causal.tracing import TraceResult
+from bert.costs import Cost
 from bert.errors import BertError
 from bert.layers import head_label, layer_label
 from bert.analysis.attention.mixing import ContextMixing
-from viz_app.specs import causal_tracing, mixing
+from viz_app.specs import causal_tracing, mixing, sentence_tasks
 from viz_app.specs.base import Computation as SpecComputation, Inputs
-from viz_app.specs.head_ablation import mean_head_outputs
-from viz_app.app.forward import ForwardResult, InputProblem, PreparedInput, prepare_input, record
-from viz_app.specs.sentence_tasks import next_sentence
-from viz_app.app.tables import EmbeddingTables, model_tables
+from viz_app.app.forward import ForwardResult, InputProblem, PreparedInput, prepare_input
+from viz_app.specs.recorded import PREDICTIONS
 from viz_app.specs.attention import head_statistics
 
 HEAD_KEYS = ("head", "layer", "ablation_heads", "search_head")
@@ -50,19 +51,26 @@ class Finding:
 
 @dataclass(frozen=True)
 class PerModel:
-    """What steps read that is computed once per model (each a function of no arguments) or once per request (the
-    causal runs, which a step's computed values and its figures both read). The app passes its caches
-    (viz_app/cache.py); `of(loaded)` keeps each result in this object."""
-    tables: Callable[[], EmbeddingTables]  # the embedding tables' analysis (viz_app/app/tables.py)
-    mean_head_outputs: Callable[[], np.ndarray]  # [layer, head, head_dim] (viz_app/specs/head_ablation.py)
-    computed: Callable[[SpecComputation, Any], Any]  # a spec's `per_model` computation's result for its work (the causal runs)
+    """What steps read and is computed once per input and work (a spec's computation: the recorded pass, a mixing
+    method) or once per model and work (a `per_model` one: the causal runs), which a step's computed values and its
+    figures both read. The app passes its caches (viz_app/lessons/session.py); `of(loaded)` keeps each result in
+    this object."""
+    computed: Callable[[SpecComputation, PreparedInput | None, Any], Any]  # (computation, input, work) -> its result
+    # (the input is not read by a `per_model` one: the causal runs read their sentences from the work)
 
     @classmethod
     def of(cls, loaded) -> PerModel:
         """Each computed on first use and kept by this object."""
-        return cls(functools.cache(lambda: model_tables(loaded.model, loaded.tokenizer, loaded.summary.vocab)),
-                   functools.cache(lambda: mean_head_outputs(loaded)),
-                   functools.cache(lambda computation, work: computation.compute(Inputs(loaded), work)))
+        kept: dict = {}
+
+        def computed(computation: SpecComputation, prepared: PreparedInput | None, work):
+            prepared = None if computation.per_model else prepared
+            key = (computation.name, None if prepared is None else prepared.key, computation.cache_key(work))
+            if key not in kept:
+                kept[key] = computation.compute(Inputs(loaded, prepared), work)
+            return kept[key]
+
+        return cls(computed)
 
 
 class StepFacts:
@@ -73,7 +81,6 @@ class StepFacts:
         self.loaded, self.text, self.pair, self.masks, self.truncate = loaded, text, pair, tuple(masks), truncate
         self.state = dict(state or {})  # the step's whole state: what the causal tracing page reads besides the sentence
         self.per_model = per_model or PerModel.of(loaded)
-        self._mixing: dict[str, ContextMixing] = {}  # method -> matrices, computed when first asked
 
     @cached_property
     def prepared(self) -> PreparedInput:
@@ -83,26 +90,31 @@ class StepFacts:
         except InputProblem as problem:
             raise NotComputable(problem.message) from None
 
+    def computed(self, planned: tuple[SpecComputation, Any]):
+        """A spec computation's result for the step's input and its work, through the `PerModel`."""
+        computation, work = planned
+        return self.per_model.computed(computation, self.prepared, work)
+
     @cached_property
     def result(self) -> ForwardResult:
-        return record(self.loaded.model, self.loaded.tokenizer, self.prepared)
+        return self.computed(PREDICTIONS)
 
     @cached_property
     def statistics(self) -> HeadStatistics:
         return head_statistics(self.result)
 
     @cached_property
-    def ranking(self) -> ablation.HeadRanking:
+    def helpful_head(self) -> HelpfulHead:
         self.first_mask  # says why there is nothing to rank
-        return ablation.rank_heads(self.loaded.model, self.loaded.tokenizer, self.prepared.masked)
+        return self.computed((HELPFUL, NoWork()))
 
     @cached_property
     def patching(self) -> tuple[PatchingResult, PatchingResult]:
         """(exact, attribution) patching for the step's two sentences (viz_app/specs/causal_tracing.py)."""
         request = causal_tracing.Settings.from_state(self.state).patching  # the page's figures read the same runs
         try:
-            return (self.per_model.computed(causal_tracing.EXACT, request),
-                    self.per_model.computed(causal_tracing.ATTRIBUTION, request))
+            return (self.per_model.computed(causal_tracing.EXACT, None, request),
+                    self.per_model.computed(causal_tracing.ATTRIBUTION, None, request))
         except BertError as problem:
             raise NotComputable(str(problem)) from None
 
@@ -110,15 +122,13 @@ class StepFacts:
     def trace(self) -> TraceResult:
         request = causal_tracing.Settings.from_state(self.state).trace
         try:
-            return self.per_model.computed(causal_tracing.TRACE, request)
+            return self.per_model.computed(causal_tracing.TRACE, None, request)
         except BertError as problem:
             raise NotComputable(str(problem)) from None
 
     def mixing(self, method: str) -> ContextMixing:
         """One context-mixing method's matrices for the step's input (viz_app/specs/mixing.py), computed once."""
-        if method not in self._mixing:
-            self._mixing[method] = mixing.matrices(self.loaded, self.prepared, method)
-        return self._mixing[method]
+        return self.computed(_method(method))
 
     @property
     def first_mask(self):
@@ -129,6 +139,58 @@ class StepFacts:
         return self.result.masks[0]
 
 
+Read = tuple[SpecComputation, Any]  # a computation a value reads and its work, as a spec's `computations` lists them
+
+
+@dataclass(frozen=True)
+class NoWork:
+    """The work of a computation that reads only the step's input."""
+
+
+HelpfulHead = tuple[ablation.HeadRanking, str]  # the ranking, and the first guess once its top head is ablated
+
+
+def _helpful_head(inputs: Inputs, work: NoWork) -> HelpfulHead:
+    """Every head ablated alone (zeroed) at the first [MASK], then the guess there without the head that helps most."""
+    loaded, masked = inputs.loaded, inputs.prepared.masked
+    ranking = ablation.rank_heads(loaded.model, loaded.tokenizer, masked)
+    layer, head = (int(i) for i in np.unravel_index(int(ranking.effect.numpy().argmax()), ranking.effect.shape))
+    [after] = [p for p in ablation.predict_ablated(loaded.model, loaded.tokenizer, masked, [(layer, head)], top_k=1)
+               if p.position == ranking.position]
+    return ranking, after.candidates[0].token
+
+
+def _length(inputs: Inputs) -> int:
+    return len(inputs.prepared.masked)
+
+
+HELPFUL = SpecComputation(
+    "lessons.most_helpful_head", lambda work: "Every head ablated alone", compute=_helpful_head,
+    cost=lambda inputs, work: ablation.rank_heads_cost(inputs.loaded.model.config, _length(inputs)) + Cost(1, _length(inputs)),
+    work=NoWork)
+NEXT_SENTENCE = (sentence_tasks.NEXT_SENTENCE, sentence_tasks.PairWork())  # the Sentence tasks page's: the pair both ways
+
+
+def _method(method: str) -> Read:
+    return mixing.METHOD, mixing.MethodWork(method)
+
+
+def _recorded(state: Mapping[str, Any]) -> tuple[Read, ...]:
+    return (PREDICTIONS,)
+
+
+def _methods(*methods: str, recorded: bool = True) -> Callable[[Mapping[str, Any]], tuple[Read, ...]]:
+    return lambda state: ((PREDICTIONS,) if recorded else ()) + tuple(_method(method) for method in methods)
+
+
+def _causal(*computations: SpecComputation) -> Callable[[Mapping[str, Any]], tuple[Read, ...]]:
+    """The causal tracing page's runs for the step's sentences (its figures read the same)."""
+    def reads(state: Mapping[str, Any]) -> tuple[Read, ...]:
+        settings = causal_tracing.Settings.from_state(state)
+        return tuple((c, settings.trace if c is causal_tracing.TRACE else settings.patching) for c in computations)
+    return reads
+
+
 @dataclass(frozen=True)
 class Computation:
     describe: str  # one line for docs/teaching.md and error messages
@@ -136,6 +198,8 @@ class Computation:
     state_keys: tuple[str, ...] = ()  # the state keys it can set
     fields: tuple[str, ...] = ()
     arguments: tuple[str, ...] = ()
+    reads: Callable[[Mapping[str, Any]], tuple[Read, ...]] = lambda state: ()  # the step's state -> the computations
+    # `compute` runs through StepFacts, with their works (what it costs: viz_app/lessons/steps.py); (): no forward pass
 
 
 def _percent(value: float) -> str:
@@ -160,14 +224,10 @@ def _strongest(statistic: str, lowest: bool = False) -> Callable[[StepFacts], Fi
 
 def _most_helpful_head(facts: StepFacts) -> Finding:
     """The head whose ablation (zeroed) lowers the probability of the model's first guess the most."""
-    ranking = facts.ranking
-    effect = ranking.effect.numpy()
-    layer, head = (int(i) for i in np.unravel_index(int(effect.argmax()), effect.shape))
-    loaded = facts.loaded
-    [after] = [p for p in ablation.predict_ablated(loaded.model, loaded.tokenizer, facts.prepared.masked, [(layer, head)],
-                                                   top_k=1) if p.position == ranking.position]
+    ranking, new_guess = facts.helpful_head
+    layer, head = (int(i) for i in np.unravel_index(int(ranking.effect.numpy().argmax()), ranking.effect.shape))
     return _head(layer, head, guess=ranking.target.token, before=_percent(ranking.target.probability),
-                 after=_percent(float(ranking.ablated_probability[layer, head])), new_guess=after.candidates[0].token)
+                 after=_percent(float(ranking.ablated_probability[layer, head])), new_guess=new_guess)
 
 
 def _top_guess(facts: StepFacts) -> Finding:
@@ -215,8 +275,7 @@ def _next_sentence(facts: StepFacts) -> Finding:
     base = facts.prepared.base
     if not any(t == 1 for t in base.sentences):
         raise NotComputable("the step has no second sentence")
-    result = next_sentence(model, facts.loaded.tokenizer, facts.text, facts.pair, facts.loaded.summary.max_positions,
-                           facts.truncate)
+    result = facts.computed(NEXT_SENTENCE)
     return Finding(_percent(result.follows), {"follows": _percent(result.follows), "swapped": _percent(result.swapped)})
 
 
@@ -301,7 +360,7 @@ def _residual_keeps(facts: StepFacts) -> Finding:
 
 def _statistic_head(statistic: str, what: str) -> Computation:
     return Computation(f"the head with the highest {what} in the step's sentence", _strongest(statistic), HEAD_KEYS,
-                       ("layer", "head", "share"))
+                       ("layer", "head", "share"), reads=_recorded)
 
 
 COMPUTED: dict[str, Computation] = {
@@ -312,35 +371,41 @@ COMPUTED: dict[str, Computation] = {
     "punctuation_head": _statistic_head("punctuation", "share of attention to punctuation"),
     "self_head": _statistic_head("self", "share of attention to the token itself"),
     "broad_head": Computation("the head whose attention is most spread out (highest entropy)", _strongest("entropy"),
-                              HEAD_KEYS, ("layer", "head", "share")),
+                              HEAD_KEYS, ("layer", "head", "share"), reads=_recorded),
     "most_helpful_head": Computation(
         "the head whose ablation lowers the probability of the first [MASK]'s top guess the most",
-        _most_helpful_head, HEAD_KEYS, ("layer", "head", "guess", "before", "after", "new_guess")),
+        _most_helpful_head, HEAD_KEYS, ("layer", "head", "guess", "before", "after", "new_guess"),
+        reads=lambda state: (PREDICTIONS, (HELPFUL, NoWork()))),
     "top_guess": Computation("the model's first guess at the first [MASK] (and the masked word's rank)", _top_guess,
-                             (), ("token", "probability", "second", "original", "rank", "original_probability")),
+                             (), ("token", "probability", "second", "original", "rank", "original_probability"),
+                             reads=_recorded),
     "position_of": Computation("the position of a word's first token in the step's sentence", _position_of,
                                POSITION_KEYS, arguments=("word",)),
     "model": Computation("the loaded model's size", _model, (), ("layers", "heads", "hidden", "parameters", "last_layer")),
     "last_layer": Computation("the loaded model's last layer (counted from 0)", _last_layer, LAYER_KEYS),
     "next_sentence": Computation("P(B follows A) for the step's two sentences, and for them swapped", _next_sentence,
-                                 (), ("follows", "swapped")),
+                                 (), ("follows", "swapped"), reads=lambda state: (NEXT_SENTENCE,)),
     "patching": Computation(
         "activation patching on the step's two sentences (causal tracing page): where the changed word's information "
         "travels to the [MASK]", _patching, (),
         ("answer", "foil", "clean", "corrupted", "word", "carried_until", "mask_from", "attention_layer", "attention_share",
-         "head", "head_share", "r")),
+         "head", "head_share", "r"), reads=_causal(causal_tracing.EXACT, causal_tracing.ATTRIBUTION)),
     "weight_to_special": Computation(
         "the share of attention weight on [SEP] and punctuation in the middle layers (context-mixing page); its layer: "
         "the middle layer where it is largest", _to_special("attention"), LAYER_KEYS,
-        ("share", "layer", "at_layer", "tokens", "middle")),
+        ("share", "layer", "at_layer", "tokens", "middle"), reads=_methods("attention")),
     "norm_to_special": Computation("the same share by the norms ‖αf(x)‖ (Kobayashi et al. 2020), at the same layers",
-                                   _to_special("norm"), LAYER_KEYS, ("share", "layer", "at_layer", "tokens", "middle")),
+                                   _to_special("norm"), LAYER_KEYS, ("share", "layer", "at_layer", "tokens", "middle"),
+                                   reads=_methods("norm", "attention")),
     "zeroing_to_special": Computation("the same share by value zeroing (Mohebbi et al. 2023), at the same layers",
                                       _to_special("value-zeroing"), LAYER_KEYS,
-                                      ("share", "layer", "at_layer", "tokens", "middle")),
+                                      ("share", "layer", "at_layer", "tokens", "middle"),
+                                      reads=_methods("value-zeroing", "attention")),
     "residual_keeps": Computation(
         "the mean share of each token's own column over every layer: norms without the residual, with it, ALTI, "
-        "attention weights", _residual_keeps, (), ("without", "with", "alti", "attention")),
+        "attention weights", _residual_keeps, (), ("without", "with", "alti", "attention"),
+        reads=_methods("norm", "norm-residual", "alti", "attention", recorded=False)),
     "trace": Computation("causal tracing with noise on the step's sentence (causal tracing page)", _trace, (),
-                         ("answer", "clean", "noisy", "noised", "word_until", "mask_from")),
+                         ("answer", "clean", "noisy", "noised", "word_until", "mask_from"),
+                         reads=_causal(causal_tracing.TRACE)),
 }

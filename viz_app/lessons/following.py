@@ -3,8 +3,9 @@ the presenter, and the presenter's box on the Lessons page (the two links, how m
 
 A student's panel is a fragment that reruns every POLL_S seconds: it tells the room the student is there, and
 when the room's version changed while the student follows, it takes the room's step the way a lesson's step is
-taken (viz_app/lessons/session.py: the sentence, the model, every setting the step names) and switches to the
-step's page. Only the student's own session changes.
+taken (viz_app/lessons/session.py: the sentence, the model, every setting the step names; the step worked out
+through the runner, or read free once the class has it) and switches to the step's page. Only the student's own
+session changes.
 
 The presenter's step is the class's, kept where the class is (in a lecture hall, the store every process shares:
 viz_app/server/class_store.py): `resume_presenting` puts it into a presenter's session that has not shown it yet (a
@@ -122,8 +123,10 @@ def _take(current: ClassStep, visitor: Visitor) -> None:
     resolution = visitor.resolve(current.model or "")
     state.choose(resolution)
     choice = resolution.choice
-    step = session.take_step(current.lesson, current.step, ModelKey.of(choice.source, choice.folder))
-    st.session_state[SEEN] = current.version
+    step = session.take_step(current.lesson, current.step, ModelKey.of(choice.source, choice.folder), visitor)
+    st.session_state[SEEN] = current.version  # taken, or refused at this student's budget (said once, not every poll)
+    if step is None:
+        return
     st.session_state[SHOWN] = StepTexts(current.lesson.title, step.number, step.total, step.title, step.text,
                                         step.question, step.choices, current.version)
     st.switch_page(f"../pages/{PAGES[step.page][0]}", query_params={**step.query(choice.source), FOLLOW_PARAM: "1"})

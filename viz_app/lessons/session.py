@@ -1,21 +1,36 @@
 """The Lessons page's Streamlit side: which step is showing, putting a step's state into the session (the same
-keys the pages and the links read), the cached step and figures, and the link students open."""
+keys the pages and the links read), the step and its figures worked out through the runner, and the link students
+open.
+
+A step is worked out as a page's heavy part is: its `Computation` (viz_app/lessons/steps.py) run by
+viz_app/heavy.py's `run`, priced at its computations' sum, within the budget, in a slot, stopped when the
+tab closes and kept once for every session, for the presenter, a following student and the lesson's download alike.
+Inside it, the step's computations go through the app's stores (viz_app/cache.py), so a page opened at the step
+reads the same recorded pass."""
 from __future__ import annotations
 
 import copy
+from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit
 
 import streamlit as st
 
+from bert.costs import Cost
 from viz_app import cache
 from viz_app.app import models, state
+from viz_app.app.page_context import Context
+from viz_app import heavy
 from viz_app.server.access import Role, Visitor
-from viz_app.app.models import ModelKey
+from viz_app.app.models import LoadedModel, ModelKey, PickedModel
+from viz_app.lessons.computed import PerModel
+from viz_app.lessons.export import lesson_html, lesson_works
 from viz_app.lessons.format import MODEL_PARAM, PAGES, Lesson, builtin_lessons
 from viz_app.lessons.resolve import SIDEBAR_KEYS, ResolvedStep, step_state
+from viz_app.lessons.steps import StepWork, WorkedStep, step_computation
 from viz_app.app.navigation import LINK_PARAMS
 from viz_app.server.class_room import ClassStep
 from viz_app.server.class_store import StoreUnavailableError
+from viz_app.specs.base import Computation
 
 KEPT = ("image_format", "lesson_name")  # the teacher's own settings and the lesson shown, which no step changes
 STEP = "lesson_step"  # the step showing (from 0); None: the lesson's overview
@@ -138,13 +153,52 @@ def base_url() -> str:
     return f"{parts.scheme}://{parts.netloc}" + (f"/{prefix}" if prefix else "")
 
 
-def take_step(lesson: Lesson, index: int, key: ModelKey) -> ResolvedStep:
+def _through_the_caches(loaded: LoadedModel) -> PerModel:
+    """The step's computations in the app's stores (viz_app/cache.py), as the pages keep theirs."""
+    def computed(computation: Computation, prepared, work):
+        prepared = None if computation.per_model else prepared
+        kept = cache.computed_shared if computation.shared or computation.built_once else cache.computed
+        return kept(computation.name, loaded.key, prepared, computation.cache_key(work), work, computation)
+
+    return PerModel(computed)
+
+
+LESSON_STEP = step_computation(_through_the_caches)  # the app's step: what it computes goes through the app's stores
+
+
+def worked_step(context: Context, lesson: Lesson, index: int, session: Mapping[str, Any]) -> WorkedStep | None:
+    """Step `index` for the context's model, the session's sentence where the step sets none, through the runner;
+    None when it may not start (the page has said why)."""
+    return heavy.run(context, LESSON_STEP, StepWork.of(lesson, index, session), key=f"lesson_step_{index}")
+
+
+def take_step(lesson: Lesson, index: int, key: ModelKey, visitor: Visitor) -> ResolvedStep | None:
     """A following student's move to the class's step (viz_app/lessons/following.py), before any widget is drawn:
-    the step for `key`'s model, its sentence and every setting it names into the session, the rest to defaults."""
+    the step for `key`'s model, its sentence and every setting it names into the session, the rest to defaults.
+    Worked out through the runner at the student's budget, or read free where the class has worked it out already;
+    None when it may not start (the student has read why)."""
     values = step_state(lesson, index, st.session_state)
     for name in SIDEBAR_KEYS:
         st.session_state[name] = values[name]
-    step = cache.lesson_step(key, lesson, index, tuple(values[name] for name in SIDEBAR_KEYS))
+    context = Context(PickedModel(key, cache.load_model(key), None), None, visitor)
+    worked = worked_step(context, lesson, index, st.session_state)
+    if worked is None:
+        return None
     st.session_state.pop(APPLIED, None)  # even the step already taken: back to what it shows
-    apply(lesson, step, key.source)
-    return step
+    apply(lesson, worked.step, key.source)
+    return worked.step
+
+
+def download(context: Context, lesson: Lesson, base_url: str, refused: Callable[[str], str]) -> tuple[Cost, Callable[[], str]]:
+    """The lesson's handout, made when its button is pressed (heavy.deferred), and its price: every step's
+    computation (the same as the presenter's, with the texts escaped as HTML), priced as their sum."""
+    works = lesson_works(lesson)
+    price = sum((cache.priced(LESSON_STEP.name, context.key, None, work, work, LESSON_STEP) for work in works), Cost(0, 0))
+
+    def worked_for(work: StepWork) -> WorkedStep:
+        return cache.computed_shared(LESSON_STEP.name, context.key, None, work, work, LESSON_STEP)
+
+    def make() -> str:
+        return lesson_html(lesson, context.loaded, context.key.source, base_url, worked_for)
+
+    return price, heavy.deferred(context, price, make, refused)

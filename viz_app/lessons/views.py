@@ -3,9 +3,9 @@ the presenter view and what an exported lesson contains. Each page's spec (viz_a
 them, so a step shows what the page shows.
 
 `view_charts(page, loaded, state)` returns the page's main charts, or an empty list for a page whose figures are
-only drawn in the app (the step then says to open the page). What several steps read and is computed once per
-model (the embedding tables' analysis, every head's mean output) comes from a `PerModel`: the app passes its
-cached functions (viz_app/cache.py), an exported lesson one per lesson.
+only drawn in the app (the step then says to open the page). The page's computations run through a `PerModel`
+(viz_app/lessons/computed.py), which the step's computed values read too: the app passes its caches
+(viz_app/lessons/session.py), an exported lesson one per lesson.
 """
 from __future__ import annotations
 
@@ -43,9 +43,9 @@ def spec_charts(spec, view: PageState) -> list[Chart]:
     its LESSON_CHARTS names; [] where the page would say why it cannot run (a model without the head it reads)."""
     inputs = Inputs(view.loaded, view.prepared)
     settings = spec.Settings.from_state(view.state, inputs)
-    try:  # a computation made once per model and work (the causal runs) is the PerModel's: the step's values read it too
-        results = {name: view.per_model.computed(computation, work) if computation.per_model
-                   else computation.compute(inputs, work) for name, (computation, work) in spec.computations(settings).items()}
+    try:  # through the PerModel: the step's values read the same results (its recorded pass, the causal runs)
+        results = {name: view.per_model.computed(computation, view.prepared, work)
+                   for name, (computation, work) in spec.computations(settings).items()}
     except BertError:
         return []
     charts = spec.view(settings, inputs, results)

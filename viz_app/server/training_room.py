@@ -1,6 +1,6 @@
 """The live tiny-BERT run of the "How BERT was trained" page: one run at a time per server, in a background thread.
 
-A `TinyTrainingRuns` is shared by every session (viz_app/cache.py holds the one instance). It starts a run unless
+A `TinyTrainingRuns` is shared by every session (viz_app/server/singletons.py holds the one instance). It starts a run unless
 another is going (then the caller is told who is ahead: the queue), keeps finished runs per settings (settings
 include the seed), and writes each finished model as a Hugging Face folder that the model picker can open.
 No Streamlit here: the page polls `job.log`, which the training thread grows in place.
@@ -12,8 +12,10 @@ same settings and seed, so pressing "Train it yourself" again gives the same run
 every step; `sweep()` checks the finished runs whenever a session opens the training room (viz_app/app/live_run.py).
 
 The run trains in one of the server's heavy-computation slots (viz_app/server/heavy_jobs.py, the same `HeavyJobs`
-as a visitor's heavy computation on any page): while it trains, one slot fewer is free for them, and it waits for
-a slot when they hold every one. The training room is shared in turn: a run may carry a time limit (the page gives a student's STUDENT_LIMIT_S; the
+as a visitor's heavy computation on any page), at its price (`training_cost`, bert/pretraining/miniature.py: its
+passes and memory, which the page checks against the budgets before it asks for the run), counted in its payer's
+hour as a page's computation is: while it trains, one slot fewer is free for them, and it waits for a slot when
+they hold every one. The training room is shared in turn: a run may carry a time limit (the page gives a student's STUDENT_LIMIT_S; the
 training loop stops it there, as if its owner had pressed Stop), and a session that asks while another run trains
 joins a queue (at most MAX_QUEUE sessions, one place each) whose first session still connected starts as soon as
 the slot is free. `place(owner)` is where a session stands in it. In a lecture hall (several processes,
@@ -36,7 +38,7 @@ from pathlib import Path
 from typing import Callable
 
 from bert.checkpoint import save_hf_folder
-from bert.pretraining.miniature import TINY_VOCAB, RunLog, TinySettings, train_tiny
+from bert.pretraining.miniature import TINY_VOCAB, RunLog, TinySettings, tokenizer, train_tiny, training_cost
 from viz_app.server.heavy_jobs import HeavyJobs
 
 log = logging.getLogger(__name__)
@@ -60,10 +62,16 @@ class Job:
     limit_s: float | None = None  # stopped after this many seconds of training (None: no limit)
     started_at: float | None = None  # the room's clock when the run took the slot (its time limit counts from there)
     timed_out: bool = False  # stopped by its time limit
+    payer: str | None = None  # whose hour its work counts in (viz_app/heavy.py's `payer`; None: its owner's)
 
     @property
     def step(self) -> int:
         return len(self.log.train_loss) if self.log else 0
+
+    @property
+    def work(self) -> float:
+        """Its price in BERT-base token passes (bert/costs.py), counted when it takes its slot."""
+        return training_work(self.settings)
 
 
 class TinyTrainingRuns:
@@ -86,13 +94,14 @@ class TinyTrainingRuns:
         self._lock = threading.Lock()
         self.current: Job | None = None
         self._finished: OrderedDict[TinySettings, Job] = OrderedDict()
-        self._queue: OrderedDict[str, tuple[TinySettings, float | None]] = OrderedDict()  # owner -> its run, in turn
+        self._queue: OrderedDict[str, tuple[TinySettings, float | None, str | None]] = OrderedDict()  # owner -> its run
 
     def start(self, settings: TinySettings, owner: str, limit_s: float | None = None,
-              queue: bool = False) -> tuple[str, Job | None]:
+              queue: bool = False, payer: str | None = None) -> tuple[str, Job | None]:
         """("finished", the kept job) | ("started", the new job) | ("busy", the job that is training) |
         ("queued", the job that is training; `place(owner)` says where this browser session stands) | ("full", the same,
-        when MAX_QUEUE sessions wait already). `queue`: wait in turn instead of being told "busy"."""
+        when MAX_QUEUE sessions wait already). `queue`: wait in turn instead of being told "busy". `payer`: whose hour
+        the run's work counts in (default: its owner's)."""
         with self._lock:
             if settings in self._finished:
                 return "finished", self._finished[settings]
@@ -101,9 +110,9 @@ class TinyTrainingRuns:
                     return "busy", self.current
                 if owner not in self._queue and len(self._queue) >= MAX_QUEUE:
                     return "full", self.current
-                self._queue[owner] = (settings, limit_s)  # one place per session: a new ask keeps it
+                self._queue[owner] = (settings, limit_s, payer)  # one place per session: a new ask keeps it
                 return "queued", self.current
-            job = self.current = Job(settings, owner, limit_s=limit_s, started_at=self._clock())
+            job = self.current = Job(settings, owner, limit_s=limit_s, started_at=self._clock(), payer=payer)
         self._launch(job)
         return "started", job
 
@@ -122,9 +131,9 @@ class TinyTrainingRuns:
     def _next_in_queue(self) -> Job | None:
         """Under the lock, once the slot is free: the first waiting session still connected becomes the current job."""
         while self._queue:
-            owner, (settings, limit_s) = self._queue.popitem(last=False)
+            owner, (settings, limit_s, payer) = self._queue.popitem(last=False)
             if self._connected(owner) and settings not in self._finished:
-                self.current = Job(settings, owner, limit_s=limit_s, started_at=self._clock())
+                self.current = Job(settings, owner, limit_s=limit_s, started_at=self._clock(), payer=payer)
                 return self.current
         return None
 
@@ -159,7 +168,8 @@ class TinyTrainingRuns:
             with self._in_the_hall_slot(job) as held:
                 if not held:
                     raise StoppedInQueue("stopped while another process's run held the lecture hall's slot")
-                with self._jobs.job(f"training:{job.owner}", None, 0.0, job.settings.steps):  # a slot; its session: ours
+                with self._jobs.job(f"training:{job.owner}", None, job.work, training_cost(job.settings).forward_passes,
+                                    payer=job.payer or job.owner):  # a slot at its price; its session: watched here
                     result, model, _ = train_tiny(job.settings, folder / "work", lambda grown: setattr(job, "log", grown),
                                                   lambda: job.stop.is_set() or self._gone(job) or self._over_time(job))
             job.log = result
@@ -194,6 +204,11 @@ class TinyTrainingRuns:
         if job.limit_s is not None and self._clock() - job.started_at >= job.limit_s:
             job.timed_out = True
         return job.timed_out
+
+
+def training_work(settings: TinySettings) -> float:
+    """A run's price in BERT-base token passes: its passes at its model's size."""
+    return training_cost(settings).work(settings.bert_config(tokenizer().vocab_size))
 
 
 class StoppedInQueue(Exception):

@@ -13,12 +13,13 @@ A spec module defines
 
 and a `Computation` for each heavy part: its price (`cost`, known before anything runs) and the work itself
 (`compute`). The page runs a computation only through `viz_app.heavy.run(context, computation, work)`, which
-prices it, asks the budget, takes a slot, stops when the tab closes and caches; a lesson runs
-`computations(settings)` inside the lesson page's job. `inputs` is anything with `.loaded` and `.prepared` (a
-PreparedInput, or None on a page without the sentence box): the page's Context, whose `loaded` describes the model
-and cannot run it (viz_app/app/models.py's `ModelHandle`), or `Inputs`, whose `loaded` is the model itself: a
-computation's `cost` and `compute` get `Inputs` (its `load` opens a second model), so only they run the model. A
-computation declares its work's type (`work=`), a frozen dataclass compared by value: its fields are the cache key.
+prices it, asks the budget, takes a slot, stops when the tab closes and caches; a lesson step's computation
+(viz_app/lessons/steps.py) runs `computations(settings)` inside its own, through the same road. `inputs` is
+anything with `.loaded` and `.prepared` (a PreparedInput, or None on a page without the sentence box): the page's
+Context, whose `loaded` describes the model and cannot run it (viz_app/app/models.py's `ModelHandle`), or `Inputs`,
+whose `loaded` is the model itself: a computation's `cost` and `compute` get `Inputs` (its `load` opens a second
+model), so only they run the model. A computation declares its work's type (`work=`), a frozen dataclass compared by
+value: its fields are the cache key.
 Plain Python: no Streamlit here.
 """
 from __future__ import annotations

@@ -235,7 +235,8 @@ def _patching_cost(inputs: Inputs, request: PatchingRequest, exact: bool) -> Cos
         return Cost(0, 0)
     config = inputs.loaded.model.config
     guesses = Cost(0 if request.answer and request.foil else PATCHING_GUESSES, tokens)
-    cost = guesses + patching_cost(config, tokens, head_layer=request.head_layer if exact else None, exact=exact)
+    head_layer = config.num_layers - 1 if request.head_layer is None else request.head_layer  # as resolve_patching
+    cost = guesses + patching_cost(config, tokens, head_layer=head_layer if exact else None, exact=exact)
     return replace(cost, rows_at_once=patching_batch(tokens)) if exact else cost  # its batches of patched runs
 
 

@@ -9,8 +9,10 @@ from app_helpers import go, no_exception, texts
 from bert.errors import BertError
 from bert.pretraining.miniature import TinySettings
 from viz_app import cache
+from viz_app.lessons import steps
 from viz_app.server import visitor
 from viz_app.server.access import SERVER_LOG
+from viz_app.server.memory import BoundedStore
 from viz_app.server.training_room import Job
 
 pytestmark = pytest.mark.slow  # every test here runs the app
@@ -71,7 +73,8 @@ def test_a_lesson_step_whose_figures_fail(open_app, visitor_from, monkeypatch):
     def failing(*args):
         raise RuntimeError(f"cannot read {SECRET}/figures")
 
-    monkeypatch.setattr(cache, "lesson_charts", failing)
+    monkeypatch.setattr(steps, "view_charts", failing)
+    monkeypatch.setattr(cache, "shared_store", lambda: BoundedStore(4, 10**9, 60))  # no step kept by another test
     at = go(open_app(), "lessons")
     at.button(key="lesson_start").click().run()
     check(at, visitor_from, "The figures of this step could not be drawn here ({why}); open the page instead.")

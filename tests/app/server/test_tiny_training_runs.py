@@ -1,7 +1,8 @@
 """The server's training room (viz_app/server/training_room.py): one run at a time, a second caller told it is busy,
 a stop frees it and leaves no folder behind, finished runs kept per settings, and the model written as a folder
 the app can load; a run belongs to the session that started it, and goes with its folder once that session is
-gone (a fake of Streamlit's list of connected sessions and a fake clock stand in for the server)."""
+gone (a fake of Streamlit's list of connected sessions and a fake clock stand in for the server); a run is priced
+before it starts (its passes counted against the model's own watcher) and counted in its payer's hour at that price."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,8 +11,13 @@ from types import SimpleNamespace
 import pytest
 
 import bert
-from bert.pretraining.miniature import TinySettings
+from bert.pretraining.miniature import TinySettings, tokenizer, train_tiny, training_cost
+from bert.stopping import watching
 from viz_app.server import sessions
+from viz_app.server.access import Role
+from viz_app.server.budget import Verdict, decide
+from viz_app.server.heavy_jobs import HeavyJobs
+from viz_app.server.settings import ServerSettings
 from viz_app.server.training_room import TinyTrainingRuns
 
 LONG = TinySettings(layers=1, hidden=32, heads=2, steps=3000, batch_size=8, eval_every=1000, eval_batches=1)
@@ -138,3 +144,34 @@ def test_the_queue_is_bounded(tmp_path, monkeypatch):
     assert room.start(QUICK, "session D")[0] == "busy"  # without queueing: told who holds the slot
     room.leave_queue("session B")
     assert room.place("session C") == 1
+
+
+def test_a_run_is_priced_before_it_starts_at_the_passes_it_makes(tmp_path):
+    """training_cost counts the rows run forward (training, each evaluation's held-out batches and guesses, the
+    cloze set at the end) and the training rows' backward passes; counted here with the model's own watcher."""
+    rows = []
+    with watching(rows.append):
+        log, model, _ = train_tiny(QUICK, tmp_path)
+    cost = training_cost(QUICK)
+    assert cost.forward_passes == sum(rows) and cost.backward_passes == QUICK.steps * QUICK.batch_size
+    assert cost.tokens == QUICK.max_length
+    parameters = sum(p.numel() for p in model.parameters())
+    assert cost.peak_bytes >= 4 * 4 * parameters  # weights, gradients and Adam's two moments, in float32
+    assert cost.work(QUICK.bert_config(tokenizer().vocab_size)) > 0
+
+
+def test_a_students_run_over_the_budget_is_refused_with_its_numbers():
+    cost = training_cost(TinySettings(layers=4, hidden=256, heads=4, steps=3000))
+    decision = decide(cost, TinySettings(layers=4, hidden=256, heads=4).bert_config(tokenizer().vocab_size),
+                      Role.STUDENT, ServerSettings())
+    assert decision.verdict is Verdict.REFUSE and "steps" in decision.message and "forward passes" in decision.message
+
+
+@pytest.mark.slow
+def test_a_run_takes_its_slot_at_its_real_work_in_its_payers_hour(tmp_path):
+    jobs = HeavyJobs(1, connected=lambda session: True)
+    room = TinyTrainingRuns(tmp_path, jobs=jobs)
+    status, job = room.start(QUICK, "session A", payer="address 192.0.2.7")
+    assert status == "started" and job.finished.wait(WAIT) and job.error is None
+    work = training_cost(QUICK).work(QUICK.bert_config(tokenizer().vocab_size))
+    assert work > 0 and jobs.spent_this_hour("address 192.0.2.7") == pytest.approx(work)

@@ -1,5 +1,5 @@
 """The Features and Corpus search pages as specs, outside Streamlit: a lesson step's figures (viz_app/lessons/views.py)
-and their price (viz_app/lessons/costs.py) come from the spec alone, and the price is the forward passes the
+and their price (viz_app/lessons/steps.py) come from the spec alone, and the price is the forward passes the
 computation really makes, counted by a watcher (bert/stopping.py) at every pass, against the corpus's own sentences.
 A tiny random BERT: the numbers, not the model, are checked."""
 from __future__ import annotations
@@ -9,8 +9,10 @@ import pytest
 
 from bert.stopping import watching
 from viz_app.app import models
-from viz_app.lessons.costs import StepInput, figure_cost
+from viz_app.app.forward import prepare_input
+from viz_app.lessons.steps import page_computations
 from viz_app.lessons.views import view_charts
+from viz_app.specs.base import Inputs, planned_cost
 
 pytestmark = pytest.mark.slow  # a pass over the 992 built-in sentences for each
 
@@ -37,6 +39,12 @@ def counted_rows(draw):
     return drawn, sum(rows)
 
 
+def figure_cost(page: str, loaded, state) -> int:
+    """The forward passes the step's figures of `page` are priced at."""
+    inputs = Inputs(loaded, prepare_input(loaded.tokenizer, state["text"], "", (), False, loaded.summary.max_positions))
+    return planned_cost(page_computations(page, state, inputs), inputs).forward_passes
+
+
 def test_a_neurons_step_counts_every_token_of_the_corpus_at_its_price(loaded):
     from viz_app.specs.features import builtin_corpus
 
@@ -44,7 +52,7 @@ def test_a_neurons_step_counts_every_token_of_the_corpus_at_its_price(loaded):
              "neurons_neuron": 5, "neurons_corpus": "builtin"}
     charts, rows = counted_rows(lambda: view_charts("features", loaded, state))
     corpus = builtin_corpus("builtin", loaded.tokenizer, loaded.model.config.max_position_embeddings)
-    assert rows == len(corpus.encodings) == figure_cost("features", StepInput(loaded, state)).forward_passes
+    assert rows == len(corpus.encodings) == figure_cost("features", loaded, state)
     [histogram] = charts
     counts = np.concatenate([np.asarray(trace.y) for trace in histogram.figure.data if trace.y is not None])
     assert counts.sum() == sum(len(encoding) for encoding in corpus.encodings)  # every token, [CLS] and [SEP] too
@@ -56,7 +64,7 @@ def test_a_search_step_finds_k_matches_at_the_price_of_the_index_and_the_query(l
     state = {"text": "The dog barked at the mailman.", "search_k": 7}
     charts, rows = counted_rows(lambda: view_charts("corpus_search", loaded, state))
     assert rows == len(builtin_corpus().sentences) + 1  # every sentence once, then the query
-    assert rows == figure_cost("corpus_search", StepInput(loaded, state)).forward_passes
+    assert rows == figure_cost("corpus_search", loaded, state)
     words, by_layer = charts
     assert sum(np.asarray(words.figure.data[0].y)) == 7
     assert len(by_layer.figure.data[0].x) == loaded.summary.layers + 1  # the embeddings, then every layer

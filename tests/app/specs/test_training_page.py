@@ -112,3 +112,17 @@ def test_opening_the_page_removes_the_finished_run_of_a_session_that_is_gone(tmp
     connected.clear()
     open_training_page()  # another session opens the training room
     assert room.finished(quick) is None and job.model_folder is None and not any(tmp_path.iterdir())
+
+
+def test_a_students_run_over_the_budget_is_refused_with_its_price_and_nothing_trains(monkeypatch):
+    from viz_app.server import visitor
+
+    monkeypatch.setenv("BERT_INSIDE_REQUEST_BUDGET", "100")
+    monkeypatch.setattr(visitor, "address", lambda: "192.0.2.93")  # a student
+    at = open_training_page()
+    at.number_input(key="tiny_steps").set_value(30).run()  # settings no other test trains
+    at.button(key="tiny_train").click().run()
+    no_exception(at)
+    shown = texts(at)
+    assert "This needs" in shown and "a computation may cost 100" in shown and "forward passes" in shown
+    assert "tiny_job" not in at.session_state and "tiny_stop" not in buttons(at)  # nothing started
