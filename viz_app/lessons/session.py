@@ -38,7 +38,7 @@ APPLIED = "_lesson_applied"  # (lesson, step, model) whose state is in the sessi
 GO = "_lesson_go"  # a page to switch to on the next run
 UPLOADED = "_lesson_uploaded"  # the teacher's own lesson, once read
 UPLOAD = "upload"  # the lesson picker's entry for the teacher's own lesson file
-PRESENTED = "_lesson_presented"  # the presenter's: the class's version (viz_app/server/class_room.py) this session shows
+PRESENTED = "_lesson_presented"  # the presenter's: the class's version (viz_app/server/class_room.py) this browser session shows
 NOT_SENT = "_lesson_press_not_sent"  # the presenter's last press did not reach the class's store: refused
 
 
@@ -62,7 +62,7 @@ def go_to(lesson: Lesson, index: int | None, visitor: Visitor) -> None:
     """Button callback: show step `index` (None: leave the lesson). Runs before the sidebar is drawn, so the
     step's sentence and model can be put into the sidebar's widgets; the rest follows in `apply`. The presenter's
     move moves the class (viz_app/server/class_room.py) first: a move the class's store refuses (it does not answer)
-    leaves this session where it was too, and NOT_SENT says so (viz_app/lessons/following.py's presenter box)."""
+    leaves this browser session where it was too, and NOT_SENT says so (viz_app/lessons/following.py's presenter box)."""
     values = None if index is None else step_state(lesson, index, st.session_state)
     resolution = visitor.resolve(values[MODEL_PARAM]) if values is not None and MODEL_PARAM in values else None
     if visitor.role is Role.PRESENTER:

@@ -5,7 +5,7 @@ is still the presenter at the class's step, with Next; "Start the lesson" never 
 or a server path while the store is down.
 
 Another process is played by forgetting this process's store and class (viz_app/server/singletons.py's
-`cache_resource`s): the next session makes a new client and reads the class from the store alone."""
+`cache_resource`s): the next browser session makes a new client and reads the class from the store alone."""
 from __future__ import annotations
 
 import secrets
@@ -37,7 +37,7 @@ def hall(tmp_path, monkeypatch):
 
 
 def another_process() -> None:
-    """What a process keeps of the store and the class, forgotten: the next session is as on another process."""
+    """What a process keeps of the store and the class, forgotten: the next browser session is as on another process."""
     for kept in (singletons.store, singletons.class_room, singletons.heavy_jobs):
         kept.clear()
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app_helpers import array, figures, no_exception
+from app_helpers import array, as_read, figures, no_exception
 
 pytestmark = pytest.mark.slow  # every test here runs the app
 
@@ -43,7 +43,7 @@ def test_attention_in_words_is_clark_et_al_merge_of_the_pieces(open_app):
     np.testing.assert_allclose(words, expected, atol=2e-6)
     np.testing.assert_allclose(words.sum(axis=1), 1.0, atol=1e-5)
     assert any("unbelievably" in label for label in word_labels) and len(word_labels) == len(groups)
-    assert any("Clark et al. (2019)" in caption.value for caption in words_page.caption)
+    assert any("Clark et al. (2019)" in as_read(caption.value) for caption in words_page.caption)
 
 
 def test_mlp_and_saliency_in_words(open_app):
