@@ -40,6 +40,8 @@ from viz_app.app.page_context import Context
 from viz_app.specs.base import Computation
 
 T = TypeVar("T")
+LIGHT_PASSES = 3  # a computation of at most this many passes (a backward pass counts as two: a page's recorded pass,
+# two guesses, attribution patching's pass and its backward pass) runs beside the heavy slots, priced and stopped alike
 OUTSIDE_JOB_PASSES = 0  # forward passes one run of a page may make outside a computation: none, cheap ones included
 CONFIRMED = "_heavy_confirmed"  # (key, cost) pairs this browser session's owner or presenter confirmed
 
@@ -90,13 +92,14 @@ def _decision(context: Context, cost: Cost, config: BertConfig | None):
 
 @contextlib.contextmanager
 def job(context: Context, cost: Cost, label: str, config: BertConfig | None = None,
-        progress_bar: bool = False) -> Iterator[None]:
+        progress_bar: bool = False, light: bool = False) -> Iterator[None]:
     """Run the block (a cached computation) as this visitor's heavy computation, under a spinner that says its cost
     and, with `progress_bar`, a bar ("`label`: 120 of 992 forward passes", or its place in the queue for a slot):
     only where the block calls no `st.cache_data` or `st.cache_resource` function that computes (Streamlit could
     not replay a bar drawn from inside one), as `run`'s stores. Between forward passes it lets Streamlit stop the
     run (its input changed) and stops when its browser session is gone. When it cannot run now (another of the
-    visitor's computations runs) the page says so and stops."""
+    visitor's computations runs) the page says so and stops. `light`: counted and stopped alike, but beside the
+    heavy slots (HeavyJobs.job's `slot`), so a page's own pass never waits behind another visitor's heavy one."""
     work = cost.work(config or context.loaded.model.config)
     bar = st.empty() if progress_bar else None  # drawn at the first report (half a second in), gone at the end
 
@@ -106,8 +109,10 @@ def job(context: Context, cost: Cost, label: str, config: BertConfig | None = No
             bar.progress(share, f"{label}: {text}")
 
     try:
-        with st.spinner(f"{label}: {cost.describe()} (after the computations that hold the server's slots)…"), \
-                server_jobs(context).job(visitor(), visitor(), work, cost.forward_passes, progress, payer(context)):
+        waits = "" if light else " (after the computations that hold the server's slots)"
+        with st.spinner(f"{label}: {cost.describe()}{waits}…"), \
+                server_jobs(context).job(visitor(), visitor(), work, cost.forward_passes, progress, payer(context),
+                                         slot=not light):
             yield
     except BusyError as busy:
         show.warning("Not started: {}.", busy)
@@ -146,7 +151,9 @@ def run(context: Context, computation: Computation, work, key: str | None = None
         return None
     if cost.forward_passes > 2:
         show.caption("{}: about {}.", title, cost.describe())
-    with job(context, cost, title, config, progress_bar=True):  # cache.computed and computed_shared: plain stores
+    light = cost.forward_passes + 2 * cost.backward_passes <= LIGHT_PASSES
+    # cache.computed and computed_shared are bounded stores, not st.cache_* functions: the bar can be drawn
+    with job(context, cost, title, config, progress_bar=True, light=light):
         return (cache.computed_shared if shared else cache.computed)(*arguments)
 
 

@@ -71,13 +71,15 @@ class HeavyJobs:
     @contextlib.contextmanager
     def job(self, visitor: str, session: str | None, work: float, total_passes: int,
             on_progress: Callable[[float, str], None] = lambda share, text: None,
-            payer: str | None = None) -> Iterator[None]:
+            payer: str | None = None, slot: bool = True) -> Iterator[None]:
         """Run the block as `visitor`'s heavy computation (`session`: its browser session; `work`: its cost in
         BERT-base token passes; `total_passes`: the forward passes it makes, for the progress; `payer`: whose hour
         it counts in, the visitor's by default; `session` None: the caller watches its own session, as the live
         training room does with its grace period). The slot is taken at its first forward pass, and the work counted
-        then: a result that comes from a cache costs nothing and never waits. Raises BusyError, or StoppedError
-        once the session is gone."""
+        then: a result that comes from a cache costs nothing and never waits. `slot` False: a light computation (a
+        page's recorded pass), counted and stopped alike but run at once, beside the slots and at its thread's own
+        priority, so that light pages never wait behind heavy ones. Raises BusyError, or StoppedError once the
+        session is gone."""
         stop = threading.Event()
         with self._lock:
             if visitor in self._running:
@@ -87,14 +89,15 @@ class HeavyJobs:
             self._running[visitor] = stop
         held = [False]
         try:
-            with watching(self._check(visitor, session, work, total_passes, on_progress, held, stop, payer or visitor)):
+            with watching(self._check(visitor, session, work, total_passes, on_progress, held, stop, payer or visitor,
+                                      slot)):
                 yield
         except StoppedError as stopped:  # what the computation held goes now, whoever keeps the error (Streamlit does)
             traceback.clear_frames(stopped.__traceback__)
             raise
         finally:
             release_freed_memory()
-            if held[0]:
+            if held[0] and slot:
                 self._slots.release()
             with self._lock:
                 if self._running.get(visitor) is stop:
@@ -104,16 +107,17 @@ class HeavyJobs:
                 self._lock.notify_all()
 
     def _check(self, visitor: str, session: str, work: float, total_passes: int, on_progress, held: list[bool],
-               stop: threading.Event, payer: str):
+               stop: threading.Event, payer: str, slot: bool = True):
         done, last = [0], [self._clock()]
 
         def check(rows: int) -> None:
             if stop.is_set():
                 raise StoppedError("the same visitor asked for another computation")
             if not held[0]:
-                self._take_a_slot(visitor, session, on_progress, stop)
+                if slot:
+                    self._take_a_slot(visitor, session, on_progress, stop)
+                    self._lower_priority()
                 held[0] = True
-                self._lower_priority()
                 self._spending.add(payer, work)
             done[0] += rows
             now = self._clock()

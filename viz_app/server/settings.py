@@ -90,10 +90,6 @@ class ServerSettings:
         """How many heavy computations run at once: the rest wait their turn, and a core stays for light pages."""
         return self.heavy_jobs or max(1, (os.cpu_count() or 2) - 1)
 
-    @property
-    def folder_names(self) -> tuple[str, ...]:
-        return tuple(name for name, _ in self.folders)
-
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # argparse would exit the server; say what is wrong instead

@@ -198,7 +198,8 @@ def encode(sae, hidden) -> np.ndarray:
 
 
 def example_html(example: NeuronExample, corpus: Corpus) -> str:
-    """The example's sentence with its token marked and the activation beside it, escaped for st.markdown."""
+    """The example's sentence with its token marked and the activation beside it, as HTML for `st.html`: the
+    sentence's text escaped (html.escape), the mark and the value the only markup."""
     encoding = corpus.encodings[example.sentence_index]
     text = corpus.sentences[example.sentence_index]
     value = f"<code>{example.activation:.2f}</code>"

@@ -130,6 +130,34 @@ def test_a_visitors_new_request_stops_the_old_one_and_a_cached_result_costs_noth
     assert jobs.spent_this_hour("another") == 0
 
 
+def test_a_light_pass_runs_at_once_beside_a_heavy_one_that_holds_the_only_slot(slow_model, tokenizer):
+    """A page's own light pass (slot=False) is counted in its visitor's hour and stops with its tab like a heavy
+    one, but never waits for a slot: a class's new sentences are not queued behind one student's long computation."""
+    sessions = Sessions("heavy", "light")
+    jobs = HeavyJobs(1, sessions.is_connected, check_every_s=0.0, wait_step_s=0.05)
+    encoding = tokenizer.encode(LONG)
+
+    def heavy():  # about 2 s of passes, holding the server's one slot
+        with jobs.job("heavy", "heavy", 1.0, 89):
+            return saliency(slow_model, tokenizer, encoding, "shapley_value_sampling", samples=5, batch_size=1)
+
+    thread, outcome = in_thread(heavy)
+    time.sleep(0.2)
+    assert jobs.waiting() == 0 and thread.is_alive()
+    waits = []
+    with jobs.job("light", "light", 3.0, 1, lambda share, text: waits.append(text), slot=False):
+        light = saliency(slow_model, tokenizer, tokenizer.encode("the [MASK] barked"), "gradient_x_input")
+    assert light.evaluations == 1 and thread.is_alive()  # ran while the slot was held, never queued:
+    assert waits and not any("waiting for a free slot" in text for text in waits)
+    assert jobs.spent_this_hour("light") == 3.0
+    sessions.live.discard("light")
+    with pytest.raises(StoppedError):  # its tab gone: stopped at its first pass, as a heavy one
+        with jobs.job("light", "light", 3.0, 1, slot=False):
+            saliency(slow_model, tokenizer, tokenizer.encode("the [MASK] barked"), "gradient_x_input")
+    thread.join(10)
+    assert outcome[0].evaluations == 86
+
+
 def test_the_hour_counts_the_work_of_computations_that_ran(tokenizer):
     now = [0.0]
     jobs = HeavyJobs(1, lambda session: True, clock=lambda: now[0])
