@@ -12,7 +12,7 @@ widgets.page_header(
     "The model module by module: embedding, a stack of identical layers (attention, then the MLP), and the LM head that turns vectors back into word guesses. Lines with → are hook "
     "points (places where the app can read or change what flows through the model): the shape of the tensor "
     "that flows there for your input ([batch, seq, hidden], heads split as [batch, head, seq, head_dim]). The "
-    "names follow the outline of the notes this model was written from: in each layer, `attention.mlp` is the "
+    "names follow the outline of the notes this model was written from: in each layer, attention.mlp is the "
     "heads' output projection (not an MLP) and residual is the MLP block with its add & norm; the table below "
     "gives each module's name in the Hugging Face checkpoint.",
 )
