@@ -59,17 +59,21 @@ def shown_problems(at) -> list[str]:
     return [f"shows {what!r}" for what in ("Traceback", 'File "', str(ROOT)) if what in shown]
 
 
-def live_markup(at) -> list[str]:
-    """(element, what is live, the text) for each rendered element that carries the payload's markup live."""
-    found = []
+def _read_as_markup(at):
+    """(kind, the element's fields) of each rendered element the browser reads as Markdown or HTML (not plain text)."""
     for node in nodes(at._tree):
         proto = getattr(node, "proto", None)
         if proto is None:
             continue
-        data = MessageToDict(proto)
         kind = node.type if isinstance(getattr(node, "type", None), str) else type(proto).__name__
-        if kind in PLAIN_TEXT:
-            continue
+        if kind not in PLAIN_TEXT:
+            yield kind, MessageToDict(proto)
+
+
+def live_markup(at) -> list[str]:
+    """(element, what is live, the text) for each rendered element that carries the payload's markup live."""
+    found = []
+    for kind, data in _read_as_markup(at):
         if kind == "html" or (kind == "markdown" and data.get("allowHtml")):
             checks, strings = LIVE_HTML, list(_strings(data.get("body", "")))
         else:
@@ -114,14 +118,7 @@ def formed_links(at, hosts=PAYLOAD_HOSTS) -> list[str]:
     """Each link or image a Markdown renderer makes, in any element the browser reads as Markdown, of an address on
     one of `hosts` (a visitor's: the app's own text links nowhere)."""
     found = []
-    for node in nodes(at._tree):
-        proto = getattr(node, "proto", None)
-        if proto is None:
-            continue
-        data = MessageToDict(proto)
-        kind = node.type if isinstance(getattr(node, "type", None), str) else type(proto).__name__
-        if kind in PLAIN_TEXT:
-            continue
+    for kind, data in _read_as_markup(at):
         for text in (s for key in MARKDOWN_FIELDS for s in _strings(_field(data, key))):
             found += [f"{kind}: {made} in {text[:160]!r}" for made in rendered(text) if _host(made) in hosts]
     return found

@@ -30,14 +30,6 @@ steps:
 """
 
 
-@pytest.fixture
-def class_key(monkeypatch) -> str:
-    key = secrets.token_urlsafe(12)  # a class of this test's own
-    monkeypatch.setenv("BERT_INSIDE_CLASS", "1")
-    monkeypatch.setenv("BERT_INSIDE_PRESENTER_KEY", key)
-    return key
-
-
 def test_a_followers_step_makes_no_pass_outside_a_computation_and_is_charged_once(open_app, class_key, monkeypatch):
     outside: list[int] = []
     follow = following.follow_if_moved

@@ -3,7 +3,6 @@ a student following the class lands on it (no exception anywhere); the arrow-key
 the pages offer "Download this view"."""
 from __future__ import annotations
 
-import secrets
 
 import pytest
 
@@ -34,14 +33,6 @@ def start(open_app, name: str):
     at.button(key="lesson_start").click().run()
     no_exception(at)
     return at
-
-
-@pytest.fixture
-def class_key(monkeypatch) -> str:
-    key = secrets.token_urlsafe(12)  # a class of this test's own
-    monkeypatch.setenv("BERT_INSIDE_CLASS", "1")
-    monkeypatch.setenv("BERT_INSIDE_PRESENTER_KEY", key)
-    return key
 
 
 @pytest.mark.slow
