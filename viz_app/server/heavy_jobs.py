@@ -96,8 +96,8 @@ class HeavyJobs:
             traceback.clear_frames(stopped.__traceback__)
             raise
         finally:
-            release_freed_memory()
-            if held[0] and slot:
+            if held[0] and slot:  # a heavy computation ran: what it freed goes back (a light one's is small)
+                release_freed_memory()
                 self._slots.release()
             with self._lock:
                 if self._running.get(visitor) is stop:
