@@ -118,7 +118,7 @@ def mixing_cost(method: str, tokens: int, config: BertConfig | None = None) -> C
     return Cost(1 + extra, tokens, ("the method", "a shorter text"), peak_bytes=peak, rows_at_once=0 if config else 1)
 
 
-CHUNK_COPIES = 4  # tensors as wide as a batch's widest that a method holds at once (before and after the MLP's activation, ...)
+CHUNK_COPIES = 5  # tensors as wide as a batch's widest that a method holds at once (before and after the MLP's activation, ...)
 
 
 def mixing_bytes(method: str, tokens: int, config: BertConfig) -> int:
