@@ -143,4 +143,5 @@ def test_a_family_is_its_module_and_one_registry_line(name):
     assert module.FAMILY is family and module.__name__.startswith("bert.families.")
     registry = (ROOT / "bert" / "families" / "registry.py").read_text()
     assert registry.count(f"    {module.__name__.rsplit('.', 1)[1]}.FAMILY,\n") == 1
-    assert family.paper and family.special_tokens.keys() == {"cls", "sep", "mask", "pad", "unk"} and family.piece_marker
+    assert family.paper and family.special_tokens.keys() == {"cls", "sep", "mask", "pad", "unk"}
+    assert (family.piece_marker in ("##", "Ġ", "▁")) != family.characters  # a vocabulary of characters has no marker
