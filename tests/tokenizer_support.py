@@ -51,7 +51,7 @@ CORPUS = [s for s, _ in INPUTS] + [p for _, p in INPUTS if p] + [
     "the of and to in is was for that on with as by at from his her they this which",
     "Paris capital city France country river Seine tower museum painting",
 ]
-FAMILIES = ("bert", "distilbert", "electra", "roberta", "albert", "modernbert", "deberta-v2")
+FAMILIES = ("bert", "distilbert", "electra", "roberta", "albert", "modernbert", "deberta-v2", "xlm-roberta")
 # what each family's config.json says about its input (base-size models' numbers)
 CONFIGS = {
     "bert": {"model_type": "bert", "max_position_embeddings": 512, "type_vocab_size": 2},
