@@ -4,11 +4,13 @@ ambiguous ones, gap characters and its special tokens <cls>, <eos>, <pad>, <unk>
 (a LayerNorm on each sub-layer's input, layer 0's attention included: the embeddings are not normed) with a final
 LayerNorm (emb_layer_norm_after), rotary positions (Su et al. 2021) on q and k, no segments, exact GELU, and its
 masked-LM head is RoBERTa's (dense, GELU, LayerNorm, the tied embedding). Its token dropout (bert/token_dropout.py)
-zeroes the mask token's embedding and scales the others, as in its training.
+zeroes the mask token's embedding and scales the others, as in its training. (transformers also zeroes a padded
+position's embedding; here it is kept: no real token reads it, and every real position is the same.)
 
 Refused in one line each: ESM-1b's and ESM-1v's absolute positions and normed embeddings, ESMFold, a rotary base
 other than 10,000. Its checkpoints' contact head (a logistic regression over every attention pattern, for contact
-maps) and the rotary frequencies transformers stores are skipped by name: nothing here reads them."""
+maps) and the rotary frequencies transformers stores are skipped by name: nothing here reads them, and a folder
+saved here has neither (transformers then starts a contact head at random and computes the frequencies)."""
 from __future__ import annotations
 
 from ..errors import ConfigError
