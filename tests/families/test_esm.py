@@ -160,3 +160,20 @@ def test_what_is_not_esm_2_is_refused_in_one_line(fields, refused):
     with pytest.raises(ConfigError, match=refused) as caught:
         BertConfig.from_hf_dict(hf)
     assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("architecture,output", [("EsmForSequenceClassification", "classifier"),
+                                                 ("EsmForTokenClassification", "tagger")])
+def test_the_task_heads_match_transformers(architecture, output, tmp_path, esm):
+    """EsmClassificationHead (the first token through dense, tanh, out_proj) and the token classifier."""
+    tokenizer = esm[2]
+    torch.manual_seed(0)
+    theirs = randomize_(getattr(transformers, architecture)(_esm_config()), seed=5).eval()
+    ours, _ = bert.load_pretrained(str(_save(theirs, tmp_path)))
+    assert ours.own_output == output
+    input_ids, _, attention_mask = _batch(tokenizer)
+    with torch.no_grad():
+        logits, expected = ours(input_ids, attention_mask=attention_mask), theirs(input_ids=input_ids, attention_mask=attention_mask).logits
+    keep = attention_mask.bool()
+    torch.testing.assert_close(logits if output == "classifier" else logits[keep], expected if output == "classifier" else expected[keep],
+                               **TOLERANCE)
