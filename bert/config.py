@@ -81,6 +81,12 @@ class BertConfig:
     # True (Hugging Face's DeBERTa): a padded position's embedding is zeroed and its query attends to no key in
     # particular (every key masked: a uniform pattern). No real token reads either; it changes padded rows only.
     padded_rows_zero: bool = False
+    # --- ESM-2 (Lin et al. 2023), a protein language model: pre-norm layers with rotary positions, and two steps of its own ---
+    embedding_norm: bool = True  # a LayerNorm on the summed embeddings (ESM-2: none, its emb_layer_norm_before; layer 0's attention then has its own)
+    # ESM's token dropout: the mask token's embedding is zeroed and every embedding scaled by (1 - 0.15 * 0.8) / (1 -
+    # the input's share of mask tokens), as in its training, where masked tokens were dropped (Rives et al. 2021)
+    token_dropout: bool = False
+    mask_token_id: int | None = None  # the mask token's id, which token_dropout zeroes
 
     def __post_init__(self):
         if self.hidden_size % self.num_heads:
@@ -106,6 +112,8 @@ class BertConfig:
             raise ConfigError(f"rotary position embeddings need an even head size, not {self.head_size}")
         if self.type_vocab_size < 0:
             raise ConfigError(f"type_vocab_size must be 0 (no segment embedding) or more, not {self.type_vocab_size}")
+        if self.token_dropout and self.mask_token_id is None:
+            raise ConfigError("token_dropout needs mask_token_id: the token whose embedding it zeroes")
         self._check_layer_groups()
         self._check_relative()
 

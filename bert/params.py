@@ -20,7 +20,7 @@ def count_parameters(
     projection = (e * h + h) if config.projects_embeddings else 0
     positions = 0 if config.rotary else config.position_rows
     counts = {
-        "embedding": (v + positions + config.type_vocab_size) * e + norms * e + projection,
+        "embedding": (v + positions + config.type_vocab_size) * e + norms * e * config.embedding_norm + projection,
         "attention_qkv_weights_per_layer": 3 * h * h,  # 1,769,472 for BERT-base
         # Q, K, V, output projection, LayerNorm
         "attention_per_layer": 4 * (h * h + attention_bias * h) + layer_norm,
@@ -29,7 +29,7 @@ def count_parameters(
     }
     counts["layer"] = counts["attention_per_layer"] + counts["mlp_per_layer"]
     counts["encoder_layers"] = config.distinct_layers * counts["layer"]  # ALBERT: one shared (or one per group's inner layer)
-    if config.pre_norm:  # layer 0's attention reads the normed embeddings: no LayerNorm of its own
+    if config.pre_norm and config.embedding_norm:  # layer 0's attention reads the normed embeddings: no LayerNorm of its own
         counts["encoder_layers"] -= layer_norm
     counts["final_norm"] = layer_norm if config.pre_norm else 0  # pre-norm: one LayerNorm after the last layer
     pooled_classifier = classifier_labels and config.sequence_head == "pooler"

@@ -3,7 +3,7 @@ bert/families/family.py) and its line here (docs/library.md, "Adding a family").
 from __future__ import annotations
 
 from ..errors import ConfigError
-from . import albert, bert, deberta, distilbert, electra, modernbert, roberta
+from . import albert, bert, camembert, deberta, distilbert, electra, esm, modernbert, roberta, xlm_roberta
 from .family import Family
 
 FAMILIES: dict[str, Family] = {family.model_type: family for family in (
@@ -14,6 +14,9 @@ FAMILIES: dict[str, Family] = {family.model_type: family for family in (
     electra.FAMILY,
     modernbert.FAMILY,
     deberta.FAMILY,
+    xlm_roberta.FAMILY,
+    camembert.FAMILY,
+    esm.FAMILY,
 )}
 MODEL_TYPES = tuple(FAMILIES)  # Hugging Face's model_type of each, the values of BertConfig.family
 

@@ -128,17 +128,17 @@ def _pieces(settings, tokens, one, inputs, results):
 
 def _embeddings(settings, tokens, one, inputs, results):
     t, word = settings.token, tokens[settings.token]
-    return {
-        "embeddings": number_rows({**{f"{part} embedding": values[t] for part, values in one.parts.items()},
-                                   "sum": one.embedding_sum[t]},
-                                  f"Embeddings of {word} and their sum", "one_pass_embeddings",
-                                  f"Each row is one vector of {one.embedding_sum.shape[-1]} numbers; the whole input's "
-                                  f"sum is {shape(one.embedding_sum)} (tokens × width)."),
-        "embedding_norm": number_rows({"sum": one.embedding_sum[t], "LayerNorm scale": one.norm_scale,
-                                       "after LayerNorm": one.embedding_norm[t]},
-                                      f"LayerNorm of {word}'s sum", "one_pass_embedding_norm",
-                                      f"(sum − mean) / spread × scale + shift; {shape(one.embedding_norm)}."),
-    }
+    charts = {"embeddings": number_rows({**{f"{part} embedding": values[t] for part, values in one.parts.items()},
+                                         "sum": one.embedding_sum[t]},
+                                        f"Embeddings of {word} and their sum", "one_pass_embeddings",
+                                        f"Each row is one vector of {one.embedding_sum.shape[-1]} numbers; the whole "
+                                        f"input's sum is {shape(one.embedding_sum)} (tokens × width).")}
+    if one.norm_scale is not None:  # ESM-2 has no LayerNorm on its embeddings
+        charts["embedding_norm"] = number_rows({"sum": one.embedding_sum[t], "LayerNorm scale": one.norm_scale,
+                                                "after LayerNorm": one.embedding_norm[t]},
+                                               f"LayerNorm of {word}'s sum", "one_pass_embedding_norm",
+                                               f"(sum − mean) / spread × scale + shift; {shape(one.embedding_norm)}.")
+    return charts
 
 
 def _attention(settings, tokens, one, inputs, results):
@@ -247,8 +247,11 @@ def paragraphs(settings: Settings, inputs: HasInputs, one: OnePass) -> dict[str,
         "pieces": f"The tokenizer cuts the sentence into {len(tokens)} word pieces; the model sees only their ids. "
                   f"{word} is id {inputs.prepared.masked.input_ids[t]}.",
         "embeddings": f"{word}'s vector is the sum of {', '.join(one.parts)} embeddings ({summed.shape[-1]} numbers "
-                      f"each). LayerNorm then centres it (mean {summed.mean():.3f}) and divides by its spread "
-                      f"({summed.std():.3f}), then multiplies by a learned scale and adds a shift.",
+                      f"each). " + (f"LayerNorm then centres it (mean {summed.mean():.3f}) and divides by its spread "
+                                    f"({summed.std():.3f}), then multiplies by a learned scale and adds a shift."
+                                    if one.norm_scale is not None else
+                                    "No LayerNorm follows here: the sum enters layer 0 as it is, and layer 0's attention "
+                                    "normalises its own input."),
         "attention": f"In layer {settings.layer}, head {settings.head}, {word}'s query is compared with every token's key: "
                      f"q · k, divided by √d = {one.scale:.2f}, then softmax makes the row sum to 1. {word} gives "
                      f"{one.pattern[t].max():.0%} of its weight to {tokens[int(one.pattern[t].argmax())]}. The head's "

@@ -46,6 +46,7 @@ FAMILY = {
     "modernbert": ("modernbert", "ModernBertForMaskedLM", {}),
     "deberta": ("deberta-v2", "DebertaV2ForMaskedLM", {}),
     "deberta-classifier": ("deberta-v2", "DebertaV2ForSequenceClassification", {}),  # as released: no masked-LM head
+    "esm": ("esm", "EsmForMaskedLM", {}),  # ESM-2 (Lin et al. 2023): pre-norm, rotary, token dropout; read as characters
 }
 MINILM = "minilm"  # the app's default model: no `model=` in the link
 SENTENCES = {"text", "pair", "patch_clean", "patch_corrupted", "trace_text", "contexts_word"}  # a page needs a usable one
@@ -86,11 +87,12 @@ CANNOT = {  # (model, page) -> the one line the page shows instead of its charts
     ("deberta-classifier", "causal_tracing"): NO_GUESS,
     ("deberta-classifier", "embeddings"): RELATIVE,
     ("modernbert", "embeddings"): "This model has no position or segment embeddings: it rotates each position",
+    ("esm", "embeddings"): "This model has no position or segment embeddings: it rotates each position",
     ("deberta", "embeddings"): RELATIVE,
     **{(name, "circuits"): "circuits do not read DeBERTa's disentangled attention" for name in ("deberta", "deberta-classifier")},
     ("electra-discriminator", "circuits"): "circuits score the masked word: load a model with a masked-LM head",
     **{(name, "sentence_tasks"): NO_SENTENCE_HEAD
-       for name in ("roberta", "distilbert", "electra-discriminator", "electra-generator", "modernbert", "deberta")},
+       for name in ("roberta", "distilbert", "electra-discriminator", "electra-generator", "modernbert", "deberta", "esm")},
 }
 SHOWS = {  # (model, page) -> what the page shows where a family, or the link, brings something of its own
     ("roberta", "embeddings"): "This model has one segment embedding, added to every token alike",
@@ -99,6 +101,7 @@ SHOWS = {  # (model, page) -> what the page shows where a family, or the link, b
     ("modernbert", "prediction"): "Local attention: layers 0, 3, 6, … see the whole input, the others only the 4",
     ("deberta", "attention"): "Positions enter every attention layer as relative distances",  # the sidebar's note
     ("modernbert", "mixing"): "Only the attention weights here: the decompositions follow BERT's post-LN layers",
+    ("esm", "mixing"): "Only the attention weights here: the decompositions follow BERT's post-LN layers",
     ("bert", "causal_tracing"): "is not one vocabulary token",  # the link's answer, quoted as text
     **{(name, "corpus_search"): "Searching " for name in ["bert", *FAMILY]},  # the built-in corpus: 256 positions
 }
