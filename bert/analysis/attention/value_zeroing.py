@@ -28,7 +28,7 @@ from typing import Callable
 
 import torch
 import torch.nn.functional as F
-from einops import rearrange
+from einops import einsum, rearrange
 from torch import nn
 
 from ...activations import activate_
@@ -128,7 +128,8 @@ class ZeroingParts:
             centred, pre = self.centred[None].clone(), self.pre[None].clone()  # [1, query, ...]
         else:
             shares = recorded.pattern[:, :, keys].permute(2, 1, 0).contiguous()  # [row, query, head]: p^h_i,keys[row]
-            changes = torch.einsum("hkd,hdo->kho", self.values[:, keys], output_weight_per_head(module))  # [row, head, hidden] u^h_k
+            changes = einsum(self.values[:, keys], output_weight_per_head(module),
+                             "head row head_dim, head head_dim hidden -> row head hidden")  # u^h_k
             changes -= changes.mean(-1, keepdim=True)  # C u^h_k
             pre_changes = F.linear(_ln1_scaled(module, changes), block.mlp1.weight)  # [row, head, intermediate]
             rows = len(keys)
