@@ -354,14 +354,18 @@ def alignment_cost(config: BertConfig, tokens: int, pair_counts: tuple[int, int,
     """The passes `align` (sites = 1) or `alignment_sweep` makes at most (fewer when pairs are dropped):
     recording, both sentences of every pair, one pass each; then at each site, training (das, boundless) steps x
     batch rows, forward and backward, for the task and for the control; scoring, one intervened pass per
-    training, held-out and control held-out pair. pair_counts: (train, test, control train, control test)."""
+    training, held-out and control held-out pair. pair_counts: (train, test, control train, control test).
+    Memory: it keeps both sentences' vectors at every site (float32), and its largest batch is a training step's
+    rows with their gradients or a recording batch."""
     train, test, control_train, control_test = pair_counts
     record = 2 * sum(pair_counts)
     trained = settings.method in TRAINED
     training = settings.steps * (min(settings.batch_size, train) + min(settings.batch_size, control_train)) if trained else 0
     scoring = train + test + control_test
     lower = ("fewer pairs", "fewer layers or positions") + (("fewer training steps",) if trained else ())
-    return Cost(record + sites * (training + scoring), tokens, lower, backward_passes=sites * training)
+    rows = max(min(settings.eval_batch_size, max(pair_counts, default=1)), min(settings.batch_size, train) if trained else 1)
+    return Cost(record + sites * (training + scoring), tokens, lower, backward_passes=sites * training,
+                kept_bytes=record * sites * config.hidden_size * 4, rows_at_once=max(rows, 1))
 
 
 def planned_pairs(tokenizer: BertTokenizer, pairs: Sequence[VariablePair], settings: AlignmentSettings, max_length: int
