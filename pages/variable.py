@@ -81,6 +81,7 @@ result = results["align"]
 st.text(f"{method} at {layer_label(settings.layer)}, {spec.POSITIONS[settings.position]}, {settings.source.title()}:\n"
         + spec.result_text(result))
 charts = spec.view(settings, context, results)
+widgets.show_chart(charts["result"], key="result")
 grids = st.columns(2)
 for column, name in zip(grids, ("sweep", "full_sweep")):
     if name in charts:

@@ -139,10 +139,10 @@ REGISTRY: tuple[Page, ...] = (
              "circuit_shown": integer(20), "circuit_part": text(None),
          }, spec="circuits"),
     # Where is the variable? (viz_app/specs/variable.py): the pairs (a task, or "upload"), the method, k, its training
-    # steps, pairs and seed, the site (a layer from 0, a position role), the sweep's grids, the visitor's two sentences
+    # steps, pairs and seed (the default method fits without training: a class opens it in a few passes), the site (a layer from 0, a position role), the sweep's grids, the visitor's two sentences
     Page("variable", "Where is the variable?", ":material/my_location:", EXPERIMENTS, reads_sentence=False, params={
         "variable_task": choice({**VARIABLE_TASKS, "upload": "your own pairs (a .tsv or .jsonl file)"}, "number-pp"),
-        "variable_method": choice(ALIGNMENT_METHODS, "das"), "variable_dims": integer(1), "variable_steps": integer(50),
+        "variable_method": choice(ALIGNMENT_METHODS, "mean-diff"), "variable_dims": integer(1), "variable_steps": integer(50),
         "variable_pairs": integer(64), "variable_seed": integer(0), "variable_layer": integer(0),
         "variable_position": choice({"differs": "the word that differs", "mask": "the [MASK]"}),
         "variable_sweep": flag(False),

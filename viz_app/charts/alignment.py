@@ -35,3 +35,13 @@ def projection_heatmap(values: np.ndarray, rows: list[str], tokens: list[str], t
     data = pd.DataFrame([{"layer": row, "token": f"{j} {token}", "projection": float(values[i, j])}
                          for i, row in enumerate(rows) for j, token in enumerate(tokens)])
     return Chart(figure, data, name, caption)
+
+
+def iia_bars(values: dict[str, float], title: str, name: str, caption: str) -> Chart:
+    """One site's scores as bars from 0 to 1 (held-out IIA, training IIA, the control task's IIA), labels plain text."""
+    labels, heights = list(values), [float(v) for v in values.values()]
+    figure = go.Figure(go.Bar(x=labels, y=heights, marker_color=["#2ca02c", "#98df8a", "#7f7f7f"][: len(labels)],
+                              text=[f"{v:.2f}" for v in heights], textposition="outside",
+                              hovertemplate="%{x}: %{y:.3f}<extra></extra>"))
+    layout(figure, title, height=300, yaxis=dict(range=[0, 1.1], title="IIA"))
+    return Chart(figure, pd.DataFrame({"score": labels, "iia": heights}), name, caption)

