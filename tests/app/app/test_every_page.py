@@ -49,7 +49,8 @@ FAMILY = {
     "esm": ("esm", "EsmForMaskedLM", {}),  # ESM-2 (Lin et al. 2023): pre-norm, rotary, token dropout; read as characters
 }
 MINILM = "minilm"  # the app's default model: no `model=` in the link
-SENTENCES = {"text", "pair", "patch_clean", "patch_corrupted", "trace_text", "contexts_word"}  # a page needs a usable one
+SENTENCES = {"text", "pair", "patch_clean", "patch_corrupted", "trace_text", "contexts_word", "variable_sentence",
+             "variable_source"}  # a page needs a usable one
 SETTINGS = [name for name in LINK_PARAMS if name not in SENTENCES]
 PAIR = {"text": "the dog barked at the [MASK].", "pair": "the cat went to the park."}
 HOSTILE = f"<script>alert('x')</script> <b>bold</b> {PAYLOAD} [MASK] & *stars* $x$ 🍕 שלום مرحبا \x07 naïve 漢字"
@@ -77,11 +78,17 @@ INPUTS = {
 NO_MLM_HEAD = "This model has no masked-LM head, so there is no prediction to analyse."
 NO_SENTENCE_HEAD = "This model has no sentence-level head."
 NO_GUESS = "This model has no masked-LM head, so it makes no guess to trace."
+NO_SWAP = "This model has no masked-LM head, so it makes no guess to swap."
+# The variable page's built-in pairs are real words: the tiny vocabulary splits them, and the page says so in one line
+TOO_FEW_PAIRS = "too few usable pairs to train and test"
 RELATIVE = "This model has no position or segment embeddings: every attention layer adds scores"
 CANNOT = {  # (model, page) -> the one line the page shows instead of its charts
     ("distilbert", "embeddings"): "This model has no segment embeddings",
     **{("electra-discriminator", page): NO_MLM_HEAD for page in ("logit_lens", "head_ablation", "saliency")},
     ("electra-discriminator", "causal_tracing"): NO_GUESS,
+    **{(name, "variable"): NO_SWAP for name in ("electra-discriminator", "deberta-classifier")},
+    **{(name, "variable"): TOO_FEW_PAIRS for name in ("bert", "roberta", "distilbert", "albert", "electra-generator",
+                                                      "modernbert", "deberta")},
     ("deberta-classifier", "prediction"): "This model has no masked-LM head, so it cannot guess masked words",
     **{("deberta-classifier", page): NO_MLM_HEAD for page in ("logit_lens", "head_ablation", "saliency")},
     ("deberta-classifier", "causal_tracing"): NO_GUESS,
