@@ -32,9 +32,16 @@ for tool in haproxy ${store:+true} ${store:-redis-server}; do
 done
 run_dir="$(mktemp -d "${TMPDIR:-/tmp}/bert-inside-lecture.XXXXXX")"
 pids=()
-stop_all() {
+stop_all() {  # each part asked to stop; one still running 20 s later (an app busy on a page) is killed
     trap - INT TERM EXIT
     for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    for _ in $(seq 40); do
+        running=0
+        for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && running=1; done
+        [[ "$running" == 0 ]] && break
+        sleep 0.5
+    done
+    for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
     wait 2>/dev/null || true
     echo "The lecture hall stopped (its logs: $run_dir)." >&2
 }
