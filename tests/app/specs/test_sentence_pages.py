@@ -54,16 +54,18 @@ def test_next_sentence_for_the_typed_and_the_swapped_pair(open_page):
 
 @pytest.mark.skipif(not has_nsp_file(), reason="the built-in next-sentence head is missing")
 def test_next_sentence_without_a_second_sentence_draws_with_a_stand_in_and_asks_for_one(open_page):
-    """The first screen: the model's own answers for the stand-in sentence B, and a line asking for the visitor's."""
+    """The first screen, with no input: the model's own answers for the default sentence and the stand-in sentence
+    B, and a line asking for the visitor's."""
     from bert import load_pretrained
+    from viz_app.app.url_params import DEFAULT_TEXT
     from viz_app.specs.sentence_tasks import STAND_IN_PAIR
 
-    at = open_page("sentence_tasks", text="The man went to the store.")
+    at = open_page("sentence_tasks")
     assert "Type a second sentence" in texts(at) and STAND_IN_PAIR in texts(at)
     shown = metric_values(at)
     model, tokenizer = load_pretrained("minilm")
-    for label, (a, b) in {"P(B follows A), as typed": ("The man went to the store.", STAND_IN_PAIR),
-                          "P(A follows B), swapped": (STAND_IN_PAIR, "The man went to the store.")}.items():
+    for label, (a, b) in {"P(B follows A), as typed": (DEFAULT_TEXT, STAND_IN_PAIR),
+                          "P(A follows B), swapped": (STAND_IN_PAIR, DEFAULT_TEXT)}.items():
         ids, types = tokenizer.encode(a, b).tensors()
         with torch.no_grad():
             assert shown[label] == f"{float(model(ids, types, output='nsp').softmax(-1)[0, 0]):.1%}"
@@ -79,7 +81,7 @@ def test_a_model_without_sentence_heads_says_which_model_would_work(open_page):
 
 @pytest.mark.slow
 def test_compare_minilm_with_its_encoder(open_page):
-    at = open_page("compare_models", text="The [MASK] barked at the mailman.")
+    at = open_page("compare_models")  # the first screen, with no input: the default sentence, and B chosen for A
     assert at.selectbox(key="compare_with").value == "minilm-encoder"  # minilm's partner, chosen for it
     at.slider(key="compare_count").set_value(20).run()
     no_exception(at)
