@@ -50,7 +50,7 @@ lesson = st.session_state.get(session.UPLOADED) if name == UPLOAD else lessons[n
 index = session.current_step(lesson)
 if lesson is None:  # kept while the class visits the steps' pages
     st.stop()
-base_url = session.base_url()  # read in the page's run: the download is made on a thread with no browser to ask
+base_url = session.students_base_url()  # the class link's: read in the page's run (the download's thread has no browser)
 
 
 def lesson_not_made(why: str) -> str:
