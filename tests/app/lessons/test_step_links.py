@@ -1,6 +1,7 @@
 """The link under each lesson step is made from the same address as the class link: a presenter who opened the app
 on the server machine (localhost, as AppTest does) gives students the machine's address in both, never localhost,
-which on a student's laptop is the laptop itself (viz_app/lessons/session.py's students_base_url)."""
+which on a student's laptop is the laptop itself (viz_app/lessons/session.py's students_base_url). And Next sits
+above the step, so that a 768-pixel screen shows it under the sentence box whatever the step draws."""
 from __future__ import annotations
 
 import re
@@ -9,6 +10,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from app_helpers import as_read, no_exception
+from page_checks import nodes
 from viz_app.server import class_room
 
 pytestmark = pytest.mark.slow  # AppTest: the Lessons page on the built-in model
@@ -28,3 +30,6 @@ def test_a_presenter_on_localhost_gives_each_step_the_class_links_address(open_a
     presenter.button(key="lesson_next").click().run()
     [following] = [c.value for c in presenter.code if "model=" in c.value]
     assert urlsplit(following).netloc == urlsplit(students).netloc
+    order = list(nodes(presenter._tree))
+    [title] = presenter.header  # the step's title, at the top of the stage
+    assert order.index(presenter.button(key="lesson_next")) < order.index(title)
