@@ -46,10 +46,15 @@ def node_title(node: dict) -> str:
     return f"the {node['kind']}"
 
 
+def possessive(title: str) -> str:
+    """"layer 3, head 7's", "the embeddings'"."""
+    return title + ("'" if title.endswith("s") else "'s")
+
+
 def reader_title(node: dict, input: str | None) -> str:
     """What reads an edge: "layer 5, head 2's values", "layer 3's MLP", "the logits"."""
     if node["kind"] == "head":
-        return f"{node_title(node)}'s {ENTERS[input][2]}"
+        return f"{possessive(node_title(node))} {ENTERS[input][2]}"
     return node_title(node)
 
 
@@ -67,7 +72,7 @@ def from_positions(positions: Sequence[tuple[int, str, float]]) -> str:
 
 def edge_text(edge: dict, nodes: dict[str, dict], metric: str) -> str:
     """An edge in words, plain text: what sends, what reads, what patching it does, from which positions."""
-    text = (f"{node_title(nodes[edge['from']])}'s output, read by {reader_title(nodes[edge['to']], edge['input'])}: "
+    text = (f"{possessive(node_title(nodes[edge['from']]))} output, read by {reader_title(nodes[edge['to']], edge['input'])}: "
             f"patching it {effect(edge['score'], metric)}")
     if edge.get("positions"):
         text += f"; from {from_positions(edge['positions'])}"
@@ -162,7 +167,8 @@ def circuit_graph(nodes: Sequence[dict], edges: Sequence[dict], num_layers: int,
                         columns=["from", "to", "input", "score", "in words"])
     signs = [sign for sign, drawn in (("blue: patching the edge with the counterfactual's value raises the metric",
                                        any(e["score"] >= 0 for e in edges)),
-                                      ("red: it lowers the metric", any(e["score"] < 0 for e in edges))) if drawn]
+                                      ("red: patching the edge with the counterfactual's value lowers the metric",
+                                       any(e["score"] < 0 for e in edges))) if drawn]
     caption = ("; ".join(signs).capitalize() + ". " if signs else "") + (
         f"Node and edge colours on one scale for this pair, ±{scale:.2f} (the whole change from the clean sentence "
         "to the counterfactual); a node is coloured by patching all its outgoing edges at once. Hover an edge's "

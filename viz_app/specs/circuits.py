@@ -20,7 +20,7 @@ from bert.costs import Cost
 from bert.errors import BertError
 from viz_app.app.models import LoadedModel
 from viz_app.charts.base import Chart
-from viz_app.charts.circuits import circuit_graph, faithfulness_chart, node_title, reader_title
+from viz_app.charts.circuits import circuit_graph, faithfulness_chart, node_title, possessive, reader_title
 from viz_app.specs.base import Computation, HasInputs, Inputs, Planned, setting, within
 
 NAME = "circuits"
@@ -169,6 +169,7 @@ def computations(settings: Settings) -> Planned:
 
 
 POSITIONS_NAMED = 3  # an edge's sender positions named in its words, largest part of its score first
+POSITION_SHARE = 0.05  # ... those that carry at least this share of its |parts| (the largest always)
 
 
 def shown_edges(result: CircuitResult, count: int) -> list[dict]:
@@ -182,7 +183,9 @@ def shown_edges(result: CircuitResult, count: int) -> list[dict]:
         if scores.positions is not None:
             parts = scores.positions[edge.index]
             order = parts.abs().argsort(descending=True, stable=True)[:POSITIONS_NAMED].tolist()
-            drawn["positions"] = [(position, scores.tokens[position], float(parts[position])) for position in order]
+            least = POSITION_SHARE * float(parts.abs().sum())
+            drawn["positions"] = [(position, scores.tokens[position], float(parts[position])) for number, position
+                                  in enumerate(order) if number == 0 or abs(float(parts[position])) >= least]
         edges.append(drawn)
     return edges
 
@@ -250,7 +253,7 @@ def part_words(graph, part: str) -> str:
     kind, _, name = part.partition(":")
     if kind == "edge":
         edge = next(e for e in graph.edges if e.name == name)
-        return (f"{node_title(node_fields(edge.sender))}'s output, read by "
+        return (f"{possessive(node_title(node_fields(edge.sender)))} output, read by "
                 f"{reader_title(node_fields(edge.receiver.node), edge.receiver.input)}")
     return f"every output of {node_title(node_fields(graph.senders[graph.sender_index(name)]))}"
 
