@@ -61,14 +61,17 @@ def patch_clicked(event: dict) -> dict:
     return {} if part is None else {"circuit_part": part}
 
 
-widgets.show_chart(charts["graph"], key="graph", on_click=patch_clicked)
-st.caption("Click an edge's diamond or a node's circle to patch it, or pick it here:")
-part = st.selectbox("Patch one edge or node with the counterfactual's value", parts,
-                    format_func=lambda p: "nothing" if not p else p.replace(":", ": ", 1),
-                    **state.kept("circuit_part", parts, ""))
-if part:
-    ablated = heavy.run(context, circuits.ABLATION, circuits.AblationWork(settings.pair, part))
-    if ablated is not None:
-        st.text(circuits.ablation_text(scores, part, ablated))
+graph_box, patch_box = st.columns([3, 1])  # the patched result beside the graph, not below it
+with graph_box:
+    widgets.show_chart(charts["graph"], key="graph", on_click=patch_clicked)
+with patch_box:
+    st.caption("Click an edge's diamond or a node's circle to patch it, or pick it here:")
+    part = st.selectbox("Patch one edge or node with the counterfactual's value", parts,
+                        format_func=lambda p: circuits.part_label(scores.graph, p),
+                        **state.kept("circuit_part", parts, ""))
+    if part:
+        ablated = heavy.run(context, circuits.ABLATION, circuits.AblationWork(settings.pair, part))
+        if ablated is not None:
+            st.text(circuits.ablation_text(scores, part, ablated, circuits.metric_words(settings.pair)))
 widgets.show_chart(charts["faithfulness"], key="faithfulness")
 widgets.download_view("Which connections carry the answer?", "circuits")

@@ -53,6 +53,9 @@ if table.empty:
     show.info("{}", model_comparison.nothing_shared(context.loaded, loaded_b, context.prepared, shared))
 else:
     st.dataframe(table.rename(columns={"model A": f"A: {name_a}", "model B": f"B: {name_b}"}), hide_index=True)
+    one_sided = model_comparison.one_sided(table)
+    if one_sided:
+        show.caption("{}", one_sided)
 
 st.subheader("What changed inside, over many sentences")
 picked = analysis_widgets.sentence_source("compare", most=500)

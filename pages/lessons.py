@@ -50,7 +50,7 @@ lesson = st.session_state.get(session.UPLOADED) if name == UPLOAD else lessons[n
 index = session.current_step(lesson)
 if lesson is None:  # kept while the class visits the steps' pages
     st.stop()
-base_url = session.base_url()  # read in the page's run: the download is made on a thread with no browser to ask
+base_url = session.students_base_url()  # the class link's: read in the page's run (the download's thread has no browser)
 
 
 def lesson_not_made(why: str) -> str:
@@ -114,12 +114,7 @@ if worked is not None:
     step, figures, trouble = worked.step, worked.figures, worked.trouble
     session.apply(lesson, step, context.key.source)
     session.switch_if_asked(step, context.key.source)
-with st.container(key="lesson_stage"):
-    if step is None:
-        show.caption("{} · **step {} of {}**", lesson.title, index + 1, len(lesson.steps))
-    else:
-        show_step(step, figures, trouble)
-
+# the buttons above the step, so that Next stays on a 768-pixel screen whatever the step shows
 buttons = st.columns([0.9, 0.9, 1.9, 1.5, 1.9])
 buttons[0].button("Back", icon=":material/arrow_back:", shortcut="Left", key="lesson_back", disabled=index == 0,
                   on_click=session.go_to, args=(lesson, index - 1, context.visitor), width="stretch")
@@ -133,6 +128,12 @@ buttons[3].button("Leave the lesson", icon=":material/close:", key="lesson_leave
                   args=(lesson, None, context.visitor), width="stretch")
 with buttons[4]:
     st.download_button("Download this lesson", key="lesson_download", width="stretch", **download)
+with st.container(key="lesson_stage"):
+    if step is None:
+        show.caption("{} · **step {} of {}**", lesson.title, index + 1, len(lesson.steps))
+    else:
+        show_step(step, figures, trouble)
+
 if presenter:
     following.presenter_box(context.visitor)
 if step is not None:

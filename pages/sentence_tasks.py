@@ -52,11 +52,16 @@ def explain(output: str, target: int, labels, position: int = 0) -> None:
 sentence_order = family_of(model.config).sentence_order  # ALBERT's head's classes: [in order, swapped] (Lan et al. 2020)
 if "nsp" in outputs:
     show.subheader("{}", "Are A and B in their order?" if sentence_order else "Does B follow A?")
-    if not prepared.pair.strip() or prepared.pair_dropped:
-        asked = "whether the two are in their order" if sentence_order else "whether it follows the first"
+    asked = "whether the two are in their order" if sentence_order else "whether it follows the first"
+    typed_pair = bool(prepared.pair.strip())
+    if prepared.pair_dropped:
         show.info("Type a second sentence (segment B) at the top: the model then says {}.", asked)
     else:
-        result = heavy.run(context, sentence_tasks.NEXT_SENTENCE, sentence_tasks.PairWork())
+        if not typed_pair:  # the first screen draws with a stand-in sentence B
+            show.caption("No second sentence typed, so sentence B here is “{}”. Type a second sentence (segment B) at "
+                         "the top: the model then says {}.", sentence_tasks.STAND_IN_PAIR, asked)
+        work = sentence_tasks.PairWork("" if typed_pair else sentence_tasks.STAND_IN_PAIR)
+        result = heavy.run(context, sentence_tasks.NEXT_SENTENCE, work)
         if result is None:
             st.stop()
         typed, swapped = st.columns(2)
@@ -79,7 +84,7 @@ if "nsp" in outputs:
                 "60% of held-out pairs (chance is 50%) and cannot tell the order of two related sentences "
                 "(bert/weights/MODEL_CARD.md). bert-base-uncased's own head is far better."
             )
-        if st.toggle("Which tokens drove it?", **state.kept("tasks_explain_nsp")):
+        if typed_pair and st.toggle("Which tokens drove it?", **state.kept("tasks_explain_nsp")):
             explain("nsp", 0 if result.follows >= 0.5 else 1, ("in order", "swapped") if sentence_order else NEXT_SENTENCE_LABELS)
 
 if "classifier" in outputs:

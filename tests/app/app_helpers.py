@@ -26,7 +26,7 @@ PLAY = "\n".join(EXAMPLES["play"])
 FORMERLY_BOUND = {
     "top_k": (12, "12"), "layer": (3, "3"), "head": (5, "5"), "statistic": ("sep", "sep"),
     "units": ("words", "words"), "k": (8, "8"), "mlp_layer": (2, "2"), "neurons_shown": (64, "64"),
-    "probes_count": (100, "100"), "probes_ud_count": (50, "50"), "probe_seed": (7, "7"),
+    "probes_count": (20, "20"), "probes_ud_count": (50, "50"), "probe_seed": (7, "7"),
     "patch_clean": ("The king said that [MASK] was tired.",) * 2,
     "patch_corrupted": ("The queen said that [MASK] was tired.",) * 2,
     "trace_text": ("The king said that [MASK] was tired.",) * 2, "trace_samples": (5, "5"),

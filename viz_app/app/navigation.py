@@ -88,7 +88,7 @@ REGISTRY: tuple[Page, ...] = (
     # Layer probes (viz_app/app/probe_data.py): lists, toggles, choices shown by a label, None defaults
     Page("probes", "Layer probes", ":material/science:", EXPERIMENTS, reads_sentence=False, params={
         "probe_tasks": words(["position", "continuation", "pos"], (*TEXT_TASKS, "pos")),  # the built-in sentences'
-        "probes_count": integer(300), "probes_ud_count": integer(200), "probe_seed": integer(0),  # UD: from each file
+        "probes_count": integer(100), "probes_ud_count": integer(200), "probe_seed": integer(0),  # UD: from each file
         "probes_source": choice(("wordnet", "ud_ewt", "labelled", "text")),
         "probe_treebank_tasks": words(["upos", "deprel", "distance", "depth"]),
         "probe_pieces": choice(("first", "mean", "last")), "probe_mdl": flag(False),

@@ -151,4 +151,6 @@ def _stop_running() -> None:
 
 
 def run_toggle() -> bool:
+    """The switch that starts a run on other data than the built-in sentences (those run at once: the first screen
+    shows their curves), which can take minutes."""
     return st.toggle("Run the probes", key="probe_run", help="A few seconds to a few minutes, by the number of sentences")

@@ -23,7 +23,7 @@ import streamlit as st
 from viz_app.app import show, state
 from viz_app.server import class_store, singletons
 from viz_app.server.access import Role, Visitor
-from viz_app.server.class_room import FOLLOW_PARAM, Answer, ClassRoom, ClassStep, class_links, network_host
+from viz_app.server.class_room import FOLLOW_PARAM, Answer, ClassRoom, ClassStep, class_links
 from viz_app.lessons import session
 from viz_app.lessons.format import PAGES
 from viz_app.app.models import ModelKey
@@ -195,7 +195,7 @@ def _set_following(following: bool) -> None:
 def presenter_box(visitor: Visitor) -> None:
     """On the Lessons page, for the presenter: the two links, and (redrawn every COUNTS_S) who follows and the
     answers to the step showing; a press the class's store refused, in one line."""
-    links = class_links(_students_base(), visitor.presenter_key)
+    links = class_links(session.students_base_url(), visitor.presenter_key)
     with st.container(border=True, key="class_presenter"):
         if st.session_state.pop(session.NOT_SENT, False):
             show.warning("{}", PRESS_NOT_SENT, icon=":material/cloud_off:")
@@ -225,13 +225,3 @@ def _counts(visitor: Visitor) -> None:
         if room.refused():
             show.warning("The table of answers is full: {:,} later answer(s) were refused, not counted.",
                          room.refused())
-
-
-def _students_base() -> str:
-    """The app's address for students: as the presenter's browser reached it, unless that is this machine's own
-    name for itself (localhost), which students cannot use."""
-    base = session.base_url()
-    host = base.split("://", 1)[1].split("/", 1)[0].rsplit(":", 1)[0]
-    if host in ("localhost", "127.0.0.1", "[::1]"):
-        base = base.replace(host, network_host(), 1)
-    return base

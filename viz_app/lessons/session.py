@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 from typing import Any, Callable, Mapping
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import streamlit as st
 
@@ -28,6 +28,7 @@ from viz_app.lessons.format import MODEL_PARAM, PAGES, Lesson, builtin_lessons
 from viz_app.lessons.resolve import SIDEBAR_KEYS, ResolvedStep, step_state
 from viz_app.lessons.steps import StepWork, WorkedStep, step_computation
 from viz_app.app.navigation import LINK_PARAMS
+from viz_app.server import class_room
 from viz_app.server.class_room import ClassStep
 from viz_app.server.class_store import StoreUnavailableError
 from viz_app.specs.base import Computation
@@ -151,6 +152,17 @@ def base_url() -> str:
     parts = urlsplit(st.context.url or "http://localhost:8501")
     prefix = (st.get_option("server.baseUrlPath") or "").strip("/")
     return f"{parts.scheme}://{parts.netloc}" + (f"/{prefix}" if prefix else "")
+
+
+def students_base_url() -> str:
+    """The app's address as students reach it: as this browser reached it, unless that is this machine's own name
+    for itself (localhost), which students cannot use; then the machine's address on its network. The class link
+    and every step's link are made from it, so that they always agree."""
+    parts = urlsplit(base_url())
+    if parts.hostname not in ("localhost", "127.0.0.1", "::1"):
+        return parts.geturl()
+    port = f":{parts.port}" if parts.port else ""
+    return urlunsplit((parts.scheme, class_room.network_host() + port, parts.path, "", ""))
 
 
 def _through_the_caches(loaded: LoadedModel) -> PerModel:

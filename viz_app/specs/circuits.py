@@ -20,7 +20,7 @@ from bert.costs import Cost
 from bert.errors import BertError
 from viz_app.app.models import LoadedModel
 from viz_app.charts.base import Chart
-from viz_app.charts.circuits import circuit_graph, faithfulness_chart
+from viz_app.charts.circuits import circuit_graph, faithfulness_chart, node_title, possessive, reader_title
 from viz_app.specs.base import Computation, HasInputs, Inputs, Planned, setting, within
 
 NAME = "circuits"
@@ -30,6 +30,7 @@ OWN = -1  # the pair index of the visitor's own pair
 METHOD_TITLES = {"exact": "exact edge patching", "eap": "EAP (Syed et al. 2023)",
                  "eap-ig": "EAP-IG (Hanna et al. 2024)"}
 MAX_STEPS, MAX_SHOWN = 50, 200
+SPLIT = ("eap", "eap-ig")  # the methods whose scores the page splits over the sender's positions (per_position)
 LESSON_CHARTS = ("graph", "faithfulness")
 TOP_WORDS = 5
 
@@ -75,12 +76,12 @@ def scores_cost(inputs: Inputs, work: ScoreWork) -> Cost:
     """The edge scores, then two faithfulness curves (the method's circuits and the random ones)."""
     config, tokens = inputs.loaded.model.config, _tokens(inputs, work.pair)
     curve = faithfulness_cost(config, tokens)
-    return edge_scores_cost(config, tokens, work.method, work.steps) + curve + curve
+    return edge_scores_cost(config, tokens, work.method, work.steps, per_position=work.method in SPLIT) + curve + curve
 
 
 def compute_scores(inputs: Inputs, work: ScoreWork) -> CircuitResult:
     model, contrast = inputs.loaded.model, contrast_of(inputs.loaded, work.pair)
-    scores = edge_scores(model, [contrast], work.method, steps=work.steps)
+    scores = edge_scores(model, [contrast], work.method, steps=work.steps, per_position=work.method in SPLIT)
     curve = faithfulness_curve(model, [contrast], scores.scores, label=work.method)
     random = faithfulness_curve(model, [contrast], random_ranking(len(scores.graph)), label="random (seed 0)")
     return CircuitResult(scores, curve, random)
@@ -167,9 +168,37 @@ def computations(settings: Settings) -> Planned:
     return planned
 
 
+POSITIONS_NAMED = 3  # an edge's sender positions named in its words, largest part of its score first
+POSITION_SHARE = 0.05  # ... those that carry at least this share of its |parts| (the largest always)
+
+
 def shown_edges(result: CircuitResult, count: int) -> list[dict]:
-    return [{"from": edge.sender.name, "to": edge.receiver.node.name, "input": edge.receiver.input, "score": score,
-             "name": edge.name} for edge, score in result.scores.top(count)]
+    """The `count` strongest edges as the graph draws them; "positions": the sender's positions that carry the
+    largest parts of the score, [(position, token, part)], where the scores are split over positions (EAP, EAP-IG)."""
+    scores = result.scores
+    edges = []
+    for edge, score in scores.top(count):
+        drawn = {"from": edge.sender.name, "to": edge.receiver.node.name, "input": edge.receiver.input, "score": score,
+                 "name": edge.name}
+        if scores.positions is not None:
+            parts = scores.positions[edge.index]
+            order = parts.abs().argsort(descending=True, stable=True)[:POSITIONS_NAMED].tolist()
+            least = POSITION_SHARE * float(parts.abs().sum())
+            drawn["positions"] = [(position, scores.tokens[position], float(parts[position])) for number, position
+                                  in enumerate(order) if number == 0 or abs(float(parts[position])) >= least]
+        edges.append(drawn)
+    return edges
+
+
+def metric_words(pair: PairText) -> str:
+    """"logit(are) − logit(is)": the metric the scores change, in words."""
+    return f"logit({pair.answer}) − logit({pair.foil})"
+
+
+def colour_scale(result: CircuitResult) -> float:
+    """The graph's colour scale, ± this: the whole change from the clean run to the counterfactual one, a fact of
+    the pair (and the model), whatever the method, its steps or the edges drawn."""
+    return abs(result.scores.clean_metric - result.scores.corrupted_metric)
 
 
 def picker_parts(result: CircuitResult, shown: int) -> list[str]:
@@ -198,13 +227,13 @@ def view(settings: Settings, inputs: HasInputs, results: Mapping[str, Any]) -> d
     """"graph" (the top `settings.shown` edges) and "faithfulness" (the method's curve and the random one)."""
     result: CircuitResult = results["scores"]
     scores, graph = result.scores, result.scores.graph
-    nodes = [{"name": node.name, "kind": node.kind, "layer": node.layer, "head": node.head,
-              "score": float(scores.nodes[index]) if index < len(scores.nodes) else 0.0}
+    nodes = [node_fields(node) | {"score": float(scores.nodes[index]) if index < len(scores.nodes) else 0.0}
              for index, node in enumerate(graph.nodes)]
     method = METHOD_TITLES[scores.method] + (f", {scores.steps} steps" if scores.steps else "")
     charts = {"graph": circuit_graph(nodes, shown_edges(result, settings.shown), graph.num_layers, graph.num_heads,
                                      f"The {settings.shown} strongest edges of {len(graph):,} ({method})",
-                                     f"circuit_{scores.method}_top_{settings.shown}")}
+                                     f"circuit_{scores.method}_top_{settings.shown}", colour_scale(result),
+                                     metric_words(settings.pair), settings.part)}
     curves = [(f"{scores.method}: CPR {result.curve.cpr:.3f}, CMD {result.curve.cmd:.3f}", result.curve.fractions,
                result.curve.kept),
               (f"random: CPR {result.random.cpr:.3f}, CMD {result.random.cmd:.3f}", result.random.fractions,
@@ -214,12 +243,42 @@ def view(settings: Settings, inputs: HasInputs, results: Mapping[str, Any]) -> d
     return charts
 
 
-def ablation_text(scores, part: str, ablated: Ablation) -> str:
+def node_fields(node) -> dict:
+    """A graph node (bert/analysis/circuits/graph.py) as the chart reads it."""
+    return {"name": node.name, "kind": node.kind, "layer": node.layer, "head": node.head}
+
+
+def part_words(graph, part: str) -> str:
+    """"layer 3, head 7's output, read by layer 5, head 2's values" or "every output of layer 3, head 7"."""
+    kind, _, name = part.partition(":")
+    if kind == "edge":
+        edge = next(e for e in graph.edges if e.name == name)
+        return (f"{possessive(node_title(node_fields(edge.sender)))} output, read by "
+                f"{reader_title(node_fields(edge.receiver.node), edge.receiver.input)}")
+    return f"every output of {node_title(node_fields(graph.senders[graph.sender_index(name)]))}"
+
+
+def part_label(graph, part: str) -> str:
+    """The picker's words for a part: "nothing", "edge: layer 3, head 7 → layer 5, head 2's values", "node: layer 3's MLP"."""
+    kind, _, name = part.partition(":")
+    if kind == "edge":
+        edge = next(e for e in graph.edges if e.name == name)
+        return (f"edge: {node_title(node_fields(edge.sender))} → "
+                f"{reader_title(node_fields(edge.receiver.node), edge.receiver.input)}")
+    if kind == "node":
+        return f"node: {node_title(node_fields(graph.senders[graph.sender_index(name)]))}"
+    return "nothing"
+
+
+def ablation_text(scores, part: str, ablated: Ablation, metric: str) -> str:
     """What patching the part did, in plain text (the visitor's words are in it: shown with st.text)."""
     kind, _, name = part.partition(":")
     graph = scores.graph
     score = (float(scores.scores[next(e.index for e in graph.edges if e.name == name)]) if kind == "edge"
              else float(scores.nodes[graph.sender_index(name)]))
-    before, after = (", ".join(f"{word} {p:.2f}" for word, p in top) for top in ablated.top)
-    return (f"{name}: score {score:+.4f} ({scores.method}). Logit difference {ablated.metric[0]:.3f} → "
-            f"{ablated.metric[1]:.3f} with it patched.\nTop words before: {before}\nTop words after:  {after}")
+    before, after = ("\n".join(f"  {word} {p:.2f}" for word, p in top) for top in ablated.top)
+    change = ablated.metric[1] - ablated.metric[0]
+    return (f"Patched with the counterfactual's value: {part_words(graph, part)}.\n\n{metric}:\n"
+            f"{ablated.metric[0]:.3f} → {ablated.metric[1]:.3f} with it patched ({change:+.3f});\n"
+            f"its score by {METHOD_TITLES[scores.method]}: {score:+.3f}.\n\n"
+            f"Top words before:\n{before}\nTop words after:\n{after}")

@@ -47,13 +47,22 @@ def side_by_side(a: LoadedModel, b: LoadedModel, prepared: PreparedInput, shared
     own = (prepared.base if shared else  # B's own tokens of the text (and pair)
            b.tokenizer.encode(prepared.text, prepared.pair or None, b.summary.max_positions, truncate=True))
     rows = []
-    if a.model.has_mlm_head and b.model.has_mlm_head:
-        inputs = (prepared.masked, prepared.masked) if shared else (prepared.base, own)
-        guesses = [predict_masks(m.model, m.tokenizer, e, top_k=5) for m, e in zip((a, b), inputs)]
-        for number, (first, second) in enumerate(zip(*guesses), start=1):
-            what = (f"[MASK] at position {first.position}" if shared
-                    else f"[MASK] number {number} (position {first.position} in A, {second.position} in B)")
-            rows.append([what] + [", ".join(f"{c.token} {c.probability:.0%}" for c in g.candidates) for g in (first, second)])
+    inputs = (prepared.masked, prepared.masked) if shared else (prepared.base, own)
+    guesses = [predict_masks(m.model, m.tokenizer, e, top_k=5) if m.model.has_mlm_head else None
+               for m, e in zip((a, b), inputs)]
+    if any(g is not None for g in guesses):  # a model without the head says so in its column
+        guessed = [g for g in guesses if g is not None]
+        for number, found in enumerate(zip(*guessed), start=1):
+            positions = [guess.position for guess in found]
+            if shared:
+                what = f"[MASK] at position {positions[0]}"
+            elif len(found) == 2:
+                what = f"[MASK] number {number} (position {positions[0]} in A, {positions[1]} in B)"
+            else:
+                what = f"[MASK] number {number} (position {positions[0]} in {'A' if guesses[0] is not None else 'B'})"
+            cells = iter(found)
+            rows.append([what] + [", ".join(f"{c.token} {c.probability:.0%}" for c in next(cells).candidates)
+                                  if g is not None else NO_GUESS for g in guesses])
     if a.model.has_classifier and b.model.has_classifier:
         tops = [class_probabilities(m.model, e).sort_values("probability").iloc[-1] for m, e in ((a, prepared.base), (b, own))]
         rows.append(["class"] + [f"{top['label']} {top['probability']:.0%}" for top in tops])
@@ -64,8 +73,19 @@ def side_by_side(a: LoadedModel, b: LoadedModel, prepared: PreparedInput, shared
     return pd.DataFrame(rows, columns=["what", "model A", "model B"])
 
 
+NO_GUESS = "no guess: no masked-LM head"  # the cell of a model without one, beside the other's guesses
 NOTHING_SHARED = ("Nothing both models can predict for this input: put a [MASK] in the sentence (both need a masked-LM "
                   "head), or compare two classifiers, or two models with a next-sentence head and a second sentence.")
+
+
+def one_sided(table: pd.DataFrame) -> str | None:
+    """Which model's column says it guesses nothing (`NO_GUESS`), in a line under the table; None if neither."""
+    missing = [name for name, column in (("A", "model A"), ("B", "model B")) if (table[column] == NO_GUESS).any()]
+    if not missing:
+        return None
+    return (f"Model {missing[0]} has no masked-LM head, so it makes no guess; the comparison inside (below) still "
+            f"holds. To compare guesses too, pick a model with one as model {missing[0]} (minilm, or a cached "
+            "bert-base-uncased).")
 
 
 def nothing_shared(a: LoadedModel, b: LoadedModel, prepared: PreparedInput, shared: bool) -> str:
@@ -89,7 +109,7 @@ class SideBySideWork:
 def _side_by_side_cost(inputs: Inputs, work: SideBySideWork) -> Cost:
     """`side_by_side`'s passes: a guess, a class each where both models have the head; two each for B-follows-A."""
     a, b = inputs.loaded.model, inputs.load(work.key_b).model
-    passes = 2 * (a.has_mlm_head and b.has_mlm_head) + 2 * (a.has_classifier and b.has_classifier)
+    passes = int(a.has_mlm_head) + int(b.has_mlm_head) + 2 * (a.has_classifier and b.has_classifier)
     passes += 4 * bool(inputs.prepared.pair.strip() and a.has_nsp_head and b.has_nsp_head)
     return Cost(passes, len(inputs.prepared.masked))
 

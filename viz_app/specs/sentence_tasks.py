@@ -135,7 +135,25 @@ EXPLAIN = Computation(
 
 @dataclass(frozen=True)
 class PairWork:
-    """Nothing but the model and the two sentences typed (the input), read as typed and swapped."""
+    """The model and the two sentences typed (the input), read as typed and swapped; `stand_in`: sentence B where
+    none is typed ("": the input's own)."""
+
+    stand_in: str = ""
+
+
+# Sentence B on a first screen with none typed: a plausible next sentence for the app's default sentence
+STAND_IN_PAIR = "It ran back into the house."
+
+
+def pair_of(prepared, work: PairWork) -> str:
+    """Sentence B: the one typed, else the stand-in."""
+    return prepared.pair if prepared.pair.strip() else work.stand_in
+
+
+def _pair_tokens(inputs: Inputs, work: PairWork) -> int:
+    """The pair's tokens: the input's, and the stand-in's pieces and [SEP] where it is sentence B."""
+    extra = 0 if inputs.prepared.pair.strip() or not work.stand_in else len(inputs.loaded.tokenizer.encode(work.stand_in)) - 1
+    return len(inputs.prepared.base) + extra
 
 
 @dataclass(frozen=True)
@@ -145,12 +163,12 @@ class TokenLabelsWork:
 
 def _next_sentence(inputs: Inputs, work: PairWork) -> NextSentence:
     loaded, prepared = inputs.loaded, inputs.prepared
-    return next_sentence(loaded.model, loaded.tokenizer, prepared.text, prepared.pair, loaded.summary.max_positions,
-                         prepared.truncate)
+    return next_sentence(loaded.model, loaded.tokenizer, prepared.text, pair_of(prepared, work),
+                         loaded.summary.max_positions, prepared.truncate)
 
 
 NEXT_SENTENCE = Computation(  # two passes: the pair as typed, and swapped
-    "sentence_tasks.next_sentence", lambda work: "P(B follows A)", cost=lambda inputs, work: Cost(2, len(inputs.prepared.base)),
+    "sentence_tasks.next_sentence", lambda work: "P(B follows A)", cost=lambda inputs, work: Cost(2, _pair_tokens(inputs, work)),
     compute=_next_sentence, work=PairWork)
 TOKEN_LABELS = Computation(
     "sentence_tasks.token_labels", lambda work: "Token labels", cost=lambda inputs, work: Cost(1, len(inputs.prepared.base)),

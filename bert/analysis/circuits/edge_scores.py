@@ -278,12 +278,13 @@ def mask_gradient(parts, graph, runs: PairRuns, metric, direction, fraction: flo
 
 
 def edge_scores_cost(config: BertConfig, tokens: int, method: str, steps: int | None = None, pairs: int = 1,
-                     batch_size: int = 32) -> Cost:
+                     batch_size: int = 32, per_position: bool = False) -> Cost:
     """The passes `edge_scores` makes for `pairs` pairs of `tokens` tokens: each pair's two recorded runs, then
     exact: one row per node and, for the edges, the layers each edge's row runs (`reach_passes`; `batch_size` rows
     at once); eap: one pass and its backward pass; eap-ig: `steps` of each; eap-ig-activations: `steps` of each per
     sender group (1 + 2 per layer). Its peak (`pair_runs_bytes` + `graph_run_bytes` + `pass_bytes`) is one pass's,
-    whatever the steps and pairs: each step's autograd graph is freed before the next."""
+    whatever the steps and pairs: each step's autograd graph is freed before the next. per_position (eap, eap-ig)
+    holds the [receiver, sender, seq] mask, its gradient and the running sum: three of them more, the same passes."""
     graph = CircuitGraph.of(config)
     lower = ("fewer pairs", "a shorter pair of sentences")
     if method == "exact":
@@ -295,6 +296,8 @@ def edge_scores_cost(config: BertConfig, tokens: int, method: str, steps: int | 
     rows = 1 if method == "eap" else steps * (len(activation_groups(graph)) if method == "eap-ig-activations" else 1)
     peak = (pair_runs_bytes(graph, config.hidden_size, tokens) + graph_run_bytes(graph, config.hidden_size, tokens, gradient=True)
             + pass_bytes(config, tokens, gradient=True))
+    if per_position:
+        peak += 3 * len(graph.receivers) * len(graph.senders) * tokens * 4
     return Cost(pairs * (2 + rows), tokens, lower + (("integration steps",) if method in INTEGRATED else ()),
                 backward_passes=pairs * rows, peak_bytes=peak, rows_at_once=0)
 

@@ -30,7 +30,7 @@ OLD_LINKS = {
     "attention": ({"layer": "3", "head": "5", "statistic": "sep", "units": "words"}, ("statistic", "cls", "cls")),
     "embeddings": ({"k": "8"}, ("k", 4, "4")),
     "mlp": ({"mlp_layer": "2", "neurons_shown": "64", "units": "words"}, ("units", "word pieces", None)),
-    "probes": ({"probes_count": "100", "probe_seed": "7"}, ("probe_seed", 9, "9")),
+    "probes": ({"probes_count": "20", "probe_seed": "7"}, ("probe_seed", 9, "9")),
     "probes, UD": ({"probes_source": "ud_ewt", "probes_ud_count": "50"}, ("probes_ud_count", 60, "60")),
     "causal_tracing": ({"patch_clean": FORMERLY_BOUND["patch_clean"][1], "patch_exact": "0",
                         "patch_corrupted": FORMERLY_BOUND["patch_corrupted"][1]}, None),

@@ -99,9 +99,6 @@ def test_the_attention_view_and_page_draw_transformers_attention_probabilities(r
 def test_the_probe_curves_are_the_probes_pages(run):
     from viz_app.export import notebook
 
-    at = open_in_app("probes", {"model": "minilm", "text": TEXT})
-    at.slider(key="probes_count").set_value(20).run()
-    at.multiselect(key="probe_tasks").set_value(["pos"]).run()
-    at.toggle(key="probe_run").set_value(True).run()
+    at = open_in_app("probes", {"model": "minilm", "text": TEXT, "probes_count": 20, "probe_tasks": "pos"})
     figure = notebook.probe_curves(run.model, run.tokenizer, ["pos"], sentences=20)
     same_data(json.loads(figure.to_json()), page_figure(at, figure))

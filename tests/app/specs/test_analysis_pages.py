@@ -104,11 +104,10 @@ def test_saliency_against_a_second_word(open_page):
 
 @pytest.mark.slow
 def test_probes_on_a_few_builtin_sentences(open_page):
-    at = open_page("probes")
-    at.slider(key="probes_count").set_value(20).run()
-    at.multiselect(key="probe_tasks").set_value(["punctuation"]).run()
-    at.toggle(key="probe_run").set_value(True).run()
+    at = open_page("probes", probes_count=30, probe_tasks="punctuation")
+    at.slider(key="probes_count").set_value(20).run()  # the built-in sentences run at once: no switch
     no_exception(at)
+    assert "probe_run" not in [toggle.key for toggle in at.toggle]
     (accuracy,) = figures(at)  # the one probing flow: the measure is picked, accuracy first
     assert [trace["name"] for trace in accuracy["data"]][:2] == ["punctuation", "punctuation (control task)"]
     assert at.dataframe[0].value["task"].tolist() == ["punctuation"]
@@ -118,8 +117,23 @@ def test_probes_on_a_few_builtin_sentences(open_page):
     assert selectivity["layout"]["title"]["text"].startswith("Selectivity by layer")
 
 
-def test_probes_upload_without_a_file_asks_for_one(open_page):
+@pytest.mark.slow
+def test_the_probes_first_screen_draws_the_built_in_sentences_curves_with_no_input(open_page):
+    """No switch to press: the first run draws the default tasks' curves on the 100 built-in sentences."""
+    from viz_app.app.navigation import LINK_PARAMS
+
     at = open_page("probes")
+    no_exception(at)
+    assert "probe_run" not in [toggle.key for toggle in at.toggle] and LINK_PARAMS["probes_count"].default == 100
+    (accuracy,) = figures(at)
+    names = [trace["name"] for trace in accuracy["data"]]
+    for task in LINK_PARAMS["probe_tasks"].default:
+        assert task in names and f"{task} (control task)" in names
+    assert at.dataframe[0].value["task"].tolist() == list(LINK_PARAMS["probe_tasks"].default)
+
+
+def test_probes_upload_without_a_file_asks_for_one(open_page):
+    at = open_page("probes", probes_count=20, probe_tasks="punctuation")
     at.radio(key="probes_source").set_value("text").run()
     no_exception(at)
     assert ".txt" in texts(at)
@@ -165,4 +179,4 @@ def test_nonsense_in_an_experiment_link_is_replaced_by_defaults(open_page):
     assert (at.radio(key="saliency_method").value, at.slider(key="saliency_steps").value) == ("gradient_x_input", 32)
     at = open_page("probes", probe_tasks="nope,pos", probes_count=5, probe_seed=-3)
     assert at.multiselect(key="probe_tasks").value == ["pos"]
-    assert (at.slider(key="probes_count").value, at.number_input(key="probe_seed").value) == (300, 0)
+    assert (at.slider(key="probes_count").value, at.number_input(key="probe_seed").value) == (100, 0)

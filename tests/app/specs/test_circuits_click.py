@@ -18,7 +18,7 @@ PARTS = ["", *(f"edge:{edge['name']}" for edge in EDGES), *(f"node:{node.name}" 
 
 
 def trace(name: str) -> dict:
-    figure = circuit_graph(NODES, EDGES, GRAPH.num_layers, GRAPH.num_heads, "t", "t").figure.to_plotly_json()
+    figure = circuit_graph(NODES, EDGES, GRAPH.num_layers, GRAPH.num_heads, "t", "t", 1.0, "m").figure.to_plotly_json()
     return next(t for t in figure["data"] if t.get("name") == name)
 
 

@@ -25,7 +25,8 @@ def open_page():
 
 
 def edge_traces(figure: dict) -> int:
-    return sum(1 for trace in figure["data"] if trace.get("mode") == "lines")
+    """The edges drawn: one diamond each (viz_app/charts/circuits.py)."""
+    return len(next(trace for trace in figure["data"] if trace.get("name") == "edges")["x"])
 
 
 def test_the_graph_and_the_curve_draw_and_the_slider_sets_the_edges(open_page):
@@ -51,10 +52,11 @@ def library_patched_metric(part: str) -> float:
 def test_patching_a_picked_edge_or_node_gives_the_librarys_patched_metric(open_page):
     at = open_page(circuit_method="eap", circuit_shown=3)
     picker = at.selectbox(key="circuit_part")
-    edge = picker.options[1].replace(": ", ":", 1)  # the strongest edge
     diamonds = next(trace for trace in figures(at)[0]["data"] if trace.get("name") == "edges")
-    offered = [option.replace(": ", ":", 1) for option in picker.options]
-    assert [part for part in offered if part.startswith("edge:")] == list(diamonds["customdata"])  # a click's value
+    edge = diamonds["customdata"][0]  # the strongest edge, as a click names it
+    graph = CircuitGraph.of(load(ModelKey.of("minilm")).model.config)
+    offered = [option for option in picker.options if option.startswith("edge:")]
+    assert offered == [circuits.part_label(graph, part) for part in diamonds["customdata"]]  # a click's value, in words
     for part in (edge, "node:a2.h3"):
         at.selectbox(key="circuit_part").set_value(part).run()
         no_exception(at)
@@ -122,5 +124,5 @@ def test_every_family_with_a_masked_lm_head_draws_its_circuit(family, tmp_path, 
     write_tiny_tokenizer(tmp_path, tiny_vocab_file)
     at = open_in_app("circuits", {**TINY_PAIR, MODEL_PARAM: str(tmp_path)})
     graph, curve = figures(at)
-    assert sum(1 for trace in graph["data"] if trace.get("mode") == "lines") == 5 and len(curve["data"]) == 2
+    assert edge_traces(graph) == 5 and len(curve["data"]) == 2
     assert "logit(barked) − logit(dog)" in "\n".join(text.value for text in at.text)

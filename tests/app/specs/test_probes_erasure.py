@@ -41,7 +41,6 @@ def test_erasing_upos_shows_the_library_s_accuracies(open_probes):
 
 
 def test_the_built_in_sentences_offer_no_erasure(open_probes):
-    at = open_probes(probes_count=20, probe_tasks="punctuation")
-    at.toggle(key="probe_run").set_value(True).run()
+    at = open_probes(probes_count=20, probe_tasks="punctuation")  # the built-in sentences run at once
     no_exception(at)
     assert "Erase this property" not in texts(at)

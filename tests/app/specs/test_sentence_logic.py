@@ -68,6 +68,25 @@ def test_predictions_side_by_side(tokenizer):
     assert model_comparison.side_by_side(a, b, alone)["what"].tolist() == ["[MASK] at position 2"]
 
 
+def test_a_model_without_a_masked_lm_head_says_so_beside_the_others_guesses(tokenizer):
+    """The guesses of the model with the head, each equal to predict_masks' own, and the other's cell says why it
+    has none (the page's first screen, minilm against minilm-encoder, is such a pair)."""
+    from bert.predict import predict_masks
+
+    with_head, without = tiny(tokenizer, 0), tiny(tokenizer, 1, mlm_head=False)
+    a, b = (LoadedModel(ModelKey(name), model, tokenizer, summarize(model)) for name, model in (("a", with_head), ("b", without)))
+    prepared = prepare_input(tokenizer, "the [MASK] went to the [MASK]", "", [], False, 64)
+    for first, second, guessing in ((a, b, "model A"), (b, a, "model B")):
+        table = model_comparison.side_by_side(first, second, prepared)
+        expected = [", ".join(f"{c.token} {c.probability:.0%}" for c in guess.candidates)
+                    for guess in predict_masks(with_head, tokenizer, prepared.masked, top_k=5)]
+        assert table["what"].tolist() == ["[MASK] at position 2", "[MASK] at position 6"]
+        assert table[guessing].tolist() == expected
+        silent = "model B" if guessing == "model A" else "model A"
+        assert table[silent].tolist() == [model_comparison.NO_GUESS] * 2
+        assert f"Model {silent[-1]} has no masked-LM head" in model_comparison.one_sided(table)
+
+
 def test_built_in_fine_tuned_models_are_offered_once_their_file_exists(tmp_path, monkeypatch):
     from viz_app.app import models
 

@@ -53,9 +53,23 @@ def test_next_sentence_for_the_typed_and_the_swapped_pair(open_page):
 
 
 @pytest.mark.skipif(not has_nsp_file(), reason="the built-in next-sentence head is missing")
-def test_next_sentence_without_a_second_sentence_asks_for_one(open_page):
-    at = open_page("sentence_tasks", text="The man went to the store.")
-    assert "Type a second sentence" in texts(at) and not at.metric
+def test_next_sentence_without_a_second_sentence_draws_with_a_stand_in_and_asks_for_one(open_page):
+    """The first screen, with no input: the model's own answers for the default sentence and the stand-in sentence
+    B, and a line asking for the visitor's."""
+    from bert import load_pretrained
+    from viz_app.app.url_params import DEFAULT_TEXT
+    from viz_app.specs.sentence_tasks import STAND_IN_PAIR
+
+    at = open_page("sentence_tasks")
+    assert "Type a second sentence" in texts(at) and STAND_IN_PAIR in texts(at)
+    shown = metric_values(at)
+    model, tokenizer = load_pretrained("minilm")
+    for label, (a, b) in {"P(B follows A), as typed": (DEFAULT_TEXT, STAND_IN_PAIR),
+                          "P(A follows B), swapped": (STAND_IN_PAIR, DEFAULT_TEXT)}.items():
+        ids, types = tokenizer.encode(a, b).tensors()
+        with torch.no_grad():
+            assert shown[label] == f"{float(model(ids, types, output='nsp').softmax(-1)[0, 0]):.1%}"
+    assert not at.toggle  # its attributions wait for a pair of the visitor's own
 
 
 def test_a_model_without_sentence_heads_says_which_model_would_work(open_page):
@@ -67,7 +81,7 @@ def test_a_model_without_sentence_heads_says_which_model_would_work(open_page):
 
 @pytest.mark.slow
 def test_compare_minilm_with_its_encoder(open_page):
-    at = open_page("compare_models", text="The [MASK] barked at the mailman.")
+    at = open_page("compare_models")  # the first screen, with no input: the default sentence, and B chosen for A
     assert at.selectbox(key="compare_with").value == "minilm-encoder"  # minilm's partner, chosen for it
     at.slider(key="compare_count").set_value(20).run()
     no_exception(at)
@@ -77,8 +91,10 @@ def test_compare_minilm_with_its_encoder(open_page):
     assert cka[0] > 0.99  # the token embedding was kept frozen when minilm was trained: the embeddings barely moved
     assert array(matrix["data"][0]["z"]).shape == (7, 7) and array(heads["data"][0]["z"]).shape == (6, 12)
     assert "Merchant et al." in texts(at)
-    shown = texts(at)  # minilm-encoder has no MLM head to fill the [MASK] the sentence has: the page says so
-    assert "The sentence has a [MASK], but model B has no masked-LM head" in shown and "put a [MASK]" not in shown
+    shown = texts(at)  # minilm-encoder has no MLM head to fill the [MASK] the sentence has: A's guesses, and B says so
+    assert "Model B has no masked-LM head, so it makes no guess" in shown and "put a [MASK]" not in shown
+    (table,) = at.dataframe
+    assert table.value.iloc[0, 2] == "no guess: no masked-LM head" and "%" in table.value.iloc[0, 1]
 
 
 def test_comparing_a_model_with_itself_is_refused(open_page):
