@@ -45,6 +45,7 @@ class AttributionGraph:
     bias: torch.Tensor  # [node]: each receiver's input not carried by any edge (biases, LayerNorm shifts); 0 for sources
     inputs: torch.Tensor  # [node]: each receiver's input in the run (feature pre-activation, the target); 0 for sources
     target_probability: float  # softmax probability of the answer at the target position
+    text: str = ""  # the sentence as typed
 
     @property
     def seq(self) -> int:
@@ -123,7 +124,9 @@ def attribution_graph(model: Bert, tokenizer: BertTokenizer, transcoders: Transc
     input_ids, token_type_ids = encoding.tensors(model_device(model))
     frozen = freeze(model, transcoders, input_ids, token_type_ids, target)
     label = tokenizer.id_to_token(target.token) + ("" if foil is None else f" − {tokenizer.id_to_token(target.foil)}")
-    return graph_of(frozen, encoding.tokens, encoding.input_ids, label, batch_rows)
+    graph = graph_of(frozen, encoding.tokens, encoding.input_ids, label, batch_rows)
+    graph.text = text
+    return graph
 
 
 def graph_of(frozen: FrozenRun, tokens: list[str], input_ids: list[int], label: str, batch_rows: int = 64) -> AttributionGraph:

@@ -171,7 +171,7 @@ def freeze(model: Bert, transcoders: Transcoders, input_ids: torch.Tensor, token
     return FrozenRun(parts, transcoders, target, embedded[0], record["patterns"], record["attention_sigma"],
                      record["mlp_sigma"], final_sigma, gate, head_sigma, torch.stack(record["mlp_inputs"]),
                      torch.stack(record["mlp_outputs"]), features, activations, torch.stack(errors),
-                     float(_read_target(logits, target)), float(logits.softmax(-1)[target.token]))
+                     float(read_target(logits, target)), float(logits.softmax(-1)[target.token]))
 
 
 def _attention_total(part, pattern: torch.Tensor, read: torch.Tensor) -> torch.Tensor:
@@ -181,7 +181,7 @@ def _attention_total(part, pattern: torch.Tensor, read: torch.Tensor) -> torch.T
     return total if part.output_bias is None else total + part.output_bias
 
 
-def _read_target(logits: torch.Tensor, target: Target) -> torch.Tensor:
+def read_target(logits: torch.Tensor, target: Target) -> torch.Tensor:
     return logits[..., target.token] - (0.0 if target.foil is None else logits[..., target.foil])
 
 
@@ -213,4 +213,4 @@ def replacement_outputs(frozen: FrozenRun, sources: Sources) -> tuple[list[torch
         hidden = _frozen_norm(parts.model.final_norm.layer_norm, hidden, frozen.final_sigma)
     head = parts.model.lm_head
     transformed = _frozen_norm(head.layer_norm, head.mlp(hidden) * frozen.head_gate, frozen.head_sigma)
-    return pre_activations, _read_target(head.unembedding(transformed)[0], frozen.target)
+    return pre_activations, read_target(head.unembedding(transformed)[0], frozen.target)
