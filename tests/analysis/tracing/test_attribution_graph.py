@@ -5,6 +5,7 @@ target by what the edges predict, pruning and scores against circuit-tracer's ow
 the JSON against circuit-tracer's graph models, and the command line."""
 from __future__ import annotations
 
+import dataclasses
 import json
 from types import SimpleNamespace
 
@@ -211,3 +212,28 @@ def test_transcoders_command_trains_and_refuses_bad_input(tiny_mlm_folder, tmp_p
     assert main([*common, "--features", "16", "--k", "2", "--steps", "2", "--batch-tokens", "32", "--buffer-tokens", "64"]) == 0
     card = json.loads((tmp_path / "t" / "config.json").read_text())
     assert card["steps"] == 2 and len(card["held_out"]["layers"]) == 2 and card["input_kind"] == "attention_out"
+
+
+@pytest.mark.parametrize("family, architecture", [("modernbert", "ModernBertForMaskedLM"), ("roberta", "RobertaForMaskedLM")])
+def test_other_families_pre_norm_included_are_complete_and_the_model_itself(family, architecture, tmp_path, tiny_vocab_file):
+    """ModernBERT is pre-norm (each MLP reads its own LayerNorm of the summed stream, a final LayerNorm before the
+    head); RoBERTa post-LN with its own positions. transformers' logits are the reference for the frozen run."""
+    from families.family_support import build_hf, write_tiny_tokenizer
+    from transformers import AutoModelForMaskedLM
+
+    build_hf(family, architecture, max_position_embeddings=64 + (2 if family == "roberta" else 0)).save_pretrained(tmp_path)
+    write_tiny_tokenizer(tmp_path, tiny_vocab_file)
+    model, tokenizer = load_folder(tmp_path)
+    model.eval()
+    transcoders = random_transcoders(model)
+    if model.config.pre_norm:
+        transcoders.config = dataclasses.replace(transcoders.config, input_kind="mlp_in")
+    graph = attribution_graph(model, tokenizer, transcoders, TEXT, "a", "the")
+    target = graph.target_index
+    assert float(graph.inputs[target]) == pytest.approx(float(graph.adjacency[target].sum() + graph.bias[target]), abs=_tolerance(graph, target))
+    for row in range(graph.num_features):
+        assert float(graph.inputs[row]) == pytest.approx(float(graph.adjacency[row].sum() + graph.bias[row]), abs=_tolerance(graph, row))
+    reference = AutoModelForMaskedLM.from_pretrained(tmp_path, attn_implementation="eager").eval()
+    with torch.no_grad():
+        logits = reference(torch.tensor([graph.input_ids])).logits[0, graph.target.position]
+    assert float(graph.inputs[target]) == pytest.approx(float(logits[graph.target.token] - logits[graph.target.foil]), abs=1e-4)
