@@ -136,19 +136,18 @@ def graph_of(frozen: FrozenRun, tokens: list[str], input_ids: list[int], label: 
     embeddings = unit.embeddings.requires_grad_()
     activations = [a.requires_grad_() for a in unit.activations]
     errors = unit.errors.requires_grad_()
+    values = torch.cat([*(a.detach() for a in frozen.activations), torch.ones(errors.numel() + embeddings.numel())]).float().cpu()
+    num_features = sum(len(a) for a in frozen.activations)
+    nodes = len(values) + 1
+    receiver_rows = list(range(num_features)) + [nodes - 1]
+    adjacency = torch.zeros(nodes, nodes)  # filled a batch of receivers at a time: nothing else of this size is held
     with torch.enable_grad():
         pre_activations, target = replacement_outputs(frozen, Sources(embeddings, activations, errors))
         receivers = torch.cat([*pre_activations, target[None]])  # [feature nodes + 1]
         leaves = [*activations, errors, embeddings]
-        rows = [_jacobian_rows(receivers, leaves, start, min(start + batch_rows, len(receivers)))
-                for start in range(0, len(receivers), batch_rows)]
-    jacobian = torch.cat(rows)  # [receiver, feature nodes + layer·seq + seq]
-    values = torch.cat([*(a.detach() for a in frozen.activations), torch.ones(errors.numel() + embeddings.numel())])
-    num_features = sum(len(a) for a in frozen.activations)
-    nodes = jacobian.shape[1] + 1
-    adjacency = torch.zeros(nodes, nodes)
-    receiver_rows = list(range(num_features)) + [nodes - 1]
-    adjacency[receiver_rows, : nodes - 1] = (jacobian * values).float().cpu()
+        for start in range(0, len(receivers), batch_rows):
+            stop = min(start + batch_rows, len(receivers))
+            adjacency[receiver_rows[start:stop], : nodes - 1] = _jacobian_rows(receivers, leaves, start, stop).float().cpu() * values
     with torch.no_grad():
         zero = frozen.unit_sources()
         zero = Sources(torch.zeros_like(zero.embeddings), [torch.zeros_like(a) for a in zero.activations], torch.zeros_like(zero.errors))
