@@ -19,7 +19,7 @@ make the model card). Nothing in them can run code.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 import torch
@@ -94,8 +94,7 @@ class Transcoders(nn.Module):
         self.register_buffer("output_scale", scales(config.output_scales), persistent=False)  # [layer]
 
     def set_scales(self, input_scales: list[float], output_scales: list[float]) -> None:
-        from dataclasses import replace
-
+        """s_in and s_out per layer, in the config (which the files keep) and in the buffers the maths reads."""
         self.config = replace(self.config, input_scales=list(map(float, input_scales)), output_scales=list(map(float, output_scales)))
         self.input_scale.copy_(torch.tensor(self.config.input_scales))
         self.output_scale.copy_(torch.tensor(self.config.output_scales))

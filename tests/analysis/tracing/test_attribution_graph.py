@@ -106,6 +106,21 @@ def test_a_features_ablation_moves_the_target_by_what_the_graph_predicts(setup):
     assert float(ablated) - frozen.target_value == pytest.approx(-edge, abs=_tolerance(graph, graph.target_index))
 
 
+def test_the_cost_bounds_the_backward_passes_and_the_adjacency(setup, monkeypatch):
+    from bert.analysis.tracing import attribution_graph as module
+
+    model, tokenizer, transcoders, graph = setup
+    calls = []
+    real = module._jacobian_rows
+    monkeypatch.setattr(module, "_jacobian_rows", lambda *args: calls.append(args[2:]) or real(*args))
+    counted = module.attribution_graph(model, tokenizer, transcoders, TEXT, "a", batch_rows=16)
+    cost = module.graph_cost(model.config, counted.seq, transcoders.config.k, batch_rows=16)
+    assert len(calls) == -(-(counted.num_features + 1) // 16) <= cost.backward_passes and cost.forward_passes == 1
+    assert counted.adjacency.numel() * 4 <= cost.kept_bytes
+    full = counted.seq * model.config.num_layers * transcoders.config.k  # every kept feature active: the bound is reached
+    assert cost.backward_passes == -(-(full + 1) // 16)
+
+
 def hand_graph(adjacency: torch.Tensor) -> AttributionGraph:
     """One layer, one position: a feature (node 0), an error (1), an embedding (2), the target (3)."""
     return AttributionGraph(["x"], [5], Target(0, 5), "x", torch.tensor([[0, 0, 7]]), torch.tensor([1.0]), 1, adjacency,
