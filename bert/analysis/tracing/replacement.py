@@ -66,8 +66,6 @@ class FrozenRun:
     final_sigma: torch.Tensor | None  # [1, 1] pre-norm: the final LayerNorm's σ at the target
     head_gate: torch.Tensor  # [E] the masked-LM head's act(u)/u at the target
     head_sigma: torch.Tensor  # [1] the head's LayerNorm's σ
-    mlp_inputs: torch.Tensor  # [layer, seq, hidden] what each MLP read
-    mlp_outputs: torch.Tensor  # [layer, seq, hidden] what each MLP wrote
     features: list[torch.Tensor]  # per layer [active, 2]: (position, feature) of each active feature
     activations: list[torch.Tensor]  # per layer [active]: their activations (> 0)
     errors: torch.Tensor  # [layer, seq, hidden] MLP output − transcoder output
@@ -112,8 +110,8 @@ def _frozen_norm(norm: torch.nn.LayerNorm | None, v: torch.Tensor, sigma: torch.
 @torch.no_grad()
 def freeze(model: Bert, transcoders: Transcoders, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None,
            target: Target, check_weights: bool = True) -> FrozenRun:
-    """The model's own run of one sentence (input_ids [1, seq]), step by step, recording what is frozen, each MLP's
-    input and output, and the transcoders' active features. check_weights: refuse transcoders of other weights."""
+    """The model's own run of one sentence (input_ids [1, seq]), step by step, recording what is frozen, the
+    transcoders' active features and each MLP's error. check_weights: refuse transcoders of other weights."""
     check_model_for_graphs(model)
     if check_weights:
         check_model(transcoders.config, model)
@@ -123,7 +121,7 @@ def freeze(model: Bert, transcoders: Transcoders, input_ids: torch.Tensor, token
     if token_type_ids is None:
         token_type_ids = torch.zeros_like(input_ids)
     embedded = x = parts.embed(input_ids, token_type_ids, None)  # [1, seq, hidden]
-    record = {"patterns": [], "attention_sigma": [], "mlp_sigma": [], "mlp_inputs": [], "mlp_outputs": []}
+    record = {"patterns": [], "attention_sigma": [], "mlp_sigma": []}
     features, activations, errors = [], [], []
     for layer, part in enumerate(parts.layers):
         attention_norm, mlp_norm = part.module.attention.layer_norm, part.module.residual.layer_norm
@@ -156,8 +154,6 @@ def freeze(model: Bert, transcoders: Transcoders, input_ids: torch.Tensor, token
             x = x + mlp_out
         record["patterns"].append(pattern)
         record["mlp_sigma"].append(mlp_sigma)
-        record["mlp_inputs"].append(mlp_in[0])
-        record["mlp_outputs"].append(mlp_out[0])
     hidden = x[:, target.position]  # [1, hidden]
     final_sigma = None
     if parts.pre_norm:
@@ -169,8 +165,7 @@ def freeze(model: Bert, transcoders: Transcoders, input_ids: torch.Tensor, token
     head_sigma = _sigma(head.layer_norm, u * gate)
     logits = head.unembedding(head.layer_norm(u * gate))  # the model's own logits at the target ([vocab])
     return FrozenRun(parts, transcoders, target, embedded[0], record["patterns"], record["attention_sigma"],
-                     record["mlp_sigma"], final_sigma, gate, head_sigma, torch.stack(record["mlp_inputs"]),
-                     torch.stack(record["mlp_outputs"]), features, activations, torch.stack(errors),
+                     record["mlp_sigma"], final_sigma, gate, head_sigma, features, activations, torch.stack(errors),
                      float(read_target(logits, target)), float(logits.softmax(-1)[target.token]))
 
 
