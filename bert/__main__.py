@@ -3,7 +3,9 @@
 `python -m bert patch --clean ... --corrupted ... --answer he --foil she`,
 `python -m bert mixing --text "The [MASK] barked." --method alti`,
 `python -m bert das --task number-pp --layer 0 --method das`,
-`python -m bert circuit --clean ... --corrupt ... --answer are --foil is --method eap-ig`, `python -m bert erase --data ud-ewt --task upos --hidden-states-index 3`,
+`python -m bert circuit --clean ... --corrupt ... --answer are --foil is --method eap-ig`,
+`python -m bert transcoders train --data ... --features 4096 --k 32 --out out/transcoders`,
+`python -m bert graph --transcoders out/transcoders --text "..." --target are --foil is --json out/graph.json`, `python -m bert erase --data ud-ewt --task upos --hidden-states-index 3`,
 and `python -m bert download bert-base-uncased` (once, while online: the app then offers it first)."""
 from __future__ import annotations
 
@@ -61,6 +63,10 @@ def main(argv: list[str] | None = None) -> int:
     from .analysis.circuits import circuit_cli
 
     circuit_cli.add_arguments(commands.add_parser("circuit", help="circuits: which edges between heads and MLPs carry the answer"))
+    from .analysis.tracing import tracing_cli
+
+    tracing_cli.add_transcoders_arguments(commands.add_parser("transcoders", help="transcoders, one per layer: transcoders train, measure"))
+    tracing_cli.add_graph_arguments(commands.add_parser("graph", help="the attribution graph of one [MASK] guess, through transcoders"))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     from .finetuning.cli import run as finetune
@@ -69,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     run = {"predict": _predict, "download": _download, "pretrain": pretrain, "finetune": finetune, "index": index_cli.run,
            "probe": probe_cli.run, "neurons": features_cli.run_neurons, "sae": features_cli.run_sae,
            "mixing": mixing_cli.run, "circuit": circuit_cli.run, "patch": causal_cli.run_patch,
-           "erase": causal_cli.run_erase, "das": alignment_cli.run}[args.command]  # the subcommands above, each to its runner
+           "erase": causal_cli.run_erase, "das": alignment_cli.run, "transcoders": tracing_cli.run_transcoders,
+           "graph": tracing_cli.run_graph}[args.command]  # the subcommands above, each to its runner
     try:
         return run(args)
     except BertError as error:

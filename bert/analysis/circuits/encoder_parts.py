@@ -56,13 +56,21 @@ class LayerParts:
                         attention_mask: torch.Tensor | None) -> torch.Tensor:
         """Each head's attention-weighted values z, before the output projection: [batch, head, seq, head_dim],
         from inputs [batch, head or 1, seq, hidden] each (a batch of 1 is shared by every row of the others)."""
-        q, k, v = (self._project(x, weight, bias) for x, weight, bias in
-                   ((query_in, self.query, self.query_bias), (key_in, self.key, self.key_bias), (value_in, self.value, self.value_bias)))
+        return self.values_through(self.pattern(query_in, key_in, attention_mask), value_in)
+
+    def pattern(self, query_in: torch.Tensor, key_in: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
+        """Each head's attention pattern [batch, head, query, key] from the inputs of its queries and keys
+        ([batch, head or 1, seq, hidden] each)."""
+        q, k = self._project(query_in, self.query, self.query_bias), self._project(key_in, self.key, self.key_bias)
         if self.rope_theta is not None:
             cos, sin = attn.rotary_angles(q.shape[2], q.shape[-1], self.rope_theta, q.device)
             q, k = attn.rotate(q, cos, sin), attn.rotate(k, cos, sin)
-        pattern = attn.masked_scores(q, k, attention_mask, self.causal, self.window).softmax(dim=-1)
-        return attn.weighted_values(pattern, v)
+        return attn.masked_scores(q, k, attention_mask, self.causal, self.window).softmax(dim=-1)
+
+    def values_through(self, pattern: torch.Tensor, value_in: torch.Tensor) -> torch.Tensor:
+        """z [batch, head, seq, head_dim]: the values of `value_in` ([batch, head or 1, seq, hidden]) weighted by a
+        given pattern [batch, head, query, key] (a frozen one, in the replacement model of bert/analysis/tracing/)."""
+        return attn.weighted_values(pattern, self._project(value_in, self.value, self.value_bias))
 
     def head(self, head: int) -> "LayerParts":
         """The same layer with one head only (its maps, biases and slice of the output projection)."""

@@ -1,0 +1,211 @@
+"""The local replacement model of one sentence: every MLP replaced by its transcoder plus an error term, and
+everything that is not linear in the residual stream frozen at the model's own run (Ameisen et al. 2025,
+"Circuit tracing", section 2; Dunefsky et al. 2024).
+
+What is frozen, at their values in the run of the sentence, per position:
+- every attention pattern (the softmax of q·k): attention is then linear in what its values read, and no edge
+  passes through a query or a key;
+- the standard deviation every LayerNorm divides by: LayerNorm(v) = (v − mean(v)) / σ_run · γ + β is then affine
+  in v (its mean subtraction, gain and shift stay). Post-LN (BERT, RoBERTa, DistilBERT, ALBERT, ELECTRA): the
+  LayerNorm after each attention sub-layer and after each MLP sub-layer; pre-norm (ModernBERT): the LayerNorm
+  before each attention (none in layer 0), before each MLP and the final one;
+- the masked-LM head's activation as a gate, act(u)/u at the run (GELU(u) = u · Φ(u): Φ(u) is frozen), and its
+  LayerNorm's σ; the embeddings' own LayerNorm comes before the input nodes and is not crossed;
+- which features are active (the transcoders' top-k choice and ReLU): an active feature's activation is its
+  pre-activation, a linear function of what its MLP reads.
+Each MLP's output is then Σ active features' activation × decoder direction + the transcoder's bias + the error
+(the MLP's real output minus the transcoder's), so with nothing changed the replacement model is the model itself,
+and the target (a logit, or answer − foil, at one position) is an affine function of the sources: the input
+embeddings of each token (what enters layer 0), the active features' activations and the errors.
+
+    frozen = freeze(model, transcoders, input_ids, token_type_ids, Target(position, answer_id, foil_id))
+    frozen.target_value                         # the model's own logit (difference)
+    replacement_outputs(frozen, sources)        # (each active feature's pre-activation, the target), frozen maps
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ... import attention as attn
+from ...activations import activate
+from ...errors import InvalidInputError
+from ...model import Bert
+from ..circuits.encoder_parts import EncoderParts
+from .transcoder import Transcoders, check_model
+
+
+@dataclass(frozen=True)
+class Target:
+    position: int  # the token whose logits are read (the [MASK])
+    token: int  # the answer's vocabulary id: the target is its logit ...
+    foil: int | None = None  # ... minus the foil's, when given
+
+
+@dataclass(frozen=True)
+class Sources:
+    """The replacement model's inputs, each a multiplier of what it carries in the run: ones give the run itself."""
+
+    embeddings: torch.Tensor  # [seq] times each token's input embedding
+    activations: list[torch.Tensor]  # per layer [active features there]: the features' activations (not multipliers)
+    errors: torch.Tensor  # [layer, seq] times each MLP's error at each position
+
+
+@dataclass
+class FrozenRun:
+    """One run of the model on one sentence, with what the replacement model freezes."""
+
+    parts: EncoderParts
+    transcoders: Transcoders
+    target: Target
+    embeddings: torch.Tensor  # [seq, hidden] what enters layer 0
+    patterns: list[torch.Tensor]  # per layer [1, head, seq, seq]
+    attention_sigma: list[torch.Tensor | None]  # per layer [1, seq, 1]: the attention sub-layer's LayerNorm's σ
+    mlp_sigma: list[torch.Tensor]  # per layer [1, seq, 1]: the MLP sub-layer's LayerNorm's σ
+    final_sigma: torch.Tensor | None  # [1, 1] pre-norm: the final LayerNorm's σ at the target
+    head_gate: torch.Tensor  # [E] the masked-LM head's act(u)/u at the target
+    head_sigma: torch.Tensor  # [1] the head's LayerNorm's σ
+    features: list[torch.Tensor]  # per layer [active, 2]: (position, feature) of each active feature
+    activations: list[torch.Tensor]  # per layer [active]: their activations (> 0)
+    errors: torch.Tensor  # [layer, seq, hidden] MLP output − transcoder output
+    target_value: float  # the model's own target: logit, or logit(answer) − logit(foil)
+    target_probability: float  # the model's softmax probability of the answer there
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.patterns)
+
+    @property
+    def seq(self) -> int:
+        return self.embeddings.shape[0]
+
+    def unit_sources(self) -> Sources:
+        """The sources of the run itself."""
+        seq, layers = self.seq, self.num_layers
+        return Sources(torch.ones(seq), [a.clone() for a in self.activations], torch.ones(layers, seq))
+
+
+def check_model_for_graphs(model: Bert) -> None:
+    if model.config.relative_attention:
+        raise InvalidInputError("attribution graphs do not read DeBERTa's disentangled attention yet: choose another model")
+    if not model.has_mlm_head:
+        raise InvalidInputError("an attribution graph explains a masked-LM logit: load a model with a masked-LM head")
+
+
+def _sigma(norm: torch.nn.LayerNorm, v: torch.Tensor) -> torch.Tensor:
+    return (v.var(-1, unbiased=False, keepdim=True) + norm.eps).sqrt()
+
+
+def _frozen_norm(norm: torch.nn.LayerNorm | None, v: torch.Tensor, sigma: torch.Tensor | None) -> torch.Tensor:
+    """LayerNorm with its σ given (affine in v): (v − mean v) / σ · γ + β."""
+    if norm is None:
+        return v
+    out = (v - v.mean(-1, keepdim=True)) / sigma
+    if norm.weight is not None:
+        out = out * norm.weight
+    return out if norm.bias is None else out + norm.bias
+
+
+@torch.no_grad()
+def freeze(model: Bert, transcoders: Transcoders, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None,
+           target: Target, check_weights: bool = True) -> FrozenRun:
+    """The model's own run of one sentence (input_ids [1, seq]), step by step, recording what is frozen, the
+    transcoders' active features and each MLP's error. check_weights: refuse transcoders of other weights."""
+    check_model_for_graphs(model)
+    if check_weights:
+        check_model(transcoders.config, model)
+    if input_ids.shape[0] != 1 or not 0 <= target.position < input_ids.shape[1]:
+        raise InvalidInputError("one sentence at a time, and the target's position inside it")
+    parts = EncoderParts.of(model)
+    if token_type_ids is None:
+        token_type_ids = torch.zeros_like(input_ids)
+    embedded = x = parts.embed(input_ids, token_type_ids, None)  # [1, seq, hidden]
+    record = {"patterns": [], "attention_sigma": [], "mlp_sigma": []}
+    features, activations, errors = [], [], []
+    for layer, part in enumerate(parts.layers):
+        attention_norm, mlp_norm = part.module.attention.layer_norm, part.module.residual.layer_norm
+        if parts.pre_norm:
+            sigma = None if attention_norm is None else _sigma(attention_norm, x)
+            read = _frozen_norm(attention_norm, x, sigma)
+        else:
+            read = x
+        pattern = part.pattern(read[:, None], read[:, None], None)
+        total = _attention_total(part, pattern, read)
+        if parts.pre_norm:
+            x = x + total
+            record["attention_sigma"].append(sigma)
+            mlp_sigma = _sigma(mlp_norm, x)
+            mlp_in = _frozen_norm(mlp_norm, x, mlp_sigma)
+        else:
+            sigma = _sigma(attention_norm, x + total)
+            record["attention_sigma"].append(sigma)
+            x = mlp_in = _frozen_norm(attention_norm, x + total, sigma)
+        mlp_out = part.mlp(mlp_in)
+        values, indices = transcoders.encode_sparse(mlp_in[0].float(), layer)  # [seq, k]
+        errors.append(mlp_out[0] - transcoders.decode_sparse(values, indices, layer))
+        active = (values > 0).nonzero()  # [active, 2]: (position, slot)
+        features.append(torch.stack([active[:, 0], indices[active[:, 0], active[:, 1]]], dim=1))
+        activations.append(values[active[:, 0], active[:, 1]])
+        if not parts.pre_norm:
+            mlp_sigma = _sigma(mlp_norm, x + mlp_out)
+            x = _frozen_norm(mlp_norm, x + mlp_out, mlp_sigma)
+        else:
+            x = x + mlp_out
+        record["patterns"].append(pattern)
+        record["mlp_sigma"].append(mlp_sigma)
+    hidden = x[:, target.position]  # [1, hidden]
+    final_sigma = None
+    if parts.pre_norm:
+        final_sigma = _sigma(model.final_norm.layer_norm, hidden)
+        hidden = _frozen_norm(model.final_norm.layer_norm, hidden, final_sigma)
+    head = model.lm_head
+    u = head.mlp(hidden)[0]  # [E]
+    gate = torch.where(u != 0, activate(u, head.activation) / torch.where(u != 0, u, 1.0), 0.0)
+    head_sigma = _sigma(head.layer_norm, u * gate)
+    logits = head.unembedding(head.layer_norm(u * gate))  # the model's own logits at the target ([vocab])
+    return FrozenRun(parts, transcoders, target, embedded[0], record["patterns"], record["attention_sigma"],
+                     record["mlp_sigma"], final_sigma, gate, head_sigma, features, activations, torch.stack(errors),
+                     float(read_target(logits, target)), float(logits.softmax(-1)[target.token]))
+
+
+def _attention_total(part, pattern: torch.Tensor, read: torch.Tensor) -> torch.Tensor:
+    """What the attention sub-layer adds, its heads reading `read` [1, seq, hidden] through `pattern`."""
+    z = part.values_through(pattern, read[:, None])  # [1, head, seq, head_dim]
+    total = attn.merge_heads(z) @ part.output.flatten(0, 1)
+    return total if part.output_bias is None else total + part.output_bias
+
+
+def read_target(logits: torch.Tensor, target: Target) -> torch.Tensor:
+    return logits[..., target.token] - (0.0 if target.foil is None else logits[..., target.foil])
+
+
+def replacement_outputs(frozen: FrozenRun, sources: Sources) -> tuple[list[torch.Tensor], torch.Tensor]:
+    """The frozen replacement model from its sources: (per layer [active] each active feature's pre-activation,
+    the target []), both affine in the sources. Differentiable: the attribution graph's edges are its gradients."""
+    parts, transcoders = frozen.parts, frozen.transcoders
+    x = frozen.embeddings[None] * sources.embeddings[None, :, None]  # [1, seq, hidden]
+    pre_activations = []
+    for layer, part in enumerate(parts.layers):
+        attention_norm, mlp_norm = part.module.attention.layer_norm, part.module.residual.layer_norm
+        sigma = frozen.attention_sigma[layer]
+        read = _frozen_norm(attention_norm, x, sigma) if parts.pre_norm else x
+        total = _attention_total(part, frozen.patterns[layer], read)
+        if parts.pre_norm:
+            x = x + total
+            mlp_in = _frozen_norm(mlp_norm, x, frozen.mlp_sigma[layer])
+        else:
+            x = mlp_in = _frozen_norm(attention_norm, x + total, sigma)
+        positions, features = frozen.features[layer].unbind(1)
+        encoders = transcoders.W_enc[layer][:, features].T * transcoders.input_scale[layer]  # [active, hidden]
+        pre_activations.append((mlp_in[0, positions] * encoders).sum(-1) + transcoders.b_enc[layer, features])
+        decoders = transcoders.W_dec[layer][features] / transcoders.output_scale[layer]  # [active, hidden]
+        written = torch.zeros_like(x[0]).index_add(0, positions, decoders * sources.activations[layer][:, None])
+        mlp_out = written + transcoders.b_dec[layer] / transcoders.output_scale[layer] + frozen.errors[layer] * sources.errors[layer][:, None]
+        x = _frozen_norm(mlp_norm, x + mlp_out[None], frozen.mlp_sigma[layer]) if not parts.pre_norm else x + mlp_out[None]
+    hidden = x[:, frozen.target.position]
+    if parts.pre_norm:
+        hidden = _frozen_norm(parts.model.final_norm.layer_norm, hidden, frozen.final_sigma)
+    head = parts.model.lm_head
+    transformed = _frozen_norm(head.layer_norm, head.mlp(hidden) * frozen.head_gate, frozen.head_sigma)
+    return pre_activations, read_target(head.unembedding(transformed)[0], frozen.target)

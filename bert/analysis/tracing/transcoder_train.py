@@ -1,0 +1,248 @@
+"""Training every layer's transcoder at once on pairs (what the MLP reads, what it writes) streamed from the model.
+
+    transcoders, config = train_transcoders(model, tokenizer, lines, TranscoderSettings(features=4096, k=32),
+                                            out="out/transcoders", model_name="minilm", data_name="data/corpus/train.txt")
+
+One forward pass over a batch of sentences gives each token's pair at every layer ([token, layer, 2, hidden]);
+the pairs are mixed in a buffer of `buffer_tokens` tokens (sae_train.mixed_batches, the SAE's own) and drawn in
+batches. The loss is the sum over layers of the reconstruction error of the MLP's output over its variance in the
+batch; the decoder rows are kept at unit norm (the gradient's part along each row removed before the step, the
+rows renormalised after it), as the SAE's. The encoder starts as the decoder's transpose, b_dec as the first
+batch's mean scaled output; s_in and s_out are sqrt(hidden) over the first batch's mean input and output norms.
+No auxiliary loss: the dead features are counted in the model card (transcoder_measures.py).
+
+Checkpoints (`out/checkpoint.pt`, read with weights_only=True) every `checkpoint_every` steps; a run started again
+with the same out folder resumes from the last one (the text continues where it was), and refuses one of other
+weights, size or k. Under torchrun each rank reads every world-th line and every step uses the mean of the ranks'
+gradients; rank 0 writes; when one rank's text runs out every rank stops at that step.
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Callable, Iterable, Iterator, Sequence
+
+import torch
+
+from ...devices import model_device
+from ...errors import InvalidInputError
+from ...hooks import hook_name
+from ...model import Bert
+from ...pretraining.distributed import Ranks, any_rank, barrier
+from ...tokenizer import BertTokenizer
+from ..corpus.batching import pad
+from ..corpus.model_fingerprint import model_fingerprint
+from ..features.sae_train import mixed_batches
+from .transcoder import TranscoderConfig, TranscoderFileError, Transcoders, mlp_input_kind
+
+log = logging.getLogger(__name__)
+CHECKPOINT_FILE = "checkpoint.pt"
+
+
+@dataclass(frozen=True)
+class TranscoderSettings:
+    features: int = 4096  # F per layer
+    k: int = 32  # features kept per token
+    steps: int = 2000  # optimizer steps
+    batch_tokens: int = 1024  # tokens per step (each with every layer's pair; per rank under torchrun)
+    learning_rate: float = 5e-4  # Adam; decays linearly to 0 over the last fifth of the steps
+    buffer_tokens: int = 8192  # tokens mixed before they are drawn
+    sentences_per_batch: int = 32  # sentences per forward pass of the model
+    checkpoint_every: int = 200
+    seed: int = 0
+
+    def check(self) -> None:
+        if not 1 <= self.k <= self.features or self.steps < 1 or self.batch_tokens < 1 or self.learning_rate <= 0:
+            raise InvalidInputError("features >= k >= 1, steps >= 1, batch tokens >= 1 and a positive learning rate are needed")
+        if self.buffer_tokens < 2 * self.batch_tokens:
+            raise InvalidInputError(f"buffer_tokens ({self.buffer_tokens}) must hold at least two batches ({2 * self.batch_tokens})")
+        if self.sentences_per_batch < 1 or self.checkpoint_every < 1:
+            raise InvalidInputError("sentences per batch and checkpoint_every must be at least 1")
+
+
+@torch.no_grad()
+def mlp_pairs(model: Bert, tokenizer: BertTokenizer, texts: Sequence[str]) -> torch.Tensor:
+    """[token, layer, 2, hidden] float32: for every real token of `texts` ([CLS] and [SEP] included, padding left
+    out), what each layer's MLP reads (index 0) and what it writes (index 1), from one forward pass."""
+    device, layers = model_device(model), model.config.num_layers
+    encodings = [tokenizer.encode(text, max_length=model.config.max_position_embeddings, truncate=True) for text in texts]
+    input_ids, token_type_ids, attention_mask = pad(encodings, tokenizer.pad_id, device)
+    kind = mlp_input_kind(model)
+    names = [hook_name(kind, layer) for layer in range(layers)] + [hook_name("mlp_result", layer) for layer in range(layers)]
+    keep = attention_mask.bool()
+    nowhere = torch.zeros_like(keep)  # no output head is needed: the masked-LM head (if any) runs on no position
+    _, cache = model.run_with_cache(input_ids, token_type_ids, attention_mask, names=names, logit_mask=nowhere)
+    pairs = [torch.stack([cache[kind, layer][keep], cache["mlp_result", layer][keep]]) for layer in range(layers)]
+    return torch.stack(pairs).permute(2, 0, 1, 3).float().contiguous()  # [layer, 2, token, hidden] -> [token, layer, 2, hidden]
+
+
+def pair_stream(model: Bert, tokenizer: BertTokenizer, texts: Iterable[str], sentences_per_batch: int) -> Iterator[torch.Tensor]:
+    texts = iter(texts)
+    while batch := list(itertools.islice(texts, sentences_per_batch)):
+        yield mlp_pairs(model, tokenizer, batch)
+
+
+def transcoder_losses(transcoders: Transcoders, pairs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(the summed loss, each layer's normalised error [layer], fired [layer, feature] bool) for pairs
+    [batch, layer, 2, hidden]."""
+    losses, fired = [], torch.zeros(transcoders.config.layers, transcoders.config.features, dtype=torch.bool, device=pairs.device)
+    for layer in range(transcoders.config.layers):
+        x, y = pairs[:, layer, 0], pairs[:, layer, 1] * transcoders.output_scale[layer]
+        values, indices = transcoders.encode_sparse(x, layer)
+        guess = transcoders.decode_sparse(values, indices, layer) * transcoders.output_scale[layer]
+        variance = (y - y.mean(0)).pow(2).sum().clamp_min(1e-8)
+        losses.append((guess - y).pow(2).sum() / variance)
+        fired[layer, indices[values > 0]] = True
+    per_layer = torch.stack(losses)
+    return per_layer.sum(), per_layer.detach(), fired
+
+
+def train_transcoders(
+    model: Bert, tokenizer: BertTokenizer, lines: Sequence[str], settings: TranscoderSettings, out: str | Path,
+    model_name: str, data_name: str, ranks: Ranks = Ranks(),
+) -> tuple[Transcoders, TranscoderConfig]:
+    """Train (or resume) one transcoder per layer on `lines`; writes checkpoints into `out` (rank 0)."""
+    settings.check()
+    out, device = Path(out), model_device(model)
+    generator = torch.Generator().manual_seed(settings.seed)
+    order = torch.randperm(len(lines), generator=generator).tolist()  # the same on every rank
+    mine = order[ranks.rank :: ranks.world]
+    config = TranscoderConfig(model=model_name, fingerprint=model_fingerprint(model), layers=model.config.num_layers,
+                              hidden=model.config.hidden_size, features=settings.features, k=settings.k,
+                              input_kind=mlp_input_kind(model), data=data_name,
+                              settings={key: value for key, value in asdict(settings).items() if key not in ("features", "k")})
+    state = _load_checkpoint(out / CHECKPOINT_FILE, config)
+    read = {"lines": state["lines_done"] if state else 0}  # lines of this rank's share read so far, for resuming
+    stream = _counting(pair_stream(model, tokenizer, (lines[i] for i in mine[read["lines"]:]), settings.sentences_per_batch),
+                       read, settings.sentences_per_batch)
+    batches = mixed_batches(stream, settings.batch_tokens, settings.buffer_tokens, generator)
+    first = next(batches, None)
+    if any_rank(first is None, ranks, device):
+        first = None
+    if first is None:
+        raise InvalidInputError(f"{data_name} gives fewer than {settings.batch_tokens} training tokens"
+                                + (" after the checkpoint's lines" if state else "") + ": give more text")
+    transcoders = Transcoders(config).to(device)
+    if state is None:
+        _initialise(transcoders, first.to(device), settings.seed, ranks)
+    else:
+        transcoders.load_state_dict(state["transcoders"])
+        transcoders.set_scales(state["input_scales"].tolist(), state["output_scales"].tolist())
+    saver = lambda *parts: _save_checkpoint(out / CHECKPOINT_FILE, *parts, read["lines"])  # noqa: E731
+    step, tokens = _fit(transcoders, itertools.chain([first], batches), settings, ranks, state, saver)
+    if step < settings.steps:
+        log.warning("the text ran out after %d of %d steps: give more text or fewer steps", step, settings.steps)
+    return transcoders.eval(), replace(transcoders.config, steps=step, tokens=tokens)
+
+
+def _fit(transcoders: Transcoders, batches: Iterator[torch.Tensor], settings: TranscoderSettings, ranks: Ranks,
+         state: dict | None, save: Callable) -> tuple[int, int]:
+    device = transcoders.W_dec.device
+    for parameter in transcoders.parameters():
+        _from_rank_0(parameter.data, ranks)
+    optimizer = torch.optim.Adam(transcoders.parameters(), lr=settings.learning_rate, eps=6.25e-10)
+    step, tokens = 0, 0
+    if state is not None:
+        optimizer.load_state_dict(state["optimizer"])
+        step, tokens = int(state["step"]), int(state["tokens"])
+    started, first_tokens = time.monotonic(), tokens
+    totals, count = torch.zeros(transcoders.config.layers, device=device), 0
+    while step < settings.steps:
+        pairs = next(batches, None)
+        if any_rank(pairs is None, ranks, device):  # one rank's text has run out: all stop at this step
+            break
+        for group in optimizer.param_groups:
+            group["lr"] = settings.learning_rate * _decay(settings, step)
+        loss, per_layer, _ = transcoder_losses(transcoders, pairs.to(device))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        for parameter in transcoders.parameters():
+            if ranks.world > 1:
+                torch.distributed.all_reduce(parameter.grad)
+                parameter.grad /= ranks.world
+        rows = transcoders.W_dec.detach()  # keep the decoder rows on the unit sphere
+        transcoders.W_dec.grad -= (transcoders.W_dec.grad * rows).sum(-1, keepdim=True) * rows
+        torch.nn.utils.clip_grad_norm_(transcoders.parameters(), 1.0)
+        optimizer.step()
+        transcoders.normalize_decoder()
+        step, tokens, totals, count = step + 1, tokens + len(pairs) * ranks.world, totals + per_layer, count + 1
+        if step % settings.checkpoint_every == 0 or step == settings.steps:
+            errors = ", ".join(f"{value:.3f}" for value in (totals / count).tolist())
+            log.info("step %d/%d: 1 - variance explained per layer %s; %d tokens, %.0f tokens/s", step, settings.steps,
+                     errors, tokens, (tokens - first_tokens) / max(time.monotonic() - started, 1e-9))
+            totals, count = torch.zeros_like(totals), 0
+            if ranks.main:
+                save(transcoders, optimizer, step, tokens)
+            barrier(ranks)
+    return step, tokens
+
+
+def _decay(settings: TranscoderSettings, step: int) -> float:
+    decay_from = int(0.8 * settings.steps)
+    return 1.0 if step < decay_from else (settings.steps - step) / max(settings.steps - decay_from, 1)
+
+
+def _counting(stream: Iterator[torch.Tensor], read: dict, sentences: int) -> Iterator[torch.Tensor]:
+    for chunk in stream:
+        read["lines"] += sentences  # (a last, shorter batch over-counts: the text has ended anyway)
+        yield chunk
+
+
+def _from_rank_0(tensor: torch.Tensor, ranks: Ranks) -> torch.Tensor:
+    if ranks.world > 1:
+        torch.distributed.broadcast(tensor, 0)
+    return tensor
+
+
+def _initialise(transcoders: Transcoders, first: torch.Tensor, seed: int, ranks: Ranks) -> None:
+    """Scales from the first batch (rank 0's), random unit decoder rows, W_enc their transpose, b_dec the mean output."""
+    hidden = transcoders.config.hidden
+    norms = first.norm(dim=-1).mean(0)  # [layer, 2]
+    scales = _from_rank_0((math.sqrt(hidden) / norms.clamp_min(1e-8)).double(), ranks).float()
+    transcoders.set_scales(scales[:, 0].tolist(), scales[:, 1].tolist())
+    generator = torch.Generator().manual_seed(seed)
+    config = transcoders.config
+    with torch.no_grad():
+        directions = torch.randn(config.layers, config.features, hidden, generator=generator)
+        transcoders.W_dec.copy_(directions / directions.norm(dim=-1, keepdim=True))
+        transcoders.W_enc.copy_(transcoders.W_dec.transpose(1, 2) / math.sqrt(hidden))  # small at first: y^ starts near b_dec
+        transcoders.b_dec.copy_(first[:, :, 1].mean(0) * transcoders.output_scale[:, None].to(first.device))
+        transcoders.b_enc.zero_()
+
+
+def _save_checkpoint(path: Path, transcoders: Transcoders, optimizer, step: int, tokens: int, lines_done: int) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix(".tmp")
+    torch.save({"transcoders": transcoders.state_dict(), "optimizer": optimizer.state_dict(), "step": torch.tensor(step),
+                "tokens": torch.tensor(tokens), "lines_done": torch.tensor(lines_done),
+                "input_scales": transcoders.input_scale.double().cpu(), "output_scales": transcoders.output_scale.double().cpu(),
+                "trained_for": _trained_for(transcoders.config)}, temporary)
+    temporary.replace(path)  # a crash mid-write leaves the previous checkpoint whole
+
+
+def _load_checkpoint(path: Path, config: TranscoderConfig) -> dict | None:
+    if not path.is_file():
+        return None
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    saved = state.get("trained_for")
+    wanted = _trained_for(config)
+    names = {"fingerprint": "model weights (fingerprint)", "layers": "layers", "hidden": "hidden size",
+             "features": "--features", "k": "--k"}
+    if not isinstance(saved, dict):
+        raise TranscoderFileError(f"{path} does not say what it was trained for: give another --out folder")
+    differ = [f"{names[key]} {saved.get(key)!r} there, {value!r} here" for key, value in wanted.items() if saved.get(key) != value]
+    if differ:
+        raise TranscoderFileError(f"{path} is a checkpoint of another run ({'; '.join(differ)}): resume with the same "
+                                  "--model, --features and --k, or give another --out folder to start afresh")
+    log.info("resuming from %s at step %d", path, int(state["step"]))
+    state["lines_done"] = int(state["lines_done"])
+    return state
+
+
+def _trained_for(config: TranscoderConfig) -> dict:
+    return {"fingerprint": config.fingerprint, "layers": config.layers, "hidden": config.hidden,
+            "features": config.features, "k": config.k}
