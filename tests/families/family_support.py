@@ -34,7 +34,7 @@ def fast_pretraining_only():
 
 
 PAD_ID = {"roberta": 1}  # RoBERTa's <pad>; the others pad with 0
-NO_TOKEN_TYPES = ("distilbert", "modernbert")  # their forward takes no token_type_ids
+NO_TOKEN_TYPES = ("distilbert", "modernbert", "eurobert")  # their forward takes no token_type_ids
 MODERNBERT = ["ModernBertForMaskedLM", "ModernBertForSequenceClassification", "ModernBertForTokenClassification"]
 # rows longer than ModernBERT's tiny window (local_attention 8: each token sees ±4) and a padded batch
 LONG_LAYOUT = [(22, 0), (9, 0), (10, 8)]
