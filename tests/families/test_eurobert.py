@@ -57,6 +57,7 @@ def test_masked_lm_loads_strictly_and_matches_transformers_on_a_padded_batch(pai
     batch = _batch()
     assert not batch[2].all()  # padded
     compare(ours, theirs, "eurobert", "EuroBertForMaskedLM", batch)
+    _assert_counted_as_transformers(ours, theirs)
     input_ids, _, attention_mask = batch
     with torch.no_grad():  # the fused attention path (nobody records the pattern): the same logits
         fused = ours(input_ids, attention_mask=attention_mask)
@@ -73,6 +74,15 @@ def test_task_heads_match_transformers(architecture, fields, save_hf_model):
     ours, _ = bert.load_pretrained(str(save_hf_model(theirs)))
     assert ours.own_output == OUTPUT[architecture]
     compare(ours, theirs, "eurobert", architecture, _batch())
+    _assert_counted_as_transformers(ours, theirs)
+
+
+def _assert_counted_as_transformers(ours, theirs):
+    """bert.count_parameters from the config and the heads: the parameters transformers' model holds."""
+    from bert.params import model_heads
+
+    counts = bert.count_parameters(ours.config, **model_heads(ours))
+    assert counts["total"] == sum(p.numel() for p in theirs.parameters()) == sum(p.numel() for p in ours.parameters())
 
 
 def test_grouped_heads_share_keys_and_values_and_the_new_parts_are_hooks(pair):
@@ -204,3 +214,27 @@ def test_tokenizer_ids_equal_tokenizers_own_in_several_scripts(llama3_folder):
     encoding = ours.encode("Paris is the [MASK] of France.")
     assert encoding.input_ids[encoding.tokens.index("<|mask|>")] == reference.token_to_id("<|mask|>")
     assert ours.encode("über").display_tokens()[1] == "über"  # bytes shown as the characters they spell
+
+
+@pytest.mark.parametrize("direction", ["noise", "denoise"])
+def test_circuit_edges_through_shared_keys_equal_whole_patched_passes(pair, tiny_vocab_file, direction):
+    """The circuit graph gives each query head its group's key and value maps: patching every edge alone through
+    EncoderParts equals the whole patched pass (logit difference of a contrast the two runs move apart)."""
+    from bert.analysis.causal.patching import prepare_contrast
+    from bert.analysis.circuits.edge_scores import exact_edge_metrics, pair_runs, patched_metrics
+    from bert.analysis.circuits.encoder_parts import EncoderParts
+    from bert.analysis.circuits.graph import CircuitGraph
+
+    ours, _ = pair
+    tokenizer = bert.BertTokenizer.from_vocab(tiny_vocab_file)
+    clean, corrupted = "the dog [MASK] at the park .", "her cat [MASK] to the mail ."
+    first = prepare_contrast(tokenizer, clean, corrupted, "dog", "cat")
+    with torch.no_grad():
+        change = (ours(*first.clean.tensors()) - ours(*first.corrupted.tensors()))[0, first.mask_position]
+    contrast = prepare_contrast(tokenizer, clean, corrupted, int(change.argmax()), int(change.argmin()))
+    parts, graph = EncoderParts.of(ours), CircuitGraph.of(ours.config)
+    runs = pair_runs(parts, graph, contrast, "logit-difference")
+    whole = patched_metrics(parts, graph, runs, "logit-difference", direction, torch.eye(len(graph), dtype=torch.bool), batch_size=len(graph))
+    run, _ = runs.oriented(direction)
+    assert (whole - runs.metrics[run]).abs().max() > 1e-3  # the patches move the metric
+    torch.testing.assert_close(exact_edge_metrics(parts, graph, runs, "logit-difference", direction, batch_size=7), whole, atol=1e-5, rtol=0)

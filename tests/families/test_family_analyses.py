@@ -20,14 +20,15 @@ from bert_test_support import synthetic_conllu
 from family_support import FAMILIES, build_hf, run_transformers, write_tiny_tokenizer
 
 MASKED_LM = {"roberta": "RobertaForMaskedLM", "distilbert": "DistilBertForMaskedLM", "albert": "AlbertForMaskedLM",
-             "electra": "ElectraForMaskedLM", "modernbert": "ModernBertForMaskedLM", "deberta-v2": "DebertaV2ForMaskedLM"}  # ELECTRA: the generator, the family's masked-LM
+             "electra": "ElectraForMaskedLM", "modernbert": "ModernBertForMaskedLM", "deberta-v2": "DebertaV2ForMaskedLM",
+             "eurobert": "EuroBertForMaskedLM"}  # ELECTRA: the generator, the family's masked-LM
 # the parts each family's embedding sums, where not BERT's three: ModernBERT's and DeBERTa-v3's positions enter the
 # attention (rotary, relative), DistilBERT has no segments
-EMBEDDING_PARTS = {"distilbert": ("token", "position"), "modernbert": ("token",), "deberta-v2": ("token",)}
+EMBEDDING_PARTS = {"distilbert": ("token", "position"), "modernbert": ("token",), "deberta-v2": ("token",), "eurobert": ("token",)}
 CLEAN, CORRUPTED, ANSWER, FOIL = "the dog [MASK] at the park .", "her cat [MASK] to the mail .", "barked", "mail"
 
 
-@pytest.fixture(scope="module", params=(*FAMILIES, "modernbert", "deberta-v2"))
+@pytest.fixture(scope="module", params=(*FAMILIES, "modernbert", "deberta-v2", "eurobert"))
 def loaded(request, tmp_path_factory, tiny_vocab_file):
     family = request.param
     theirs = build_hf(family, MASKED_LM[family])
