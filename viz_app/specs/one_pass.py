@@ -128,7 +128,7 @@ def _pieces(settings, tokens, one, inputs, results):
 
 def _embeddings(settings, tokens, one, inputs, results):
     t, word = settings.token, tokens[settings.token]
-    return {
+    charts = {
         "embeddings": number_rows({**{f"{part} embedding": values[t] for part, values in one.parts.items()},
                                    "sum": one.embedding_sum[t]},
                                   f"Embeddings of {word} and their sum", "one_pass_embeddings",
@@ -139,6 +139,7 @@ def _embeddings(settings, tokens, one, inputs, results):
                                       f"LayerNorm of {word}'s sum", "one_pass_embedding_norm",
                                       f"(sum − mean) / spread × scale + shift; {shape(one.embedding_norm)}."),
     }
+    return charts if one.norm_scale is not None else {"embeddings": charts["embeddings"]}  # no norm: the sum enters layer 0
 
 
 def _attention(settings, tokens, one, inputs, results):
@@ -247,8 +248,9 @@ def paragraphs(settings: Settings, inputs: HasInputs, one: OnePass) -> dict[str,
         "pieces": f"The tokenizer cuts the sentence into {len(tokens)} word pieces; the model sees only their ids. "
                   f"{word} is id {inputs.prepared.masked.input_ids[t]}.",
         "embeddings": f"{word}'s vector is the sum of {', '.join(one.parts)} embeddings ({summed.shape[-1]} numbers "
-                      f"each). LayerNorm then centres it (mean {summed.mean():.3f}) and divides by its spread "
-                      f"({summed.std():.3f}), then multiplies by a learned scale and adds a shift.",
+                      f"each)." + (f" LayerNorm then centres it (mean {summed.mean():.3f}) and divides by its spread "
+                                    f"({summed.std():.3f}), then multiplies by a learned scale and adds a shift."
+                                    if config.embedding_norm else ""),
         "attention": f"In layer {settings.layer}, head {settings.head}, {word}'s query is compared with every token's key: "
                      f"q · k, divided by √d = {one.scale:.2f}, then softmax makes the row sum to 1. {word} gives "
                      f"{one.pattern[t].max():.0%} of its weight to {tokens[int(one.pattern[t].argmax())]}. The head's "
@@ -287,12 +289,21 @@ def family_note(config: BertConfig, step: str) -> str:
             notes.append("No position embedding: each layer rotates q and k by their positions (rotary, Su et al. 2021).")
         if config.relative_attention:
             notes.append("No position embedding: every attention layer adds scores read from relative distances (He et al. 2021).")
+        if not config.embedding_norm:
+            notes.append("No norm here: the sum enters layer 0 as it is, and each layer norms its own input (EuroBERT).")
         if config.projects_embeddings:
             notes.append(f"The embeddings are {config.embedding_width} wide and projected to {config.hidden_size} "
                          f"after the LayerNorm (Lan et al. 2020).")
     if step == "attention":
         if config.pre_norm:
-            notes.append("Pre-norm (ModernBERT): attention reads the LayerNorm'd input; the residual is added after.")
+            notes.append("Pre-norm (ModernBERT, EuroBERT): attention reads the normed input; the residual is added after.")
+        if config.rms_norm:
+            notes.append("The norm is RMSNorm: the vector divided by its root mean square, times a learned scale, with no "
+                         "mean taken away and no shift (Zhang and Sennrich 2019).")
+        if config.query_heads_per_key > 1:
+            notes.append(f"Grouped-query attention: every {config.query_heads_per_key} heads share one key and one value "
+                         f"head, so their k and v are the same (head h reads key-value head h // {config.query_heads_per_key}; "
+                         f"Ainslie et al. 2023).")
         if config.rotary:
             notes.append("q and k are shown rotated by their positions: their product is the score.")
         if config.local_attention is not None:
@@ -300,6 +311,10 @@ def family_note(config: BertConfig, step: str) -> str:
         if config.relative_attention:
             notes.append("The score is three terms: content to content, content to position, position to content "
                          "(DeBERTa, He et al. 2021).")
+    if step == "mlp" and config.gated_mlp:
+        glu = "SwiGLU" if config.activation == "silu" else "GeGLU" if config.activation.startswith("gelu") else "gated"
+        notes.append(f"The MLP is gated ({glu}, Shazeer 2020): the activation of one map is multiplied by a second map "
+                     f"of the same input, the gate, before the contraction.")
     if step == "layers" and config.shared_layers:
         notes.append("ALBERT applies one layer's weights again and again (Lan et al. 2020): every row is the same weights.")
     return "".join(" " + note for note in notes)
