@@ -93,6 +93,9 @@ class BertConfig:
     embedding_norm: bool = True  # a norm after the embeddings (EuroBERT: none; its first layer norms its own input)
     lm_transform: bool = True  # the masked-LM head's dense, activation and norm before the unembedding (EuroBERT: none)
     tied_unembedding: bool = True  # the masked-LM output's weight is the token embedding (EuroBERT: a matrix of its own)
+    # the MLP's input maps (mlp1, gate) have biases; None: as mlp_bias. GTE (Zhang et al. 2024): none there, while its
+    # output map (mlp2) has one (mlp_bias)
+    mlp_input_bias: bool | None = None
 
     def __post_init__(self):
         if self.hidden_size % self.num_heads:
@@ -167,6 +170,11 @@ class BertConfig:
     def head_size(self) -> int:
         """Dimensions per head: 768 / 12 = 64 for BERT-base (Devlin et al. 2019)."""
         return self.hidden_size // self.num_heads
+
+    @property
+    def input_maps_bias(self) -> bool:
+        """Whether the MLP's input maps (mlp1, and the gate) have biases: mlp_input_bias, else mlp_bias."""
+        return self.mlp_bias if self.mlp_input_bias is None else self.mlp_input_bias
 
     @property
     def key_value_head_count(self) -> int:

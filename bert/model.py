@@ -237,8 +237,8 @@ class NormedResidualLayer(ResidualSubLayer):
         norm = norm_layer(config)
         if config.pre_norm:  # registered in the order of computing
             self.layer_norm = norm
-        self.mlp1 = nn.Linear(config.hidden_size, config.intermediate_size, bias=config.mlp_bias)
-        self.gate = nn.Linear(config.hidden_size, config.intermediate_size, bias=config.mlp_bias) if config.gated_mlp else None
+        self.mlp1 = nn.Linear(config.hidden_size, config.intermediate_size, bias=config.input_maps_bias)
+        self.gate = nn.Linear(config.hidden_size, config.intermediate_size, bias=config.input_maps_bias) if config.gated_mlp else None
         self.mlp2 = nn.Linear(config.intermediate_size, config.hidden_size, bias=config.mlp_bias)
         if not config.pre_norm:
             self.layer_norm = norm

@@ -27,7 +27,7 @@ def count_parameters(
         # Q, K, V, output projection, LayerNorm
         "attention_per_layer": 2 * (h * h + attention_bias * h) + 2 * (h * key_value + attention_bias * key_value) + layer_norm,
         "mlp_weights_per_layer": (3 if config.gated_mlp else 2) * h * i,  # 4,718,592 for BERT-base
-        "mlp_per_layer": (2 if config.gated_mlp else 1) * (h * i + mlp_bias * i) + (i * h + mlp_bias * h) + layer_norm,
+        "mlp_per_layer": (2 if config.gated_mlp else 1) * (h * i + int(config.input_maps_bias) * i) + (i * h + mlp_bias * h) + layer_norm,
     }
     counts["layer"] = counts["attention_per_layer"] + counts["mlp_per_layer"]
     counts["encoder_layers"] = config.distinct_layers * counts["layer"]  # ALBERT: one shared (or one per group's inner layer)

@@ -120,7 +120,7 @@ def family_batch(family: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 def run_transformers(theirs, family: str, batch):
     input_ids, token_type_ids, attention_mask = batch
     kwargs = dict(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True, output_attentions=True)
-    if family not in NO_TOKEN_TYPES:
+    if family not in NO_TOKEN_TYPES and getattr(theirs.config, "type_vocab_size", 1):  # GTE's English model: no segments
         kwargs["token_type_ids"] = token_type_ids
     with torch.no_grad():
         return theirs(**kwargs)

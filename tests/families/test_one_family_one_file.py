@@ -92,6 +92,7 @@ def test_each_non_bert_family_has_names_of_its_own_to_look_for():
     assert {"Wqkv", "tok_embeddings", "norm_eps", "classifier_activation"} <= own["modernbert"]
     assert {"rel_embeddings", "query_proj", "pos_att_type", "cls_dropout"} <= own["deberta-v2"]
     assert {"q_proj", "gate_proj", "input_layernorm", "embed_tokens", "num_key_value_heads", "rms_norm_eps"} <= own["eurobert"]
+    assert {"qkv_proj", "up_gate_proj", "attn_ln", "mlp_ln"} <= own["gte"]
     assert own["roberta"] == {"roberta"}  # its tensors and config.json fields are BERT's names
 
 

@@ -128,18 +128,17 @@ def _pieces(settings, tokens, one, inputs, results):
 
 def _embeddings(settings, tokens, one, inputs, results):
     t, word = settings.token, tokens[settings.token]
-    charts = {
-        "embeddings": number_rows({**{f"{part} embedding": values[t] for part, values in one.parts.items()},
-                                   "sum": one.embedding_sum[t]},
-                                  f"Embeddings of {word} and their sum", "one_pass_embeddings",
-                                  f"Each row is one vector of {one.embedding_sum.shape[-1]} numbers; the whole input's "
-                                  f"sum is {shape(one.embedding_sum)} (tokens × width)."),
-        "embedding_norm": number_rows({"sum": one.embedding_sum[t], "LayerNorm scale": one.norm_scale,
-                                       "after LayerNorm": one.embedding_norm[t]},
-                                      f"LayerNorm of {word}'s sum", "one_pass_embedding_norm",
-                                      f"(sum − mean) / spread × scale + shift; {shape(one.embedding_norm)}."),
-    }
-    return charts if one.norm_scale is not None else {"embeddings": charts["embeddings"]}  # no norm: the sum enters layer 0
+    charts = {"embeddings": number_rows({**{f"{part} embedding": values[t] for part, values in one.parts.items()},
+                                         "sum": one.embedding_sum[t]},
+                                        f"Embeddings of {word} and their sum", "one_pass_embeddings",
+                                        f"Each row is one vector of {one.embedding_sum.shape[-1]} numbers; the whole input's "
+                                        f"sum is {shape(one.embedding_sum)} (tokens × width).")}
+    if one.norm_scale is not None:  # without an embedding norm (EuroBERT) the sum enters layer 0
+        charts["embedding_norm"] = number_rows({"sum": one.embedding_sum[t], "LayerNorm scale": one.norm_scale,
+                                                "after LayerNorm": one.embedding_norm[t]},
+                                               f"LayerNorm of {word}'s sum", "one_pass_embedding_norm",
+                                               f"(sum − mean) / spread × scale + shift; {shape(one.embedding_norm)}.")
+    return charts
 
 
 def _attention(settings, tokens, one, inputs, results):
