@@ -47,6 +47,7 @@ FAMILY = {
     "deberta": ("deberta-v2", "DebertaV2ForMaskedLM", {}),
     "deberta-classifier": ("deberta-v2", "DebertaV2ForSequenceClassification", {}),  # as released: no masked-LM head
     "eurobert": ("eurobert", "EuroBertForMaskedLM", {}),  # RMSNorm, SwiGLU, 4 query heads sharing 2 key-value heads
+    "gte": ("gte", "GteForMaskedLM", {}),  # post-LN with rotary positions and a gated MLP
 }
 MINILM = "minilm"  # the app's default model: no `model=` in the link
 SENTENCES = {"text", "pair", "patch_clean", "patch_corrupted", "trace_text", "contexts_word"}  # a page needs a usable one
@@ -88,11 +89,13 @@ CANNOT = {  # (model, page) -> the one line the page shows instead of its charts
     ("deberta-classifier", "embeddings"): RELATIVE,
     **{(name, "embeddings"): "This model has no position or segment embeddings: it rotates each position"
        for name in ("modernbert", "eurobert")},
+    ("gte", "embeddings"): "This model has no position embeddings: it rotates each position",
     ("deberta", "embeddings"): RELATIVE,
     **{(name, "circuits"): "circuits do not read DeBERTa's disentangled attention" for name in ("deberta", "deberta-classifier")},
     ("electra-discriminator", "circuits"): "circuits score the masked word: load a model with a masked-LM head",
     **{(name, "sentence_tasks"): NO_SENTENCE_HEAD
-       for name in ("roberta", "distilbert", "electra-discriminator", "electra-generator", "modernbert", "deberta", "eurobert")},
+       for name in ("roberta", "distilbert", "electra-discriminator", "electra-generator", "modernbert", "deberta", "eurobert",
+                    "gte")},
 }
 SHOWS = {  # (model, page) -> what the page shows where a family, or the link, brings something of its own
     ("roberta", "embeddings"): "This model has one segment embedding, added to every token alike",
@@ -102,6 +105,7 @@ SHOWS = {  # (model, page) -> what the page shows where a family, or the link, b
     ("deberta", "attention"): "Positions enter every attention layer as relative distances",  # the sidebar's note
     **{(name, "mixing"): "Only the attention weights here: the decompositions follow BERT's post-LN layers"
        for name in ("modernbert", "eurobert")},
+    ("gte", "mixing"): "Only the attention weights here: the decompositions follow BERT's MLP",
     ("eurobert", "prediction"): "Grouped-query attention (Ainslie et al. 2023): every 2 heads share one key",  # the sidebar's note
     ("bert", "causal_tracing"): "is not one vocabulary token",  # the link's answer, quoted as text
     **{(name, "corpus_search"): "Searching " for name in ["bert", *FAMILY]},  # the built-in corpus: 256 positions
