@@ -94,7 +94,9 @@ class PureSelfAttentionLayer(nn.Module):
 
     With rotary positions (ModernBERT) q and k are turned by their positions before the scores, and hook_q and
     hook_k record them turned: the q and k whose product is the scores, as in every family. A local layer's
-    queries see only the keys within `window` positions (`attention.window_band` draws it).
+    queries see only the keys within `window` positions (`attention.window_band` draws it). With grouped-query
+    attention (EuroBERT) fewer key and value heads are projected, each read by a group of query heads: hook_k and
+    hook_v record them as each query head reads them (`attention.share_across_heads`).
 
     Relative positions (DeBERTa's disentangled attention, He et al. 2021, eq. 4) are an additive score bias, the
     same on both paths: the scores are q·k (content-to-content, hook_scores_c2c) plus content-to-position (each
