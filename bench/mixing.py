@@ -59,11 +59,15 @@ def zeroing_ratio(model, layers: list, keys: int, repeats: int) -> dict:
     """Value zeroing batched (ZeroingParts: its setup once per layer, then the first `keys` tokens' rows) against
     the one-token loop (one pass of the model's own layer per token) on the same tokens of the same layers,
     alternating, `repeats` times; each side scaled to a whole layer (setup + seq / keys of the rows), so the ratio
-    is the two whole runs'. Also the largest difference between the two distances (before the rows' normalisation)."""
+    is the two whole runs'. Also the largest difference between the two distances (before the rows' normalisation),
+    and the ceiling of the ratio: the loop against the MLP's second map alone on the same batches (ratio_ceiling),
+    the one product an exact batched path makes once per (query, zeroed token) pair (hidden × intermediate
+    multiply-adds, against the loop's whole layer)."""
     seq = layers[0].x.shape[0]
     step = zeroing.rows_per_pass(seq, layers[0].module.residual.mlp1.out_features)
     clocks = {"wall": time.perf_counter, "cpu": time.process_time}  # cpu: this process's time, less moved by load
-    batched, looped, difference = {clock: [] for clock in clocks}, {clock: [] for clock in clocks}, 0.0
+    batched, looped, second_maps = ({clock: [] for clock in clocks} for _ in range(3))
+    difference = 0.0
 
     def timed(fn) -> tuple:
         start = {clock: read() for clock, read in clocks.items()}
@@ -72,7 +76,7 @@ def zeroing_ratio(model, layers: list, keys: int, repeats: int) -> dict:
 
     with torch.no_grad():
         for _ in range(repeats):
-            setup, rows, loop = ({clock: 0.0 for clock in clocks} for _ in range(3))
+            setup, rows, loop, floor = ({clock: 0.0 for clock in clocks} for _ in range(4))
             for layer in layers:
                 (parts, original), took = timed(lambda: (lambda parts: (parts, parts.outputs(layer, None)[0]))(zeroing.ZeroingParts.of(layer)))
                 setup = {clock: setup[clock] + took[clock] for clock in clocks}
@@ -88,15 +92,22 @@ def zeroing_ratio(model, layers: list, keys: int, repeats: int) -> dict:
                 each, took = timed(one_token_loop)
                 loop = {clock: loop[clock] + took[clock] for clock in clocks}
                 difference = max(difference, float((distances - each).abs().max()))
+                second_map = layer.module.residual.mlp2  # the one product every (query, zeroed token) pair needs
+                activated = torch.randn(min(step, keys), seq, second_map.in_features)
+                _, took = timed(lambda: [second_map(activated[:min(first + step, keys) - first]) for first in range(0, keys, step)])
+                floor = {clock: floor[clock] + took[clock] for clock in clocks}
             for clock in clocks:
                 batched[clock].append(setup[clock] + rows[clock] * seq / keys)
                 looped[clock].append(loop[clock] * seq / keys)
+                second_maps[clock].append(floor[clock] * seq / keys)
     result = {"tokens": seq, "layers": len(layers), "keys_timed_per_layer": keys, "rows_per_pass": step, "repeats": repeats,
               "largest_distance_difference": difference, "load_average_1min": os.getloadavg()[0]}
     for clock in clocks:
         result[clock] = {"batched_s_per_layer": spread([run / len(layers) for run in batched[clock]]),
                          "loop_s_per_layer": spread([run / len(layers) for run in looped[clock]]),
-                         "ratio": spread([loop / batch for loop, batch in zip(looped[clock], batched[clock])])}
+                         "ratio": spread([loop / batch for loop, batch in zip(looped[clock], batched[clock])]),
+                         "second_map_s_per_layer": spread([run / len(layers) for run in second_maps[clock]]),
+                         "ratio_ceiling": spread([loop / floor for loop, floor in zip(looped[clock], second_maps[clock])])}
     return result
 
 

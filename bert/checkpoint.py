@@ -1,7 +1,7 @@
 """Reading and writing Hugging Face BERT checkpoints through one explicit key table.
 
 Strict: a missing, unexpected or mis-shaped tensor is a CheckpointError that names the key and the file (except the
-tensors a family lists as `unread`, which transformers skips too: bert/families/).
+tensors a family lists as `unread`, which no model here reads: bert/families/).
 """
 from __future__ import annotations
 
@@ -112,9 +112,9 @@ def model_from_state_dict(config: BertConfig, state: dict[str, torch.Tensor], so
     _check_derived_keys(state, source, spec.derived)
     their_keys = list(dict.fromkeys(split_key(theirs)[0] for theirs in table.values()))  # fused tensors once
     missing = [theirs for theirs in their_keys if theirs not in state]
-    unread = sorted(key for key in set(state) - set(their_keys) if spec.unread and key.startswith(spec.unread))
+    unread = sorted(key for key in set(state) - set(their_keys) if spec.unread and (key.startswith(spec.unread) or key.endswith(spec.unread)))
     if unread:
-        log.info("%s: %d tensors no model here reads are skipped (as transformers skips them): %s", source, len(unread),
+        log.info("%s: %d tensors no model here reads are skipped: %s", source, len(unread),
                  ", ".join(unread))
     unexpected = sorted(set(state) - set(their_keys) - set(spec.derived) - set(unread))
     if missing:

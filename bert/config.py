@@ -90,12 +90,19 @@ class BertConfig:
     # attention, rotary positions, no norm on the embeddings, a masked-LM head that is one untied linear map ---
     key_value_heads: int | None = None  # heads of keys and values, each shared by num_heads // key_value_heads query heads (grouped-query attention, Ainslie et al. 2023); None: one per head
     rms_norm: bool = False  # every norm is an RMSNorm (Zhang and Sennrich 2019: no mean subtracted, no bias) instead of a LayerNorm
-    embedding_norm: bool = True  # a norm after the embeddings (EuroBERT: none; its first layer norms its own input)
     lm_transform: bool = True  # the masked-LM head's dense, activation and norm before the unembedding (EuroBERT: none)
     tied_unembedding: bool = True  # the masked-LM output's weight is the token embedding (EuroBERT: a matrix of its own)
     # the MLP's input maps (mlp1, gate) have biases; None: as mlp_bias. GTE (Zhang et al. 2024): none there, while its
     # output map (mlp2) has one (mlp_bias)
     mlp_input_bias: bool | None = None
+    # a norm (LayerNorm, or RMSNorm where rms_norm) on the summed embeddings. False (ESM-2, whose emb_layer_norm_before
+    # is off; EuroBERT): the sum enters layer 0 as it is, and a pre-norm model's layer-0 attention norms its own input
+    embedding_norm: bool = True
+    # --- ESM-2 (Lin et al. 2023), a protein language model: pre-norm layers with rotary positions, and two steps of its own ---
+    # ESM's token dropout: the mask token's embedding is zeroed and every embedding scaled by (1 - 0.15 * 0.8) / (1 -
+    # the input's share of mask tokens), as in its training, where masked tokens were dropped (Rives et al. 2021)
+    token_dropout: bool = False
+    mask_token_id: int | None = None  # the mask token's id, which token_dropout zeroes
 
     def __post_init__(self):
         if self.hidden_size % self.num_heads:
@@ -123,6 +130,8 @@ class BertConfig:
             raise ConfigError(f"rotary position embeddings need an even head size, not {self.head_size}")
         if self.type_vocab_size < 0:
             raise ConfigError(f"type_vocab_size must be 0 (no segment embedding) or more, not {self.type_vocab_size}")
+        if self.token_dropout and self.mask_token_id is None:
+            raise ConfigError("token_dropout needs mask_token_id: the token whose embedding it zeroes")
         self._check_layer_groups()
         self._check_relative()
         self._check_norms_and_groups()

@@ -30,6 +30,7 @@ from .output_heads import (MISSING_OUTPUT, OUTPUT_MODULES, OWN_OUTPUT_ORDER, Ber
 from .relative_positions import RelativeInput, RelativePositions
 from .shared_layers import shared_layers
 from .stopping import checkpoint
+from .token_dropout import dropped_masks
 
 
 class BertEmbedding(nn.Module):
@@ -37,8 +38,9 @@ class BertEmbedding(nn.Module):
     ELECTRAs) a linear projection to H follows. A family without segments (DistilBERT, ModernBERT) has no segment
     embedding; one with rotary positions (ModernBERT) no position table: its positions turn q and k in attention;
     DeBERTa-v3 none either: its attention reads relative positions (RelativePositions), and its padded positions'
-    embeddings are zeroed (padded_rows_zero), as Hugging Face's DeBERTa does. EuroBERT's embedding is the token
-    embedding alone, with no norm (the identity in its place)."""
+    embeddings are zeroed (padded_rows_zero), as Hugging Face's DeBERTa does. ESM-2 and EuroBERT put no norm on their
+    embeddings (embedding_norm); ESM-2 drops its mask token's embedding as in training (token_dropout,
+    bert/token_dropout.py)."""
 
     def __init__(self, config: BertConfig):
         super().__init__()
@@ -49,7 +51,8 @@ class BertEmbedding(nn.Module):
         table = config.absolute_positions and not config.rotary
         self.position_embedding = nn.Embedding(config.position_rows, width) if table else None
         self.token_type_embedding = nn.Embedding(config.type_vocab_size, width) if config.type_vocab_size else None
-        self.layer_norm = norm_layer(config, width) if config.embedding_norm else nn.Identity()  # EuroBERT: none
+        self.layer_norm = norm_layer(config, width) if config.embedding_norm else None  # ESM-2, EuroBERT: none
+        self.mask_token_id = config.mask_token_id if config.token_dropout else None  # ESM: the token dropout drops
         self.dropout = nn.Dropout(config.hidden_dropout)
         # ALBERT's embedding_hidden_mapping_in, ELECTRA's embeddings_project: E -> H
         self.projection = nn.Linear(width, config.hidden_size) if config.projects_embeddings else None
@@ -66,6 +69,8 @@ class BertEmbedding(nn.Module):
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
         batch, seq = input_ids.shape
         token = self.hook_token(self.token_embedding(input_ids))
+        if self.mask_token_id is not None:  # ESM: the mask token's embedding dropped, every one scaled as in training
+            token = dropped_masks(token, input_ids, attention_mask, self.mask_token_id)
         if self.position_embedding is None:  # rotary or relative positions: in attention, not here
             summed = token
         elif self.position_offset:  # RoBERTa: from pad_token_id + 1 on; a padded token at pad_token_id
@@ -78,12 +83,12 @@ class BertEmbedding(nn.Module):
         if self.token_type_embedding is not None:
             summed = summed + self.hook_token_type(self.token_type_embedding(token_type_ids))
         summed = self.hook_sum(summed)
+        normed = summed if self.layer_norm is None else self.layer_norm(summed)
         if self.projection is None:
-            normed = self.layer_norm(summed)
             if self.padded_rows_zero and attention_mask is not None:
                 normed = normed * attention_mask[..., None].to(normed.dtype)
             return self.dropout(self.hook_out(normed))
-        return self.hook_out(self.projection(self.dropout(self.hook_norm(self.layer_norm(summed)))))
+        return self.hook_out(self.projection(self.dropout(self.hook_norm(normed))))
 
 
 class PureSelfAttentionLayer(nn.Module):
@@ -202,8 +207,8 @@ class ResidualSubLayer(nn.Module):
 
 class SelfAttentionLayer(ResidualSubLayer):
     """Attention, output projection, dropout, then residual + LayerNorm (post-LN, as in BERT). Pre-norm
-    (ModernBERT): LayerNorm on the input, then attention, projection, dropout, residual; layer 0 has no LayerNorm
-    here, its input being the normed embeddings."""
+    (ModernBERT, ESM-2): LayerNorm on the input, then attention, projection, dropout, residual; layer 0 has no
+    LayerNorm here where its input is the normed embeddings (ModernBERT; ESM-2's embeddings are not normed)."""
 
     def __init__(self, config: BertConfig, layer: int = 0):
         super().__init__(config)

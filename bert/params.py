@@ -13,7 +13,7 @@ def count_parameters(
     their projection (ALBERT, small ELECTRAs), ALBERT's shared layers (one, or layer_groups * layers_per_group), no
     segments or pooler (DistilBERT); ModernBERT's missing biases, gate, rotary positions (no table), final LayerNorm
     and normed classifiers; EuroBERT's RMSNorms (a weight only), grouped keys and values (key_value_heads * head_size
-    wide), no embedding norm and an untied masked-LM output without a transform."""
+    wide), no embedding norm (as ESM-2) and an untied masked-LM output without a transform."""
     h, i, v, e = config.hidden_size, config.intermediate_size, config.vocab_size, config.embedding_width
     norms = 2 if config.norm_bias else 1  # a LayerNorm's weight (and bias), per dimension
     layer_norm = norms * h
@@ -22,7 +22,7 @@ def count_parameters(
     positions = 0 if config.rotary else config.position_rows
     key_value = config.key_value_head_count * config.head_size  # the key and the value maps' width: h, or less (grouped)
     counts = {
-        "embedding": (v + positions + config.type_vocab_size) * e + (norms * e if config.embedding_norm else 0) + projection,
+        "embedding": (v + positions + config.type_vocab_size) * e + norms * e * config.embedding_norm + projection,
         "attention_qkv_weights_per_layer": h * h + 2 * h * key_value,  # 1,769,472 for BERT-base
         # Q, K, V, output projection, LayerNorm
         "attention_per_layer": 2 * (h * h + attention_bias * h) + 2 * (h * key_value + attention_bias * key_value) + layer_norm,

@@ -3,6 +3,7 @@
     WordPiece (BERT, DistilBERT, ELECTRA; Wu et al. 2016):  "play", "##ing"   "##" marks a piece that continues a word
     byte-level BPE (RoBERTa; Radford et al. 2019):          "Ġplay", "ing"    a leading "Ġ" (a space) marks a word start
     SentencePiece (ALBERT; Kudo & Richardson 2018):         "▁play", "ing"    a leading "▁" (a space) marks a word start
+    characters (ESM-2's amino acids; Lin et al. 2023):      "M", "K"          no marker: each piece is one residue, a word of its own
 
 A piece on its own (a vocabulary entry, a predicted candidate) is judged by its marker. Inside an encoded input
 `Encoding.is_continuation` goes by word ids for the schemes that mark word starts, since RoBERTa's first word and
@@ -18,7 +19,7 @@ from tokenizers import decoders
 
 @dataclass(frozen=True)
 class PieceStyle:
-    scheme: str  # "wordpiece", "byte-level BPE" or "sentencepiece"
+    scheme: str  # "wordpiece", "byte-level BPE", "sentencepiece" or "characters"
     continuation_prefix: str = ""  # "##" in WordPiece
     word_start: str = ""  # "Ġ" (byte-level BPE) or "▁" (SentencePiece)
     byte_level: bool = False  # pieces are bytes written as printable characters (GPT-2's table): "Ã©" is "é"
@@ -29,12 +30,14 @@ class PieceStyle:
         """How the scheme marks its pieces, in words: "## marks a piece that continues a word"."""
         if self.continuation_prefix:
             return f"{self.continuation_prefix} marks a piece that continues a word"
+        if not self.word_start:
+            return "no marker: each piece is one character, a word of its own"
         return f"{self.word_start} marks a piece that starts a word"
 
     @property
     def continuation_kind(self) -> str:
         """A piece that only continues a word, named for a legend: "word piece (##)", "word piece (no Ġ)"."""
-        return f"word piece ({self.continuation_prefix or 'no ' + self.word_start})"
+        return f"word piece ({self.continuation_prefix or 'no ' + self.word_start})" if self.continuation_prefix or self.word_start else "character"
 
     def display(self, token: str) -> str:
         """The piece as a reader should see it, its scheme's marker kept: "Ġcafé" (bytes decoded), "##ing", "▁play".
@@ -73,6 +76,7 @@ class PieceStyle:
 
 
 WORDPIECE = PieceStyle("wordpiece", continuation_prefix="##")
+CHARACTERS = PieceStyle("characters")  # no marker; is_continuation is then always False: every piece starts a word
 
 
 def byte_level_bpe(mask_token: str = "<mask>") -> PieceStyle:

@@ -1,7 +1,7 @@
 """Tokenization (on the `tokenizers` library) that keeps what a display needs: tokens, offsets, segments, word ids.
 
-Each checkpoint keeps its own tokenizer: WordPiece (BERT, DistilBERT, ELECTRA), byte-level BPE (RoBERTa) or
-SentencePiece (ALBERT, DeBERTa-v3), read by `load_tokenizer(folder)`. Special tokens are known by role (`cls_id`, `sep_id`,
+Each checkpoint keeps its own tokenizer: WordPiece (BERT, DistilBERT, ELECTRA), byte-level BPE (RoBERTa),
+SentencePiece (ALBERT, DeBERTa-v3, XLM-RoBERTa) or single characters (ESM-2's amino acids), read by `load_tokenizer(folder)`. Special tokens are known by role (`cls_id`, `sep_id`,
 `mask_id`, `pad_id`, `unk_id`: "<s>", "</s>", "<mask>", "<pad>", "<unk>" for RoBERTa), and "[MASK]" typed in any
 case means the model's own mask token. bert/pieces.py says how each scheme writes its pieces.
 """
@@ -22,7 +22,8 @@ from tokenizers.implementations import BertWordPieceTokenizer, ByteLevelBPEToken
 
 from .errors import InputTooLongError, InvalidInputError, ModelNotFoundError
 from .families.registry import FAMILIES
-from .pieces import WORDPIECE, PieceStyle, byte_level_bpe, sentencepiece
+from .character_vocab import character_tokenizer
+from .pieces import CHARACTERS, WORDPIECE, PieceStyle, byte_level_bpe, sentencepiece
 from .sentencepiece_model import unigram_tokenizer
 
 _TYPED_MASK = re.compile(r"\[mask\]", re.IGNORECASE)  # "[mask]" typed in any case means the model's mask token
@@ -356,6 +357,8 @@ def load_tokenizer(folder: str | Path, config: dict | None = None) -> BertTokeni
 def _read_tokenizer(folder: Path, model_type: str | None, special_tokens: dict[str, str], tokenizer_config: dict) -> Tokenizer:
     if (folder / "tokenizer.json").is_file():
         return Tokenizer.from_file(str(folder / "tokenizer.json"))
+    if (folder / "vocab.txt").is_file() and getattr(FAMILIES.get(model_type or "bert"), "characters", False):
+        return character_tokenizer(folder / "vocab.txt", special_tokens)  # ESM's: one amino acid per line
     if (folder / "vocab.txt").is_file():
         lowercase = _reads_lowercase(folder)
         return BertWordPieceTokenizer(str(folder / "vocab.txt"), lowercase=lowercase,
@@ -409,6 +412,8 @@ def _piece_style(tokenizer: Tokenizer, mask_token: str) -> PieceStyle:
         return byte_level_bpe(mask_token)
     if kind == "Unigram" or "Metaspace" in json.dumps(description.get("pre_tokenizer")):
         return sentencepiece(mask_token)
+    if kind == "WordLevel":  # one character per piece (ESM's amino acids): no marker
+        return dataclasses.replace(CHARACTERS, mask_token=mask_token)
     return dataclasses.replace(WORDPIECE, mask_token=mask_token)
 
 

@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+import bert
 from bert import hub, load_tokenizer
 from hub_server import HubServer, repo_from_folder
 from tokenizer_support import INPUTS, build_tokenizer
@@ -26,7 +27,12 @@ REPOS = {
                                                       "tokenizer_config.json", "vocab.txt"]),
     "answerdotai/ModernBERT-tiny": ("modernbert", ["config.json", "model.safetensors", "tokenizer.json",
                                                    "tokenizer_config.json"]),
+    # its SentencePiece model (sentencepiece.bpe.model) is not fetched: tokenizer.json holds the same
+    "FacebookAI/xlm-roberta-tiny": ("xlm-roberta", ["config.json", "model.safetensors", "tokenizer.json",
+                                                    "tokenizer_config.json"]),
+    "facebook/esm2-tiny": ("esm", ["config.json", "model.safetensors", "tokenizer_config.json", "vocab.txt"]),
 }
+SLOW_TOKENIZERS = ("esm",)  # transformers has ESM's in Python only: ids, no offsets or word ids
 
 
 def _tiny_folder(family: str, folder):
@@ -40,6 +46,15 @@ def _tiny_folder(family: str, folder):
                                                pad_token_id=reference.pad_token_id, cls_token_id=reference.cls_token_id,
                                                sep_token_id=reference.sep_token_id, **TINY)
         model = transformers.ModernBertForMaskedLM(config)
+    elif family == "xlm-roberta":
+        config = transformers.XLMRobertaConfig(vocab_size=len(reference), max_position_embeddings=514, type_vocab_size=1,
+                                               pad_token_id=reference.pad_token_id, **TINY)
+        model = transformers.XLMRobertaForMaskedLM(config)
+    elif family == "esm":
+        config = transformers.EsmConfig(vocab_size=len(reference), max_position_embeddings=1026, position_embedding_type="rotary",
+                                        token_dropout=True, pad_token_id=reference.pad_token_id,
+                                        mask_token_id=reference.mask_token_id, **TINY)
+        model = transformers.EsmForMaskedLM(config)
     else:
         config = transformers.ElectraConfig(vocab_size=len(reference), embedding_size=16, max_position_embeddings=512,
                                             pad_token_id=reference.pad_token_id, **TINY)
@@ -58,7 +73,7 @@ def family_repos(tmp_path_factory):
         references[repo_id] = _tiny_folder(family, folder)
         # the hub's copies in other formats must not be fetched
         repos[repo_id] = repo_from_folder(folder) | {"pytorch_model.bin": b"not needed", "tf_model.h5": b"not needed",
-                                                     "README.md": b"a model card"}
+                                                     "README.md": b"a model card", "sentencepiece.bpe.model": b"not needed"}
     return repos, references
 
 
@@ -76,18 +91,24 @@ def test_download_fetches_what_the_familys_tokenizer_needs(family_hub, family_re
     folder = hub.download(repo_id)
     assert folder.is_relative_to(tmp_path / "hub-cache")
     assert sorted(p.name for p in folder.iterdir()) == expected_files
-    assert not any(name in request for request in family_hub.requests for name in ("pytorch_model.bin", "tf_model.h5", "README"))
+    assert not any(name in request for request in family_hub.requests
+                   for name in ("pytorch_model.bin", "tf_model.h5", "README", "sentencepiece.bpe.model"))
     assert json.loads((folder / "config.json").read_text())["model_type"] == family
 
     ours, reference = load_tokenizer(folder), transformers.AutoTokenizer.from_pretrained(folder)
     for text, pair in INPUTS:
+        if family in SLOW_TOKENIZERS:
+            assert ours.encode(text, pair).input_ids == reference(text, pair)["input_ids"], (text, pair)
+            continue
         expected = reference(text, pair, return_offsets_mapping=True)
         encoding = ours.encode(text, pair)
         assert encoding.input_ids == expected["input_ids"] and encoding.word_ids == expected.word_ids()
         assert encoding.offsets == [tuple(o) for o in expected["offset_mapping"]]
-    # RoBERTa: 514 positions, numbered from its padding index + 1; ModernBERT: 8,192
-    assert ours.model_max_length == (8192 if family == "modernbert" else 512)
-    assert ours.mask_token == {"roberta": "<mask>", "electra": "[MASK]", "modernbert": "[MASK]"}[family]
+    # RoBERTa, XLM-RoBERTa: 514 positions, numbered from the padding index + 1; ModernBERT: 8,192; ESM-2: 1,026 less 2
+    assert ours.model_max_length == {"modernbert": 8192, "esm": 1024}.get(family, 512)
+    assert ours.mask_token == {"electra": "[MASK]", "modernbert": "[MASK]"}.get(family, "<mask>")
+    model, _ = bert.load_pretrained(str(folder))  # the weights load too
+    assert model.config.family == family
     assert (hub.cached_folder(repo_id), hub.download(repo_id)) == (folder, folder)  # cached now: not fetched again
 
 

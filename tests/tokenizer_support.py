@@ -51,7 +51,7 @@ CORPUS = [s for s, _ in INPUTS] + [p for _, p in INPUTS if p] + [
     "the of and to in is was for that on with as by at from his her they this which",
     "Paris capital city France country river Seine tower museum painting",
 ]
-FAMILIES = ("bert", "distilbert", "electra", "roberta", "albert", "modernbert", "deberta-v2")
+FAMILIES = ("bert", "distilbert", "electra", "roberta", "albert", "modernbert", "deberta-v2", "xlm-roberta")
 # what each family's config.json says about its input (base-size models' numbers)
 CONFIGS = {
     "bert": {"model_type": "bert", "max_position_embeddings": 512, "type_vocab_size": 2},
@@ -61,7 +61,11 @@ CONFIGS = {
     "albert": {"model_type": "albert", "max_position_embeddings": 512, "type_vocab_size": 2},
     "modernbert": {"model_type": "modernbert", "max_position_embeddings": 8192},
     "deberta-v2": {"model_type": "deberta-v2", "max_position_embeddings": 512, "type_vocab_size": 0},
+    "xlm-roberta": {"model_type": "xlm-roberta", "max_position_embeddings": 514, "type_vocab_size": 1, "pad_token_id": 1},
+    "esm": {"model_type": "esm", "max_position_embeddings": 1026, "position_embedding_type": "rotary"},
 }
+# ESM-2's vocabulary of amino acids, in its order (facebook/esm2_t6_8M_UR50D's vocab.txt)
+ESM_VOCAB = "<cls> <pad> <eos> <unk> L A G V S E R T I D P K Q N F Y M H W C X B U Z O . - <null_1> <mask>".split()
 
 
 def wordpiece_vocab() -> dict[str, int]:
@@ -98,6 +102,13 @@ def build_tokenizer(family: str, folder: Path):
                                     special_tokens=["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]"])
         vocab = [tuple(v) for v in json.loads(trainer._tokenizer.to_str())["model"]["vocab"]]
         reference = transformers.DebertaV2Tokenizer(vocab=vocab)
+    elif family == "xlm-roberta":  # Conneau et al. 2020: a SentencePiece unigram model, RoBERTa's special tokens
+        trainer = SentencePieceUnigramTokenizer()
+        trainer.train_from_iterator(CORPUS, vocab_size=300, unk_token="<unk>", special_tokens=["<s>", "<pad>", "</s>", "<unk>"])
+        reference = transformers.XLMRobertaTokenizer(vocab=[tuple(v) for v in json.loads(trainer._tokenizer.to_str())["model"]["vocab"]])
+    elif family == "esm":  # ESM-2 (Lin et al. 2023): one amino acid per line of vocab.txt
+        (folder / "vocab.txt").write_text("\n".join(ESM_VOCAB) + "\n", encoding="utf-8")
+        reference = transformers.EsmTokenizer(str(folder / "vocab.txt"))
     else:
         trainer = SentencePieceUnigramTokenizer()
         trainer.train_from_iterator(CORPUS, vocab_size=300, unk_token="<unk>",

@@ -62,10 +62,16 @@ def read_pairs(path: str | Path) -> list[VariablePair]:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as error:
         raise DataFileError(f"{path.name} is not UTF-8 text ({error.reason} at byte {error.start})") from None
-    rows = _jsonl_rows(path.name, text) if path.suffix == ".jsonl" else _tsv_rows(path.name, text)
-    pairs = [_pair(path.name, line, row) for line, row in rows]
+    return pairs_from_text(path.name, text)
+
+
+def pairs_from_text(name: str, text: str) -> list[VariablePair]:
+    """The pairs of a file's text (an upload's): JSON lines when `name` ends in .jsonl, else a .tsv with a header.
+    DataFileError names the file and the line of any problem."""
+    rows = _jsonl_rows(name, text) if name.endswith(".jsonl") else _tsv_rows(name, text)
+    pairs = [_pair(name, line, row) for line, row in rows]
     if not pairs:
-        raise DataFileError(f"{path.name} has no pairs: one line per pair, with {', '.join(COLUMNS)}")
+        raise DataFileError(f"{name} has no pairs: one line per pair, with {', '.join(COLUMNS)}")
     return pairs
 
 

@@ -16,7 +16,7 @@ def read_config(hf: dict) -> dict:
 
 
 def write_config(config) -> dict:
-    return write_fields(config, BERT_FIELDS)
+    return write_fields(config, BERT_FIELDS) | {"position_embedding_type": "absolute"}  # as the hub's BERT folders say
 
 
 def table(config, heads: Heads) -> Table:

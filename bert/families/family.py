@@ -47,7 +47,7 @@ class Family:
     # (-> the tensor it equals: the token embedding, or the output bias; the masked-LM head's: from `masked_lm`)
     derived: dict[str, str | None]
     special_tokens: dict[str, str]  # the tokenizer's special tokens by role, where its folder does not say
-    piece_marker: str  # how its tokenizer marks pieces: "##" continues a word (WordPiece), "Ġ" or "▁" starts one
+    piece_marker: str  # how its tokenizer marks pieces: "##" continues a word (WordPiece), "Ġ" or "▁" starts one; "": none (characters)
     # BertConfig fields that follow from the sizes given (RoBERTa's position_offset from pad_token_id)
     sized_differences: Callable[[dict], dict] = _no_sized_differences
     token_types: int = 1  # segments its tokenizer gives where config.json does not say (BERT's: 2)
@@ -57,9 +57,10 @@ class Family:
     head_shared: bool = False
     # the checkpoint keys that sit under the base model's prefix in a task model (BERT's: embeddings, encoder, pooler)
     base_parts: tuple[str, ...] = ("embeddings.", "encoder.", "pooler.")
-    # tensors (key prefixes) the family's released checkpoints carry that no transformers class reads either: skipped
-    # by name, everything else stays strict
+    # tensors (key prefixes, or key endings such as a buffer's in every layer) the family's released checkpoints carry
+    # that no model here reads: skipped by name, everything else stays strict
     unread: tuple[str, ...] = ()
+    characters: bool = False  # its vocab.txt lists single characters (ESM's amino acids), read as such, not as WordPiece
     discriminator: bool = False  # it has a replaced-token head (output "replaced"), saved as {class_prefix}ForPreTraining
     sentence_order: bool = False  # its two-way sentence head says whether A and B are in order, not whether B follows A
     # the transformers class of a model with a sentence head and no masked-LM head ("ForNextSentencePrediction")

@@ -138,3 +138,22 @@ def test_zeroing_a_head_matches_transformers_with_that_heads_slice_zeroed(pair):
         handle.remove()
     close(zeroed.logits, reference.logits[0, list(masks)].numpy())
     assert not np.allclose(zeroed.logits, record_one_pass(ours, ids, None, LAYER, HEAD, masks).logits)
+
+
+def test_the_walk_of_a_model_without_an_embedding_layer_norm(tmp_path, tiny_vocab_file):
+    """ESM-2 (Lin et al. 2023) has no LayerNorm on its embeddings: the walk shows none (no scale, no shift), the sum
+    (after its token dropout) is what enters layer 0, and the guess at the mask is transformers' EsmForMaskedLM's."""
+    theirs = build_hf("esm", "EsmForMaskedLM").eval()
+    theirs.save_pretrained(tmp_path)
+    write_tiny_tokenizer(tmp_path, tiny_vocab_file)
+    ours, tokenizer = bert.load_pretrained(str(tmp_path))
+    encoding = tokenizer.encode(WORDS)
+    ids = torch.tensor([encoding.input_ids])
+    masks = tuple(i for i, token in enumerate(encoding.tokens) if token == "[MASK]")
+    one = record_one_pass(ours, ids, None, LAYER, HEAD, masks)
+    assert one.norm_scale is None and one.norm_shift is None and masks
+    with torch.no_grad():
+        reference = theirs(input_ids=ids, output_hidden_states=True)
+    close(one.embedding_norm, one.embedding_sum)
+    close(one.embedding_out, reference.hidden_states[0][0].numpy())
+    close(one.logits, reference.logits[0, list(masks)].numpy())

@@ -1,6 +1,7 @@
-"""A small class at once (4 students, each in their own browser context) against one app server on localhost
-(`python -m bench.classroom --students 4`): every student gets the predictions for their own sentence, checked
-against `predict_masks` run directly. The benchmark run with 30 students reports the times and the server's memory.
+"""Two students at once, each in their own browser context, against one app server on localhost
+(`python -m bench.classroom --students 2`): every student's page shows the predictions for their own sentence,
+checked against `predict_masks` run directly (without a browser, tests/app/server/test_class_server.py runs five
+students at once). The benchmark run with 30 students reports the times and the server's memory.
 Skips without Chromium or Playwright, except under CI=true, where they are required.
 """
 from __future__ import annotations
@@ -10,12 +11,12 @@ import re
 
 from bert_test_support import recheck_with_pages_swapped, run_bench
 
-STUDENTS = 4
+STUDENTS = 2
 TIMEOUT_S = 600  # per student: the CPUs may be shared with other work
 SHOWN = 10  # candidates the prediction page shows by default (its top_k slider)
 
 
-def test_four_students_each_get_their_own_predictions(browser_ready, tmp_path):
+def test_two_students_each_get_their_own_predictions(browser_ready, tmp_path):
     record, log = tmp_path / "classroom.json", tmp_path / "streamlit.log"
     result = run_bench("classroom", "--students", str(STUDENTS), "--timeout", str(TIMEOUT_S), "--json", str(record),
                        "--log", str(log))

@@ -34,7 +34,7 @@ def fast_pretraining_only():
 
 
 PAD_ID = {"roberta": 1}  # RoBERTa's <pad>; the others pad with 0
-NO_TOKEN_TYPES = ("distilbert", "modernbert", "eurobert")  # their forward takes no token_type_ids
+NO_TOKEN_TYPES = ("distilbert", "modernbert", "eurobert", "esm")  # their forward takes no token_type_ids
 MODERNBERT = ["ModernBertForMaskedLM", "ModernBertForSequenceClassification", "ModernBertForTokenClassification"]
 # rows longer than ModernBERT's tiny window (local_attention 8: each token sees ±4) and a padded batch
 LONG_LAYOUT = [(22, 0), (9, 0), (10, 8)]
@@ -94,6 +94,11 @@ def hf_family_config(family: str, **fields):
                                               max_relative_positions=-1, pos_att_type="p2c|c2p", share_att_key=True,
                                               norm_rel_ebd="layer_norm", position_biased_input=False, type_vocab_size=0,
                                               layer_norm_eps=1e-7, hidden_act="gelu", pad_token_id=0, **common)
+    elif family == "esm":  # ESM-2's settings (tests/families/test_esm.py): rotary, no embedding LayerNorm, token dropout
+        config = transformers.EsmConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=40,
+                                        max_position_embeddings=66, position_embedding_type="rotary", emb_layer_norm_before=False,
+                                        token_dropout=True, mask_token_id=TINY_VOCAB.index("[MASK]"), pad_token_id=0,
+                                        layer_norm_eps=1e-5, **common)
     else:
         config = transformers.ElectraConfig(embedding_size=16, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                                             intermediate_size=40, max_position_embeddings=64, hidden_act="gelu", **common)

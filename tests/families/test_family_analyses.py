@@ -1,4 +1,4 @@
-"""The analyses run end to end on every family (ModernBERT and DeBERTa-v3 included): the treebank probes (their word features are transformers'
+"""The analyses run end to end on every family (ModernBERT, DeBERTa-v3 and ESM-2 included): the treebank probes (their word features are transformers'
 hidden states at the words' pieces), activation patching (the clean and corrupted metrics are transformers'
 logits; patching the whole first residual restores the clean run), saliency (over the parts each family sums) and context mixing."""
 from __future__ import annotations
@@ -21,15 +21,15 @@ from family_support import FAMILIES, build_hf, run_transformers, write_tiny_toke
 
 MASKED_LM = {"roberta": "RobertaForMaskedLM", "distilbert": "DistilBertForMaskedLM", "albert": "AlbertForMaskedLM",
              "electra": "ElectraForMaskedLM", "modernbert": "ModernBertForMaskedLM", "deberta-v2": "DebertaV2ForMaskedLM",
-             "eurobert": "EuroBertForMaskedLM", "gte": "GteForMaskedLM"}  # ELECTRA: the generator, the family's masked-LM
+             "eurobert": "EuroBertForMaskedLM", "gte": "GteForMaskedLM", "esm": "EsmForMaskedLM"}  # ELECTRA: the generator, the family's masked-LM
 # the parts each family's embedding sums, where not BERT's three: ModernBERT's and DeBERTa-v3's positions enter the
 # attention (rotary, relative), DistilBERT has no segments
 EMBEDDING_PARTS = {"distilbert": ("token", "position"), "modernbert": ("token",), "deberta-v2": ("token",), "eurobert": ("token",),
-                   "gte": ("token", "segment")}
+                   "gte": ("token", "segment"), "esm": ("token",)}
 CLEAN, CORRUPTED, ANSWER, FOIL = "the dog [MASK] at the park .", "her cat [MASK] to the mail .", "barked", "mail"
 
 
-@pytest.fixture(scope="module", params=(*FAMILIES, "modernbert", "deberta-v2", "eurobert", "gte"))
+@pytest.fixture(scope="module", params=(*FAMILIES, "modernbert", "deberta-v2", "eurobert", "gte", "esm"))
 def loaded(request, tmp_path_factory, tiny_vocab_file):
     family = request.param
     theirs = build_hf(family, MASKED_LM[family])
@@ -49,8 +49,10 @@ def test_word_features_are_transformers_hidden_states_at_the_first_pieces(loaded
     family, ours, tokenizer, theirs = loaded
     words = ("the", "mailman", "barked")
     features = extract_word_features(ours, tokenizer, [TreebankSentence(words, {})], "first", batch_size=1)
-    reference = run_transformers(theirs, family, _batch(family, tokenizer.encode_words(list(words)).input_ids))
-    states = torch.stack(reference.hidden_states)[:, 0, [1, 2, 4]]  # [layer + 1, word, hidden]
+    encoding = tokenizer.encode_words(list(words))
+    firsts = [encoding.word_ids.index(word) for word in range(len(words))]  # [1, 2, 4] in WordPiece ("mail", "##man")
+    reference = run_transformers(theirs, family, _batch(family, encoding.input_ids))
+    states = torch.stack(reference.hidden_states)[:, 0, firsts]  # [layer + 1, word, hidden]
     ours_states = features.sentence(0)
     if ours.final_norm is not None:  # pre-norm: transformers' last hidden state is the final LayerNorm's output
         with torch.no_grad():

@@ -72,7 +72,8 @@ def test_special_tokens_by_role(family):
     assert ours.special_tokens == roles
     assert (ours.cls_id, ours.sep_id, ours.mask_id, ours.pad_id, ours.unk_id) == tuple(
         reference.convert_tokens_to_ids(roles[role]) for role in ("cls", "sep", "mask", "pad", "unk"))
-    expected = {"roberta": ("<s>", "</s>", "<mask>", "<pad>", "<unk>"), "albert": ("[CLS]", "[SEP]", "[MASK]", "<pad>", "<unk>")}
+    expected = {"roberta": ("<s>", "</s>", "<mask>", "<pad>", "<unk>"), "albert": ("[CLS]", "[SEP]", "[MASK]", "<pad>", "<unk>"),
+                "xlm-roberta": ("<s>", "</s>", "<mask>", "<pad>", "<unk>")}
     assert tuple(roles.values()) == expected.get(name, ("[CLS]", "[SEP]", "[MASK]", "[PAD]", "[UNK]"))
 
 
@@ -126,8 +127,8 @@ def test_vocab_files_without_tokenizer_json_read_the_same(family, tmp_path):
         with pytest.raises(ModelNotFoundError, match="spm.model is not"):
             load_tokenizer(tmp_path)
         return
-    if name == "modernbert":  # its folders hold tokenizer.json only: without it there is nothing to read
-        (tmp_path / "config.json").write_text(json.dumps(CONFIGS["modernbert"]))
+    if name in ("modernbert", "xlm-roberta"):  # tokenizer.json only (XLM-R's SentencePiece model is not read)
+        (tmp_path / "config.json").write_text(json.dumps(CONFIGS[name]))
         with pytest.raises(ModelNotFoundError, match="no tokenizer"):
             load_tokenizer(tmp_path)
         return
@@ -173,7 +174,8 @@ def test_pieces_are_shown_in_each_schemes_way(family):
     expected = {"albert": ["[CLS]", "the", "cafe", "unbelievably", "tokenization!", "[SEP]"],  # lower-cased, no accents
                 "roberta": ["<s>", "The", "café", "unbelievably", "tokenization", "!", "</s>"],
                 "modernbert": ["[CLS]", "The", "café", "unbelievably", "tokenization", "!", "[SEP]"],
-                "deberta-v2": ["[CLS]", "The", "café", "unbelievably", "tokenization!", "[SEP]"]}  # cased; words split at spaces
+                "deberta-v2": ["[CLS]", "The", "café", "unbelievably", "tokenization!", "[SEP]"],  # cased; words split at spaces
+                "xlm-roberta": ["<s>", "The", "café", "unbelievably", "tokenization!", "</s>"]}
     assert list(words.labels) == expected.get(name, ["[CLS]", "the", "cafe", "unbelievably", "tokenization", "!", "[SEP]"])
     if name == "roberta":  # an emoji split over byte pieces is one word, whole again
         emoji = ours.encode("I like 🎻 music")

@@ -1,7 +1,7 @@
 """One family, one file: everything that is a family's (its model_type, its checkpoints' tensor names, its
 config.json's own field names) is written in its module in bert/families/ and nowhere else in the code of the
 library and the app, so that a family cannot grow back into the core. BERT's names are the core's own (the tree
-is BERT's), so the families checked are the six others. Prose (docstrings, comments) may name a family; code
+is BERT's), so the families checked are all the others. Prose (docstrings, comments) may name a family; code
 may not. And the model file reads top to bottom: about 500 lines, attention on two paths."""
 from __future__ import annotations
 
@@ -94,6 +94,8 @@ def test_each_non_bert_family_has_names_of_its_own_to_look_for():
     assert {"q_proj", "gate_proj", "input_layernorm", "embed_tokens", "num_key_value_heads", "rms_norm_eps"} <= own["eurobert"]
     assert {"qkv_proj", "up_gate_proj", "attn_ln", "mlp_ln"} <= own["gte"]
     assert own["roberta"] == {"roberta"}  # its tensors and config.json fields are BERT's names
+    assert own["xlm-roberta"] == {"xlm-roberta"} and own["camembert"] == {"camembert"}  # RoBERTa's names
+    assert {"esm", "emb_layer_norm_after", "emb_layer_norm_before"} <= own["esm"]
 
 
 def test_no_family_is_named_outside_its_module_and_the_registry():
@@ -149,4 +151,5 @@ def test_a_family_is_its_module_and_one_registry_line(name):
     assert module.FAMILY is family and module.__name__.startswith("bert.families.")
     registry = (ROOT / "bert" / "families" / "registry.py").read_text()
     assert registry.count(f"    {module.__name__.rsplit('.', 1)[1]}.FAMILY,\n") == 1
-    assert family.paper and family.special_tokens.keys() == {"cls", "sep", "mask", "pad", "unk"} and family.piece_marker
+    assert family.paper and family.special_tokens.keys() == {"cls", "sep", "mask", "pad", "unk"}
+    assert (family.piece_marker in ("##", "Ġ", "▁")) != family.characters  # a vocabulary of characters has no marker

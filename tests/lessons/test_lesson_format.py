@@ -33,7 +33,7 @@ def test_every_builtin_lesson_validates_with_five_to_ten_steps():
     lessons = builtin_lessons()
     assert list(lessons) == ["fill_in_the_blank", "three_embeddings", "where_each_word_looks", "what_the_layers_know",
                              "from_pretraining_to_a_task", "where_a_word_travels", "what_each_word_takes",
-                             "one_pass_step_by_step", "which_connections_carry_the_answer"]
+                             "one_pass_step_by_step", "which_connections_carry_the_answer", "where_is_the_variable"]
     for name, found in lessons.items():
         assert 5 <= len(found.steps) <= 10, name
         assert found.title and found.about

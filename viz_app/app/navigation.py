@@ -15,8 +15,10 @@ from bert.analysis.attention.attention_stats import STATISTICS
 from bert.analysis.attention.mixing import METHODS as MIXING_METHODS
 from bert.analysis.attribution.saliency import METHODS
 from bert.analysis.causal import ablation
+from bert.analysis.causal.alignment import METHODS as ALIGNMENT_METHODS
 from bert.analysis.probing.task_table import TEXT_TASKS
 from bert.analysis.representations.self_similarity import EXAMPLES
+from bert.data.variable_tasks import TASKS as VARIABLE_TASKS
 from bert.pretraining.miniature import TinySettings
 from bert.pretraining.successors import OBJECTIVES, ComparisonSettings
 from viz_app.app.url_params import SHARED, Param, choice, flag, heads, integer, ints, text, words
@@ -136,6 +138,17 @@ REGISTRY: tuple[Page, ...] = (
              "circuit_method": choice(("eap-ig", "eap", "exact"), "eap-ig"), "circuit_steps": integer(5),
              "circuit_shown": integer(20), "circuit_part": text(None),
          }, spec="circuits"),
+    # Where is the variable? (viz_app/specs/variable.py): the pairs (a task, or "upload"), the method, k, its training
+    # steps, pairs and seed (the default method fits without training: a class opens it in a few passes), the site (a layer from 0, a position role), the sweep's grids, the visitor's two sentences
+    Page("variable", "Where is the variable?", ":material/my_location:", EXPERIMENTS, reads_sentence=False, params={
+        "variable_task": choice({**VARIABLE_TASKS, "upload": "your own pairs (a .tsv or .jsonl file)"}, "number-pp"),
+        "variable_method": choice(ALIGNMENT_METHODS, "mean-diff"), "variable_dims": integer(1), "variable_steps": integer(50),
+        "variable_pairs": integer(64), "variable_seed": integer(0), "variable_layer": integer(0),
+        "variable_position": choice({"differs": "the word that differs", "mask": "the [MASK]"}),
+        "variable_sweep": flag(False),
+        "variable_sentence": text("The dog near the cars [MASK] old ."),
+        "variable_source": text("The dogs near the cars [MASK] old ."),
+    }, spec="variable"),
     Page("head_statistics", "Head statistics", ":material/bar_chart:", EXPERIMENTS,
          reads_sentence=False, params={
              "stats_pairs": flag(True), "stats_count": integer(200),

@@ -68,8 +68,9 @@ def _download_box() -> str | None:
         repo_id = st.text_input(
             "Hugging Face model name",
             **state.kept("download_repo_id"),
-            help="The name of a BERT on huggingface.co, e.g. bert-base-uncased (about 440 MB, the original BERT) "
-            "or google-bert/bert-base-cased. It is saved in your Hugging Face cache and works offline afterwards.",
+            help="The name of a BERT on huggingface.co, e.g. bert-base-uncased (about 440 MB, the original BERT), "
+            "google-bert/bert-base-cased, FacebookAI/xlm-roberta-base (100 languages) or facebook/esm2_t6_8M_UR50D "
+            "(proteins, about 30 MB). It is saved in your Hugging Face cache and works offline afterwards.",
         ).strip()
         if not st.button("Download", key="download_button", disabled=not repo_id):
             return None

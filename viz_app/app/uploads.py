@@ -16,6 +16,7 @@ from viz_app.app import show
 
 SERVER_CAP_MB = 5  # = server.maxUploadSize in .streamlit/config.toml (tests/app/test_uploads.py checks they agree)
 TEXT_BYTES = 2_000_000  # a plain-text file of sentences
+PAIRS_BYTES = 1_000_000  # a file of base/source pairs (thousands of pairs; the page trains on 512 at most)
 LESSON_BYTES = 200_000  # a lesson file (the longest built-in one is about 10 kB)
 # and the boxes whose cap their reader keeps: feature-labels JSON (bert.analysis.features.feature_labels.MAX_BYTES,
 # 2 MB), a treebank or labelled-column file (viz_app/specs/probes/runs.py's MAX_LABELLED_BYTES, 5 MB)

@@ -64,10 +64,11 @@ class PerModel:
         kept: dict = {}
 
         def computed(computation: SpecComputation, prepared: PreparedInput | None, work):
-            prepared = None if computation.per_model else prepared
+            given, prepared = prepared, None if computation.per_model else prepared
             key = (computation.name, None if prepared is None else prepared.key, computation.cache_key(work))
-            if key not in kept:
-                kept[key] = computation.compute(Inputs(loaded, prepared), work)
+            if key not in kept:  # a result it reads (`Inputs.result_of`) comes from here too, computed once
+                earlier = lambda other, other_work: computed(other, given, other_work)  # noqa: E731
+                kept[key] = computation.compute(Inputs(loaded, prepared, earlier=earlier), work)
             return kept[key]
 
         return cls(computed)

@@ -73,9 +73,9 @@ class Lesson:
 
 
 def builtin_lessons() -> dict[str, Lesson]:
-    """The lessons that ship with the app, by name, in the order of their file names."""
+    """The lessons that ship with the app, by name, in the order of the numbers their file names start with."""
     return {path.stem.split("_", 1)[1]: load_lesson(path, path.stem.split("_", 1)[1])
-            for path in sorted(BUILTIN_FOLDER.glob("*.yaml"))}
+            for path in sorted(BUILTIN_FOLDER.glob("*.yaml"), key=lambda path: int(path.stem.split("_", 1)[0]))}
 
 
 def load_lesson(path: str | Path, name: str | None = None) -> Lesson:

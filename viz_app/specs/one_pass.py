@@ -131,9 +131,9 @@ def _embeddings(settings, tokens, one, inputs, results):
     charts = {"embeddings": number_rows({**{f"{part} embedding": values[t] for part, values in one.parts.items()},
                                          "sum": one.embedding_sum[t]},
                                         f"Embeddings of {word} and their sum", "one_pass_embeddings",
-                                        f"Each row is one vector of {one.embedding_sum.shape[-1]} numbers; the whole input's "
-                                        f"sum is {shape(one.embedding_sum)} (tokens × width).")}
-    if one.norm_scale is not None:  # without an embedding norm (EuroBERT) the sum enters layer 0
+                                        f"Each row is one vector of {one.embedding_sum.shape[-1]} numbers; the whole "
+                                        f"input's sum is {shape(one.embedding_sum)} (tokens × width).")}
+    if one.norm_scale is not None:  # without an embedding norm (ESM-2, EuroBERT) the sum enters layer 0
         charts["embedding_norm"] = number_rows({"sum": one.embedding_sum[t], "LayerNorm scale": one.norm_scale,
                                                 "after LayerNorm": one.embedding_norm[t]},
                                                f"LayerNorm of {word}'s sum", "one_pass_embedding_norm",
@@ -289,13 +289,13 @@ def family_note(config: BertConfig, step: str) -> str:
         if config.relative_attention:
             notes.append("No position embedding: every attention layer adds scores read from relative distances (He et al. 2021).")
         if not config.embedding_norm:
-            notes.append("No norm here: the sum enters layer 0 as it is, and each layer norms its own input (EuroBERT).")
+            notes.append("No norm here: the sum enters layer 0 as it is, and each layer norms its own input (ESM-2, EuroBERT).")
         if config.projects_embeddings:
             notes.append(f"The embeddings are {config.embedding_width} wide and projected to {config.hidden_size} "
                          f"after the LayerNorm (Lan et al. 2020).")
     if step == "attention":
         if config.pre_norm:
-            notes.append("Pre-norm (ModernBERT, EuroBERT): attention reads the normed input; the residual is added after.")
+            notes.append("Pre-norm (ModernBERT, ESM-2, EuroBERT): attention reads the normed input; the residual is added after.")
         if config.rms_norm:
             notes.append("The norm is RMSNorm: the vector divided by its root mean square, times a learned scale, with no "
                          "mean taken away and no shift (Zhang and Sennrich 2019).")

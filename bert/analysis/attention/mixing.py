@@ -39,11 +39,11 @@ from ...config import BertConfig
 from ...costs import FLOAT_BYTES, Cost, pass_bytes
 from ...devices import as_numpy
 from ...errors import InvalidInputError
-from .decompx import decompx
+from .decompx import PARTS_BUDGET as DECOMPX_BUDGET, decompx
 from .mixing_parts import mixing_hook_names, recorded_layers
-from .norm_based import NORM_METHODS, norm_matrix
+from .norm_based import NORM_METHODS, PARTS_BUDGET as NORM_BUDGET, norm_matrix
 from .rollout import RESIDUAL_WEIGHT, attention_rollout
-from .value_zeroing import ROWS_BUDGET, value_zeroing
+from .value_zeroing import value_zeroing, zeroing_bytes
 
 Progress = Callable[[int, int], None]  # (steps done, steps in all), called between batched passes
 
@@ -131,22 +131,39 @@ def mixing_cost(method: str, tokens: int, config: BertConfig | None = None) -> C
     return Cost(1 + extra, tokens, ("the method", "a shorter text"), peak_bytes=peak, rows_at_once=0 if config else 1)
 
 
-CHUNK_COPIES = 5  # tensors as wide as a batch's widest that a method holds at once (before and after the MLP's activation, ...)
+CHUNK_COPIES = 4  # tensors as wide as a batch's widest that the norm-based methods and DecompX hold at once
+
+
+def rollout_bytes(tokens: int, config: BertConfig) -> int:
+    """What `context_mixing` holds after a method's matrices (T = `tokens`, L layers), in bytes: in float64 (two
+    floats a number) the matrices, with_residual's scaled copy and its result, and the rollout after each layer
+    (6·L·T²); the identity and its scaled copy, or the rollout's running product and the next (4·T²); the row sums
+    (2·L·T). Measured with tracemalloc: tests/analysis/attention/test_value_zeroing_memory.py."""
+    T, L = tokens, config.num_layers
+    return FLOAT_BYTES * (6 * L * T * T + 4 * T * T + 2 * L * T)
 
 
 def mixing_bytes(method: str, tokens: int, config: BertConfig) -> int:
     """What `record_for_mixing` and `context_mixing(method)` hold at most over T = `tokens` tokens, in float32 bytes:
     the recorded pass's layers (`mixing_hook_names`: per layer the pattern, heads·T², the attention's and the
     layer's outputs, 4·T·hidden, and the MLP's intermediate, T·intermediate; and the embeddings, T·hidden), the
-    pass itself (`pass_bytes`), and for every method but attention CHUNK_COPIES tensors as wide as its batches'
-    widest: rows × T × width floats, at most value_zeroing.ROWS_BUDGET (width: the intermediate size for value
-    zeroing and DecompX, the hidden size for the norm-based ones; rows at most T)."""
+    pass itself (`pass_bytes`), and
+    - value zeroing: the larger of what it holds itself (value_zeroing.zeroing_bytes, tensor by tensor) and the
+      rollout of its matrices (`rollout_bytes`);
+    - the norm-based methods and DecompX: CHUNK_COPIES tensors as wide as their batches' widest, rows × T × width
+      floats, at most norm_based.PARTS_BUDGET or decompx.PARTS_BUDGET (width: the intermediate size for DecompX, the
+      hidden size for the norm-based ones; rows at most T)."""
     hidden, intermediate = config.hidden_size, config.intermediate_size
     recorded = config.num_layers * (config.num_heads * tokens * tokens + 4 * tokens * hidden + tokens * intermediate)
     recorded += tokens * hidden
-    width = intermediate if check_method(method).heavy else hidden
-    chunk = 0 if method == "attention" else CHUNK_COPIES * min(ROWS_BUDGET, tokens * tokens * width)
-    return (recorded + chunk) * FLOAT_BYTES + pass_bytes(config, tokens)
+    if method == "value-zeroing":
+        method_bytes = max(zeroing_bytes(tokens, config), rollout_bytes(tokens, config))
+    elif method == "attention":
+        method_bytes = 0
+    else:
+        budget, width = (DECOMPX_BUDGET, intermediate) if method == "decompx" else (NORM_BUDGET, hidden)
+        method_bytes = CHUNK_COPIES * min(budget, tokens * tokens * width) * FLOAT_BYTES
+    return recorded * FLOAT_BYTES + method_bytes + pass_bytes(config, tokens)
 
 
 def record_for_mixing(model: nn.Module, input_ids: torch.Tensor, token_type_ids: torch.Tensor,

@@ -32,7 +32,7 @@ from typing import Callable, Sequence
 import torch
 
 from ...config import BertConfig
-from ...costs import Cost
+from ...costs import Cost, pass_bytes
 from ...errors import InvalidInputError
 from ...model import Bert
 from ...tokenizer import BertTokenizer
@@ -354,14 +354,21 @@ def alignment_cost(config: BertConfig, tokens: int, pair_counts: tuple[int, int,
     """The passes `align` (sites = 1) or `alignment_sweep` makes at most (fewer when pairs are dropped):
     recording, both sentences of every pair, one pass each; then at each site, training (das, boundless) steps x
     batch rows, forward and backward, for the task and for the control; scoring, one intervened pass per
-    training, held-out and control held-out pair. pair_counts: (train, test, control train, control test)."""
+    training, held-out and control held-out pair. pair_counts: (train, test, control train, control test).
+    Memory: it keeps both sentences' vectors at every site (float32), and its largest batch is a training step's
+    rows with their gradients or a recording batch."""
     train, test, control_train, control_test = pair_counts
     record = 2 * sum(pair_counts)
     trained = settings.method in TRAINED
     training = settings.steps * (min(settings.batch_size, train) + min(settings.batch_size, control_train)) if trained else 0
     scoring = train + test + control_test
     lower = ("fewer pairs", "fewer layers or positions") + (("fewer training steps",) if trained else ())
-    return Cost(record + sites * (training + scoring), tokens, lower, backward_passes=sites * training)
+    kept = record * sites * config.hidden_size * 4
+    largest = pass_bytes(config, tokens, max(1, min(settings.eval_batch_size, max(pair_counts, default=1))))
+    if trained:
+        largest = max(largest, pass_bytes(config, tokens, max(1, min(settings.batch_size, train)), gradient=True))
+    return Cost(record + sites * (training + scoring), tokens, lower, backward_passes=sites * training,
+                kept_bytes=kept, peak_bytes=kept + largest, rows_at_once=0)
 
 
 def planned_pairs(tokenizer: BertTokenizer, pairs: Sequence[VariablePair], settings: AlignmentSettings, max_length: int

@@ -66,7 +66,19 @@ def prepare_pairs(tokenizer: BertTokenizer, pairs: Sequence[VariablePair], max_l
 
 
 def _prepare(tokenizer: BertTokenizer, pair: VariablePair, max_length: int) -> PreparedPair:
-    base, source = tokenizer.encode(pair.base, max_length=max_length), tokenizer.encode(pair.source, max_length=max_length)
+    base, source, mask, differs = line_up(tokenizer, pair.base, pair.source, max_length)
+    base_id = tokenizer.one_token_id(pair.base_answer, "base_answer")
+    source_id = tokenizer.one_token_id(pair.source_answer, "source_answer")
+    if base_id == source_id:
+        raise InvalidInputError(f"base_answer and source_answer are the same token ({tokenizer.id_to_token(base_id)!r})")
+    return PreparedPair(pair, base, source, mask, differs, base_id, source_id)
+
+
+def line_up(tokenizer: BertTokenizer, base_text: str, source_text: str, max_length: int
+            ) -> tuple[Encoding, Encoding, int, int]:
+    """(base, source, the [MASK]'s index, the first index where they differ) of two sentences of the same number
+    of word pieces with one [MASK] at the same place; InvalidInputError saying what to change otherwise."""
+    base, source = tokenizer.encode(base_text, max_length=max_length), tokenizer.encode(source_text, max_length=max_length)
     if len(base) != len(source):
         raise InvalidInputError(f"base and source must have the same number of word pieces: base has {len(base)} "
                                 f"{base.tokens}, source {len(source)} {source.tokens}")
@@ -76,11 +88,7 @@ def _prepare(tokenizer: BertTokenizer, pair: VariablePair, max_length: int) -> P
     differs = [i for i, (a, b) in enumerate(zip(base.input_ids, source.input_ids)) if a != b]
     if not differs:
         raise InvalidInputError("base and source are the same word pieces: the variable must change a word")
-    base_id = tokenizer.one_token_id(pair.base_answer, "base_answer")
-    source_id = tokenizer.one_token_id(pair.source_answer, "source_answer")
-    if base_id == source_id:
-        raise InvalidInputError(f"base_answer and source_answer are the same token ({tokenizer.id_to_token(base_id)!r})")
-    return PreparedPair(pair, base, source, masks[0][0], differs[0], base_id, source_id)
+    return base, source, masks[0][0], differs[0]
 
 
 def check_site(model: Bert, hook: str, position: Position, pairs: Sequence[PreparedPair]) -> None:

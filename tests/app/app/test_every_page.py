@@ -48,9 +48,11 @@ FAMILY = {
     "deberta-classifier": ("deberta-v2", "DebertaV2ForSequenceClassification", {}),  # as released: no masked-LM head
     "eurobert": ("eurobert", "EuroBertForMaskedLM", {}),  # RMSNorm, SwiGLU, 4 query heads sharing 2 key-value heads
     "gte": ("gte", "GteForMaskedLM", {}),  # post-LN with rotary positions and a gated MLP
+    "esm": ("esm", "EsmForMaskedLM", {}),  # ESM-2 (Lin et al. 2023): pre-norm, rotary, token dropout; read as characters
 }
 MINILM = "minilm"  # the app's default model: no `model=` in the link
-SENTENCES = {"text", "pair", "patch_clean", "patch_corrupted", "trace_text", "contexts_word"}  # a page needs a usable one
+SENTENCES = {"text", "pair", "patch_clean", "patch_corrupted", "trace_text", "contexts_word", "variable_sentence",
+             "variable_source"}  # a page needs a usable one
 SETTINGS = [name for name in LINK_PARAMS if name not in SENTENCES]
 PAIR = {"text": "the dog barked at the [MASK].", "pair": "the cat went to the park."}
 HOSTILE = f"<script>alert('x')</script> <b>bold</b> {PAYLOAD} [MASK] & *stars* $x$ 🍕 שלום مرحبا \x07 naïve 漢字"
@@ -78,24 +80,30 @@ INPUTS = {
 NO_MLM_HEAD = "This model has no masked-LM head, so there is no prediction to analyse."
 NO_SENTENCE_HEAD = "This model has no sentence-level head."
 NO_GUESS = "This model has no masked-LM head, so it makes no guess to trace."
+NO_SWAP = "This model has no masked-LM head, so it makes no guess to swap."
+# The variable page's built-in pairs are real words: the tiny vocabulary splits them, and the page says so in one line
+TOO_FEW_PAIRS = "too few usable pairs to train and test"
 RELATIVE = "This model has no position or segment embeddings: every attention layer adds scores"
 CANNOT = {  # (model, page) -> the one line the page shows instead of its charts
     ("distilbert", "embeddings"): "This model has no segment embeddings",
     **{("electra-discriminator", page): NO_MLM_HEAD for page in ("logit_lens", "head_ablation", "saliency")},
     ("electra-discriminator", "causal_tracing"): NO_GUESS,
+    **{(name, "variable"): NO_SWAP for name in ("electra-discriminator", "deberta-classifier")},
+    **{(name, "variable"): TOO_FEW_PAIRS for name in ("bert", "roberta", "distilbert", "albert", "electra-generator",
+                                                      "modernbert", "deberta")},
     ("deberta-classifier", "prediction"): "This model has no masked-LM head, so it cannot guess masked words",
     **{("deberta-classifier", page): NO_MLM_HEAD for page in ("logit_lens", "head_ablation", "saliency")},
     ("deberta-classifier", "causal_tracing"): NO_GUESS,
     ("deberta-classifier", "embeddings"): RELATIVE,
     **{(name, "embeddings"): "This model has no position or segment embeddings: it rotates each position"
-       for name in ("modernbert", "eurobert")},
+       for name in ("modernbert", "eurobert", "esm")},
     ("gte", "embeddings"): "This model has no position embeddings: it rotates each position",
     ("deberta", "embeddings"): RELATIVE,
     **{(name, "circuits"): "circuits do not read DeBERTa's disentangled attention" for name in ("deberta", "deberta-classifier")},
     ("electra-discriminator", "circuits"): "circuits score the masked word: load a model with a masked-LM head",
     **{(name, "sentence_tasks"): NO_SENTENCE_HEAD
        for name in ("roberta", "distilbert", "electra-discriminator", "electra-generator", "modernbert", "deberta", "eurobert",
-                    "gte")},
+                    "gte", "esm")},
 }
 SHOWS = {  # (model, page) -> what the page shows where a family, or the link, brings something of its own
     ("roberta", "embeddings"): "This model has one segment embedding, added to every token alike",
@@ -104,7 +112,7 @@ SHOWS = {  # (model, page) -> what the page shows where a family, or the link, b
     ("modernbert", "prediction"): "Local attention: layers 0, 3, 6, … see the whole input, the others only the 4",
     ("deberta", "attention"): "Positions enter every attention layer as relative distances",  # the sidebar's note
     **{(name, "mixing"): "Only the attention weights here: the decompositions follow BERT's post-LN layers"
-       for name in ("modernbert", "eurobert")},
+       for name in ("modernbert", "eurobert", "esm")},
     ("gte", "mixing"): "Only the attention weights here: the decompositions follow BERT's MLP",
     ("eurobert", "prediction"): "Grouped-query attention (Ainslie et al. 2023): every 2 heads share one key",  # the sidebar's note
     ("bert", "causal_tracing"): "is not one vocabulary token",  # the link's answer, quoted as text

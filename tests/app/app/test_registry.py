@@ -93,4 +93,4 @@ def test_each_page_declares_the_url_parameters_its_widgets_keep():
 
 def test_the_pages_without_a_sentence_box_come_from_their_entries():
     assert navigation.NO_SENTENCE_BOX == {"probes", "head_statistics", "word_contexts", "how_bert_was_trained",
-                                          "causal_tracing", "circuits"}
+                                          "causal_tracing", "circuits", "variable"}

@@ -14,7 +14,8 @@ READS = {"attention": "../pages/attention.py", "logit_lens": "../pages/logit_len
          "corpus_search": "../pages/corpus_search.py"}
 WITHOUT = {"probes": "../pages/probes.py", "head_statistics": "../pages/head_statistics.py",
            "word_contexts": "../pages/word_contexts.py", "how_bert_was_trained": "../pages/how_bert_was_trained.py",
-           "causal_tracing": "../pages/causal_tracing.py", "circuits": "../pages/circuits.py"}
+           "causal_tracing": "../pages/causal_tracing.py", "circuits": "../pages/circuits.py",
+           "variable": "../pages/variable.py"}
 
 
 def test_the_box_is_on_pages_that_read_the_sentence_and_keeps_it_across_them(open_app):

@@ -6,7 +6,10 @@ the numbers under the server's default memory budget (viz_app/server/settings.py
 Each computation runs in a fresh process of its own, as a server's heavy job runs in a process that holds the
 model already: its peak is the rise of the resident memory's high-water mark (VmHWM in /proc/self/status, reset to
 the resident memory just before the computation starts by writing 5 to /proc/self/clear_refs) over the resident
-memory at that moment, with the model and the input loaded. One PyTorch thread, as the server sets it on 2 cores.
+memory at that moment, with the model and the input loaded and the same computation run once on 8 tokens (the
+libraries' code a first pass pages in is the process's, not the computation's: a server's process has run pages
+before), under a fixed mmap threshold (the fixture says why).
+One PyTorch thread, as the server sets it on 2 cores.
 
 The three run at once, and to stay near a minute on two cores each stops where its peak has been reached (a watcher, bert/stopping.py,
 as a closed tab stops it): the later passes repeat the same shapes, so they hold no more.
@@ -16,7 +19,7 @@ as a closed tab stops it): the later passes repeat the same shapes, so they hold
   batch of circuit sizes patches every receiver's stream, and stops at the second curve.
 - Value zeroing at 512 tokens is refused by its passes (a row per token through every layer); the longest input a
   student may run records every layer's pattern, then runs batches of zeroed rows, each as wide as
-  value_zeroing.ROWS_BUDGET allows; it stops after its third batch.
+  value_zeroing.ROWS_BUDGET allows, through the first layers; it stops after a few batches.
 - The probes at 512 tokens: the fewest sentences a run splits (10, each 510 words), read and probed to the end.
 """
 from __future__ import annotations
@@ -133,6 +136,7 @@ def measure(what: str, vocabulary: str) -> dict:
         if rows[0] > stop_after:
             raise StopIteration
 
+    computation.compute(inputs_of(prepared_input(8)), work(8, 1))  # a server's process has run pages before
     gc.collect()
     release_freed_memory()
     before = _status("VmRSS")
@@ -162,6 +166,11 @@ def measuring(tmp_path_factory) -> dict[str, subprocess.Popen]:
     vocabulary = _vocabulary_file(tmp_path_factory.mktemp("vocabulary"))
     environment = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'tests'}"}
     environment.pop("BERT_INSIDE_MEMORY_BUDGET", None)  # the default setting
+    # a fixed mmap threshold (as bench/forward.py measures): big blocks come from the kernel and go back to it when
+    # freed, so the resident memory follows what the computation holds, not the heap glibc keeps after the
+    # recorded pass's freed activations (with glibc's sliding threshold value zeroing's batches grew the heap by
+    # about a third more than they held, and a second run grew it again)
+    environment["MALLOC_MMAP_THRESHOLD_"] = "65536"
     started = {what: subprocess.Popen([sys.executable, "-c", MEASURE, what, str(vocabulary)], cwd=ROOT, env=environment,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for what in WHAT}
     yield started

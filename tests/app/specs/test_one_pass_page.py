@@ -97,7 +97,7 @@ SAYS = {  # (family, step) -> what the page says of the family there
     ("albert", "embeddings"): "The embeddings are 16 wide and projected to 32",
     ("albert", "layers"): "ALBERT applies one layer's weights again and again",
     ("electra-discriminator", "guess"): "This model has no masked-LM head: the walk stops at the final vectors.",
-    ("modernbert", "attention"): "Pre-norm (ModernBERT, EuroBERT): attention reads the normed input",
+    ("modernbert", "attention"): "Pre-norm (ModernBERT, ESM-2, EuroBERT): attention reads the normed input",
     ("modernbert", "mlp"): "The MLP is gated (GeGLU, Shazeer 2020)",
     ("deberta", "attention"): "The score is three terms: content to content, content to position, position to content",
 }
