@@ -8,6 +8,9 @@ DeBERTa (He et al. 2021, 2023) adds to q·k two terms read from relative-positio
 `relative_index` say which row each query-key pair reads, `content_to_position` and `position_to_content` compute
 the terms.
 
+Grouped-query attention (Ainslie et al. 2023; EuroBERT) gives several query heads one key and value head
+(`share_across_heads`).
+
 Axes: batch (sentences), seq (positions), query / key (positions seen from the attending and the attended
 side), head (attention heads), head_dim (dimensions per head, hidden // heads = 64 in BERT-base).
 
@@ -27,6 +30,15 @@ from einops import rearrange
 def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
     """[batch, seq, hidden] -> [batch, head, seq, head_dim] (a view)"""
     return rearrange(x, "batch seq (head head_dim) -> batch head seq head_dim", head=num_heads)
+
+
+def share_across_heads(x: torch.Tensor, query_heads_per_key: int) -> torch.Tensor:
+    """Grouped-query attention (Ainslie et al. 2023): keys or values of the key-value heads, [batch, key_value_head,
+    seq, head_dim], as each query head reads them, [batch, head, seq, head_dim]: query head h reads key-value head
+    h // query_heads_per_key (Hugging Face's repeat_kv). One key-value head per query head: x itself."""
+    if query_heads_per_key == 1:
+        return x
+    return x.repeat_interleave(query_heads_per_key, dim=1)
 
 
 def merge_heads(x: torch.Tensor) -> torch.Tensor:

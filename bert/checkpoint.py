@@ -129,7 +129,8 @@ def model_from_state_dict(config: BertConfig, state: dict[str, torch.Tensor], so
     with torch.device("meta"):  # shapes only: no memory, no random weights; every tensor is assigned below
         model = Bert(config, **heads, **task)
     shapes = {key: tensor.shape for key, tensor in model.state_dict().items()}
-    unfilled = set(shapes) - set(table) - {"lm_head.unembedding.weight"}  # the tied one is set below
+    tied = heads["mlm_head"] and config.tied_unembedding
+    unfilled = set(shapes) - set(table) - ({"lm_head.unembedding.weight"} if tied else set())  # the tied one is set below
     if unfilled:
         raise CheckpointError(f"{source}: the key table has no entry for {sorted(unfilled)[0]!r} (a bug in the family's key table, bert/families/)")
     ours = {}
@@ -142,10 +143,10 @@ def model_from_state_dict(config: BertConfig, state: dict[str, torch.Tensor], so
                 f"{source}: tensor {their_key!r} has shape {tuple(tensor.shape)}, but config.json implies {implied}"
             )
         ours[our_key] = tensor.float().chunk(count)[index]
-    if heads["mlm_head"]:
+    if tied:
         ours["lm_head.unembedding.weight"] = ours["embedding.token_embedding.weight"]
     model.load_state_dict(ours, strict=True, assign=True)
-    if heads["mlm_head"]:
+    if tied:
         model.lm_head.unembedding.weight = model.embedding.token_embedding.weight  # assign made two parameters: tie them again
     return model.eval()
 

@@ -18,8 +18,13 @@ ACTIVATIONS = ("gelu", "gelu_tanh", "relu", "silu")  # exact GELU, its tanh appr
 # vector through dense + tanh (RoBERTa), dense + ReLU (DistilBERT's pre_classifier) or dense + GELU (ELECTRA); or
 # (ModernBERT) the first token's vector or the mean over the real tokens (classifier_pooling) through dense,
 # mlm_activation and LayerNorm, as its token classifier also reads each token ("dense_norm").
-SEQUENCE_HEADS = ("pooler", "dense_tanh", "dense_relu", "dense_gelu", "dense_norm")
-POOLINGS = ("cls", "mean")  # ModernBERT's classifier_pooling: the first token's vector, or the mean over real tokens
+# EuroBERT's: the first token's vector or the mean over the real tokens through dense and GELU, or every token's
+# labels' logits averaged over the real tokens (classifier_pooling "late"; "pooled_gelu").
+SEQUENCE_HEADS = ("pooler", "dense_tanh", "dense_relu", "dense_gelu", "dense_norm", "pooled_gelu")
+SEQUENCE_POOLING = ("dense_norm", "pooled_gelu")  # the sequence heads that read the attention mask to pool
+# classifier_pooling: the first token's vector, or the mean over real tokens (ModernBERT, EuroBERT), or the labels'
+# logits of every token averaged over the real tokens (EuroBERT's "late")
+POOLINGS = ("cls", "mean", "late")
 
 
 POSITION_ATTENTION = ("c2p", "p2c")  # DeBERTa's pos_att_type terms: content-to-position, position-to-content
@@ -81,8 +86,19 @@ class BertConfig:
     # True (Hugging Face's DeBERTa): a padded position's embedding is zeroed and its query attends to no key in
     # particular (every key masked: a uniform pattern). No real token reads either; it changes padded rows only.
     padded_rows_zero: bool = False
+    # --- EuroBERT (Boizard et al. 2025): a Llama-style encoder: RMSNorm, SwiGLU (gated_mlp with silu), grouped-query
+    # attention, rotary positions, no norm on the embeddings, a masked-LM head that is one untied linear map ---
+    key_value_heads: int | None = None  # heads of keys and values, each shared by num_heads // key_value_heads query heads (grouped-query attention, Ainslie et al. 2023); None: one per head
+    rms_norm: bool = False  # every norm is an RMSNorm (Zhang and Sennrich 2019: no mean subtracted, no bias) instead of a LayerNorm
+    lm_transform: bool = True  # the masked-LM head's dense, activation and norm before the unembedding (EuroBERT: none)
+    tied_unembedding: bool = True  # the masked-LM output's weight is the token embedding (EuroBERT: a matrix of its own)
+    # the MLP's input maps (mlp1, gate) have biases; None: as mlp_bias. GTE (Zhang et al. 2024): none there, while its
+    # output map (mlp2) has one (mlp_bias)
+    mlp_input_bias: bool | None = None
+    # a norm (LayerNorm, or RMSNorm where rms_norm) on the summed embeddings. False (ESM-2, whose emb_layer_norm_before
+    # is off; EuroBERT): the sum enters layer 0 as it is, and a pre-norm model's layer-0 attention norms its own input
+    embedding_norm: bool = True
     # --- ESM-2 (Lin et al. 2023), a protein language model: pre-norm layers with rotary positions, and two steps of its own ---
-    embedding_norm: bool = True  # a LayerNorm on the summed embeddings (ESM-2: none, its emb_layer_norm_before; layer 0's attention then has its own)
     # ESM's token dropout: the mask token's embedding is zeroed and every embedding scaled by (1 - 0.15 * 0.8) / (1 -
     # the input's share of mask tokens), as in its training, where masked tokens were dropped (Rives et al. 2021)
     token_dropout: bool = False
@@ -106,6 +122,8 @@ class BertConfig:
             raise ConfigError(f"position_offset must be 0 or pad_token_id + 1 ({self.pad_token_id + 1}), not {self.position_offset}")
         if self.classifier_pooling not in POOLINGS:
             raise ConfigError(f"classifier_pooling must be one of {POOLINGS}, not {self.classifier_pooling!r}")
+        if self.classifier_pooling == "late" and self.sequence_head != "pooled_gelu":
+            raise ConfigError("classifier_pooling 'late' (every token's logits, averaged) needs sequence_head 'pooled_gelu'")
         if self.local_attention is not None and (self.local_attention < 2 or self.global_attn_every_n_layers < 1):
             raise ConfigError("local_attention must be at least 2 and global_attn_every_n_layers at least 1")
         if self.rotary and self.head_size % 2:
@@ -116,6 +134,17 @@ class BertConfig:
             raise ConfigError("token_dropout needs mask_token_id: the token whose embedding it zeroes")
         self._check_layer_groups()
         self._check_relative()
+        self._check_norms_and_groups()
+
+    def _check_norms_and_groups(self) -> None:
+        """Grouped-query attention's groups divide the heads; an RMSNorm has no bias to give."""
+        if self.num_heads % self.key_value_head_count:
+            raise ConfigError(f"num_heads {self.num_heads} is not a multiple of key_value_heads {self.key_value_heads}: "
+                              f"each key and value head serves the same number of query heads")
+        if self.rms_norm and self.norm_bias:
+            raise ConfigError("an RMSNorm has no bias: rms_norm needs norm_bias=False")
+        if self.relative_attention and self.key_value_head_count != self.num_heads:
+            raise ConfigError("relative_attention (DeBERTa) needs one key and value head per attention head")
 
     def _check_relative(self) -> None:
         """DeBERTa's disentangled attention: its terms need relative positions, and rotary positions exclude them."""
@@ -150,6 +179,21 @@ class BertConfig:
     def head_size(self) -> int:
         """Dimensions per head: 768 / 12 = 64 for BERT-base (Devlin et al. 2019)."""
         return self.hidden_size // self.num_heads
+
+    @property
+    def input_maps_bias(self) -> bool:
+        """Whether the MLP's input maps (mlp1, and the gate) have biases: mlp_input_bias, else mlp_bias."""
+        return self.mlp_bias if self.mlp_input_bias is None else self.mlp_input_bias
+
+    @property
+    def key_value_head_count(self) -> int:
+        """Heads of keys and values: key_value_heads, or num_heads where each head has its own."""
+        return self.key_value_heads or self.num_heads
+
+    @property
+    def query_heads_per_key(self) -> int:
+        """How many query heads share one key and value head: 1, or more with grouped-query attention."""
+        return self.num_heads // self.key_value_head_count
 
     @property
     def group_applications(self) -> int:

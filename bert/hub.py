@@ -25,7 +25,8 @@ DEFAULT_ENDPOINT = "https://huggingface.co"
 # The config.json model types this project loads: BERT and its families (bert/families/registry.py: RoBERTa, Liu et
 # al. 2019; DistilBERT, Sanh et al. 2019; ALBERT, Lan et al. 2020; ELECTRA, Clark et al. 2020; ModernBERT, Warner et
 # al. 2024; DeBERTa-v3, He et al. 2023, model type deberta-v2; XLM-RoBERTa, Conneau et al. 2020; CamemBERT, Martin et
-# al. 2020; ESM-2, Lin et al. 2023, model type esm).
+# al. 2020; ESM-2, Lin et al. 2023, model type esm; EuroBERT, Boizard et al. 2025; GTE, Zhang et al. 2024, model type
+# gte).
 MODEL_TYPES = FAMILIES
 # What loading one needs: config, safetensors weights and every file its tokenizer may be read from (tokenizer.json;
 # vocab.txt for WordPiece and for ESM-2's amino acids; vocab.json + merges.txt for RoBERTa's byte-level BPE; spiece.model for ALBERT's and

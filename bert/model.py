@@ -20,10 +20,11 @@ from torch import nn
 from . import attention as attn
 from .activation_cache import ActivationCache
 from .activations import activate
-from .config import POSITION_ATTENTION, BertConfig
+from .config import POSITION_ATTENTION, SEQUENCE_POOLING, BertConfig
 from .errors import InvalidInputError, MissingHeadError
 from .hooks import HookPoint, HookRun, Intervention, NameFilter, active_run, group_interventions, make_filter, name_hook_points
 from .model_inputs import check_heads, check_inputs
+from .norms import norm_layer
 from .output_heads import (MISSING_OUTPUT, OUTPUT_MODULES, OWN_OUTPUT_ORDER, BertLMHead, BertPooler, Labels, LinearHead,
                            ReplacedTokenHead, init_weights, label_names, resolve_output, task_head)
 from .relative_positions import RelativeInput, RelativePositions
@@ -37,8 +38,9 @@ class BertEmbedding(nn.Module):
     ELECTRAs) a linear projection to H follows. A family without segments (DistilBERT, ModernBERT) has no segment
     embedding; one with rotary positions (ModernBERT) no position table: its positions turn q and k in attention;
     DeBERTa-v3 none either: its attention reads relative positions (RelativePositions), and its padded positions'
-    embeddings are zeroed (padded_rows_zero), as Hugging Face's DeBERTa does. ESM-2 sums no LayerNorm over its
-embeddings (embedding_norm) and drops its mask token's embedding as in training (token_dropout, bert/token_dropout.py)."""
+    embeddings are zeroed (padded_rows_zero), as Hugging Face's DeBERTa does. ESM-2 and EuroBERT put no norm on their
+    embeddings (embedding_norm); ESM-2 drops its mask token's embedding as in training (token_dropout,
+    bert/token_dropout.py)."""
 
     def __init__(self, config: BertConfig):
         super().__init__()
@@ -49,7 +51,7 @@ embeddings (embedding_norm) and drops its mask token's embedding as in training 
         table = config.absolute_positions and not config.rotary
         self.position_embedding = nn.Embedding(config.position_rows, width) if table else None
         self.token_type_embedding = nn.Embedding(config.type_vocab_size, width) if config.type_vocab_size else None
-        self.layer_norm = nn.LayerNorm(width, eps=config.layer_norm_eps, bias=config.norm_bias) if config.embedding_norm else None
+        self.layer_norm = norm_layer(config, width) if config.embedding_norm else None  # ESM-2, EuroBERT: none
         self.mask_token_id = config.mask_token_id if config.token_dropout else None  # ESM: the token dropout drops
         self.dropout = nn.Dropout(config.hidden_dropout)
         # ALBERT's embedding_hidden_mapping_in, ELECTRA's embeddings_project: E -> H
@@ -97,7 +99,9 @@ class PureSelfAttentionLayer(nn.Module):
 
     With rotary positions (ModernBERT) q and k are turned by their positions before the scores, and hook_q and
     hook_k record them turned: the q and k whose product is the scores, as in every family. A local layer's
-    queries see only the keys within `window` positions (`attention.window_band` draws it).
+    queries see only the keys within `window` positions (`attention.window_band` draws it). With grouped-query
+    attention (EuroBERT) fewer key and value heads are projected, each read by a group of query heads: hook_k and
+    hook_v record them as each query head reads them (`attention.share_across_heads`).
 
     Relative positions (DeBERTa's disentangled attention, He et al. 2021, eq. 4) are an additive score bias, the
     same on both paths: the scores are q·k (content-to-content, hook_scores_c2c) plus content-to-position (each
@@ -109,19 +113,21 @@ class PureSelfAttentionLayer(nn.Module):
 
     def __init__(self, config: BertConfig, layer: int = 0):
         super().__init__()
-        self.num_heads = config.num_heads
+        self.num_heads, self.key_value_heads = config.num_heads, config.key_value_head_count
+        self.query_heads_per_key = config.query_heads_per_key  # grouped-query attention: query heads per key-value head
         self.causal = config.causal  # left-to-right: no query sees the keys to its right
         self.window = config.window(layer)  # a local layer's half-width (ModernBERT: local_attention // 2); None: global
         self.rope_theta = config.rope_theta(layer) if config.rotary else None  # rotary base; None: no rotation
         self.scale = (config.head_size * config.score_scale) ** 0.5  # sqrt(head_dim), sqrt(3 head_dim) with both of DeBERTa's terms
         bias = config.attention_bias
         self.project_query = nn.Linear(config.hidden_size, config.hidden_size, bias=bias)
-        self.project_key = nn.Linear(config.hidden_size, config.hidden_size, bias=bias)
-        self.project_value = nn.Linear(config.hidden_size, config.hidden_size, bias=bias)
+        key_value_width = config.key_value_head_count * config.head_size  # hidden, or less with grouped-query attention
+        self.project_key = nn.Linear(config.hidden_size, key_value_width, bias=bias)
+        self.project_value = nn.Linear(config.hidden_size, key_value_width, bias=bias)
         self.dropout = nn.Dropout(config.attention_dropout)
         self.hook_q = HookPoint()  # [batch, head, query, head_dim] (rotary: after the rotation)
-        self.hook_k = HookPoint()  # [batch, head, key, head_dim] (rotary: after the rotation)
-        self.hook_v = HookPoint()  # [batch, head, key, head_dim]
+        self.hook_k = HookPoint()  # [batch, head, key, head_dim] (rotary: after the rotation; grouped: each head's copy of its group's)
+        self.hook_v = HookPoint()  # [batch, head, key, head_dim] (grouped: each head's copy of its group's)
         self.position_attention = config.position_attention if config.relative_attention else ()  # DeBERTa's position terms
         self.padded_queries = config.padded_rows_zero  # DeBERTa: a padded query's row is all masked
         # c2c, then the position terms in POSITION_ATTENTION's order (c2p, p2c): the hooks' order and the sum's
@@ -161,12 +167,12 @@ class PureSelfAttentionLayer(nn.Module):
 
     def forward(self, x: torch.Tensor, attention_mask: torch.Tensor | None, relative: RelativeInput | None = None) -> torch.Tensor:
         q = attn.split_heads(self.project_query(x), self.num_heads)
-        k = attn.split_heads(self.project_key(x), self.num_heads)
+        k = attn.split_heads(self.project_key(x), self.key_value_heads)
         if self.rope_theta is not None:  # turn q and k by their positions (Su et al. 2021)
             cos, sin = attn.rotary_angles(x.shape[1], q.shape[-1], self.rope_theta, x.device)
             q, k = attn.rotate(q, cos, sin), attn.rotate(k, cos, sin)
-        q, k = self.hook_q(q), self.hook_k(k)
-        v = self.hook_v(attn.split_heads(self.project_value(x), self.num_heads))
+        q, k = self.hook_q(q), self.hook_k(attn.share_across_heads(k, self.query_heads_per_key))
+        v = self.hook_v(attn.share_across_heads(attn.split_heads(self.project_value(x), self.key_value_heads), self.query_heads_per_key))
         terms = self.position_terms(q, k, relative)
         if self._watched():  # recorded: the scores and the pattern as tensors a hook can see
             content = attn.attention_scores(q, k, self.scale)
@@ -206,8 +212,8 @@ class SelfAttentionLayer(ResidualSubLayer):
 
     def __init__(self, config: BertConfig, layer: int = 0):
         super().__init__(config)
-        has_norm = not (config.pre_norm and layer == 0 and config.embedding_norm)
-        norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps, bias=config.norm_bias) if has_norm else None
+        has_norm = not (config.pre_norm and layer == 0 and config.embedding_norm)  # the embeddings are normed already
+        norm = norm_layer(config) if has_norm else None
         if self.pre_norm:  # registered in the order of computing, so that print(model) reads top to bottom
             self.layer_norm = norm
         self.attention = PureSelfAttentionLayer(config, layer)
@@ -235,11 +241,11 @@ class NormedResidualLayer(ResidualSubLayer):
     def __init__(self, config: BertConfig):
         super().__init__(config)
         self.activation = config.activation
-        norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps, bias=config.norm_bias)
+        norm = norm_layer(config)
         if config.pre_norm:  # registered in the order of computing
             self.layer_norm = norm
-        self.mlp1 = nn.Linear(config.hidden_size, config.intermediate_size, bias=config.mlp_bias)
-        self.gate = nn.Linear(config.hidden_size, config.intermediate_size, bias=config.mlp_bias) if config.gated_mlp else None
+        self.mlp1 = nn.Linear(config.hidden_size, config.intermediate_size, bias=config.input_maps_bias)
+        self.gate = nn.Linear(config.hidden_size, config.intermediate_size, bias=config.input_maps_bias) if config.gated_mlp else None
         self.mlp2 = nn.Linear(config.intermediate_size, config.hidden_size, bias=config.mlp_bias)
         if not config.pre_norm:
             self.layer_norm = norm
@@ -284,7 +290,7 @@ class FinalNorm(nn.Module):
 
     def __init__(self, config: BertConfig):
         super().__init__()
-        self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps, bias=config.norm_bias)
+        self.layer_norm = norm_layer(config)
         self.hook_out = HookPoint()  # [batch, seq, hidden]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -425,7 +431,7 @@ class Bert(nn.Module):
         output = resolve_output(output, self.own_output, logit_mask)
         self._require(output)  # before the forward pass
         hidden = self.encode(input_ids, token_type_ids, attention_mask)
-        if output == "classifier":  # ModernBERT's mean pooling reads the mask
+        if output == "classifier":  # ModernBERT's and EuroBERT's pooling reads the mask
             return self.classifier_logits(hidden, attention_mask)
         return self.mlm_logits(hidden, logit_mask) if output == "mlm" else getattr(self, f"{output}_logits")(hidden)
 
@@ -452,10 +458,10 @@ class Bert(nn.Module):
 
     def classifier_logits(self, hidden: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
         """[batch, labels] from [CLS]'s pooled vector (sequence or pair: [CLS] A [SEP] B [SEP]); in the families
-        without a pooler, from the first token's vector (FirstTokenClassifier); in ModernBERT, from the first token
-        or the mean over the tokens attention_mask keeps (NormedHeadClassifier)."""
+        without a pooler, from the first token's vector (FirstTokenClassifier); in ModernBERT and EuroBERT, from the
+        first token or the mean over the tokens attention_mask keeps (NormedHeadClassifier, PooledDenseClassifier)."""
         self._require("classifier")
-        if self.config.sequence_head == "dense_norm":
+        if self.config.sequence_head in SEQUENCE_POOLING:
             return self.classifier(hidden, attention_mask)
         return self.classifier(self.pooler(hidden) if self.config.sequence_head == "pooler" else hidden)
 

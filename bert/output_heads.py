@@ -4,7 +4,8 @@ and the other families' variants of them. One name per output head (`output=` in
     "mlm"         BertLMHead: dense, the head's activation, LayerNorm, the tied unembedding ([batch, seq, vocab])
     "nsp"         LinearHead over BertPooler: is sentence B the next one (ALBERT: are A and B in order) ([batch, 2])
     "classifier"  a sequence classifier ([batch, labels]): LinearHead over the pooler (BERT, ALBERT),
-                  FirstTokenClassifier (RoBERTa, DistilBERT, ELECTRA, DeBERTa), NormedHeadClassifier (ModernBERT)
+                  FirstTokenClassifier (RoBERTa, DistilBERT, ELECTRA, DeBERTa), NormedHeadClassifier (ModernBERT),
+                  PooledDenseClassifier (EuroBERT)
     "tagger"      a token classifier ([batch, seq, labels]): LinearHead, or NormedHeadClassifier (ModernBERT)
     "replaced"    ReplacedTokenHead: ELECTRA's discriminator, one logit per token (Clark et al. 2020) ([batch, seq])
 
@@ -22,27 +23,36 @@ from .activations import activate
 from .config import BertConfig
 from .errors import InvalidInputError
 from .hooks import HookPoint
+from .norms import norm_layer
 
 
 class BertLMHead(nn.Module):
     """dense (H -> E), activation, LayerNorm, then the unembedding (E -> vocab), whose weight is the token
     embedding (tied). RoBERTa's lm_head, DistilBERT's vocab_* layers, ALBERT's predictions, ELECTRA's
-    generator head and ModernBERT's head + decoder are this module."""
+    generator head and ModernBERT's head + decoder are this module. EuroBERT's lm_head is the unembedding alone
+    (config.lm_transform False: no dense, activation or norm), with a weight of its own (tied_unembedding False)."""
 
     def __init__(self, config: BertConfig, token_embedding: nn.Embedding):
         super().__init__()
         self.activation = config.lm_activation
-        self.mlp = nn.Linear(config.hidden_size, config.embedding_width, bias=config.head_bias)
-        self.layer_norm = nn.LayerNorm(config.embedding_width, eps=config.layer_norm_eps, bias=config.norm_bias)
+        transform = config.lm_transform
+        self.mlp = nn.Linear(config.hidden_size, config.embedding_width, bias=config.head_bias) if transform else None
+        self.layer_norm = norm_layer(config, config.embedding_width) if transform else None
         self.unembedding = nn.Linear(config.embedding_width, config.vocab_size, bias=config.decoder_bias)
-        self.unembedding.weight = token_embedding.weight  # tied: one tensor, two uses
-        self.hook_transform = HookPoint()  # [*positions, E] after dense, activation, LayerNorm
+        self.tied = config.tied_unembedding
+        if self.tied:
+            self.unembedding.weight = token_embedding.weight  # tied: one tensor, two uses
+        self.hook_transform = HookPoint()  # [*positions, E] after dense, activation, LayerNorm (without them: the hidden states)
         self.hook_logits = HookPoint()  # [*positions, vocab]
 
     def initialised(self) -> "BertLMHead":
-        """With BERT's fresh initialisation (init_weights), the unembedding left as it is: the token embedding."""
+        """With BERT's fresh initialisation (init_weights), the unembedding left as it is where it is the token
+        embedding (an untied one initialised too)."""
         for module in (self.mlp, self.layer_norm):
-            module.apply(init_weights)
+            if module is not None:
+                module.apply(init_weights)
+        if not self.tied:
+            nn.init.normal_(self.unembedding.weight, std=0.02)
         if self.unembedding.bias is not None:
             nn.init.zeros_(self.unembedding.bias)
         return self
@@ -51,7 +61,9 @@ class BertLMHead(nn.Module):
         return self.hook_logits(self.unembedding(self.hook_transform(self.transform(hidden))))
 
     def transform(self, hidden: torch.Tensor) -> torch.Tensor:
-        """dense, activation, LayerNorm: [*positions, E], what the unembedding reads."""
+        """dense, activation, LayerNorm: [*positions, E], what the unembedding reads (without them: `hidden`)."""
+        if self.mlp is None:
+            return hidden
         return self.layer_norm(activate(self.mlp(hidden), self.activation))
 
     def token_logits(self, hidden: torch.Tensor, tokens: list[int]) -> torch.Tensor:
@@ -108,7 +120,7 @@ class NormedHeadClassifier(nn.Module):
         super().__init__()
         self.activation, self.pooling = config.lm_activation, pooling
         self.dense = nn.Linear(config.hidden_size, config.hidden_size, bias=config.head_bias)
-        self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps, bias=config.norm_bias)
+        self.layer_norm = norm_layer(config)
         self.dropout = nn.Dropout(dropout)
         self.out_proj = nn.Linear(config.hidden_size, num_labels)
         self.hook_logits = HookPoint()  # [batch, labels], or [batch, seq, labels] for the token classifier
@@ -124,6 +136,34 @@ class NormedHeadClassifier(nn.Module):
             hidden = (hidden * weights[..., None]).sum(dim=1) / weights.sum(dim=1, keepdim=True)
         x = self.layer_norm(activate(self.dense(hidden), self.activation))
         return self.hook_logits(self.out_proj(self.dropout(x)))
+
+
+class PooledDenseClassifier(nn.Module):
+    """EuroBERT's sequence classifier (Hugging Face's EuroBertForSequenceClassification): dense, GELU, then to the
+    labels, over the first token's vector ("cls", its "bos") or the mean over the real tokens ("mean"); or
+    ("late") over every token, the labels' logits then averaged over the real tokens (`pooling`: the config's
+    classifier_pooling)."""
+
+    def __init__(self, config: BertConfig, num_labels: int, dropout: float):
+        super().__init__()
+        self.pooling = config.classifier_pooling
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.out_proj = nn.Linear(config.hidden_size, num_labels)
+        self.dropout = nn.Dropout(dropout)
+        self.hook_logits = HookPoint()  # [batch, labels]
+
+    def extra_repr(self) -> str:
+        return f"pooling={self.pooling}"
+
+    def forward(self, hidden: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        weights = torch.ones(hidden.shape[:2], device=hidden.device) if attention_mask is None else attention_mask.to(hidden.dtype)
+        weights = (weights / weights.sum(dim=1, keepdim=True))[..., None]  # [batch, seq, 1] each real token's share
+        if self.pooling == "cls":
+            hidden = hidden[:, 0]
+        elif self.pooling == "mean":  # [batch, seq, hidden] -> [batch, hidden]
+            hidden = (hidden * weights).sum(dim=1)
+        logits = self.out_proj(self.dropout(F.gelu(self.dense(self.dropout(hidden)))))
+        return self.hook_logits((logits * weights).sum(dim=1) if self.pooling == "late" else logits)
 
 
 class BertPooler(nn.Module):
@@ -192,6 +232,8 @@ def task_head(config: BertConfig, num_labels: int, dropout: float, sequence: boo
     config.sequence_head says it reads the encoder."""
     if config.sequence_head == "dense_norm":
         return NormedHeadClassifier(config, num_labels, dropout, config.classifier_pooling if sequence else None)
+    if sequence and config.sequence_head == "pooled_gelu":
+        return PooledDenseClassifier(config, num_labels, dropout)
     if sequence and config.sequence_head != "pooler":
         return FirstTokenClassifier(config, num_labels, dropout)
     return LinearHead(config.hidden_size, num_labels, dropout)
@@ -203,5 +245,5 @@ def init_weights(module: nn.Module) -> None:
         nn.init.normal_(module.weight, std=0.02)
     if isinstance(module, (nn.Linear, nn.LayerNorm)) and module.bias is not None:
         nn.init.zeros_(module.bias)
-    if isinstance(module, nn.LayerNorm):
+    if isinstance(module, (nn.LayerNorm, nn.RMSNorm)):
         nn.init.ones_(module.weight)

@@ -6,7 +6,7 @@ import streamlit as st
 from viz_app import cache
 from viz_app.app import show, state, widgets
 from viz_app.app.text import joined, markdown
-from viz_app.app.models import POSITIONS_RELATIVE, POSITIONS_ROTATED
+from viz_app.app.models import POSITIONS_RELATIVE, POSITIONS_ROTATED, POSITIONS_ROTATED_SEGMENTS
 from viz_app import heavy
 from viz_app.specs import embeddings as spec
 
@@ -19,7 +19,8 @@ widgets.page_header(
 )
 context = widgets.require()
 if context.loaded.model.config.rotary or not context.loaded.model.config.absolute_positions:
-    show.info("{}", POSITIONS_ROTATED if context.loaded.model.config.rotary else POSITIONS_RELATIVE)
+    config = context.loaded.model.config
+    show.info("{}", POSITIONS_RELATIVE if not config.rotary else POSITIONS_ROTATED_SEGMENTS if config.type_vocab_size else POSITIONS_ROTATED)
     st.stop()
 if not context.loaded.model.config.type_vocab_size:
     st.info("This model has no segment embeddings (DistilBERT adds only token and position embeddings), so this page's "

@@ -2,7 +2,7 @@
 The page lays out the widgets; what it computes and draws is its spec, viz_app/specs/mixing.py."""
 import streamlit as st
 
-from bert.analysis.attention.mixing import METHODS, PRE_NORM_REASON, methods_for
+from bert.analysis.attention.mixing import METHODS, attention_only_reason, methods_for
 from bert.analysis.attention.rollout import FLOW_TOKEN_LIMIT
 from bert.errors import MissingHeadError
 from viz_app.app import show, state, widgets
@@ -22,7 +22,7 @@ num_layers = context.loaded.summary.layers
 methods = methods_for(context.loaded.model.config)
 seconds = [mixing.NO_SECOND, *methods]
 if len(methods) < len(METHODS):
-    show.caption("Only the attention weights here: {}.", PRE_NORM_REASON)
+    show.caption("Only the attention weights here: {}.", attention_only_reason(context.loaded.model.config))
 pick, beside = st.columns(2)  # wide enough for the longest method's name and paper at 1366 px
 with pick:
     method = st.selectbox("Method", methods, format_func=mixing.METHOD_TITLES.get, **state.kept("mixing_method", methods))

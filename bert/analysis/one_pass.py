@@ -38,8 +38,8 @@ class OnePass:
     head: int  # the chosen head of that layer
     parts: dict[str, np.ndarray]  # "token", "position", "segment" [seq, E]: the embeddings the family adds
     embedding_sum: np.ndarray  # [seq, E]
-    embedding_norm: np.ndarray  # [seq, E] the embedding LayerNorm's output (ESM-2, which has none: the sum)
-    norm_scale: np.ndarray | None  # [E] the embedding LayerNorm's weight (gamma); None where there is none (ESM-2)
+    embedding_norm: np.ndarray  # [seq, E] the embedding norm's output (ESM-2 and EuroBERT, which have none: the sum)
+    norm_scale: np.ndarray | None  # [E] the embedding norm's weight (gamma); None where there is none (ESM-2, EuroBERT)
     norm_shift: np.ndarray | None  # [E] its bias (beta); None where the family has no biases
     embedding_out: np.ndarray  # [seq, H] what enters layer 0 (ALBERT: after the projection)
     layer_in: np.ndarray  # [seq, H] what enters the chosen layer
@@ -121,8 +121,8 @@ def _read(model, cache, layer: int, head: int, masks: tuple[int, ...], logits) -
     if logits is not None:
         final_hidden = one("final_norm") if "final_norm.hook_out" in cache else residual[-1]
         final = final_hidden[list(masks)]
-    norm = embedding.layer_norm  # None: no LayerNorm on the embeddings (ESM-2)
-    shift = None if norm is None else norm.bias
+    norm = embedding.layer_norm  # None: no norm on the embeddings (ESM-2, EuroBERT)
+    shift = None if norm is None else getattr(norm, "bias", None)  # an RMSNorm has no bias
     return OnePass(
         layer=layer, head=head, parts=parts, embedding_sum=one("embedding_sum"),
         embedding_norm=one("embedding_norm") if config.projects_embeddings else one("embedding_out"),

@@ -29,6 +29,17 @@ ACTIVATIONS = {"gelu": "gelu", "gelu_python": "gelu", "gelu_new": "gelu_tanh", "
 WRITTEN_ACTIVATION = {"gelu": "gelu", "gelu_tanh": "gelu_new", "relu": "relu", "silu": "silu"}
 
 
+ROPE_PARAMETERS = "rope_parameters"  # transformers 5's rotary settings, one name in every rotary family's config.json
+
+
+def plain_rope_theta(hf: dict, parameters: dict, theta_key: str, default: float) -> float:
+    """The rotary base in `parameters` (a part of config.json's rope_parameters), else in config.json's own field
+    `theta_key` (the name before rope_parameters), else `default`. ConfigError for a scaled RoPE."""
+    if parameters.get("rope_type", "default") != "default" or hf.get("rope_scaling"):
+        raise ConfigError(f"rotary scaling ({parameters.get('rope_type') or 'rope_scaling'}) is not supported, only plain RoPE")
+    return float(parameters.get("rope_theta", hf.get(theta_key, default)))
+
+
 def activation(hf: dict, key: str = "hidden_act") -> str:
     """Our name of the activation config.json gives under `key` (GELU where it is silent)."""
     name = hf.get(key, "gelu")

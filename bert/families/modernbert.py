@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..errors import ConfigError
 from .family import Family, Heads, Table
-from .hf_fields import SIZES, WRITTEN_ACTIVATION, activation, read_fields
+from .hf_fields import ROPE_PARAMETERS, SIZES, WRITTEN_ACTIVATION, activation, plain_rope_theta, read_fields
 from .tables import WORDS, chunks, pairs, params
 
 # What it changes, sizes aside (its released configs' values).
@@ -52,12 +52,9 @@ def read_config(hf: dict) -> dict:
         if every is None:
             raise ConfigError(f"layer_types {layer_types} are not global every n-th layer (from layer 0) and local between")
         fields["global_attn_every_n_layers"] = every
-    rope = hf.get("rope_parameters") or {}
+    rope = hf.get(ROPE_PARAMETERS) or {}
     for kind, field, default in (("full_attention", "global_rope_theta", 160000.0), ("sliding_attention", "local_rope_theta", 10000.0)):
-        parameters = rope.get(kind) or {}
-        if parameters.get("rope_type", "default") != "default" or hf.get("rope_scaling"):
-            raise ConfigError(f"rotary scaling ({parameters.get('rope_type') or 'rope_scaling'}) is not supported, only plain RoPE")
-        fields[field] = float(parameters.get("rope_theta", hf.get(field, default)))
+        fields[field] = plain_rope_theta(hf, rope.get(kind) or {}, field, default)
     return fields
 
 

@@ -3,7 +3,7 @@ bert/families/family.py) and its line here (docs/library.md, "Adding a family").
 from __future__ import annotations
 
 from ..errors import ConfigError
-from . import albert, bert, camembert, deberta, distilbert, electra, esm, modernbert, roberta, xlm_roberta
+from . import albert, bert, camembert, deberta, distilbert, electra, esm, eurobert, gte, modernbert, roberta, xlm_roberta
 from .family import Family
 
 FAMILIES: dict[str, Family] = {family.model_type: family for family in (
@@ -14,16 +14,26 @@ FAMILIES: dict[str, Family] = {family.model_type: family for family in (
     electra.FAMILY,
     modernbert.FAMILY,
     deberta.FAMILY,
+    eurobert.FAMILY,
+    gte.FAMILY,
     xlm_roberta.FAMILY,
     camembert.FAMILY,
     esm.FAMILY,
 )}
 MODEL_TYPES = tuple(FAMILIES)  # Hugging Face's model_type of each, the values of BertConfig.family
+# model_types that transformers runs only as a repository's own code: refused, saying why
+REMOTE_CODE_ONLY = {
+    "neobert": "NeoBERT (model_type 'neobert') runs in transformers only as remote code, which this project does not run",
+    "new": "model_type 'new' (the hub's own GTE folders) runs in transformers only as remote code, which this project does "
+           "not run; transformers' GTE checkpoints (model_type 'gte') load",
+}
 
 
 def family_of(model_type: str | object) -> Family:
     """The Family of a model_type, or of a BertConfig (its `family`). ConfigError for one this project lacks."""
     name = getattr(model_type, "family", model_type)
+    if name in REMOTE_CODE_ONLY:
+        raise ConfigError(f"{REMOTE_CODE_ONLY[name]}; supported: {', '.join(FAMILIES)}")
     if name not in FAMILIES:
         raise ConfigError(f"model_type is {name!r}; supported: {', '.join(FAMILIES)}")
     return FAMILIES[name]

@@ -34,7 +34,7 @@ def fast_pretraining_only():
 
 
 PAD_ID = {"roberta": 1}  # RoBERTa's <pad>; the others pad with 0
-NO_TOKEN_TYPES = ("distilbert", "modernbert", "esm")  # their forward takes no token_type_ids
+NO_TOKEN_TYPES = ("distilbert", "modernbert", "eurobert", "esm")  # their forward takes no token_type_ids
 MODERNBERT = ["ModernBertForMaskedLM", "ModernBertForSequenceClassification", "ModernBertForTokenClassification"]
 # rows longer than ModernBERT's tiny window (local_attention 8: each token sees ±4) and a padded batch
 LONG_LAYOUT = [(22, 0), (9, 0), (10, 8)]
@@ -80,6 +80,14 @@ def hf_family_config(family: str, **fields):
                                                max_position_embeddings=64, local_attention=8, global_attn_every_n_layers=3,
                                                global_rope_theta=160000.0, local_rope_theta=10000.0, pad_token_id=0,
                                                **ids, **common)
+    elif family == "eurobert":  # grouped: 4 query heads share 2 key-value heads; its released rotary base
+        config = transformers.EuroBertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                             intermediate_size=40, max_position_embeddings=64, pad_token_id=0, bos_token_id=2,
+                                             eos_token_id=3, mask_token_id=4, rope_parameters={"rope_type": "default", "rope_theta": 250000.0},
+                                             **common)
+    elif family == "gte":  # post-LN with rotary positions and a gated MLP (transformers' gte)
+        config = transformers.GteConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=40,
+                                        max_position_embeddings=64, pad_token_id=0, **common)
     elif family == "deberta-v2":  # deberta-v3-base's settings (tests/families/test_deberta.py), 8 buckets
         config = transformers.DebertaV2Config(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=40,
                                               max_position_embeddings=64, relative_attention=True, position_buckets=8,
@@ -112,7 +120,7 @@ def family_batch(family: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]
     ModernBERT's rows are longer than its local window (LONG_LAYOUT)."""
     layout = LONG_LAYOUT if family == "modernbert" else TINY_LAYOUT
     input_ids, token_type_ids, attention_mask = pad_rows(random_rows(len(TINY_VOCAB), layout, seed=0), PAD_ID.get(family, 0))
-    if family in ("roberta", "distilbert", "modernbert"):
+    if family in ("roberta", "distilbert", "modernbert", "eurobert"):
         token_type_ids = torch.zeros_like(token_type_ids)
     return input_ids, token_type_ids, attention_mask
 
@@ -120,7 +128,7 @@ def family_batch(family: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 def run_transformers(theirs, family: str, batch):
     input_ids, token_type_ids, attention_mask = batch
     kwargs = dict(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True, output_attentions=True)
-    if family not in NO_TOKEN_TYPES:
+    if family not in NO_TOKEN_TYPES and getattr(theirs.config, "type_vocab_size", 1):  # GTE's English model: no segments
         kwargs["token_type_ids"] = token_type_ids
     with torch.no_grad():
         return theirs(**kwargs)

@@ -21,14 +21,15 @@ from family_support import FAMILIES, build_hf, run_transformers, write_tiny_toke
 
 MASKED_LM = {"roberta": "RobertaForMaskedLM", "distilbert": "DistilBertForMaskedLM", "albert": "AlbertForMaskedLM",
              "electra": "ElectraForMaskedLM", "modernbert": "ModernBertForMaskedLM", "deberta-v2": "DebertaV2ForMaskedLM",
-             "esm": "EsmForMaskedLM"}  # ELECTRA: the generator, the family's masked-LM
+             "eurobert": "EuroBertForMaskedLM", "gte": "GteForMaskedLM", "esm": "EsmForMaskedLM"}  # ELECTRA: the generator, the family's masked-LM
 # the parts each family's embedding sums, where not BERT's three: ModernBERT's and DeBERTa-v3's positions enter the
 # attention (rotary, relative), DistilBERT has no segments
-EMBEDDING_PARTS = {"distilbert": ("token", "position"), "modernbert": ("token",), "deberta-v2": ("token",), "esm": ("token",)}
+EMBEDDING_PARTS = {"distilbert": ("token", "position"), "modernbert": ("token",), "deberta-v2": ("token",), "eurobert": ("token",),
+                   "gte": ("token", "segment"), "esm": ("token",)}
 CLEAN, CORRUPTED, ANSWER, FOIL = "the dog [MASK] at the park .", "her cat [MASK] to the mail .", "barked", "mail"
 
 
-@pytest.fixture(scope="module", params=(*FAMILIES, "modernbert", "deberta-v2", "esm"))
+@pytest.fixture(scope="module", params=(*FAMILIES, "modernbert", "deberta-v2", "eurobert", "gte", "esm"))
 def loaded(request, tmp_path_factory, tiny_vocab_file):
     family = request.param
     theirs = build_hf(family, MASKED_LM[family])
@@ -106,6 +107,13 @@ def test_context_mixing_runs_on_every_family(loaded):
     """Every mixing method on every family (ALBERT's one layer is applied at each depth): a finite [layer, query,
     key] matrix, and a layer recomputed from its recorded parts with no value zeroed is transformers' layer."""
     family, ours, tokenizer, theirs = loaded
+    if ours.config.gated_mlp and not ours.config.pre_norm:  # GTE: the decompositions refused in words, the weights run
+        input_ids, token_type_ids, _ = _batch(family, tokenizer.encode(CLEAN).input_ids)
+        _, cache = record_for_mixing(ours, input_ids, token_type_ids)
+        assert np.isfinite(context_mixing(ours, cache, "attention").layers).all()
+        with pytest.raises(bert.errors.InvalidInputError, match="this model's MLP is gated"):
+            context_mixing(ours, cache, "value-zeroing")
+        return
     if ours.config.pre_norm:
         pytest.skip("the decompositions take a post-LN layer apart; ModernBERT's refusal: tests/families/test_modernbert.py")
     ids = tokenizer.encode("the dog [MASK] at the park .").input_ids

@@ -25,6 +25,7 @@ ALLOWED = {
     "bert/pretraining/successors.py": {"albert", "electra"},
 }
 OTHERS = [name for name in FAMILIES if name != "bert"]
+SHARED_HELPERS = ("hf_fields.py", "tables.py")  # what several families use (transformers' common names): no family's own
 
 
 def _tiny(family) -> BertConfig:
@@ -53,17 +54,20 @@ def _segments(key: str) -> set[str]:
 
 def _own_names() -> dict[str, set[str]]:
     """family -> the names only it has: its model_type, the parts of its tensor names no other family's (and none of
-    ours) use, and its config.json fields that neither BERT's config.json nor BertConfig has."""
+    ours) use, and its config.json fields that neither BERT's config.json nor BertConfig nor another family's has (nor
+the shared helpers name: transformers' names common to several families, such as rope_parameters)."""
     keys = {name: _keys(family) for name, family in FAMILIES.items()}
     ours = set().union(*(_segments(key) for _, mine in keys.values() for key in mine))
     fields = {field.name for field in dataclasses.fields(BertConfig)}
     bert_fields = set(FAMILIES["bert"].write_config(_tiny(FAMILIES["bert"])))
+    shared = set().union(*(_code_strings(ROOT / "bert" / "families" / helper) for helper in SHARED_HELPERS))
+    written = {name: set(FAMILIES[name].write_config(_tiny(FAMILIES[name]))) - bert_fields - fields - shared for name in OTHERS}
     own = {}
     for name in OTHERS:
         mine = set().union(*(_segments(key) for key in keys[name][0]))
         others = set().union(*(_segments(key) for other, (theirs, _) in keys.items() if other != name for key in theirs))
-        written = set(FAMILIES[name].write_config(_tiny(FAMILIES[name]))) - bert_fields - fields
-        own[name] = {name} | (mine - others - ours) | written
+        others_written = set().union(*(fields for other, fields in written.items() if other != name))
+        own[name] = {name} | (mine - others - ours) | (written[name] - others_written)
     return own
 
 
@@ -87,6 +91,8 @@ def test_each_non_bert_family_has_names_of_its_own_to_look_for():
     assert {"generator_predictions", "discriminator_predictions", "embeddings_project"} <= own["electra"]
     assert {"Wqkv", "tok_embeddings", "norm_eps", "classifier_activation"} <= own["modernbert"]
     assert {"rel_embeddings", "query_proj", "pos_att_type", "cls_dropout"} <= own["deberta-v2"]
+    assert {"q_proj", "gate_proj", "input_layernorm", "embed_tokens", "num_key_value_heads", "rms_norm_eps"} <= own["eurobert"]
+    assert {"qkv_proj", "up_gate_proj", "attn_ln", "mlp_ln"} <= own["gte"]
     assert own["roberta"] == {"roberta"}  # its tensors and config.json fields are BERT's names
     assert own["xlm-roberta"] == {"xlm-roberta"} and own["camembert"] == {"camembert"}  # RoBERTa's names
     assert {"esm", "emb_layer_norm_after", "emb_layer_norm_before"} <= own["esm"]

@@ -69,6 +69,10 @@ class ModelSummary:
 POSITIONS_ROTATED = ("This model has no position or segment embeddings: it rotates each position into the queries and "
                      "keys inside every attention layer (rotary embeddings, Su et al. 2021; ModernBERT, Warner et al. "
                      "2024), so only the token embedding enters and this page's three-part comparison does not apply.")
+POSITIONS_ROTATED_SEGMENTS = ("This model has no position embeddings: it rotates each position into the queries and keys "
+                              "inside every attention layer (rotary embeddings, Su et al. 2021; GTE, Zhang et al. 2024), so "
+                              "only the token and segment embeddings enter and this page's three-part comparison does not "
+                              "apply.")
 POSITIONS_RELATIVE = ("This model has no position or segment embeddings: every attention layer adds scores read from "
                       "the distance between two tokens (disentangled attention, He et al. 2021), so only the token "
                       "embedding enters and this page's three-part comparison does not apply.")
@@ -76,11 +80,19 @@ POSITIONS_RELATIVE = ("This model has no position or segment embeddings: every a
 
 def family_notes(config: bert.BertConfig) -> list[str]:
     """What the sidebar adds for a model built unlike BERT's layers (ModernBERT, Warner et al. 2024): no position
-    or segment tables and no next-sentence head, its local layers; DeBERTa's relative positions (He et al. 2021). Empty for the post-LN families."""
+    or segment tables and no next-sentence head, its local layers; DeBERTa's relative positions (He et al. 2021);
+    EuroBERT's RMSNorm and grouped-query attention (Boizard et al. 2025). Empty for the post-LN families."""
     notes = []
     if config.rotary:
-        notes.append("Positions rotated into q and k (Su et al. 2021); no segment embeddings and no next-sentence "
-                     "head; LayerNorm before each sub-layer (pre-norm).")
+        parts = ["Positions rotated into q and k (Su et al. 2021)", "no segment embeddings" if not config.type_vocab_size else "",
+                 "no next-sentence head", "a norm before each sub-layer (pre-norm)" if config.pre_norm else ""]
+        notes.append("; ".join(part for part in parts if part) + ".")
+    if config.rms_norm:
+        notes.append("RMSNorm in place of LayerNorm (Zhang and Sennrich 2019): each vector is divided by its root mean "
+                     "square, with no mean taken away and no shift.")
+    if config.query_heads_per_key > 1:
+        notes.append(f"Grouped-query attention (Ainslie et al. 2023): every {config.query_heads_per_key} heads share one "
+                     f"key and one value head, {config.key_value_head_count} of each per layer.")
     if config.relative_attention:
         notes.append("Positions enter every attention layer as relative distances (content-to-position and "
                      "position-to-content scores, He et al. 2021); no next-sentence head.")

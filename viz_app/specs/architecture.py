@@ -200,8 +200,8 @@ def _label(path: str, module: nn.Module) -> str:
         kind = f"Embedding({module.num_embeddings}, {module.embedding_dim})"
     elif isinstance(module, nn.Linear):
         kind = f"Linear({module.in_features} → {module.out_features})"
-    elif isinstance(module, nn.LayerNorm):
-        kind = f"LayerNorm({module.normalized_shape[0]})"
+    elif isinstance(module, (nn.LayerNorm, nn.RMSNorm)):
+        kind = f"{type(module).__name__}({module.normalized_shape[0]})"
     elif isinstance(module, nn.Dropout):
         kind = f"Dropout({module.p})"
     elif isinstance(module, nn.ModuleList):

@@ -133,7 +133,7 @@ def _embeddings(settings, tokens, one, inputs, results):
                                         f"Embeddings of {word} and their sum", "one_pass_embeddings",
                                         f"Each row is one vector of {one.embedding_sum.shape[-1]} numbers; the whole "
                                         f"input's sum is {shape(one.embedding_sum)} (tokens × width).")}
-    if one.norm_scale is not None:  # ESM-2 has no LayerNorm on its embeddings
+    if one.norm_scale is not None:  # without an embedding norm (ESM-2, EuroBERT) the sum enters layer 0
         charts["embedding_norm"] = number_rows({"sum": one.embedding_sum[t], "LayerNorm scale": one.norm_scale,
                                                 "after LayerNorm": one.embedding_norm[t]},
                                                f"LayerNorm of {word}'s sum", "one_pass_embedding_norm",
@@ -247,11 +247,9 @@ def paragraphs(settings: Settings, inputs: HasInputs, one: OnePass) -> dict[str,
         "pieces": f"The tokenizer cuts the sentence into {len(tokens)} word pieces; the model sees only their ids. "
                   f"{word} is id {inputs.prepared.masked.input_ids[t]}.",
         "embeddings": f"{word}'s vector is the sum of {', '.join(one.parts)} embeddings ({summed.shape[-1]} numbers "
-                      f"each). " + (f"LayerNorm then centres it (mean {summed.mean():.3f}) and divides by its spread "
+                      f"each)." + (f" LayerNorm then centres it (mean {summed.mean():.3f}) and divides by its spread "
                                     f"({summed.std():.3f}), then multiplies by a learned scale and adds a shift."
-                                    if one.norm_scale is not None else
-                                    "No LayerNorm follows here: the sum enters layer 0 as it is, and layer 0's attention "
-                                    "normalises its own input."),
+                                    if config.embedding_norm else ""),
         "attention": f"In layer {settings.layer}, head {settings.head}, {word}'s query is compared with every token's key: "
                      f"q · k, divided by √d = {one.scale:.2f}, then softmax makes the row sum to 1. {word} gives "
                      f"{one.pattern[t].max():.0%} of its weight to {tokens[int(one.pattern[t].argmax())]}. The head's "
@@ -290,12 +288,21 @@ def family_note(config: BertConfig, step: str) -> str:
             notes.append("No position embedding: each layer rotates q and k by their positions (rotary, Su et al. 2021).")
         if config.relative_attention:
             notes.append("No position embedding: every attention layer adds scores read from relative distances (He et al. 2021).")
+        if not config.embedding_norm:
+            notes.append("No norm here: the sum enters layer 0 as it is, and each layer norms its own input (ESM-2, EuroBERT).")
         if config.projects_embeddings:
             notes.append(f"The embeddings are {config.embedding_width} wide and projected to {config.hidden_size} "
                          f"after the LayerNorm (Lan et al. 2020).")
     if step == "attention":
         if config.pre_norm:
-            notes.append("Pre-norm (ModernBERT): attention reads the LayerNorm'd input; the residual is added after.")
+            notes.append("Pre-norm (ModernBERT, ESM-2, EuroBERT): attention reads the normed input; the residual is added after.")
+        if config.rms_norm:
+            notes.append("The norm is RMSNorm: the vector divided by its root mean square, times a learned scale, with no "
+                         "mean taken away and no shift (Zhang and Sennrich 2019).")
+        if config.query_heads_per_key > 1:
+            notes.append(f"Grouped-query attention: every {config.query_heads_per_key} heads share one key and one value "
+                         f"head, so their k and v are the same (head h reads key-value head h // {config.query_heads_per_key}; "
+                         f"Ainslie et al. 2023).")
         if config.rotary:
             notes.append("q and k are shown rotated by their positions: their product is the score.")
         if config.local_attention is not None:
@@ -303,6 +310,10 @@ def family_note(config: BertConfig, step: str) -> str:
         if config.relative_attention:
             notes.append("The score is three terms: content to content, content to position, position to content "
                          "(DeBERTa, He et al. 2021).")
+    if step == "mlp" and config.gated_mlp:
+        glu = "SwiGLU" if config.activation == "silu" else "GeGLU" if config.activation.startswith("gelu") else "gated"
+        notes.append(f"The MLP is gated ({glu}, Shazeer 2020): the activation of one map is multiplied by a second map "
+                     f"of the same input, the gate, before the contraction.")
     if step == "layers" and config.shared_layers:
         notes.append("ALBERT applies one layer's weights again and again (Lan et al. 2020): every row is the same weights.")
     return "".join(" " + note for note in notes)

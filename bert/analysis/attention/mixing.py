@@ -80,10 +80,23 @@ PRE_NORM_REASON = ("the decompositions follow BERT's post-LN layers (LayerNorm a
                    "layers are pre-norm (ModernBERT: LayerNorm before each sub-layer), which they do not cover yet")
 
 
+# Why they skip a gated MLP: each one passes the MLP's parts through one map, the activation and another map.
+GATED_MLP_REASON = ("the decompositions follow BERT's MLP (one map, the activation, another map); this model's MLP "
+                    "is gated (GTE: the activation times a second map of the same input), which they do not cover yet")
+
+
+def attention_only_reason(config) -> str | None:
+    """Why only the attention weights apply to a model of this config (PRE_NORM_REASON, GATED_MLP_REASON); None
+    where every method does."""
+    if config.pre_norm:
+        return PRE_NORM_REASON
+    return GATED_MLP_REASON if config.gated_mlp else None
+
+
 def methods_for(config) -> list[str]:
-    """The METHODS that apply to a model of this config: all of them for post-LN layers, the attention weights
-    alone for pre-norm ones (PRE_NORM_REASON)."""
-    return ["attention"] if config.pre_norm else list(METHODS)
+    """The METHODS that apply to a model of this config: all of them for BERT's post-LN layers, the attention
+    weights alone for pre-norm ones or a gated MLP (attention_only_reason)."""
+    return ["attention"] if attention_only_reason(config) else list(METHODS)
 
 
 def check_method(method: str) -> MethodInfo:
@@ -175,7 +188,7 @@ def context_mixing(model: nn.Module, cache: ActivationCache, method: str,
     zeroing, DecompX): raise there to stop. decompx_output: the head DecompX decomposes ("mlm" or "classifier")."""
     info = check_method(method)
     if method not in methods_for(model.config):
-        raise InvalidInputError(f"{method}: {PRE_NORM_REASON}; use the attention weights ('attention')")
+        raise InvalidInputError(f"{method}: {attention_only_reason(model.config)}; use the attention weights ('attention')")
     layers = recorded_layers(model, cache, row, length)
     if method == "decompx":
         result = decompx(model, layers, output=decompx_output, progress=progress)

@@ -189,8 +189,12 @@ def _layer_parts(layer, depth: int, model: Bert) -> LayerParts:
     attention = layer.attention.attention
 
     def per_head(linear) -> tuple[torch.Tensor, torch.Tensor | None]:
-        weight = linear.weight.unflatten(0, (heads, -1))  # [head, head_dim, hidden]
-        return weight, None if linear.bias is None else linear.bias.unflatten(0, (heads, 1, -1))
+        """[head, head_dim, hidden] and [head, 1, head_dim]: with grouped-query attention each query head gets its
+        key-value head's map (attn.share_across_heads)."""
+        weight = linear.weight.unflatten(0, (-1, config.head_size))  # [head or key-value head, head_dim, hidden]
+        bias = None if linear.bias is None else linear.bias.unflatten(0, (-1, 1, config.head_size))
+        shared = heads // weight.shape[0]
+        return attn.share_across_heads(weight[None], shared)[0], None if bias is None else attn.share_across_heads(bias[None], shared)[0]
 
     (query, query_bias), (key, key_bias), (value, value_bias) = (per_head(attention.project_query), per_head(attention.project_key),
                                                                  per_head(attention.project_value))

@@ -46,6 +46,8 @@ FAMILY = {
     "modernbert": ("modernbert", "ModernBertForMaskedLM", {}),
     "deberta": ("deberta-v2", "DebertaV2ForMaskedLM", {}),
     "deberta-classifier": ("deberta-v2", "DebertaV2ForSequenceClassification", {}),  # as released: no masked-LM head
+    "eurobert": ("eurobert", "EuroBertForMaskedLM", {}),  # RMSNorm, SwiGLU, 4 query heads sharing 2 key-value heads
+    "gte": ("gte", "GteForMaskedLM", {}),  # post-LN with rotary positions and a gated MLP
     "esm": ("esm", "EsmForMaskedLM", {}),  # ESM-2 (Lin et al. 2023): pre-norm, rotary, token dropout; read as characters
 }
 MINILM = "minilm"  # the app's default model: no `model=` in the link
@@ -93,13 +95,15 @@ CANNOT = {  # (model, page) -> the one line the page shows instead of its charts
     **{("deberta-classifier", page): NO_MLM_HEAD for page in ("logit_lens", "head_ablation", "saliency")},
     ("deberta-classifier", "causal_tracing"): NO_GUESS,
     ("deberta-classifier", "embeddings"): RELATIVE,
-    ("modernbert", "embeddings"): "This model has no position or segment embeddings: it rotates each position",
-    ("esm", "embeddings"): "This model has no position or segment embeddings: it rotates each position",
+    **{(name, "embeddings"): "This model has no position or segment embeddings: it rotates each position"
+       for name in ("modernbert", "eurobert", "esm")},
+    ("gte", "embeddings"): "This model has no position embeddings: it rotates each position",
     ("deberta", "embeddings"): RELATIVE,
     **{(name, "circuits"): "circuits do not read DeBERTa's disentangled attention" for name in ("deberta", "deberta-classifier")},
     ("electra-discriminator", "circuits"): "circuits score the masked word: load a model with a masked-LM head",
     **{(name, "sentence_tasks"): NO_SENTENCE_HEAD
-       for name in ("roberta", "distilbert", "electra-discriminator", "electra-generator", "modernbert", "deberta", "esm")},
+       for name in ("roberta", "distilbert", "electra-discriminator", "electra-generator", "modernbert", "deberta", "eurobert",
+                    "gte", "esm")},
 }
 SHOWS = {  # (model, page) -> what the page shows where a family, or the link, brings something of its own
     ("roberta", "embeddings"): "This model has one segment embedding, added to every token alike",
@@ -107,8 +111,10 @@ SHOWS = {  # (model, page) -> what the page shows where a family, or the link, b
     ("electra-discriminator", "prediction"): "Which words look replaced?",  # its replaced-token head, in place of guesses
     ("modernbert", "prediction"): "Local attention: layers 0, 3, 6, … see the whole input, the others only the 4",
     ("deberta", "attention"): "Positions enter every attention layer as relative distances",  # the sidebar's note
-    ("modernbert", "mixing"): "Only the attention weights here: the decompositions follow BERT's post-LN layers",
-    ("esm", "mixing"): "Only the attention weights here: the decompositions follow BERT's post-LN layers",
+    **{(name, "mixing"): "Only the attention weights here: the decompositions follow BERT's post-LN layers"
+       for name in ("modernbert", "eurobert", "esm")},
+    ("gte", "mixing"): "Only the attention weights here: the decompositions follow BERT's MLP",
+    ("eurobert", "prediction"): "Grouped-query attention (Ainslie et al. 2023): every 2 heads share one key",  # the sidebar's note
     ("bert", "causal_tracing"): "is not one vocabulary token",  # the link's answer, quoted as text
     **{(name, "corpus_search"): "Searching " for name in ["bert", *FAMILY]},  # the built-in corpus: 256 positions
 }

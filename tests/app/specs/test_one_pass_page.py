@@ -97,9 +97,25 @@ SAYS = {  # (family, step) -> what the page says of the family there
     ("albert", "embeddings"): "The embeddings are 16 wide and projected to 32",
     ("albert", "layers"): "ALBERT applies one layer's weights again and again",
     ("electra-discriminator", "guess"): "This model has no masked-LM head: the walk stops at the final vectors.",
-    ("modernbert", "attention"): "Pre-norm (ModernBERT): attention reads the LayerNorm'd input",
+    ("modernbert", "attention"): "Pre-norm (ModernBERT, ESM-2, EuroBERT): attention reads the normed input",
+    ("modernbert", "mlp"): "The MLP is gated (GeGLU, Shazeer 2020)",
     ("deberta", "attention"): "The score is three terms: content to content, content to position, position to content",
 }
+
+
+def test_a_llama_style_encoder_is_told_at_each_step_what_it_does_differently():
+    """EuroBERT's differences (no embedding norm, RMSNorm, grouped-query attention, SwiGLU), each said at its step
+    (the whole walk on its checkpoint: tests/app/app/test_every_page.py)."""
+    from bert import BertConfig
+    from viz_app.specs.one_pass import family_note
+
+    config = BertConfig.of_family("eurobert", hidden_size=32, num_layers=2, num_heads=4, key_value_heads=2, intermediate_size=40,
+                                  vocab_size=100, max_position_embeddings=64, pad_token_id=0)
+    assert "No norm here: the sum enters layer 0 as it is" in family_note(config, "embeddings")
+    attention = family_note(config, "attention")
+    assert "RMSNorm" in attention and "every 2 heads share one key and one value head" in attention
+    assert "The MLP is gated (SwiGLU, Shazeer 2020)" in family_note(config, "mlp")
+    assert family_note(BertConfig(), "attention") == family_note(BertConfig(), "mlp") == ""
 
 
 @pytest.mark.slow
