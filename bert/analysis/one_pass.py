@@ -7,7 +7,8 @@ Every array is a hook's recorded value of the one pass (bert/model.py names them
                    embedding LayerNorm's output (ALBERT: then the projection E -> H), and the LayerNorm's
                    scale and shift [E]
     chosen layer   its input [seq, H]; one head's q, k, v [seq, head_dim], scores and pattern [query, key]
-                   (DeBERTa: the score terms too); every head's weighted values z [seq, H] (heads concatenated);
+                   (DeBERTa: the score terms too), and that head's slices of W_Q, W_K, W_V [H, head_dim] and
+                   their biases (rotary: the angles that turn q and k); every head's weighted values z [seq, H] (heads concatenated);
                    the attention result, the residual + LayerNorm, the MLP's pre, post [seq, I], result, output
     every layer    how much each block changes each token's vector: ||after - before|| / ||before||
     masked-LM head the final vectors at the [MASK]s, the head's transform and logits [mask, vocab]
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from bert import attention as attn
 from bert.devices import as_numpy, model_device
 from bert.hooks import hook_name
 
@@ -47,6 +49,9 @@ class OnePass:
     q: np.ndarray  # [seq, head_dim] the chosen head's queries (rotary: turned)
     k: np.ndarray  # [seq, head_dim]
     v: np.ndarray  # [seq, head_dim]
+    weights: dict[str, np.ndarray]  # "q", "k", "v": [H, head_dim] the head's slice of W (x @ W + b before the turn)
+    biases: dict[str, np.ndarray]  # "q", "k", "v": [head_dim] the head's slice of b; empty where the family has none
+    rotation: tuple[np.ndarray, np.ndarray] | None  # rotary: (cos, sin) [seq, head_dim] that turn q and k; else None
     scale: float  # the scores' divisor: sqrt(head_dim) (DeBERTa with both position terms: sqrt(3 head_dim))
     score_terms: dict[str, np.ndarray]  # DeBERTa: "c2c", "c2p", "p2c" [query, key], each scaled; else empty
     scores: np.ndarray  # [query, key] scaled, masked (outside a local window: the dtype's minimum)
@@ -122,6 +127,7 @@ def _read(model, cache, layer: int, head: int, masks: tuple[int, ...], logits) -
         final_hidden = one("final_norm") if "final_norm.hook_out" in cache else residual[-1]
         final = final_hidden[list(masks)]
     shift = embedding.layer_norm.bias
+    weights, biases, rotation = _head_projections(model, layer, head, one("q", layer).shape[-2])
     return OnePass(
         layer=layer, head=head, parts=parts, embedding_sum=one("embedding_sum"),
         embedding_norm=one("embedding_norm") if config.projects_embeddings else one("embedding_out"),
@@ -130,6 +136,7 @@ def _read(model, cache, layer: int, head: int, masks: tuple[int, ...], logits) -
         embedding_out=residual[0], layer_in=residual[layer],
         attention_in=_or(one("attention_in", layer), residual[layer]),
         q=one("q", layer)[head], k=one("k", layer)[head], v=one("v", layer)[head],
+        weights=weights, biases=biases, rotation=rotation,
         scale=float((config.head_size * config.score_scale) ** 0.5),
         score_terms={term: one(f"scores_{term}", layer)[head] for term in ("c2c", "c2p", "p2c")
                      if hook_name(f"scores_{term}", layer) in cache},
@@ -141,6 +148,23 @@ def _read(model, cache, layer: int, head: int, masks: tuple[int, ...], logits) -
         transform=None if logits is None else as_numpy(cache[hook_name("lm_transform")]),
         logits=None if logits is None else as_numpy(logits),
     )
+
+
+def _head_projections(model, layer: int, head: int, seq: int):
+    """The chosen head's slices of W_Q, W_K, W_V as [H, head_dim] (nn.Linear keeps [out, in]), of their biases, and
+    the rotary angles of that layer ((cos, sin) [seq, head_dim]; None without rotary positions)."""
+    module = model.transformer[layer]
+    attention = getattr(module, "layer", module).attention.attention  # ALBERT: the one shared layer at this depth
+    size = model.config.head_size
+    rows = slice(head * size, (head + 1) * size)
+    projections = {"q": attention.project_query, "k": attention.project_key, "v": attention.project_value}
+    weights = {kind: as_numpy(linear.weight.detach()[rows].T) for kind, linear in projections.items()}
+    biases = {kind: as_numpy(linear.bias.detach()[rows]) for kind, linear in projections.items() if linear.bias is not None}
+    rotation = None
+    if attention.rope_theta is not None:
+        cos, sin = attn.rotary_angles(seq, size, attention.rope_theta)
+        rotation = (as_numpy(cos), as_numpy(sin))
+    return weights, biases, rotation
 
 
 def _or(value: np.ndarray | None, otherwise: np.ndarray) -> np.ndarray:
