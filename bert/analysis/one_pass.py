@@ -10,7 +10,8 @@ Every array is a hook's recorded value of the one pass (bert/model.py names them
                    (DeBERTa: the score terms too), and that head's slices of W_Q, W_K, W_V [H, head_dim] and
                    their biases (rotary: the angles that turn q and k); every head's weighted values z [seq, H] (heads concatenated);
                    the attention result, the residual + LayerNorm, the MLP's pre, post [seq, I], result, output
-    every layer    how much each block changes each token's vector: ||after - before|| / ||before||
+    every layer    how much each block changes each token's vector: ||after - before|| / ||before||, and the
+                   length of each token's vector after the embeddings and after each block (the residual stream)
     masked-LM head the final vectors at the [MASK]s, the head's transform and logits [mask, vocab]
 
 Recomputing each step from the ones before (the sum, the LayerNorm with its scale and shift, softmax of the scores,
@@ -65,6 +66,7 @@ class OnePass:
     mlp_result: np.ndarray  # [seq, H] the contraction: what the MLP adds
     layer_out: np.ndarray  # [seq, H] the chosen layer's output
     changes: np.ndarray  # [layer, block, seq] ||after - before|| / ||before|| of each block (BLOCKS)
+    stream_norms: np.ndarray  # [1 + layer * block, seq] ||h|| of the residual stream after the embeddings and each block
     masks: tuple[int, ...]  # positions of the [MASK]s whose logits are recorded
     final: np.ndarray | None  # [mask, H] the final vectors there (pre-norm: after the final LayerNorm)
     transform: np.ndarray | None  # [mask, E] the masked-LM head's transform of them
@@ -120,6 +122,7 @@ def _read(model, cache, layer: int, head: int, masks: tuple[int, ...], logits) -
     middle = [one("attention_out", i) for i in range(config.num_layers)]
     changes = np.stack([np.stack([change(residual[i], middle[i]), change(middle[i], residual[i + 1])])
                         for i in range(config.num_layers)])
+    stream = [residual[0]] + [vector for i in range(config.num_layers) for vector in (middle[i], residual[i + 1])]
     z = one("z", layer)  # [head, seq, head_dim]
     attention_out = middle[layer]
     final = None
@@ -144,7 +147,8 @@ def _read(model, cache, layer: int, head: int, masks: tuple[int, ...], logits) -
         z=np.concatenate(list(z), axis=-1), attention_result=one("attention_result", layer),
         attention_out=attention_out, mlp_in=_or(one("mlp_in", layer), attention_out),
         mlp_pre=one("mlp_pre", layer), mlp_post=one("mlp_post", layer), mlp_result=one("mlp_result", layer),
-        layer_out=residual[layer + 1], changes=changes, masks=masks, final=final,
+        layer_out=residual[layer + 1], changes=changes,
+        stream_norms=np.stack([np.linalg.norm(vector.astype(np.float64), axis=-1) for vector in stream]), masks=masks, final=final,
         transform=None if logits is None else as_numpy(cache[hook_name("lm_transform")]),
         logits=None if logits is None else as_numpy(logits),
     )

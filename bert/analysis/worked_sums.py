@@ -47,6 +47,12 @@ class WorkedSum:
     def value(self) -> float:
         return (self.total + self.bias) / self.divisor
 
+    def written(self, first: int = 3) -> str:
+        """The sum of products as a reader works it: its first terms, "…", the last one, and the total."""
+        terms = [f"{a:.3f} × {b:.3f}" for a, b in zip(self.left, self.right)]
+        shown = terms if len(terms) <= first + 1 else [*terms[:first], "…", terms[-1]]
+        return f"{' + '.join(shown)} = {self.total:.4f}  ({len(terms)} products)"
+
     @property
     def rounding(self) -> float:
         """The float32 rounding the model's value may carry: n u Σ|products| for the sum, u for the bias, the division
@@ -143,6 +149,12 @@ class SoftmaxEntry:
     @property
     def value(self) -> float:
         return float(self.exps[self.key]) / self.total
+
+    def written(self, first: int = 3) -> str:
+        """The row's sum of exps as a reader works it: its first terms, "…", the last one, and the total."""
+        terms = [f"exp({score:.3f})" if np.isfinite(exp) and exp > 0 else "0" for score, exp in zip(self.scores, self.exps)]
+        shown = terms if len(terms) <= first + 1 else [*terms[:first], "…", terms[-1]]
+        return f"{' + '.join(shown)} = {self.total:.4f}  ({len(terms)} keys)"
 
     @property
     def rounding(self) -> float:

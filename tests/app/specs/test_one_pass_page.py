@@ -6,12 +6,17 @@ BERT's either walks through every step or says in one line why a step does not a
 """
 from __future__ import annotations
 
+import functools
+import re
+
 import numpy as np
 import pytest
+import torch
 
 import bert
 from app_helpers import array, figures, go, no_exception, open_page as open_in_app, texts
 from bert.analysis.one_pass import record_one_pass, softmax
+from bert.hooks import hook_name
 from families.family_support import build_hf, write_tiny_tokenizer
 from viz_app.app.navigation import LINK_PARAMS
 
@@ -29,17 +34,82 @@ def titles(at) -> list[str]:
     return [figure["layout"]["title"]["text"] for figure in figures(at)]
 
 
-def test_the_scores_row_is_the_recorded_pass(open_page):
-    at = open_page(pass_step="attention", pass_layer=2, pass_head=5, pass_token=4)
-    assert titles(at)[:2] == ["layer 2, head 5: the query of at and every key",  # [CLS] the dog [MASK] at
-                              "layer 2, head 5: at's query against every key"]
-    model, tokenizer = bert.load_pretrained("minilm")
+@functools.cache
+def app_model():
+    """The built-in model as the app loads it (viz_app/app/models.py: weights packed for the CPU)."""
+    return bert.load_pretrained("minilm", pack_for_cpu=True)
+
+
+def recorded(layer: int, kinds: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """The library's own run_with_cache on the built-in model and TEXT: each hook of `kinds` at `layer`, one row."""
+    model, tokenizer = app_model()
+    names = [hook_name(kind, layer) for kind in kinds]
+    with torch.no_grad():
+        _, cache = model.run_with_cache(*tokenizer.encode(TEXT).tensors(), names=names)
+    return {kind: cache[name][0].double().numpy() for kind, name in zip(kinds, names)}
+
+
+def worked_lines(at) -> dict[str, tuple[float, float]]:
+    """Each worked sum the page prints: (its worked result, the value it says the model recorded)."""
+    found = {}
+    for element in at.code:
+        text = str(element.value)
+        result = re.findall(r"= (-?[0-9.]+)(?:\s|$)", text.split("recorded by the model")[0])[-1]
+        found[text.split("[")[0]] = (float(result), float(re.search(r"recorded by the model: (-?[0-9.]+)", text)[1]))
+    return found
+
+
+def test_the_matrices_and_worked_numbers_shown_are_the_hooks_recorded_values(open_page):
+    """q·k, the scores and the weights (each on its own scale, values printed), the K matrix and W_K's slice are the
+    hooks' and the parameters' values; each expanded number's worked result is the recorded one."""
+    at = open_page(pass_step="attention", pass_layer=2, pass_head=5, pass_token=4, pass_cell="k", pass_dimension=7,
+                   pass_key=2)
+    no_exception(at)
+    hooks = recorded(2, ("q", "k", "scores", "pattern"))
+    q, k = hooks["q"][5], hooks["k"][5]  # [seq, head_dim]
+    shown = {figure["layout"]["title"]["text"]: figure for figure in figures(at)}
+    matrices = shown["layer 2, head 5: every query against every key (outlined: at)"]["data"]  # [CLS] the dog [MASK] at
+    np.testing.assert_allclose(array(matrices[0]["z"]), q @ k.T, atol=1e-4)
+    np.testing.assert_array_equal(array(matrices[1]["z"]), hooks["scores"][5])
+    np.testing.assert_array_equal(array(matrices[2]["z"]), hooks["pattern"][5])
+    assert [trace["zmax"] for trace in matrices][2] == 1 and matrices[2]["zmin"] == 0  # the weights: 0 to 1
+    assert matrices[0]["zmax"] != matrices[1]["zmax"]  # q·k and the scores: each its own range
+    assert all(trace["texttemplate"] == "%{z:.2f}" for trace in matrices)  # values printed on the cells
+    np.testing.assert_allclose(array(shown["layer 2, head 5: K, one row per token"]["data"][0]["z"]), k[:, :16], atol=0)
+    model = app_model()[0]
+    weight = model.transformer[2].attention.attention.project_key.weight.detach().double().numpy()[5 * 32:6 * 32].T
+    np.testing.assert_allclose(array(shown["W_K of layer 2, head 5: 384 × 32"]["data"][0]["z"]), weight[:12], atol=0)
+    worked = worked_lines(at)
+    assert set(worked) == {"K", "score", "weight"}, worked
+    for name, expected in (("K", k[4, 7]), ("score", hooks["scores"][5][4, 2]), ("weight", hooks["pattern"][5][4, 2])):
+        result, said = worked[name]
+        assert said == pytest.approx(expected, abs=5e-5) and result == pytest.approx(said, abs=1.1e-4), (name, worked)
+    assert "K[at, 7] = X[at] · W_K[:, 7] + b_K[7]" in texts(at) and "score[at → dog]" in texts(at)
+
+
+def test_ids_are_digits_the_stream_is_one_line_and_temperature_is_on_the_first_screen(open_page):
+    at = open_page(pass_token=3)
+    model, tokenizer = app_model()
     encoding = tokenizer.encode(TEXT)
-    recorded = record_one_pass(model, *encoding.tensors(), 2, 5, tuple(tokenizer.mask_positions(encoding)))
-    scores = array(figures(at)[1]["data"][0]["z"])  # q·k, the scores, the softmax row
-    np.testing.assert_allclose(scores[1], recorded.scores[4], atol=1e-5)
-    np.testing.assert_allclose(scores[2], recorded.pattern[4], atol=1e-6)
-    np.testing.assert_allclose(scores[0], recorded.scores[4] * recorded.scale, atol=1e-4)
+    pieces = figures(at)[0]["data"][0]
+    assert pieces["text"] == [[str(i) for i in encoding.input_ids]] and pieces["showscale"] is False
+    assert not at.select_slider  # the temperature belongs to the guess
+    at.session_state["pass_step"] = "layers"
+    at.run()
+    stream = figures(at)[0]
+    assert stream["layout"]["title"]["text"].startswith("The residual stream of [MASK] through the whole pass")
+    layers = model.config.num_layers
+    names = [hook_name("embedding_out")] + [hook_name(kind, i) for i in range(layers) for kind in ("attention_out", "layer_out")]
+    with torch.no_grad():
+        _, cache = model.run_with_cache(*encoding.tensors(), names=names)
+    lengths = [float(cache[name][0, 3].double().norm()) for name in names]
+    followed = stream["data"][-1]
+    assert len(followed["x"]) == 1 + 2 * layers
+    np.testing.assert_allclose(array(followed["y"]), lengths, rtol=1e-5)
+    at.session_state["pass_step"] = "guess"
+    at.run()
+    slider = at.select_slider(key="pass_temperature")
+    assert slider.value == "1" and all(not box.select_slider for box in at.expander)  # not in a closed box
 
 
 def test_every_step_opens_with_its_charts_and_follows_the_token(open_page):
@@ -67,7 +137,7 @@ def test_zeroing_a_head_changes_the_guess_and_temperature_reshapes_it(open_page)
     no_exception(at)
     assert "Without head 3 of layer 5" in texts(at)
     shown = figures(at)
-    assert len(shown) == 3
+    assert len(shown) == 4  # the final vector, the two guesses, and the final vector's every number
     model, tokenizer = bert.load_pretrained("minilm")
     encoding = tokenizer.encode(TEXT)
     masks = tuple(tokenizer.mask_positions(encoding))
