@@ -28,7 +28,8 @@ with at_head:
 with at_token:
     token = widgets.select_int("Token to follow", "pass_token", list(range(len(tokens))),
                                format_func=lambda i: f"{i}: {tokens[i]}", default=defaults.token)
-st.pills("The pass, from input to output: click a block", list(one_pass.STEPS), format_func=one_pass.STEPS.get,
+widgets.show_chart(one_pass.diagram(defaults, context), key="pass_diagram", on_click=one_pass.opened)
+st.pills("Or pick a step here", list(one_pass.STEPS), format_func=one_pass.STEPS.get,
          **state.kept("pass_step", list(one_pass.STEPS)))
 step = st.session_state.get("pass_step") or "pieces"  # a second click on the open block closes it: the first step
 if step == "guess":  # on the guess's first screen, not in a box

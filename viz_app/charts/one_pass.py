@@ -6,6 +6,9 @@ vector. Token labels stand upright or horizontal with the margin they need (auto
 laptop's 1366 × 768."""
 from __future__ import annotations
 
+import html
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -190,3 +193,47 @@ def change_overview(changes: np.ndarray, tokens: list[str], token: int, blocks: 
     return Chart(figure, data, "one_pass_overview",
                  "Each cell: the length of what the block added (after the residual and, in BERT's post-LN layers, "
                  "the LayerNorm) over the length of the vector before it.", keep_index=True)
+
+
+@dataclass(frozen=True)
+class Block:
+    """A block of the pass diagram: a box at column `column` spanning rows `rows` (bottom, top), its label, and the
+    step it opens (with the layer it opens, or None)."""
+
+    column: int
+    rows: tuple[float, float]
+    label: str
+    step: str
+    layer: int | None = None
+    current: bool = False  # the opened step's block: drawn highlighted
+
+
+def pass_diagram(blocks: list[Block], columns: list[str], title: str, notes: str = "") -> Chart:
+    """The whole pass as boxes from left to right, the data flowing along the arrow under them; each box's centre
+    a point whose click opens its step (customdata: [step, layer or −1]); the open step's boxes highlighted; the
+    columns named under the arrow; `notes`: the model's own differences, one line under the diagram."""
+    figure = go.Figure()
+    for block in blocks:
+        bottom, top = block.rows
+        figure.add_shape(type="rect", x0=block.column - 0.44, x1=block.column + 0.44, y0=bottom + 0.06, y1=top - 0.06,
+                         line=dict(color=HIGHLIGHT_COLOUR if block.current else "#8aa6cf", width=3 if block.current else 1),
+                         fillcolor="#fde3e1" if block.current else "#eef3fa", layer="below")
+    figure.add_trace(go.Scatter(
+        x=[block.column for block in blocks], y=[sum(block.rows) / 2 for block in blocks], mode="markers+text",
+        text=[block.label for block in blocks], textfont=dict(size=11 if len(columns) <= 10 else 9),
+        marker=dict(size=28, symbol="square", color="rgba(0,0,0,0.01)"),
+        customdata=[[block.step, -1 if block.layer is None else block.layer] for block in blocks],
+        hovertemplate="%{text}: click to open this step<extra></extra>", showlegend=False))
+    figure.add_annotation(x=len(columns) - 0.5, y=-0.35, ax=-0.5, ay=-0.35, xref="x", yref="y", axref="x", ayref="y",
+                          showarrow=True, arrowhead=3, arrowwidth=2, arrowcolor="#7f7f7f", text="")
+    layout(figure, title, height=250, margin=dict(l=10, r=10, t=40, b=10 if not notes else 40),
+           xaxis=dict(range=[-0.55, len(columns) - 0.45], tickvals=list(range(len(columns))), ticktext=columns,
+                      showgrid=False, zeroline=False, fixedrange=True, automargin=True),
+           yaxis=dict(range=[-0.6, max(block.rows[1] for block in blocks) + 0.05], visible=False, fixedrange=True),
+           plot_bgcolor="white", dragmode=False)
+    if notes:
+        figure.add_annotation(text=html.escape(notes, quote=False), xref="paper", yref="paper", x=0, y=-0.02,
+                              yanchor="top", xanchor="left", showarrow=False, font=dict(size=12, color="#444"))
+    data = pd.DataFrame([{"column": columns[b.column], "block": b.label.replace("<br>", " "), "step": b.step,
+                          "layer": b.layer} for b in blocks])
+    return Chart(figure, data, "one_pass_diagram", "Click a block to open its step; the highlighted one is open.")

@@ -22,8 +22,8 @@ from bert.devices import model_device
 from viz_app.app.forward import MaskResult
 from viz_app.app.navigation import LINK_PARAMS
 from viz_app.charts.base import Chart
-from viz_app.charts.one_pass import (change_overview, number_rows, residual_stream, token_ids, token_matrices,
-                                     vector_rows, weight_slice)
+from viz_app.charts.one_pass import (Block, change_overview, number_rows, pass_diagram, residual_stream, token_ids,
+                                     token_matrices, vector_rows, weight_slice)
 from viz_app.charts.prediction import prediction_bars
 from viz_app.charts.score_terms import score_terms_heatmaps
 from viz_app.specs.base import Computation, HasInputs, Inputs, Planned, setting, within
@@ -390,3 +390,83 @@ def worked(settings: Settings, inputs: HasInputs, one: OnePass) -> dict[str, str
                f"exp(score[{word} → key])\n  = {float(weight.exps[key]):.4f} / ({weight.written()})"
                f" = {weight.value:.4f}\n  recorded by the model: {weight.recorded:.4f}")
     return {"projection": projection, "score": scored, "weight": weighed}
+
+
+def diagram(settings: Settings, inputs: HasInputs) -> Chart:
+    """The whole pass as one diagram, drawn from the model's config before any pass: the word pieces, the
+    embeddings, each layer's attention, add & norm, MLP, add & norm (pre-norm: norm, attention, add, norm, MLP, add),
+    the masked-LM head; the open step's blocks highlighted; the family's differences named in the blocks and the
+    line under them."""
+    config: BertConfig = inputs.loaded.model.config
+    layers, step, open_layer = config.num_layers, settings.step, settings.layer
+    compact = layers > 12
+    blocks = [Block(0, (0, 4), "word<br>pieces<br>→ ids", "pieces", current=step == "pieces"),
+              Block(1, (0, 4), _embedding_label(config), "embeddings", current=step == "embeddings")]
+    for layer in range(layers):
+        column, here = layer + 2, layer == open_layer
+        blocks += [
+            Block(column, (4, 4.7), f"layer {layer}" if not compact else str(layer), "layers", layer, step == "layers"),
+            Block(column, (3, 4), _attention_label(config, layer, compact), "attention", layer, here and step == "attention"),
+            Block(column, (2, 3), ("add" if config.pre_norm else "add &<br>norm") if not compact else "+",
+                  "projection", layer, here and step == "projection"),
+            Block(column, (1, 2), ("norm →<br>MLP" if config.pre_norm else "MLP") if not compact else "MLP", "mlp", layer,
+                  here and step == "mlp"),
+            Block(column, (0, 1), ("add" if config.pre_norm else "add &<br>norm") if not compact else "+", "mlp", layer,
+                  here and step == "mlp"),
+        ]
+    head = "no<br>masked-LM<br>head" if not inputs.loaded.summary.has_mlm_head else (
+        "final norm<br>→ masked-LM<br>head" if config.pre_norm else "masked-LM<br>head<br>→ guess")
+    blocks.append(Block(layers + 2, (0, 4), head, "guess", current=step == "guess"))
+    columns = ["pieces", "embeddings", *(f"layer {layer}" for layer in range(layers)), "head"]
+    return pass_diagram(blocks, columns, "The whole pass, left to right: click a block to open its step",
+                        diagram_notes(config))
+
+
+def _embedding_label(config: BertConfig) -> str:
+    parts = ["token"] + (["position"] if not (config.rotary or config.relative_attention) else [])
+    parts += ["segment"] if config.type_vocab_size else []
+    label = "<br>+ ".join(parts) + "<br>LayerNorm"
+    return label + (f"<br>→ {config.hidden_size}" if config.projects_embeddings else "")
+
+
+def _attention_label(config: BertConfig, layer: int, compact: bool) -> str:
+    label = ("norm →<br>" if config.pre_norm and layer > 0 and not compact else "") + ("attn" if compact else "attention")
+    if compact:
+        return label
+    if config.rotary:
+        label += "<br>rotary"
+    if config.window(layer) is not None:
+        label += f"<br>local ±{config.window(layer)}"
+    if config.relative_attention:
+        label += "<br>+ 2 position<br>terms"
+    return label
+
+
+def diagram_notes(config: BertConfig) -> str:
+    """What this model does differently from BERT's post-LN layers, one line under the diagram ("" for BERT)."""
+    notes = []
+    if config.pre_norm:
+        notes.append("pre-norm: LayerNorm before each block, the residual added after (ModernBERT, Warner et al. 2024)")
+    if config.rotary:
+        notes.append("no position table: q and k rotated by their positions (Su et al. 2021)")
+    if config.local_attention is not None:
+        notes.append(f"local layers see the keys within ±{config.local_attention // 2}")
+    if config.relative_attention:
+        notes.append("positions enter every attention as content-to-position and position-to-content terms "
+                     "(DeBERTa, He et al. 2021)")
+    if config.projects_embeddings:
+        notes.append(f"embeddings {config.embedding_width} wide, projected to {config.hidden_size} (Lan et al. 2020)")
+    if config.shared_layers:
+        notes.append("one layer's weights applied at every layer (ALBERT, Lan et al. 2020)")
+    return "; ".join(notes)
+
+
+def opened(event: Mapping[str, Any]) -> dict[str, Any]:
+    """The widgets' new values for a click on the diagram (Streamlit's selection event, {"selection": {"points":
+    [{"customdata": [step, layer], ...}]}}): the clicked block's step, and its layer (−1: none). {}: no block."""
+    points = ((event or {}).get("selection") or {}).get("points") or []
+    for point in reversed(points):
+        data = point.get("customdata")
+        if isinstance(data, (list, tuple)) and len(data) == 2 and data[0] in STEPS:
+            return {"pass_step": data[0], **({"pass_layer": int(data[1])} if int(data[1]) >= 0 else {})}
+    return {}

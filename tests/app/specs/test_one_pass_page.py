@@ -30,8 +30,16 @@ def open_page():
     return lambda **query: open_in_app("one_pass", {"text": TEXT, **query})
 
 
+DIAGRAM = "The whole pass, left to right: click a block to open its step"
+
+
+def step_figures(at) -> list[dict]:
+    """The opened step's charts: every chart but the diagram of the pass at the top."""
+    return [figure for figure in figures(at) if figure["layout"]["title"]["text"] != DIAGRAM]
+
+
 def titles(at) -> list[str]:
-    return [figure["layout"]["title"]["text"] for figure in figures(at)]
+    return [figure["layout"]["title"]["text"] for figure in step_figures(at)]
 
 
 @functools.cache
@@ -67,7 +75,7 @@ def test_the_matrices_and_worked_numbers_shown_are_the_hooks_recorded_values(ope
     no_exception(at)
     hooks = recorded(2, ("q", "k", "scores", "pattern"))
     q, k = hooks["q"][5], hooks["k"][5]  # [seq, head_dim]
-    shown = {figure["layout"]["title"]["text"]: figure for figure in figures(at)}
+    shown = {figure["layout"]["title"]["text"]: figure for figure in step_figures(at)}
     matrices = shown["layer 2, head 5: every query against every key (outlined: at)"]["data"]  # [CLS] the dog [MASK] at
     np.testing.assert_allclose(array(matrices[0]["z"]), q @ k.T, atol=1e-4)
     np.testing.assert_array_equal(array(matrices[1]["z"]), hooks["scores"][5])
@@ -91,12 +99,12 @@ def test_ids_are_digits_the_stream_is_one_line_and_temperature_is_on_the_first_s
     at = open_page(pass_token=3)
     model, tokenizer = app_model()
     encoding = tokenizer.encode(TEXT)
-    pieces = figures(at)[0]["data"][0]
+    pieces = step_figures(at)[0]["data"][0]
     assert pieces["text"] == [[str(i) for i in encoding.input_ids]] and pieces["showscale"] is False
     assert not at.select_slider  # the temperature belongs to the guess
     at.session_state["pass_step"] = "layers"
     at.run()
-    stream = figures(at)[0]
+    stream = step_figures(at)[0]
     assert stream["layout"]["title"]["text"].startswith("The residual stream of [MASK] through the whole pass")
     layers = model.config.num_layers
     names = [hook_name("embedding_out")] + [hook_name(kind, i) for i in range(layers) for kind in ("attention_out", "layer_out")]
@@ -127,16 +135,41 @@ def test_every_step_opens_with_its_charts_and_follows_the_token(open_page):
         assert all(tokens[token] in title for title in titles(at)), (token, titles(at))
 
 
+def diagram_blocks(at) -> list[tuple[str, int, bool]]:
+    """The diagram's blocks as (step, layer or −1, highlighted), in the order drawn."""
+    figure = next(figure for figure in figures(at) if figure["layout"]["title"]["text"] == DIAGRAM)
+    highlighted = [shape["line"]["width"] == 3 for shape in figure["layout"]["shapes"] if shape["type"] == "rect"]
+    return [(step, layer, lit) for (step, layer), lit in zip(figure["data"][0]["customdata"], highlighted)]
+
+
+def test_the_diagram_is_the_whole_pass_with_the_open_step_lit_and_a_click_opens_a_block(open_page):
+    from viz_app.specs import one_pass
+
+    at = open_page(pass_step="mlp", pass_layer=3)
+    blocks = diagram_blocks(at)
+    layers = bert.load_pretrained("minilm")[0].config.num_layers
+    assert len(blocks) == 2 + 5 * layers + 1  # pieces, embeddings, each layer's header and four blocks, the head
+    assert blocks[0][0] == "pieces" and blocks[1][0] == "embeddings" and blocks[-1][0] == "guess"
+    assert [block for block in blocks if block[2]] == [("mlp", 3, True), ("mlp", 3, True)]  # the MLP and its add & norm
+    at.session_state["pass_step"] = "layers"
+    at.run()
+    assert [block[:2] for block in diagram_blocks(at) if block[2]] == [("layers", layer) for layer in range(layers)]
+    click = {"selection": {"points": [{"x": 4, "y": 3.5, "customdata": ["attention", 2]}]}}
+    assert one_pass.opened(click) == {"pass_step": "attention", "pass_layer": 2}
+    assert one_pass.opened({"selection": {"points": [{"customdata": ["guess", -1]}]}}) == {"pass_step": "guess"}
+    assert one_pass.opened({"selection": {"points": []}}) == {}
+
+
 def test_zeroing_a_head_changes_the_guess_and_temperature_reshapes_it(open_page):
     at = open_page(pass_step="guess", pass_layer=5, pass_head=3)
-    plain = figures(at)
+    plain = step_figures(at)
     assert [f["layout"]["title"]["text"] for f in plain][1].startswith("[MASK] #1")
     top_plain = array(plain[1]["data"][0]["x"])
     at.session_state["pass_zero_head"] = True
     at.run()
     no_exception(at)
     assert "Without head 3 of layer 5" in texts(at)
-    shown = figures(at)
+    shown = step_figures(at)
     assert len(shown) == 4  # the final vector, the two guesses, and the final vector's every number
     model, tokenizer = bert.load_pretrained("minilm")
     encoding = tokenizer.encode(TEXT)
@@ -148,7 +181,7 @@ def test_zeroing_a_head_changes_the_guess_and_temperature_reshapes_it(open_page)
     assert not np.allclose(np.sort(np.concatenate([array(t["x"]) for t in shown[1]["data"]]))[::-1], bars)
     at.session_state["pass_temperature"] = "4"
     at.run()
-    hot = np.concatenate([array(trace["x"]) for trace in figures(at)[1]["data"]])
+    hot = np.concatenate([array(trace["x"]) for trace in step_figures(at)[1]["data"]])
     assert hot.max() < np.max(top_plain)  # a higher temperature evens the guesses out
 
 
@@ -169,6 +202,13 @@ SAYS = {  # (family, step) -> what the page says of the family there
     ("electra-discriminator", "guess"): "This model has no masked-LM head: the walk stops at the final vectors.",
     ("modernbert", "attention"): "Pre-norm (ModernBERT): attention reads the LayerNorm'd input",
     ("deberta", "attention"): "The score is three terms: content to content, content to position, position to content",
+}
+
+
+DIAGRAM_SAYS = {  # family -> what the diagram names of it
+    "albert": "one layer's weights applied at every layer",
+    "modernbert": "pre-norm: LayerNorm before each block",
+    "deberta": "content-to-position and position-to-content terms",
 }
 
 
@@ -195,6 +235,9 @@ def test_every_family_walks_every_step_or_says_why(name, tmp_path, tiny_vocab_fi
         assert bool(titles(at)) != ((name, step) == ("electra-discriminator", "guess")), (name, step)
         if (name, step) in SAYS:
             assert SAYS[name, step] in shown, (name, step)
+        diagram = next(f for f in figures(at) if f["layout"]["title"]["text"] == DIAGRAM)
+        notes = " ".join(note["text"] for note in diagram["layout"]["annotations"] if note.get("text"))
+        assert DIAGRAM_SAYS.get(name, "") in notes, (name, notes)
     if name == "deberta":
         at.session_state["pass_step"] = "attention"
         at.run()
