@@ -20,7 +20,8 @@ context = widgets.require()
 tokens = list(context.prepared.masked.tokens)
 summary = context.loaded.summary
 defaults = one_pass.Settings.from_state(st.session_state, context)  # the widgets drawn below included
-at_layer, at_head, at_token = st.columns(3)
+step = defaults.step  # the step opened (the diagram's and the picker's value, kept in the session)
+at_layer, at_head, at_token, *at_temperature = st.columns(4 if step == "guess" else 3)
 with at_layer:
     layer = st.selectbox("Layer to open", range(summary.layers), **state.kept("pass_layer", range(summary.layers)))
 with at_head:
@@ -31,11 +32,10 @@ with at_token:
 widgets.show_chart(one_pass.diagram(defaults, context), key="pass_diagram", on_click=one_pass.opened)
 st.pills("Or pick a step here", list(one_pass.STEPS), format_func=one_pass.STEPS.get,
          **state.kept("pass_step", list(one_pass.STEPS)))
-step = st.session_state.get("pass_step") or "pieces"  # a second click on the open block closes it: the first step
-if step == "guess":  # on the guess's first screen, not in a box
-    st.select_slider("Temperature of the final softmax: below 1 the top guess takes more, above 1 the "
-                     "guesses even out", one_pass.TEMPERATURES,
-                     **state.kept("pass_temperature", one_pass.TEMPERATURES))
+if at_temperature:  # the guess: the temperature on its first screen, beside the other choices
+    at_temperature[0].select_slider("Temperature of the final softmax", one_pass.TEMPERATURES,
+                                    help="Below 1 the top guess takes more, above 1 the guesses even out.",
+                                    **state.kept("pass_temperature", one_pass.TEMPERATURES))
 with st.expander("What if", expanded=step == "guess"):
     zero_head = st.toggle(f"Zero head {head} of layer {layer} and see the guess change", **state.kept("pass_zero_head"))
 settings = replace(defaults, layer=layer, head=head, token=token, zero_head=zero_head, step=step)

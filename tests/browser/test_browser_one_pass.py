@@ -1,4 +1,4 @@
-"""The page "One pass, step by step" (pages/one_pass.py) in Chromium at a laptop's 1366×768: the overview's blocks,
+"""The page "One pass, step by step" (pages/one_pass.py) in Chromium at a laptop's 1366×768: the step picker's blocks,
 clicking a block opens its step, the token picker moves every step to that token, zeroing a head draws the second
 guess and changes it; no JavaScript error.
 
@@ -29,11 +29,12 @@ def test_overview_blocks_token_picker_and_a_zeroed_head(browser, app_url):
         assert page.get_by_role("radio", name=title, exact=True).count() == 1, title
     screenshot(page, "one_pass_overview", full_page=False)
 
-    open_block(page, "Attention: one head", "the query of [MASK] and every key")
+    open_block(page, "Attention: one head", "every query against every key (outlined: [MASK])")
     assert "pass_step=attention" in page.url
+    screenshot(page, "one_pass_attention", full_page=False)
     page.locator("[data-testid=stSelectbox]").filter(has_text="Token to follow").first.click()
     page.get_by_role("option", name="2: dog").click()
-    page.get_by_text("the query of dog and every key").first.wait_for(timeout=SLOW)
+    page.get_by_text("every query against every key (outlined: dog)").first.wait_for(timeout=SLOW)
     open_block(page, "Embeddings", "Embeddings of dog and their sum")
     open_block(page, "MLP", "neurons for dog")
     open_block(page, "Heads joined", "every head of dog, joined and projected")

@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from viz_app.charts.base import ATTENTION_SCALE, HIGHLIGHT_COLOUR, Chart, heatmap_height, layout, token_labels
+from viz_app.charts.base import (ATTENTION_SCALE, HIGHLIGHT_COLOUR, Chart, heatmap_height, layout, layout_spec,
+                                 token_labels, unchecked_figure)
 from viz_app.charts.query_key import DIVERGING
 
 FIRST_NUMBERS = 8  # a vector is shown as its first numbers, "…" and its length
@@ -22,10 +23,11 @@ QUIET = "#f4f4f4"  # the fill of cells that carry digits, not colours
 ELLIPSIS, LENGTH = "…", "length ‖v‖"
 
 
-def token_axis(labels: list[str], **more) -> dict:
-    """An axis of token labels: categorical, upright labels with the margin they need (never cut at the edge)."""
-    return dict(type="category", tickangle=-90 if len(labels) > 6 or max(map(len, labels), default=0) > 6 else 0,
-                automargin=True, **more)
+def token_axis(labels: list[str], room: int = 900, **more) -> dict:
+    """An axis of token labels: categorical; horizontal where every label fits in `room` pixels (about 7 a
+    character), else upright; with the margin they need either way (never cut at the edge)."""
+    fits = len(labels) * (7 * max(map(len, labels), default=0) + 10) <= room
+    return dict(type="category", tickangle=0 if fits else -90, automargin=True, **more)
 
 
 def token_ids(tokens: list[str], ids: list[int], title: str, name: str, caption: str = "") -> Chart:
@@ -80,7 +82,7 @@ def token_matrices(matrices: dict[str, np.ndarray], tokens: list[str], followed:
     labels = token_labels(tokens)
     count, gap = len(matrices), 0.06
     width = (1 - gap * count) / count
-    figure = go.Figure()
+    figure, axes, shapes = go.Figure(), {}, []
     printed = len(tokens) <= PRINTED_TOKENS
     for index, (label, matrix) in enumerate(matrices.items()):
         shown = np.where(np.abs(matrix) > 1e30, np.nan, np.asarray(matrix, np.float64))
@@ -96,14 +98,12 @@ def token_matrices(matrices: dict[str, np.ndarray], tokens: list[str], followed:
             texttemplate="%{z:.2f}" if printed else None, textfont=dict(size=10 if len(tokens) > 9 else 11),
             colorbar=dict(x=start + width + 0.005, xanchor="left", thickness=8, len=0.8, y=0.5),
             hovertemplate=label + "<br>query %{y}, key %{x}: %{z:.4f}<extra></extra>"))
-        figure.update_layout({
-            f"xaxis{axis}": token_axis(labels, domain=[start, start + width], title=label, side="bottom"),
-            f"yaxis{axis}": dict(type="category", autorange="reversed", automargin=True, showticklabels=index == 0,
-                                 **({} if index == 0 else {"matches": "y"})),
-        })
-        figure.add_shape(type="rect", xref=f"x{axis}", yref=f"y{axis}", x0=-0.5, x1=len(tokens) - 0.5,
-                         y0=followed - 0.5, y1=followed + 0.5, line=dict(color=HIGHLIGHT_COLOUR, width=2))
-    layout(figure, title, height=int(min(620, max(300, 150 + 30 * len(tokens)))))
+        axes[f"xaxis{axis}"] = token_axis(labels, int(900 * width), domain=[start, start + width], title=label)
+        axes[f"yaxis{axis}"] = dict(type="category", autorange="reversed", automargin=True, showticklabels=index == 0,
+                                    **({} if index == 0 else {"matches": "y"}))
+        shapes.append(dict(type="rect", xref=f"x{axis}", yref=f"y{axis}", x0=-0.5, x1=len(tokens) - 0.5,
+                           y0=followed - 0.5, y1=followed + 0.5, line=dict(color=HIGHLIGHT_COLOUR, width=2)))
+    layout(figure, title, height=int(min(620, max(300, 150 + 30 * len(tokens)))), shapes=shapes, **axes)
     rows = [f"{i} {token}" for i, token in enumerate(tokens)]
     data = pd.concat({label: pd.DataFrame(matrix, index=rows, columns=rows) for label, matrix in matrices.items()})
     return Chart(figure, data, name, caption, keep_index=True)
@@ -210,30 +210,29 @@ class Block:
 
 def pass_diagram(blocks: list[Block], columns: list[str], title: str, notes: str = "") -> Chart:
     """The whole pass as boxes from left to right, the data flowing along the arrow under them; each box's centre
-    a point whose click opens its step (customdata: [step, layer or −1]); the open step's boxes highlighted; the
-    columns named under the arrow; `notes`: the model's own differences, one line under the diagram."""
-    figure = go.Figure()
-    for block in blocks:
-        bottom, top = block.rows
-        figure.add_shape(type="rect", x0=block.column - 0.44, x1=block.column + 0.44, y0=bottom + 0.06, y1=top - 0.06,
-                         line=dict(color=HIGHLIGHT_COLOUR if block.current else "#8aa6cf", width=3 if block.current else 1),
-                         fillcolor="#fde3e1" if block.current else "#eef3fa", layer="below")
-    figure.add_trace(go.Scatter(
-        x=[block.column for block in blocks], y=[sum(block.rows) / 2 for block in blocks], mode="markers+text",
-        text=[block.label for block in blocks], textfont=dict(size=11 if len(columns) <= 10 else 9),
+    a point whose click opens its step (customdata: [step, layer or −1]); the open step's boxes highlighted;
+    `columns` (the pieces, the embeddings, each layer, the head) name the CSV's rows; `notes`: the model's own
+    differences, one line under the diagram. Built from plain dicts (unchecked_figure): some 60 boxes, drawn on
+    every run of the page."""
+    shapes = [dict(type="rect", x0=b.column - 0.44, x1=b.column + 0.44, y0=b.rows[0] + 0.06, y1=b.rows[1] - 0.06,
+                   line=dict(color=HIGHLIGHT_COLOUR if b.current else "#8aa6cf", width=3 if b.current else 1),
+                   fillcolor="#fde3e1" if b.current else "#eef3fa", layer="below") for b in blocks]
+    points = dict(
+        type="scatter", x=[b.column for b in blocks], y=[sum(b.rows) / 2 for b in blocks], mode="markers+text",
+        text=[b.label for b in blocks], textfont=dict(size=11 if len(columns) <= 10 else 9, color="#1f2a3a"),
         marker=dict(size=28, symbol="square", color="rgba(0,0,0,0.01)"),
-        customdata=[[block.step, -1 if block.layer is None else block.layer] for block in blocks],
-        hovertemplate="%{text}: click to open this step<extra></extra>", showlegend=False))
-    figure.add_annotation(x=len(columns) - 0.5, y=-0.35, ax=-0.5, ay=-0.35, xref="x", yref="y", axref="x", ayref="y",
-                          showarrow=True, arrowhead=3, arrowwidth=2, arrowcolor="#7f7f7f", text="")
-    layout(figure, title, height=250, margin=dict(l=10, r=10, t=40, b=10 if not notes else 40),
-           xaxis=dict(range=[-0.55, len(columns) - 0.45], tickvals=list(range(len(columns))), ticktext=columns,
-                      showgrid=False, zeroline=False, fixedrange=True, automargin=True),
-           yaxis=dict(range=[-0.6, max(block.rows[1] for block in blocks) + 0.05], visible=False, fixedrange=True),
-           plot_bgcolor="white", dragmode=False)
+        customdata=[[b.step, -1 if b.layer is None else b.layer] for b in blocks],
+        hovertemplate="%{text}: click to open this step<extra></extra>", showlegend=False)
+    annotations = [dict(x=len(columns) - 0.5, y=-0.35, ax=-0.5, ay=-0.35, xref="x", yref="y", axref="x", ayref="y",
+                        showarrow=True, arrowhead=3, arrowwidth=2, arrowcolor="#7f7f7f", text="")]
     if notes:
-        figure.add_annotation(text=html.escape(notes, quote=False), xref="paper", yref="paper", x=0, y=-0.02,
-                              yanchor="top", xanchor="left", showarrow=False, font=dict(size=12, color="#444"))
+        annotations.append(dict(text=html.escape(notes, quote=False), xref="paper", yref="paper", x=0, y=-0.02,
+                                yanchor="top", xanchor="left", showarrow=False, font=dict(size=12, color="#444")))
+    figure = unchecked_figure([points], layout_spec(
+        title, height=230 if not notes else 250, margin=dict(l=10, r=10, t=40, b=10 if not notes else 40),
+        xaxis=dict(range=[-0.55, len(columns) - 0.45], visible=False, fixedrange=True),
+        yaxis=dict(range=[-0.6, max(b.rows[1] for b in blocks) + 0.05], visible=False, fixedrange=True),
+        plot_bgcolor="white", dragmode=False, shapes=shapes, annotations=annotations))
     data = pd.DataFrame([{"column": columns[b.column], "block": b.label.replace("<br>", " "), "step": b.step,
                           "layer": b.layer} for b in blocks])
     return Chart(figure, data, "one_pass_diagram", "Click a block to open its step; the highlighted one is open.")

@@ -367,8 +367,8 @@ def worked(settings: Settings, inputs: HasInputs, one: OnePass) -> dict[str, str
     name, word, other = PROJECTIONS[settings.cell], tokens[t], tokens[key]
     cell = projection_cell(one, settings.cell, t, d)
     reads = "the LayerNorm'd input" if inputs.loaded.model.config.pre_norm else "the layer's input"
-    projection = (f"{name}[{word}, {d}] = X[{word}] · W_{name}[:, {d}] + b_{name}[{d}]     (X: {reads}, "
-                  f"{one.attention_in.shape[-1]} numbers)\n"
+    projection = (f"{name}[{t}, {d}]  ({word}'s {name}, dimension {d})\n"
+                  f"  = X[{t}] · W_{name}[:, {d}] + b_{name}[{d}]     (X: {reads}, {one.attention_in.shape[-1]} numbers)\n"
                   f"  = {cell.sum.written()}\n  + bias {cell.sum.bias:.4f} = {cell.sum.value:.4f}")
     if cell.turn is not None:
         turn, sign = cell.turn, "−" if cell.turn.sign < 0 else "+"
@@ -376,9 +376,8 @@ def worked(settings: Settings, inputs: HasInputs, one: OnePass) -> dict[str, str
                        f"{turn.partner_sum.value:.4f} (dimension {turn.partner}) × sin {turn.sin:.4f} = {cell.value:.4f}")
     projection += f"\n  recorded by the model: {cell.recorded:.4f}"
     score = score_cell(one, t, key)
-    scored = (f"score[{word} → {other}] = Q[{word}] · K[{other}] ÷ √{round(one.scale ** 2)}"
-              f"\n  = ({score.written()}) ÷ {score.divisor:.3f}"
-              f" = {score.value:.4f}")
+    scored = (f"score[{t}, {key}]  ({word} → {other})\n  = Q[{t}] · K[{key}] ÷ √{round(one.scale ** 2)}"
+              f"\n  = ({score.written()}) ÷ {score.divisor:.3f} = {score.value:.4f}")
     if score.masked:
         scored += "\n  outside this layer's window: the model sets the score to the lowest number, so its weight is 0"
     else:
@@ -386,8 +385,8 @@ def worked(settings: Settings, inputs: HasInputs, one: OnePass) -> dict[str, str
         if one.score_terms:
             scored += f" (content to content; with the two position terms the score is {one.scores[t, key]:.4f})"
     weight = softmax_cell(one, t, key)
-    weighed = (f"weight[{word} → {other}] = exp(score[{word} → {other}]) / Σ over the {len(tokens)} keys of "
-               f"exp(score[{word} → key])\n  = {float(weight.exps[key]):.4f} / ({weight.written()})"
+    weighed = (f"weight[{t}, {key}]  ({word} → {other})\n  = exp(score[{t}, {key}]) / Σ over the {len(tokens)} keys j "
+               f"of exp(score[{t}, j])\n  = {float(weight.exps[key]):.4f} / ({weight.written()})"
                f" = {weight.value:.4f}\n  recorded by the model: {weight.recorded:.4f}")
     return {"projection": projection, "score": scored, "weight": weighed}
 

@@ -92,7 +92,9 @@ def test_the_matrices_and_worked_numbers_shown_are_the_hooks_recorded_values(ope
     for name, expected in (("K", k[4, 7]), ("score", hooks["scores"][5][4, 2]), ("weight", hooks["pattern"][5][4, 2])):
         result, said = worked[name]
         assert said == pytest.approx(expected, abs=5e-5) and result == pytest.approx(said, abs=1.1e-4), (name, worked)
-    assert "K[at, 7] = X[at] · W_K[:, 7] + b_K[7]" in texts(at) and "score[at → dog]" in texts(at)
+    shown_text = texts(at)
+    assert "K[4, 7]  (at's K, dimension 7)\n  = X[4] · W_K[:, 7] + b_K[7]" in shown_text
+    assert "score[4, 2]  (at → dog)" in shown_text and "weight[4, 2]  (at → dog)" in shown_text
 
 
 def test_ids_are_digits_the_stream_is_one_line_and_temperature_is_on_the_first_screen(open_page):
