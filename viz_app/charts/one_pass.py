@@ -78,7 +78,7 @@ def token_matrices(matrices: dict[str, np.ndarray], tokens: list[str], followed:
                    caption: str = "", shares: tuple[str, ...] = ()) -> Chart:
     """[query, key] matrices side by side (q·k, the scores, the softmax), each on its own colour scale: a diverging one
     centred on 0 from its own largest value, or 0 to 1 for the names in `shares`; values printed up to
-    PRINTED_TOKENS tokens; a masked cell (the dtype's lowest score) blank; the followed query's row outlined."""
+    PRINTED_TOKENS tokens (two decimals, one beyond 9 tokens but for `shares`); a masked cell (the dtype's lowest score) blank; the followed query's row outlined."""
     labels = token_labels(tokens)
     count, gap = len(matrices), 0.06
     width = (1 - gap * count) / count
@@ -95,7 +95,8 @@ def token_matrices(matrices: dict[str, np.ndarray], tokens: list[str], followed:
             scale = dict(colorscale=DIVERGING, zmid=0, zmin=-limit, zmax=limit)
         figure.add_trace(go.Heatmap(
             z=shown, x=labels, y=labels, xaxis=f"x{axis}", yaxis=f"y{axis}", **scale, xgap=1, ygap=1,
-            texttemplate="%{z:.2f}" if printed else None, textfont=dict(size=10 if len(tokens) > 9 else 11),
+            texttemplate=("%{z:.2f}" if label in shares or len(tokens) <= 9 else "%{z:.1f}") if printed else None,
+            textfont=dict(size=10 if len(tokens) > 9 else 11),
             colorbar=dict(x=start + width + 0.005, xanchor="left", thickness=8, len=0.8, y=0.5),
             hovertemplate=label + "<br>query %{y}, key %{x}: %{z:.4f}<extra></extra>"))
         axes[f"xaxis{axis}"] = token_axis(labels, int(900 * width), domain=[start, start + width], title=label)

@@ -82,7 +82,7 @@ def test_the_matrices_and_worked_numbers_shown_are_the_hooks_recorded_values(ope
     np.testing.assert_array_equal(array(matrices[2]["z"]), hooks["pattern"][5])
     assert [trace["zmax"] for trace in matrices][2] == 1 and matrices[2]["zmin"] == 0  # the weights: 0 to 1
     assert matrices[0]["zmax"] != matrices[1]["zmax"]  # q·k and the scores: each its own range
-    assert all(trace["texttemplate"] == "%{z:.2f}" for trace in matrices)  # values printed on the cells
+    assert [trace["texttemplate"] for trace in matrices] == ["%{z:.1f}", "%{z:.1f}", "%{z:.2f}"]  # values on the cells
     np.testing.assert_allclose(array(shown["layer 2, head 5: K, one row per token"]["data"][0]["z"]), k[:, :16], atol=0)
     model = app_model()[0]
     weight = model.transformer[2].attention.attention.project_key.weight.detach().double().numpy()[5 * 32:6 * 32].T
