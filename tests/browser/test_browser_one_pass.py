@@ -6,6 +6,8 @@ guess and changes it; no JavaScript error.
 """
 from __future__ import annotations
 
+from playwright.sync_api import TimeoutError
+
 from browser_support import SLOW, open_page, screenshot, settle
 
 LAPTOP = {"width": 1366, "height": 768}
@@ -21,6 +23,18 @@ def open_block(page, title: str, shown: str) -> None:
     settle(page, charts=1)
 
 
+def pick(page, label: str, option: str) -> None:
+    """Choose `option` in the selectbox labelled `label`; a click that lands while the charts below are still
+    drawing can leave the list closed, so a second click opens it."""
+    box, choice = page.locator("[data-testid=stSelectbox]").filter(has_text=label).first, page.get_by_role("option", name=option)
+    box.click()
+    try:
+        choice.wait_for(timeout=5000)
+    except TimeoutError:
+        box.click()
+    choice.click()
+
+
 def test_overview_blocks_token_picker_and_a_zeroed_head(browser, app_url):
     page, errors = open_page(browser, app_url + "/one_pass?text=The+dog+%5BMASK%5D+at+the+mailman.", LAPTOP)
     page.get_by_role("heading", name="One pass, step by step", exact=True).wait_for(timeout=SLOW)
@@ -32,8 +46,7 @@ def test_overview_blocks_token_picker_and_a_zeroed_head(browser, app_url):
     open_block(page, "Attention: one head", "every query against every key (outlined: [MASK])")
     assert "pass_step=attention" in page.url
     screenshot(page, "one_pass_attention", full_page=False)
-    page.locator("[data-testid=stSelectbox]").filter(has_text="Token to follow").first.click()
-    page.get_by_role("option", name="2: dog").click()
+    pick(page, "Token to follow", "2: dog")
     page.get_by_text("every query against every key (outlined: dog)").first.wait_for(timeout=SLOW)
     open_block(page, "Embeddings", "Embeddings of dog and their sum")
     open_block(page, "MLP", "neurons for dog")
