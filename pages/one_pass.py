@@ -1,6 +1,8 @@
 """One forward pass, step by step: the visitor's sentence through the loaded model in the order it computes, every
 number the hook's recorded value of one pass. The page lays out the widgets; what it computes and draws is its
 spec, viz_app/specs/one_pass.py."""
+from dataclasses import replace
+
 import streamlit as st
 
 from viz_app.app import show, state, widgets
@@ -17,8 +19,9 @@ widgets.page_header(
 context = widgets.require()
 tokens = list(context.prepared.masked.tokens)
 summary = context.loaded.summary
-defaults = one_pass.Settings.from_state(st.session_state, context)
-at_layer, at_head, at_token = st.columns(3)
+defaults = one_pass.Settings.from_state(st.session_state, context)  # the widgets drawn below included
+step = defaults.step  # the step opened (the diagram's and the picker's value, kept in the session)
+at_layer, at_head, at_token, *at_temperature = st.columns(4 if step == "guess" else 3)
 with at_layer:
     layer = st.selectbox("Layer to open", range(summary.layers), **state.kept("pass_layer", range(summary.layers)))
 with at_head:
@@ -26,14 +29,19 @@ with at_head:
 with at_token:
     token = widgets.select_int("Token to follow", "pass_token", list(range(len(tokens))),
                                format_func=lambda i: f"{i}: {tokens[i]}", default=defaults.token)
-st.pills("The pass, from input to output: click a block", list(one_pass.STEPS), format_func=one_pass.STEPS.get,
+# keyed by what it highlights: a changed figure under one key clears its selection in the browser, a rerun that
+# would close a picker the visitor has just opened
+widgets.show_chart(one_pass.diagram(defaults, context), key=f"pass_diagram_{step}_{defaults.layer}",
+                   on_click=one_pass.opened)
+st.pills("Or pick a step here", list(one_pass.STEPS), format_func=one_pass.STEPS.get,
          **state.kept("pass_step", list(one_pass.STEPS)))
-step = st.session_state.get("pass_step") or "pieces"  # a second click on the open block closes it: the first step
+if at_temperature:  # the guess: the temperature on its first screen, beside the other choices
+    at_temperature[0].select_slider("Temperature of the final softmax", one_pass.TEMPERATURES,
+                                    help="Below 1 the top guess takes more, above 1 the guesses even out.",
+                                    **state.kept("pass_temperature", one_pass.TEMPERATURES))
 with st.expander("What if", expanded=step == "guess"):
-    temperature = st.select_slider("Temperature of the final softmax", one_pass.TEMPERATURES,
-                                   **state.kept("pass_temperature", one_pass.TEMPERATURES))
     zero_head = st.toggle(f"Zero head {head} of layer {layer} and see the guess change", **state.kept("pass_zero_head"))
-settings = one_pass.Settings(layer, head, token, temperature, zero_head, step)
+settings = replace(defaults, layer=layer, head=head, token=token, zero_head=zero_head, step=step)
 planned = one_pass.computations(settings)
 results = {name: heavy.run(context, computation, work) for name, (computation, work) in planned.items()}
 if results["pass"] is None:
@@ -43,13 +51,36 @@ paragraphs = one_pass.paragraphs(settings, context, results["pass"])
 
 show.subheader("{}", one_pass.STEPS[step])
 show.markdown("{}", paragraphs[step])
+WORKED_BEFORE = {"head_matrix": "projection", "weighted_values": "score"}  # the attention step's worked sums, placed
 for name, chart in charts.items():
     if name == "guesses_zeroed":
         show.caption("Without head {} of layer {} (its weighted values set to zero):", head, layer)
+    if name == "head_matrix":
+        show.subheader("Where does a number come from?")
+        show.caption("Pick a number of this head: it is worked out below from the numbers before it, as the model "
+                     "computed it; the last line is the value the model recorded.")
+        cell, dimension, key = st.columns(3)
+        cell.selectbox("Matrix", list(one_pass.CELLS), format_func=one_pass.CELLS.get,
+                       **state.kept("pass_cell", list(one_pass.CELLS)))
+        sizes = list(range(results["pass"].q.shape[-1]))
+        dimension.selectbox(f"Dimension of {tokens[token]}'s row", sizes, **state.kept("pass_dimension", sizes))
+        with key:
+            widgets.select_int("Key (the query is the followed token)", "pass_key", list(range(len(tokens))),
+                               format_func=lambda i: f"{i}: {tokens[i]}",
+                               default=one_pass.chosen_key(settings, results["pass"]))
+    if name in WORKED_BEFORE:
+        worked = one_pass.worked(settings, context, results["pass"])
+        if name == "weighted_values":
+            st.code(worked["score"], language=None, wrap_lines=True)
+            st.code(worked["weight"], language=None, wrap_lines=True)
+        else:
+            st.code(worked["projection"], language=None, wrap_lines=True)
     widgets.show_chart(chart, key=f"pass_{name}")
-if step == "guess" and "guesses" in charts:
-    st.caption("Temperature divides the logits before the softmax: below 1 the top guess takes more, above 1 the "
-               "guesses even out; the order stays. No new pass is needed.")
+strips = one_pass.strips(settings, context, results)
+if strips:
+    with st.expander("Every number of these vectors"):
+        for name, chart in strips.items():
+            widgets.show_chart(chart, key=f"pass_{name}")
 steps = list(one_pass.STEPS)
 index = steps.index(step)
 back, forward = st.columns(2)

@@ -7,9 +7,11 @@ Every array is a hook's recorded value of the one pass (bert/model.py names them
                    embedding LayerNorm's output (ALBERT: then the projection E -> H), and the LayerNorm's
                    scale and shift [E]
     chosen layer   its input [seq, H]; one head's q, k, v [seq, head_dim], scores and pattern [query, key]
-                   (DeBERTa: the score terms too); every head's weighted values z [seq, H] (heads concatenated);
+                   (DeBERTa: the score terms too), and that head's slices of W_Q, W_K, W_V [H, head_dim] and
+                   their biases (rotary: the angles that turn q and k); every head's weighted values z [seq, H] (heads concatenated);
                    the attention result, the residual + LayerNorm, the MLP's pre, post [seq, I], result, output
-    every layer    how much each block changes each token's vector: ||after - before|| / ||before||
+    every layer    how much each block changes each token's vector: ||after - before|| / ||before||, and the
+                   length of each token's vector after the embeddings and after each block (the residual stream)
     masked-LM head the final vectors at the [MASK]s, the head's transform and logits [mask, vocab]
 
 Recomputing each step from the ones before (the sum, the LayerNorm with its scale and shift, softmax of the scores,
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from bert import attention as attn
 from bert.devices import as_numpy, model_device
 from bert.hooks import hook_name
 
@@ -47,6 +50,9 @@ class OnePass:
     q: np.ndarray  # [seq, head_dim] the chosen head's queries (rotary: turned)
     k: np.ndarray  # [seq, head_dim]
     v: np.ndarray  # [seq, head_dim]
+    weights: dict[str, np.ndarray]  # "q", "k", "v": [H, head_dim] the head's slice of W (x @ W + b before the turn)
+    biases: dict[str, np.ndarray]  # "q", "k", "v": [head_dim] the head's slice of b; empty where the family has none
+    rotation: tuple[np.ndarray, np.ndarray] | None  # rotary: (cos, sin) [seq, head_dim] that turn q and k; else None
     scale: float  # the scores' divisor: sqrt(head_dim) (DeBERTa with both position terms: sqrt(3 head_dim))
     score_terms: dict[str, np.ndarray]  # DeBERTa: "c2c", "c2p", "p2c" [query, key], each scaled; else empty
     scores: np.ndarray  # [query, key] scaled, masked (outside a local window: the dtype's minimum)
@@ -60,6 +66,7 @@ class OnePass:
     mlp_result: np.ndarray  # [seq, H] the contraction: what the MLP adds
     layer_out: np.ndarray  # [seq, H] the chosen layer's output
     changes: np.ndarray  # [layer, block, seq] ||after - before|| / ||before|| of each block (BLOCKS)
+    stream_norms: np.ndarray  # [1 + layer * block, seq] ||h|| of the residual stream after the embeddings and each block
     masks: tuple[int, ...]  # positions of the [MASK]s whose logits are recorded
     final: np.ndarray | None  # [mask, H] the final vectors there (pre-norm: after the final LayerNorm)
     transform: np.ndarray | None  # [mask, E] the masked-LM head's transform of them
@@ -115,6 +122,7 @@ def _read(model, cache, layer: int, head: int, masks: tuple[int, ...], logits) -
     middle = [one("attention_out", i) for i in range(config.num_layers)]
     changes = np.stack([np.stack([change(residual[i], middle[i]), change(middle[i], residual[i + 1])])
                         for i in range(config.num_layers)])
+    stream = [residual[0]] + [vector for i in range(config.num_layers) for vector in (middle[i], residual[i + 1])]
     z = one("z", layer)  # [head, seq, head_dim]
     attention_out = middle[layer]
     final = None
@@ -123,6 +131,7 @@ def _read(model, cache, layer: int, head: int, masks: tuple[int, ...], logits) -
         final = final_hidden[list(masks)]
     norm = embedding.layer_norm  # None: no norm on the embeddings (ESM-2, EuroBERT)
     shift = None if norm is None else getattr(norm, "bias", None)  # an RMSNorm has no bias
+    weights, biases, rotation = _head_projections(model, layer, head, one("q", layer).shape[-2])
     return OnePass(
         layer=layer, head=head, parts=parts, embedding_sum=one("embedding_sum"),
         embedding_norm=one("embedding_norm") if config.projects_embeddings else one("embedding_out"),
@@ -131,6 +140,7 @@ def _read(model, cache, layer: int, head: int, masks: tuple[int, ...], logits) -
         embedding_out=residual[0], layer_in=residual[layer],
         attention_in=_or(one("attention_in", layer), residual[layer]),
         q=one("q", layer)[head], k=one("k", layer)[head], v=one("v", layer)[head],
+        weights=weights, biases=biases, rotation=rotation,
         scale=float((config.head_size * config.score_scale) ** 0.5),
         score_terms={term: one(f"scores_{term}", layer)[head] for term in ("c2c", "c2p", "p2c")
                      if hook_name(f"scores_{term}", layer) in cache},
@@ -138,10 +148,28 @@ def _read(model, cache, layer: int, head: int, masks: tuple[int, ...], logits) -
         z=np.concatenate(list(z), axis=-1), attention_result=one("attention_result", layer),
         attention_out=attention_out, mlp_in=_or(one("mlp_in", layer), attention_out),
         mlp_pre=one("mlp_pre", layer), mlp_post=one("mlp_post", layer), mlp_result=one("mlp_result", layer),
-        layer_out=residual[layer + 1], changes=changes, masks=masks, final=final,
+        layer_out=residual[layer + 1], changes=changes,
+        stream_norms=np.stack([np.linalg.norm(vector.astype(np.float64), axis=-1) for vector in stream]), masks=masks, final=final,
         transform=None if logits is None else as_numpy(cache[hook_name("lm_transform")]),
         logits=None if logits is None else as_numpy(logits),
     )
+
+
+def _head_projections(model, layer: int, head: int, seq: int):
+    """The chosen head's slices of W_Q, W_K, W_V as [H, head_dim] (nn.Linear keeps [out, in]), of their biases, and
+    the rotary angles of that layer ((cos, sin) [seq, head_dim]; None without rotary positions)."""
+    module = model.transformer[layer]
+    attention = getattr(module, "layer", module).attention.attention  # ALBERT: the one shared layer at this depth
+    size = model.config.head_size
+    rows = slice(head * size, (head + 1) * size)
+    projections = {"q": attention.project_query, "k": attention.project_key, "v": attention.project_value}
+    weights = {kind: as_numpy(linear.weight.detach()[rows].T) for kind, linear in projections.items()}
+    biases = {kind: as_numpy(linear.bias.detach()[rows]) for kind, linear in projections.items() if linear.bias is not None}
+    rotation = None
+    if attention.rope_theta is not None:
+        cos, sin = attn.rotary_angles(seq, size, attention.rope_theta)
+        rotation = (as_numpy(cos), as_numpy(sin))
+    return weights, biases, rotation
 
 
 def _or(value: np.ndarray | None, otherwise: np.ndarray) -> np.ndarray:

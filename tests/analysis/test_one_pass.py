@@ -117,6 +117,17 @@ def test_each_blocks_change_is_measured_on_the_recorded_residual(pair):
     close(shown.changes[LAYER, 1], np.linalg.norm(shown.layer_out - middle, axis=-1) / np.linalg.norm(middle, axis=-1))
 
 
+def test_the_residual_streams_length_is_transformers_hidden_states(pair):
+    """After the embeddings and after each layer (every second point of the stream), transformers' hidden states."""
+    family, theirs, ours, ids, masks = pair
+    shown = record_one_pass(ours, ids, None, LAYER, HEAD, masks)
+    with torch.no_grad():
+        hidden = theirs(ids, output_hidden_states=True).hidden_states
+    assert len(shown.stream_norms) == 2 * len(hidden) - 1
+    close(shown.stream_norms[::2], np.stack([np.linalg.norm(h[0].double().numpy(), axis=-1) for h in hidden]))
+    close(shown.stream_norms[2 * LAYER + 1], np.linalg.norm(shown.attention_out.astype(np.float64), axis=-1))
+
+
 def test_zeroing_a_head_matches_transformers_with_that_heads_slice_zeroed(pair):
     """Zeroing one head's weighted values (Michel et al. 2019): in transformers, that head's slice of the input of
     the output projection (attention.output.dense) set to zero by a forward pre-hook."""

@@ -1,10 +1,12 @@
-"""The page "One pass, step by step" (pages/one_pass.py) in Chromium at a laptop's 1366×768: the overview's blocks,
+"""The page "One pass, step by step" (pages/one_pass.py) in Chromium at a laptop's 1366×768: the step picker's blocks,
 clicking a block opens its step, the token picker moves every step to that token, zeroing a head draws the second
 guess and changes it; no JavaScript error.
 
     OMP_NUM_THREADS=1 python -m pytest tests/browser/test_browser_one_pass.py -q
 """
 from __future__ import annotations
+
+from playwright.sync_api import TimeoutError
 
 from browser_support import SLOW, open_page, screenshot, settle
 
@@ -21,6 +23,18 @@ def open_block(page, title: str, shown: str) -> None:
     settle(page, charts=1)
 
 
+def pick(page, label: str, option: str) -> None:
+    """Choose `option` in the selectbox labelled `label`; a click that lands while the charts below are still
+    drawing can leave the list closed, so a second click opens it."""
+    box, choice = page.locator("[data-testid=stSelectbox]").filter(has_text=label).first, page.get_by_role("option", name=option)
+    box.click()
+    try:
+        choice.wait_for(timeout=5000)
+    except TimeoutError:
+        box.click()
+    choice.click()
+
+
 def test_overview_blocks_token_picker_and_a_zeroed_head(browser, app_url):
     page, errors = open_page(browser, app_url + "/one_pass?text=The+dog+%5BMASK%5D+at+the+mailman.", LAPTOP)
     page.get_by_role("heading", name="One pass, step by step", exact=True).wait_for(timeout=SLOW)
@@ -29,11 +43,11 @@ def test_overview_blocks_token_picker_and_a_zeroed_head(browser, app_url):
         assert page.get_by_role("radio", name=title, exact=True).count() == 1, title
     screenshot(page, "one_pass_overview", full_page=False)
 
-    open_block(page, "Attention: one head", "the query of [MASK] and every key")
+    open_block(page, "Attention: one head", "every query against every key (outlined: [MASK])")
     assert "pass_step=attention" in page.url
-    page.locator("[data-testid=stSelectbox]").filter(has_text="Token to follow").first.click()
-    page.get_by_role("option", name="2: dog").click()
-    page.get_by_text("the query of dog and every key").first.wait_for(timeout=SLOW)
+    screenshot(page, "one_pass_attention", full_page=False)
+    pick(page, "Token to follow", "2: dog")
+    page.get_by_text("every query against every key (outlined: dog)").first.wait_for(timeout=SLOW)
     open_block(page, "Embeddings", "Embeddings of dog and their sum")
     open_block(page, "MLP", "neurons for dog")
     open_block(page, "Heads joined", "every head of dog, joined and projected")

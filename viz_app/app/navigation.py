@@ -77,13 +77,16 @@ REGISTRY: tuple[Page, ...] = (
     }, spec="mlp"),
     Page("architecture", "Architecture", ":material/account_tree:", SEE_INSIDE, spec="architecture"),
     # One pass, step by step (viz_app/specs/one_pass.py): the opened layer and head, the followed token (None: the
-    # first [MASK]), the final softmax's temperature, the chosen head zeroed, the step opened (the overview's blocks)
+    # first [MASK]), the final softmax's temperature, the chosen head zeroed, the step opened (the diagram's blocks)
     Page("one_pass", "One pass, step by step", ":material/timeline:", SEE_INSIDE, params={
         "pass_layer": integer(0), "pass_head": integer(0), "pass_token": integer(None),
         "pass_temperature": choice(("0.25", "0.5", "1", "2", "4"), "1"), "pass_zero_head": flag(False),
         "pass_step": choice({"pieces": "Word pieces", "embeddings": "Embeddings", "attention": "Attention: one head",
                              "projection": "Heads joined", "mlp": "MLP", "layers": "Every layer",
                              "guess": "The guess"}, "pieces"),
+        # the number expanded into its sum: a cell of Q, K or V (its dimension), and the key of a score and a weight
+        "pass_cell": choice({"q": "Q (queries)", "k": "K (keys)", "v": "V (values)"}, "q"),
+        "pass_dimension": integer(0), "pass_key": integer(None),  # None: the key the followed token weighs most
     }, spec="one_pass"),
     # Layer probes (viz_app/app/probe_data.py): lists, toggles, choices shown by a label, None defaults
     Page("probes", "Layer probes", ":material/science:", EXPERIMENTS, reads_sentence=False, params={

@@ -15,13 +15,15 @@ import numpy as np
 
 from bert.analysis.attention.score_terms import ScoreTerms
 from bert.analysis.one_pass import BLOCKS, OnePass, record_one_pass, softmax
+from bert.analysis.worked_sums import PROJECTIONS, projection_cell, score_cell, softmax_cell
 from bert.config import BertConfig
 from bert.costs import Cost
 from bert.devices import model_device
 from viz_app.app.forward import MaskResult
 from viz_app.app.navigation import LINK_PARAMS
 from viz_app.charts.base import Chart
-from viz_app.charts.one_pass import change_overview, number_rows
+from viz_app.charts.one_pass import (Block, change_overview, number_rows, pass_diagram, residual_stream, token_ids,
+                                     token_matrices, vector_rows, weight_slice)
 from viz_app.charts.prediction import prediction_bars
 from viz_app.charts.score_terms import score_terms_heatmaps
 from viz_app.specs.base import Computation, HasInputs, Inputs, Planned, setting, within
@@ -29,6 +31,7 @@ from viz_app.specs.base import Computation, HasInputs, Inputs, Planned, setting,
 NAME = "one_pass"
 STEPS: Mapping[str, str] = LINK_PARAMS["pass_step"].choices  # the overview's blocks, in the order the model computes
 TEMPERATURES: tuple[str, ...] = tuple(LINK_PARAMS["pass_temperature"].choices)  # of the final softmax
+CELLS: Mapping[str, str] = LINK_PARAMS["pass_cell"].choices  # the matrices whose cell is expanded: Q, K, V
 TOP_GUESSES = 8
 BLOCK_WORDS = {"attention": "attention", "mlp": "MLP"}
 
@@ -62,6 +65,10 @@ class Settings:
     temperature: str = "1"  # one of TEMPERATURES
     zero_head: bool = False  # also run the pass with (layer, head) zeroed, and show its guess
     step: str = "pieces"  # the step opened (a key of STEPS)
+    cell: str = "q"  # the matrix whose cell at (token, dimension) is expanded into its sum (a key of CELLS)
+    dimension: int = 0  # of the head's q, k, v
+    key: int | None = None  # the key of the expanded score and weight (the followed token is the query); None: the
+    # key it weighs most
 
     @classmethod
     def from_state(cls, state: Mapping[str, Any], inputs: HasInputs) -> "Settings":
@@ -69,12 +76,14 @@ class Settings:
         masks = inputs.loaded.tokenizer.mask_positions(inputs.prepared.masked)
         default_token = masks[0] if masks else min(1, len(tokens) - 1)
         temperature = setting(state, "pass_temperature")
-        step = setting(state, "pass_step")
+        step, cell = setting(state, "pass_step"), setting(state, "pass_cell")
         return cls(within(setting(state, "pass_layer"), summary.layers, 0),
                    within(setting(state, "pass_head"), summary.heads, 0),
                    within(setting(state, "pass_token"), len(tokens), default_token),
                    temperature if temperature in TEMPERATURES else "1", bool(setting(state, "pass_zero_head")),
-                   step if step in STEPS else "pieces")
+                   step if step in STEPS else "pieces", cell if cell in CELLS else "q",
+                   within(setting(state, "pass_dimension"), summary.hidden // summary.heads, 0),
+                   within(setting(state, "pass_key"), len(tokens), None))
 
 
 def computations(settings: Settings) -> Planned:
@@ -92,13 +101,14 @@ def shape(values: np.ndarray) -> str:
 STEP_CHARTS = {  # the charts each step shows, by their names in `view`
     "pieces": ("pieces",),
     "embeddings": ("embeddings", "embedding_norm"),
-    "attention": ("queries_keys", "scores", "score_terms", "weighted_values"),
+    "attention": ("matrices", "score_terms", "head_matrix", "weights", "weighted_values"),
     "projection": ("projection", "residual"),
     "mlp": ("mlp",),
-    "layers": ("overview",),
+    "layers": ("stream", "overview"),
     "guess": ("final", "guesses", "guesses_zeroed"),
 }
 LESSON_CHARTS = tuple(name for names in STEP_CHARTS.values() for name in names)  # `view` draws one step's
+EVERY_NUMBER = "_every_number"  # `strips` names each vector chart's every-number strip by its name and this
 
 
 def view(settings: Settings, inputs: HasInputs, results: Mapping[str, Any]) -> dict[str, Chart]:
@@ -110,6 +120,15 @@ def view(settings: Settings, inputs: HasInputs, results: Mapping[str, Any]) -> d
     return {name: step[name] for name in STEP_CHARTS[settings.step] if name in step}
 
 
+def strips(settings: Settings, inputs: HasInputs, results: Mapping[str, Any]) -> dict[str, Chart]:
+    """The opened step's vectors with every number (a strip each, values on hover): the rest of what `view` shows
+    as first numbers and a length, for the page's "every number" on demand."""
+    one: OnePass = results["pass"]
+    tokens = list(inputs.prepared.masked.tokens)
+    return {name + EVERY_NUMBER: number_rows(rows, title, f"one_pass_{name}_every_number")
+            for name, (title, rows) in _vectors(settings, tokens, one).items()}
+
+
 def walk(settings: Settings, inputs: HasInputs, results: Mapping[str, Any]) -> dict[str, Chart]:
     """Every step's charts, in order (the offline export of the whole walk)."""
     return {name: chart for step in STEPS for name, chart in view(replace(settings, step=step), inputs, results).items()}
@@ -119,44 +138,89 @@ def _where(settings: Settings) -> str:
     return f"layer {settings.layer}, head {settings.head}"
 
 
+def _vectors(settings: Settings, tokens: list[str], one: OnePass) -> dict[str, tuple[str, dict[str, np.ndarray]]]:
+    """The opened step's vector charts: {name: (title, {row label: vector})}, for the followed token."""
+    t, word, layer, where = settings.token, tokens[settings.token], settings.layer, _where(settings)
+    d = one.q.shape[-1]
+    if settings.step == "embeddings":
+        vectors = {"embeddings": (f"Embeddings of {word} and their sum",
+                                  {**{f"{part} embedding": values[t] for part, values in one.parts.items()},
+                                   "sum": one.embedding_sum[t]})}
+        if one.norm_scale is not None:  # without an embedding norm (ESM-2, EuroBERT) the sum enters layer 0
+            vectors["embedding_norm"] = (f"LayerNorm of {word}'s sum", {"sum": one.embedding_sum[t], "LayerNorm scale": one.norm_scale,
+                                                                        "after LayerNorm": one.embedding_norm[t]})
+        return vectors
+    if settings.step == "attention":
+        return {"weighted_values": (f"{where}: what {word} takes from each token",
+                                    {"weighted sum of the values": one.z[t, settings.head * d:(settings.head + 1) * d],
+                                     **{f"{one.pattern[t, i]:.2f} × value of {i} {token}": one.v[i]
+                                        for i, token in enumerate(tokens)}})}
+    if settings.step == "projection":
+        return {"projection": (f"Layer {layer}: every head of {word}, joined and projected",
+                               {"heads concatenated": one.z[t], "projected (added to the residual)": one.attention_result[t]}),
+                "residual": (f"Layer {layer}: the residual for {word}",
+                             {"layer input": one.layer_in[t], "attention's addition": one.attention_result[t],
+                              "after the residual (and LayerNorm)": one.attention_out[t]})}
+    if settings.step == "mlp":
+        return {"mlp": (f"Layer {layer}: the MLP's {one.mlp_pre.shape[-1]} neurons for {word}",
+                        {"expansion": one.mlp_pre[t], "after the activation": one.mlp_post[t],
+                         "contraction (added to the residual)": one.mlp_result[t], "layer output": one.layer_out[t]})}
+    if settings.step == "guess" and one.logits is not None:
+        mask = _followed_mask(one, t)
+        return {"final": (f"The [MASK] at {one.masks[mask]}: its final vector",
+                          {"final vector": one.final[mask], "after the head's transform": one.transform[mask]})}
+    return {}
+
+
+_CAPTIONS = {  # each vector chart's caption, from the pass's shapes
+    "embeddings": lambda one: f"Each row is one vector of {one.embedding_sum.shape[-1]} numbers; the whole input's sum "
+                              f"is {shape(one.embedding_sum)} (tokens × width).",
+    "embedding_norm": lambda one: f"(sum − mean) / spread × scale + shift; {shape(one.embedding_norm)}.",
+    "weighted_values": lambda one: f"v is {shape(one.v)}; the weighted sum is this head's output for the token.",
+    "projection": lambda one: f"{one.z.shape[-1]} numbers from {one.z.shape[-1] // one.q.shape[-1]} heads of "
+                              f"{one.q.shape[-1]}; the output projection maps them to {one.attention_result.shape[-1]}.",
+    "residual": lambda one: f"Each {shape(one.attention_out)}.",
+    "mlp": lambda one: f"{shape(one.mlp_pre)}: the expansion before and after the activation; the contraction maps it "
+                       f"back to {one.mlp_result.shape[-1]}.",
+    "final": lambda one: f"The head reads {one.final.shape[-1]} numbers and gives {one.logits.shape[-1]:,} logits, one "
+                         f"per vocabulary entry.",
+}
+
+
+def _vector_charts(settings, tokens, one) -> dict[str, Chart]:
+    return {name: vector_rows(rows, title, f"one_pass_{name}", _CAPTIONS[name](one))
+            for name, (title, rows) in _vectors(settings, tokens, one).items()}
+
+
 def _pieces(settings, tokens, one, inputs, results):
-    return {"pieces": number_rows({"id": np.asarray(inputs.prepared.masked.input_ids, dtype=float)},
-                                  "Word pieces and their ids", "one_pass_pieces",
-                                  f"Each token is looked up by its id in the vocabulary ({len(tokens)} tokens).",
-                                  columns=tokens, shares=True)}
+    return {"pieces": token_ids(tokens, list(inputs.prepared.masked.input_ids), "Word pieces and their ids",
+                                "one_pass_pieces", f"Each token is looked up by its id in the vocabulary ({len(tokens)} tokens).")}
 
 
 def _embeddings(settings, tokens, one, inputs, results):
-    t, word = settings.token, tokens[settings.token]
-    charts = {"embeddings": number_rows({**{f"{part} embedding": values[t] for part, values in one.parts.items()},
-                                         "sum": one.embedding_sum[t]},
-                                        f"Embeddings of {word} and their sum", "one_pass_embeddings",
-                                        f"Each row is one vector of {one.embedding_sum.shape[-1]} numbers; the whole "
-                                        f"input's sum is {shape(one.embedding_sum)} (tokens × width).")}
-    if one.norm_scale is not None:  # without an embedding norm (ESM-2, EuroBERT) the sum enters layer 0
-        charts["embedding_norm"] = number_rows({"sum": one.embedding_sum[t], "LayerNorm scale": one.norm_scale,
-                                                "after LayerNorm": one.embedding_norm[t]},
-                                               f"LayerNorm of {word}'s sum", "one_pass_embedding_norm",
-                                               f"(sum − mean) / spread × scale + shift; {shape(one.embedding_norm)}.")
-    return charts
+    return _vector_charts(settings, tokens, one)
 
 
 def _attention(settings, tokens, one, inputs, results):
     t, word, where = settings.token, tokens[settings.token], _where(settings)
-    d = one.q.shape[-1]
+    name = PROJECTIONS[settings.cell]
     charts = {
-        "queries_keys": number_rows({f"query of {word}": one.q[t], **{f"key of {i} {token}": one.k[i]
-                                                                     for i, token in enumerate(tokens)}},
-                                    f"{where}: the query of {word} and every key", "one_pass_queries_keys",
-                                    f"q and k are {shape(one.q)} (tokens × head size) in this head."),
-        "scores": number_rows(_score_rows(one, t), f"{where}: {word}'s query against every key",
-                              "one_pass_scores", f"One row of the {shape(one.scores)} score matrix (query × key).",
-                              columns=tokens),
-        "weighted_values": number_rows({"weighted sum of the values": one.z[t, settings.head * d:(settings.head + 1) * d],
-                                        **{f"{one.pattern[t, i]:.2f} × value of {i} {token}": one.v[i]
-                                           for i, token in enumerate(tokens)}},
-                                       f"{where}: what {word} takes from each token", "one_pass_weighted_values",
-                                       f"v is {shape(one.v)}; the weighted sum is this head's output for {word}."),
+        "matrices": token_matrices(_score_matrices(one), tokens, t, f"{where}: every query against every key "
+                                   f"(outlined: {word})", "one_pass_matrices",
+                                   f"Each {shape(one.scores)} (query × key), each on its own colour scale: the dot "
+                                   f"products, the scores, and the softmax of each row (0 to 1; a row sums to 1).",
+                                   shares=(WEIGHTS,)),
+        "head_matrix": vector_rows({f"{i} {token}": getattr(one, settings.cell)[i] for i, token in enumerate(tokens)},
+                                   f"{where}: {name}, one row per token", f"one_pass_{settings.cell}",
+                                   f"{name} is {shape(one.q)} (tokens × head size)"
+                                   + ("; rotated by each token's position." if one.rotation is not None and settings.cell != "v" else "."),
+                                   shown=min(one.q.shape[-1], 16)),
+        "weights": weight_slice(one.weights[settings.cell], settings.dimension,
+                                f"W_{name} of {where}: {shape(one.weights[settings.cell])}", f"one_pass_w_{settings.cell}",
+                                f"The head's slice of the layer's W_{name} ({one.weights[settings.cell].shape[0]} inputs × "
+                                f"{one.weights[settings.cell].shape[1]} dimensions); outlined: column "
+                                f"{settings.dimension}, which makes dimension {settings.dimension} of every token's {name}."),
+        **_vector_charts(settings, tokens, one),
     }
     if one.score_terms:  # DeBERTa: the attention page's view of the three terms
         terms = {term: one.score_terms.get(term, np.zeros_like(one.scores)).astype(np.float64) for term in ("c2c", "c2p", "p2c")}
@@ -167,42 +231,25 @@ def _attention(settings, tokens, one, inputs, results):
 
 
 def _projection(settings, tokens, one, inputs, results):
-    t, word, layer = settings.token, tokens[settings.token], settings.layer
-    d = one.q.shape[-1]
-    return {
-        "projection": number_rows({"heads concatenated": one.z[t], "projected (added to the residual)": one.attention_result[t]},
-                                  f"Layer {layer}: every head of {word}, joined and projected", "one_pass_projection",
-                                  f"{one.z.shape[-1]} numbers from {one.z.shape[-1] // d} heads of {d}; the output "
-                                  f"projection maps them to {one.attention_result.shape[-1]}."),
-        "residual": number_rows({"layer input": one.layer_in[t], "attention's addition": one.attention_result[t],
-                                 "after the residual (and LayerNorm)": one.attention_out[t]},
-                                f"Layer {layer}: the residual for {word}", "one_pass_residual",
-                                f"Each {shape(one.attention_out)}."),
-    }
+    return _vector_charts(settings, tokens, one)
 
 
 def _mlp(settings, tokens, one, inputs, results):
-    t, word = settings.token, tokens[settings.token]
-    return {"mlp": number_rows({"expansion": one.mlp_pre[t], "after the activation": one.mlp_post[t],
-                                "contraction (added to the residual)": one.mlp_result[t], "layer output": one.layer_out[t]},
-                               f"Layer {settings.layer}: the MLP's {one.mlp_pre.shape[-1]} neurons for {word}",
-                               "one_pass_mlp", f"{shape(one.mlp_pre)}: the expansion before and after the activation; "
-                               f"the contraction maps it back to {one.mlp_result.shape[-1]}.")}
+    return _vector_charts(settings, tokens, one)
 
 
 def _layers(settings, tokens, one, inputs, results):
-    return {"overview": change_overview(one.changes, tokens, settings.token, tuple(BLOCK_WORDS[b] for b in BLOCKS))}
+    stages = ["embeddings"] + [f"layer {layer} {BLOCK_WORDS[block]}" for layer in range(one.changes.shape[0])
+                               for block in BLOCKS]
+    return {"stream": residual_stream(one.stream_norms, stages, tokens, settings.token),
+            "overview": change_overview(one.changes, tokens, settings.token, tuple(BLOCK_WORDS[b] for b in BLOCKS))}
 
 
 def _guess(settings, tokens, one, inputs, results):
     if one.logits is None:
         return {}
     temperature, mask = float(settings.temperature), _followed_mask(one, settings.token)
-    charts = {"final": number_rows({"final vector": one.final[mask], "after the head's transform": one.transform[mask]},
-                                   f"The [MASK] at {one.masks[mask]}: its final vector", "one_pass_final",
-                                   f"The head reads {one.final.shape[-1]} numbers and gives {one.logits.shape[-1]:,} "
-                                   f"logits, one per vocabulary entry."),
-              "guesses": _guesses(inputs, one, mask, temperature)}
+    charts = {**_vector_charts(settings, tokens, one), "guesses": _guesses(inputs, one, mask, temperature)}
     if results.get("zeroed") is not None:
         charts["guesses_zeroed"] = _guesses(inputs, results["zeroed"], mask, temperature)
     return charts
@@ -212,13 +259,16 @@ _STEP_VIEWS = {"pieces": _pieces, "embeddings": _embeddings, "attention": _atten
                "mlp": _mlp, "layers": _layers, "guess": _guess}
 
 
-def _score_rows(one: OnePass, t: int) -> dict[str, np.ndarray]:
-    """q · k, ÷ √d, softmax; DeBERTa: its three terms (each already ÷ √(3d)), their sum, softmax."""
-    if one.score_terms:
-        rows = {f"{term} term ÷ {one.scale:.2f}": values[t] for term, values in one.score_terms.items()}
-        return {**rows, "scores (their sum)": one.scores[t], "softmax (the row of weights)": one.pattern[t]}
-    return {"q · k (dot products)": one.q[t].astype(np.float64) @ one.k.T.astype(np.float64),
-            f"÷ {one.scale:.2f} (scores)": one.scores[t], "softmax (the row of weights)": one.pattern[t]}
+WEIGHTS = "softmax (the weights)"
+
+
+def _score_matrices(one: OnePass) -> dict[str, np.ndarray]:
+    """q · k (every query's dot product with every key), the recorded scores (÷ √d; DeBERTa: with its two position
+    terms), the recorded weights; a masked score keeps the dtype's lowest number (drawn blank)."""
+    dots = one.q.astype(np.float64) @ one.k.T.astype(np.float64)
+    scored = "q · k ÷ {:.2f} + position terms (scores)" if one.score_terms else "q · k ÷ {:.2f} (scores)"
+    return {"q · k": np.where(np.abs(one.scores) > 1e30, one.scores, dots), scored.format(one.scale): one.scores,
+            WEIGHTS: one.pattern}
 
 
 def _followed_mask(one: OnePass, t: int) -> int:
@@ -317,3 +367,121 @@ def family_note(config: BertConfig, step: str) -> str:
     if step == "layers" and config.shared_layers:
         notes.append("ALBERT applies one layer's weights again and again (Lan et al. 2020): every row is the same weights.")
     return "".join(" " + note for note in notes)
+
+
+def chosen_key(settings: Settings, one: OnePass) -> int:
+    """The key of the expanded score and weight: the chosen one, else the key the followed token weighs most."""
+    return settings.key if settings.key is not None else int(one.pattern[settings.token].argmax())
+
+
+def worked(settings: Settings, inputs: HasInputs, one: OnePass) -> dict[str, str]:
+    """The attention step's numbers expanded into the sums that made them (bert/analysis/worked_sums.py), as plain
+    text: "projection" (a cell of Q, K or V: X's row times W's column, plus the bias; rotary: then turned),
+    "score" (q · k ÷ √d) and "weight" (exp over the row's sum), each ending with the hook's recorded value."""
+    tokens = list(inputs.prepared.masked.tokens)
+    t, d, key = settings.token, settings.dimension, chosen_key(settings, one)
+    name, word, other = PROJECTIONS[settings.cell], tokens[t], tokens[key]
+    cell = projection_cell(one, settings.cell, t, d)
+    reads = "the LayerNorm'd input" if inputs.loaded.model.config.pre_norm else "the layer's input"
+    projection = (f"{name}[{t}, {d}]  ({word}'s {name}, dimension {d})\n"
+                  f"  = X[{t}] · W_{name}[:, {d}] + b_{name}[{d}]     (X: {reads}, {one.attention_in.shape[-1]} numbers)\n"
+                  f"  = {cell.sum.written()}\n  + bias {cell.sum.bias:.4f} = {cell.sum.value:.4f}")
+    if cell.turn is not None:
+        turn, sign = cell.turn, "−" if cell.turn.sign < 0 else "+"
+        projection += (f"\n  turned by position {t}: {cell.sum.value:.4f} × cos {turn.cos:.4f} {sign} "
+                       f"{turn.partner_sum.value:.4f} (dimension {turn.partner}) × sin {turn.sin:.4f} = {cell.value:.4f}")
+    projection += f"\n  recorded by the model: {cell.recorded:.4f}"
+    score = score_cell(one, t, key)
+    scored = (f"score[{t}, {key}]  ({word} → {other})\n  = Q[{t}] · K[{key}] ÷ √{round(one.scale ** 2)}"
+              f"\n  = ({score.written()}) ÷ {score.divisor:.3f} = {score.value:.4f}")
+    if score.masked:
+        scored += "\n  outside this layer's window: the model sets the score to the lowest number, so its weight is 0"
+    else:
+        scored += f"\n  recorded by the model: {score.recorded:.4f}"
+        if one.score_terms:
+            scored += f" (content to content; with the two position terms the score is {one.scores[t, key]:.4f})"
+    weight = softmax_cell(one, t, key)
+    weighed = (f"weight[{t}, {key}]  ({word} → {other})\n  = exp(score[{t}, {key}]) / Σ over the {len(tokens)} keys j "
+               f"of exp(score[{t}, j])\n  = {float(weight.exps[key]):.4f} / ({weight.written()})"
+               f" = {weight.value:.4f}\n  recorded by the model: {weight.recorded:.4f}")
+    return {"projection": projection, "score": scored, "weight": weighed}
+
+
+def diagram(settings: Settings, inputs: HasInputs) -> Chart:
+    """The whole pass as one diagram, drawn from the model's config before any pass: the word pieces, the
+    embeddings, each layer's attention, add & norm, MLP, add & norm (pre-norm: norm, attention, add, norm, MLP, add),
+    the masked-LM head; the open step's blocks highlighted; the family's differences named in the blocks and the
+    line under them."""
+    config: BertConfig = inputs.loaded.model.config
+    layers, step, open_layer = config.num_layers, settings.step, settings.layer
+    compact = layers > 12
+    blocks = [Block(0, (0, 4), "word<br>pieces<br>→ ids", "pieces", current=step == "pieces"),
+              Block(1, (0, 4), _embedding_label(config), "embeddings", current=step == "embeddings")]
+    for layer in range(layers):
+        column, here = layer + 2, layer == open_layer
+        blocks += [
+            Block(column, (4, 4.7), f"layer {layer}" if not compact else str(layer), "layers", layer, step == "layers"),
+            Block(column, (3, 4), _attention_label(config, layer, compact), "attention", layer, here and step == "attention"),
+            Block(column, (2, 3), ("add" if config.pre_norm else "add &<br>norm") if not compact else "+",
+                  "projection", layer, here and step == "projection"),
+            Block(column, (1, 2), ("norm →<br>MLP" if config.pre_norm else "MLP") if not compact else "MLP", "mlp", layer,
+                  here and step == "mlp"),
+            Block(column, (0, 1), ("add" if config.pre_norm else "add &<br>norm") if not compact else "+", "mlp", layer,
+                  here and step == "mlp"),
+        ]
+    head = "no<br>masked-LM<br>head" if not inputs.loaded.summary.has_mlm_head else (
+        "final norm<br>→ masked-LM<br>head" if config.pre_norm else "masked-LM<br>head<br>→ guess")
+    blocks.append(Block(layers + 2, (0, 4), head, "guess", current=step == "guess"))
+    columns = ["pieces", "embeddings", *(f"layer {layer}" for layer in range(layers)), "head"]
+    return pass_diagram(blocks, columns, "The whole pass, left to right: click a block to open its step",
+                        diagram_notes(config))
+
+
+def _embedding_label(config: BertConfig) -> str:
+    parts = ["token"] + (["position"] if not (config.rotary or config.relative_attention) else [])
+    parts += ["segment"] if config.type_vocab_size else []
+    label = "<br>+ ".join(parts) + "<br>LayerNorm"
+    return label + (f"<br>→ {config.hidden_size}" if config.projects_embeddings else "")
+
+
+def _attention_label(config: BertConfig, layer: int, compact: bool) -> str:
+    label = ("norm →<br>" if config.pre_norm and layer > 0 and not compact else "") + ("attn" if compact else "attention")
+    if compact:
+        return label
+    if config.rotary:
+        label += "<br>rotary"
+    if config.window(layer) is not None:
+        label += f"<br>local ±{config.window(layer)}"
+    if config.relative_attention:
+        label += "<br>+ 2 position<br>terms"
+    return label
+
+
+def diagram_notes(config: BertConfig) -> str:
+    """What this model does differently from BERT's post-LN layers, one line under the diagram ("" for BERT)."""
+    notes = []
+    if config.pre_norm:
+        notes.append("pre-norm: LayerNorm before each block, the residual added after (ModernBERT, Warner et al. 2024)")
+    if config.rotary:
+        notes.append("no position table: q and k rotated by their positions (Su et al. 2021)")
+    if config.local_attention is not None:
+        notes.append(f"local layers see the keys within ±{config.local_attention // 2}")
+    if config.relative_attention:
+        notes.append("positions enter every attention as content-to-position and position-to-content terms "
+                     "(DeBERTa, He et al. 2021)")
+    if config.projects_embeddings:
+        notes.append(f"embeddings {config.embedding_width} wide, projected to {config.hidden_size} (Lan et al. 2020)")
+    if config.shared_layers:
+        notes.append("one layer's weights applied at every layer (ALBERT, Lan et al. 2020)")
+    return "; ".join(notes)
+
+
+def opened(event: Mapping[str, Any]) -> dict[str, Any]:
+    """The widgets' new values for a click on the diagram (Streamlit's selection event, {"selection": {"points":
+    [{"customdata": [step, layer], ...}]}}): the clicked block's step, and its layer (−1: none). {}: no block."""
+    points = ((event or {}).get("selection") or {}).get("points") or []
+    for point in reversed(points):
+        data = point.get("customdata")
+        if isinstance(data, (list, tuple)) and len(data) == 2 and data[0] in STEPS:
+            return {"pass_step": data[0], **({"pass_layer": int(data[1])} if int(data[1]) >= 0 else {})}
+    return {}

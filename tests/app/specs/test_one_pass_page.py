@@ -6,12 +6,17 @@ BERT's either walks through every step or says in one line why a step does not a
 """
 from __future__ import annotations
 
+import functools
+import re
+
 import numpy as np
 import pytest
+import torch
 
 import bert
 from app_helpers import array, figures, go, no_exception, open_page as open_in_app, texts
 from bert.analysis.one_pass import record_one_pass, softmax
+from bert.hooks import hook_name
 from families.family_support import build_hf, write_tiny_tokenizer
 from viz_app.app.navigation import LINK_PARAMS
 
@@ -25,21 +30,96 @@ def open_page():
     return lambda **query: open_in_app("one_pass", {"text": TEXT, **query})
 
 
+DIAGRAM = "The whole pass, left to right: click a block to open its step"
+
+
+def step_figures(at) -> list[dict]:
+    """The opened step's charts: every chart but the diagram of the pass at the top."""
+    return [figure for figure in figures(at) if figure["layout"]["title"]["text"] != DIAGRAM]
+
+
 def titles(at) -> list[str]:
-    return [figure["layout"]["title"]["text"] for figure in figures(at)]
+    return [figure["layout"]["title"]["text"] for figure in step_figures(at)]
 
 
-def test_the_scores_row_is_the_recorded_pass(open_page):
-    at = open_page(pass_step="attention", pass_layer=2, pass_head=5, pass_token=4)
-    assert titles(at)[:2] == ["layer 2, head 5: the query of at and every key",  # [CLS] the dog [MASK] at
-                              "layer 2, head 5: at's query against every key"]
-    model, tokenizer = bert.load_pretrained("minilm")
+@functools.cache
+def app_model():
+    """The built-in model as the app loads it (viz_app/app/models.py: weights packed for the CPU)."""
+    return bert.load_pretrained("minilm", pack_for_cpu=True)
+
+
+def recorded(layer: int, kinds: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """The library's own run_with_cache on the built-in model and TEXT: each hook of `kinds` at `layer`, one row."""
+    model, tokenizer = app_model()
+    names = [hook_name(kind, layer) for kind in kinds]
+    with torch.no_grad():
+        _, cache = model.run_with_cache(*tokenizer.encode(TEXT).tensors(), names=names)
+    return {kind: cache[name][0].double().numpy() for kind, name in zip(kinds, names)}
+
+
+def worked_lines(at) -> dict[str, tuple[float, float]]:
+    """Each worked sum the page prints: (its worked result, the value it says the model recorded)."""
+    found = {}
+    for element in at.code:
+        text = str(element.value)
+        result = re.findall(r"= (-?[0-9.]+)(?:\s|$)", text.split("recorded by the model")[0])[-1]
+        found[text.split("[")[0]] = (float(result), float(re.search(r"recorded by the model: (-?[0-9.]+)", text)[1]))
+    return found
+
+
+def test_the_matrices_and_worked_numbers_shown_are_the_hooks_recorded_values(open_page):
+    """q·k, the scores and the weights (each on its own scale, values printed), the K matrix and W_K's slice are the
+    hooks' and the parameters' values; each expanded number's worked result is the recorded one."""
+    at = open_page(pass_step="attention", pass_layer=2, pass_head=5, pass_token=4, pass_cell="k", pass_dimension=7,
+                   pass_key=2)
+    no_exception(at)
+    hooks = recorded(2, ("q", "k", "scores", "pattern"))
+    q, k = hooks["q"][5], hooks["k"][5]  # [seq, head_dim]
+    shown = {figure["layout"]["title"]["text"]: figure for figure in step_figures(at)}
+    matrices = shown["layer 2, head 5: every query against every key (outlined: at)"]["data"]  # [CLS] the dog [MASK] at
+    np.testing.assert_allclose(array(matrices[0]["z"]), q @ k.T, atol=1e-4)
+    np.testing.assert_array_equal(array(matrices[1]["z"]), hooks["scores"][5])
+    np.testing.assert_array_equal(array(matrices[2]["z"]), hooks["pattern"][5])
+    assert [trace["zmax"] for trace in matrices][2] == 1 and matrices[2]["zmin"] == 0  # the weights: 0 to 1
+    assert matrices[0]["zmax"] != matrices[1]["zmax"]  # q·k and the scores: each its own range
+    assert [trace["texttemplate"] for trace in matrices] == ["%{z:.1f}", "%{z:.1f}", "%{z:.2f}"]  # values on the cells
+    np.testing.assert_allclose(array(shown["layer 2, head 5: K, one row per token"]["data"][0]["z"]), k[:, :16], atol=0)
+    model = app_model()[0]
+    weight = model.transformer[2].attention.attention.project_key.weight.detach().double().numpy()[5 * 32:6 * 32].T
+    np.testing.assert_allclose(array(shown["W_K of layer 2, head 5: 384 × 32"]["data"][0]["z"]), weight[:12], atol=0)
+    worked = worked_lines(at)
+    assert set(worked) == {"K", "score", "weight"}, worked
+    for name, expected in (("K", k[4, 7]), ("score", hooks["scores"][5][4, 2]), ("weight", hooks["pattern"][5][4, 2])):
+        result, said = worked[name]
+        assert said == pytest.approx(expected, abs=5e-5) and result == pytest.approx(said, abs=1.1e-4), (name, worked)
+    shown_text = texts(at)
+    assert "K[4, 7]  (at's K, dimension 7)\n  = X[4] · W_K[:, 7] + b_K[7]" in shown_text
+    assert "score[4, 2]  (at → dog)" in shown_text and "weight[4, 2]  (at → dog)" in shown_text
+
+
+def test_ids_are_digits_the_stream_is_one_line_and_temperature_is_on_the_first_screen(open_page):
+    at = open_page(pass_token=3)
+    model, tokenizer = app_model()
     encoding = tokenizer.encode(TEXT)
-    recorded = record_one_pass(model, *encoding.tensors(), 2, 5, tuple(tokenizer.mask_positions(encoding)))
-    scores = array(figures(at)[1]["data"][0]["z"])  # q·k, the scores, the softmax row
-    np.testing.assert_allclose(scores[1], recorded.scores[4], atol=1e-5)
-    np.testing.assert_allclose(scores[2], recorded.pattern[4], atol=1e-6)
-    np.testing.assert_allclose(scores[0], recorded.scores[4] * recorded.scale, atol=1e-4)
+    pieces = step_figures(at)[0]["data"][0]
+    assert pieces["text"] == [[str(i) for i in encoding.input_ids]] and pieces["showscale"] is False
+    assert not at.select_slider  # the temperature belongs to the guess
+    at.session_state["pass_step"] = "layers"
+    at.run()
+    stream = step_figures(at)[0]
+    assert stream["layout"]["title"]["text"].startswith("The residual stream of [MASK] through the whole pass")
+    layers = model.config.num_layers
+    names = [hook_name("embedding_out")] + [hook_name(kind, i) for i in range(layers) for kind in ("attention_out", "layer_out")]
+    with torch.no_grad():
+        _, cache = model.run_with_cache(*encoding.tensors(), names=names)
+    lengths = [float(cache[name][0, 3].double().norm()) for name in names]
+    followed = stream["data"][-1]
+    assert len(followed["x"]) == 1 + 2 * layers
+    np.testing.assert_allclose(array(followed["y"]), lengths, rtol=1e-5)
+    at.session_state["pass_step"] = "guess"
+    at.run()
+    slider = at.select_slider(key="pass_temperature")
+    assert slider.value == "1" and all(not box.select_slider for box in at.expander)  # not in a closed box
 
 
 def test_every_step_opens_with_its_charts_and_follows_the_token(open_page):
@@ -57,17 +137,42 @@ def test_every_step_opens_with_its_charts_and_follows_the_token(open_page):
         assert all(tokens[token] in title for title in titles(at)), (token, titles(at))
 
 
+def diagram_blocks(at) -> list[tuple[str, int, bool]]:
+    """The diagram's blocks as (step, layer or −1, highlighted), in the order drawn."""
+    figure = next(figure for figure in figures(at) if figure["layout"]["title"]["text"] == DIAGRAM)
+    highlighted = [shape["line"]["width"] == 3 for shape in figure["layout"]["shapes"] if shape["type"] == "rect"]
+    return [(step, layer, lit) for (step, layer), lit in zip(figure["data"][0]["customdata"], highlighted)]
+
+
+def test_the_diagram_is_the_whole_pass_with_the_open_step_lit_and_a_click_opens_a_block(open_page):
+    from viz_app.specs import one_pass
+
+    at = open_page(pass_step="mlp", pass_layer=3)
+    blocks = diagram_blocks(at)
+    layers = bert.load_pretrained("minilm")[0].config.num_layers
+    assert len(blocks) == 2 + 5 * layers + 1  # pieces, embeddings, each layer's header and four blocks, the head
+    assert blocks[0][0] == "pieces" and blocks[1][0] == "embeddings" and blocks[-1][0] == "guess"
+    assert [block for block in blocks if block[2]] == [("mlp", 3, True), ("mlp", 3, True)]  # the MLP and its add & norm
+    at.session_state["pass_step"] = "layers"
+    at.run()
+    assert [block[:2] for block in diagram_blocks(at) if block[2]] == [("layers", layer) for layer in range(layers)]
+    click = {"selection": {"points": [{"x": 4, "y": 3.5, "customdata": ["attention", 2]}]}}
+    assert one_pass.opened(click) == {"pass_step": "attention", "pass_layer": 2}
+    assert one_pass.opened({"selection": {"points": [{"customdata": ["guess", -1]}]}}) == {"pass_step": "guess"}
+    assert one_pass.opened({"selection": {"points": []}}) == {}
+
+
 def test_zeroing_a_head_changes_the_guess_and_temperature_reshapes_it(open_page):
     at = open_page(pass_step="guess", pass_layer=5, pass_head=3)
-    plain = figures(at)
+    plain = step_figures(at)
     assert [f["layout"]["title"]["text"] for f in plain][1].startswith("[MASK] #1")
     top_plain = array(plain[1]["data"][0]["x"])
     at.session_state["pass_zero_head"] = True
     at.run()
     no_exception(at)
     assert "Without head 3 of layer 5" in texts(at)
-    shown = figures(at)
-    assert len(shown) == 3
+    shown = step_figures(at)
+    assert len(shown) == 4  # the final vector, the two guesses, and the final vector's every number
     model, tokenizer = bert.load_pretrained("minilm")
     encoding = tokenizer.encode(TEXT)
     masks = tuple(tokenizer.mask_positions(encoding))
@@ -78,7 +183,7 @@ def test_zeroing_a_head_changes_the_guess_and_temperature_reshapes_it(open_page)
     assert not np.allclose(np.sort(np.concatenate([array(t["x"]) for t in shown[1]["data"]]))[::-1], bars)
     at.session_state["pass_temperature"] = "4"
     at.run()
-    hot = np.concatenate([array(trace["x"]) for trace in figures(at)[1]["data"]])
+    hot = np.concatenate([array(trace["x"]) for trace in step_figures(at)[1]["data"]])
     assert hot.max() < np.max(top_plain)  # a higher temperature evens the guesses out
 
 
@@ -118,6 +223,13 @@ def test_a_llama_style_encoder_is_told_at_each_step_what_it_does_differently():
     assert family_note(BertConfig(), "attention") == family_note(BertConfig(), "mlp") == ""
 
 
+DIAGRAM_SAYS = {  # family -> what the diagram names of it
+    "albert": "one layer's weights applied at every layer",
+    "modernbert": "pre-norm: LayerNorm before each block",
+    "deberta": "content-to-position and position-to-content terms",
+}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(FAMILIES))
 def test_every_family_walks_every_step_or_says_why(name, tmp_path, tiny_vocab_file):
@@ -141,6 +253,9 @@ def test_every_family_walks_every_step_or_says_why(name, tmp_path, tiny_vocab_fi
         assert bool(titles(at)) != ((name, step) == ("electra-discriminator", "guess")), (name, step)
         if (name, step) in SAYS:
             assert SAYS[name, step] in shown, (name, step)
+        diagram = next(f for f in figures(at) if f["layout"]["title"]["text"] == DIAGRAM)
+        notes = " ".join(note["text"] for note in diagram["layout"]["annotations"] if note.get("text"))
+        assert DIAGRAM_SAYS.get(name, "") in notes, (name, notes)
     if name == "deberta":
         at.session_state["pass_step"] = "attention"
         at.run()
