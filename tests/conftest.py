@@ -5,7 +5,6 @@ test sentences (which, with the other plain data, live in bert_test_support.py).
 """
 from __future__ import annotations
 
-import itertools
 import os
 import socket
 import sys
@@ -34,24 +33,6 @@ def pytest_collection_modifyitems(items) -> None:
         fixtures = getattr(item, "_fixtureinfo", None)
         if fixtures and any(d.scope == "module" for defs in fixtures.name2fixturedefs.values() for d in defs):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
-    items[:] = longest_first(items)
-
-
-def longest_first(items: list) -> list:
-    """The items with the modules that take longest first, each module's tests kept together and in their order:
-    Chromium's modules taken in turn with those that have a `slow` test (so that the workers do not all wait on
-    Chromium at once), then the rest. pytest-xdist hands out work in this order (scripts/run_tests.sh passes
-    --no-loadscope-reorder: its default would send the groups of fewest tests, the browser tests of a minute or two,
-    last), so the run does not end with one worker on a long test and the others idle."""
-    modules: dict[str, list] = {}
-    for item in items:
-        modules.setdefault(item.nodeid.split("::")[0], []).append(item)
-    browser = [path for path in modules if path.startswith("tests/browser/")]
-    slow = [path for path in modules if path not in browser
-            and any(item.get_closest_marker("slow") is not None for item in modules[path])]
-    turns = [path for pair in itertools.zip_longest(browser, slow) for path in pair if path is not None]
-    order = turns + [path for path in modules if path not in set(turns)]
-    return [item for path in order for item in modules[path]]
 
 
 @pytest.fixture(autouse=True)

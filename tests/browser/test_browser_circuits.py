@@ -17,8 +17,8 @@ MARKER = ("([trace, index]) => { const plot = document.querySelectorAll('.js-plo
           " const i = typeof index === 'number' ? index : data.customdata.indexOf(index);"
           " return [box.left + xa._offset + xa.l2p(data.x[i]), box.top + ya._offset + ya.l2p(data.y[i]),"
           " data.customdata[i]]; }")
-EDGE_LINES = ("() => document.querySelectorAll('.js-plotly-plot')[0].data"
-              ".filter(trace => trace.mode === 'lines').length")
+EDGE_LINES = ("() => document.querySelectorAll('.js-plotly-plot')[0].data"  # the drawn edges: not the legend's entries
+              ".filter(trace => trace.mode === 'lines' && trace.showlegend === false).length")
 
 
 def test_graph_slider_hover_and_patching_an_edge(browser, app_url):
@@ -40,7 +40,7 @@ def test_graph_slider_hover_and_patching_an_edge(browser, app_url):
     *midpoint, strongest = page.evaluate(MARKER, ["edges", 0])
     page.mouse.move(*midpoint)
     page.locator(".hovertext").first.wait_for(timeout=SLOW)
-    assert "score" in page.locator(".hovertext").first.text_content()
+    assert "read by" in page.locator(".hovertext").first.text_content()  # the edge in words
     screenshot(page, "circuits", full_page=False)
 
     click_marker(page, "edges", 0)  # the strongest edge's diamond
@@ -56,10 +56,11 @@ def test_graph_slider_hover_and_patching_an_edge(browser, app_url):
     picker = page.locator("[data-testid=stSelectbox]").filter(has_text="Patch one edge or node").first
     picker.scroll_into_view_if_needed()
     picker.locator("input").click()
-    option = page.get_by_role("option", name=re.compile("^edge: ")).nth(1)  # the second strongest edge
-    chosen = option.text_content().replace(": ", ":", 1)
+    option = page.get_by_role("option", name=re.compile("^edge: ")).nth(1)  # the second strongest edge, in words
     option.click()
-    patched(page, chosen)
+    page.wait_for_function("node => { const part = new URLSearchParams(location.search).get('circuit_part');"
+                           " return part !== null && part.startsWith('edge:'); }", arg=node, timeout=SLOW)
+    patched(page, page.evaluate("() => new URLSearchParams(location.search).get('circuit_part')"))
     screenshot(page, "circuits_patched")
     assert not page.get_by_text("Traceback").count()
     assert not errors, errors
@@ -73,17 +74,17 @@ def click_marker(page, trace: str, index) -> str:
     *where, part = page.evaluate(MARKER, [trace, index])
     page.mouse.move(0, 0)
     page.mouse.move(*where)
-    page.locator(".hovertext").filter(has_text=part.partition(":")[2].split("->")[0]).first.wait_for(timeout=SLOW)
+    page.locator(".hovertext").first.wait_for(timeout=SLOW)
     page.mouse.click(*where)
     return part
 
 
 def patched(page, part: str) -> None:
-    """Wait for the page to patch `part` ("edge:..." / "node:..."): its line names it with its score, and the
-    [MASK]'s logit difference changes."""
-    name = part.partition(":")[2]
-    line = page.get_by_text(re.compile(rf"^{re.escape(name)}: score [-+][\d.]+ .*with it patched"))
+    """Wait for the page to patch `part` ("edge:..." / "node:..."): the address names it, its result says what
+    patching it did, and the [MASK]'s logit difference changes."""
+    page.wait_for_function("part => new URLSearchParams(location.search).get('circuit_part') === part", arg=part,
+                           timeout=SLOW)
+    line = page.get_by_text(re.compile(r"^Patched with the counterfactual's value: "))
     line.first.wait_for(timeout=SLOW)
-    before, after = map(float, re.search(r"Logit difference (-?[\d.]+) → (-?[\d.]+)",
-                                         line.first.text_content()).groups())
+    before, after = map(float, re.search(r"(-?[\d.]+) → (-?[\d.]+) with it patched", line.first.text_content()).groups())
     assert before != after, line.first.text_content()

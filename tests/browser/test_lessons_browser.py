@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from viz_app.server.class_room import network_host
 from browser_support import SLOW, new_page, open_page, screenshot, settle
 
 LESSON = "fill_in_the_blank"
@@ -74,7 +75,8 @@ def test_download_buttons_give_the_html_files(browser, app_url, tmp_path):
     assert download.value.suggested_filename == f"{LESSON}.html"
     saved = download.value.path().read_text(encoding="utf-8")
     assert "Step 7 of 7: Where the model is wrong" in saved and "<details>" in saved
-    assert f"{app_url}/?model=minilm" in saved  # each step's link: the address this browser reached the app at
+    # each step's link: the class link's address, this machine's on its network (the browser reached it at 127.0.0.1)
+    assert f"{app_url.replace('127.0.0.1', network_host())}/?model=minilm" in saved
     page.context.close()
 
 

@@ -88,9 +88,12 @@ def serve_lecture_hall(log_path: Path, processes: int, app_args: tuple[str, ...]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "w") as log:
+        # Ctrl-C as at a teacher's terminal: a shell cannot trap a signal its parent ignored (a test runner's worker,
+        # a job started in the background ignore SIGINT), so the script starts with SIGINT's default
         script = subprocess.Popen(["bash", str(ROOT / "scripts" / "lecture.sh"), "--processes", str(processes),
                                    "--port", str(port), "--bind", "127.0.0.1", *app_args],
-                                  cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                                  cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                  preexec_fn=_sigint_default)
     try:
         yield url, _wait_for_hall(url, processes, script, timeout_s, log_path)
     finally:
@@ -100,6 +103,10 @@ def serve_lecture_hall(log_path: Path, processes: int, app_args: tuple[str, ...]
                 script.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 os.killpg(script.pid, signal.SIGKILL)
+
+
+def _sigint_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _free_port() -> int:
