@@ -51,32 +51,41 @@ def _reconstruction(model, tokenizer, sae, corpus: Corpus, batch_size: int) -> d
 
 
 def _masked_lm(model, tokenizer, sae, corpus: Corpus, mask_fraction: float, seed: int, batch_size: int) -> dict:
+    def runs(encodings, attention_mask):
+        keep = ~_trained_positions(encodings, attention_mask, sae.config.special_tokens)
+        return {"spliced": {sae.hook: splice(sae, keep)}, "zero_ablated": {sae.hook: zero}}
+
+    return masked_lm_with(model, tokenizer, corpus, runs, mask_fraction, seed, batch_size)
+
+
+def masked_lm_with(model, tokenizer, corpus: Corpus, runs, mask_fraction: float, seed: int, batch_size: int) -> dict:
+    """The masked-LM loss and top-1 agreement with the intact model of two runs with interventions, on a seeded
+    `mask_fraction` of each sentence's word pieces masked. `runs(encodings, attention_mask)` gives a batch's
+    {name: interventions} for the replaced run first and the zero-ablated one second; loss_recovered = (zero −
+    replaced) / (zero − intact)."""
     device = model_device(model)
     generator = torch.Generator().manual_seed(seed)
     masked = [masked_copy(e, tokenizer.mask_id, mask_fraction, generator) for e in corpus.encodings]
-    sums = {"intact": 0.0, "spliced": 0.0, "zero_ablated": 0.0}
-    agree = {"spliced": 0, "zero_ablated": 0}
-    positions = 0
+    sums, agree, positions = {"intact": 0.0}, {}, 0
     for batch in batches(corpus.encodings, batch_size):
         encodings = [masked[i] for i in batch]
         input_ids, token_type_ids, attention_mask = pad(encodings, tokenizer.pad_id, device)
         labels, _, _ = pad([corpus.encodings[i] for i in batch], tokenizer.pad_id, device)
         where = input_ids == tokenizer.mask_id
-        keep = ~_trained_positions(encodings, attention_mask, sae.config.special_tokens)
-        runs = {"intact": None, "spliced": {sae.hook: splice(sae, keep)}, "zero_ablated": {sae.hook: zero}}
         intact_top = None
-        for name, interventions in runs.items():
+        for name, interventions in {"intact": None, **runs(encodings, attention_mask)}.items():
             logits, _ = model.run_with_cache(input_ids, token_type_ids, attention_mask, names=[], interventions=interventions,
                                              logit_mask=where)
-            sums[name] += float(F.cross_entropy(logits.float(), labels[where], reduction="sum"))
+            sums[name] = sums.get(name, 0.0) + float(F.cross_entropy(logits.float(), labels[where], reduction="sum"))
             top = logits.argmax(-1)
             if intact_top is None:
                 intact_top = top
             else:
-                agree[name] += int((top == intact_top).sum())
+                agree[name] = agree.get(name, 0) + int((top == intact_top).sum())
         positions += int(where.sum())
     losses = {name: value / positions for name, value in sums.items()}
-    recovered = (losses["zero_ablated"] - losses["spliced"]) / (losses["zero_ablated"] - losses["intact"])
+    replaced, zeroed = list(losses)[1:]
+    recovered = (losses[zeroed] - losses[replaced]) / (losses[zeroed] - losses["intact"])
     return {"masked_positions": positions, "mlm_loss": losses, "loss_recovered": recovered,
             "top1_agreement": {name: value / positions for name, value in agree.items()}}
 

@@ -10,15 +10,14 @@
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 
 from ...devices import model_device
 from ...interventions import zero
 from ...model import Bert
 from ...tokenizer import BertTokenizer
-from ..corpus.batching import batches, pad
+from ..corpus.batching import batches
 from ..features.corpora import Corpus
-from ..features.sae_measures import masked_copy
+from ..features.sae_measures import masked_lm_with
 from .transcoder import Transcoders, splice_all
 from .transcoder_train import mlp_pairs
 
@@ -56,27 +55,6 @@ def _reconstruction(model, tokenizer, transcoders: Transcoders, corpus: Corpus, 
 
 
 def _masked_lm(model, tokenizer, transcoders: Transcoders, corpus: Corpus, mask_fraction: float, seed: int, batch_size: int) -> dict:
-    device = model_device(model)
-    generator = torch.Generator().manual_seed(seed)
-    masked = [masked_copy(e, tokenizer.mask_id, mask_fraction, generator) for e in corpus.encodings]
     zeroed = {transcoders.config.output_hook(layer): zero for layer in range(transcoders.config.layers)}
-    sums, agree, positions = {"intact": 0.0, "replaced": 0.0, "zero_ablated": 0.0}, {"replaced": 0, "zero_ablated": 0}, 0
-    for batch in batches(corpus.encodings, batch_size):
-        input_ids, token_type_ids, attention_mask = pad([masked[i] for i in batch], tokenizer.pad_id, device)
-        labels, _, _ = pad([corpus.encodings[i] for i in batch], tokenizer.pad_id, device)
-        where = input_ids == tokenizer.mask_id
-        intact_top = None
-        for name, interventions in (("intact", None), ("replaced", splice_all(transcoders)), ("zero_ablated", zeroed)):
-            logits, _ = model.run_with_cache(input_ids, token_type_ids, attention_mask, names=[], interventions=interventions,
-                                             logit_mask=where)
-            sums[name] += float(F.cross_entropy(logits.float(), labels[where], reduction="sum"))
-            top = logits.argmax(-1)
-            if intact_top is None:
-                intact_top = top
-            else:
-                agree[name] += int((top == intact_top).sum())
-        positions += int(where.sum())
-    losses = {name: value / positions for name, value in sums.items()}
-    recovered = (losses["zero_ablated"] - losses["replaced"]) / (losses["zero_ablated"] - losses["intact"])
-    return {"masked_positions": positions, "mlm_loss": losses, "loss_recovered": recovered,
-            "top1_agreement": {name: value / positions for name, value in agree.items()}}
+    return masked_lm_with(model, tokenizer, corpus, lambda encodings, attention_mask: {
+        "replaced": splice_all(transcoders), "zero_ablated": zeroed}, mask_fraction, seed, batch_size)
