@@ -134,7 +134,7 @@ def train_sae(
     stream = residual_stream(model, tokenizer, (lines[i] for i in mine[start_line:]), layer, settings.special_tokens,
                              settings.sentences_per_batch)
     read = {"lines": start_line}  # lines of this rank's share read so far, for resuming
-    batches = mixed_batches(_counting(stream, read, settings.sentences_per_batch), settings.batch_tokens,
+    batches = mixed_batches(counting_lines(stream, read, settings.sentences_per_batch), settings.batch_tokens,
                             settings.buffer_tokens, generator, settings.repeats)
     first = next(batches, None)
     if any_rank(first is None, ranks, device):  # every rank raises, none waits for the others
@@ -145,7 +145,7 @@ def train_sae(
     if first is None:
         raise InvalidInputError(f"{data_name} gives fewer than {settings.batch_tokens} training vectors: give more text")
     scale = state["input_scale"] if state else torch.tensor(math.sqrt(config.hidden) / float(first.norm(dim=-1).mean()))
-    config = replace(config, input_scale=float(_from_rank_0(scale.double().to(device), ranks)))
+    config = replace(config, input_scale=float(from_rank_0(scale.double().to(device), ranks)))
     sae = TopKSae(config).to(device)
     if state is None:
         _initialise(sae, first.to(device), settings.seed)
@@ -164,7 +164,7 @@ def fit_sae(sae: TopKSae, batches: Iterator[torch.Tensor], settings: SaeSettings
     state: a checkpoint to go on from; save(sae, optimizer, since_fired, step, tokens) every checkpoint_every steps."""
     device = sae.W_dec.device
     for parameter in sae.parameters():
-        _from_rank_0(parameter.data, ranks)
+        from_rank_0(parameter.data, ranks)
     optimizer = torch.optim.Adam(sae.parameters(), lr=settings.learning_rate, eps=6.25e-10)
     since_fired = torch.zeros(settings.features, dtype=torch.long, device=device)
     step, tokens = 0, 0
@@ -207,13 +207,14 @@ def fit_sae(sae: TopKSae, batches: Iterator[torch.Tensor], settings: SaeSettings
     return step, tokens
 
 
-def _counting(stream: Iterator[torch.Tensor], read: dict, sentences: int) -> Iterator[torch.Tensor]:
+def counting_lines(stream: Iterator[torch.Tensor], read: dict, sentences: int) -> Iterator[torch.Tensor]:
+    """The stream's chunks, each counted in `read["lines"]` as `sentences` lines read (a resumed run skips them)."""
     for chunk in stream:
         read["lines"] += sentences  # (a last, shorter batch over-counts: the text has ended anyway)
         yield chunk
 
 
-def _from_rank_0(tensor: torch.Tensor, ranks: Ranks) -> torch.Tensor:
+def from_rank_0(tensor: torch.Tensor, ranks: Ranks) -> torch.Tensor:
     """Rank 0's values on every rank, in place."""
     if ranks.world > 1:
         torch.distributed.broadcast(tensor, 0)
@@ -246,10 +247,14 @@ def _remove_parallel_gradient(sae: TopKSae) -> None:
 
 
 def _set_learning_rate(optimizer, settings: SaeSettings, step: int) -> None:
-    decay_from = int(0.8 * settings.steps)
-    factor = 1.0 if step < decay_from else (settings.steps - step) / max(settings.steps - decay_from, 1)
     for group in optimizer.param_groups:
-        group["lr"] = settings.learning_rate * factor
+        group["lr"] = settings.learning_rate * decay(settings.steps, step)
+
+
+def decay(steps: int, step: int) -> float:
+    """The learning rate's factor at `step` of `steps`: 1, then down to 0 over the last fifth."""
+    decay_from = int(0.8 * steps)
+    return 1.0 if step < decay_from else (steps - step) / max(steps - decay_from, 1)
 
 
 def _save_checkpoint(path: Path, sae, optimizer, since_fired, step: int, tokens: int, lines_done: int) -> None:

@@ -36,7 +36,7 @@ from ...pretraining.distributed import Ranks, any_rank, barrier
 from ...tokenizer import BertTokenizer
 from ..corpus.batching import pad
 from ..corpus.model_fingerprint import model_fingerprint
-from ..features.sae_train import mixed_batches
+from ..features.sae_train import counting_lines, decay, from_rank_0, mixed_batches
 from .transcoder import TranscoderConfig, TranscoderFileError, Transcoders, mlp_input_kind
 
 log = logging.getLogger(__name__)
@@ -117,7 +117,7 @@ def train_transcoders(
                               settings={key: value for key, value in asdict(settings).items() if key not in ("features", "k")})
     state = _load_checkpoint(out / CHECKPOINT_FILE, config)
     read = {"lines": state["lines_done"] if state else 0}  # lines of this rank's share read so far, for resuming
-    stream = _counting(pair_stream(model, tokenizer, (lines[i] for i in mine[read["lines"]:]), settings.sentences_per_batch),
+    stream = counting_lines(pair_stream(model, tokenizer, (lines[i] for i in mine[read["lines"]:]), settings.sentences_per_batch),
                        read, settings.sentences_per_batch)
     batches = mixed_batches(stream, settings.batch_tokens, settings.buffer_tokens, generator)
     first = next(batches, None)
@@ -143,7 +143,7 @@ def _fit(transcoders: Transcoders, batches: Iterator[torch.Tensor], settings: Tr
          state: dict | None, save: Callable) -> tuple[int, int]:
     device = transcoders.W_dec.device
     for parameter in transcoders.parameters():
-        _from_rank_0(parameter.data, ranks)
+        from_rank_0(parameter.data, ranks)
     optimizer = torch.optim.Adam(transcoders.parameters(), lr=settings.learning_rate, eps=6.25e-10)
     step, tokens = 0, 0
     if state is not None:
@@ -156,7 +156,7 @@ def _fit(transcoders: Transcoders, batches: Iterator[torch.Tensor], settings: Tr
         if any_rank(pairs is None, ranks, device):  # one rank's text has run out: all stop at this step
             break
         for group in optimizer.param_groups:
-            group["lr"] = settings.learning_rate * _decay(settings, step)
+            group["lr"] = settings.learning_rate * decay(settings.steps, step)
         loss, per_layer, _ = transcoder_losses(transcoders, pairs.to(device))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -181,28 +181,11 @@ def _fit(transcoders: Transcoders, batches: Iterator[torch.Tensor], settings: Tr
     return step, tokens
 
 
-def _decay(settings: TranscoderSettings, step: int) -> float:
-    decay_from = int(0.8 * settings.steps)
-    return 1.0 if step < decay_from else (settings.steps - step) / max(settings.steps - decay_from, 1)
-
-
-def _counting(stream: Iterator[torch.Tensor], read: dict, sentences: int) -> Iterator[torch.Tensor]:
-    for chunk in stream:
-        read["lines"] += sentences  # (a last, shorter batch over-counts: the text has ended anyway)
-        yield chunk
-
-
-def _from_rank_0(tensor: torch.Tensor, ranks: Ranks) -> torch.Tensor:
-    if ranks.world > 1:
-        torch.distributed.broadcast(tensor, 0)
-    return tensor
-
-
 def _initialise(transcoders: Transcoders, first: torch.Tensor, seed: int, ranks: Ranks) -> None:
     """Scales from the first batch (rank 0's), random unit decoder rows, W_enc their transpose, b_dec the mean output."""
     hidden = transcoders.config.hidden
     norms = first.norm(dim=-1).mean(0)  # [layer, 2]
-    scales = _from_rank_0((math.sqrt(hidden) / norms.clamp_min(1e-8)).double(), ranks).float()
+    scales = from_rank_0((math.sqrt(hidden) / norms.clamp_min(1e-8)).double(), ranks).float()
     transcoders.set_scales(scales[:, 0].tolist(), scales[:, 1].tolist())
     generator = torch.Generator().manual_seed(seed)
     config = transcoders.config
