@@ -250,24 +250,25 @@ def node_fields(node) -> dict:
 
 def part_words(graph, part: str) -> str:
     """"layer 3, head 7's output, read by layer 5, head 2's values" or "every output of layer 3, head 7"."""
-    kind, _, name = part.partition(":")
-    if kind == "edge":
-        edge = next(e for e in graph.edges if e.name == name)
-        return (f"{possessive(node_title(node_fields(edge.sender)))} output, read by "
-                f"{reader_title(node_fields(edge.receiver.node), edge.receiver.input)}")
-    return f"every output of {node_title(node_fields(graph.senders[graph.sender_index(name)]))}"
+    kind, sender, reader = _part_titles(graph, part)
+    return f"{possessive(sender)} output, read by {reader}" if kind == "edge" else f"every output of {sender}"
 
 
 def part_label(graph, part: str) -> str:
     """The picker's words for a part: "nothing", "edge: layer 3, head 7 → layer 5, head 2's values", "node: layer 3's MLP"."""
+    kind, sender, reader = _part_titles(graph, part)
+    return {"edge": f"edge: {sender} → {reader}", "node": f"node: {sender}"}.get(kind, "nothing")
+
+
+def _part_titles(graph, part: str) -> tuple[str, str, str]:
+    """(kind, the sender's title, the reader's title: "" for a node) of "edge:NAME" or "node:NAME"; ("", "", "") else."""
     kind, _, name = part.partition(":")
     if kind == "edge":
         edge = next(e for e in graph.edges if e.name == name)
-        return (f"edge: {node_title(node_fields(edge.sender))} → "
-                f"{reader_title(node_fields(edge.receiver.node), edge.receiver.input)}")
+        return kind, node_title(node_fields(edge.sender)), reader_title(node_fields(edge.receiver.node), edge.receiver.input)
     if kind == "node":
-        return f"node: {node_title(node_fields(graph.senders[graph.sender_index(name)]))}"
-    return "nothing"
+        return kind, node_title(node_fields(graph.senders[graph.sender_index(name)])), ""
+    return "", "", ""
 
 
 def ablation_text(scores, part: str, ablated: Ablation, metric: str) -> str:
