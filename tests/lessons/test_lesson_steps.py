@@ -1,6 +1,6 @@
 """Lesson steps made concrete for a model: computed values checked against the model's own attention and
-predictions worked out here by hand, every built-in step on two models of different shapes, figures without
-Streamlit."""
+predictions worked out here by hand; every built-in step on a small model of another shape, figures without
+Streamlit (the built-in model's, beside the Lessons page: tests/app/lessons/test_lessons_page.py)."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,7 +12,7 @@ from viz_app.app import forward
 from viz_app.lessons.steps import lesson_cost, step_cost
 from viz_app.lessons.format import builtin_lessons, parse_lesson
 from viz_app.lessons.resolve import NOT_AVAILABLE, resolve
-from viz_app.lessons.views import BUILDERS, PerModel, view_charts
+from lesson_step_checks import resolved_and_checked
 
 SENTENCE = "The chef who ran the kitchen cooked a delicious meal for the guests."
 
@@ -95,53 +95,15 @@ def test_what_cannot_be_computed_is_said_not_invented(loaded_minilm):
     assert any("layer: 40 is beyond this model's 6 layers" in p for p in big.problems)
 
 
-class LayerPasses:
-    """Rows through the model's transformer layers, over the number of layers: full forward passes and the
-    layer-only passes of value zeroing and DecompX alike."""
-
-    def __init__(self, model):
-        self.rows, self.layers = 0, model.config.num_layers
-        self.handles = [layer.register_forward_pre_hook(self._count) for layer in model.transformer]
-
-    def _count(self, module, args):
-        self.rows += args[0].shape[0]
-
-    def close(self) -> float:
-        for handle in self.handles:
-            handle.remove()
-        return self.rows / self.layers
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("model", ["loaded_minilm", "loaded_small"])
-def test_every_builtin_step_holds_for_the_model_draws_and_keeps_to_its_cost(model, request):
-    """Every step of every lesson, on minilm and on a random 3-layer, 4-head BERT: nothing left uncomputed, every
-    layer and head within the model, the figures drawn without Streamlit, and no more passes through the model's
-    layers than the step's cost (viz_app/lessons/steps.py) says; on the built-in model every step is within what a
-    student may open, and a lesson costs at least its dearest step."""
-    loaded = request.getfixturevalue(model)
+def test_every_builtin_step_holds_for_another_shape_and_a_lesson_costs_its_dearest_step(loaded_small):
+    """Every step of every lesson on a random 3-layer, 4-head BERT holds (lesson_step_checks.py: the built-in model's
+    steps are checked beside the page in tests/app/lessons/test_lessons_page.py), and a lesson costs at least its
+    dearest step."""
     for lesson in builtin_lessons().values():
         session = {}
         for index in range(len(lesson.steps)):
-            cost = step_cost(lesson, index, loaded, session)
-            counted, per_model = LayerPasses(loaded.model), PerModel.of(loaded)  # the values and figures share runs, as in the app
-            try:
-                step = resolve(lesson, index, loaded, session, per_model=per_model)
-                charts = view_charts(step.page, loaded, step.state, per_model)
-            finally:
-                passes = counted.close()
+            step, _ = resolved_and_checked(lesson, index, loaded_small, session)
             session |= step.state
-            where = f"{lesson.name} step {step.number}"
-            assert not step.problems, (where, step.problems)
-            assert NOT_AVAILABLE not in step.text + step.question + step.answer, where
-            assert "{" not in step.text, (where, step.text)
-            for key, limit in (("layer", loaded.summary.layers), ("head", loaded.summary.heads)):
-                assert 0 <= step.state.get(key, 0) < limit, where
-            if step.page in BUILDERS and step.page not in ("sentence_tasks", "compare_models"):  # classes need a
-                assert charts, where  # classifier head; a comparison, a model B the step names
-            assert all(chart.figure.data for chart in charts), where
-            assert passes <= cost.forward_passes, (where, passes, cost)
-            if model == "loaded_minilm":
-                assert cost.work(loaded.model.config) <= 60_000, (where, cost)  # a student may open every built-in step
-        assert lesson_cost(lesson, loaded, {}).forward_passes >= max(step_cost(lesson, i, loaded, {}).forward_passes
-                                                                      for i in range(len(lesson.steps)))
+        assert lesson_cost(lesson, loaded_small, {}).forward_passes >= max(
+            step_cost(lesson, i, loaded_small, {}).forward_passes for i in range(len(lesson.steps)))

@@ -12,7 +12,7 @@ from viz_app.app import models
 from viz_app.app.navigation import LINK_PARAMS
 from viz_app.app.text import escape_markdown
 from viz_app.lessons.format import PAGES, builtin_lessons
-from viz_app.lessons.resolve import resolve
+from lesson_step_checks import resolved_and_checked
 
 pytestmark = [pytest.mark.skipif(not MINILM_HEAD_FILE.is_file(), reason=f"{MINILM_HEAD_FILE} is not there yet"),
               pytest.mark.slow]  # AppTest: every test renders pages on a model
@@ -20,7 +20,7 @@ LESSONS = "../pages/lessons.py"
 CHECKED = {"layer": "layer", "head": "head", "focus": "focus", "top_k": "top_k", "k": "k"}  # state -> widget key
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # not the module's: the walks of the lessons go to every test worker
 def loaded():
     return models.load(models.ModelKey.of("minilm"))
 
@@ -43,7 +43,8 @@ def test_a_class_walks_every_step_of_every_lesson(open_app, loaded, class_key, n
     link) presses Next through the lesson; at each step the student lands on the step's page with the step's
     sentence and settings (the values the lesson resolves to for the model). The presenter opens the step's page the
     first time the lesson reaches each page (the same opening serves every step; the student's page checks every
-    step's settings)."""
+    step's settings). Each step's values, figures and passes are checked here too (lesson_step_checks.py), and on the
+    built-in model every step is within what a student may open."""
     lesson = builtin_lessons()[name]
     presenter = open_app("lessons", key=class_key)
     student = open_app("lessons", follow=1)
@@ -52,8 +53,9 @@ def test_a_class_walks_every_step_of_every_lesson(open_app, loaded, class_key, n
     session, opened = {}, set()
     for index in range(len(lesson.steps)):
         where = (name, index + 1)
-        expected = resolve(lesson, index, loaded, session)
+        expected, cost = resolved_and_checked(lesson, index, loaded, session)
         session |= expected.state
+        assert cost.work(loaded.model.config) <= 60_000, (where, cost)  # a student may open every built-in step
         no_exception(presenter)
         assert presenter.header[0].value == escape_markdown(expected.title)  # shown as literal text
         assert f"step {index + 1} of {len(lesson.steps)}" in texts(presenter)
