@@ -163,6 +163,12 @@ class ModelDescription:
     def __repr__(self) -> str:
         return repr(object.__getattribute__(self, "_described"))
 
+    def __reduce_ex__(self, protocol):  # a copy or a pickle would hand over the module itself
+        raise TypeError("a description of the model is not copied: a page reads it where it is")
+
+    def __getstate__(self):
+        raise TypeError("a description of the model is not copied: a page reads it where it is")
+
     def __dir__(self):
         return dir(object.__getattribute__(self, "_described"))
 

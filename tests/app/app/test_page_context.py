@@ -66,6 +66,9 @@ def test_every_route_from_the_handle_to_a_module_describes_it_and_cannot_run_it(
     """A submodule reached from the page's handle (an attribute, an index, the module-tree walks, the module's own
     dicts) reads as the module does (its name, class, repr, parameters' shapes, sizes) and refuses a call, like the
     model: a page cannot run a layer, an embedding or a head either."""
+    import copy
+    import pickle
+
     import torch
 
     from viz_app.app import models
@@ -101,6 +104,9 @@ def test_every_route_from_the_handle_to_a_module_describes_it_and_cannot_run_it(
             described.training = True
     with pytest.raises(models.ModelCallError):  # a hook would run code inside every session's passes
         handle.transformer[0].register_forward_hook(lambda *args: None)
+    for copied in (copy.copy, copy.deepcopy, pickle.dumps):  # a copy would be the module itself, free to run
+        with pytest.raises(TypeError):
+            copied(handle.transformer[0])
     assert len(handle.transformer) == len(real.transformer) and bool(handle.transformer)
     assert [name for name, _ in handle.named_modules()] == [name for name, _ in real.named_modules()]
     assert architecture.module_rows(handle, {}) == architecture.module_rows(real, {})  # the Architecture page's tree
