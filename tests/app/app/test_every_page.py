@@ -8,7 +8,7 @@ reason a page cannot apply, or what it shows of its own, and each input's own me
 its first (Home.py), and `heavy.PassesOutside` counts those of every other thread (the sidebar, a fragment). Every
 family's settings, and the inputs on the app's default model (IN_CLASS), are opened by a student in class mode, the
 student panel above the page: a family's folder is one the teacher offers (viz_app/server/settings.py's `folders:`),
-which the student's link names as the teacher named it. The inputs on BERT and the model that does not load are
+which the student's link names as the teacher named it. BERT's other inputs and the model that does not load are
 opened by the person at the server (the folder box, a folder to compare with).
 
 The models are `transformers`' own classes with random weights (tests/families/family_support.py): hidden 32, two
