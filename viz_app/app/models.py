@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 import os
+import types
+from collections import abc
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -118,31 +120,93 @@ class ModelCallError(RuntimeError):
 
 
 class ModelDescription:
-    """The loaded model as a page reads it: its config, output heads, labels, hook names, module tree and parameters
-    (names and sizes). Calling it, or any method of it that runs it (`forward`, `run_with_cache`, `encode`, the
-    heads' logits), raises ModelCallError: a page's pass is a `Computation` (viz_app/specs/base.py), whose `cost` and
-    `compute` read the model itself. (Its modules are the module tree the Architecture page lists, as they are.)"""
+    """The loaded model, or one of its modules, as a page reads it: its config, output heads, labels, hook names,
+    module tree, parameters (names and sizes) and repr. Calling it, or any method of it that runs it (`forward`,
+    `run_with_cache`, `encode`, the heads' logits, a hook's registration), raises ModelCallError: a page's pass is a
+    `Computation` (viz_app/specs/base.py), whose `cost` and `compute` read the model itself. Every module reached
+    from it (an attribute, an index, `named_modules()`, `children()`, `get_submodule`, the module's own dicts) is a
+    ModelDescription of that module, and `isinstance` reads it as the module's class (the Architecture page sorts
+    the module tree by kind)."""
 
-    __slots__ = ("_model",)
-    DESCRIBING = frozenset({"hook_names", "named_parameters", "parameters", "named_modules", "modules",
-                            "named_children", "children", "named_buffers", "buffers", "extra_repr"})
+    __slots__ = ("_described",)
+    DESCRIBING = frozenset({"hook_names", "named_parameters", "parameters", "named_buffers", "buffers", "extra_repr",
+                            "named_modules", "modules", "named_children", "children", "get_submodule", "keys",
+                            "values", "items"})  # the methods that read: what they give is described in turn
 
-    def __init__(self, model: bert.Bert) -> None:
-        object.__setattr__(self, "_model", model)
+    def __init__(self, module: torch.nn.Module) -> None:
+        object.__setattr__(self, "_described", module)
 
-    def __getattr__(self, name: str):
-        value = getattr(object.__getattribute__(self, "_model"), name)
-        if callable(value) and not isinstance(value, torch.nn.Module) and name not in self.DESCRIBING:
+    def __getattribute__(self, name: str):
+        module = object.__getattribute__(self, "_described")
+        if name == "__class__":  # isinstance(description, nn.Embedding) reads the module's class
+            return type(module)
+        if name.startswith("__") and name.endswith("__") and name != "__dict__":
+            return object.__getattribute__(self, name)
+        value = getattr(module, name)
+        if not callable(value) or isinstance(value, torch.nn.Module):
+            return _described(value)
+        if name not in ModelDescription.DESCRIBING:
             raise ModelCallError(f"a page cannot run the model (its {name}): declare the pass as a Computation "
                                  "and run it through viz_app.heavy.run")
-        return value
+        return lambda *args, **kwargs: _described(value(*args, **kwargs))
 
     def __setattr__(self, name: str, value) -> None:
+        raise AttributeError("the model is shared by every session: a page changes nothing of it")
+
+    def __delattr__(self, name: str) -> None:
         raise AttributeError("the model is shared by every session: a page changes nothing of it")
 
     def __call__(self, *args, **kwargs):
         raise ModelCallError("a page cannot run the model: declare the pass as a Computation and run it through "
                              "viz_app.heavy.run")
+
+    def __repr__(self) -> str:
+        return repr(object.__getattribute__(self, "_described"))
+
+    def __reduce_ex__(self, protocol):  # a copy or a pickle would hand over the module itself
+        raise TypeError("a description of the model is not copied: a page reads it where it is")
+
+    def __getstate__(self):
+        raise TypeError("a description of the model is not copied: a page reads it where it is")
+
+    def __dir__(self):
+        return dir(object.__getattribute__(self, "_described"))
+
+    def __eq__(self, other) -> bool:
+        mine = object.__getattribute__(self, "_described")
+        return mine is (object.__getattribute__(other, "_described") if type(other) is ModelDescription else other)
+
+    def __hash__(self) -> int:
+        return hash(object.__getattribute__(self, "_described"))
+
+    def __bool__(self) -> bool:
+        return bool(object.__getattribute__(self, "_described"))
+
+    def __len__(self) -> int:  # a ModuleList, ModuleDict or Sequential: its modules
+        return len(object.__getattribute__(self, "_described"))
+
+    def __contains__(self, item) -> bool:
+        return item in object.__getattribute__(self, "_described")
+
+    def __iter__(self):
+        return (_described(item) for item in object.__getattribute__(self, "_described"))
+
+    def __getitem__(self, index):
+        return _described(object.__getattribute__(self, "_described")[index])
+
+
+def _described(value):
+    """`value` with every module in it (in a list, tuple, dict, view or generator) a ModelDescription of it."""
+    if isinstance(value, torch.nn.Module):
+        return ModelDescription(value)
+    if isinstance(value, dict):
+        return {key: _described(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        items = [_described(item) for item in value]
+        return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)  # a named tuple: by position
+    if isinstance(value, (types.GeneratorType, abc.KeysView, abc.ValuesView, abc.ItemsView)):
+        return (_described(item) for item in value)
+    return value
 
 
 @dataclass(frozen=True)

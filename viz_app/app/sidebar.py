@@ -103,7 +103,7 @@ def _pick_model(visitor: Visitor) -> PickedModel:
         show.info("{}", refused, icon=":material/info:")
     if choice.source == models.FOLDER:
         path = st.text_input(
-            "Folder", **state.kept("model_folder"), on_change=state.clear_masks,
+            "Folder", **state.kept("model_folder"), on_change=state.typed_folder, args=(visitor,),
             placeholder="/path/to/a/bert/folder"
         ).strip()
         if not path:

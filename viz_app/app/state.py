@@ -63,6 +63,17 @@ def init_model_widgets(visitor: Visitor) -> None:
     choose(visitor.resolve(requested))
 
 
+def typed_folder(visitor: Visitor) -> None:
+    """Widget callback (the folder box): a folder this server offers (a teacher's, or a cached hub model's
+    snapshot), typed by its path, is picked as its entry, so the link and the class's step name it as students
+    see it; a student's link may name no path (viz_app/server/access.py)."""
+    clear_masks()
+    typed = str(st.session_state.get("model_folder") or "").strip()
+    resolution = visitor.resolve(typed) if typed else None
+    if resolution is not None and resolution.choice.folder is not None and not resolution.refused:
+        choose(resolution)
+
+
 def choose(resolution: Resolution) -> None:
     """Put a resolved model into the picker (before the picker is drawn)."""
     st.session_state["model_choice"] = resolution.choice.source

@@ -190,7 +190,8 @@ def _checkpoint_modules(model: Bert) -> dict[str, str]:
 
 
 def _kind(module: nn.Module) -> str:
-    return "Linear" if isinstance(module, PackedLinear) else type(module).__name__
+    """The module's class name; `__class__`, as a page's description of it reports it (viz_app/app/models.py)."""
+    return "Linear" if isinstance(module, PackedLinear) else module.__class__.__name__
 
 
 def _label(path: str, module: nn.Module) -> str:
@@ -201,7 +202,7 @@ def _label(path: str, module: nn.Module) -> str:
     elif isinstance(module, nn.Linear):
         kind = f"Linear({module.in_features} → {module.out_features})"
     elif isinstance(module, (nn.LayerNorm, nn.RMSNorm)):
-        kind = f"{type(module).__name__}({module.normalized_shape[0]})"
+        kind = f"{module.__class__.__name__}({module.normalized_shape[0]})"
     elif isinstance(module, nn.Dropout):
         kind = f"Dropout({module.p})"
     elif isinstance(module, nn.ModuleList):

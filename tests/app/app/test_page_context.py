@@ -60,3 +60,54 @@ def test_a_page_s_context_describes_the_model_and_cannot_run_it(tiny_mlm_folder)
             attempt()
     with pytest.raises(AttributeError):
         handle.model.config = None
+
+
+def test_every_route_from_the_handle_to_a_module_describes_it_and_cannot_run_it(tiny_mlm_folder):
+    """A submodule reached from the page's handle (an attribute, an index, the module-tree walks, the module's own
+    dicts) reads as the module does (its name, class, repr, parameters' shapes, sizes) and refuses a call, like the
+    model: a page cannot run a layer, an embedding or a head either."""
+    import copy
+    import pickle
+
+    import torch
+
+    from viz_app.app import models
+    from viz_app.specs import architecture
+
+    loaded = models.load(models.ModelKey.of("folder", str(tiny_mlm_folder)))
+    real, handle = loaded.model, models.ModelHandle.of(loaded).model
+    routes = {
+        "an attribute": (handle.transformer, real.transformer),
+        "an index": (handle.transformer[0], real.transformer[0]),
+        "an attribute of an attribute": (handle.transformer[0].attention, real.transformer[0].attention),
+        "iteration": (list(handle.transformer)[-1], list(real.transformer)[-1]),
+        "get_submodule": (handle.get_submodule("transformer.0.residual"), real.get_submodule("transformer.0.residual")),
+        "the module's own dict of modules": (handle._modules["transformer"], real._modules["transformer"]),
+        "its __dict__": (handle.__dict__["_modules"]["transformer"], real.__dict__["_modules"]["transformer"]),
+        **{f"{walk}()": (list(getattr(handle, walk)())[1], list(getattr(real, walk)())[1])
+           for walk in ("named_modules", "modules", "named_children", "children")},
+    }
+    ids = torch.zeros(1, 4, dtype=torch.long)
+    for route, (described, module) in routes.items():
+        name, described = described if isinstance(described, tuple) else ("", described)
+        name_of_real, module = module if isinstance(module, tuple) else ("", module)
+        assert name == name_of_real, route
+        assert repr(described) == repr(module) and isinstance(described, type(module)), route
+        assert [(n, p.shape) for n, p in described.named_parameters()] == \
+               [(n, p.shape) for n, p in module.named_parameters()], route
+        assert sum(p.numel() for p in described.parameters()) == sum(p.numel() for p in module.parameters()), route
+        for attempt in (lambda: described(ids), lambda: described.forward(ids), lambda: described.__call__(ids),
+                        lambda: [m(ids) for m in described.modules()]):
+            with pytest.raises(models.ModelCallError, match="heavy.run"):
+                attempt()
+        with pytest.raises(AttributeError):
+            described.training = True
+    with pytest.raises(models.ModelCallError):  # a hook would run code inside every session's passes
+        handle.transformer[0].register_forward_hook(lambda *args: None)
+    for copied in (copy.copy, copy.deepcopy, pickle.dumps):  # a copy would be the module itself, free to run
+        with pytest.raises(TypeError):
+            copied(handle.transformer[0])
+    assert len(handle.transformer) == len(real.transformer) and bool(handle.transformer)
+    assert [name for name, _ in handle.named_modules()] == [name for name, _ in real.named_modules()]
+    assert architecture.module_rows(handle, {}) == architecture.module_rows(real, {})  # the Architecture page's tree
+    assert architecture.parameter_arithmetic(handle).equals(architecture.parameter_arithmetic(real))

@@ -94,6 +94,23 @@ def test_a_student_loads_a_folder_the_teacher_offers_by_its_name(open_app, stude
     assert not any(str(tiny_mlm_folder) in text for text in what_a_student_reads(at))
 
 
+def test_an_offered_folder_typed_by_its_path_travels_by_its_name(open_app, unreachable_hub, tiny_mlm_folder,
+                                                                monkeypatch):
+    """The teacher at the server types the path of a folder it offers into the folder box: the picker takes the
+    offered entry, so the link (and a presenter's class step) names the folder as students see it, and a student
+    opening that link gets the folder, not the default model with "not offered" (a student's link may name no path)."""
+    monkeypatch.setattr("sys.argv", ["Home.py", "--offer", f"tiny={tiny_mlm_folder}"])
+    at = open_app()
+    at.selectbox(key="model_choice").set_value("folder").run()
+    at.text_input(key="model_folder").input(f"{tiny_mlm_folder}/").run()
+    no_exception(at)
+    assert at.selectbox(key="model_choice").value == "tiny" and at.query_params["model"] == "tiny"
+    monkeypatch.setattr(visitor, "address", lambda: STUDENT_ADDRESS)
+    shared = open_app(model=at.query_params["model"])
+    no_exception(shared)
+    assert shared.selectbox(key="model_choice").value == "tiny" and not shared.sidebar.info
+
+
 def test_the_compare_page_offers_a_student_no_folder(open_app, student, unreachable_hub, tiny_mlm_folder):
     at = open_app("compare_models", compare_with="folder", compare_folder=str(tiny_mlm_folder))
     no_exception(at)
