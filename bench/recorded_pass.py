@@ -15,8 +15,9 @@ Configurations, alternating after a warm-up (so drift in a shared machine's load
   installed: it is an optional benchmark dependency, `pip install transformer-lens`);
 - transformers_eager: transformers' BertForMaskedLM, eager attention, output_attentions and output_hidden_states.
 Per shape: each configuration's median and spread (min–max) over `--repeats` rounds, and the ratio of each of
-ours to each reference (below 1.0: ours is faster). Ends with the CPU's name (lscpu), the threads and the load
-average.
+ours to each reference (below 1.0: ours is faster), in two tables: wall time, and the process's CPU time (user and
+system, all threads: on a machine shared with other work, what a pass costs without the waits for a core; with
+one thread it is the steadier ratio). Ends with the CPU's name (lscpu), the threads and the load average.
 """
 from __future__ import annotations
 
@@ -25,12 +26,13 @@ import os
 import statistics
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 from typing import Callable
 
 import torch
 
-from bench.forward import inputs, timed
+from bench.forward import inputs
 from bench.make_random_bert import make_random_bert
 from bert import load_pretrained
 
@@ -73,14 +75,25 @@ def runners(models: dict[str, object], shape: str) -> dict[str, Callable[[], obj
     return calls
 
 
-def compare(calls: dict[str, Callable[[], object]], repeats: int) -> dict[str, list[float]]:
-    times = {name: [] for name in calls}
+def timed(call: Callable[[], object]) -> tuple[float, float]:
+    """(wall seconds, this process's CPU seconds, user and system, all threads) of one call, its output freed."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    output = call()
+    del output
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def compare(calls: dict[str, Callable[[], object]], repeats: int) -> dict[str, dict[str, list[float]]]:
+    """{configuration: {"wall": [seconds per run], "cpu": [...]}}"""
+    times = {name: {"wall": [], "cpu": []} for name in calls}
     with torch.inference_mode():
         for call in calls.values():  # warm-up
             call()
         for _ in range(repeats):
             for name, call in calls.items():
-                times[name].append(timed(call))
+                wall, cpu = timed(call)
+                times[name]["wall"].append(wall)
+                times[name]["cpu"].append(cpu)
     return times
 
 
@@ -92,14 +105,15 @@ def cpu_name() -> str:
     return next((line.split(":", 1)[1].strip() for line in lines if line.startswith("Model name")), "unknown CPU")
 
 
-def table(rows: dict[str, dict[str, list[float]]], references: tuple[str, ...]) -> list[str]:
+def table(rows: dict[str, dict[str, dict[str, list[float]]]], references: tuple[str, ...], clock: str) -> list[str]:
     names = [*OURS, *references]
     ratios = [(ours, reference) for reference in references for ours in OURS]
-    lines = ["| tokens | " + " | ".join(f"{n} (s)" for n in names) + " | " + " | ".join(f"{o} / {r}" for o, r in ratios) + " |",
+    lines = [f"| tokens ({clock}) | " + " | ".join(f"{n} (s)" for n in names) + " | " + " | ".join(f"{o} / {r}" for o, r in ratios) + " |",
              "| ---: " * (1 + len(names) + len(ratios)) + "|"]
     for shape, times in rows.items():
-        median = {n: statistics.median(times[n]) for n in names}
-        cells = [f"{median[n]:.3f} ({min(times[n]):.3f}–{max(times[n]):.3f})" for n in names]
+        runs = {n: times[n][clock] for n in names}
+        median = {n: statistics.median(runs[n]) for n in names}
+        cells = [f"{median[n]:.3f} ({min(runs[n]):.3f}–{max(runs[n]):.3f})" for n in names]
         lines.append(f"| {shape.split('x')[1]} | " + " | ".join(cells) + " | "
                      + " | ".join(f"{median[o] / median[r]:.2f}" for o, r in ratios) + " |")
     return lines
@@ -122,13 +136,14 @@ def main() -> None:
         models = load_models(folder, references)
         for shape in args.shapes:
             rows[shape] = compare(runners(models, shape), args.repeats)
-            print(f"{shape}: " + ", ".join(f"{n} {statistics.median(t):.3f} s" for n, t in rows[shape].items()), flush=True)
+            print(f"{shape}: " + ", ".join(f"{n} {statistics.median(t['wall']):.3f} s" for n, t in rows[shape].items()), flush=True)
     load = os.getloadavg()
     print(f"\nbert-base, recorded pass; {cpu_name()}, torch {torch.__version__}, {torch.get_num_threads()} threads, "
           f"{os.cpu_count()} CPUs; load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}; median of {args.repeats} "
           "alternating runs, spread min–max" + ("" if "transformer_lens_bridge" in references else "; TransformerLens not installed")
           + ("; TINY model (a smoke test, not a measurement)" if args.tiny else "") + "\n")
-    print("\n".join(table(rows, references)))
+    for clock in ("wall", "cpu"):
+        print("\n".join(table(rows, references, clock)) + "\n")
 
 
 if __name__ == "__main__":
