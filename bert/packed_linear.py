@@ -15,8 +15,10 @@ where the CPU has oneDNN's path), and for weights made under inference_mode.
 - The packed copy (reorder=True) is remade when the weight changes: an in-place edit, an optimizer step,
   `load_state_dict`, `model.to(dtype)`, a new tensor (`model.train()` drops it). Edits through `weight.data` are not
   seen: call `forget_packed_weights(model)` after them. Without the copy there is nothing to remake.
-- Results differ from nn.Linear's by float rounding (about 1e-6 relative); a row's result does not depend on the
-  other rows, and the copy is a pure function of the weight, so app sessions sharing one model get the same numbers.
+- Results differ from nn.Linear's by float rounding (about 1e-6 relative). With the packed copy a row's result does
+  not depend on the other rows, and the copy is a pure function of the weight, so app sessions sharing one model get
+  the same numbers; on the weight as it is a single row takes another kernel than a batch (as with nn.Linear), so
+  its result may differ from the same row's in a batch by float rounding.
 - Should PyTorch's private oneDNN op fail where nn.Linear works, that module takes nn.Linear's path for good.
 """
 from __future__ import annotations
