@@ -83,7 +83,7 @@ class Models:
 
     @cache
     def ours(self):
-        return load_pretrained(str(self.folder), pack_for_cpu=self.packing)[0]
+        return load_pretrained(str(self.folder), pack_for_cpu=self.packing, cpu_kernels=self.packing)[0]  # --no-packing: nn.Linear
 
     @cache
     def transformers(self, kind: str):

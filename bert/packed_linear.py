@@ -1,23 +1,31 @@
 """A pass for CPU inference: `pack_for_cpu_inference(model)` swaps each nn.Linear for a PackedLinear over the
-same parameters, which multiplies with a copy of its weight reordered once into the blocked layout of oneDNN, the
-kernel library inside PyTorch (what `torch.compile`'s freezing does for a CPU model). Why: nn.Linear calls Intel
-MKL, whose single-precision kernels are slower on AMD EPYC processors (figures: docs/benchmarks.md#forward-pass).
+same parameters, which multiplies through oneDNN, the kernel library inside PyTorch, instead of nn.Linear's Intel
+MKL call, whose single-precision kernels are slower on AMD EPYC processors (figures: docs/benchmarks.md#forward-pass).
+Two ways:
+- reorder=True (`load_pretrained(..., pack_for_cpu=True)`, the app's path): oneDNN multiplies with a copy of each
+  weight reordered once into its blocked layout (what `torch.compile`'s freezing does for a CPU model): one more
+  copy of every weight in memory (BERT-base 413 MB), the fastest on short inputs.
+- reorder=False (what `load_pretrained` applies by default on the CPU; `cpu_kernels=False` turns it off): oneDNN's
+  product on the weight as it is, which oneDNN blocks as it goes: no copy, nothing to keep up to date.
 
-The loaders apply it to a model on the CPU (`load_pretrained(..., pack_for_cpu=True)`); `Bert(config)` itself is
-plain nn.Linear. A PackedLinear is nn.Linear in train mode, whenever a gradient is wanted (of the input, the weight
-or the bias), on a GPU, for dtypes other than float32 and bfloat16 (bfloat16 only where the CPU has oneDNN's path), and for weights made
-under inference_mode.
-- The packed copy is one more copy of each weight (`model.train()` drops it), remade when the weight changes: an
-  in-place edit, an optimizer step, `load_state_dict`, `model.to(dtype)`, a new tensor. Edits through
-  `weight.data` are not seen: call `forget_packed_weights(model)` after them.
-- Results differ from nn.Linear's by float rounding (about 1e-6 relative); a row's result does not depend on the
-  other rows, and the copy is a pure function of the weight, so app sessions sharing one model get the same numbers.
+A PackedLinear prints, saves and loads as the nn.Linear it replaces (print(model) shows `Linear(...)`; the same
+parameters, so the same state_dict keys and hook names). It is nn.Linear in train mode, whenever a gradient is
+wanted (of the input, the weight or the bias), on a GPU, for dtypes other than float32 and bfloat16 (bfloat16 only
+where the CPU has oneDNN's path), and for weights made under inference_mode.
+- The packed copy (reorder=True) is remade when the weight changes: an in-place edit, an optimizer step,
+  `load_state_dict`, `model.to(dtype)`, a new tensor (`model.train()` drops it). Edits through `weight.data` are not
+  seen: call `forget_packed_weights(model)` after them. Without the copy there is nothing to remake.
+- Results differ from nn.Linear's by float rounding (about 1e-6 relative). With the packed copy a row's result does
+  not depend on the other rows, and the copy is a pure function of the weight, so app sessions sharing one model get
+  the same numbers; on the weight as it is a single row takes another kernel than a batch (as with nn.Linear), so
+  its result may differ from the same row's in a batch by float rounding.
 - Should PyTorch's private oneDNN op fail where nn.Linear works, that module takes nn.Linear's path for good.
 """
 from __future__ import annotations
 
 import functools
 import logging
+import platform
 from typing import NamedTuple
 
 import torch
@@ -29,10 +37,13 @@ log = logging.getLogger(__name__)
 PACKABLE_DTYPES = (torch.float32, torch.bfloat16)
 
 
-def pack_for_cpu_inference(model: nn.Module) -> nn.Module:
+def pack_for_cpu_inference(model: nn.Module, reorder: bool = True) -> nn.Module:
     """Swap every nn.Linear below `model` (not its subclasses, such as the small task heads) for a PackedLinear
     over the same parameters, in place: nothing is copied or initialised, tied weights stay tied. Returns `model`.
-    Where this PyTorch lacks the private op or it fails on a small product, `model` keeps nn.Linear (one log line)."""
+    reorder: multiply with a copy of each weight in oneDNN's blocked layout, made on first use (one more copy of
+    the weights in memory); False: oneDNN's product on the weights as they are. A PackedLinear already there takes
+    the `reorder` asked for. Where this PyTorch lacks the private op or it fails on a small product, `model` keeps
+    nn.Linear (one log line)."""
     problem = packing_problem()
     if problem is not None:
         log.warning("weight packing is off, the model keeps nn.Linear: PyTorch %s %s", torch.__version__, problem)
@@ -40,7 +51,10 @@ def pack_for_cpu_inference(model: nn.Module) -> nn.Module:
     for parent in list(model.modules()):
         for name, child in parent.named_children():
             if type(child) is nn.Linear:
-                setattr(parent, name, PackedLinear.over(child))
+                setattr(parent, name, PackedLinear.over(child, reorder))
+            elif isinstance(child, PackedLinear) and child.reorder != reorder:
+                child.reorder = reorder
+                child.forget_packed_weight()
     return model
 
 
@@ -57,6 +71,13 @@ def packing_problem() -> str | None:
     return None
 
 
+def onednn_by_default() -> bool:
+    """Whether `load_pretrained` applies the pass without being asked: on x86-64 processors (where nn.Linear calls
+    Intel MKL; measured on AMD EPYC, docs/benchmarks.md#forward-pass) whose PyTorch has a usable oneDNN op. Elsewhere
+    (ARM: Apple silicon, Graviton) nn.Linear's own library is the one measured, so the default leaves it."""
+    return platform.machine().lower() in ("x86_64", "amd64") and packing_problem() is None
+
+
 def forget_packed_weights(model: nn.Module) -> None:
     """Drop every packed copy in `model` (after editing weights through `.data`); they are remade on use."""
     for module in model.modules():
@@ -71,16 +92,21 @@ class _Packed(NamedTuple):
 
 
 class PackedLinear(nn.Linear):
-    """nn.Linear, with the oneDNN-packed product on the CPU in eval mode without gradients (see the module's text)."""
+    """nn.Linear, with oneDNN's product on the CPU in eval mode without gradients (see the module's text)."""
 
     use_packed = True  # False for good once the oneDNN op failed on this module
+    reorder = True  # multiply with a copy of the weight in oneDNN's blocked layout; False: with the weight as it is
 
     @classmethod
-    def over(cls, linear: nn.Linear) -> "PackedLinear":
+    def over(cls, linear: nn.Linear, reorder: bool = True) -> "PackedLinear":
         """A PackedLinear holding `linear`'s own parameters (built on the meta device: nothing drawn or copied)."""
         module = cls(linear.in_features, linear.out_features, bias=linear.bias is not None, device="meta")
-        module.weight, module.bias = linear.weight, linear.bias
+        module.weight, module.bias, module.reorder = linear.weight, linear.bias, reorder
         return module.train(linear.training)
+
+    def _get_name(self) -> str:
+        """print(model) shows the nn.Linear this module computes: which kernel multiplies is no part of the outline."""
+        return "Linear"
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         packed = self._packed_weight(x)
@@ -104,6 +130,8 @@ class PackedLinear(nn.Linear):
         wants_gradient = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (x, weight, self.bias))
         if self.training or wants_gradient or not self.use_packed or not _packable(x, weight):
             return None
+        if not self.reorder:
+            return weight
         cached = self.__dict__.get("_packed")
         # Holding `source` keeps the packed memory alive, so a new weight cannot reuse its address unnoticed.
         if cached is not None and cached.source.data_ptr() == weight.data_ptr() and cached.version == weight._version \

@@ -1,5 +1,6 @@
-"""bert.packed_linear: the pass that gives nn.Linear, on the CPU in eval mode without gradients, a oneDNN-packed
-copy of the weight; checked against F.linear on the same tensors, and that every way of changing the weight is seen."""
+"""bert.packed_linear: the pass that gives nn.Linear, on the CPU in eval mode without gradients, oneDNN's product,
+on a packed copy of the weight (reorder=True) or on the weight as it is (reorder=False, what load_pretrained applies by
+default); checked against F.linear on the same tensors, and that every way of changing the weight is seen."""
 import copy
 import logging
 import pickle
@@ -14,11 +15,24 @@ from bert.packed_linear import PackedLinear, forget_packed_weights, pack_for_cpu
 CLOSE = dict(atol=1e-5, rtol=1e-5)
 
 
-def linear(in_features=48, out_features=72, bias=True, seed=0) -> PackedLinear:
+def linear(in_features=48, out_features=72, bias=True, seed=0, reorder=True) -> PackedLinear:
     """An nn.Linear in eval mode, through the pass."""
     torch.manual_seed(seed)
-    model = pack_for_cpu_inference(torch.nn.Sequential(torch.nn.Linear(in_features, out_features, bias=bias)).eval())
+    model = pack_for_cpu_inference(torch.nn.Sequential(torch.nn.Linear(in_features, out_features, bias=bias)).eval(), reorder)
     return model[0]
+
+
+@pytest.fixture
+def onednn_calls(monkeypatch) -> list:
+    """Each call of oneDNN's product, as (input, the weight it was given)."""
+    calls, product = [], packed_linear._packed_product
+
+    def counted(x, weight, bias):
+        calls.append((x, weight))
+        return product(x, weight, bias)
+
+    monkeypatch.setattr(packed_linear, "_packed_product", counted)
+    return calls
 
 
 def was_packed(module: PackedLinear) -> bool:
@@ -36,14 +50,18 @@ def test_packed_product_matches_f_linear(shape, bias):
     torch.testing.assert_close(out, F.linear(x, module.weight, module.bias), **CLOSE)
 
 
-def test_no_grad_non_contiguous_input_and_rows_independent():
-    module = linear()
+@pytest.mark.parametrize("reorder", [True, False])
+def test_no_grad_non_contiguous_input_and_rows_independent(reorder):
+    module = linear(reorder=reorder)
     x = torch.randn(4, 9, 48)[:, ::2]  # every other position: not contiguous
     with torch.no_grad():
         out = module(x)
         alone = module(x[1:2, 3:4])
     torch.testing.assert_close(out, F.linear(x, module.weight, module.bias), **CLOSE)
-    assert torch.equal(alone[0, 0], out[1, 3])  # a row's result does not depend on the other rows
+    if reorder:  # with the packed copy a row's result does not depend on the other rows
+        assert torch.equal(alone[0, 0], out[1, 3])
+    else:  # on the weight as it is, one row takes another kernel, as nn.Linear's does: float rounding apart
+        torch.testing.assert_close(alone[0, 0], out[1, 3], **CLOSE)
 
 
 def test_bfloat16_packs_where_the_cpu_has_onednns_path_and_falls_back_quietly_elsewhere(caplog):
@@ -87,8 +105,9 @@ def test_a_trainable_bias_beside_a_frozen_weight_gets_its_gradient():
     torch.testing.assert_close(module.bias.grad, expected)
 
 
-def test_an_in_place_edit_is_seen():
-    module = linear()
+@pytest.mark.parametrize("reorder", [True, False])
+def test_an_in_place_edit_is_seen(reorder):
+    module = linear(reorder=reorder)
     x = torch.randn(3, 48)
     with torch.no_grad():
         module(x)
@@ -97,8 +116,9 @@ def test_an_in_place_edit_is_seen():
     assert torch.equal(out, module.bias.expand(3, -1))
 
 
-def test_an_optimizer_step_and_load_state_dict_are_seen():
-    module, other = linear(seed=0), linear(seed=1)
+@pytest.mark.parametrize("reorder", [True, False])
+def test_an_optimizer_step_and_load_state_dict_are_seen(reorder):
+    module, other = linear(seed=0, reorder=reorder), linear(seed=1, reorder=reorder)
     x = torch.randn(3, 48)
     with torch.no_grad():
         module(x)
@@ -111,8 +131,9 @@ def test_an_optimizer_step_and_load_state_dict_are_seen():
         torch.testing.assert_close(module(x), F.linear(x, other.weight, other.bias), **CLOSE)
 
 
-def test_a_dtype_round_trip_and_a_new_weight_tensor_are_seen():
-    module = linear()
+@pytest.mark.parametrize("reorder", [True, False])
+def test_a_dtype_round_trip_and_a_new_weight_tensor_are_seen(reorder):
+    module = linear(reorder=reorder)
     x = torch.randn(3, 48)
     with torch.no_grad():
         module(x)
@@ -122,8 +143,9 @@ def test_a_dtype_round_trip_and_a_new_weight_tensor_are_seen():
         torch.testing.assert_close(module(x), F.linear(x, module.weight, module.bias), **CLOSE)
 
 
-def test_edits_through_data_are_seen_after_forget_packed_weights():
-    module = linear()
+@pytest.mark.parametrize("reorder", [True, False])
+def test_edits_through_data_are_seen_after_forget_packed_weights(reorder):
+    module = linear(reorder=reorder)
     model = torch.nn.Sequential(module)
     x = torch.randn(3, 48)
     with torch.no_grad():
@@ -133,8 +155,9 @@ def test_edits_through_data_are_seen_after_forget_packed_weights():
         assert torch.equal(model(x), module.bias.expand(3, -1))
 
 
-def test_copies_and_pickles_leave_the_packed_copy_out():
-    module = linear()
+@pytest.mark.parametrize("reorder", [True, False])
+def test_copies_and_pickles_leave_the_packed_copy_out(reorder):
+    module = linear(reorder=reorder)
     x = torch.randn(3, 48)
     with torch.no_grad():
         expected = module(x)
@@ -207,20 +230,49 @@ def test_the_pass_shares_parameters_keeps_ties_and_leaves_subclasses():
     assert {name: p for name, p in model.named_parameters()} == before
 
 
-@pytest.mark.slow
-def test_the_default_model_is_the_outline_and_packing_is_asked_for(minilm_path):
-    """load_pretrained gives plain nn.Linear (what print(model) shows is the module outline); the flag and
-    bert.pack_for_cpu_inference turn packing on, over the same parameters."""
+def test_the_default_model_multiplies_through_onednn_and_prints_saves_and_names_as_nn_linear(tiny_mlm_folder, tiny_batch, onednn_calls):
+    """load_pretrained's default: every Linear through oneDNN on its own weight (no copy); print(model), the
+    state_dict and the hook names are those of the model with PyTorch's nn.Linear (cpu_kernels=False); the app's
+    pack_for_cpu=True keeps its packed copies. All three give the same logits."""
     import bert
 
-    plain, _ = bert.load_pretrained("minilm")
+    default, _ = bert.load_pretrained(str(tiny_mlm_folder))
+    plain, _ = bert.load_pretrained(str(tiny_mlm_folder), cpu_kernels=False)
+    packed, _ = bert.load_pretrained(str(tiny_mlm_folder), pack_for_cpu=True)
+    linears = [m for m in default.modules() if isinstance(m, torch.nn.Linear)]
+    assert linears and all(type(m) is PackedLinear and not m.reorder for m in linears)
     assert not any(isinstance(m, PackedLinear) for m in plain.modules())
-    assert "PackedLinear" not in repr(plain) and "Linear(in_features=384, out_features=1536" in repr(plain)
-    flagged, _ = bert.load_pretrained("minilm", pack_for_cpu=True)
-    assert type(flagged.transformer[0].residual.mlp1) is PackedLinear
-    weight = plain.transformer[0].residual.mlp1.weight
-    assert bert.pack_for_cpu_inference(plain) is plain and type(plain.transformer[0].residual.mlp1) is PackedLinear
-    assert plain.transformer[0].residual.mlp1.weight is weight
+    assert all(type(m) is PackedLinear and m.reorder for m in packed.modules() if isinstance(m, torch.nn.Linear))
+    assert repr(default) == repr(plain) == repr(packed) and "Linear(in_features=" in repr(default)
+    assert list(default.state_dict()) == list(plain.state_dict()) and default.hook_names() == plain.hook_names()
+    with torch.inference_mode():
+        logits = [model(*tiny_batch) for model in (default, plain, packed)]
+    assert {id(weight) for _, weight in onednn_calls} >= {id(m.weight) for m in linears}  # the weights themselves
+    assert not any(was_packed(m) for m in linears) and all(was_packed(m) for m in packed.modules() if isinstance(m, PackedLinear))
+    torch.testing.assert_close(logits[0], logits[1], **CLOSE)
+    torch.testing.assert_close(logits[2], logits[1], **CLOSE)
+
+
+def test_without_reorder_onednn_multiplies_the_weight_itself_and_sees_every_edit(onednn_calls):
+    module = linear(reorder=False)
+    x = torch.randn(3, 48)
+    with torch.inference_mode():
+        torch.testing.assert_close(module(x), F.linear(x, module.weight, module.bias), **CLOSE)
+    with torch.no_grad():
+        module.weight.data.zero_()  # even through .data: there is no copy to forget
+        assert torch.equal(module(x), module.bias.expand(3, -1))
+    assert [weight is module.weight for _, weight in onednn_calls][-2:] == [True, True] and not was_packed(module)
+
+
+def test_the_pass_again_takes_the_way_asked_for():
+    module = linear(reorder=False)
+    with torch.no_grad():
+        module(torch.randn(3, 48))
+        pack_for_cpu_inference(torch.nn.Sequential(module), reorder=True)
+        module(torch.randn(3, 48))
+        assert module.reorder and was_packed(module)
+        pack_for_cpu_inference(torch.nn.Sequential(module), reorder=False)
+        assert not module.reorder and not was_packed(module)
 
 
 @pytest.mark.slow
@@ -230,7 +282,7 @@ def test_packing_on_and_off_give_the_same_logits(minilm_path, minilm_batch):
     import bert
 
     packed, _ = bert.load_pretrained("minilm", pack_for_cpu=True)
-    plain, _ = bert.load_pretrained("minilm")
+    plain, _ = bert.load_pretrained("minilm", cpu_kernels=False)
     input_ids, token_type_ids, attention_mask = minilm_batch
     with torch.inference_mode():
         logits = [model(input_ids, token_type_ids, attention_mask) for model in (packed, plain)]
@@ -253,10 +305,10 @@ def test_a_pytorch_without_the_op_keeps_nn_linear_with_one_log_line(minilm_path,
 
     monkeypatch.setattr(torch.ops, "mkldnn", types.SimpleNamespace())
     assert "has no usable oneDNN linear op (AttributeError" in packed_linear.packing_problem()
-    plain, _ = bert.load_pretrained("minilm")
     with caplog.at_level(logging.INFO, logger="bert.packed_linear"):
+        plain, _ = bert.load_pretrained("minilm")  # the default: nn.Linear, without a word
         asked, _ = bert.load_pretrained("minilm", pack_for_cpu=True)
-    assert not any(isinstance(m, PackedLinear) for m in asked.modules())
+    assert not any(isinstance(m, PackedLinear) for model in (plain, asked) for m in model.modules())
     records = [r for r in caplog.records if r.name == "bert.packed_linear"]
     assert len(records) == 1 and records[0].levelno == logging.WARNING
     assert "weight packing is off, the model keeps nn.Linear" in records[0].getMessage()

@@ -293,13 +293,15 @@ def test_the_sidebar_says_where_the_model_runs_in_plain_words(monkeypatch, tiny_
 
 
 def test_the_app_packs_its_model_and_the_tree_still_shows_the_outline(tiny_mlm_folder):
-    """The app asks for weight packing (a CPU speed pass); the module tree it draws is the plain model's all the same."""
+    """The app asks for weight packing (a CPU speed pass: packed copies, not only the library's default oneDNN
+    product); the module tree it draws is the plain model's all the same."""
     import bert
     from bert.packed_linear import PackedLinear
 
     loaded = models.load(models.ModelKey.of("folder", str(tiny_mlm_folder)))
-    plain, _ = bert.load_pretrained(str(tiny_mlm_folder))
+    plain, _ = bert.load_pretrained(str(tiny_mlm_folder), cpu_kernels=False)
     assert type(loaded.model.lm_head.unembedding) is PackedLinear and type(plain.lm_head.unembedding) is torch.nn.Linear
+    assert all(m.reorder for m in loaded.model.modules() if isinstance(m, PackedLinear))
     rows = architecture.module_rows(loaded.model, {}, first_layer_only=False)
     assert rows == architecture.module_rows(plain, {}, first_layer_only=False)
     assert "PackedLinear" not in architecture.tree_text(rows) and "unembedding: Linear(" in architecture.tree_text(rows)
