@@ -28,6 +28,7 @@ from ...devices import model_device
 from ...errors import InvalidInputError
 from ...model import Bert
 from ...tokenizer import BertTokenizer
+from .feature_cap import cap_features
 from .replacement import FrozenRun, Sources, Target, check_model_for_graphs, freeze, replacement_outputs
 from .transcoder import Transcoders
 
@@ -46,6 +47,7 @@ class AttributionGraph:
     inputs: torch.Tensor  # [node]: each receiver's input in the run (feature pre-activation, the target); 0 for sources
     target_probability: float  # softmax probability of the answer at the target position
     text: str = ""  # the sentence as typed
+    folded: int = 0  # active features left out by a cap (feature_cap.py), their output in the error nodes
 
     @property
     def seq(self) -> int:
@@ -94,13 +96,18 @@ class AttributionGraph:
         return {"kind": "target", "layer": self.num_layers, "position": self.target.position, "feature": None}
 
 
-def graph_cost(config, tokens: int, k: int, batch_rows: int = 64) -> Cost:
+def graph_cost(config, tokens: int, k: int, batch_rows: int = 64, max_features: int | None = None) -> Cost:
     """One forward pass, then one batched backward pass per `batch_rows` receivers (at most k features per layer
-    and position, plus the target), and the dense adjacency's memory (float32, nodes²)."""
-    nodes = k * config.num_layers * tokens + (config.num_layers + 1) * tokens + 1
-    receivers = k * config.num_layers * tokens + 1
-    return Cost(forward_passes=1, tokens=tokens, lower=("tokens", "features kept per token"),
-                backward_passes=-(-receivers // batch_rows), kept_bytes=4 * nodes * nodes)
+    and position, or `max_features` when fewer, plus the target; one backward pass more to rank the features when
+    the cap may bite), and the dense adjacency's memory (float32, nodes²), held with `batch_rows` rows of
+    gradients at once."""
+    active = k * config.num_layers * tokens
+    capped = max_features is not None and max_features < active
+    features = max_features if capped else active
+    nodes = features + (config.num_layers + 1) * tokens + 1
+    lower = ("tokens", "features kept") if max_features is not None else ("tokens", "features kept per token")
+    return Cost(forward_passes=1, tokens=tokens, lower=lower, backward_passes=-(-(features + 1) // batch_rows) + int(capped),
+                kept_bytes=4 * nodes * nodes, rows_at_once=batch_rows)
 
 
 def target_for(tokenizer: BertTokenizer, encoding, answer: str, foil: str | None = None) -> Target:
@@ -116,16 +123,21 @@ def target_for(tokenizer: BertTokenizer, encoding, answer: str, foil: str | None
 
 
 def attribution_graph(model: Bert, tokenizer: BertTokenizer, transcoders: Transcoders, text: str, answer: str,
-                      foil: str | None = None, batch_rows: int = 64) -> AttributionGraph:
-    """The full (unpruned) graph of `text` (one [MASK]) for the answer's logit there, or answer − foil."""
+                      foil: str | None = None, batch_rows: int = 64, max_features: int | None = None) -> AttributionGraph:
+    """The full (unpruned) graph of `text` (one [MASK]) for the answer's logit there, or answer − foil.
+    max_features: keep only that many active features, the most influential, the others folded into the error
+    nodes (feature_cap.py); None keeps every one."""
     check_model_for_graphs(model)
     encoding = tokenizer.encode(text, max_length=model.config.max_position_embeddings)
     target = target_for(tokenizer, encoding, answer, foil)
     input_ids, token_type_ids = encoding.tensors(model_device(model))
     frozen = freeze(model, transcoders, input_ids, token_type_ids, target)
+    active = sum(len(a) for a in frozen.activations)
+    if max_features is not None:
+        frozen = cap_features(frozen, max_features)
     label = tokenizer.id_to_token(target.token) + ("" if foil is None else f" − {tokenizer.id_to_token(target.foil)}")
     graph = graph_of(frozen, encoding.tokens, encoding.input_ids, label, batch_rows)
-    graph.text = text
+    graph.text, graph.folded = text, active - graph.num_features
     return graph
 
 
