@@ -127,8 +127,16 @@ def attribution_graph(model: Bert, tokenizer: BertTokenizer, transcoders: Transc
     """The full (unpruned) graph of `text` (one [MASK]) for the answer's logit there, or answer − foil.
     max_features: keep only that many active features, the most influential, the others folded into the error
     nodes (feature_cap.py); None keeps every one."""
-    check_model_for_graphs(model)
     encoding = tokenizer.encode(text, max_length=model.config.max_position_embeddings)
+    graph = graph_of_encoding(model, tokenizer, transcoders, encoding, answer, foil, batch_rows, max_features)
+    graph.text = text
+    return graph
+
+
+def graph_of_encoding(model: Bert, tokenizer: BertTokenizer, transcoders: Transcoders, encoding, answer: str,
+                      foil: str | None = None, batch_rows: int = 64, max_features: int | None = None) -> AttributionGraph:
+    """attribution_graph of an encoded input (one [MASK]; a sentence pair's segments as encoded)."""
+    check_model_for_graphs(model)
     target = target_for(tokenizer, encoding, answer, foil)
     input_ids, token_type_ids = encoding.tensors(model_device(model))
     frozen = freeze(model, transcoders, input_ids, token_type_ids, target)
@@ -136,8 +144,8 @@ def attribution_graph(model: Bert, tokenizer: BertTokenizer, transcoders: Transc
     if max_features is not None:
         frozen = cap_features(frozen, max_features)
     label = tokenizer.id_to_token(target.token) + ("" if foil is None else f" − {tokenizer.id_to_token(target.foil)}")
-    graph = graph_of(frozen, encoding.tokens, encoding.input_ids, label, batch_rows)
-    graph.text, graph.folded = text, active - graph.num_features
+    graph = graph_of(frozen, list(encoding.tokens), list(encoding.input_ids), label, batch_rows)
+    graph.folded = active - graph.num_features
     return graph
 
 
