@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ...costs import Cost
+from ...costs import Cost, pass_bytes
 from ...devices import model_device
 from ...errors import InvalidInputError
 from ...model import Bert
@@ -99,15 +99,18 @@ class AttributionGraph:
 def graph_cost(config, tokens: int, k: int, batch_rows: int = 64, max_features: int | None = None) -> Cost:
     """One forward pass, then one batched backward pass per `batch_rows` receivers (at most k features per layer
     and position, or `max_features` when fewer, plus the target; one backward pass more to rank the features when
-    the cap may bite), and the dense adjacency's memory (float32, nodes²), held with `batch_rows` rows of
-    gradients at once."""
+    the cap may bite), and the dense adjacency's memory (float32, nodes²). Peak: the adjacency, the replacement
+    model's pass kept for its gradients (one row, no output head at every position: the target reads one), and
+    one layer's gradients for each of the `batch_rows` receivers a backward pass takes at once."""
     active = k * config.num_layers * tokens
     capped = max_features is not None and max_features < active
     features = max_features if capped else active
     nodes = features + (config.num_layers + 1) * tokens + 1
+    kept = 4 * nodes * nodes
+    peak = kept + pass_bytes(config, tokens, gradient=True, head=False) + batch_rows * pass_bytes(config, tokens, head=False)
     lower = ("tokens", "features kept") if max_features is not None else ("tokens", "features kept per token")
     return Cost(forward_passes=1, tokens=tokens, lower=lower, backward_passes=-(-(features + 1) // batch_rows) + int(capped),
-                kept_bytes=4 * nodes * nodes, rows_at_once=batch_rows)
+                kept_bytes=kept, peak_bytes=peak, rows_at_once=0)
 
 
 def target_for(tokenizer: BertTokenizer, encoding, answer: str, foil: str | None = None) -> Target:

@@ -46,6 +46,8 @@ def add_transcoders_arguments(parser) -> None:
     train.add_argument("--aux-k", type=int, default=256, help="dead features the auxiliary loss (AuxK) uses per token; 0: none")
     train.add_argument("--dead-after-tokens", type=int, default=100_000,
                        help="a feature silent for this many tokens counts as dead and is trained by the auxiliary loss")
+    train.add_argument("--init", choices=("random", "neurons"), default="random",
+                       help="neurons: each feature starts as one of the MLP's neurons (--features = the MLP's width)")
     train.add_argument("--float16", action="store_true", help="store the weights in float16 (half the file; loaded as float32)")
     add_device_argument(train)
     measure = actions.add_parser("measure", help="the held-out figures of trained transcoders on other text")
@@ -71,7 +73,7 @@ def run_transcoders(args) -> int:
     settings = TranscoderSettings(features=args.features, k=args.k, steps=args.steps, batch_tokens=args.batch_tokens,
                                   learning_rate=args.lr, buffer_tokens=args.buffer_tokens,
                                   checkpoint_every=args.checkpoint_every, seed=args.seed, aux_k=args.aux_k,
-                                  dead_after_tokens=args.dead_after_tokens)
+                                  dead_after_tokens=args.dead_after_tokens, init=args.init)
     settings.check()
     lines, data_name = training_lines(args.data, args.measure)
     if args.measure not in BUILTIN_CORPORA and not Path(args.measure).exists():

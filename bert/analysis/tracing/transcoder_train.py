@@ -43,6 +43,7 @@ from .transcoder import TranscoderConfig, TranscoderFileError, Transcoders, mlp_
 
 log = logging.getLogger(__name__)
 CHECKPOINT_FILE = "checkpoint.pt"
+INITS = ("random", "neurons")
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,7 @@ class TranscoderSettings:
     aux_k: int = 256  # dead features the auxiliary loss uses per token (0: no auxiliary loss)
     aux_coefficient: float = 1 / 32
     dead_after_tokens: int = 100_000  # a feature that has not fired for this many tokens counts as dead
+    init: str = "random"  # "random", or "neurons": each feature starts as one of the MLP's neurons (neuron_init)
 
     def check(self) -> None:
         if not 1 <= self.k <= self.features or self.steps < 1 or self.batch_tokens < 1 or self.learning_rate <= 0:
@@ -69,6 +71,8 @@ class TranscoderSettings:
             raise InvalidInputError("sentences per batch and checkpoint_every must be at least 1")
         if self.aux_k < 0 or self.aux_coefficient < 0 or self.dead_after_tokens < 1:
             raise InvalidInputError("aux_k and aux_coefficient must not be negative, dead_after_tokens at least 1")
+        if self.init not in INITS:
+            raise InvalidInputError(f"init must be one of {INITS}, not {self.init!r}")
 
 
 @torch.no_grad()
@@ -145,6 +149,8 @@ def train_transcoders(
     transcoders = Transcoders(config).to(device)
     if state is None:
         _initialise(transcoders, first.to(device), settings.seed, ranks)
+        if settings.init == "neurons":
+            neuron_init(transcoders, model)
     else:
         transcoders.load_state_dict(state["transcoders"])
         transcoders.set_scales(state["input_scales"].tolist(), state["output_scales"].tolist())
@@ -219,6 +225,32 @@ def _initialise(transcoders: Transcoders, first: torch.Tensor, seed: int, ranks:
         transcoders.W_enc.copy_(transcoders.W_dec.transpose(1, 2) / math.sqrt(hidden))  # small at first: y^ starts near b_dec
         transcoders.b_dec.copy_(first[:, :, 1].mean(0) * transcoders.output_scale[:, None].to(first.device))
         transcoders.b_enc.zero_()
+
+
+@torch.no_grad()
+def neuron_init(transcoders: Transcoders, model: Bert) -> None:
+    """Each feature one of its layer's MLP neurons (features = the intermediate size; an ungated MLP): the encoder
+    reads the neuron's input weights and bias, the decoder row is its output weights (made unit, the norm moved into
+    the encoder), b_dec the output bias. With k = features and ReLU for the MLP's activation, y^ is then the MLP
+    itself: y^ = W2 ReLU(W1 x + b1) + b2 (the scales s_in and s_out already set)."""
+    from ..circuits.encoder_parts import EncoderParts
+
+    config = transcoders.config
+    parts = EncoderParts.of(model)
+    for layer in range(config.layers):
+        block = parts.layers[layer].module.residual
+        if block.gate is not None or block.mlp1.weight.shape[0] != config.features:
+            raise InvalidInputError(f"--init neurons needs an ungated MLP and --features {block.mlp1.weight.shape[0]} "
+                                    "(its neurons)")
+        w1, w2 = block.mlp1.weight.float(), block.mlp2.weight.float()  # [I, H], [H, I]
+        b1 = block.mlp1.bias.float() if block.mlp1.bias is not None else torch.zeros(w1.shape[0], device=w1.device)
+        b2 = block.mlp2.bias.float() if block.mlp2.bias is not None else torch.zeros(w2.shape[0], device=w2.device)
+        norms = w2.norm(dim=0).clamp_min(1e-8)  # [I]
+        s_in, s_out = transcoders.input_scale[layer], transcoders.output_scale[layer]
+        transcoders.W_enc[layer].copy_(w1.T * norms * s_out / s_in)
+        transcoders.b_enc[layer].copy_(b1 * norms * s_out)
+        transcoders.W_dec[layer].copy_(w2.T / norms[:, None])
+        transcoders.b_dec[layer].copy_(b2 * s_out)
 
 
 def _save_checkpoint(path: Path, transcoders: Transcoders, optimizer, step: int, tokens: int, since_fired: torch.Tensor,

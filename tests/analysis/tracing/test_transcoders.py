@@ -9,6 +9,7 @@ import logging
 import pytest
 import torch
 
+from bert.analysis.circuits.encoder_parts import EncoderParts
 from bert.analysis.corpus.model_fingerprint import model_fingerprint
 from bert.analysis.features.corpora import corpus_from_texts
 from bert.analysis.tracing.transcoder import (TranscoderConfig, TranscoderFileError, Transcoders, load_transcoders,
@@ -93,6 +94,26 @@ def test_the_auxiliary_loss_trains_only_dead_features(tiny):
     aux.backward()
     assert float(aux.detach()) > 0 and bool(transcoders.W_dec.grad[dead].abs().sum(-1).gt(0).any())
     assert not transcoders.W_dec.grad[~dead].any()
+
+
+def test_neuron_init_is_the_mlp_with_relu_when_every_feature_is_kept(tiny):
+    """--init neurons: with k = features (the MLP's width) the transcoder is W2 ReLU(W1 x + b1) + b2, computed here
+    from the MLP's own nn.Linear weights, whatever the scales."""
+    from bert.analysis.tracing.transcoder_train import neuron_init
+
+    model, tokenizer = tiny
+    width = model.config.intermediate_size
+    config = TranscoderConfig("tiny", model_fingerprint(model), 2, 64, width, width, "attention_out", [1.7, 0.4], [0.3, 2.5])
+    transcoders = Transcoders(config)
+    neuron_init(transcoders, model)
+    pairs = mlp_pairs(model, tokenizer, TRAIN[:2])
+    for layer in range(2):
+        block = EncoderParts.of(model).layers[layer].module.residual
+        x = pairs[:, layer, 0]
+        expected = torch.relu(x @ block.mlp1.weight.T + block.mlp1.bias) @ block.mlp2.weight.T + block.mlp2.bias
+        torch.testing.assert_close(transcoders(x, layer), expected, atol=1e-4, rtol=1e-4)
+    with pytest.raises(Exception, match="--features"):
+        neuron_init(Transcoders(dataclasses.replace(config, features=width - 1, k=4)), model)
 
 
 def test_files_round_trip_and_refuse_other_weights(tiny, tiny_mlm_folder, tmp_path):
