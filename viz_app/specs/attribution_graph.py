@@ -83,7 +83,10 @@ def graph_cost_of(inputs, work: GraphWork) -> Cost:
 
 def top_guess(model, tokenizer, encoding) -> str:
     """The model's most likely word at the input's one [MASK] (one forward pass)."""
-    position = target_for(tokenizer, encoding, tokenizer.id_to_token(0)).position
+    masks = tokenizer.mask_positions(encoding)
+    if len(masks) != 1:
+        raise InvalidInputError(f"the sentence has {len(masks)} [MASK]; it needs exactly one, where the guess goes")
+    position = masks[0]
     input_ids, token_type_ids = encoding.tensors(model_device(model))
     mask = torch.zeros_like(input_ids, dtype=torch.bool)
     mask[0, position] = True
