@@ -5,6 +5,7 @@
    completeness scores, and over the --top most influential features the Spearman ρ between the graph's predicted
    ablation effect (later features following linearly) and the one measured in the real model with the
    transcoders spliced in (errors kept), attention frozen and live;
+   (and the same for the prediction with every other node kept, "fixed");
 2. the cost of one graph at --tokens word pieces (a sentence repeated to that length): seconds, nodes, the peak
    memory of the process (ru_maxrss), beside its price (graph_cost: passes, kept bytes, peak).
 
@@ -48,18 +49,21 @@ def one_sentence(model, tokenizer, transcoders, sentence: str, answer: str, top:
     input_ids, token_type_ids = encoding.tensors()
     frozen = freeze(model, transcoders, input_ids, token_type_ids, target_for(tokenizer, encoding, answer))
     strongest = node_influence(graph)[: graph.num_features].argsort(descending=True)[:top].tolist()
-    predicted, frozen_attention, live_attention = [], [], []
+    predicted, fixed, frozen_attention, live_attention = [], [], [], []
     for node in strongest:
         layer, position, feature = graph.features[node].tolist()
         index = int(((frozen.features[layer][:, 0] == position) & (frozen.features[layer][:, 1] == feature)).nonzero()[0, 0])
         predicted.append(predicted_ablation(graph, node, "linear"))
+        fixed.append(predicted_ablation(graph, node, "fixed"))
         frozen_attention.append(measured_ablation(model, transcoders, frozen, input_ids, token_type_ids, layer, index, True))
         live_attention.append(measured_ablation(model, transcoders, frozen, input_ids, token_type_ids, layer, index, False))
     replacement, completeness = graph_scores(graph)
     return {"sentence": sentence, "answer": answer, "tokens": graph.seq, "features": graph.num_features, "folded": graph.folded,
             "completeness_gap": gap / max(terms, 1e-30), "replacement_score": replacement, "completeness_score": completeness,
             "rho_frozen_attention": float(spearmanr(predicted, frozen_attention).statistic),
-            "rho_live_attention": float(spearmanr(predicted, live_attention).statistic)}
+            "rho_live_attention": float(spearmanr(predicted, live_attention).statistic),
+            "rho_fixed_frozen_attention": float(spearmanr(fixed, frozen_attention).statistic),
+            "rho_fixed_live_attention": float(spearmanr(fixed, live_attention).statistic)}
 
 
 def graph_at(model, tokenizer, transcoders, tokens: int, cap: int | None) -> dict:
@@ -98,7 +102,8 @@ def main() -> None:
         rows.append(one_sentence(model, tokenizer, transcoders, item.sentence, item.answers[0], args.top, cap))
         print(json.dumps(rows[-1]))
     summary = {name: statistics.median(row[name] for row in rows) for name in
-               ("completeness_gap", "replacement_score", "completeness_score", "rho_frozen_attention", "rho_live_attention")}
+               ("completeness_gap", "replacement_score", "completeness_score", "rho_frozen_attention", "rho_live_attention",
+                "rho_fixed_frozen_attention", "rho_fixed_live_attention")}
     summary["max_completeness_gap"] = max(row["completeness_gap"] for row in rows)
     summary["mean_rho_frozen_attention"] = statistics.mean(row["rho_frozen_attention"] for row in rows)
     summary["mean_rho_live_attention"] = statistics.mean(row["rho_live_attention"] for row in rows)

