@@ -42,8 +42,8 @@ def refusal(loaded) -> str | None:
         return "an attribution graph explains a masked-LM guess: load a model with a masked-LM head"
     if transcoders_for(loaded.key.source, loaded.key.folder) is None:
         return ("No transcoders for this model. The shipped ones cover the built-in model (minilm) only; train a set for "
-                f"this one with `python -m bert transcoders train --model MODEL --data TEXT --features 1024 --k 32 --out "
-                f"MODEL/{OWN_FOLDER}` (MODEL: the model's folder) and reload the page")
+                f"this one with: python -m bert transcoders train --model MODEL --data TEXT --features 1024 --k 32 --out "
+                f"MODEL/{OWN_FOLDER} (MODEL: the model's folder), then reload the page")
     return None
 
 
