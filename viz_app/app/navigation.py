@@ -141,6 +141,12 @@ REGISTRY: tuple[Page, ...] = (
              "circuit_method": choice(("eap-ig", "eap", "exact"), "eap-ig"), "circuit_steps": integer(5),
              "circuit_shown": integer(20), "circuit_part": text(None),
          }, spec="circuits"),
+    # The attribution graph of the sentence's [MASK] (viz_app/specs/attribution_graph.py): the word explained ("" the
+    # top guess) and its foil, the cap on features, the two pruning thresholds (percent), the feature switched off
+    Page("attribution_graph", "How did it get to that guess?", ":material/account_tree:", EXPERIMENTS, params={
+        "graph_target": text(""), "graph_foil": text(""), "graph_max_features": integer(200),
+        "graph_node_threshold": integer(80), "graph_edge_threshold": integer(98), "graph_node": text(""),
+    }, spec="attribution_graph"),
     # Where is the variable? (viz_app/specs/variable.py): the pairs (a task, or "upload"), the method, k, its training
     # steps, pairs and seed (the default method fits without training: a class opens it in a few passes), the site (a layer from 0, a position role), the sweep's grids, the visitor's two sentences
     Page("variable", "Where is the variable?", ":material/my_location:", EXPERIMENTS, reads_sentence=False, params={

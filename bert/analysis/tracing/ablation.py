@@ -64,18 +64,28 @@ def frozen_ablation(frozen: FrozenRun, layer: int, index: int, downstream: str =
 @torch.no_grad()
 def measured_ablation(model: Bert, transcoders: Transcoders, frozen: FrozenRun, input_ids: torch.Tensor,
                       token_type_ids: torch.Tensor | None, layer: int, index: int, frozen_attention: bool = True) -> float:
+    run, ablated = ablation_logits(model, transcoders, frozen, input_ids, token_type_ids, layer, index, frozen_attention)
+    return float(read_target(ablated, frozen.target) - read_target(run, frozen.target))
+
+
+@torch.no_grad()
+def ablation_logits(model: Bert, transcoders: Transcoders, frozen: FrozenRun, input_ids: torch.Tensor,
+                    token_type_ids: torch.Tensor | None, layer: int, index: int, frozen_attention: bool = True
+                    ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The logits [vocab] at the target's position, float32: (the run, the feature switched off), as
+    measured_ablation runs them (two forward passes)."""
     position, feature = frozen.features[layer][index].tolist()
     logit_mask = torch.zeros_like(input_ids, dtype=torch.bool)
     logit_mask[0, frozen.target.position] = True
-    targets = []
+    runs = []
     for ablate in (False, True):
         interventions = _replaced_mlps(transcoders, frozen, (layer, position, feature) if ablate else None)
         if frozen_attention:
             for depth, pattern in enumerate(frozen.patterns):
                 interventions[hook_name("pattern", depth)] = lambda old, name, pattern=pattern: pattern.to(old.dtype)
         logits, _ = model.run_with_cache(input_ids, token_type_ids, names=[], interventions=interventions, logit_mask=logit_mask)
-        targets.append(float(read_target(logits[0].float(), frozen.target)))
-    return targets[1] - targets[0]
+        runs.append(logits[0].float())
+    return runs[0], runs[1]
 
 
 def _replaced_mlps(transcoders: Transcoders, frozen: FrozenRun, ablated: tuple[int, int, int] | None) -> dict:

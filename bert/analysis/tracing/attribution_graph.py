@@ -23,11 +23,12 @@ from dataclasses import dataclass
 
 import torch
 
-from ...costs import Cost
+from ...costs import Cost, pass_bytes
 from ...devices import model_device
 from ...errors import InvalidInputError
 from ...model import Bert
 from ...tokenizer import BertTokenizer
+from .feature_cap import cap_features
 from .replacement import FrozenRun, Sources, Target, check_model_for_graphs, freeze, replacement_outputs
 from .transcoder import Transcoders
 
@@ -46,6 +47,7 @@ class AttributionGraph:
     inputs: torch.Tensor  # [node]: each receiver's input in the run (feature pre-activation, the target); 0 for sources
     target_probability: float  # softmax probability of the answer at the target position
     text: str = ""  # the sentence as typed
+    folded: int = 0  # active features left out by a cap (feature_cap.py), their output in the error nodes
 
     @property
     def seq(self) -> int:
@@ -94,13 +96,21 @@ class AttributionGraph:
         return {"kind": "target", "layer": self.num_layers, "position": self.target.position, "feature": None}
 
 
-def graph_cost(config, tokens: int, k: int, batch_rows: int = 64) -> Cost:
+def graph_cost(config, tokens: int, k: int, batch_rows: int = 64, max_features: int | None = None) -> Cost:
     """One forward pass, then one batched backward pass per `batch_rows` receivers (at most k features per layer
-    and position, plus the target), and the dense adjacency's memory (float32, nodes²)."""
-    nodes = k * config.num_layers * tokens + (config.num_layers + 1) * tokens + 1
-    receivers = k * config.num_layers * tokens + 1
-    return Cost(forward_passes=1, tokens=tokens, lower=("tokens", "features kept per token"),
-                backward_passes=-(-receivers // batch_rows), kept_bytes=4 * nodes * nodes)
+    and position, or `max_features` when fewer, plus the target; one backward pass more to rank the features when
+    the cap may bite), and the dense adjacency's memory (float32, nodes²). Peak: the adjacency, the replacement
+    model's pass kept for its gradients (one row, no output head at every position: the target reads one), and
+    one layer's gradients for each of the `batch_rows` receivers a backward pass takes at once."""
+    active = k * config.num_layers * tokens
+    capped = max_features is not None and max_features < active
+    features = max_features if capped else active
+    nodes = features + (config.num_layers + 1) * tokens + 1
+    kept = 4 * nodes * nodes
+    peak = kept + pass_bytes(config, tokens, gradient=True, head=False) + batch_rows * pass_bytes(config, tokens, head=False)
+    lower = ("tokens", "features kept") if max_features is not None else ("tokens", "features kept per token")
+    return Cost(forward_passes=1, tokens=tokens, lower=lower, backward_passes=-(-(features + 1) // batch_rows) + int(capped),
+                kept_bytes=kept, peak_bytes=peak, rows_at_once=0)
 
 
 def target_for(tokenizer: BertTokenizer, encoding, answer: str, foil: str | None = None) -> Target:
@@ -116,16 +126,29 @@ def target_for(tokenizer: BertTokenizer, encoding, answer: str, foil: str | None
 
 
 def attribution_graph(model: Bert, tokenizer: BertTokenizer, transcoders: Transcoders, text: str, answer: str,
-                      foil: str | None = None, batch_rows: int = 64) -> AttributionGraph:
-    """The full (unpruned) graph of `text` (one [MASK]) for the answer's logit there, or answer − foil."""
-    check_model_for_graphs(model)
+                      foil: str | None = None, batch_rows: int = 64, max_features: int | None = None) -> AttributionGraph:
+    """The full (unpruned) graph of `text` (one [MASK]) for the answer's logit there, or answer − foil.
+    max_features: keep only that many active features, the most influential, the others folded into the error
+    nodes (feature_cap.py); None keeps every one."""
     encoding = tokenizer.encode(text, max_length=model.config.max_position_embeddings)
+    graph = graph_of_encoding(model, tokenizer, transcoders, encoding, answer, foil, batch_rows, max_features)
+    graph.text = text
+    return graph
+
+
+def graph_of_encoding(model: Bert, tokenizer: BertTokenizer, transcoders: Transcoders, encoding, answer: str,
+                      foil: str | None = None, batch_rows: int = 64, max_features: int | None = None) -> AttributionGraph:
+    """attribution_graph of an encoded input (one [MASK]; a sentence pair's segments as encoded)."""
+    check_model_for_graphs(model)
     target = target_for(tokenizer, encoding, answer, foil)
     input_ids, token_type_ids = encoding.tensors(model_device(model))
     frozen = freeze(model, transcoders, input_ids, token_type_ids, target)
+    active = sum(len(a) for a in frozen.activations)
+    if max_features is not None:
+        frozen = cap_features(frozen, max_features)
     label = tokenizer.id_to_token(target.token) + ("" if foil is None else f" − {tokenizer.id_to_token(target.foil)}")
-    graph = graph_of(frozen, encoding.tokens, encoding.input_ids, label, batch_rows)
-    graph.text = text
+    graph = graph_of(frozen, list(encoding.tokens), list(encoding.input_ids), label, batch_rows)
+    graph.folded = active - graph.num_features
     return graph
 
 

@@ -180,9 +180,11 @@ def read_target(logits: torch.Tensor, target: Target) -> torch.Tensor:
     return logits[..., target.token] - (0.0 if target.foil is None else logits[..., target.foil])
 
 
-def replacement_outputs(frozen: FrozenRun, sources: Sources) -> tuple[list[torch.Tensor], torch.Tensor]:
+def replacement_outputs(frozen: FrozenRun, sources: Sources, follow: bool = False) -> tuple[list[torch.Tensor], torch.Tensor]:
     """The frozen replacement model from its sources: (per layer [active] each active feature's pre-activation,
-    the target []), both affine in the sources. Differentiable: the attribution graph's edges are its gradients."""
+    the target []), both affine in the sources. Differentiable: the attribution graph's edges are its gradients.
+    follow: each active feature's activation is its pre-activation in this pass plus sources.activations (then
+    offsets: zeros give the run), so that a change reaches the target through every later feature too."""
     parts, transcoders = frozen.parts, frozen.transcoders
     x = frozen.embeddings[None] * sources.embeddings[None, :, None]  # [1, seq, hidden]
     pre_activations = []
@@ -199,8 +201,9 @@ def replacement_outputs(frozen: FrozenRun, sources: Sources) -> tuple[list[torch
         positions, features = frozen.features[layer].unbind(1)
         encoders = transcoders.W_enc[layer][:, features].T * transcoders.input_scale[layer]  # [active, hidden]
         pre_activations.append((mlp_in[0, positions] * encoders).sum(-1) + transcoders.b_enc[layer, features])
+        activations = pre_activations[-1] + sources.activations[layer] if follow else sources.activations[layer]
         decoders = transcoders.W_dec[layer][features] / transcoders.output_scale[layer]  # [active, hidden]
-        written = torch.zeros_like(x[0]).index_add(0, positions, decoders * sources.activations[layer][:, None])
+        written = torch.zeros_like(x[0]).index_add(0, positions, decoders * activations[:, None])
         mlp_out = written + transcoders.b_dec[layer] / transcoders.output_scale[layer] + frozen.errors[layer] * sources.errors[layer][:, None]
         x = _frozen_norm(mlp_norm, x + mlp_out[None], frozen.mlp_sigma[layer]) if not parts.pre_norm else x + mlp_out[None]
     hidden = x[:, frozen.target.position]

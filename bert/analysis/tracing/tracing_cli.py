@@ -43,6 +43,12 @@ def add_transcoders_arguments(parser) -> None:
                        help="held-out text for the model card: a text file, a .conllu file, builtin or ud-ewt-test")
     train.add_argument("--checkpoint-every", type=int, default=200)
     train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--aux-k", type=int, default=256, help="dead features the auxiliary loss (AuxK) uses per token; 0: none")
+    train.add_argument("--dead-after-tokens", type=int, default=100_000,
+                       help="a feature silent for this many tokens counts as dead and is trained by the auxiliary loss")
+    train.add_argument("--init", choices=("random", "neurons"), default="random",
+                       help="neurons: each feature starts as one of the MLP's neurons (--features = the MLP's width)")
+    train.add_argument("--float16", action="store_true", help="store the weights in float16 (half the file; loaded as float32)")
     add_device_argument(train)
     measure = actions.add_parser("measure", help="the held-out figures of trained transcoders on other text")
     measure.add_argument("--transcoders", type=Path, required=True, help="a folder written by transcoders train")
@@ -55,6 +61,8 @@ def add_transcoders_arguments(parser) -> None:
 def run_transcoders(args) -> int:
     if args.transcoders_action == "measure":
         return _measure(args)
+    import torch
+
     from ...pretrained import load_pretrained
     from ...pretraining.distributed import on_ranks
     from ..features.corpora import BUILTIN_CORPORA, load_corpus
@@ -64,7 +72,8 @@ def run_transcoders(args) -> int:
 
     settings = TranscoderSettings(features=args.features, k=args.k, steps=args.steps, batch_tokens=args.batch_tokens,
                                   learning_rate=args.lr, buffer_tokens=args.buffer_tokens,
-                                  checkpoint_every=args.checkpoint_every, seed=args.seed)
+                                  checkpoint_every=args.checkpoint_every, seed=args.seed, aux_k=args.aux_k,
+                                  dead_after_tokens=args.dead_after_tokens, init=args.init)
     settings.check()
     lines, data_name = training_lines(args.data, args.measure)
     if args.measure not in BUILTIN_CORPORA and not Path(args.measure).exists():
@@ -78,7 +87,7 @@ def run_transcoders(args) -> int:
         if ranks.main:
             corpus = load_corpus(args.measure, tokenizer, model, model.config.max_position_embeddings)
             figures = measure_transcoders(model, tokenizer, transcoders, corpus)
-            transcoders.save(args.out, replace(config, held_out=figures))
+            transcoders.save(args.out, replace(config, held_out=figures), torch.float16 if args.float16 else torch.float32)
             print(json.dumps({"out": str(args.out), "steps": config.steps, "tokens": config.tokens, "held_out": figures}, indent=1))
         return 0
 
@@ -108,6 +117,8 @@ def add_graph_arguments(parser) -> None:
     parser.add_argument("--foil", help="explain logit(target) − logit(foil) instead (one vocabulary token)")
     parser.add_argument("--node-threshold", type=float, default=0.8, help="keep the nodes carrying this share of the influence (0.8)")
     parser.add_argument("--edge-threshold", type=float, default=0.98, help="keep the edges carrying this share of the influence (0.98)")
+    parser.add_argument("--max-features", type=int, help="keep at most this many active features, the most influential; "
+                                                         "the others go into the error nodes (default: every one)")
     parser.add_argument("--json", type=Path, help="write circuit-tracer's graph JSON here")
     add_device_argument(parser)
 
@@ -122,19 +133,22 @@ def run_graph(args) -> int:
     for name in ("node_threshold", "edge_threshold"):
         if not 0.0 <= getattr(args, name) <= 1.0:
             raise InvalidInputError(f"--{name.replace('_', '-')} must lie between 0 and 1, not {getattr(args, name)}")
+    if args.max_features is not None and args.max_features < 0:
+        raise InvalidInputError(f"--max-features must be 0 or more, not {args.max_features}")
     read_config(args.transcoders)  # a bad folder is refused before the model loads
     model, tokenizer = load_pretrained(args.model, device=args.device)
     transcoders = load_transcoders(args.transcoders, model)
     log_device(model)
     tokens = len(tokenizer.encode(args.text, max_length=model.config.max_position_embeddings))
-    log.info("cost: %s", graph_cost(model.config, tokens, transcoders.config.k).describe())
-    graph = attribution_graph(model, tokenizer, transcoders, args.text, args.target, args.foil)
+    log.info("cost: %s", graph_cost(model.config, tokens, transcoders.config.k, max_features=args.max_features).describe())
+    graph = attribution_graph(model, tokenizer, transcoders, args.text, args.target, args.foil, max_features=args.max_features)
     pruned = prune(graph, args.node_threshold, args.edge_threshold)
     replacement_score, completeness_score = graph_scores(graph)
     target = graph.target_index
     print(f"{graph.target_label} at token {graph.target.position}: {float(graph.inputs[target]):.4f} = edges "
           f"{float(graph.adjacency[target].sum()):.4f} + biases {float(graph.bias[target]):.4f}")
-    print(f"{graph.num_features} active features, {graph.num_nodes} nodes; kept {int(pruned.nodes.sum())} nodes, "
+    folded = f" ({graph.folded} more folded into the error nodes)" if graph.folded else ""
+    print(f"{graph.num_features} active features{folded}, {graph.num_nodes} nodes; kept {int(pruned.nodes.sum())} nodes, "
           f"{int(pruned.edges.sum())} edges; replacement score {replacement_score:.3f}, completeness score {completeness_score:.3f}")
     for source in graph.adjacency[target].abs().argsort(descending=True)[:10].tolist():
         info = graph.describe(source)

@@ -7,9 +7,11 @@ One forward pass over a batch of sentences gives each token's pair at every laye
 the pairs are mixed in a buffer of `buffer_tokens` tokens (sae_train.mixed_batches, the SAE's own) and drawn in
 batches. The loss is the sum over layers of the reconstruction error of the MLP's output over its variance in the
 batch; the decoder rows are kept at unit norm (the gradient's part along each row removed before the step, the
-rows renormalised after it), as the SAE's. The encoder starts as the decoder's transpose, b_dec as the first
-batch's mean scaled output; s_in and s_out are sqrt(hidden) over the first batch's mean input and output norms.
-No auxiliary loss: the dead features are counted in the model card (transcoder_measures.py).
+rows renormalised after it), as the SAE's. A feature of a layer that has not fired for `dead_after_tokens` tokens
+is trained by the SAE's auxiliary loss (AuxK, Gao et al. 2024: the layer's error is reconstructed from its top
+`aux_k` dead features, weight `aux_coefficient`). The encoder starts as the decoder's transpose, b_dec as the
+first batch's mean scaled output; s_in and s_out are sqrt(hidden) over the first batch's mean input and output
+norms. The features still dead on held-out text are counted in the model card (transcoder_measures.py).
 
 Checkpoints (`out/checkpoint.pt`, read with weights_only=True) every `checkpoint_every` steps; a run started again
 with the same out folder resumes from the last one (the text continues where it was), and refuses one of other
@@ -32,7 +34,7 @@ from ...devices import model_device
 from ...errors import InvalidInputError
 from ...hooks import hook_name
 from ...model import Bert
-from ...pretraining.distributed import Ranks, any_rank, barrier
+from ...pretraining.distributed import Ranks, any_rank, barrier, sum_over_ranks
 from ...tokenizer import BertTokenizer
 from ..corpus.batching import pad
 from ..corpus.model_fingerprint import model_fingerprint
@@ -41,6 +43,7 @@ from .transcoder import TranscoderConfig, TranscoderFileError, Transcoders, mlp_
 
 log = logging.getLogger(__name__)
 CHECKPOINT_FILE = "checkpoint.pt"
+INITS = ("random", "neurons")
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,10 @@ class TranscoderSettings:
     sentences_per_batch: int = 32  # sentences per forward pass of the model
     checkpoint_every: int = 200
     seed: int = 0
+    aux_k: int = 256  # dead features the auxiliary loss uses per token (0: no auxiliary loss)
+    aux_coefficient: float = 1 / 32
+    dead_after_tokens: int = 100_000  # a feature that has not fired for this many tokens counts as dead
+    init: str = "random"  # "random", or "neurons": each feature starts as one of the MLP's neurons (neuron_init)
 
     def check(self) -> None:
         if not 1 <= self.k <= self.features or self.steps < 1 or self.batch_tokens < 1 or self.learning_rate <= 0:
@@ -62,6 +69,10 @@ class TranscoderSettings:
             raise InvalidInputError(f"buffer_tokens ({self.buffer_tokens}) must hold at least two batches ({2 * self.batch_tokens})")
         if self.sentences_per_batch < 1 or self.checkpoint_every < 1:
             raise InvalidInputError("sentences per batch and checkpoint_every must be at least 1")
+        if self.aux_k < 0 or self.aux_coefficient < 0 or self.dead_after_tokens < 1:
+            raise InvalidInputError("aux_k and aux_coefficient must not be negative, dead_after_tokens at least 1")
+        if self.init not in INITS:
+            raise InvalidInputError(f"init must be one of {INITS}, not {self.init!r}")
 
 
 @torch.no_grad()
@@ -86,19 +97,28 @@ def pair_stream(model: Bert, tokenizer: BertTokenizer, texts: Iterable[str], sen
         yield mlp_pairs(model, tokenizer, batch)
 
 
-def transcoder_losses(transcoders: Transcoders, pairs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(the summed loss, each layer's normalised error [layer], fired [layer, feature] bool) for pairs
-    [batch, layer, 2, hidden]."""
-    losses, fired = [], torch.zeros(transcoders.config.layers, transcoders.config.features, dtype=torch.bool, device=pairs.device)
+def transcoder_losses(transcoders: Transcoders, pairs: torch.Tensor, dead: torch.Tensor | None = None, aux_k: int = 256
+                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(the summed loss, each layer's normalised error [layer], fired [layer, feature] bool, the summed auxiliary
+    loss) for pairs [batch, layer, 2, hidden]; dead [layer, feature] bool: the features the auxiliary loss trains."""
+    losses, aux = [], torch.zeros((), device=pairs.device)
+    fired = torch.zeros(transcoders.config.layers, transcoders.config.features, dtype=torch.bool, device=pairs.device)
     for layer in range(transcoders.config.layers):
         x, y = pairs[:, layer, 0], pairs[:, layer, 1] * transcoders.output_scale[layer]
-        values, indices = transcoders.encode_sparse(x, layer)
+        pre = transcoders.pre_activations(x, layer)
+        values, indices = pre.topk(transcoders.config.k, dim=-1)
+        values = values.relu()
         guess = transcoders.decode_sparse(values, indices, layer) * transcoders.output_scale[layer]
         variance = (y - y.mean(0)).pow(2).sum().clamp_min(1e-8)
         losses.append((guess - y).pow(2).sum() / variance)
         fired[layer, indices[values > 0]] = True
+        if dead is not None and aux_k > 0 and bool(dead[layer].any()):
+            error = (y - guess).detach()
+            aux_values, aux_indices = pre.masked_fill(~dead[layer], -torch.inf).topk(min(aux_k, int(dead[layer].sum())), dim=-1)
+            aux_guess = transcoders.decode_sparse(aux_values.relu(), aux_indices, layer) * transcoders.output_scale[layer]
+            aux = aux + (aux_guess - transcoders.b_dec[layer] - error).pow(2).sum() / variance
     per_layer = torch.stack(losses)
-    return per_layer.sum(), per_layer.detach(), fired
+    return per_layer.sum(), per_layer.detach(), fired, aux
 
 
 def train_transcoders(
@@ -129,6 +149,8 @@ def train_transcoders(
     transcoders = Transcoders(config).to(device)
     if state is None:
         _initialise(transcoders, first.to(device), settings.seed, ranks)
+        if settings.init == "neurons":
+            neuron_init(transcoders, model)
     else:
         transcoders.load_state_dict(state["transcoders"])
         transcoders.set_scales(state["input_scales"].tolist(), state["output_scales"].tolist())
@@ -145,10 +167,14 @@ def _fit(transcoders: Transcoders, batches: Iterator[torch.Tensor], settings: Tr
     for parameter in transcoders.parameters():
         from_rank_0(parameter.data, ranks)
     optimizer = torch.optim.Adam(transcoders.parameters(), lr=settings.learning_rate, eps=6.25e-10)
+    layers, features = transcoders.config.layers, transcoders.config.features
+    since_fired = torch.zeros(layers, features, dtype=torch.long, device=device)
     step, tokens = 0, 0
     if state is not None:
         optimizer.load_state_dict(state["optimizer"])
         step, tokens = int(state["step"]), int(state["tokens"])
+        if "since_fired" in state:
+            since_fired = state["since_fired"].to(device)
     started, first_tokens = time.monotonic(), tokens
     totals, count = torch.zeros(transcoders.config.layers, device=device), 0
     while step < settings.steps:
@@ -157,9 +183,10 @@ def _fit(transcoders: Transcoders, batches: Iterator[torch.Tensor], settings: Tr
             break
         for group in optimizer.param_groups:
             group["lr"] = settings.learning_rate * decay(settings.steps, step)
-        loss, per_layer, _ = transcoder_losses(transcoders, pairs.to(device))
+        dead = since_fired > settings.dead_after_tokens
+        loss, per_layer, fired, aux = transcoder_losses(transcoders, pairs.to(device), dead, settings.aux_k)
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        (loss + settings.aux_coefficient * aux).backward()
         for parameter in transcoders.parameters():
             if ranks.world > 1:
                 torch.distributed.all_reduce(parameter.grad)
@@ -169,14 +196,17 @@ def _fit(transcoders: Transcoders, batches: Iterator[torch.Tensor], settings: Tr
         torch.nn.utils.clip_grad_norm_(transcoders.parameters(), 1.0)
         optimizer.step()
         transcoders.normalize_decoder()
+        fired = sum_over_ranks(fired.float(), ranks) > 0
+        since_fired = torch.where(fired, 0, since_fired + len(pairs) * ranks.world)
         step, tokens, totals, count = step + 1, tokens + len(pairs) * ranks.world, totals + per_layer, count + 1
         if step % settings.checkpoint_every == 0 or step == settings.steps:
             errors = ", ".join(f"{value:.3f}" for value in (totals / count).tolist())
-            log.info("step %d/%d: 1 - variance explained per layer %s; %d tokens, %.0f tokens/s", step, settings.steps,
-                     errors, tokens, (tokens - first_tokens) / max(time.monotonic() - started, 1e-9))
+            dead_shares = ", ".join(f"{100 * value:.0f}%" for value in dead.float().mean(1).tolist())
+            log.info("step %d/%d: 1 - variance explained per layer %s; dead %s; %d tokens, %.0f tokens/s", step,
+                     settings.steps, errors, dead_shares, tokens, (tokens - first_tokens) / max(time.monotonic() - started, 1e-9))
             totals, count = torch.zeros_like(totals), 0
             if ranks.main:
-                save(transcoders, optimizer, step, tokens)
+                save(transcoders, optimizer, step, tokens, since_fired)
             barrier(ranks)
     return step, tokens
 
@@ -197,11 +227,38 @@ def _initialise(transcoders: Transcoders, first: torch.Tensor, seed: int, ranks:
         transcoders.b_enc.zero_()
 
 
-def _save_checkpoint(path: Path, transcoders: Transcoders, optimizer, step: int, tokens: int, lines_done: int) -> None:
+@torch.no_grad()
+def neuron_init(transcoders: Transcoders, model: Bert) -> None:
+    """Each feature one of its layer's MLP neurons (features = the intermediate size; an ungated MLP): the encoder
+    reads the neuron's input weights and bias, the decoder row is its output weights (made unit, the norm moved into
+    the encoder), b_dec the output bias. With k = features and ReLU for the MLP's activation, y^ is then the MLP
+    itself: y^ = W2 ReLU(W1 x + b1) + b2 (the scales s_in and s_out already set)."""
+    from ..circuits.encoder_parts import EncoderParts
+
+    config = transcoders.config
+    parts = EncoderParts.of(model)
+    for layer in range(config.layers):
+        block = parts.layers[layer].module.residual
+        if block.gate is not None or block.mlp1.weight.shape[0] != config.features:
+            raise InvalidInputError(f"--init neurons needs an ungated MLP and --features {block.mlp1.weight.shape[0]} "
+                                    "(its neurons)")
+        w1, w2 = block.mlp1.weight.float(), block.mlp2.weight.float()  # [I, H], [H, I]
+        b1 = block.mlp1.bias.float() if block.mlp1.bias is not None else torch.zeros(w1.shape[0], device=w1.device)
+        b2 = block.mlp2.bias.float() if block.mlp2.bias is not None else torch.zeros(w2.shape[0], device=w2.device)
+        norms = w2.norm(dim=0).clamp_min(1e-8)  # [I]
+        s_in, s_out = transcoders.input_scale[layer], transcoders.output_scale[layer]
+        transcoders.W_enc[layer].copy_(w1.T * norms * s_out / s_in)
+        transcoders.b_enc[layer].copy_(b1 * norms * s_out)
+        transcoders.W_dec[layer].copy_(w2.T / norms[:, None])
+        transcoders.b_dec[layer].copy_(b2 * s_out)
+
+
+def _save_checkpoint(path: Path, transcoders: Transcoders, optimizer, step: int, tokens: int, since_fired: torch.Tensor,
+                     lines_done: int) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_suffix(".tmp")
     torch.save({"transcoders": transcoders.state_dict(), "optimizer": optimizer.state_dict(), "step": torch.tensor(step),
-                "tokens": torch.tensor(tokens), "lines_done": torch.tensor(lines_done),
+                "tokens": torch.tensor(tokens), "lines_done": torch.tensor(lines_done), "since_fired": since_fired.cpu(),
                 "input_scales": transcoders.input_scale.double().cpu(), "output_scales": transcoders.output_scale.double().cpu(),
                 "trained_for": _trained_for(transcoders.config)}, temporary)
     temporary.replace(path)  # a crash mid-write leaves the previous checkpoint whole

@@ -121,6 +121,31 @@ def test_the_cost_bounds_the_backward_passes_and_the_adjacency(setup, monkeypatc
     assert cost.backward_passes == -(-(full + 1) // 16)
 
 
+def test_a_cap_keeps_the_most_influential_features_and_the_graph_stays_complete(setup, monkeypatch):
+    from bert.analysis.tracing import attribution_graph as module
+
+    model, tokenizer, transcoders, graph = setup
+    calls = []
+    real = module._jacobian_rows
+    monkeypatch.setattr(module, "_jacobian_rows", lambda *args: calls.append(args[2:]) or real(*args))
+    capped = module.attribution_graph(model, tokenizer, transcoders, TEXT, "a", "the", batch_rows=16, max_features=10)
+    assert capped.num_features == 10 and capped.folded == graph.num_features - 10
+    # the kept ones: the largest effects that the full graph predicts for switching each off (later features following)
+    effects = torch.tensor([abs(predicted_ablation(graph, node, "linear")) for node in range(graph.num_features)])
+    expected = {tuple(row) for row in graph.features[effects.argsort(descending=True)[:10]].tolist()}
+    assert {tuple(row) for row in capped.features.tolist()} == expected
+    target = capped.target_index
+    assert float(capped.inputs[target]) == pytest.approx(float(graph.inputs[graph.target_index]), abs=1e-5)
+    for row in [*range(capped.num_features), target]:  # still complete: the folded features are in the error nodes
+        assert float(capped.inputs[row]) == pytest.approx(float(capped.adjacency[row].sum() + capped.bias[row]), abs=_tolerance(capped, row))
+    errors = slice(capped.error_start, capped.embedding_start)
+    assert not torch.allclose(capped.adjacency[target, errors], graph.adjacency[graph.target_index, graph.error_start:graph.embedding_start])
+    cost = module.graph_cost(model.config, capped.seq, transcoders.config.k, batch_rows=16, max_features=10)
+    assert cost.backward_passes == len(calls) + 1  # the batched rows and the ranking's one pass
+    assert cost.kept_bytes == capped.adjacency.numel() * 4
+    assert module.attribution_graph(model, tokenizer, transcoders, TEXT, "a", "the", max_features=10_000).folded == 0
+
+
 def hand_graph(adjacency: torch.Tensor) -> AttributionGraph:
     """One layer, one position: a feature (node 0), an error (1), an embedding (2), the target (3)."""
     return AttributionGraph(["x"], [5], Target(0, 5), "x", torch.tensor([[0, 0, 7]]), torch.tensor([1.0]), 1, adjacency,
@@ -224,7 +249,10 @@ def test_transcoders_command_trains_and_refuses_bad_input(tiny_mlm_folder, tmp_p
               "--measure", str(measure), "--device", "cpu"]
     assert main([*common, "--features", "4", "--k", "8"]) == 2
     assert "features >= k" in capsys.readouterr().err
-    assert main([*common, "--features", "16", "--k", "2", "--steps", "2", "--batch-tokens", "32", "--buffer-tokens", "64"]) == 0
+    assert main([*common, "--features", "16", "--k", "2", "--steps", "2", "--batch-tokens", "32", "--buffer-tokens", "64", "--float16"]) == 0
+    from safetensors.torch import load_file
+
+    assert load_file(tmp_path / "t" / "transcoders.safetensors")["W_enc"].dtype == torch.float16
     card = json.loads((tmp_path / "t" / "config.json").read_text())
     assert card["steps"] == 2 and len(card["held_out"]["layers"]) == 2 and card["input_kind"] == "attention_out"
 

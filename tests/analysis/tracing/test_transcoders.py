@@ -9,12 +9,13 @@ import logging
 import pytest
 import torch
 
+from bert.analysis.circuits.encoder_parts import EncoderParts
 from bert.analysis.corpus.model_fingerprint import model_fingerprint
 from bert.analysis.features.corpora import corpus_from_texts
 from bert.analysis.tracing.transcoder import (TranscoderConfig, TranscoderFileError, Transcoders, load_transcoders,
                                               splice_all)
 from bert.analysis.tracing.transcoder_measures import measure_transcoders
-from bert.analysis.tracing.transcoder_train import TranscoderSettings, mlp_pairs, train_transcoders
+from bert.analysis.tracing.transcoder_train import TranscoderSettings, mlp_pairs, train_transcoders, transcoder_losses
 from bert.pretrained import load_folder
 
 TRAIN = ["the dog barked at the mail man", "her cat went to the park", "the cat is at the park and the dog is to",
@@ -71,6 +72,50 @@ def test_training_beats_the_zero_baseline_on_held_out_tokens_and_resumes(tiny, t
         train_transcoders(model, tokenizer, lines, dataclasses.replace(SETTINGS, k=4, steps=40), tmp_path, "tiny", "lines")
 
 
+def test_the_auxiliary_loss_trains_only_dead_features(tiny):
+    """AuxK (Gao et al. 2024): the features marked dead, outside every token's top k, get a gradient from the
+    auxiliary loss and from nothing else; with none dead it is zero."""
+    model, tokenizer = tiny
+    pairs = mlp_pairs(model, tokenizer, TRAIN[:3])
+    config = TranscoderConfig("tiny", model_fingerprint(model), 2, 64, 48, 6, "attention_out", [1.0, 1.0], [1.0, 1.0])
+    transcoders = Transcoders(config)
+    with torch.no_grad():
+        for parameter in transcoders.parameters():
+            parameter.copy_(torch.randn(parameter.shape, generator=torch.Generator().manual_seed(1)) * 0.3)
+    loss, _, fired, aux = transcoder_losses(transcoders, pairs, torch.zeros(2, 48, dtype=torch.bool))
+    assert float(aux) == 0.0
+    dead = ~fired  # never in a top k of this batch
+    assert bool(dead.any())
+    transcoders.zero_grad()
+    loss.backward()
+    assert not transcoders.W_dec.grad[dead].any()
+    loss, _, _, aux = transcoder_losses(transcoders, pairs, dead, aux_k=4)
+    transcoders.zero_grad()
+    aux.backward()
+    assert float(aux.detach()) > 0 and bool(transcoders.W_dec.grad[dead].abs().sum(-1).gt(0).any())
+    assert not transcoders.W_dec.grad[~dead].any()
+
+
+def test_neuron_init_is_the_mlp_with_relu_when_every_feature_is_kept(tiny):
+    """--init neurons: with k = features (the MLP's width) the transcoder is W2 ReLU(W1 x + b1) + b2, computed here
+    from the MLP's own nn.Linear weights, whatever the scales."""
+    from bert.analysis.tracing.transcoder_train import neuron_init
+
+    model, tokenizer = tiny
+    width = model.config.intermediate_size
+    config = TranscoderConfig("tiny", model_fingerprint(model), 2, 64, width, width, "attention_out", [1.7, 0.4], [0.3, 2.5])
+    transcoders = Transcoders(config)
+    neuron_init(transcoders, model)
+    pairs = mlp_pairs(model, tokenizer, TRAIN[:2])
+    for layer in range(2):
+        block = EncoderParts.of(model).layers[layer].module.residual
+        x = pairs[:, layer, 0]
+        expected = torch.relu(x @ block.mlp1.weight.T + block.mlp1.bias) @ block.mlp2.weight.T + block.mlp2.bias
+        torch.testing.assert_close(transcoders(x, layer), expected, atol=1e-4, rtol=1e-4)
+    with pytest.raises(Exception, match="--features"):
+        neuron_init(Transcoders(dataclasses.replace(config, features=width - 1, k=4)), model)
+
+
 def test_files_round_trip_and_refuse_other_weights(tiny, tiny_mlm_folder, tmp_path):
     model, _ = tiny
     config = TranscoderConfig("tiny", model_fingerprint(model), 2, 64, 16, 3, "attention_out", [1.5, 2.0], [0.5, 1.0])
@@ -82,6 +127,13 @@ def test_files_round_trip_and_refuse_other_weights(tiny, tiny_mlm_folder, tmp_pa
     loaded = load_transcoders(tmp_path / "t", model)
     x = torch.randn(5, 64)
     torch.testing.assert_close(loaded(x, 1), transcoders(x, 1))
+    half = transcoders.save(tmp_path / "half", dtype=torch.float16)  # half the file, loaded as float32
+    assert (half / "transcoders.safetensors").stat().st_size < 0.6 * (tmp_path / "t" / "transcoders.safetensors").stat().st_size
+    rounded = Transcoders(config)
+    rounded.load_state_dict({name: value.half().float() for name, value in transcoders.state_dict().items()})
+    loaded_half = load_transcoders(half, model)
+    assert loaded_half.W_enc.dtype == torch.float32
+    torch.testing.assert_close(loaded_half(x, 1), rounded(x, 1))
     other, _ = load_folder(tiny_mlm_folder)
     with torch.no_grad():
         other.embedding.token_embedding.weight[0, 0] += 1.0

@@ -88,6 +88,7 @@ NO_SWAP = "This model has no masked-LM head, so it makes no guess to swap."
 # The variable page's built-in pairs are real words: the tiny vocabulary splits them, and the page says so in one line
 TOO_FEW_PAIRS = "too few usable pairs to train and test"
 RELATIVE = "This model has no position or segment embeddings: every attention layer adds scores"
+NO_TRANSCODERS = "No transcoders for this model. The shipped ones cover the built-in model (minilm) only"
 CANNOT = {  # (model, page) -> the one line the page shows instead of its charts
     ("distilbert", "embeddings"): "This model has no segment embeddings",
     **{("electra-discriminator", page): NO_MLM_HEAD for page in ("logit_lens", "head_ablation", "saliency")},
@@ -105,6 +106,11 @@ CANNOT = {  # (model, page) -> the one line the page shows instead of its charts
     ("deberta", "embeddings"): RELATIVE,
     **{(name, "circuits"): "circuits do not read DeBERTa's disentangled attention" for name in ("deberta", "deberta-classifier")},
     ("electra-discriminator", "circuits"): "circuits score the masked word: load a model with a masked-LM head",
+    **{(name, "attribution_graph"): NO_TRANSCODERS for name in ("bert", "roberta", "distilbert", "albert", "electra-generator",
+                                                                "modernbert", "eurobert", "gte", "esm")},
+    **{(name, "attribution_graph"): "attribution graphs do not read DeBERTa's disentangled attention"
+       for name in ("deberta", "deberta-classifier")},
+    ("electra-discriminator", "attribution_graph"): "an attribution graph explains a masked-LM guess",
     **{(name, "sentence_tasks"): NO_SENTENCE_HEAD
        for name in ("roberta", "distilbert", "electra-discriminator", "electra-generator", "modernbert", "deberta", "eurobert",
                     "gte", "esm")},
