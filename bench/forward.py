@@ -1,7 +1,8 @@
 """Our BERT against transformers', same BERT-base weights, configurations timed in turn in one process.
 
     python -m bench.forward [--parts recorded plain training] [--repeats 9] [--no-memory] [--no-packing]
-    python -m bench.forward --family roberta      # or distilbert, albert, electra, modernbert, deberta-v2
+    python -m bench.forward --family roberta      # or distilbert, albert, electra, modernbert, deberta-v2,
+                                                  # xlm-roberta, camembert, esm, eurobert, gte
     python -m bench.forward --family modernbert --parts recorded plain --shapes 1x128 1x512 --threads 1
 
 With --family, the same tables for that family's base-size model (bench/make_random_bert.py's BASE_CONFIGS),
