@@ -1,7 +1,8 @@
 """Our BERT against transformers', same BERT-base weights, configurations timed in turn in one process.
 
     python -m bench.forward [--parts recorded plain training] [--repeats 9] [--no-memory] [--no-packing]
-    python -m bench.forward --family roberta      # or distilbert, albert, electra, modernbert, deberta-v2
+    python -m bench.forward --family roberta      # or distilbert, albert, electra, modernbert, deberta-v2,
+                                                  # xlm-roberta, camembert, esm, eurobert, gte
     python -m bench.forward --family modernbert --parts recorded plain --shapes 1x128 1x512 --threads 1
 
 With --family, the same tables for that family's base-size model (bench/make_random_bert.py's BASE_CONFIGS),
@@ -71,7 +72,7 @@ PARTS = {  # part -> (configurations, the reference last; shapes as "BATCHxTOKEN
 
 # their transformers forward takes no token_type_ids (DistilBERT, ModernBERT) or has no segment embedding to add
 # them to (deberta-v3: type_vocab_size 0)
-NO_SEGMENTS = ("distilbert", "modernbert", "deberta-v2")
+NO_SEGMENTS = ("distilbert", "modernbert", "deberta-v2", "esm", "eurobert")
 EAGER_ONLY = ("deberta-v2",)  # transformers' DeBERTa-v2 has no sdpa: its "plain" reference is eager attention
 
 
@@ -92,21 +93,26 @@ class Models:
         if kind == "eager_mlm":
             return transformers.AutoModelForMaskedLM.from_pretrained(self.folder, attn_implementation="eager").eval()
         if kind == "sdpa_encoder":
-            pooler = {"add_pooling_layer": False} if self.family in ("bert", "roberta", "albert") else {}
+            pooler = {"add_pooling_layer": False} if self.family in ("bert", "roberta", "albert", "xlm-roberta", "camembert", "esm") else {}
             return transformers.AutoModel.from_pretrained(self.folder, **pooler).eval()
         torch.manual_seed(0)
         return transformers.AutoModelForSequenceClassification.from_pretrained(self.folder, num_labels=2).train()
+
+    def vocab_size(self) -> int:
+        return json.loads((self.folder / "config.json").read_text())["vocab_size"]
 
     def ours_classifier(self):
         torch.manual_seed(0)
         return load_pretrained(str(self.folder), pack_for_cpu=False)[0].add_output_heads(classifier_labels=2).train()
 
 
-def inputs(shape: str):
-    """(input_ids, token_type_ids, attention_mask, mask positions): rows after the first padded to 50-100%."""
+def inputs(shape: str, vocab_size: int = 30522):
+    """(input_ids, token_type_ids, attention_mask, mask positions): rows after the first padded to 50-100%; ids
+    past the special tokens (ESM-2's 33 tokens: its amino acids)."""
     batch, length = map(int, shape.split("x"))
     generator = torch.Generator().manual_seed(batch * 1000 + length)
-    ids = torch.randint(1000, 30000, (batch, length), generator=generator)
+    low, high = (1000, 30000) if vocab_size > 30000 else (4, vocab_size - 1)
+    ids = torch.randint(low, high, (batch, length), generator=generator)
     attention_mask = torch.ones_like(ids)
     for row in range(1, batch):
         attention_mask[row, int(torch.randint(length // 2, length + 1, (), generator=generator)):] = 0
@@ -116,7 +122,7 @@ def inputs(shape: str):
 
 
 def runner(name: str, models: Models, shape: str) -> Callable[[], object]:
-    ids, types, attention_mask, masks = inputs(shape)
+    ids, types, attention_mask, masks = inputs(shape, models.vocab_size())
     segments = {} if models.family in NO_SEGMENTS else {"token_type_ids": types}
     if name.endswith("_step"):
         return training_step(name, models, ids, types, attention_mask)

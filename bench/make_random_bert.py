@@ -35,10 +35,25 @@ BASE_CONFIGS = {
                                            position_buckets=256, max_relative_positions=-1, pos_att_type="p2c|c2p",
                                            share_att_key=True, norm_rel_ebd="layer_norm", position_biased_input=False,
                                            type_vocab_size=0, layer_norm_eps=1e-7, hidden_act="gelu")),
+    # xlm-roberta-base (Conneau et al. 2020) and camembert-base (Martin et al. 2020): RoBERTa-base with their vocabularies
+    "xlm-roberta": ("XLMRobertaConfig", dict(vocab_size=250002, max_position_embeddings=514, type_vocab_size=1, layer_norm_eps=1e-5)),
+    "camembert": ("CamembertConfig", dict(vocab_size=32005, max_position_embeddings=514, type_vocab_size=1, layer_norm_eps=1e-5)),
+    # esm2_t12_35M_UR50D (Lin et al. 2023): BERT-base's 12 layers at width 480, rotary, pre-norm, ESM-2's 33 tokens
+    "esm": ("EsmConfig", dict(vocab_size=33, hidden_size=480, num_hidden_layers=12, num_attention_heads=20, intermediate_size=1920,
+                              max_position_embeddings=1026, position_embedding_type="rotary", emb_layer_norm_before=False,
+                              token_dropout=True, pad_token_id=1, mask_token_id=32, layer_norm_eps=1e-5)),
+    # EuroBERT-210m (Boizard et al. 2025): transformers' EuroBertConfig defaults, with its released rotary base
+    "eurobert": ("EuroBertConfig", dict(rope_parameters={"rope_type": "default", "rope_theta": 250000.0})),
+    # gte-multilingual-base (Zhang et al. 2024): transformers' GteConfig defaults
+    "gte": ("GteConfig", {}),
 }
 MASKED_LM = {"bert": "BertForMaskedLM", "roberta": "RobertaForMaskedLM", "distilbert": "DistilBertForMaskedLM",
              "albert": "AlbertForMaskedLM", "electra": "ElectraForMaskedLM",
-             "modernbert": "ModernBertForMaskedLM", "deberta-v2": "DebertaV2ForMaskedLM"}
+             "modernbert": "ModernBertForMaskedLM", "deberta-v2": "DebertaV2ForMaskedLM",
+             "xlm-roberta": "XLMRobertaForMaskedLM", "camembert": "CamembertForMaskedLM", "esm": "EsmForMaskedLM",
+             "eurobert": "EuroBertForMaskedLM", "gte": "GteForMaskedLM"}
+# ESM-2's vocabulary, in its order (facebook/esm2_t6_8M_UR50D's vocab.txt): one amino acid or special token a line
+ESM_VOCAB = "<cls> <pad> <eos> <unk> L A G V S E R T I D P K Q N F Y M H W C X B U Z O . - <null_1> <mask>".split()
 
 
 def tiny_fields(family: str) -> dict:
@@ -63,26 +78,31 @@ def make_random_bert(folder: Path, seed: int = 0, family: str = "bert", tiny: bo
     reference = getattr(transformers, MASKED_LM[family])(config).eval()
     folder.mkdir(parents=True, exist_ok=True)
     reference.save_pretrained(folder, safe_serialization=True)
-    if family == "roberta":
-        write_byte_level_bpe(folder)
-    else:
+    from bert.families.registry import family_of
+
+    marker = family_of(config.model_type).piece_marker
+    if family_of(config.model_type).characters:
+        (folder / "vocab.txt").write_text("\n".join(ESM_VOCAB) + "\n", encoding="utf-8")
+    elif marker == "##":
         shutil.copy(minilm_folder() / "vocab.txt", folder / "vocab.txt")
+    else:  # a BPE with the family's special tokens (its own vocabulary kind does not change the timing)
+        write_byte_level_bpe(folder, list(dict.fromkeys(family_of(config.model_type).special_tokens.values())))
     if family == "albert":  # its SentencePiece specials, beside [CLS], [SEP] and [MASK]
         with open(folder / "vocab.txt", "a", encoding="utf-8") as vocab:
             vocab.write("<pad>\n<unk>\n")
     return reference
 
 
-def write_byte_level_bpe(folder: Path) -> None:
-    """vocab.json and merges.txt of a small byte-level BPE with RoBERTa's special tokens, trained here on the
-    built-in sentences: the loader needs <s>, </s> and <mask>; the timing feeds ids."""
+def write_byte_level_bpe(folder: Path, special_tokens: list[str] | None = None) -> None:
+    """vocab.json and merges.txt of a small byte-level BPE with RoBERTa's special tokens (or those given), trained
+    here on the built-in sentences: the loader needs <s>, </s> and <mask>; the timing feeds ids."""
     from tokenizers.implementations import ByteLevelBPETokenizer
 
     from bert.data import builtin_sentences
 
     tokenizer = ByteLevelBPETokenizer()
     tokenizer.train_from_iterator([s.text for s in builtin_sentences(200)], vocab_size=1000, min_frequency=1,
-                                  special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+                                  special_tokens=special_tokens or ["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
     tokenizer.save_model(str(folder))
 
 

@@ -410,7 +410,9 @@ def _piece_style(tokenizer: Tokenizer, mask_token: str) -> PieceStyle:
                                    mask_token=mask_token)
     if "ByteLevel" in json.dumps(description.get("pre_tokenizer")):
         return byte_level_bpe(mask_token)
-    if kind == "Unigram" or "Metaspace" in json.dumps(description.get("pre_tokenizer")):
+    # SentencePiece's "▁" for a space: a unigram model, a Metaspace pre-tokenizer, or (Gemma's BPE) a normalizer writing it
+    spaces = json.dumps(description.get("normalizer"), ensure_ascii=False)
+    if kind == "Unigram" or "Metaspace" in json.dumps(description.get("pre_tokenizer")) or "▁" in spaces:
         return sentencepiece(mask_token)
     if kind == "WordLevel":  # one character per piece (ESM's amino acids): no marker
         return dataclasses.replace(CHARACTERS, mask_token=mask_token)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..errors import ConfigError
 from .family import Family, Heads, Table
-from .hf_fields import ROPE_PARAMETERS, SIZES, WRITTEN_ACTIVATION, plain_rope_theta, read_fields
+from .hf_fields import ROPE_PARAMETERS, SIZES, WRITTEN_ACTIVATION, check_head_dim, plain_rope_theta, read_fields
 from .tables import first_token_heads, pairs, params
 
 # What it changes, sizes aside (its released configs' values).
@@ -44,10 +44,7 @@ def read_config(hf: dict) -> dict:
     fields |= {key: DIFFERENCES[key] for key in FIXED}
     theta = plain_rope_theta(hf, hf.get(ROPE_PARAMETERS) or {}, "rope_theta", 10000.0)
     fields |= {"global_rope_theta": theta, "local_rope_theta": theta, "decoder_bias": bool(fields["mlp_bias"])}
-    head_dim = hf.get("head_dim")
-    if head_dim is not None and head_dim * fields["num_heads"] != fields["hidden_size"]:
-        raise ConfigError(f"head_dim {head_dim} is not hidden_size / num_attention_heads "
-                          f"({fields['hidden_size']} / {fields['num_heads']}): not supported")
+    check_head_dim(hf, fields)
     if hf.get("tie_word_embeddings"):
         raise ConfigError("tie_word_embeddings is true: a masked-LM output tied to the token embedding is not supported "
                           "in this family (its released checkpoints have an lm_head of their own)")

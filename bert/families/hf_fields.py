@@ -40,6 +40,15 @@ def plain_rope_theta(hf: dict, parameters: dict, theta_key: str, default: float)
     return float(parameters.get("rope_theta", hf.get(theta_key, default)))
 
 
+def check_head_dim(hf: dict, fields: dict) -> None:
+    """ConfigError where config.json's head_dim (Llama-style configs) is not hidden_size / num_attention_heads:
+    every head here is an even split of the hidden size. `fields`: BertConfig's fields read from it."""
+    head_dim = hf.get("head_dim")
+    if head_dim is not None and head_dim * fields["num_heads"] != fields["hidden_size"]:
+        raise ConfigError(f"head_dim {head_dim} is not hidden_size / num_attention_heads "
+                          f"({fields['hidden_size']} / {fields['num_heads']}): not supported")
+
+
 def activation(hf: dict, key: str = "hidden_act") -> str:
     """Our name of the activation config.json gives under `key` (GELU where it is silent)."""
     name = hf.get(key, "gelu")

@@ -33,6 +33,16 @@ FIELDS = SIZES | {  # and its config.json's own names
     "decoder_bias": "decoder_bias",
     "classifier_pooling": "classifier_pooling",
 }
+# config.json fields (transformers' ModernBertConfig's, and those the released Ettin and mmBERT folders add) that change
+# nothing in a forward pass: weight initialisation, the tokenizer's special ids (its own files name them), the
+# flash-attention kernel's determinism, a loss over the labelled positions only (sparse_prediction: the logits without
+# labels are the same), dropout inside the MLP (training; 0 in every released config), the training code's own switches
+# and names (torch.compile, re-padding, "sans_pos": no position table) and its duplicate epsilon (transformers reads
+# norm_eps)
+NO_EFFECT = ("initializer_range", "initializer_cutoff_factor", "bos_token_id", "eos_token_id", "cls_token_id",
+             "sep_token_id", "unk_token_id", "mask_token_id", "deterministic_flash_attn", "sparse_prediction",
+             "sparse_pred_ignore_index", "mlp_dropout", "reference_compile", "repad_logits_with_grad", "gradient_checkpointing",
+             "position_embedding_type", "layer_norm_eps")
 # transformers' ModernBertConfig defaults (ModernBERT-base's), by our names, for the fields config.json may leave out
 DEFAULTS = dict(vocab_size=50368, hidden_size=768, num_layers=22, num_heads=12, intermediate_size=1152,
                 max_position_embeddings=8192, pad_token_id=50283)
@@ -41,8 +51,13 @@ DEFAULTS = dict(vocab_size=50368, hidden_size=768, num_layers=22, num_heads=12, 
 def read_config(hf: dict) -> dict:
     """Its released config.json names the global layers' spacing and both rotary bases
     (global_attn_every_n_layers, global_rope_theta, local_rope_theta); transformers 5 writes them as layer_types
-    and rope_parameters too. Either is read."""
-    fields = DIFFERENCES | DEFAULTS | read_fields(hf, FIELDS, activation_key="hidden_activation")
+    and rope_parameters too. Either is read. NO_EFFECT's fields are not; an untied decoder (tie_word_embeddings
+    false) is refused."""
+    if hf.get("tie_word_embeddings", True) is False:
+        raise ConfigError("tie_word_embeddings is false: a masked-LM decoder with weights of its own is not supported in "
+                          "this family (its released checkpoints tie it to the token embedding)")
+    read = {key: value for key, value in hf.items() if key != "position_embedding_type"}  # see NO_EFFECT
+    fields = DIFFERENCES | DEFAULTS | read_fields(read, FIELDS, activation_key="hidden_activation")
     fields |= {key: DIFFERENCES[key] for key in FIXED} | {"mlm_activation": activation(hf, "classifier_activation")}
     layers = fields["num_layers"]
     layer_types = hf.get("layer_types")

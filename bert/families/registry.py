@@ -3,7 +3,7 @@ bert/families/family.py) and its line here (docs/library.md, "Adding a family").
 from __future__ import annotations
 
 from ..errors import ConfigError
-from . import albert, bert, camembert, deberta, distilbert, electra, esm, eurobert, gte, modernbert, roberta, xlm_roberta
+from . import albert, bert, camembert, deberta, distilbert, electra, esm, eurobert, gte, modernbert, nomic_bert, roberta, xlm_roberta
 from .family import Family
 
 FAMILIES: dict[str, Family] = {family.model_type: family for family in (
@@ -16,6 +16,7 @@ FAMILIES: dict[str, Family] = {family.model_type: family for family in (
     deberta.FAMILY,
     eurobert.FAMILY,
     gte.FAMILY,
+    nomic_bert.FAMILY,
     xlm_roberta.FAMILY,
     camembert.FAMILY,
     esm.FAMILY,

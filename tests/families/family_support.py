@@ -88,6 +88,9 @@ def hf_family_config(family: str, **fields):
     elif family == "gte":  # post-LN with rotary positions and a gated MLP (transformers' gte)
         config = transformers.GteConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=40,
                                         max_position_embeddings=64, pad_token_id=0, **common)
+    elif family == "nomic_bert":  # post-LN with rotary positions, two segments, no biases, SwiGLU (transformers' nomic_bert)
+        config = transformers.NomicBertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=40,
+                                              max_position_embeddings=64, pad_token_id=0, **common)
     elif family == "deberta-v2":  # deberta-v3-base's settings (tests/families/test_deberta.py), 8 buckets
         config = transformers.DebertaV2Config(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=40,
                                               max_position_embeddings=64, relative_attention=True, position_buckets=8,

@@ -89,9 +89,10 @@ def test_each_non_bert_family_has_names_of_its_own_to_look_for():
     assert {"q_lin", "pre_classifier", "seq_classif_dropout"} <= own["distilbert"]
     assert {"albert_layer_groups", "embedding_hidden_mapping_in", "num_hidden_groups"} <= own["albert"]
     assert {"generator_predictions", "discriminator_predictions", "embeddings_project"} <= own["electra"]
-    assert {"Wqkv", "tok_embeddings", "norm_eps", "classifier_activation"} <= own["modernbert"]
+    assert {"Wi", "tok_embeddings", "norm_eps", "classifier_activation"} <= own["modernbert"]  # Wqkv: NomicBERT's too
     assert {"rel_embeddings", "query_proj", "pos_att_type", "cls_dropout"} <= own["deberta-v2"]
     assert {"q_proj", "gate_proj", "input_layernorm", "embed_tokens", "num_key_value_heads", "rms_norm_eps"} <= own["eurobert"]
+    assert {"emb_ln", "fc11", "fc12", "norm1", "norm2"} <= own["nomic_bert"]
     assert {"qkv_proj", "up_gate_proj", "attn_ln", "mlp_ln"} <= own["gte"]
     assert own["roberta"] == {"roberta"}  # its tensors and config.json fields are BERT's names
     assert own["xlm-roberta"] == {"xlm-roberta"} and own["camembert"] == {"camembert"}  # RoBERTa's names

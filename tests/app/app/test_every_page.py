@@ -53,6 +53,7 @@ FAMILY = {
     "eurobert": ("eurobert", "EuroBertForMaskedLM", {}),  # RMSNorm, SwiGLU, 4 query heads sharing 2 key-value heads
     "gte": ("gte", "GteForMaskedLM", {}),  # post-LN with rotary positions and a gated MLP
     "esm": ("esm", "EsmForMaskedLM", {}),  # ESM-2 (Lin et al. 2023): pre-norm, rotary, token dropout; read as characters
+    "nomic_bert": ("nomic_bert", "NomicBertForMaskedLM", {}),  # post-LN, rotary, two segments, SwiGLU without biases
 }
 MINILM = "minilm"  # the app's default model: no `model=` in the link
 SENTENCES = {"text", "pair", "patch_clean", "patch_corrupted", "trace_text", "contexts_word", "variable_sentence",
@@ -102,7 +103,7 @@ CANNOT = {  # (model, page) -> the one line the page shows instead of its charts
     ("deberta-classifier", "embeddings"): RELATIVE,
     **{(name, "embeddings"): "This model has no position or segment embeddings: it rotates each position"
        for name in ("modernbert", "eurobert", "esm")},
-    ("gte", "embeddings"): "This model has no position embeddings: it rotates each position",
+    **{(name, "embeddings"): "This model has no position embeddings: it rotates each position" for name in ("gte", "nomic_bert")},
     ("deberta", "embeddings"): RELATIVE,
     **{(name, "circuits"): "circuits do not read DeBERTa's disentangled attention" for name in ("deberta", "deberta-classifier")},
     ("electra-discriminator", "circuits"): "circuits score the masked word: load a model with a masked-LM head",
@@ -113,7 +114,7 @@ CANNOT = {  # (model, page) -> the one line the page shows instead of its charts
     ("electra-discriminator", "attribution_graph"): "an attribution graph explains a masked-LM guess",
     **{(name, "sentence_tasks"): NO_SENTENCE_HEAD
        for name in ("roberta", "distilbert", "electra-discriminator", "electra-generator", "modernbert", "deberta", "eurobert",
-                    "gte", "esm")},
+                    "gte", "esm", "nomic_bert")},
 }
 SHOWS = {  # (model, page) -> what the page shows where a family, or the link, brings something of its own
     ("roberta", "embeddings"): "This model has one segment embedding, added to every token alike",
@@ -123,7 +124,7 @@ SHOWS = {  # (model, page) -> what the page shows where a family, or the link, b
     ("deberta", "attention"): "Positions enter every attention layer as relative distances",  # the sidebar's note
     **{(name, "mixing"): "Only the attention weights here: the decompositions follow BERT's post-LN layers"
        for name in ("modernbert", "eurobert", "esm")},
-    ("gte", "mixing"): "Only the attention weights here: the decompositions follow BERT's MLP",
+    **{(name, "mixing"): "Only the attention weights here: the decompositions follow BERT's MLP" for name in ("gte", "nomic_bert")},
     ("eurobert", "prediction"): "Grouped-query attention (Ainslie et al. 2023): every 2 heads share one key",  # the sidebar's note
     ("bert", "causal_tracing"): "is not one vocabulary token",  # the link's answer, quoted as text
     **{(name, "corpus_search"): "Searching " for name in ["bert", *FAMILY]},  # the built-in corpus: 256 positions
