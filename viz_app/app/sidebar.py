@@ -93,12 +93,14 @@ def _pick_model(visitor: Visitor) -> PickedModel:
         st.selectbox(
             "Model",
             list(by_source),
-            format_func=lambda s: by_source[s].label,
+            format_func=lambda s: by_source[s].name,  # short: the sidebar cuts a long entry; the caption has it all
             **state.kept("model_choice", list(by_source), models.default_source()),
             on_change=state.clear_masks,
             help=PICKER_HELP if visitor.role.may_choose_any_model else STUDENT_HELP,
         )
     ]
+    if choice.note:
+        show.caption("{}", choice.label)
     if refused := st.session_state.pop(state.REFUSED, None):
         show.info("{}", refused, icon=":material/info:")
     if choice.source == models.FOLDER:

@@ -71,6 +71,16 @@ def test_cached_hub_models_bert_base_first(tmp_path):
     assert models.cached_bert_models(tmp_path / "nowhere") == []
 
 
+def test_the_picker_shows_names_that_fit_the_sidebar_and_the_full_name_under_it(open_app):
+    at = open_app()
+    no_exception(at)
+    picker = at.selectbox(key="model_choice")
+    builtin = [c for c in models.model_choices() if c.folder is None and c.source != models.FOLDER]
+    assert picker.options[: len(builtin)] == [c.name for c in builtin]
+    assert all(len(c.name) <= models.PICKER_WIDTH for c in builtin), [c.name for c in builtin]
+    assert picker.value == "minilm" and "MiniLM-L6 + masked-LM head (built in)" in [as_read(c.value) for c in at.sidebar.caption]
+
+
 @pytest.mark.slow
 def test_picker_offers_bert_base_first_and_a_broken_cache_entry_gets_a_message(open_app, tmp_path, monkeypatch):
     _fake_snapshot(tmp_path, "bert-base-uncased")
