@@ -10,6 +10,12 @@ import json
 import time
 from dataclasses import dataclass, field
 
+# imported once here, not in each session's first call: a hall's 120 threads importing the generated protobuf
+# modules at once saw one half made (ImportError: cannot import name 'BackMsg')
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from websockets.sync.client import connect
+
 
 @dataclass
 class Page:
@@ -26,7 +32,6 @@ class Session:
     """One student's websocket session with the server: send a rerun, read ForwardMsgs until the run ends."""
 
     def __init__(self, url: str, timeout_s: float):
-        from websockets.sync.client import connect
 
         ws_url = url.replace("http://", "ws://") + "/_stcore/stream"
         self.connection = contextlib.ExitStack()
@@ -47,7 +52,6 @@ class Session:
                    fragment: str | None = None) -> None:
         """Send a rerun as `rerun` does, without reading what comes back (a reader in another thread may be
         waiting for the run before it: a browser that changes a widget while the page runs)."""
-        from streamlit.proto.BackMsg_pb2 import BackMsg
 
         back = BackMsg()
         state = back.rerun_script
@@ -71,7 +75,6 @@ class Session:
         until script_finished. `press`: a button's id, pressed; `fragment`: rerun only that fragment, as the
         browser's timer does for `st.fragment(run_every=...)`. `on_chart(spec)` and `on_markdown(text)` are called
         as each chart and each text arrives."""
-        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
         self.send_rerun(widget_states, press, fragment)
         page = Page()

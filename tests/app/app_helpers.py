@@ -10,6 +10,7 @@ import numpy as np
 
 from bert.analysis.representations.self_similarity import EXAMPLES
 from viz_app.app import navigation
+from viz_app.app.sidebar import PAGE_LINKS_WRAP
 from viz_app.specs import features
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,6 +61,11 @@ def go(at, page: str):
 
 def no_exception(at) -> None:
     assert not at.exception, "\n".join(str(e.value) + "\n" + "".join(getattr(e, "stack_trace", [])) for e in at.exception)
+
+
+def page_html(at) -> list:
+    """The HTML elements the page wrote: every one but the sidebar's style rule (viz_app/app/sidebar.py)."""
+    return [element for element in at.get("html") if element.proto.body != PAGE_LINKS_WRAP]
 
 
 def figures(at) -> list[dict]:

@@ -18,7 +18,7 @@ from google.protobuf.json_format import MessageToDict
 from markdown_it import MarkdownIt
 from streamlit.testing.v1.element_tree import Widget
 
-from app_helpers import ROOT, figures, texts
+from app_helpers import ROOT, figures, page_html, texts
 from viz_app.specs.word_contexts import OUR_FINDING
 
 PAYLOAD = ("[Click](http://x) ![](http://x/i.png) <img src=x> **Bold** http://x.example/bare www.x.example "
@@ -133,15 +133,15 @@ def _host(made: str) -> str:
 
 
 def html_problems(at, page: str) -> list[str]:
-    """A page outside WRITE_HTML writes no HTML at all; those in it never a tag from the visitor's text; no chart
-    label holds a tag (plotly renders a few)."""
+    """A page outside WRITE_HTML writes no HTML at all (the sidebar's own style rule aside); those in it never a tag
+    from the visitor's text; no chart label holds a tag (plotly renders a few)."""
     found = []
     if page in WRITE_HTML:
         for element in [*at.get("html"), *(m for m in at.markdown if m.proto.allow_html)]:
             body = element.proto.body if hasattr(element.proto, "body") else element.value
             found += [f"HTML with {tag}" for tag in ("<script>", "<img", "<b>bold") if tag in body]
     else:
-        found += ["an HTML element"] * len(at.get("html"))
+        found += ["an HTML element"] * len(page_html(at))
         found += [f"Markdown with HTML: {m.value[:80]}" for m in at.markdown if m.proto.allow_html]
     for figure in figures(at):
         for trace in figure["data"]:

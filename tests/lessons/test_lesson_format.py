@@ -148,3 +148,21 @@ def test_the_example_in_the_docs_is_a_valid_lesson():
     assert len(found.steps) >= 2
     documented = set(re.findall(r"^\| `(\w+)`", text, re.MULTILINE))
     assert set(COMPUTED) <= documented, "every computed value is listed in docs/teaching.md"
+
+
+def test_builtin_lessons_are_read_once_and_again_when_a_file_changes(tmp_path, monkeypatch):
+    from viz_app.lessons import format as lesson_format
+
+    for path in sorted(lesson_format.BUILTIN_FOLDER.glob("*.yaml"))[:2]:
+        (tmp_path / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    monkeypatch.setattr(lesson_format, "BUILTIN_FOLDER", tmp_path)
+    read = []
+    monkeypatch.setattr(lesson_format, "load_lesson", lambda path, name=None: read.append(name) or load_lesson(path, name))
+    first = builtin_lessons()
+    assert builtin_lessons() == first and len(read) == 2  # the second call reads no file
+    name, lesson = next(iter(first.items()))
+    changed = next(tmp_path.glob(f"*_{name}.yaml"))
+    changed.write_text(changed.read_text(encoding="utf-8").replace(lesson.title, "A new title", 1), encoding="utf-8")
+    assert builtin_lessons()[name].title == "A new title"  # its size changed: read again
+    builtin_lessons()["a lesson of the caller's"] = lesson  # a caller's dict is its own
+    assert "a lesson of the caller's" not in builtin_lessons()

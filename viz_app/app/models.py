@@ -45,8 +45,17 @@ class ModelKey:
 @dataclass(frozen=True)
 class ModelChoice:
     source: str  # what load_pretrained takes and the URL carries: "minilm", a hub id, or FOLDER
-    label: str  # what the picker shows
+    name: str  # what the sidebar's picker shows: the built-in ones fit its width at 1366x768 (PICKER_WIDTH characters)
+    note: str = ""  # where it comes from or what it lacks ("built in", "local Hugging Face cache"); "" for none
     folder: str | None = None  # a cached hub model's snapshot folder, loaded directly
+
+    @property
+    def label(self) -> str:
+        """The full name, "name (note)": under the sidebar's picker, and in the pickers of the main area."""
+        return f"{self.name} ({self.note})" if self.note else self.name
+
+
+PICKER_WIDTH = 26  # characters a picker entry shows before the sidebar cuts it ("MiniLM-L6 + masked-LM head")
 
 
 @dataclass(frozen=True)
@@ -245,15 +254,15 @@ def cached_bert_models(cache_dir: Path | None = None) -> list[ModelChoice]:
                 found[repo.repo_id] = str(revision.snapshot_path)
                 break
     order = sorted(found, key=lambda repo_id: (repo_id not in PREFERRED_HUB_IDS, _preference(repo_id), repo_id))
-    return [ModelChoice(repo_id, f"{repo_id} (local Hugging Face cache)", found[repo_id]) for repo_id in order]
+    return [ModelChoice(repo_id, repo_id, "local Hugging Face cache", found[repo_id]) for repo_id in order]
 
 
 def model_choices(cache_dir: Path | None = None) -> list[ModelChoice]:
     """Cached bert-base-uncased (and other cached BERTs) first, then the built-in MiniLM, then any folder."""
-    builtin = [ModelChoice("minilm-encoder", "MiniLM-L6, encoder only (built in, no MLM head)")]
+    builtin = [ModelChoice("minilm-encoder", "MiniLM-L6, encoder only", "built in, no MLM head")]
     if MINILM_HEAD_FILE.is_file():
-        builtin.insert(0, ModelChoice("minilm", "MiniLM-L6 + masked-LM head (built in)"))
-    builtin += [ModelChoice(name, f"{name}: MiniLM-L6 fine-tuned here (built in)") for name, path in FINETUNED_FILES.items() if path.is_file()]
+        builtin.insert(0, ModelChoice("minilm", "MiniLM-L6 + masked-LM head", "built in"))
+    builtin += [ModelChoice(name, name, "MiniLM-L6 fine-tuned here, built in") for name, path in FINETUNED_FILES.items() if path.is_file()]
     return cached_bert_models(cache_dir) + builtin + [ModelChoice(FOLDER, "A local Hugging Face folder…")]
 
 

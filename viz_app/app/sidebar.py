@@ -23,6 +23,9 @@ from viz_app.app.navigation import LINK_PARAMS
 PICKER_HELP = ("minilm is built in and works offline. bert-base-uncased appears here, first and chosen, once it is "
                "in your local Hugging Face cache. Any folder with config.json, weights and vocab.txt works too.")
 STUDENT_HELP = "The models this server offers; minilm is built in."
+# Streamlit cuts a page link's label at the sidebar's edge ("Which connections carry the answ…"): wrap it instead
+PAGE_LINKS_WRAP = ("<style>[data-testid=stSidebar] [data-testid=stPageLink-NavLink] span, "
+                   "[data-testid=stSidebar] [data-testid=stPageLink-NavLink] p {white-space: normal; overflow: visible}</style>")
 
 
 def render(visitor: Visitor, pages: dict[str, list]) -> PickedModel:
@@ -55,7 +58,8 @@ def render(visitor: Visitor, pages: dict[str, list]) -> PickedModel:
 
 
 def _page_list(pages: dict[str, list]) -> None:
-    """Every page under its heading (st.navigation's own list would sit above the picker)."""
+    """Every page under its heading (st.navigation's own list would sit above the picker), each title whole."""
+    st.html(PAGE_LINKS_WRAP)
     for heading, group in pages.items():
         show.caption("{}", heading)
         for page in group:
@@ -93,12 +97,14 @@ def _pick_model(visitor: Visitor) -> PickedModel:
         st.selectbox(
             "Model",
             list(by_source),
-            format_func=lambda s: by_source[s].label,
+            format_func=lambda s: by_source[s].name,  # short: the sidebar cuts a long entry; the caption has it all
             **state.kept("model_choice", list(by_source), models.default_source()),
             on_change=state.clear_masks,
             help=PICKER_HELP if visitor.role.may_choose_any_model else STUDENT_HELP,
         )
     ]
+    if choice.note:
+        show.caption("{}", choice.label)
     if refused := st.session_state.pop(state.REFUSED, None):
         show.info("{}", refused, icon=":material/info:")
     if choice.source == models.FOLDER:

@@ -1,11 +1,11 @@
 """The class in the app (Streamlit side of viz_app/server/class_room.py): the panel above a student's page that follows
 the presenter, and the presenter's box on the Lessons page (the two links, how many follow, the answers).
 
-A student's panel is a fragment that reruns every POLL_S seconds: it tells the room the student is there, and
-when the room's version changed while the student follows, it takes the room's step the way a lesson's step is
-taken (viz_app/lessons/session.py: the sentence, the model, every setting the step names; the step worked out
-through the runner, or read free once the class has it) and switches to the step's page. Only the student's own
-session changes.
+A student's panel is a fragment that reruns every POLL_S seconds: it tells the room the student is there (every
+HEARTBEAT_S), and when the room's version changed while the student follows, it takes the room's step the way a
+lesson's step is taken (viz_app/lessons/session.py: the sentence, the model, every setting the step names; the step
+worked out through the runner, or read free once the class has it) and switches to the step's page. Only the
+student's own session changes.
 
 The presenter's step is the class's, kept where the class is (in a lecture hall, the store every process shares:
 viz_app/server/class_store.py): `resume_presenting` puts it into a presenter's session that has not shown it yet (a
@@ -15,6 +15,7 @@ never a traceback, and draws itself again once the store answers; the presenter'
 """
 from __future__ import annotations
 
+import time
 import uuid
 from dataclasses import dataclass
 
@@ -30,12 +31,14 @@ from viz_app.app.models import ModelKey
 from viz_app.app.text import address, escape_markdown, joined, markdown, without_images
 
 POLL_S = 0.5  # a following student's page asks the room this often (half of it, on average, is the wait)
+HEARTBEAT_S = 2.0  # and tells it that the student is there this often (the count looks back HEARTBEAT_WINDOW_S = 5 s)
 COUNTS_S = 2.0  # the presenter's count of followers and answers is redrawn this often
 FOLLOWING = "_class_following"  # True while the student follows the class
 SEEN = "_class_seen"  # the room's version this browser session last took
 SESSION = "_class_session"  # this browser session's name for the room (heartbeats, answers)
 SHOWN = "_class_step_shown"  # the texts of the step this student was last moved to
 ANSWERED = "_class_answered"  # (the room's version, what became of this student's last click)
+HEARD = "_class_heard"  # (when this browser session last told the room it is there, whether it followed then)
 SILENT_CHECK_S = 2.0  # a page that said the store does not answer asks it again this often
 PRESS_NOT_SENT = "The class's store does not answer: your press was not sent."
 STORE_SILENT = "The class's store does not answer for a moment: this page comes back by itself when it does."
@@ -110,12 +113,22 @@ def student_panel(visitor: Visitor) -> None:
     @st.fragment(run_every=POLL_S)
     def panel() -> None:
         _keep_in_url(bool(st.session_state.get(FOLLOWING)))
-        visitor.room.heartbeat(st.session_state[SESSION], bool(st.session_state.get(FOLLOWING)))
+        _heartbeat(visitor, bool(st.session_state.get(FOLLOWING)))
         follow_if_moved(visitor)
         _draw(visitor.room.current, bool(st.session_state.get(FOLLOWING)), visitor)
 
     with st.container(key="class_panel", border=True):
         panel()
+
+
+def _heartbeat(visitor: Visitor, following: bool) -> None:
+    """Tell the room this student is there every HEARTBEAT_S, and at once when they start or stop following: a
+    quarter of the polls, so that a hall of students asks the store less while the step is what it waits for."""
+    heard = st.session_state.get(HEARD)
+    now = time.monotonic()
+    if heard is None or heard[1] != following or now - heard[0] >= HEARTBEAT_S:
+        visitor.room.heartbeat(st.session_state[SESSION], following)
+        st.session_state[HEARD] = (now, following)
 
 
 def _take(current: ClassStep, visitor: Visitor) -> None:

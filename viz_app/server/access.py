@@ -83,7 +83,7 @@ def failure(error: BaseException | str, role: Role) -> str:
 
 
 def teacher_folders(settings: ServerSettings) -> list[ModelChoice]:
-    return [ModelChoice(name, f"{name} (offered on this server)", folder) for name, folder in settings.folders]
+    return [ModelChoice(name, name, "offered on this server", folder) for name, folder in settings.folders]
 
 
 def picker_choices(choices: Sequence[ModelChoice], settings: ServerSettings, role: Role) -> list[ModelChoice]:

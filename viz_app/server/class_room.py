@@ -2,10 +2,10 @@
 server process (`st.cache_resource`) and every session's thread shares it, so each method takes the lock.
 
 The presenter (the session that knows the key) shows a lesson's step, moves to another, or ends the lesson; each
-change bumps `version`. A following student's page asks for `version` every second and, when it changed, takes
-`current` (the lesson itself, so a lesson the presenter loaded from a file reaches the students too). While it
-asks, it also says whether its student follows (`heartbeat`): `followers()` counts the students heard from within
-the last HEARTBEAT_WINDOW_S seconds. A step with a question collects one answer per student while it shows.
+change bumps `version`. A following student's page asks for `current` twice a second and, when its version
+changed, takes it (the lesson itself, so a lesson the presenter loaded from a file reaches the students too). Every
+2 s it also says whether its student follows (`heartbeat`; viz_app/lessons/following.py's POLL_S and HEARTBEAT_S):
+`followers()` counts the students heard from within the last HEARTBEAT_WINDOW_S seconds. A step with a question collects one answer per student while it shows.
 
 A student, as far as the server can tell, is an address: the app names a voter by the address its browser
 connects from (viz_app/lessons/following.py), so four tabs of one laptop give one answer, the last one clicked.

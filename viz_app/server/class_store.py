@@ -195,6 +195,7 @@ class RedisClassRoom:
         self._show, self._answer = client.register_script(SHOW), client.register_script(ANSWER)
         self._heartbeat, self._followers = client.register_script(HEARTBEAT), client.register_script(FOLLOWERS)
         self._seen: ClassStep | None = None  # the last step read, unpickled once per version
+        self._last_read: tuple[int, ClassStep | None] | None = None  # (version, step) last read from the store
         self._version = 0
 
     def is_presenter_key(self, key: str | None) -> bool:
@@ -210,7 +211,13 @@ class RedisClassRoom:
 
     @property
     def current(self) -> ClassStep | None:
+        """The class's step: one small read of the version each time (every following student's page asks twice a
+        second), and the pickled step read and unpickled only when the version is not the one last read."""
         try:
+            version = int(self._client.hget(self._state, "version") or 0)
+            read = self._last_read  # (version, step) as last read: one tuple, so that threads see a matching pair
+            if read is not None and read[0] == version:
+                return read[1]
             version, step = self._client.hmget(self._state, "version", "step")
         except self._errors as error:
             log.warning("the class's store does not answer (%s): the class stays where it was", error)
@@ -221,6 +228,7 @@ class RedisClassRoom:
         elif self._seen is None or self._seen.version != version:
             lesson, index, model = read_step(step)
             self._seen = ClassStep(lesson, index, version, model)
+        self._last_read = (version, self._seen)
         return self._seen
 
     def show(self, key: str | None, lesson: Any, step: int, model: str | None = None) -> ClassStep:

@@ -35,6 +35,7 @@ no folder is offered to them.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import re
 import sys
@@ -96,7 +97,9 @@ class _Parser(argparse.ArgumentParser):
         raise SettingsError(f"server flags: {message} (docs/teaching.md lists them)")
 
 
+@functools.cache
 def _parser() -> argparse.ArgumentParser:
+    """Built once (every page run reads the settings): parsing does not change it, so threads share it."""
     parser = _Parser(prog="streamlit run viz_app/Home.py --", add_help=False)
     parser.add_argument("--class", dest="class_mode", action="store_true", default=None)
     parser.add_argument("--settings")

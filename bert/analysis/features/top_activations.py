@@ -58,17 +58,23 @@ class TopTracker:
         activations = activations.detach().float().cpu()
         if activations.dim() != 2 or activations.shape[1] != self.units or activations.shape[0] != len(rows):
             raise InvalidInputError(f"activations must be [{len(rows)}, {self.units}], not {tuple(activations.shape)}")
+        rows = rows.cpu()
         values = torch.cat([self.values, activations])  # [k + n, unit]
-        candidates = torch.cat([self.rows, rows.cpu()[:, None].expand(-1, self.units)])
         self.values, picked = values.topk(self.k, dim=0)  # rows not yet filled stay at -inf, row -1
-        self.rows = candidates.gather(0, picked)
+        kept = picked < self.k  # [k, unit]: a row kept from before, else row picked - k of this batch
+        self.rows = torch.where(kept, self.rows.gather(0, picked.clamp(max=self.k - 1)), rows[(picked - self.k).clamp(min=0)])
         bins = len(self.edges) - 1
-        bucket = torch.bucketize(activations, self.edges[1:-1], right=True)  # [n, unit] in 0 .. bins - 1
         positive = activations > 0
-        counted = positive if self.active_only else torch.ones_like(positive)
-        flat = (bucket + torch.arange(self.units) * bins)[counted]
+        if self.active_only:  # only the entries where a unit fires (an SAE's few per row): no dense [n, unit] work
+            unit = positive.nonzero()[:, 1]  # row-major, as activations[positive] lists them
+            fired = activations[positive]
+            flat = torch.bucketize(fired, self.edges[1:-1], right=True) + unit * bins
+            self.sums.index_add_(0, unit, fired.double())
+        else:
+            bucket = torch.bucketize(activations, self.edges[1:-1], right=True)  # [n, unit] in 0 .. bins - 1
+            flat = (bucket + torch.arange(self.units) * bins).flatten()
+            self.sums += activations.sum(0, dtype=torch.float64)
         self.counts += torch.bincount(flat, minlength=self.units * bins)
-        self.sums += (activations * counted).sum(0, dtype=torch.float64)
         self.active += positive.sum(0)
         self.num_rows += len(rows)
 

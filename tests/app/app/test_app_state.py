@@ -11,7 +11,7 @@ import torch
 
 from app_helpers import array, as_read, figures, go, no_exception, texts
 from viz_app import cache
-from viz_app.app import forward, models
+from viz_app.app import forward, models, sidebar
 from viz_app.specs import recorded
 
 
@@ -69,6 +69,17 @@ def test_cached_hub_models_bert_base_first(tmp_path):
     choices = [c.source for c in models.model_choices(tmp_path)]
     assert choices[0] == "bert-base-uncased" and "minilm-encoder" in choices and choices[-1] == models.FOLDER
     assert models.cached_bert_models(tmp_path / "nowhere") == []
+
+
+def test_the_picker_shows_names_that_fit_the_sidebar_and_the_full_name_under_it(open_app):
+    at = open_app()
+    no_exception(at)
+    picker = at.selectbox(key="model_choice")
+    builtin = [c for c in models.model_choices() if c.folder is None and c.source != models.FOLDER]
+    assert picker.options[: len(builtin)] == [c.name for c in builtin]
+    assert all(len(c.name) <= models.PICKER_WIDTH for c in builtin), [c.name for c in builtin]
+    assert picker.value == "minilm" and "MiniLM-L6 + masked-LM head (built in)" in [as_read(c.value) for c in at.sidebar.caption]
+    assert sidebar.PAGE_LINKS_WRAP in [element.proto.body for element in at.get("html")]  # page titles wrap, uncut
 
 
 @pytest.mark.slow

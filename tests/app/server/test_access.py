@@ -9,9 +9,9 @@ from viz_app.app.models import FOLDER, ModelChoice
 from viz_app.server.settings import ServerSettings
 
 MACHINE = [  # what models.model_choices() lists on a machine with one cached hub BERT
-    ModelChoice("bert-base-uncased", "bert-base-uncased (local Hugging Face cache)", "/home/t/.cache/hf/snap/abc"),
-    ModelChoice("minilm", "MiniLM-L6 + masked-LM head (built in)"),
-    ModelChoice("minilm-encoder", "MiniLM-L6, encoder only (built in, no MLM head)"),
+    ModelChoice("bert-base-uncased", "bert-base-uncased", "local Hugging Face cache", "/home/t/.cache/hf/snap/abc"),
+    ModelChoice("minilm", "MiniLM-L6 + masked-LM head", "built in"),
+    ModelChoice("minilm-encoder", "MiniLM-L6, encoder only", "built in, no MLM head"),
     ModelChoice(FOLDER, "A local Hugging Face folder…"),
 ]
 SETTINGS = ServerSettings(folders=(("sentiment", "/srv/models/bert-sst2"),))

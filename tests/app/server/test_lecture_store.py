@@ -61,6 +61,23 @@ def test_a_step_shown_on_one_process_is_read_on_another(store, lesson):
     assert second.current is None and second.version == 2
 
 
+def test_a_poll_reads_the_pickled_step_only_when_the_class_moved(store, lesson):
+    presenter, student = process(store.url), process(store.url, key=None)
+
+    def steps_read() -> int:  # the store's own count of the reads that fetch the pickled step
+        return presenter._client.info("commandstats").get("cmdstat_hmget", {}).get("calls", 0)
+
+    presenter.show(KEY, lesson, 1)
+    assert student.current.step == 1
+    before = steps_read()
+    assert [student.current.step for _ in range(5)] == [1] * 5  # five polls, the class where it was
+    assert steps_read() == before
+    presenter.show(KEY, lesson, 3, model="minilm")
+    assert (student.current.step, student.current.model) == (3, "minilm") and steps_read() == before + 1
+    presenter.end(KEY)
+    assert student.current is None and student.current is None and steps_read() == before + 2
+
+
 def test_followers_heard_on_any_process_count_once(store):
     first, second = process(store.url), process(store.url)
     first.heartbeat("session-a", True)

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from app_helpers import HOME, TIMEOUT, array, figures, no_exception, texts
+from app_helpers import HOME, TIMEOUT, array, figures, no_exception, page_html, texts
 
 pytestmark = pytest.mark.slow  # every test here builds or searches a corpus index: seconds
 
@@ -41,7 +41,7 @@ def open_search():
 
 def matches(at) -> list[tuple[float, str]]:
     """(cosine, the sentence's HTML) of each listed match."""
-    body = at.get("html")[1].proto.body
+    body = page_html(at)[1].proto.body
     return [(float(c), s) for c, s in re.findall(r"<li><code>([0-9.-]+)</code> (.*?)</li>", body)]
 
 
@@ -49,7 +49,7 @@ def test_builtin_corpus_finds_neighbours_with_a_summary(open_search):
     at = open_search()
     assert "Searching 12,610 tokens of the 992 built" in texts(at)
     assert at.pills(key="search_position").value == 3  # "barked": the first word of four letters or more
-    assert "<mark>barked</mark>" in at.get("html")[0].proto.body
+    assert "<mark>barked</mark>" in page_html(at)[0].proto.body
     found = matches(at)
     assert len(found) == 10 and [c for c, _ in found] == sorted((c for c, _ in found), reverse=True)
     table = at.dataframe[1].value
@@ -97,7 +97,7 @@ def test_searching_by_one_heads_output_finds_the_copy_and_charts_every_head(open
 
 def test_uploaded_text_is_escaped(open_search):
     at = open_search(upload=b"<script>alert(1)</script> the dog barked.\nA *bold* dog [link](x).\n", search_position=2)
-    body = at.get("html")[1].proto.body
+    body = page_html(at)[1].proto.body
     assert "<script>" not in body and "&lt;script&gt;" in body
     assert len(matches(at)) == 10
 
@@ -118,7 +118,7 @@ def test_uploaded_text_is_escaped(open_search):
 def test_bad_uploads_are_refused_with_a_message(open_search, content, message):
     at = open_search(upload=content if isinstance(content, bytes) else content.encode())
     assert message in texts(at)
-    assert not figures(at) and not at.get("html")
+    assert not figures(at) and not page_html(at)
 
 
 def test_no_upload_yet_says_what_to_do(open_search):
