@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import re
 from pathlib import Path
@@ -12,6 +13,18 @@ from bert.analysis.representations.self_similarity import EXAMPLES
 from viz_app.app import navigation
 from viz_app.app.sidebar import PAGE_LINKS_WRAP
 from viz_app.specs import features
+
+
+def _scan_for_components_once() -> None:
+    """Every new AppTest scans the installed packages for Streamlit components (about 0.3-0.4 s of CPU each, finding
+    none here); a server scans once when it starts (streamlit.runtime.Runtime), so the tests' process does too."""
+    from streamlit.components.v2 import manifest_scanner
+
+    if not hasattr(manifest_scanner.scan_component_manifests, "cache_info"):
+        manifest_scanner.scan_component_manifests = functools.cache(manifest_scanner.scan_component_manifests)
+
+
+_scan_for_components_once()
 
 ROOT = Path(__file__).resolve().parents[2]
 HOME = ROOT / "viz_app" / "Home.py"
