@@ -3,13 +3,14 @@ IntervenableModel around transformers' BertForMaskedLM, a LowRankRotatedSpaceInt
 subject's position of layer 0's output, Adam on the rotation alone with the model's gradients off, cross-entropy of
 the intervened [MASK]'s logits over the vocabulary against the source's answer), with the same pairs, starting
 rotation, batches, steps and learning rate as `train_rotation` (bert/analysis/causal/alignment.py), whose loss
-compares the two answers only. Both rotations are scored by the same held-out interchange intervention accuracy;
+compares the two answers only (pyvene's side: bench/pyvene_das.py, which runs the same on the built-in model). Both rotations are scored by the same held-out interchange intervention accuracy;
 they must land within 3 points."""
 from __future__ import annotations
 
 import pytest
 import torch
 
+from bench.pyvene_das import pyvene_rotation, starting_rotation
 from bert.analysis.causal.alignment import AlignmentSettings, train_rotation
 from bert.analysis.causal.interchange import evaluate, interchange_accuracy, prepare_pairs, record_pairs
 from bert.data.variable_pairs import VariablePair
@@ -45,31 +46,7 @@ def pairs_for(ours, tokenizer) -> list[VariablePair]:
     return pairs
 
 
-def pyvene_rotation(theirs, train, start: torch.Tensor) -> torch.Tensor:
-    intervention = pyvene.LowRankRotatedSpaceIntervention(embed_dim=start.shape[0], low_rank_dimension=start.shape[1])
-    intervention.rotate_layer.weight = start  # through the orthogonal parametrisation's right inverse
-    config = pyvene.IntervenableConfig(representations=[pyvene.RepresentationConfig(
-        component="bert.encoder.layer[0].output", unit="pos", max_number_of_units=1, intervention=intervention)])
-    model = pyvene.IntervenableModel(config, theirs)
-    model.disable_model_gradients()
-    optimizer = torch.optim.Adam(intervention.rotate_layer.parameters(), lr=SETTINGS.learning_rate)
-    batches = torch.Generator().manual_seed(SETTINGS.seed)  # the batches train_rotation draws
-    for _ in range(SETTINGS.steps):
-        batch = [train[i] for i in torch.randperm(len(train), generator=batches)[: min(SETTINGS.batch_size, len(train))]]
-        base = {"input_ids": torch.tensor([p.base.input_ids for p in batch]),
-                "token_type_ids": torch.tensor([p.base.token_type_ids for p in batch])}
-        source = {"input_ids": torch.tensor([p.source.input_ids for p in batch]),
-                  "token_type_ids": torch.tensor([p.source.token_type_ids for p in batch])}
-        at = [[[p.subject] for p in batch]]
-        _, out = model(base, [source], unit_locations={"sources->base": (at, at)})
-        logits = out.logits[torch.arange(len(batch)), [p.mask for p in batch]]  # [batch, vocab]
-        loss = torch.nn.functional.cross_entropy(logits, torch.tensor([p.source_answer_id for p in batch]))
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
-    return intervention.rotate_layer.weight.detach().clone()
-
-
+@pytest.mark.slow  # two trainings of 40 steps: 10 s on the loaded 2-core machine
 def test_a_das_run_lands_within_3_points_of_pyvenes(tiny_mlm_folder):
     import bert
     from transformers import BertForMaskedLM
@@ -85,9 +62,8 @@ def test_a_das_run_lands_within_3_points_of_pyvenes(tiny_mlm_folder):
     _, test_source, _, _ = record_pairs(ours, tokenizer.pad_id, test, [SITE])
     ours_basis, _ = train_rotation(ours, tokenizer.pad_id, train, train_source[SITE], torch.ones(len(train), dtype=torch.bool),
                                    *SITE, SETTINGS)
-    start = torch.empty(ours.config.hidden_size, 1)
-    torch.nn.init.orthogonal_(start, generator=torch.Generator().manual_seed(SETTINGS.seed))  # train_rotation's start
-    theirs_basis = pyvene_rotation(theirs, train, start)
+    start = starting_rotation(ours.config.hidden_size, SETTINGS)
+    theirs_basis = pyvene_rotation(theirs, 0, tokenizer.pad_id, train, start, SETTINGS)
     expected = torch.ones(len(test), dtype=torch.bool)
     scores = [interchange_accuracy(evaluate(ours, tokenizer.pad_id, test, *SITE, test_source[SITE], basis), expected)
               for basis in (start, ours_basis, theirs_basis)]
