@@ -115,6 +115,21 @@ def test_das_command_writes_the_documented_json(tiny_mlm_folder, tmp_path, capsy
     assert capsys.readouterr().out.startswith("cost: at most ")  # the price comes first
 
 
+def test_das_at_the_subject_is_the_librarys_align_there(tiny_mlm_folder, tmp_path):
+    """--position subject reaches align's subject role: a file's pairs take the first word that differs (one piece)."""
+    import bert
+    from bert.analysis.causal.alignment import AlignmentSettings, align
+
+    out, pairs = tmp_path / "subject.json", tiny_pairs_file(tmp_path)
+    assert main(["das", "--model", str(tiny_mlm_folder), "--pairs", str(pairs), "--layer", "1", "--position", "subject",
+                 "--method", "mean-diff", "--max-pairs", "12", "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    model, tokenizer = bert.load_pretrained(str(tiny_mlm_folder))
+    expected = align(model, tokenizer, read_pairs(pairs), "transformer.1.hook_out", 2,  # "[CLS] the a ...": token 2
+                     AlignmentSettings(method="mean-diff", max_pairs=12))
+    assert result["position"] == "subject" and result["iia"] == expected.iia and result["control_iia"] == expected.control_iia
+
+
 def test_das_sweep_writes_one_row_per_layer(tiny_mlm_folder, tmp_path):
     out = tmp_path / "sweep.json"
     assert main(["das", "--model", str(tiny_mlm_folder), "--pairs", str(tiny_pairs_file(tmp_path)), "--sweep",
