@@ -3,6 +3,7 @@ of docs/causal.md ("Where a variable lives").
 
     OMP_NUM_THREADS=1 nice -n 10 python -m bench.variable_table [--seeds 0 1 2] [--max-pairs 128] [--steps 100] \\
         [--json out/variable_table.json] [--markdown out/variable_table.md]
+    python -m bench.variable_table --render out/variable_table.json out/other_seeds.json   # one table of both
 
 For each task (bert/data/variable_tasks.py):
 - what the model knows: of the task's sentences, the share where it prefers its own answer to the other value's;
@@ -87,6 +88,19 @@ def markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def merged(reports: list[dict]) -> dict:
+    """Runs of the same tasks and methods (other seeds, run apart) as one report: each task's site from the first
+    report that has it, its runs and floors from all."""
+    out = {**reports[0], "tasks": {}}
+    for report in reports:
+        for task, entry in report["tasks"].items():
+            into = out["tasks"].setdefault(task, {**entry, "methods": {}, "floor": []})
+            into["floor"] += entry["floor"]
+            for method, runs in entry["methods"].items():
+                into["methods"].setdefault(method, []).extend(runs)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=list(TASKS))
@@ -97,7 +111,11 @@ def main() -> None:
     parser.add_argument("--site", nargs=2, metavar=("LAYER", "POSITION"), help="skip the sweep: every task at this site")
     parser.add_argument("--json", type=Path, default=Path("out/variable_table.json"))
     parser.add_argument("--markdown", type=Path, default=Path("out/variable_table.md"))
+    parser.add_argument("--render", nargs="+", type=Path, help="no run: print the table of these JSON reports, merged")
     args = parser.parse_args()
+    if args.render:
+        print(markdown(merged([json.loads(path.read_text(encoding="utf-8")) for path in args.render])))
+        return
     torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
     model, tokenizer = load_pretrained("minilm", pack_for_cpu=True)
     report = {"date": datetime.now(timezone.utc).isoformat(timespec="minutes"), "machine": platform.processor() or platform.machine(),
