@@ -90,14 +90,15 @@ def markdown(report: dict) -> str:
 
 def merged(reports: list[dict]) -> dict:
     """Runs of the same tasks and methods (other seeds, run apart) as one report: each task's site from the first
-    report that has it, its runs and floors from all."""
+    report that has it, its runs and floors from all (a seed run twice counted once)."""
     out = {**reports[0], "tasks": {}}
     for report in reports:
         for task, entry in report["tasks"].items():
             into = out["tasks"].setdefault(task, {**entry, "methods": {}, "floor": []})
             into["floor"] += entry["floor"]
             for method, runs in entry["methods"].items():
-                into["methods"].setdefault(method, []).extend(runs)
+                seen = {run["seed"] for run in into["methods"].get(method, [])}
+                into["methods"].setdefault(method, []).extend(run for run in runs if run["seed"] not in seen)
     return out
 
 
