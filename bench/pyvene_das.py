@@ -1,7 +1,7 @@
 """DAS trained by pyvene's recipe against ours, on the built-in model: the held-out IIA of each (docs/causal.md).
 
     OMP_NUM_THREADS=1 python -m bench.pyvene_das [--task number-pp] [--layer 0] [--steps 50] [--max-pairs 128] \\
-        [--json out/pyvene_das.json]
+        [--loss vocabulary|answers] [--json out/pyvene_das.json]
 
 pyvene's recipe (Wu et al. 2024): its IntervenableModel around transformers' BertForMaskedLM (the built-in model
 written in Hugging Face layout, bert/checkpoint.py's save_hf_folder), a LowRankRotatedSpaceIntervention of one
@@ -38,9 +38,11 @@ def starting_rotation(hidden: int, settings: AlignmentSettings) -> torch.Tensor:
 
 
 def pyvene_rotation(theirs, layer: int, pad_id: int, train: Sequence[PreparedPair], start: torch.Tensor,
-                    settings: AlignmentSettings) -> torch.Tensor:
+                    settings: AlignmentSettings, loss_over: str = "vocabulary") -> torch.Tensor:
     """pyvene's DAS training on transformers' BertForMaskedLM `theirs`, at the subject's position of layer `layer`'s
-    output, from `start` ([hidden, dims]), the batches drawn as train_rotation draws them: the learned basis."""
+    output, from `start` ([hidden, dims]), the batches drawn as train_rotation draws them: the learned basis.
+    loss_over "vocabulary": pyvene's tutorials' cross-entropy over every word; "answers": over the two answers
+    only, as train_rotation."""
     import pyvene
 
     intervention = pyvene.LowRankRotatedSpaceIntervention(embed_dim=start.shape[0], low_rank_dimension=start.shape[1])
@@ -60,7 +62,12 @@ def pyvene_rotation(theirs, layer: int, pad_id: int, train: Sequence[PreparedPai
         at = [[[p.subject] for p in batch]]
         _, out = model(inputs["base"], [inputs["source"]], unit_locations={"sources->base": (at, at)})
         logits = out.logits[torch.arange(len(batch)), [p.mask for p in batch]]  # [batch, vocab]
-        loss = torch.nn.functional.cross_entropy(logits, torch.tensor([p.source_answer_id for p in batch]))
+        if loss_over == "answers":
+            logits = logits.gather(1, torch.tensor([[p.base_answer_id, p.source_answer_id] for p in batch]))
+            target = torch.ones(len(batch), dtype=torch.long)
+        else:
+            target = torch.tensor([p.source_answer_id for p in batch])
+        loss = torch.nn.functional.cross_entropy(logits, target)
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()
@@ -80,6 +87,8 @@ def main() -> None:
     parser.add_argument("--layer", type=int, default=0)
     parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--max-pairs", type=int, default=128)
+    parser.add_argument("--loss", choices=("vocabulary", "answers"), default="vocabulary",
+                        help="pyvene's loss: over the vocabulary (its tutorials') or over the two answers (ours)")
     parser.add_argument("--json", type=Path, default=Path("out/pyvene_das.json"))
     args = parser.parse_args()
     torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
@@ -95,12 +104,12 @@ def main() -> None:
     ours_seconds = time.perf_counter() - started
     start = starting_rotation(ours.config.hidden_size, settings)
     started = time.perf_counter()
-    theirs_basis = pyvene_rotation(theirs, args.layer, tokenizer.pad_id, split.train, start, settings)
+    theirs_basis = pyvene_rotation(theirs, args.layer, tokenizer.pad_id, split.train, start, settings, args.loss)
     theirs_seconds = time.perf_counter() - started
     scores = {name: interchange_accuracy(evaluate(ours, tokenizer.pad_id, split.test, *site, recorded["test"][1][site], basis),
                                          expected_test)
               for name, basis in (("start", start), ("ours", ours_basis), ("pyvene", theirs_basis))}
-    report = {"task": args.task, "layer": args.layer, "position": "subject", "steps": args.steps, "batch_size": settings.batch_size,
+    report = {"task": args.task, "pyvene_loss": args.loss, "layer": args.layer, "position": "subject", "steps": args.steps, "batch_size": settings.batch_size,
               "learning_rate": settings.learning_rate, "pairs": {"train": len(split.train), "test": len(split.test)},
               "iia": scores, "seconds": {"ours": ours_seconds, "pyvene": theirs_seconds}, "load": os.getloadavg()}
     args.json.parent.mkdir(parents=True, exist_ok=True)
