@@ -46,7 +46,6 @@ def pairs_for(ours, tokenizer) -> list[VariablePair]:
     return pairs
 
 
-@pytest.mark.slow  # two trainings of 40 steps: 10 s on the loaded 2-core machine
 def test_a_das_run_lands_within_3_points_of_pyvenes(tiny_mlm_folder):
     import bert
     from transformers import BertForMaskedLM
