@@ -36,6 +36,8 @@ class VariablePair:
     base_item: str = ""  # the word's lexical item ("dog" for "dogs"): the held-out split goes by item
     source_item: str = ""
     line: int = 0  # the line of the file it came from (0: generated)
+    subject: int = -1  # which whitespace-separated word (from 0) is the subject, from the template; -1: none named
+    # (a file's pairs), the first word that differs stands for it
 
 
 def differing_words(base: str, source: str) -> tuple[str, str]:
@@ -46,6 +48,11 @@ def differing_words(base: str, source: str) -> tuple[str, str]:
         return "", ""
     pairs = [(x, y) for x, y in zip(a, b) if x != y]
     return " ".join(x for x, _ in pairs), " ".join(y for _, y in pairs)
+
+
+def first_differing_word(base: str, source: str) -> int:
+    """The index (from 0) of the first whitespace-separated word where two sentences differ; 0 when none does."""
+    return next((i for i, (x, y) in enumerate(zip(base.split(), source.split())) if x != y), 0)
 
 
 def read_pairs(path: str | Path) -> list[VariablePair]:

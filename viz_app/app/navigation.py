@@ -153,7 +153,7 @@ REGISTRY: tuple[Page, ...] = (
         "variable_task": choice({**VARIABLE_TASKS, "upload": "your own pairs (a .tsv or .jsonl file)"}, "number-pp"),
         "variable_method": choice(ALIGNMENT_METHODS, "mean-diff"), "variable_dims": integer(1), "variable_steps": integer(50),
         "variable_pairs": integer(64), "variable_seed": integer(0), "variable_layer": integer(0),
-        "variable_position": choice({"differs": "the word that differs", "mask": "the [MASK]"}),
+        "variable_position": choice({"differs": "the word that differs", "mask": "the [MASK]", "subject": "the subject"}),
         "variable_sweep": flag(False),
         "variable_sentence": text("The dog near the cars [MASK] old ."),
         "variable_source": text("The dogs near the cars [MASK] old ."),

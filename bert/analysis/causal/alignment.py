@@ -55,6 +55,8 @@ class AlignmentSettings:
     batch_size: int = 16  # pairs per training step
     learning_rate: float = 1e-2  # Adam's, for the rotation (the boundary's is 10 times it)
     size_penalty: float = 1.0  # boundless: added to the loss times the share of coordinates swapped
+    temperatures: tuple[float, float] = BOUNDLESS_TEMPERATURES  # boundless: the boundary's, first to last step, linear;
+    # in coordinates (Wu et al.'s 50 to 0.1 were for 4096 of them): a small model wants a smaller start
     seed: int = 0  # the split, the control's labels, the rotation's start, the batches
     max_pairs: int = 256  # training pairs at most (held-out: half of it), sampled (seeded) after the split
     test_share: float = 0.34  # of the templates and of the lexical items held out
@@ -222,7 +224,7 @@ def train_rotation(model: Bert, pad_id: int, train: Sequence[PreparedPair], sour
     optimizer = torch.optim.Adam(parameters)
     batches = torch.Generator().manual_seed(settings.seed)
     rows = min(settings.batch_size, len(train))
-    temperatures = torch.linspace(*BOUNDLESS_TEMPERATURES, settings.steps)
+    temperatures = torch.linspace(*settings.temperatures, settings.steps)
     trained = [p for group in parameters for p in group["params"]]
     for step in range(settings.steps):
         pick = torch.randperm(len(train), generator=batches)[:rows]
@@ -236,18 +238,20 @@ def train_rotation(model: Bert, pad_id: int, train: Sequence[PreparedPair], sour
             logits = intervened_logits(model, pad_id, [train[i] for i in pick], hook, position, source[pick], basis, weights)
             loss = torch.nn.functional.cross_entropy(logits, expected[pick].long())
             if boundless:
-                loss = loss + settings.size_penalty * boundary.clamp(1e-3, 1.0)
+                loss = loss + settings.size_penalty * boundary
             gradients = torch.autograd.grad(loss, trained)
         for parameter, gradient in zip(trained, gradients):
             parameter.grad = gradient
         optimizer.step()
+        with torch.no_grad():  # kept in range: a boundary left above 1 would get no gradient through the clamp, and stay
+            boundary.clamp_(1e-3, 1.0)
         if progress is not None:
             progress(step + 1, settings.steps)
     with torch.no_grad():
         weight = rotation.weight.detach().clone()
         if not boundless:
             return weight, settings.dims
-        dims = int((boundary_weights(boundary.clamp(1e-3, 1.0) * hidden, hidden, BOUNDLESS_TEMPERATURES[1]) > 0.5).sum())
+        dims = int((boundary_weights(boundary.clamp(1e-3, 1.0) * hidden, hidden, settings.temperatures[1]) > 0.5).sum())
         return weight[:, : max(dims, 1)], max(dims, 1)
 
 

@@ -33,15 +33,16 @@ def add_arguments(parser) -> None:
     source.add_argument("--pairs", type=Path, help="a .tsv (with a header) or .jsonl file with base, source, base_answer, source_answer")
     parser.add_argument("--layer", type=int, help="the transformer layer (from 0) whose output (--hook) is intervened on")
     parser.add_argument("--position", default="differs",
-                        help=f"a token index, or {' or '.join(POSITION_ROLES)}: the [MASK], or the first word piece where "
-                             "base and source differ (default differs)")
+                        help=f"a token index, or {', '.join(POSITION_ROLES)}: the [MASK], the first word piece where base "
+                             "and source differ, or the subject's last word piece (a task's template names the subject; "
+                             "in a pairs file, the first word that differs) (default differs)")
     parser.add_argument("--hook", choices=HOOK_KINDS, default="layer_out", help="which vector of the layer (default layer_out)")
     parser.add_argument("--method", choices=METHODS, default="das")
     parser.add_argument("--dims", type=int, default=1, help="coordinates swapped (das, pca, random; default 1)")
     parser.add_argument("--steps", type=int, default=100, help="training steps of das and boundless (default 100)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-pairs", type=int, default=256, help="training pairs at most; held-out: half (default 256)")
-    parser.add_argument("--sweep", action="store_true", help="every layer (or --layers) x the positions mask and differs")
+    parser.add_argument("--sweep", action="store_true", help="every layer (or --layers) x the positions mask, differs and subject")
     parser.add_argument("--layers", type=int, nargs="+", help="the layers a sweep covers (default all)")
     parser.add_argument("--json", type=Path, help="write the results as JSON here")
     add_device_argument(parser)

@@ -16,6 +16,7 @@ al. 2024): log p(source answer) / p(base answer) in the intervened run minus the
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -26,10 +27,12 @@ from ...errors import DataFileError, InvalidInputError
 from ...hooks import is_per_head
 from ...model import Bert
 from ...tokenizer import BertTokenizer, Encoding
-from ...data.variable_pairs import VariablePair
+from ...data.variable_pairs import VariablePair, first_differing_word
 from ..corpus.batching import pad
 
-POSITION_ROLES = ("mask", "differs")  # the [MASK]; the first word piece where base and source differ
+POSITION_ROLES = ("mask", "differs", "subject")  # the [MASK]; the first word piece where base and source differ; the
+# subject's last word piece (Meng et al. 2022's "last subject token"): the word the task's template names the subject,
+# or in pairs without one (a file's) the first word that differs
 Position = int | str  # a token index, or one of POSITION_ROLES
 
 
@@ -42,12 +45,13 @@ class PreparedPair:
     source: Encoding
     mask: int  # the [MASK]'s token index
     differs: int  # the first token index where base and source differ
+    subject: int  # the token index of the subject's last word piece in the base sentence
     base_answer_id: int
     source_answer_id: int
 
     def position(self, position: Position) -> int:
         """The token index of a position: an index itself, or the role's."""
-        return position if isinstance(position, int) else {"mask": self.mask, "differs": self.differs}[position]
+        return position if isinstance(position, int) else {"mask": self.mask, "differs": self.differs, "subject": self.subject}[position]
 
 
 def prepare_pairs(tokenizer: BertTokenizer, pairs: Sequence[VariablePair], max_length: int) -> tuple[list[PreparedPair], int]:
@@ -67,11 +71,12 @@ def prepare_pairs(tokenizer: BertTokenizer, pairs: Sequence[VariablePair], max_l
 
 def _prepare(tokenizer: BertTokenizer, pair: VariablePair, max_length: int) -> PreparedPair:
     base, source, mask, differs = line_up(tokenizer, pair.base, pair.source, max_length)
+    subject = last_piece(base, pair.base, pair.subject if pair.subject >= 0 else first_differing_word(pair.base, pair.source))
     base_id = tokenizer.one_token_id(pair.base_answer, "base_answer")
     source_id = tokenizer.one_token_id(pair.source_answer, "source_answer")
     if base_id == source_id:
         raise InvalidInputError(f"base_answer and source_answer are the same token ({tokenizer.id_to_token(base_id)!r})")
-    return PreparedPair(pair, base, source, mask, differs, base_id, source_id)
+    return PreparedPair(pair, base, source, mask, differs, subject, base_id, source_id)
 
 
 def line_up(tokenizer: BertTokenizer, base_text: str, source_text: str, max_length: int
@@ -89,6 +94,20 @@ def line_up(tokenizer: BertTokenizer, base_text: str, source_text: str, max_leng
     if not differs:
         raise InvalidInputError("base and source are the same word pieces: the variable must change a word")
     return base, source, masks[0][0], differs[0]
+
+
+def last_piece(encoding: Encoding, text: str, word: int) -> int:
+    """The token index of the last word piece of `text`'s whitespace-separated word number `word` (from 0), by the
+    tokens' character offsets; InvalidInputError when the sentence has no such word or it was cut off."""
+    spans = [match.span() for match in re.finditer(r"\S+", text)]
+    if not 0 <= word < len(spans):
+        raise InvalidInputError(f"the sentence has no word {word + 1} (it has {len(spans)}): {text!r}")
+    start, end = spans[word]
+    inside = [i for i, ((a, b), special) in enumerate(zip(encoding.offsets, encoding.special))
+              if not special and a < end and b > start]
+    if not inside:
+        raise InvalidInputError(f"word {word + 1} of {text!r} has no word piece (cut off by the length limit?)")
+    return inside[-1]
 
 
 def check_site(model: Bert, hook: str, position: Position, pairs: Sequence[PreparedPair]) -> None:

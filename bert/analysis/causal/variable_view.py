@@ -22,7 +22,8 @@ from ...devices import model_device
 from ...errors import InvalidInputError
 from ...model import Bert
 from ...tokenizer import BertTokenizer
-from .interchange import Position, interchange, line_up
+from ...data.variable_pairs import first_differing_word
+from .interchange import Position, interchange, last_piece, line_up
 
 TOP_WORDS = 5
 
@@ -56,14 +57,18 @@ class LiveSwap:
 def live_swap(model: Bert, tokenizer: BertTokenizer, base: str, source: str, hook: str, position: Position,
               basis: torch.Tensor | None, top: int = TOP_WORDS) -> LiveSwap:
     """Three forward passes: the source (its vector at the hook recorded), the base, and the base with the
-    source's coordinates along `basis` swapped in at the position (a token index, "mask" or "differs"; basis None:
+    source's coordinates along `basis` swapped in at the position (a token index, "mask", "differs" or "subject",
+    the last word piece of the first word that differs; basis None:
     the whole vector). InvalidInputError when the two sentences do not line up or the model has no masked-LM head."""
     if not model.has_mlm_head:
         raise InvalidInputError("a live swap reads the masked-word logits: load a model with a masked-LM head")
     base_encoding, source_encoding, mask, differs = line_up(tokenizer, base, source, model.config.max_position_embeddings)
-    at = {"mask": mask, "differs": differs}.get(position, position)
+    if position == "subject":  # typed sentences name no subject: the first word that differs stands for it
+        at = last_piece(base_encoding, base, first_differing_word(base, source))
+    else:
+        at = {"mask": mask, "differs": differs}.get(position, position)
     if not isinstance(at, int) or not 0 <= at < len(base_encoding):
-        raise InvalidInputError(f"position must be a token index of the sentence, mask or differs, not {position!r}")
+        raise InvalidInputError(f"position must be a token index of the sentence, mask, differs or subject, not {position!r}")
     device = model_device(model)
 
     def run(encoding, names=(), interventions=None):

@@ -260,7 +260,7 @@ def test_pairs_the_model_gets_wrong_in_both_sentences_are_dropped_and_counted(ti
 
 @pytest.mark.parametrize("case, message", [
     ("hook", "has no hook"), ("per head", "one vector per token"), ("position", "outside the shortest pair"),
-    ("role", "one of mask, differs"), ("dims", "dims must be from 1"), ("method", "unknown method"),
+    ("role", "one of mask, differs, subject"), ("dims", "dims must be from 1"), ("method", "unknown method"),
 ])
 def test_bad_settings_say_what_to_change(tiny, pairs, case, message):
     model, tokenizer = tiny
@@ -272,7 +272,7 @@ def test_bad_settings_say_what_to_change(tiny, pairs, case, message):
     elif case == "position":
         position = 40
     elif case == "role":
-        position = "subject"
+        position = "verb"
     elif case == "dims":
         settings = AlignmentSettings(method="das", dims=65)
     else:

@@ -43,27 +43,27 @@ def open_with_upload(folder, content: bytes, name: str = "mine.tsv", **query):
 
 @pytest.mark.slow  # 14 s: one AppTest that runs a site, two sweeps, the projection and the swap, then the library's own
 def test_the_page_shows_the_librarys_numbers(tiny_mlm_folder):
-    query = dict(variable_method="mean-diff", variable_layer=1, variable_position="differs", variable_sweep=1,
+    query = dict(variable_method="mean-diff", variable_layer=1, variable_position="subject", variable_sweep=1,
                  variable_pairs=40, variable_seed=3)
     at = open_with_upload(tiny_mlm_folder, pairs_file(), **query)
     loaded = load(ModelKey.of(str(tiny_mlm_folder)))  # the model the app loaded, from its cache
     pairs = pairs_from_text("mine.tsv", pairs_file().decode())
     settings = AlignmentSettings(method="mean-diff", max_pairs=40, seed=3, steps=50)
-    one = align(loaded.model, loaded.tokenizer, pairs, hook_name("layer_out", 1), "differs", settings)
+    one = align(loaded.model, loaded.tokenizer, pairs, hook_name("layer_out", 1), "subject", settings)
     shown = "\n".join(text.value for text in at.text)
     assert (f"Held-out IIA {one.iia['test']:.3f} (training {one.iia['train']:.3f}); control task's IIA "
             f"{one.control_iia['test']:.3f}; selectivity {one.selectivity:+.3f}") in shown
     bars, sweep_chart, full_chart, projection_chart = figures(at)
     np.testing.assert_allclose(array(bars["data"][0]["y"]), [one.iia["test"], one.iia["train"], one.control_iia["test"]])
-    sweeps = {method: alignment_sweep(loaded.model, loaded.tokenizer, pairs, [0, 1], ["differs", "mask"],
+    sweeps = {method: alignment_sweep(loaded.model, loaded.tokenizer, pairs, [0, 1], ["differs", "mask", "subject"],
                                       settings=AlignmentSettings(method=method, max_pairs=40, seed=3, steps=50))
               for method in ("mean-diff", "full")}
     for chart, method in ((sweep_chart, "mean-diff"), (full_chart, "full")):
         np.testing.assert_allclose(array(chart["data"][0]["z"]), np.array(sweeps[method].grid("iia")), atol=1e-9)
-    bases = {hook_name("layer_out", layer): row[0].basis for layer, row in enumerate(sweeps["mean-diff"].results)}
+    bases = {hook_name("layer_out", layer): row[2].basis for layer, row in enumerate(sweeps["mean-diff"].results)}
     _, expected = projections(loaded.model, loaded.tokenizer, BASE, bases)
     np.testing.assert_allclose(array(projection_chart["data"][0]["z"]), expected, atol=1e-5)
-    swap = live_swap(loaded.model, loaded.tokenizer, BASE, SOURCE, hook_name("layer_out", 1), "differs", one.basis)
+    swap = live_swap(loaded.model, loaded.tokenizer, BASE, SOURCE, hook_name("layer_out", 1), "subject", one.basis)
     assert "With the variable swapped: " + ", ".join(f"{w} {p:.2f}" for w, p in swap.after) in shown
 
 
