@@ -50,13 +50,3 @@ def browser(browser_ready):
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield chromium
         chromium.close()
-
-
-@pytest.fixture(autouse=True)
-def close_what_the_test_opened(request):
-    """The browser lives as long as the worker: each test's pages go with the test (an open page of a class keeps
-    polling its server)."""
-    yield
-    if "browser" in request.fixturenames:
-        for context in request.getfixturevalue("browser").contexts:
-            context.close()
