@@ -1,8 +1,6 @@
 """The browser tests' shared fixtures: Chromium and Playwright present (else skip, or fail under CI=true), one app
 server per test worker, shared by the modules that need a plain one (viz_app/server/local_server.py; a module
-that needs class mode or other arguments starts its own), one Chromium per test worker (each test opens its own
-browser context, so its own cookies and app session; with no module-scoped fixture a module's tests are spread over
-the workers, tests/conftest.py). Every test here is marked
+that needs class mode or other arguments starts its own), one Chromium per test module. Every test here is marked
 `browser`. Screenshots only when asked: `SCREENSHOT_DIR=out/screenshots python -m pytest tests/browser`."""
 from __future__ import annotations
 
@@ -27,7 +25,7 @@ def require_the_browser() -> None:
     required_under_ci(browser_missing(), "browser tests")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser_ready() -> None:
     require_the_browser()
 
@@ -41,7 +39,7 @@ def app_url(tmp_path_factory):
         yield url
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(browser_ready):
     """Chromium (Debian's package) driven by Playwright, headless."""
     from playwright.sync_api import sync_playwright

@@ -11,8 +11,6 @@ failure. The fixtures (server, Chromium) are in conftest.py.
 """
 from __future__ import annotations
 
-import pytest
-
 from browser_support import SLOW, new_page, open_page, page_errors, screenshot, settle
 from viz_app.app.navigation import DEFAULT_PAGE, NO_SENTENCE_BOX, PAGES
 
@@ -60,20 +58,13 @@ CHARTS = {  # url_path -> charts drawn with the default sentence (the others are
 }
 
 
-SHARES = 3  # the pages in three walks, so that the test workers share them
-
-
-@pytest.mark.parametrize("share", range(SHARES))
-def test_every_page_draws_with_the_sentence_box_on_a_laptop_s_first_screen(browser, app_url, share):
+def test_every_page_draws_with_the_sentence_box_on_a_laptop_s_first_screen(browser, app_url):
     """Every page of the navigation (pages added later too), reached by its link as a visitor would on a 1366x768
     laptop: it runs without an exception, draws its charts, and shows the Sentence box at the top of the main area
-    inside the viewport without scrolling (the pages that read no sentence show none; the sidebar never does).
-    The walk starts at the default page; each share of the pages is one walk (`share`: every SHARES-th page)."""
+    inside the viewport without scrolling (the pages that read no sentence show none; the sidebar never does)."""
     page, errors = open_page(browser, app_url + "/", LAPTOP)
     assert len(PAGES) >= 15 and set(NO_SENTENCE_BOX) <= set(PAGES)
-    walked = [DEFAULT_PAGE] + [path for path in PAGES if path != DEFAULT_PAGE][share::SHARES]
-    for path in walked:
-        spec = PAGES[path]
+    for path, spec in PAGES.items():
         if path != DEFAULT_PAGE:
             heading = page.locator("h1").first.inner_text()
             page.get_by_role("link", name=spec.title, exact=True).click()
