@@ -192,6 +192,22 @@ def compare(ours, theirs, family: str, architecture: str, batch) -> None:
         torch.testing.assert_close(ours.nsp_logits(cache["layer_out", layers - 1]), reference.sop_logits, **TOLERANCE)
 
 
+def compare_fused_and_counted(ours, theirs, family: str, batch) -> None:
+    """The unrecorded (fused attention) pass gives transformers' logits at the real positions, and the parameter
+    count (bert.count_parameters) equals both models' own."""
+    from bert import count_parameters
+    from bert.params import model_heads
+
+    input_ids, token_type_ids, attention_mask = batch
+    with torch.no_grad():
+        fused = ours(input_ids, token_type_ids, attention_mask)
+    expected = run_transformers(theirs, family, batch).logits
+    keep = attention_mask.bool() if fused.dim() == 3 else slice(None)
+    torch.testing.assert_close(fused[keep], expected[keep], **TOLERANCE)
+    counts = count_parameters(ours.config, **model_heads(ours))
+    assert counts["total"] == sum(p.numel() for p in theirs.parameters()) == sum(p.numel() for p in ours.parameters())
+
+
 def deberta_pass(theirs, input_ids):
     """transformers' DeBERTa-v2 pass over input_ids [1, seq] (one segment), recording for each layer what its
     DisentangledSelfAttention reads (hidden states, relative positions, relative embeddings: a forward pre-hook) and

@@ -10,7 +10,7 @@ import torch
 import bert
 from bert.errors import ConfigError
 from bert_test_support import TINY_LAYOUT, TINY_VOCAB, pad_rows, random_rows, randomize_
-from family_support import compare, run_transformers
+from family_support import compare, compare_fused_and_counted
 
 transformers = pytest.importorskip("transformers")
 TOLERANCE = dict(atol=1e-5, rtol=1e-5)
@@ -35,21 +35,12 @@ def _batch():
     ("GteForTokenClassification", {"type_vocab_size": 0}),  # the English v1.5 model: no segments
 ])
 def test_checkpoint_loads_strictly_and_matches_transformers_on_a_padded_batch(architecture, fields, save_hf_model):
-    from bert.params import model_heads
-
     theirs = _build(architecture, **fields)
     ours, _ = bert.load_pretrained(str(save_hf_model(theirs)))
     assert ours.config.family == "gte" and ours.config.rotary and not ours.config.pre_norm
     batch = _batch()
     compare(ours, theirs, "gte", architecture, batch)
-    input_ids, token_type_ids, attention_mask = batch
-    with torch.no_grad():  # the fused attention path: the same logits
-        fused = ours(input_ids, token_type_ids, attention_mask)
-    expected = run_transformers(theirs, "gte", batch).logits
-    keep = attention_mask.bool() if fused.dim() == 3 else slice(None)
-    torch.testing.assert_close(fused[keep], expected[keep], **TOLERANCE)
-    counts = bert.count_parameters(ours.config, **model_heads(ours))
-    assert counts["total"] == sum(p.numel() for p in theirs.parameters()) == sum(p.numel() for p in ours.parameters())
+    compare_fused_and_counted(ours, theirs, "gte", batch)
 
 
 def test_saved_folder_loads_in_transformers_with_the_same_logits(save_hf_model, tmp_path):
