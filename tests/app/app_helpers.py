@@ -113,3 +113,19 @@ def as_read(markdown: str) -> str:
 
 
 _MARKDOWN_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
+
+
+def class_showing(monkeypatch, lesson_text: str, name: str):
+    """A class of the test's own (class mode, a fresh presenter key) whose presenter shows the first step of the
+    lesson written in `lesson_text`, on the built-in model: the class's room."""
+    import secrets
+
+    from viz_app.lessons.format import parse_lesson
+    from viz_app.server import singletons
+
+    key = secrets.token_urlsafe(12)
+    monkeypatch.setenv("BERT_INSIDE_CLASS", "1")
+    monkeypatch.setenv("BERT_INSIDE_PRESENTER_KEY", key)
+    room = singletons.class_room(key)
+    room.show(key, parse_lesson(lesson_text, name), 0, model="minilm")
+    return room

@@ -2,14 +2,12 @@
 student starts or stops following: the presenter's count stays right while a hall of students asks the store less."""
 from __future__ import annotations
 
-import secrets
 
 import pytest
 
-from app_helpers import no_exception
+from app_helpers import class_showing, no_exception
 from viz_app.lessons import following
-from viz_app.lessons.format import parse_lesson
-from viz_app.server import singletons, visitor
+from viz_app.server import visitor
 
 pytestmark = pytest.mark.slow  # six runs of one session of the app
 
@@ -25,12 +23,7 @@ steps:
 
 @pytest.fixture
 def room(monkeypatch):
-    key = secrets.token_urlsafe(12)  # a class of this test's own
-    monkeypatch.setenv("BERT_INSIDE_CLASS", "1")
-    monkeypatch.setenv("BERT_INSIDE_PRESENTER_KEY", key)
-    room = singletons.class_room(key)
-    room.show(key, parse_lesson(ONE_STEP, "one_step"), 0, model="minilm")
-    return room
+    return class_showing(monkeypatch, ONE_STEP, "one_step")
 
 
 def test_a_student_is_heard_every_heartbeat_s_and_at_once_when_they_stop_following(open_app, monkeypatch, room):

@@ -2,14 +2,11 @@
 connects from), whatever number of tabs each opens; a full table refuses an answer and says so."""
 from __future__ import annotations
 
-import secrets
 
 import pytest
 
-from app_helpers import no_exception
-from viz_app.server import singletons
+from app_helpers import class_showing, no_exception
 from viz_app.server import visitor
-from viz_app.lessons.format import parse_lesson
 
 pytestmark = pytest.mark.slow  # several sessions of the app each
 
@@ -28,12 +25,7 @@ steps:
 
 @pytest.fixture
 def room(monkeypatch):
-    key = secrets.token_urlsafe(12)  # a class of this test's own
-    monkeypatch.setenv("BERT_INSIDE_CLASS", "1")
-    monkeypatch.setenv("BERT_INSIDE_PRESENTER_KEY", key)
-    room = singletons.class_room(key)
-    room.show(key, parse_lesson(QUESTION, "question"), 0, model="minilm")
-    return room
+    return class_showing(monkeypatch, QUESTION, "question")
 
 
 def click(monkeypatch, tab, address: str, choice: int):
