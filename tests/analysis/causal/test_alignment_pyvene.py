@@ -5,6 +5,8 @@ float32 rounding. pyvene's type table has no BERT or RoBERTa entry, so the site 
 (`bert.encoder.layer[0].output`: that layer's output, our `transformer.0.hook_out`)."""
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 import torch
 
@@ -12,12 +14,16 @@ from bert.analysis.causal.interchange import interchange
 from bert.hooks import hook_name
 from bert_test_support import TINY_VOCAB, hf_config, randomize_
 
-pyvene = pytest.importorskip("pyvene", reason="pyvene is a test dependency (pyproject.toml's test extra)")
+# pyvene (4 s to import) is imported where it is used, not when the tests are collected
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("pyvene") is None,
+                                reason="pyvene is a test dependency (pyproject.toml's test extra)")
 
 LAYER, POSITION, K = 0, 2, 3
 
 
 def pyvene_logits(theirs, module_path: str, rotation: torch.Tensor, base: dict, source: dict) -> torch.Tensor:
+    import pyvene
+
     intervention = pyvene.RotatedSpaceIntervention(embed_dim=rotation.shape[0])
     intervention.rotate_layer.weight = rotation  # through the orthogonal parametrisation's right inverse
     torch.testing.assert_close(intervention.rotate_layer.weight, rotation, rtol=0, atol=1e-6)

@@ -3,11 +3,13 @@ IntervenableModel around transformers' BertForMaskedLM, a LowRankRotatedSpaceInt
 subject's position of layer 0's output, Adam on the rotation alone with the model's gradients off, cross-entropy of
 the intervened [MASK]'s two answers against the source's, as `train_rotation`'s loss), with the same pairs, starting
 rotation, batches, steps and learning rate as `train_rotation` (bert/analysis/causal/alignment.py). pyvene's side is
-bench/pyvene_das.py, which runs the same on the built-in model; its tutorials' loss over the whole vocabulary lands
-0-3 points from ours here, one to three of 96 pairs depending on float rounding, too close to the tolerance to
-test. Both rotations are scored by the same held-out interchange intervention accuracy; they must land within 3
-points."""
+bench/pyvene_das.py, which runs the same on the built-in model. Both rotations are scored by the same held-out
+interchange intervention accuracy; they must land within 3 points. The two trainings differ only by float rounding,
+which moves a pair or two across the answers' boundary: the held-out template has over 200 pairs (every letter of
+the tiny vocabulary as the subject), so that a pair is under half a point."""
 from __future__ import annotations
+
+import importlib.util
 
 import pytest
 import torch
@@ -17,13 +19,14 @@ from bert.analysis.causal.alignment import AlignmentSettings, train_rotation
 from bert.analysis.causal.interchange import evaluate, interchange_accuracy, prepare_pairs, record_pairs
 from bert.data.variable_pairs import VariablePair
 from bert.hooks import hook_name
-from bert_test_support import hf_config, randomize_
 
-pyvene = pytest.importorskip("pyvene", reason="pyvene is a test dependency (pyproject.toml's test extra)")
+# pyvene (4 s to import) is imported where it is used, not when the tests are collected
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("pyvene") is None,
+                                reason="pyvene is a test dependency (pyproject.toml's test extra)")
 
 TEMPLATES = ["her {w} [MASK] to the mail .", "the {w} [MASK] to the park ."]  # 9 word pieces each: no padding; the
-# two where the tiny random model's choice between the answers depends on the word (5 and 4 of the 16 words)
-WORDS = list("abcdefghijklmnop")
+# two where the tiny random model's choice between the answers depends on the word
+WORDS = list("abcdefghijklmnopqrstuvwxyz")
 ANSWERS = ("to", "at")
 SITE = (hook_name("layer_out", 0), "subject")
 SETTINGS = AlignmentSettings(method="das", dims=1, steps=40, batch_size=8, learning_rate=0.01, seed=0)
@@ -58,7 +61,7 @@ def test_a_das_run_lands_within_3_points_of_pyvenes(tiny_mlm_folder):
     held_out = max(p.pair.template for p in prepared)  # the last template with pairs
     train = [p for p in prepared if p.pair.template != held_out]
     test = [p for p in prepared if p.pair.template == held_out]
-    assert len(train) >= 60 and len(test) >= 20
+    assert len(train) >= 200 and len(test) >= 200
     _, train_source, _, _ = record_pairs(ours, tokenizer.pad_id, train, [SITE])
     _, test_source, _, _ = record_pairs(ours, tokenizer.pad_id, test, [SITE])
     ours_basis, _ = train_rotation(ours, tokenizer.pad_id, train, train_source[SITE], torch.ones(len(train), dtype=torch.bool),
