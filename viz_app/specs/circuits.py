@@ -133,9 +133,9 @@ def compute_ablation(inputs: Inputs, work: AblationWork) -> Ablation:
 
 
 SCORES = Computation("circuits.scores", lambda work: f"the edge scores by {METHOD_TITLES[work.method]}",
-                     cost=scores_cost, compute=compute_scores, work=ScoreWork)
+                     cost=scores_cost, compute=compute_scores, per_model=True, work=ScoreWork)
 ABLATION = Computation("circuits.ablation", lambda work: f"the prediction with {work.part.partition(':')[2]} patched",
-                       cost=lambda inputs, work: Cost(4, _tokens(inputs, work.pair)), compute=compute_ablation, work=AblationWork)
+                       cost=lambda inputs, work: Cost(4, _tokens(inputs, work.pair)), compute=compute_ablation, per_model=True, work=AblationWork)
 
 
 @dataclass(frozen=True)

@@ -40,9 +40,10 @@ def analyse_tables(loaded, k: int) -> TableAnalysis:
     return TableAnalysis(tables, table_subspaces(loaded.model, tables, k))
 
 
-TABLES = Computation(  # the weight tables only: no forward pass (the app keeps it per model: viz_app/cache.py)
+TABLES = Computation(  # the weight tables only: no forward pass, one result a model whatever the sentence
     "embeddings.tables", lambda work: "The embedding tables",
-    cost=lambda inputs, work: Cost(0, 0), compute=lambda inputs, work: analyse_tables(inputs.loaded, work.k), work=TablesWork)
+    cost=lambda inputs, work: Cost(0, 0), compute=lambda inputs, work: analyse_tables(inputs.loaded, work.k),
+    per_model=True, work=TablesWork)
 
 
 def largest_k(summary: ModelSummary) -> int:

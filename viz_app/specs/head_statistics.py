@@ -32,7 +32,8 @@ STATISTICS_OVER_SENTENCES = Computation(
                                                               inputs.loaded.model.config.max_position_embeddings,
                                                               pairs=work.pairs),
     compute=lambda inputs, work: head_stats.corpus_head_statistics(inputs.loaded.model, inputs.loaded.tokenizer,
-                                                        list(work.sentences), pairs=work.pairs), work=StatisticsWork)
+                                                        list(work.sentences), pairs=work.pairs),
+    per_model=True, work=StatisticsWork)
 
 
 @dataclass(frozen=True)

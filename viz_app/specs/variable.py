@@ -141,15 +141,15 @@ def _sentence_tokens(inputs: Inputs, text: str) -> int:
 
 
 ALIGN = Computation("variable.align", lambda work: f"{work.settings.method} at {layer_label(work.layer)}, {POSITIONS[work.position]}",
-                    cost=align_cost, compute=compute_align, work=AlignWork)
+                    cost=align_cost, compute=compute_align, per_model=True, work=AlignWork)
 SWEEP = Computation("variable.sweep", lambda work: f"the {work.settings.method} sweep of every layer and position",
-                    cost=sweep_cost, compute=compute_sweep, work=SweepWork)
+                    cost=sweep_cost, compute=compute_sweep, per_model=True, work=SweepWork)
 PROJECTION = Computation("variable.projection", lambda work: "the direction over your sentence",
                          cost=lambda inputs, work: Cost(1, _sentence_tokens(inputs, work.sentence)),
-                         compute=compute_projection, work=ProjectionWork)
+                         compute=compute_projection, per_model=True, work=ProjectionWork)
 SWAP = Computation("variable.swap", lambda work: "the live swap",
                    cost=lambda inputs, work: Cost(3, max(_sentence_tokens(inputs, work.base), _sentence_tokens(inputs, work.source))),
-                   compute=compute_swap, work=SwapWork)
+                   compute=compute_swap, per_model=True, work=SwapWork)
 
 
 @dataclass(frozen=True)

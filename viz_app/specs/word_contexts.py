@@ -90,14 +90,16 @@ CONTEXTS = Computation(
     "word_contexts.contexts", lambda work: f"The word in {len(work.sentences)} sentences",
     cost=lambda inputs, work: word_contexts_cost(inputs.loaded.tokenizer, list(work.sentences),
                                                  inputs.loaded.model.config.max_position_embeddings),
-    compute=lambda inputs, work: word_result(inputs.loaded, work.word, work.sentences), work=ContextsWork)
+    compute=lambda inputs, work: word_result(inputs.loaded, work.word, work.sentences), per_model=True,
+    work=ContextsWork)
 BASELINE = Computation(
     "word_contexts.baseline", lambda work: f"The baseline on {BASELINE_SENTENCES} built-in sentences (once per model)",
     cost=lambda inputs, work: anisotropy_baseline_cost(inputs.loaded.tokenizer, _baseline_texts(),
                                                        inputs.loaded.model.config.max_position_embeddings,
                                                        BASELINE_SAMPLES, BASELINE_SEED),
     compute=lambda inputs, work: anisotropy_baseline(inputs.loaded.model, inputs.loaded.tokenizer, _baseline_texts(),
-                                                     BASELINE_SAMPLES, BASELINE_SEED).numpy(), work=BaselineWork)
+                                                     BASELINE_SAMPLES, BASELINE_SEED).numpy(), per_model=True,
+    work=BaselineWork)
 
 
 @dataclass(frozen=True)
