@@ -33,6 +33,33 @@ def pytest_collection_modifyitems(items) -> None:
         fixtures = getattr(item, "_fixtureinfo", None)
         if fixtures and any(d.scope == "module" for defs in fixtures.name2fixturedefs.values() for d in defs):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    items[:] = waiting_modules_spread(items)
+
+
+WAITING = ("tests/browser/",)  # modules whose tests mostly wait: for Chromium, for an app server's reply
+SPREAD_OVER = 0.7  # the waiting modules start within the first 70% of the others (none left for the end)
+
+
+def waiting_modules_spread(items: list) -> list:
+    """The tests in an order that mixes the modules that mostly wait with those that keep a core busy: one waiting
+    module every few others, so that while a worker waits for Chromium the other workers compute (run in this
+    order under `--no-loadscope-reorder`, scripts/run_tests.sh). Each module's tests stay together, in their order."""
+    modules: dict[str, list] = {}
+    for item in items:
+        modules.setdefault(item.nodeid.split("::")[0], []).append(item)
+    waiting = [tests for name, tests in modules.items() if name.startswith(WAITING)]
+    busy = [tests for name, tests in modules.items() if not name.startswith(WAITING)]
+    if not waiting or not busy:
+        return items
+    every = max(1, int(len(busy) * SPREAD_OVER) // len(waiting))
+    ordered = []
+    for index, tests in enumerate(busy):
+        if index % every == 0 and waiting:
+            ordered.extend(waiting.pop(0))
+        ordered.extend(tests)
+    for tests in waiting:
+        ordered.extend(tests)
+    return ordered
 
 
 @pytest.fixture(autouse=True)
