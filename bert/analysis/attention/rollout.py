@@ -25,8 +25,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import maximum_flow
 
 from ...costs import Cost
 from ...errors import InvalidInputError
@@ -106,6 +104,9 @@ def layered_max_flow(mixed: np.ndarray):
     """max_flow(source, sink): the max flow from input position `source` (below layer 0) to position `sink` after
     the last layer, on the graph whose edge (l, j) -> (l + 1, i) has capacity mixed[l][i, j]. The graph is built
     once for all pairs; scipy solves each pair."""
+    from scipy.sparse import csr_matrix  # scipy's graphs imported when a flow is asked for
+    from scipy.sparse.csgraph import maximum_flow
+
     layers, seq, _ = mixed.shape
     nodes = (layers + 1) * seq
     capacity = np.zeros((nodes, nodes))

@@ -27,7 +27,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from captum.attr import InputXGradient, IntegratedGradients, Occlusion, ShapleyValueSampling
 
 from ...costs import Cost
 from ...devices import as_numpy, model_device
@@ -136,6 +135,8 @@ def saliency(
 
 def _attribute(method, function: TargetFunction, tokenizer, encoding, parts, steps, samples, window, batch_size, seed):
     """(attributions [part, token], sample count, f(baseline) or None) of one method."""
+    from captum.attr import InputXGradient, IntegratedGradients  # imported when an attribution runs: 2 s to import
+
     if method not in GRADIENT_METHODS:
         counts, token_row = _perturbed(method, function, tokenizer, encoding, parts, samples, window, batch_size, seed)
         return token_row[None], counts, None
@@ -184,6 +185,8 @@ def baseline_parts(model: Bert, tokenizer: BertTokenizer, encoding: Encoding, pa
 
 def _perturbed(method, function: TargetFunction, tokenizer, encoding, parts, samples, window, batch_size, seed):
     """(windows or orders, attribution per token [seq]) of a perturbation method on the token part."""
+    from captum.attr import Occlusion, ShapleyValueSampling
+
     token, others = parts["token"], [parts[part] for part in function.parts[1:]]  # position (and segment) stay
     swap = torch.tensor(swappable(tokenizer, encoding), device=token.device)
     mask_embedding = function.model.embedding.token_embedding.weight[tokenizer.mask_id].detach()

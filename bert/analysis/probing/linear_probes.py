@@ -13,13 +13,14 @@ Axes: hidden_states index (0 = embeddings, i = after layer i-1; bert/layers.py),
 from __future__ import annotations
 
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.linear_model import LogisticRegression
-from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
+
+if TYPE_CHECKING:
+    from sklearn.linear_model import LogisticRegression
 
 
 def control_labels(labels: torch.Tensor, word_types: torch.Tensor, num_classes: int, seed: int) -> torch.Tensor:
@@ -60,6 +61,8 @@ def fit_layers(
     accuracy = []
     # One BLAS thread: L-BFGS's many small products gain nothing from more, and beside PyTorch's own threads
     # they slowed the fits down (docs/benchmarks.md). It changes thread counts only (process-wide while it lasts).
+    from sklearn.exceptions import ConvergenceWarning  # scikit-learn imported when a probe is fitted: 2 s to import
+
     with threadpool_limits(limits=1), warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # max_iter bounds a probe's time: stopping there is expected
         for layer_train, layer_test in zip(train_x, test_x):
@@ -71,6 +74,8 @@ def fit_layers(
 def logistic_probe(num_train: int, weight_decay: float = 1e-3, max_iter: int = 50, tolerance: float = 1e-3) -> LogisticRegression:
     """The probe: scikit-learn's multinomial logistic regression minimising mean cross-entropy +
     weight_decay·|W|² over `num_train` examples; each fit starts from the previous one's weights (warm start)."""
+    from sklearn.linear_model import LogisticRegression
+
     return LogisticRegression(C=1 / (2 * weight_decay * num_train), max_iter=max_iter, tol=tolerance, warm_start=True)
 
 
@@ -78,6 +83,8 @@ def standardise(train_x: np.ndarray, test_x: np.ndarray) -> tuple[np.ndarray, np
     """Every feature of every layer ([layer, example, hidden]) to zero mean and unit variance over the training
     examples: one scikit-learn StandardScaler over all layers' features side by side ([example, layer x hidden]),
     the same as a scaler per layer, in one pass."""
+    from sklearn.preprocessing import StandardScaler
+
     layers, _, hidden = train_x.shape
     scaler = StandardScaler().fit(_side_by_side(train_x))
 

@@ -21,7 +21,6 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
 from ...errors import InvalidInputError
@@ -60,6 +59,8 @@ def online_codelength(
     x, y = x[order], np.asarray(y)[order]
     ends = block_ends(len(y), portions)
     bits = ends[0] * math.log2(num_classes)
+    from sklearn.exceptions import ConvergenceWarning  # scikit-learn imported when a code is measured
+
     with threadpool_limits(limits=1), warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         warnings.filterwarnings("ignore", "The number of unique classes", UserWarning)  # small first blocks

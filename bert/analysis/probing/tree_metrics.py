@@ -22,7 +22,6 @@ from typing import Sequence
 import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import minimum_spanning_tree
-from scipy.stats import rankdata
 
 PUNCTUATION_UPOS = ("PUNCT",)
 SPEARMAN_LENGTHS = range(5, 51)  # sentence lengths the Spearman scores are averaged over
@@ -124,6 +123,8 @@ def linear_uuas(gold: Sequence[np.ndarray], keep: Sequence[np.ndarray]) -> float
 def _rowwise_spearman(predicted: np.ndarray, gold: np.ndarray) -> np.ndarray:
     """Spearman's rho of matching rows along the last axis (ties get average ranks, as scipy's spearmanr);
     NaN where a row is constant."""
+    from scipy.stats import rankdata  # imported when a probe is scored: scipy.stats takes 2 s to import
+
     a, b = rankdata(predicted, axis=-1), rankdata(gold, axis=-1)
     a, b = a - a.mean(-1, keepdims=True), b - b.mean(-1, keepdims=True)
     denominator = np.sqrt((a * a).sum(-1) * (b * b).sum(-1))
