@@ -26,16 +26,21 @@ torch.set_num_threads(1)
 def pytest_collection_modifyitems(items) -> None:
     """Under pytest-xdist's `--dist loadgroup` (scripts/run_tests.sh) the tests that share a module-scoped fixture (a
     model built once, an app server, an AppTest moved from page to page) run on one worker, so it is built once and
-    not once a worker; a test that names its own `xdist_group` keeps it."""
+    not once a worker; so do the tests of one page's module (PAGE_MODULES), which open the page on the same model
+    and sentence and so read the computations the first one made from the app's stores; a test that names its own
+    `xdist_group` keeps it."""
     for item in items:
         if item.get_closest_marker("xdist_group") is not None:
             continue
+        module = item.nodeid.split("::")[0]
         fixtures = getattr(item, "_fixtureinfo", None)
-        if fixtures and any(d.scope == "module" for defs in fixtures.name2fixturedefs.values() for d in defs):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+        if module.startswith(PAGE_MODULES) or (fixtures and any(
+                d.scope == "module" for defs in fixtures.name2fixturedefs.values() for d in defs)):
+            item.add_marker(pytest.mark.xdist_group(module))
     items[:] = waiting_modules_spread(items)
 
 
+PAGE_MODULES = ("tests/app/specs/", "tests/app/app/")  # AppTest: one page's tests in a module
 WAITING = ("tests/browser/",)  # modules whose tests mostly wait: for Chromium, for an app server's reply
 SPREAD_OVER = 0.7  # the waiting modules start within the first 70% of the others (none left for the end)
 

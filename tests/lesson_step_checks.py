@@ -1,8 +1,9 @@
 """One lesson step made concrete for a model and checked (tests/lessons/test_lesson_steps.py walks a small random
 model through every built-in step; tests/app/lessons/test_lessons_page.py the built-in model, beside the page the
-class sees, so the built-in model's steps are computed once): nothing left uncomputed, every layer and head within
-the model, the figures drawn without Streamlit, and no more passes through the model's layers than the step's cost
-(viz_app/lessons/steps.py) says."""
+class sees, reading what the app computed for the class, so the built-in model's steps are computed once): nothing
+left uncomputed, every layer and head within the model, the figures drawn without Streamlit, and no more passes
+through the model's layers than the step's cost (viz_app/lessons/steps.py) says (counted where the step is computed
+afresh: every step of the small model's walk)."""
 from __future__ import annotations
 
 from viz_app.lessons.resolve import NOT_AVAILABLE, resolve
@@ -27,11 +28,13 @@ class LayerPasses:
         return self.rows / self.layers
 
 
-def resolved_and_checked(lesson, index: int, loaded, session: dict):
+def resolved_and_checked(lesson, index: int, loaded, session: dict, per_model: PerModel | None = None):
     """The step at `index` resolved for `loaded` (after the steps before it left `session`), with its cost; asserts
-    that it holds as the module's docstring says."""
+    that it holds as the module's docstring says. per_model: where its computations are kept (default: its own, so
+    that every pass is counted; the app's stores, viz_app/lessons/session.py, to read what the app computed)."""
     cost = step_cost(lesson, index, loaded, session)
-    counted, per_model = LayerPasses(loaded.model), PerModel.of(loaded)  # the values and figures share runs, as in the app
+    counted = LayerPasses(loaded.model)
+    per_model = per_model or PerModel.of(loaded)  # the values and figures share runs, as in the app
     try:
         step = resolve(lesson, index, loaded, session, per_model=per_model)
         charts = view_charts(step.page, loaded, step.state, per_model)

@@ -165,7 +165,7 @@ def students_base_url() -> str:
     return urlunsplit((parts.scheme, class_room.network_host() + port, parts.path, "", ""))
 
 
-def _through_the_caches(loaded: LoadedModel) -> PerModel:
+def through_the_caches(loaded: LoadedModel) -> PerModel:
     """The step's computations in the app's stores (viz_app/cache.py), as the pages keep theirs."""
     def computed(computation: Computation, prepared, work):
         prepared = None if computation.per_model else prepared
@@ -175,7 +175,7 @@ def _through_the_caches(loaded: LoadedModel) -> PerModel:
     return PerModel(computed)
 
 
-LESSON_STEP = step_computation(_through_the_caches)  # the app's step: what it computes goes through the app's stores
+LESSON_STEP = step_computation(through_the_caches)  # the app's step: what it computes goes through the app's stores
 
 
 def worked_step(context: Context, lesson: Lesson, index: int, session: Mapping[str, Any]) -> WorkedStep | None:

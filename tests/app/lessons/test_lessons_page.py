@@ -8,10 +8,12 @@ import pytest
 
 from bert.pretrained import MINILM_HEAD_FILE
 from app_helpers import figures, go, no_exception, texts
+from viz_app import cache
 from viz_app.app import models
 from viz_app.app.navigation import LINK_PARAMS
 from viz_app.app.text import escape_markdown
 from viz_app.lessons.format import PAGES, builtin_lessons
+from viz_app.lessons.session import through_the_caches
 from lesson_step_checks import resolved_and_checked
 
 pytestmark = [pytest.mark.skipif(not MINILM_HEAD_FILE.is_file(), reason=f"{MINILM_HEAD_FILE} is not there yet"),
@@ -22,7 +24,7 @@ CHECKED = {"layer": "layer", "head": "head", "focus": "focus", "top_k": "top_k",
 
 @pytest.fixture(scope="session")  # not the module's: the walks of the lessons go to every test worker
 def loaded():
-    return models.load(models.ModelKey.of("minilm"))
+    return cache.load_model(models.ModelKey.of("minilm"))  # the app's own: the walks read what the class computed
 
 
 def start(open_app, name: str):
@@ -43,8 +45,9 @@ def test_a_class_walks_every_step_of_every_lesson(open_app, loaded, class_key, n
     link) presses Next through the lesson; at each step the student lands on the step's page with the step's
     sentence and settings (the values the lesson resolves to for the model). The presenter opens the step's page the
     first time the lesson reaches each page (the same opening serves every step; the student's page checks every
-    step's settings). Each step's values, figures and passes are checked here too (lesson_step_checks.py), and on the
-    built-in model every step is within what a student may open."""
+    step's settings). Each step's values and figures are checked here too (lesson_step_checks.py), read from the app's
+    stores (what the presenter's step computed), and on the built-in model every step is within what a student may
+    open."""
     lesson = builtin_lessons()[name]
     presenter = open_app("lessons", key=class_key)
     student = open_app("lessons", follow=1)
@@ -53,7 +56,7 @@ def test_a_class_walks_every_step_of_every_lesson(open_app, loaded, class_key, n
     session, opened = {}, set()
     for index in range(len(lesson.steps)):
         where = (name, index + 1)
-        expected, cost = resolved_and_checked(lesson, index, loaded, session)
+        expected, cost = resolved_and_checked(lesson, index, loaded, session, through_the_caches(loaded))
         session |= expected.state
         assert cost.work(loaded.model.config) <= 60_000, (where, cost)  # a student may open every built-in step
         no_exception(presenter)
