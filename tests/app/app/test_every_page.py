@@ -14,8 +14,8 @@ opened by the person at the server (the folder box, a folder to compare with).
 The models are `transformers`' own classes with random weights (tests/families/family_support.py): hidden 32, two
 layers (ALBERT one layer applied three times, ModernBERT four), the tiny WordPiece vocabulary, 256 positions; and
 the app's default, the built-in MiniLM, for the text a link brings (a real vocabulary shows its symbols as tokens).
-One AppTest per model and input is moved from page to page, as a visitor would; under pytest-xdist each stays on one
-worker (`xdist_group`). The bad inputs themselves are checked without Streamlit (tests/app/app/test_bad_input_cases.py,
+One AppTest per model and input is moved from page to page, as a visitor would; under pytest-xdist a model's
+AppTests stay on one worker (`xdist_group`), so what the app keeps once per model (a corpus index) serves every input. The bad inputs themselves are checked without Streamlit (tests/app/app/test_bad_input_cases.py,
 tests/app/app/test_old_links.py)."""
 from __future__ import annotations
 
@@ -137,7 +137,7 @@ def _cases():
         for model in models:
             for page in PAGES:
                 yield pytest.param(input_name, model, page, id=f"{input_name}-{model}-{page}",
-                                   marks=pytest.mark.xdist_group(f"every-page-{input_name}-{model}"))
+                                   marks=pytest.mark.xdist_group(f"every-page-{model}"))
 
 
 @pytest.fixture(scope="module")
