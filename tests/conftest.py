@@ -48,7 +48,9 @@ SPREAD_OVER = 0.7  # the waiting modules start within the first 70% of the other
 def waiting_modules_spread(items: list) -> list:
     """The tests in an order that mixes the modules that mostly wait with those that keep a core busy: one waiting
     module every few others, so that while a worker waits for Chromium the other workers compute (run in this
-    order under `--no-loadscope-reorder`, scripts/run_tests.sh). Each module's tests stay together, in their order."""
+    order under `--no-loadscope-reorder`, scripts/run_tests.sh). Each module's tests stay together, in their order.
+    Measured alone it changed nothing on two saturated cores (docs/benchmarks.md, "The test suite"); it keeps the
+    browser modules from all landing together, which matters more where there are more cores than workers need."""
     modules: dict[str, list] = {}
     for item in items:
         modules.setdefault(item.nodeid.split("::")[0], []).append(item)
