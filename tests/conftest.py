@@ -50,7 +50,7 @@ def waiting_modules_spread(items: list) -> list:
     module every few others, so that while a worker waits for Chromium the other workers compute (run in this
     order under `--no-loadscope-reorder`, scripts/run_tests.sh). Each module's tests stay together, in their order.
     Measured alone it changed nothing on two saturated cores (docs/benchmarks.md, "The test suite"); it keeps the
-    browser modules from all landing together, which matters more where there are more cores than workers need."""
+    browser modules from all landing on the workers at once, and costs nothing."""
     modules: dict[str, list] = {}
     for item in items:
         modules.setdefault(item.nodeid.split("::")[0], []).append(item)
