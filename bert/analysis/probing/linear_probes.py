@@ -57,12 +57,12 @@ def fit_layers(
     and its control probes share one standardisation."""
     if len(train_y.unique()) < 2:  # nothing to learn: the probe can only say the one label it saw
         return (test_y == train_y[0]).float().mean().expand(len(train_x)).clone()
+    from sklearn.exceptions import ConvergenceWarning  # scikit-learn imported when a probe is fitted: 2 s to import
+
     probe = logistic_probe(len(train_y), weight_decay, max_iter, tolerance)
     accuracy = []
     # One BLAS thread: L-BFGS's many small products gain nothing from more, and beside PyTorch's own threads
     # they slowed the fits down (docs/benchmarks.md). It changes thread counts only (process-wide while it lasts).
-    from sklearn.exceptions import ConvergenceWarning  # scikit-learn imported when a probe is fitted: 2 s to import
-
     with threadpool_limits(limits=1), warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # max_iter bounds a probe's time: stopping there is expected
         for layer_train, layer_test in zip(train_x, test_x):

@@ -15,7 +15,8 @@ The models are `transformers`' own classes with random weights (tests/families/f
 layers (ALBERT one layer applied three times, ModernBERT four), the tiny WordPiece vocabulary, 256 positions; and
 the app's default, the built-in MiniLM, for the text a link brings (a real vocabulary shows its symbols as tokens).
 One AppTest per model and input is moved from page to page, as a visitor would; under pytest-xdist a model's
-AppTests stay on one worker (`xdist_group`), so what the app keeps once per model (a corpus index) serves every input. The bad inputs themselves are checked without Streamlit (tests/app/app/test_bad_input_cases.py,
+AppTests stay on one worker (`xdist_group`), so what the app keeps once per model (a corpus index) serves every
+input. The bad inputs themselves are checked without Streamlit (tests/app/app/test_bad_input_cases.py,
 tests/app/app/test_old_links.py)."""
 from __future__ import annotations
 
