@@ -37,7 +37,13 @@ if choice == analysis_widgets.UPLOAD:
     if not isinstance(corpus, corpus_search.Corpus):
         st.stop()
 else:
-    corpus = corpus_search.builtin_corpus()
+    counts = list(corpus_search.BUILTIN_COUNTS)
+    count = st.select_slider("How many built-in sentences to search", counts, **state.kept("search_count", counts))
+    corpus = corpus_search.builtin_corpus(count)
+    if count < counts[-1]:
+        show.caption("The first {} of the {} sentences are searched, so the first answer comes quickly; more sentences "
+                     "find more matches and take longer to index (about {:.0f}× as long for all of them).", count,
+                     counts[-1], counts[-1] / count)
 
 encoding = context.prepared.base.first_sentence()  # the query: the first sentence, as the sentence box read it
 if context.prepared.pair.strip():

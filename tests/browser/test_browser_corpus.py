@@ -1,5 +1,5 @@
 """Corpus search and "One word, many contexts" in a real browser (Chromium + Playwright, as test_browser.py):
-the built-in index builds with a progress bar, a token chip searches, uploads (empty, 10 MB, a small text) are
+the built-in index (its first 250 sentences) builds with a progress bar, a token chip searches, uploads (empty, 10 MB, a small text) are
 answered, and a word missing from a sentence gets a message. Screenshots go to $SCREENSHOT_DIR when it is set.
 
     OMP_NUM_THREADS=1 python -m pytest tests/browser/test_browser_corpus.py -q
@@ -28,12 +28,12 @@ def test_corpus_search_builds_with_progress_searches_and_answers_uploads(browser
     page, errors = open_page(browser, unindexed_url + "/corpus_search?text=The+dog+barked+at+the+mailman.", TALL)
     seen_progress, deadline = False, time.time() + SLOW / 1000
     while page.locator(".js-plotly-plot").count() < 2 and time.time() < deadline:  # the index builds (seconds)
-        seen_progress = seen_progress or page.get_by_text("Indexing every token of the built-in sentences").count() > 0
+        seen_progress = seen_progress or page.get_by_text("Indexing every token of the first 250 of the 992").count() > 0
         time.sleep(0.2)
     assert seen_progress, "a progress bar while the built-in sentences are indexed"
     settle(page, charts=2)
     assert page.locator("mark").first.inner_text() == "barked"  # the default token, in its sentence
-    assert page.get_by_text("Searching 12,610 tokens").count() == 1
+    assert page.get_by_text("Searching 2,909 tokens").count() == 1  # the first 250 sentences
     page.get_by_role("radio", name="dog", exact=True).click()  # a single-choice pill is a radio
     page.get_by_text("matches after layer 5 are “dog” itself").wait_for(timeout=SLOW)
     settle(page, charts=2)

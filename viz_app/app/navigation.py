@@ -172,6 +172,7 @@ REGISTRY: tuple[Page, ...] = (
         "search_position": integer(None), "search_layer": integer(None),  # None: the first token, the last layer
         "search_by": choice(("layer", "head")),  # a layer's output, or one head's output
         "search_head": integer(0), "search_k": integer(10), "search_corpus": SENTENCES_FROM,
+        "search_count": integer(250),  # the first this many built-in sentences are searched (250, 500 or 992)
     }, spec="corpus_search"),
     Page("word_contexts", "One word, many contexts", ":material/compare_arrows:", EXPERIMENTS,
          reads_sentence=False, params={"contexts_layer": integer(None), "contexts_word": text("bank"),

@@ -21,6 +21,7 @@ from bert.data import builtin_sentences
 from bert.tokenizer import BertTokenizer, Encoding
 from viz_app.charts.base import Chart
 from viz_app.charts.corpus_search import by_layer_chart, match_words_chart
+from viz_app.app.navigation import default_of
 from viz_app.specs.base import Computation, HasInputs, Inputs, Planned, setting, within
 
 NAME = "corpus_search"
@@ -28,7 +29,8 @@ LESSON_CHARTS = ("search_words", "search_by_layer")
 
 MAX_LINES = 2000  # an uploaded corpus: at most this many sentences (lines) ...
 MAX_TOKENS = 15_000  # ... and word pieces in all (a little more than the built-in set: about a minute on one CPU core)
-BUILTIN = "builtin"  # the digest of the built-in corpus
+BUILTIN = "builtin"  # the digest of the built-in corpus: "builtin-COUNT", its first COUNT sentences
+BUILTIN_COUNTS = (250, 500, 992)  # how many of the built-in sentences a search may read: the first screen reads 250
 STORED = torch.float16  # index vectors are kept in half precision: half the memory, cosines to about 3 decimals
 LAYER_OUTPUT, HEAD_OUTPUT = "layer", "head"
 COMPARE_BY = {LAYER_OUTPUT: "a layer's output (the whole vector)", HEAD_OUTPUT: "one attention head's output"}
@@ -39,6 +41,11 @@ class Corpus:
     sentences: tuple[str, ...]
     name: str  # "the built-in sentences" or the uploaded file's name (plain text, escape before display)
     digest: str  # identifies the text, for the cache
+
+    @property
+    def builtin(self) -> bool:
+        """Whether these are (the first of) the built-in sentences."""
+        return self.digest.startswith(BUILTIN)
 
 
 @dataclass(frozen=True)
@@ -56,9 +63,14 @@ class Summary:
     same_word: int  # matches that are the query's word (any case)
 
 
-def builtin_corpus() -> Corpus:
-    sentences = tuple(s.text for s in builtin_sentences())
-    return Corpus(sentences, f"the {len(sentences)} built-in sentences (WordNet examples)", BUILTIN)
+def builtin_corpus(count: int | None = None) -> Corpus:
+    """The first `count` built-in sentences (they come in a shuffled order, so any first few are a fair sample of
+    them); None: all of them."""
+    sentences = tuple(s.text for s in builtin_sentences(count))
+    every = len(builtin_sentences())
+    name = (f"the {every} built-in sentences (WordNet examples)" if len(sentences) == every
+            else f"the first {len(sentences)} of the {every} built-in sentences (WordNet examples)")
+    return Corpus(sentences, name, f"{BUILTIN}-{len(sentences)}")
 
 
 def upload_corpus(text: str, name: str, tokenizer: BertTokenizer, max_positions: int) -> Corpus | str:
@@ -134,8 +146,8 @@ class Settings:
 
     @classmethod
     def from_state(cls, state: Mapping[str, Any], inputs: HasInputs, corpus: Corpus | None = None) -> "Settings":
-        """The settings a link or a lesson step gives (the built-in sentences unless `corpus`), clamped as the
-        page's widgets would."""
+        """The settings a link or a lesson step gives (the first `search_count` built-in sentences unless `corpus`),
+        clamped as the page's widgets would."""
         config = inputs.loaded.model.config
         by = setting(state, "search_by") if setting(state, "search_by") in COMPARE_BY else LAYER_OUTPUT
         layers = config.num_layers + 1 if by == LAYER_OUTPUT else config.num_layers
@@ -143,7 +155,9 @@ class Settings:
         positions = [t.position for t in tokens]
         position = setting(state, "search_position")
         k = setting(state, "search_k")
-        return cls(corpus or builtin_corpus(), position if position in positions else default_position(tokens), by,
+        count = setting(state, "search_count")
+        corpus = corpus or builtin_corpus(count if count in BUILTIN_COUNTS else default_of("search_count"))
+        return cls(corpus, position if position in positions else default_position(tokens), by,
                    within(setting(state, "search_layer"), layers, layers - 1), k if isinstance(k, int) and 5 <= k <= 50 else 10,
                    within(setting(state, "search_head"), config.num_heads, 0))
 
@@ -170,7 +184,7 @@ class SearchWork:
 def corpus_texts(corpus: Corpus) -> list:
     """What the index reads: the built-in sentences as LabelledSentence (they carry their headword's part of
     speech), an upload's lines as text."""
-    return builtin_sentences() if corpus.digest == BUILTIN else list(corpus.sentences)
+    return builtin_sentences(len(corpus.sentences)) if corpus.builtin else list(corpus.sentences)
 
 
 def index_cost(inputs: Inputs, work: IndexWork) -> Cost:
@@ -181,7 +195,7 @@ def index_cost(inputs: Inputs, work: IndexWork) -> Cost:
 
 
 def index_title(work: IndexWork) -> str:
-    text = "the built-in sentences" if work.corpus.digest == BUILTIN else "your text"
+    text = work.corpus.name if work.corpus.builtin else "your text"
     if work.head_layer is None:
         return f"Indexing every token of {text} at every layer"
     return f"Indexing what each head of {layer_label(work.head_layer)} passes on, for every token of {text}"

@@ -45,9 +45,19 @@ def matches(at) -> list[tuple[float, str]]:
     return [(float(c), s) for c, s in re.findall(r"<li><code>([0-9.-]+)</code> (.*?)</li>", body)]
 
 
-def test_builtin_corpus_finds_neighbours_with_a_summary(open_search):
+def builtin_tokens(count: int, minilm_path) -> int:
+    """Tokens of the first `count` built-in sentences, [CLS] and [SEP] included, counted with `tokenizers` itself."""
+    from tokenizers import BertWordPieceTokenizer
+
+    from bert.data import builtin_sentences
+
+    words = BertWordPieceTokenizer(str(minilm_path / "vocab.txt"), lowercase=True)
+    return sum(len(words.encode(s.text).ids) for s in builtin_sentences(count))
+
+
+def test_builtin_corpus_finds_neighbours_with_a_summary(open_search, minilm_path):
     at = open_search()
-    assert "Searching 12,610 tokens of the 992 built" in texts(at)
+    assert f"Searching {builtin_tokens(250, minilm_path):,} tokens of the first 250 of the 992 built" in texts(at)  # the quick first index
     assert at.pills(key="search_position").value == 3  # "barked": the first word of four letters or more
     assert "<mark>barked</mark>" in page_html(at)[0].proto.body
     found = matches(at)
@@ -58,6 +68,10 @@ def test_builtin_corpus_finds_neighbours_with_a_summary(open_search):
     assert sum(array(words["data"][0]["y"])) == 10
     assert len(by_layer["data"][0]["x"]) == 7  # embeddings + 6 layers
     assert "matches after layer 5" in texts(at)
+    at.select_slider(key="search_count").set_value(992).run()  # every sentence: a larger index, built on request
+    no_exception(at)
+    assert "Searching 12,610 tokens of the 992 built" in texts(at) and builtin_tokens(992, minilm_path) == 12_610
+    assert at.query_params["search_count"] == "992"
 
 
 def test_a_copy_of_the_sentence_is_found_first_at_every_layer(open_search):
@@ -156,6 +170,6 @@ def test_the_index_is_priced_and_slotted_once_then_read_by_every_visitor(open_se
     monkeypatch.setattr(heavy, "allowed", budget)
     at = open_search(search_k=7)  # another visitor, another search of the same index
     assert corpus_search.INDEX.name not in asked and "corpus_search.search" in asked
-    assert "Searching 12,610 tokens of the 992 built" in texts(at) and len(matches(at)) == 7
+    assert "Searching 2,909 tokens of the first 250 of the 992 built" in texts(at) and len(matches(at)) == 7
     at = open_search(upload=b"The dog barked at the mailman.\nA cat slept.\n")  # not indexed yet: asked, refused
     assert asked[-1] == corpus_search.INDEX.name and "Searching" not in texts(at) and not figures(at)

@@ -59,11 +59,9 @@ def test_a_neurons_step_counts_every_token_of_the_corpus_at_its_price(loaded):
 
 
 def test_a_search_step_finds_k_matches_at_the_price_of_the_index_and_the_query(loaded):
-    from viz_app.specs.corpus_search import builtin_corpus
-
     state = {"text": "The dog barked at the mailman.", "search_k": 7}
     charts, rows = counted_rows(lambda: view_charts("corpus_search", loaded, state))
-    assert rows == len(builtin_corpus().sentences) + 1  # every sentence once, then the query
+    assert rows == 250 + 1  # the first 250 built-in sentences (the registry's default) once each, then the query
     assert rows == figure_cost("corpus_search", loaded, state)
     words, by_layer = charts
     assert sum(np.asarray(words.figure.data[0].y)) == 7
