@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import bert
+from bert.__main__ import main
 from bert.errors import InvalidInputError
 from bert.predict import predict_masks
 from bert.pretrained import MINILM_HEAD_FILE
@@ -19,11 +20,18 @@ from bert_test_support import TINY_VOCAB
 TEXT = "the dog [MASK] at the mailman."
 
 
-def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "bert", *args], capture_output=True, text=True, timeout=300,
-        env={**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", **(env or {})},
-    )
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    """`python -m bert ARGS` in a fresh interpreter (where the device line, logged at the start, is checked)."""
+    return subprocess.run([sys.executable, "-m", "bert", *args], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"})
+
+
+def call_cli(capsys, *args: str) -> subprocess.CompletedProcess:
+    """`python -m bert ARGS` through the command's `main`, in this process: its exit code, what it printed. The
+    real entry point in a fresh interpreter is run by the tests that use `run_cli` and by the last test here."""
+    code = main(list(args))
+    printed = capsys.readouterr()
+    return subprocess.CompletedProcess(args, code, printed.out, printed.err)
 
 
 def reference_probabilities(folder, text: str, pair: str | None = None) -> tuple[list[str], torch.Tensor]:
@@ -39,9 +47,8 @@ def reference_probabilities(folder, text: str, pair: str | None = None) -> tuple
     return tokenizer.convert_ids_to_tokens(inputs["input_ids"][0].tolist()), logits[at_mask].softmax(-1)
 
 
-@pytest.mark.slow
-def test_cli_json_matches_transformers(tiny_mlm_folder):
-    result = run_cli("predict", TEXT, "--model", str(tiny_mlm_folder), "--top-k", "4", "--json")
+def test_cli_json_matches_transformers(tiny_mlm_folder, capsys):
+    result = call_cli(capsys, "predict", TEXT, "--model", str(tiny_mlm_folder), "--top-k", "4", "--json")
     assert result.returncode == 0, result.stderr
     predictions = json.loads(result.stdout)
     tokens, probabilities = reference_probabilities(tiny_mlm_folder, TEXT)
@@ -54,27 +61,24 @@ def test_cli_json_matches_transformers(tiny_mlm_folder):
     assert all(c["is_continuation"] == c["token"].startswith("##") for c in candidates)
 
 
-@pytest.mark.slow
-def test_cli_plain_output(tiny_mlm_folder):
-    result = run_cli("predict", "the [mask] barked.", "--model", str(tiny_mlm_folder), "--top-k", "2")
+def test_cli_plain_output(tiny_mlm_folder, capsys):
+    result = call_cli(capsys, "predict", "the [mask] barked.", "--model", str(tiny_mlm_folder), "--top-k", "2")
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("[MASK] #1 (token 2):") and result.stdout.count("%") == 2
 
 
-@pytest.mark.slow
-def test_cli_bad_model_path_exits_2_with_one_line(tmp_path):
-    result = run_cli("predict", TEXT, "--model", str(tmp_path / "no_such_model"), "--json")
+def test_cli_bad_model_path_exits_2_with_one_line(tmp_path, capsys):
+    result = call_cli(capsys, "predict", TEXT, "--model", str(tmp_path / "no_such_model"), "--json")
     assert result.returncode == 2
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and "no_such_model" in lines[0], result.stderr
 
 
-@pytest.mark.slow
-def test_cli_model_without_mlm_head_exits_2(tmp_path, tiny_vocab_file):
+def test_cli_model_without_mlm_head_exits_2(tmp_path, tiny_vocab_file, capsys):
     encoder = bert.Bert(bert.BertConfig(vocab_size=len(TINY_VOCAB), hidden_size=16, num_layers=1, num_heads=2, intermediate_size=32), mlm_head=False)
     folder = bert.save_hf_folder(encoder, tmp_path / "encoder", tiny_vocab_file)
-    result = run_cli("predict", TEXT, "--model", str(folder))
+    result = call_cli(capsys, "predict", TEXT, "--model", str(folder))
     assert result.returncode == 2 and result.stderr.strip().splitlines()[-1].startswith("error: ")
     assert "masked-LM head" in result.stderr
 
@@ -158,10 +162,9 @@ def test_cli_says_which_device_and_dtype_it_uses(tiny_mlm_folder):
     assert abs(full[0]["probability"] - reduced[0]["probability"]) < 0.02  # bfloat16 keeps ~3 significant digits
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA GPU: asking for one is not an error")
-def test_cli_asking_for_a_missing_gpu_exits_2_with_one_line(tiny_mlm_folder):
-    result = run_cli("predict", TEXT, "--model", str(tiny_mlm_folder), "--device", "cuda")
+def test_cli_asking_for_a_missing_gpu_exits_2_with_one_line(tiny_mlm_folder, capsys):
+    result = call_cli(capsys, "predict", TEXT, "--model", str(tiny_mlm_folder), "--device", "cuda")
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == ["error: device cuda was asked for, but PyTorch sees no CUDA GPU here: use \"cpu\" instead"]
 

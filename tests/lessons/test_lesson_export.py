@@ -20,10 +20,20 @@ from viz_app.lessons.format import builtin_lessons
 EVIL = "<img src=x onerror=alert(1)> & </script>"
 
 
-def export_lesson(*args: str, cwd=None) -> subprocess.CompletedProcess:
+def export_lesson(*args: str) -> subprocess.CompletedProcess:
+    """`python -m viz_app.export.lesson ARGS` in a fresh interpreter: the real entry point."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "PYTHONPATH": os.getcwd()}
     return subprocess.run([sys.executable, "-m", "viz_app.export.lesson", *args], capture_output=True, text=True, timeout=900,
-                          env=env, cwd=cwd)
+                          env=env)
+
+
+def call_export(capsys, *args: str) -> subprocess.CompletedProcess:
+    """The same command through its `main`, in this process: its exit code, what it printed."""
+    from viz_app.export.lesson import main
+
+    code = main(list(args))
+    printed = capsys.readouterr()
+    return subprocess.CompletedProcess(args, code, printed.out, printed.err)
 
 
 def fetches(page: str) -> list[str]:
@@ -49,9 +59,8 @@ def test_a_document_with_nothing_to_draw_carries_no_script():
     assert EVIL not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
 
 
-@pytest.mark.slow
-def test_export_lesson_list_names_the_builtin_lessons_one_per_line():
-    result = export_lesson("--list")
+def test_export_lesson_list_names_the_builtin_lessons_one_per_line(capsys):
+    result = call_export(capsys, "--list")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert [line.split("\t")[0] for line in lines] == list(builtin_lessons())
@@ -79,22 +88,20 @@ def test_export_lesson_writes_every_step(tmp_path, minilm_path):
     assert "{" not in re.sub(r"<script.*?</script>|<style>.*?</style>", "", page, flags=re.S)  # every value filled in
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("args, message", [
     (["no_such_lesson"], "error: no built-in lesson 'no_such_lesson'"),
     ([], "error: name a lesson"),
 ])
-def test_export_lesson_bad_input_exits_2_with_one_line(args, message):
-    result = export_lesson(*args)
+def test_export_lesson_bad_input_exits_2_with_one_line(args, message, capsys):
+    result = call_export(capsys, *args)
     assert result.returncode == 2
     assert result.stderr.startswith(message) and result.stderr.count("\n") == 1
 
 
-@pytest.mark.slow
-def test_export_lesson_bad_file_names_the_step(tmp_path):
+def test_export_lesson_bad_file_names_the_step(tmp_path, capsys):
     bad = tmp_path / "mine.yaml"
     bad.write_text("title: Mine\nsteps:\n- title: One\n  page: attention\n  text: x\n  state: {layer: many}\n")
-    result = export_lesson(str(bad), "--out", str(tmp_path / "x.html"))
+    result = call_export(capsys, str(bad), "--out", str(tmp_path / "x.html"))
     assert result.returncode == 2
     assert result.stderr == "error: mine.yaml: step 1 (One): state: layer: bad value 'many'\n"
     assert not (tmp_path / "x.html").exists()
