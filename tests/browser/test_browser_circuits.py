@@ -51,6 +51,9 @@ def test_graph_slider_hover_and_patching_an_edge(browser, app_url):
     node = click_marker(page, "nodes", "node:a1.h0")
     patched(page, node)
     screenshot(page, "circuits_clicked_node")
+    # the rerun that patched the node has finished: while a run draws, Streamlit redraws the picker and its open list
+    # (an option clicked then is detached from the page, and the click retried until the timeout on a busy machine)
+    settle(page, charts=2, drawing_s=0)
 
     page.mouse.move(0, 0)  # the hover label away
     picker = page.locator("[data-testid=stSelectbox]").filter(has_text="Patch one edge or node").first
