@@ -48,6 +48,7 @@ class Page:
 UNITS = choice(("word pieces", "words"))  # Clark et al. 2019 merged a word's pieces
 SALIENCY_METHOD = choice(tuple(METHODS), "gradient_x_input")  # one pass and its gradient: the cheapest (docs/app.md)
 CORPUS = choice({  # the corpus a features or neurons scan reads (viz_app/specs/features.py): built in, uploaded, an index
+    "builtin-250": "the first 250 built-in sentences (a quick first scan)",  # they come shuffled: a fair sample
     "builtin": "the 992 built-in sentences (WordNet examples)",
     "ud-ewt-test": "UD English EWT test (2,077 sentences, with parts of speech)",
     "upload": "a text file of yours (one sentence per line)",

@@ -60,13 +60,14 @@ def test_a_label_names_the_feature_in_the_heatmap():
 
 @pytest.mark.slow
 def test_the_neuron_view_shows_the_one_pass_scan(minilm):
-    from bert.analysis.features.corpora import load_corpus
+    from bert.analysis.features.corpora import corpus_from_texts
     from bert.analysis.features.neurons import scan_neurons, top_examples
+    from bert.data import builtin_sentences
 
     model, tokenizer = minilm
     at = open_page("features", {"text": SENTENCE, "features_look_at": "MLP neurons", "neurons_layer": "2"})
     neuron = int(at.number_input(key="neurons_neuron").value)
-    corpus = load_corpus("builtin", tokenizer)
+    corpus = corpus_from_texts("first", [s.text for s in builtin_sentences(250)], tokenizer)  # the first screen's corpus
     scan = scan_neurons(model, corpus, 2, tokenizer.pad_id, k=20)
     shown = "\n".join(str(element.proto.body) for element in at.get("html"))
     for example in top_examples(scan, corpus, neuron)[:5]:
