@@ -1,6 +1,7 @@
 """The sentence box: at the top of the main area of every page that reads the sentence, one box shared by all of
 them, none in the sidebar and none on the pages that read no sentence (the browser check of the first screen at
-1366x768 is tests/browser/test_browser.py, its walk over every page)."""
+1366x768 is tests/browser/test_browser.py, its walk over every page). The pages are opened on a tiny random BERT's
+folder: where the box is does not depend on the model, and the pages' own computations on it take milliseconds."""
 from __future__ import annotations
 
 import pytest
@@ -18,10 +19,11 @@ WITHOUT = {"probes": "../pages/probes.py", "head_statistics": "../pages/head_sta
            "variable": "../pages/variable.py"}
 
 
-def test_the_box_is_on_pages_that_read_the_sentence_and_keeps_it_across_them(open_app):
+def test_the_box_is_on_pages_that_read_the_sentence_and_keeps_it_across_them(open_app, tiny_mlm_folder):
     assert set(WITHOUT) == NO_SENTENCE_BOX
-    at = open_app(text="Dogs chase [MASK] cats.", pair="They run.")
-    assert not at.sidebar.text_area and [box.key for box in at.sidebar.text_input] == ["download_repo_id"]
+    at = open_app(text="Dogs chase [MASK] cats.", pair="They run.", model=tiny_mlm_folder)
+    # the sidebar's boxes: the open folder's and the download's, no sentence
+    assert not at.sidebar.text_area and [box.key for box in at.sidebar.text_input] == ["model_folder", "download_repo_id"]
     at.main.text_area(key="text").input("Birds sing at [MASK].").run()
     for page in (*READS.values(), *WITHOUT.values(), "../pages/prediction.py"):
         at.switch_page(page).run()
