@@ -40,7 +40,7 @@ def test_a_training_run_and_a_heavy_job_share_the_slots(tmp_path, monkeypatch):
                                "mixing_compare": "none"})
     watcher.join(WAIT)
     no_exception(at)
-    assert seen["training"], "the run was training when the page asked for a slot"
+    assert seen["training"], f"the run was training when the page asked for a slot (the run's error: {run.error})"
     assert seen["waiting"] == 1 and seen["running"] == 2, "the page's job waited behind the run's, in one HeavyJobs"
     # (one slot, the page waiting for it: the run holds it)
     # The run gives its slot back before it marks itself finished, so the page may be done first: wait for the run.
