@@ -47,8 +47,11 @@ class Page:
 # Parameters several pages read: one object each, so every page reads the same spelling and default.
 UNITS = choice(("word pieces", "words"))  # Clark et al. 2019 merged a word's pieces
 SALIENCY_METHOD = choice(tuple(METHODS), "gradient_x_input")  # one pass and its gradient: the cheapest (docs/app.md)
+# The first screens of Corpus search and Features read this many of the built-in sentences (they come in a shuffled
+# order, so the first ones are a fair sample): a quarter of the set, a quarter of the wait; all of them on request
+FIRST_SCREEN_SENTENCES = 250
 CORPUS = choice({  # the corpus a features or neurons scan reads (viz_app/specs/features.py): built in, uploaded, an index
-    "builtin-250": "the first 250 built-in sentences (a quick first scan)",  # they come shuffled: a fair sample
+    f"builtin-{FIRST_SCREEN_SENTENCES}": f"the first {FIRST_SCREEN_SENTENCES} built-in sentences (a quick first scan)",
     "builtin": "the 992 built-in sentences (WordNet examples)",
     "ud-ewt-test": "UD English EWT test (2,077 sentences, with parts of speech)",
     "upload": "a text file of yours (one sentence per line)",
@@ -173,7 +176,7 @@ REGISTRY: tuple[Page, ...] = (
         "search_position": integer(None), "search_layer": integer(None),  # None: the first token, the last layer
         "search_by": choice(("layer", "head")),  # a layer's output, or one head's output
         "search_head": integer(0), "search_k": integer(10), "search_corpus": SENTENCES_FROM,
-        "search_count": integer(250),  # the first this many built-in sentences are searched (250, 500 or 992)
+        "search_count": integer(FIRST_SCREEN_SENTENCES),  # the first this many built-in sentences are searched
     }, spec="corpus_search"),
     Page("word_contexts", "One word, many contexts", ":material/compare_arrows:", EXPERIMENTS,
          reads_sentence=False, params={"contexts_layer": integer(None), "contexts_word": text("bank"),

@@ -21,7 +21,7 @@ from bert.data import builtin_sentences
 from bert.tokenizer import BertTokenizer, Encoding
 from viz_app.charts.base import Chart
 from viz_app.charts.corpus_search import by_layer_chart, match_words_chart
-from viz_app.app.navigation import default_of
+from viz_app.app.navigation import FIRST_SCREEN_SENTENCES
 from viz_app.specs.base import Computation, HasInputs, Inputs, Planned, setting, within
 
 NAME = "corpus_search"
@@ -30,7 +30,8 @@ LESSON_CHARTS = ("search_words", "search_by_layer")
 MAX_LINES = 2000  # an uploaded corpus: at most this many sentences (lines) ...
 MAX_TOKENS = 15_000  # ... and word pieces in all (a little more than the built-in set: about a minute on one CPU core)
 BUILTIN = "builtin"  # the digest of the built-in corpus: "builtin-COUNT", its first COUNT sentences
-BUILTIN_COUNTS = (250, 500, 992)  # how many of the built-in sentences a search may read: the first screen reads 250
+BUILTIN_COUNTS = (FIRST_SCREEN_SENTENCES, 2 * FIRST_SCREEN_SENTENCES, len(builtin_sentences()))  # how many built-in
+# sentences a search may read: the first screen's, twice as many, all of them
 STORED = torch.float16  # index vectors are kept in half precision: half the memory, cosines to about 3 decimals
 LAYER_OUTPUT, HEAD_OUTPUT = "layer", "head"
 COMPARE_BY = {LAYER_OUTPUT: "a layer's output (the whole vector)", HEAD_OUTPUT: "one attention head's output"}
@@ -156,7 +157,7 @@ class Settings:
         position = setting(state, "search_position")
         k = setting(state, "search_k")
         count = setting(state, "search_count")
-        corpus = corpus or builtin_corpus(count if count in BUILTIN_COUNTS else default_of("search_count"))
+        corpus = corpus or builtin_corpus(count if count in BUILTIN_COUNTS else FIRST_SCREEN_SENTENCES)
         return cls(corpus, position if position in positions else default_position(tokens), by,
                    within(setting(state, "search_layer"), layers, layers - 1), k if isinstance(k, int) and 5 <= k <= 50 else 10,
                    within(setting(state, "search_head"), config.num_heads, 0))
