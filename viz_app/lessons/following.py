@@ -1,11 +1,11 @@
 """The class in the app (Streamlit side of viz_app/server/class_room.py): the panel above a student's page that follows
 the presenter, and the presenter's box on the Lessons page (the two links, how many follow, the answers).
 
-A student's panel is a fragment that reruns every POLL_S seconds: it tells the room the student is there (every
-HEARTBEAT_S), and when the room's version changed while the student follows, it takes the room's step the way a
-lesson's step is taken (viz_app/lessons/session.py: the sentence, the model, every setting the step names; the step
-worked out through the runner, or read free once the class has it) and switches to the step's page. Only the
-student's own session changes.
+A student's panel listens with a fragment that reruns every POLL_S seconds and draws nothing: it tells the room the
+student is there (every HEARTBEAT_S), and when the room's version changed while the student follows, it takes the
+room's step the way a lesson's step is taken (viz_app/lessons/session.py: the sentence, the model, every setting the
+step names; the step worked out through the runner, or read free once the class has it) and switches to the step's
+page. Only the student's own session changes.
 
 The presenter's step is the class's, kept where the class is (in a lecture hall, the store every process shares:
 viz_app/server/class_store.py): `resume_presenting` puts it into a presenter's session that has not shown it yet (a
@@ -39,6 +39,7 @@ SESSION = "_class_session"  # this browser session's name for the room (heartbea
 SHOWN = "_class_step_shown"  # the texts of the step this student was last moved to
 ANSWERED = "_class_answered"  # (the room's version, what became of this student's last click)
 HEARD = "_class_heard"  # (when this browser session last told the room it is there, whether it followed then)
+DRAWN = "_class_panel_drawn"  # what the student's panel was drawn from (`_what_is_drawn`)
 SILENT_CHECK_S = 2.0  # a page that said the store does not answer asks it again this often
 PRESS_NOT_SENT = "The class's store does not answer: your press was not sent."
 STORE_SILENT = "The class's store does not answer for a moment: this page comes back by itself when it does."
@@ -107,18 +108,33 @@ def store_silent(visitor: Visitor) -> None:
 
 
 def student_panel(visitor: Visitor) -> None:
-    """Above a student's page in class mode: what the class is on, and follow / explore. Reruns on its own every
-    POLL_S seconds (only this panel), to hear from the room."""
+    """Above a student's page in class mode: what the class is on, and follow / explore, drawn by the page's run.
+    Beside it a fragment that draws nothing reruns every POLL_S seconds to hear from the room: it takes the class's
+    step when the class moved (a new page), and reruns the page when what the panel shows changed (the class
+    started or ended, or moved while the student explores). A poll that finds nothing new draws nothing: a hall of
+    students polls twice a second each, so the poll is most of what the server does between steps."""
+    following = bool(st.session_state.get(FOLLOWING))
+    current = visitor.room.current
+    with st.container(key="class_panel", border=True):
+        _draw(current, following, visitor)
+    st.session_state[DRAWN] = _what_is_drawn(current, following)
 
     @st.fragment(run_every=POLL_S)
-    def panel() -> None:
-        _keep_in_url(bool(st.session_state.get(FOLLOWING)))
-        _heartbeat(visitor, bool(st.session_state.get(FOLLOWING)))
-        follow_if_moved(visitor)
-        _draw(visitor.room.current, bool(st.session_state.get(FOLLOWING)), visitor)
+    def listen() -> None:
+        following = bool(st.session_state.get(FOLLOWING))
+        _keep_in_url(following)
+        _heartbeat(visitor, following)
+        follow_if_moved(visitor)  # a new page when the class moved while the student follows (does not return)
+        if _what_is_drawn(visitor.room.current, following) != st.session_state.get(DRAWN):
+            st.rerun()
 
-    with st.container(key="class_panel", border=True):
-        panel()
+    listen()
+
+
+def _what_is_drawn(current: ClassStep | None, following: bool) -> tuple:
+    """What the panel's drawing depends on besides the student's clicks (which rerun the page themselves)."""
+    shown: StepTexts | None = st.session_state.get(SHOWN)
+    return (None if current is None else current.version, following, None if shown is None else shown.version)
 
 
 def _heartbeat(visitor: Visitor, following: bool) -> None:
