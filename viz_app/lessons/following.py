@@ -70,7 +70,10 @@ def join_if_asked() -> None:
 
 def follow_if_moved(visitor: Visitor) -> None:
     """A following student whose class moved since: take the class's step (switches page; does not return)."""
-    current = visitor.room.current
+    _take_if_moved(visitor.room.current, visitor)
+
+
+def _take_if_moved(current: ClassStep | None, visitor: Visitor) -> None:
     if st.session_state.get(FOLLOWING) and current is not None and st.session_state.get(SEEN) != current.version:
         _take(current, visitor)
 
@@ -124,8 +127,9 @@ def student_panel(visitor: Visitor) -> None:
         following = bool(st.session_state.get(FOLLOWING))
         _keep_in_url(following)
         _heartbeat(visitor, following)
-        follow_if_moved(visitor)  # a new page when the class moved while the student follows (does not return)
-        if _what_is_drawn(visitor.room.current, following) != st.session_state.get(DRAWN):
+        current = visitor.room.current  # one read of the store a poll
+        _take_if_moved(current, visitor)  # a new page when the class moved while the student follows (does not return)
+        if _what_is_drawn(current, following) != st.session_state.get(DRAWN):
             st.rerun()
 
     listen()
