@@ -50,8 +50,10 @@ SALIENCY_METHOD = choice(tuple(METHODS), "gradient_x_input")  # one pass and its
 # The first screens of Corpus search and Features read this many of the built-in sentences (they come in a shuffled
 # order, so the first ones are a fair sample): a quarter of the set, a quarter of the wait; all of them on request
 FIRST_SCREEN_SENTENCES = 250
+FIRST_SCREEN_CORPUS = f"builtin-{FIRST_SCREEN_SENTENCES}"  # the Features scans' first corpus: those sentences
 CORPUS = choice({  # the corpus a features or neurons scan reads (viz_app/specs/features.py): built in, uploaded, an index
-    f"builtin-{FIRST_SCREEN_SENTENCES}": f"the first {FIRST_SCREEN_SENTENCES} built-in sentences (a quick first scan)",
+    FIRST_SCREEN_CORPUS:
+        f"the first {FIRST_SCREEN_SENTENCES} built-in sentences (a quick first scan)",
     "builtin": "the 992 built-in sentences (WordNet examples)",
     "ud-ewt-test": "UD English EWT test (2,077 sentences, with parts of speech)",
     "upload": "a text file of yours (one sentence per line)",

@@ -34,7 +34,7 @@ from bert.layers import residual_label
 from bert.data import builtin_sentences
 from bert.tokenizer import BertTokenizer
 from viz_app.server.access import Role
-from viz_app.app.navigation import FIRST_SCREEN_SENTENCES, LINK_PARAMS
+from viz_app.app.navigation import FIRST_SCREEN_CORPUS, FIRST_SCREEN_SENTENCES, LINK_PARAMS
 from viz_app.charts.base import Chart
 from viz_app.charts.features import (activation_histogram, guess_change_chart, promoted_tokens_chart, strongest_features,
                                      tag_mix_chart, token_feature_heatmap)
@@ -48,7 +48,6 @@ SAE_FOLDERS_VARIABLE = "BERT_INSIDE_SAES"  # a server folder the teacher fills: 
 UPLOAD, INDEX = "upload", "index"  # the corpus picker's other entries: a text file, a saved corpus index
 CORPUS_LABELS = LINK_PARAMS["features_corpus"].choices  # {corpus id: label}, as the page's registry entry gives them
 CORPORA = {name: label for name, label in CORPUS_LABELS.items() if name not in (UPLOAD, INDEX)}  # built in
-QUICK = f"builtin-{FIRST_SCREEN_SENTENCES}"  # the first screen's corpus: the first of the built-in sentences
 MAX_LINES, MAX_TOKENS = 2000, 30_000  # an uploaded corpus: at most so many sentences and word pieces
 
 
@@ -135,11 +134,11 @@ def train_command(model_source: str, layer: int) -> str:
 
 
 def builtin_corpus(name: str, tokenizer: BertTokenizer, max_length: int) -> Corpus:
-    """A corpus the app ships (`CORPORA`): QUICK is the first FIRST_SCREEN_SENTENCES of the built-in sentences, the
-    others are bert.analysis.features.corpora's."""
+    """A corpus the app ships (`CORPORA`): FIRST_SCREEN_CORPUS is the first FIRST_SCREEN_SENTENCES built-in
+    sentences, the others are bert.analysis.features.corpora's."""
     if name not in CORPORA:
         raise ValueError(f"unknown corpus {name!r}")
-    if name == QUICK:
+    if name == FIRST_SCREEN_CORPUS:
         return corpus_from_texts(f"the first {FIRST_SCREEN_SENTENCES} built-in sentences",
                                  [s.text for s in builtin_sentences(FIRST_SCREEN_SENTENCES)], tokenizer, max_length)
     return load_corpus(name, tokenizer, max_length=max_length)
