@@ -223,6 +223,14 @@ def synthetic_conllu(num_sentences: int, seed: int = 0) -> str:
     return "\n\n".join(blocks) + "\n"
 
 
+def called(main, capsys, *args: str) -> subprocess.CompletedProcess:
+    """A command line through its `main(argv)` in this process: its exit code and what it printed (pytest's
+    `capsys`), as subprocess.run would give them from a fresh interpreter."""
+    code = main(list(args))
+    printed = capsys.readouterr()
+    return subprocess.CompletedProcess(args, code, printed.out, printed.err)
+
+
 def run_bench(module: str, *args: str, timeout: float = 1800) -> subprocess.CompletedProcess:
     """`python -m bench.MODULE ARGS` in a fresh interpreter, from the repository root (tests never import bench/)."""
     root = Path(__file__).resolve().parents[1]

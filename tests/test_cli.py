@@ -15,7 +15,7 @@ from bert.__main__ import main
 from bert.errors import InvalidInputError
 from bert.predict import predict_masks
 from bert.pretrained import MINILM_HEAD_FILE
-from bert_test_support import TINY_VOCAB
+from bert_test_support import TINY_VOCAB, called
 
 TEXT = "the dog [MASK] at the mailman."
 
@@ -27,11 +27,9 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
 
 
 def call_cli(capsys, *args: str) -> subprocess.CompletedProcess:
-    """`python -m bert ARGS` through the command's `main`, in this process: its exit code, what it printed. The
-    real entry point in a fresh interpreter is run by the tests that use `run_cli` and by the last test here."""
-    code = main(list(args))
-    printed = capsys.readouterr()
-    return subprocess.CompletedProcess(args, code, printed.out, printed.err)
+    """`python -m bert ARGS` through the command's `main`, in this process. The real entry point in a fresh
+    interpreter is run by the tests that use `run_cli` and by the last test here."""
+    return called(main, capsys, *args)
 
 
 def reference_probabilities(folder, text: str, pair: str | None = None) -> tuple[list[str], torch.Tensor]:

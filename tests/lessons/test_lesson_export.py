@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 from plotly.offline import get_plotlyjs
 
+from bert_test_support import called
 from viz_app.charts.base import Chart
 from viz_app.export.html import Section, document, view_document
 from viz_app.lessons.format import builtin_lessons
@@ -28,12 +29,10 @@ def export_lesson(*args: str) -> subprocess.CompletedProcess:
 
 
 def call_export(capsys, *args: str) -> subprocess.CompletedProcess:
-    """The same command through its `main`, in this process: its exit code, what it printed."""
+    """The same command through its `main`, in this process."""
     from viz_app.export.lesson import main
 
-    code = main(list(args))
-    printed = capsys.readouterr()
-    return subprocess.CompletedProcess(args, code, printed.out, printed.err)
+    return called(main, capsys, *args)
 
 
 def fetches(page: str) -> list[str]:

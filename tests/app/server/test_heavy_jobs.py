@@ -45,6 +45,13 @@ def slow_model(tokenizer):
     return model
 
 
+def wait_until(condition, timeout_s: float = 30) -> None:
+    """Return once `condition()` holds, or after `timeout_s` (the assertion that follows says what was missing)."""
+    deadline = time.monotonic() + timeout_s
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def in_thread(target) -> tuple[threading.Thread, list]:
     outcome = []
 
@@ -70,9 +77,7 @@ def test_a_computation_stops_soon_after_its_session_is_gone(slow_model, tokenize
 
     slow_model.passes = 0
     thread, outcome = in_thread(shapley)
-    deadline = time.monotonic() + 30  # its first pass imports Captum: seconds on a busy machine
-    while slow_model.passes <= 10 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: slow_model.passes > 10)  # its first pass imports Captum: seconds on a busy machine
     assert slow_model.passes > 10 and thread.is_alive()
     sessions.live.clear()  # the tab is closed
     gone = time.monotonic()
@@ -99,9 +104,7 @@ def test_a_second_computation_waits_for_the_slot_and_stops_waiting_when_its_sess
     time.sleep(0.2)
     passes_of_the_first = slow_model.passes
     second, second_outcome = in_thread(lambda: shapley("second", lambda share, text: waits.append(text)))
-    deadline = time.monotonic() + 30  # on a busy machine the second thread may take a while to ask
-    while not any("waiting for a free slot" in text for text in waits) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: any("waiting for a free slot" in text for text in waits))  # a busy machine: a while to ask
     assert any("waiting for a free slot" in text for text in waits)
     assert first.is_alive(), "the first computation still holds the slot"
     sessions.live.discard("second")
@@ -123,9 +126,7 @@ def test_a_visitors_new_request_stops_the_old_one_and_a_cached_result_costs_noth
 
     slow_model.passes = 0
     thread, outcome = in_thread(old_request)
-    deadline = time.monotonic() + 30  # the old computation is in its loop (its first pass may import Captum)
-    while slow_model.passes == 0 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: slow_model.passes > 0)  # the old computation is in its loop (its first pass may import Captum)
     changed = time.monotonic()
     with jobs.job("student", "tab", 2.0, 4):
         assert time.monotonic() - changed < 2.0 and not thread.is_alive()
