@@ -233,7 +233,7 @@ def test_two_processes_training_rooms_train_one_run_at_a_time(store, tmp_path):
     from viz_app.server.class_store import RedisSlot, connect
     from viz_app.server.training_room import TinyTrainingRuns
 
-    long = TinySettings(layers=1, hidden=32, heads=2, steps=3000, batch_size=8, eval_every=1000, eval_batches=1)
+    long = TinySettings(layers=1, hidden=32, heads=2, steps=200_000, batch_size=8, eval_every=50_000, eval_batches=1)
     quick = TinySettings(layers=1, hidden=32, heads=2, steps=4, batch_size=8, eval_every=2, eval_batches=1,
                          warmup_steps=1)
     slot = RedisSlot(connect(store.url))
