@@ -25,6 +25,10 @@ def test_a_training_run_and_a_heavy_job_share_the_slots(tmp_path, monkeypatch):
     room = TinyTrainingRuns(tmp_path, jobs=jobs)
     monkeypatch.setattr(singletons, "heavy_jobs", lambda slots: jobs)
     monkeypatch.setattr(visitor, "address", lambda: "192.168.1.20")  # a student
+    # the page and its model loaded first, on a method that takes no slot (attention): the run then trains only while
+    # the page asks for value zeroing
+    at = open_page("mixing", {"text": "A student's [MASK] barked.", "mixing_method": "attention",
+                               "mixing_compare": "none"})
     status, run = room.start(LONG, "the trainer's session")
     assert status == "started"
     seen = {}
@@ -37,8 +41,7 @@ def test_a_training_run_and_a_heavy_job_share_the_slots(tmp_path, monkeypatch):
 
     watcher = threading.Thread(target=stop_the_run_once_the_page_waits, daemon=True)
     watcher.start()
-    at = open_page("mixing", {"text": "A student's [MASK] barked.", "mixing_method": "value-zeroing",
-                               "mixing_compare": "none"})
+    next(box for box in at.selectbox if box.label == "Method").set_value("value-zeroing").run()
     watcher.join(WAIT)
     no_exception(at)
     assert seen["training"], f"the run was training when the page asked for a slot (the run's error: {run.error})"
