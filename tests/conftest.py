@@ -41,7 +41,9 @@ def pytest_collection_modifyitems(items) -> None:
 
 
 PAGE_MODULES = ("tests/app/specs/", "tests/app/app/")  # AppTest: one page's tests in a module
-WAITING = ("tests/browser/",)  # modules whose tests mostly wait: for Chromium, for an app server's reply
+# modules whose tests mostly wait: for Chromium, for an app server's reply, for a class's poll, for Redis, for a
+# process started or stopped (under load they keep a core busy less than half the time)
+WAITING = ("tests/browser/", "tests/app/server/", "tests/app/lessons/")
 SPREAD_OVER = 0.7  # the waiting modules start within the first 70% of the others (none left for the end)
 
 
