@@ -5,6 +5,7 @@ trains, and starts once the run is stopped."""
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -17,6 +18,7 @@ from viz_app.server.training_room import TinyTrainingRuns
 LONG = TinySettings(layers=1, hidden=32, heads=2, steps=200_000, batch_size=8, eval_every=50_000, eval_batches=1)
 # (far more steps than the page takes to ask for a slot on a loaded machine: the test stops the run itself)
 WAIT = 600  # seconds, at most: the CPUs are shared
+ASK_S = 300  # seconds the page has to ask for a slot (then the watcher stops the run anyway, and the test fails)
 
 
 def test_a_training_run_and_a_heavy_job_share_the_slots(tmp_path, monkeypatch):
@@ -25,23 +27,21 @@ def test_a_training_run_and_a_heavy_job_share_the_slots(tmp_path, monkeypatch):
     room = TinyTrainingRuns(tmp_path, jobs=jobs)
     monkeypatch.setattr(singletons, "heavy_jobs", lambda slots: jobs)
     monkeypatch.setattr(visitor, "address", lambda: "192.168.1.20")  # a student
-    # the page and its model loaded first, on a method that takes no slot (attention): the run then trains only while
-    # the page asks for value zeroing
-    at = open_page("mixing", {"text": "A student's [MASK] barked.", "mixing_method": "attention",
-                               "mixing_compare": "none"})
     status, run = room.start(LONG, "the trainer's session")
     assert status == "started"
     seen = {}
 
     def stop_the_run_once_the_page_waits():
-        while not run.finished.is_set() and not jobs.waiting():
+        deadline = time.monotonic() + ASK_S
+        while not run.finished.is_set() and not jobs.waiting() and time.monotonic() < deadline:
             run.finished.wait(0.05)
         seen.update(waiting=jobs.waiting(), running=jobs.running(), training=not run.finished.is_set())
         run.stop.set()
 
     watcher = threading.Thread(target=stop_the_run_once_the_page_waits, daemon=True)
     watcher.start()
-    next(box for box in at.selectbox if box.label == "Method").set_value("value-zeroing").run()
+    at = open_page("mixing", {"text": "A student's [MASK] barked.", "mixing_method": "value-zeroing",
+                               "mixing_compare": "none"})
     watcher.join(WAIT)
     no_exception(at)
     assert seen["training"], f"the run was training when the page asked for a slot (the run's error: {run.error})"
