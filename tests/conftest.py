@@ -28,33 +28,47 @@ def pytest_collection_modifyitems(items) -> None:
     model built once, an app server, an AppTest moved from page to page) run on one worker, so it is built once and
     not once a worker; so do the tests of one page's module (PAGE_MODULES), which open the page on the same model
     and sentence and so read the computations the first one made from the app's stores; a test that names its own
-    `xdist_group` keeps it. The browser tests are one lane (`browser_lane_first`)."""
+    `xdist_group` keeps it."""
     for item in items:
         if item.get_closest_marker("xdist_group") is not None:
             continue
         module = item.nodeid.split("::")[0]
         fixtures = getattr(item, "_fixtureinfo", None)
-        if module.startswith(BROWSER):
-            item.add_marker(pytest.mark.xdist_group(BROWSER_LANE))
-        elif module.startswith(PAGE_MODULES) or (fixtures and any(
+        if module.startswith(PAGE_MODULES) or (fixtures and any(
                 d.scope == "module" for defs in fixtures.name2fixturedefs.values() for d in defs)):
             item.add_marker(pytest.mark.xdist_group(module))
-    items[:] = browser_lane_first(items)
+    items[:] = waiting_modules_spread(items)
 
 
 PAGE_MODULES = ("tests/app/specs/", "tests/app/app/")  # AppTest: one page's tests in a module
-BROWSER = "tests/browser/"  # tests that mostly wait: for Chromium to draw, for an app server's reply
-BROWSER_LANE = "browser"
+# modules whose tests mostly wait: for Chromium, for an app server's reply, for a class's poll, for Redis, for a
+# process started or stopped (under load they keep a core busy less than half the time)
+WAITING = ("tests/browser/", "tests/app/server/", "tests/app/lessons/")
+SPREAD_OVER = 0.7  # the waiting modules start within the first 70% of the others (none left for the end)
 
 
-def browser_lane_first(items: list) -> list:
-    """The browser tests first, in their order, then the others. They are one `xdist_group`, so under
-    `--dist loadgroup --no-loadscope-reorder` one worker runs them all from the start, with one app server and its
-    caches, while the other workers take everything else: a browser test keeps a core busy about a quarter of its
-    time, and when two or three workers were in browser tests at once the two cores sat half idle
-    (docs/benchmarks.md, "The test suite")."""
-    browser = [item for item in items if item.nodeid.startswith(BROWSER)]
-    return browser + [item for item in items if not item.nodeid.startswith(BROWSER)]
+def waiting_modules_spread(items: list) -> list:
+    """The tests in an order that mixes the modules that mostly wait with those that keep a core busy: one waiting
+    module every few others, so that while a worker waits for Chromium the other workers compute (run in this
+    order under `--no-loadscope-reorder`, scripts/run_tests.sh). Each module's tests stay together, in their order.
+    Measured alone it changed nothing on two saturated cores (docs/benchmarks.md, "The test suite"); it keeps the
+    browser modules from all landing on the workers at once, and costs nothing."""
+    modules: dict[str, list] = {}
+    for item in items:
+        modules.setdefault(item.nodeid.split("::")[0], []).append(item)
+    waiting = [tests for name, tests in modules.items() if name.startswith(WAITING)]
+    busy = [tests for name, tests in modules.items() if not name.startswith(WAITING)]
+    if not waiting or not busy:
+        return items
+    every = max(1, int(len(busy) * SPREAD_OVER) // len(waiting))
+    ordered = []
+    for index, tests in enumerate(busy):
+        if index % every == 0 and waiting:
+            ordered.extend(waiting.pop(0))
+        ordered.extend(tests)
+    for tests in waiting:
+        ordered.extend(tests)
+    return ordered
 
 
 @pytest.fixture(autouse=True)
