@@ -28,6 +28,12 @@ if [[ "$extras" == "app,test" ]]; then
     python3 -m pip install -q --no-deps "$(grep -o -m1 'pyvene==[0-9.]*' pyproject.toml)" \
         "$(grep -o -m1 'circuit-tracer==[0-9.]*' pyproject.toml)"
 fi
+# The project's own modules compiled to bytecode once, as pip compiles what it installs (an editable install is
+# not compiled): where PYTHONDONTWRITEBYTECODE is set nothing else writes it, and every process (an app server, a
+# command, a test's subprocess) would compile the same modules again from source.
+compiled=(bert viz_app pages bench recipes scripts)
+if [[ "$extras" == "app,test" ]]; then compiled+=(tests); fi
+python3 -m compileall -q -j 0 "${compiled[@]}" >/dev/null
 missing=()
 if [[ "$extras" == "app,test" ]] && ! command -v chromium >/dev/null; then missing+=(chromium); fi
 if [[ "$extras" != "app" ]] && ! command -v redis-server >/dev/null; then missing+=(redis-server); fi
