@@ -5,6 +5,7 @@ test sentences (which, with the other plain data, live in bert_test_support.py).
 """
 from __future__ import annotations
 
+import itertools
 import os
 import socket
 import sys
@@ -41,23 +42,24 @@ def pytest_collection_modifyitems(items) -> None:
 
 
 PAGE_MODULES = ("tests/app/specs/", "tests/app/app/")  # AppTest: one page's tests in a module
-# modules whose tests mostly wait: for Chromium, for an app server's reply, for a class's poll, for Redis, for a
-# process started or stopped (under load they keep a core busy less than half the time)
-WAITING = ("tests/browser/", "tests/app/server/", "tests/app/lessons/")
-SPREAD_OVER = 0.7  # the waiting modules start within the first 70% of the others (none left for the end)
+# modules whose tests mostly wait (under load they keep a core busy less than half the time): for Chromium to draw,
+# for an app server's reply; for a class's poll, for Redis, for a process started or stopped
+WAITING = (("tests/browser/",), ("tests/app/server/", "tests/app/lessons/"))
+SPREAD_OVER = 0.9  # the waiting modules start within the first 90% of the others (the last are short and busy)
 
 
 def waiting_modules_spread(items: list) -> list:
     """The tests in an order that mixes the modules that mostly wait with those that keep a core busy: one waiting
-    module every few others, so that while a worker waits for Chromium the other workers compute (run in this
-    order under `--no-loadscope-reorder`, scripts/run_tests.sh). Each module's tests stay together, in their order.
-    Measured alone it changed nothing on two saturated cores (docs/benchmarks.md, "The test suite"); it keeps the
-    browser modules from all landing on the workers at once, and costs nothing."""
+    module every few others, so that while a worker waits the other workers compute (run in this order under
+    `--no-loadscope-reorder`, scripts/run_tests.sh). Each module's tests stay together, in their order. The kinds of
+    waiting module (WAITING) take turns, so that no stretch of the run is all browser tests: when two or three workers
+    were in browser tests at once the two cores sat half idle (docs/benchmarks.md, "The test suite")."""
     modules: dict[str, list] = {}
     for item in items:
         modules.setdefault(item.nodeid.split("::")[0], []).append(item)
-    waiting = [tests for name, tests in modules.items() if name.startswith(WAITING)]
-    busy = [tests for name, tests in modules.items() if not name.startswith(WAITING)]
+    kinds = [[tests for name, tests in modules.items() if name.startswith(kind)] for kind in WAITING]
+    waiting = [tests for turn in itertools.zip_longest(*kinds) for tests in turn if tests is not None]
+    busy = [tests for name, tests in modules.items() if not any(name.startswith(kind) for kind in WAITING)]
     if not waiting or not busy:
         return items
     every = max(1, int(len(busy) * SPREAD_OVER) // len(waiting))
