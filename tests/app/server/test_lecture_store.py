@@ -229,29 +229,27 @@ def test_the_training_room_slot_is_one_for_the_hall_and_freed_when_its_process_d
 
 
 def test_two_processes_training_rooms_train_one_run_at_a_time(store, tmp_path):
-    from bert.pretraining.miniature import TinySettings
     from viz_app.server.class_store import RedisSlot, connect
     from viz_app.server.training_room import TinyTrainingRuns
 
-    long = TinySettings(layers=1, hidden=32, heads=2, steps=200_000, batch_size=8, eval_every=50_000, eval_batches=1)
-    quick = TinySettings(layers=1, hidden=32, heads=2, steps=4, batch_size=8, eval_every=2, eval_batches=1,
-                         warmup_steps=1)
+    from training_settings import LONG, QUICK
+
     slot = RedisSlot(connect(store.url))
     for name in ("a", "b"):
         (tmp_path / name).mkdir()
     first, second = (TinyTrainingRuns(tmp_path / name, hall_slot=RedisSlot(connect(store.url), wait_step_s=0.1))
                      for name in ("a", "b"))
-    _, training = first.start(long, "session A")
+    _, training = first.start(LONG, "session A")
     deadline = time.monotonic() + 60
     while slot.holder() is None and time.monotonic() < deadline:
         time.sleep(0.1)
     assert slot.holder().startswith("training:session A:")
-    status, waiting = second.start(quick, "session B")
+    status, waiting = second.start(QUICK, "session B")
     assert status == "started"  # in its own process; it waits for the hall's slot
     time.sleep(3)
     assert waiting.log is None and not waiting.finished.is_set()
     training.stop.set()
     assert training.finished.wait(300) and waiting.finished.wait(300)
     assert training.log.stopped_at is not None  # stopped, not finished
-    assert waiting.error is None and waiting.step == quick.steps  # it trained once the other run let go
+    assert waiting.error is None and waiting.step == QUICK.steps  # it trained once the other run let go
     assert slot.holder() is None

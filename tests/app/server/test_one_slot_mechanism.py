@@ -10,13 +10,11 @@ import time
 import pytest
 
 from app_helpers import figures, no_exception, open_page
-from bert.pretraining.miniature import TinySettings
+from training_settings import LONG
 from viz_app.server import singletons, visitor
 from viz_app.server.heavy_jobs import HeavyJobs
 from viz_app.server.training_room import TinyTrainingRuns
 
-LONG = TinySettings(layers=1, hidden=32, heads=2, steps=200_000, batch_size=8, eval_every=50_000, eval_batches=1)
-# (far more steps than the page takes to ask for a slot on a loaded machine: the test stops the run itself)
 WAIT = 600  # seconds, at most: the CPUs are shared
 ASK_S = 300  # seconds the page has to ask for a slot (then the watcher stops the run anyway, and the test fails)
 

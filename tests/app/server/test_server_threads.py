@@ -13,14 +13,14 @@ import torch
 from bert.analysis.probing.structural_probe import StructuralProbeSettings, fit_structural_probes
 from bert.analysis.probing.treebank import TreebankSentence
 from bert.analysis.probing.word_features import WordFeatures
-from bert.pretraining.miniature import TinySettings
 from bert.pretraining.successors import ComparisonSettings
 from viz_app.specs.how_bert_was_trained.successors import RUNS, RunsWork
 from viz_app.server import threads
 from viz_app.server.settings import ServerSettings
 from viz_app.server.training_room import TinyTrainingRuns
 
-QUICK_RUN = TinySettings(layers=1, hidden=32, heads=2, steps=4, batch_size=8, eval_every=2, eval_batches=1, warmup_steps=1)
+from training_settings import QUICK
+
 QUICK_SUCCESSORS = ComparisonSettings(steps=4, eval_every=2, sentences=32, eval_batches=2, batch_size=8)
 TEXT = "The man went to the store. He bought a gallon of milk. Then he walked home in the rain."
 WAIT = 600  # seconds, at most: the CPUs are shared
@@ -72,7 +72,7 @@ def test_overlapping_runs_and_a_live_training_run_leave_the_threads_alone(monkey
     probes = lambda: fit_structural_probes(features, settings=StructuralProbeSettings(rank=4, epochs=2), seed=0)
     successors = lambda: RUNS.compute(None, RunsWork(TEXT, QUICK_SUCCESSORS, ("static",), 0))  # the page's computation
     room = TinyTrainingRuns(tmp_path)
-    status, live = room.start(QUICK_RUN, "session A")
+    status, live = room.start(QUICK, "session A")
     assert status == "started"
     runs = [threading.Thread(target=overlapping(run), name=name) for run, name in ((probes, "probes"), (successors, "successors"))]
     for run in runs:

@@ -20,8 +20,8 @@ from viz_app.server.heavy_jobs import HeavyJobs
 from viz_app.server.settings import ServerSettings
 from viz_app.server.training_room import TinyTrainingRuns
 
-LONG = TinySettings(layers=1, hidden=32, heads=2, steps=200_000, batch_size=8, eval_every=50_000, eval_batches=1)
-QUICK = TinySettings(layers=1, hidden=32, heads=2, steps=4, batch_size=8, eval_every=2, eval_batches=1, warmup_steps=1)
+from training_settings import LONG, QUICK
+
 WAIT = 600  # seconds, at most: the CPUs are shared
 
 
