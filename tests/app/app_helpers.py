@@ -5,6 +5,7 @@ import base64
 import functools
 import json
 import re
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,42 @@ def _scan_for_components_once() -> None:
 
 
 _scan_for_components_once()
+
+
+def _wait_for_the_run(runner, timeout: float = 3) -> None:
+    """AppTest.run's wait for the script thread, on an event. Streamlit's own (`require_widgets_deltas`) wakes every
+    millisecond and scans every event the run has sent so far, taking the interpreter's lock from the thread the page
+    runs in: in a sampled profile of the every-page sweep that loop was about a tenth of the test process's busy time
+    (docs/benchmarks.md, "The test suite"). This waits for the same event, the runner's SHUTDOWN, and on a timeout
+    stops the run and raises as Streamlit's does."""
+    from streamlit.runtime.scriptrunner import ScriptRunnerEvent
+
+    stopped = threading.Event()
+
+    def on_event(sender, event, **kwargs) -> None:
+        if event == ScriptRunnerEvent.SHUTDOWN:
+            stopped.set()
+
+    runner.on_event.connect(on_event, weak=False)
+    try:
+        if runner.script_stopped() or stopped.wait(timeout):  # sent before the connection, or after it
+            return
+    finally:
+        runner.on_event.disconnect(on_event)
+    runner.request_stop()
+    runner.join()
+    raise RuntimeError(f"AppTest script run timed out after {timeout}(s)")
+
+
+def _wait_on_an_event() -> None:
+    """Put `_wait_for_the_run` where AppTest.run looks for its wait (left as it is in a Streamlit without it)."""
+    from streamlit.testing.v1 import local_script_runner
+
+    if callable(getattr(local_script_runner, "require_widgets_deltas", None)):
+        local_script_runner.require_widgets_deltas = _wait_for_the_run
+
+
+_wait_on_an_event()
 
 ROOT = Path(__file__).resolve().parents[2]
 HOME = ROOT / "viz_app" / "Home.py"
