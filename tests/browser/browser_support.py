@@ -34,21 +34,31 @@ def open_page(browser, url: str, viewport: dict | None = None):
     return page, errors
 
 
-def settle(page, charts: int, timeout_s: float = SLOW / 1000, drawing_s: float = 1.0) -> None:
-    """Wait until the script has finished and the plotly charts have drawn (no loading skeletons left), then
-    `drawing_s` more for plotly to finish drawing (0 where no chart is looked at)."""
+PLOTS_DRAWN = (  # every plotly chart on the page has laid out and drawn its SVG, with no drawing promise pending
+    "() => [...document.querySelectorAll('.js-plotly-plot')].every(g => g._fullLayout && g.querySelector('.main-svg')"
+    " && !(g._promises && g._promises.length))"
+)
+
+
+DRAWING_S = 0.25  # s after the charts report drawn, for the last frame to reach the screen
+
+
+def settle(page, charts: int, timeout_s: float = SLOW / 1000, drawing_s: float = DRAWING_S) -> None:
+    """Wait until the script has finished, at least `charts` plotly charts are there (no loading skeletons left) and
+    every chart has drawn (PLOTS_DRAWN), then `drawing_s` more (0 where no chart is looked at)."""
     deadline = time.time() + timeout_s
     while time.time() < deadline:
         state = page.evaluate(
             "() => { const app = document.querySelector('[data-testid=stApp]');"
             " return [app ? app.getAttribute('data-test-script-state') : null,"
             " document.querySelectorAll('.js-plotly-plot').length,"
-            " document.querySelectorAll('[data-testid=stSkeleton]').length]; }"
+            " document.querySelectorAll('[data-testid=stSkeleton]').length,"
+            f" ({PLOTS_DRAWN})()]; }}"
         )
-        if state[0] == "notRunning" and state[1] >= charts and state[2] == 0:
+        if state[0] == "notRunning" and state[1] >= charts and state[2] == 0 and state[3]:
             time.sleep(drawing_s)
             return
-        time.sleep(0.2)
+        time.sleep(0.1)
     raise AssertionError(f"the page did not settle within {timeout_s:.0f} s: {state}")
 
 
