@@ -23,6 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+POLL_S = 0.25  # how often a starting server is asked whether it answers (a start takes seconds)
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--no-first-run",
@@ -77,7 +78,7 @@ def _wait_for_health(url: str, server: subprocess.Popen, timeout_s: float, log_p
                 if response.status == 200:
                     return
         except OSError:
-            time.sleep(1)
+            time.sleep(POLL_S)
     raise RuntimeError(f"streamlit did not answer at {url} within {timeout_s:.0f} s")
 
 
@@ -128,5 +129,5 @@ def _wait_for_hall(url: str, processes: int, script: subprocess.Popen, timeout_s
             if all(log.exists() and "You can now view" in log.read_text() for log in logs):
                 _wait_for_health(url, script, deadline - time.time(), log_path)
                 return folder
-        time.sleep(1)
+        time.sleep(POLL_S)
     raise RuntimeError(f"the lecture hall did not start within {timeout_s:.0f} s; see {log_path}")
