@@ -204,10 +204,63 @@ class ModelDescription:
         return _described(object.__getattribute__(self, "_described")[index])
 
 
+class TensorDescription:
+    """A parameter or buffer of the loaded model, as a page reads it: its shape, size, dtype, device and whether it
+    is trained, never its numbers. Any other use (arithmetic, indexing, `.data`, `.numpy()`, an in-place change)
+    raises ModelCallError: the numbers reach a page through a `Computation`, which reads the model itself. Two
+    descriptions of one tensor are equal and hash alike (the Architecture page finds tied weights so)."""
+
+    __slots__ = ("_described",)
+    READING = frozenset({"shape", "dtype", "device", "requires_grad", "ndim", "is_leaf"})
+
+    def __init__(self, tensor: torch.Tensor) -> None:
+        object.__setattr__(self, "_described", tensor)
+
+    def __getattr__(self, name: str):
+        if name in TensorDescription.READING:
+            return getattr(object.__getattribute__(self, "_described"), name)
+        raise ModelCallError(f"a page reads a weight's shape and size, not its numbers (its {name}): declare what "
+                             "uses them as a Computation and run it through viz_app.heavy.run")
+
+    def size(self, dim: int | None = None):
+        tensor = object.__getattribute__(self, "_described")
+        return tensor.size() if dim is None else tensor.size(dim)
+
+    def dim(self) -> int:
+        return object.__getattribute__(self, "_described").dim()
+
+    def numel(self) -> int:
+        return object.__getattribute__(self, "_described").numel()
+
+    def __len__(self) -> int:
+        return len(object.__getattribute__(self, "_described"))
+
+    def __setattr__(self, name: str, value) -> None:
+        raise AttributeError("the model is shared by every session: a page changes nothing of it")
+
+    def __repr__(self) -> str:
+        tensor = object.__getattribute__(self, "_described")
+        kind = "Parameter" if isinstance(tensor, torch.nn.Parameter) else "Tensor"
+        return f"{kind} of shape {list(tensor.shape)} ({str(tensor.dtype).removeprefix('torch.')})"
+
+    def __eq__(self, other) -> bool:
+        return type(other) is TensorDescription and \
+            object.__getattribute__(self, "_described") is object.__getattribute__(other, "_described")
+
+    def __hash__(self) -> int:
+        return id(object.__getattribute__(self, "_described"))
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError("a description of the model is not copied: a page reads it where it is")
+
+
 def _described(value):
-    """`value` with every module in it (in a list, tuple, dict, view or generator) a ModelDescription of it."""
+    """`value` with every module in it (in a list, tuple, dict, view or generator) a ModelDescription of it, every
+    tensor a TensorDescription."""
     if isinstance(value, torch.nn.Module):
         return ModelDescription(value)
+    if isinstance(value, torch.Tensor):
+        return TensorDescription(value)
     if isinstance(value, dict):
         return {key: _described(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):

@@ -100,9 +100,9 @@ def architecture_note(config: BertConfig) -> str:
 def module_rows(model: Bert, hook_shapes: dict[str, tuple[int, ...]], first_layer_only: bool = True) -> list[ModuleRow]:
     """One row per module, in the order of model.named_modules(). With first_layer_only, layers after the
     first are summarised in one row (they are identical in structure), like the outline's "... more layers"."""
-    owner = {}  # id(parameter) -> path of the first module that owns it
+    owner = {}  # parameter -> path of the first module that owns it (a tensor hashes by identity, as its description)
     for name, parameter in model.named_parameters():
-        owner.setdefault(id(parameter), name)
+        owner.setdefault(parameter, name)
     counted = {name: parameter.numel() for name, parameter in model.named_parameters()}  # deduplicated
     num_layers = len(model.transformer)
     checkpoint_names = _checkpoint_modules(model)
@@ -222,7 +222,7 @@ def _own_weights(module: nn.Module, path: str, owner: dict[int, str]) -> str:
     parts = []
     for name, parameter in module.named_parameters(recurse=False):
         full = f"{path}.{name}" if path else name
-        if owner[id(parameter)] == full:
+        if owner[parameter] == full:
             parts.append(f"{name} {_shape(tuple(parameter.shape))}")
     return ", ".join(parts)
 
@@ -231,8 +231,8 @@ def _tied_note(module: nn.Module, path: str, owner: dict[int, str]) -> str:
     notes = []
     for name, parameter in module.named_parameters(recurse=False):
         full = f"{path}.{name}" if path else name
-        if owner[id(parameter)] != full:
-            notes.append(f"{name} {_shape(tuple(parameter.shape))} is tied to {owner[id(parameter)]}, counted there")
+        if owner[parameter] != full:
+            notes.append(f"{name} {_shape(tuple(parameter.shape))} is tied to {owner[parameter]}, counted there")
     return "; ".join(notes)
 
 

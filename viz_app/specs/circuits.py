@@ -42,7 +42,7 @@ def pair_label(index: int) -> str:
 def refusal(loaded: LoadedModel) -> str | None:
     """Why this model's circuits cannot be read (DeBERTa's relative positions, no masked-LM head), else None."""
     try:
-        EncoderParts.of(loaded.model)
+        EncoderParts.check(loaded.model)
     except BertError as problem:
         return str(problem)
     return None

@@ -125,14 +125,20 @@ class EncoderParts:
     layers: list[LayerParts]
     pre_norm: bool  # ModernBERT: the residual stream is a sum, each reader norms it; False: BERT's post-LN
 
-    @classmethod
-    def of(cls, model: Bert) -> "EncoderParts":
-        config = model.config
-        if config.relative_attention:
+    @staticmethod
+    def check(model: Bert) -> None:
+        """Raise InvalidInputError saying why this model's circuits cannot be read (from its config and heads only:
+        no weight is read)."""
+        if model.config.relative_attention:
             raise InvalidInputError("circuits do not read DeBERTa's disentangled attention yet (its relative-position "
                                     "terms are inputs of every head that no node sends): choose another model")
         if not model.has_mlm_head:
             raise InvalidInputError("circuits score the masked word: load a model with a masked-LM head")
+
+    @classmethod
+    def of(cls, model: Bert) -> "EncoderParts":
+        config = model.config
+        cls.check(model)
         layers = [_layer_parts(getattr(application, "layer", application), depth, model)
                   for depth, application in enumerate(model.transformer)]
         return cls(model, layers, config.pre_norm)

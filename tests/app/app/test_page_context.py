@@ -111,3 +111,46 @@ def test_every_route_from_the_handle_to_a_module_describes_it_and_cannot_run_it(
     assert [name for name, _ in handle.named_modules()] == [name for name, _ in real.named_modules()]
     assert architecture.module_rows(handle, {}) == architecture.module_rows(real, {})  # the Architecture page's tree
     assert architecture.parameter_arithmetic(handle).equals(architecture.parameter_arithmetic(real))
+
+
+def test_a_weight_reached_from_the_handle_gives_its_shape_and_size_never_its_numbers(tiny_mlm_folder):
+    """A parameter or buffer reached from the page's handle (an attribute, the walks over parameters and buffers,
+    the module's own dicts) reads as the tensor's shape, size and dtype; its numbers, arithmetic, indexing and an
+    in-place change are refused, so a page can neither compute with the shared model's weights nor change them."""
+    import torch
+
+    from viz_app.app import models
+
+    loaded = models.load(models.ModelKey.of("folder", str(tiny_mlm_folder)))
+    real, handle = loaded.model, models.ModelHandle.of(loaded).model
+    layer, real_layer = handle.transformer[0], real.transformer[0]
+    first_name, first = next(iter(layer.named_parameters()))
+    routes = {
+        "named_parameters()": (first, dict(real_layer.named_parameters())[first_name]),
+        "parameters()": (next(iter(layer.parameters())), next(iter(real_layer.parameters()))),
+        "an attribute": (handle.embedding.token_embedding.weight, real.embedding.token_embedding.weight),
+        "the module's own dict": (handle.embedding.token_embedding._parameters["weight"], real.embedding.token_embedding.weight),
+        "its __dict__": (handle.embedding.token_embedding.__dict__["_parameters"]["weight"], real.embedding.token_embedding.weight),
+    }
+    if list(real.buffers()):
+        routes["buffers()"] = (next(iter(handle.buffers())), next(iter(real.buffers())))
+    before = {name: tensor.clone() for name, tensor in real.state_dict().items()}
+    for route, (described, tensor) in routes.items():
+        assert not isinstance(described, torch.Tensor), route
+        assert described.shape == tensor.shape and described.numel() == tensor.numel(), route
+        assert described.dtype == tensor.dtype and described.size() == tensor.size() and described.dim() == tensor.dim()
+        assert str(list(tensor.shape)) in repr(described) and "tensor(" not in repr(described), route
+        for attempt in (lambda: described.data, lambda: described.detach(), lambda: described.numpy(),
+                        lambda: described.tolist(), lambda: described.mul_(0), lambda: described.zero_(),
+                        lambda: described.clone(), lambda: described.T):
+            with pytest.raises(models.ModelCallError, match="heavy.run"):
+                attempt()
+        for attempt in (lambda: described * 2, lambda: described[0], lambda: torch.matmul(described, described),
+                        lambda: torch.as_tensor(described)):
+            with pytest.raises((TypeError, RuntimeError, models.ModelCallError)):
+                attempt()
+        with pytest.raises(AttributeError):
+            described.requires_grad = False
+    assert routes["an attribute"][0] == routes["its __dict__"][0]  # one tensor, two descriptions: equal
+    assert hash(routes["an attribute"][0]) == hash(routes["the module's own dict"][0])
+    assert all(torch.equal(before[name], tensor) for name, tensor in real.state_dict().items())
