@@ -11,9 +11,9 @@ from viz_app.specs import attribution_graph as spec
 widgets.page_header(
     "How did it get to that guess?",
     "Each MLP is replaced by a transcoder: a layer of sparse features that reads what the MLP reads and writes what "
-    "it writes (Dunefsky et al. 2024). With the attention patterns and the LayerNorms frozen as they were in the run, "
-    "the guess at the [MASK] is then an exact sum of contributions: from the input words, from the active features "
-    "and from each MLP's error, what its transcoder misses (Ameisen et al. 2025, \"Circuit tracing\").",
+    "it writes (Dunefsky et al. 2024). With the attention patterns frozen and each LayerNorm replaced by its tangent "
+    "at the run, the guess at the [MASK] is then an exact sum of contributions: from the input words, from the active "
+    "features and from each MLP's error, what its transcoder misses (Ameisen et al. 2025, \"Circuit tracing\").",
 )
 context = widgets.require()
 reason = spec.refusal(context.loaded)

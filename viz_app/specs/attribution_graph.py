@@ -1,5 +1,5 @@
 """The page "How did it get to that guess?" (address `attribution_graph`): the attribution graph of the sentence's one
-[MASK] (bert/analysis/tracing/: every MLP replaced by its transcoder, attention and LayerNorms frozen at the run,
+[MASK] (bert/analysis/tracing/: every MLP replaced by its transcoder, attention frozen and LayerNorms linearised at the run,
 every edge an exact additive contribution; Ameisen et al. 2025), pruned by influence with the page's two
 thresholds, drawn with layers as rows and token positions as columns; a feature clicked is switched off in the real
 model (the transcoders spliced in) and the measured change of the target is shown beside the graph's prediction;

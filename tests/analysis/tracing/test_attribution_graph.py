@@ -1,8 +1,9 @@
 """The attribution graph of one [MASK] on a tiny random model with a tiny random transcoder per layer: the frozen
 run is the model itself (against transformers), completeness (every receiver = Σ incoming edges + its biases, the
-error nodes among the edges), a feature's ablation run forward through the frozen replacement model moves the
-target by what the edges predict, pruning and scores against circuit-tracer's own functions (and a case by hand),
-the JSON against circuit-tracer's graph models, and the command line."""
+error nodes among the edges), a feature's ablation run forward through the replacement model moves the
+target by what the edges predict, and the real model run by hand moves by it to first order, pruning and scores
+against circuit-tracer's own functions (and a case by hand), the JSON against circuit-tracer's graph models, and
+the command line."""
 from __future__ import annotations
 
 import dataclasses
@@ -14,7 +15,7 @@ import torch
 
 from bert.__main__ import main
 from bert.analysis.corpus.model_fingerprint import model_fingerprint
-from bert.analysis.tracing.ablation import frozen_ablation, measured_ablation, predicted_ablation
+from bert.analysis.tracing.ablation import frozen_ablation, predicted_ablation
 from bert.analysis.tracing.attribution_graph import AttributionGraph, attribution_graph, target_for
 from bert.analysis.tracing.graph_json import graph_json
 from bert.analysis.tracing.graph_pruning import graph_scores, node_influence, prune
