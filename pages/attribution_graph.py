@@ -1,6 +1,6 @@
 """How did it get to that guess? The attribution graph of the sentence's [MASK], pruned by influence, and one feature
-switched off to compare the measured change with the graph's prediction. The page lays out the widgets; what it
-computes and draws is its spec, viz_app/specs/attribution_graph.py."""
+switched off to compare the measured change with the graph's prediction; features merged by hand into a named
+supernode. The page lays out the widgets; what it computes and draws is its spec, viz_app/specs/attribution_graph.py."""
 import streamlit as st
 
 from bert.errors import BertError
@@ -11,9 +11,9 @@ from viz_app.specs import attribution_graph as spec
 widgets.page_header(
     "How did it get to that guess?",
     "Each MLP is replaced by a transcoder: a layer of sparse features that reads what the MLP reads and writes what "
-    "it writes (Dunefsky et al. 2024). With the attention patterns and the LayerNorms frozen as they were in the run, "
-    "the guess at the [MASK] is then an exact sum of contributions: from the input words, from the active features "
-    "and from each MLP's error, what its transcoder misses (Ameisen et al. 2025, \"Circuit tracing\").",
+    "it writes (Dunefsky et al. 2024). With the attention patterns frozen and each LayerNorm replaced by its tangent "
+    "at the run, the guess at the [MASK] is then an exact sum of contributions: from the input words, from the active "
+    "features and from each MLP's error, what its transcoder misses (Ameisen et al. 2025, \"Circuit tracing\").",
 )
 context = widgets.require()
 reason = spec.refusal(context.loaded)
@@ -48,8 +48,14 @@ show.caption("{} active features of {} per layer (k = {}){}; replacement score {
              "input that comes from non-error nodes.", graph.num_features, result.features, result.k,
              f", {graph.folded} weaker ones folded into the error nodes" if graph.folded else "",
              f"{result.replacement_score:.2f}", f"{result.completeness_score:.2f}")
-charts = spec.view(settings, context, {"graph": result})
 offered = spec.feature_nodes(result, settings)
+state.clamp_subset("graph_merged", offered[1:])
+merge_box, name_box = st.columns([3, 1])
+merge_box.multiselect("Merge features into one node (a supernode), its edges the sums of theirs", offered[1:],
+                      format_func=lambda n: spec.node_label(result, n), **state.kept("graph_merged"))
+name_box.text_input("The supernode's name", max_chars=spec.MAX_NAME, **state.kept("graph_merged_name"))
+settings = spec.Settings.from_state(st.session_state, context)
+charts = spec.view(settings, context, {"graph": result})
 
 
 def switch_clicked(event: dict) -> dict:
@@ -62,8 +68,9 @@ graph_box, ablation_box = st.columns([3, 1])
 with graph_box:
     widgets.show_chart(charts["graph"], key="graph", on_click=switch_clicked)
 with ablation_box:
-    st.caption("Transcoder features have no labels yet: a hover names the words each one raises most, read by the "
-               "masked-LM head straight from its output direction.")
+    st.caption("A hover names what each feature fires on most (its label: the word pieces of its largest activations "
+               "in the transcoders' training text) and the words it raises most, read by the masked-LM head straight "
+               "from its output direction.")
     node = st.selectbox("Switch off one feature", offered, format_func=lambda n: spec.node_label(result, n),
                         **state.kept("graph_node", offered, ""))
     if node:
@@ -76,4 +83,8 @@ with ablation_box:
             ablation = None
         if ablation is not None:
             st.text(spec.ablation_text(result, node, ablation))
+st.download_button("circuit-tracer JSON of this graph", data=lambda: spec.graph_export(
+    result, settings, context.loaded.model.config.vocab_size, context.loaded.key.source), file_name="attribution_graph.json",
+    mime="application/json", key="graph_json", on_click="ignore", icon=":material/download:",
+    help="The pruned graph in circuit-tracer's format, each feature's label as its clerp and the supernode in qParams.")
 widgets.download_view("How did it get to that guess?", "attribution_graph")

@@ -148,10 +148,12 @@ REGISTRY: tuple[Page, ...] = (
              "circuit_shown": integer(20), "circuit_part": text(None),
          }, spec="circuits"),
     # The attribution graph of the sentence's [MASK] (viz_app/specs/attribution_graph.py): the word explained ("" the
-    # top guess) and its foil, the cap on features, the two pruning thresholds (percent), the feature switched off
+    # top guess) and its foil, the cap on features, the two pruning thresholds (percent), the feature switched off,
+    # the features merged into one supernode and its name
     Page("attribution_graph", "How did it get to that guess?", ":material/account_tree:", EXPERIMENTS, params={
         "graph_target": text(""), "graph_foil": text(""), "graph_max_features": integer(200),
         "graph_node_threshold": integer(80), "graph_edge_threshold": integer(98), "graph_node": text(""),
+        "graph_merged": words([]), "graph_merged_name": text(""),
     }, spec="attribution_graph"),
     # Where is the variable? (viz_app/specs/variable.py): the pairs (a task, or "upload"), the method, k, its training
     # steps, pairs and seed (the default method fits without training: a class opens it in a few passes), the site (a layer from 0, a position role), the sweep's grids, the visitor's two sentences

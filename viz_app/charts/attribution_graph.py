@@ -1,5 +1,6 @@
 """The attribution graph of one [MASK] guess (bert/analysis/tracing/): the input embeddings on the bottom row, each
-layer's transcoder features and MLP error nodes on its row, the target on top, each node in its token's column;
+layer's transcoder features and MLP error nodes on its row (features merged by hand: one diamond, a supernode),
+the target on top, each node in its token's column;
 nodes sized by their influence on the target, edges drawn blue where the source raises what it feeds, red where it
 lowers it, as wide as their weight against the largest drawn. Arrays and names in, a Chart out
 (viz_app/charts/base.py)."""
@@ -15,7 +16,9 @@ import plotly.graph_objects as go
 from viz_app.charts.base import Chart, layout, legend_on_top, token_labels
 
 RAISES, LOWERS = "#2166ac", "#b2182b"
-COLOURS = {"feature": "#4d9221", "error": "#999999", "embedding": "#555555", "target": "#f2c12e"}
+COLOURS = {"feature": "#4d9221", "supernode": "#762a83", "error": "#999999", "embedding": "#555555", "target": "#f2c12e"}
+NAMES = {"embedding": "input embeddings", "error": "MLP errors", "feature": "transcoder features",
+         "supernode": "features merged (a supernode)", "target": "the target"}
 SPREAD = 0.7  # the share of a column the nodes of one (row, position) spread over
 
 
@@ -37,7 +40,7 @@ def node_places(nodes: Sequence[dict], num_layers: int) -> dict[str, tuple[float
 
 def graph_chart(nodes: Sequence[dict], edges: Sequence[dict], tokens: list[str], num_layers: int, title: str,
                 name: str, picked: str = "") -> Chart:
-    """nodes: {"id", "kind" (feature, error, embedding, target), "layer", "position", "influence", "words"};
+    """nodes: {"id", "kind" (feature, supernode, error, embedding, target), "layer", "position", "influence", "words"};
     edges: {"from", "to", "weight"} between drawn nodes. A feature's marker carries its id in its customdata (what a
     click switches off); `picked`, the feature switched off, is ringed."""
     places = node_places(nodes, num_layers)
@@ -57,16 +60,16 @@ def graph_chart(nodes: Sequence[dict], edges: Sequence[dict], tokens: list[str],
         figure.add_trace(go.Scatter(x=[places[picked][0]], y=[places[picked][1]], mode="markers", hoverinfo="skip",
                                     name="switched off", marker=dict(size=30, color="rgba(0,0,0,0)",
                                                                      line=dict(width=3, color="#f2c12e"))))
-    for kind in ("embedding", "error", "feature", "target"):
+    for kind in ("embedding", "error", "feature", "supernode", "target"):
         drawn = [n for n in nodes if n["kind"] == kind]
         if not drawn:
             continue
-        sizes = [22 if kind == "target" else 6 + 22 * math.sqrt(max(n["influence"], 0.0) / strongest) for n in drawn]
+        sizes = [22 if kind == "target" else 6 + 22 * math.sqrt(min(max(n["influence"], 0.0) / strongest, 1.0)) for n in drawn]
         figure.add_trace(go.Scatter(
             x=[places[n["id"]][0] for n in drawn], y=[places[n["id"]][1] for n in drawn], mode="markers",
-            name={"embedding": "input embeddings", "error": "MLP errors", "feature": "transcoder features",
-                  "target": "the target"}[kind],
-            marker=dict(size=sizes, color=COLOURS[kind], symbol="square" if kind in ("embedding", "error") else "circle",
+            name=NAMES[kind],
+            marker=dict(size=sizes, color=COLOURS[kind],
+                        symbol={"embedding": "square", "error": "square", "supernode": "diamond"}.get(kind, "circle"),
                         line=dict(width=1, color="#333")),
             customdata=[n["id"] if kind == "feature" else "" for n in drawn],
             hovertext=[html.escape(f"{n['words']}; influence {n['influence']:.3f}", quote=False) for n in drawn],

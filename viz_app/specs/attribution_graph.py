@@ -1,22 +1,27 @@
 """The page "How did it get to that guess?" (address `attribution_graph`): the attribution graph of the sentence's one
-[MASK] (bert/analysis/tracing/: every MLP replaced by its transcoder, attention and LayerNorms frozen at the run,
+[MASK] (bert/analysis/tracing/: every MLP replaced by its transcoder, attention frozen and LayerNorms linearised at the run,
 every edge an exact additive contribution; Ameisen et al. 2025), pruned by influence with the page's two
 thresholds, drawn with layers as rows and token positions as columns; a feature clicked is switched off in the real
-model (the transcoders spliced in) and the measured change of the target is shown beside the graph's prediction.
-Its spec (viz_app/specs/base.py). Plain Python."""
+model (the transcoders spliced in) and the measured change of the target is shown beside the graph's prediction;
+features picked together are drawn as one named supernode (bert/analysis/tracing/supernodes.py), and the graph
+goes out as circuit-tracer's JSON with each feature's label and the supernode. Its spec (viz_app/specs/base.py). Plain Python."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
 import torch
 
 from bert.analysis.tracing.ablation import ablation_logits, predicted_ablation
 from bert.analysis.tracing.attribution_graph import AttributionGraph, graph_cost, graph_of_encoding, target_for
+from bert.analysis.tracing.graph_json import graph_json
 from bert.analysis.tracing.graph_pruning import graph_scores, prune
 from bert.analysis.tracing.replacement import freeze, read_target
 from bert.analysis.tracing.shipped import OWN_FOLDER, transcoders_for
+from bert.analysis.tracing.supernodes import Supernode, merge_nodes
 from bert.analysis.tracing.transcoder import Transcoders, load_transcoders, read_config
+from bert.analysis.tracing.transcoder_labels import read_feature_labels
 from bert.costs import Cost
 from bert.devices import model_device
 from bert.errors import InvalidInputError
@@ -30,6 +35,7 @@ CAPS = (50, 100, 200, 400, 800)  # the most active features a graph keeps (the r
 THRESHOLDS = tuple(range(50, 100)) + (100,)  # the pruning thresholds offered, in percent of the influence
 MOST_EDGES = 300  # edges drawn at most, the largest |weight| of those pruning keeps
 PROMOTED = 3  # words a feature's hover names
+MAX_NAME = 60  # characters of a supernode's name
 TOP_WORDS = 5
 
 
@@ -64,6 +70,7 @@ class GraphResult:
     graph: AttributionGraph
     answer: str  # the target word (the top guess when none was typed)
     promoted: dict  # feature node -> the words its decoder direction raises most (the masked-LM head read directly)
+    labels: dict  # (layer, feature) -> its label (transcoder_labels.py: the word pieces it fires on most); {} without
     replacement_score: float
     completeness_score: float
     features: int  # features per layer of the transcoders
@@ -104,7 +111,10 @@ def compute_graph(inputs: Inputs, work: GraphWork) -> GraphResult:
                               max_features=work.max_features)
     graph.text = inputs.prepared.text
     replacement_score, completeness_score = graph_scores(graph)
-    return GraphResult(graph, answer, promoted_words(model, tokenizer, transcoders, graph), replacement_score,
+    labels = read_feature_labels(transcoders_for(loaded.key.source, loaded.key.folder), transcoders.config)
+    kept = {(int(layer), int(feature)) for layer, _, feature in graph.features.tolist()}
+    return GraphResult(graph, answer, promoted_words(model, tokenizer, transcoders, graph),
+                       {key: label for key, label in labels.items() if key in kept}, replacement_score,
                        completeness_score, transcoders.config.features, transcoders.config.k)
 
 
@@ -194,6 +204,8 @@ class Settings:
     node_threshold: int  # percent
     edge_threshold: int  # percent
     node: str = ""  # the feature switched off, "layer:position:feature"; "": none
+    merged: tuple = ()  # features drawn as one supernode, each "layer:position:feature"; fewer than two: none
+    merged_name: str = ""  # the supernode's name ("": "supernode")
 
     @classmethod
     def from_state(cls, state: Mapping[str, Any], inputs: HasInputs) -> "Settings":
@@ -201,7 +213,8 @@ class Settings:
         nodes, edges = setting(state, "graph_node_threshold"), setting(state, "graph_edge_threshold")
         return cls(str(setting(state, "graph_target") or "").strip(), str(setting(state, "graph_foil") or "").strip(),
                    cap if cap in CAPS else 200, nodes if nodes in THRESHOLDS else 80, edges if edges in THRESHOLDS else 98,
-                   str(setting(state, "graph_node") or ""))
+                   str(setting(state, "graph_node") or ""), tuple(str(n) for n in setting(state, "graph_merged") or ()),
+                   str(setting(state, "graph_merged_name") or "").strip()[:MAX_NAME])
 
     @property
     def graph_work(self) -> GraphWork:
@@ -221,14 +234,16 @@ def pruned_view(result: GraphResult, settings: Settings):
 
 
 def node_words(result: GraphResult, index: int) -> str:
-    """A node in words, plain text: what it is, where, and (a feature) what it raises."""
+    """A node in words, plain text: what it is, where, and (a feature) its label and what it raises."""
     graph = result.graph
     info = graph.describe(index)
     token = graph.tokens[info["position"]]
     if info["kind"] == "feature":
         words = ", ".join(result.promoted.get(index, []))
+        label = result.labels.get((info["layer"], info["feature"]))
+        fires = f"fires most on: {label}; " if label else ""
         return (f"feature {info['feature']} of layer {info['layer']}'s transcoder at “{token}” (position {info['position']}); "
-                f"activation {float(graph.activations[index]):.2f}; raises the words {words}")
+                f"activation {float(graph.activations[index]):.2f}; {fires}raises the words {words}")
     if info["kind"] == "error":
         return f"layer {info['layer']}'s MLP error at “{token}”: what its transcoder misses"
     if info["kind"] == "embedding":
@@ -236,26 +251,70 @@ def node_words(result: GraphResult, index: int) -> str:
     return f"the target: {graph.target_label} at the [MASK], {float(graph.inputs[index]):.3f}"
 
 
+def supernode_of(result: GraphResult, settings: Settings) -> Supernode | None:
+    """The features picked to merge that are in the graph, as one named supernode of graph nodes; None with fewer
+    than two."""
+    graph, members = result.graph, set()
+    for name in settings.merged:
+        try:
+            members.add(graph.feature_index(*parse_node(name)))
+        except InvalidInputError:  # a link may name a feature this graph does not have
+            continue
+    return Supernode(settings.merged_name or "supernode", tuple(sorted(members))) if len(members) >= 2 else None
+
+
+def _drawn_node(result: GraphResult, pruned, index: int) -> dict:
+    graph = result.graph
+    info = graph.describe(index)
+    return {"id": node_name(graph, index) if info["kind"] == "feature" else f"{info['kind']}:{index}",
+            "kind": info["kind"], "layer": info["layer"], "position": info["position"],
+            "influence": 1.0 if info["kind"] == "target" else float(pruned.influence[index]),
+            "words": node_words(result, index), "index": index}
+
+
+def _merged_node(result: GraphResult, supernode: Supernode, members: list[dict]) -> dict:
+    """A supernode drawn: on the row and column nearest its members' mean, its influence their sum."""
+    listed = "; ".join(node_label(result, member["id"]) for member in members)
+    return {"id": f"supernode:{supernode.name}", "kind": "supernode",
+            "layer": round(sum(m["layer"] for m in members) / len(members)),
+            "position": round(sum(m["position"] for m in members) / len(members)),
+            "influence": sum(m["influence"] for m in members), "index": -1,
+            "words": f"supernode “{supernode.name}”, {len(members)} features: {listed}"}
+
+
 def shown_nodes(result: GraphResult, settings: Settings) -> tuple[list[dict], list[dict]]:
     """(nodes, edges) the chart draws: the nodes pruning keeps, each {"id", "kind", "layer", "position", "influence",
-    "words"}; the edges it keeps among them, the MOST_EDGES largest |weight|, each {"from", "to", "weight"}."""
+    "words"}, the picked features that pruning keeps merged into one supernode (kind "supernode", its edges the sums
+    of its members'; supernodes.merge_nodes); the edges pruning keeps among them, the MOST_EDGES largest |weight|,
+    each {"from", "to", "weight"}."""
     graph = result.graph
     pruned = pruned_view(result, settings)
     kept = pruned.nodes.nonzero()[:, 0].tolist()
+    place = {node: row for row, node in enumerate(kept)}
+    weights = (graph.adjacency * pruned.edges)[kept][:, kept]  # [kept receiver, kept source]
+    supernode = supernode_of(result, settings)
+    local = [] if supernode is None else [place[member] for member in supernode.members if member in place]
+    merged, groups = merge_nodes(weights, [Supernode(supernode.name, tuple(local))] if len(local) >= 2 else [])
     nodes = []
-    for index in kept:
-        info = graph.describe(index)
-        nodes.append({"id": node_name(graph, index) if info["kind"] == "feature" else f"{info['kind']}:{index}",
-                      "kind": info["kind"], "layer": info["layer"], "position": info["position"],
-                      "influence": 1.0 if info["kind"] == "target" else float(pruned.influence[index]),
-                      "words": node_words(result, index), "index": index})
-    receivers, sources = pruned.edges.nonzero(as_tuple=True)
-    weights = graph.adjacency[receivers, sources]
-    order = weights.abs().argsort(descending=True)[:MOST_EDGES].tolist()
-    ids = {node["index"]: node["id"] for node in nodes}
-    edges = [{"from": ids[int(sources[i])], "to": ids[int(receivers[i])], "weight": float(weights[i])} for i in order
-             if int(sources[i]) in ids and int(receivers[i]) in ids]
+    for members in groups:
+        drawn = [_drawn_node(result, pruned, kept[row]) for row in members]
+        nodes.append(drawn[0] if len(drawn) == 1 else _merged_node(result, supernode, drawn))
+    receivers, sources = merged.nonzero(as_tuple=True)
+    values = merged[receivers, sources]
+    order = values.abs().argsort(descending=True)[:MOST_EDGES].tolist()
+    edges = [{"from": nodes[int(sources[i])]["id"], "to": nodes[int(receivers[i])]["id"], "weight": float(values[i])}
+             for i in order]
     return nodes, edges
+
+
+def graph_export(result: GraphResult, settings: Settings, vocab_size: int, model_name: str) -> str:
+    """circuit-tracer's graph JSON of the pruned graph (graph_json.py): each feature's label as its "clerp", the
+    supernode in qParams."""
+    supernode = supernode_of(result, settings)
+    graph = result.graph
+    exported = graph_json(graph, pruned_view(result, settings), vocab_size, f"bert-{result.answer}", model_name,
+                          settings.node_threshold / 100, result.labels, [] if supernode is None else [supernode])
+    return json.dumps(exported, indent=1, ensure_ascii=False) + "\n"
 
 
 def view(settings: Settings, inputs: HasInputs, results: Mapping[str, Any]) -> dict[str, Chart]:
@@ -270,8 +329,8 @@ def view(settings: Settings, inputs: HasInputs, results: Mapping[str, Any]) -> d
 
 
 def feature_nodes(result: GraphResult, settings: Settings) -> list[str]:
-    """The picker's values: "" (none), then each feature node drawn, most influential first."""
-    nodes, _ = shown_nodes(result, settings)
+    """The picker's values: "" (none), then each feature node pruning keeps, most influential first."""
+    nodes, _ = shown_nodes(result, replace(settings, merged=()))
     features = sorted((n for n in nodes if n["kind"] == "feature"), key=lambda n: -n["influence"])
     return ["", *(n["id"] for n in features)]
 

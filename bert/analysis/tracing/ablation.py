@@ -2,10 +2,12 @@
 
 - `predicted_ablation(graph, node, downstream)`: from the graph's edges alone. downstream "fixed": every other
   node keeps its value, so the target moves by minus the feature's edge into it; "linear": the later active
-  features follow their pre-activations (their active set and every frozen map kept), so the change travels
-  along every path of feature edges, (I − J)⁻¹ with J the edges per unit of the source.
-- `frozen_ablation(frozen, layer, index, downstream)`: the same two, run forward through the frozen replacement
-  model (replacement.py), not read off the edges.
+  features follow their pre-activations (their active set and every frozen or linearised map kept), so the
+  change travels along every path of feature edges, (I − J)⁻¹ with J the edges per unit of the source. The
+  edges are the real model's derivatives with attention frozen and the active set kept (replacement.py), so
+  this is the measured change to first order.
+- `frozen_ablation(frozen, layer, index, downstream)`: the same two, run forward through the replacement model
+  (replacement.py), not read off the edges.
 - `measured_ablation(model, transcoders, frozen, input_ids, token_type_ids, layer, index, frozen_attention)`: the
   real model with each MLP replaced by its transcoder plus the run's error at each position, the feature's
   activation zeroed, every later feature chosen afresh by its top-k, every LayerNorm live; attention patterns

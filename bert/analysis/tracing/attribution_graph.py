@@ -3,15 +3,15 @@
 Nodes, in circuit-tracer's order: every active transcoder feature (by layer, then position, then feature), one
 error node per MLP and position (by layer, then position), the input embeddings of each token (what enters layer
 0), and the target (a logit, or answer − foil, at one position). An edge's weight is the source's direct linear
-effect on the receiver's input in the frozen replacement model (replacement.py): a feature's input is its
+effect on the receiver's input in the local replacement model (replacement.py): a feature's input is its
 pre-activation, the target's the target itself. Direct: along the residual stream, through frozen attention and
-frozen LayerNorms, never through another feature or error node (an MLP's output *is* its nodes). It is the
-gradient of the receiver's input with respect to the source, times the source's value (its activation; an
-embedding and an error count as 1 × what they carry), one backward pass per receiver, batched.
+the LayerNorms' tangents at the run, never through another feature or error node (an MLP's output *is* its
+nodes). It is the gradient of the receiver's input with respect to the source, times the source's value (its
+activation; an embedding and an error count as 1 × what they carry), one backward pass per receiver, batched.
 
 The replacement model is affine, so every receiver's input is exactly the sum of its incoming edges plus its
-`bias`: what every bias and LayerNorm shift contributes through the frozen maps (the replacement model with every
-source zero). Nothing is approximated; the only rounding is float32's.
+`bias`: what every bias, LayerNorm shift and tangent's offset contributes through those maps (the replacement
+model with every source zero). Nothing is approximated; the only rounding is float32's.
 
     graph = attribution_graph(model, tokenizer, transcoders, "the keys to the cabinet [MASK] on the table .", "are", "is")
     graph.adjacency[graph.target_index]          # every source's edge into the target

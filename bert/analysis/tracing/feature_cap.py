@@ -4,7 +4,7 @@ square (2.6 GB at k = 32). The cap keeps the `max_features` most influential and
 MLP's error node at its position, so the graph stays exact: each error node then carries the MLP's real output
 minus what the kept features and the transcoder's bias write, and completeness still holds to float32 rounding.
 
-Influence here is each feature's whole effect on the target in the frozen replacement model with later features
+Influence here is each feature's whole effect on the target in the replacement model with later features
 following linearly (their active set kept): its activation times the target's gradient with respect to it, from
 one backward pass. It is minus what ablation.predicted_ablation(graph, node, "linear") predicts for switching it
 off, without the full graph.

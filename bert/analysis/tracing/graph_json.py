@@ -11,13 +11,18 @@ Node ids as circuit-tracer writes them: a feature "{layer}_{feature}_{position}"
 of layer and feature), an error "0_{layer}_{position}", an embedding "E_{token id}_{position}", the target
 "{layers + 1}_{token id}_{position}" (answer − foil: the virtual id vocab_size, as circuit-tracer numbers a target
 that is not one token). "influence" is the node's cumulative share of influence (graph_pruning.prune), "clerp"
-the feature's label when one is given (a feature without a label has ""). Only kept nodes and edges are written;
-the embeddings and the target always.
+the feature's label when one is given (a feature without a label has ""; transcoder_labels.py). Only kept nodes
+and edges are written; the embeddings and the target always. Supernodes (supernodes.py) go where circuit-tracer's
+viewer reads them: `qParams.supernodes`, each [name, member node id, ...] (its members that are written), and
+their members in `qParams.pinnedIds` (the viewer merges pinned nodes only).
 """
 from __future__ import annotations
 
+from typing import Sequence
+
 from .attribution_graph import AttributionGraph
 from .graph_pruning import PrunedGraph
+from .supernodes import Supernode, groups_of
 
 
 def _cantor(x: int, y: int) -> int:
@@ -64,8 +69,9 @@ def _node(graph: AttributionGraph, pruned: PrunedGraph, node: int, vocab_size: i
 
 
 def graph_json(graph: AttributionGraph, pruned: PrunedGraph, vocab_size: int, slug: str, scan: str,
-               node_threshold: float, labels: dict | None = None) -> dict:
-    """The JSON-ready dict. labels: {(layer, feature): text} for the nodes' "clerp"."""
+               node_threshold: float, labels: dict | None = None, supernodes: Sequence[Supernode] = ()) -> dict:
+    """The JSON-ready dict. labels: {(layer, feature): text} for the nodes' "clerp"; supernodes: groups of the
+    graph's nodes, named."""
     labels = labels or {}
     kept = pruned.nodes.nonzero()[:, 0].tolist()
     nodes = [_node(graph, pruned, node, vocab_size, labels) for node in kept]
@@ -77,5 +83,11 @@ def graph_json(graph: AttributionGraph, pruned: PrunedGraph, vocab_size: int, sl
     nodes = [n for n in nodes if n["node_id"] in used or n["feature_type"] in ("embedding", "logit")]
     metadata = {"slug": slug, "scan": scan, "transcoder_list": [], "prompt_tokens": graph.tokens,
                 "prompt": graph.text or " ".join(graph.tokens), "node_threshold": node_threshold, "schema_version": 1}
-    query = {"pinnedIds": [], "supernodes": [], "linkType": "both", "clickedId": "", "sg_pos": ""}
+    groups_of(graph.num_nodes, supernodes)  # refuses an empty group, a node outside the graph or one in two groups
+    written = {entry["node_id"] for entry in nodes}
+    grouped = [[supernode.name, *(ids[m] for m in sorted(set(supernode.members)) if m in ids and ids[m] in written)]
+               for supernode in supernodes]
+    grouped = [group for group in grouped if len(group) > 1]
+    query = {"pinnedIds": [member for group in grouped for member in group[1:]], "supernodes": grouped, "linkType": "both",
+             "clickedId": "", "sg_pos": ""}
     return {"metadata": metadata, "qParams": query, "nodes": nodes, "links": links}

@@ -1,26 +1,30 @@
 """The local replacement model of one sentence: every MLP replaced by its transcoder plus an error term, and
-everything that is not linear in the residual stream frozen at the model's own run (Ameisen et al. 2025,
-"Circuit tracing", section 2; Dunefsky et al. 2024).
+everything that is not linear in the residual stream frozen or linearised at the model's own run (Ameisen et al.
+2025, "Circuit tracing", section 2; Dunefsky et al. 2024).
 
-What is frozen, at their values in the run of the sentence, per position:
-- every attention pattern (the softmax of q·k): attention is then linear in what its values read, and no edge
-  passes through a query or a key;
-- the standard deviation every LayerNorm divides by: LayerNorm(v) = (v − mean(v)) / σ_run · γ + β is then affine
-  in v (its mean subtraction, gain and shift stay). Post-LN (BERT, RoBERTa, DistilBERT, ALBERT, ELECTRA): the
-  LayerNorm after each attention sub-layer and after each MLP sub-layer; pre-norm (ModernBERT): the LayerNorm
-  before each attention (none in layer 0), before each MLP and the final one;
-- the masked-LM head's activation as a gate, act(u)/u at the run (GELU(u) = u · Φ(u): Φ(u) is frozen), and its
-  LayerNorm's σ; the embeddings' own LayerNorm comes before the input nodes and is not crossed;
+At their values in the run of the sentence, per position:
+- every attention pattern (the softmax of q·k) is frozen: attention is then linear in what its values read, and no
+  edge passes through a query or a key;
+- every LayerNorm is replaced by its tangent at the run, LN(v0) + J (v − v0), with
+  J u = γ (u − mean u − x̂ (x̂ · u) / n) / σ (x̂ and σ the run's; n the width). Post-LN (BERT, RoBERTa, DistilBERT,
+  ALBERT, ELECTRA): the LayerNorm after each attention sub-layer and after each MLP sub-layer; pre-norm
+  (ModernBERT): the LayerNorm before each attention (none in layer 0), before each MLP and the final one. Freezing
+  only σ (circuit-tracer's choice) drops the term x̂ (x̂ · u) / n, the change of σ itself, which is of the first
+  order: in a post-LN model a feature that writes along what the stream already holds is mostly divided away, and
+  the frozen-σ edges overstate it (three times, for MiniLM's last-layer features; docs/circuits.md);
+- the masked-LM head's activation is replaced by its tangent, act(u0) + act'(u0) (u − u0), and its LayerNorm as
+  above; the embeddings' own LayerNorm comes before the input nodes and is not crossed;
 - which features are active (the transcoders' top-k choice and ReLU): an active feature's activation is its
   pre-activation, a linear function of what its MLP reads.
 Each MLP's output is then Σ active features' activation × decoder direction + the transcoder's bias + the error
 (the MLP's real output minus the transcoder's), so with nothing changed the replacement model is the model itself,
 and the target (a logit, or answer − foil, at one position) is an affine function of the sources: the input
-embeddings of each token (what enters layer 0), the active features' activations and the errors.
+embeddings of each token (what enters layer 0), the active features' activations and the errors. Its derivatives
+are the real model's, attention frozen and the active set kept: a graph's prediction is exact to first order.
 
     frozen = freeze(model, transcoders, input_ids, token_type_ids, Target(position, answer_id, foil_id))
     frozen.target_value                         # the model's own logit (difference)
-    replacement_outputs(frozen, sources)        # (each active feature's pre-activation, the target), frozen maps
+    replacement_outputs(frozen, sources)        # (each active feature's pre-activation, the target), linear maps
 """
 from __future__ import annotations
 
@@ -61,11 +65,12 @@ class FrozenRun:
     target: Target
     embeddings: torch.Tensor  # [seq, hidden] what enters layer 0
     patterns: list[torch.Tensor]  # per layer [1, head, seq, seq]
-    attention_sigma: list[torch.Tensor | None]  # per layer [1, seq, 1]: the attention sub-layer's LayerNorm's σ
-    mlp_sigma: list[torch.Tensor]  # per layer [1, seq, 1]: the MLP sub-layer's LayerNorm's σ
-    final_sigma: torch.Tensor | None  # [1, 1] pre-norm: the final LayerNorm's σ at the target
-    head_gate: torch.Tensor  # [E] the masked-LM head's act(u)/u at the target
-    head_sigma: torch.Tensor  # [1] the head's LayerNorm's σ
+    attention_norms: list[NormPoint | None]  # per layer, [1, seq, ...]: the attention sub-layer's LayerNorm at the run
+    mlp_norms: list[NormPoint]  # per layer, [1, seq, ...]: the MLP sub-layer's LayerNorm at the run
+    final_norm: NormPoint | None  # [1, ...] pre-norm: the final LayerNorm at the target
+    head_slope: torch.Tensor  # [E] the masked-LM head's act'(u) at the target (its activation's tangent) ...
+    head_offset: torch.Tensor  # [E] ... and act(u) − act'(u) u there
+    head_norm: NormPoint  # [1, ...] the head's LayerNorm at the target
     features: list[torch.Tensor]  # per layer [active, 2]: (position, feature) of each active feature
     activations: list[torch.Tensor]  # per layer [active]: their activations (> 0)
     errors: torch.Tensor  # [layer, seq, hidden] MLP output − transcoder output
@@ -93,15 +98,31 @@ def check_model_for_graphs(model: Bert) -> None:
         raise InvalidInputError("an attribution graph explains a masked-LM logit: load a model with a masked-LM head")
 
 
-def _sigma(norm: torch.nn.LayerNorm, v: torch.Tensor) -> torch.Tensor:
-    return (v.var(-1, unbiased=False, keepdim=True) + norm.eps).sqrt()
+@dataclass(frozen=True)
+class NormPoint:
+    """Where one LayerNorm was in the run, per position: what its tangent there needs."""
+
+    sigma: torch.Tensor  # [..., 1] the standard deviation it divided by, sqrt(var + eps)
+    normalised: torch.Tensor  # [..., hidden] its input centred and divided by sigma, x̂
+
+    @classmethod
+    def of(cls, norm: torch.nn.LayerNorm | None, v: torch.Tensor) -> "NormPoint | None":
+        if norm is None:
+            return None
+        centred = v - v.mean(-1, keepdim=True)
+        sigma = (centred.pow(2).mean(-1, keepdim=True) + norm.eps).sqrt()
+        return cls(sigma, centred / sigma)
 
 
-def _frozen_norm(norm: torch.nn.LayerNorm | None, v: torch.Tensor, sigma: torch.Tensor | None) -> torch.Tensor:
-    """LayerNorm with its σ given (affine in v): (v − mean v) / σ · γ + β."""
+def _linear_norm(norm: torch.nn.LayerNorm | None, v: torch.Tensor, point: NormPoint | None) -> torch.Tensor:
+    """LayerNorm replaced by its tangent at the run, affine in v and equal to it at the run's input v0:
+    x̂ + J (v − v0) with J u = (u − mean u − x̂ (x̂ · u) / n) / σ (the derivative of σ included), times γ, plus β.
+    Written without v0: (v − mean v) / σ − x̂ ((x̂ · v) / (n σ) − (x̂ · x̂) / n)."""
     if norm is None:
         return v
-    out = (v - v.mean(-1, keepdim=True)) / sigma
+    x_hat, sigma = point.normalised, point.sigma
+    radial = (x_hat * v).mean(-1, keepdim=True) / sigma - x_hat.pow(2).mean(-1, keepdim=True)
+    out = (v - v.mean(-1, keepdim=True)) / sigma - x_hat * radial
     if norm.weight is not None:
         out = out * norm.weight
     return out if norm.bias is None else out + norm.bias
@@ -121,26 +142,26 @@ def freeze(model: Bert, transcoders: Transcoders, input_ids: torch.Tensor, token
     if token_type_ids is None:
         token_type_ids = torch.zeros_like(input_ids)
     embedded = x = parts.embed(input_ids, token_type_ids, None)  # [1, seq, hidden]
-    record = {"patterns": [], "attention_sigma": [], "mlp_sigma": []}
+    record = {"patterns": [], "attention_norms": [], "mlp_norms": []}
     features, activations, errors = [], [], []
     for layer, part in enumerate(parts.layers):
         attention_norm, mlp_norm = part.module.attention.layer_norm, part.module.residual.layer_norm
         if parts.pre_norm:
-            sigma = None if attention_norm is None else _sigma(attention_norm, x)
-            read = _frozen_norm(attention_norm, x, sigma)
+            point = NormPoint.of(attention_norm, x)
+            read = _linear_norm(attention_norm, x, point)
         else:
             read = x
         pattern = part.pattern(read[:, None], read[:, None], None)
         total = _attention_total(part, pattern, read)
         if parts.pre_norm:
             x = x + total
-            record["attention_sigma"].append(sigma)
-            mlp_sigma = _sigma(mlp_norm, x)
-            mlp_in = _frozen_norm(mlp_norm, x, mlp_sigma)
+            record["attention_norms"].append(point)
+            mlp_point = NormPoint.of(mlp_norm, x)
+            mlp_in = _linear_norm(mlp_norm, x, mlp_point)
         else:
-            sigma = _sigma(attention_norm, x + total)
-            record["attention_sigma"].append(sigma)
-            x = mlp_in = _frozen_norm(attention_norm, x + total, sigma)
+            point = NormPoint.of(attention_norm, x + total)
+            record["attention_norms"].append(point)
+            x = mlp_in = _linear_norm(attention_norm, x + total, point)
         mlp_out = part.mlp(mlp_in)
         values, indices = transcoders.encode_sparse(mlp_in[0].float(), layer)  # [seq, k]
         errors.append(mlp_out[0] - transcoders.decode_sparse(values, indices, layer))
@@ -148,24 +169,28 @@ def freeze(model: Bert, transcoders: Transcoders, input_ids: torch.Tensor, token
         features.append(torch.stack([active[:, 0], indices[active[:, 0], active[:, 1]]], dim=1))
         activations.append(values[active[:, 0], active[:, 1]])
         if not parts.pre_norm:
-            mlp_sigma = _sigma(mlp_norm, x + mlp_out)
-            x = _frozen_norm(mlp_norm, x + mlp_out, mlp_sigma)
+            mlp_point = NormPoint.of(mlp_norm, x + mlp_out)
+            x = _linear_norm(mlp_norm, x + mlp_out, mlp_point)
         else:
             x = x + mlp_out
         record["patterns"].append(pattern)
-        record["mlp_sigma"].append(mlp_sigma)
+        record["mlp_norms"].append(mlp_point)
     hidden = x[:, target.position]  # [1, hidden]
-    final_sigma = None
+    final_point = None
     if parts.pre_norm:
-        final_sigma = _sigma(model.final_norm.layer_norm, hidden)
-        hidden = _frozen_norm(model.final_norm.layer_norm, hidden, final_sigma)
+        final_point = NormPoint.of(model.final_norm.layer_norm, hidden)
+        hidden = _linear_norm(model.final_norm.layer_norm, hidden, final_point)
     head = model.lm_head
     u = head.mlp(hidden)[0]  # [E]
-    gate = torch.where(u != 0, activate(u, head.activation) / torch.where(u != 0, u, 1.0), 0.0)
-    head_sigma = _sigma(head.layer_norm, u * gate)
-    logits = head.unembedding(head.layer_norm(u * gate))  # the model's own logits at the target ([vocab])
-    return FrozenRun(parts, transcoders, target, embedded[0], record["patterns"], record["attention_sigma"],
-                     record["mlp_sigma"], final_sigma, gate, head_sigma, features, activations, torch.stack(errors),
+    with torch.enable_grad():
+        at = u.detach().requires_grad_()
+        activated = activate(at, head.activation)
+        slope = torch.autograd.grad(activated.sum(), at)[0]  # elementwise: the activation's derivative at u
+    offset = activated.detach() - slope * u
+    head_point = NormPoint.of(head.layer_norm, activated.detach())
+    logits = head.unembedding(head.layer_norm(activated.detach()))  # the model's own logits at the target ([vocab])
+    return FrozenRun(parts, transcoders, target, embedded[0], record["patterns"], record["attention_norms"],
+                     record["mlp_norms"], final_point, slope, offset, head_point, features, activations, torch.stack(errors),
                      float(read_target(logits, target)), float(logits.softmax(-1)[target.token]))
 
 
@@ -181,7 +206,7 @@ def read_target(logits: torch.Tensor, target: Target) -> torch.Tensor:
 
 
 def replacement_outputs(frozen: FrozenRun, sources: Sources, follow: bool = False) -> tuple[list[torch.Tensor], torch.Tensor]:
-    """The frozen replacement model from its sources: (per layer [active] each active feature's pre-activation,
+    """The replacement model from its sources: (per layer [active] each active feature's pre-activation,
     the target []), both affine in the sources. Differentiable: the attribution graph's edges are its gradients.
     follow: each active feature's activation is its pre-activation in this pass plus sources.activations (then
     offsets: zeros give the run), so that a change reaches the target through every later feature too."""
@@ -190,14 +215,14 @@ def replacement_outputs(frozen: FrozenRun, sources: Sources, follow: bool = Fals
     pre_activations = []
     for layer, part in enumerate(parts.layers):
         attention_norm, mlp_norm = part.module.attention.layer_norm, part.module.residual.layer_norm
-        sigma = frozen.attention_sigma[layer]
-        read = _frozen_norm(attention_norm, x, sigma) if parts.pre_norm else x
+        point = frozen.attention_norms[layer]
+        read = _linear_norm(attention_norm, x, point) if parts.pre_norm else x
         total = _attention_total(part, frozen.patterns[layer], read)
         if parts.pre_norm:
             x = x + total
-            mlp_in = _frozen_norm(mlp_norm, x, frozen.mlp_sigma[layer])
+            mlp_in = _linear_norm(mlp_norm, x, frozen.mlp_norms[layer])
         else:
-            x = mlp_in = _frozen_norm(attention_norm, x + total, sigma)
+            x = mlp_in = _linear_norm(attention_norm, x + total, point)
         positions, features = frozen.features[layer].unbind(1)
         encoders = transcoders.W_enc[layer][:, features].T * transcoders.input_scale[layer]  # [active, hidden]
         pre_activations.append((mlp_in[0, positions] * encoders).sum(-1) + transcoders.b_enc[layer, features])
@@ -205,10 +230,11 @@ def replacement_outputs(frozen: FrozenRun, sources: Sources, follow: bool = Fals
         decoders = transcoders.W_dec[layer][features] / transcoders.output_scale[layer]  # [active, hidden]
         written = torch.zeros_like(x[0]).index_add(0, positions, decoders * activations[:, None])
         mlp_out = written + transcoders.b_dec[layer] / transcoders.output_scale[layer] + frozen.errors[layer] * sources.errors[layer][:, None]
-        x = _frozen_norm(mlp_norm, x + mlp_out[None], frozen.mlp_sigma[layer]) if not parts.pre_norm else x + mlp_out[None]
+        x = _linear_norm(mlp_norm, x + mlp_out[None], frozen.mlp_norms[layer]) if not parts.pre_norm else x + mlp_out[None]
     hidden = x[:, frozen.target.position]
     if parts.pre_norm:
-        hidden = _frozen_norm(parts.model.final_norm.layer_norm, hidden, frozen.final_sigma)
+        hidden = _linear_norm(parts.model.final_norm.layer_norm, hidden, frozen.final_norm)
     head = parts.model.lm_head
-    transformed = _frozen_norm(head.layer_norm, head.mlp(hidden) * frozen.head_gate, frozen.head_sigma)
+    activated = head.mlp(hidden)[0] * frozen.head_slope + frozen.head_offset  # [E] the activation's tangent
+    transformed = _linear_norm(head.layer_norm, activated[None], frozen.head_norm)
     return pre_activations, read_target(head.unembedding(transformed)[0], frozen.target)

@@ -2,13 +2,15 @@
 
     python -m bert transcoders train --model minilm --data data/corpus/train.txt --features 4096 --k 32 --out out/transcoders
     python -m bert transcoders measure --transcoders out/transcoders --model minilm --data ud-ewt-test --json out/card.json
+    python -m bert transcoders label --transcoders out/transcoders --model minilm --data data/corpus/train.txt --lines 2000
     torchrun --nproc_per_node 4 -m bert transcoders train ...      # data-parallel: each rank reads every 4th line
     python -m bert graph --model minilm --transcoders out/transcoders --text "the keys to the cabinet [MASK] on the table ." \
         --target are --foil is --json out/graph.json
 
 transcoders train writes DIR/transcoders.safetensors and DIR/config.json with the held-out figures (the model
 card; on UD English EWT test unless --measure says otherwise), and DIR/checkpoint.pt as it goes (a second run with
-the same DIR resumes). graph prints the graph's size, its replacement and completeness scores and the strongest
+the same DIR resumes). transcoders label writes DIR/feature_labels.json, each feature's top word pieces on the
+first --lines lines of --data (transcoder_labels.py). graph prints the graph's size, its replacement and completeness scores and the strongest
 edges into the target, and writes circuit-tracer's graph JSON (bert/analysis/tracing/graph_json.py). Bad input: one
 line on stderr, exit status 2.
 """
@@ -56,11 +58,19 @@ def add_transcoders_arguments(parser) -> None:
     measure.add_argument("--data", required=True, help="a text file, a .conllu file, builtin or ud-ewt-test")
     measure.add_argument("--json", type=Path, help="write the figures as JSON here")
     add_device_argument(measure)
+    label = actions.add_parser("label", help="label each feature by the word pieces it fires on most (feature_labels.json)")
+    label.add_argument("--transcoders", type=Path, required=True, help="a folder written by transcoders train")
+    add_model_argument(label, help="the model they were trained on")
+    label.add_argument("--data", required=True, help="a UTF-8 text file, one sentence per line")
+    label.add_argument("--lines", type=int, default=2000, help="read the first this many lines (2000)")
+    add_device_argument(label)
 
 
 def run_transcoders(args) -> int:
     if args.transcoders_action == "measure":
         return _measure(args)
+    if args.transcoders_action == "label":
+        return _label(args)
     import torch
 
     from ...pretrained import load_pretrained
@@ -109,6 +119,25 @@ def _measure(args) -> int:
     return 0
 
 
+def _label(args) -> int:
+    from ...pretrained import load_pretrained
+    from ..corpus.index_cli import read_lines
+    from .transcoder import load_transcoders, read_config
+    from .transcoder_labels import top_token_labels, write_feature_labels
+
+    if args.lines < 1:
+        raise InvalidInputError(f"--lines must be 1 or more, not {args.lines}")
+    read_config(args.transcoders)  # a bad folder is refused before the model loads
+    sentences = read_lines(Path(args.data))[: args.lines]
+    model, tokenizer = load_pretrained(args.model, device=args.device, pack_for_cpu=True)
+    transcoders = load_transcoders(args.transcoders, model)
+    labels = top_token_labels(model, tokenizer, transcoders, sentences)
+    path = write_feature_labels(args.transcoders, labels, transcoders.config)
+    print(f"{len(labels)} of {transcoders.config.layers * transcoders.config.features} features labelled from "
+          f"{len(sentences)} lines: {path}")
+    return 0
+
+
 def add_graph_arguments(parser) -> None:
     add_model_argument(parser)
     parser.add_argument("--transcoders", type=Path, required=True, help="a folder written by `python -m bert transcoders train`")
@@ -129,6 +158,7 @@ def run_graph(args) -> int:
     from .graph_json import graph_json
     from .graph_pruning import graph_scores, prune
     from .transcoder import load_transcoders, read_config
+    from .transcoder_labels import read_feature_labels
 
     for name in ("node_threshold", "edge_threshold"):
         if not 0.0 <= getattr(args, name) <= 1.0:
@@ -157,7 +187,8 @@ def run_graph(args) -> int:
         print(f"  {where}{feature} at {graph.tokens[info['position']]!r} ({info['position']}): {float(graph.adjacency[target, source]):+.4f}")
     if args.json is not None:
         slug = "bert-" + "-".join(t for t in (args.target, args.foil) if t)
-        _write_json(args.json, graph_json(graph, pruned, model.config.vocab_size, slug, args.model, args.node_threshold))
+        labels = read_feature_labels(args.transcoders, transcoders.config)
+        _write_json(args.json, graph_json(graph, pruned, model.config.vocab_size, slug, args.model, args.node_threshold, labels))
     return 0
 
 

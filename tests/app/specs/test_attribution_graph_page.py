@@ -4,6 +4,7 @@ the measured change), are the library's own calls on the same model (bert/analys
 transcoders gets the one line that says which models have them and how to train some."""
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -61,7 +62,7 @@ def test_the_graph_and_a_switched_off_feature_are_the_librarys_numbers(folder):
     target = graph.target_index
     assert (f"{guess} − the at the [MASK]: {float(graph.inputs[target]):.3f} = the edges into it "
             f"{float(graph.adjacency[target].sum()):.3f} + biases {float(graph.bias[target]):.3f}") in shown(at)
-    drawn = spec.feature_nodes(spec.GraphResult(graph, guess, {}, 0, 0, 24, 3), spec.Settings.from_state({}, None))
+    drawn = spec.feature_nodes(spec.GraphResult(graph, guess, {}, {}, 0, 0, 24, 3), spec.Settings.from_state({}, None))
     node = drawn[1]  # the most influential feature drawn
     at.selectbox(key="graph_node").set_value(node).run()
     no_exception(at)
@@ -73,6 +74,43 @@ def test_the_graph_and_a_switched_off_feature_are_the_librarys_numbers(folder):
     assert f"the graph predicts {predicted_ablation(graph, index, 'linear'):+.3f}" in shown(at)
     assert f"measured: {measured:+.3f} with attention frozen" in shown(at)
     assert at.query_params["graph_node"] in (node, [node])
+    # two features merged into one supernode: one diamond, its members no longer drawn alone, its name kept as text
+    first, second = drawn[1], drawn[2]
+    at.multiselect(key="graph_merged").set_value([first, second])
+    at.text_input(key="graph_merged_name").set_value("<b>subject</b>").run()
+    no_exception(at)
+    traces = {trace.get("name"): trace for trace in figures(at)[0]["data"]}
+    merged = traces["features merged (a supernode)"]
+    assert len(merged["hovertext"]) == 1 and "&lt;b&gt;subject&lt;/b&gt;" in merged["hovertext"][0]
+    assert not {first, second} & set(traces["transcoder features"]["customdata"])
+    assert len(traces["transcoder features"]["customdata"]) == len(drawn) - 3
+
+
+def test_a_supernodes_edges_are_its_members_summed_and_the_json_carries_it_and_the_labels(folder):
+    loaded = load(ModelKey.of(str(folder)))
+    model, tokenizer = loaded.model, loaded.tokenizer
+    transcoders = load_transcoders(folder / OWN_FOLDER, model)
+    graph = attribution_graph(model, tokenizer, transcoders, TEXT, "a", "the", max_features=200)
+    labels = {(layer, feature): f"piece {feature}" for layer, _, feature in graph.features.tolist()}
+    result = spec.GraphResult(graph, "a", {}, labels, 0, 0, 24, 3)
+    plain = spec.Settings("a", "the", 200, 80, 98)
+    members = spec.feature_nodes(result, plain)[1:4]
+    settings = spec.Settings("a", "the", 200, 80, 98, merged=tuple(members), merged_name="group")
+    nodes, edges = spec.shown_nodes(result, settings)
+    pruned = spec.pruned_view(result, settings)
+    indices = [graph.feature_index(*spec.parse_node(member)) for member in members]
+    target = graph.target_index
+    by_hand = sum(float(graph.adjacency[target, i]) for i in indices if pruned.edges[target, i])
+    into_target = [e["weight"] for e in edges if e["from"] == "supernode:group" and e["to"] == f"target:{target}"]
+    assert into_target == [pytest.approx(by_hand, abs=1e-6)]
+    assert sum(n["kind"] == "supernode" for n in nodes) == 1 and not {n["id"] for n in nodes} & set(members)
+    exported = json.loads(spec.graph_export(result, settings, model.config.vocab_size, "tiny"))
+    [group] = exported["qParams"]["supernodes"]
+    assert group[0] == "group" and len(group) == 4
+    clerps = {n["node_id"]: n["clerp"] for n in exported["nodes"] if n["feature_type"] == "cross layer transcoder"}
+    assert clerps and all(clerp == f"piece {node_id.split('_')[1]}" for node_id, clerp in clerps.items())
+    graph_models = pytest.importorskip("circuit_tracer.frontend.graph_models")
+    assert graph_models.Model(**exported).qParams.supernodes == [group]
 
 
 @pytest.mark.slow  # AppTest on a tiny model
