@@ -40,6 +40,14 @@ PLOTS_DRAWN = (  # every plotly chart on the page has laid out and drawn its SVG
 )
 
 
+# the screen point of a marker in the first chart (trace name, and an index or a customdata value), and its
+# customdata: where a test hovers or clicks
+MARKER = ("([trace, index]) => { const plot = document.querySelectorAll('.js-plotly-plot')[0];"
+          " const data = plot._fullData.find(t => t.name === trace);"
+          " const xa = plot._fullLayout.xaxis, ya = plot._fullLayout.yaxis, box = plot.getBoundingClientRect();"
+          " const i = typeof index === 'number' ? index : data.customdata.indexOf(index);"
+          " return [box.left + xa._offset + xa.l2p(data.x[i]), box.top + ya._offset + ya.l2p(data.y[i]),"
+          " data.customdata[i]]; }")
 DRAWING_S = 0.25  # s after the charts report drawn, for the last frame to reach the screen
 
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import re
 
-from browser_support import SLOW, open_page, screenshot, settle
-from test_browser_circuits import MARKER
+from browser_support import MARKER, SLOW, open_page, screenshot, settle
 
 FEATURES = "transcoder features"  # the chart's trace of feature nodes (viz_app/charts/attribution_graph.py)
 

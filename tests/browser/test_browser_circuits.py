@@ -9,14 +9,8 @@ from __future__ import annotations
 
 import re
 
-from browser_support import SLOW, open_page, screenshot, settle
+from browser_support import MARKER, SLOW, open_page, screenshot, settle
 
-MARKER = ("([trace, index]) => { const plot = document.querySelectorAll('.js-plotly-plot')[0];"
-          " const data = plot._fullData.find(t => t.name === trace);"
-          " const xa = plot._fullLayout.xaxis, ya = plot._fullLayout.yaxis, box = plot.getBoundingClientRect();"
-          " const i = typeof index === 'number' ? index : data.customdata.indexOf(index);"
-          " return [box.left + xa._offset + xa.l2p(data.x[i]), box.top + ya._offset + ya.l2p(data.y[i]),"
-          " data.customdata[i]]; }")
 EDGE_LINES = ("() => document.querySelectorAll('.js-plotly-plot')[0].data"  # the drawn edges: not the legend's entries
               ".filter(trace => trace.mode === 'lines' && trace.showlegend === false).length")
 
