@@ -6,7 +6,6 @@ import streamlit as st
 from viz_app import cache
 from viz_app.app import show, state, widgets
 from viz_app.app.text import joined, markdown
-from viz_app.app.models import POSITIONS_RELATIVE, POSITIONS_ROTATED, POSITIONS_ROTATED_SEGMENTS
 from viz_app import heavy
 from viz_app.specs import embeddings as spec
 
@@ -18,13 +17,8 @@ widgets.page_header(
     "separate subspaces in any rotation.",
 )
 context = widgets.require()
-if context.loaded.model.config.rotary or not context.loaded.model.config.absolute_positions:
-    config = context.loaded.model.config
-    show.info("{}", POSITIONS_RELATIVE if not config.rotary else POSITIONS_ROTATED_SEGMENTS if config.type_vocab_size else POSITIONS_ROTATED)
-    st.stop()
-if not context.loaded.model.config.type_vocab_size:
-    st.info("This model has no segment embeddings (DistilBERT adds only token and position embeddings), so this page's "
-            "three-part comparison does not apply: pick a BERT, RoBERTa, ALBERT or ELECTRA model.")
+if (why := spec.refusal(context.loaded.model.config)) is not None:
+    show.info("{}", why)
     st.stop()
 summary = context.loaded.summary
 recorded = heavy.run(context, *spec.computations(spec.Settings())["recorded"])

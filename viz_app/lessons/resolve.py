@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 from urllib.parse import urlencode
 
+from bert.errors import BertError
+from viz_app.app.forward import InputProblem
 from viz_app.lessons.computed import COMPUTED, POSITION_KEYS, Finding, NotComputable, PerModel, StepFacts
 from viz_app.lessons.format import PLACEHOLDER, ComputedValue, Lesson
 from viz_app.app.navigation import DEFAULT_PAGE, LINK_PARAMS
@@ -71,7 +73,7 @@ def resolve(lesson: Lesson, index: int, loaded, session: Mapping[str, Any] | Non
     def find(name: str, facts: StepFacts, arguments=()) -> Finding | None:
         try:
             return COMPUTED[name].compute(facts, **dict(arguments))
-        except NotComputable as reason:
+        except (NotComputable, BertError, InputProblem) as reason:  # this model cannot: the step says so and goes on
             problems.append(f"{where}: {name}: {reason}")
             return None
 

@@ -62,9 +62,19 @@ def step_computations(lesson: Lesson, index: int, loaded: LoadedModel, session: 
     if inputs.prepared is None:
         return {}
     state = step_state(lesson, index, session)
-    reads = [read for name in value_names(lesson, index) for read in COMPUTED[name].reads(state)]
-    reads += page_computations(lesson.steps[index].page, state, inputs).values()
+    reads = [read for name in value_names(lesson, index)
+             for read in _unless_refused(lambda: COMPUTED[name].reads(state), ())]
+    reads += _unless_refused(lambda: page_computations(lesson.steps[index].page, state, inputs).values(), ())
     return {_named(computation, work): (computation, work) for computation, work in reads}
+
+
+def _unless_refused(plan: Callable[[], Any], refused: Any) -> Any:
+    """`plan()`, or `refused` where the model or the sentence cannot have it (a family the page does not read, a
+    pair the tokenizer splits unevenly): that part costs nothing, and the step says why when it is worked out."""
+    try:
+        return plan()
+    except (BertError, InputProblem):
+        return refused
 
 
 def page_computations(page: str, state: Mapping[str, Any], inputs: Inputs) -> Planned:
@@ -82,8 +92,11 @@ def _named(computation: Computation, work) -> str:
 
 
 def step_cost(lesson: Lesson, index: int, loaded: LoadedModel, session: Mapping[str, Any]) -> Cost:
-    """Step `index`'s computations' costs, summed."""
-    return planned_cost(step_computations(lesson, index, loaded, session), step_inputs(lesson, index, loaded, session))
+    """Step `index`'s computations' costs, summed (nothing for a part the model or the sentence cannot have)."""
+    inputs = step_inputs(lesson, index, loaded, session)
+    planned = step_computations(lesson, index, loaded, session)
+    return sum((_unless_refused(lambda: planned_cost({name: part}, inputs), NOTHING) for name, part in planned.items()),
+               NOTHING)
 
 
 def lesson_cost(lesson: Lesson, loaded: LoadedModel, session: Mapping[str, Any]) -> Cost:

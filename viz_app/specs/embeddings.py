@@ -11,8 +11,9 @@ import numpy as np
 
 from bert.analysis.representations.embedding_subspaces import PAIRS, PARTS, SubspaceReport, decompose
 from bert.costs import Cost
+from bert.errors import InvalidInputError
 from viz_app.app.forward import ForwardResult
-from viz_app.app.models import ModelSummary
+from viz_app.app.models import POSITIONS_RELATIVE, POSITIONS_ROTATED, POSITIONS_ROTATED_SEGMENTS, ModelSummary
 from viz_app.app.text import Markdown, joined, markdown
 from viz_app.app.tables import EmbeddingTables, model_tables, project_tokens, table_subspaces
 from viz_app.charts import embeddings as charts
@@ -35,7 +36,23 @@ class TableAnalysis:
     report: SubspaceReport  # how their top-k subspaces sit to one another
 
 
+NO_SEGMENTS = ("This model has no segment embeddings (DistilBERT adds only token and position embeddings), so this "
+               "page's three-part comparison does not apply: pick a BERT, RoBERTa, ALBERT or ELECTRA model.")
+
+
+def refusal(config) -> str | None:
+    """Why the three tables cannot be compared for a model with this config (no position or no segment table), or
+    None."""
+    if config.rotary or not config.absolute_positions:
+        return POSITIONS_RELATIVE if not config.rotary else POSITIONS_ROTATED_SEGMENTS if config.type_vocab_size \
+            else POSITIONS_ROTATED
+    return None if config.type_vocab_size else NO_SEGMENTS
+
+
 def analyse_tables(loaded, k: int) -> TableAnalysis:
+    """The three tables compared; InvalidInputError (saying why, `refusal`) for a model without all three."""
+    if (why := refusal(loaded.model.config)) is not None:
+        raise InvalidInputError(why)
     tables = model_tables(loaded.model, loaded.tokenizer, loaded.summary.vocab)
     return TableAnalysis(tables, table_subspaces(loaded.model, tables, k))
 

@@ -21,6 +21,7 @@ tests/app/app/test_old_links.py)."""
 from __future__ import annotations
 
 import json
+import secrets
 import shutil
 
 import pytest
@@ -35,6 +36,7 @@ from viz_app import heavy
 from viz_app.app import models
 from viz_app.app.navigation import DEFAULT_PAGE, LINK_PARAMS
 from viz_app.app.url_params import MODEL_PARAM
+from viz_app.lessons.format import builtin_lessons
 from viz_app.server.settings import CLASS_VARIABLE, SETTINGS_VARIABLE
 
 # name -> (family, transformers class, config fields): each family's pre-training heads. ALBERT's has the
@@ -381,3 +383,49 @@ CHECKS = {  # input -> what else each of its renders must show
 def test_every_declared_parameter_is_swept():
     swept = set().union(*(query for _, query in INPUTS.values()))
     assert swept == set(LINK_PARAMS) | {MODEL_PARAM}
+
+
+def _lesson_cases():
+    lessons = list(builtin_lessons())
+    for number, model in enumerate(["bert", *FAMILY]):  # the built-in lessons in turn: each family walks one
+        yield pytest.param(model, lessons[number % len(lessons)], id=f"{model}-{lessons[number % len(lessons)]}",
+                           marks=pytest.mark.xdist_group(f"every-page-{model}"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model, lesson_name", list(_lesson_cases()))
+def test_every_family_walks_a_lesson_in_class_mode(model_folders, offering, monkeypatch, model, lesson_name):
+    """Each family's model, offered by the teacher, in class mode: the presenter starts a built-in lesson and presses
+    Next through it while a student follows; every step's page runs for both without an exception and the sweep's
+    checks, and no forward pass is made outside a computation on any thread (the presenter's steps, the student's
+    panel taking the class's step)."""
+    key = secrets.token_urlsafe(12)
+    monkeypatch.setenv(CLASS_VARIABLE, "1")
+    monkeypatch.setenv("BERT_INSIDE_PRESENTER_KEY", key)
+    monkeypatch.setenv(SETTINGS_VARIABLE, str(offering(model)))
+    lesson = builtin_lessons()[lesson_name]
+    with heavy.PassesOutside() as outside:
+        presenter, student = (_open_lessons(query) for query in ({"key": key, MODEL_PARAM: model},
+                                                                   {"follow": "1", MODEL_PARAM: model}))
+        presenter.selectbox(key="lesson_name").set_value(lesson_name).run()
+        presenter.button(key="lesson_start").click().run()
+        problems = []
+        for index in range(len(lesson.steps)):
+            student.run()  # the student's panel hears from the class
+            for role, at, page in (("presenter", presenter, "lessons"), ("student", student, lesson.steps[index].page)):
+                problems += [f"step {index + 1}, {role}: {problem}" for problem in _problems(at, page)]
+            if f"step {index + 1} of {len(lesson.steps)}" not in " ".join(m.value for m in student.markdown):
+                problems.append(f"step {index + 1}: the student does not follow: {texts(student)[:300]!r}")
+            if index < len(lesson.steps) - 1 and not problems:
+                presenter.button(key="lesson_next").click().run()
+    problems += [f"{rows} forward passes outside a computation on the thread {thread!r}"
+                 for thread, rows in outside.by_thread.items()]
+    assert problems == [], (model, lesson_name)
+
+
+def _open_lessons(query: dict):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(HOME), default_timeout=TIMEOUT)
+    at.query_params.update(query)
+    return go(at.run(), "lessons")
