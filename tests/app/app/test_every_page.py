@@ -396,9 +396,14 @@ def _lesson_cases():
 @pytest.mark.parametrize("model, lesson_name", list(_lesson_cases()))
 def test_every_family_walks_a_lesson_in_class_mode(model_folders, offering, monkeypatch, model, lesson_name):
     """Each family's model, offered by the teacher, in class mode: the presenter starts a built-in lesson and presses
-    Next through it while a student follows; every step's page runs for both without an exception and the sweep's
-    checks, and no forward pass is made outside a computation on any thread (the presenter's steps, the student's
-    panel taking the class's step)."""
+    Next through it while a student follows, then downloads the lesson's handout; every step's page runs for both
+    without an exception and the sweep's checks, the handout is made, and no forward pass is made outside a
+    computation on any thread (the presenter's steps, the student's panel taking the class's step, the download's
+    own thread, where Streamlit calls a pressed button's data)."""
+    downloads = []  # what a press of "Download this lesson" calls (AppTest has no server to press it on)
+    deferred = heavy.deferred
+    monkeypatch.setattr(heavy, "deferred", lambda *args, **kwargs: downloads.append(deferred(*args, **kwargs))
+                        or downloads[-1])
     key = secrets.token_urlsafe(12)
     monkeypatch.setenv(CLASS_VARIABLE, "1")
     monkeypatch.setenv("BERT_INSIDE_PRESENTER_KEY", key)
@@ -418,6 +423,9 @@ def test_every_family_walks_a_lesson_in_class_mode(model_folders, offering, monk
                 problems.append(f"step {index + 1}: the student does not follow: {texts(student)[:300]!r}")
             if index < len(lesson.steps) - 1 and not problems:
                 presenter.button(key="lesson_next").click().run()
+        handout = downloads[-1]() if downloads else ""
+    if "This lesson's file was not made" in handout or lesson.title not in handout:
+        problems.append(f"the handout was not made: {handout[:300]!r}")
     problems += [f"{rows} forward passes outside a computation on the thread {thread!r}"
                  for thread, rows in outside.by_thread.items()]
     assert problems == [], (model, lesson_name)
