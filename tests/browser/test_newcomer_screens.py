@@ -9,6 +9,8 @@ from __future__ import annotations
 from browser_support import SLOW, open_page, screenshot, settle
 
 LAPTOP = {"width": 1366, "height": 768}
+HEADERS_DRAWN = ("() => { const h = [...document.querySelectorAll('[data-testid=stDataFrame] [role=columnheader]')];"
+                 " return h.length > 0 && h[h.length - 1].textContent.trim().startsWith('next'); }")
 MAIN_RIGHT = "() => document.querySelector('[data-testid=stMainBlockContainer]').getBoundingClientRect().right"
 
 
@@ -29,6 +31,7 @@ def test_the_head_statistics_table_fits_the_screen(browser, app_url):
     settle(page, charts=4)
     table = page.locator("[data-testid=stDataFrame]").first
     table.scroll_into_view_if_needed()
+    page.wait_for_function(HEADERS_DRAWN, timeout=SLOW)  # the table draws its columns after the script has ended
     box = table.bounding_box()
     assert box["x"] + box["width"] <= page.evaluate(MAIN_RIGHT) + 1
     headers = page.evaluate("() => [...document.querySelectorAll('[data-testid=stDataFrame] [role=columnheader]')]"
