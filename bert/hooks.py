@@ -26,6 +26,7 @@ import torch
 from torch import nn
 
 from .errors import InvalidInputError, UnknownHookError
+from .recording_memory import RECORDING_MEMORY
 
 Intervention = Callable[[torch.Tensor, str], torch.Tensor]  # (activation, hook name) -> new activation
 NameFilter = Union[None, Iterable[str], Callable[[str], bool]]
@@ -180,7 +181,7 @@ class HookRun:
 
     `known` is every hook name of the model; the run works out once which of them it touches, so that the
     others pass straight through. A per-layer kind kept at every layer is recorded into one [layer, ...] tensor
-    (`stacks`) as the pass goes."""
+    (`stacks`) as the pass goes; on the CPU its memory comes from the recording pool (bert/recording_memory.py)."""
 
     keep: Callable[[str], bool]
     interventions: dict[str, list[Intervention]]
@@ -233,8 +234,10 @@ class HookRun:
 
     def _slot(self, name: str, shape: tuple[int, ...], like: torch.Tensor) -> torch.Tensor:
         kind, layer = self.slots[name]
-        if kind not in self.stacks:
-            self.stacks[kind] = like.new_empty((self.num_layers, *shape))
+        if kind not in self.stacks:  # on the CPU in memory earlier passes wrote and let go (bert/recording_memory.py)
+            stacked = (self.num_layers, *shape)
+            on_cpu = like.device.type == "cpu"
+            self.stacks[kind] = RECORDING_MEMORY.empty(stacked, like.dtype) if on_cpu else like.new_empty(stacked)
         return self.stacks[kind][layer]
 
 
