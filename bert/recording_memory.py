@@ -15,9 +15,11 @@ without a copy, is never written by a later pass. Taking a block is done under a
 (app sessions) never get the same block.
 
 Bounded: the pool holds at most `limit` bytes of blocks, in use or free (`set_limit`; 1 GiB unless set, 0 turns
-the pool off: each pass then gets fresh memory, as torch.empty gives). When a new block would pass the limit, free
-blocks are let go, the least recently used first; a recording larger than the limit gets memory of its own.
-`release()` lets every free block go now. On a GPU, PyTorch's caching allocator does this job already: the pool
+the pool off: each pass then gets fresh memory, as torch.empty gives), and never holds a free block while it takes
+new memory: when a pass asks for a size that no free block fits (another length, another batch), every free block
+is let go first. What it keeps beyond the caches still alive is memory earlier recordings of the same shapes wrote,
+for the next such recording; a tensor that would take the pool past its limit gets memory of its own.
+`release()` lets every free block go now (a server that must give memory back between recordings calls it). On a GPU, PyTorch's caching allocator does this job already: the pool
 serves CPU tensors only.
 
 The same effect for every allocation of the process, not only recordings, comes from glibc's own settings, which
@@ -65,12 +67,12 @@ class RecordingMemory:
         return sys.getrefcount(self._blocks[index]) == 2
 
     def _take(self, size: int) -> mmap.mmap | None:
-        """A free block of at least `size` bytes (at most twice), moved to the end of the list; else a new one, if
-        it fits within the limit once free blocks are let go; else None."""
+        """A free block of at least `size` bytes (at most twice), moved to the end of the list; else, every free block
+        let go, a new one if it fits within the limit beside the blocks in use; else None."""
         fitting = [i for i in range(len(self._blocks)) if size <= len(self._blocks[i]) <= 2 * size and self._is_free(i)]
         if fitting:
             block = self._blocks.pop(min(fitting, key=lambda i: len(self._blocks[i])))
-        elif self._let_go(self.limit - size) + size <= self.limit:
+        elif self._let_go(0) + size <= self.limit:  # no free block fits: none is kept while new memory is taken
             block = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
         else:
             return None

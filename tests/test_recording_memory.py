@@ -117,3 +117,13 @@ def test_set_limit_zero_turns_the_pool_off(model_and_inputs):
         assert recording_memory.RECORDING_MEMORY.held_bytes <= held and cache.stack("pattern").is_contiguous()
     finally:
         recording_memory.set_limit(limit)
+
+
+def test_a_size_no_free_block_fits_lets_every_free_block_go_before_new_memory_is_taken():
+    pool = RecordingMemory(limit=1_000_000)
+    kept, gone = pool.empty((100,), torch.float32), pool.empty((200,), torch.float32)
+    del gone
+    assert pool.held_bytes == 1_200  # the free block is kept for a recording of the same size
+    larger = pool.empty((1_000,), torch.float32)
+    assert pool.held_bytes == 400 + 4_000  # ... and let go once a size it does not fit is asked for
+    assert kept.shape == (100,) and larger.shape == (1_000,)
