@@ -263,11 +263,11 @@ class NormedResidualLayer(ResidualSubLayer):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         normed = self.norm_input(x)
         pre = self.hook_pre(self.mlp1(normed))
-        if self.gate is None:  # written where hook_post records it, where it is (HookPoint.slot)
-            post = activate(pre, self.activation, out=self.hook_post.slot(pre.shape, pre))
-        else:
+        # the neurons written where hook_post records them, where it does (HookPoint.slot): gated, by the product
+        post = activate(pre, self.activation, out=self.hook_post.slot(pre.shape, pre) if self.gate is None else None)
+        if self.gate is not None:
             gate = self.hook_gate(self.gate(normed))
-            post = torch.mul(activate(pre, self.activation), gate, out=self.hook_post.slot(pre.shape, pre, gate))
+            post = torch.mul(post, gate, out=self.hook_post.slot(pre.shape, post, gate))
         return self.add_residual(x, self.hook_result(self.mlp2(self.hook_post(post))))
 
 
