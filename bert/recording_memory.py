@@ -19,8 +19,8 @@ the pool off: each pass then gets fresh memory, as torch.empty gives), and never
 new memory: when a pass asks for a size that no free block fits (another length, another batch), every free block
 is let go first. What it keeps beyond the caches still alive is memory earlier recordings of the same shapes wrote,
 for the next such recording; a tensor that would take the pool past its limit gets memory of its own.
-`release()` lets every free block go now (a server that must give memory back between recordings calls it). On a GPU, PyTorch's caching allocator does this job already: the pool
-serves CPU tensors only.
+`release()` lets every free block go now (a server that must give memory back between recordings calls it). On a
+GPU, PyTorch's caching allocator does this job already: the pool serves CPU tensors only.
 
 The same effect for every allocation of the process, not only recordings, comes from glibc's own settings, which
 a library must not change behind its caller's back but a program may set for itself before it starts:
@@ -39,6 +39,16 @@ import torch
 DEFAULT_LIMIT = 1 << 30  # bytes of blocks the pool may hold, in use or free
 
 
+def _references_of_a_listed_object() -> int:
+    """What sys.getrefcount says of an object that only a list holds, read as `_is_free` reads it (the count a
+    Python version gives a temporary differs: 3.14 borrows some), so that one tensor more reads as in use."""
+    listed = [object()]
+    return sys.getrefcount(listed[0])
+
+
+_ONLY_LISTED = _references_of_a_listed_object()
+
+
 class RecordingMemory:
     """A pool of reusable memory blocks for recorded activations (module docstring). Thread-safe."""
 
@@ -54,17 +64,16 @@ class RecordingMemory:
         count = math.prod(shape)
         size = count * torch.empty((), dtype=dtype).element_size()
         with self._lock:
-            if not 0 < size <= self.limit:
-                self._let_go(self.limit)  # (blocks freed since the limit was lowered)
             block = self._take(size) if 0 < size <= self.limit else None
             if block is None:
+                self._let_go(self.limit)  # (free blocks above a lowered limit go now)
                 return torch.empty(shape, dtype=dtype)
             # the tensor's memory holds the block (so its references tell whether it is free) until the last view goes
             return torch.frombuffer(block, dtype=dtype, count=count).view(shape)
 
     def _is_free(self, index: int) -> bool:
-        """Whether block `index` is read by no tensor: its only references are the list's and getrefcount's own."""
-        return sys.getrefcount(self._blocks[index]) == 2
+        """Whether block `index` is read by no tensor: the pool's list is all that holds it."""
+        return sys.getrefcount(self._blocks[index]) == _ONLY_LISTED
 
     def _take(self, size: int) -> mmap.mmap | None:
         """A free block of at least `size` bytes (at most twice), moved to the end of the list; else, every free block
@@ -73,7 +82,8 @@ class RecordingMemory:
         if fitting:
             block = self._blocks.pop(min(fitting, key=lambda i: len(self._blocks[i])))
         elif self._let_go(0) + size <= self.limit:  # no free block fits: none is kept while new memory is taken
-            block = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+            private = {"flags": mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS} if hasattr(mmap, "MAP_PRIVATE") else {}  # (Windows: none)
+            block = mmap.mmap(-1, size, **private)
         else:
             return None
         self._blocks.append(block)
@@ -105,7 +115,8 @@ class RecordingMemory:
             self._let_go(self.limit)
 
     def release(self) -> None:
-        """Let every free block go (one a live tensor reads stays, and goes once it is free and the limit needs it)."""
+        """Let every free block go (one a live tensor reads stays: it goes at a later release, or when a recording
+        asks for a size that no free block fits)."""
         with self._lock:
             self._let_go(0)
 
