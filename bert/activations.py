@@ -7,8 +7,15 @@ import torch
 import torch.nn.functional as F
 
 
-def activate(x: torch.Tensor, activation: str) -> torch.Tensor:
-    """`activation` ("gelu", "gelu_tanh", "relu" or "silu") applied to x."""
+def activate(x: torch.Tensor, activation: str, out: torch.Tensor | None = None) -> torch.Tensor:
+    """`activation` ("gelu", "gelu_tanh", "relu" or "silu") applied to x (written into `out` where given: a
+    recorded pass's slot for hook_post, bert/hooks.py)."""
+    if out is not None:
+        if activation == "relu":
+            return torch.clamp_min(x, 0, out=out)
+        if activation == "silu":
+            return torch.ops.aten.silu.out(x, out=out)
+        return torch.ops.aten.gelu.out(x, approximate="tanh" if activation == "gelu_tanh" else "none", out=out)
     if activation == "gelu_tanh":
         return F.gelu(x, approximate="tanh")
     if activation == "relu":

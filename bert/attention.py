@@ -15,7 +15,9 @@ Axes: batch (sentences), seq (positions), query / key (positions seen from the a
 side), head (attention heads), head_dim (dimensions per head, hidden // heads = 64 in BERT-base).
 
 The two products are `torch.matmul` over the named axes (einops.einsum routes through extra permutes and a
-separate scaling pass, about 10% slower at 512 tokens); the scale is applied in place on the scores.
+separate scaling pass, about 10% slower at 512 tokens); the scale is applied in place on the scores. Both take
+`out=`: a recorded pass writes the scores (scaled as the product is written: `torch.baddbmm`'s alpha) and z
+straight into the memory they are recorded in (`HookPoint.slot`), with no copy.
 
 `attention_pattern` gives a pattern from q and k alone (the app computes the patterns a page draws from the q and
 k a fused pass recorded). `fused_attention` computes the same z in one call to PyTorch's `scaled_dot_product_attention` (flash and
@@ -46,10 +48,17 @@ def merge_heads(x: torch.Tensor) -> torch.Tensor:
     return rearrange(x, "batch head seq head_dim -> batch seq (head head_dim)")
 
 
-def attention_scores(q: torch.Tensor, k: torch.Tensor, scale: float | None = None) -> torch.Tensor:
+def attention_scores(q: torch.Tensor, k: torch.Tensor, scale: float | None = None, out: torch.Tensor | None = None) -> torch.Tensor:
     """q·k / scale (None: sqrt(head_dim)): [batch, head, query, head_dim] x [batch, head, key, head_dim] ->
-    [batch, head, query, key]."""
-    return torch.matmul(q, k.transpose(-1, -2)).mul_(1 / scale if scale is not None else q.shape[-1] ** -0.5)
+    [batch, head, query, key], written into `out` where given (contiguous, that shape)."""
+    factor = 1 / scale if scale is not None else q.shape[-1] ** -0.5
+    if out is None or q.shape[:-2] != k.shape[:-2]:  # (leading axes that broadcast: matmul's own out=)
+        return torch.matmul(q, k.transpose(-1, -2), out=out).mul_(factor)
+    seq_q, seq_k = q.shape[-2], k.shape[-2]
+    flat = out.view(-1, seq_q, seq_k)  # [batch * head, query, key]
+    # beta=0: flat's old contents are ignored; alpha scales the product as it is written, no second pass
+    torch.baddbmm(flat, q.reshape(-1, seq_q, q.shape[-1]), k.reshape(-1, seq_k, k.shape[-1]).transpose(-1, -2), beta=0, alpha=factor, out=flat)
+    return out
 
 
 def padded_pairs(attention_mask: torch.Tensor, queries: bool = False) -> torch.Tensor:
@@ -126,10 +135,10 @@ def attention_pattern(q: torch.Tensor, k: torch.Tensor, attention_mask: torch.Te
     return masked_scores(q, k, attention_mask, causal, window).softmax(dim=-1)
 
 
-def weighted_values(pattern: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+def weighted_values(pattern: torch.Tensor, v: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     """Each query's attention-weighted average of the values:
-    [batch, head, query, key] x [batch, head, key, head_dim] -> [batch, head, query, head_dim]."""
-    return torch.matmul(pattern, v)
+    [batch, head, query, key] x [batch, head, key, head_dim] -> [batch, head, query, head_dim] (into `out` where given)."""
+    return torch.matmul(pattern, v, out=out)
 
 
 def padding_bias(attention_mask: torch.Tensor | None, dtype: torch.dtype, queries: bool = False) -> torch.Tensor | None:

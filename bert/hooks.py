@@ -26,6 +26,7 @@ import torch
 from torch import nn
 
 from .errors import InvalidInputError, UnknownHookError
+from .recording_memory import RECORDING_MEMORY
 
 Intervention = Callable[[torch.Tensor, str], torch.Tensor]  # (activation, hook name) -> new activation
 NameFilter = Union[None, Iterable[str], Callable[[str], bool]]
@@ -154,6 +155,16 @@ class HookPoint(nn.Module):
             return super().__call__(activation)
         return self.forward(activation)
 
+    def slot(self, shape: tuple[int, ...], *inputs: torch.Tensor) -> torch.Tensor | None:
+        """Where this call records this point's activation, for the op that computes it from `inputs` to write there
+        at once (its `out=`): its layer's slice of the run's [layer, ...] tensor, of `shape`, the first input's dtype
+        and device, when the run keeps this point at every layer, replaces nothing here and no gradient flows
+        through the inputs; else None (compute as usual: the point then copies what it records into the slice)."""
+        run = _ACTIVE_RUN.get()
+        if run is None or self._forward_hooks or self._forward_pre_hooks:
+            return None
+        return run.slot(self.name_in(run), shape, inputs)
+
     def is_watched(self) -> bool:
         """Whether this call records or replaces this point's activation, or a PyTorch hook sits on it
         (else the point is the identity, and the pass may skip computing what only it would show)."""
@@ -170,7 +181,7 @@ class HookRun:
 
     `known` is every hook name of the model; the run works out once which of them it touches, so that the
     others pass straight through. A per-layer kind kept at every layer is recorded into one [layer, ...] tensor
-    (`stacks`) as the pass goes."""
+    (`stacks`) as the pass goes; on the CPU its memory comes from the recording pool (bert/recording_memory.py)."""
 
     keep: Callable[[str], bool]
     interventions: dict[str, list[Intervention]]
@@ -206,16 +217,33 @@ class HookRun:
         if name in self.kept:
             recorded = activation.detach() if self.detach else activation
             if name in self.slots and not activation.requires_grad:
-                # into its layer's slice; the pass goes on with that copy, so the original is freed right away
-                activation = recorded = self._slot(name, recorded).copy_(recorded)
+                # into its layer's slice (unless the op wrote it there already: `slot`); the pass goes on with that
+                # copy, so the original is freed right away
+                slot = self._slot(name, recorded.shape, recorded)
+                if not _same_memory(slot, recorded):
+                    slot.copy_(recorded)
+                activation = recorded = slot
             self.cache[name] = recorded
         return activation
 
-    def _slot(self, name: str, activation: torch.Tensor) -> torch.Tensor:
+    def slot(self, name: str, shape: tuple[int, ...], inputs: tuple[torch.Tensor, ...]) -> torch.Tensor | None:
+        """HookPoint.slot's answer for the point named `name`."""
+        if name not in self.slots or name in self.interventions or (torch.is_grad_enabled() and any(x.requires_grad for x in inputs)):
+            return None
+        return self._slot(name, tuple(shape), inputs[0])
+
+    def _slot(self, name: str, shape: tuple[int, ...], like: torch.Tensor) -> torch.Tensor:
         kind, layer = self.slots[name]
-        if kind not in self.stacks:
-            self.stacks[kind] = activation.new_empty((self.num_layers, *activation.shape))
+        if kind not in self.stacks:  # on the CPU in memory earlier passes wrote and let go (bert/recording_memory.py)
+            stacked = (self.num_layers, *shape)
+            on_cpu = like.device.type == "cpu"
+            self.stacks[kind] = RECORDING_MEMORY.empty(stacked, like.dtype) if on_cpu else like.new_empty(stacked)
         return self.stacks[kind][layer]
+
+
+def _same_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether a and b are the same elements of the same memory (an op wrote b into its slot a)."""
+    return a.data_ptr() == b.data_ptr() and a.shape == b.shape and a.stride() == b.stride() and a.dtype == b.dtype
 
 
 def name_hook_points(root: nn.Module) -> list[str]:

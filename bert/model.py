@@ -175,10 +175,12 @@ class PureSelfAttentionLayer(nn.Module):
         v = self.hook_v(attn.share_across_heads(attn.split_heads(self.project_value(x), self.key_value_heads), self.query_heads_per_key))
         terms = self.position_terms(q, k, relative)
         if self._watched():  # recorded: the scores and the pattern as tensors a hook can see
-            content = attn.attention_scores(q, k, self.scale)
+            shape = (*q.shape[:-1], k.shape[-2])  # [batch, head, query, key]; each written where it is recorded (HookPoint.slot)
+            content = attn.attention_scores(q, k, self.scale, out=None if self.score_terms else self.hook_scores.slot(shape, q, k))
             scores = sum(terms, content if not self.score_terms else self.hook_scores_c2c(content))
             scores = self.hook_scores(attn.mask_scores(scores, attention_mask, self.causal, self.window, self.padded_queries))
-            z = attn.weighted_values(self.dropout(self.hook_pattern(scores.softmax(dim=-1))), v)
+            pattern = self.hook_pattern(torch.softmax(scores, dim=-1, out=self.hook_pattern.slot(shape, scores)))
+            z = attn.weighted_values(self.dropout(pattern), v, out=self.hook_z.slot(q.shape[:-1] + v.shape[-1:], pattern, v))
         else:  # fused: nobody looks at the scores or the pattern, the same z from one kernel (the terms as a bias)
             z = attn.fused_attention(q, k, v, attention_mask, dropout=self.dropout.p if self.training else 0.0, causal=self.causal,
                                      window=self.window, bias=sum(terms[1:], terms[0]) if terms else None, scale=1 / self.scale,
@@ -260,9 +262,12 @@ class NormedResidualLayer(ResidualSubLayer):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         normed = self.norm_input(x)
-        post = activate(self.hook_pre(self.mlp1(normed)), self.activation)
+        pre = self.hook_pre(self.mlp1(normed))
+        # the neurons written where hook_post records them, where it does (HookPoint.slot): gated, by the product
+        post = activate(pre, self.activation, out=self.hook_post.slot(pre.shape, pre) if self.gate is None else None)
         if self.gate is not None:
-            post = post * self.hook_gate(self.gate(normed))
+            gate = self.hook_gate(self.gate(normed))
+            post = torch.mul(post, gate, out=self.hook_post.slot(pre.shape, post, gate))
         return self.add_residual(x, self.hook_result(self.mlp2(self.hook_post(post))))
 
 

@@ -68,6 +68,27 @@ def test_stacked_kinds_are_written_into_one_tensor_with_the_same_values(tiny_mod
     torch.testing.assert_close(stacked.stack("mlp_post"), cache.stack("mlp_post"), atol=0, rtol=0)
 
 
+def test_scores_pattern_and_neurons_are_written_where_they_are_recorded_not_copied_there(tiny_model, tiny_batch):
+    """A kind kept at every layer is computed straight into its layer's slice (HookPoint.slot): no [batch, head,
+    query, key] or [batch, seq, intermediate] tensor is copied, and the values are those of a pass that records
+    the same hooks one layer short (each activation kept as computed, nothing written in place)."""
+    ids, types, _ = tiny_batch  # no attention mask: the scores need no masking after the product
+    config = tiny_model.config
+    kinds = ("scores", "pattern", "z", "mlp_post")
+    with torch.no_grad(), torch.profiler.profile(record_shapes=True) as profile:
+        _, cache = tiny_model.run_with_cache(ids, types, names=[hook_name(kind, layer) for kind in kinds for layer in range(config.num_layers)])
+    batch, seq = ids.shape
+    wide = ([batch, config.num_heads, seq, seq], [batch, seq, config.intermediate_size])
+    copies = [event for event in profile.key_averages(group_by_input_shape=True) if event.key == "aten::copy_"]
+    assert not [event.input_shapes for event in copies if event.input_shapes and event.input_shapes[0] in wide]
+    with torch.no_grad():
+        _, short = tiny_model.run_with_cache(ids, types, names=[hook_name(kind, layer) for kind in kinds for layer in range(config.num_layers - 1)])
+    for kind in kinds:
+        assert cache[kind, 0].data_ptr() == cache.stack(kind)[0].data_ptr()
+        for layer in range(config.num_layers - 1):
+            torch.testing.assert_close(cache[kind, layer], short[kind, layer])  # float32 rounding: another product kernel
+
+
 def test_recording_every_layer_with_gradients_on_keeps_the_graph(tiny_model, tiny_batch, cache):
     """A kind kept at every layer is written into one tensor only when no gradient flows through it: with
     gradients on, the pass goes on with the original activation, so the output still has its graph."""

@@ -11,7 +11,7 @@ No Streamlit here (viz_app/heavy.py shows it on a page; tests give a fake sessio
   (StoppedError) when it is not; `on_progress` is called then too (where the page lets Streamlit stop a run
   whose input changed, viz_app/server/sessions.py's let_streamlit_stop). A stopped computation frees what it
   held: the frames of its error's traceback are cleared (their tensors with them), and after every job the
-  memory allocator hands freed memory back to the system (`release_freed_memory`).
+  memory allocator and the recording pool hand freed memory back to the system (`release_freed_memory`).
 - The hour's spending of each payer, for the per-visitor budget (viz_app/server/budget.py): the payer is the visitor
   unless the page names another (viz_app/heavy.py: the visitor's address, so that a second tab shares the hour).
   Kept in this process (`MemorySpending`), or in the lecture hall's store (viz_app/server/class_store.py's
@@ -32,6 +32,7 @@ import traceback
 from collections import defaultdict, deque
 from typing import Callable, Iterator
 
+from bert import recording_memory
 from bert.errors import BertError, StoppedError
 from bert.stopping import watching
 
@@ -169,9 +170,11 @@ class MemorySpending:
 
 
 def release_freed_memory() -> None:
-    """Hand the memory the process freed back to the system (glibc's malloc_trim): a computation's activations
-    are freed in pieces the allocator would otherwise keep, so the server's resident memory would stay at its
-    largest computation's peak. Elsewhere than glibc nothing happens."""
+    """Hand the memory the process freed back to the system: the recording pool's free blocks (the [layer, ...]
+    tensors of recorded passes whose caches are gone, bert/recording_memory.py), then glibc's malloc_trim: a
+    computation's activations are freed in pieces the allocator would otherwise keep, so the server's resident
+    memory would stay at its largest computation's peak. Elsewhere than glibc only the pool's blocks go."""
+    recording_memory.release()
     trim = _malloc_trim()
     if trim is not None:
         trim(0)

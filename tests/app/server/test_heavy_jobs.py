@@ -286,3 +286,26 @@ def test_a_stopped_eap_ig_stops_within_a_pass_and_frees_what_it_held(tokenizer):
     finally:
         gc.enable()
     assert jobs.running() == 0
+
+
+def test_releasing_freed_memory_gives_back_the_recording_pools_free_blocks(tokenizer):
+    """After a heavy computation the server hands back what it freed: the [layer, ...] tensors of recordings whose
+    caches are gone (bert/recording_memory.py) too, not kept for a next recording that may not come."""
+    import gc
+
+    import torch
+
+    from bert import recording_memory
+    from viz_app.server.heavy_jobs import release_freed_memory
+
+    model = small_bert(tokenizer.vocab_size, seed=0)
+    ids = torch.tensor([tokenizer.encode(LONG).input_ids])
+    with torch.no_grad():
+        cache = model.run_with_cache(ids)[1]
+    recording_memory.release()
+    held = recording_memory.RECORDING_MEMORY.held_bytes
+    assert held >= cache.stack("pattern").numel() * 4  # the live cache's blocks stay
+    del cache
+    gc.collect()
+    release_freed_memory()
+    assert recording_memory.RECORDING_MEMORY.held_bytes < held
