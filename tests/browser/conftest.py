@@ -1,7 +1,7 @@
 """The browser tests' shared fixtures: Chromium and Playwright present (else skip, or fail under CI=true), one app
 server per test worker, shared by the modules that need a plain one (viz_app/server/local_server.py; a module
-that needs class mode or other arguments starts its own), one Chromium per test worker, its pages closed after each
-module. Every test here is marked `browser`. Screenshots only when asked: `SCREENSHOT_DIR=out/screenshots python -m pytest tests/browser`."""
+that needs class mode or other arguments starts its own), one Chromium per test module. Every test here is marked
+`browser`. Screenshots only when asked: `SCREENSHOT_DIR=out/screenshots python -m pytest tests/browser`."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -39,23 +39,12 @@ def app_url(tmp_path_factory):
         yield url
 
 
-@pytest.fixture(scope="session")
-def chromium():
-    """Chromium (Debian's package) driven by Playwright, headless, started once per test worker (a start costs about
-    1.5 s of CPU); the modules share it through `browser`."""
-    require_the_browser()
+@pytest.fixture(scope="module")
+def browser(browser_ready):
+    """Chromium (Debian's package) driven by Playwright, headless."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture(scope="module")
-def browser(browser_ready, chromium):
-    """The worker's Chromium for one module; the pages the module's tests left open are closed after it, so that
-    none of them goes on polling an app server while the next module runs."""
-    yield chromium
-    for context in chromium.contexts:
-        context.close()
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
