@@ -402,8 +402,12 @@ def test_every_family_walks_a_lesson_in_class_mode(model_folders, offering, monk
     own thread, where Streamlit calls a pressed button's data)."""
     downloads = []  # what a press of "Download this lesson" calls (AppTest has no server to press it on)
     deferred = heavy.deferred
-    monkeypatch.setattr(heavy, "deferred", lambda *args, **kwargs: downloads.append(deferred(*args, **kwargs))
-                        or downloads[-1])
+
+    def kept(*args, **kwargs):
+        downloads.append(deferred(*args, **kwargs))
+        return downloads[-1]
+
+    monkeypatch.setattr(heavy, "deferred", kept)
     key = secrets.token_urlsafe(12)
     monkeypatch.setenv(CLASS_VARIABLE, "1")
     monkeypatch.setenv("BERT_INSIDE_PRESENTER_KEY", key)
