@@ -82,7 +82,8 @@ def autocast_dtype(device: torch.device) -> torch.dtype | None:
 
 
 def as_numpy(tensor: torch.Tensor) -> np.ndarray:
-    """A detached CPU numpy copy; bfloat16 and float16 become float32 (numpy has no bfloat16)."""
+    """A detached CPU numpy array; bfloat16 and float16 become float32 (numpy has no bfloat16). It shares memory
+    with a tensor already on the CPU in a numpy dtype (a copy otherwise): copy it before writing to it."""
     tensor = tensor.detach()
     if tensor.dtype in (torch.bfloat16, torch.float16):
         tensor = tensor.float()
