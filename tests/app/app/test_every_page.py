@@ -414,8 +414,8 @@ def test_every_family_walks_a_lesson_in_class_mode(model_folders, offering, monk
     monkeypatch.setenv(SETTINGS_VARIABLE, str(offering(model)))
     lesson = builtin_lessons()[lesson_name]
     with heavy.PassesOutside() as outside:
-        presenter, student = (_open_lessons(query) for query in ({"key": key, MODEL_PARAM: model},
-                                                                   {"follow": "1", MODEL_PARAM: model}))
+        presenter, student = (_open_unchecked("lessons", query) for query in ({"key": key, MODEL_PARAM: model},
+                                                                              {"follow": "1", MODEL_PARAM: model}))
         presenter.selectbox(key="lesson_name").set_value(lesson_name).run()
         presenter.button(key="lesson_start").click().run()
         problems = []
@@ -433,11 +433,3 @@ def test_every_family_walks_a_lesson_in_class_mode(model_folders, offering, monk
     problems += [f"{rows} forward passes outside a computation on the thread {thread!r}"
                  for thread, rows in outside.by_thread.items()]
     assert problems == [], (model, lesson_name)
-
-
-def _open_lessons(query: dict):
-    from streamlit.testing.v1 import AppTest
-
-    at = AppTest.from_file(str(HOME), default_timeout=TIMEOUT)
-    at.query_params.update(query)
-    return go(at.run(), "lessons")
