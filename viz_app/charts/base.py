@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 import plotly.graph_objects as go
+from plotly.basedatatypes import BasePlotlyType
 
 WORD_COLOUR = "#3b6fb6"  # whole words
 PIECE_COLOUR = "#e08a2e"  # "##" pieces that continue a word
@@ -43,9 +44,35 @@ def row_labels(tokens: list[str]) -> list[str]:
 
 
 def layout(figure: go.Figure, title: str, height: int | None = None, **more) -> go.Figure:
-    """Title (escaped: it may hold user tokens), font, tight margins, height; `more` goes to update_layout."""
-    figure.update_layout(**layout_spec(title, height, **more))
+    """Title (escaped: it may hold user tokens), font, tight margins, height; `more` as update_layout takes it, with
+    the same result. Each key is set on the layout by itself, a dict merged into what the key holds (as
+    update_layout merges it): update_layout's path machinery cost 5-10 ms a chart, most of a cached page's rerun on
+    some pages. A key update_layout merges otherwise (a list into a non-empty list of annotations or shapes, a
+    magic-underscore path, a subplot axis the figure lacks) goes through update_layout."""
+    settings = figure.layout
+    rest = {}
+    for key, value in layout_spec(title, height, **more).items():
+        if "_" in key or key not in settings:
+            rest[key] = value
+            continue
+        current = settings[key]
+        if isinstance(value, dict) and isinstance(current, BasePlotlyType):
+            settings[key] = _merged(current.to_plotly_json(), value)
+        elif isinstance(value, (list, tuple)) and current:
+            rest[key] = value
+        else:
+            settings[key] = value
+    if rest:
+        figure.update_layout(**rest)
     return figure
+
+
+def _merged(current: dict, update: dict) -> dict:
+    """`update` over `current`, dicts merged key by key, everything else replaced."""
+    merged = dict(current)
+    for key, value in update.items():
+        merged[key] = _merged(merged[key], value) if isinstance(value, dict) and isinstance(merged.get(key), dict) else value
+    return merged
 
 
 def layout_spec(title: str, height: int | None = None, **more) -> dict:
