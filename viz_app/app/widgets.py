@@ -65,8 +65,8 @@ def show_chart(chart: Chart, key: str, on_click: Callable[[dict], dict] | None =
         selecting = {"on_select": lambda: st.session_state.update(on_click(st.session_state.get(f"chart_{key}") or {})),
                      "selection_mode": "points"}
     st.plotly_chart(chart.figure, config=config, key=f"chart_{key}", width="stretch", **selecting)
-    if moving := flow.style(chart.figure, f".st-key-chart_{key}"):  # markers that flow when drawn (charts/flow.py)
-        st.html(moving)
+    if moving := flow.element(chart.figure, f"chart_{key}"):  # markers that flow when drawn (charts/flow.py)
+        st.html(moving, unsafe_allow_javascript=True)  # the app's own CSS and script, no visitor text
     st.session_state.setdefault(SHOWN_CHARTS, []).append((key, chart))
     if chart.caption:
         show.caption("{}", chart.caption)

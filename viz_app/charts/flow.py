@@ -3,15 +3,23 @@ gliding from the block the visitor had open to the one just opened, block by blo
 (Cho et al. 2024) moves GPT-2's data between its steps.
 
 A figure asks for it with `layout.meta = {"flow": [[x, y], ...]}`: the route in data coordinates, from where the
-markers come from to where the figure draws them (its last trace's markers). `style` turns that into CSS keyframes
-for the page (`st.html`). Why CSS and not plotly's own `layout.transition` or frames: st.plotly_chart (Streamlit
-1.67) makes each chart's element id from its figure, and the browser mounts a chart anew whenever that id changes,
-so a changed figure is always drawn from scratch (Plotly.newPlot), never updated by Plotly.react, and plotly's
-transitions never play; a plotly animation needs a button. A CSS animation plays on the markers the new chart draws.
-Each keyframe shifts the markers by the CSS `translate` property (composed with the `transform` plotly places them
-by), in percent of the chart's width (an SVG element's reference box is its SVG viewport: the whole figure, whose
-width only the browser knows) less the margins, and in pixels up or down (the height is the figure's). A visitor
-whose system asks for reduced motion gets no animation (`prefers-reduced-motion`): the markers stand at their place.
+markers come from to where the figure draws them (its last trace's markers). `element` turns that into the HTML the
+page writes beside the chart (`st.html`): CSS keyframes, and a line of script that starts them.
+
+Why CSS and not plotly's own `layout.transition` or frames: st.plotly_chart (Streamlit 1.67) makes each chart's
+element id from its figure, and the browser mounts a chart anew whenever that id changes, so a changed figure is
+always drawn from scratch (Plotly.newPlot), never updated by Plotly.react, and plotly's transitions never play; a
+plotly animation needs a button. A CSS animation plays on the markers the new chart draws. Each keyframe shifts the
+markers by the CSS `translate` property (composed with the `transform` plotly places them by), in percent of the
+chart's width (an SVG element's reference box is its SVG viewport: the whole figure, whose width only the browser
+knows) less the margins, and in pixels up or down (the height is the figure's).
+
+Why the script: the rest of the page (the step the visitor opens) comes from the same run a moment later, and
+drawing its charts can hold the browser's main thread, which moves SVG, for longer than the flow lasts (1.8 s in
+headless Chromium on a busy 2-core machine): the markers would jump. So they wait at the route's start (the animation
+paused) until the run has ended (Streamlit's `data-test-script-state` on the app, at most RUN_WAIT_MS) and the browser
+is idle (`requestIdleCallback`, at most IDLE_WAIT_MS), then flow. A visitor whose system asks for reduced motion gets
+no animation (`prefers-reduced-motion`): the markers stand at their place from the start.
 """
 from __future__ import annotations
 
@@ -21,7 +29,8 @@ import plotly.graph_objects as go
 
 SECONDS_PER_BLOCK = 0.3  # the time the markers take from one stop of the route to the next
 SHORTEST_S, LONGEST_S = 0.6, 2.0  # a whole flow, however few or many stops it passes
-STYLE_START = "<style>@keyframes flow-"  # how every style `style` writes begins (the app's own CSS, no visitor text)
+RUN_WAIT_MS, IDLE_WAIT_MS = 10_000, 2500  # the longest the markers wait for the run's end, then for an idle browser
+START = "<style>@keyframes flow-"  # how all that `element` writes begins (the app's own CSS and script, no visitor text)
 
 
 def route(figure: go.Figure) -> list[tuple[float, float]]:
@@ -51,16 +60,30 @@ def offsets(figure: go.Figure) -> list[tuple[float, float, float]]:
             for x, y in stops]
 
 
-def style(figure: go.Figure, selector: str) -> str:
-    """A <style> element that moves the last trace's markers of the chart under `selector` (the CSS selector of its
-    element, Streamlit's `st-key-` class) along the figure's route, once, when the chart is drawn; "" for a figure
-    with no route."""
+def element(figure: go.Figure, key: str) -> str:
+    """The HTML that moves the last trace's markers of the chart drawn under Streamlit's `key` along the figure's
+    route, once, when the chart is drawn ("" for a figure with no route): a <style> with the keyframes, paused until
+    a <script> marks the page's body once the browser is idle, and hiding the element it stands in (no gap on the
+    page)."""
     shifts = offsets(figure)
     if not shifts:
         return ""
-    name = re.sub(r"[^a-zA-Z0-9_-]", "-", selector).strip("-")
+    name = re.sub(r"[^a-zA-Z0-9_-]", "-", key.strip())  # as Streamlit spells the key in its class `st-key-...`
+    dots = f".st-key-{name} .scatterlayer .trace:last-child .point"
     frames = " ".join(f"{100 * i / (len(shifts) - 1):.2f}% {{translate: calc({percent + 0:.4f}% {'+' if margin <= 0 else '-'} "
                       f"{abs(margin):.3f}px) {down + 0:.3f}px}}" for i, (percent, margin, down) in enumerate(shifts))
-    return (f"{STYLE_START}{name} {{{frames}}} @media (prefers-reduced-motion: no-preference) {{{selector} "
-            f".scatterlayer .trace:last-child .point {{transform-box: view-box; animation: flow-{name} "
-            f"{duration(len(shifts)):.2f}s ease-in-out both}}}}</style>")
+    return (f"{START}{name} {{{frames}}} @media (prefers-reduced-motion: no-preference) {{{dots} {{transform-box: "
+            f"view-box; animation: flow-{name} {duration(len(shifts)):.2f}s ease-in-out both paused}} "
+            f"body[data-flowing=\"{name}\"] {dots} {{animation-play-state: running}}}} "
+            f"[data-testid=stElementContainer]:has(script[data-flow]) {{display: none}}</style>"
+            f"<script data-flow>{START_SCRIPT.replace('NAME', name)}</script>")
+
+
+START_SCRIPT = " ".join(f"""(() => {{
+    delete document.body.dataset.flowing;
+    const app = document.querySelector('[data-testid=stApp]'), begun = performance.now();
+    const flow = () => {{ document.body.dataset.flowing = "NAME"; }};
+    const idle = () => (window.requestIdleCallback || setTimeout)(flow, {{timeout: {IDLE_WAIT_MS}}});
+    const wait = () => app && app.dataset.testScriptState === 'running' && performance.now() - begun < {RUN_WAIT_MS}
+        ? setTimeout(wait, 50) : idle();
+    wait(); }})();""".split())  # marks the body with the chart's NAME once the run has ended and the browser is idle

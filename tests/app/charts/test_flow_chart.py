@@ -1,5 +1,6 @@
 """Markers that flow along a figure's route (viz_app/charts/flow.py): each keyframe's shift worked by hand from a
-figure's axes, margins and height; no route, no style; reduced motion, no animation."""
+figure's axes, margins and height; paused until the script marks the page idle; no route, nothing written; reduced
+motion, no animation."""
 from __future__ import annotations
 
 import re
@@ -7,7 +8,7 @@ import re
 import plotly.graph_objects as go
 import pytest
 
-from viz_app.charts.flow import LONGEST_S, SHORTEST_S, duration, style
+from viz_app.charts.flow import LONGEST_S, SHORTEST_S, duration, element
 
 
 def figure(route=None) -> go.Figure:
@@ -19,17 +20,20 @@ def figure(route=None) -> go.Figure:
 
 
 def test_each_keyframe_shifts_the_markers_back_to_a_stop_of_the_route():
-    css = style(figure([[2, 1], [4, 1], [6, 3]]), ".st-key-chart_x")
-    frames = re.findall(r"([0-9.]+)% \{translate: calc\((-?[0-9.]+)% ([+-]) ([0-9.]+)px\) (-?[0-9.]+)px\}", css)
+    html = element(figure([[2, 1], [4, 1], [6, 3]]), "chart_x 1")  # a space in a key: "-" in Streamlit's class
+    frames = re.findall(r"([0-9.]+)% \{translate: calc\((-?[0-9.]+)% ([+-]) ([0-9.]+)px\) (-?[0-9.]+)px\}", html)
     # (2, 1) is 4 of the 10 units left of (6, 3): 40% of the width less 40 px margins, i.e. −40% + 16 px; 2 of the
     # 5 units lower: 2/5 of 250 px down. (4, 1): half that across, as far down. (6, 3): where they are drawn.
     assert [(float(at), float(percent), float(sign + pixels), float(down)) for at, percent, sign, pixels, down in frames] == [
         (0, -40, 16, 100), (50, -20, 8, 100), (100, 0, 0, 0)]
-    assert "@media (prefers-reduced-motion: no-preference) {.st-key-chart_x .scatterlayer .trace:last-child .point" in css
-    assert re.search(r"animation: flow-st-key-chart_x 0\.60s ease-in-out both", css)  # two steps: the shortest flow
+    dots = ".st-key-chart_x-1 .scatterlayer .trace:last-child .point"
+    motion = html.split("@media (prefers-reduced-motion: no-preference) {")[1]  # only without reduced motion
+    assert motion.startswith(f"{dots} {{transform-box: view-box; animation: flow-chart_x-1 0.60s ease-in-out both paused}}")
+    assert f'body[data-flowing="chart_x-1"] {dots} {{animation-play-state: running}}' in motion  # two steps: 0.6 s
+    assert 'document.body.dataset.flowing = "chart_x-1"' in html.split("<script data-flow>")[1]  # once idle
 
 
 def test_no_route_no_style_and_a_long_route_keeps_its_time():
-    assert style(figure(), ".st-key-chart_x") == "" and style(figure([[6, 3]]), ".st-key-chart_x") == ""
+    assert element(figure(), "chart_x") == "" and element(figure([[6, 3]]), "chart_x") == ""
     assert duration(2) == SHORTEST_S and duration(100) == LONGEST_S
     assert duration(5) == pytest.approx(4 * 0.3)
