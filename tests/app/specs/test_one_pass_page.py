@@ -13,6 +13,7 @@ import re
 import numpy as np
 import pytest
 import torch
+from plotly.graph_objects import Figure as plotly_figure
 
 import bert
 from app_helpers import array, figures, go, no_exception, open_page as open_in_app, texts
@@ -198,8 +199,7 @@ def test_after_a_step_change_the_tokens_flow_from_the_block_open_before(open_pag
     at.run()
     no_exception(at)
     figure, key, style = drawn_diagram(at)
-    go_figure = __import__("plotly.graph_objects", fromlist=["Figure"]).Figure(figure)  # plotly's validation passes
-    assert go_figure.layout.meta["flow"] == figure["layout"]["meta"]["flow"]
+    assert plotly_figure(figure).layout.meta["flow"] == figure["layout"]["meta"]["flow"]  # plotly's validation passes
     route = figure["layout"]["meta"]["flow"]
     assert route[0] == pytest.approx(dots(before)) and route[-1] == pytest.approx(dots(figure))  # old block to new
     assert [block_at(figure, *stop) for stop in route] == [  # the pass in between, the layers' headers passed by
