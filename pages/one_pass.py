@@ -29,10 +29,10 @@ with at_head:
 with at_token:
     token = widgets.select_int("Token to follow", "pass_token", list(range(len(tokens))),
                                format_func=lambda i: f"{i}: {tokens[i]}", default=defaults.token)
-# keyed by what it highlights: a changed figure under one key clears its selection in the browser, a rerun that
-# would close a picker the visitor has just opened
-widgets.show_chart(one_pass.diagram(defaults, context), key=f"pass_diagram_{step}_{defaults.layer}",
-                   on_click=one_pass.opened)
+# the tokens flow from the block open on the run before; keyed by what it draws: a changed figure under one key
+# clears its selection in the browser, a rerun that would close a picker the visitor has just opened
+diagram = one_pass.diagram(defaults, context, widgets.last_drawn("pass_diagram", (step, defaults.layer)))
+widgets.show_chart(diagram, key=widgets.figure_key("pass_diagram", diagram), on_click=one_pass.opened)
 st.pills("Or pick a step here", list(one_pass.STEPS), format_func=one_pass.STEPS.get,
          **state.kept("pass_step", list(one_pass.STEPS)))
 if at_temperature:  # the guess: the temperature on its first screen, beside the other choices

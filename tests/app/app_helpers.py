@@ -13,6 +13,7 @@ import numpy as np
 from bert.analysis.representations.self_similarity import EXAMPLES
 from viz_app.app import navigation
 from viz_app.app.sidebar import PAGE_LINKS_WRAP
+from viz_app.charts import flow
 from viz_app.specs import features
 
 
@@ -114,8 +115,10 @@ def no_exception(at) -> None:
 
 
 def page_html(at) -> list:
-    """The HTML elements the page wrote: every one but the sidebar's style rule (viz_app/app/sidebar.py)."""
-    return [element for element in at.get("html") if element.proto.body != PAGE_LINKS_WRAP]
+    """The HTML elements the page wrote: every one but the sidebar's style rule (viz_app/app/sidebar.py) and the
+    keyframes and the script of a chart's flowing markers (viz_app/charts/flow.py), the app's own."""
+    return [element for element in at.get("html")
+            if element.proto.body != PAGE_LINKS_WRAP and not element.proto.body.startswith(flow.START)]
 
 
 def figures(at) -> list[dict]:

@@ -1,7 +1,9 @@
 """Small building blocks every page uses: the context check, chart display with exports, int pickers."""
 from __future__ import annotations
 
-from typing import Callable
+import hashlib
+import json
+from typing import Callable, Hashable
 
 import streamlit as st
 
@@ -9,6 +11,7 @@ from bert.analysis.attention.words import WordGroups, word_groups
 from viz_app.export import html as export_html
 from viz_app.app import page_context, show, state
 from viz_app.app.text import joined, markdown
+from viz_app.charts import flow
 from viz_app.charts.base import Chart
 from viz_app.app.navigation import LINK_PARAMS
 from viz_app.app.page_context import Context
@@ -62,6 +65,8 @@ def show_chart(chart: Chart, key: str, on_click: Callable[[dict], dict] | None =
         selecting = {"on_select": lambda: st.session_state.update(on_click(st.session_state.get(f"chart_{key}") or {})),
                      "selection_mode": "points"}
     st.plotly_chart(chart.figure, config=config, key=f"chart_{key}", width="stretch", **selecting)
+    if moving := flow.element(chart.figure, f"chart_{key}"):  # markers that flow when drawn (charts/flow.py)
+        st.html(moving, unsafe_allow_javascript=True)  # the app's own CSS and script, no visitor text
     st.session_state.setdefault(SHOWN_CHARTS, []).append((key, chart))
     if chart.caption:
         show.caption("{}", chart.caption)
@@ -76,6 +81,23 @@ def show_chart(chart: Chart, key: str, on_click: Callable[[dict], dict] | None =
         icon=":material/download:",
         type="tertiary",
     )
+
+
+def figure_key(name: str, chart: Chart) -> str:
+    """`name` and a digest of the chart's figure, a key for a chart that takes clicks: Streamlit draws a changed
+    figure anew and drops its selection, so such a chart is never redrawn changed under one key (its stale
+    selection would come back as a click)."""
+    drawn = json.dumps(chart.figure.to_plotly_json(), sort_keys=True, default=str)
+    return f"{name}_{hashlib.blake2b(drawn.encode(), digest_size=6).hexdigest()}"
+
+
+def last_drawn(name: str, here: Hashable) -> Hashable | None:
+    """What `here` was on this session's run before (None the first time), and remember it for the next: where a
+    diagram's tokens come from when the visitor opens another of its blocks."""
+    key = f"_last_drawn_{name}"
+    before = st.session_state.get(key)
+    st.session_state[key] = here
+    return before
 
 
 def select_int(label: str, key: str, options: list[int], format_func=str, help: str | None = None, default=None) -> int:

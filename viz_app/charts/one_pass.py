@@ -208,13 +208,26 @@ class Block:
     layer: int | None = None
     current: bool = False  # the opened step's block: drawn highlighted
 
+    @property
+    def stop(self) -> tuple[float, float]:
+        """Where the row of tokens stands in this block: at its foot, under its label."""
+        return float(self.column), self.rows[0] + TOKEN_ROW_LIFT
 
-def pass_diagram(blocks: list[Block], columns: list[str], title: str, notes: str = "") -> Chart:
+
+TOKEN_ROW_LIFT = 0.14  # the row of tokens above a block's lower edge (a block is 1 high, its label in the middle)
+TOKEN_ROW_WIDTH = 0.76  # the most of a column (1 wide) the row of tokens takes
+
+
+def pass_diagram(blocks: list[Block], columns: list[str], title: str, notes: str = "", tokens: tuple[str, ...] = (),
+                 followed: int = 0, route: tuple[tuple[float, float], ...] = ()) -> Chart:
     """The whole pass as boxes from left to right, the data flowing along the arrow under them; each box's centre
     a point whose click opens its step (customdata: [step, layer or −1]); the open step's boxes highlighted;
     `columns` (the pieces, the embeddings, each layer, the head) name the CSV's rows; `notes`: the model's own
-    differences, one line under the diagram. Built from plain dicts (unchecked_figure): some 60 boxes, drawn on
-    every run of the page."""
+    differences, one line under the diagram. `tokens`: a row of dots, one per word piece (the `followed` one in
+    red), the last trace, standing at the end of `route` (a block's `stop`); a route of two stops or more is the
+    way they came, from the block opened before, and the figure asks for them to flow along it when it is drawn
+    (`layout.meta["flow"]`, played by viz_app/charts/flow.py). Built from plain dicts (unchecked_figure): some 60
+    boxes, drawn on every run of the page."""
     shapes = [dict(type="rect", x0=b.column - 0.44, x1=b.column + 0.44, y0=b.rows[0] + 0.06, y1=b.rows[1] - 0.06,
                    line=dict(color=HIGHLIGHT_COLOUR if b.current else "#8aa6cf", width=3 if b.current else 1),
                    fillcolor="#fde3e1" if b.current else "#eef3fa", layer="below") for b in blocks]
@@ -224,16 +237,35 @@ def pass_diagram(blocks: list[Block], columns: list[str], title: str, notes: str
         marker=dict(size=28, symbol="square", color="rgba(0,0,0,0.01)"),
         customdata=[[b.step, -1 if b.layer is None else b.layer] for b in blocks],
         hovertemplate="%{text}: click to open this step<extra></extra>", showlegend=False)
+    traces = [points, *([_token_row(blocks, tokens, followed, route)] if tokens and route else [])]
     annotations = [dict(x=len(columns) - 0.5, y=-0.35, ax=-0.5, ay=-0.35, xref="x", yref="y", axref="x", ayref="y",
                         showarrow=True, arrowhead=3, arrowwidth=2, arrowcolor="#7f7f7f", text="")]
     if notes:
         annotations.append(dict(text=html.escape(notes, quote=False), xref="paper", yref="paper", x=0, y=-0.02,
                                 yanchor="top", xanchor="left", showarrow=False, font=dict(size=12, color="#444")))
-    figure = unchecked_figure([points], layout_spec(
-        title, height=230 if not notes else 250, margin=dict(l=10, r=10, t=40, b=10 if not notes else 40),
+    figure = unchecked_figure(traces, layout_spec(
+        title, height=270 if not notes else 290, margin=dict(l=10, r=10, t=40, b=10 if not notes else 40),
         xaxis=dict(range=[-0.55, len(columns) - 0.45], visible=False, fixedrange=True),
         yaxis=dict(range=[-0.6, max(b.rows[1] for b in blocks) + 0.05], visible=False, fixedrange=True),
-        plot_bgcolor="white", dragmode=False, shapes=shapes, annotations=annotations))
+        plot_bgcolor="white", dragmode=False, shapes=shapes, annotations=annotations,
+        **({"meta": {"flow": [list(stop) for stop in route]}} if len(route) > 1 else {})))
     data = pd.DataFrame([{"column": columns[b.column], "block": b.label.replace("<br>", " "), "step": b.step,
                           "layer": b.layer} for b in blocks])
-    return Chart(figure, data, "one_pass_diagram", "Click a block to open its step; the highlighted one is open.")
+    return Chart(figure, data, "one_pass_diagram", "Click a block to open its step; the highlighted one is open. The "
+                 "dots are your word pieces, one each (the followed one red): they flow from the step you had open "
+                 "to the one you open, through every block between, as the model computes.")
+
+
+def _token_row(blocks: list[Block], tokens: tuple[str, ...], followed: int, route) -> dict:
+    """The tokens as a row of dots at the route's end, in the block that stands there (a click on them opens it)."""
+    (x, y), count = route[-1], len(tokens)
+    here = next(b for b in blocks if b.stop == tuple(route[-1]))
+    gap = min(0.075, TOKEN_ROW_WIDTH / max(count - 1, 1))
+    labels = [html.escape(token, quote=False) for token in tokens]  # plotly reads a few tags in text
+    return dict(
+        type="scatter", x=[x + gap * (i - (count - 1) / 2) for i in range(count)], y=[y] * count, mode="markers",
+        marker=dict(size=6, color=[HIGHLIGHT_COLOUR if i == followed else "#4c6a92" for i in range(count)],
+                    line=dict(width=0)),
+        text=[f"{i}: {label}" for i, label in enumerate(labels)],
+        customdata=[[here.step, -1 if here.layer is None else here.layer]] * count,
+        hovertemplate="%{text}<extra></extra>", showlegend=False)

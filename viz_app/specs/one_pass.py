@@ -407,11 +407,13 @@ def worked(settings: Settings, inputs: HasInputs, one: OnePass) -> dict[str, str
     return {"projection": projection, "score": scored, "weight": weighed}
 
 
-def diagram(settings: Settings, inputs: HasInputs) -> Chart:
+def diagram(settings: Settings, inputs: HasInputs, came_from: tuple[str, int] | None = None) -> Chart:
     """The whole pass as one diagram, drawn from the model's config before any pass: the word pieces, the
     embeddings, each layer's attention, add & norm, MLP, add & norm (pre-norm: norm, attention, add, norm, MLP, add),
     the masked-LM head; the open step's blocks highlighted; the family's differences named in the blocks and the
-    line under them."""
+    line under them; the sentence's tokens a row of dots in the open block, flowing there from the block of
+    `came_from` (the step and layer open before; None or the same: they stand still) through every block
+    between (`flow_route`)."""
     config: BertConfig = inputs.loaded.model.config
     layers, step, open_layer = config.num_layers, settings.step, settings.layer
     compact = layers > 12
@@ -434,7 +436,26 @@ def diagram(settings: Settings, inputs: HasInputs) -> Chart:
     blocks.append(Block(layers + 2, (0, 4), head, "guess", current=step == "guess"))
     columns = ["pieces", "embeddings", *(f"layer {layer}" for layer in range(layers)), "head"]
     return pass_diagram(blocks, columns, "The whole pass, left to right: click a block to open its step",
-                        diagram_notes(config))
+                        diagram_notes(config), tuple(inputs.prepared.masked.tokens), settings.token,
+                        flow_route(blocks, came_from or (step, open_layer), (step, open_layer)))
+
+
+def _opens(block: Block, step: str, layer: int) -> bool:
+    """Whether `block` is where the tokens stand when (step, layer) is open: the step's first block in the pass (the
+    MLP, not its add & norm), in that layer for a step of a layer."""
+    return block.step == step and block.layer in (None, layer)
+
+
+def flow_route(blocks: list[Block], came_from: tuple[str, int], to: tuple[str, int]) -> tuple[tuple[float, float], ...]:
+    """The stops the tokens pass from the block of `came_from` to that of `to` (each (step, layer)), in the order the
+    model computes (backwards when the visitor goes back): every block between, but the layers' headers they only
+    pass by; one stop when they are the same, or when `came_from` is no block of this diagram (another model's layer)."""
+    index = [next((i for i, block in enumerate(blocks) if _opens(block, *where)), None) for where in (came_from, to)]
+    start, end = (index[1], index[1]) if index[0] is None else index
+    step = 1 if end >= start else -1
+    passed = [blocks[i] for i in range(start, end + step, step)]
+    return tuple(block.stop for block in passed
+                 if block.step != "layers" or block is passed[0] or block is passed[-1])
 
 
 def _embedding_label(config: BertConfig) -> str:

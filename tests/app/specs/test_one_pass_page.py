@@ -7,11 +7,13 @@ BERT's either walks through every step or says in one line why a step does not a
 from __future__ import annotations
 
 import functools
+import json
 import re
 
 import numpy as np
 import pytest
 import torch
+from plotly.graph_objects import Figure as plotly_figure
 
 import bert
 from app_helpers import array, figures, go, no_exception, open_page as open_in_app, texts
@@ -160,6 +162,70 @@ def test_the_diagram_is_the_whole_pass_with_the_open_step_lit_and_a_click_opens_
     assert one_pass.opened(click) == {"pass_step": "attention", "pass_layer": 2}
     assert one_pass.opened({"selection": {"points": [{"customdata": ["guess", -1]}]}}) == {"pass_step": "guess"}
     assert one_pass.opened({"selection": {"points": []}}) == {}
+
+
+def drawn_diagram(at) -> tuple[dict, str, str]:
+    """The diagram's figure, its chart's key and the HTML that moves its dots ("" for none)."""
+    chart = next(element for element in at.get("plotly_chart") if json.loads(element.proto.spec)["layout"]["title"]["text"] == DIAGRAM)
+    key = chart.proto.id.split("-", 2)[2]  # Streamlit's "$$ID-<digest>-<key>"
+    styles = [str(element.proto.body) for element in at.get("html") if key in element.proto.body]
+    return json.loads(chart.proto.spec), key, "".join(styles)
+
+
+def block_at(figure: dict, x: float, y: float) -> tuple[str, int]:
+    """The block of the diagram (step, layer or −1) whose box holds the point (x, y)."""
+    boxes = [shape for shape in figure["layout"]["shapes"] if shape["type"] == "rect"]
+    inside = [tuple(opens) for opens, box in zip(figure["data"][0]["customdata"], boxes)
+              if box["x0"] < x < box["x1"] and box["y0"] < y < box["y1"]]
+    assert len(inside) == 1, (x, y, inside)
+    return inside[0]
+
+
+def dots(figure: dict) -> tuple[float, float]:
+    """The centre of the row of token dots (the last trace)."""
+    row = figure["data"][-1]
+    return float(np.mean(row["x"])), float(np.mean(row["y"]))
+
+
+def test_after_a_step_change_the_tokens_flow_from_the_block_open_before(open_page):
+    """The row of token dots stands in the open block; after a step change the figure asks them to flow there from
+    the block open before, through every block between, and the page's style plays it (unless the visitor's
+    system asks for reduced motion); the next run without a change draws them still, under another key."""
+    at = open_page(pass_step="pieces", pass_layer=1, pass_token=2)
+    before, first_key, style = drawn_diagram(at)
+    assert block_at(before, *dots(before)) == ("pieces", -1) and "meta" not in before["layout"] and not style
+    assert [label.split(": ")[1] for label in before["data"][-1]["text"]] == list(app_model()[1].encode(TEXT).tokens)
+    at.session_state["pass_step"] = "mlp"
+    at.run()
+    no_exception(at)
+    figure, key, style = drawn_diagram(at)
+    assert plotly_figure(figure).layout.meta["flow"] == figure["layout"]["meta"]["flow"]  # plotly's validation passes
+    route = figure["layout"]["meta"]["flow"]
+    assert route[0] == pytest.approx(dots(before)) and route[-1] == pytest.approx(dots(figure))  # old block to new
+    assert [block_at(figure, *stop) for stop in route] == [  # the pass in between, the layers' headers passed by
+        ("pieces", -1), ("embeddings", -1), ("attention", 0), ("projection", 0), ("mlp", 0), ("mlp", 0),
+        ("attention", 1), ("projection", 1), ("mlp", 1)]
+    assert figure["data"][-1]["marker"]["color"][2] != figure["data"][-1]["marker"]["color"][1]  # the followed dot
+    # the style: a keyframe per stop, the first shifting the dots back to the old block, in the figure's own scale
+    layout, shift = figure["layout"], re.findall(r"translate: calc\((-?[0-9.]+)% ([+-]) ([0-9.]+)px\) (-?[0-9.]+)px", style)
+    assert len(shift) == len(route) and style.count("@keyframes") == 1
+    (x0, x1), (y0, y1), margin = layout["xaxis"]["range"], layout["yaxis"]["range"], layout["margin"]
+    (from_x, from_y), (to_x, to_y) = route[0], route[-1]
+    percent, sign, pixels, down = shift[0]
+    assert float(percent) == pytest.approx(100 * (from_x - to_x) / (x1 - x0), abs=1e-4)
+    assert float(sign + pixels) == pytest.approx(-(margin["l"] + margin["r"]) * (from_x - to_x) / (x1 - x0), abs=1e-3)
+    assert float(down) == pytest.approx((to_y - from_y) * (layout["height"] - margin["t"] - margin["b"]) / (y1 - y0), abs=1e-3)
+    assert [float(value) for value in shift[-1][::2]] == [0, 0] and float(shift[-1][3]) == 0
+    assert f"@media (prefers-reduced-motion: no-preference) {{.st-key-{key} .scatterlayer .trace:last-child .point" in style
+    at.session_state["pass_token"] = 3  # no step change: the dots stand still, the followed one another
+    at.run()
+    still, still_key, style = drawn_diagram(at)
+    assert "meta" not in still["layout"] and not style and dots(still) == pytest.approx(dots(figure))
+    assert len({first_key, key, still_key}) == 3  # a changed figure is never drawn under the same key
+    at.session_state["pass_step"] = "pieces"  # back: the same way, backwards
+    at.run()
+    back, _, style = drawn_diagram(at)
+    assert back["layout"]["meta"]["flow"] == route[::-1] and style
 
 
 def test_zeroing_a_head_changes_the_guess_and_temperature_reshapes_it(open_page):
