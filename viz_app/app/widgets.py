@@ -92,7 +92,7 @@ def figure_key(name: str, chart: Chart) -> str:
 
 
 def last_drawn(name: str, here: Hashable) -> Hashable | None:
-    """What `here` was on this session's run before (None the first time), and remember it for the next: where a
+    """What `here` was on this browser session's run before (None the first time), and remember it for the next: where a
     diagram's tokens come from when the visitor opens another of its blocks."""
     key = f"_last_drawn_{name}"
     before = st.session_state.get(key)
