@@ -185,3 +185,12 @@ def test_a_watcher_stops_the_scores_at_its_next_check(tiny, method):
     with watching(stop), pytest.raises(StoppedError):
         edge_scores(model, [contrast], method, steps=3)
     assert len(checks) == 2 and checks[0] == 1  # the clean run's one row, then its first layer
+
+
+def test_a_shape_s_graph_is_built_once_and_another_shape_gets_its_own():
+    from bert import BertConfig
+
+    small = CircuitGraph.of(BertConfig(vocab_size=50, hidden_size=16, num_layers=2, num_heads=2, intermediate_size=32))
+    assert CircuitGraph.of(BertConfig(vocab_size=99, hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64)) is small
+    other = CircuitGraph.of(BertConfig(vocab_size=50, hidden_size=24, num_layers=2, num_heads=3, intermediate_size=32))
+    assert other is not small and len(other.senders) == 1 + 2 * (3 + 1) and len(small.senders) == 1 + 2 * (2 + 1)
