@@ -9,10 +9,12 @@ import json
 import logging
 import pickle
 import zipfile
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
 from safetensors import SafetensorError
+from torch.overrides import TorchFunctionMode
 from safetensors.torch import load_file, save_file
 
 from .config import BertConfig
@@ -94,6 +96,31 @@ def find_weights(folder: Path) -> Path:
     raise CheckpointError(f"{folder} has no weights file; expected one of {', '.join(WEIGHT_FILES)}")
 
 
+@contextmanager
+def shapes_only():
+    """Modules built inside have their shapes and no numbers: on the meta device, their initialisers skipped."""
+    with torch.device("meta"), _ShapesOnly():
+        yield
+
+
+class _ShapesOnly(TorchFunctionMode):
+    """While a model is built on the meta device, its initialisers (torch.nn.init's, a tensor's normal_, zero_, ...)
+    leave the meta tensors as they are: there are no numbers to draw. Run on the meta device, the first of them costs
+    a process about 2 s (it loads torch._dynamo), every model load of every command and app server. A torch function
+    mode holds for the thread that enters it only, so a model another thread builds meanwhile is initialised as ever."""
+
+    INITIALISERS = frozenset({"normal_", "uniform_", "trunc_normal_", "kaiming_uniform_", "kaiming_normal_",
+                              "xavier_uniform_", "xavier_normal_", "orthogonal_", "zeros_", "ones_", "constant_",
+                              "zero_", "fill_"})
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        tensor = args[0] if args else kwargs.get("tensor")
+        if getattr(func, "__name__", None) in self.INITIALISERS and isinstance(tensor, torch.Tensor) and tensor.is_meta:
+            return tensor
+        return func(*args, **kwargs)
+
+
 def model_from_state_dict(config: BertConfig, state: dict[str, torch.Tensor], source: str, hf_config: dict | None = None) -> Bert:
     """Build a Bert with the heads the checkpoint has and fill it, strictly, through the family's key table.
     `hf_config` (config.json as a dict) says what a `classifier` head is and names its labels."""
@@ -126,7 +153,7 @@ def model_from_state_dict(config: BertConfig, state: dict[str, torch.Tensor], so
             f"{source}: unexpected tensor {unexpected[0]!r} ({len(unexpected)} unexpected in all); "
             f"is this a {spec.class_prefix} checkpoint (config.json's model_type is {config.family!r})?"
         )
-    with torch.device("meta"):  # shapes only: no memory, no random weights; every tensor is assigned below
+    with shapes_only():  # no memory, no random weights; every tensor is assigned below
         model = Bert(config, **heads, **task)
     shapes = {key: tensor.shape for key, tensor in model.state_dict().items()}
     tied = heads["mlm_head"] and config.tied_unembedding

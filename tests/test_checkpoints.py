@@ -294,3 +294,32 @@ def test_hub_id_cached_with_a_bin_and_no_safetensors(hub_cache, tiny_mlm_folder,
 def test_path_that_does_not_exist(tmp_path, hub_cache):
     with pytest.raises(ModelNotFoundError, match="neither a folder nor in the local"):
         bert.load_pretrained(str(tmp_path / "nowhere"))
+
+
+def test_shapes_only_skips_the_initialisers_for_its_own_thread_only():
+    """A model built under shapes_only() has every tensor on the meta device; a model another thread builds at the
+    same time draws its random numbers as ever (torch.nn.init's normal_ from a seed: the same as a build alone)."""
+    import threading
+
+    from bert.checkpoint import shapes_only
+
+    config = bert.BertConfig(vocab_size=40, hidden_size=16, num_layers=2, num_heads=2, intermediate_size=32)
+    torch.manual_seed(3)
+    alone = bert.Bert(config).state_dict()
+    inside, beside = threading.Event(), {}
+
+    def build_beside() -> None:
+        inside.wait(timeout=30)
+        torch.manual_seed(3)
+        beside.update(bert.Bert(config).state_dict())
+
+    thread = threading.Thread(target=build_beside)
+    thread.start()
+    with shapes_only():
+        inside.set()
+        thread.join(timeout=60)  # the other thread builds while this one is inside
+        shaped = bert.Bert(config)
+    assert all(tensor.is_meta for tensor in shaped.state_dict().values())
+    assert {key: tensor.shape for key, tensor in shaped.state_dict().items()} == {key: t.shape for key, t in alone.items()}
+    assert beside.keys() == alone.keys() and all(torch.equal(beside[key], alone[key]) for key in alone)
+    assert not any(tensor.is_meta for tensor in beside.values())

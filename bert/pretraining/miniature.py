@@ -19,6 +19,7 @@ from typing import Callable
 
 import torch
 
+from ..checkpoint import shapes_only
 from ..config import BertConfig
 from ..costs import Cost
 from ..hooks import hook_name
@@ -87,7 +88,7 @@ def training_cost(settings: TinySettings) -> Cost:
     per_evaluation = settings.eval_batches * settings.batch_size + 2 + 2 * cloze
     training = settings.steps * settings.batch_size
     config, rows = settings.bert_config(tokenizer().vocab_size), settings.batch_size * settings.max_length
-    with torch.device("meta"):
+    with shapes_only():
         parameters = sum(p.numel() for p in Bert(config).parameters())
     activations = rows * (config.num_layers * (16 * config.hidden_size + 2 * config.num_heads * settings.max_length)
                           + config.vocab_size)
