@@ -10,7 +10,6 @@ import itertools
 
 import pytest
 import torch
-from scipy import stats
 
 from bert.pretraining.data import DataConfig, batches
 from bert.pretraining.masking import IGNORE
@@ -57,6 +56,8 @@ def test_dynamic_masks_change_between_epochs_and_static_ones_do_not(tmp_path, to
 
 @pytest.mark.parametrize("static", [False, True])
 def test_rates_hold_on_a_big_sample(static, tmp_path, tokenizer):
+    from scipy import stats  # here: every test worker collects this module, and scipy.stats takes a second
+
     path = corpus(tmp_path, [f"{n} {line}" for n in range(60) for line in LINES[:10]])  # 600 different sentences
     config = TrainConfig(seed=0, static_masks=static)
     sample = list(batches(path, tokenizer, DataConfig(max_length=64, batch_size=8), 0, 0))

@@ -5,7 +5,6 @@ from __future__ import annotations
 from fractions import Fraction
 
 import torch
-from scipy import stats
 
 from bert.pretraining.ngram_masking import choose_ngrams, draw_spans, ngram_probabilities
 
@@ -29,6 +28,8 @@ def test_the_formula():
 
 
 def test_span_lengths_follow_one_over_n():
+    from scipy import stats  # here: every test worker collects this module, and scipy.stats takes a second
+
     maskable = pair_batch()
     spans = draw_spans(maskable, torch.Generator().manual_seed(0))
     lengths = torch.tensor([n for row in spans for _, n in row])

@@ -6,7 +6,6 @@ from dataclasses import replace
 
 import pytest
 import torch
-from sklearn.linear_model import LogisticRegression
 
 import bert
 from bert.analysis.causal.erasure import (
@@ -28,6 +27,8 @@ def synthetic(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def sklearn_accuracy(train_x, train_y, test_x, test_y) -> float:
+    from sklearn.linear_model import LogisticRegression  # here: every test worker collects this module, and it takes a second
+
     return LogisticRegression(max_iter=1000).fit(train_x.numpy(), train_y.numpy()).score(test_x.numpy(), test_y.numpy())
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from scipy.stats import spearmanr
 
 from bert.analysis.probing import tree_metrics
 from bert.analysis.probing.structural_probe import StructuralProbeSettings, fit_structural_probes
@@ -158,3 +157,11 @@ def test_training_is_deterministic_for_a_seed_and_checks_its_input():
                             features.residual_names, "first")
     with pytest.raises(InvalidInputError, match="tree"):
         fit_structural_probes(no_trees)
+
+
+def spearmanr(a, b):
+    """scipy's Spearman correlation, the reference; scipy.stats imported here, where it runs (every test worker
+    collects this module)."""
+    from scipy.stats import spearmanr as scipys
+
+    return scipys(a, b)
