@@ -43,6 +43,7 @@ graph = result.graph
 target = graph.target_index
 st.text(f"{graph.target_label} at the [MASK]: {float(graph.inputs[target]):.3f} = the edges into it "
         f"{float(graph.adjacency[target].sum()):.3f} + biases {float(graph.bias[target]):.3f}")
+show.caption("{}", spec.SUM_NOTE)
 show.caption("{} active features of {} per layer (k = {}){}; replacement score {}, completeness score {}: the share "
              "of the influence that reaches the target through features rather than error nodes, and of each node's "
              "input that comes from non-error nodes.", graph.num_features, result.features, result.k,

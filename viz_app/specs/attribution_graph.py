@@ -37,6 +37,11 @@ MOST_EDGES = 300  # edges drawn at most, the largest |weight| of those pruning k
 PROMOTED = 3  # words a feature's hover names
 MAX_NAME = 60  # characters of a supernode's name
 TOP_WORDS = 5
+SUM_NOTE = ("Why the biases can hold most of the score: LayerNorm rescales what enters it to a fixed size, so growing "
+            "everything that enters it together changes nothing. The graph replaces each LayerNorm by the straight "
+            "line that touches it at your sentence, and that line's starting point, the LayerNorm's output in this "
+            "very run, counts as a bias. Each edge then says how much its source's push changes the score, up or "
+            "down: switching a feature off below measures the same change in the real model.")
 
 
 def refusal(loaded) -> str | None:

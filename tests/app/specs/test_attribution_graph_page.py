@@ -62,6 +62,7 @@ def test_the_graph_and_a_switched_off_feature_are_the_librarys_numbers(folder):
     target = graph.target_index
     assert (f"{guess} − the at the [MASK]: {float(graph.inputs[target]):.3f} = the edges into it "
             f"{float(graph.adjacency[target].sum()):.3f} + biases {float(graph.bias[target]):.3f}") in shown(at)
+    assert spec.SUM_NOTE in texts(at)  # why the biases hold so much of it, for a class
     drawn = spec.feature_nodes(spec.GraphResult(graph, guess, {}, {}, 0, 0, 24, 3), spec.Settings.from_state({}, None))
     node = drawn[1]  # the most influential feature drawn
     at.selectbox(key="graph_node").set_value(node).run()
