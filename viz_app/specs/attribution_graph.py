@@ -41,7 +41,7 @@ SUM_NOTE = ("Why the biases can hold most of the score: LayerNorm rescales what 
             "everything that enters it together changes nothing. The graph replaces each LayerNorm by the straight "
             "line that touches it at your sentence, and that line's starting point, the LayerNorm's output in this "
             "very run, counts as a bias. Each edge then says how much its source's push changes the score, up or "
-            "down: switching a feature off below measures the same change in the real model.")
+            "down: switching a feature off beside the graph measures the same change in the real model.")
 
 
 def refusal(loaded) -> str | None:
