@@ -14,8 +14,8 @@ from pathlib import Path
 
 import torch
 from safetensors import SafetensorError
-from torch.overrides import TorchFunctionMode
 from safetensors.torch import load_file, save_file
+from torch.overrides import TorchFunctionMode
 
 from .config import BertConfig
 from .errors import CheckpointError
