@@ -48,6 +48,15 @@ MARKER = ("([trace, index]) => { const plot = document.querySelectorAll('.js-plo
           " const i = typeof index === 'number' ? index : data.customdata.indexOf(index);"
           " return [box.left + xa._offset + xa.l2p(data.x[i]), box.top + ya._offset + ya.l2p(data.y[i]),"
           " data.customdata[i]]; }")
+POLL_MS = 100  # how often `wait_until` asks the page
+
+
+def wait_until(page, expression: str, arg=None, timeout: float | None = None):
+    """Playwright's `wait_for_function`, asking every POLL_MS rather than at every animation frame (its default):
+    polling by frame makes Chromium draw a frame 60 times a second for as long as a test waits, on the CPU."""
+    return page.wait_for_function(expression, arg=arg, timeout=timeout, polling=POLL_MS)
+
+
 DRAWING_S = 0.25  # s after the charts report drawn, for the last frame to reach the screen
 
 

@@ -9,6 +9,8 @@ before, still matching it, would otherwise stamp the new watch at once: the next
 the presenter pressed."""
 from __future__ import annotations
 
+from browser_support import wait_until
+
 WATCH = """([pattern, path]) => {
     if (window.panelWatch) window.panelWatch.disconnect();
     window.panelSeenAt = null;
@@ -43,5 +45,5 @@ def panel_seen_at(page) -> float | None:
 
 def wait_until_seen(page, timeout_s: float) -> float:
     """Wait for the page's watch to match (playwright's TimeoutError after `timeout_s`); when it matched."""
-    page.wait_for_function(SEEN, timeout=timeout_s * 1000)
+    wait_until(page, SEEN, timeout=timeout_s * 1000)
     return panel_seen_at(page)

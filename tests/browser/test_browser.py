@@ -11,7 +11,7 @@ failure. The fixtures (server, Chromium) are in conftest.py.
 """
 from __future__ import annotations
 
-from browser_support import DRAWING_S, SLOW, new_page, open_page, page_errors, screenshot, settle
+from browser_support import DRAWING_S, SLOW, new_page, open_page, page_errors, screenshot, settle, wait_until
 from viz_app.app.navigation import DEFAULT_PAGE, NO_SENTENCE_BOX, PAGES
 
 TITLES = {"attention": "Attention", "architecture": "Architecture"}
@@ -68,8 +68,8 @@ def test_every_page_draws_with_the_sentence_box_on_a_laptop_s_first_screen(brows
         if path != DEFAULT_PAGE:
             heading = page.locator("h1").first.inner_text()
             page.get_by_role("link", name=spec.title, exact=True).click()
-            page.wait_for_function("old => { const h = document.querySelector('h1');"
-                                   " return h !== null && h.innerText !== old; }", arg=heading)
+            wait_until(page, "old => { const h = document.querySelector('h1');"
+                             " return h !== null && h.innerText !== old; }", arg=heading)
         settle(page, charts=CHARTS.get(path, 0), drawing_s=DRAWING_S if path in CHARTS else 0.0)
         assert page.locator(".js-plotly-plot").count() >= CHARTS.get(path, 0), f"/{path}: charts missing"
         assert not page.get_by_text("Traceback").count(), f"/{path}: an exception is shown"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from browser_support import MARKER, SLOW, open_page, screenshot, settle
+from browser_support import MARKER, SLOW, open_page, screenshot, settle, wait_until
 
 FEATURES = "transcoder features"  # the chart's trace of feature nodes (viz_app/charts/attribution_graph.py)
 
@@ -31,8 +31,8 @@ def test_graph_hover_and_switching_a_feature_off(browser, app_url):
     screenshot(page, "attribution_graph", full_page=False)
 
     page.mouse.click(*where)
-    page.wait_for_function("node => new URLSearchParams(location.search).get('graph_node') === node", arg=node,
-                           timeout=SLOW)
+    wait_until(page, "node => new URLSearchParams(location.search).get('graph_node') === node", arg=node,
+                     timeout=SLOW)
     result = page.get_by_text(re.compile("the graph predicts")).first
     result.wait_for(timeout=SLOW)
     shown = result.text_content()

@@ -6,7 +6,7 @@ another length gets a message instead of charts.
 """
 from __future__ import annotations
 
-from browser_support import SLOW, open_page, screenshot, settle
+from browser_support import SLOW, open_page, screenshot, settle, wait_until
 
 
 def test_causal_tracing_draws_hovers_and_keeps_its_sentences_in_the_url(browser, app_url):
@@ -28,7 +28,7 @@ def test_causal_tracing_draws_hovers_and_keeps_its_sentences_in_the_url(browser,
     page.get_by_text("same number of word pieces").first.wait_for(timeout=SLOW)
     settle(page, charts=0)
     assert page.locator(".js-plotly-plot").count() == 0
-    page.wait_for_function("() => location.search.includes('patch_corrupted=The+old+woman')", timeout=SLOW)
+    wait_until(page, "() => location.search.includes('patch_corrupted=The+old+woman')", timeout=SLOW)
     assert not page.get_by_text("Traceback").count()
     assert not errors, errors
     page.context.close()

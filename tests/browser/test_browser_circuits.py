@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from browser_support import MARKER, SLOW, open_page, screenshot, settle
+from browser_support import MARKER, SLOW, open_page, screenshot, settle, wait_until
 
 EDGE_LINES = ("() => document.querySelectorAll('.js-plotly-plot')[0].data"  # the drawn edges: not the legend's entries
               ".filter(trace => trace.mode === 'lines' && trace.showlegend === false).length")
@@ -25,7 +25,7 @@ def test_graph_slider_hover_and_patching_an_edge(browser, app_url):
     page.get_by_role("slider").first.focus()
     for _ in range(3):
         page.keyboard.press("ArrowRight")
-    page.wait_for_function(EDGE_LINES.replace("() =>", "() => (") + ") === 8", timeout=SLOW)
+    wait_until(page, EDGE_LINES.replace("() =>", "() => (") + ") === 8", timeout=SLOW)
     settle(page, charts=2)
     assert "circuit_shown=8" in page.url
 
@@ -55,8 +55,8 @@ def test_graph_slider_hover_and_patching_an_edge(browser, app_url):
     picker.locator("input").click()
     option = page.get_by_role("option", name=re.compile("^edge: ")).nth(1)  # the second strongest edge, in words
     option.click()
-    page.wait_for_function("node => { const part = new URLSearchParams(location.search).get('circuit_part');"
-                           " return part !== null && part.startsWith('edge:'); }", arg=node, timeout=SLOW)
+    wait_until(page, "node => { const part = new URLSearchParams(location.search).get('circuit_part');"
+                     " return part !== null && part.startsWith('edge:'); }", arg=node, timeout=SLOW)
     patched(page, page.evaluate("() => new URLSearchParams(location.search).get('circuit_part')"))
     screenshot(page, "circuits_patched")
     assert not page.get_by_text("Traceback").count()
@@ -79,8 +79,8 @@ def click_marker(page, trace: str, index) -> str:
 def patched(page, part: str) -> None:
     """Wait for the page to patch `part` ("edge:..." / "node:..."): the address names it, its result says what
     patching it did, and the [MASK]'s logit difference changes."""
-    page.wait_for_function("part => new URLSearchParams(location.search).get('circuit_part') === part", arg=part,
-                           timeout=SLOW)
+    wait_until(page, "part => new URLSearchParams(location.search).get('circuit_part') === part", arg=part,
+                     timeout=SLOW)
     line = page.get_by_text(re.compile(r"^Patched with the counterfactual's value: "))
     line.first.wait_for(timeout=SLOW)
     before, after = map(float, re.search(r"(-?[\d.]+) → (-?[\d.]+) with it patched", line.first.text_content()).groups())

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from playwright.sync_api import TimeoutError
 
-from browser_support import SLOW, open_page, screenshot, settle
+from browser_support import SLOW, open_page, screenshot, settle, wait_until
 
 LAPTOP = {"width": 1366, "height": 768}
 GUESS_BARS = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
@@ -72,7 +72,7 @@ def test_overview_blocks_token_picker_and_a_zeroed_head(browser, app_url):
     page.get_by_text("every query against every key (outlined: [MASK])").first.wait_for(timeout=SLOW)
     settle(page, charts=1)
     assert "pass_step=attention" in page.url
-    page.wait_for_function(f"() => [...{DOTS}].every(dot => dot.getAnimations().every(a => a.playState === 'finished'))")
+    wait_until(page, f"() => [...{DOTS}].every(dot => dot.getAnimations().every(a => a.playState === 'finished'))")
     after, flow = page.evaluate(DOT_AT), page.evaluate("() => { window.flowRead = true; return window.flow; }")
     assert after[0] > before[0] + 100 and after[1] < before[1] - 50, (before, after)  # right and up, to attention
     sampled = {(round(x), round(y)) for _, x, y in flow}  # the dots' place at each frame while the flow ran

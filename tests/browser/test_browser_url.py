@@ -6,7 +6,7 @@ reopens the same view in a new session.
 """
 from __future__ import annotations
 
-from browser_support import SLOW, new_page, open_page, screenshot, settle
+from browser_support import SLOW, new_page, open_page, screenshot, settle, wait_until
 
 
 def _wait_for_url(page, wanted: str, timeout_s: float = 60) -> None:
@@ -15,7 +15,7 @@ def _wait_for_url(page, wanted: str, timeout_s: float = 60) -> None:
     from playwright.sync_api import TimeoutError as Timeout
 
     try:
-        page.wait_for_function("wanted => window.location.href.includes(wanted)", arg=wanted, timeout=timeout_s * 1000)
+        wait_until(page, "wanted => window.location.href.includes(wanted)", arg=wanted, timeout=timeout_s * 1000)
     except Timeout:
         pass  # the assert below names what the address bar holds
     assert wanted in page.url, f"{wanted!r} not in {page.url}"

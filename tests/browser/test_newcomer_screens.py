@@ -6,7 +6,7 @@ whole label, and the long pages' contents list taking the reader to a section.
 """
 from __future__ import annotations
 
-from browser_support import SLOW, open_page, screenshot, settle
+from browser_support import SLOW, open_page, screenshot, settle, wait_until
 
 LAPTOP = {"width": 1366, "height": 768}
 HEADERS_DRAWN = ("() => { const h = [...document.querySelectorAll('[data-testid=stDataFrame] [role=columnheader]')];"
@@ -31,7 +31,7 @@ def test_the_head_statistics_table_fits_the_screen(browser, app_url):
     settle(page, charts=4)
     table = page.locator("[data-testid=stDataFrame]").first
     table.scroll_into_view_if_needed()
-    page.wait_for_function(HEADERS_DRAWN, timeout=SLOW)  # the table draws its columns after the script has ended
+    wait_until(page, HEADERS_DRAWN, timeout=SLOW)  # the table draws its columns after the script has ended
     box = table.bounding_box()
     assert box["x"] + box["width"] <= page.evaluate(MAIN_RIGHT) + 1
     headers = page.evaluate("() => [...document.querySelectorAll('[data-testid=stDataFrame] [role=columnheader]')]"
@@ -43,8 +43,8 @@ def test_the_head_statistics_table_fits_the_screen(browser, app_url):
 
     page.evaluate("() => document.querySelector('[data-testid=stMain]').scrollTo(0, 0)")
     page.locator("a[href='#head-statistics']").first.click()  # the contents list at the top
-    page.wait_for_function("() => { const top = document.getElementById('head-statistics').getBoundingClientRect().top;"
-                           " return top >= 0 && top < window.innerHeight; }", timeout=SLOW)
+    wait_until(page, "() => { const top = document.getElementById('head-statistics').getBoundingClientRect().top;"
+                     " return top >= 0 && top < window.innerHeight; }", timeout=SLOW)
     assert not errors, errors
     page.context.close()
 
