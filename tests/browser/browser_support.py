@@ -48,7 +48,9 @@ MARKER = ("([trace, index]) => { const plot = document.querySelectorAll('.js-plo
           " const i = typeof index === 'number' ? index : data.customdata.indexOf(index);"
           " return [box.left + xa._offset + xa.l2p(data.x[i]), box.top + ya._offset + ya.l2p(data.y[i]),"
           " data.customdata[i]]; }")
-POLL_MS = 100  # how often `wait_until` asks the page
+
+
+POLL_MS = 100  # how often a test's wait asks the page (`wait_until`, `settle`)
 
 
 def wait_until(page, expression: str, arg=None, timeout: float | None = None):
@@ -75,7 +77,7 @@ def settle(page, charts: int, timeout_s: float = SLOW / 1000, drawing_s: float =
         if state[0] == "notRunning" and state[1] >= charts and state[2] == 0 and state[3]:
             time.sleep(drawing_s)
             return
-        time.sleep(0.1)
+        time.sleep(POLL_MS / 1000)
     raise AssertionError(f"the page did not settle within {timeout_s:.0f} s: {state}")
 
 
