@@ -3,21 +3,28 @@
 The server runs in class mode with a known presenter key. One session opens the presenter's link
 (/lessons?key=KEY), N student sessions open the students' link (/lessons?follow=1); all speak Streamlit's
 websocket protocol as the browser does (bench/streamlit_session.py), and each student reruns the page's polling
-fragment at the interval the server asks for, as the browser's timer does. The presenter presses "Start the
+fragment at the interval the server asks for, as the browser's timer does; where the page carries the listener for
+the class's moves (a lecture hall's process: viz_app/server/class_moves.py), the student also keeps the stream
+open as the page's script does (viz_app/lessons/class_moves.js) and reruns the fragment with the listener's event
+when a version it has not drawn arrives. The presenter presses "Start the
 lesson", then "Next" until the lesson has shown STEPS steps, waiting for the whole class between presses.
 Measured per student and step: the time from the presenter's press (the moment its message is sent) until the
 student's page has shown the new step ("step n of N" on the page) and until that run of the page has finished.
 The server's CPU (user + system, /proc) is read before and after the steps, and over a quiet stretch in which the
 students only poll: "CPU per student per step" is the steps' CPU less the polling that would have happened anyway,
-divided by students x steps.
+divided by students x steps. The load generator's own CPU over the steps (this process's) is returned beside it.
 """
 from __future__ import annotations
 
+import contextlib
+import http.client
+import queue
 import re
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 from bench import classroom
 from bench.streamlit_session import Session
@@ -25,6 +32,7 @@ from bench.streamlit_session import Session
 KEY = "bench-presenter-key"
 STEP_TEXT = re.compile(r"step (\d+) of (\d+)")  # what the class panel says above a following student's page
 LESSON_BUTTONS = ("Start the lesson", "Next")
+LISTENER = "bert_inside_class_moves"  # the component a lecture hall's page hears the class's moves with
 
 
 @dataclass
@@ -32,6 +40,7 @@ class Follower:
     number: int
     shown: dict[int, float] = field(default_factory=dict)  # step -> monotonic time its text arrived
     finished: dict[int, float] = field(default_factory=dict)  # step -> monotonic time that run of the page ended
+    asked: dict[int, float] = field(default_factory=dict)  # step -> monotonic time the poll that brought it was sent
     problem: str | None = None
 
 
@@ -61,7 +70,7 @@ def run_following(url: str, count: int, steps: int, timeout_s: float, server_pid
     time.sleep(quiet_s)  # the students only poll
     polling_cpu_s = cpu_seconds() - cpu_quiet
     presses: list[float] = []
-    cpu_start, started = cpu_seconds(), time.monotonic()
+    cpu_start, started, generator_start = cpu_seconds(), time.monotonic(), time.process_time()
     for step in range(1, steps + 1):
         label = LESSON_BUTTONS[0] if step == 1 else LESSON_BUTTONS[1]
         if label not in page.buttons:
@@ -74,6 +83,7 @@ def run_following(url: str, count: int, steps: int, timeout_s: float, server_pid
         time.sleep(0.5)  # the class looks at the step
     steps_wall_s = time.monotonic() - started
     steps_cpu_s = cpu_seconds() - cpu_start
+    generator_cpu_s = time.process_time() - generator_start
     stop.set()
     for thread in threads:
         thread.join(timeout=timeout_s)
@@ -84,7 +94,7 @@ def run_following(url: str, count: int, steps: int, timeout_s: float, server_pid
             follower.problem = f"never showed step(s) {missing}"
     polling_per_s = polling_cpu_s / quiet_s
     return {"presses": presses, "followers": followers, "polling_cpu_s_per_s": polling_per_s,
-            "steps_cpu_s": steps_cpu_s, "steps_wall_s": steps_wall_s,
+            "steps_cpu_s": steps_cpu_s, "steps_wall_s": steps_wall_s, "generator_cpu_s": generator_cpu_s,
             "cpu_per_student_step_s": max(steps_cpu_s - polling_per_s * steps_wall_s, 0.0) / (count * steps)}
 
 
@@ -110,18 +120,89 @@ def _follow(url: str, follower: Follower, stop: threading.Event, joined: threadi
             follower.shown.setdefault(int(match.group(1)), time.monotonic())
 
     try:
-        while not stop.is_set():
-            fragment, interval = list(session.fragments.items())[-1]  # the page's newest timer
-            tick = time.monotonic()
-            before = set(follower.shown)
-            session.rerun(fragment=fragment, on_markdown=on_markdown)
-            for step in set(follower.shown) - before:
-                follower.finished[step] = time.monotonic()
-            stop.wait(max(0.0, interval - (time.monotonic() - tick)))
+        if LISTENER in session.components:
+            _hear_moves(url, session, follower, stop, on_markdown)
+        else:
+            _poll(session, follower, stop, on_markdown)
     except Exception as error:  # noqa: BLE001
         follower.problem = f"{type(error).__name__}: {error}"[:300]
     finally:
         session.close()
+
+
+def _poll(session: Session, follower: Follower, stop: threading.Event, on_markdown) -> None:
+    """Rerun the page's newest timer fragment at its interval, as the browser's timer does."""
+    while not stop.is_set():
+        fragment, interval = list(session.fragments.items())[-1]
+        tick = time.monotonic()
+        _rerun(session, follower, on_markdown, fragment=fragment)
+        stop.wait(max(0.0, interval - (time.monotonic() - tick)))
+
+
+def _hear_moves(url: str, session: Session, follower: Follower, stop: threading.Event, on_markdown) -> None:
+    """As the browser does with the page's listener (viz_app/lessons/class_moves.js): a stream of the class's versions
+    open beside the page, and the fragment the listener sits in rerun with its "moved" event when a version the page
+    has not drawn arrives, or by the fragment's timer; the stream opened again when the page draws another version."""
+    heard: queue.Queue[tuple[int, int]] = queue.Queue()
+    stream, opened_for = None, None
+    try:
+        while not stop.is_set():
+            component_id, data = session.components[LISTENER]
+            if opened_for != (component_id, data["seen"]):
+                if stream is not None:
+                    stream.close()
+                stream, opened_for = MovesStream(url + data["url"], data["seen"], heard), (component_id, data["seen"])
+            fragment, interval = list(session.fragments.items())[-1]
+            tick = time.monotonic()
+            try:
+                while True:
+                    opened, version = heard.get(timeout=max(0.0, interval - (time.monotonic() - tick)))
+                    if opened == id(stream):
+                        break  # a version from a stream closed since is not heard (the browser closed it)
+            except queue.Empty:
+                _rerun(session, follower, on_markdown, fragment=fragment)
+            else:
+                _rerun(session, follower, on_markdown, fragment=fragment, trigger=(component_id, "moved", version))
+    finally:
+        if stream is not None:
+            stream.close()
+
+
+def _rerun(session: Session, follower: Follower, on_markdown, **how) -> None:
+    tick = time.monotonic()
+    before = set(follower.shown)
+    session.rerun(on_markdown=on_markdown, **how)
+    for step in set(follower.shown) - before:
+        follower.finished[step] = time.monotonic()
+        follower.asked[step] = tick
+
+
+class MovesStream:
+    """One EventSource: reads `data:` lines in a thread of its own and puts (its id, version) in `heard`."""
+
+    def __init__(self, address: str, seen: int, heard: queue.Queue):
+        parts = urlsplit(address)
+        self._connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=None)
+        self._connection.request("GET", f"{parts.path}?seen={seen}", headers={"Accept": "text/event-stream"})
+        self._answer = self._connection.getresponse()
+        if self._answer.status != 200:
+            raise RuntimeError(f"the class's moves answered {self._answer.status}")
+        threading.Thread(target=self._read, args=(heard,), daemon=True).start()
+
+    def _read(self, heard: queue.Queue) -> None:
+        try:
+            for line in self._answer:
+                if line.startswith(b"data:"):
+                    heard.put((id(self), int(line[5:].strip())))
+        except (OSError, ValueError, AttributeError, http.client.HTTPException):
+            pass  # closed from the page's thread (http.client then drops its file: AttributeError)
+
+    def close(self) -> None:
+        sock = self._connection.sock  # None once http.client has closed it (the server ended the stream)
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        self._connection.close()
 
 
 def delays(result: dict, which: str = "finished") -> list[float]:

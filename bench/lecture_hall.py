@@ -40,6 +40,8 @@ def measure(processes: int, students: int, steps: int, timeout_s: float, log: Pa
             "p50_finished_s": _quantile(finished, 0.5), "p95_finished_s": _quantile(finished, 0.95),
             "cpu_per_student_step_s": result["cpu_per_student_step_s"],
             "polling_core_share_per_student": result["polling_cpu_s_per_s"] / students,
+            "steps_wall_s": result["steps_wall_s"], "hall_steps_cpu_s": result["steps_cpu_s"],
+            "generator_steps_cpu_s": result["generator_cpu_s"],
             "load_before": load_before, "load_after": os.getloadavg()[0]}
 
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 # modules at once saw one half made (ImportError: cannot import name 'BackMsg')
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from streamlit.components.v2.bidi_component.constants import EVENT_DELIM
+from streamlit.runtime.state.session_state import STREAMLIT_INTERNAL_KEY_PREFIX
 from websockets.sync.client import connect
 
 
@@ -44,12 +46,13 @@ class Session:
         self.page_name = ""  # the page's address before the server names its script (e.g. "lessons")
         self.query_string = ""
         self.fragments: dict[str, float] = {}  # fragment id -> seconds between the reruns the browser asks for
+        self.components: dict[str, tuple[str, dict]] = {}  # st.components.v2 name -> (element id, its data)
 
     def close(self) -> None:
         self.connection.close()
 
     def send_rerun(self, widget_states: dict[str, str] | None = None, press: str | None = None,
-                   fragment: str | None = None) -> None:
+                   fragment: str | None = None, trigger: tuple[str, str, object] | None = None) -> None:
         """Send a rerun as `rerun` does, without reading what comes back (a reader in another thread may be
         waiting for the run before it: a browser that changes a widget while the page runs)."""
 
@@ -67,16 +70,22 @@ class Session:
         if press:
             widget = state.widget_states.widgets.add()
             widget.id, widget.trigger_value = press, True
+        if trigger:  # a component's event, as its script's setTriggerValue(event, value) sends it
+            component_id, event, value = trigger
+            widget = state.widget_states.widgets.add()
+            widget.id = f"{STREAMLIT_INTERNAL_KEY_PREFIX}_{component_id}{EVENT_DELIM}events"
+            widget.json_trigger_value = json.dumps([{"event": event, "value": value}])
         self.socket.send(back.SerializeToString())
 
     def rerun(self, widget_states: dict[str, str] | None = None, on_chart=None, press: str | None = None,
-              fragment: str | None = None, on_markdown=None) -> Page:
+              fragment: str | None = None, on_markdown=None, trigger: tuple[str, str, object] | None = None) -> Page:
         """Send a rerun (the query string and page as the browser would, plus `widget_states` {id: text}) and read
         until script_finished. `press`: a button's id, pressed; `fragment`: rerun only that fragment, as the
         browser's timer does for `st.fragment(run_every=...)`. `on_chart(spec)` and `on_markdown(text)` are called
-        as each chart and each text arrives."""
+        as each chart and each text arrives; `trigger`: (component id, event, value), a component's event (with
+        `fragment`, the fragment it sits in)."""
 
-        self.send_rerun(widget_states, press, fragment)
+        self.send_rerun(widget_states, press, fragment, trigger)
         page = Page()
         deadline = time.monotonic() + self.timeout_s
         while True:
@@ -98,7 +107,11 @@ class Session:
                 self.fragments.pop(message.auto_rerun.fragment_id, None)
                 self.fragments[message.auto_rerun.fragment_id] = message.auto_rerun.interval
             elif kind == "delta" and message.delta.WhichOneof("type") == "new_element":
-                _read_element(message.delta.new_element, page, on_chart, on_markdown)
+                element = message.delta.new_element
+                if element.WhichOneof("type") == "bidi_component":
+                    component = element.bidi_component
+                    self.components[component.component_name] = (component.id, json.loads(component.json or "null"))
+                _read_element(element, page, on_chart, on_markdown)
             elif kind == "script_finished":
                 if message.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
                     return page

@@ -4,7 +4,8 @@
 # scripts/start_app.sh --processes N runs it after installing (docs/teaching.md). Every process reads the same
 # settings and the same presenter key (BERT_INSIDE_PRESENTER_KEY, set by start_app.sh), and shares the class and the
 # hours of budget in the store (viz_app/server/class_store.py); the proxy pins each browser to one process
-# (scripts/lecture/haproxy.cfg.in). --store: a store that already runs (on another machine: docs/teaching.md);
+# (scripts/lecture/haproxy.cfg.in). Each process runs viz_app/lecture_hall.py: the app, and the stream that tells
+# its following students' pages the moment the class moves (viz_app/server/class_moves.py). --store: a store that already runs (on another machine: docs/teaching.md);
 # without it one is started here, on 127.0.0.1, saving every write to disk before answering (appendfsync always).
 # Ctrl-C stops them all. Needs redis-server and haproxy (scripts/install.sh --lecture installs them).
 set -euo pipefail
@@ -66,15 +67,35 @@ if [[ -n "$key" ]]; then export BERT_INSIDE_PRESENTER_KEY="$key"; fi
 STREAMLIT_SERVER_COOKIE_SECRET="$(python3 -c 'import secrets; print(secrets.token_urlsafe(32))')"
 export STREAMLIT_SERVER_COOKIE_SECRET
 servers=""
+app_ports=()
 for number in $(seq 1 "$processes"); do
     app_port="$(free_port)"
-    python3 -m streamlit run viz_app/Home.py --server.headless true --server.address 127.0.0.1 \
+    python3 -m streamlit run viz_app/lecture_hall.py --server.headless true --server.address 127.0.0.1 \
         --server.port "$app_port" --browser.gatherUsageStats false --server.fileWatcherType none \
         ${app_args[@]:+-- "${app_args[@]}"} >"$run_dir/app$number.log" 2>&1 &
     pids+=($!)
     echo $! >"$run_dir/app$number.pid"
     servers+="    server app$number 127.0.0.1:$app_port cookie app$number"$'\n'
+    app_ports+=("$app_port")
 done
+# the proxy starts once every app process answers: one that starts while the others load marks them down for its
+# first seconds (two failed health checks) and sends every browser that arrives then to the one that answered,
+# where they stay (a class that joins at once would share one process's one core)
+python3 - "${app_ports[@]}" <<'WAIT' || exit 2
+import sys, time, urllib.request
+deadline = time.monotonic() + 300
+for port in sys.argv[1:]:
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=5) as answer:
+                if answer.status == 200:
+                    break
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            sys.exit(f"error: the app process on port {port} did not answer within 300 s; see its log")
+        time.sleep(0.2)
+WAIT
 sed -e "s/@BIND@/$bind/" -e "s/@PORT@/$port/" scripts/lecture/haproxy.cfg.in \
     | python3 -c 'import sys; sys.stdout.write(sys.stdin.read().replace("@SERVERS@\n", sys.argv[1]))' "$servers" \
     >"$run_dir/haproxy.cfg"

@@ -1,6 +1,7 @@
 """A lecture hall in Chromium: scripts/lecture.sh starts a real redis-server, two app processes and HAProxy on
 127.0.0.1. The proxy pins a browser to a process by its cookie (BERT_INSIDE_PROCESS), so the test puts one student
-on process 1 and the presenter and another student on process 2: both students' pages follow the presenter's →.
+on process 1 and the presenter and another student on process 2: both students' pages follow the presenter's →, each step heard on the class's stream (viz_app/server/class_moves.py)
+that the pages' own script opens (viz_app/lessons/class_moves.js).
 A third tab of the same address on process 2 answers the step's question with the other two: one vote is counted.
 Then process 2 is killed mid-lesson, the presenter's with it: the presenter's page reconnects through the proxy to
 process 1 and, with no click (its browser keeps the presenter's key in a cookie, the class's step is in the store),
@@ -26,6 +27,7 @@ from browser_support import SLOW
 from class_answers import answer_in_turn
 from panel_watch import panel_seen_at, wait_until_seen, watch_panel
 from redis_server import need_the_store
+from viz_app.server.class_moves import ROUTE
 from viz_app.server.local_server import serve_lecture_hall
 
 KEY = "a-presenter-key-for-the-hall"
@@ -47,6 +49,8 @@ def on_process(browser, url: str, number: int):
     context.add_cookies([{"name": "BERT_INSIDE_PROCESS", "value": f"app{number}", "url": url}])
     page = context.new_page()
     page.set_default_timeout(SLOW)
+    page.streams = []  # the class's moves streams the page opened (viz_app/lessons/class_moves.js)
+    page.on("request", lambda request: page.streams.append(request.url) if ROUTE in request.url else None)
     return page
 
 
@@ -105,6 +109,9 @@ def test_students_and_the_presenter_on_two_processes_survive_a_process(browser, 
     time.sleep(2)
     seconds = {step: seconds_to_follow(presenter, [near, far, third], step) for step in (2, 3, 4, 5)}
     print(f"seconds from the press on process 2 to the student on process 1, the two on process 2: {seconds}")
+    for student in (near, far, third):  # each step heard on the class's stream, from the version the page drew
+        assert len(student.streams) >= 5 and all(f"{ROUTE}?seen=" in stream for stream in student.streams)
+    assert presenter.streams == []  # the presenter's page does not listen
 
     # a question with choices (step 5): three tabs of one address, one on process 1 and two on process 2, cast one
     # vote between them (one answer per address, kept in the store), counted on process 2; the last click wins

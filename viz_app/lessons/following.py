@@ -1,7 +1,9 @@
 """The class in the app (Streamlit side of viz_app/server/class_room.py): the panel above a student's page that follows
 the presenter, and the presenter's box on the Lessons page (the two links, how many follow, the answers).
 
-A student's panel listens with a fragment that reruns every POLL_S seconds and draws nothing: it tells the room the
+A student's panel listens with a fragment that reruns every POLL_S seconds and draws nothing (in a lecture hall's
+process, which streams the class's moves, at once when the class moves and otherwise every HEARTBEAT_S:
+viz_app/server/class_moves.py): it tells the room the
 student is there (every HEARTBEAT_S), and when the room's version changed while the student follows, it takes the
 room's step the way a lesson's step is taken (viz_app/lessons/session.py: the sentence, the model, every setting the
 step names; the step worked out through the runner, or read free once the class has it) and switches to the step's
@@ -25,7 +27,7 @@ from viz_app.app import show, state
 from viz_app.server import class_store, singletons
 from viz_app.server.access import Role, Visitor
 from viz_app.server.class_room import FOLLOW_PARAM, Answer, ClassRoom, ClassStep, class_links
-from viz_app.lessons import session
+from viz_app.lessons import class_moves_listener, session
 from viz_app.lessons.format import PAGES
 from viz_app.app.models import ModelKey
 from viz_app.app.text import address, escape_markdown, joined, markdown, without_images
@@ -115,22 +117,28 @@ def student_panel(visitor: Visitor) -> None:
     Beside it a fragment that draws nothing reruns every POLL_S seconds to hear from the room: it takes the class's
     step when the class moved (a new page), and reruns the page when what the panel shows changed (the class
     started or ended, or moved while the student explores). A poll that finds nothing new draws nothing: a hall of
-    students polls twice a second each, so the poll is most of what the server does between steps."""
+    students polls twice a second each, so the poll is most of what the server does between steps. Where the
+    process streams the class's moves (a lecture hall's: viz_app/server/class_moves.py), the fragment is rerun the
+    moment the class moves, and on its own only every HEARTBEAT_S, to say the student is there."""
     following = bool(st.session_state.get(FOLLOWING))
     current = visitor.room.current
     with st.container(key="class_panel", border=True):
         _draw(current, following, visitor)
     st.session_state[DRAWN] = _what_is_drawn(current, following)
 
-    @st.fragment(run_every=POLL_S)
+    hears = class_moves_listener.hears_moves()
+
+    @st.fragment(run_every=HEARTBEAT_S if hears else POLL_S)
     def listen() -> None:
         following = bool(st.session_state.get(FOLLOWING))
         _keep_in_url(following)
         _heartbeat(visitor, following)
-        current = visitor.room.current  # one read of the store a poll
+        current = visitor.room.current  # one read of the store a run
         _take_if_moved(current, visitor)  # a new page when the class moved while the student follows (does not return)
         if _what_is_drawn(current, following) != st.session_state.get(DRAWN):
             st.rerun()
+        if hears:  # told at once of the next move; the fragment's own interval only says the student is there
+            class_moves_listener.listen(visitor.room.version if current is None else current.version)
 
     listen()
 

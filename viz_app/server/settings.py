@@ -111,10 +111,13 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+APP_ENTRIES = ("Home.py", "lecture_hall.py")  # the scripts `streamlit run` starts the app from
+
+
 def server_settings() -> ServerSettings:
-    """This server's settings: its flags after `--` (`streamlit run viz_app/Home.py -- --class`), the environment,
-    the settings file. Raises SettingsError."""
-    started_as_app = Path(sys.argv[0]).name == "Home.py"  # under `streamlit run`; not in tests, which set variables
+    """This server's settings: its flags after `--` (`streamlit run viz_app/Home.py -- --class`, or the lecture
+    hall's viz_app/lecture_hall.py), the environment, the settings file. Raises SettingsError."""
+    started_as_app = Path(sys.argv[0]).name in APP_ENTRIES  # under `streamlit run`; not in tests, which set variables
     return read_settings(sys.argv[1:] if started_as_app else [], os.environ)
 
 

@@ -1,0 +1,29 @@
+"""The component that lets a following student's page hear the class's moves as they happen, where the app process
+serves them (viz_app/server/class_moves.py; the lecture hall's processes do): it opens the stream in the browser
+and reruns the page's listening fragment (viz_app/lessons/following.py) when a version the page has not drawn
+arrives. It draws nothing. Its script is viz_app/lessons/class_moves.js, the project's own."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from viz_app.server import class_moves
+
+_COMPONENT = st.components.v2.component(
+    "bert_inside_class_moves", js=(Path(__file__).with_name("class_moves.js")).read_text(encoding="utf-8"))
+KEY = "class_moves"
+
+
+def hears_moves() -> bool:
+    """Whether this process streams the class's moves (else a page asks at its fragment's interval)."""
+    return class_moves.HALL.serving()
+
+
+def listen(seen: int) -> None:
+    """Inside the page's listening fragment: rerun it when the class's version is no longer `seen`."""
+    _COMPONENT(key=KEY, data={"url": class_moves.ROUTE, "seen": seen}, on_moved_change=_heard)
+
+
+def _heard() -> None:
+    """The stream said the class moved: the fragment's run that follows reads the class (nothing to keep here)."""

@@ -1,0 +1,124 @@
+"""The class's moves told to every following page at once, instead of each page asking twice a second.
+
+The lecture hall's app processes (scripts/lecture.sh) run viz_app/lecture_hall.py, which serves the app and, beside
+it, ROUTE: a stream of Server-Sent Events that sends the class's version when it changes (and a comment every
+PING_S, so that a proxy keeps the stream open). In each process one task reads the class's version every WATCH_S
+while a page listens, whatever the number of pages: a hall's 120 students cost a process ten reads a second, not
+240 runs of a page. A following student's page listens through a small component (viz_app/lessons/following.py)
+that reruns the page's listening fragment when a version it has not drawn arrives; that fragment takes the step as
+before. Nothing is learnt from the stream but a number the class's links already give away (how many moves the
+class has made); the heartbeats and answers stay in the page's own runs.
+
+No Streamlit here: the room is registered by viz_app/server/singletons.py when the process makes it, and
+`serving()` tells a page whether this process serves the stream (plain `streamlit run viz_app/Home.py` does not:
+its pages ask at their fragment's interval, as before).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Callable
+
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response, StreamingResponse
+
+log = logging.getLogger(__name__)
+
+ROUTE = "/_class/moves"
+WATCH_S = 0.1  # how often a process reads the class's version while any of its pages listens
+PING_S = 15.0  # a comment on an idle stream this often (HAProxy's client and server timeouts are 60 s)
+RETRY_MS = 1000  # the browser opens a dropped stream again after this long (EventSource's own reconnection)
+MAX_SEEN = 10**12  # a `seen` the browser sends is a version, never larger
+
+
+class ClassMoves:
+    """One process's watch over its class's version, and the streams that wait on it (all on one event loop)."""
+
+    def __init__(self, watch_s: float = WATCH_S, ping_s: float = PING_S):
+        self._watch_s, self._ping_s = watch_s, ping_s
+        self._version_of: Callable[[], int] | None = None
+        self._room_of: Callable[[], Any] | None = None
+        self._served = False
+        self._latest: int | None = None
+        self._changed: asyncio.Event | None = None
+        self._listeners = 0
+        self._watcher: asyncio.Task | None = None
+
+    def serve(self, room_of: Callable[[], Any] | None = None) -> None:
+        """Called by the process's entry (viz_app/lecture_hall.py) when it serves ROUTE. `room_of`: makes this
+        process's class (its room, with `version`), for a stream that arrives before any page of the process made
+        it; None where the server is not in class mode."""
+        self._served, self._room_of = True, room_of
+
+    def serving(self) -> bool:
+        return self._served
+
+    def watch(self, version_of: Callable[[], int]) -> None:
+        """The class whose version the streams send (viz_app/server/singletons.py, once its room is made)."""
+        self._version_of = version_of
+
+    async def stream(self, request: Request) -> Response:
+        """ROUTE: `?seen=N` (the version the page drew): the class's version at once when it is not N, then each
+        new version, until the browser goes."""
+        try:
+            seen = int(request.query_params.get("seen", "-1"))
+        except ValueError:
+            return PlainTextResponse("seen must be a whole number", status_code=400)
+        if not -1 <= seen <= MAX_SEEN:
+            return PlainTextResponse("seen is out of range", status_code=400)
+        return StreamingResponse(self._events(seen), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+
+    async def _events(self, seen: int):
+        self._listen()
+        try:
+            yield f"retry: {RETRY_MS}\n\n"
+            while True:
+                changed = self._changed
+                if self._latest is not None and self._latest != seen:
+                    seen = self._latest
+                    yield f"data: {seen}\n\n"
+                    continue
+                try:
+                    await asyncio.wait_for(changed.wait(), self._ping_s)
+                except asyncio.TimeoutError:
+                    yield ": still here\n\n"
+        finally:
+            self._leave()
+
+    def _listen(self) -> None:
+        if self._changed is None:
+            self._changed = asyncio.Event()
+        self._listeners += 1
+        if self._watcher is None or self._watcher.done():
+            self._watcher = asyncio.get_running_loop().create_task(self._watch())
+
+    def _leave(self) -> None:
+        self._listeners -= 1
+
+    async def _watch(self) -> None:
+        """Read the version every WATCH_S while any stream listens; wake them all when it changes."""
+        while self._listeners > 0:
+            if self._version_of is None and self._room_of is not None:
+                try:
+                    room = await asyncio.to_thread(self._room_of)
+                except Exception as error:  # noqa: BLE001 - the streams wait; the pages say what is wrong
+                    log.warning("the class could not be made: %s", error)
+                else:
+                    if room is not None and self._version_of is None:
+                        self.watch(lambda: room.version)
+            if self._version_of is not None:
+                try:
+                    version = await asyncio.to_thread(self._version_of)  # Redis's client blocks: not on the loop
+                except Exception as error:  # noqa: BLE001 - a room that cannot be read: the streams wait on
+                    log.warning("the class's version could not be read: %s", error)
+                else:
+                    if version != self._latest:
+                        self._latest = version
+                        changed, self._changed = self._changed, asyncio.Event()
+                        changed.set()
+            await asyncio.sleep(self._watch_s)
+        self._latest = None  # read afresh when a page listens again
+
+
+HALL = ClassMoves()  # this process's: one class a process (the presenter key given at the start)
