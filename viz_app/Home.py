@@ -52,21 +52,22 @@ if this_visitor.follows_class:
     following.follow_if_moved(this_visitor)  # before any widget is drawn: the class's step sets them
 elif this_visitor.role is access.Role.PRESENTER:
     following.resume_presenting(this_visitor)  # the class's step, from its store, whichever process this is
-model = sidebar.render(this_visitor, pages)
-if this_visitor.follows_class:
-    following.student_panel(this_visitor)
-sentence = sentence_box.render(page.url_path, model.loaded)  # None where the page reads no sentence
-state.write_url(model.key.source if model.key else None)
-with page_context.serve(page_context.Context(model, sentence, this_visitor)):  # pages get it from widgets.require()
-    try:
-        with heavy.refusing_outside_jobs():  # a heavy computation goes through heavy.run (its price, its slot)
-            page.run()
-    except StoreUnavailableError as error:  # a lecture hall's store that does not answer: one line, no traceback
-        log.warning("the %s page waits for the class's store: %s", page.url_path, error)
-        following.store_silent(this_visitor)
-    except Exception as error:  # a page's own failure (st.stop and page switches are not Exceptions)
-        log.exception("the %s page failed", page.url_path)  # the traceback, for the server's log
-        if this_visitor.role.may_choose_any_model:  # the owner and the presenter may read the server's paths
-            st.exception(error)
-        else:
-            show.error("{}", PAGE_FAILED, icon=":material/error:")
+with following.drawing_turn():  # a class's step is drawn for a few of its students at a time (following.py)
+    model = sidebar.render(this_visitor, pages)
+    if this_visitor.follows_class:
+        following.student_panel(this_visitor)
+    sentence = sentence_box.render(page.url_path, model.loaded)  # None where the page reads no sentence
+    state.write_url(model.key.source if model.key else None)
+    with page_context.serve(page_context.Context(model, sentence, this_visitor)):  # pages get it from widgets.require()
+        try:
+            with heavy.refusing_outside_jobs():  # a heavy computation goes through heavy.run (its price, its slot)
+                page.run()
+        except StoreUnavailableError as error:  # a lecture hall's store that does not answer: one line, no traceback
+            log.warning("the %s page waits for the class's store: %s", page.url_path, error)
+            following.store_silent(this_visitor)
+        except Exception as error:  # a page's own failure (st.stop and page switches are not Exceptions)
+            log.exception("the %s page failed", page.url_path)  # the traceback, for the server's log
+            if this_visitor.role.may_choose_any_model:  # the owner and the presenter may read the server's paths
+                st.exception(error)
+            else:
+                show.error("{}", PAGE_FAILED, icon=":material/error:")

@@ -17,9 +17,12 @@ never a traceback, and draws itself again once the store answers; the presenter'
 """
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
 import uuid
 from dataclasses import dataclass
+from typing import Iterator
 
 import streamlit as st
 
@@ -46,6 +49,10 @@ SILENT_CHECK_S = 2.0  # a page that said the store does not answer asks it again
 PRESS_NOT_SENT = "The class's store does not answer: your press was not sent."
 STORE_SILENT = "The class's store does not answer for a moment: this page comes back by itself when it does."
 UNKNOWN = "unknown (the class's store does not answer)"
+TAKING = "_class_taking"  # the run that follows draws the class's new step for this student
+DRAWING_AT_ONCE = 2  # a process draws the class's new step for this many of its students at a time
+DRAWING_WAIT_S = 10.0  # and a student's page waits at most this long for its turn
+_DRAWING = threading.BoundedSemaphore(DRAWING_AT_ONCE)
 
 
 @dataclass(frozen=True)
@@ -159,6 +166,27 @@ def _heartbeat(visitor: Visitor, following: bool) -> None:
         st.session_state[HEARD] = (now, following)
 
 
+def drawing_turn() -> contextlib.AbstractContextManager[None]:
+    """Around the drawing of a page (viz_app/Home.py): a run that shows a student the class's new step waits for one
+    of DRAWING_AT_ONCE turns of this process (at most DRAWING_WAIT_S, then draws anyway). When the class moves, all
+    of a process's following students start their page at the same moment; drawn side by side, they share the
+    process's one Python thread in slices and every one of them finishes near the end, later than needed (the
+    slicing itself costs a little more CPU): a few at a time, the first pages reach their students within a few
+    tenths of a second and the last no later than before. Any other run draws at once."""
+    return turn_if(bool(st.session_state.pop(TAKING, False)), _DRAWING, DRAWING_WAIT_S)
+
+
+@contextlib.contextmanager
+def turn_if(waits: bool, turns: threading.Semaphore, wait_s: float) -> Iterator[None]:
+    """The block, run in one of `turns` when `waits` (waiting at most `wait_s`, then run anyway), else at once."""
+    turn = waits and turns.acquire(timeout=wait_s)
+    try:
+        yield
+    finally:
+        if turn:
+            turns.release()
+
+
 def _take(current: ClassStep, visitor: Visitor) -> None:
     """Move this student to the class's step: the class's model (if offered), the step's settings, its page."""
     resolution = visitor.resolve(current.model or "")
@@ -170,6 +198,7 @@ def _take(current: ClassStep, visitor: Visitor) -> None:
         return
     st.session_state[SHOWN] = StepTexts(current.lesson.title, step.number, step.total, step.title, step.text,
                                         step.question, step.choices, current.version)
+    st.session_state[TAKING] = True  # the step's page waits for its drawing turn (drawing_turn)
     st.switch_page(f"../pages/{PAGES[step.page][0]}", query_params={**step.query(choice.source), FOLLOW_PARAM: "1"})
 
 

@@ -62,6 +62,11 @@ def test_a_followers_step_makes_no_pass_outside_a_computation_and_is_charged_onc
     no_exception(second)
     assert second.title[0].value.startswith(PAGES["attention"][1])
     assert sum(outside) == 0
+    for student in (first, second):  # the step's page took its drawing turn (following.drawing_turn) and gave it back
+        assert following.TAKING not in student.session_state
+    assert all(following._DRAWING.acquire(timeout=0) for _ in range(following.DRAWING_AT_ONCE))
+    for _ in range(following.DRAWING_AT_ONCE):
+        following._DRAWING.release()
     assert _spent("address 192.0.2.92") == 0 and _spent("address 192.0.2.91") == spent  # read, not charged again
 
 
