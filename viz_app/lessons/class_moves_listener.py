@@ -4,15 +4,21 @@ and reruns the page's listening fragment (viz_app/lessons/following.py) when a v
 arrives. It draws nothing. Its script is viz_app/lessons/class_moves.js, the project's own."""
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import streamlit as st
 
 from viz_app.server import class_moves
 
-_COMPONENT = st.components.v2.component(
-    "bert_inside_class_moves", js=(Path(__file__).with_name("class_moves.js")).read_text(encoding="utf-8"))
 KEY = "class_moves"
+
+
+@functools.cache
+def _component():
+    """Registered at the first listen (st.components.v2: the lecture hall's Streamlit, pyproject.toml's `lecture`)."""
+    return st.components.v2.component(
+        "bert_inside_class_moves", js=Path(__file__).with_name("class_moves.js").read_text(encoding="utf-8"))
 
 
 def hears_moves() -> bool:
@@ -22,7 +28,7 @@ def hears_moves() -> bool:
 
 def listen(seen: int) -> None:
     """Inside the page's listening fragment: rerun it when the class's version is no longer `seen`."""
-    _COMPONENT(key=KEY, data={"url": class_moves.ROUTE, "seen": seen}, on_moved_change=_heard)
+    _component()(key=KEY, data={"url": class_moves.ROUTE, "seen": seen}, on_moved_change=_heard)
 
 
 def _heard() -> None:

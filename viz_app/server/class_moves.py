@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from starlette.requests import Request
-from starlette.responses import PlainTextResponse, Response, StreamingResponse
+if TYPE_CHECKING:  # Starlette is imported where the stream is served (the lecture hall's entry), not by every page
+    from starlette.requests import Request
+    from starlette.responses import Response
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +61,8 @@ class ClassMoves:
     async def stream(self, request: Request) -> Response:
         """ROUTE: `?seen=N` (the version the page drew): the class's version at once when it is not N, then each
         new version, until the browser goes."""
+        from starlette.responses import PlainTextResponse, StreamingResponse
+
         try:
             seen = int(request.query_params.get("seen", "-1"))
         except ValueError:
