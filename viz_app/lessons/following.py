@@ -83,8 +83,13 @@ def follow_if_moved(visitor: Visitor) -> None:
 
 
 def _take_if_moved(current: ClassStep | None, visitor: Visitor) -> None:
-    if st.session_state.get(FOLLOWING) and current is not None and st.session_state.get(SEEN) != current.version:
+    if _moved(current):
         _take(current, visitor)
+
+
+def _moved(current: ClassStep | None) -> bool:
+    """Whether this student follows and the class has moved to a step this browser session has not taken."""
+    return bool(st.session_state.get(FOLLOWING)) and current is not None and st.session_state.get(SEEN) != current.version
 
 
 def resume_presenting(visitor: Visitor) -> None:
@@ -141,7 +146,8 @@ def student_panel(visitor: Visitor) -> None:
         _keep_in_url(following)
         _heartbeat(visitor, following)
         current = visitor.room.current  # one read of the store a run
-        _take_if_moved(current, visitor)  # a new page when the class moved while the student follows (does not return)
+        with turn_if(_moved(current), _DRAWING, DRAWING_WAIT_S):  # the step worked out a few students at a time
+            _take_if_moved(current, visitor)  # a new page when the class moved while the student follows (does not return)
         if _what_is_drawn(current, following) != st.session_state.get(DRAWN):
             st.rerun()
         if hears:  # told at once of the next move; the fragment's own interval only says the student is there
@@ -168,11 +174,12 @@ def _heartbeat(visitor: Visitor, following: bool) -> None:
 
 def drawing_turn() -> contextlib.AbstractContextManager[None]:
     """Around the drawing of a page (viz_app/Home.py): a run that shows a student the class's new step waits for one
-    of DRAWING_AT_ONCE turns of this process (at most DRAWING_WAIT_S, then draws anyway). When the class moves, all
-    of a process's following students start their page at the same moment; drawn side by side, they share the
-    process's one Python thread in slices and every one of them finishes near the end, later than needed (the
-    slicing itself costs a little more CPU): a few at a time, the first pages reach their students within a few
-    tenths of a second and the last no later than before. Any other run draws at once."""
+    of DRAWING_AT_ONCE turns of this process (at most DRAWING_WAIT_S, then draws anyway), as the listening fragment
+    did for working the step out (`listen`). When the class moves, all of a process's following students start at
+    the same moment; side by side, they share the process's one Python thread in slices and every one of them
+    finishes near the end, later than needed, and the slicing itself costs CPU: a few at a time, the first pages
+    reach their students within a few tenths of a second and the last sooner than before (docs/benchmarks.md, "A
+    lecture hall"). Any other run draws at once."""
     return turn_if(bool(st.session_state.pop(TAKING, False)), _DRAWING, DRAWING_WAIT_S)
 
 
