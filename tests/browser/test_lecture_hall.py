@@ -112,6 +112,10 @@ def test_students_and_the_presenter_on_two_processes_survive_a_process(browser, 
     for student in (near, far, third):  # each step heard on the class's stream, from the version the page drew
         assert len(student.streams) >= 5 and all(f"{ROUTE}?seen=" in stream for stream in student.streams)
     assert presenter.streams == []  # the presenter's page does not listen
+    hidden = near.evaluate("""() => { const listener = document.querySelector('.st-key-class_moves');
+        return [getComputedStyle(listener).display,
+                getComputedStyle(listener.closest('[data-testid=stLayoutWrapper]')).display]; }""")
+    assert hidden == ["none", "none"]  # the listener and its fragment take no room on the student's screen
 
     # a question with choices (step 5): three tabs of one address, one on process 1 and two on process 2, cast one
     # vote between them (one answer per address, kept in the store), counted on process 2; the last click wins
