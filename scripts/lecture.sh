@@ -5,7 +5,8 @@
 # settings and the same presenter key (BERT_INSIDE_PRESENTER_KEY, set by start_app.sh), and shares the class and the
 # hours of budget in the store (viz_app/server/class_store.py); the proxy pins each browser to one process
 # (scripts/lecture/haproxy.cfg.in). Each process runs viz_app/lecture_hall.py: the app, and the stream that tells
-# its following students' pages the moment the class moves (viz_app/server/class_moves.py). --store: a store that already runs (on another machine: docs/teaching.md);
+# its following students' pages the moment the class moves (viz_app/server/class_moves.py).
+# --store: a store that already runs (on another machine: docs/teaching.md);
 # without it one is started here, on 127.0.0.1, saving every write to disk before answering (appendfsync always).
 # Ctrl-C stops them all. Needs redis-server and haproxy (scripts/install.sh --lecture installs them).
 set -euo pipefail
