@@ -13,7 +13,7 @@ from viz_app.server.settings import server_settings
 
 
 def class_room():
-    """This process's class, as its pages make it (None without --class)."""
+    """This process's class, the one its pages read (st.cache_resource: made once), None without --class."""
     settings = server_settings()
     return singletons.class_room(settings.presenter_key) if settings.class_mode else None
 

@@ -12,6 +12,10 @@ import streamlit as st
 from viz_app.server import class_moves
 
 KEY = "class_moves"
+# It draws nothing, and neither does the fragment it sits in: no gap for either in the page (its script still runs).
+# Over two lines: Streamlit reads a one-line string with brackets as the path of a file
+HIDDEN = (f'[data-testid="stLayoutWrapper"]:has(> [data-testid="stVerticalBlock"] > .st-key-{KEY}:only-child),\n'
+          f".st-key-{KEY} {{display: none}}")
 
 
 @functools.cache
@@ -20,12 +24,6 @@ def _component():
     return st.components.v2.component(
         "bert_inside_class_moves", js=Path(__file__).with_name("class_moves.js").read_text(encoding="utf-8"),
         css=HIDDEN, isolate_styles=False)  # the rule is the page's, not a shadow root's
-
-
-# it draws nothing, and neither does the fragment it sits in: no gap for either in the page (its script still runs).
-# Over two lines: Streamlit reads a one-line string with brackets as the path of a file
-HIDDEN = (f'[data-testid="stLayoutWrapper"]:has(> [data-testid="stVerticalBlock"] > .st-key-{KEY}:only-child),\n'
-          f".st-key-{KEY} {{display: none}}")
 
 
 def hears_moves() -> bool:

@@ -146,8 +146,9 @@ def student_panel(visitor: Visitor) -> None:
         _keep_in_url(following)
         _heartbeat(visitor, following)
         current = visitor.room.current  # one read of the store a run
-        with turn_if(_moved(current), _DRAWING, DRAWING_WAIT_S):  # the step worked out a few students at a time
-            _take_if_moved(current, visitor)  # a new page when the class moved while the student follows (does not return)
+        if _moved(current):  # a new page when the class moved while the student follows (does not return)
+            with turn_if(True, _DRAWING, DRAWING_WAIT_S):  # the step worked out a few students at a time
+                _take(current, visitor)
         if _what_is_drawn(current, following) != st.session_state.get(DRAWN):
             st.rerun()
         if hears:  # told at once of the next move; the fragment's own interval only says the student is there

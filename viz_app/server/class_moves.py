@@ -9,7 +9,7 @@ that reruns the page's listening fragment when a version it has not drawn arrive
 before. Nothing is learnt from the stream but a number the class's links already give away (how many moves the
 class has made); the heartbeats and answers stay in the page's own runs.
 
-No Streamlit here: the room is registered by viz_app/server/singletons.py when the process makes it, and
+No Streamlit here: the process's entry gives the way to its class (`serve`), the same room its pages read, and
 `serving()` tells a page whether this process serves the stream (plain `streamlit run viz_app/Home.py` does not:
 its pages ask at their fragment's interval, as before).
 """
@@ -37,26 +37,22 @@ class ClassMoves:
 
     def __init__(self, watch_s: float = WATCH_S, ping_s: float = PING_S):
         self._watch_s, self._ping_s = watch_s, ping_s
-        self._version_of: Callable[[], int] | None = None
         self._room_of: Callable[[], Any] | None = None
+        self._room: Any = None  # made once, at the first watch
         self._served = False
         self._latest: int | None = None
         self._changed: asyncio.Event | None = None
         self._listeners = 0
         self._watcher: asyncio.Task | None = None
 
-    def serve(self, room_of: Callable[[], Any] | None = None) -> None:
-        """Called by the process's entry (viz_app/lecture_hall.py) when it serves ROUTE. `room_of`: makes this
-        process's class (its room, with `version`), for a stream that arrives before any page of the process made
-        it; None where the server is not in class mode."""
+    def serve(self, room_of: Callable[[], Any]) -> None:
+        """Called by the process's entry (viz_app/lecture_hall.py) when it serves ROUTE. `room_of`: this process's
+        class (a room with `version`: the one its pages read, made if none has been yet), or None where the server is
+        not in class mode; called at the first watch."""
         self._served, self._room_of = True, room_of
 
     def serving(self) -> bool:
         return self._served
-
-    def watch(self, version_of: Callable[[], int]) -> None:
-        """The class whose version the streams send (viz_app/server/singletons.py, once its room is made)."""
-        self._version_of = version_of
 
     async def stream(self, request: Request) -> Response:
         """ROUTE: `?seen=N` (the version the page drew): the class's version at once when it is not N, then each
@@ -102,17 +98,14 @@ class ClassMoves:
     async def _watch(self) -> None:
         """Read the version every WATCH_S while any stream listens; wake them all when it changes."""
         while self._listeners > 0:
-            if self._version_of is None and self._room_of is not None:
+            if self._room is None and self._room_of is not None:
                 try:
-                    room = await asyncio.to_thread(self._room_of)
+                    self._room = await asyncio.to_thread(self._room_of)
                 except Exception as error:  # noqa: BLE001 - the streams wait; the pages say what is wrong
                     log.warning("the class could not be made: %s", error)
-                else:
-                    if room is not None and self._version_of is None:
-                        self.watch(lambda: room.version)
-            if self._version_of is not None:
+            if self._room is not None:
                 try:
-                    version = await asyncio.to_thread(self._version_of)  # Redis's client blocks: not on the loop
+                    version = await asyncio.to_thread(lambda: self._room.version)  # Redis's client blocks: not on the loop
                 except Exception as error:  # noqa: BLE001 - a room that cannot be read: the streams wait on
                     log.warning("the class's version could not be read: %s", error)
                 else:

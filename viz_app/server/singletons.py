@@ -10,7 +10,7 @@ import sys
 
 import streamlit as st
 
-from viz_app.server import class_moves, class_store, sessions
+from viz_app.server import class_store, sessions
 from viz_app.server.class_room import ClassRoom, class_links, network_host
 from viz_app.server.heavy_jobs import HeavyJobs, MemorySpending, nicer_thread
 from viz_app.server.training_room import TinyTrainingRuns
@@ -51,5 +51,4 @@ def class_room(key: str | None) -> ClassRoom | class_store.RedisClassRoom:
     links = class_links(f"http://{network_host()}:{st.get_option('server.port')}", room.key)
     print(f"Class mode. Presenter (keep this link to yourself): {links.presenter}\nStudents: {links.students}",
           file=sys.stderr, flush=True)
-    class_moves.HALL.watch(lambda: room.version)  # the moves this process streams (viz_app/lecture_hall.py)
     return room

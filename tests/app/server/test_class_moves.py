@@ -15,16 +15,17 @@ from viz_app.server.class_moves import ClassMoves
 
 class Room:
     def __init__(self):
-        self.version, self.reads = 0, 0
+        self.moved_to, self.reads = 0, 0
 
-    def read(self) -> int:
+    @property
+    def version(self) -> int:
         self.reads += 1
-        return self.version
+        return self.moved_to
 
 
 def moves_of(room: Room, ping_s: float = 30.0) -> ClassMoves:
     moves = ClassMoves(watch_s=0.01, ping_s=ping_s)
-    moves.watch(room.read)
+    moves.serve(lambda: room)
     return moves
 
 
@@ -55,13 +56,13 @@ class Page:
 def test_a_page_hears_each_new_version_once_and_never_its_own():
     async def scenario():
         room = Room()
-        room.version = 3
+        room.moved_to = 3
         page = Page(moves_of(room), seen=3)  # the page drew version 3
         assert await page.next() == "retry: 1000\n\n"
         assert await page.nothing_within(0.2)  # version 3 is the one drawn: nothing to say
-        room.version = 4
+        room.moved_to = 4
         assert await page.next() == "data: 4\n\n"
-        room.version = 6  # any version but the one last told, not only the next
+        room.moved_to = 6  # any version but the one last told, not only the next
         assert await page.next() == "data: 6\n\n"
         assert await page.nothing_within(0.2)
         await page.close()
@@ -72,7 +73,7 @@ def test_a_page_hears_each_new_version_once_and_never_its_own():
 def test_a_page_that_drew_an_older_version_hears_the_class_at_once():
     async def scenario():
         room = Room()
-        room.version = 5
+        room.moved_to = 5
         page = Page(moves_of(room), seen=2)  # it reconnected after the class moved on
         await page.next()
         assert await page.next() == "data: 5\n\n"
@@ -101,7 +102,7 @@ def test_one_watch_for_every_page_and_none_once_they_have_gone():
         await asyncio.sleep(0.3)
         reads = room.reads
         assert 1 <= reads <= 45  # at most one read every 10 ms for the 50 pages together, not one a page
-        room.version = 1
+        room.moved_to = 1
         assert [await page.next() for page in pages] == ["data: 1\n\n"] * 50
         for page in pages:
             await page.close()
@@ -118,18 +119,21 @@ def test_one_watch_for_every_page_and_none_once_they_have_gone():
 
 def test_a_room_that_cannot_be_read_keeps_the_stream_waiting():
     async def scenario():
-        room, failing = Room(), [True]
+        failing = [True]
 
-        def read() -> int:
-            if failing[0]:
-                raise ConnectionError("the store does not answer")
-            return room.read()
+        class Unanswering(Room):
+            @property
+            def version(self) -> int:
+                if failing[0]:
+                    raise ConnectionError("the store does not answer")
+                return self.moved_to
 
+        room = Unanswering()
         moves = ClassMoves(watch_s=0.01)
-        moves.watch(read)
+        moves.serve(lambda: room)
         page = Page(moves, seen=0)
         await page.next()
-        room.version = 2
+        room.moved_to = 2
         assert await page.nothing_within(0.2)
         failing[0] = False
         assert await page.next() == "data: 2\n\n"
@@ -156,7 +160,7 @@ def test_seen_is_a_version(query, status):
 def test_a_stream_before_any_page_made_the_class_makes_it():
     async def scenario():
         room = Room()
-        room.version = 7
+        room.moved_to = 7
         made = []
 
         def room_of():
