@@ -114,7 +114,7 @@ def test_students_and_the_presenter_on_two_processes_survive_a_process(browser, 
     assert presenter.streams == []  # the presenter's page does not listen
     hidden = near.evaluate("""() => { const listener = document.querySelector('.st-key-class_moves');
         return [getComputedStyle(listener).display,
-                getComputedStyle(listener.closest('[data-testid=stLayoutWrapper]')).display]; }""")
+                getComputedStyle(listener.closest('[data-testid=stMainBlockContainer] > div > [data-testid=stLayoutWrapper]')).display]; }""")
     assert hidden == ["none", "none"]  # the listener and its fragment take no room on the student's screen
 
     # a question with choices (step 5): three tabs of one address, one on process 1 and two on process 2, cast one

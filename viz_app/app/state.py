@@ -145,9 +145,10 @@ def write_url(model_source: str | None) -> None:
         if key in ("text", "pair") and len(value) > MAX_URL_TEXT:
             continue
         wanted[key] = param.dump(value)
-    changed = {key: value for key, value in wanted.items() if st.query_params.get(key) != value}
+    present = st.query_params.to_dict()  # read once: each lookup through st.query_params costs as much as this
+    changed = {key: value for key, value in wanted.items() if present.get(key) != value}
     if changed:
         st.query_params.update(changed)
     for key in (MODEL_PARAM, *LINK_PARAMS):
-        if key not in wanted and key in st.query_params:
+        if key not in wanted and key in present:
             del st.query_params[key]

@@ -14,8 +14,8 @@ from viz_app.server import class_moves
 KEY = "class_moves"
 # It draws nothing, and neither does the fragment it sits in: no gap for either in the page (its script still runs).
 # Over two lines: Streamlit reads a one-line string with brackets as the path of a file
-HIDDEN = (f'[data-testid="stLayoutWrapper"]:has(> [data-testid="stVerticalBlock"] > .st-key-{KEY}:only-child),\n'
-          f".st-key-{KEY} {{display: none}}")
+HIDDEN = ('[data-testid="stLayoutWrapper"]:has(> [data-testid="stVerticalBlock"] > [data-testid="stLayoutWrapper"]:only-child'
+          f' > .st-key-{KEY}),\n.st-key-{KEY} {{display: none}}')
 
 
 @functools.cache
@@ -32,8 +32,11 @@ def hears_moves() -> bool:
 
 
 def listen(seen: int) -> None:
-    """Inside the page's listening fragment: rerun it when the class's version is no longer `seen`."""
-    _component()(key=KEY, data={"url": class_moves.ROUTE, "seen": seen}, on_moved_change=_heard)
+    """Inside the page's listening fragment: rerun it when the class's version is no longer `seen`. The component has
+    no key of its own (its container has): every widget a page draws reads the session's keyed widgets' values, and
+    a keyed component's would be worked out again for each of them."""
+    with st.container(key=KEY):
+        _component()(data={"url": class_moves.ROUTE, "seen": seen}, on_moved_change=_heard)
 
 
 def _heard() -> None:
