@@ -141,8 +141,9 @@ def _poll(session: Session, follower: Follower, stop: threading.Event, on_markdo
 
 def _hear_moves(url: str, session: Session, follower: Follower, stop: threading.Event, on_markdown) -> None:
     """As the browser does with the page's listener (viz_app/lessons/class_moves.js): a stream of the class's versions
-    open beside the page, and the fragment the listener sits in rerun with its "moved" event when a version the page
-    has not drawn arrives, or by the fragment's timer; the stream opened again when the page draws another version."""
+    open beside the page (saying the student is there), and the fragment the listener sits in rerun with its "moved"
+    event when a version the page has not drawn arrives, or by the fragment's timer; the stream opened again when the
+    page draws another version."""
     heard: queue.Queue[tuple[int, int]] = queue.Queue()
     stream, opened_for = None, None
     try:
@@ -151,7 +152,8 @@ def _hear_moves(url: str, session: Session, follower: Follower, stop: threading.
             if opened_for != (component_id, data["seen"]):
                 if stream is not None:
                     stream.close()
-                stream, opened_for = MovesStream(url + data["url"], data["seen"], heard), (component_id, data["seen"])
+                stream = MovesStream(url + data["url"], data["seen"], heard, data.get("heard", ""))
+                opened_for = (component_id, data["seen"])
             fragment, interval = list(session.fragments.items())[-1]
             tick = time.monotonic()
             try:
@@ -178,12 +180,14 @@ def _rerun(session: Session, follower: Follower, on_markdown, **how) -> None:
 
 
 class MovesStream:
-    """One EventSource: reads `data:` lines in a thread of its own and puts (its id, version) in `heard`."""
+    """One EventSource: reads `data:` lines in a thread of its own and puts (its id, version) in `heard`;
+    `presence`: the page's signed name, which its process tells the class while the stream is open."""
 
-    def __init__(self, address: str, seen: int, heard: queue.Queue):
+    def __init__(self, address: str, seen: int, heard: queue.Queue, presence: str = ""):
         parts = urlsplit(address)
         self._connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=None)
-        self._connection.request("GET", f"{parts.path}?seen={seen}", headers={"Accept": "text/event-stream"})
+        query = urlencode({"seen": seen, **({"heard": presence} if presence else {})})
+        self._connection.request("GET", f"{parts.path}?{query}", headers={"Accept": "text/event-stream"})
         self._answer = self._connection.getresponse()
         if self._answer.status != 200:
             raise RuntimeError(f"the class's moves answered {self._answer.status}")

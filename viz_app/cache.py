@@ -12,8 +12,8 @@ the sentence box, and never here).
     (its arrays marked read-only, so a page that tried to write would fail loudly): the recorded passes
     (viz_app/specs/recorded.py; a 512-token BERT-base input holds about 270 MB once its patterns are read, a
     classroom sentence under 5 MB), the corpus search's index, the Features page's scans. At most FORWARD_ENTRIES
-    and SHARED_BUDGETS memory budgets, each for an hour; `kept_shared` tells heavy.run whether a `built_once` one (the corpus
-    index) is kept already (then no one pays for it again).
+    and SHARED_BUDGETS memory budgets, each for an hour; `kept_shared` tells heavy.run whether one is kept already
+    (then no one pays for it again).
 - what the pages derive without a forward pass (the attention page's head statistics and charts from its recorded
   pass, the embedding tables' analysis, a feature's promoted tokens): `st.cache_data` or `st.cache_resource`, each
   bounded by `max_entries` and an hour. A page's forward pass, however light, and a lesson step are a spec's
@@ -238,7 +238,7 @@ def inputs(key: ModelKey, prepared: PreparedInput | None) -> Inputs:
 def result_of(key: ModelKey, prepared: PreparedInput | None, computation: Computation, work):
     """The computation's result kept for this model and input (`per_model`: the model), computed when it is not."""
     prepared = None if computation.per_model else prepared
-    kept = computed_shared if computation.shared or computation.built_once else computed
+    kept = computed_shared if computation.shared else computed
     return kept(computation.name, key, prepared, computation.cache_key(work), work, computation)
 
 

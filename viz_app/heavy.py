@@ -128,21 +128,20 @@ def run(context: Context, computation: Computation, work, key: str | None = None
         model: ModelKey | None = None):
     """The computation's result for the page's model and input: priced (`computation.cost`), allowed by the budgets
     (or confirmed by the owner or the presenter), run in a slot that stops when the tab closes, and cached (one
-    result per model, input and work, shared by every session). A `built_once` computation (a corpus index) is
-    priced and slotted once: a visitor who finds it kept reads it at no cost, whatever its budget. None when it may
+    result per model, input and work, shared by every session). A `shared` computation (a recorded pass, a corpus index) is
+    priced and slotted when it runs: a visitor who finds it kept reads it at no cost, whatever its budget. None when it may
     not start: the page has said why.
     `key`: the confirmation's key when a page runs one computation twice (two sides); default its name. `model`:
     the model it runs on when not the page's picked one, without the sentence box's input (the built-in model that
     "How BERT was trained" reads)."""
     model_key, given = (context.key, context.prepared) if model is None else (model, None)
-    inputs = cache.inputs(model_key, given)
     prepared = None if computation.per_model else given  # once per model: not keyed by the input
     arguments = (computation.name, model_key, prepared, computation.cache_key(work), work, computation)
-    shared = computation.shared or computation.built_once
-    if computation.built_once:  # kept once for every visitor: read without asking the budget again
+    if computation.shared:  # kept already for every visitor: read at no cost (nothing runs), without asking the budget
         kept = cache.kept_shared(*arguments)
         if kept is not None:
             return kept
+    inputs = cache.inputs(model_key, given)
     cost, title = cache.priced(computation.name, model_key, given, computation.cache_key(work), work,
                                computation), computation.title(work)
     if config is None:
@@ -154,7 +153,7 @@ def run(context: Context, computation: Computation, work, key: str | None = None
     light = cost.forward_passes + 2 * cost.backward_passes <= LIGHT_PASSES
     # cache.computed and computed_shared are bounded stores, not st.cache_* functions: the bar can be drawn
     with job(context, cost, title, config, progress_bar=True, light=light):
-        return (cache.computed_shared if shared else cache.computed)(*arguments)
+        return (cache.computed_shared if computation.shared else cache.computed)(*arguments)
 
 
 def deferred(context: Context, cost: Cost, make: Callable[[], T], refused: Callable[[str], T],

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import weakref
 from typing import Callable, Hashable
 
 import streamlit as st
+from plotly.basedatatypes import BaseFigure
 
 from bert.analysis.attention.words import WordGroups, word_groups
 from viz_app.export import html as export_html
@@ -17,6 +19,7 @@ from viz_app.app.navigation import LINK_PARAMS
 from viz_app.app.page_context import Context
 
 SHOWN_CHARTS = "_charts_shown"  # (key, Chart) of every chart show_chart drew in this run of the page
+_DRAWN: dict[int, dict] = {}  # id of a Chart shown -> its figure as plotly's dict, while the Chart lives (_drawn)
 
 
 def page_header(title: str, explanation: str) -> None:
@@ -64,7 +67,7 @@ def show_chart(chart: Chart, key: str, on_click: Callable[[dict], dict] | None =
     if on_click is not None:
         selecting = {"on_select": lambda: st.session_state.update(on_click(st.session_state.get(f"chart_{key}") or {})),
                      "selection_mode": "points"}
-    st.plotly_chart(chart.figure, config=config, key=f"chart_{key}", width="stretch", **selecting)
+    st.plotly_chart(_drawn(chart), config=config, key=f"chart_{key}", width="stretch", **selecting)
     if moving := flow.element(chart.figure, f"chart_{key}"):  # markers that flow when drawn (charts/flow.py)
         st.html(moving, unsafe_allow_javascript=True)  # the app's own CSS and script, no visitor text
     st.session_state.setdefault(SHOWN_CHARTS, []).append((key, chart))
@@ -81,6 +84,28 @@ def show_chart(chart: Chart, key: str, on_click: Callable[[dict], dict] | None =
         icon=":material/download:",
         type="tertiary",
     )
+
+
+class _AsDict(BaseFigure):
+    """A figure already turned into plotly's dict, handed to st.plotly_chart, which takes a figure's `to_dict()` (a
+    deep copy of every number in it) and serialises that."""
+
+    def __init__(self, figure: dict):  # BaseFigure's own __init__ would validate the whole figure again
+        object.__setattr__(self, "_figure", figure)
+
+    def to_dict(self) -> dict:
+        return self._figure
+
+
+def _drawn(chart: Chart) -> _AsDict:
+    """The chart's figure as plotly's dict, made once for each Chart (st.plotly_chart does not change it): a chart
+    kept for every session (the lessons' steps, the attention page) is drawn for a class of students, and the copy
+    was most of what a chart cost a page's run. A Chart's figure is not changed once the chart is shown."""
+    figure = _DRAWN.get(id(chart))
+    if figure is None:
+        figure = _DRAWN[id(chart)] = chart.figure.to_dict()
+        weakref.finalize(chart, _DRAWN.pop, id(chart), None)
+    return _AsDict(figure)
 
 
 def figure_key(name: str, chart: Chart) -> str:

@@ -31,12 +31,14 @@ def hears_moves() -> bool:
     return class_moves.HALL.serving()
 
 
-def listen(seen: int) -> None:
-    """Inside the page's listening fragment: rerun it when the class's version is no longer `seen`. The component has
+def listen(seen: int, session: str, following: bool) -> None:
+    """Inside the page's listening fragment: rerun it when the class's version is no longer `seen`; while the stream
+    is open, the process tells the class that `session` is there, following or not. The component has
     no key of its own (its container has): every widget a page draws reads the session's keyed widgets' values, and
     a keyed component's would be worked out again for each of them."""
     with st.container(key=KEY):
-        _component()(data={"url": class_moves.ROUTE, "seen": seen}, on_moved_change=_heard)
+        _component()(data={"url": class_moves.ROUTE, "seen": seen,
+                            "heard": class_moves.HALL.presence(session, following)}, on_moved_change=_heard)
 
 
 def _heard() -> None:

@@ -2,9 +2,9 @@
 the presenter, and the presenter's box on the Lessons page (the two links, how many follow, the answers).
 
 A student's panel listens with a fragment that reruns every POLL_S seconds and draws nothing (in a lecture hall's
-process, which streams the class's moves, at once when the class moves and otherwise every HEARTBEAT_S:
-viz_app/server/class_moves.py): it tells the room the
-student is there (every HEARTBEAT_S), and when the room's version changed while the student follows, it takes the
+process, which streams the class's moves, at once when the class moves, and every STREAMED_POLL_S in case the
+stream was cut: viz_app/server/class_moves.py): it tells the room the student is there (at most every HEARTBEAT_S;
+in a lecture hall the stream's process does it while the stream is open), and when the room's version changed while the student follows, it takes the
 room's step the way a lesson's step is taken (viz_app/lessons/session.py: the sentence, the model, every setting the
 step names; the step worked out through the runner, or read free once the class has it) and switches to the step's
 page. Only the student's own session changes.
@@ -29,14 +29,14 @@ import streamlit as st
 from viz_app.app import show, state
 from viz_app.server import class_store, singletons
 from viz_app.server.access import Role, Visitor
-from viz_app.server.class_room import FOLLOW_PARAM, Answer, ClassRoom, ClassStep, class_links
+from viz_app.server.class_room import FOLLOW_PARAM, HEARTBEAT_S, Answer, ClassRoom, ClassStep, class_links
 from viz_app.lessons import class_moves_listener, session
 from viz_app.lessons.format import PAGES
 from viz_app.app.models import ModelKey
 from viz_app.app.text import address, escape_markdown, joined, markdown, without_images
 
 POLL_S = 0.5  # a following student's page asks the room this often (half of it, on average, is the wait)
-HEARTBEAT_S = 2.0  # and tells it that the student is there this often (the count looks back HEARTBEAT_WINDOW_S = 5 s)
+STREAMED_POLL_S = 10.0  # and where it hears the class's moves, this often, in case its stream was cut
 COUNTS_S = 2.0  # the presenter's count of followers and answers is redrawn this often
 FOLLOWING = "_class_following"  # True while the student follows the class
 SEEN = "_class_seen"  # the room's version this browser session last took
@@ -131,7 +131,8 @@ def student_panel(visitor: Visitor) -> None:
     started or ended, or moved while the student explores). A poll that finds nothing new draws nothing: a hall of
     students polls twice a second each, so the poll is most of what the server does between steps. Where the
     process streams the class's moves (a lecture hall's: viz_app/server/class_moves.py), the fragment is rerun the
-    moment the class moves, and on its own only every HEARTBEAT_S, to say the student is there."""
+    moment the class moves, and on its own only every STREAMED_POLL_S; the stream's process says the student is
+    there."""
     following = bool(st.session_state.get(FOLLOWING))
     current = visitor.room.current
     with st.container(key="class_panel", border=True):
@@ -140,7 +141,7 @@ def student_panel(visitor: Visitor) -> None:
 
     hears = class_moves_listener.hears_moves()
 
-    @st.fragment(run_every=HEARTBEAT_S if hears else POLL_S)
+    @st.fragment(run_every=STREAMED_POLL_S if hears else POLL_S)
     def listen() -> None:
         following = bool(st.session_state.get(FOLLOWING))
         _keep_in_url(following)
@@ -151,8 +152,9 @@ def student_panel(visitor: Visitor) -> None:
                 _take(current, visitor)
         if _what_is_drawn(current, following) != st.session_state.get(DRAWN):
             st.rerun()
-        if hears:  # told at once of the next move; the fragment's own interval only says the student is there
-            class_moves_listener.listen(visitor.room.version if current is None else current.version)
+        if hears:  # told at once of the next move, and the student said to be there while the stream is open
+            class_moves_listener.listen(visitor.room.version if current is None else current.version,
+                                        st.session_state[SESSION], following)
 
     listen()
 

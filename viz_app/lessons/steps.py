@@ -154,7 +154,7 @@ def step_computation(per_model: Callable[[LoadedModel], PerModel]) -> Computatio
 
     return Computation("lessons.step", lambda work: "Working out this step and its figures for the loaded model",
                        cost=lambda inputs, work: step_cost(work.lesson, work.index, inputs.loaded, work.session),
-                       compute=compute, per_model=True, built_once=True, work=StepWork)
+                       compute=compute, per_model=True, shared=True, work=StepWork)
 
 
 def _as_is(text: str) -> str:

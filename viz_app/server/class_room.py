@@ -2,9 +2,10 @@
 server process (`st.cache_resource`) and every session's thread shares it, so each method takes the lock.
 
 The presenter (the session that knows the key) shows a lesson's step, moves to another, or ends the lesson; each
-change bumps `version`. A following student's page asks for `current` twice a second and, when its version
-changed, takes it (the lesson itself, so a lesson the presenter loaded from a file reaches the students too). Every
-2 s it also says whether its student follows (`heartbeat`; viz_app/lessons/following.py's POLL_S and HEARTBEAT_S):
+change bumps `version`. A following student's page asks for `current` twice a second (in a lecture hall, hears
+when it changes: viz_app/server/class_moves.py) and, when its version changed, takes it (the lesson itself, so a
+lesson the presenter loaded from a file reaches the students too). Every HEARTBEAT_S the page (in a lecture hall, its
+stream's process) also says whether its student follows (`heartbeat`; viz_app/lessons/following.py):
 `followers()` counts the students heard from within the last HEARTBEAT_WINDOW_S seconds. A step with a question collects one answer per student while it shows.
 
 A student, as far as the server can tell, is an address: the app names a voter by the address its browser
@@ -24,6 +25,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable
 
+HEARTBEAT_S = 2.0  # a student's page, or its stream, says the student is there this often
 HEARTBEAT_WINDOW_S = 5.0  # a student not heard from for this long no longer counts (their tab was closed)
 MAX_SESSIONS = 1000  # students tracked at most; the ones not heard from longest are forgotten first
 KEY_BYTES = 16  # a random key: 22 URL-safe characters

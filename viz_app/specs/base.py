@@ -84,8 +84,8 @@ class Computation(Generic[Work, Result]):
     counted at, when not the page's (the larger of two models); `per_model`: made once per model, whatever the input
     (a mean over built-in sentences), so cached by the model alone and computed without the input; `shared`: the
     result is kept once and shared read-only by every session, never copied (a recorded pass that several pages
-    read: viz_app/specs/recorded.py); `built_once`: a shared result every visitor reads alike (a corpus index),
-    priced and slotted once: once kept, every visitor reads it without asking the budget again; `key(work)`: what
+    read: viz_app/specs/recorded.py; a corpus index), priced and slotted when it is computed: once kept, every
+    visitor reads it at no cost, without asking the budget again (nothing runs); `key(work)`: what
     caches the result, when the work carries a large object the key names (a corpus, the probes' data) that is not
     hashed on every rerun; default the work's fields."""
 
@@ -96,7 +96,6 @@ class Computation(Generic[Work, Result]):
     counted_at: Callable[[Inputs, Work], BertConfig] | None = None
     per_model: bool = False
     shared: bool = False
-    built_once: bool = False  # implies shared
     key: Callable[[Work], Hashable] | None = None
     work: type = field(kw_only=True)  # the work's type: a frozen dataclass, equal and hashed by its fields' values
 

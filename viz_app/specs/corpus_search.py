@@ -1,6 +1,6 @@
 """The page "Corpus search" (address `corpus_search`), as a spec (viz_app/specs/base.py): the corpora (built-in set,
 uploads by content, within limits), its `Settings`, its two computations (the corpus index, built once per model
-and corpus and shared by every visitor: `Computation.built_once`; the search of one token), the matches in their
+and corpus and shared by every visitor: `Computation.shared`; the search of one token), the matches in their
 sentences (HTML, escaped), a summary of them and its `view`. The index itself is bert.analysis.corpus.corpus_search.
 Plain Python."""
 from __future__ import annotations
@@ -228,7 +228,7 @@ def _search_cost(inputs: Inputs, work: SearchWork) -> Cost:
 
 INDEX = Computation(
     "corpus_search.index", index_title,
-    cost=index_cost, compute=index, per_model=True, built_once=True,
+    cost=index_cost, compute=index, per_model=True, shared=True,
     key=lambda work: (work.corpus.digest, work.head_layer), work=IndexWork)
 SEARCH = Computation(
     "corpus_search.search", lambda work: "the search", cost=_search_cost, compute=search,

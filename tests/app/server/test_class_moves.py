@@ -1,11 +1,13 @@
 """The class's moves as a stream (viz_app/server/class_moves.py): a page that drew version N hears the class's version
 at once when it is not N, then each new version once, a comment while nothing moves, and nothing from a version
-it drew; one watch a process reads the version while any page listens and stops when none does; `seen` is checked.
+it drew; one watch a process reads the version while any page listens and stops when none does; `seen` is checked;
+an open stream whose page gave its signed name tells the class its student is there, and no other name is heard.
 The stream's generator is read directly, on one event loop, with the room's version a variable the test moves."""
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from urllib.parse import urlencode
 
 import pytest
 from starlette.requests import Request
@@ -16,6 +18,10 @@ from viz_app.server.class_moves import ClassMoves
 class Room:
     def __init__(self):
         self.moved_to, self.reads = 0, 0
+        self.heard: list[tuple[str, bool]] = []
+
+    def heartbeat(self, session: str, following: bool) -> None:
+        self.heard.append((session, following))
 
     @property
     def version(self) -> int:
@@ -23,8 +29,8 @@ class Room:
         return self.moved_to
 
 
-def moves_of(room: Room, ping_s: float = 30.0) -> ClassMoves:
-    moves = ClassMoves(watch_s=0.01, ping_s=ping_s)
+def moves_of(room: Room, ping_s: float = 30.0, heartbeat_s: float = 30.0) -> ClassMoves:
+    moves = ClassMoves(watch_s=0.01, ping_s=ping_s, heartbeat_s=heartbeat_s)
     moves.serve(lambda: room)
     return moves
 
@@ -32,9 +38,9 @@ def moves_of(room: Room, ping_s: float = 30.0) -> ClassMoves:
 class Page:
     """A page's stream, read as the browser reads it: every event as it comes, into a queue the test looks at."""
 
-    def __init__(self, moves: ClassMoves, seen: int):
+    def __init__(self, moves: ClassMoves, seen: int, presence: str = ""):
         self.events: asyncio.Queue[str] = asyncio.Queue()
-        self._task = asyncio.ensure_future(self._read(moves._events(seen)))
+        self._task = asyncio.ensure_future(self._read(moves._events(seen, moves._heard(presence))))
 
     async def _read(self, events) -> None:
         async for event in events:
@@ -175,5 +181,58 @@ def test_a_stream_before_any_page_made_the_class_makes_it():
         assert await page.next() == "data: 7\n\n"
         assert len(made) == 1  # made once, then watched
         await page.close()
+
+    asyncio.run(scenario())
+
+
+SESSION, OTHER = "0123456789abcdef" * 2, "fedcba9876543210" * 2
+
+
+def test_an_open_stream_tells_the_class_its_student_is_there_until_it_closes():
+    async def scenario():
+        room = Room()
+        moves = moves_of(room, heartbeat_s=0.05)
+        following, exploring = Page(moves, 0, moves.presence(SESSION, True)), Page(moves, 0, moves.presence(OTHER, False))
+        await asyncio.sleep(0.5)
+        assert room.heard.count((SESSION, True)) >= 3 and room.heard.count((OTHER, False)) >= 3  # every round, each
+        assert set(room.heard) == {(SESSION, True), (OTHER, False)}
+        await following.close()
+        await asyncio.sleep(0.1)  # a round under way when it closed
+        told = len(room.heard)
+        await asyncio.sleep(0.3)
+        assert (SESSION, True) not in room.heard[told:] and (OTHER, False) in room.heard[told:]
+        await exploring.close()
+
+    asyncio.run(scenario())
+
+
+def test_only_a_name_this_process_signed_is_heard():
+    moves, elsewhere = moves_of(Room()), moves_of(Room())
+    signed = moves.presence(SESSION, True)
+    assert moves._heard(signed) == (SESSION, True)
+    assert moves._heard(moves.presence(OTHER, False)) == (OTHER, False)
+    session, _, mac = signed.split(".")
+    assert moves._heard(f"{session}.0.{mac}") is None  # following turned into exploring: the signature no longer fits
+    assert moves._heard(f"{OTHER}.1.{mac}") is None  # another session under this one's signature
+    assert moves._heard(elsewhere.presence(SESSION, True)) is None  # another process's (one restarted since)
+    for text in ("", "x", signed + "0", signed.upper(), "../" + signed, f"{session}.1.{mac[:-1]}"):
+        assert moves._heard(text) is None
+
+
+def test_a_stream_with_a_name_not_signed_here_moves_on_but_says_nothing():
+    async def scenario():
+        room = Room()
+        moves = moves_of(room, heartbeat_s=0.01)
+        query = urlencode({"seen": 0, "heard": moves_of(Room()).presence(SESSION, True)}).encode()
+        answer = await moves.stream(Request({"type": "http", "method": "GET", "path": "/_class/moves",
+                                             "query_string": query, "headers": []}))
+        assert answer.status_code == 200
+        events = answer.body_iterator
+        assert await events.__anext__() == "retry: 1000\n\n"
+        room.moved_to = 1
+        assert await asyncio.wait_for(events.__anext__(), 2) == "data: 1\n\n"  # the moves still reach the page
+        await asyncio.sleep(0.1)
+        assert room.heard == []
+        await events.aclose()
 
     asyncio.run(scenario())

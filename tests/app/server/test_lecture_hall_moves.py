@@ -51,7 +51,7 @@ def test_a_following_page_hears_the_move_and_takes_the_step(hall):
     student.rerun()
     component_id, data = student.components[LISTENER]
     assert data["url"] == ROUTE
-    assert list(student.fragments.values())[-1] == following.HEARTBEAT_S  # its timer only says it is there
+    assert list(student.fragments.values())[-1] == following.STREAMED_POLL_S  # its timer only in case the stream is cut
     heard: queue.Queue = queue.Queue()
     stream = MovesStream(hall + data["url"], data["seen"], heard)
     try:

@@ -153,7 +153,7 @@ def test_a_link_reopens_the_search_and_nonsense_falls_back(open_search):
 
 
 def test_the_index_is_priced_and_slotted_once_then_read_by_every_visitor(open_search, monkeypatch):
-    """The index is a result every visitor reads alike (`Computation.built_once`): once kept, heavy.run hands it to the
+    """The index is a result every visitor reads alike (`Computation.shared`): once kept, heavy.run hands it to the
     next visitor without asking the budget again, whatever that visitor may still spend; a corpus not indexed yet
     is asked for as before (here refused by a stand-in for a spent budget: nothing is built)."""
     from viz_app import heavy
