@@ -53,7 +53,7 @@ if this_visitor.follows_class:
 elif this_visitor.role is access.Role.PRESENTER:
     following.resume_presenting(this_visitor)  # the class's step, from its store, whichever process this is
 with following.drawing_turn():  # a class's step is drawn for a few of its students at a time (following.py)
-    model = sidebar.render(this_visitor, pages)
+    model = sidebar.render(this_visitor, pages, page_list=not following.follows_now())
     if this_visitor.follows_class:
         following.student_panel(this_visitor)
     sentence = sentence_box.render(page.url_path, model.loaded)  # None where the page reads no sentence

@@ -77,6 +77,11 @@ def join_if_asked() -> None:
     st.session_state.setdefault(SESSION, uuid.uuid4().hex)
 
 
+def follows_now() -> bool:
+    """Whether this browser session follows the class now (a student of class mode who has not chosen to explore)."""
+    return bool(st.session_state.get(FOLLOWING))
+
+
 def follow_if_moved(visitor: Visitor) -> None:
     """A following student whose class moved since: take the class's step (switches page; does not return)."""
     _take_if_moved(visitor.room.current, visitor)

@@ -143,7 +143,9 @@ def apply(lesson: Lesson, step: ResolvedStep, model: str | None) -> None:
     for key, param in LINK_PARAMS.items():
         if key in SIDEBAR_KEYS or key in KEPT:
             continue
-        st.session_state[key] = copy.deepcopy(step.state.get(key, param.default))  # the page fits it to the model
+        value = step.state.get(key, param.default)
+        if key not in st.session_state or st.session_state[key] != value:  # a write costs more than the look
+            st.session_state[key] = copy.deepcopy(value)  # the page fits it to the model
     st.session_state[APPLIED] = marker
 
 
