@@ -152,7 +152,7 @@ def _hear_moves(url: str, session: Session, follower: Follower, stop: threading.
             if opened_for != (component_id, data["seen"]):
                 if stream is not None:
                     stream.close()
-                stream = MovesStream(url + data["url"], data["seen"], heard, data.get("heard", ""))
+                stream = MovesStream(url + data["url"], data["seen"], heard, data.get("heard", ""), session.cookies)
                 opened_for = (component_id, data["seen"])
             fragment, interval = list(session.fragments.items())[-1]
             tick = time.monotonic()
@@ -181,13 +181,15 @@ def _rerun(session: Session, follower: Follower, on_markdown, **how) -> None:
 
 class MovesStream:
     """One EventSource: reads `data:` lines in a thread of its own and puts (its id, version) in `heard`;
-    `presence`: the page's signed name, which its process tells the class while the stream is open."""
+    `presence`: the page's signed name, which its process tells the class while the stream is open; `cookies`: the
+    page's (its process, behind a lecture hall's proxy)."""
 
-    def __init__(self, address: str, seen: int, heard: queue.Queue, presence: str = ""):
+    def __init__(self, address: str, seen: int, heard: queue.Queue, presence: str = "", cookies: str = ""):
         parts = urlsplit(address)
         self._connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=None)
         query = urlencode({"seen": seen, **({"heard": presence} if presence else {})})
-        self._connection.request("GET", f"{parts.path}?{query}", headers={"Accept": "text/event-stream"})
+        headers = {"Accept": "text/event-stream", **({"Cookie": cookies} if cookies else {})}
+        self._connection.request("GET", f"{parts.path}?{query}", headers=headers)
         self._answer = self._connection.getresponse()
         if self._answer.status != 200:
             raise RuntimeError(f"the class's moves answered {self._answer.status}")

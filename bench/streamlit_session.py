@@ -41,6 +41,9 @@ class Session:
             connect(ws_url, subprotocols=["streamlit"], max_size=None, open_timeout=timeout_s)
         )
         self.timeout_s = timeout_s
+        # the cookies the server set on the websocket's answer (a lecture hall's proxy pins the browser to one process
+        # by one), sent back with the browser's other requests to it, as a browser does
+        self.cookies = "; ".join(value.split(";")[0] for value in self.socket.response.headers.get_all("Set-Cookie"))
         self.cache: dict[str, bytes] = {}  # hash -> message the server marked cacheable (the browser keeps them)
         self.page_hash = ""
         self.page_name = ""  # the page's address before the server names its script (e.g. "lessons")

@@ -158,7 +158,7 @@ if many:
 else:
     shown = list(range(len(result.masks)))
 
-charts = spec.view(spec.Settings(top_k, tuple(shown)), context, {"recorded": result})
+charts = cache.prediction_charts(context.key, context.prepared, spec.Settings(top_k, tuple(shown)), result)
 columns = st.columns(2) if len(shown) > 1 else [st.container()]
 for slot, index in enumerate(shown):
     mask = result.masks[index]

@@ -40,7 +40,7 @@ from bert.analysis.representations.compare import same_vocabulary as shares_voca
 from bert.costs import Cost
 from bert.errors import InvalidInputError
 from bert.replaced_tokens import check_pair
-from viz_app.specs import attention, features, head_ablation
+from viz_app.specs import attention, features, head_ablation, prediction
 from viz_app.app import generators, models
 from viz_app.specs.probes import runs as probe_runs
 from viz_app.charts.base import Chart
@@ -93,6 +93,14 @@ def attention_charts(key: ModelKey, prepared: PreparedInput, settings: attention
     """The attention page's charts for one input and its settings (in words or word pieces), built once and shared
     by every session that asks for the same: a class on one step asks thirty times. Streamlit only reads them."""
     return attention.view(settings, Inputs(load_model(key), prepared), {"recorded": _result, "statistics": _statistics})
+
+
+@st.cache_resource(show_spinner=False, max_entries=4 * FORWARD_ENTRIES, ttl=HOUR, hash_funcs=BY_INPUT)
+def prediction_charts(key: ModelKey, prepared: PreparedInput, settings: prediction.Settings,
+                      _result: ForwardResult) -> dict[str, Chart]:
+    """The prediction page's charts of one input's masks and its settings, built once and shared by every session
+    that asks for the same, as `attention_charts`. Streamlit only reads them."""
+    return prediction.view(settings, Inputs(load_model(key), prepared), {"recorded": _result})
 
 
 @st.cache_data(show_spinner="Analysing the embedding tables (once per model)…", max_entries=4, ttl=HOUR)

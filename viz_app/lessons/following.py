@@ -151,17 +151,26 @@ def student_panel(visitor: Visitor) -> None:
         following = bool(st.session_state.get(FOLLOWING))
         _keep_in_url(following)
         _heartbeat(visitor, following)
-        current = visitor.room.current  # one read of the store a run
+        version, current = class_now(visitor.room, hears)
         if _moved(current):  # a new page when the class moved while the student follows (does not return)
             with turn_if(True, _DRAWING, DRAWING_WAIT_S):  # the step worked out a few students at a time
                 _take(current, visitor)
         if _what_is_drawn(current, following) != st.session_state.get(DRAWN):
             st.rerun()
         if hears:  # told at once of the next move, and the student said to be there while the stream is open
-            class_moves_listener.listen(visitor.room.version if current is None else current.version,
+            class_moves_listener.listen(version if current is None else current.version,
                                         st.session_state[SESSION], following)
 
     listen()
+
+
+def class_now(room: ClassRoom, hears: bool) -> tuple[int | None, ClassStep | None]:
+    """The class's step (one read of the class a run) and, for a page that hears the class's moves, the version its
+    listener says is drawn: read before the step, so that a move landing between the two reads leaves the listener an
+    older version than the class's, which its stream answers at once (read after, the move would pass for drawn, and
+    the student would wait for the fragment's own timer)."""
+    version = room.version if hears else None
+    return version, room.current
 
 
 def _what_is_drawn(current: ClassStep | None, following: bool) -> tuple:

@@ -3,7 +3,8 @@ browsers that arrive at once are spread over the three processes (the proxy star
 before, the processes still loading were marked down and every early browser went to the first one up, for good);
 a following student's page carries the listener for the class's moves (viz_app/server/class_moves.py), whose
 stream through the proxy tells the presenter's move within seconds; the page's fragment, rerun with the listener's
-event as the browser's script sends it, takes the step. The browser's own script is run by
+event as the browser's script sends it, takes the step; a student whose page only keeps its stream open (no run of
+the page) stays counted by the presenter's box. The browser's own script is run by
 tests/browser/test_lecture_hall.py in Chromium; here the protocol is spoken as bench/class_following.py does."""
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from bench.streamlit_session import Session
 from redis_server import need_the_store
 from viz_app.lessons import following
 from viz_app.server.class_moves import ROUTE
+from viz_app.server.class_room import HEARTBEAT_WINDOW_S
 from viz_app.server.local_server import serve_lecture_hall
 
 KEY = "a-presenter-key-for-the-moves"
@@ -69,5 +71,29 @@ def test_a_following_page_hears_the_move_and_takes_the_step(hall):
         assert student.components[LISTENER][1]["seen"] == version  # the page listens on from the version it drew
         presenter.close()
     finally:
+        stream.close()
+        student.close()
+
+
+@pytest.mark.slow
+def test_a_student_whose_page_keeps_its_stream_open_stays_counted(hall):
+    student = Session(hall, 60)
+    student.page_name, student.query_string = "lessons", urlencode({"follow": "1"})
+    student.rerun()
+    _, data = student.components[LISTENER]
+    assert student.cookies.startswith("BERT_INSIDE_PROCESS=")  # the stream goes to the page's process, as a browser's
+    stream = MovesStream(hall + data["url"], data["seen"], queue.Queue(), data["heard"], student.cookies)
+    presenter = Session(hall, 60)
+    presenter.page_name, presenter.query_string = "lessons", urlencode({"key": KEY})
+    try:
+        time.sleep(2 * HEARTBEAT_WINDOW_S)  # the page's own run told the class once, longer ago than the count looks back
+        counts = [text for text in presenter.rerun().markdown if "follow" in text and "group" in text]
+        assert any("**1** student follows" in text for text in counts), counts
+        stream.close()
+        time.sleep(HEARTBEAT_WINDOW_S + 1)
+        counts = [text for text in presenter.rerun().markdown if "follow" in text and "group" in text]
+        assert any("**0** students follow" in text for text in counts), counts  # the tab was closed
+    finally:
+        presenter.close()
         stream.close()
         student.close()
