@@ -139,19 +139,21 @@ def student_panel(visitor: Visitor) -> None:
     moment the class moves, and on its own only every STREAMED_POLL_S; the stream's process says the student is
     there."""
     following = bool(st.session_state.get(FOLLOWING))
-    current = visitor.room.current
+    hears = class_moves_listener.hears_moves()
+    read = [class_now(visitor.room, hears)]  # the page's reads of the class, for the fragment's run within this run
+    current = read[0][1]
     with st.container(key="class_panel", border=True):
         _draw(current, following, visitor)
     st.session_state[DRAWN] = _what_is_drawn(current, following)
-
-    hears = class_moves_listener.hears_moves()
 
     @st.fragment(run_every=STREAMED_POLL_S if hears else POLL_S)
     def listen() -> None:
         following = bool(st.session_state.get(FOLLOWING))
         _keep_in_url(following)
         _heartbeat(visitor, following)
-        version, current = class_now(visitor.room, hears)
+        # within the page's run, what the page read (a student's every page run reads the class once, not twice);
+        # the fragment's own runs read afresh
+        version, current = read.pop() if read else class_now(visitor.room, hears)
         if _moved(current):  # a new page when the class moved while the student follows (does not return)
             with turn_if(True, _DRAWING, DRAWING_WAIT_S):  # the step worked out a few students at a time
                 _take(current, visitor)
