@@ -104,6 +104,7 @@ def _follow(url: str, follower: Follower, stop: threading.Event, joined: threadi
         session = Session(url, timeout_s)
         session.page_name, session.query_string = "lessons", urlencode({"follow": "1"})
         session.rerun()
+        drawn = time.monotonic()  # the browser's timer starts with the page, not when the whole class has joined
         if not session.fragments:
             raise RuntimeError("the students' page has no polling fragment")
     except Exception as error:  # noqa: BLE001 - reported per student, the others go on
@@ -121,31 +122,38 @@ def _follow(url: str, follower: Follower, stop: threading.Event, joined: threadi
 
     try:
         if LISTENER in session.components:
-            _hear_moves(url, session, follower, stop, on_markdown)
+            _hear_moves(url, session, follower, stop, on_markdown, drawn)
         else:
-            _poll(session, follower, stop, on_markdown)
+            _poll(session, follower, stop, on_markdown, drawn)
     except Exception as error:  # noqa: BLE001
         follower.problem = f"{type(error).__name__}: {error}"[:300]
     finally:
         session.close()
 
 
-def _poll(session: Session, follower: Follower, stop: threading.Event, on_markdown) -> None:
-    """Rerun the page's newest timer fragment at its interval, as the browser's timer does."""
+def _poll(session: Session, follower: Follower, stop: threading.Event, on_markdown, drawn: float) -> None:
+    """Rerun the page's newest timer fragment at its interval from when the page was drawn, as the browser's timer
+    does."""
+    tick = drawn
     while not stop.is_set():
         fragment, interval = list(session.fragments.items())[-1]
+        stop.wait(max(0.0, interval - (time.monotonic() - tick)))
+        if stop.is_set():
+            break
         tick = time.monotonic()
         _rerun(session, follower, on_markdown, fragment=fragment)
-        stop.wait(max(0.0, interval - (time.monotonic() - tick)))
 
 
-def _hear_moves(url: str, session: Session, follower: Follower, stop: threading.Event, on_markdown) -> None:
+def _hear_moves(url: str, session: Session, follower: Follower, stop: threading.Event, on_markdown,
+                drawn: float) -> None:
     """As the browser does with the page's listener (viz_app/lessons/class_moves.js): a stream of the class's versions
     open beside the page (saying the student is there), and the fragment the listener sits in rerun with its "moved"
-    event when a version the page has not drawn arrives, or by the fragment's timer; the stream opened again when the
+    event when a version the page has not drawn arrives, or by the fragment's timer (from when the page was drawn, then
+    from each run); the stream opened again when the
     page draws another version."""
     heard: queue.Queue[tuple[int, int]] = queue.Queue()
     stream, opened_for = None, None
+    tick = drawn
     try:
         while not stop.is_set():
             component_id, data = session.components[LISTENER]
@@ -155,15 +163,16 @@ def _hear_moves(url: str, session: Session, follower: Follower, stop: threading.
                 stream = MovesStream(url + data["url"], data["seen"], heard, data.get("heard", ""), session.cookies)
                 opened_for = (component_id, data["seen"])
             fragment, interval = list(session.fragments.items())[-1]
-            tick = time.monotonic()
             try:
                 while True:
                     opened, version = heard.get(timeout=max(0.0, interval - (time.monotonic() - tick)))
                     if opened == id(stream):
                         break  # a version from a stream closed since is not heard (the browser closed it)
             except queue.Empty:
+                tick = time.monotonic()
                 _rerun(session, follower, on_markdown, fragment=fragment)
             else:
+                tick = time.monotonic()  # a run of the fragment starts its timer again, as the browser's
                 _rerun(session, follower, on_markdown, fragment=fragment, trigger=(component_id, "moved", version))
     finally:
         if stream is not None:
