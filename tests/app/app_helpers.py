@@ -155,6 +155,16 @@ def as_read(markdown: str) -> str:
 _MARKDOWN_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
 
 
+ONE_STEP = """
+title: One step
+about: One step on the attention page.
+steps:
+  - title: Look back
+    page: attention
+    text: Look at the pattern.
+"""  # a lesson for class_showing
+
+
 def class_showing(monkeypatch, lesson_text: str, name: str):
     """A class of the test's own (class mode, a fresh presenter key) whose presenter shows the first step of the
     lesson written in `lesson_text`, on the built-in model: the class's room."""

@@ -5,20 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from app_helpers import class_showing, no_exception, texts
+from app_helpers import ONE_STEP, class_showing, no_exception, texts
 from viz_app.app import sidebar
 from viz_app.server import visitor
 
 pytestmark = pytest.mark.slow  # a few runs of the app
 
-ONE_STEP = """
-title: One step
-about: One step on the attention page.
-steps:
-  - title: Look back
-    page: attention
-    text: Look at the pattern.
-"""
 
 
 def page_links(at) -> list[str]:

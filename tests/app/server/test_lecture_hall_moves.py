@@ -35,6 +35,14 @@ def hall(tmp_path_factory):
         yield url
 
 
+def opened(url: str, query: dict) -> Session:
+    """A session on the Lessons page opened with the students' link ({"follow": "1"}) or the presenter's."""
+    session = Session(url, 60)
+    session.page_name, session.query_string = "lessons", urlencode(query)
+    session.rerun()
+    return session
+
+
 def process_answering(url: str) -> str:
     with urllib.request.urlopen(url + "/_stcore/health", timeout=10) as answer:
         cookies = [cookie.split(";")[0] for cookie in answer.headers.get_all("Set-Cookie") or []]
@@ -48,9 +56,7 @@ def test_browsers_that_arrive_at_once_are_spread_over_every_process(hall):
 
 @pytest.mark.slow
 def test_a_following_page_hears_the_move_and_takes_the_step(hall):
-    student = Session(hall, 60)
-    student.page_name, student.query_string = "lessons", urlencode({"follow": "1"})
-    student.rerun()
+    student = opened(hall, {"follow": "1"})
     component_id, data = student.components[LISTENER]
     assert data["url"] == ROUTE
     assert list(student.fragments.values())[-1] == following.STREAMED_POLL_S  # its timer only in case the stream is cut
@@ -77,14 +83,11 @@ def test_a_following_page_hears_the_move_and_takes_the_step(hall):
 
 @pytest.mark.slow
 def test_a_student_whose_page_keeps_its_stream_open_stays_counted(hall):
-    student = Session(hall, 60)
-    student.page_name, student.query_string = "lessons", urlencode({"follow": "1"})
-    student.rerun()
+    student = opened(hall, {"follow": "1"})
     _, data = student.components[LISTENER]
     assert student.cookies.startswith("BERT_INSIDE_PROCESS=")  # the stream goes to the page's process, as a browser's
     stream = MovesStream(hall + data["url"], data["seen"], queue.Queue(), data["heard"], student.cookies)
-    presenter = Session(hall, 60)
-    presenter.page_name, presenter.query_string = "lessons", urlencode({"key": KEY})
+    presenter = opened(hall, {"key": KEY})
     try:
         time.sleep(2 * HEARTBEAT_WINDOW_S)  # the page's own run told the class once, longer ago than the count looks back
         counts = [text for text in presenter.rerun().markdown if "follow" in text and "group" in text]
