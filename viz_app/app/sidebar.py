@@ -23,8 +23,6 @@ from viz_app.app.navigation import LINK_PARAMS
 PICKER_HELP = ("minilm is built in and works offline. bert-base-uncased appears here, first and chosen, once it is "
                "in your local Hugging Face cache. Any folder with config.json, weights and vocab.txt works too.")
 STUDENT_HELP = "The models this server offers; minilm is built in."
-FOLLOWING_NOTE = ("Your screen follows the class: your teacher picks the page. Press **Explore on my own** above the "
-                  "page to open any page yourself.")
 # Streamlit cuts a page link's label at the sidebar's edge ("Which connections carry the answ…"): wrap it instead
 PAGE_LINKS_WRAP = ("<style>[data-testid=stSidebar] [data-testid=stPageLink-NavLink] span, "
                    "[data-testid=stSidebar] [data-testid=stPageLink-NavLink] p {white-space: normal; overflow: visible}</style>")
@@ -41,7 +39,8 @@ def render(visitor: Visitor, pages: dict[str, list], page_list: bool = True) -> 
         if page_list:
             _page_list(pages)
         else:  # 23 links fewer to send at every step of the class (docs/benchmarks.md, "A lecture hall")
-            st.caption(FOLLOWING_NOTE)
+            st.caption("Your screen follows the class: your teacher picks the page. Press **Explore on my own** above "
+                       "the page to open any page yourself.")
         st.divider()
         if visitor.role.may_choose_any_model and (downloaded := _download_box()):
             cache.forget_model_choices()  # the new model is in the cache now: list it on the next run
