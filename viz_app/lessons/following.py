@@ -247,7 +247,7 @@ def _draw(current: ClassStep | None, following: bool, visitor: Visitor) -> None:
             st.button("Follow the class", key="class_follow", on_click=_set_following, args=(True,))
         return
     if not following:
-        columns = st.columns([4, 1])
+        columns = st.columns([3, 1])  # "Follow the class again" whole at 1366 px
         show.markdown("Exploring on your own; the class is on step {} of {} of *{}*.", current.step + 1,
                       len(current.lesson.steps), current.lesson.title, on=columns[0])
         columns[1].button("Follow the class again", key="class_follow", icon=":material/group:",
