@@ -4,10 +4,10 @@ the presenter, and the presenter's box on the Lessons page (the two links, how m
 A student's panel listens with a fragment that reruns every POLL_S seconds and draws nothing (in a lecture hall's
 process, which streams the class's moves, at once when the class moves, and every STREAMED_POLL_S in case the
 stream was cut: viz_app/server/class_moves.py): it tells the room the student is there (at most every HEARTBEAT_S;
-in a lecture hall the stream's process does it while the stream is open), and when the room's version changed while the student follows, it takes the
-room's step the way a lesson's step is taken (viz_app/lessons/session.py: the sentence, the model, every setting the
-step names; the step worked out through the runner, or read free once the class has it) and switches to the step's
-page. Only the student's own session changes.
+in a lecture hall the stream's process does it while the stream is open), and when the room's version changed while
+the student follows, it takes the room's step the way a lesson's step is taken (viz_app/lessons/session.py: the
+sentence, the model, every setting the step names; the step worked out through the runner, or read free once the
+class has it) and switches to the step's page. Only the student's own session changes.
 
 The presenter's step is the class's, kept where the class is (in a lecture hall, the store every process shares:
 viz_app/server/class_store.py): `resume_presenting` puts it into a presenter's session that has not shown it yet (a
@@ -94,7 +94,7 @@ def _take_if_moved(current: ClassStep | None, visitor: Visitor) -> None:
 
 def _moved(current: ClassStep | None) -> bool:
     """Whether this student follows and the class has moved to a step this browser session has not taken."""
-    return bool(st.session_state.get(FOLLOWING)) and current is not None and st.session_state.get(SEEN) != current.version
+    return follows_now() and current is not None and st.session_state.get(SEEN) != current.version
 
 
 def resume_presenting(visitor: Visitor) -> None:
@@ -138,7 +138,7 @@ def student_panel(visitor: Visitor) -> None:
     process streams the class's moves (a lecture hall's: viz_app/server/class_moves.py), the fragment is rerun the
     moment the class moves, and on its own only every STREAMED_POLL_S; the stream's process says the student is
     there."""
-    following = bool(st.session_state.get(FOLLOWING))
+    following = follows_now()
     hears = class_moves_listener.hears_moves()
     read = [class_now(visitor.room, hears)]  # the page's reads of the class, for the fragment's run within this run
     current = read[0][1]
@@ -148,7 +148,7 @@ def student_panel(visitor: Visitor) -> None:
 
     @st.fragment(run_every=STREAMED_POLL_S if hears else POLL_S)
     def listen() -> None:
-        following = bool(st.session_state.get(FOLLOWING))
+        following = follows_now()
         _keep_in_url(following)
         _heartbeat(visitor, following)
         # within the page's run, what the page read (a student's every page run reads the class once, not twice);

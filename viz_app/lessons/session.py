@@ -170,9 +170,7 @@ def students_base_url() -> str:
 def through_the_caches(loaded: LoadedModel) -> PerModel:
     """The step's computations in the app's stores (viz_app/cache.py), as the pages keep theirs."""
     def computed(computation: Computation, prepared, work):
-        prepared = None if computation.per_model else prepared
-        kept = cache.computed_shared if computation.shared else cache.computed
-        return kept(computation.name, loaded.key, prepared, computation.cache_key(work), work, computation)
+        return cache.result_of(loaded.key, prepared, computation, work)
 
     return PerModel(computed)
 
