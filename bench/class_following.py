@@ -149,8 +149,7 @@ def _hear_moves(url: str, session: Session, follower: Follower, stop: threading.
     """As the browser does with the page's listener (viz_app/lessons/class_moves.js): a stream of the class's versions
     open beside the page (saying the student is there), and the fragment the listener sits in rerun with its "moved"
     event when a version the page has not drawn arrives, or by the fragment's timer (from when the page was drawn, then
-    from each run); the stream opened again when the
-    page draws another version."""
+    from each run); the stream opened again when the page draws another version."""
     heard: queue.Queue[tuple[int, int]] = queue.Queue()
     stream, opened_for = None, None
     tick = drawn

@@ -128,9 +128,9 @@ def run(context: Context, computation: Computation, work, key: str | None = None
         model: ModelKey | None = None):
     """The computation's result for the page's model and input: priced (`computation.cost`), allowed by the budgets
     (or confirmed by the owner or the presenter), run in a slot that stops when the tab closes, and cached (one
-    result per model, input and work, shared by every session). A `shared` computation (a recorded pass, a corpus index) is
-    priced and slotted when it runs: a visitor who finds it kept reads it at no cost, whatever its budget. None when it may
-    not start: the page has said why.
+    result per model, input and work, shared by every session). A `shared` computation (a recorded pass, a corpus
+    index) is priced and slotted when it runs: a visitor who finds it kept reads it at no cost, whatever its budget.
+    None when it may not start: the page has said why.
     `key`: the confirmation's key when a page runs one computation twice (two sides); default its name. `model`:
     the model it runs on when not the page's picked one, without the sentence box's input (the built-in model that
     "How BERT was trained" reads)."""
