@@ -10,15 +10,14 @@ import streamlit as st
 
 from viz_app import cache, heavy
 from viz_app.server import access, threads, visitor
-from viz_app.app import page_context, sentence_box, show, sidebar, state
+from viz_app.app import page_context, page_objects, sentence_box, show, sidebar, state
 from viz_app.lessons import following
-from viz_app.app.navigation import DEFAULT_PAGE, GROUPS, OLD_PATHS, PAGES
+from viz_app.app.navigation import OLD_PATHS
 from viz_app.app.text import Markdown
 from viz_app.server.class_store import StoreUnavailableError
 from viz_app.server.settings import SettingsError
 
 log = logging.getLogger("viz_app.Home")
-HOME_PATH = "home"  # reserved by the default page (served at "/"), never linked
 PAGE_FAILED = Markdown("This page failed; the server's log says why. Change a setting, or open another page.")
 
 st.set_page_config(page_title="Inside BERT", page_icon="🔍", layout="wide")
@@ -31,29 +30,17 @@ except SettingsError as error:  # scripts/start_app.sh checks them before the st
     st.stop()
 threads.set_once(this_visitor.settings)  # the first run of the server decides; nothing changes it per request
 
-# The default page is served at "/" and reserves its own name without serving it: it takes HOME_PATH, and the same
-# script, hidden, answers at its name ("/prediction"), so a link that names it opens it
-pages = {
-    group: [st.Page(f"../pages/{p.file}", title=p.title, icon=p.icon, url_path=HOME_PATH if p.url_path == DEFAULT_PAGE else p.url_path,
-                    default=p.url_path == DEFAULT_PAGE)
-            for p in entries]
-    for group, entries in GROUPS.items()
-}
-home = PAGES[DEFAULT_PAGE]
-by_name = st.Page(f"../pages/{home.file}", title=home.title, icon=home.icon, url_path=DEFAULT_PAGE, visibility="hidden")
-by_path = {p.url_path: p for group in pages.values() for p in group}
-moved = [st.Page(f"../pages/{PAGES[new].file}", title=PAGES[new].title, url_path=old, visibility="hidden")
-         for old, new in OLD_PATHS.items()]
-page = st.navigation({**pages, "": [by_name, *moved]}, position="hidden")  # the sidebar lists the pages below the model picker
+pages = page_objects.for_this_run()
+page = st.navigation({**pages.groups, "": pages.hidden}, position="hidden")  # the sidebar lists the pages below the model picker
 if page.url_path in OLD_PATHS:  # an old address (a link, a lesson file): its page now, with the link's settings
-    st.switch_page(by_path[OLD_PATHS[page.url_path]], query_params=st.query_params.to_dict())
+    st.switch_page(pages.by_path(OLD_PATHS[page.url_path]), query_params=st.query_params.to_dict())
 if this_visitor.follows_class:
     following.join_if_asked()
     following.follow_if_moved(this_visitor)  # before any widget is drawn: the class's step sets them
 elif this_visitor.role is access.Role.PRESENTER:
     following.resume_presenting(this_visitor)  # the class's step, from its store, whichever process this is
 with following.drawing_turn():  # a class's step is drawn for a few of its students at a time (following.py)
-    model = sidebar.render(this_visitor, pages, page_list=not following.follows_now())
+    model = sidebar.render(this_visitor, pages.groups, follows=following.follows_now())
     if this_visitor.follows_class:
         following.student_panel(this_visitor)
     sentence = sentence_box.render(page.url_path, model.loaded)  # None where the page reads no sentence

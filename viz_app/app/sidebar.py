@@ -16,7 +16,7 @@ from viz_app.server import access, downloads as download
 from viz_app import cache
 from viz_app.app import models, show, state
 from viz_app.server.access import Visitor
-from viz_app.app.models import ModelKey, PickedModel
+from viz_app.app.models import LoadedModel, ModelKey, PickedModel
 from viz_app.app.navigation import LINK_PARAMS
 
 
@@ -28,19 +28,18 @@ PAGE_LINKS_WRAP = ("<style>[data-testid=stSidebar] [data-testid=stPageLink-NavLi
                    "[data-testid=stSidebar] [data-testid=stPageLink-NavLink] p {white-space: normal; overflow: visible}</style>")
 
 
-def render(visitor: Visitor, pages: dict[str, list], page_list: bool = True) -> PickedModel:
+def render(visitor: Visitor, pages: dict[str, list], follows: bool = False) -> PickedModel:
     """The sidebar, top to bottom: the model picker with the model's summary (first, so that a teacher on a small
-    screen never scrolls to it), the page list (`pages`: heading -> st.Page, Home.py's navigation; in its place, for
-    a student who follows the class, `page_list` False, one line: the teacher picks the page), the download box and
-    the chart format."""
+    screen never scrolls to it), the page list (`pages`: heading -> st.Page, Home.py's navigation), the download box
+    and the chart format. A student who follows the class (`follows`) has none of these controls, since the
+    teacher picks the page and the model: one line says so and names the model (a following student's every page
+    sends eight elements fewer at every step of the class: docs/benchmarks.md, "A lecture hall")."""
     with st.sidebar:
         st.markdown("### :material/search: Inside BERT")
+        if follows:
+            return _followed_model(visitor)
         picker = st.container()  # drawn first; the download box below runs first, so a new model can be chosen
-        if page_list:
-            _page_list(pages)
-        else:  # 23 links fewer to send at every step of the class (docs/benchmarks.md, "A lecture hall")
-            st.caption("Your screen follows the class: your teacher picks the page. Press **Explore on my own** above "
-                       "the page to open any page yourself.")
+        _page_list(pages)
         st.divider()
         if visitor.role.may_choose_any_model and (downloaded := _download_box()):
             cache.forget_model_choices()  # the new model is in the cache now: list it on the next run
@@ -110,8 +109,7 @@ def _pick_model(visitor: Visitor) -> PickedModel:
     ]
     if choice.note:
         show.caption("{}", choice.label)
-    if refused := st.session_state.pop(state.REFUSED, None):
-        show.info("{}", refused, icon=":material/info:")
+    _refused_once()
     if choice.source == models.FOLDER:
         path = st.text_input(
             "Folder", **state.kept("model_folder"), on_change=state.typed_folder, args=(visitor,),
@@ -123,13 +121,54 @@ def _pick_model(visitor: Visitor) -> PickedModel:
         source, folder = path, path
     else:
         source, folder = choice.source, choice.folder
-    key = ModelKey.of(source, folder)
+    picked = _loaded(ModelKey.of(source, folder), visitor)
+    if picked.loaded is not None:
+        _describe(picked.loaded, source, visitor)
+    return picked
+
+
+def _followed_model(visitor: Visitor) -> PickedModel:
+    """The class's model, which the class's step put into the session as the picker's value
+    (viz_app/lessons/following.py), named in one line; no picker."""
+    state.init_model_widgets(visitor)
+    by_source = {c.source: c for c in visitor.choices}
+    state.clamp("model_choice", list(by_source), models.default_source())
+    choice = by_source[st.session_state["model_choice"]]
+    _refused_once()
+    source, folder = choice.source, choice.folder
+    if choice.source == models.FOLDER:  # a visitor who may type a folder's path (the owner, following a class)
+        source = folder = str(st.session_state.get("model_folder") or "").strip()
+        if not folder:
+            return PickedModel(None, None, "Type the path of a Hugging Face BERT folder (config.json, weights, "
+                               "vocab.txt): press Explore on my own, then pick the folder.")
+    picked = _loaded(ModelKey.of(source, folder), visitor)
+    if picked.loaded is not None:
+        show.caption(":material/group: Your screen follows the class: your teacher picks the page and the model, {} "
+                     "({}). Press **Explore on my own** above the page to choose them yourself.",
+                     choice.name, picked.loaded.summary.one_line())
+    return picked
+
+
+def _refused_once() -> None:
+    """The line that says a requested model is not offered (state.REFUSED), once."""
+    if refused := st.session_state.pop(state.REFUSED, None):
+        show.info("{}", refused, icon=":material/info:")
+
+
+def _loaded(key: ModelKey, visitor: Visitor) -> PickedModel:
+    """The model `key` names, from the app's cache; where it does not load, an error box saying why (a server
+    path only for a visitor who may read them)."""
     try:
         loaded = cache.load_model(key)
     except (BertError, OSError, ValueError, RuntimeError) as error:
-        message = f"Could not load {quoted(source)} ({access.failure(error, visitor.role)}). Pick another model."
+        message = f"Could not load {quoted(key.source)} ({access.failure(error, visitor.role)}). Pick another model."
         show.error("{}", message)
         return PickedModel(key, None, message)
+    return PickedModel(key, loaded, None)
+
+
+def _describe(loaded: LoadedModel, source: str, visitor: Visitor) -> None:
+    """Under the picker: the model's size, how it differs from BERT's layers, and whether it can fill in [MASK]."""
     summary = loaded.summary
     show.caption("{}", summary.one_line())
     for note in models.family_notes(loaded.model.config):
@@ -143,4 +182,3 @@ def _pick_model(visitor: Visitor) -> PickedModel:
                    "words look replaced.")
     else:
         st.caption(":material/block: No masked-LM head: every page works except prediction.")
-    return PickedModel(key, loaded, None)

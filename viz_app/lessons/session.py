@@ -41,6 +41,7 @@ UPLOADED = "_lesson_uploaded"  # the teacher's own lesson, once read
 UPLOAD = "upload"  # the lesson picker's entry for the teacher's own lesson file
 PRESENTED = "_lesson_presented"  # the presenter's: the class's version (viz_app/server/class_room.py) this browser session shows
 NOT_SENT = "_lesson_press_not_sent"  # the presenter's last press did not reach the class's store: refused
+_MISSING = object()  # a key the session does not hold
 
 
 def keep_uploaded(lesson: Lesson | None) -> None:
@@ -144,7 +145,7 @@ def apply(lesson: Lesson, step: ResolvedStep, model: str | None) -> None:
         if key in SIDEBAR_KEYS or key in KEPT:
             continue
         value = step.state.get(key, param.default)
-        if key not in st.session_state or st.session_state[key] != value:  # a write costs more than the look
+        if st.session_state.get(key, _MISSING) != value:  # a write costs more than the look; one look, not two
             st.session_state[key] = copy.deepcopy(value)  # the page fits it to the model
     st.session_state[APPLIED] = marker
 
