@@ -1,6 +1,5 @@
 """Attention: where each token looks, head by head. The page lays out the widgets; what it computes and draws is
 its spec, viz_app/specs/attention.py."""
-import pandas as pd
 import streamlit as st
 
 from bert.analysis.attention.attention_stats import STATISTICS
@@ -121,9 +120,8 @@ with overview:
     widgets.show_chart(charts["overview"], key="overview")
 widgets.show_chart(charts["stat"], key="stat")
 widgets.download_view("Attention, all heads", "attention_all_heads", ["overview", "stat"], label="Download the all-heads view")
-table = pd.DataFrame(stats.rows())
 st.dataframe(
-    table,
+    cache.head_statistics_table(context.key, context.prepared, stats),
     hide_index=True,
     height=320,
     width="content",

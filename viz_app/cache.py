@@ -28,6 +28,8 @@ import hashlib
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
+import pyarrow as pa
 import streamlit as st
 
 from bert.analysis.attention.attention_stats import HeadStatistics
@@ -85,6 +87,13 @@ HOUR = 3600
 def head_statistics(key: ModelKey, prepared: PreparedInput, _result: ForwardResult) -> HeadStatistics:
     """The attention page's per-head statistics of one input (a few kB, read-only), from its recorded pass."""
     return attention.head_statistics(_result)
+
+
+@st.cache_resource(show_spinner=False, max_entries=4 * FORWARD_ENTRIES, ttl=HOUR, hash_funcs=BY_INPUT)
+def head_statistics_table(key: ModelKey, prepared: PreparedInput, _statistics: HeadStatistics) -> pa.Table:
+    """The attention page's table of those statistics, one row per head, in Arrow's form, which st.dataframe sends
+    as it is: made from a pandas frame at every run, it was a fifth of the page's run for a class on that page."""
+    return pa.Table.from_pandas(pd.DataFrame(_statistics.rows()), preserve_index=False)
 
 
 @st.cache_resource(show_spinner=False, max_entries=4 * FORWARD_ENTRIES, ttl=HOUR, hash_funcs=BY_INPUT)

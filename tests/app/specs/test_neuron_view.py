@@ -103,3 +103,26 @@ def test_attention_page_shows_the_terms(open_app, recorded):
     np.testing.assert_allclose(z, np.stack([terms.query_vector, terms.key_vector, terms.products]), rtol=1e-6)
     [scores_chart] = [f for f in figures(at) if "for every key" in f["layout"]["title"]["text"]]
     np.testing.assert_allclose(array(scores_chart["data"][0]["y"]), terms.scores, rtol=1e-5, atol=1e-6)
+
+
+
+def test_head_statistics_table_is_each_heads_entropy_and_cls_share(open_app, recorded, minilm_path):
+    """The page's table (kept per input, in Arrow's form), against transformers' attention on the same weights:
+    every head's mean entropy in bits (scipy) and mean share of attention paid to [CLS], one row per head."""
+    from scipy.stats import entropy
+    from transformers import BertModel
+
+    _, prepared, _ = recorded
+    reference = BertModel.from_pretrained(minilm_path, attn_implementation="eager").eval()
+    input_ids, token_type_ids = prepared.masked.tensors("cpu")
+    with torch.no_grad():
+        attentions = reference(input_ids=input_ids, token_type_ids=token_type_ids, output_attentions=True).attentions
+    for run in range(2):  # the second visitor reads the table kept for the input
+        at = open_app("attention", model="minilm-encoder", text=SENTENCE)
+        no_exception(at)
+        table = at.dataframe[0].value
+        assert len(table) == len(attentions) * attentions[0].shape[1]
+        for row in table.itertuples():
+            pattern = attentions[row.layer][0, row.head].double().numpy()
+            assert row.entropy == pytest.approx(entropy(pattern, base=2, axis=-1).mean(), abs=1e-4)
+            assert row.cls == pytest.approx(pattern[:, 0].mean(), abs=1e-5)
