@@ -36,16 +36,17 @@ if page.url_path in OLD_PATHS:  # an old address (a link, a lesson file): its pa
     st.switch_page(pages.by_path(OLD_PATHS[page.url_path]), query_params=st.query_params.to_dict())
 if this_visitor.follows_class:
     following.join_if_asked()
-    following.follow_if_moved(this_visitor)  # before any widget is drawn: the class's step sets them
+    class_read = following.follow_if_moved(this_visitor)  # before any widget is drawn: the class's step sets them
 elif this_visitor.role is access.Role.PRESENTER:
     following.resume_presenting(this_visitor)  # the class's step, from its store, whichever process this is
+follows = following.follows_now()
 with following.drawing_turn():  # a class's step is drawn for a few of its students at a time (following.py)
-    model = sidebar.render(this_visitor, pages.groups, follows=following.follows_now())
+    model = sidebar.render(this_visitor, pages.groups, follows=follows)
     if this_visitor.follows_class:
-        following.student_panel(this_visitor)
+        following.student_panel(this_visitor, class_read)
     sentence = sentence_box.render(page.url_path, model.loaded)  # None where the page reads no sentence
     state.write_url(model.key.source if model.key else None)
-    with page_context.serve(page_context.Context(model, sentence, this_visitor)):  # pages get it from widgets.require()
+    with page_context.serve(page_context.Context(model, sentence, this_visitor, follows)):  # pages get it from widgets.require()
         try:
             with heavy.refusing_outside_jobs():  # a heavy computation goes through heavy.run (its price, its slot)
                 page.run()

@@ -63,7 +63,7 @@ def load_model(key: ModelKey) -> models.LoadedModel:
     return models.load(key)
 
 
-def model_choices() -> list[models.ModelChoice]:
+def model_choices() -> tuple[models.ModelChoice, ...]:
     """The models this machine has, as the pickers list them (cached for a minute)."""
     return _model_choices(str(models.hub_cache_dir()), models.MINILM_HEAD_FILE.is_file())
 
@@ -73,10 +73,11 @@ def forget_model_choices() -> None:
     _model_choices.clear()
 
 
-@st.cache_data(show_spinner=False, ttl=60)
-def _model_choices(cache_dir: str, minilm_head_present: bool) -> list[models.ModelChoice]:
-    """The arguments are the key (scanning the hub cache takes a moment)."""
-    return models.model_choices(Path(cache_dir))
+@st.cache_resource(show_spinner=False, ttl=60)
+def _model_choices(cache_dir: str, minilm_head_present: bool) -> tuple[models.ModelChoice, ...]:
+    """The arguments are the key (scanning the hub cache takes a moment). One read-only tuple for every session (every
+    run of every page reads it: a copy per run, as st.cache_data makes, cost a class's page runs more than the scan)."""
+    return tuple(models.model_choices(Path(cache_dir)))
 
 
 FORWARD_ENTRIES = 16

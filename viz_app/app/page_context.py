@@ -20,11 +20,13 @@ from viz_app.app.models import ModelHandle, ModelKey, PickedModel
 
 @dataclass(frozen=True)
 class Context:
-    """The picked model and the input, or why they are missing; and who is visiting (viz_app/server/access.py)."""
+    """The picked model and the input, or why they are missing; who is visiting (viz_app/server/access.py), and
+    whether they follow a class (viz_app/lessons/following.py)."""
 
     model: PickedModel
     sentence: SentenceInput | None  # None on a page that reads no sentence (no sentence box)
     visitor: Visitor
+    follows: bool = False  # a student following the class: the teacher's view, without the charts' downloads
 
     @property
     def key(self) -> ModelKey:

@@ -73,6 +73,8 @@ def show_chart(chart: Chart, key: str, on_click: Callable[[dict], dict] | None =
     st.session_state.setdefault(SHOWN_CHARTS, []).append((key, chart))
     if chart.caption:
         show.caption("{}", chart.caption)
+    if _follows_class():
+        return
     data = chart.data
     st.download_button(
         "CSV of this chart",
@@ -84,6 +86,14 @@ def show_chart(chart: Chart, key: str, on_click: Callable[[dict], dict] | None =
         icon=":material/download:",
         type="tertiary",
     )
+
+
+def _follows_class() -> bool:
+    """A student who follows the class sees the teacher's view without the charts' downloads: a class's step is drawn
+    for every student at once, and eight download buttons were a tenth of the attention page's run; Explore on my own
+    brings them back, on the same view (docs/teaching.md)."""
+    context = page_context.current()
+    return context is not None and context.follows
 
 
 class _AsDict(BaseFigure):
@@ -134,6 +144,8 @@ def select_int(label: str, key: str, options: list[int], format_func=str, help: 
 def download_view(title: str, name: str, keys: list[str] | None = None, label: str = "Download this view") -> None:
     """A "Download this view" button: the charts this page drew so far (those of `keys` if given), interactive,
     in one HTML file that opens with no server and no network."""
+    if _follows_class():
+        return
     charts = [chart for key, chart in st.session_state.get(SHOWN_CHARTS, []) if keys is None or key in keys]
     context = page_context.current()
     meta = f"Model: {context.key.source}."

@@ -55,6 +55,9 @@ DRAWING_WAIT_S = 10.0  # and a student's page waits at most this long for its tu
 _DRAWING = threading.BoundedSemaphore(DRAWING_AT_ONCE)
 
 
+ClassRead = tuple[int, ClassStep | None]  # the class's version and its step at that version (ClassRoom.now)
+
+
 @dataclass(frozen=True)
 class StepTexts:
     """What the panel shows of the class's step."""
@@ -82,14 +85,13 @@ def follows_now() -> bool:
     return bool(st.session_state.get(FOLLOWING))
 
 
-def follow_if_moved(visitor: Visitor) -> None:
-    """A following student whose class moved since: take the class's step (switches page; does not return)."""
-    _take_if_moved(visitor.room.current, visitor)
-
-
-def _take_if_moved(current: ClassStep | None, visitor: Visitor) -> None:
-    if _moved(current):
-        _take(current, visitor)
+def follow_if_moved(visitor: Visitor) -> ClassRead:
+    """A following student whose class moved since: take the class's step (switches page; does not return). Else
+    the class as read (`student_panel` draws from it: a student's page reads the class once a run)."""
+    read = visitor.room.now()
+    if _moved(read[1]):
+        _take(read[1], visitor)
+    return read
 
 
 def _moved(current: ClassStep | None) -> bool:
@@ -129,7 +131,7 @@ def store_silent(visitor: Visitor) -> None:
     ask_again()
 
 
-def student_panel(visitor: Visitor) -> None:
+def student_panel(visitor: Visitor, read: ClassRead) -> None:
     """Above a student's page in class mode: what the class is on, and follow / explore, drawn by the page's run.
     Beside it a fragment that draws nothing reruns every POLL_S seconds to hear from the room: it takes the class's
     step when the class moved (a new page), and reruns the page when what the panel shows changed (the class
@@ -137,11 +139,11 @@ def student_panel(visitor: Visitor) -> None:
     students polls twice a second each, so the poll is most of what the server does between steps. Where the
     process streams the class's moves (a lecture hall's: viz_app/server/class_moves.py), the fragment is rerun the
     moment the class moves, and on its own only every STREAMED_POLL_S; the stream's process says the student is
-    there."""
+    there. `read`: the class as this run read it (`follow_if_moved`)."""
     following = follows_now()
     hears = class_moves_listener.hears_moves()
-    read = [class_now(visitor.room, hears)]  # the page's reads of the class, for the fragment's run within this run
-    current = read[0][1]
+    reads = [read]  # the page's read of the class, for the fragment's run within this run
+    current = read[1]
     with st.container(key="class_panel", border=True):
         _draw(current, following, visitor)
     st.session_state[DRAWN] = _what_is_drawn(current, following)
@@ -153,26 +155,16 @@ def student_panel(visitor: Visitor) -> None:
         _heartbeat(visitor, following)
         # within the page's run, what the page read (a student's every page run reads the class once, not twice);
         # the fragment's own runs read afresh
-        version, current = read.pop() if read else class_now(visitor.room, hears)
+        version, current = reads.pop() if reads else visitor.room.now()
         if _moved(current):  # a new page when the class moved while the student follows (does not return)
             with turn_if(True, _DRAWING, DRAWING_WAIT_S):  # the step worked out a few students at a time
                 _take(current, visitor)
         if _what_is_drawn(current, following) != st.session_state.get(DRAWN):
             st.rerun()
         if hears:  # told at once of the next move, and the student said to be there while the stream is open
-            class_moves_listener.listen(version if current is None else current.version,
-                                        st.session_state[SESSION], following)
+            class_moves_listener.listen(version, st.session_state[SESSION], following)
 
     listen()
-
-
-def class_now(room: ClassRoom, hears: bool) -> tuple[int | None, ClassStep | None]:
-    """The class's step (one read of the class a run) and, for a page that hears the class's moves, the version its
-    listener says is drawn: read before the step, so that a move landing between the two reads leaves the listener an
-    older version than the class's, which its stream answers at once (read after, the move would pass for drawn, and
-    the student would wait for the fragment's own timer)."""
-    version = room.version if hears else None
-    return version, room.current
 
 
 def _what_is_drawn(current: ClassStep | None, following: bool) -> tuple:

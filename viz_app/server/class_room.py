@@ -77,6 +77,11 @@ class ClassRoom:
     def current(self) -> ClassStep | None:
         return self._current
 
+    def now(self) -> tuple[int, ClassStep | None]:
+        """The class's version and its step at that version, a matching pair."""
+        with self._lock:
+            return self._version, self._current
+
     def show(self, key: str | None, lesson: Any, step: int, model: str | None = None) -> ClassStep:
         """The presenter starts a lesson or moves to one of its steps. Raises NotPresenterError without the key."""
         self._check(key)

@@ -211,17 +211,21 @@ class RedisClassRoom:
 
     @property
     def current(self) -> ClassStep | None:
-        """The class's step: one small read of the version each time (every following student's page asks twice a
-        second), and the pickled step read and unpickled only when the version is not the one last read."""
+        return self.now()[1]
+
+    def now(self) -> tuple[int, ClassStep | None]:
+        """The class's version and its step at that version, a matching pair: one small read of the version each time
+        (every following student's page asks at every run), and the pickled step read with it (one command, so the
+        two match) and unpickled only when the version is not the one last read."""
         try:
             version = int(self._client.hget(self._state, "version") or 0)
             read = self._last_read  # (version, step) as last read: one tuple, so that threads see a matching pair
             if read is not None and read[0] == version:
-                return read[1]
+                return read
             version, step = self._client.hmget(self._state, "version", "step")
         except self._errors as error:
             log.warning("the class's store does not answer (%s): the class stays where it was", error)
-            return self._seen
+            return self._last_read or (self._version, None)
         version = int(version or 0)
         if step is None:
             self._seen = None
@@ -229,7 +233,7 @@ class RedisClassRoom:
             lesson, index, model = read_step(step)
             self._seen = ClassStep(lesson, index, version, model)
         self._last_read = (version, self._seen)
-        return self._seen
+        return self._last_read
 
     def show(self, key: str | None, lesson: Any, step: int, model: str | None = None) -> ClassStep:
         self._check(key)

@@ -36,7 +36,7 @@ def test_a_followers_step_makes_no_pass_outside_a_computation_and_is_charged_onc
 
     def watched(this_visitor):  # the default watcher on the follower's path: rows made outside any job
         with watching(outside.append):
-            follow(this_visitor)
+            return follow(this_visitor)
 
     monkeypatch.setattr(following, "follow_if_moved", watched)
     monkeypatch.setattr(visitor, "address", lambda: "192.0.2.91")

@@ -236,20 +236,3 @@ def test_a_stream_with_a_name_not_signed_here_moves_on_but_says_nothing():
         await events.aclose()
 
     asyncio.run(scenario())
-
-
-def test_a_move_between_the_pages_two_reads_is_not_taken_as_drawn():
-    from viz_app.lessons.following import class_now
-
-    class MovingRoom:  # the presenter's move lands just after the page has read the class
-        def __init__(self):
-            self.version = 4
-
-        @property
-        def current(self):
-            self.version = 5
-            return None  # what the page saw: the class before the move
-
-    version, current = class_now(MovingRoom(), hears=True)
-    assert current is None and version == 4  # the listener says 4 was drawn: its stream sends 5 at once
-    assert class_now(MovingRoom(), hears=False)[0] is None

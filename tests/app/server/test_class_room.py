@@ -137,3 +137,32 @@ def test_memory_stays_bounded(monkeypatch):
     assert room.answer("student 3", "no", shown.version) is Answer.COUNTED  # one already counted may change theirs
     room.show(room.key, SIX_STEPS, 1)
     assert room.refused() == 0
+
+
+def test_the_class_is_read_as_a_matching_pair_while_the_presenter_moves():
+    """A student's page reads the class once a run (`now`): the version it tells its listener is drawn is the
+    version of the step it drew, even with the presenter moving from another thread meanwhile."""
+    import sys
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # the two threads take turns often
+    room = ClassRoom("the-teachers-key")
+    pairs = []
+
+    def student():
+        while len(pairs) < 20000:
+            pairs.append(room.now())
+
+    reader = threading.Thread(target=student)
+    reader.start()
+    move = 0
+    try:
+        while reader.is_alive():
+            room.end("the-teachers-key") if move % 7 == 6 else room.show("the-teachers-key", SIX_STEPS, move % 6)
+            move += 1
+    finally:
+        reader.join()
+        sys.setswitchinterval(interval)
+    assert len({version for version, _ in pairs}) > 10  # the reads saw the class move
+    assert all(step is None or step.version == version for version, step in pairs)
+    assert room.now() == (room.version, room.current)

@@ -1,7 +1,7 @@
 """A student who follows the class sees no page list and no model picker in the sidebar (the teacher picks the page and
-the model; the sidebar says so, names the model and says how to explore): a hall's every page sends thirty elements
-fewer at every step. Explore on their own, and the list and the picker are back; the presenter and a visitor outside
-class mode always have them."""
+the model; the sidebar says so, names the model and says how to explore), and no download buttons under the charts:
+a hall's every page sends a few dozen elements fewer at every step. Explore on their own, and all of it is back; the
+presenter and a visitor outside class mode always have it."""
 from __future__ import annotations
 
 import pytest
@@ -48,3 +48,18 @@ def test_outside_class_mode_the_page_list_is_there(open_app):
     at = open_app("prediction")
     no_exception(at)
     assert len(page_links(at)) >= 20 and FOLLOWING not in texts(at)
+
+
+def test_a_following_students_charts_have_no_downloads_until_they_explore(open_app, monkeypatch):
+    class_showing(monkeypatch, ONE_STEP, "one_step")  # the attention page: six charts, each with its CSV
+    monkeypatch.setattr(visitor, "address", lambda: "10.0.0.33")
+    tab = open_app("attention", follow=1)
+    tab.run()
+    no_exception(tab)
+    assert "All heads at a glance" in [header.value for header in tab.subheader]  # the class's page, drawn
+    assert tab.get("download_button") == [] and tab.get("plotly_chart")
+    tab.button(key="class_explore").click().run()
+    no_exception(tab)
+    labels = [button.proto.label for button in tab.get("download_button")]
+    assert labels.count("CSV of this chart") == len(tab.get("plotly_chart")) >= 6
+    assert {"Download this head's view", "Download the all-heads view"} <= set(labels)

@@ -78,6 +78,30 @@ def test_a_poll_reads_the_pickled_step_only_when_the_class_moved(store, lesson):
     assert student.current is None and student.current is None and steps_read() == before + 2
 
 
+def test_the_class_is_read_as_a_matching_pair_while_the_presenter_moves(store, lesson):
+    """ClassRoom.now on the store: the version a student's page tells its listener is drawn is the version of the
+    step it drew (one command reads both), with another process's presenter moving meanwhile."""
+    import threading
+
+    presenter, student = process(store.url), process(store.url, key=None)
+    done = threading.Event()
+
+    def moving():
+        for move in range(300):
+            presenter.show(KEY, lesson, move % len(lesson.steps)) if move % 5 else presenter.end(KEY)
+        done.set()
+
+    mover = threading.Thread(target=moving)
+    mover.start()
+    pairs = []
+    while not done.is_set():
+        pairs.append(student.now())
+    mover.join()
+    assert len({version for version, _ in pairs}) > 10
+    assert all(step is None or step.version == version for version, step in pairs)
+    assert student.now() == (presenter.version, presenter.current)
+
+
 def test_followers_heard_on_any_process_count_once(store):
     first, second = process(store.url), process(store.url)
     first.heartbeat("session-a", True)
