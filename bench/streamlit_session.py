@@ -23,11 +23,17 @@ from websockets.sync.client import connect
 class Page:
     """What one run of the page sent: elements by kind, the session's page and query string."""
 
-    charts: list[dict] = field(default_factory=list)
+    specs: list[str] = field(default_factory=list)  # each chart's JSON, as sent: parsed only when read (`charts`)
     markdown: list[str] = field(default_factory=list)
     widgets: dict[str, str] = field(default_factory=dict)  # text input/area label -> widget id
     buttons: dict[str, str] = field(default_factory=dict)  # button label -> widget id
     exceptions: list[str] = field(default_factory=list)
+
+    @property
+    def charts(self) -> list[dict]:
+        """The charts' specs, parsed (a simulated browser that only waits for a page does not parse them: in a hall of
+        them, on the server's machine, that would take CPU the server's processes need)."""
+        return [json.loads(spec) for spec in self.specs]
 
 
 class Session:
@@ -123,10 +129,9 @@ class Session:
 def _read_element(element, page: Page, on_chart, on_markdown) -> None:
     kind = element.WhichOneof("type")
     if kind == "plotly_chart":
-        spec = json.loads(element.plotly_chart.spec)
-        page.charts.append(spec)
+        page.specs.append(element.plotly_chart.spec)
         if on_chart:
-            on_chart(spec)
+            on_chart(json.loads(element.plotly_chart.spec))
     elif kind == "markdown":
         page.markdown.append(element.markdown.body)
         if on_markdown:
