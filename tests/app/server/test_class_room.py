@@ -1,6 +1,8 @@
 """The class the presenter moves (viz_app/server/class_room.py): the key, versions, followers by heartbeat, answers,
 and many sessions' threads at once."""
+import sys
 import threading
+import time
 from dataclasses import dataclass
 
 import pytest
@@ -142,16 +144,16 @@ def test_memory_stays_bounded(monkeypatch):
 def test_the_class_is_read_as_a_matching_pair_while_the_presenter_moves():
     """A student's page reads the class once a run (`now`): the version it tells its listener is drawn is the
     version of the step it drew, even with the presenter moving from another thread meanwhile."""
-    import sys
-
     interval = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)  # the two threads take turns often
     room = ClassRoom("the-teachers-key")
-    pairs = []
+    pairs, seen = [], set()
+    deadline = time.monotonic() + 30
 
-    def student():
-        while len(pairs) < 20000:
+    def student():  # reads until it has seen the class at 20 versions (a loaded machine takes longer)
+        while len(seen) < 20 and time.monotonic() < deadline:
             pairs.append(room.now())
+            seen.add(pairs[-1][0])
 
     reader = threading.Thread(target=student)
     reader.start()
@@ -163,6 +165,6 @@ def test_the_class_is_read_as_a_matching_pair_while_the_presenter_moves():
     finally:
         reader.join()
         sys.setswitchinterval(interval)
-    assert len({version for version, _ in pairs}) > 10  # the reads saw the class move
+    assert len(seen) >= 20  # the reads saw the class move
     assert all(step is None or step.version == version for version, step in pairs)
     assert room.now() == (room.version, room.current)
