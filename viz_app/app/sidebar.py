@@ -1,5 +1,5 @@
 """The shared sidebar: the model picker and the model's size at the top, the page list, the download box, the chart
-format.
+format; for a student who follows a class, one line naming the class's model in their place.
 
 `render(visitor, pages)` runs on every page (Home.py calls it) and returns the model it picked; the sentence box is in the
 main area (viz_app/app/sentence_box.py). A student (viz_app/server/access.py) picks among the offered models only: no folder
