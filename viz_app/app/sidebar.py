@@ -33,7 +33,7 @@ def render(visitor: Visitor, pages: dict[str, list], follows: bool = False) -> P
     screen never scrolls to it), the page list (`pages`: heading -> st.Page, Home.py's navigation), the download box
     and the chart format. A student who follows the class (`follows`) has none of these controls, since the
     teacher picks the page and the model: one line says so and names the model (a following student's every page
-    sends eight elements fewer at every step of the class: docs/benchmarks.md, "A lecture hall")."""
+    sends seven elements fewer at every step of the class: docs/benchmarks.md, "A lecture hall")."""
     with st.sidebar:
         st.markdown("### :material/search: Inside BERT")
         if follows:
