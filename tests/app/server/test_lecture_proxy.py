@@ -32,6 +32,8 @@ def test_the_forwarded_address_is_trusted_only_behind_the_proxy(ip_address, head
 
 class Echo(http.server.BaseHTTPRequestHandler):
     def do_GET(self):  # noqa: N802 - http.server's name
+        if self.path.startswith("/_stcore/health"):
+            time.sleep(getattr(self.server, "health_delay_s", 0.0))  # a process busy drawing a step answers late
         body = f"{self.server.name} {self.headers.get('X-Forwarded-For')}".encode()
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
@@ -55,18 +57,51 @@ def _get(url: str, headers: dict[str, str]) -> tuple[str, str]:
         return response.read().decode(), response.headers.get("Set-Cookie") or ""
 
 
-@pytest.mark.slow
-def test_the_proxy_pins_by_cookie_fails_over_and_writes_the_real_address(tmp_path):
-    need_the_store()
-    apps = [_server("app1"), _server("app2")]
+def _proxy(apps: list[http.server.ThreadingHTTPServer], folder: Path) -> tuple[subprocess.Popen, str]:
+    """A real haproxy from the hall's template in front of `apps` (app1, app2, ...): the process and its address."""
     port = free_port()
     servers = "".join(f"    server app{n} 127.0.0.1:{app.server_address[1]} cookie app{n}\n" for n, app in enumerate(apps, 1))
     text = (ROOT / "scripts" / "lecture" / "haproxy.cfg.in").read_text()
     config = text.replace("@BIND@", "127.0.0.1").replace("@PORT@", str(port)).replace("@SERVERS@\n", servers)
-    (tmp_path / "haproxy.cfg").write_text(config)
-    proxy = subprocess.Popen(["haproxy", "-db", "-f", str(tmp_path / "haproxy.cfg")],
+    (folder / "haproxy.cfg").write_text(config)
+    proxy = subprocess.Popen(["haproxy", "-db", "-f", str(folder / "haproxy.cfg")],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}/"
+    return proxy, f"http://127.0.0.1:{port}/"
+
+
+@pytest.mark.slow
+def test_a_process_that_answers_its_health_check_late_stays_in(tmp_path):
+    """A process drawing a step for a hall of students answers late, not never: with its checks taking 2.5 s each
+    (longer than the checks' interval), browsers pinned to it still reach it."""
+    need_the_store()
+    apps = [_server("app1"), _server("app2")]
+    apps[1].health_delay_s = 2.5
+    proxy, url = _proxy(apps, tmp_path)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                _get(url, {})
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "haproxy did not answer"
+                time.sleep(0.2)
+        time.sleep(7)  # two or more late checks
+        for _ in range(3):
+            body, _ = _get(url, {"Cookie": "BERT_INSIDE_PROCESS=app2"})
+            assert body.startswith("app2 ")  # not left out
+    finally:
+        proxy.terminate()
+        proxy.wait(timeout=10)
+        for app in apps:
+            app.shutdown()
+
+
+@pytest.mark.slow
+def test_the_proxy_pins_by_cookie_fails_over_and_writes_the_real_address(tmp_path):
+    need_the_store()
+    apps = [_server("app1"), _server("app2")]
+    proxy, url = _proxy(apps, tmp_path)
     try:
         deadline = time.monotonic() + 20
         while True:
