@@ -2,11 +2,11 @@
 and many sessions' threads at once."""
 import sys
 import threading
-import time
 from dataclasses import dataclass
 
 import pytest
 
+from class_reads import reads_while_moving
 from viz_app.server.class_room import HEARTBEAT_WINDOW_S, Answer, ClassRoom, NotPresenterError, class_links
 
 
@@ -147,24 +147,13 @@ def test_the_class_is_read_as_a_matching_pair_while_the_presenter_moves():
     interval = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)  # the two threads take turns often
     room = ClassRoom("the-teachers-key")
-    pairs, seen = [], set()
-    deadline = time.monotonic() + 30
 
-    def student():  # reads until it has seen the class at 20 versions (a loaded machine takes longer)
-        while len(seen) < 20 and time.monotonic() < deadline:
-            pairs.append(room.now())
-            seen.add(pairs[-1][0])
+    def move(number: int) -> None:
+        room.end("the-teachers-key") if number % 7 == 6 else room.show("the-teachers-key", SIX_STEPS, number % 6)
 
-    reader = threading.Thread(target=student)
-    reader.start()
-    move = 0
     try:
-        while reader.is_alive():
-            room.end("the-teachers-key") if move % 7 == 6 else room.show("the-teachers-key", SIX_STEPS, move % 6)
-            move += 1
+        pairs = reads_while_moving(room.now, move)
     finally:
-        reader.join()
         sys.setswitchinterval(interval)
-    assert len(seen) >= 20  # the reads saw the class move
     assert all(step is None or step.version == version for version, step in pairs)
     assert room.now() == (room.version, room.current)

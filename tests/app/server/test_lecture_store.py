@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from class_reads import reads_while_moving
 from redis_server import RedisServer, free_port, need_the_store
 from viz_app.lessons.format import builtin_lessons
 from viz_app.server.class_room import HEARTBEAT_WINDOW_S, Answer, NotPresenterError
@@ -81,25 +82,9 @@ def test_a_poll_reads_the_pickled_step_only_when_the_class_moved(store, lesson):
 def test_the_class_is_read_as_a_matching_pair_while_the_presenter_moves(store, lesson):
     """ClassRoom.now on the store: the version a student's page tells its listener is drawn is the version of the
     step it drew (one command reads both), with another process's presenter moving meanwhile."""
-    import threading
-
     presenter, student = process(store.url), process(store.url, key=None)
-    pairs, seen = [], set()
-    deadline = time.monotonic() + 60
-
-    def reading():  # reads until it has seen the class at 20 versions (a loaded machine takes longer)
-        while len(seen) < 20 and time.monotonic() < deadline:
-            pairs.append(student.now())
-            seen.add(pairs[-1][0])
-
-    reader = threading.Thread(target=reading)
-    reader.start()
-    move = 0
-    while reader.is_alive():
-        presenter.show(KEY, lesson, move % len(lesson.steps)) if move % 5 else presenter.end(KEY)
-        move += 1
-    reader.join()
-    assert len(seen) >= 20
+    pairs = reads_while_moving(student.now, lambda number: presenter.show(KEY, lesson, number % len(lesson.steps))
+                               if number % 5 else presenter.end(KEY))
     assert all(step is None or step.version == version for version, step in pairs)
     assert student.now() == (presenter.version, presenter.current)
 
